@@ -1,0 +1,59 @@
+//! Failures and the exit codes they map to — the one place the CLI contract lives.
+//!
+//! | code | meaning                                              |
+//! |------|------------------------------------------------------|
+//! | 0    | done                                                 |
+//! | 1    | a gate tripped (`--fail-if-slower`)                  |
+//! | 2    | usage error or bad input (files, programs, options)  |
+//! | 3    | a benchmarked command failed or timed out            |
+//! | 130  | interrupted (Ctrl-C / SIGTERM); partial results kept |
+
+use thiserror::Error;
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_GATE: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_COMMAND_FAILED: i32 = 3;
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// A failure the user must see as one line, with a documented exit code.
+#[derive(Debug, Error)]
+pub enum Failure {
+    /// Bad options, a missing program, an unreadable or malformed file.
+    #[error("{0}")]
+    Usage(String),
+    /// A benchmarked command exited non-zero, was killed or timed out.
+    #[error("{0}")]
+    CommandFailed(String),
+    /// The user interrupted the measurement.
+    #[error("interrupted")]
+    Interrupted,
+    /// A `--fail-if-slower` gate tripped.
+    #[error("{0}")]
+    GateTripped(String),
+    /// Anything else (I/O while writing results, the database, ...).
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+impl Failure {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Failure::Usage(_) => EXIT_USAGE,
+            Failure::CommandFailed(_) => EXIT_COMMAND_FAILED,
+            Failure::Interrupted => EXIT_INTERRUPTED,
+            Failure::GateTripped(_) => EXIT_GATE,
+            // Unexpected environment errors are still "could not do what was asked
+            // with this input"; 2 keeps the documented set of codes small.
+            Failure::Other(_) => EXIT_USAGE,
+        }
+    }
+}
+
+/// Shorthand for a usage failure with a formatted message.
+#[macro_export]
+macro_rules! usage {
+    ($($arg:tt)*) => { $crate::error::Failure::Usage(format!($($arg)*)) };
+}
+
+pub type Result<T, E = Failure> = std::result::Result<T, E>;

@@ -1,0 +1,306 @@
+//! The one data model shared by `compare`, `stat`, suites and the store: what was run,
+//! every run's measurements and counters, per-command summaries and the comparisons.
+//!
+//! Serialized as the documented JSON schema (`docs/json-schema.md`); bump
+//! [`SCHEMA_VERSION`] on any incompatible change.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Metric names measured by the harness for every run. Counter metrics use perf's
+/// event names (`instructions`, `task-clock`, ...) or the instruction-mode names.
+pub mod metric {
+    pub const WALL: &str = "wall_s";
+    pub const CPU: &str = "cpu_s";
+    pub const USER: &str = "user_s";
+    pub const SYS: &str = "sys_s";
+    pub const MAX_RSS: &str = "max_rss_kib";
+    pub const MINOR_FAULTS: &str = "minor_faults";
+    pub const MAJOR_FAULTS: &str = "major_faults";
+    pub const VOLUNTARY_CS: &str = "voluntary_cs";
+    pub const INVOLUNTARY_CS: &str = "involuntary_cs";
+
+    /// Metrics compared by default, in display order.
+    pub const COMPARED: [&str; 3] = [WALL, CPU, MAX_RSS];
+    /// Every harness metric, in display order.
+    pub const ALL: [&str; 9] = [
+        WALL, CPU, USER, SYS, MAX_RSS, MINOR_FAULTS, MAJOR_FAULTS, VOLUNTARY_CS, INVOLUNTARY_CS,
+    ];
+
+    /// Unit shown next to a metric's values.
+    pub fn unit(name: &str) -> &'static str {
+        match name {
+            WALL | CPU | USER | SYS => "s",
+            MAX_RSS => "KiB",
+            _ => "",
+        }
+    }
+}
+
+/// A command as the user gave it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CommandSpec {
+    pub name: String,
+    /// The argument vector executed (for `--shell`: the shell and `-c`).
+    pub argv: Vec<String>,
+    /// The text the user typed.
+    pub command_line: String,
+}
+
+/// How one run ended.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct ExitInfo {
+    /// Exit code when the process exited normally.
+    pub exit_code: Option<i32>,
+    /// Signal number when it was killed by a signal.
+    pub signal: Option<i32>,
+    /// True when perflab killed it for exceeding `--timeout`.
+    #[serde(default)]
+    pub timed_out: bool,
+}
+
+impl ExitInfo {
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+
+    pub fn describe(&self) -> String {
+        if self.timed_out {
+            "timed out".to_string()
+        } else if let Some(sig) = self.signal {
+            format!("was killed by signal {sig} ({})", signal_name(sig))
+        } else {
+            format!("exited with code {}", self.exit_code.unwrap_or(-1))
+        }
+    }
+}
+
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+/// One hardware/software counter (or simulated count) for one run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CounterReading {
+    pub supported: bool,
+    /// The count, scaled to the full run when the kernel multiplexed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// True when the value was extrapolated from time_running < time_enabled.
+    #[serde(default)]
+    pub scaled: bool,
+    /// Why the counter could not be read (when `supported` is false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl CounterReading {
+    pub fn value(value: f64, scaled: bool) -> Self {
+        CounterReading { supported: true, value: Some(value), scaled, reason: None }
+    }
+    pub fn unsupported(reason: impl Into<String>) -> Self {
+        CounterReading { supported: false, value: None, scaled: false, reason: Some(reason.into()) }
+    }
+}
+
+/// One execution of one command: the unit of replication.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Run {
+    /// Round number, 0-based, counting measured rounds only.
+    pub round: u32,
+    /// Position of this command within its round's random order.
+    pub position: u32,
+    pub wall_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub max_rss_kib: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub voluntary_cs: u64,
+    pub involuntary_cs: u64,
+    #[serde(flatten)]
+    pub exit: ExitInfo,
+    /// Bytes of random environment padding used in this round.
+    pub env_pad_bytes: u32,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, CounterReading>,
+}
+
+impl Run {
+    /// The value of a metric for this run, `None` when it was not measured.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        use metric::*;
+        Some(match name {
+            WALL => self.wall_s,
+            CPU => self.user_s + self.sys_s,
+            USER => self.user_s,
+            SYS => self.sys_s,
+            MAX_RSS => self.max_rss_kib as f64,
+            MINOR_FAULTS => self.minor_faults as f64,
+            MAJOR_FAULTS => self.major_faults as f64,
+            VOLUNTARY_CS => self.voluntary_cs as f64,
+            INVOLUNTARY_CS => self.involuntary_cs as f64,
+            other => return self.counters.get(other).and_then(|c| c.value),
+        })
+    }
+}
+
+/// Descriptive statistics of one metric over one command's runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub n: usize,
+    pub median: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    /// Median absolute deviation, scaled by 1.4826 to estimate σ under normality.
+    pub mad: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Runs further than 3.5 scaled MADs from the median.
+    pub outliers: usize,
+    /// 95 % order-statistic interval of the median (None when n is too small).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_ci: Option<(f64, f64)>,
+}
+
+/// All runs of one command, with summaries per metric.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CommandResult {
+    pub name: String,
+    pub argv: Vec<String>,
+    pub command_line: String,
+    pub runs: Vec<Run>,
+    pub summary: BTreeMap<String, Summary>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Faster,
+    Slower,
+    Equivalent,
+    Inconclusive,
+}
+
+impl Verdict {
+    pub fn is_decided(self) -> bool {
+        self != Verdict::Inconclusive
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::Equivalent => "equivalent",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// Candidate versus baseline on one metric.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Comparison {
+    pub baseline: String,
+    pub candidate: String,
+    pub metric: String,
+    /// candidate / baseline; > 1 means the candidate is slower (larger).
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// Nominal (family-wise, sequentially valid) confidence of the interval.
+    pub confidence: f64,
+    /// The per-look level actually used for this interval (see docs/statistics.md).
+    pub look_confidence: f64,
+    /// Two-sided Wilcoxon signed-rank p-value of the paired log ratios.
+    pub p_value: f64,
+    pub verdict: Verdict,
+    /// True for a `slower`/`faster` verdict whose whole CI lies within ±threshold.
+    pub below_threshold: bool,
+    /// Number of paired rounds used.
+    pub n: usize,
+    /// Notes such as the count-vs-time cross-check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+}
+
+/// Where and on what the measurement ran; compared before results are mixed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Machine {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub cores: usize,
+    pub kernel: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub governor: Option<String>,
+    pub pmu: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub virtualization: Option<String>,
+}
+
+/// Why the experiment stopped.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Every comparison reached a verdict.
+    Decided,
+    /// `--rounds N` were run.
+    FixedRounds,
+    MaxRounds,
+    MaxTime,
+    Interrupted,
+    CommandFailed,
+}
+
+/// The settings an experiment ran with (recorded so results can be reproduced).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Settings {
+    pub seed: u64,
+    pub warmup_rounds: u32,
+    pub min_rounds: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed_rounds: Option<u32>,
+    pub max_rounds: u32,
+    pub max_time_s: f64,
+    /// Equivalence margin as a fraction (0.01 = 1 %).
+    pub threshold: f64,
+    pub confidence: f64,
+    pub env_padding: bool,
+    pub mode: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<f64>,
+}
+
+/// Everything one `compare` (or `stat`, or one suite benchmark) produced.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Experiment {
+    pub schema_version: u32,
+    pub perflab_version: String,
+    pub started_at: String,
+    pub machine: Machine,
+    pub settings: Settings,
+    /// Measured rounds completed (warm-up excluded).
+    pub rounds: u32,
+    pub stop_reason: StopReason,
+    pub commands: Vec<CommandResult>,
+    pub comparisons: Vec<Comparison>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Extra facts about the environment that can shift results (valgrind version, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub environment: BTreeMap<String, String>,
+}

@@ -1,0 +1,3 @@
+//! Output: the terminal table, JSON, Markdown and CSV renderings of an experiment.
+
+pub mod color;
