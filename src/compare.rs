@@ -67,6 +67,8 @@ pub struct CompareArgs {
     /// Write every run as CSV, row by row as they finish (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<String>,
+    #[command(flatten)]
+    pub measure: crate::measure::MeasureArgs,
     /// Do not show the progress bar.
     #[arg(long)]
     pub no_progress: bool,

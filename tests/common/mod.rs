@@ -1,0 +1,66 @@
+//! Shared helpers for integration tests: fixture programs compiled from
+//! `tests/fixtures/*.c` with the system C compiler, once per test binary run.
+//!
+//! A fixture may start with a line `// cflags: ...` giving extra compiler flags
+//! (e.g. `-static`, `-lpthread`, `-nostdlib`). Output goes to
+//! `target/fixtures/<name>`; a file lock keeps parallel test binaries from racing.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn out_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let dir = target.join("fixtures");
+    std::fs::create_dir_all(&dir).expect("create target/fixtures");
+    dir
+}
+
+/// Compile `tests/fixtures/<name>.c` (if stale) and return the executable's path.
+pub fn fixture(name: &str) -> PathBuf {
+    fixture_with(name, &[])
+}
+
+/// Like [`fixture`], with extra flags; the output name gets a suffix per flag set.
+pub fn fixture_with(name: &str, extra: &[&str]) -> PathBuf {
+    let src = fixtures_dir().join(format!("{name}.c"));
+    let text = std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("read {}: {e}", src.display()));
+    let mut flags: Vec<String> = vec!["-O2".into(), "-g".into()];
+    if let Some(first) = text.lines().next() {
+        if let Some(f) = first.strip_prefix("// cflags:") {
+            flags.extend(f.split_whitespace().map(String::from));
+        }
+    }
+    flags.extend(extra.iter().map(|s| s.to_string()));
+    let suffix = if extra.is_empty() {
+        String::new()
+    } else {
+        format!("-{}", extra.join("").replace(['-', '/', '=', ' ', '.'], ""))
+    };
+    let out = out_dir().join(format!("{name}{suffix}"));
+    let lock_path = out_dir().join(format!(".{name}{suffix}.lock"));
+    let lock = std::fs::File::create(&lock_path).expect("create lock");
+    // SAFETY: flock on a valid descriptor we own.
+    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+    let stale = match (std::fs::metadata(&out), std::fs::metadata(&src)) {
+        (Ok(o), Ok(s)) => o.modified().unwrap() < s.modified().unwrap(),
+        _ => true,
+    };
+    if stale {
+        let tmp = out.with_extension("tmp");
+        let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+        // Libraries (-l...) must follow the source file.
+        let (libs, opts): (Vec<_>, Vec<_>) = flags.iter().partition(|f| f.starts_with("-l"));
+        cmd.args(&opts).arg(&src).arg("-o").arg(&tmp).args(&libs);
+        let status = cmd.status().expect("run the C compiler (install gcc)");
+        assert!(status.success(), "compiling fixture {name} failed");
+        std::fs::rename(&tmp, &out).unwrap();
+    }
+    out
+}
