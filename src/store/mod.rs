@@ -471,21 +471,23 @@ impl Store {
         // in memory: six queries however many experiments match.
         let filter = "l.name = COALESCE($1, l.name) AND b.name = COALESCE($2, b.name) \
              AND (CAST($3 AS TEXT) IS NULL OR m.fingerprint LIKE $3 || '%' OR m.hostname = $3)";
-        let from = "experiments e JOIN labels l ON l.id = e.label_id JOIN benchmarks b ON b.id = e.benchmark_id \
-                    JOIN machines m ON m.id = e.machine_id";
+        let joins = "JOIN labels l ON l.id = e.label_id JOIN benchmarks b ON b.id = e.benchmark_id \
+                     JOIN machines m ON m.id = e.machine_id";
         let params = [
             opt_text(query.label.as_deref()),
             opt_text(query.benchmark.as_deref()),
             opt_text(query.machine.as_deref()),
         ];
         let sub = |select: &str, table: &str, order: &str| {
-            format!("SELECT {select} FROM {table} t JOIN {from} ON e.id = t.experiment_id WHERE {filter} ORDER BY {order}")
+            format!(
+                "SELECT {select} FROM {table} t JOIN experiments e ON e.id = t.experiment_id {joins} WHERE {filter} ORDER BY {order}"
+            )
         };
         let experiments = self.db.query(
             &format!(
                 "SELECT e.id, l.name, l.id, b.name, e.git_commit, e.source, e.recorded_at, m.fingerprint, m.json, \
                  e.complete, e.perflab_version, e.started_at, e.settings, e.rounds, e.stop_reason, e.warnings, e.environment \
-                 FROM {from} WHERE {filter} ORDER BY l.id, e.id"
+                 FROM experiments e {joins} WHERE {filter} ORDER BY l.id, e.id"
             ),
             &params,
         )?;
@@ -505,7 +507,7 @@ impl Store {
         let counters = self.db.query(
             &format!(
                 "SELECT c.run_id, c.name, c.supported, c.value, c.scaled, c.reason FROM counters c \
-                 JOIN runs t ON t.id = c.run_id JOIN {from} ON e.id = t.experiment_id WHERE {filter} ORDER BY c.run_id, c.name"
+                 JOIN runs t ON t.id = c.run_id JOIN experiments e ON e.id = t.experiment_id {joins} WHERE {filter} ORDER BY c.run_id, c.name"
             ),
             &params,
         )?;
