@@ -17,6 +17,10 @@ pub struct Cli {
 pub enum Command {
     /// Compare two or more commands in randomized interleaved rounds (the first is the baseline).
     Compare(crate::compare::CompareArgs),
+    /// Store results from a hyperfine or perflab JSON file in the history database.
+    Import(crate::store::exchange::ImportArgs),
+    /// Write stored results as JSON.
+    Export(crate::store::exchange::ExportArgs),
 }
 
 /// Parse the command line, run, print any failure as one line, and return the exit code.
@@ -33,6 +37,8 @@ pub fn main() -> i32 {
     crate::render::color::init(&cli.color);
     let result = match cli.command {
         Command::Compare(args) => crate::compare::main(args),
+        Command::Import(args) => crate::store::exchange::import_main(args),
+        Command::Export(args) => crate::store::exchange::export_main(args),
     };
     match result {
         Ok(code) => code,

@@ -9,6 +9,7 @@
 //! commits each run as it completes (a `kill -9` loses at most the run in flight), and
 //! [`Recorder::finish`] adds the summaries and comparisons.
 
+pub mod exchange;
 pub mod postgres;
 pub mod sqlite;
 
@@ -243,12 +244,15 @@ pub struct Query {
     pub machine: Option<String>,
 }
 
-/// One stored experiment with its metadata.
-#[derive(Debug, Clone, PartialEq)]
+/// One stored experiment with its metadata (also the record of `perflab export`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StoredExperiment {
+    /// The row id in the database it was read from (ignored on import).
+    #[serde(default)]
     pub id: i64,
     pub label: String,
     /// Position of the label in stored order (first use), for history's x axis.
+    #[serde(default)]
     pub label_order: i64,
     pub benchmark: String,
     pub git_commit: Option<String>,
