@@ -1,0 +1,131 @@
+//! Every field of every case in tests/data/scipy_stats.json (SciPy 1.17.1 reference values)
+//! against perflab's statistics.
+
+use perflab::stats::{signed_rank, summary};
+use serde_json::Value;
+
+const ESTIMATE_TOLERANCE: f64 = 1e-9;
+const P_TOLERANCE: f64 = 1e-6;
+
+fn cases() -> Vec<Value> {
+    let text = include_str!("data/scipy_stats.json");
+    let root: Value = serde_json::from_str(text).expect("valid JSON");
+    root["cases"].as_array().expect("cases array").clone()
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|x| x.as_f64().expect("number"))
+        .collect()
+}
+
+fn num(v: &Value, field: &str) -> f64 {
+    v[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("missing number {field}"))
+}
+
+#[track_caller]
+fn assert_close(what: &str, actual: f64, expected: f64, relative: f64) {
+    let scale = expected.abs().max(f64::MIN_POSITIVE);
+    assert!(
+        (actual - expected).abs() <= relative * scale,
+        "{what}: got {actual:e}, SciPy {expected:e}"
+    );
+}
+
+fn log_ratios(case: &Value) -> Vec<f64> {
+    let (a, b) = (floats(&case["a"]), floats(&case["b"]));
+    a.iter().zip(&b).map(|(x, y)| y.ln() - x.ln()).collect()
+}
+
+#[test]
+fn paired_log_ratio() {
+    for case in cases() {
+        let name = case["name"].as_str().unwrap().to_string();
+        let d = log_ratios(&case);
+        assert_eq!(d.len() as u64, case["n"].as_u64().unwrap(), "{name}");
+        let expected = &case["paired_log_ratio"];
+        assert_close(
+            &format!("{name} HL"),
+            signed_rank::hodges_lehmann(&d),
+            num(expected, "hodges_lehmann"),
+            ESTIMATE_TOLERANCE,
+        );
+        assert_close(
+            &format!("{name} median"),
+            summary::median(&d),
+            num(expected, "median"),
+            ESTIMATE_TOLERANCE,
+        );
+        assert_close(
+            &format!("{name} mean"),
+            summary::mean(&d),
+            num(expected, "mean"),
+            ESTIMATE_TOLERANCE,
+        );
+        let (p, method) = signed_rank::wilcoxon_p(&d);
+        assert_close(
+            &format!("{name} Wilcoxon p"),
+            p,
+            num(expected, "wilcoxon_signed_rank_p"),
+            P_TOLERANCE,
+        );
+        assert_eq!(
+            method.as_str(),
+            expected["wilcoxon_method"].as_str().unwrap(),
+            "{name}"
+        );
+
+        // The engine's entry point agrees with the parts.
+        let estimate = signed_rank::paired(&floats(&case["a"]), &floats(&case["b"]), 0.95);
+        assert_close(
+            &format!("{name} ratio"),
+            estimate.ratio.ln(),
+            num(expected, "hodges_lehmann"),
+            ESTIMATE_TOLERANCE,
+        );
+        assert_eq!(estimate.p_value, p, "{name}");
+    }
+}
+
+#[test]
+fn a_summary() {
+    for case in cases() {
+        let name = case["name"].as_str().unwrap().to_string();
+        let a = floats(&case["a"]);
+        let expected = &case["a_summary"];
+        let s = summary::summarize(&a);
+        for (field, actual) in [
+            ("median", s.median),
+            ("mean", s.mean),
+            ("stddev", s.stddev),
+            ("mad_scaled", s.mad),
+        ] {
+            assert_close(
+                &format!("{name} {field}"),
+                actual,
+                num(expected, field),
+                ESTIMATE_TOLERANCE,
+            );
+        }
+        assert_close(
+            &format!("{name} mad_scaled()"),
+            summary::mad_scaled(&a),
+            num(expected, "mad_scaled"),
+            ESTIMATE_TOLERANCE,
+        );
+        let expected_ci = &expected["median_ci95_order_statistics"];
+        match (s.median_ci, summary::median_ci(&a, 0.95)) {
+            (Some(ci), Some(direct)) => {
+                assert_eq!(ci, direct);
+                let bounds = floats(expected_ci);
+                assert_eq!(vec![ci.0, ci.1], bounds, "{name} median CI");
+            }
+            (None, None) => assert!(expected_ci.is_null(), "{name}: SciPy has a median CI"),
+            other => panic!("{name}: summarize and median_ci disagree: {other:?}"),
+        }
+    }
+}
