@@ -272,7 +272,7 @@ fn from_hyperfine(file: HyperfineFile, label: &str, path: &str, machine: &Machin
         if result.memory_usage_byte.is_none() {
             warnings.push("hyperfine before 1.17 records no memory use: max_rss_kib is 0".into());
         }
-        let summary = BTreeMap::new();
+        let summary = BTreeMap::from([(crate::model::metric::WALL.to_string(), crate::stats::summary::summarize(&times))]);
         let experiment = Experiment {
             schema_version: SCHEMA_VERSION,
             perflab_version: env!("CARGO_PKG_VERSION").into(),
