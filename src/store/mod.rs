@@ -85,7 +85,7 @@ fn opt_text(v: Option<&str>) -> Value {
 pub trait Backend {
     /// `sqlite` or `postgres`.
     fn kind(&self) -> &'static str;
-    /// Replace the `{id}`/`{int}`/`{real}` type tokens in DDL.
+    /// Replace the `{id}`/`{int}`/`{real}`/`{without_rowid}` tokens in DDL.
     fn dialect(&self, ddl: &str) -> String;
     fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64>;
     fn query(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<Vec<Vec<Value>>>;
@@ -151,7 +151,7 @@ CREATE TABLE commands (
     argv TEXT NOT NULL,
     command_line TEXT NOT NULL,
     PRIMARY KEY (experiment_id, idx)
-);
+){without_rowid};
 CREATE TABLE runs (
     id {id},
     experiment_id {int} NOT NULL REFERENCES experiments(id),
@@ -180,7 +180,7 @@ CREATE TABLE counters (
     scaled {int} NOT NULL,
     reason TEXT,
     PRIMARY KEY (run_id, name)
-);
+){without_rowid};
 CREATE TABLE summaries (
     experiment_id {int} NOT NULL REFERENCES experiments(id),
     command_idx {int} NOT NULL,
@@ -196,7 +196,7 @@ CREATE TABLE summaries (
     ci_low {real},
     ci_high {real},
     PRIMARY KEY (experiment_id, command_idx, metric)
-);
+){without_rowid};
 CREATE TABLE comparisons (
     experiment_id {int} NOT NULL REFERENCES experiments(id),
     idx {int} NOT NULL,
@@ -214,7 +214,7 @@ CREATE TABLE comparisons (
     n {int} NOT NULL,
     flags TEXT NOT NULL,
     PRIMARY KEY (experiment_id, idx)
-);
+){without_rowid};
 "#;
 
 /// The latest schema version this perflab writes.
