@@ -173,3 +173,39 @@ fn independent() {
         );
     }
 }
+
+/// Ties and zero differences (tests/data/scipy_ties.json, scripts/gen-scipy-ties.py).
+#[test]
+fn ties_and_zeros() {
+    let root: Value =
+        serde_json::from_str(include_str!("data/scipy_ties.json")).expect("valid JSON");
+    for case in root["cases"].as_array().expect("cases") {
+        let name = case["name"].as_str().unwrap().to_string();
+        let (a, b) = (floats(&case["a"]), floats(&case["b"]));
+        let d: Vec<f64> = a.iter().zip(&b).map(|(x, y)| y.ln() - x.ln()).collect();
+        let zeros = d.iter().filter(|x| **x == 0.0).count() as u64;
+        assert_eq!(zeros, case["zero_differences"].as_u64().unwrap(), "{name}");
+        let (p, method) = signed_rank::wilcoxon_p(&d);
+        assert_eq!(method, signed_rank::Method::NormalTieCorrected, "{name}");
+        assert_close(
+            &format!("{name} Wilcoxon p"),
+            p,
+            num(case, "wilcoxon_p"),
+            P_TOLERANCE,
+        );
+        let mw = rank_sum::mann_whitney(&a, &b);
+        assert_eq!(mw.method, rank_sum::Method::Normal, "{name}");
+        assert_close(
+            &format!("{name} U"),
+            mw.u,
+            num(case, "mann_whitney_u"),
+            ESTIMATE_TOLERANCE,
+        );
+        assert_close(
+            &format!("{name} Mann-Whitney p"),
+            mw.p_value,
+            num(case, "mann_whitney_p"),
+            P_TOLERANCE,
+        );
+    }
+}
