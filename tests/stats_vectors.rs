@@ -1,7 +1,7 @@
 //! Every field of every case in tests/data/scipy_stats.json (SciPy 1.17.1 reference values)
 //! against perflab's statistics.
 
-use perflab::stats::{signed_rank, summary};
+use perflab::stats::{rank_sum, signed_rank, summary, welch};
 use serde_json::Value;
 
 const ESTIMATE_TOLERANCE: f64 = 1e-9;
@@ -127,5 +127,85 @@ fn a_summary() {
             (None, None) => assert!(expected_ci.is_null(), "{name}: SciPy has a median CI"),
             other => panic!("{name}: summarize and median_ci disagree: {other:?}"),
         }
+    }
+}
+
+#[test]
+fn independent() {
+    for case in cases() {
+        let name = case["name"].as_str().unwrap().to_string();
+        let (a, b) = (floats(&case["a"]), floats(&case["b"]));
+        let expected = &case["independent"];
+        let mw = rank_sum::mann_whitney(&a, &b);
+        assert_close(
+            &format!("{name} U"),
+            mw.u,
+            num(expected, "mann_whitney_u"),
+            ESTIMATE_TOLERANCE,
+        );
+        assert_close(
+            &format!("{name} Mann-Whitney p"),
+            mw.p_value,
+            num(expected, "mann_whitney_p"),
+            P_TOLERANCE,
+        );
+        assert_eq!(
+            mw.method.as_str(),
+            expected["mann_whitney_method"].as_str().unwrap(),
+            "{name}"
+        );
+        let (log_a, log_b): (Vec<f64>, Vec<f64>) = (
+            a.iter().map(|x| x.ln()).collect(),
+            b.iter().map(|x| x.ln()).collect(),
+        );
+        assert_close(
+            &format!("{name} HL shift"),
+            rank_sum::hodges_lehmann_shift(&log_a, &log_b),
+            num(expected, "hodges_lehmann_shift_log"),
+            ESTIMATE_TOLERANCE,
+        );
+        let p = welch::welch_p(&a, &b).expect("defined for these samples");
+        assert_close(
+            &format!("{name} Welch p"),
+            p,
+            num(expected, "welch_t_p"),
+            P_TOLERANCE,
+        );
+    }
+}
+
+/// Ties and zero differences (tests/data/scipy_ties.json, scripts/gen-scipy-ties.py).
+#[test]
+fn ties_and_zeros() {
+    let root: Value =
+        serde_json::from_str(include_str!("data/scipy_ties.json")).expect("valid JSON");
+    for case in root["cases"].as_array().expect("cases") {
+        let name = case["name"].as_str().unwrap().to_string();
+        let (a, b) = (floats(&case["a"]), floats(&case["b"]));
+        let d: Vec<f64> = a.iter().zip(&b).map(|(x, y)| y.ln() - x.ln()).collect();
+        let zeros = d.iter().filter(|x| **x == 0.0).count() as u64;
+        assert_eq!(zeros, case["zero_differences"].as_u64().unwrap(), "{name}");
+        let (p, method) = signed_rank::wilcoxon_p(&d);
+        assert_eq!(method, signed_rank::Method::NormalTieCorrected, "{name}");
+        assert_close(
+            &format!("{name} Wilcoxon p"),
+            p,
+            num(case, "wilcoxon_p"),
+            P_TOLERANCE,
+        );
+        let mw = rank_sum::mann_whitney(&a, &b);
+        assert_eq!(mw.method, rank_sum::Method::Normal, "{name}");
+        assert_close(
+            &format!("{name} U"),
+            mw.u,
+            num(case, "mann_whitney_u"),
+            ESTIMATE_TOLERANCE,
+        );
+        assert_close(
+            &format!("{name} Mann-Whitney p"),
+            mw.p_value,
+            num(case, "mann_whitney_p"),
+            P_TOLERANCE,
+        );
     }
 }

@@ -3,11 +3,28 @@
 //! detection. Pure functions without I/O, checked against SciPy reference values
 //! (`tests/stats_vectors.rs`); methods and references in `docs/statistics.md`.
 
+pub mod changepoint;
+pub mod rank_sum;
 pub mod signed_rank;
 pub mod summary;
+pub mod welch;
 
 mod order;
 mod ranks;
+
+/// A confidence interval with the coverage its order statistics actually achieve
+/// (≥ the requested confidence; order statistics move in discrete steps).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    pub low: f64,
+    pub high: f64,
+    pub achieved_confidence: f64,
+}
+
+/// Φ(z), accurate in the lower tail.
+fn standard_normal_cdf(z: f64) -> f64 {
+    statrs::function::erf::erfc(-z / std::f64::consts::SQRT_2) / 2.0
+}
 
 /// Two-sided standard normal tail probability 2·P(Z > |z|).
 fn normal_two_sided_p(z: f64) -> f64 {

@@ -7,7 +7,8 @@
 
 use super::order::{kth_walsh, median_by_rank};
 use super::ranks::midranks;
-use super::{normal_two_sided_p, normal_upper_quantile, valid_confidence};
+pub use super::Interval;
+use super::{normal_two_sided_p, normal_upper_quantile, standard_normal_cdf, valid_confidence};
 
 /// Largest n for which the signed-rank null distribution is computed exactly; beyond it the
 /// normal approximation (continuity-corrected for intervals) is accurate to well under the
@@ -41,15 +42,6 @@ impl Method {
             }
         }
     }
-}
-
-/// A confidence interval with the coverage its order statistics actually achieve
-/// (≥ the requested confidence; order statistics move in discrete steps).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Interval {
-    pub low: f64,
-    pub high: f64,
-    pub achieved_confidence: f64,
 }
 
 /// Result of [`paired`]: candidate relative to baseline.
@@ -192,10 +184,6 @@ fn approx_lower_cdf(n: usize, w: usize) -> f64 {
         return (standard_normal_cdf(z) - correction).clamp(0.0, 1.0);
     }
     saddlepoint_lower_cdf(n, x)
-}
-
-fn standard_normal_cdf(z: f64) -> f64 {
-    statrs::function::erf::erfc(-z / std::f64::consts::SQRT_2) / 2.0
 }
 
 fn standard_normal_pdf(z: f64) -> f64 {
