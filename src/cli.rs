@@ -21,6 +21,8 @@ pub enum Command {
     Import(crate::store::exchange::ImportArgs),
     /// Write stored results as JSON.
     Export(crate::store::exchange::ExportArgs),
+    /// Each benchmark over labels, per machine, with change points.
+    History(crate::history::HistoryArgs),
 }
 
 /// Parse the command line, run, print any failure as one line, and return the exit code.
@@ -39,6 +41,7 @@ pub fn main() -> i32 {
         Command::Compare(args) => crate::compare::main(args),
         Command::Import(args) => crate::store::exchange::import_main(args),
         Command::Export(args) => crate::store::exchange::export_main(args),
+        Command::History(args) => crate::history::main(args),
     };
     match result {
         Ok(code) => code,

@@ -15,6 +15,7 @@ pub mod cli;
 pub mod command;
 pub mod compare;
 pub mod error;
+pub mod history;
 pub mod interrupt;
 pub mod machine;
 pub mod measure;

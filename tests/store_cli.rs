@@ -126,3 +126,77 @@ fn import_errors_are_one_line_usage_errors() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
 }
+
+/// Stores `walls` as the runs of benchmark `bench` under `label`, measured on `host`.
+fn save(db: &str, label: &str, bench: &str, host: &str, walls: &[f64]) {
+    use perflab::model::*;
+    let machine = Machine { hostname: host.into(), cpu_model: "cpu".into(), cores: 2, ..Machine::default() };
+    let runs: Vec<Run> = walls.iter().enumerate().map(|(i, &w)| Run { round: i as u32, wall_s: w, ..Run::default() }).collect();
+    let experiment = Experiment {
+        schema_version: SCHEMA_VERSION,
+        perflab_version: "test".into(),
+        started_at: "2026-01-01T00:00:00Z".into(),
+        machine,
+        settings: Settings {
+            seed: 0,
+            warmup_rounds: 0,
+            min_rounds: 1,
+            fixed_rounds: Some(walls.len() as u32),
+            max_rounds: 100,
+            max_time_s: 1.0,
+            threshold: 0.01,
+            confidence: 0.95,
+            env_padding: false,
+            mode: "wall".into(),
+            timeout_s: None,
+        },
+        rounds: walls.len() as u32,
+        stop_reason: StopReason::FixedRounds,
+        commands: vec![CommandResult { name: bench.into(), argv: vec![bench.into()], command_line: bench.into(), runs, summary: Default::default() }],
+        comparisons: vec![],
+        warnings: vec![],
+        environment: Default::default(),
+    };
+    let meta = perflab::store::Meta { label: label.into(), benchmark: bench.into(), git_commit: None, source: "test".into() };
+    perflab::store::Store::open(Some(db)).unwrap().save(&meta, &experiment).unwrap();
+}
+
+#[test]
+fn history_shows_labels_in_order_machines_apart_and_the_shift() {
+    each_backend("history", |dir, db| {
+        for i in 0..12 {
+            let level = if i < 7 { 0.010 } else { 0.013 };
+            let walls: Vec<f64> = (0..7).map(|k| level * (1.0 + 0.001 * ((i * 3 + k) % 5) as f64)).collect();
+            save(db, &format!("r{i:02}"), "parse", "box1", &walls);
+            save(db, &format!("r{i:02}"), "render", "box1", &[0.02; 7]);
+        }
+        save(db, "r11", "parse", "box2", &[0.5; 7]);
+
+        let out = perflab(dir, db).args(["history", "--json", "-"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let h: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let machines = h["machines"].as_array().unwrap();
+        assert_eq!(machines.len(), 2, "two machines are never pooled");
+        let parse = &machines[0]["benchmarks"][0];
+        assert_eq!(parse["name"], "parse");
+        let labels: Vec<&str> = parse["points"].as_array().unwrap().iter().map(|p| p["label"].as_str().unwrap()).collect();
+        assert_eq!(labels, (0..12).map(|i| format!("r{i:02}")).collect::<Vec<_>>());
+        let shifts = parse["change_points"].as_array().unwrap();
+        assert_eq!(shifts.len(), 1, "{shifts:?}");
+        assert_eq!(shifts[0]["label"], "r07");
+        assert!(machines[0]["benchmarks"][1]["change_points"].as_array().unwrap().is_empty());
+
+        let out = perflab(dir, db).args(["history"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("2 different machines"), "{text}");
+        assert!(text.contains("at `r07`"), "{text}");
+
+        let out = perflab(dir, db).args(["history", "parse", "--machine", "box1"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("different machines"), "{text}");
+        assert!(text.contains("◀ shift"), "{text}");
+
+        let out = perflab(dir, db).args(["history", "nothing-like-this"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+    });
+}
