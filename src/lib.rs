@@ -22,7 +22,6 @@ pub mod model;
 pub mod render;
 pub mod schedule;
 pub mod spawn;
-
-
-
+pub mod stats;
+pub mod verdict;
 
