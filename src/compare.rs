@@ -435,14 +435,17 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<String> {
                 render::format_seconds(SHORT_RUN_S)
             ));
         }
-        for cp in changepoint::detect(&walls, &changepoint::ChangePointConfig::default()) {
+        let shifts = changepoint::detect(&walls, &changepoint::ChangePointConfig::default());
+        if let Some(largest) = shifts.iter().max_by(|a, b| a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs())) {
             out.push(format!(
-                "`{}` drifted: wall time changed by {:+.1} % from run {} on (median {} → {}); the machine's state changed during the measurement",
+                "`{}` was not stable: its wall time shifted {} time{} during the measurement (largest {:+.1} % at run {}, median {} → {}); pairing within rounds absorbs slow drift, but a quieter machine narrows the interval",
                 command.name,
-                (cp.ratio - 1.0) * 100.0,
-                cp.index + 1,
-                render::format_seconds(cp.before),
-                render::format_seconds(cp.after)
+                shifts.len(),
+                if shifts.len() == 1 { "" } else { "s" },
+                (largest.ratio - 1.0) * 100.0,
+                largest.index + 1,
+                render::format_seconds(largest.before),
+                render::format_seconds(largest.after)
             ));
         }
     }
