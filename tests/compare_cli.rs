@@ -68,7 +68,7 @@ fn a_tenfold_difference_is_slower_with_the_right_ratio() {
     }
     // The human report went to stderr because stdout carried the JSON.
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("B is ") && stderr.contains("% slower than A ["), "{stderr}");
+    assert!(stderr.contains("B is ") && stderr.contains("× slower than A ["), "{stderr}");
 }
 
 #[test]
