@@ -21,10 +21,10 @@ pub mod machine;
 pub mod measure;
 pub mod model;
 pub mod render;
+pub mod schedule;
+pub mod spawn;
 pub mod stats;
 pub mod store;
 pub mod suite;
-
-
-
+pub mod verdict;
 
