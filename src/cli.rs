@@ -21,8 +21,12 @@ pub enum Command {
     Import(crate::store::exchange::ImportArgs),
     /// Write stored results as JSON.
     Export(crate::store::exchange::ExportArgs),
+    /// Run every benchmark of a suite file and store the results under a label.
+    Run(crate::run::RunArgs),
     /// Each benchmark over labels, per machine, with change points.
     History(crate::history::HistoryArgs),
+    /// Find the commit that made a benchmark slower (git bisect with the compare engine).
+    Bisect(crate::bisect::BisectArgs),
 }
 
 /// Parse the command line, run, print any failure as one line, and return the exit code.
@@ -47,7 +51,9 @@ pub fn main() -> i32 {
         Command::Compare(args) => crate::compare::main(args),
         Command::Import(args) => crate::store::exchange::import_main(args),
         Command::Export(args) => crate::store::exchange::export_main(args),
+        Command::Run(args) => crate::run::main(args),
         Command::History(args) => crate::history::main(args),
+        Command::Bisect(args) => crate::bisect::main(args),
     };
     match result {
         Ok(code) => code,

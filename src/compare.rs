@@ -78,6 +78,8 @@ pub struct CompareArgs {
     pub csv: Option<String>,
     #[command(flatten)]
     pub measure: crate::measure::MeasureArgs,
+    #[command(flatten)]
+    pub save: crate::store::exchange::SaveArgs,
     /// Do not show the progress bar.
     #[arg(long)]
     pub no_progress: bool,
@@ -542,8 +544,11 @@ pub fn main(args: CompareArgs) -> Result<i32, Failure> {
     };
     let hidden = args.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut progress = render::progress::ProgressDisplay::new(plan.settings.max_time_s.min(1e6), hidden);
+    let mut store = args.save.open()?;
+    let mut recorder = args.save.recorder(store.as_mut(), &plan);
     let experiment = {
         let mut observers: Vec<&mut dyn Observer> = vec![&mut progress];
+        observers.extend(recorder.as_mut().map(|r| r as &mut dyn Observer));
         if let Some(csv) = csv.as_mut() {
             observers.push(csv);
         }
@@ -551,6 +556,7 @@ pub fn main(args: CompareArgs) -> Result<i32, Failure> {
     };
     progress.finish();
     let experiment = experiment?;
+    args.save.finish(recorder, &experiment)?;
     write_outputs(&args, &plan, &experiment, stdout_taken)?;
     Ok(exit_code(&args, &plan, &experiment))
 }

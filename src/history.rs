@@ -5,6 +5,7 @@
 use crate::error::{Failure, EXIT_OK};
 use crate::model::{metric, Machine};
 use crate::stats::changepoint::{self, ChangePointConfig};
+use crate::render::format_value;
 use crate::store::exchange::{write_json, DbArgs};
 use crate::store::{describe_machine, Query, StoredExperiment};
 use clap::Args;
@@ -256,9 +257,9 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
         table.add_row(vec![
             p.label.clone() + if p.incomplete { " (incomplete)" } else { "" },
             p.n.to_string(),
-            format_value(p.median, metric_name),
+            format_value(metric_name, p.median),
             p.median_ci.map_or("n < 6".into(), |(lo, hi)| {
-                format!("{} – {}", format_value(lo, metric_name), format_value(hi, metric_name))
+                format!("{} – {}", format_value(metric_name, lo), format_value(metric_name, hi))
             }),
             change,
             mark,
@@ -289,23 +290,12 @@ fn format_point(p: &Point, metric_name: &str) -> String {
     match p.median_ci {
         Some((lo, hi)) => format!(
             "{} [{} – {}] ({})",
-            format_value(p.median, metric_name),
-            format_value(lo, metric_name),
-            format_value(hi, metric_name),
+            format_value(metric_name, p.median),
+            format_value(metric_name, lo),
+            format_value(metric_name, hi),
             p.label
         ),
-        None => format!("{} ({})", format_value(p.median, metric_name), p.label),
-    }
-}
-
-/// A value with its unit, seconds scaled to ms/µs for readability.
-fn format_value(v: f64, metric_name: &str) -> String {
-    match metric::unit(metric_name) {
-        "s" if v.abs() < 1e-3 => format!("{:.1} µs", v * 1e6),
-        "s" if v.abs() < 1.0 => format!("{:.2} ms", v * 1e3),
-        "s" => format!("{v:.3} s"),
-        "" => format!("{v:.4}"),
-        unit => format!("{v:.0} {unit}"),
+        None => format!("{} ({})", format_value(metric_name, p.median), p.label),
     }
 }
 
@@ -361,6 +351,7 @@ mod tests {
                     timeout_s: None,
                 },
                 rounds: walls.len() as u32,
+                duration_s: 0.0,
                 stop_reason: StopReason::FixedRounds,
                 commands: vec![
                     CommandResult { name: "base".into(), argv: vec![], command_line: String::new(), runs: vec![], summary: Default::default() },
@@ -374,6 +365,7 @@ mod tests {
                 ],
                 comparisons: vec![],
                 warnings: vec![],
+                failure: None,
                 environment: Default::default(),
             },
         }

@@ -11,6 +11,7 @@
 //! [`model`] is the one data model all of them share; [`error`] maps failures to the
 //! documented exit codes; [`cli`] is the command line.
 
+pub mod bisect;
 pub mod cli;
 pub mod command;
 pub mod compare;
@@ -21,6 +22,7 @@ pub mod machine;
 pub mod measure;
 pub mod model;
 pub mod render;
+pub mod run;
 pub mod schedule;
 pub mod spawn;
 pub mod stats;

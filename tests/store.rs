@@ -91,6 +91,7 @@ fn experiment(host: &str) -> Experiment {
         machine: machine(host),
         settings: settings(),
         rounds: 3,
+        duration_s: 1.25,
         stop_reason: StopReason::FixedRounds,
         commands: vec![command("old", &[0.51, 0.52, 0.5]), command("new", &[0.41, 0.42, 0.4])],
         comparisons: vec![Comparison {
@@ -109,6 +110,7 @@ fn experiment(host: &str) -> Experiment {
             flags: vec!["a note".into()],
         }],
         warnings: vec!["noisy".into()],
+        failure: Some("`new` exited with code 1".into()),
         environment,
     }
 }
@@ -145,7 +147,7 @@ fn runs_recorded_before_a_crash_are_kept() {
             .iter()
             .map(|c| CommandSpec { name: c.name.clone(), argv: c.argv.clone(), command_line: c.command_line.clone() })
             .collect();
-        let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs).unwrap();
+        let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs);
         rec.record_run(0, &exp.commands[0].runs[0]).unwrap();
         rec.record_run(1, &exp.commands[1].runs[0]).unwrap();
         rec.record_run(0, &exp.commands[0].runs[1]).unwrap();
@@ -173,7 +175,7 @@ fn finish_adds_only_the_runs_not_yet_recorded() {
             .iter()
             .map(|c| CommandSpec { name: c.name.clone(), argv: c.argv.clone(), command_line: c.command_line.clone() })
             .collect();
-        let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs).unwrap();
+        let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs);
         rec.record_run(0, &exp.commands[0].runs[0]).unwrap();
         rec.finish(&exp).unwrap();
         let back = store.experiments(&Query::default()).unwrap();
@@ -249,8 +251,7 @@ fn concurrent_writers_lose_nothing() {
                     for i in 0..5 {
                         let specs = vec![CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() }];
                         let mut rec = store
-                            .begin(&meta(&format!("label{}", i % 2), &format!("bench{t}")), &exp.machine, &exp.settings, &specs)
-                            .unwrap();
+                            .begin(&meta(&format!("label{}", i % 2), &format!("bench{t}")), &exp.machine, &exp.settings, &specs);
                         for r in 0..20 {
                             rec.record_run(0, &run(r, 0.1)).unwrap();
                         }

@@ -151,10 +151,12 @@ fn save(db: &str, label: &str, bench: &str, host: &str, walls: &[f64]) {
             timeout_s: None,
         },
         rounds: walls.len() as u32,
+        duration_s: 0.0,
         stop_reason: StopReason::FixedRounds,
         commands: vec![CommandResult { name: bench.into(), argv: vec![bench.into()], command_line: bench.into(), runs, summary: Default::default() }],
         comparisons: vec![],
         warnings: vec![],
+        failure: None,
         environment: Default::default(),
     };
     let meta = perflab::store::Meta { label: label.into(), benchmark: bench.into(), git_commit: None, source: "test".into() };
