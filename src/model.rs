@@ -219,8 +219,10 @@ pub struct Comparison {
     pub candidate: String,
     pub metric: String,
     /// candidate / baseline; > 1 means the candidate is slower (larger).
+    #[serde(deserialize_with = "null_as::nan")]
     pub ratio: f64,
     pub ci_low: f64,
+    #[serde(deserialize_with = "null_as::infinity")]
     pub ci_high: f64,
     /// Nominal (family-wise, sequentially valid) confidence of the interval.
     pub confidence: f64,
@@ -275,6 +277,7 @@ pub struct Settings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fixed_rounds: Option<u32>,
     pub max_rounds: u32,
+    #[serde(deserialize_with = "null_as::infinity")]
     pub max_time_s: f64,
     /// Equivalence margin as a fraction (0.01 = 1 %).
     pub threshold: f64,
@@ -309,4 +312,18 @@ pub struct Experiment {
     /// Extra facts about the environment that can shift results (valgrind version, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub environment: BTreeMap<String, String>,
+}
+
+/// JSON has no NaN or infinity, so serde_json writes them as `null`; these read such a
+/// `null` back as the value it stood for, so perflab can read its own output.
+mod null_as {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
+
+    pub fn infinity<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
 }

@@ -171,3 +171,33 @@ fn two_concurrent_runs_lose_nothing() {
         }
     });
 }
+
+#[test]
+fn compare_save_and_importing_compare_json_store_the_same_experiment() {
+    each_backend("compare_save", |dir, db| {
+        let spin = common::fixture("spin");
+        let spin = spin.to_str().unwrap();
+        let out = perflab(dir, db)
+            .args(["compare", &format!("{spin} 1000"), &format!("{spin} 3000"), "-n", "a", "-n", "b", "--rounds", "4"])
+            .args(["--save", "--label", "pr-1", "--json", "c.json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("saved `a vs b` as label `pr-1`"));
+        perflab(dir, db).args(["import", "c.json", "--label", "pr-1-imported"]).assert().success();
+        let saved = stored(dir, db, &["--label", "pr-1"]);
+        let imported = stored(dir, db, &["--label", "pr-1-imported"]);
+        assert_eq!(saved.len(), 1);
+        assert!(saved[0].complete);
+        assert_eq!(saved[0].source, "compare");
+        assert_eq!(saved[0].benchmark, "a vs b");
+        let e = &saved[0].experiment;
+        assert_eq!(e.commands.iter().map(|c| c.runs.len()).collect::<Vec<_>>(), [4, 4]);
+        assert!(!e.comparisons.is_empty());
+        // The saved record and the --json file describe the same measurements.
+        let from_file = &imported[0].experiment;
+        assert_eq!(e.commands, from_file.commands);
+        assert_eq!(e.rounds, from_file.rounds);
+        assert_eq!(e.settings.max_time_s, f64::INFINITY);
+    });
+}
