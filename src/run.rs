@@ -243,12 +243,13 @@ pub fn plan_for(bench: &Benchmark, candidate: Option<&Build>, baseline: Option<&
     let o = cli.options.or(&bench.options);
     let mut texts = Vec::new();
     let mut names = Vec::new();
-    if let Some(b) = baseline {
+    // A benchmark without {build} runs the same command for every build: measure it once.
+    if let Some(b) = baseline.filter(|_| bench.uses_build()) {
         texts.push(bench.command_for(Some(b))?);
         names.push(b.name.clone());
     }
     texts.push(bench.command_for(candidate)?);
-    names.push(candidate.map_or_else(|| bench.name.clone(), |c| c.name.clone()));
+    names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
     let commands = crate::command::parse_commands(&texts, &names, o.shell.as_deref())
         .map_err(|e| crate::usage!("benchmark `{}`: {e}", bench.name))?;
     if o.shell.is_none() {
