@@ -90,7 +90,9 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
         incomplete: bool,
         values: Vec<f64>,
     }
-    let mut groups: Vec<(&StoredExperiment, Vec<(&str, Vec<Pool>)>)> = Vec::new();
+    /// A machine's first experiment (for its description) and its benchmarks' pools.
+    type MachineGroup<'a> = (&'a StoredExperiment, Vec<(&'a str, Vec<Pool<'a>>)>);
+    let mut groups: Vec<MachineGroup> = Vec::new();
     for e in experiments {
         let Some(measured) = e.experiment.commands.last() else { continue };
         let values: Vec<f64> = measured.runs.iter().filter_map(|r| r.metric(metric_name)).filter(|v| v.is_finite()).collect();
@@ -306,10 +308,10 @@ pub fn sparkline(values: &[f64]) -> String {
     values
         .iter()
         .map(|&v| {
-            if !(max > min) {
-                BARS[3]
-            } else {
+            if max > min {
                 BARS[(((v - min) / (max - min)) * 7.0).round().clamp(0.0, 7.0) as usize]
+            } else {
+                BARS[3]
             }
         })
         .collect()

@@ -90,7 +90,7 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
         None => None,
     };
     let benchmarks: Vec<&Benchmark> =
-        suite.benchmarks.iter().filter(|b| filter.as_ref().is_none_or(|re| re.is_match(&b.name))).collect();
+        suite.benchmarks.iter().filter(|b| filter.as_ref().map_or(true, |re| re.is_match(&b.name))).collect();
     if benchmarks.is_empty() {
         return Err(crate::usage!("no benchmark in {} matches --filter {}", args.suite.display(), args.filter.as_deref().unwrap_or("")));
     }

@@ -434,8 +434,7 @@ impl Store {
                 "SELECT l.name, l.created_at, COUNT(e.id) FROM labels l LEFT JOIN experiments e ON e.label_id = l.id \
                  GROUP BY l.id, l.name, l.created_at ORDER BY l.id",
                 &[],
-            )
-            .map_err(anyhow::Error::from)?;
+            )?;
         Ok(rows
             .into_iter()
             .map(|r| LabelInfo {
