@@ -46,7 +46,7 @@ fn finds_the_commit_that_made_the_loop_slower() {
     let out = Command::cargo_bin("perflab")
         .unwrap()
         .current_dir(work.path())
-        .args(["bisect", "--good", &good, "--bad", &bad, "--bench", "loop", "--max-time", "30s", "--repo"])
+        .args(["bisect", "--good", &good, "--bad", &bad, "--bench", "loop", "--max-time", "10s", "--repo"])
         .arg(repo)
         .args(["--build", "cc -O1 -o loop loop.c && echo {commit} > built-at"])
         .output()
