@@ -170,7 +170,12 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
                 records.push((bench.name.clone(), experiment));
                 match stop {
                     StopReason::Interrupted => break,
-                    StopReason::CommandFailed => failed.push(bench.name.clone()),
+                    StopReason::CommandFailed => {
+                        if let Some(why) = &records.last().and_then(|(_, e)| e.failure.clone()) {
+                            eprintln!("  {why}");
+                        }
+                        failed.push(bench.name.clone());
+                    }
                     _ => {}
                 }
             }

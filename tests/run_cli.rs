@@ -69,6 +69,12 @@ fn run_stores_every_benchmark_and_parameter() {
         let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
         assert_eq!(json.as_array().unwrap().len(), 2);
         assert_eq!(json[1]["benchmark"], "spin[n=20000]");
+        // The --json file imports back as the same results.
+        perflab(dir, db).args(["import", "run.json", "--label", "again"]).assert().success();
+        let again = stored(dir, db, &["--label", "again"]);
+        let names: Vec<&str> = again.iter().map(|e| e.benchmark.as_str()).collect();
+        assert_eq!(names, ["spin[n=1000]", "spin[n=20000]"]);
+        assert_eq!(again[1].experiment.commands, exps[1].experiment.commands);
     });
 }
 

@@ -113,7 +113,7 @@ fn import_errors_are_one_line_usage_errors() {
     let file = common::fixtures_dir().join("hyperfine-1.15.json");
     let cases: [(&[&str], &str); 5] = [
         (&["import", "missing.json"], "cannot read missing.json"),
-        (&["import", "bad.json", "--label", "x"], "bad.json: expected hyperfine --export-json output"),
+        (&["import", "bad.json", "--label", "x"], "bad.json: expected hyperfine --export-json output (`results`), perflab compare/run --json output"),
         (&["import", "notjson.json"], "notjson.json: not JSON"),
         (&["import", "hf.json", "--label", "x"], "hf.json: result 1 (`x`) has no per-run `times`"),
         (&["import", file.to_str().unwrap()], "is a hyperfine file: pass --label"),

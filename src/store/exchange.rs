@@ -91,7 +91,7 @@ pub fn default_label(git_commit: Option<&str>) -> String {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// A hyperfine `--export-json` file, a perflab `--json` result, or a perflab export.
+    /// A hyperfine `--export-json` file, a `compare --json` or `run --json` file, or a perflab export.
     #[arg(value_name = "FILE")]
     pub file: String,
     /// Label to store under (required for hyperfine and perflab results; overrides an export's labels).
@@ -207,6 +207,26 @@ fn to_records(value: &serde_json::Value, args: &ImportArgs) -> Result<Vec<Stored
             })
             .collect());
     }
+    if let Some(items) = value.as_array().filter(|a| a.iter().all(|i| i.get("experiment").is_some())) {
+        // `perflab run --json`: [{"benchmark", "label", "experiment"}]
+        #[derive(Deserialize)]
+        struct RunRecord {
+            benchmark: String,
+            label: String,
+            experiment: Experiment,
+        }
+        let mut records = Vec::new();
+        for item in items {
+            let r: RunRecord = serde_json::from_value(item.clone())
+                .map_err(|e| crate::usage!("{file}: not a valid `perflab run --json` file: {e}"))?;
+            let label = args.label.clone().unwrap_or(r.label);
+            records.push(record(label, r.benchmark, "import:perflab", r.experiment));
+        }
+        if records.is_empty() {
+            return Err(crate::usage!("{file}: the file holds no results"));
+        }
+        return Ok(records);
+    }
     if value.get("results").is_some_and(|r| r.is_array()) {
         let hyperfine: HyperfineFile = serde_json::from_value(value.clone())
             .map_err(|e| crate::usage!("{file}: not a valid hyperfine JSON export: {e}"))?;
@@ -228,7 +248,7 @@ fn to_records(value: &serde_json::Value, args: &ImportArgs) -> Result<Vec<Stored
         return Ok(vec![record(label, benchmark, "import:perflab", experiment)]);
     }
     Err(crate::usage!(
-        "{file}: expected hyperfine --export-json output (`results`), a perflab --json result (`schema_version`, `commands`) or a perflab export"
+        "{file}: expected hyperfine --export-json output (`results`), perflab compare/run --json output or a perflab export"
     ))
 }
 
