@@ -541,7 +541,7 @@ pub fn main(args: CompareArgs) -> Result<i32, Failure> {
         None => None,
     };
     let hidden = args.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut progress = render::progress::ProgressDisplay::new(plan.settings.max_time_s, hidden);
+    let mut progress = render::progress::ProgressDisplay::new(&plan.settings, hidden);
     let experiment = {
         let mut observers: Vec<&mut dyn Observer> = vec![&mut progress];
         if let Some(csv) = csv.as_mut() {
