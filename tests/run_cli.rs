@@ -85,9 +85,9 @@ fn baseline_build_is_compared_and_the_verdict_stored() {
     let db = db.to_str().unwrap();
     write_suite(
         dir.path(),
-        "[builds]\nsmall = { command = \"SPIN 200000\" }\nbig = { command = \"SPIN 2000000\" }\n[[benchmark]]\nname = \"loop\"\ncommand = \"{build}\"\n",
+        "[builds]\nsmall = { command = \"SPIN 2000000\" }\nbig = { command = \"SPIN 20000000\" }\n[[benchmark]]\nname = \"loop\"\ncommand = \"{build}\"\n",
     );
-    let out = perflab(dir.path(), db).args(["run", "--label", "big", "--baseline", "small", "--rounds", "8"]).output().unwrap();
+    let out = perflab(dir.path(), db).args(["run", "--label", "big", "--baseline", "small", "--max-time", "60s"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let exps = stored(dir.path(), db, &["--label", "big"]);
     let e = &exps[0].experiment;
