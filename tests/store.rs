@@ -14,6 +14,7 @@ fn each_backend(test: &str, body: impl Fn(&str)) {
     body(sqlite.to_str().unwrap());
     if let Some(url) = common::pg::scratch_db(test) {
         body(&url);
+        common::pg::drop_scratch(&url);
     }
 }
 

@@ -17,6 +17,7 @@ fn each_backend(test: &str, body: impl Fn(&Path, &str)) {
     if let Some(url) = common::pg::scratch_db(test) {
         let dir = tempfile::tempdir().unwrap();
         body(dir.path(), &url);
+        common::pg::drop_scratch(&url);
     }
 }
 
