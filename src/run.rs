@@ -2,7 +2,7 @@
 //! baseline build when one is given), each run committed to the history store as it
 //! completes.
 
-use crate::compare::{parse_duration, parse_percent, Plan};
+use crate::compare::{parse_duration, parse_percent, Fanout, Plan};
 use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::measure::{MeasureArgs, Mode};
 use crate::render::format_seconds;
@@ -68,6 +68,9 @@ pub struct RunArgs {
     /// Let the commands' output through.
     #[arg(long)]
     pub show_output: bool,
+    /// Do not show the progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
     /// Also write the results as JSON (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
@@ -132,6 +135,7 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
     }
     let git_commit = current_git_commit();
     let machine = Machine::detect();
+    let hide_progress = args.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
     let interrupt = crate::interrupt::watcher();
     let mut records: Vec<(String, Experiment)> = Vec::new();
     let mut failed: Vec<String> = Vec::new();
@@ -150,7 +154,9 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
         }
         let meta = Meta { label: args.label.clone(), benchmark: bench.name.clone(), git_commit: git_commit.clone(), source: "run".into() };
         let mut recorder = store.begin(&meta, &machine, &plan.settings, &plan.commands);
-        let result = crate::compare::run_experiment(plan, &mut recorder);
+        let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, hide_progress);
+        let result = crate::compare::run_experiment(plan, &mut Fanout(vec![&mut progress, &mut recorder]));
+        progress.finish();
         let outcome = match result {
             Ok(experiment) => {
                 recorder.finish(&experiment)?;
