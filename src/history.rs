@@ -23,6 +23,9 @@ pub struct HistoryArgs {
     /// The metric to follow (wall_s, cpu_s, max_rss_kib, a counter such as instructions).
     #[arg(long, default_value = metric::WALL, value_name = "METRIC")]
     pub metric: String,
+    /// Only the last N labels (in stored order); change points are looked for among them.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub last: Option<u32>,
     /// Also write the history as JSON (`-` for stdout instead of the table).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
@@ -183,6 +186,12 @@ pub fn main(args: HistoryArgs) -> Result<i32, Failure> {
             None => crate::usage!("{} holds no results yet: store some with `perflab run` or `compare --save`", store.location()),
         });
     }
+    if let Some(n) = args.last {
+        let mut orders: Vec<i64> = experiments.iter().map(|e| e.label_order).collect();
+        orders.dedup();
+        let first_kept = orders[orders.len().saturating_sub(n as usize)];
+        experiments.retain(|e| e.label_order >= first_kept);
+    }
     let history = build(&experiments, &args.metric);
     if history.machines.is_empty() {
         return Err(crate::usage!("no stored run has the metric `{}`", args.metric));
@@ -225,6 +234,9 @@ pub fn render(history: &History, detail: bool) -> String {
     out
 }
 
+/// Labels shown in an overview sparkline (the latest ones); `--last` narrows further.
+const SPARKLINE_WIDTH: usize = 40;
+
 fn render_overview(benchmarks: &[BenchmarkHistory], metric_name: &str) -> String {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::NOTHING);
@@ -235,7 +247,7 @@ fn render_overview(benchmarks: &[BenchmarkHistory], metric_name: &str) -> String
         table.add_row(vec![
             b.name.clone(),
             b.points.len().to_string(),
-            sparkline(&medians),
+            sparkline(&medians[medians.len().saturating_sub(SPARKLINE_WIDTH)..]),
             latest,
             b.change_points.iter().map(describe_shift).collect::<Vec<_>>().join("; "),
         ]);

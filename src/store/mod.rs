@@ -102,7 +102,10 @@ pub trait Backend {
 
 /// Schema migrations, applied in order; each runs in one transaction and is
 /// recorded in `schema_migrations`. Never edit a released migration: append one.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "initial schema", SCHEMA_V1)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "initial schema", SCHEMA_V1),
+    (2, "index experiments by machine", "CREATE INDEX experiments_by_machine ON experiments(machine_id, label_id);"),
+];
 
 const SCHEMA_V1: &str = r#"
 CREATE TABLE labels (
@@ -339,7 +342,7 @@ impl Store {
             )
         };
         let mut store = Store { db, location: redact(&location) };
-        store.migrate().map_err(|e| crate::usage!("database {}: {e:#}", store.location))?;
+        store.migrate(schema_version()).map_err(|e| crate::usage!("database {}: {e:#}", store.location))?;
         Ok(store)
     }
 
@@ -353,7 +356,8 @@ impl Store {
         self.db.kind()
     }
 
-    fn migrate(&mut self) -> anyhow::Result<()> {
+    /// Apply the migrations up to version `target`.
+    fn migrate(&mut self, target: i64) -> anyhow::Result<()> {
         self.write(|db| {
             db.lock_schema()?;
             db.batch(&db.dialect(
@@ -370,7 +374,7 @@ impl Store {
                     schema_version()
                 ));
             }
-            for (version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+            for (version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 > current && m.0 <= target) {
                 db.batch(&db.dialect(sql)).with_context(|| format!("migration {version} ({description})"))?;
                 db.execute(
                     "INSERT INTO schema_migrations (version, description, applied_at) VALUES ($1, $2, $3)",
@@ -961,6 +965,33 @@ fn finish_experiment(db: &mut dyn Backend, id: i64, exp: &Experiment, recorded: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_older_database_is_upgraded_in_place() {
+        let dir = std::env::temp_dir().join(format!("perflab-migrate-{}", std::process::id()));
+        let path = dir.join("old.db");
+        let _ = std::fs::remove_dir_all(&dir);
+        let backend = sqlite::Sqlite::open(&path).unwrap();
+        let mut old = Store { db: Box::new(backend), location: "old.db".into() };
+        old.migrate(1).unwrap();
+        let machine = Machine::default();
+        let settings: Settings = serde_json::from_str(
+            r#"{"seed":1,"warmup_rounds":0,"min_rounds":1,"max_rounds":1,"max_time_s":1,"threshold":0.01,"confidence":0.95,"env_padding":false,"mode":"wall"}"#,
+        )
+        .unwrap();
+        let spec = CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() };
+        let meta = Meta { label: "v1".into(), benchmark: "b".into(), git_commit: None, source: "test".into() };
+        old.begin(&meta, &machine, &settings, &[spec]).record_run(0, &Run { wall_s: 0.5, ..Run::default() }).unwrap();
+        drop(old);
+
+        let mut store = Store::open(Some(path.to_str().unwrap())).unwrap();
+        let versions = store.db.query("SELECT version FROM schema_migrations ORDER BY version", &[]).unwrap();
+        let versions: Vec<i64> = versions.iter().filter_map(|r| r[0].as_i64()).collect();
+        assert_eq!(versions, (1..=schema_version()).collect::<Vec<_>>());
+        let back = store.experiments(&Query::default()).unwrap();
+        assert_eq!(back[0].experiment.commands[0].runs[0].wall_s, 0.5);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn redact_hides_only_the_password() {
