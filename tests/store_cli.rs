@@ -199,6 +199,12 @@ fn history_shows_labels_in_order_machines_apart_and_the_shift() {
         assert!(!text.contains("different machines"), "{text}");
         assert!(text.contains("◀ shift"), "{text}");
 
+        let out = perflab(dir, db).args(["history", "parse", "--machine", "box1", "--last", "3", "--json", "-"]).output().unwrap();
+        let h: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let labels: Vec<&str> =
+            h["machines"][0]["benchmarks"][0]["points"].as_array().unwrap().iter().map(|p| p["label"].as_str().unwrap()).collect();
+        assert_eq!(labels, ["r09", "r10", "r11"]);
+
         let out = perflab(dir, db).args(["history", "nothing-like-this"]).output().unwrap();
         assert_eq!(out.status.code(), Some(2));
     });
