@@ -87,6 +87,22 @@ fn rejects_a_bad_end_that_is_not_slower_and_bad_revisions() {
     let out = bisect(&good, &bad);
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not slower than --good"));
+    // A stored label stands for the commit it was recorded at.
+    let mut store = perflab::store::Store::open(Some(work.path().join("h.db").to_str().unwrap())).unwrap();
+    let meta = perflab::store::Meta { label: "release-1".into(), benchmark: "loop".into(), git_commit: Some(good.clone()), source: "test".into() };
+    let spec = perflab::model::CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() };
+    let settings: perflab::model::Settings = serde_json::from_str(
+        r#"{"seed":1,"warmup_rounds":0,"min_rounds":1,"max_rounds":1,"max_time_s":1,"threshold":0.01,"confidence":0.95,"env_padding":false,"mode":"wall"}"#,
+    )
+    .unwrap();
+    let run = perflab::model::Run { wall_s: 0.1, ..Default::default() };
+    store.begin(&meta, &perflab::model::Machine::detect(), &settings, &[spec]).record_run(0, &run).unwrap();
+    drop(store);
+    let out = bisect("release-1", &bad);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--bad"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not slower than --good release-1"));
+
     let out = bisect("no-such-rev", &bad);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`no-such-rev` is neither a commit"), "{}", String::from_utf8_lossy(&out.stderr));
