@@ -171,7 +171,13 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
         }
         match outcome {
             Ok(experiment) => {
-                println!("{}", summary_line(&bench.name, &experiment));
+                let line = summary_line(&bench.name, &experiment);
+                // `--json -` owns stdout.
+                if args.json.as_deref() == Some("-") {
+                    eprintln!("{line}");
+                } else {
+                    println!("{line}");
+                }
                 let stop = experiment.stop_reason;
                 records.push((bench.name.clone(), experiment));
                 match stop {

@@ -57,7 +57,7 @@ fn run_stores_every_benchmark_and_parameter() {
         write_suite(dir, "[defaults]\nrounds = 3\n[[benchmark]]\nname = \"spin\"\ncommand = \"SPIN {n}\"\nparams = { n = [1000, 20000] }\n[[benchmark]]\nname = \"other\"\ncommand = \"SPIN 10\"\n");
         let out = perflab(dir, db).args(["run", "--label", "v1", "--filter", "^spin", "--json", "run.json"]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let exps = stored(dir, db, &[]);
+        let exps = stored(dir, db, &["--label", "v1"]);
         let names: Vec<&str> = exps.iter().map(|e| e.benchmark.as_str()).collect();
         assert_eq!(names, ["spin[n=1000]", "spin[n=20000]"]);
         for e in &exps {
@@ -70,6 +70,10 @@ fn run_stores_every_benchmark_and_parameter() {
         let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
         assert_eq!(json.as_array().unwrap().len(), 2);
         assert_eq!(json[1]["benchmark"], "spin[n=20000]");
+        // With `--json -` stdout is only JSON.
+        let out = perflab(dir, db).args(["run", "--label", "v2", "--filter", "=1000]", "--json", "-"]).output().unwrap();
+        let from_stdout: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+        assert_eq!(from_stdout[0]["benchmark"], "spin[n=1000]");
         // The --json file imports back as the same results.
         perflab(dir, db).args(["import", "run.json", "--label", "again"]).assert().success();
         let again = stored(dir, db, &["--label", "again"]);
