@@ -20,7 +20,8 @@ pub mod machine;
 pub mod measure;
 pub mod model;
 pub mod render;
-
-
-
+pub mod schedule;
+pub mod spawn;
+pub mod stats;
+pub mod verdict;
 
