@@ -22,6 +22,7 @@ pub mod model;
 pub mod render;
 pub mod schedule;
 pub mod spawn;
+pub mod stat;
 pub mod stats;
 pub mod verdict;
 
