@@ -126,6 +126,9 @@ pub fn valgrind_argv(valgrind: &Path, out_dir: &Path, argv: Vec<String>) -> Vec<
 
 impl Probe for CachegrindProbe {
     fn wrap(&self, argv: Vec<String>) -> anyhow::Result<Vec<String>> {
+        // valgrind would only report a missing program as a failing run: check it first.
+        let program = argv.first().context("empty command")?;
+        crate::command::resolve_program(program)?;
         Ok(valgrind_argv(&self.valgrind, &self.out.0, argv))
     }
 
@@ -422,6 +425,8 @@ mod tests {
             assert!(std::env::var("CI").as_deref() != Ok("true"), "valgrind is required on CI");
             return;
         };
+        let missing = probe.wrap(vec!["/nonexistent/program".into()]).unwrap_err().to_string();
+        assert!(missing.contains("does not exist"), "{missing}");
         let argv = probe.wrap(vec!["/bin/true".into()]).unwrap();
         let status = Command::new(&argv[0]).args(&argv[1..]).status().unwrap();
         assert!(status.success());
