@@ -297,11 +297,17 @@ pub struct Experiment {
     pub settings: Settings,
     /// Measured rounds completed (warm-up excluded).
     pub rounds: u32,
+    /// Wall-clock seconds the whole experiment took, warm-up included.
+    #[serde(default)]
+    pub duration_s: f64,
     pub stop_reason: StopReason,
     pub commands: Vec<CommandResult>,
     pub comparisons: Vec<Comparison>,
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Why a benchmarked command stopped the experiment (stop_reason `command_failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
     /// Extra facts about the environment that can shift results (valgrind version, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub environment: BTreeMap<String, String>,
