@@ -17,6 +17,8 @@ pub struct Cli {
 pub enum Command {
     /// Compare two or more commands in randomized interleaved rounds (the first is the baseline).
     Compare(crate::compare::CompareArgs),
+    /// Run one command N times and report every metric and counter: median, 95 % CI, spread.
+    Stat(crate::stat::StatArgs),
 }
 
 /// Parse the command line, run, print any failure as one line, and return the exit code.
@@ -39,6 +41,7 @@ pub fn main() -> i32 {
     crate::render::color::init(&cli.color);
     let result = match cli.command {
         Command::Compare(args) => crate::compare::main(args),
+        Command::Stat(args) => crate::stat::main(args),
     };
     match result {
         Ok(code) => code,

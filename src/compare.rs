@@ -261,7 +261,7 @@ pub fn run_experiment(plan: &Plan, observer: &mut dyn Observer) -> Result<Experi
         comparisons: Vec::new(),
         warnings: Vec::new(),
         failure: None,
-        environment: Default::default(),
+        environment: crate::measure::environment_facts(&plan.measure, &plan.commands),
     };
     let timeout = settings.timeout_s.map(Duration::from_secs_f64);
     let mut planner = RoundPlanner::new(settings.seed, subjects.len(), settings.env_padding);
@@ -398,15 +398,20 @@ fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
             }
         }
     }
+    let candidates = plan.commands.len().saturating_sub(1);
+    let secondary = plan.metrics.iter().filter(|m| **m != plan.primary_metric).count();
+    let secondary_level = crate::measure::multiplicity::secondary_confidence(look_level, candidates, secondary);
     if let Some((base, candidates)) = experiment.commands.split_first() {
         for cand in candidates {
             for name in &plan.metrics {
+                let level = if *name == plan.primary_metric { level } else { secondary_level };
                 if let Some(c) = verdict::compare(base, cand, name, level, plan.settings.confidence, plan.settings.threshold) {
                     experiment.comparisons.push(c);
                 }
             }
         }
     }
+    crate::measure::crosscheck::cross_check(&mut experiment.comparisons);
     experiment.warnings.extend(warnings(plan, experiment));
 }
 
@@ -470,7 +475,7 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<String> {
 }
 
 /// Instruction-mode metrics, in display order (named by the cachegrind probe).
-pub const INSTRUCTION_METRICS: [&str; 5] = ["instructions", "estimated_cycles", "branch_mispredicts", "d1_misses", "ll_misses"];
+pub use crate::measure::cachegrind::COMPARED as INSTRUCTION_METRICS;
 
 /// Turn the command line into a plan (everything checked before anything runs).
 pub fn plan_from_args(args: &CompareArgs, min_commands: usize) -> Result<Plan, Failure> {
@@ -497,7 +502,8 @@ pub fn plan_from_args(args: &CompareArgs, min_commands: usize) -> Result<Plan, F
             }
         }
         let mut metrics = args.metrics.clone();
-        metrics.extend(args.measure.events.iter().filter(|e| !metrics.contains(e)).cloned().collect::<Vec<_>>());
+        let counters = crate::measure::metric_names(&args.measure)?;
+        metrics.extend(counters.into_iter().filter(|e| !metrics.contains(e)).collect::<Vec<_>>());
         let primary = metrics.first().cloned().unwrap_or_else(|| metric::WALL.to_string());
         (metrics, primary)
     };

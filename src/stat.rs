@@ -2,9 +2,11 @@
 //! per metric, the median with its 95 % CI, the spread, derived metrics, and the
 //! counters this machine cannot read with the reason — `perf stat -r` with statistics.
 
-use crate::error::Failure;
-use crate::measure::{self, Mode};
-use crate::model::{metric, CommandResult, Experiment, Summary};
+use crate::compare::{Observer, Progress};
+use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::measure::{self, counters, Mode};
+use crate::model::{metric, CommandResult, Experiment, Settings, StopReason, Summary};
+use std::io::Write;
 use crate::render::color;
 use clap::Args;
 use serde::Serialize;
@@ -110,42 +112,13 @@ pub fn stat_metrics(result: &CommandResult, names: &[String]) -> Vec<StatMetric>
         .collect()
 }
 
-/// Format a value of a metric for the terminal: times with a unit, counts grouped.
-pub fn format_value(value: f64, unit: &str) -> String {
-    match unit {
-        "s" => format_seconds(value),
-        "ns" => format_seconds(value * 1e-9),
+/// A metric's value for the terminal: render's formats, plus nanosecond clocks and rates.
+pub fn format_metric(name: &str, value: f64) -> String {
+    match metric::unit(name) {
+        "ns" => crate::render::format_seconds(value * 1e-9),
         "%" => format!("{value:.2} %"),
-        "KiB" => format!("{} KiB", group_digits(value)),
-        _ if value.fract() == 0.0 && value.abs() < 1e15 => group_digits(value),
-        _ => format!("{value:.3}"),
+        _ => crate::render::format_value(name, value),
     }
-}
-
-fn format_seconds(s: f64) -> String {
-    let (scaled, unit) = match s.abs() {
-        v if v >= 1.0 => (s, "s"),
-        v if v >= 1e-3 => (s * 1e3, "ms"),
-        v if v >= 1e-6 => (s * 1e6, "µs"),
-        _ => (s * 1e9, "ns"),
-    };
-    format!("{scaled:.3} {unit}")
-}
-
-/// 17123637 → "17,123,637" (the way perf stat prints counts).
-fn group_digits(value: f64) -> String {
-    let digits = format!("{:.0}", value.abs());
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    if value < 0.0 {
-        out.insert(0, '-');
-    }
-    out
 }
 
 /// The spread column: exact, or the scaled MAD relative to the median.
@@ -155,7 +128,7 @@ fn spread(m: &StatMetric) -> String {
         return if s.n > 1 { format!("exact ({} identical runs)", s.n) } else { "1 run".to_string() };
     }
     if s.median == 0.0 {
-        return format!("MAD {}", format_value(s.mad, m.unit));
+        return format!("MAD {}", format_metric(&m.name, s.mad));
     }
     format!("± {:.2} %", s.mad / s.median.abs() * 100.0)
 }
@@ -166,17 +139,17 @@ pub fn render_terminal(title: &str, runs: usize, metrics: &[StatMetric], notes: 
     for m in metrics.iter().filter(|m| m.supported) {
         let s = m.summary.as_ref().expect("supported metrics have a summary");
         let ci = match s.median_ci {
-            Some((lo, hi)) if !m.exact => format!("[{}, {}]", format_value(lo, m.unit), format_value(hi, m.unit)),
+            Some((lo, hi)) if !m.exact => format!("[{}, {}]", format_metric(&m.name, lo), format_metric(&m.name, hi)),
             _ if m.exact => "exact".to_string(),
-            _ => "n < 6: none".to_string(),
+            _ => "needs ≥ 6 runs".to_string(),
         };
         let range = if m.exact {
             String::new()
         } else {
-            format!("{} … {}", format_value(s.min, m.unit), format_value(s.max, m.unit))
+            format!("{} … {}", format_metric(&m.name, s.min), format_metric(&m.name, s.max))
         };
         let name = if m.scaled { format!("{} (scaled)", m.name) } else { m.name.clone() };
-        rows.push([name, format_value(s.median, m.unit), ci, spread(m), range]);
+        rows.push([name, format_metric(&m.name, s.median), ci, spread(m), range]);
     }
     let header = ["metric", "median", "95 % CI of median", "spread (MAD)", "min … max"];
     let widths: Vec<usize> = (0..5)
@@ -209,6 +182,115 @@ pub fn render_terminal(title: &str, runs: usize, metrics: &[StatMetric], notes: 
         out += &format!("\n {}\n", color::dim(note));
     }
     out
+}
+
+/// `perflab stat`.
+pub fn main(args: StatArgs) -> Result<i32, Failure> {
+    let instructions = args.measure.mode == Mode::Instructions;
+    let mut measure = args.measure.clone();
+    if measure.events.is_empty() && !instructions {
+        measure.events = counters::DEFAULT_STAT_EVENTS.map(String::from).to_vec();
+    }
+    let names = metric_names(&measure)?;
+    // One argument is a command line to split like a shell; several are the argv itself.
+    let text = match args.command.as_slice() {
+        [single] => single.clone(),
+        many => shell_words::join(many),
+    };
+    let commands = crate::command::parse_commands(&[text], &[], args.shell.as_deref())?;
+    crate::command::resolve_program(&commands[0].argv[0])?;
+    let runs = args.runs.unwrap_or(if instructions { 1 } else { DEFAULT_RUNS });
+    let plan = crate::compare::Plan {
+        settings: Settings {
+            seed: rand::random(),
+            warmup_rounds: args.warmup.unwrap_or(if instructions { 0 } else { 1 }),
+            min_rounds: runs,
+            fixed_rounds: Some(runs),
+            max_rounds: runs,
+            max_time_s: f64::INFINITY,
+            threshold: 0.01,
+            confidence: 0.95,
+            // Counts move with the environment's size: instruction mode keeps it fixed.
+            env_padding: !instructions,
+            mode: measure.mode.as_str().to_string(),
+            timeout_s: args.timeout,
+        },
+        primary_metric: names[0].clone(),
+        metrics: names.clone(),
+        commands,
+        show_output: args.show_output,
+        ignore_failure: false,
+        measure,
+    };
+    let stdout_taken = args.json.as_deref() == Some("-");
+    let hidden = args.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut progress = RunCounter::new(runs + plan.settings.warmup_rounds, hidden);
+    let experiment = crate::compare::run_experiment(&plan, &mut progress);
+    progress.bar.finish_and_clear();
+    let experiment = experiment?;
+    let metrics = match experiment.commands.first() {
+        Some(result) => stat_metrics(result, &names),
+        None => Vec::new(),
+    };
+    let mut notes = Vec::new();
+    if let Some(scope) = experiment.environment.get("counter_scope") {
+        notes.push(format!("counters: {scope} mode (see --counter-scope)"));
+    }
+    if instructions {
+        notes.push("instruction mode: counts under valgrind cachegrind with fixed caches (docs/counters.md)".into());
+    }
+    let text = render_terminal(&plan.commands[0].command_line, experiment.rounds as usize, &metrics, &notes);
+    if stdout_taken {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+    for warning in &experiment.warnings {
+        eprintln!("{}", color::yellow(&format!("warning: {warning}")));
+    }
+    if let Some(path) = &args.json {
+        write_json(&StatReport { experiment: &experiment, metrics }, path)?;
+    }
+    Ok(match experiment.stop_reason {
+        StopReason::Interrupted => {
+            eprintln!("perflab: interrupted after {} runs; the results above cover them", experiment.rounds);
+            EXIT_INTERRUPTED
+        }
+        StopReason::CommandFailed => {
+            eprintln!("perflab: error: {}", experiment.failure.as_deref().unwrap_or("the command failed"));
+            EXIT_COMMAND_FAILED
+        }
+        _ => EXIT_OK,
+    })
+}
+
+fn write_json(report: &StatReport, path: &str) -> Result<(), Failure> {
+    let mut out = crate::render::open_output(path)?;
+    serde_json::to_writer_pretty(&mut out, report).map_err(|e| Failure::Other(e.into()))?;
+    writeln!(out).and_then(|_| out.flush()).map_err(|e| crate::usage!("cannot write `{path}`: {e}"))
+}
+
+/// Progress on stderr as runs finish (between runs only).
+struct RunCounter {
+    bar: indicatif::ProgressBar,
+}
+
+impl RunCounter {
+    fn new(total: u32, hidden: bool) -> Self {
+        let target =
+            if hidden { indicatif::ProgressDrawTarget::hidden() } else { indicatif::ProgressDrawTarget::stderr() };
+        let bar = indicatif::ProgressBar::with_draw_target(Some(total as u64), target);
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:24} run {pos}/{len} {elapsed}") {
+            bar.set_style(style);
+        }
+        RunCounter { bar }
+    }
+}
+
+impl Observer for RunCounter {
+    fn round_finished(&mut self, _progress: &Progress) {
+        self.bar.inc(1);
+    }
 }
 
 /// Metrics `stat` reports for these options: harness metrics, then counters.
@@ -291,12 +373,9 @@ mod tests {
     }
 
     #[test]
-    fn formats_counts_and_times_like_perf() {
-        assert_eq!(format_value(17123637.0, ""), "17,123,637");
-        assert_eq!(format_value(-1234.0, ""), "-1,234");
-        assert_eq!(format_value(0.012345, "s"), "12.345 ms");
-        assert_eq!(format_value(812_345.0, "ns"), "812.345 µs");
-        assert_eq!(format_value(1.5, ""), "1.500");
-        assert_eq!(format_value(5.87, "%"), "5.87 %");
+    fn formats_clocks_and_rates() {
+        assert_eq!(format_metric("task-clock", 812_345.0), "812.3 µs");
+        assert_eq!(format_metric("branch-miss-rate", 5.87), "5.87 %");
+        assert_eq!(format_metric("instructions", 17123637.0), "17,123,637");
     }
 }

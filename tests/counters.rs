@@ -129,7 +129,7 @@ fn events_and_instruction_mode_are_exclusive() {
 fn missing_valgrind_is_exit_2_with_the_install_hint() {
     for args in [
         vec!["stat".to_string(), "--mode".into(), "instructions".into(), spin()],
-        vec!["compare".to_string(), "--mode".into(), "instructions".into(), spin(), spin()],
+        vec!["compare".to_string(), "--mode".into(), "instructions".into(), format!("{} 10", spin()), format!("{} 20", spin())],
     ] {
         let output = perflab().env("PATH", "/nonexistent").args(&args).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{args:?}");

@@ -249,19 +249,22 @@ pub fn environment_facts(argv0: &Path) -> BTreeMap<String, String> {
     if let Some(version) = output_of(Command::new(&valgrind).arg("--version")) {
         facts.insert("valgrind_version".into(), version.trim().trim_start_matches("valgrind-").to_string());
     }
-    match interpreter(argv0) {
-        Some(loader) => {
-            // Ask the program's own dynamic loader, under valgrind, which glibc it is and
-            // what it selects on valgrind's synthetic CPU (glibc >= 2.33).
-            let diagnostics = output_of(
-                Command::new(&valgrind).args(["-q", "--tool=none"]).arg(&loader).arg("--list-diagnostics"),
-            );
-            if let Some(text) = diagnostics {
-                facts.extend(glibc_facts(&text));
-            }
-        }
+    // A static binary carries its glibc inside; the system's loader (perflab's own) then
+    // tells what that glibc version would select, which is the best available guess.
+    let loader = match interpreter(argv0) {
+        Some(loader) => Some(loader),
         None => {
-            facts.insert("glibc_hwcaps".into(), "none (statically linked or not ELF)".into());
+            facts.insert("binary_linking".into(), "static (glibc facts are the system glibc's)".into());
+            std::env::current_exe().ok().and_then(|exe| interpreter(&exe))
+        }
+    };
+    if let Some(loader) = loader {
+        // Ask the dynamic loader, under valgrind, which glibc it is and what it selects on
+        // valgrind's synthetic CPU (glibc >= 2.33).
+        let diagnostics =
+            output_of(Command::new(&valgrind).args(["-q", "--tool=none"]).arg(&loader).arg("--list-diagnostics"));
+        if let Some(text) = diagnostics {
+            facts.extend(glibc_facts(&text));
         }
     }
     facts
