@@ -398,13 +398,13 @@ fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
             }
         }
     }
-    let candidates = plan.commands.len().saturating_sub(1);
-    let secondary = plan.metrics.iter().filter(|m| **m != plan.primary_metric).count();
-    let secondary_level = crate::measure::multiplicity::secondary_confidence(look_level, candidates, secondary);
+    let counters = crate::measure::multiplicity::corrected_metrics(plan, experiment);
+    let secondary_level =
+        crate::measure::multiplicity::secondary_confidence(look_level, plan.commands.len() - 1, counters.len());
     if let Some((base, candidates)) = experiment.commands.split_first() {
         for cand in candidates {
             for name in &plan.metrics {
-                let level = if *name == plan.primary_metric { level } else { secondary_level };
+                let level = if counters.contains(name) { secondary_level } else { level };
                 if let Some(c) = verdict::compare(base, cand, name, level, plan.settings.confidence, plan.settings.threshold) {
                     experiment.comparisons.push(c);
                 }

@@ -227,3 +227,36 @@ fn a_failing_program_under_valgrind_keeps_its_exit_code() {
     assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(String::from_utf8_lossy(&output.stderr).contains("exited with code 1"));
 }
+
+/// Every counter becomes a metric with its own comparison, at the Bonferroni level over
+/// the counters that could be measured; unsupported ones are listed, not compared.
+#[test]
+fn compare_with_events_compares_each_measured_counter_at_the_corrected_level() {
+    let output = perflab()
+        .env(perflab::measure::counters::FORCE_NO_PMU_ENV, "1")
+        .args(["compare", "-r", "6", "-e", "task-clock,page-faults,cycles", "--no-progress", "--json", "-"])
+        .arg(format!("{} 100000", spin()))
+        .arg(format!("{} 200000", spin()))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let doc = json_of(&output);
+    let comparisons = doc["comparisons"].as_array().unwrap();
+    let level = |metric: &str| {
+        comparisons.iter().find(|c| c["metric"] == metric).unwrap_or_else(|| panic!("no {metric} comparison"))
+            ["look_confidence"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!((level("wall_s") - 0.95).abs() < 1e-9);
+    // Two measurable counters (task-clock, page-faults): 1 − 0.05/2 each.
+    assert!((level("task-clock") - 0.975).abs() < 1e-9);
+    assert!((level("page-faults") - 0.975).abs() < 1e-9);
+    assert!(!comparisons.iter().any(|c| c["metric"] == "cycles"), "an unsupported counter has no comparison");
+    for run in doc["commands"][1]["runs"].as_array().unwrap() {
+        assert_eq!(run["counters"]["cycles"]["supported"], false);
+        assert!(run["counters"]["task-clock"]["value"].as_f64().unwrap() > 0.0);
+    }
+    let terminal = String::from_utf8_lossy(&output.stderr);
+    assert!(terminal.contains("cycles: no hardware PMU"), "{terminal}");
+}
