@@ -336,7 +336,7 @@ pub fn run_experiment(plan: &Plan, observer: &mut dyn Observer) -> Result<Experi
         if measured >= settings.max_rounds {
             break StopReason::MaxRounds;
         }
-        if started.elapsed().as_secs_f64() >= settings.max_time_s {
+        if settings.fixed_rounds.is_none() && started.elapsed().as_secs_f64() >= settings.max_time_s {
             break StopReason::MaxTime;
         }
     };
@@ -516,7 +516,7 @@ pub fn plan_from_args(args: &CompareArgs, min_commands: usize) -> Result<Plan, F
         min_rounds: args.min_rounds,
         fixed_rounds,
         max_rounds: args.max_rounds.max(fixed_rounds.unwrap_or(0)),
-        max_time_s: if fixed_rounds.is_some() { f64::INFINITY } else { args.max_time },
+        max_time_s: args.max_time,
         threshold: args.threshold,
         confidence: args.confidence,
         env_padding: !args.no_env_padding && !instructions,
@@ -547,7 +547,7 @@ pub fn main(args: CompareArgs) -> Result<i32, Failure> {
         None => None,
     };
     let hidden = args.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut progress = render::progress::ProgressDisplay::new(plan.settings.max_time_s.min(1e6), hidden);
+    let mut progress = render::progress::ProgressDisplay::new(&plan.settings, hidden);
     let experiment = {
         let mut observers: Vec<&mut dyn Observer> = vec![&mut progress];
         if let Some(csv) = csv.as_mut() {

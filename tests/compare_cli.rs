@@ -255,3 +255,27 @@ fn ctrl_c_keeps_the_partial_results() {
     assert!(runs >= 3, "partial runs kept: {runs}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("sleep 0.05 (baseline)"), "the table is printed");
 }
+
+#[test]
+fn ctrl_c_kills_the_running_command_at_once() {
+    let _quiet = quiet();
+    let marker = format!("sleep {}.{}", 30 + std::process::id() % 7, std::process::id() % 1000);
+    let bin = assert_cmd::cargo::cargo_bin("perflab");
+    let mut child = std::process::Command::new(bin)
+        .args(["compare", "--warmup", "0", "--shell", "--", "sleep 0.01", &format!("{marker}; true")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let running = || std::process::Command::new("pgrep").args(["-f", &marker]).output().unwrap().status.success();
+    for _ in 0..100 {
+        if running() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(running(), "the long command started");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(!running(), "the command's process group was killed with perflab's interrupt");
+}

@@ -7,23 +7,24 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct ProgressDisplay {
     bar: ProgressBar,
+    /// With a fixed round count the bar counts rounds (and shows an ETA); otherwise it
+    /// fills with time against `--max-time`, the latest the experiment can stop.
+    fixed_rounds: bool,
 }
 
 impl ProgressDisplay {
-    /// A bar over the time budget; hidden when stderr is not a terminal or `hidden`.
-    pub fn new(max_time_s: f64, hidden: bool) -> Self {
-        let bar = ProgressBar::with_draw_target(
-            Some((max_time_s * 10.0) as u64),
-            if hidden { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() },
-        );
-        bar.set_style(
-            ProgressStyle::with_template("{bar:24} {elapsed:>4} of ≤{len_s} {msg}")
-                .expect("valid template")
-                .with_key("len_s", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                    let _ = write!(w, "{max_time_s:.0}s");
-                }),
-        );
-        ProgressDisplay { bar }
+    /// Hidden when stderr is not a terminal or `hidden`.
+    pub fn new(settings: &crate::model::Settings, hidden: bool) -> Self {
+        let target = if hidden { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() };
+        let (bar, template) = match settings.fixed_rounds {
+            Some(n) => (ProgressBar::with_draw_target(Some(n as u64), target), "{bar:24} {pos}/{len} rounds, ETA {eta} {msg}".to_string()),
+            None => (
+                ProgressBar::with_draw_target(Some((settings.max_time_s * 10.0) as u64), target),
+                format!("{{bar:24}} {{elapsed}} (stops by {:.0}s at the latest) {{msg}}", settings.max_time_s),
+            ),
+        };
+        bar.set_style(ProgressStyle::with_template(&template).expect("valid template"));
+        ProgressDisplay { bar, fixed_rounds: settings.fixed_rounds.is_some() }
     }
 
     pub fn finish(&self) {
@@ -33,7 +34,11 @@ impl ProgressDisplay {
 
 impl Observer for ProgressDisplay {
     fn round_finished(&mut self, p: &Progress) {
-        self.bar.set_position((p.elapsed.as_secs_f64() * 10.0) as u64);
+        if self.fixed_rounds {
+            self.bar.set_position(p.rounds as u64);
+        } else {
+            self.bar.set_position((p.elapsed.as_secs_f64() * 10.0) as u64);
+        }
         if p.warmup {
             self.bar.set_message("warming up");
             return;
