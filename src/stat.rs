@@ -2,7 +2,6 @@
 //! per metric, the median with its 95 % CI, the spread, derived metrics, and the
 //! counters this machine cannot read with the reason — `perf stat -r` with statistics.
 
-use crate::compare::{Observer, Progress};
 use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::measure::{self, counters, Mode};
 use crate::model::{metric, CommandResult, Experiment, Settings, StopReason, Summary};
@@ -224,9 +223,9 @@ pub fn main(args: StatArgs) -> Result<i32, Failure> {
     };
     let stdout_taken = args.json.as_deref() == Some("-");
     let hidden = args.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut progress = RunCounter::new(runs + plan.settings.warmup_rounds, hidden);
+    let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, hidden);
     let experiment = crate::compare::run_experiment(&plan, &mut progress);
-    progress.bar.finish_and_clear();
+    progress.finish();
     let experiment = experiment?;
     let metrics = match experiment.commands.first() {
         Some(result) => stat_metrics(result, &names),
@@ -268,29 +267,6 @@ fn write_json(report: &StatReport, path: &str) -> Result<(), Failure> {
     let mut out = crate::render::open_output(path)?;
     serde_json::to_writer_pretty(&mut out, report).map_err(|e| Failure::Other(e.into()))?;
     writeln!(out).and_then(|_| out.flush()).map_err(|e| crate::usage!("cannot write `{path}`: {e}"))
-}
-
-/// Progress on stderr as runs finish (between runs only).
-struct RunCounter {
-    bar: indicatif::ProgressBar,
-}
-
-impl RunCounter {
-    fn new(total: u32, hidden: bool) -> Self {
-        let target =
-            if hidden { indicatif::ProgressDrawTarget::hidden() } else { indicatif::ProgressDrawTarget::stderr() };
-        let bar = indicatif::ProgressBar::with_draw_target(Some(total as u64), target);
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:24} run {pos}/{len} {elapsed}") {
-            bar.set_style(style);
-        }
-        RunCounter { bar }
-    }
-}
-
-impl Observer for RunCounter {
-    fn round_finished(&mut self, _progress: &Progress) {
-        self.bar.inc(1);
-    }
 }
 
 /// Metrics `stat` reports for these options: harness metrics, then counters.

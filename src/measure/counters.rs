@@ -227,13 +227,25 @@ pub fn system_opener() -> Box<dyn CounterOpener> {
 }
 
 /// Why an event could not be opened, for a human.
-pub fn open_failure_reason(event: EventSpec, err: &io::Error, paranoid: Option<i32>, scope: Scope) -> String {
+/// `privileged`: paranoid and capabilities allow kernel counting, so a denial comes
+/// from elsewhere.
+pub fn open_failure_reason(
+    event: EventSpec,
+    err: &io::Error,
+    paranoid: Option<i32>,
+    scope: Scope,
+    privileged: bool,
+) -> String {
     let level = paranoid.map_or_else(|| "?".to_string(), |l| l.to_string());
     match err.raw_os_error() {
         Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV) if event.kind.is_hardware() => {
             "no hardware PMU (virtualized?): the kernel does not offer this event here".to_string()
         }
         Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV) => "the kernel does not offer this event".to_string(),
+        Some(libc::EACCES | libc::EPERM) if privileged => format!(
+            "perf_event_open was denied although perf_event_paranoid={level} and perflab's privileges allow it: \
+             a seccomp filter (containers) or a security module blocks it"
+        ),
         Some(libc::EACCES | libc::EPERM) if scope == Scope::All => format!(
             "perf_event_paranoid={level} forbids counting kernel mode; try --counter-scope user, \
              run as root, or `sysctl kernel.perf_event_paranoid=1`"
@@ -260,13 +272,21 @@ pub struct CountersProbe {
     opener: Box<dyn CounterOpener>,
     scope: Scope,
     paranoid: Option<i32>,
+    privileged: bool,
     slots: Vec<(EventSpec, Slot)>,
 }
 
 impl CountersProbe {
     /// `Auto` scope is resolved here against this machine's permissions.
     pub fn new(events: Vec<EventSpec>, scope: Scope, opener: Box<dyn CounterOpener>) -> Self {
-        CountersProbe { events, opener, scope: scope.resolve(), paranoid: paranoid_level(), slots: Vec::new() }
+        CountersProbe {
+            events,
+            opener,
+            scope: scope.resolve(),
+            paranoid: paranoid_level(),
+            privileged: kernel_counting_allowed(),
+            slots: Vec::new(),
+        }
     }
 
     fn read_slot(&self, event: EventSpec, slot: &mut Slot) -> CounterReading {
@@ -338,7 +358,7 @@ impl Probe for CountersProbe {
             let exclude_kernel = self.scope == Scope::User;
             let slot = match self.opener.open(event, pid, exclude_kernel) {
                 Ok(counter) => Slot::Open(counter),
-                Err(err) => Slot::Failed(open_failure_reason(event, &err, self.paranoid, self.scope)),
+                Err(err) => Slot::Failed(open_failure_reason(event, &err, self.paranoid, self.scope, self.privileged)),
             };
             self.slots.push((event, slot));
         }
@@ -511,10 +531,12 @@ mod tests {
     fn permission_errors_name_the_paranoid_level_and_a_fix() {
         let cycles = events(&["cycles"])[0];
         let err = io::Error::from_raw_os_error(libc::EACCES);
-        let all = open_failure_reason(cycles, &err, Some(2), Scope::All);
+        let all = open_failure_reason(cycles, &err, Some(2), Scope::All, false);
         assert!(all.contains("perf_event_paranoid=2") && all.contains("--counter-scope user"), "{all}");
-        let user = open_failure_reason(cycles, &err, Some(3), Scope::User);
+        let user = open_failure_reason(cycles, &err, Some(3), Scope::User, false);
         assert!(user.contains("perf_event_paranoid=3") && user.contains("sysctl"), "{user}");
+        let blocked = open_failure_reason(cycles, &err, Some(2), Scope::All, true);
+        assert!(blocked.contains("seccomp"), "{blocked}");
     }
 
     #[test]
