@@ -403,10 +403,13 @@ mod tests {
         parse_events(&names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
     }
 
+    /// (event, pid, exclude_kernel) of every open call.
+    type OpenLog = Rc<RefCell<Vec<(&'static str, libc::pid_t, bool)>>>;
+
     /// A fake PMU: every event reads the configured raw count; records what was opened.
     struct FakePmu {
         readings: BTreeMap<&'static str, RawCount>,
-        opened: Rc<RefCell<Vec<(&'static str, libc::pid_t, bool)>>>,
+        opened: OpenLog,
         fail_with: Option<i32>,
     }
 
