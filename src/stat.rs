@@ -21,8 +21,8 @@ pub struct StatArgs {
     /// Warm-up runs, not counted (default: 1 in wall mode, 0 in instruction mode).
     #[arg(short = 'w', long, value_name = "N")]
     pub warmup: Option<u32>,
-    /// Run the command through `sh -c` (or the shell given).
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, default_missing_value = "/bin/sh")]
+    /// Run the command through `sh -c` (or `--shell=SHELL -c`).
+    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
     pub shell: Option<String>,
     /// Let the command's stdout and stderr through instead of discarding them.
     #[arg(long)]
@@ -164,7 +164,9 @@ pub fn render_terminal(title: &str, runs: usize, metrics: &[StatMetric], notes: 
     };
     let plural = if runs == 1 { "" } else { "s" };
     let mut out = format!("\n {} ({runs} run{plural}):\n\n", color::bold(title));
-    out += &color::dim(&line(header));
+    if !rows.is_empty() {
+        out += &color::dim(&line(header));
+    }
     for r in &rows {
         out += &line([&r[0], &r[1], &r[2], &r[3], &r[4]]);
     }
@@ -191,9 +193,11 @@ pub fn main(args: StatArgs) -> Result<i32, Failure> {
         measure.events = counters::DEFAULT_STAT_EVENTS.map(String::from).to_vec();
     }
     let names = metric_names(&measure)?;
-    // One argument is a command line to split like a shell; several are the argv itself.
+    // One argument is a command line to split like a shell; several are the argv itself
+    // (or, with --shell, the words of the shell command).
     let text = match args.command.as_slice() {
         [single] => single.clone(),
+        many if args.shell.is_some() => many.join(" "),
         many => shell_words::join(many),
     };
     let commands = crate::command::parse_commands(&[text], &[], args.shell.as_deref())?;
