@@ -260,3 +260,35 @@ fn compare_with_events_compares_each_measured_counter_at_the_corrected_level() {
     let terminal = String::from_utf8_lossy(&output.stderr);
     assert!(terminal.contains("cycles: no hardware PMU"), "{terminal}");
 }
+
+fn median_of(doc: &Value, name: &str) -> f64 {
+    metric(doc, name)["value"].as_f64().unwrap_or_else(|| panic!("{name} has no value: {}", metric(doc, name)))
+}
+
+fn stat_json(args: &[&str]) -> Value {
+    let output = perflab().args(["stat", "--no-progress", "--json", "-"]).args(args).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    json_of(&output)
+}
+
+/// Counters follow the program's children (inherit): a shell running spin twice
+/// faults about twice as often as spin once.
+#[test]
+fn counters_include_child_processes() {
+    let once = stat_json(&["-r", "3", "-e", "page-faults", &spin(), "1000"]);
+    let twice = stat_json(&["-r", "3", "-e", "page-faults", "--shell", &format!("{0} 1000; {0} 1000", spin())]);
+    let ratio = median_of(&twice, "page-faults") / median_of(&once, "page-faults");
+    assert!(ratio > 1.6, "children's page faults are missing: ratio {ratio}");
+}
+
+/// Instruction mode follows children too and adds their counts.
+#[test]
+fn instruction_mode_includes_child_processes() {
+    if !have_valgrind() {
+        return;
+    }
+    let once = stat_json(&["--mode", "instructions", &spin(), "500000"]);
+    let twice = stat_json(&["--mode", "instructions", "--shell", &format!("{0} 500000; {0} 500000", spin())]);
+    let ratio = median_of(&twice, "instructions") / median_of(&once, "instructions");
+    assert!((1.9..2.3).contains(&ratio), "expected about twice the instructions, got ratio {ratio}");
+}
