@@ -17,6 +17,10 @@ pub struct Cli {
 pub enum Command {
     /// Compare two or more commands in randomized interleaved rounds (the first is the baseline).
     Compare(crate::compare::CompareArgs),
+    /// Sample a command (cpu-clock by default, no PMU needed), save and report its profile.
+    Profile(crate::profile::ProfileArgs),
+    /// Report a saved profile (by function, source line, object or source region).
+    Show(crate::profile::ShowArgs),
 }
 
 /// Parse the command line, run, print any failure as one line, and return the exit code.
@@ -33,6 +37,8 @@ pub fn main() -> i32 {
     crate::render::color::init(&cli.color);
     let result = match cli.command {
         Command::Compare(args) => crate::compare::main(args),
+        Command::Profile(args) => crate::profile::main_profile(args),
+        Command::Show(args) => crate::profile::main_show(args),
     };
     match result {
         Ok(code) => code,

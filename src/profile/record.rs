@@ -1,0 +1,485 @@
+//! Sampling a command with perf_event_open: one sampling event per online CPU on the
+//! child's pid (inherit + enable_on_exec, so threads and children are followed and
+//! nothing before exec is sampled), mmap/comm/task tracking, ring buffers drained while
+//! the command runs, and the records replayed in time order so that every sample is
+//! normalised to (object, file offset) against the address space it was taken in.
+
+use super::format::{ObjectRef, Profile, SampleCount, Space, Task};
+use crate::error::Failure;
+use crate::usage;
+use perf_event::data::parse::Parser;
+use perf_event::data::{self as pdata, RecordMetadata, Visitor};
+use perf_event::events::{Event, Hardware, Software};
+use perf_event::{Builder, SampleFlag, Sampler};
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::CString;
+use std::os::fd::AsRawFd;
+use std::time::Instant;
+
+/// Ring buffer per CPU; at 10 kHz a drain every 50 ms needs ~25 KiB, so this leaves
+/// ample headroom for bursts of mmap records from dlopen-heavy programs.
+const RING_BYTES: usize = 512 * 1024;
+const PERF_RECORD_MISC_COMM_EXEC: u16 = 1 << 13;
+const PERF_RECORD_MISC_CPUMODE_MASK: u16 = 7;
+const PERF_RECORD_MISC_KERNEL: u16 = 1;
+
+pub struct RecordOptions {
+    pub argv: Vec<String>,
+    pub event: String,
+    pub frequency_hz: u64,
+}
+
+/// What a recording produced; `interrupted` means the profile holds what was sampled
+/// before Ctrl-C.
+pub struct Recording {
+    pub profile: Profile,
+    pub interrupted: bool,
+}
+
+/// A record copied out of the ring buffer, kept until the run ends so records from all
+/// CPUs can be merged by timestamp.
+#[derive(Debug)]
+enum Event2 {
+    Sample { pid: u32, tid: u32, ip: u64, period: u64, kernel: bool },
+    Mmap { pid: u32, start: u64, len: u64, pgoff: u64, path: String },
+    Comm { pid: u32, tid: u32, comm: String, exec: bool },
+    Fork { pid: u32, ppid: u32, tid: u32 },
+    Lost(u64),
+}
+
+struct Collect;
+
+impl<'a> Visitor<'a> for Collect {
+    type Output = Option<(u64, Event2)>;
+
+    fn visit_unimplemented(self, _: RecordMetadata) -> Self::Output {
+        None
+    }
+    fn visit_sample(self, s: pdata::Sample<'a>, meta: RecordMetadata) -> Self::Output {
+        let kernel = meta.misc() & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_KERNEL;
+        let ev = Event2::Sample {
+            pid: s.pid()?,
+            tid: s.tid()?,
+            ip: s.ip()?,
+            period: s.period().unwrap_or(1),
+            kernel,
+        };
+        Some((s.time().unwrap_or(0), ev))
+    }
+    fn visit_mmap2(self, m: pdata::Mmap2<'a>, meta: RecordMetadata) -> Self::Output {
+        let path = String::from_utf8_lossy(&m.filename).into_owned();
+        let ev = Event2::Mmap { pid: m.pid, start: m.addr, len: m.len, pgoff: m.pgoff, path };
+        Some((meta.sample_id().time().unwrap_or(0), ev))
+    }
+    fn visit_comm(self, c: pdata::Comm<'a>, meta: RecordMetadata) -> Self::Output {
+        let exec = meta.misc() & PERF_RECORD_MISC_COMM_EXEC != 0;
+        let ev = Event2::Comm { pid: c.pid, tid: c.tid, comm: String::from_utf8_lossy(&c.comm).into_owned(), exec };
+        Some((meta.sample_id().time().unwrap_or(0), ev))
+    }
+    fn visit_fork(self, f: pdata::Fork, _: RecordMetadata) -> Self::Output {
+        Some((f.time, Event2::Fork { pid: f.pid, ppid: f.ppid, tid: f.tid }))
+    }
+    fn visit_lost(self, l: pdata::Lost, meta: RecordMetadata) -> Self::Output {
+        Some((meta.sample_id().time().unwrap_or(0), Event2::Lost(l.lost)))
+    }
+}
+
+/// The sampled event, chosen at run time (perf-event2's `Event` is not object safe).
+#[derive(Clone, Copy)]
+enum ChosenEvent {
+    Software(Software),
+    Hardware(Hardware),
+}
+
+impl Event for ChosenEvent {
+    fn update_attrs(self, attr: &mut perf_event_open_sys::bindings::perf_event_attr) {
+        match self {
+            ChosenEvent::Software(e) => e.update_attrs(attr),
+            ChosenEvent::Hardware(e) => e.update_attrs(attr),
+        }
+    }
+}
+
+fn event_for(name: &str) -> Result<ChosenEvent, Failure> {
+    Ok(match name {
+        "cpu-clock" => ChosenEvent::Software(Software::CPU_CLOCK),
+        "task-clock" => ChosenEvent::Software(Software::TASK_CLOCK),
+        "cycles" | "cpu-cycles" => ChosenEvent::Hardware(Hardware::CPU_CYCLES),
+        "instructions" => ChosenEvent::Hardware(Hardware::INSTRUCTIONS),
+        "cache-misses" => ChosenEvent::Hardware(Hardware::CACHE_MISSES),
+        "branch-misses" => ChosenEvent::Hardware(Hardware::BRANCH_MISSES),
+        other => {
+            return Err(usage!(
+                "unknown event `{other}` (use cpu-clock, task-clock, cycles, instructions, cache-misses or branch-misses)"
+            ))
+        }
+    })
+}
+
+/// Online CPU ids from sysfs ("0-3,6").
+fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let mut ends = part.splitn(2, '-').map(|n| n.trim().parse::<usize>());
+        match (ends.next(), ends.next()) {
+            (Some(Ok(a)), Some(Ok(b))) => cpus.extend(a..=b),
+            (Some(Ok(a)), None) => cpus.push(a),
+            _ => {}
+        }
+    }
+    if cpus.is_empty() {
+        cpus = (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
+    }
+    cpus
+}
+
+fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure> {
+    let event = event_for(&opts.event)?;
+    let mut samplers = Vec::new();
+    for cpu in online_cpus() {
+        let build = |include_kernel: bool| -> std::io::Result<Sampler> {
+            let mut b = Builder::new(event);
+            b.observe_pid(pid)
+                .one_cpu(cpu)
+                .sample_frequency(opts.frequency_hz)
+                .sample(SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::PERIOD)
+                .mmap(true)
+                .mmap2(true)
+                .comm(true)
+                .comm_exec(true)
+                .task(true)
+                .sample_id_all(true)
+                .inherit(true)
+                .enabled(false)
+                .enable_on_exec(true)
+                .exclude_kernel(!include_kernel)
+                .exclude_hv(true)
+                .wakeup_watermark(RING_BYTES / 4);
+            b.build()?.sampled(RING_BYTES)
+        };
+        // Kernel samples need perf_event_paranoid < 2 or privileges; fall back to user only.
+        let sampler = build(true).or_else(|e| match e.raw_os_error() {
+            Some(libc::EACCES) | Some(libc::EPERM) => build(false),
+            _ => Err(e),
+        });
+        match sampler {
+            Ok(s) => samplers.push(s),
+            Err(e) => {
+                return Err(match e.raw_os_error() {
+                    Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) => usage!(
+                        "event `{}` is not supported on this machine ({e}); cpu-clock works without a hardware PMU",
+                        opts.event
+                    ),
+                    Some(libc::EACCES) | Some(libc::EPERM) => usage!(
+                        "not allowed to sample (perf_event_paranoid is {}); run as root or lower /proc/sys/kernel/perf_event_paranoid",
+                        std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default().trim()
+                    ),
+                    _ => usage!("cannot open event `{}` on CPU {cpu}: {e}", opts.event),
+                })
+            }
+        }
+    }
+    Ok(samplers)
+}
+
+fn drain(samplers: &mut [Sampler], events: &mut Vec<(u64, Event2)>) {
+    for sampler in samplers.iter_mut() {
+        let config = sampler.config().clone();
+        while let Some(record) = sampler.next_record() {
+            let header = perf_event_open_sys::bindings::perf_event_header {
+                type_: record.ty(),
+                misc: record.misc(),
+                size: (record.len() + std::mem::size_of::<perf_event_open_sys::bindings::perf_event_header>()) as u16,
+            };
+            let bytes = record.to_contiguous();
+            let mut parser = Parser::new(bytes.as_ref(), config.clone());
+            // A record we cannot parse is skipped rather than aborting the whole recording.
+            if let Ok(Some(ev)) = parser.parse_record_with_header(Collect, header) {
+                events.push(ev);
+            }
+        }
+    }
+}
+
+/// A forked child waiting on a pipe before exec, so events can be opened on its pid
+/// first. Minimal stand-in until the shared spawner offers a gated spawn.
+struct GatedChild {
+    pid: i32,
+    gate: libc::c_int,
+    exec_error: libc::c_int,
+}
+
+fn fork_gated(argv: &[String]) -> Result<GatedChild, Failure> {
+    let program = crate::command::resolve_program(&argv[0])?;
+    let c_program = CString::new(program.as_os_str().as_encoded_bytes()).map_err(|_| usage!("program path contains NUL"))?;
+    let c_args: Vec<CString> = argv
+        .iter()
+        .map(|a| CString::new(a.as_bytes()).map_err(|_| usage!("argument `{a}` contains NUL")))
+        .collect::<Result<_, _>>()?;
+    let mut c_argv: Vec<*const libc::c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
+    c_argv.push(std::ptr::null());
+    let mut gate = [0; 2];
+    let mut errp = [0; 2];
+    // SAFETY: plain syscalls on arrays we own.
+    unsafe {
+        if libc::pipe2(gate.as_mut_ptr(), libc::O_CLOEXEC) != 0 || libc::pipe2(errp.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(Failure::Other(std::io::Error::last_os_error().into()));
+        }
+    }
+    // SAFETY: after fork the child only calls async-signal-safe functions (read, setpgid,
+    // execv, write, _exit) on data prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(Failure::Other(std::io::Error::last_os_error().into()));
+    }
+    if pid == 0 {
+        unsafe {
+            libc::close(gate[1]);
+            libc::close(errp[0]);
+            let mut byte = 0u8;
+            if libc::read(gate[0], (&mut byte as *mut u8).cast(), 1) != 1 {
+                libc::_exit(127);
+            }
+            // Own process group so Ctrl-C handling can stop the whole tree.
+            libc::setpgid(0, 0);
+            libc::execv(c_program.as_ptr(), c_argv.as_ptr());
+            let errno = *libc::__errno_location();
+            libc::write(errp[1], (&errno as *const i32).cast(), 4);
+            libc::_exit(127);
+        }
+    }
+    unsafe {
+        libc::close(gate[0]);
+        libc::close(errp[1]);
+    }
+    Ok(GatedChild { pid, gate: gate[1], exec_error: errp[0] })
+}
+
+impl GatedChild {
+    /// Let the child exec; report exec failures (ENOEXEC, EACCES, ...) as one line.
+    fn release(&mut self, program: &str) -> Result<(), Failure> {
+        unsafe {
+            libc::write(self.gate, b"x".as_ptr().cast(), 1);
+            libc::close(self.gate);
+            let mut errno = 0i32;
+            let n = libc::read(self.exec_error, (&mut errno as *mut i32).cast(), 4);
+            libc::close(self.exec_error);
+            if n == 4 {
+                let mut status = 0;
+                libc::waitpid(self.pid, &mut status, 0);
+                return Err(usage!("cannot execute `{program}`: {}", std::io::Error::from_raw_os_error(errno)));
+            }
+        }
+        Ok(())
+    }
+
+    fn abandon(&self) {
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            let mut status = 0;
+            libc::waitpid(self.pid, &mut status, 0);
+            libc::close(self.gate);
+            libc::close(self.exec_error);
+        }
+    }
+}
+
+/// Run the command under the sampler and build the profile.
+pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
+    if opts.argv.is_empty() {
+        return Err(usage!("no command to profile (put it after `--`)"));
+    }
+    if opts.frequency_hz == 0 || opts.frequency_hz > 100_000 {
+        return Err(usage!("-F must be between 1 and 100000 Hz, got {}", opts.frequency_hz));
+    }
+    event_for(&opts.event)?;
+    let interrupt = crate::interrupt::watcher();
+    let started = chrono::Utc::now().to_rfc3339();
+    let mut child = fork_gated(&opts.argv)?;
+    let mut samplers = match open_samplers(child.pid, opts) {
+        Ok(s) => s,
+        Err(e) => {
+            child.abandon();
+            return Err(e);
+        }
+    };
+    child.release(&opts.argv[0])?;
+    let t0 = Instant::now();
+    // SAFETY: pidfd_open on our own child, which has not been reaped.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.pid, 0) } as libc::c_int;
+    let mut events = Vec::new();
+    let mut interrupted = false;
+    let status = loop {
+        let mut fds = vec![
+            libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: interrupt.fd(), events: libc::POLLIN, revents: 0 },
+        ];
+        fds.extend(samplers.iter().map(|s| libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
+        // SAFETY: fds is a valid array for the duration of the call.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 50) };
+        drain(&mut samplers, &mut events);
+        if interrupt.requested() && !interrupted {
+            interrupted = true;
+            // SAFETY: signalling the process group we created for the child.
+            unsafe { libc::kill(-child.pid, libc::SIGKILL) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child without blocking.
+        let done = unsafe { libc::waitpid(child.pid, &mut status, libc::WNOHANG) };
+        if done == child.pid || (pidfd < 0 && done < 0) {
+            break status;
+        }
+    };
+    let duration_s = t0.elapsed().as_secs_f64();
+    drain(&mut samplers, &mut events);
+    if pidfd >= 0 {
+        unsafe { libc::close(pidfd) };
+    }
+    let exit_code = if libc::WIFEXITED(status) { Some(libc::WEXITSTATUS(status)) } else { None };
+    let mut profile = Profile {
+        event: opts.event.clone(),
+        frequency_hz: opts.frequency_hz,
+        command: opts.argv.clone(),
+        started,
+        duration_s,
+        lost: 0,
+        exit_code,
+        objects: Vec::new(),
+        tasks: Vec::new(),
+        samples: Vec::new(),
+    };
+    replay(events, &mut profile);
+    Ok(Recording { profile, interrupted })
+}
+
+#[derive(Clone)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    pgoff: u64,
+    object: u32,
+}
+
+/// Replay the merged records: maintain each process's executable mappings and turn each
+/// sample into (object, file offset) against the mappings live at that moment.
+fn replay(mut events: Vec<(u64, Event2)>, profile: &mut Profile) {
+    // Stable: records of one CPU with equal timestamps keep their ring order.
+    events.sort_by_key(|(time, _)| *time);
+    let mut spaces: HashMap<u32, BTreeMap<u64, Mapping>> = HashMap::new();
+    let mut object_ids: HashMap<String, u32> = HashMap::new();
+    let mut tasks: BTreeMap<(u32, u32), String> = BTreeMap::new();
+    let mut counts: HashMap<(u32, u32, Space, Option<u32>, u64), (u64, u64)> = HashMap::new();
+    for (_, ev) in events {
+        match ev {
+            Event2::Mmap { pid, start, len, pgoff, path } => {
+                let next = object_ids.len() as u32;
+                let object = *object_ids.entry(path.clone()).or_insert_with(|| {
+                    profile.objects.push(ObjectRef { path });
+                    next
+                });
+                let end = start.saturating_add(len);
+                let space = spaces.entry(pid).or_default();
+                // A new mapping replaces whatever it overlaps (munmap + mmap, mprotect splits).
+                let overlapping: Vec<u64> =
+                    space.range(..end).filter(|(_, m)| m.end > start).map(|(&s, _)| s).collect();
+                for s in overlapping {
+                    space.remove(&s);
+                }
+                space.insert(start, Mapping { start, end, pgoff, object });
+            }
+            Event2::Comm { pid, tid, comm, exec } => {
+                if exec {
+                    spaces.remove(&pid);
+                }
+                tasks.insert((pid, tid), comm);
+            }
+            Event2::Fork { pid, ppid, tid } => {
+                if pid != ppid {
+                    let inherited = spaces.get(&ppid).cloned().unwrap_or_default();
+                    spaces.insert(pid, inherited);
+                }
+                let comm = tasks.get(&(ppid, ppid)).cloned().unwrap_or_default();
+                tasks.entry((pid, tid)).or_insert(comm);
+            }
+            Event2::Lost(n) => profile.lost += n,
+            Event2::Sample { pid, tid, ip, period, kernel } => {
+                tasks.entry((pid, tid)).or_default();
+                let key = if kernel {
+                    (pid, tid, Space::Kernel, None, ip)
+                } else {
+                    let mapping = spaces
+                        .get(&pid)
+                        .and_then(|s| s.range(..=ip).next_back())
+                        .map(|(_, m)| m)
+                        .filter(|m| ip < m.end);
+                    match mapping {
+                        Some(m) => (pid, tid, Space::User, Some(m.object), ip - m.start + m.pgoff),
+                        None => (pid, tid, Space::Unmapped, None, ip),
+                    }
+                };
+                let entry = counts.entry(key).or_default();
+                entry.0 += 1;
+                entry.1 += period;
+            }
+        }
+    }
+    profile.tasks = tasks.into_iter().map(|((pid, tid), comm)| Task { pid, tid, comm }).collect();
+    let mut samples: Vec<SampleCount> = counts
+        .into_iter()
+        .map(|((pid, tid, space, object, offset), (count, period))| SampleCount { pid, tid, space, object, offset, count, period })
+        .collect();
+    samples.sort_by(|a, b| (a.pid, a.tid, a.space, a.object, a.offset).cmp(&(b.pid, b.tid, b.space, b.object, b.offset)));
+    profile.samples = samples;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty() -> Profile {
+        Profile {
+            event: "cpu-clock".into(),
+            frequency_hz: 1000,
+            command: vec![],
+            started: String::new(),
+            duration_s: 0.0,
+            lost: 0,
+            exit_code: None,
+            objects: vec![],
+            tasks: vec![],
+            samples: vec![],
+        }
+    }
+
+    #[test]
+    fn samples_resolve_against_the_mappings_live_at_their_time() {
+        let events = vec![
+            (1, Event2::Comm { pid: 10, tid: 10, comm: "a".into(), exec: true }),
+            (2, Event2::Mmap { pid: 10, start: 0x1000, len: 0x2000, pgoff: 0x3000, path: "/a".into() }),
+            (3, Event2::Sample { pid: 10, tid: 10, ip: 0x1800, period: 5, kernel: false }),
+            (4, Event2::Fork { pid: 11, ppid: 10, tid: 11 }),
+            (5, Event2::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false }),
+            // The child execs: its old mappings are gone.
+            (6, Event2::Comm { pid: 11, tid: 11, comm: "b".into(), exec: true }),
+            (7, Event2::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false }),
+            (8, Event2::Sample { pid: 10, tid: 12, ip: 0xffff_0000, period: 5, kernel: true }),
+            (9, Event2::Lost(3)),
+        ];
+        let mut p = empty();
+        replay(events, &mut p);
+        assert_eq!(p.objects.len(), 1);
+        assert_eq!(p.lost, 3);
+        let find = |pid, space| p.samples.iter().find(|s| s.pid == pid && s.space == space).unwrap();
+        assert_eq!(find(10, Space::User).offset, 0x3800);
+        assert_eq!(find(11, Space::User).offset, 0x3800);
+        assert_eq!(find(11, Space::Unmapped).offset, 0x1800);
+        assert_eq!(find(10, Space::Kernel).tid, 12);
+        assert_eq!(p.tasks.iter().map(|t| t.tid).collect::<Vec<_>>(), [10, 12, 11]);
+    }
+
+    #[test]
+    fn parses_cpu_lists() {
+        assert!(!online_cpus().is_empty());
+    }
+}
