@@ -21,6 +21,8 @@ pub enum Command {
     Profile(crate::profile::ProfileArgs),
     /// Report a saved profile (by function, source line, object or source region).
     Show(crate::profile::ShowArgs),
+    /// Disassemble hot functions of a saved profile with per-instruction samples and cost hints.
+    Annotate(crate::profile::annotate::AnnotateArgs),
 }
 
 /// Parse the command line, run, print any failure as one line, and return the exit code.
@@ -39,6 +41,7 @@ pub fn main() -> i32 {
         Command::Compare(args) => crate::compare::main(args),
         Command::Profile(args) => crate::profile::main_profile(args),
         Command::Show(args) => crate::profile::main_show(args),
+        Command::Annotate(args) => crate::profile::annotate::main_annotate(args),
     };
     match result {
         Ok(code) => code,
