@@ -23,6 +23,8 @@ pub enum Command {
     Show(crate::profile::ShowArgs),
     /// Disassemble hot functions of a saved profile with per-instruction samples and cost hints.
     Annotate(crate::profile::annotate::AnnotateArgs),
+    /// Compare two saved profiles function by function, sorted by contribution to the change.
+    Diff(crate::profile::diff::DiffArgs),
 }
 
 /// Parse the command line, run, print any failure as one line, and return the exit code.
@@ -42,6 +44,7 @@ pub fn main() -> i32 {
         Command::Profile(args) => crate::profile::main_profile(args),
         Command::Show(args) => crate::profile::main_show(args),
         Command::Annotate(args) => crate::profile::annotate::main_annotate(args),
+        Command::Diff(args) => crate::profile::diff::main_diff(args),
     };
     match result {
         Ok(code) => code,

@@ -353,6 +353,7 @@ mod tests {
         }
         let p = dir.path().join("text");
         std::fs::write(&p, b"not an elf").unwrap();
-        assert!(ObjectInfo::load(p.to_str().unwrap()).unwrap_err().contains("not a readable object"));
+        let err = ObjectInfo::load(p.to_str().unwrap()).err().expect("a text file is no object");
+        assert!(err.contains("not a readable object"), "{err}");
     }
 }
