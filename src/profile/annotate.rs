@@ -311,6 +311,7 @@ mod tests {
             command: vec![],
             started: String::new(),
             duration_s: 1.0,
+            cpu_s: 1.0,
             lost: 0,
             exit_code: Some(0),
             objects: vec![ObjectRef { path: exe }],

@@ -101,7 +101,8 @@ pub fn diff(old: &Profile, new: &Profile, by: By) -> (Vec<Change>, Vec<String>) 
     let old_rows = aggregate::flat(&aggregate::locate(old, &mut symbolizer), by);
     let new_rows = aggregate::flat(&aggregate::locate(new, &mut symbolizer), by);
     warnings.append(&mut symbolizer.warnings);
-    let mut matched: BTreeMap<(String, String), (Option<&Row>, Option<&Row>)> = BTreeMap::new();
+    type OldNew<'a> = (Option<&'a Row>, Option<&'a Row>);
+    let mut matched: BTreeMap<(String, String), OldNew> = BTreeMap::new();
     for r in &old_rows {
         matched.entry(matching_key(old, r)).or_default().0 = Some(r);
     }
@@ -228,6 +229,7 @@ mod tests {
             command: vec![program.to_string()],
             started: String::new(),
             duration_s: 1.0,
+            cpu_s: 1.0,
             lost: 0,
             exit_code: Some(0),
             objects: vec![ObjectRef { path: program.to_string() }],

@@ -30,6 +30,9 @@ pub struct Profile {
     pub started: String,
     /// Wall time from exec to exit, seconds.
     pub duration_s: f64,
+    /// User + system CPU time of the command and the children it waited for (wait4).
+    #[serde(default)]
+    pub cpu_s: f64,
     /// Records the kernel dropped because the ring buffer was full.
     pub lost: u64,
     /// Exit code of the command (None when killed by a signal or interrupted).
@@ -167,6 +170,7 @@ mod tests {
             command: vec!["./a.out".into(), "x".into()],
             started: "2026-01-01T00:00:00Z".into(),
             duration_s: 1.5,
+            cpu_s: 1.4,
             lost: 0,
             exit_code: Some(0),
             objects: vec![ObjectRef { path: "/bin/true".into() }],

@@ -70,7 +70,7 @@ pub fn matching(instr: &Instruction) -> Vec<&'static HintSpec> {
     table()
         .iter()
         .filter(|h| {
-            let named = h.mnemonics.iter().any(|m| *m == mnemonic);
+            let named = h.mnemonics.contains(&mnemonic);
             match h.condition {
                 Condition::Any => named,
                 Condition::MemoryOperand => named && has_memory_operand(instr),

@@ -16,9 +16,10 @@ use std::ffi::CString;
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
-/// Ring buffer per CPU; at 10 kHz a drain every 50 ms needs ~25 KiB, so this leaves
-/// ample headroom for bursts of mmap records from dlopen-heavy programs.
-const RING_BYTES: usize = 512 * 1024;
+/// Ring buffer sizes per CPU, tried in order. At 10 kHz a drain every 50 ms needs
+/// ~25 KiB, so the first leaves ample headroom for bursts of mmap records from
+/// dlopen-heavy programs; the smaller ones fit unprivileged mlock limits.
+const RING_SIZES: [usize; 4] = [512 * 1024, 128 * 1024, 32 * 1024, 8 * 1024];
 const PERF_RECORD_MISC_COMM_EXEC: u16 = 1 << 13;
 const PERF_RECORD_MISC_CPUMODE_MASK: u16 = 7;
 const PERF_RECORD_MISC_KERNEL: u16 = 1;
@@ -138,7 +139,7 @@ fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure
     let event = event_for(&opts.event)?;
     let mut samplers = Vec::new();
     for cpu in online_cpus() {
-        let build = |include_kernel: bool| -> std::io::Result<Sampler> {
+        let open = |include_kernel: bool, ring: usize| -> std::io::Result<Sampler> {
             let mut b = Builder::new(event);
             b.observe_pid(pid)
                 .one_cpu(cpu)
@@ -155,15 +156,25 @@ fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure
                 .enable_on_exec(true)
                 .exclude_kernel(!include_kernel)
                 .exclude_hv(true)
-                .wakeup_watermark(RING_BYTES / 4);
-            b.build()?.sampled(RING_BYTES)
+                .wakeup_watermark(ring / 4);
+            b.build()?.sampled(ring)
         };
-        // Kernel samples need perf_event_paranoid < 2 or privileges; fall back to user only.
-        let sampler = build(true).or_else(|e| match e.raw_os_error() {
-            Some(libc::EACCES) | Some(libc::EPERM) => build(false),
-            _ => Err(e),
-        });
-        match sampler {
+        // Kernel samples need perf_event_paranoid < 2 or privileges: fall back to user only.
+        // Unprivileged users may lock only perf_event_mlock_kb (516 KiB by default) of
+        // ring buffers across all CPUs: fall back to smaller rings (drained more often).
+        let mut result = Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        'found: for include_kernel in [true, false] {
+            for ring in RING_SIZES {
+                result = open(include_kernel, ring);
+                match &result {
+                    Ok(_) => break 'found,
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::ENOMEM)) => continue,
+                    Err(e) if include_kernel && e.raw_os_error() == Some(libc::EACCES) => continue 'found,
+                    Err(_) => break 'found,
+                }
+            }
+        }
+        match result {
             Ok(s) => samplers.push(s),
             Err(e) => {
                 return Err(match e.raw_os_error() {
@@ -310,6 +321,8 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.pid, 0) } as libc::c_int;
     let mut events = Vec::new();
     let mut interrupted = false;
+    // SAFETY: rusage is plain old data; zero is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let status = loop {
         let mut fds = vec![
             libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 },
@@ -325,8 +338,8 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
             unsafe { libc::kill(-child.pid, libc::SIGKILL) };
         }
         let mut status = 0;
-        // SAFETY: waiting for our own child without blocking.
-        let done = unsafe { libc::waitpid(child.pid, &mut status, libc::WNOHANG) };
+        // SAFETY: waiting for our own child without blocking; usage is plain old data.
+        let done = unsafe { libc::wait4(child.pid, &mut status, libc::WNOHANG, &mut usage) };
         if done == child.pid || (pidfd < 0 && done < 0) {
             break status;
         }
@@ -343,6 +356,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
         command: opts.argv.clone(),
         started,
         duration_s,
+        cpu_s: seconds(usage.ru_utime) + seconds(usage.ru_stime),
         lost: 0,
         exit_code,
         objects: Vec::new(),
@@ -351,6 +365,10 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     };
     replay(events, &mut profile);
     Ok(Recording { profile, interrupted })
+}
+
+fn seconds(t: libc::timeval) -> f64 {
+    t.tv_sec as f64 + t.tv_usec as f64 / 1e6
 }
 
 #[derive(Clone)]
@@ -369,7 +387,9 @@ fn replay(mut events: Vec<(u64, Event2)>, profile: &mut Profile) {
     let mut spaces: HashMap<u32, BTreeMap<u64, Mapping>> = HashMap::new();
     let mut object_ids: HashMap<String, u32> = HashMap::new();
     let mut tasks: BTreeMap<(u32, u32), String> = BTreeMap::new();
-    let mut counts: HashMap<(u32, u32, Space, Option<u32>, u64), (u64, u64)> = HashMap::new();
+    // (pid, tid, space, object, offset) → (samples, summed period)
+    type Key = (u32, u32, Space, Option<u32>, u64);
+    let mut counts: HashMap<Key, (u64, u64)> = HashMap::new();
     for (_, ev) in events {
         match ev {
             Event2::Mmap { pid, start, len, pgoff, path } => {
@@ -429,7 +449,7 @@ fn replay(mut events: Vec<(u64, Event2)>, profile: &mut Profile) {
         .into_iter()
         .map(|((pid, tid, space, object, offset), (count, period))| SampleCount { pid, tid, space, object, offset, count, period })
         .collect();
-    samples.sort_by(|a, b| (a.pid, a.tid, a.space, a.object, a.offset).cmp(&(b.pid, b.tid, b.space, b.object, b.offset)));
+    samples.sort_by_key(|s| (s.pid, s.tid, s.space, s.object, s.offset));
     profile.samples = samples;
 }
 
@@ -444,6 +464,7 @@ mod tests {
             command: vec![],
             started: String::new(),
             duration_s: 0.0,
+            cpu_s: 0.0,
             lost: 0,
             exit_code: None,
             objects: vec![],
