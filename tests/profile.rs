@@ -374,3 +374,31 @@ fn ctrl_c_stops_the_command_and_keeps_the_profile() {
     assert_eq!(status.code(), Some(130));
     perflab().arg("show").arg(&out).assert().success();
 }
+
+#[test]
+fn llvm_mca_describes_the_hot_loop_when_installed() {
+    if which::which("llvm-mca").is_err() && which::which("llvm-mca-14").is_err() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "llvm-mca is required in CI (apt-get install llvm)");
+        eprintln!("llvm-mca not installed: skipping");
+        return;
+    }
+    let exe = common::fixture("profile_div");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = profile(dir.path(), "mca", &[exe.to_str().unwrap(), "50000000", "7"]);
+    let out = perflab()
+        .arg("annotate")
+        .arg(&path)
+        .args(["--symbol", "divide_all", "--mca", "skylake", "--json", "-"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let doc: Value = serde_json::from_slice(&out).unwrap();
+    let f = &doc["functions"][0];
+    assert_eq!(f["mca"]["cpu"], "skylake");
+    let ins = f["instructions"].as_array().unwrap();
+    let div = ins.iter().find(|i| i["text"].as_str().unwrap().starts_with("div")).unwrap();
+    let add_latency = ins.iter().filter_map(|i| i["mca"]["latency"].as_u64()).min().unwrap();
+    assert!(div["mca"]["latency"].as_u64().unwrap() > add_latency, "{div}");
+}

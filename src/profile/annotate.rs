@@ -5,6 +5,7 @@
 use super::aggregate::{self, By};
 use super::format::{Profile, Space};
 use super::hints::{self, Hint};
+use super::mca::{self, McaBlock, McaInstruction};
 use super::symbolize::{basename, normalize, FunctionSymbol, ObjectInfo, Symbolizer};
 use super::{paint_share, write_json};
 use crate::error::{Failure, EXIT_OK};
@@ -39,6 +40,16 @@ pub struct AnnotateArgs {
     /// Write the annotation as JSON to FILE (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Run llvm-mca on each function's hot loop (or hot basic block) for per-instruction
+    /// latency and throughput; CPU is an LLVM -mcpu name (default: this machine's family).
+    #[arg(long, value_name = "CPU", num_args = 0..=1, default_missing_value = "auto")]
+    pub mca: Option<String>,
+}
+
+/// Where and for which CPU to run llvm-mca.
+pub struct McaRequest {
+    pub binary: PathBuf,
+    pub cpu: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -54,6 +65,12 @@ pub struct AnnotatedInstruction {
     /// Near branch target inside the function, if this is a jump.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jump_to: Option<u64>,
+    /// Whether this is a conditional branch.
+    #[serde(skip)]
+    pub conditional: bool,
+    /// llvm-mca's figures, for instructions of the analysed hot block (`--mca`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mca: Option<McaInstruction>,
 }
 
 #[derive(Debug, Serialize)]
@@ -65,6 +82,9 @@ pub struct AnnotatedFunction {
     /// Share of all samples in the profile, 0–1.
     pub share: f64,
     pub instructions: Vec<AnnotatedInstruction>,
+    /// llvm-mca's summary of the hot block (`--mca`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mca: Option<McaBlock>,
 }
 
 #[derive(Serialize)]
@@ -77,8 +97,17 @@ struct AnnotateJson<'a> {
 
 pub fn main_annotate(args: AnnotateArgs) -> Result<i32, Failure> {
     let profile = Profile::load(&args.profile)?;
+    let installed_mca = mca::find();
+    let mca_request = match (&args.mca, &installed_mca) {
+        (None, _) => None,
+        (Some(_), None) => return Err(usage!("--mca needs llvm-mca on PATH (Debian: apt-get install llvm)")),
+        (Some(cpu), Some(binary)) => Some(McaRequest {
+            cpu: if cpu == "auto" { mca::default_cpu(binary) } else { cpu.clone() },
+            binary: binary.clone(),
+        }),
+    };
     let mut symbolizer = Symbolizer::default();
-    let functions = annotate(&profile, &mut symbolizer, args.symbol.as_deref(), args.top, args.syntax)?;
+    let functions = annotate(&profile, &mut symbolizer, args.symbol.as_deref(), args.top, args.syntax, mca_request.as_ref())?;
     for w in &symbolizer.warnings {
         eprintln!("perflab: warning: {w}");
     }
@@ -89,6 +118,9 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<i32, Failure> {
         }
         for f in &functions {
             print_function(f, &profile);
+        }
+        if args.mca.is_none() && installed_mca.is_some() && !functions.is_empty() {
+            println!("{}", color::dim("llvm-mca is installed: add --mca for per-instruction latency and throughput of each hot loop"));
         }
     }
     if let Some(path) = &args.json {
@@ -149,16 +181,25 @@ pub fn annotate(
     symbol: Option<&str>,
     top: usize,
     syntax: Syntax,
+    mca: Option<&McaRequest>,
 ) -> Result<Vec<AnnotatedFunction>, Failure> {
     let total = profile.total_samples();
     let mut out = Vec::new();
     for target in targets(profile, symbolizer, symbol, top)? {
-        out.push(annotate_one(profile, &target, total, syntax));
+        let (function, warning) = annotate_one(profile, &target, total, syntax, mca);
+        symbolizer.warnings.extend(warning);
+        out.push(function);
     }
     Ok(out)
 }
 
-fn annotate_one(profile: &Profile, target: &Target, total: u64, syntax: Syntax) -> AnnotatedFunction {
+fn annotate_one(
+    profile: &Profile,
+    target: &Target,
+    total: u64,
+    syntax: Syntax,
+    mca: Option<&McaRequest>,
+) -> (AnnotatedFunction, Option<String>) {
     let object = &target.object;
     let sym = &target.symbol;
     let len = object.symbol_len(sym);
@@ -193,7 +234,7 @@ fn annotate_one(profile: &Profile, target: &Target, total: u64, syntax: Syntax) 
     options.set_uppercase_hex(false);
     options.set_branch_leading_zeros(false);
     options.set_space_after_operand_separator(true);
-    let instructions = instrs
+    let mut instructions: Vec<AnnotatedInstruction> = instrs
         .iter()
         .enumerate()
         .map(|(i, ins)| {
@@ -213,17 +254,64 @@ fn annotate_one(profile: &Profile, target: &Target, total: u64, syntax: Syntax) 
                 source: object.location(ins.ip()).map(|(f, l)| format!("{f}:{l}")),
                 hints: std::mem::take(&mut hints[i]),
                 jump_to,
+                conditional: ins.flow_control() == FlowControl::ConditionalBranch,
+                mca: None,
             }
         })
         .collect();
-    AnnotatedFunction {
+    let mut warning = None;
+    let hottest = (0..instrs.len()).max_by_key(|&i| instructions[i].samples).filter(|&i| instructions[i].samples > 0);
+    let mut mca_block = None;
+    if let (Some(request), Some(hottest)) = (mca, hottest) {
+        match run_mca(request, &instrs, &mut instructions, hottest) {
+            Ok(block) => mca_block = Some(block),
+            Err(e) => warning = Some(format!("{}: {e}", normalize(&sym.name))),
+        }
+    }
+    let function = AnnotatedFunction {
         name: normalize(&sym.name),
         object: object.path.clone(),
         start: sym.start,
         samples: fn_samples,
         share: if total == 0 { 0.0 } else { fn_samples as f64 / total as f64 },
         instructions,
+        mca: mca_block,
+    };
+    (function, warning)
+}
+
+/// Analyse the hot block with llvm-mca (always in AT&T syntax, which LLVM's assembler reads).
+fn run_mca(
+    request: &McaRequest,
+    instrs: &[Instruction],
+    annotated: &mut [AnnotatedInstruction],
+    hottest: usize,
+) -> Result<McaBlock, String> {
+    let addresses: Vec<u64> = instrs.iter().map(|i| i.ip()).collect();
+    let jumps: Vec<Option<u64>> = annotated.iter().map(|a| a.jump_to).collect();
+    let branches: Vec<bool> = instrs.iter().map(|i| i.flow_control() != FlowControl::Next).collect();
+    let (start, end) = mca::hot_block(&addresses, &jumps, &branches, hottest);
+    let mut gas = GasFormatter::new();
+    let lines: Vec<String> = instrs[start..=end]
+        .iter()
+        .map(|i| {
+            let mut text = String::new();
+            gas.format(i, &mut text);
+            text
+        })
+        .collect();
+    let (rows, iterations, total_cycles, block_rthroughput) = mca::analyse(&request.binary, &request.cpu, &lines)?;
+    for (a, row) in annotated[start..=end].iter_mut().zip(rows) {
+        a.mca = Some(row);
     }
+    Ok(McaBlock {
+        cpu: request.cpu.clone(),
+        start: addresses[start],
+        end: addresses[end],
+        iterations,
+        total_cycles,
+        block_rthroughput,
+    })
 }
 
 /// Source text cache for interleaving.
@@ -271,10 +359,14 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile) {
         let samples = if ins.samples == 0 { String::new() } else { ins.samples.to_string() };
         let gutter = if targets.contains(&ins.address) { "▶" } else { " " };
         let mut text = ins.text.clone();
-        if let Some(to) = ins.jump_to {
-            if to <= ins.address {
-                text.push_str(&color::dim(&format!("   ↑ back to {to:x} (loop)")));
-            }
+        if let Some(to) = ins.jump_to.filter(|to| *to <= ins.address) {
+            // A conditional backward branch closes a loop; an unconditional one may only
+            // share an epilogue.
+            let what = if ins.conditional { "loop back" } else { "back" };
+            text.push_str(&color::dim(&format!("   ↑ {what} to {to:x}")));
+        }
+        if let Some(m) = &ins.mca {
+            text.push_str(&color::dim(&format!("   [mca: lat {} rthr {:.2} uops {}]", m.latency, m.rthroughput, m.uops)));
         }
         println!("{} {samples:>8}  {gutter}{:>6x}:  {text}", paint_share(ins.share, &format!("{share:>7}")), ins.address);
         for h in &ins.hints {
@@ -289,6 +381,19 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile) {
                 println!("{:>29}{}", "", color::dim(&h.detail));
             }
         }
+    }
+    if let Some(m) = &f.mca {
+        println!(
+            "{}",
+            color::bold(&format!(
+                "llvm-mca ({}): hot block {:x}..{:x}: {:.2} cycles per iteration at best (block reciprocal throughput), {:.2} simulated",
+                m.cpu,
+                m.start,
+                m.end,
+                m.block_rthroughput,
+                m.total_cycles as f64 / m.iterations.max(1) as f64
+            ))
+        );
     }
     println!();
 }
@@ -325,7 +430,7 @@ mod tests {
     fn hottest_function_is_disassembled_with_sample_counts() {
         let (p, start) = profile_on_own_code();
         let mut s = Symbolizer::default();
-        let fns = annotate(&p, &mut s, None, 3, Syntax::Intel).unwrap();
+        let fns = annotate(&p, &mut s, None, 3, Syntax::Intel, None).unwrap();
         assert_eq!(fns[0].name, "perflab::profile::symbolize::normalize");
         assert_eq!(fns[0].samples, 30);
         assert_eq!(fns[0].instructions[0].address, start);
@@ -339,8 +444,8 @@ mod tests {
     fn unknown_symbols_are_usage_errors() {
         let (p, _) = profile_on_own_code();
         let mut s = Symbolizer::default();
-        assert!(annotate(&p, &mut s, Some("no_such_function_xyz"), 3, Syntax::Att).is_err());
-        let named = annotate(&p, &mut s, Some("perflab::profile::symbolize::demangle"), 3, Syntax::Att).unwrap();
+        assert!(annotate(&p, &mut s, Some("no_such_function_xyz"), 3, Syntax::Att, None).is_err());
+        let named = annotate(&p, &mut s, Some("perflab::profile::symbolize::demangle"), 3, Syntax::Att, None).unwrap();
         assert_eq!(named[0].samples, 0);
     }
 }

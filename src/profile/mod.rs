@@ -2,13 +2,14 @@
 //! `annotate` disassembles hot functions with per-instruction samples and cost hints,
 //! `diff` compares two profiles. The pipeline is
 //! [`record`] (sample) → [`format`] (the saved file) → [`symbolize`] → [`aggregate`] →
-//! [`annotate`] (with [`hints`]) and [`diff`].
+//! [`annotate`] (with [`hints`] and, where installed, llvm-mca via [`mca`]) and [`diff`].
 
 pub mod aggregate;
 pub mod annotate;
 pub mod diff;
 pub mod format;
 pub mod hints;
+pub mod mca;
 pub mod record;
 pub mod symbolize;
 
