@@ -265,11 +265,11 @@ fn annotate_one(
     if let (Some(request), Some(hottest)) = (mca, hottest) {
         match run_mca(request, &instrs, &mut instructions, hottest) {
             Ok(block) => mca_block = Some(block),
-            Err(e) => warning = Some(format!("{}: {e}", normalize(&sym.name))),
+            Err(e) => warning = Some(format!("{}: {e}", normalize(&object.symbol_name(sym)))),
         }
     }
     let function = AnnotatedFunction {
-        name: normalize(&sym.name),
+        name: normalize(&object.symbol_name(sym)),
         object: object.path.clone(),
         start: sym.start,
         samples: fn_samples,

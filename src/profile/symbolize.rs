@@ -13,13 +13,16 @@ use std::rc::Rc;
 
 type Dwarf = Context<EndianRcSlice<RunTimeEndian>>;
 
-/// One function symbol, addresses as stated in the ELF file (SVMA).
+/// One function symbol, addresses as stated in the ELF file (SVMA). The name stays
+/// in the mapped file (as a byte range) and is demangled on demand: big libraries have
+/// hundreds of thousands of symbols, and copying and demangling them all up front
+/// dominated report time.
 #[derive(Debug, Clone)]
 pub struct FunctionSymbol {
     pub start: u64,
     pub size: u64,
-    /// Demangled, not normalised (what the user reads in annotate's header).
-    pub name: String,
+    name_offset: usize,
+    name_len: usize,
 }
 
 /// One frame of the inline stack at an address.
@@ -56,11 +59,17 @@ impl ObjectInfo {
                 (off, size, s.address())
             })
             .collect();
+        let base = data.as_ptr() as usize;
         let mut symbols: Vec<FunctionSymbol> = elf
             .symbols()
             .chain(elf.dynamic_symbols())
             .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0 && s.is_definition())
-            .filter_map(|s| Some(FunctionSymbol { start: s.address(), size: s.size(), name: demangle(s.name().ok()?) }))
+            .filter_map(|s| {
+                let name = s.name_bytes().ok()?;
+                // object borrows names from `data`, so the offset is within the mapping.
+                let name_offset = (name.as_ptr() as usize).checked_sub(base)?;
+                Some(FunctionSymbol { start: s.address(), size: s.size(), name_offset, name_len: name.len() })
+            })
             .collect();
         symbols.sort_by(|a, b| a.start.cmp(&b.start).then(b.size.cmp(&a.size)));
         symbols.dedup_by_key(|s| s.start);
@@ -110,9 +119,18 @@ impl ObjectInfo {
         (svma < end).then_some(sym)
     }
 
+    /// The demangled (not normalised) name of a symbol.
+    pub fn symbol_name(&self, sym: &FunctionSymbol) -> String {
+        let bytes = self.data.get(sym.name_offset..sym.name_offset + sym.name_len).unwrap_or_default();
+        demangle(&String::from_utf8_lossy(bytes))
+    }
+
     /// Symbols whose demangled or normalised name equals `name`.
     pub fn symbols_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FunctionSymbol> + 'a {
-        self.symbols.iter().filter(move |s| s.name == name || normalize(&s.name) == name)
+        self.symbols.iter().filter(move |s| {
+            let full = self.symbol_name(s);
+            full == name || normalize(&full) == name
+        })
     }
 
     /// The extent of a symbol (size, or up to the next symbol for size-0 symbols).
@@ -202,7 +220,9 @@ pub fn demangle(raw: &str) -> String {
     if raw.starts_with("_Z") {
         if let Ok(sym) = cpp_demangle::Symbol::new(raw) {
             if let Ok(text) = sym.demangle(&cpp_demangle::DemangleOptions::default()) {
-                return text;
+                // cpp_demangle prints an empty template parameter pack as a trailing
+                // ", " (`AnalysisManager<llvm::Function, >`); c++filt omits it.
+                return text.replace(", >", ">");
             }
         }
     }
@@ -286,7 +306,7 @@ impl Symbolizer {
         let Some(svma) = obj.svma(file_offset) else { return unknown() };
         let (file, line) = obj.location(svma).map_or((None, None), |(f, l)| (Some(f), Some(l)));
         let function = match obj.symbol_at(svma) {
-            Some(sym) => normalize(&sym.name),
+            Some(sym) => normalize(&obj.symbol_name(sym)),
             None => match obj.frames(svma).last().and_then(|f| f.function.clone()) {
                 Some(name) => normalize(&name),
                 None => format!("{base}+{file_offset:#x}"),
@@ -319,6 +339,7 @@ mod tests {
     fn demangles_rust_and_cpp() {
         assert_eq!(demangle("_ZN3std2rt10lang_start17h0123456789abcdefE"), "std::rt::lang_start");
         assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
+        assert_eq!(demangle("_ZN4llvm15AnalysisManagerINS_8FunctionEJEE3runEv"), "llvm::AnalysisManager<llvm::Function>::run()");
         assert_eq!(demangle("main"), "main");
     }
 
