@@ -21,7 +21,8 @@ pub mod measure;
 pub mod model;
 pub mod profile;
 pub mod render;
-
-
-
+pub mod schedule;
+pub mod spawn;
+pub mod stats;
+pub mod verdict;
 
