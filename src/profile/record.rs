@@ -6,15 +6,14 @@
 
 use super::format::{ObjectRef, Profile, SampleCount, Space, Task};
 use crate::error::Failure;
+use crate::spawn;
 use crate::usage;
 use perf_event::data::parse::Parser;
 use perf_event::data::{self as pdata, RecordMetadata, Visitor};
 use perf_event::events::{Event, Hardware, Software};
 use perf_event::{Builder, SampleFlag, Sampler};
 use std::collections::{BTreeMap, HashMap};
-use std::ffi::CString;
 use std::os::fd::AsRawFd;
-use std::time::Instant;
 
 /// Ring buffer sizes per CPU, tried in order. At 10 kHz a drain every 50 ms needs
 /// ~25 KiB, so the first leaves ample headroom for bursts of mmap records from
@@ -213,89 +212,6 @@ fn drain(samplers: &mut [Sampler], events: &mut Vec<(u64, Event2)>) {
     }
 }
 
-/// A forked child waiting on a pipe before exec, so events can be opened on its pid
-/// first. Minimal stand-in until the shared spawner offers a gated spawn.
-struct GatedChild {
-    pid: i32,
-    gate: libc::c_int,
-    exec_error: libc::c_int,
-}
-
-fn fork_gated(argv: &[String]) -> Result<GatedChild, Failure> {
-    let program = crate::command::resolve_program(&argv[0])?;
-    let c_program = CString::new(program.as_os_str().as_encoded_bytes()).map_err(|_| usage!("program path contains NUL"))?;
-    let c_args: Vec<CString> = argv
-        .iter()
-        .map(|a| CString::new(a.as_bytes()).map_err(|_| usage!("argument `{a}` contains NUL")))
-        .collect::<Result<_, _>>()?;
-    let mut c_argv: Vec<*const libc::c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
-    c_argv.push(std::ptr::null());
-    let mut gate = [0; 2];
-    let mut errp = [0; 2];
-    // SAFETY: plain syscalls on arrays we own.
-    unsafe {
-        if libc::pipe2(gate.as_mut_ptr(), libc::O_CLOEXEC) != 0 || libc::pipe2(errp.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            return Err(Failure::Other(std::io::Error::last_os_error().into()));
-        }
-    }
-    // SAFETY: after fork the child only calls async-signal-safe functions (read, setpgid,
-    // execv, write, _exit) on data prepared before the fork.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(Failure::Other(std::io::Error::last_os_error().into()));
-    }
-    if pid == 0 {
-        unsafe {
-            libc::close(gate[1]);
-            libc::close(errp[0]);
-            let mut byte = 0u8;
-            if libc::read(gate[0], (&mut byte as *mut u8).cast(), 1) != 1 {
-                libc::_exit(127);
-            }
-            // Own process group so Ctrl-C handling can stop the whole tree.
-            libc::setpgid(0, 0);
-            libc::execv(c_program.as_ptr(), c_argv.as_ptr());
-            let errno = *libc::__errno_location();
-            libc::write(errp[1], (&errno as *const i32).cast(), 4);
-            libc::_exit(127);
-        }
-    }
-    unsafe {
-        libc::close(gate[0]);
-        libc::close(errp[1]);
-    }
-    Ok(GatedChild { pid, gate: gate[1], exec_error: errp[0] })
-}
-
-impl GatedChild {
-    /// Let the child exec; report exec failures (ENOEXEC, EACCES, ...) as one line.
-    fn release(&mut self, program: &str) -> Result<(), Failure> {
-        unsafe {
-            libc::write(self.gate, b"x".as_ptr().cast(), 1);
-            libc::close(self.gate);
-            let mut errno = 0i32;
-            let n = libc::read(self.exec_error, (&mut errno as *mut i32).cast(), 4);
-            libc::close(self.exec_error);
-            if n == 4 {
-                let mut status = 0;
-                libc::waitpid(self.pid, &mut status, 0);
-                return Err(usage!("cannot execute `{program}`: {}", std::io::Error::from_raw_os_error(errno)));
-            }
-        }
-        Ok(())
-    }
-
-    fn abandon(&self) {
-        unsafe {
-            libc::kill(self.pid, libc::SIGKILL);
-            let mut status = 0;
-            libc::waitpid(self.pid, &mut status, 0);
-            libc::close(self.gate);
-            libc::close(self.exec_error);
-        }
-    }
-}
-
 /// Run the command under the sampler and build the profile.
 pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     if opts.argv.is_empty() {
@@ -305,58 +221,72 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
         return Err(usage!("-F must be between 1 and 100000 Hz, got {}", opts.frequency_hz));
     }
     event_for(&opts.event)?;
+    let program = crate::command::resolve_program(&opts.argv[0])?;
+    let prepared = spawn::Prepared::new(&program, &opts.argv, true).map_err(|e| usage!("{e}"))?;
     let interrupt = crate::interrupt::watcher();
     let started = chrono::Utc::now().to_rfc3339();
-    let mut child = fork_gated(&opts.argv)?;
-    let mut samplers = match open_samplers(child.pid, opts) {
-        Ok(s) => s,
-        Err(e) => {
-            child.abandon();
-            return Err(e);
+    // The child is held between fork and exec while the events are opened on its pid.
+    let mut samplers = Vec::new();
+    let mut open_failure = None;
+    let mut gate = |pid: libc::pid_t| match open_samplers(pid, opts) {
+        Ok(s) => {
+            samplers = s;
+            Ok(())
+        }
+        Err(failure) => {
+            let message = failure.to_string();
+            open_failure = Some(failure);
+            Err(anyhow::anyhow!(message))
         }
     };
-    child.release(&opts.argv[0])?;
-    let t0 = Instant::now();
-    // SAFETY: pidfd_open on our own child, which has not been reaped.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.pid, 0) } as libc::c_int;
+    let child = match spawn::start(&prepared, &spawn::environment(&[]), Some(&mut gate)) {
+        Ok(child) => child,
+        Err(spawn::SpawnError::Probe(e)) => return Err(open_failure.unwrap_or_else(|| usage!("{e:#}"))),
+        Err(spawn::SpawnError::Interrupted) => return Err(Failure::Interrupted),
+        Err(spawn::SpawnError::Exec(e)) => return Err(usage!("{e}")),
+    };
+    let exec_time = std::time::Instant::now();
     let mut events = Vec::new();
     let mut interrupted = false;
-    // SAFETY: rusage is plain old data; zero is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let status = loop {
+    // Sleep until the child exits, a ring buffer passes its watermark, Ctrl-C, or 50 ms
+    // pass (so records below the watermark are drained promptly too).
+    loop {
         let mut fds = vec![
-            libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: child.pidfd(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: interrupt.fd(), events: libc::POLLIN, revents: 0 },
         ];
         fds.extend(samplers.iter().map(|s| libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
         // SAFETY: fds is a valid array for the duration of the call.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 50) };
         drain(&mut samplers, &mut events);
-        if interrupt.requested() && !interrupted {
+        if interrupt.requested() {
             interrupted = true;
-            // SAFETY: signalling the process group we created for the child.
-            unsafe { libc::kill(-child.pid, libc::SIGKILL) };
+            break;
         }
-        let mut status = 0;
-        // SAFETY: waiting for our own child without blocking; usage is plain old data.
-        let done = unsafe { libc::wait4(child.pid, &mut status, libc::WNOHANG, &mut usage) };
-        if done == child.pid || (pidfd < 0 && done < 0) {
-            break status;
+        if fds[0].revents != 0 {
+            break;
         }
-    };
-    let duration_s = t0.elapsed().as_secs_f64();
-    drain(&mut samplers, &mut events);
-    if pidfd >= 0 {
-        unsafe { libc::close(pidfd) };
     }
-    let exit_code = if libc::WIFEXITED(status) { Some(libc::WEXITSTATUS(status)) } else { None };
+    // After an interrupt, wait() kills the command's process group and reaps it.
+    let outcome = child.wait(None, interrupt);
+    drain(&mut samplers, &mut events);
+    let (duration_s, cpu_s, exit_code) = match &outcome {
+        Ok(o) => (o.wall.as_secs_f64(), spawn::seconds(o.rusage.ru_utime) + spawn::seconds(o.rusage.ru_stime), o.exit.exit_code),
+        // Interrupted: the group was killed and reaped without rusage.
+        Err(_) => (exec_time.elapsed().as_secs_f64(), 0.0, None),
+    };
+    match outcome {
+        Err(spawn::SpawnError::Exec(e)) => return Err(Failure::Other(anyhow::anyhow!(e))),
+        Err(spawn::SpawnError::Probe(e)) => return Err(Failure::Other(e)),
+        Err(spawn::SpawnError::Interrupted) | Ok(_) => {}
+    }
     let mut profile = Profile {
         event: opts.event.clone(),
         frequency_hz: opts.frequency_hz,
         command: opts.argv.clone(),
         started,
         duration_s,
-        cpu_s: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        cpu_s,
         lost: 0,
         exit_code,
         objects: Vec::new(),
@@ -365,10 +295,6 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     };
     replay(events, &mut profile);
     Ok(Recording { profile, interrupted })
-}
-
-fn seconds(t: libc::timeval) -> f64 {
-    t.tv_sec as f64 + t.tv_usec as f64 / 1e6
 }
 
 #[derive(Clone)]
