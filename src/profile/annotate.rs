@@ -61,6 +61,9 @@ pub struct AnnotatedInstruction {
     pub share: f64,
     /// `file:line` of the innermost (inlined) source location.
     pub source: Option<String>,
+    /// The function whose code this is, when it was inlined into the annotated one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inlined: Option<String>,
     pub hints: Vec<Hint>,
     /// Near branch target inside the function, if this is a jump.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -252,6 +255,7 @@ fn annotate_one(
                 samples: counts.get(&ins.ip()).copied().unwrap_or(0),
                 share: shares[i],
                 source: object.location(ins.ip()).map(|(f, l)| format!("{f}:{l}")),
+                inlined: inlined_function(object, ins.ip()),
                 hints: std::mem::take(&mut hints[i]),
                 jump_to,
                 conditional: ins.flow_control() == FlowControl::ConditionalBranch,
@@ -278,6 +282,15 @@ fn annotate_one(
         mca: mca_block,
     };
     (function, warning)
+}
+
+/// The innermost inlined function at `ip`, if `ip` is in inlined code.
+fn inlined_function(object: &ObjectInfo, ip: u64) -> Option<String> {
+    let frames = object.frames(ip);
+    if frames.len() < 2 {
+        return None;
+    }
+    frames.into_iter().next()?.function.map(|f| normalize(&f))
 }
 
 /// Analyse the hot block with llvm-mca (always in AT&T syntax, which LLVM's assembler reads).
@@ -326,7 +339,12 @@ impl Sources {
             .0
             .entry(file.to_string())
             .or_insert_with(|| std::fs::read_to_string(file).ok().map(|t| t.lines().map(String::from).collect()));
-        lines.as_ref()?.get(line.checked_sub(1)?).map(|s| s.trim().to_string())
+        let text = lines.as_ref()?.get(line.checked_sub(1)?)?.trim();
+        // Keep one source line on one terminal line.
+        Some(match text.char_indices().nth(100) {
+            Some((cut, _)) => format!("{}…", &text[..cut]),
+            None => text.to_string(),
+        })
     }
 }
 
@@ -345,15 +363,17 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile) {
     );
     let targets: HashSet<u64> = f.instructions.iter().filter_map(|i| i.jump_to).collect();
     let mut sources = Sources::default();
-    let mut last_source: Option<&str> = None;
+    let mut last_source: Option<(&str, Option<&str>)> = None;
     let mut explained: BTreeMap<&str, ()> = BTreeMap::new();
     for ins in &f.instructions {
-        if ins.source.as_deref() != last_source {
-            if let Some(loc) = &ins.source {
+        let here = ins.source.as_deref().map(|s| (s, ins.inlined.as_deref()));
+        if here != last_source {
+            if let Some((loc, inlined)) = here {
                 let text = sources.line(loc).unwrap_or_default();
-                println!("{}", color::dim(&format!("{:>19}{}  {text}", "", basename(loc))));
+                let from = inlined.map_or(String::new(), |f| format!("  [inlined {f}]"));
+                println!("{}", color::dim(&format!("{:>19}{}  {text}{from}", "", basename(loc))));
             }
-            last_source = ins.source.as_deref();
+            last_source = here;
         }
         let share = if ins.samples == 0 { String::new() } else { format!("{:.2}%", ins.share * 100.0) };
         let samples = if ins.samples == 0 { String::new() } else { ins.samples.to_string() };
