@@ -388,7 +388,7 @@ fn llvm_mca_describes_the_hot_loop_when_installed() {
     let out = perflab()
         .arg("annotate")
         .arg(&path)
-        .args(["--symbol", "divide_all", "--mca", "skylake", "--json", "-"])
+        .args(["--symbol", "divide_all", "--mca=skylake", "--json", "-"])
         .assert()
         .success()
         .get_output()

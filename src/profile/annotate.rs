@@ -42,7 +42,7 @@ pub struct AnnotateArgs {
     pub json: Option<PathBuf>,
     /// Run llvm-mca on each function's hot loop (or hot basic block) for per-instruction
     /// latency and throughput; CPU is an LLVM -mcpu name (default: this machine's family).
-    #[arg(long, value_name = "CPU", num_args = 0..=1, default_missing_value = "auto")]
+    #[arg(long, value_name = "CPU", num_args = 0..=1, require_equals = true, default_missing_value = "auto")]
     pub mca: Option<String>,
 }
 

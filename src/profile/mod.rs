@@ -78,11 +78,12 @@ pub fn main_profile(args: ProfileArgs) -> Result<i32, Failure> {
     let profile = recording.profile;
     profile.save(&args.output)?;
     eprintln!(
-        "perflab: {} samples of {} in {:.2} s, {} tasks{} → {}",
+        "perflab: {} samples of {} in {:.2} s, {} task{}{} → {}",
         profile.total_samples(),
         profile.event,
         profile.duration_s,
         profile.tasks.len(),
+        if profile.tasks.len() == 1 { "" } else { "s" },
         if profile.lost > 0 { format!(", {} records lost", profile.lost) } else { String::new() },
         args.output.display()
     );
