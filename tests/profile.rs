@@ -402,3 +402,39 @@ fn llvm_mca_describes_the_hot_loop_when_installed() {
     let add_latency = ins.iter().filter_map(|i| i["mca"]["latency"].as_u64()).min().unwrap();
     assert!(div["mca"]["latency"].as_u64().unwrap() > add_latency, "{div}");
 }
+
+#[test]
+fn kernel_samples_are_labelled_when_the_kernel_may_be_sampled() {
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap().trim().parse().unwrap();
+    // SAFETY: geteuid has no preconditions.
+    if paranoid >= 2 && unsafe { libc::geteuid() } != 0 {
+        eprintln!("perf_event_paranoid={paranoid} and not root: kernel samples are not allowed; skipping");
+        return;
+    }
+    let exe = common::fixture("profile_syscalls");
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report) = profile(dir.path(), "syscalls", &[exe.to_str().unwrap(), "3000000"]);
+    let kernel = share_of(&report, "[kernel]");
+    assert!(kernel > 0.3, "kernel share {kernel}");
+    assert_eq!(report["objects"].as_array().unwrap().iter().find(|o| o["name"] == "[kernel]").unwrap()["self_samples"], report["functions"].as_array().unwrap().iter().find(|f| f["name"] == "[kernel]").unwrap()["self_samples"]);
+}
+
+#[test]
+fn debug_info_is_found_through_gnu_debuglink() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("ratio-split");
+    std::fs::copy(common::fixture("profile_ratio"), &exe).unwrap();
+    let debug = dir.path().join("ratio-split.debug");
+    let objcopy = |args: &[&std::ffi::OsStr]| {
+        let status = std::process::Command::new("objcopy").args(args).status().expect("objcopy (binutils)");
+        assert!(status.success());
+    };
+    objcopy(&["--only-keep-debug".as_ref(), exe.as_os_str(), debug.as_os_str()]);
+    objcopy(&["--strip-debug".as_ref(), exe.as_os_str()]);
+    let link = format!("--add-gnu-debuglink={}", debug.display());
+    objcopy(&[link.as_ref(), exe.as_os_str()]);
+    let (_, report) = profile(dir.path(), "split", &[exe.to_str().unwrap(), "40000000"]);
+    let top_line = report["lines"][0]["name"].as_str().unwrap();
+    assert!(top_line.contains("profile_ratio.c:"), "{top_line}");
+    assert_eq!(report["functions"][0]["name"], "heavy_work");
+}
