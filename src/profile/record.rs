@@ -39,7 +39,7 @@ pub struct Recording {
 /// A record copied out of the ring buffer, kept until the run ends so records from all
 /// CPUs can be merged by timestamp.
 #[derive(Debug)]
-enum Event2 {
+enum RingRecord {
     Sample { pid: u32, tid: u32, ip: u64, period: u64, kernel: bool },
     Mmap { pid: u32, start: u64, len: u64, pgoff: u64, path: String },
     Comm { pid: u32, tid: u32, comm: String, exec: bool },
@@ -50,14 +50,14 @@ enum Event2 {
 struct Collect;
 
 impl<'a> Visitor<'a> for Collect {
-    type Output = Option<(u64, Event2)>;
+    type Output = Option<(u64, RingRecord)>;
 
     fn visit_unimplemented(self, _: RecordMetadata) -> Self::Output {
         None
     }
     fn visit_sample(self, s: pdata::Sample<'a>, meta: RecordMetadata) -> Self::Output {
         let kernel = meta.misc() & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_KERNEL;
-        let ev = Event2::Sample {
+        let ev = RingRecord::Sample {
             pid: s.pid()?,
             tid: s.tid()?,
             ip: s.ip()?,
@@ -68,19 +68,19 @@ impl<'a> Visitor<'a> for Collect {
     }
     fn visit_mmap2(self, m: pdata::Mmap2<'a>, meta: RecordMetadata) -> Self::Output {
         let path = String::from_utf8_lossy(&m.filename).into_owned();
-        let ev = Event2::Mmap { pid: m.pid, start: m.addr, len: m.len, pgoff: m.pgoff, path };
+        let ev = RingRecord::Mmap { pid: m.pid, start: m.addr, len: m.len, pgoff: m.pgoff, path };
         Some((meta.sample_id().time().unwrap_or(0), ev))
     }
     fn visit_comm(self, c: pdata::Comm<'a>, meta: RecordMetadata) -> Self::Output {
         let exec = meta.misc() & PERF_RECORD_MISC_COMM_EXEC != 0;
-        let ev = Event2::Comm { pid: c.pid, tid: c.tid, comm: String::from_utf8_lossy(&c.comm).into_owned(), exec };
+        let ev = RingRecord::Comm { pid: c.pid, tid: c.tid, comm: String::from_utf8_lossy(&c.comm).into_owned(), exec };
         Some((meta.sample_id().time().unwrap_or(0), ev))
     }
     fn visit_fork(self, f: pdata::Fork, _: RecordMetadata) -> Self::Output {
-        Some((f.time, Event2::Fork { pid: f.pid, ppid: f.ppid, tid: f.tid }))
+        Some((f.time, RingRecord::Fork { pid: f.pid, ppid: f.ppid, tid: f.tid }))
     }
     fn visit_lost(self, l: pdata::Lost, meta: RecordMetadata) -> Self::Output {
-        Some((meta.sample_id().time().unwrap_or(0), Event2::Lost(l.lost)))
+        Some((meta.sample_id().time().unwrap_or(0), RingRecord::Lost(l.lost)))
     }
 }
 
@@ -193,7 +193,7 @@ fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure
     Ok(samplers)
 }
 
-fn drain(samplers: &mut [Sampler], events: &mut Vec<(u64, Event2)>) {
+fn drain(samplers: &mut [Sampler], events: &mut Vec<(u64, RingRecord)>) {
     for sampler in samplers.iter_mut() {
         let config = sampler.config().clone();
         while let Some(record) = sampler.next_record() {
@@ -307,7 +307,7 @@ struct Mapping {
 
 /// Replay the merged records: maintain each process's executable mappings and turn each
 /// sample into (object, file offset) against the mappings live at that moment.
-fn replay(mut events: Vec<(u64, Event2)>, profile: &mut Profile) {
+fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile) {
     // Stable: records of one CPU with equal timestamps keep their ring order.
     events.sort_by_key(|(time, _)| *time);
     let mut spaces: HashMap<u32, BTreeMap<u64, Mapping>> = HashMap::new();
@@ -318,7 +318,7 @@ fn replay(mut events: Vec<(u64, Event2)>, profile: &mut Profile) {
     let mut counts: HashMap<Key, (u64, u64)> = HashMap::new();
     for (_, ev) in events {
         match ev {
-            Event2::Mmap { pid, start, len, pgoff, path } => {
+            RingRecord::Mmap { pid, start, len, pgoff, path } => {
                 let next = object_ids.len() as u32;
                 let object = *object_ids.entry(path.clone()).or_insert_with(|| {
                     profile.objects.push(ObjectRef { path });
@@ -334,13 +334,13 @@ fn replay(mut events: Vec<(u64, Event2)>, profile: &mut Profile) {
                 }
                 space.insert(start, Mapping { start, end, pgoff, object });
             }
-            Event2::Comm { pid, tid, comm, exec } => {
+            RingRecord::Comm { pid, tid, comm, exec } => {
                 if exec {
                     spaces.remove(&pid);
                 }
                 tasks.insert((pid, tid), comm);
             }
-            Event2::Fork { pid, ppid, tid } => {
+            RingRecord::Fork { pid, ppid, tid } => {
                 if pid != ppid {
                     let inherited = spaces.get(&ppid).cloned().unwrap_or_default();
                     spaces.insert(pid, inherited);
@@ -348,8 +348,8 @@ fn replay(mut events: Vec<(u64, Event2)>, profile: &mut Profile) {
                 let comm = tasks.get(&(ppid, ppid)).cloned().unwrap_or_default();
                 tasks.entry((pid, tid)).or_insert(comm);
             }
-            Event2::Lost(n) => profile.lost += n,
-            Event2::Sample { pid, tid, ip, period, kernel } => {
+            RingRecord::Lost(n) => profile.lost += n,
+            RingRecord::Sample { pid, tid, ip, period, kernel } => {
                 tasks.entry((pid, tid)).or_default();
                 let key = if kernel {
                     (pid, tid, Space::Kernel, None, ip)
@@ -402,16 +402,16 @@ mod tests {
     #[test]
     fn samples_resolve_against_the_mappings_live_at_their_time() {
         let events = vec![
-            (1, Event2::Comm { pid: 10, tid: 10, comm: "a".into(), exec: true }),
-            (2, Event2::Mmap { pid: 10, start: 0x1000, len: 0x2000, pgoff: 0x3000, path: "/a".into() }),
-            (3, Event2::Sample { pid: 10, tid: 10, ip: 0x1800, period: 5, kernel: false }),
-            (4, Event2::Fork { pid: 11, ppid: 10, tid: 11 }),
-            (5, Event2::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false }),
+            (1, RingRecord::Comm { pid: 10, tid: 10, comm: "a".into(), exec: true }),
+            (2, RingRecord::Mmap { pid: 10, start: 0x1000, len: 0x2000, pgoff: 0x3000, path: "/a".into() }),
+            (3, RingRecord::Sample { pid: 10, tid: 10, ip: 0x1800, period: 5, kernel: false }),
+            (4, RingRecord::Fork { pid: 11, ppid: 10, tid: 11 }),
+            (5, RingRecord::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false }),
             // The child execs: its old mappings are gone.
-            (6, Event2::Comm { pid: 11, tid: 11, comm: "b".into(), exec: true }),
-            (7, Event2::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false }),
-            (8, Event2::Sample { pid: 10, tid: 12, ip: 0xffff_0000, period: 5, kernel: true }),
-            (9, Event2::Lost(3)),
+            (6, RingRecord::Comm { pid: 11, tid: 11, comm: "b".into(), exec: true }),
+            (7, RingRecord::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false }),
+            (8, RingRecord::Sample { pid: 10, tid: 12, ip: 0xffff_0000, period: 5, kernel: true }),
+            (9, RingRecord::Lost(3)),
         ];
         let mut p = empty();
         replay(events, &mut p);
