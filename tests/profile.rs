@@ -338,6 +338,15 @@ fn bad_profile_options_are_usage_errors() {
     perflab().args(["profile", "-F", "0", "-o"]).arg(&out).args(["--", "true"]).assert().code(2);
     perflab().args(["profile", "-o"]).arg(&out).args(["--", "/nonexistent/program"]).assert().code(2);
     perflab().args(["profile", "-o"]).arg(&out).assert().code(2);
+    // An unwritable output is reported before the command runs.
+    let marker = dir.path().join("ran");
+    perflab()
+        .args(["profile", "-o", "/nonexistent/dir/x.profile", "--", "sh", "-c"])
+        .arg(format!("touch {}", marker.display()))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot write /nonexistent/dir/x.profile"));
+    assert!(!marker.exists());
 }
 
 #[test]

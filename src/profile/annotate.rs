@@ -116,7 +116,9 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<i32, Failure> {
     }
     let to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
     if !to_stdout {
-        if functions.is_empty() {
+        if functions.is_empty() && profile.total_samples() == 0 {
+            println!("the profile has no samples");
+        } else if functions.is_empty() {
             println!("no function with symbols to annotate (the samples are in stripped or special code; see `perflab show`)");
         }
         for f in &functions {

@@ -70,6 +70,11 @@ pub struct ShowArgs {
 /// `perflab profile`: record, save, then report like `show`.
 pub fn main_profile(args: ProfileArgs) -> Result<i32, Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
+    // Fail before the run, not after it, when the results could not be written.
+    check_writable(&args.output)?;
+    if let Some(json) = args.report.json.as_deref().filter(|p| *p != Path::new("-")) {
+        check_writable(json)?;
+    }
     let recording = record::record(&record::RecordOptions {
         argv: args.command.clone(),
         event: args.event.clone(),
@@ -102,6 +107,19 @@ pub fn main_profile(args: ProfileArgs) -> Result<i32, Failure> {
             Ok(EXIT_COMMAND_FAILED)
         }
     }
+}
+
+fn check_writable(path: &Path) -> Result<(), Failure> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| usage!("cannot write {}: {e}", path.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
 }
 
 /// `perflab show`: report a saved profile.
