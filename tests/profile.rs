@@ -107,10 +107,17 @@ fn hot_function_in_a_shared_library_is_named() {
 fn stripped_binary_gets_object_offset_names() {
     let exe = common::fixture_with("profile_ratio", &["-s"]);
     let dir = tempfile::tempdir().unwrap();
-    let (path, report) = profile(dir.path(), "stripped", &[exe.to_str().unwrap(), "50000000"]);
-    let top = report["functions"][0]["name"].as_str().unwrap();
-    assert!(top.starts_with("profile_ratio-s+0x"), "{top}");
-    perflab().arg("annotate").arg(&path).assert().success();
+    let (path, report) = profile(dir.path(), "stripped", &[exe.to_str().unwrap(), "100000000"]);
+    let functions = report["functions"].as_array().unwrap();
+    for f in &functions[..2] {
+        assert!(f["name"].as_str().unwrap().starts_with("profile_ratio-s+0x"), "{f}");
+    }
+    // .eh_frame still delimits the functions, so samples group per function.
+    let (heavy, light) = (functions[0]["self_share"].as_f64().unwrap(), functions[1]["self_share"].as_f64().unwrap());
+    assert!((heavy - 0.75).abs() <= 0.05 && (light - 0.25).abs() <= 0.05, "{heavy} {light}");
+    let name = functions[0]["name"].as_str().unwrap();
+    let doc = annotate_json(&path, name);
+    assert!(doc["functions"][0]["instructions"].as_array().unwrap().len() > 3);
 }
 
 #[test]

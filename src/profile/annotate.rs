@@ -271,11 +271,11 @@ fn annotate_one(
     if let (Some(request), Some(hottest)) = (mca, hottest) {
         match run_mca(request, &instrs, &mut instructions, hottest) {
             Ok(block) => mca_block = Some(block),
-            Err(e) => warning = Some(format!("{}: {e}", normalize(&object.symbol_name(sym)))),
+            Err(e) => warning = Some(format!("{}: {e}", normalize(&object.function_name(sym)))),
         }
     }
     let function = AnnotatedFunction {
-        name: normalize(&object.symbol_name(sym)),
+        name: normalize(&object.function_name(sym)),
         object: object.path.clone(),
         start: sym.start,
         samples: fn_samples,

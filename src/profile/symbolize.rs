@@ -21,8 +21,9 @@ type Dwarf = Context<EndianRcSlice<RunTimeEndian>>;
 pub struct FunctionSymbol {
     pub start: u64,
     pub size: u64,
-    name_offset: usize,
-    name_len: usize,
+    /// Byte range of the name in the file; None for a function known only from its
+    /// .eh_frame unwind entry (stripped code), named `object+0xFILE_OFFSET`.
+    name: Option<(usize, usize)>,
 }
 
 /// One frame of the inline stack at an address.
@@ -68,10 +69,21 @@ impl ObjectInfo {
                 let name = s.name_bytes().ok()?;
                 // object borrows names from `data`, so the offset is within the mapping.
                 let name_offset = (name.as_ptr() as usize).checked_sub(base)?;
-                Some(FunctionSymbol { start: s.address(), size: s.size(), name_offset, name_len: name.len() })
+                Some(FunctionSymbol { start: s.address(), size: s.size(), name: Some((name_offset, name.len())) })
             })
             .collect();
-        symbols.sort_by(|a, b| a.start.cmp(&b.start).then(b.size.cmp(&a.size)));
+        // Functions without a symbol (stripped binaries, hidden functions of libraries
+        // that keep only .dynsym) still have unwind entries: use them as boundaries so
+        // their samples group per function instead of per address.
+        let named: std::collections::HashSet<u64> = symbols.iter().map(|s| s.start).collect();
+        symbols.extend(
+            eh_frame_functions(&elf)
+                .into_iter()
+                .filter(|(start, size)| *size > 0 && !named.contains(start))
+                .map(|(start, size)| FunctionSymbol { start, size, name: None }),
+        );
+        // Per start address keep the named symbol, then the largest.
+        symbols.sort_by(|a, b| a.start.cmp(&b.start).then(b.name.is_some().cmp(&a.name.is_some())).then(b.size.cmp(&a.size)));
         symbols.dedup_by_key(|s| s.start);
         let dwarf = match load_dwarf(&elf) {
             Some(d) => Some(d),
@@ -121,8 +133,24 @@ impl ObjectInfo {
 
     /// The demangled (not normalised) name of a symbol.
     pub fn symbol_name(&self, sym: &FunctionSymbol) -> String {
-        let bytes = self.data.get(sym.name_offset..sym.name_offset + sym.name_len).unwrap_or_default();
-        demangle(&String::from_utf8_lossy(bytes))
+        match sym.name {
+            Some((offset, len)) => {
+                let bytes = self.data.get(offset..offset + len).unwrap_or_default();
+                demangle(&String::from_utf8_lossy(bytes))
+            }
+            None => format!("{}+{:#x}", basename(&self.path), self.file_offset(sym.start).unwrap_or(sym.start)),
+        }
+    }
+
+    /// The best name of a function: its symbol, else DWARF's name for its start, else
+    /// `object+0xFILE_OFFSET`.
+    pub fn function_name(&self, sym: &FunctionSymbol) -> String {
+        if sym.name.is_none() {
+            if let Some(name) = self.frames(sym.start).into_iter().last().and_then(|f| f.function) {
+                return name;
+            }
+        }
+        self.symbol_name(sym)
     }
 
     /// Symbols whose demangled or normalised name equals `name`.
@@ -169,6 +197,32 @@ impl ObjectInfo {
     pub fn has_debug_info(&self) -> bool {
         self.dwarf.is_some()
     }
+}
+
+/// (start, length) of every function described by an FDE in .eh_frame.
+fn eh_frame_functions(elf: &object::File) -> Vec<(u64, u64)> {
+    use gimli::UnwindSection;
+    let Some(section) = elf.section_by_name(".eh_frame") else { return Vec::new() };
+    let Ok(data) = section.data() else { return Vec::new() };
+    let endian = if elf.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
+    let eh_frame = gimli::EhFrame::new(data, endian);
+    let mut bases = gimli::BaseAddresses::default().set_eh_frame(section.address());
+    if let Some(text) = elf.section_by_name(".text") {
+        bases = bases.set_text(text.address());
+    }
+    if let Some(got) = elf.section_by_name(".got") {
+        bases = bases.set_got(got.address());
+    }
+    let mut out = Vec::new();
+    let mut entries = eh_frame.entries(&bases);
+    while let Ok(Some(entry)) = entries.next() {
+        if let gimli::CieOrFde::Fde(partial) = entry {
+            if let Ok(fde) = partial.parse(|section, bases, offset| section.cie_from_offset(bases, offset)) {
+                out.push((fde.initial_address(), fde.len()));
+            }
+        }
+    }
+    out
 }
 
 fn load_dwarf(elf: &object::File) -> Option<Dwarf> {
@@ -306,7 +360,7 @@ impl Symbolizer {
         let Some(svma) = obj.svma(file_offset) else { return unknown() };
         let (file, line) = obj.location(svma).map_or((None, None), |(f, l)| (Some(f), Some(l)));
         let function = match obj.symbol_at(svma) {
-            Some(sym) => normalize(&obj.symbol_name(sym)),
+            Some(sym) => normalize(&obj.function_name(sym)),
             None => match obj.frames(svma).last().and_then(|f| f.function.clone()) {
                 Some(name) => normalize(&name),
                 None => format!("{base}+{file_offset:#x}"),
