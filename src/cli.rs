@@ -32,10 +32,16 @@ pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
-            // clap prints help/version to stdout with exit 0, usage errors to stderr with 2.
-            let code = if err.use_stderr() { crate::error::EXIT_USAGE } else { EXIT_OK };
-            let _ = err.print();
-            return code;
+            // Help and version go to stdout in full; a usage error is one line (clap's
+            // first line names the problem; the rest repeats the usage text).
+            if !err.use_stderr() {
+                let _ = err.print();
+                return EXIT_OK;
+            }
+            let rendered = err.render().to_string();
+            let first = rendered.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            eprintln!("perflab: error: {first} (see --help)");
+            return crate::error::EXIT_USAGE;
         }
     };
     crate::render::color::init(&cli.color);

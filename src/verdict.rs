@@ -104,7 +104,17 @@ pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
     let pct = |x: f64| format_percent(x * 100.0);
     let tail = format!("{} % CI, {} rounds", format_level(c.confidence), rounds);
     let metric = if c.metric == crate::model::metric::WALL { String::new() } else { format!(" in {}", c.metric) };
+    let times = |x: f64| format!("{x:.2}×");
     match c.verdict {
+        // Large effects read better as factors: "9.28× slower" rather than "828 % slower".
+        Verdict::Slower if c.ratio >= 2.0 => format!(
+            "{} is {} slower than {}{} [{}, {}], {}",
+            c.candidate, times(c.ratio), c.baseline, metric, times(c.ci_low), times(c.ci_high), tail
+        ),
+        Verdict::Faster if c.ratio <= 0.5 => format!(
+            "{} is {} faster than {}{} [{}, {}], {}",
+            c.candidate, times(1.0 / c.ratio), c.baseline, metric, times(1.0 / c.ci_high), times(1.0 / c.ci_low), tail
+        ),
         Verdict::Slower => {
             let mut s = format!(
                 "{} is {} % slower than {}{} [{} %, {} %], {}",
@@ -219,13 +229,14 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Slower);
         assert!((c.ratio - 10.0).abs() < 0.06, "{}", c.ratio);
         assert!(c.ci_low <= c.ratio && c.ratio <= c.ci_high);
-        assert!(sentence(&c, 0.01, 12).starts_with("B is 9"), "{}", sentence(&c, 0.01, 12));
+        let text = sentence(&c, 0.01, 12);
+        assert!(text.starts_with("B is ") && text.contains("× slower than A ["), "{text}");
     }
 
     #[test]
     fn constant_values_give_an_exact_ratio() {
-        let c = compare(&result("A", &[100.0]), &result("B", &[101.0]), "wall_s", 0.95, 0.95, 0.01).unwrap();
-        assert_eq!((c.ci_low, c.ci_high, c.verdict, c.below_threshold), (1.01, 1.01, Verdict::Slower, false));
+        let c = compare(&result("A", &[100.0]), &result("B", &[102.0]), "wall_s", 0.95, 0.95, 0.01).unwrap();
+        assert_eq!((c.ci_low, c.ci_high, c.verdict, c.below_threshold), (1.02, 1.02, Verdict::Slower, false));
         let same = compare(&result("A", &[5.0, 5.0]), &result("B", &[5.0, 5.0]), "wall_s", 0.95, 0.95, 0.01).unwrap();
         assert_eq!(same.verdict, Verdict::Equivalent);
     }
@@ -258,5 +269,7 @@ mod tests {
         c.verdict = Verdict::Faster;
         (c.ratio, c.ci_low, c.ci_high) = (0.97, 0.96, 0.98);
         assert_eq!(sentence(&c, 0.01, 24), "B is 3.0 % faster than A [2.0 %, 4.0 %], 95 % CI, 24 rounds");
+        (c.ratio, c.ci_low, c.ci_high) = (0.25, 0.2, 0.5);
+        assert_eq!(sentence(&c, 0.01, 24), "B is 4.00× faster than A [2.00×, 5.00×], 95 % CI, 24 rounds");
     }
 }
