@@ -189,14 +189,16 @@ fn print_diff(r: &DiffReport, limit: usize) {
         ))
     );
     println!("total change {}{pct}", signed_seconds(r.total_change_s));
-    println!("{}", color::dim(&format!("{:>10}  {:>8}  {:>17}  name", "change", "of total", "share old → new")));
+    println!("{}", color::dim(&format!("{:>10}  {:>8}  {:>21}  {:>17}  name", "change", "of total", "time old → new", "share old → new")));
     for c in r.changes.iter().take(limit) {
         let seconds = signed_seconds(c.change_s);
         let pad = " ".repeat(10usize.saturating_sub(format!("{:+.3} s", c.change_s).chars().count()));
         let object = if c.object.is_empty() || c.object == c.name { String::new() } else { color::dim(&format!("  [{}]", c.object)) };
         println!(
-            "{pad}{seconds}  {:>7.1}%  {:>6.2}% → {:>6.2}%  {}{object}",
+            "{pad}{seconds}  {:>7.1}%  {:>7.3} s → {:>7.3} s  {:>6.2}% → {:>6.2}%  {}{object}",
             c.contribution * 100.0,
+            c.old_s,
+            c.new_s,
             c.old_share * 100.0,
             c.new_share * 100.0,
             c.name
