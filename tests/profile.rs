@@ -125,7 +125,8 @@ fn every_task_of_a_forking_threaded_program_is_sampled() {
     let exe = common::fixture("profile_tasks");
     let dir = tempfile::tempdir().unwrap();
     let (_, report) = profile(dir.path(), "tasks", &[exe.to_str().unwrap(), "100000000"]);
-    let tasks: Vec<&Value> = report["tasks"].as_array().unwrap().iter().filter(|t| t["samples"].as_u64().unwrap() > 0).collect();
+    let tasks: Vec<&Value> =
+        report["tasks"].as_array().unwrap().iter().filter(|t| t["samples"].as_u64().unwrap() > 0).collect();
     assert_eq!(tasks.len(), 4, "{:#}", report["tasks"]);
     let pids: std::collections::BTreeSet<u64> = tasks.iter().map(|t| t["pid"].as_u64().unwrap()).collect();
     assert_eq!(pids.len(), 2, "parent and forked child");
@@ -173,7 +174,15 @@ fn annotate_finds_the_implicitly_locked_xchg() {
     let top2 = &hottest(ins)[..2];
     assert!(top2.contains(&x) || top2.contains(&(x + 1)), "xchg at {x}, hottest {top2:?}");
     // Terminal output shows the hint too.
-    let text = perflab().arg("annotate").arg(&path).args(["--symbol", "take_block"]).assert().success().get_output().stdout.clone();
+    let text = perflab()
+        .arg("annotate")
+        .arg(&path)
+        .args(["--symbol", "take_block"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     assert!(String::from_utf8_lossy(&text).contains("implicitly LOCKed"));
 }
 
@@ -205,7 +214,8 @@ fn diff_matches_functions_across_builds_and_sorts_by_contribution() {
     let dir = tempfile::tempdir().unwrap();
     let (old, _) = profile(dir.path(), "old", &[exe.to_str().unwrap(), "40000000"]);
     let (new, _) = profile(dir.path(), "new", &[exe.to_str().unwrap(), "120000000"]);
-    let out = perflab().arg("diff").arg(&old).arg(&new).args(["--json", "-"]).assert().success().get_output().stdout.clone();
+    let out =
+        perflab().arg("diff").arg(&old).arg(&new).args(["--json", "-"]).assert().success().get_output().stdout.clone();
     let doc: Value = serde_json::from_slice(&out).unwrap();
     let changes = doc["changes"].as_array().unwrap();
     assert_eq!(changes[0]["name"], "heavy_work", "{doc:#}");
@@ -234,7 +244,8 @@ fn group_by_source_makes_regions_from_matching_lines() {
         .clone();
     let doc: Value = serde_json::from_slice(&json).unwrap();
     let regions = doc["regions"].as_array().unwrap();
-    let share = |name: &str| regions.iter().find(|r| r["name"] == name).map_or(0.0, |r| r["self_share"].as_f64().unwrap());
+    let share =
+        |name: &str| regions.iter().find(|r| r["name"] == name).map_or(0.0, |r| r["self_share"].as_f64().unwrap());
     assert!((share("heavy_work") - 0.75).abs() <= 0.05, "{regions:?}");
     assert!((share("light_work") - 0.25).abs() <= 0.05, "{regions:?}");
     perflab().arg("show").arg(&out).args(["--group-by-source", "nocolon"]).assert().code(2);
@@ -257,12 +268,7 @@ fn perf_top5(dir: &Path, argv: &[&str]) -> Option<Vec<String>> {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&report.stdout);
-    Some(
-        text.lines()
-            .filter_map(|l| l.split_once("[.] ").map(|(_, name)| name.trim().to_string()))
-            .take(5)
-            .collect(),
-    )
+    Some(text.lines().filter_map(|l| l.split_once("[.] ").map(|(_, name)| name.trim().to_string())).take(5).collect())
 }
 
 #[test]
@@ -421,7 +427,8 @@ fn llvm_mca_describes_the_hot_loop_when_installed() {
 
 #[test]
 fn kernel_samples_are_labelled_when_the_kernel_may_be_sampled() {
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap().trim().parse().unwrap();
+    let paranoid: i32 =
+        std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap().trim().parse().unwrap();
     // SAFETY: geteuid has no preconditions.
     if paranoid >= 2 && unsafe { libc::geteuid() } != 0 {
         eprintln!("perf_event_paranoid={paranoid} and not root: kernel samples are not allowed; skipping");
@@ -432,7 +439,10 @@ fn kernel_samples_are_labelled_when_the_kernel_may_be_sampled() {
     let (_, report) = profile(dir.path(), "syscalls", &[exe.to_str().unwrap(), "3000000"]);
     let kernel = share_of(&report, "[kernel]");
     assert!(kernel > 0.3, "kernel share {kernel}");
-    assert_eq!(report["objects"].as_array().unwrap().iter().find(|o| o["name"] == "[kernel]").unwrap()["self_samples"], report["functions"].as_array().unwrap().iter().find(|f| f["name"] == "[kernel]").unwrap()["self_samples"]);
+    assert_eq!(
+        report["objects"].as_array().unwrap().iter().find(|o| o["name"] == "[kernel]").unwrap()["self_samples"],
+        report["functions"].as_array().unwrap().iter().find(|f| f["name"] == "[kernel]").unwrap()["self_samples"]
+    );
 }
 
 #[test]

@@ -60,9 +60,24 @@ fn exercise(bytes: &[u8]) {
         exit_code: Some(0),
         objects: vec![ObjectRef { path: path.to_string() }],
         tasks: vec![],
-        samples: vec![SampleCount { pid: 1, tid: 1, space: Space::User, object: Some(0), offset: 0x1100, count: 3, period: 3 }],
+        samples: vec![SampleCount {
+            pid: 1,
+            tid: 1,
+            space: Space::User,
+            object: Some(0),
+            offset: 0x1100,
+            count: 3,
+            period: 3,
+        }],
     };
-    let _ = perflab::profile::annotate::annotate(&profile, &mut Symbolizer::default(), None, 3, perflab::profile::annotate::Syntax::Att, None);
+    let _ = perflab::profile::annotate::annotate(
+        &profile,
+        &mut Symbolizer::default(),
+        None,
+        3,
+        perflab::profile::annotate::Syntax::Att,
+        None,
+    );
 }
 
 proptest! {

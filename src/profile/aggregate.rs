@@ -115,9 +115,8 @@ pub const OUTSIDE_REGIONS: &str = "[outside regions]";
 
 impl SourceRegions {
     pub fn parse(spec: &str) -> Result<SourceRegions, Failure> {
-        let (glob, regex) = spec
-            .split_once(':')
-            .ok_or_else(|| usage!("--group-by-source wants GLOB:REGEX, got `{spec}`"))?;
+        let (glob, regex) =
+            spec.split_once(':').ok_or_else(|| usage!("--group-by-source wants GLOB:REGEX, got `{spec}`"))?;
         let glob = globset::GlobBuilder::new(glob)
             .literal_separator(false)
             .build()
@@ -226,7 +225,10 @@ mod tests {
         assert_eq!(r.region_of(f, 3).as_deref(), Some("nop"));
         assert_eq!(r.region_of(f, 6).as_deref(), Some("add"));
         let rows = r.rows(&[at("vm", Some(f), 5, 3), at("vm", Some(f), 2, 1), at("other", Some("y.c"), 1, 1)]);
-        assert_eq!(rows.iter().map(|r| (r.name.as_str(), r.self_samples)).collect::<Vec<_>>(), [("add", 3), ("[outside regions]", 1), ("nop", 1)]);
+        assert_eq!(
+            rows.iter().map(|r| (r.name.as_str(), r.self_samples)).collect::<Vec<_>>(),
+            [("add", 3), ("[outside regions]", 1), ("nop", 1)]
+        );
     }
 
     #[test]

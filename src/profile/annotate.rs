@@ -110,7 +110,8 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<i32, Failure> {
         }),
     };
     let mut symbolizer = Symbolizer::default();
-    let functions = annotate(&profile, &mut symbolizer, args.symbol.as_deref(), args.top, args.syntax, mca_request.as_ref())?;
+    let functions =
+        annotate(&profile, &mut symbolizer, args.symbol.as_deref(), args.top, args.syntax, mca_request.as_ref())?;
     for w in &symbolizer.warnings {
         eprintln!("perflab: warning: {w}");
     }
@@ -125,11 +126,21 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<i32, Failure> {
             print_function(f, &profile);
         }
         if args.mca.is_none() && installed_mca.is_some() && !functions.is_empty() {
-            println!("{}", color::dim("llvm-mca is installed: add --mca for per-instruction latency and throughput of each hot loop"));
+            println!(
+                "{}",
+                color::dim(
+                    "llvm-mca is installed: add --mca for per-instruction latency and throughput of each hot loop"
+                )
+            );
         }
     }
     if let Some(path) = &args.json {
-        let doc = AnnotateJson { schema_version: 1, event: &profile.event, samples: profile.total_samples(), functions: &functions };
+        let doc = AnnotateJson {
+            schema_version: 1,
+            event: &profile.event,
+            samples: profile.total_samples(),
+            functions: &functions,
+        };
         write_json(path, &doc)?;
     }
     Ok(EXIT_OK)
@@ -141,7 +152,12 @@ struct Target {
     symbol: FunctionSymbol,
 }
 
-fn targets(profile: &Profile, symbolizer: &mut Symbolizer, symbol: Option<&str>, top: usize) -> Result<Vec<Target>, Failure> {
+fn targets(
+    profile: &Profile,
+    symbolizer: &mut Symbolizer,
+    symbol: Option<&str>,
+    top: usize,
+) -> Result<Vec<Target>, Failure> {
     let located = aggregate::locate(profile, symbolizer);
     let mut seen = HashSet::new();
     let mut out = Vec::new();
@@ -150,7 +166,11 @@ fn targets(profile: &Profile, symbolizer: &mut Symbolizer, symbol: Option<&str>,
         if symbol.is_some_and(|s| normalize(s) != row.name) {
             continue;
         }
-        let hit = profile.samples.iter().zip(&located).find(|(s, l)| s.space == Space::User && l.location.function == row.name);
+        let hit = profile
+            .samples
+            .iter()
+            .zip(&located)
+            .find(|(s, l)| s.space == Space::User && l.location.function == row.name);
         let Some((sample, located)) = hit else { continue };
         let Some(object) = symbolizer.object(&located.location.object) else { continue };
         let Some(sym) = object.svma(sample.offset).and_then(|a| object.symbol_at(a)).cloned() else { continue };
@@ -221,12 +241,20 @@ fn annotate_one(
     }
     let bytes = object.bytes(sym.start, len).unwrap_or(&[]);
     let bitness = if object.is_64 { 64 } else { 32 };
-    let instrs: Vec<Instruction> = Decoder::with_ip(bitness, bytes, sym.start, DecoderOptions::NONE).into_iter().collect();
+    let instrs: Vec<Instruction> =
+        Decoder::with_ip(bitness, bytes, sym.start, DecoderOptions::NONE).into_iter().collect();
     let fn_samples: u64 = counts.values().sum();
-    let shares: Vec<f64> = instrs
-        .iter()
-        .map(|i| if fn_samples == 0 { 0.0 } else { counts.get(&i.ip()).copied().unwrap_or(0) as f64 / fn_samples as f64 })
-        .collect();
+    let shares: Vec<f64> =
+        instrs
+            .iter()
+            .map(|i| {
+                if fn_samples == 0 {
+                    0.0
+                } else {
+                    counts.get(&i.ip()).copied().unwrap_or(0) as f64 / fn_samples as f64
+                }
+            })
+            .collect();
     // Our events never request precise_ip, so every sample may skid.
     let mut hints = hints::assign(&instrs, &shares, true);
     let mut formatter: Box<dyn Formatter> = match syntax {
@@ -388,9 +416,16 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile) {
             text.push_str(&color::dim(&format!("   ↑ {what} to {to:x}")));
         }
         if let Some(m) = &ins.mca {
-            text.push_str(&color::dim(&format!("   [mca: lat {} rthr {:.2} uops {}]", m.latency, m.rthroughput, m.uops)));
+            text.push_str(&color::dim(&format!(
+                "   [mca: lat {} rthr {:.2} uops {}]",
+                m.latency, m.rthroughput, m.uops
+            )));
         }
-        println!("{} {samples:>8}  {gutter}{:>6x}:  {text}", paint_share(ins.share, &format!("{share:>7}")), ins.address);
+        println!(
+            "{} {samples:>8}  {gutter}{:>6x}:  {text}",
+            paint_share(ins.share, &format!("{share:>7}")),
+            ins.address
+        );
         for h in &ins.hints {
             let latency = if h.latency.is_empty() {
                 String::new()
@@ -431,7 +466,15 @@ mod tests {
         let obj = ObjectInfo::load(&exe).unwrap();
         let sym = obj.symbols_named("perflab::profile::symbolize::normalize").next().unwrap().clone();
         let off = obj.file_offset(sym.start).unwrap();
-        let sample = |offset, count| SampleCount { pid: 1, tid: 1, space: Space::User, object: Some(0), offset, count, period: count };
+        let sample = |offset, count| SampleCount {
+            pid: 1,
+            tid: 1,
+            space: Space::User,
+            object: Some(0),
+            offset,
+            count,
+            period: count,
+        };
         let p = Profile {
             event: "cpu-clock".into(),
             frequency_hz: 1000,

@@ -88,14 +88,18 @@ fn total_seconds(profile: &Profile) -> f64 {
 /// Name the main program's object `[command]` so builds with different file names match.
 fn matching_key(profile: &Profile, row: &Row) -> (String, String) {
     let program = profile.command.first().map(|c| basename(c)).unwrap_or("");
-    let object = if !program.is_empty() && row.object == program { "[command]".to_string() } else { row.object.clone() };
+    let object =
+        if !program.is_empty() && row.object == program { "[command]".to_string() } else { row.object.clone() };
     (object, row.name.clone())
 }
 
 pub fn diff(old: &Profile, new: &Profile, by: By) -> (Vec<Change>, Vec<String>) {
     let mut warnings = Vec::new();
     if old.event != new.event {
-        warnings.push(format!("the profiles sample different events ({} and {}); times are estimates from sample counts", old.event, new.event));
+        warnings.push(format!(
+            "the profiles sample different events ({} and {}); times are estimates from sample counts",
+            old.event, new.event
+        ));
     }
     let mut symbolizer = Symbolizer::default();
     let old_rows = aggregate::flat(&aggregate::locate(old, &mut symbolizer), by);
@@ -180,7 +184,11 @@ fn signed_seconds(s: f64) -> String {
 }
 
 fn print_diff(r: &DiffReport, limit: usize) {
-    let pct = if r.old.estimated_s > 0.0 { format!(" ({:+.1}%)", r.total_change_s / r.old.estimated_s * 100.0) } else { String::new() };
+    let pct = if r.old.estimated_s > 0.0 {
+        format!(" ({:+.1}%)", r.total_change_s / r.old.estimated_s * 100.0)
+    } else {
+        String::new()
+    };
     println!(
         "{}",
         color::bold(&format!(
@@ -189,11 +197,21 @@ fn print_diff(r: &DiffReport, limit: usize) {
         ))
     );
     println!("total change {}{pct}", signed_seconds(r.total_change_s));
-    println!("{}", color::dim(&format!("{:>10}  {:>8}  {:>21}  {:>17}  name", "change", "of total", "time old → new", "share old → new")));
+    println!(
+        "{}",
+        color::dim(&format!(
+            "{:>10}  {:>8}  {:>21}  {:>17}  name",
+            "change", "of total", "time old → new", "share old → new"
+        ))
+    );
     for c in r.changes.iter().take(limit) {
         let seconds = signed_seconds(c.change_s);
         let pad = " ".repeat(10usize.saturating_sub(format!("{:+.3} s", c.change_s).chars().count()));
-        let object = if c.object.is_empty() || c.object == c.name { String::new() } else { color::dim(&format!("  [{}]", c.object)) };
+        let object = if c.object.is_empty() || c.object == c.name {
+            String::new()
+        } else {
+            color::dim(&format!("  [{}]", c.object))
+        };
         println!(
             "{pad}{seconds}  {:>7.1}%  {:>7.3} s → {:>7.3} s  {:>6.2}% → {:>6.2}%  {}{object}",
             c.contribution * 100.0,
@@ -237,8 +255,24 @@ mod tests {
             objects: vec![ObjectRef { path: program.to_string() }],
             tasks: vec![Task { pid: 1, tid: 1, comm: "t".into() }],
             samples: vec![
-                SampleCount { pid: 1, tid: 1, space: Space::User, object: Some(0), offset: a, count: na, period: na * 1_000_000 },
-                SampleCount { pid: 1, tid: 1, space: Space::User, object: Some(0), offset: b, count: nb, period: nb * 1_000_000 },
+                SampleCount {
+                    pid: 1,
+                    tid: 1,
+                    space: Space::User,
+                    object: Some(0),
+                    offset: a,
+                    count: na,
+                    period: na * 1_000_000,
+                },
+                SampleCount {
+                    pid: 1,
+                    tid: 1,
+                    space: Space::User,
+                    object: Some(0),
+                    offset: b,
+                    count: nb,
+                    period: nb * 1_000_000,
+                },
             ],
         };
         (make(&exe, 300, 100), make(renamed.to_str().unwrap(), 100, 100))

@@ -123,17 +123,14 @@ impl Profile {
     pub fn parse(bytes: &[u8]) -> Result<Profile, String> {
         let newline = bytes.iter().position(|&b| b == b'\n').ok_or("no header line")?;
         let header = std::str::from_utf8(&bytes[..newline]).map_err(|_| "header is not text")?;
-        let version = header
-            .strip_prefix(MAGIC)
-            .map(str::trim)
-            .ok_or_else(|| format!("header does not start with `{MAGIC}`"))?;
+        let version =
+            header.strip_prefix(MAGIC).map(str::trim).ok_or_else(|| format!("header does not start with `{MAGIC}`"))?;
         match version.parse::<u32>() {
             Ok(VERSION) => {}
             Ok(v) => return Err(format!("format version {v} is not supported (this perflab reads {VERSION})")),
             Err(_) => return Err(format!("bad format version `{}`", truncate(version))),
         }
-        let profile: Profile =
-            serde_json::from_slice(&bytes[newline + 1..]).map_err(|e| format!("body: {e}"))?;
+        let profile: Profile = serde_json::from_slice(&bytes[newline + 1..]).map_err(|e| format!("body: {e}"))?;
         profile.validate()?;
         Ok(profile)
     }
@@ -142,7 +139,9 @@ impl Profile {
         for s in &self.samples {
             match (s.space, s.object) {
                 (Space::User, Some(i)) if (i as usize) < self.objects.len() => {}
-                (Space::User, Some(i)) => return Err(format!("sample refers to object {i}, but there are {}", self.objects.len())),
+                (Space::User, Some(i)) => {
+                    return Err(format!("sample refers to object {i}, but there are {}", self.objects.len()))
+                }
                 (Space::User, None) => return Err("user sample without an object".into()),
                 (_, _) => {}
             }
@@ -176,8 +175,24 @@ mod tests {
             objects: vec![ObjectRef { path: "/bin/true".into() }],
             tasks: vec![Task { pid: 7, tid: 7, comm: "true".into() }],
             samples: vec![
-                SampleCount { pid: 7, tid: 7, space: Space::User, object: Some(0), offset: 0x1040, count: 3, period: 3_000_000 },
-                SampleCount { pid: 7, tid: 7, space: Space::Kernel, object: None, offset: 0xffff_ffff_8100_0000, count: 1, period: 1_000_000 },
+                SampleCount {
+                    pid: 7,
+                    tid: 7,
+                    space: Space::User,
+                    object: Some(0),
+                    offset: 0x1040,
+                    count: 3,
+                    period: 3_000_000,
+                },
+                SampleCount {
+                    pid: 7,
+                    tid: 7,
+                    space: Space::Kernel,
+                    object: None,
+                    offset: 0xffff_ffff_8100_0000,
+                    count: 1,
+                    period: 1_000_000,
+                },
             ],
         }
     }

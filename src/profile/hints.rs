@@ -74,7 +74,9 @@ pub fn matching(instr: &Instruction) -> Vec<&'static HintSpec> {
             match h.condition {
                 Condition::Any => named,
                 Condition::MemoryOperand => named && has_memory_operand(instr),
-                Condition::RepPrefix => named && (instr.has_rep_prefix() || instr.has_repe_prefix() || instr.has_repne_prefix()),
+                Condition::RepPrefix => {
+                    named && (instr.has_rep_prefix() || instr.has_repe_prefix() || instr.has_repne_prefix())
+                }
                 Condition::LockPrefix => instr.has_lock_prefix(),
                 Condition::X87 => is_x87(instr),
             }
@@ -166,7 +168,11 @@ mod tests {
         assert!(table().len() >= 10);
         for h in table() {
             assert!(!h.sources.is_empty(), "{} has no source", h.id);
-            assert!(!h.mnemonics.is_empty() || matches!(h.condition, Condition::LockPrefix | Condition::X87), "{}", h.id);
+            assert!(
+                !h.mnemonics.is_empty() || matches!(h.condition, Condition::LockPrefix | Condition::X87),
+                "{}",
+                h.id
+            );
         }
     }
 

@@ -36,14 +36,20 @@ pub fn find() -> Option<std::path::PathBuf> {
 /// A scheduling model for this machine: llvm-mca's host CPU when it knows it, else a
 /// model of the same vendor family (older LLVMs lack the newest cores).
 pub fn default_cpu(mca: &std::path::Path) -> String {
-    let version = Command::new(mca).arg("--version").output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    let version = Command::new(mca)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
     if let Some(host) = version.lines().find_map(|l| l.trim().strip_prefix("Host CPU:")).map(str::trim) {
         if !host.is_empty() && host != "(unknown)" && host != "generic" {
             return host.to_string();
         }
     }
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let field = |name: &str| cpuinfo.lines().find(|l| l.starts_with(name)).and_then(|l| l.split(':').nth(1)).map(str::trim).unwrap_or("");
+    let field = |name: &str| {
+        cpuinfo.lines().find(|l| l.starts_with(name)).and_then(|l| l.split(':').nth(1)).map(str::trim).unwrap_or("")
+    };
     let family: u32 = field("cpu family").parse().unwrap_or(0);
     let model: u32 = field("model\t").parse().unwrap_or(0);
     match (field("vendor_id"), family) {
@@ -87,7 +93,11 @@ pub fn hot_block(addresses: &[u64], jumps: &[Option<u64>], branches: &[bool], ho
 }
 
 /// Run llvm-mca on AT&T-syntax lines; Err is one line for a warning.
-pub fn analyse(mca: &std::path::Path, cpu: &str, lines: &[String]) -> Result<(Vec<McaInstruction>, u32, u64, f64), String> {
+pub fn analyse(
+    mca: &std::path::Path,
+    cpu: &str,
+    lines: &[String],
+) -> Result<(Vec<McaInstruction>, u32, u64, f64), String> {
     let mut child = Command::new(mca)
         .args([&format!("-mcpu={cpu}"), "--iterations=100", "--instruction-info", "--resource-pressure=false", "-"])
         .stdin(Stdio::piped())
@@ -101,7 +111,10 @@ pub fn analyse(mca: &std::path::Path, cpu: &str, lines: &[String]) -> Result<(Ve
     let out = child.wait_with_output().map_err(|e| format!("llvm-mca: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!("llvm-mca failed: {}", err.lines().find(|l| l.contains("error")).unwrap_or("no output").trim()));
+        return Err(format!(
+            "llvm-mca failed: {}",
+            err.lines().find(|l| l.contains("error")).unwrap_or("no output").trim()
+        ));
     }
     parse(&String::from_utf8_lossy(&out.stdout), lines.len())
 }
@@ -117,7 +130,11 @@ fn parse(text: &str, expected: usize) -> Result<(Vec<McaInstruction>, u32, u64, 
         .take(expected)
         .map(|l| {
             let mut f = l.split_whitespace();
-            Some(McaInstruction { uops: f.next()?.parse().ok()?, latency: f.next()?.parse().ok()?, rthroughput: f.next()?.parse().ok()? })
+            Some(McaInstruction {
+                uops: f.next()?.parse().ok()?,
+                latency: f.next()?.parse().ok()?,
+                rthroughput: f.next()?.parse().ok()?,
+            })
         })
         .collect::<Option<_>>()
         .ok_or("cannot read llvm-mca's instruction info")?;
@@ -147,7 +164,8 @@ mod tests {
 
     #[test]
     fn parses_llvm_mca_output() {
-        let text = "Iterations:        100\nInstructions:      200\nTotal Cycles:      2704\nBlock RThroughput: 10.0\n\n\
+        let text =
+            "Iterations:        100\nInstructions:      200\nTotal Cycles:      2704\nBlock RThroughput: 10.0\n\n\
 Instruction Info:\n[1]: #uOps\n\n[1]    [2]    [3]    [4]    [5]    [6]    Instructions:\n \
 1      25    10.00                 U     divq\t%rsi\n 1      1     0.33                        addq\t%rax, %rcx\n";
         let (rows, it, cycles, rthr) = parse(text, 2).unwrap();

@@ -264,11 +264,18 @@ fn print_table(profile: &Profile, rows: &[Row], args: &ReportArgs, regions: bool
     println!("{}", color::dim(&format!("{:>7} {:>9}  {what}", "share", "samples")));
     for row in rows.iter().take(args.limit) {
         let share = format!("{:>6.2}%", row.self_share * 100.0);
-        let object = if row.object.is_empty() || row.object == row.name { String::new() } else { color::dim(&format!("  [{}]", row.object)) };
+        let object = if row.object.is_empty() || row.object == row.name {
+            String::new()
+        } else {
+            color::dim(&format!("  [{}]", row.object))
+        };
         println!("{} {:>9}  {}{object}", paint_share(row.self_share, &share), row.self_samples, row.name);
     }
     if rows.len() > args.limit {
         let rest: u64 = rows[args.limit..].iter().map(|r| r.self_samples).sum();
-        println!("{}", color::dim(&format!("        {rest:>9}  ({} more rows; --limit to see them)", rows.len() - args.limit)));
+        println!(
+            "{}",
+            color::dim(&format!("        {rest:>9}  ({} more rows; --limit to see them)", rows.len() - args.limit))
+        );
     }
 }

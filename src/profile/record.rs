@@ -57,13 +57,8 @@ impl<'a> Visitor<'a> for Collect {
     }
     fn visit_sample(self, s: pdata::Sample<'a>, meta: RecordMetadata) -> Self::Output {
         let kernel = meta.misc() & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_KERNEL;
-        let ev = RingRecord::Sample {
-            pid: s.pid()?,
-            tid: s.tid()?,
-            ip: s.ip()?,
-            period: s.period().unwrap_or(1),
-            kernel,
-        };
+        let ev =
+            RingRecord::Sample { pid: s.pid()?, tid: s.tid()?, ip: s.ip()?, period: s.period().unwrap_or(1), kernel };
         Some((s.time().unwrap_or(0), ev))
     }
     fn visit_mmap2(self, m: pdata::Mmap2<'a>, meta: RecordMetadata) -> Self::Output {
@@ -110,8 +105,8 @@ fn event_for(name: &str) -> Result<ChosenEvent, Failure> {
         "branch-misses" => ChosenEvent::Hardware(Hardware::BRANCH_MISSES),
         other => {
             return Err(usage!(
-                "unknown event `{other}` (use cpu-clock, task-clock, cycles, instructions, cache-misses or branch-misses)"
-            ))
+            "unknown event `{other}` (use cpu-clock, task-clock, cycles, instructions, cache-misses or branch-misses)"
+        ))
         }
     })
 }
@@ -271,7 +266,11 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     let outcome = child.wait(None, interrupt);
     drain(&mut samplers, &mut events);
     let (duration_s, cpu_s, exit_code) = match &outcome {
-        Ok(o) => (o.wall.as_secs_f64(), spawn::seconds(o.rusage.ru_utime) + spawn::seconds(o.rusage.ru_stime), o.exit.exit_code),
+        Ok(o) => (
+            o.wall.as_secs_f64(),
+            spawn::seconds(o.rusage.ru_utime) + spawn::seconds(o.rusage.ru_stime),
+            o.exit.exit_code,
+        ),
         // Interrupted: the group was killed and reaped without rusage.
         Err(_) => (exec_time.elapsed().as_secs_f64(), 0.0, None),
     };
@@ -373,7 +372,15 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile) {
     profile.tasks = tasks.into_iter().map(|((pid, tid), comm)| Task { pid, tid, comm }).collect();
     let mut samples: Vec<SampleCount> = counts
         .into_iter()
-        .map(|((pid, tid, space, object, offset), (count, period))| SampleCount { pid, tid, space, object, offset, count, period })
+        .map(|((pid, tid, space, object, offset), (count, period))| SampleCount {
+            pid,
+            tid,
+            space,
+            object,
+            offset,
+            count,
+            period,
+        })
         .collect();
     samples.sort_by_key(|s| (s.pid, s.tid, s.space, s.object, s.offset));
     profile.samples = samples;

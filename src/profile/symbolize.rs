@@ -83,7 +83,9 @@ impl ObjectInfo {
                 .map(|(start, size)| FunctionSymbol { start, size, name: None }),
         );
         // Per start address keep the named symbol, then the largest.
-        symbols.sort_by(|a, b| a.start.cmp(&b.start).then(b.name.is_some().cmp(&a.name.is_some())).then(b.size.cmp(&a.size)));
+        symbols.sort_by(|a, b| {
+            a.start.cmp(&b.start).then(b.name.is_some().cmp(&a.name.is_some())).then(b.size.cmp(&a.size))
+        });
         symbols.dedup_by_key(|s| s.start);
         let dwarf = match load_dwarf(&elf) {
             Some(d) => Some(d),
@@ -127,7 +129,8 @@ impl ObjectInfo {
     pub fn symbol_at(&self, svma: u64) -> Option<&FunctionSymbol> {
         let i = self.symbols.partition_point(|s| s.start <= svma).checked_sub(1)?;
         let sym = &self.symbols[i];
-        let end = if sym.size > 0 { sym.start + sym.size } else { self.symbols.get(i + 1).map_or(u64::MAX, |n| n.start) };
+        let end =
+            if sym.size > 0 { sym.start + sym.size } else { self.symbols.get(i + 1).map_or(u64::MAX, |n| n.start) };
         (svma < end).then_some(sym)
     }
 
@@ -355,7 +358,12 @@ impl Symbolizer {
     /// Resolve a file offset inside `path`.
     pub fn resolve(&mut self, path: &str, file_offset: u64) -> Location {
         let base = basename(path);
-        let unknown = || Location { object: path.to_string(), function: format!("{base}+{file_offset:#x}"), file: None, line: None };
+        let unknown = || Location {
+            object: path.to_string(),
+            function: format!("{base}+{file_offset:#x}"),
+            file: None,
+            line: None,
+        };
         let Some(obj) = self.object(path) else { return unknown() };
         let Some(svma) = obj.svma(file_offset) else { return unknown() };
         let (file, line) = obj.location(svma).map_or((None, None), |(f, l)| (Some(f), Some(l)));
@@ -393,7 +401,10 @@ mod tests {
     fn demangles_rust_and_cpp() {
         assert_eq!(demangle("_ZN3std2rt10lang_start17h0123456789abcdefE"), "std::rt::lang_start");
         assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
-        assert_eq!(demangle("_ZN4llvm15AnalysisManagerINS_8FunctionEJEE3runEv"), "llvm::AnalysisManager<llvm::Function>::run()");
+        assert_eq!(
+            demangle("_ZN4llvm15AnalysisManagerINS_8FunctionEJEE3runEv"),
+            "llvm::AnalysisManager<llvm::Function>::run()"
+        );
         assert_eq!(demangle("main"), "main");
     }
 
