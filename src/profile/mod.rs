@@ -175,8 +175,10 @@ fn report(profile: &Profile, args: &ReportArgs, regions: Option<SourceRegions>) 
     for w in &warnings {
         eprintln!("perflab: warning: {w}");
     }
+    let tasks = tasks_json(profile, &located);
     if !to_stdout {
         print_table(profile, &table, args, region_rows.is_some());
+        print_tasks(&tasks);
     }
     if let Some(path) = &args.json {
         let doc = FlatJson {
@@ -188,7 +190,7 @@ fn report(profile: &Profile, args: &ReportArgs, regions: Option<SourceRegions>) 
             cpu_s: profile.cpu_s,
             samples: profile.total_samples(),
             lost: profile.lost,
-            tasks: tasks_json(profile, &located),
+            tasks,
             functions: aggregate::flat(&located, By::Function),
             lines: aggregate::flat(&located, By::Line),
             objects: aggregate::flat(&located, By::Object),
@@ -211,6 +213,31 @@ fn tasks_json<'a>(profile: &'a Profile, located: &[Located]) -> Vec<TaskJson<'a>
             samples: located.iter().filter(|l| l.pid == t.pid && l.tid == t.tid).map(|l| l.count).sum(),
         })
         .collect()
+}
+
+/// One line per process for multi-task commands: how the samples split between tasks.
+fn print_tasks(tasks: &[TaskJson]) {
+    if tasks.len() < 2 {
+        return;
+    }
+    let mut pids: Vec<u32> = tasks.iter().map(|t| t.pid).collect();
+    pids.dedup();
+    println!("{}", color::dim(&format!("{} tasks in {} processes:", tasks.len(), pids.len())));
+    for pid in pids {
+        let threads: Vec<String> = tasks
+            .iter()
+            .filter(|t| t.pid == pid)
+            .map(|t| {
+                if t.tid == pid {
+                    format!("{} samples", t.samples)
+                } else {
+                    format!("thread {}: {}", t.tid, t.samples)
+                }
+            })
+            .collect();
+        let comm = tasks.iter().find(|t| t.pid == pid).map_or("", |t| t.comm);
+        println!("{}", color::dim(&format!("  pid {pid} {comm}: {}", threads.join(", "))));
+    }
 }
 
 /// Write pretty JSON to a file or stdout (`-`).
