@@ -40,10 +40,36 @@ pub struct Recording {
 /// CPUs can be merged by timestamp.
 #[derive(Debug)]
 enum RingRecord {
-    Sample { pid: u32, tid: u32, ip: u64, period: u64, kernel: bool },
-    Mmap { pid: u32, start: u64, len: u64, pgoff: u64, path: String },
-    Comm { pid: u32, tid: u32, comm: String, exec: bool },
-    Fork { pid: u32, ppid: u32, tid: u32 },
+    Sample {
+        pid: u32,
+        tid: u32,
+        ip: u64,
+        period: u64,
+        kernel: bool,
+    },
+    Mmap {
+        pid: u32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: String,
+    },
+    Comm {
+        pid: u32,
+        tid: u32,
+        comm: String,
+        exec: bool,
+    },
+    Fork {
+        pid: u32,
+        ppid: u32,
+        tid: u32,
+    },
+    /// A process (pid == tid) or thread exited.
+    Exit {
+        pid: u32,
+        tid: u32,
+    },
     Lost(u64),
 }
 
@@ -70,6 +96,9 @@ impl<'a> Visitor<'a> for Collect {
         let exec = meta.misc() & PERF_RECORD_MISC_COMM_EXEC != 0;
         let ev = RingRecord::Comm { pid: c.pid, tid: c.tid, comm: String::from_utf8_lossy(&c.comm).into_owned(), exec };
         Some((meta.sample_id().time().unwrap_or(0), ev))
+    }
+    fn visit_exit(self, e: pdata::Exit, _: RecordMetadata) -> Self::Output {
+        Some((e.time, RingRecord::Exit { pid: e.pid, tid: e.tid }))
     }
     fn visit_fork(self, f: pdata::Fork, _: RecordMetadata) -> Self::Output {
         Some((f.time, RingRecord::Fork { pid: f.pid, ppid: f.ppid, tid: f.tid }))
@@ -312,6 +341,7 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile) {
     let mut spaces: HashMap<u32, BTreeMap<u64, Mapping>> = HashMap::new();
     let mut object_ids: HashMap<String, u32> = HashMap::new();
     let mut tasks: BTreeMap<(u32, u32), String> = BTreeMap::new();
+    let mut live: HashMap<u32, std::collections::HashSet<u32>> = HashMap::new();
     // (pid, tid, space, object, offset) → (samples, summed period)
     type Key = (u32, u32, Space, Option<u32>, u64);
     let mut counts: HashMap<Key, (u64, u64)> = HashMap::new();
@@ -337,19 +367,32 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile) {
                 if exec {
                     spaces.remove(&pid);
                 }
+                live.entry(pid).or_default().insert(tid);
                 tasks.insert((pid, tid), comm);
+            }
+            // The address space dies with the process's last thread (the main thread may
+            // exit first); a later process reusing the pid gets its own from FORK/MMAP2.
+            RingRecord::Exit { pid, tid } => {
+                let threads = live.entry(pid).or_default();
+                threads.remove(&tid);
+                if threads.is_empty() {
+                    live.remove(&pid);
+                    spaces.remove(&pid);
+                }
             }
             RingRecord::Fork { pid, ppid, tid } => {
                 if pid != ppid {
                     let inherited = spaces.get(&ppid).cloned().unwrap_or_default();
                     spaces.insert(pid, inherited);
                 }
+                live.entry(pid).or_default().insert(tid);
                 let comm = tasks.get(&(ppid, ppid)).cloned().unwrap_or_default();
                 tasks.entry((pid, tid)).or_insert(comm);
             }
             RingRecord::Lost(n) => profile.lost += n,
             RingRecord::Sample { pid, tid, ip, period, kernel } => {
                 tasks.entry((pid, tid)).or_default();
+                live.entry(pid).or_default().insert(tid);
                 let key = if kernel {
                     (pid, tid, Space::Kernel, None, ip)
                 } else {
@@ -419,6 +462,12 @@ mod tests {
             (7, RingRecord::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false }),
             (8, RingRecord::Sample { pid: 10, tid: 12, ip: 0xffff_0000, period: 5, kernel: true }),
             (9, RingRecord::Lost(3)),
+            // The main thread exits first: thread 12 still uses the mappings.
+            (10, RingRecord::Exit { pid: 10, tid: 10 }),
+            (11, RingRecord::Sample { pid: 10, tid: 12, ip: 0x1900, period: 5, kernel: false }),
+            (12, RingRecord::Exit { pid: 10, tid: 12 }),
+            // A new process reusing pid 10 without a FORK seen has no mappings.
+            (13, RingRecord::Sample { pid: 10, tid: 10, ip: 0x1a00, period: 5, kernel: false }),
         ];
         let mut p = empty();
         replay(events, &mut p);
@@ -426,6 +475,8 @@ mod tests {
         assert_eq!(p.lost, 3);
         let find = |pid, space| p.samples.iter().find(|s| s.pid == pid && s.space == space).unwrap();
         assert_eq!(find(10, Space::User).offset, 0x3800);
+        assert!(p.samples.iter().any(|s| s.tid == 12 && s.offset == 0x3900 && s.space == Space::User));
+        assert_eq!(find(10, Space::Unmapped).offset, 0x1a00);
         assert_eq!(find(11, Space::User).offset, 0x3800);
         assert_eq!(find(11, Space::Unmapped).offset, 0x1800);
         assert_eq!(find(10, Space::Kernel).tid, 12);
