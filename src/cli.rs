@@ -19,6 +19,14 @@ pub enum Command {
     Compare(crate::compare::CompareArgs),
     /// Run one command N times and report every metric and counter: median, 95 % CI, spread.
     Stat(crate::stat::StatArgs),
+    /// Sample a command (cpu-clock by default, no PMU needed), save and report its profile.
+    Profile(crate::profile::ProfileArgs),
+    /// Report a saved profile (by function, source line, object or source region).
+    Show(crate::profile::ShowArgs),
+    /// Disassemble hot functions of a saved profile with per-instruction samples and cost hints.
+    Annotate(crate::profile::annotate::AnnotateArgs),
+    /// Compare two saved profiles function by function, sorted by contribution to the change.
+    Diff(crate::profile::diff::DiffArgs),
 }
 
 /// Parse the command line, run, print any failure as one line, and return the exit code.
@@ -42,6 +50,10 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Compare(args) => crate::compare::main(args),
         Command::Stat(args) => crate::stat::main(args),
+        Command::Profile(args) => crate::profile::main_profile(args),
+        Command::Show(args) => crate::profile::main_show(args),
+        Command::Annotate(args) => crate::profile::annotate::main_annotate(args),
+        Command::Diff(args) => crate::profile::diff::main_diff(args),
     };
     match result {
         Ok(code) => code,
