@@ -22,8 +22,8 @@ pub struct CompareArgs {
     /// Name of a command, in order (repeat for each command).
     #[arg(short = 'n', long = "name", value_name = "NAME")]
     pub names: Vec<String>,
-    /// Run each command through `sh -c` (or the shell given) instead of executing it directly.
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, default_missing_value = "/bin/sh")]
+    /// Run each command through `sh -c` (or `--shell=SHELL`) instead of executing it directly.
+    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
     pub shell: Option<String>,
     /// Let the commands' stdout and stderr through instead of discarding them.
     #[arg(long)]
