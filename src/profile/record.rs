@@ -207,7 +207,7 @@ fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure
                     ),
                     Some(libc::EACCES) | Some(libc::EPERM) => usage!(
                         "not allowed to sample (perf_event_paranoid is {}); run as root or lower /proc/sys/kernel/perf_event_paranoid",
-                        std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default().trim()
+                        crate::measure::counters::paranoid_level().map_or("unknown".into(), |l| l.to_string())
                     ),
                     _ => usage!("cannot open event `{}` on CPU {cpu}: {e}", opts.event),
                 })
