@@ -17,6 +17,16 @@ pub struct Cli {
 pub enum Command {
     /// Compare two or more commands in randomized interleaved rounds (the first is the baseline).
     Compare(crate::compare::CompareArgs),
+    /// Run one command N times and report every metric and counter: median, 95 % CI, spread.
+    Stat(crate::stat::StatArgs),
+    /// Sample a command (cpu-clock by default, no PMU needed), save and report its profile.
+    Profile(crate::profile::ProfileArgs),
+    /// Report a saved profile (by function, source line, object or source region).
+    Show(crate::profile::ShowArgs),
+    /// Disassemble hot functions of a saved profile with per-instruction samples and cost hints.
+    Annotate(crate::profile::annotate::AnnotateArgs),
+    /// Compare two saved profiles function by function, sorted by contribution to the change.
+    Diff(crate::profile::diff::DiffArgs),
     /// Store results from a hyperfine or perflab JSON file in the history database.
     Import(crate::store::exchange::ImportArgs),
     /// Write stored results as JSON.
@@ -49,6 +59,11 @@ pub fn main() -> i32 {
     crate::render::color::init(&cli.color);
     let result = match cli.command {
         Command::Compare(args) => crate::compare::main(args),
+        Command::Stat(args) => crate::stat::main(args),
+        Command::Profile(args) => crate::profile::main_profile(args),
+        Command::Show(args) => crate::profile::main_show(args),
+        Command::Annotate(args) => crate::profile::annotate::main_annotate(args),
+        Command::Diff(args) => crate::profile::diff::main_diff(args),
         Command::Import(args) => crate::store::exchange::import_main(args),
         Command::Export(args) => crate::store::exchange::export_main(args),
         Command::Run(args) => crate::run::main(args),

@@ -22,8 +22,8 @@ pub struct CompareArgs {
     /// Name of a command, in order (repeat for each command).
     #[arg(short = 'n', long = "name", value_name = "NAME")]
     pub names: Vec<String>,
-    /// Run each command through `sh -c` (or the shell given) instead of executing it directly.
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, default_missing_value = "/bin/sh")]
+    /// Run each command through `sh -c` (or `--shell=SHELL`) instead of executing it directly.
+    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
     pub shell: Option<String>,
     /// Let the commands' stdout and stderr through instead of discarding them.
     #[arg(long)]
@@ -263,7 +263,7 @@ pub fn run_experiment(plan: &Plan, observer: &mut dyn Observer) -> Result<Experi
         comparisons: Vec::new(),
         warnings: Vec::new(),
         failure: None,
-        environment: Default::default(),
+        environment: crate::measure::environment_facts(&plan.measure, &plan.commands),
     };
     let timeout = settings.timeout_s.map(Duration::from_secs_f64);
     let mut planner = RoundPlanner::new(settings.seed, subjects.len(), settings.env_padding);
@@ -400,15 +400,20 @@ fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
             }
         }
     }
+    let counters = crate::measure::multiplicity::corrected_metrics(plan, experiment);
+    let secondary_level =
+        crate::measure::multiplicity::secondary_confidence(look_level, plan.commands.len() - 1, counters.len());
     if let Some((base, candidates)) = experiment.commands.split_first() {
         for cand in candidates {
             for name in &plan.metrics {
+                let level = if counters.contains(name) { secondary_level } else { level };
                 if let Some(c) = verdict::compare(base, cand, name, level, plan.settings.confidence, plan.settings.threshold) {
                     experiment.comparisons.push(c);
                 }
             }
         }
     }
+    crate::measure::crosscheck::cross_check(&mut experiment.comparisons);
     experiment.warnings.extend(warnings(plan, experiment));
 }
 
@@ -472,7 +477,7 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<String> {
 }
 
 /// Instruction-mode metrics, in display order (named by the cachegrind probe).
-pub const INSTRUCTION_METRICS: [&str; 5] = ["instructions", "estimated_cycles", "branch_mispredicts", "d1_misses", "ll_misses"];
+pub use crate::measure::cachegrind::COMPARED as INSTRUCTION_METRICS;
 
 /// Turn the command line into a plan (everything checked before anything runs).
 pub fn plan_from_args(args: &CompareArgs, min_commands: usize) -> Result<Plan, Failure> {
@@ -499,7 +504,8 @@ pub fn plan_from_args(args: &CompareArgs, min_commands: usize) -> Result<Plan, F
             }
         }
         let mut metrics = args.metrics.clone();
-        metrics.extend(args.measure.events.iter().filter(|e| !metrics.contains(e)).cloned().collect::<Vec<_>>());
+        let counters = crate::measure::metric_names(&args.measure)?;
+        metrics.extend(counters.into_iter().filter(|e| !metrics.contains(e)).collect::<Vec<_>>());
         let primary = metrics.first().cloned().unwrap_or_else(|| metric::WALL.to_string());
         (metrics, primary)
     };

@@ -4,8 +4,8 @@
 //!
 //! * compare: [`command`] → [`spawn`] → [`schedule`] → [`measure`] → [`stats`] →
 //!   [`verdict`] → [`render`], driven by [`compare`];
-//! * profile: `profile::sample` → `profile::symbolize` → `profile::aggregate` →
-//!   `profile::annotate`;
+//! * profile: [`profile::record`] (sample) → [`profile::symbolize`] →
+//!   [`profile::aggregate`] → [`profile::annotate`];
 //! * history: `store` → `history` → `report`.
 //!
 //! [`model`] is the one data model all of them share; [`error`] maps failures to the
@@ -21,10 +21,12 @@ pub mod interrupt;
 pub mod machine;
 pub mod measure;
 pub mod model;
+pub mod profile;
 pub mod render;
 pub mod run;
 pub mod schedule;
 pub mod spawn;
+pub mod stat;
 pub mod stats;
 pub mod store;
 pub mod suite;

@@ -34,6 +34,8 @@ pub mod metric {
         match name {
             WALL | CPU | USER | SYS => "s",
             MAX_RSS => "KiB",
+            "task-clock" | "cpu-clock" => "ns",
+            "branch-miss-rate" | "cache-miss-rate" => "%",
             _ => "",
         }
     }

