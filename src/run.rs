@@ -297,7 +297,7 @@ pub fn plan_for(bench: &Benchmark, candidate: Option<&Build>, baseline: Option<&
         metrics,
         show_output: cli.show_output,
         ignore_failure: cli.ignore_failure,
-        measure: MeasureArgs { events: o.events.unwrap_or_default(), mode },
+        measure: MeasureArgs { events: o.events.unwrap_or_default(), mode, ..MeasureArgs::default() },
     })
 }
 
