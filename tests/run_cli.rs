@@ -54,7 +54,7 @@ fn suite_errors_name_file_and_line() {
 #[test]
 fn run_stores_every_benchmark_and_parameter() {
     each_backend("run_params", |dir, db| {
-        write_suite(dir, "[defaults]\nrounds = 3\n[[benchmark]]\nname = \"spin\"\ncommand = \"SPIN {n}\"\nparams = { n = [1000, 20000] }\n[[benchmark]]\nname = \"other\"\ncommand = \"SPIN 10\"\n");
+        write_suite(dir, "[defaults]\nrounds = 3\nevents = [\"task-clock\"]\n[[benchmark]]\nname = \"spin\"\ncommand = \"SPIN {n}\"\nparams = { n = [1000, 20000] }\n[[benchmark]]\nname = \"other\"\ncommand = \"SPIN 10\"\n");
         let out = perflab(dir, db).args(["run", "--label", "v1", "--filter", "^spin", "--json", "run.json"]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let exps = stored(dir, db, &["--label", "v1"]);
@@ -66,6 +66,9 @@ fn run_stores_every_benchmark_and_parameter() {
             assert_eq!(e.experiment.commands.len(), 1);
             assert_eq!(e.experiment.commands[0].runs.len(), 3);
             assert!(e.experiment.commands[0].summary.contains_key("wall_s"));
+            // Counters from the suite's `events` are stored with every run (readable or
+            // not: a container may forbid perf_event_open, which is recorded as a reason).
+            assert!(e.experiment.commands[0].runs.iter().all(|r| r.counters.contains_key("task-clock")));
         }
         let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
         assert_eq!(json.as_array().unwrap().len(), 2);
