@@ -24,8 +24,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", default_value = suite::DEFAULT_FILE)]
     pub suite: PathBuf,
     /// Label to store these results under (a version, a commit, a build name).
-    #[arg(long, value_name = "LABEL")]
-    pub label: String,
+    #[arg(long, value_name = "LABEL", required_unless_present = "list")]
+    pub label: Option<String>,
     /// The build measured (default: the build named like --label, if any).
     #[arg(long, value_name = "BUILD")]
     pub build: Option<String>,
@@ -98,6 +98,19 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
         return Err(crate::usage!("no benchmark in {} matches --filter {}", args.suite.display(), args.filter.as_deref().unwrap_or("")));
     }
     let (candidate, baseline) = builds(&suite, &args)?;
+    if args.list {
+        for bench in &benchmarks {
+            let mut commands = Vec::new();
+            if let Some(b) = baseline.filter(|_| bench.uses_build()) {
+                commands.push(bench.command_for(Some(b))?);
+            }
+            // Without a build the template is shown as written.
+            commands.push(if candidate.is_some() || !bench.uses_build() { bench.command_for(candidate)? } else { bench.command.clone() });
+            println!("{}\t{}", bench.name, commands.join("  vs  "));
+        }
+        return Ok(EXIT_OK);
+    }
+    let label = args.label.clone().unwrap_or_default();
     // Every command is prepared before anything runs, so a typo fails in a second.
     let overrides = PlanOverrides {
         options: Options {
@@ -117,13 +130,6 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
     let mut prepared = Vec::new();
     for bench in &benchmarks {
         prepared.push((bench, plan_for(bench, candidate, baseline, &overrides)?));
-    }
-    if args.list {
-        for (bench, plan) in &prepared {
-            let commands: Vec<&str> = plan.commands.iter().map(|c| c.command_line.as_str()).collect();
-            println!("{}\t{}", bench.name, commands.join("  vs  "));
-        }
-        return Ok(EXIT_OK);
     }
 
     let mut store = args.db.open()?;
@@ -152,7 +158,7 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
                 continue;
             }
         }
-        let meta = Meta { label: args.label.clone(), benchmark: bench.name.clone(), git_commit: git_commit.clone(), source: "run".into() };
+        let meta = Meta { label: label.clone(), benchmark: bench.name.clone(), git_commit: git_commit.clone(), source: "run".into() };
         let mut recorder = store.begin(&meta, &machine, &plan.settings, &plan.commands);
         let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, hide_progress);
         let result = crate::compare::run_experiment(plan, &mut Fanout(vec![&mut progress, &mut recorder]));
@@ -200,10 +206,10 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
     }
     if let Some(path) = &args.json {
         let out: Vec<RunRecord> =
-            records.iter().map(|(b, e)| RunRecord { benchmark: b, label: &args.label, experiment: e }).collect();
+            records.iter().map(|(b, e)| RunRecord { benchmark: b, label: &label, experiment: e }).collect();
         write_json(path, &out)?;
     }
-    eprintln!("stored {} benchmark result{} as label `{}` in {}", records.len(), if records.len() == 1 { "" } else { "s" }, args.label, store.location());
+    eprintln!("stored {} benchmark result{} as label `{}` in {}", records.len(), if records.len() == 1 { "" } else { "s" }, label, store.location());
     if interrupt.requested() {
         return Ok(EXIT_INTERRUPTED);
     }
@@ -228,7 +234,7 @@ fn builds<'s>(suite: &'s Suite, args: &RunArgs) -> Result<(Option<&'s Build>, Op
     };
     let candidate = match &args.build {
         Some(name) => Some(find(name, "--build")?),
-        None => suite.build(&args.label),
+        None => args.label.as_deref().and_then(|l| suite.build(l)),
     };
     let baseline = match &args.baseline {
         Some(name) => Some(find(name, "--baseline")?),
