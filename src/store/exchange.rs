@@ -154,7 +154,7 @@ struct HyperfineResult {
     #[serde(default)]
     memory_usage_byte: Option<Vec<u64>>,
     #[serde(default)]
-    parameters: BTreeMap<String, String>,
+    parameters: BTreeMap<String, serde_json::Value>,
 }
 
 pub fn import_main(args: ImportArgs) -> Result<i32, Failure> {
@@ -284,7 +284,14 @@ fn from_hyperfine(file: HyperfineFile, label: &str, path: &str, machine: &Machin
         }
         let mut name = result.command.clone();
         if !result.parameters.is_empty() {
-            let params: Vec<String> = result.parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let params: Vec<String> = result
+                .parameters
+                .iter()
+                .map(|(k, v)| match v {
+                    serde_json::Value::String(s) => format!("{k}={s}"),
+                    other => format!("{k}={other}"),
+                })
+                .collect();
             name = format!("{name}[{}]", params.join(","));
         }
         let base = name.clone();
