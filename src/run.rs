@@ -226,7 +226,10 @@ fn builds<'s>(suite: &'s Suite, args: &RunArgs) -> Result<(Option<&'s Build>, Op
     let find = |name: &str, what: &str| {
         suite.build(name).ok_or_else(|| {
             if suite.builds.is_empty() {
-                crate::usage!("{what} `{name}` is not a build: {} defines no [builds]", suite.path.display())
+                crate::usage!(
+                    "{what} `{name}` is not a build: {} defines no [builds] (to compare with a stored label, use `perflab history` or `perflab report --reference`)",
+                    suite.path.display()
+                )
             } else {
                 crate::usage!("{what} `{name}` is not a build in {} (builds: {})", suite.path.display(), known())
             }
