@@ -44,15 +44,17 @@ pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
-            // Help and version go to stdout in full; a usage error is one line (clap's
-            // first line names the problem; the rest repeats the usage text).
+            // Help and version go to stdout in full; a usage error is one line.
             if !err.use_stderr() {
                 let _ = err.print();
                 return EXIT_OK;
             }
+            // clap's message runs until the first blank line (a missing-arguments error
+            // lists the arguments on the following lines); the rest is usage and a tip.
             let rendered = err.render().to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
-            eprintln!("perflab: error: {first} (see --help)");
+            let message: Vec<&str> = rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+            let message = message.join(" ");
+            eprintln!("perflab: error: {} (see --help)", message.trim_start_matches("error: ").trim());
             return crate::error::EXIT_USAGE;
         }
     };
