@@ -185,14 +185,13 @@ struct Subject {
 
 impl Subject {
     fn new(spec: &CommandSpec, plan: &Plan) -> Result<Subject, Failure> {
-        let mut probes = build_probes(&plan.measure)?;
+        let probes = build_probes(&plan.measure)?;
         let mut argv = spec.argv.clone();
         for probe in &probes {
             argv = probe.wrap(argv).map_err(|e| usage!("{}: {e:#}", spec.name))?;
         }
         let program = resolve_program(&argv[0])?;
         let prepared = Prepared::new(&program, &argv, plan.show_output).map_err(|e| usage!("{}: {e}", spec.name))?;
-        probes.shrink_to_fit();
         Ok(Subject { prepared, probes })
     }
 
@@ -271,7 +270,7 @@ pub fn run_experiment(plan: &Plan, observer: &mut dyn Observer) -> Result<Experi
         Some(n) => LookSchedule::fixed(settings.confidence, n),
         None => LookSchedule::sequential(settings.confidence, settings.min_rounds),
     };
-    // Comparisons of the last look and the round count they were made at.
+    // The round count and level of the last look, reused when the experiment ends on it.
     let mut last_look: Option<(u32, f64)> = None;
     let started = Instant::now();
     let mut warmups_left = settings.warmup_rounds;
