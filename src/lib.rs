@@ -20,6 +20,7 @@ pub mod machine;
 pub mod measure;
 pub mod model;
 pub mod render;
+pub mod report;
 
 
 
