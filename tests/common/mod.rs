@@ -64,3 +64,5 @@ pub fn fixture_with(name: &str, extra: &[&str]) -> PathBuf {
     }
     out
 }
+
+pub mod pg;

@@ -1,0 +1,106 @@
+//! The embedded SQLite backend: one file, WAL journal so readers never block the
+//! writer, and a busy timeout so concurrent `perflab run` processes queue for the lock.
+
+use super::{Backend, Value};
+use anyhow::Context;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{params_from_iter, Connection, ToSql};
+use std::path::Path;
+use std::time::Duration;
+
+/// How long a writer waits for another process's transaction before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub struct Sqlite {
+    conn: Connection,
+}
+
+impl Sqlite {
+    pub fn open(path: &Path) -> anyhow::Result<Sqlite> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+        }
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // WAL with synchronous=NORMAL survives a killed process (not a power cut
+        // mid-commit), which is what "kill -9 loses at most the run in flight" needs.
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            anyhow::bail!("could not switch to WAL journaling (got {mode})");
+        }
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+        Ok(Sqlite { conn })
+    }
+}
+
+impl ToSql for Value {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Value::Int(Some(v)) => ToSqlOutput::from(*v),
+            Value::Real(Some(v)) => ToSqlOutput::from(*v),
+            Value::Text(Some(v)) => ToSqlOutput::from(v.as_str()),
+            Value::Int(None) | Value::Real(None) | Value::Text(None) => ToSqlOutput::from(rusqlite::types::Null),
+        })
+    }
+}
+
+/// `$n` placeholders are written `?n` in SQLite.
+fn placeholders(sql: &str) -> String {
+    sql.replace('$', "?")
+}
+
+impl Backend for Sqlite {
+    fn kind(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn dialect(&self, ddl: &str) -> String {
+        ddl.replace("{id}", "INTEGER PRIMARY KEY").replace("{int}", "INTEGER").replace("{real}", "REAL")
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64> {
+        let mut stmt = self.conn.prepare_cached(&placeholders(sql))?;
+        Ok(stmt.execute(params_from_iter(params.iter()))? as u64)
+    }
+
+    fn query(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<Vec<Vec<Value>>> {
+        let mut stmt = self.conn.prepare_cached(&placeholders(sql))?;
+        let columns = stmt.column_count();
+        let mut rows = stmt.query(params_from_iter(params.iter()))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            let mut values = Vec::with_capacity(columns);
+            for i in 0..columns {
+                values.push(match row.get_ref(i)? {
+                    ValueRef::Integer(v) => Value::Int(Some(v)),
+                    ValueRef::Real(v) => Value::Real(Some(v)),
+                    ValueRef::Text(v) => Value::Text(Some(String::from_utf8_lossy(v).into_owned())),
+                    ValueRef::Blob(_) | ValueRef::Null => Value::Text(None),
+                });
+            }
+            out.push(values);
+        }
+        Ok(out)
+    }
+
+    fn batch(&mut self, sql: &str) -> anyhow::Result<()> {
+        Ok(self.conn.execute_batch(sql)?)
+    }
+
+    fn begin_write(&mut self) -> anyhow::Result<()> {
+        Ok(self.conn.execute_batch("BEGIN IMMEDIATE")?)
+    }
+
+    fn commit(&mut self) -> anyhow::Result<()> {
+        Ok(self.conn.execute_batch("COMMIT")?)
+    }
+
+    fn rollback(&mut self) -> anyhow::Result<()> {
+        Ok(self.conn.execute_batch("ROLLBACK")?)
+    }
+
+    fn lock_schema(&mut self) -> anyhow::Result<()> {
+        // BEGIN IMMEDIATE already holds the database's only write lock.
+        Ok(())
+    }
+}

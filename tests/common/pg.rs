@@ -1,0 +1,32 @@
+//! A scratch PostgreSQL database per test, from `PERFLAB_TEST_PG`.
+//!
+//! Without `PERFLAB_TEST_PG` the PostgreSQL half of a test is skipped with a message,
+//! except when `CI=true`: then a missing or unreachable server fails the test.
+
+fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// A URL of a freshly created, empty database named after `test`, or `None` (with a
+/// message on stderr) when no server is configured outside CI.
+pub fn scratch_db(test: &str) -> Option<String> {
+    let base = match std::env::var("PERFLAB_TEST_PG") {
+        Ok(url) if !url.is_empty() => url,
+        _ => {
+            assert!(!ci(), "CI=true but PERFLAB_TEST_PG is not set: run `eval \"$(scripts/ci/postgres.sh)\"`");
+            eprintln!("note: PERFLAB_TEST_PG not set, skipping the PostgreSQL half of {test}");
+            return None;
+        }
+    };
+    let mut client = postgres::Client::connect(&base, postgres::NoTls)
+        .unwrap_or_else(|e| panic!("PERFLAB_TEST_PG={base} is unreachable: {e}"));
+    let name = format!("perflab_t_{}_{}", test.replace(|c: char| !c.is_ascii_alphanumeric(), "_"), std::process::id());
+    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).expect("drop scratch database");
+    client.batch_execute(&format!("CREATE DATABASE {name}")).expect("create scratch database (role needs CREATEDB)");
+    let (head, query) = match base.split_once('?') {
+        Some((h, q)) => (h, format!("?{q}")),
+        None => (base.as_str(), String::new()),
+    };
+    let server = head.rsplit_once('/').map_or(head, |(server, _db)| server);
+    Some(format!("{server}/{name}{query}"))
+}

@@ -1,0 +1,279 @@
+//! The store's test suite, run against SQLite and against a live PostgreSQL
+//! (`PERFLAB_TEST_PG`, see tests/common/pg.rs): the same tests, the same expectations.
+
+mod common;
+
+use perflab::model::*;
+use perflab::store::{fingerprint, Meta, Query, Store};
+use std::collections::BTreeMap;
+
+/// Each test body runs once per backend, on an empty database.
+fn each_backend(test: &str, body: impl Fn(&str)) {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = dir.path().join("sub/perflab.db");
+    body(sqlite.to_str().unwrap());
+    if let Some(url) = common::pg::scratch_db(test) {
+        body(&url);
+    }
+}
+
+fn machine(host: &str) -> Machine {
+    Machine {
+        hostname: host.into(),
+        cpu_model: "Test CPU".into(),
+        cores: 2,
+        kernel: "6.1.0".into(),
+        governor: None,
+        pmu: false,
+        virtualization: Some("KVM".into()),
+    }
+}
+
+fn settings() -> Settings {
+    Settings {
+        seed: 42,
+        warmup_rounds: 1,
+        min_rounds: 6,
+        fixed_rounds: Some(3),
+        max_rounds: 10_000,
+        max_time_s: 60.0,
+        threshold: 0.01,
+        confidence: 0.95,
+        env_padding: true,
+        mode: "wall".into(),
+        timeout_s: None,
+    }
+}
+
+fn run(round: u32, wall: f64) -> Run {
+    let mut counters = BTreeMap::new();
+    counters.insert("task-clock".to_string(), CounterReading::value(wall * 1e9, false));
+    counters.insert("instructions".to_string(), CounterReading::unsupported("no PMU"));
+    Run {
+        round,
+        position: round % 2,
+        wall_s: wall,
+        user_s: wall * 0.9,
+        sys_s: 0.001,
+        max_rss_kib: 1234,
+        minor_faults: 100 + round as u64,
+        major_faults: 0,
+        voluntary_cs: 1,
+        involuntary_cs: 2,
+        exit: ExitInfo { exit_code: Some(0), signal: None, timed_out: false },
+        env_pad_bytes: 17 * round,
+        counters,
+    }
+}
+
+fn command(name: &str, walls: &[f64]) -> CommandResult {
+    let mut summary = BTreeMap::new();
+    summary.insert(
+        "wall_s".to_string(),
+        Summary { n: walls.len(), median: walls[walls.len() / 2], mean: 0.5, stddev: 0.01, mad: 0.02, min: 0.1, max: 0.9, outliers: 1, median_ci: Some((0.4, 0.6)) },
+    );
+    CommandResult {
+        name: name.into(),
+        argv: vec![name.into(), "--flag".into(), "a b".into()],
+        command_line: format!("{name} --flag 'a b'"),
+        runs: walls.iter().enumerate().map(|(i, w)| run(i as u32, *w)).collect(),
+        summary,
+    }
+}
+
+fn experiment(host: &str) -> Experiment {
+    let mut environment = BTreeMap::new();
+    environment.insert("valgrind".to_string(), "3.19".to_string());
+    Experiment {
+        schema_version: SCHEMA_VERSION,
+        perflab_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: "2026-11-22T03:00:00.000Z".into(),
+        machine: machine(host),
+        settings: settings(),
+        rounds: 3,
+        stop_reason: StopReason::FixedRounds,
+        commands: vec![command("old", &[0.51, 0.52, 0.5]), command("new", &[0.41, 0.42, 0.4])],
+        comparisons: vec![Comparison {
+            baseline: "old".into(),
+            candidate: "new".into(),
+            metric: "wall_s".into(),
+            ratio: 0.8,
+            ci_low: 0.78,
+            ci_high: 0.82,
+            confidence: 0.95,
+            look_confidence: 0.99,
+            p_value: 0.03125,
+            verdict: Verdict::Faster,
+            below_threshold: false,
+            n: 3,
+            flags: vec!["a note".into()],
+        }],
+        warnings: vec!["noisy".into()],
+        environment,
+    }
+}
+
+fn meta(label: &str, bench: &str) -> Meta {
+    Meta { label: label.into(), benchmark: bench.into(), git_commit: Some("abc123".into()), source: "test".into() }
+}
+
+#[test]
+fn saved_experiment_reads_back_identical() {
+    each_backend("roundtrip", |url| {
+        let mut store = Store::open(Some(url)).unwrap();
+        let exp = experiment("h1");
+        store.save(&meta("v1", "sort[n=10]"), &exp).unwrap();
+        let back = store.experiments(&Query::default()).unwrap();
+        assert_eq!(back.len(), 1);
+        let got = &back[0];
+        assert_eq!(got.experiment, exp, "{url}");
+        assert_eq!(got.label, "v1");
+        assert_eq!(got.benchmark, "sort[n=10]");
+        assert_eq!(got.git_commit.as_deref(), Some("abc123"));
+        assert_eq!(got.machine_fingerprint, fingerprint(&exp.machine));
+        assert!(got.complete);
+    });
+}
+
+#[test]
+fn runs_recorded_before_a_crash_are_kept() {
+    each_backend("crash", |url| {
+        let mut store = Store::open(Some(url)).unwrap();
+        let exp = experiment("h1");
+        let specs: Vec<CommandSpec> = exp
+            .commands
+            .iter()
+            .map(|c| CommandSpec { name: c.name.clone(), argv: c.argv.clone(), command_line: c.command_line.clone() })
+            .collect();
+        let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs).unwrap();
+        rec.record_run(0, &exp.commands[0].runs[0]).unwrap();
+        rec.record_run(1, &exp.commands[1].runs[0]).unwrap();
+        rec.record_run(0, &exp.commands[0].runs[1]).unwrap();
+        drop(rec); // the writer dies before finish
+
+        let back = Store::open(Some(url)).unwrap().experiments(&Query::default()).unwrap();
+        assert_eq!(back.len(), 1);
+        let got = &back[0];
+        assert!(!got.complete);
+        assert_eq!(got.experiment.stop_reason, StopReason::Interrupted);
+        assert_eq!(got.experiment.rounds, 1, "only round 0 finished for both commands");
+        assert_eq!(got.experiment.commands[0].runs, exp.commands[0].runs[..2].to_vec());
+        assert_eq!(got.experiment.commands[1].runs, exp.commands[1].runs[..1].to_vec());
+        assert!(got.experiment.commands[0].summary.is_empty());
+    });
+}
+
+#[test]
+fn finish_adds_only_the_runs_not_yet_recorded() {
+    each_backend("finish", |url| {
+        let mut store = Store::open(Some(url)).unwrap();
+        let exp = experiment("h1");
+        let specs: Vec<CommandSpec> = exp
+            .commands
+            .iter()
+            .map(|c| CommandSpec { name: c.name.clone(), argv: c.argv.clone(), command_line: c.command_line.clone() })
+            .collect();
+        let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs).unwrap();
+        rec.record_run(0, &exp.commands[0].runs[0]).unwrap();
+        rec.finish(&exp).unwrap();
+        let back = store.experiments(&Query::default()).unwrap();
+        assert_eq!(back[0].experiment.commands[0].runs.len(), 3);
+        assert_eq!(back[0].experiment, exp);
+    });
+}
+
+#[test]
+fn queries_filter_by_label_benchmark_and_machine() {
+    each_backend("query", |url| {
+        let mut store = Store::open(Some(url)).unwrap();
+        store.save(&meta("v1", "a"), &experiment("h1")).unwrap();
+        store.save(&meta("v1", "b"), &experiment("h1")).unwrap();
+        store.save(&meta("v2", "a"), &experiment("h2")).unwrap();
+        store.save(&meta("v0", "a"), &experiment("h1")).unwrap();
+
+        let labels: Vec<String> = store.labels().unwrap().into_iter().map(|l| l.name).collect();
+        assert_eq!(labels, ["v1", "v2", "v0"], "stored order, not alphabetical");
+        let machines = store.machines().unwrap();
+        assert_eq!(machines.len(), 2);
+        assert_eq!(machines[0].machine.hostname, "h1");
+        assert_eq!(machines[0].experiments, 3);
+
+        let q = |label: Option<&str>, bench: Option<&str>, machine: Option<&str>| Query {
+            label: label.map(Into::into),
+            benchmark: bench.map(Into::into),
+            machine: machine.map(Into::into),
+        };
+        let count = |store: &mut Store, query: Query| store.experiments(&query).unwrap().len();
+        assert_eq!(count(&mut store, q(Some("v1"), None, None)), 2);
+        assert_eq!(count(&mut store, q(None, Some("a"), None)), 3);
+        assert_eq!(count(&mut store, q(None, Some("a"), Some("h2"))), 1);
+        let fp = fingerprint(&machine("h1"));
+        assert_eq!(count(&mut store, q(None, None, Some(&fp[..6]))), 3);
+        assert_eq!(count(&mut store, q(Some("nope"), None, None)), 0);
+        let ordered: Vec<String> =
+            store.experiments(&q(None, Some("a"), None)).unwrap().into_iter().map(|e| e.label).collect();
+        assert_eq!(ordered, ["v1", "v2", "v0"]);
+    });
+}
+
+#[test]
+fn reopening_does_not_migrate_twice_and_newer_schemas_are_refused() {
+    each_backend("migrate", |url| {
+        Store::open(Some(url)).unwrap();
+        let mut store = Store::open(Some(url)).unwrap();
+        store.save(&meta("v1", "a"), &experiment("h1")).unwrap();
+        drop(store);
+        // Simulate a database written by a future perflab.
+        if url.starts_with("postgres") {
+            let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+            c.batch_execute("INSERT INTO schema_migrations VALUES (999, 'future', 'now')").unwrap();
+        } else {
+            let c = rusqlite::Connection::open(url).unwrap();
+            c.execute_batch("INSERT INTO schema_migrations VALUES (999, 'future', 'now')").unwrap();
+        }
+        let err = Store::open(Some(url)).err().expect("a newer schema must be refused");
+        assert!(err.to_string().contains("schema version 999"), "{err}");
+    });
+}
+
+#[test]
+fn concurrent_writers_lose_nothing() {
+    each_backend("concurrent", |url| {
+        Store::open(Some(url)).unwrap();
+        let exp = experiment("h1");
+        let threads: Vec<_> = (0..3)
+            .map(|t| {
+                let (url, exp) = (url.to_string(), exp.clone());
+                std::thread::spawn(move || {
+                    let mut store = Store::open(Some(&url)).unwrap();
+                    for i in 0..5 {
+                        let specs = vec![CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() }];
+                        let mut rec = store
+                            .begin(&meta(&format!("label{}", i % 2), &format!("bench{t}")), &exp.machine, &exp.settings, &specs)
+                            .unwrap();
+                        for r in 0..20 {
+                            rec.record_run(0, &run(r, 0.1)).unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let back = Store::open(Some(url)).unwrap().experiments(&Query::default()).unwrap();
+        assert_eq!(back.len(), 15);
+        let runs: usize = back.iter().map(|e| e.experiment.commands[0].runs.len()).sum();
+        assert_eq!(runs, 3 * 5 * 20);
+    });
+}
+
+#[test]
+fn unreachable_database_is_a_one_line_usage_error() {
+    let err = Store::open(Some("postgres://nobody:pw@127.0.0.1:1/none")).err().unwrap();
+    assert_eq!(err.exit_code(), 2);
+    assert!(err.to_string().contains("cannot connect to postgres://nobody:***@127.0.0.1:1/none"), "{err}");
+    assert!(!err.to_string().contains('\n'));
+    let err = Store::open(Some("/proc/forbidden/x.db")).err().unwrap();
+    assert!(err.to_string().contains("cannot open database /proc/forbidden/x.db"), "{err}");
+}
