@@ -6,7 +6,7 @@
 use perflab::model::{Machine, Verdict};
 use perflab::report::{
     render_html, BenchmarkHistory, ChangePoint, CiMethod, CounterRow, CounterTable, HistoryPoint,
-    LabelComparison, MachineInfo, RelativeTime, ReportData,
+    LabelComparison, MachineGroup, RelativeTime, ReportData,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::time::Instant;
@@ -101,7 +101,7 @@ fn synthetic(benchmarks: usize, label_count: usize) -> ReportData {
         comparisons: vec![LabelComparison { label: labels[label_count - 1].clone(), rows }],
         histories,
         counters: CounterTable { labels: vec![labels[0].clone(), labels[label_count - 1].clone()], rows: counter_rows },
-        machines: vec![MachineInfo {
+        machines: vec![MachineGroup {
             labels: labels.clone(),
             machine: Machine {
                 hostname: "bench-01".into(),

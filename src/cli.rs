@@ -17,6 +17,8 @@ pub struct Cli {
 pub enum Command {
     /// Compare two or more commands in randomized interleaved rounds (the first is the baseline).
     Compare(crate::compare::CompareArgs),
+    /// Write one self-contained HTML report: relative time vs a reference label, history, counters, machine.
+    Report(crate::report::ReportArgs),
 }
 
 /// Parse the command line, run, print any failure as one line, and return the exit code.
@@ -33,6 +35,7 @@ pub fn main() -> i32 {
     crate::render::color::init(&cli.color);
     let result = match cli.command {
         Command::Compare(args) => crate::compare::main(args),
+        Command::Report(args) => crate::report::main(args),
     };
     match result {
         Ok(code) => code,

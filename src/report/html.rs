@@ -2,7 +2,7 @@
 //! of inline JS for the name filter) that opens offline and from a file: URL.
 
 use super::svg::{esc, format_change, format_ratio, format_value, num, truncate, LinearScale, LogScale};
-use super::{geomean, BenchmarkHistory, CounterTable, Geomean, LabelComparison, MachineInfo, RelativeTime, ReportData};
+use super::{geomean, BenchmarkHistory, CounterTable, Geomean, LabelComparison, MachineGroup, RelativeTime, ReportData};
 use crate::model::{metric, Verdict};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -55,7 +55,7 @@ g.r .hit{fill:transparent}g.r:hover .hit{fill:var(--panel)}
 .slower .bar,.slower .dot{fill:var(--slower)}.slower .errbar{stroke:var(--slower)}
 .equivalent .bar,.equivalent .dot{fill:var(--equivalent)}.equivalent .errbar{stroke:var(--equivalent)}
 .inconclusive .bar,.inconclusive .dot{fill:var(--inconclusive)}.inconclusive .errbar{stroke:var(--inconclusive)}
-.val{font-variant-numeric:tabular-nums}.geomean .diamond{fill:var(--accent)}.geomean .errbar{stroke:var(--accent)}
+.val{font-variant-numeric:tabular-nums}.geomean .diamond,.geomean .bar{fill:var(--accent)}.geomean .errbar{stroke:var(--accent)}
 .histories{display:grid;grid-template-columns:repeat(auto-fill,minmax(320px,1fr));gap:10px 14px}
 figure.h{margin:0;padding:6px 4px 2px;border:1px solid var(--line);border-radius:6px}
 figure.h figcaption{font-size:12.5px;font-weight:600;padding:0 6px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
@@ -530,7 +530,7 @@ fn counter_section(out: &mut String, table: &CounterTable) {
     out.push_str("</tbody></table></div>\n");
 }
 
-fn machine_section(out: &mut String, machines: &[MachineInfo]) {
+fn machine_section(out: &mut String, machines: &[MachineGroup]) {
     if machines.is_empty() {
         out.push_str("<p class=\"muted\">No machine information was recorded.</p>\n");
         return;
@@ -601,7 +601,7 @@ mod tests {
                 labels: vec!["v1".into(), "v3".into()],
                 rows: names.iter().map(|n| CounterRow { benchmark: n.to_string(), metric: "instructions".into(), values: vec![Some(1e9), Some(1.1e9)] }).collect(),
             },
-            machines: vec![MachineInfo {
+            machines: vec![MachineGroup {
                 labels: labels.clone(),
                 machine: Machine { hostname: "box\"1".into(), cpu_model: "EPYC".into(), cores: 2, kernel: "6.1".into(), governor: None, pmu: false, virtualization: Some("kvm".into()) },
                 perflab_version: "0.1.0".into(),

@@ -6,11 +6,17 @@
 //! store, JSON files, tests); [`html::render_html`] draws it.
 
 pub mod html;
+pub mod load;
+mod pending_stats;
 pub mod svg;
 
 pub use html::render_html;
 
-use crate::model::{Machine, Verdict};
+use crate::error::Failure;
+use crate::model::{metric, Machine, Verdict};
+use crate::usage;
+use clap::Args;
+use std::path::PathBuf;
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::BTreeMap;
 
@@ -24,6 +30,84 @@ pub struct ChangePoint {
     pub ratio: f64,
     pub ci: (f64, f64),
     pub p_value: f64,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// Where to write the HTML page.
+    #[arg(short, long, default_value = "report.html", value_name = "FILE")]
+    pub out: PathBuf,
+    /// The label ratios are relative to (default: the oldest label).
+    #[arg(long, value_name = "LABEL")]
+    pub reference: Option<String>,
+    /// A label to compare with the reference (repeat for several; default: the newest label).
+    #[arg(short, long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// The metric to compare and plot: wall_s, cpu_s, max_rss_kib or a counter name.
+    #[arg(short, long, default_value = metric::WALL, value_name = "NAME")]
+    pub metric: String,
+    /// Only results from this machine (fingerprint prefix or hostname).
+    #[arg(long, value_name = "MACHINE")]
+    pub machine: Option<String>,
+    /// The history database (default: $PERFLAB_DB, else .perflab/perflab.db); a
+    /// postgres:// URL selects PostgreSQL.
+    #[arg(long, value_name = "URL", conflicts_with = "from")]
+    pub db: Option<String>,
+    /// Read perflab JSON results (`compare --json`) instead of the database: each file
+    /// is one benchmark named after the file, each command one label (repeatable).
+    #[arg(long, value_name = "FILE.json")]
+    pub from: Vec<PathBuf>,
+    /// The page's title.
+    #[arg(long, default_value = "perflab report")]
+    pub title: String,
+}
+
+/// `perflab report`: read the results, render the page, write it atomically.
+pub fn main(args: ReportArgs) -> Result<i32, Failure> {
+    let options = load::Options {
+        title: args.title.clone(),
+        reference: args.reference.clone(),
+        labels: args.labels.clone(),
+        metric: args.metric.clone(),
+        machine: args.machine.clone(),
+    };
+    let (sources, label_order) = if args.from.is_empty() {
+        let mut store = crate::store::Store::open(args.db.as_deref())?;
+        let label_order: Vec<String> = store.labels()?.into_iter().map(|l| l.name).collect();
+        let known: std::collections::BTreeSet<&str> = label_order.iter().map(String::as_str).collect();
+        let stored = store.experiments(&crate::store::Query::default())?;
+        let sources: Vec<load::Source> = stored.into_iter().map(|e| load::Source::from_stored(e, &known)).collect();
+        (sources, label_order)
+    } else {
+        let sources = args.from.iter().map(|p| load::Source::from_json_file(p)).collect::<Result<Vec<_>, _>>()?;
+        (sources, Vec::new())
+    };
+    let data = load::build(sources, &label_order, &options)?;
+    let html = render_html(&data);
+    write_atomically(&args.out, html.as_bytes())?;
+    let benchmarks = data.histories.len();
+    eprintln!(
+        "perflab: wrote {} ({benchmarks} benchmark{}, {} label{}, reference {})",
+        args.out.display(),
+        if benchmarks == 1 { "" } else { "s" },
+        data.labels.len(),
+        if data.labels.len() == 1 { "" } else { "s" },
+        data.reference
+    );
+    Ok(crate::error::EXIT_OK)
+}
+
+/// Write to a temporary file beside `path`, then rename: a reader never sees half a page.
+fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let name = path.file_name().ok_or_else(|| usage!("--out {} is not a file name", path.display()))?;
+    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            usage!("cannot write {}: {e}", path.display())
+        })
 }
 
 /// Everything the report page shows, arranged for the page.
@@ -42,7 +126,7 @@ pub struct ReportData {
     pub comparisons: Vec<LabelComparison>,
     pub histories: Vec<BenchmarkHistory>,
     pub counters: CounterTable,
-    pub machines: Vec<MachineInfo>,
+    pub machines: Vec<MachineGroup>,
     /// Caveats shown at the top (mixed machines, skipped benchmarks, ...).
     pub notes: Vec<String>,
 }
@@ -125,9 +209,9 @@ pub struct CounterRow {
     pub values: Vec<Option<f64>>,
 }
 
-/// A machine fingerprint with the labels measured on it.
+/// The machine, perflab version and environment shared by a group of labels.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MachineInfo {
+pub struct MachineGroup {
     pub labels: Vec<String>,
     pub machine: Machine,
     pub perflab_version: String,

@@ -169,11 +169,13 @@ pub fn format_ratio(ratio: f64) -> String {
     if !ratio.is_finite() {
         return "n/a".into();
     }
+    // Three decimals near 1× keep the ends of a narrow interval apart (1.198× – 1.203×).
     let digits = if (0.9995..1.0005).contains(&ratio) {
         0
+    } else if (0.5..2.0).contains(&ratio) {
+        3
     } else if (0.1..10.0).contains(&ratio) {
-        // Enough digits to tell 1.01× from 1.0×.
-        if (ratio - 1.0).abs() < 0.1 { 3 } else { 2 }
+        2
     } else {
         1
     };
@@ -313,6 +315,8 @@ mod tests {
         assert_eq!(format_ratio(1.05), "1.05×");
         assert_eq!(format_ratio(0.95), "0.95×");
         assert_eq!(format_ratio(1.5), "1.5×");
+        assert_eq!(format_ratio(1.1984), "1.198×");
+        assert_eq!(format_ratio(3.14159), "3.14×");
         assert_eq!(format_change(1.052), "+5.2 %");
         assert_eq!(format_change(0.75), "−25 %");
         assert_eq!(format_change(1.0), "±0.0 %");
