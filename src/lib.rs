@@ -21,6 +21,7 @@ pub mod measure;
 pub mod model;
 pub mod render;
 pub mod report;
+pub mod stats;
 pub mod store;
 
 

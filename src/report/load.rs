@@ -8,6 +8,7 @@ use super::{
 };
 use crate::error::Failure;
 use crate::model::{metric, Comparison, Experiment, Run, StopReason, Verdict};
+use crate::stats::changepoint::ChangePointConfig;
 use crate::store::{self, StoredExperiment};
 use crate::usage;
 use std::collections::{BTreeMap, BTreeSet};
@@ -151,7 +152,7 @@ pub fn build(mut sources: Vec<Source>, label_order: &[String], options: &Options
         }
         if !missing.is_empty() {
             notes.push(format!(
-                "{} benchmark(s) lack results for both {reference} and {label} (at least 2 runs each) and are not in its chart: {}",
+                "{} benchmark(s) lack results for {reference} or {label} (or too few runs for a 95 % interval, about 4 each) and are not in its chart: {}",
                 missing.len(),
                 abbreviate(&missing)
             ));
@@ -169,14 +170,14 @@ pub fn build(mut sources: Vec<Source>, label_order: &[String], options: &Options
                     let values = samples.values(benchmark, label, &options.metric)?;
                     Some(HistoryPoint {
                         label: label.clone(),
-                        median: super::pending_stats::summary::median(&values),
-                        ci: super::pending_stats::summary::median_ci(&values, CONFIDENCE),
+                        median: crate::stats::summary::median(&values),
+                        ci: crate::stats::summary::median_ci(&values, CONFIDENCE),
                         n: values.len(),
                     })
                 })
                 .collect();
             let medians: Vec<f64> = points.iter().map(|p| p.median).collect();
-            BenchmarkHistory { benchmark: benchmark.clone(), change_points: super::pending_stats::changepoint::detect(&medians), points }
+            BenchmarkHistory { benchmark: benchmark.clone(), change_points: crate::stats::changepoint::detect(&medians, &ChangePointConfig::default()), points }
         })
         .collect();
 
@@ -325,20 +326,21 @@ fn paired_row(benchmark: &str, c: &Comparison, inverted: bool) -> RelativeTime {
 /// Ratio of locations from separately measured runs: the Hodges–Lehmann shift of the
 /// log values and its Mann–Whitney interval, exponentiated.
 fn independent_row(benchmark: &str, base: &[f64], cand: &[f64], threshold: f64) -> Option<RelativeTime> {
-    if base.len() < 2 || cand.len() < 2 || base.iter().chain(cand).any(|&v| v <= 0.0) {
+    if base.iter().chain(cand).any(|&v| v <= 0.0) {
         return None;
     }
     let ln_base: Vec<f64> = base.iter().map(|v| v.ln()).collect();
     let ln_cand: Vec<f64> = cand.iter().map(|v| v.ln()).collect();
-    let estimate = super::pending_stats::rank_sum::independent(&ln_base, &ln_cand, CONFIDENCE);
-    let (lo, hi) = estimate.interval.map(|i| (i.low.exp(), i.high.exp())).unwrap_or((0.0, f64::INFINITY));
+    let interval = crate::stats::rank_sum::shift_interval(&ln_base, &ln_cand, CONFIDENCE)?;
+    let shift = crate::stats::rank_sum::hodges_lehmann_shift(&ln_base, &ln_cand);
+    let (lo, hi) = (interval.low.exp(), interval.high.exp());
     Some(RelativeTime {
         benchmark: benchmark.to_string(),
-        ratio: estimate.shift.exp(),
+        ratio: shift.exp(),
         ci_low: lo,
         ci_high: hi,
-        confidence: CONFIDENCE,
-        p_value: Some(estimate.p_value),
+        confidence: interval.achieved_confidence,
+        p_value: Some(crate::stats::rank_sum::mann_whitney(&ln_base, &ln_cand).p_value),
         verdict: interval_verdict(lo, hi, threshold),
         method: CiMethod::Independent,
         n: base.len().min(cand.len()),
@@ -365,7 +367,7 @@ fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> Counter
         for name in samples.other_metrics(benchmark, labels, primary) {
             let values: Vec<Option<f64>> = labels
                 .iter()
-                .map(|l| samples.values(benchmark, l, &name).map(|v| super::pending_stats::summary::median(&v)))
+                .map(|l| samples.values(benchmark, l, &name).map(|v| crate::stats::summary::median(&v)))
                 .collect();
             if values.iter().any(Option::is_some) {
                 rows.push(CounterRow { benchmark: benchmark.clone(), metric: name, values });

@@ -7,7 +7,6 @@
 
 pub mod html;
 pub mod load;
-mod pending_stats;
 pub mod svg;
 
 pub use html::render_html;
@@ -20,17 +19,7 @@ use std::path::PathBuf;
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::BTreeMap;
 
-// TEMPORARY until the `stats` branch lands `stats::changepoint::ChangePoint`; replaced by
-// a re-export of that type before this branch is merged.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChangePoint {
-    pub index: usize,
-    pub before: f64,
-    pub after: f64,
-    pub ratio: f64,
-    pub ci: (f64, f64),
-    pub p_value: f64,
-}
+pub use crate::stats::changepoint::ChangePoint;
 
 #[derive(Debug, Args, Clone)]
 pub struct ReportArgs {
