@@ -1,121 +1,104 @@
-//! Times `perflab::report::render_html` on a synthetic suite (default 1,000 benchmarks ×
-//! 100 labels) and writes the page, for the README figure and for eyeballing the design.
+//! Times `perflab report` on a synthetic suite (default 1,000 benchmarks × 100 labels,
+//! 10 runs per benchmark and label), for the README figure and for looking at the page.
 //!
-//! `cargo run --release --example report_render_time -- [BENCHMARKS] [LABELS] [OUT.html]`
+//! Without `--db`: builds the experiments in memory and times the two steps after the
+//! database read — arranging them (`report::load::build`: pooling runs, medians and
+//! their CIs, intervals, change-point detection) and `report::render_html`.
+//! With `--db FILE`: stores the experiments into a fresh SQLite history instead (then
+//! time `perflab report --db FILE`, as scripts/report-render-time.sh does).
+//!
+//! `cargo run --release --example report_render_time -- [BENCHMARKS] [LABELS] [--out FILE.html] [--db FILE]`
 
-use perflab::model::{Machine, Verdict};
-use perflab::report::{
-    render_html, BenchmarkHistory, ChangePoint, CiMethod, CounterRow, CounterTable, HistoryPoint,
-    LabelComparison, MachineGroup, RelativeTime, ReportData,
-};
+use perflab::model::*;
+use perflab::report::load::{build, Options, Source};
+use perflab::report::render_html;
+use perflab::store::{Meta, Store};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::time::Instant;
 
+const RUNS: u32 = 10;
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let benchmarks: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let label_count: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(100).max(2);
-    let out = args.get(2).cloned().unwrap_or_else(|| "target/report-synthetic.html".into());
-    let data = synthetic(benchmarks, label_count);
+    let mut args = std::env::args().skip(1);
+    let (mut numbers, mut out, mut db) = (Vec::new(), "target/report-synthetic.html".to_string(), None);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--out" => out = args.next().expect("--out FILE"),
+            "--db" => db = Some(args.next().expect("--db FILE")),
+            n => numbers.push(n.parse::<usize>().expect("BENCHMARKS and LABELS are numbers")),
+        }
+    }
+    let benchmarks = numbers.first().copied().unwrap_or(1000);
+    let labels: Vec<String> = (0..numbers.get(1).copied().unwrap_or(100).max(2)).map(|i| format!("v1.{i}")).collect();
+    let sources = synthetic(benchmarks, &labels);
+
+    if let Some(path) = db {
+        let _ = std::fs::remove_file(&path);
+        let mut store = Store::open(Some(&path)).expect("open the database");
+        let start = Instant::now();
+        for s in &sources {
+            let meta = Meta { label: s.command_labels[0].clone().unwrap(), benchmark: s.benchmark.clone(), git_commit: None, source: "synthetic".into() };
+            store.save(&meta, &s.experiment).expect("store");
+        }
+        println!("stored {} experiments in {:.1} s -> {path}", sources.len(), start.elapsed().as_secs_f64());
+        return;
+    }
+
+    let options = Options { title: format!("Synthetic suite: {benchmarks} benchmarks × {} labels", labels.len()), metric: metric::WALL.into(), ..Options::default() };
+    let start = Instant::now();
+    let data = build(sources, &labels, &options).expect("build the report data");
+    let arranged = start.elapsed();
     let start = Instant::now();
     let html = render_html(&data);
-    let elapsed = start.elapsed();
+    let rendered = start.elapsed();
     std::fs::write(&out, &html).expect("write the report");
     println!(
-        "rendered {benchmarks} benchmarks x {label_count} labels in {:.3} s ({:.1} MB) -> {out}",
-        elapsed.as_secs_f64(),
+        "{benchmarks} benchmarks x {} labels x {RUNS} runs: arrange {:.3} s + render {:.3} s = {:.3} s, {:.1} MB -> {out}",
+        labels.len(),
+        arranged.as_secs_f64(),
+        rendered.as_secs_f64(),
+        (arranged + rendered).as_secs_f64(),
         html.len() as f64 / 1e6
     );
 }
 
-fn synthetic(benchmarks: usize, label_count: usize) -> ReportData {
+/// One single-command experiment per benchmark and label; a fifth of the benchmarks
+/// shift by up to ±25 % at a random label.
+fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<Source> {
     let mut rng = StdRng::seed_from_u64(7);
-    let labels: Vec<String> = (0..label_count).map(|i| format!("v1.{i}")).collect();
-    let mut rows = Vec::new();
-    let mut histories = Vec::new();
-    let mut counter_rows = Vec::new();
+    let machine = Machine { hostname: "bench-01".into(), cpu_model: "synthetic".into(), cores: 2, kernel: "6.1.0".into(), governor: Some("performance".into()), pmu: false, virtualization: Some("kvm".into()) };
+    let settings = Settings { seed: 1, warmup_rounds: 1, min_rounds: 6, fixed_rounds: Some(RUNS), max_rounds: RUNS, max_time_s: 60.0, threshold: 0.01, confidence: 0.95, env_padding: true, mode: "wall".into(), timeout_s: None };
+    let mut sources = Vec::with_capacity(benchmarks * labels.len());
     for b in 0..benchmarks {
         let name = format!("suite/group-{}/benchmark-{b:04}", b % 17);
         let base = 10f64.powf(rng.gen_range(-4.0..0.0));
-        let shift_at = rng.gen_range(1..label_count);
+        let shift_at = rng.gen_range(1..labels.len());
         let shift = if rng.gen_bool(0.2) { rng.gen_range(0.8..1.25) } else { 1.0 };
-        let points: Vec<HistoryPoint> = labels
-            .iter()
-            .enumerate()
-            .map(|(i, label)| {
-                let level = if i >= shift_at { base * shift } else { base };
-                let median = level * (1.0 + rng.gen_range(-0.01..0.01));
-                HistoryPoint { label: label.clone(), median, ci: Some((median * 0.985, median * 1.015)), n: 10 }
-            })
-            .collect();
-        let last = points.last().map(|p| p.median).unwrap_or(base);
-        let ratio = last / points[0].median;
-        let half = rng.gen_range(0.005..0.03);
-        let verdict = if ratio * (1.0 - half) > 1.01 {
-            Verdict::Slower
-        } else if ratio * (1.0 + half) < 0.99 {
-            Verdict::Faster
-        } else if (ratio - 1.0).abs() + half < 0.01 {
-            Verdict::Equivalent
-        } else {
-            Verdict::Inconclusive
-        };
-        rows.push(RelativeTime {
-            benchmark: name.clone(),
-            ratio,
-            ci_low: ratio * (1.0 - half),
-            ci_high: ratio * (1.0 + half),
-            confidence: 0.95,
-            p_value: Some(rng.gen_range(0.0..1.0)),
-            verdict,
-            method: CiMethod::Paired,
-            n: 20,
-        });
-        let change_points = if shift != 1.0 {
-            vec![ChangePoint {
-                index: shift_at,
-                before: base,
-                after: base * shift,
-                ratio: shift,
-                ci: (shift * 0.99, shift * 1.01),
-                p_value: 0.001,
-            }]
-        } else {
-            vec![]
-        };
-        histories.push(BenchmarkHistory { benchmark: name.clone(), points, change_points });
-        for metric in ["task-clock", "page-faults"] {
-            let value = rng.gen_range(1e3..1e9);
-            counter_rows.push(CounterRow {
-                benchmark: name.clone(),
-                metric: metric.into(),
-                values: vec![Some(value), Some(value * rng.gen_range(0.9..1.1))],
-            });
+        for (i, label) in labels.iter().enumerate() {
+            let level = if i >= shift_at { base * shift } else { base };
+            let runs = (0..RUNS)
+                .map(|round| {
+                    let wall = level * (1.0 + rng.gen_range(-0.01..0.01));
+                    let mut counters = std::collections::BTreeMap::new();
+                    counters.insert("task-clock".to_string(), CounterReading::value(wall * 1e9, false));
+                    Run { round, wall_s: wall, user_s: wall * 0.95, sys_s: wall * 0.03, max_rss_kib: 4096, exit: ExitInfo { exit_code: Some(0), signal: None, timed_out: false }, counters, ..Run::default() }
+                })
+                .collect();
+            let experiment = Experiment {
+                schema_version: SCHEMA_VERSION,
+                perflab_version: env!("CARGO_PKG_VERSION").into(),
+                started_at: "2026-11-22T03:00:00Z".into(),
+                machine: machine.clone(),
+                settings: settings.clone(),
+                rounds: RUNS,
+                stop_reason: StopReason::FixedRounds,
+                commands: vec![CommandResult { name: name.clone(), argv: vec!["bench".into()], command_line: "bench".into(), runs, summary: Default::default() }],
+                comparisons: vec![],
+                warnings: vec![],
+                environment: Default::default(),
+            };
+            sources.push(Source { benchmark: name.clone(), command_labels: vec![Some(label.clone())], machine_fingerprint: "synthetic".into(), complete: true, experiment });
         }
     }
-    ReportData {
-        title: format!("Synthetic suite: {benchmarks} benchmarks × {label_count} labels"),
-        generated_at: "2026-11-22T03:00:00Z".into(),
-        metric: "wall_s".into(),
-        reference: labels[0].clone(),
-        comparisons: vec![LabelComparison { label: labels[label_count - 1].clone(), rows }],
-        histories,
-        counters: CounterTable { labels: vec![labels[0].clone(), labels[label_count - 1].clone()], rows: counter_rows },
-        machines: vec![MachineGroup {
-            labels: labels.clone(),
-            machine: Machine {
-                hostname: "bench-01".into(),
-                cpu_model: "AMD EPYC (synthetic)".into(),
-                cores: 2,
-                kernel: "6.1.0".into(),
-                governor: Some("performance".into()),
-                pmu: false,
-                virtualization: Some("kvm".into()),
-            },
-            perflab_version: env!("CARGO_PKG_VERSION").into(),
-            environment: Default::default(),
-        }],
-        labels,
-        notes: vec![],
-    }
+    sources
 }

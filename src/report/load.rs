@@ -140,12 +140,17 @@ pub fn build(mut sources: Vec<Source>, label_order: &[String], options: &Options
         notes.push(format!("{incomplete} experiment(s) stopped early; their completed runs are included"));
     }
 
+    let mut by_benchmark: BTreeMap<&str, Vec<&Source>> = BTreeMap::new();
+    for s in &sources {
+        by_benchmark.entry(s.benchmark.as_str()).or_default().push(s);
+    }
     let mut comparisons = Vec::new();
     for label in &compared {
         let mut rows = Vec::new();
         let mut missing = Vec::new();
         for benchmark in &samples.benchmarks {
-            match relative_time(&sources, &samples, benchmark, &reference, label, &options.metric) {
+            let own = by_benchmark.get(benchmark.as_str()).map_or(&[][..], Vec::as_slice);
+            match relative_time(own, &samples, benchmark, &reference, label, &options.metric) {
                 Some(row) => rows.push(row),
                 None => missing.push(benchmark.as_str()),
             }
@@ -277,10 +282,11 @@ impl<'a> Samples<'a> {
     }
 }
 
-/// The label/reference ratio for one benchmark: the paired comparison of the latest
-/// experiment that ran both interleaved, else an independent-samples interval.
-fn relative_time(sources: &[Source], samples: &Samples, benchmark: &str, reference: &str, label: &str, name: &str) -> Option<RelativeTime> {
-    for s in sources.iter().rev().filter(|s| s.benchmark == benchmark) {
+/// The label/reference ratio for one benchmark, from `sources` (that benchmark's
+/// experiments): the paired comparison of the latest experiment that ran both
+/// interleaved, else an independent-samples interval.
+fn relative_time(sources: &[&Source], samples: &Samples, benchmark: &str, reference: &str, label: &str, name: &str) -> Option<RelativeTime> {
+    for s in sources.iter().rev() {
         for c in s.experiment.comparisons.iter().filter(|c| c.metric == name) {
             match (s.label_of(&c.baseline), s.label_of(&c.candidate)) {
                 (Some(b), Some(k)) if b == reference && k == label => return Some(paired_row(benchmark, c, false)),
@@ -294,7 +300,7 @@ fn relative_time(sources: &[Source], samples: &Samples, benchmark: &str, referen
     let threshold = sources
         .iter()
         .rev()
-        .find(|s| s.benchmark == benchmark && s.command_labels.iter().flatten().any(|l| l == label))
+        .find(|s| s.command_labels.iter().flatten().any(|l| l == label))
         .map_or(DEFAULT_THRESHOLD, |s| s.experiment.settings.threshold);
     independent_row(benchmark, &base, &cand, threshold)
 }
@@ -379,10 +385,15 @@ fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> Counter
 
 /// Labels grouped by the machine, perflab version and environment they ran with.
 fn machine_groups(sources: &[Source], labels: &[String]) -> Vec<MachineGroup> {
+    let mut latest: BTreeMap<&str, &Experiment> = BTreeMap::new();
+    for s in sources {
+        for label in s.command_labels.iter().flatten() {
+            latest.insert(label, &s.experiment);
+        }
+    }
     let mut groups: Vec<MachineGroup> = Vec::new();
     for label in labels {
-        let Some(s) = sources.iter().rev().find(|s| s.command_labels.iter().flatten().any(|l| l == label)) else { continue };
-        let e = &s.experiment;
+        let Some(e) = latest.get(label.as_str()) else { continue };
         match groups.iter_mut().find(|g| g.machine == e.machine && g.perflab_version == e.perflab_version && g.environment == e.environment) {
             Some(g) => g.labels.push(label.clone()),
             None => groups.push(MachineGroup {
