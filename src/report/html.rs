@@ -201,6 +201,9 @@ fn forest_section(out: &mut String, comparison: &LabelComparison, data: &ReportD
     let compact = rows.len() > COMPACT_ROWS;
     let row_height = if compact { 15.0 } else { 22.0 };
 
+    if compact {
+        overview_svg(out, &rows);
+    }
     // The axis sits outside the scrolling box so it stays visible for long suites.
     axis_svg(out, &scale, &ticks, &format!("{} ÷ {}", comparison.label, data.reference));
 
@@ -224,6 +227,55 @@ fn forest_section(out: &mut String, comparison: &LabelComparison, data: &ReportD
     if let Some(g) = gm {
         geomean_svg(out, &g, &scale, &ticks);
     }
+}
+
+/// For long suites: every ratio at a glance, sorted as the rows below (slowest left),
+/// with the CI band, so the share of regressions shows before any scrolling.
+fn overview_svg(out: &mut String, rows: &[&RelativeTime]) {
+    let (width, height, left, right, top, bottom) = (FOREST_WIDTH, 150.0, 64.0, 12.0, 10.0, 22.0);
+    let usable: Vec<&&RelativeTime> = rows.iter().filter(|r| r.ratio.is_finite() && r.ratio > 0.0).collect();
+    if usable.len() < 2 {
+        return;
+    }
+    let y = LogScale::covering(usable.iter().flat_map(|r| [r.ratio, r.ci_low, r.ci_high]), height - bottom, top);
+    let x = |i: usize| left + i as f64 / (usable.len() - 1) as f64 * (width - left - right);
+    let _ = write!(out, "<svg class=\"overview\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"all ratios sorted\">", num(width), num(height));
+    let mut grid = String::new();
+    for t in y.ticks(22.0) {
+        let py = num(y.px(t));
+        if t != 1.0 {
+            let _ = write!(grid, "M{} {py}H{}", num(left), num(width - right));
+        }
+        let _ = write!(out, "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", num(left - 6.0), num(y.px(t) + 4.0), format_ratio(t));
+    }
+    let _ = write!(out, "<path class=\"grid\" d=\"{grid}\"/>");
+    let mut band = String::new();
+    for (i, r) in usable.iter().enumerate() {
+        let _ = write!(band, "{}{} {}", if i == 0 { "M" } else { "L" }, num(x(i)), num(y.px(r.ci_high)));
+    }
+    for (i, r) in usable.iter().enumerate().rev() {
+        let _ = write!(band, "L{} {}", num(x(i)), num(y.px(r.ci_low)));
+    }
+    let mut line = String::new();
+    for (i, r) in usable.iter().enumerate() {
+        let _ = write!(line, "{}{} {}", if i == 0 { "M" } else { "L" }, num(x(i)), num(y.px(r.ratio)));
+    }
+    let one = num(y.px(1.0));
+    let _ = write!(
+        out,
+        "<path class=\"band\" d=\"{band}Z\"/><line class=\"unity\" x1=\"{}\" x2=\"{}\" y1=\"{one}\" y2=\"{one}\"/><path class=\"hline\" d=\"{line}\"/>\
+         <text class=\"tick\" x=\"{}\" y=\"{}\">slowest</text><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{} benchmarks sorted by change (ratio and 95 % CI band)</text>\
+         <text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">fastest</text></svg>\n",
+        num(left),
+        num(width - right),
+        num(left),
+        num(height - 6.0),
+        num((left + width - right) / 2.0),
+        num(height - 6.0),
+        usable.len(),
+        num(width - right),
+        num(height - 6.0),
+    );
 }
 
 fn summary_line(out: &mut String, rows: &[RelativeTime], gm: Option<Geomean>) {
@@ -255,7 +307,7 @@ fn axis_svg(out: &mut String, scale: &LogScale, ticks: &[f64], caption: &str) {
     let _ = write!(out, "<svg class=\"axis\" width=\"{}\" height=\"34\">", num(FOREST_WIDTH));
     let _ = write!(
         out,
-        "<text x=\"{}\" y=\"26\" text-anchor=\"end\" class=\"tick\">{}</text>",
+        "<text x=\"{}\" y=\"12\" text-anchor=\"end\" class=\"tick\">{}</text>",
         num(NAME_WIDTH),
         esc(caption)
     );
@@ -672,6 +724,7 @@ mod tests {
         let html = render_html(&sample(&refs));
         assert!(html.contains("<div class=\"scroll\"><svg class=\"forest\""));
         assert!(html.contains("data-row-height=\"15\""));
+        assert_eq!(html.matches("<svg class=\"overview\"").count(), 1);
     }
 
     #[test]

@@ -406,3 +406,152 @@ fn machine_groups(sources: &[Source], labels: &[String]) -> Vec<MachineGroup> {
     }
     groups
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CommandResult, ExitInfo, Machine, Settings};
+
+    fn runs(level: f64) -> Vec<Run> {
+        (0..8)
+            .map(|i| Run {
+                round: i,
+                wall_s: level * (1.0 + 0.002 * (i % 3) as f64),
+                exit: ExitInfo { exit_code: Some(0), signal: None, timed_out: false },
+                ..Run::default()
+            })
+            .collect()
+    }
+
+    fn experiment(commands: &[(&str, f64)], comparisons: Vec<Comparison>) -> Experiment {
+        Experiment {
+            schema_version: crate::model::SCHEMA_VERSION,
+            perflab_version: "0.1.0".into(),
+            started_at: String::new(),
+            machine: Machine { hostname: "h".into(), ..Machine::default() },
+            settings: Settings {
+                seed: 0,
+                warmup_rounds: 0,
+                min_rounds: 6,
+                fixed_rounds: None,
+                max_rounds: 8,
+                max_time_s: 1.0,
+                threshold: 0.01,
+                confidence: 0.95,
+                env_padding: false,
+                mode: "wall".into(),
+                timeout_s: None,
+            },
+            rounds: 8,
+            stop_reason: StopReason::FixedRounds,
+            commands: commands
+                .iter()
+                .map(|(name, level)| CommandResult {
+                    name: name.to_string(),
+                    argv: vec![],
+                    command_line: String::new(),
+                    runs: runs(*level),
+                    summary: Default::default(),
+                })
+                .collect(),
+            comparisons,
+            warnings: vec![],
+            environment: Default::default(),
+        }
+    }
+
+    fn source(benchmark: &str, commands: &[(&str, f64)], comparisons: Vec<Comparison>) -> Source {
+        Source {
+            benchmark: benchmark.into(),
+            command_labels: commands.iter().map(|(n, _)| Some(n.to_string())).collect(),
+            machine_fingerprint: "fp".into(),
+            complete: true,
+            experiment: experiment(commands, comparisons),
+        }
+    }
+
+    fn options() -> Options {
+        Options { metric: metric::WALL.into(), ..Options::default() }
+    }
+
+    #[test]
+    fn defaults_compare_the_newest_label_with_the_oldest() {
+        let sources = vec![source("b", &[("old", 1.0)], vec![]), source("b", &[("mid", 1.0)], vec![]), source("b", &[("new", 1.5)], vec![])];
+        let data = build(sources, &["old".into(), "mid".into(), "new".into()], &options()).unwrap();
+        assert_eq!(data.reference, "old");
+        assert_eq!(data.comparisons.len(), 1);
+        let row = &data.comparisons[0].rows[0];
+        assert_eq!((data.comparisons[0].label.as_str(), row.method, row.verdict), ("new", CiMethod::Independent, Verdict::Slower));
+        assert!(row.ci_low <= 1.5 && 1.5 <= row.ci_high * 1.01, "{row:?}");
+        assert_eq!(data.histories[0].points.len(), 3);
+    }
+
+    #[test]
+    fn a_paired_comparison_run_the_other_way_round_is_inverted() {
+        let c = Comparison {
+            baseline: "new".into(),
+            candidate: "old".into(),
+            metric: metric::WALL.into(),
+            ratio: 0.8,
+            ci_low: 0.78,
+            ci_high: 0.82,
+            confidence: 0.95,
+            look_confidence: 0.99,
+            p_value: 0.001,
+            verdict: Verdict::Faster,
+            below_threshold: false,
+            n: 8,
+            flags: vec![],
+        };
+        let sources = vec![source("b", &[("new", 1.25), ("old", 1.0)], vec![c])];
+        let opts = Options { reference: Some("old".into()), labels: vec!["new".into()], ..options() };
+        let data = build(sources, &[], &opts).unwrap();
+        let row = &data.comparisons[0].rows[0];
+        assert_eq!((row.method, row.verdict, row.n), (CiMethod::Paired, Verdict::Slower, 8));
+        assert!((row.ratio - 1.25).abs() < 1e-12);
+        assert!((row.ci_low - 1.0 / 0.82).abs() < 1e-12 && (row.ci_high - 1.0 / 0.78).abs() < 1e-12);
+    }
+
+    #[test]
+    fn history_marks_the_label_where_a_shift_began() {
+        let labels: Vec<String> = (0..12).map(|i| format!("v{i:02}")).collect();
+        let sources: Vec<Source> =
+            labels.iter().enumerate().map(|(i, l)| source("b", &[(l, if i >= 6 { 1.3 } else { 1.0 } * (1.0 + 0.001 * (i % 2) as f64))], vec![])).collect();
+        let data = build(sources, &labels, &options()).unwrap();
+        let cps = &data.histories[0].change_points;
+        assert_eq!(cps.len(), 1, "{cps:?}");
+        assert_eq!(data.histories[0].points[cps[0].index].label, "v06");
+        assert!(cps[0].ratio > 1.25 && cps[0].ratio < 1.35);
+    }
+
+    #[test]
+    fn stored_experiments_map_commands_to_labels() {
+        let known: BTreeSet<&str> = ["base", "feature"].into_iter().collect();
+        let stored = |label: &str, commands: &[(&str, f64)]| StoredExperiment {
+            id: 1,
+            label: label.into(),
+            label_order: 0,
+            benchmark: "b".into(),
+            git_commit: None,
+            source: "run".into(),
+            recorded_at: String::new(),
+            machine_fingerprint: "fp".into(),
+            complete: true,
+            experiment: experiment(commands, vec![]),
+        };
+        // A command named after a stored label measured that label.
+        let s = Source::from_stored(stored("feature", &[("base", 1.0), ("feature", 1.1)]), &known);
+        assert_eq!(s.command_labels, vec![Some("base".to_string()), Some("feature".to_string())]);
+        // Otherwise the last command is the experiment's label; an unnamed baseline is none.
+        let s = Source::from_stored(stored("feature", &[("./old", 1.0), ("./new", 1.1)]), &known);
+        assert_eq!(s.command_labels, vec![None, Some("feature".to_string())]);
+    }
+
+    #[test]
+    fn verdicts_from_intervals() {
+        assert_eq!(interval_verdict(1.02, 1.05, 0.01), Verdict::Slower);
+        assert_eq!(interval_verdict(0.9, 0.95, 0.01), Verdict::Faster);
+        assert_eq!(interval_verdict(0.995, 1.004, 0.01), Verdict::Equivalent);
+        assert_eq!(interval_verdict(0.98, 1.03, 0.01), Verdict::Inconclusive);
+    }
+}

@@ -169,9 +169,11 @@ pub fn format_ratio(ratio: f64) -> String {
     if !ratio.is_finite() {
         return "n/a".into();
     }
-    // Three decimals near 1× keep the ends of a narrow interval apart (1.198× – 1.203×).
-    let digits = if (0.9995..1.0005).contains(&ratio) {
+    // Three decimals (four within 0.05 % of 1×) keep the ends of a narrow interval apart (1.198× – 1.203×).
+    let digits = if ratio == 1.0 {
         0
+    } else if (0.9995..1.0005).contains(&ratio) {
+        4
     } else if (0.5..2.0).contains(&ratio) {
         3
     } else if (0.1..10.0).contains(&ratio) {
@@ -312,6 +314,7 @@ mod tests {
     #[test]
     fn formats_ratios_changes_and_values() {
         assert_eq!(format_ratio(1.0), "1×");
+        assert_eq!(format_ratio(1.00031), "1.0003×");
         assert_eq!(format_ratio(1.05), "1.05×");
         assert_eq!(format_ratio(0.95), "0.95×");
         assert_eq!(format_ratio(1.5), "1.5×");
