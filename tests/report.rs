@@ -273,7 +273,10 @@ fn report_renders_in_headless_chromium_without_errors_or_injected_script() {
         r.setAttribute('data-bars',String(document.querySelectorAll('svg.forest rect.bar').length));\
         r.setAttribute('data-errbars',String(document.querySelectorAll('svg.forest path.errbar').length));\
         var t=[].map.call(document.querySelectorAll('svg.forest g.r text:first-of-type'),function(e){return e.textContent;});\
-        r.setAttribute('data-evil-text',String(t.indexOf('\\x3cscript>alert(1)\\x3c/script>')>=0));});</script>";
+        r.setAttribute('data-evil-text',String(t.indexOf('\\x3cscript>alert(1)\\x3c/script>')>=0));\
+        var box=document.getElementById('filter');box.value='bench-0';box.dispatchEvent(new Event('input'));\
+        var shown=function(sel){return [].filter.call(document.querySelectorAll(sel),function(e){return e.style.display!=='none';}).length;};\
+        r.setAttribute('data-filtered',shown('svg.forest g.r')+'/'+shown('figure.h'));});</script>";
     let probed = html.replacen("<head>", &format!("<head>{probe}"), 1);
     let page = dir.path().join("probed.html");
     std::fs::write(&page, probed).unwrap();
@@ -291,6 +294,9 @@ fn report_renders_in_headless_chromium_without_errors_or_injected_script() {
     assert!(root.contains(&format!("data-bars=\"{n}\"")), "{root}");
     assert!(root.contains(&format!("data-errbars=\"{n}\"")), "{root}");
     assert!(root.contains("data-evil-text=\"true\""), "the script-like name is not shown as text: {root}");
+    // The name filter keeps the matching rows and history charts only.
+    let matching = benchmarks.iter().filter(|b| b.contains("bench-0")).count();
+    assert!(root.contains(&format!("data-filtered=\"{matching}/{matching}\"")), "{root}");
 
     // A screenshot of the unmodified page, kept for people to look at.
     let shot = out.with_extension("png");

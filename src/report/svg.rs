@@ -221,8 +221,24 @@ pub fn format_value(value: f64, unit: &str) -> String {
         };
         return format!("{} {prefix}s", significant(scaled, 3));
     }
-    let text = significant(value, 4);
+    let text = if value.abs() >= 10_000.0 { grouped(value.round()) } else { significant(value, 4) };
     if unit.is_empty() { text } else { format!("{text} {unit}") }
+}
+
+/// An integral value with thousands separators: counts like 274,220,941 stay readable.
+fn grouped(value: f64) -> String {
+    let digits = format!("{:.0}", value.abs());
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if value < 0.0 {
+        out.push('-');
+    }
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
 }
 
 /// `value` with about `digits` significant digits and no trailing zeros; large values
@@ -325,7 +341,10 @@ mod tests {
         assert_eq!(format_change(1.0), "±0.0 %");
         assert_eq!(format_value(0.001234, "s"), "1.23 ms");
         assert_eq!(format_value(2.5e-6, "s"), "2.5 µs");
-        assert_eq!(format_value(12345.0, "KiB"), "12345 KiB");
+        assert_eq!(format_value(12345.0, "KiB"), "12,345 KiB");
+        assert_eq!(format_value(274220941.4, ""), "274,220,941");
+        assert_eq!(format_value(-1234567.0, ""), "-1,234,567");
+        assert_eq!(format_value(4096.0, "KiB"), "4096 KiB");
         assert_eq!(format_value(f64::NAN, ""), "n/a");
         assert_eq!(num(12.34), "12.3");
         assert_eq!(num(12.0), "12");
