@@ -17,6 +17,12 @@ pub struct Cli {
 pub enum Command {
     /// Compare two or more commands in randomized interleaved rounds (the first is the baseline).
     Compare(crate::compare::CompareArgs),
+    /// Store results from a hyperfine or perflab JSON file in the history database.
+    Import(crate::store::exchange::ImportArgs),
+    /// Write stored results as JSON.
+    Export(crate::store::exchange::ExportArgs),
+    /// Each benchmark over labels, per machine, with change points.
+    History(crate::history::HistoryArgs),
     /// Write one self-contained HTML report: relative time vs a reference label, history, counters, machine.
     Report(crate::report::ReportArgs),
 }
@@ -35,6 +41,9 @@ pub fn main() -> i32 {
     crate::render::color::init(&cli.color);
     let result = match cli.command {
         Command::Compare(args) => crate::compare::main(args),
+        Command::Import(args) => crate::store::exchange::import_main(args),
+        Command::Export(args) => crate::store::exchange::export_main(args),
+        Command::History(args) => crate::history::main(args),
         Command::Report(args) => crate::report::main(args),
     };
     match result {

@@ -15,6 +15,7 @@ pub mod cli;
 pub mod command;
 pub mod compare;
 pub mod error;
+pub mod history;
 pub mod interrupt;
 pub mod machine;
 pub mod measure;
@@ -23,6 +24,7 @@ pub mod render;
 pub mod report;
 pub mod stats;
 pub mod store;
+pub mod suite;
 
 
 

@@ -9,6 +9,7 @@
 //! commits each run as it completes (a `kill -9` loses at most the run in flight), and
 //! [`Recorder::finish`] adds the summaries and comparisons.
 
+pub mod exchange;
 pub mod postgres;
 pub mod sqlite;
 
@@ -84,7 +85,7 @@ fn opt_text(v: Option<&str>) -> Value {
 pub trait Backend {
     /// `sqlite` or `postgres`.
     fn kind(&self) -> &'static str;
-    /// Replace the `{id}`/`{int}`/`{real}` type tokens in DDL.
+    /// Replace the `{id}`/`{int}`/`{real}`/`{without_rowid}` tokens in DDL.
     fn dialect(&self, ddl: &str) -> String;
     fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64>;
     fn query(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<Vec<Vec<Value>>>;
@@ -150,7 +151,7 @@ CREATE TABLE commands (
     argv TEXT NOT NULL,
     command_line TEXT NOT NULL,
     PRIMARY KEY (experiment_id, idx)
-);
+){without_rowid};
 CREATE TABLE runs (
     id {id},
     experiment_id {int} NOT NULL REFERENCES experiments(id),
@@ -179,7 +180,7 @@ CREATE TABLE counters (
     scaled {int} NOT NULL,
     reason TEXT,
     PRIMARY KEY (run_id, name)
-);
+){without_rowid};
 CREATE TABLE summaries (
     experiment_id {int} NOT NULL REFERENCES experiments(id),
     command_idx {int} NOT NULL,
@@ -195,7 +196,7 @@ CREATE TABLE summaries (
     ci_low {real},
     ci_high {real},
     PRIMARY KEY (experiment_id, command_idx, metric)
-);
+){without_rowid};
 CREATE TABLE comparisons (
     experiment_id {int} NOT NULL REFERENCES experiments(id),
     idx {int} NOT NULL,
@@ -213,7 +214,7 @@ CREATE TABLE comparisons (
     n {int} NOT NULL,
     flags TEXT NOT NULL,
     PRIMARY KEY (experiment_id, idx)
-);
+){without_rowid};
 "#;
 
 /// The latest schema version this perflab writes.
@@ -243,12 +244,15 @@ pub struct Query {
     pub machine: Option<String>,
 }
 
-/// One stored experiment with its metadata.
-#[derive(Debug, Clone, PartialEq)]
+/// One stored experiment with its metadata (also the record of `perflab export`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StoredExperiment {
+    /// The row id in the database it was read from (ignored on import).
+    #[serde(default)]
     pub id: i64,
     pub label: String,
     /// Position of the label in stored order (first use), for history's x axis.
+    #[serde(default)]
     pub label_order: i64,
     pub benchmark: String,
     pub git_commit: Option<String>,

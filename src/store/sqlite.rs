@@ -55,7 +55,12 @@ impl Backend for Sqlite {
     }
 
     fn dialect(&self, ddl: &str) -> String {
-        ddl.replace("{id}", "INTEGER PRIMARY KEY").replace("{int}", "INTEGER").replace("{real}", "REAL")
+        // WITHOUT ROWID stores composite-key rows once, in the key's b-tree, instead of
+        // a rowid table plus an index (counters shrink by about a third).
+        ddl.replace("{id}", "INTEGER PRIMARY KEY")
+            .replace("{int}", "INTEGER")
+            .replace("{real}", "REAL")
+            .replace("{without_rowid}", " WITHOUT ROWID")
     }
 
     fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64> {

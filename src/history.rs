@@ -1,0 +1,424 @@
+//! `perflab history`: each benchmark's metric over labels (in stored order), per
+//! machine, with sparklines, median and CI per label, and the change points where a
+//! shift began. [`build`] is also what the HTML report draws its history lines from.
+
+use crate::error::{Failure, EXIT_OK};
+use crate::model::{metric, Machine};
+use crate::stats::changepoint::{self, ChangePointConfig};
+use crate::store::exchange::{write_json, DbArgs};
+use crate::store::{describe_machine, Query, StoredExperiment};
+use clap::Args;
+use serde::Serialize;
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only this benchmark (exact name, else every benchmark whose name contains it).
+    #[arg(value_name = "BENCH")]
+    pub bench: Option<String>,
+    /// Only this machine (fingerprint prefix or hostname); needed to see one when
+    /// results come from several.
+    #[arg(long, value_name = "MACHINE")]
+    pub machine: Option<String>,
+    /// The metric to follow (wall_s, cpu_s, max_rss_kib, a counter such as instructions).
+    #[arg(long, default_value = metric::WALL, value_name = "METRIC")]
+    pub metric: String,
+    /// Also write the history as JSON (`-` for stdout instead of the table).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// A metric's history, per machine (never mixed across machine fingerprints).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct History {
+    pub metric: String,
+    pub machines: Vec<MachineHistory>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MachineHistory {
+    pub fingerprint: String,
+    pub description: String,
+    pub machine: Machine,
+    pub benchmarks: Vec<BenchmarkHistory>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BenchmarkHistory {
+    pub name: String,
+    /// One point per label, in stored label order.
+    pub points: Vec<Point>,
+    pub change_points: Vec<Shift>,
+}
+
+/// The metric of one benchmark under one label: all runs of the measured command
+/// (the last command of each experiment) pooled.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Point {
+    pub label: String,
+    pub n: usize,
+    pub median: f64,
+    /// 95 % distribution-free interval of the median (None for fewer than 6 runs).
+    pub median_ci: Option<(f64, f64)>,
+    /// True when some of these runs come from an experiment that did not finish.
+    pub incomplete: bool,
+}
+
+/// A shift in the series of label medians.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Shift {
+    /// The first label after the shift.
+    pub label: String,
+    /// Its index in `points`.
+    pub index: usize,
+    pub before: f64,
+    pub after: f64,
+    /// after / before.
+    pub ratio: f64,
+    /// 95 % interval of the ratio.
+    pub ratio_ci: (f64, f64),
+    pub p_value: f64,
+}
+
+/// The history of `metric` in `experiments` (as read from the store, oldest label first).
+pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
+    // Runs pooled per (machine, benchmark, label), in first-seen order.
+    struct Pool<'a> {
+        label: &'a str,
+        incomplete: bool,
+        values: Vec<f64>,
+    }
+    let mut groups: Vec<(&StoredExperiment, Vec<(&str, Vec<Pool>)>)> = Vec::new();
+    for e in experiments {
+        let Some(measured) = e.experiment.commands.last() else { continue };
+        let values: Vec<f64> = measured.runs.iter().filter_map(|r| r.metric(metric_name)).filter(|v| v.is_finite()).collect();
+        if values.is_empty() {
+            continue;
+        }
+        let m = match groups.iter().position(|(first, _)| first.machine_fingerprint == e.machine_fingerprint) {
+            Some(i) => i,
+            None => {
+                groups.push((e, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        let benchmarks = &mut groups[m].1;
+        let b = match benchmarks.iter().position(|(name, _)| *name == e.benchmark) {
+            Some(i) => i,
+            None => {
+                benchmarks.push((&e.benchmark, Vec::new()));
+                benchmarks.len() - 1
+            }
+        };
+        let pools = &mut benchmarks[b].1;
+        match pools.iter_mut().find(|p| p.label == e.label) {
+            Some(p) => {
+                p.incomplete |= !e.complete;
+                p.values.extend(values);
+            }
+            None => pools.push(Pool { label: &e.label, incomplete: !e.complete, values }),
+        }
+    }
+    let machines = groups
+        .into_iter()
+        .map(|(first, benchmarks)| MachineHistory {
+            fingerprint: first.machine_fingerprint.clone(),
+            description: describe_machine(&first.machine_fingerprint, &first.experiment.machine),
+            machine: first.experiment.machine.clone(),
+            benchmarks: benchmarks
+                .into_iter()
+                .map(|(name, pools)| {
+                    let points: Vec<Point> = pools
+                        .into_iter()
+                        .map(|p| {
+                            let s = crate::stats::summary::summarize(&p.values);
+                            Point { label: p.label.to_string(), n: s.n, median: s.median, median_ci: s.median_ci, incomplete: p.incomplete }
+                        })
+                        .collect();
+                    let change_points = shifts(&points);
+                    BenchmarkHistory { name: name.to_string(), points, change_points }
+                })
+                .collect(),
+        })
+        .collect();
+    History { metric: metric_name.to_string(), machines }
+}
+
+/// Change points in the series of label medians.
+fn shifts(points: &[Point]) -> Vec<Shift> {
+    let medians: Vec<f64> = points.iter().map(|p| p.median).collect();
+    changepoint::detect(&medians, &ChangePointConfig::default())
+        .into_iter()
+        .filter_map(|c| {
+            Some(Shift {
+                label: points.get(c.index)?.label.clone(),
+                index: c.index,
+                before: c.before,
+                after: c.after,
+                ratio: c.ratio,
+                ratio_ci: c.ci,
+                p_value: c.p_value,
+            })
+        })
+        .collect()
+}
+
+pub fn main(args: HistoryArgs) -> Result<i32, Failure> {
+    let mut store = args.db.open()?;
+    let mut experiments = store.experiments(&Query { label: None, benchmark: None, machine: args.machine.clone() })?;
+    if let Some(bench) = &args.bench {
+        let exact = experiments.iter().any(|e| &e.benchmark == bench);
+        experiments.retain(|e| if exact { &e.benchmark == bench } else { e.benchmark.contains(bench.as_str()) });
+        if experiments.is_empty() {
+            return Err(crate::usage!("no stored benchmark matches `{bench}` in {}", store.location()));
+        }
+    }
+    if experiments.is_empty() {
+        return Err(match &args.machine {
+            Some(m) => crate::usage!("no results from machine `{m}` in {} (see `perflab export` for what is stored)", store.location()),
+            None => crate::usage!("{} holds no results yet: store some with `perflab run` or `compare --save`", store.location()),
+        });
+    }
+    let history = build(&experiments, &args.metric);
+    if history.machines.is_empty() {
+        return Err(crate::usage!("no stored run has the metric `{}`", args.metric));
+    }
+    if let Some(path) = &args.json {
+        write_json(path, &history)?;
+        if path == "-" {
+            return Ok(EXIT_OK);
+        }
+    }
+    print!("{}", render(&history, args.bench.is_some()));
+    Ok(EXIT_OK)
+}
+
+/// The terminal rendering: per machine, one row per benchmark with a sparkline, or one
+/// row per label when a single benchmark is shown in detail.
+pub fn render(history: &History, detail: bool) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if history.machines.len() > 1 {
+        let _ = writeln!(
+            out,
+            "note: results come from {} different machines and are shown separately; pick one with --machine FINGERPRINT",
+            history.machines.len()
+        );
+    }
+    for machine in &history.machines {
+        let _ = writeln!(out, "machine {}", machine.description);
+        for bench in &machine.benchmarks {
+            let detailed = detail || machine.benchmarks.len() == 1;
+            if detailed {
+                out.push_str(&render_detail(bench, &history.metric));
+            }
+        }
+        if !(detail || machine.benchmarks.len() == 1) {
+            out.push_str(&render_overview(&machine.benchmarks, &history.metric));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn render_overview(benchmarks: &[BenchmarkHistory], metric_name: &str) -> String {
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::NOTHING);
+    table.set_header(vec!["benchmark", "labels", "history", &format!("latest {metric_name}"), "change points"]);
+    for b in benchmarks {
+        let latest = b.points.last().map_or(String::new(), |p| format_point(p, metric_name));
+        let medians: Vec<f64> = b.points.iter().map(|p| p.median).collect();
+        table.add_row(vec![
+            b.name.clone(),
+            b.points.len().to_string(),
+            sparkline(&medians),
+            latest,
+            b.change_points.iter().map(describe_shift).collect::<Vec<_>>().join("; "),
+        ]);
+    }
+    table.to_string() + "\n"
+}
+
+fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
+    let medians: Vec<f64> = bench.points.iter().map(|p| p.median).collect();
+    let mut out = format!("{}  {}\n", bench.name, sparkline(&medians));
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::NOTHING);
+    table.set_header(vec!["label", "runs", &format!("median {metric_name}"), "95% CI", "vs previous", ""]);
+    for (i, p) in bench.points.iter().enumerate() {
+        let change = if i == 0 { String::new() } else { format!("{:+.1} %", (p.median / bench.points[i - 1].median - 1.0) * 100.0) };
+        let mark = bench
+            .change_points
+            .iter()
+            .find(|c| c.index == i)
+            .map_or(String::new(), |c| format!("◀ shift {}", describe_shift(c)));
+        table.add_row(vec![
+            p.label.clone() + if p.incomplete { " (incomplete)" } else { "" },
+            p.n.to_string(),
+            format_value(p.median, metric_name),
+            p.median_ci.map_or("n < 6".into(), |(lo, hi)| {
+                format!("{} – {}", format_value(lo, metric_name), format_value(hi, metric_name))
+            }),
+            change,
+            mark,
+        ]);
+    }
+    if bench.change_points.is_empty() {
+        out.push_str(&table.to_string());
+        out.push_str("\nno change point\n");
+    } else {
+        out.push_str(&table.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+fn describe_shift(c: &Shift) -> String {
+    format!(
+        "{:+.1} % at `{}` (CI {:+.1} … {:+.1} %, p = {:.3})",
+        (c.ratio - 1.0) * 100.0,
+        c.label,
+        (c.ratio_ci.0 - 1.0) * 100.0,
+        (c.ratio_ci.1 - 1.0) * 100.0,
+        c.p_value
+    )
+}
+
+fn format_point(p: &Point, metric_name: &str) -> String {
+    match p.median_ci {
+        Some((lo, hi)) => format!(
+            "{} [{} – {}] ({})",
+            format_value(p.median, metric_name),
+            format_value(lo, metric_name),
+            format_value(hi, metric_name),
+            p.label
+        ),
+        None => format!("{} ({})", format_value(p.median, metric_name), p.label),
+    }
+}
+
+/// A value with its unit, seconds scaled to ms/µs for readability.
+fn format_value(v: f64, metric_name: &str) -> String {
+    match metric::unit(metric_name) {
+        "s" if v.abs() < 1e-3 => format!("{:.1} µs", v * 1e6),
+        "s" if v.abs() < 1.0 => format!("{:.2} ms", v * 1e3),
+        "s" => format!("{v:.3} s"),
+        "" => format!("{v:.4}"),
+        unit => format!("{v:.0} {unit}"),
+    }
+}
+
+/// One Unicode block per value, scaled between the series' minimum and maximum.
+pub fn sparkline(values: &[f64]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let (min, max) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    values
+        .iter()
+        .map(|&v| {
+            if !(max > min) {
+                BARS[3]
+            } else {
+                BARS[(((v - min) / (max - min)) * 7.0).round().clamp(0.0, 7.0) as usize]
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CommandResult, Experiment, Run, Settings, StopReason};
+
+    fn stored(label: &str, order: i64, bench: &str, host: &str, walls: &[f64]) -> StoredExperiment {
+        let machine = Machine { hostname: host.into(), ..Machine::default() };
+        StoredExperiment {
+            id: 0,
+            label: label.into(),
+            label_order: order,
+            benchmark: bench.into(),
+            git_commit: None,
+            source: "test".into(),
+            recorded_at: String::new(),
+            machine_fingerprint: crate::store::fingerprint(&machine),
+            complete: true,
+            experiment: Experiment {
+                schema_version: 1,
+                perflab_version: String::new(),
+                started_at: String::new(),
+                machine,
+                settings: Settings {
+                    seed: 0,
+                    warmup_rounds: 0,
+                    min_rounds: 1,
+                    fixed_rounds: None,
+                    max_rounds: 1,
+                    max_time_s: 1.0,
+                    threshold: 0.01,
+                    confidence: 0.95,
+                    env_padding: false,
+                    mode: "wall".into(),
+                    timeout_s: None,
+                },
+                rounds: walls.len() as u32,
+                stop_reason: StopReason::FixedRounds,
+                commands: vec![
+                    CommandResult { name: "base".into(), argv: vec![], command_line: String::new(), runs: vec![], summary: Default::default() },
+                    CommandResult {
+                        name: "x".into(),
+                        argv: vec![],
+                        command_line: String::new(),
+                        runs: walls.iter().map(|&w| Run { wall_s: w, ..Run::default() }).collect(),
+                        summary: Default::default(),
+                    },
+                ],
+                comparisons: vec![],
+                warnings: vec![],
+                environment: Default::default(),
+            },
+        }
+    }
+
+    #[test]
+    fn machines_are_kept_apart_and_labels_pooled() {
+        let exps = vec![
+            stored("v1", 1, "a", "h1", &[1.0, 2.0, 3.0]),
+            stored("v1", 1, "a", "h1", &[4.0, 5.0]),
+            stored("v1", 1, "a", "h2", &[9.0]),
+            stored("v2", 2, "a", "h1", &[6.0]),
+        ];
+        let h = build(&exps, "wall_s");
+        assert_eq!(h.machines.len(), 2);
+        let a = &h.machines[0].benchmarks[0];
+        assert_eq!(a.points.len(), 2);
+        assert_eq!((a.points[0].label.as_str(), a.points[0].n, a.points[0].median), ("v1", 5, 3.0));
+        assert_eq!(h.machines[1].benchmarks[0].points[0].median, 9.0);
+        let text = render(&h, false);
+        assert!(text.contains("2 different machines"), "{text}");
+    }
+
+    #[test]
+    fn a_step_is_reported_at_the_label_where_it_began() {
+        let mut exps = Vec::new();
+        for i in 0..16 {
+            let level = if i < 9 { 1.0 } else { 1.3 };
+            let jitter = ((i * 7919) % 13) as f64 / 1000.0;
+            let walls: Vec<f64> = (0..7).map(|k| level + jitter + k as f64 * 1e-4).collect();
+            exps.push(stored(&format!("v{i}"), i, "a", "h1", &walls));
+        }
+        let h = build(&exps, "wall_s");
+        let shifts = &h.machines[0].benchmarks[0].change_points;
+        assert_eq!(shifts.len(), 1, "{shifts:?}");
+        assert_eq!(shifts[0].label, "v9");
+        assert!((shifts[0].ratio - 1.3).abs() < 0.05, "{shifts:?}");
+        let text = render(&h, true);
+        assert!(text.contains("◀ shift"), "{text}");
+    }
+
+    #[test]
+    fn sparkline_spans_the_range() {
+        assert_eq!(sparkline(&[1.0, 2.0, 3.0]), "▁▅█");
+        assert_eq!(sparkline(&[5.0, 5.0]), "▄▄");
+        assert_eq!(sparkline(&[]), "");
+    }
+}

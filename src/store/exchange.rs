@@ -1,0 +1,340 @@
+//! Getting results into and out of the store: `perflab import` (hyperfine JSON,
+//! perflab JSON, perflab exports), `perflab export`, and `compare --save`.
+
+use super::{current_git_commit, Meta, Query, Store, StoredExperiment};
+use crate::error::{Failure, EXIT_OK};
+use crate::model::{CommandResult, Experiment, ExitInfo, Machine, Run, Settings, StopReason, SCHEMA_VERSION};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Which database to use (every store command takes it).
+#[derive(Debug, Clone, Args, Default)]
+pub struct DbArgs {
+    /// The history database: a SQLite file or a postgres:// URL
+    /// [env: PERFLAB_DB; default: .perflab/perflab.db].
+    #[arg(long = "db", value_name = "URL")]
+    pub db: Option<String>,
+}
+
+impl DbArgs {
+    pub fn open(&self) -> Result<Store, Failure> {
+        Store::open(self.db.as_deref())
+    }
+}
+
+/// `compare --save`: store the comparison in the history too.
+#[derive(Debug, Clone, Args, Default)]
+pub struct SaveArgs {
+    /// Store the result in the history database.
+    #[arg(long)]
+    pub save: bool,
+    /// Label to store it under (default: the git commit, else the time).
+    #[arg(long, value_name = "LABEL", requires = "save")]
+    pub label: Option<String>,
+    /// Benchmark name to store it under (default: the command names joined by ` vs `).
+    #[arg(long = "bench", value_name = "NAME", requires = "save")]
+    pub bench: Option<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+impl SaveArgs {
+    /// Store `experiment` when `--save` was given; says where on stderr.
+    pub fn save(&self, experiment: &Experiment) -> Result<(), Failure> {
+        if !self.save {
+            return Ok(());
+        }
+        let git_commit = current_git_commit();
+        let label = self.label.clone().unwrap_or_else(|| default_label(git_commit.as_deref()));
+        let benchmark = self.bench.clone().unwrap_or_else(|| {
+            experiment.commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" vs ")
+        });
+        let mut store = self.db.open()?;
+        store.save(&Meta { label: label.clone(), benchmark: benchmark.clone(), git_commit, source: "compare".into() }, experiment)?;
+        eprintln!("saved `{benchmark}` as label `{label}` in {}", store.location());
+        Ok(())
+    }
+}
+
+/// The label used when none is given: the short git commit, else the UTC time.
+pub fn default_label(git_commit: Option<&str>) -> String {
+    match git_commit {
+        Some(c) => c.chars().take(12).collect::<String>() + if c.ends_with("-dirty") { "-dirty" } else { "" },
+        None => chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// A hyperfine `--export-json` file, a perflab `--json` result, or a perflab export.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+    /// Label to store under (required for hyperfine and perflab results; overrides an export's labels).
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Benchmark name for a perflab result (default: its command names joined by ` vs `).
+    #[arg(long = "bench", value_name = "NAME")]
+    pub bench: Option<String>,
+    /// The hyperfine file was measured on this machine: record its fingerprint
+    /// (hyperfine records none, so by default it is stored as an unknown machine).
+    #[arg(long)]
+    pub this_machine: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Only this label.
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Only this benchmark.
+    #[arg(long = "bench", value_name = "NAME")]
+    pub bench: Option<String>,
+    /// Only this machine (fingerprint prefix or hostname).
+    #[arg(long, value_name = "MACHINE")]
+    pub machine: Option<String>,
+    /// Where to write (`-` for stdout, the default).
+    #[arg(long, value_name = "FILE", default_value = "-")]
+    pub json: String,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// The file `perflab export` writes and `perflab import` reads back.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ExportFile {
+    /// Always `perflab-export`.
+    pub format: String,
+    pub format_version: u32,
+    pub experiments: Vec<StoredExperiment>,
+}
+
+const EXPORT_FORMAT: &str = "perflab-export";
+
+/// hyperfine's `--export-json` (the fields perflab uses; see hyperfine's
+/// src/export/json.rs). `memory_usage_byte` exists from hyperfine 1.17 on.
+#[derive(Debug, Deserialize)]
+struct HyperfineFile {
+    results: Vec<HyperfineResult>,
+}
+
+#[derive(Debug, Deserialize)]
+struct HyperfineResult {
+    command: String,
+    user: Option<f64>,
+    system: Option<f64>,
+    times: Option<Vec<f64>>,
+    exit_codes: Option<Vec<Option<i32>>>,
+    #[serde(default)]
+    memory_usage_byte: Option<Vec<u64>>,
+    #[serde(default)]
+    parameters: BTreeMap<String, String>,
+}
+
+pub fn import_main(args: ImportArgs) -> Result<i32, Failure> {
+    let text = std::fs::read_to_string(&args.file).map_err(|e| crate::usage!("cannot read {}: {e}", args.file))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| crate::usage!("{}: not JSON: {e}", args.file))?;
+    let records = to_records(&value, &args)?;
+    let mut store = args.db.open()?;
+    // The commit of the tree the results were imported from, when the file has none.
+    let git_commit = current_git_commit();
+    for record in &records {
+        let meta = Meta {
+            label: record.label.clone(),
+            benchmark: record.benchmark.clone(),
+            git_commit: record.git_commit.clone().or_else(|| git_commit.clone()),
+            source: record.source.clone(),
+        };
+        store.save(&meta, &record.experiment)?;
+    }
+    let labels: std::collections::BTreeSet<&str> = records.iter().map(|r| r.label.as_str()).collect();
+    eprintln!(
+        "imported {} benchmark result{} ({} runs) under label{} {} into {}",
+        records.len(),
+        if records.len() == 1 { "" } else { "s" },
+        records.iter().flat_map(|r| &r.experiment.commands).map(|c| c.runs.len()).sum::<usize>(),
+        if labels.len() == 1 { "" } else { "s" },
+        labels.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", "),
+        store.location()
+    );
+    Ok(EXIT_OK)
+}
+
+/// Recognize the file's format and turn it into records to store.
+fn to_records(value: &serde_json::Value, args: &ImportArgs) -> Result<Vec<StoredExperiment>, Failure> {
+    let file = &args.file;
+    let need_label = |kind: &str| {
+        args.label.clone().ok_or_else(|| crate::usage!("{file} is a {kind} file: pass --label to name these results"))
+    };
+    if value.get("format").and_then(|f| f.as_str()) == Some(EXPORT_FORMAT) {
+        let export: ExportFile = serde_json::from_value(value.clone())
+            .map_err(|e| crate::usage!("{file}: not a valid perflab export: {e}"))?;
+        return Ok(export
+            .experiments
+            .into_iter()
+            .map(|mut r| {
+                if let Some(label) = &args.label {
+                    r.label = label.clone();
+                }
+                r
+            })
+            .collect());
+    }
+    if value.get("results").is_some_and(|r| r.is_array()) {
+        let hyperfine: HyperfineFile = serde_json::from_value(value.clone())
+            .map_err(|e| crate::usage!("{file}: not a valid hyperfine JSON export: {e}"))?;
+        let label = need_label("hyperfine")?;
+        let machine = if args.this_machine {
+            Machine::detect()
+        } else {
+            Machine { hostname: "unknown (hyperfine import)".into(), cpu_model: "unknown".into(), ..Machine::default() }
+        };
+        return from_hyperfine(hyperfine, &label, file, &machine);
+    }
+    if value.get("schema_version").is_some() && value.get("commands").is_some() {
+        let experiment: Experiment = serde_json::from_value(value.clone())
+            .map_err(|e| crate::usage!("{file}: not a valid perflab result: {e}"))?;
+        let label = need_label("perflab result")?;
+        let benchmark = args.bench.clone().unwrap_or_else(|| {
+            experiment.commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" vs ")
+        });
+        return Ok(vec![record(label, benchmark, "import:perflab", experiment)]);
+    }
+    Err(crate::usage!(
+        "{file}: expected hyperfine --export-json output (`results`), a perflab --json result (`schema_version`, `commands`) or a perflab export"
+    ))
+}
+
+fn record(label: String, benchmark: String, source: &str, experiment: Experiment) -> StoredExperiment {
+    StoredExperiment {
+        id: 0,
+        label,
+        label_order: 0,
+        benchmark,
+        git_commit: None,
+        source: source.into(),
+        recorded_at: String::new(),
+        machine_fingerprint: super::fingerprint(&experiment.machine),
+        complete: true,
+        experiment,
+    }
+}
+
+/// One experiment per hyperfine command, so each is a benchmark in the history.
+fn from_hyperfine(file: HyperfineFile, label: &str, path: &str, machine: &Machine) -> Result<Vec<StoredExperiment>, Failure> {
+    let started_at = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .map(|t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_default();
+    let mut records: Vec<StoredExperiment> = Vec::new();
+    for (i, result) in file.results.into_iter().enumerate() {
+        let times = result
+            .times
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| crate::usage!("{path}: result {} (`{}`) has no per-run `times`", i + 1, result.command))?;
+        if let Some(bad) = times.iter().find(|t| !t.is_finite() || **t < 0.0) {
+            return Err(crate::usage!("{path}: result {} has an invalid time {bad}", i + 1));
+        }
+        let mut name = result.command.clone();
+        if !result.parameters.is_empty() {
+            let params: Vec<String> = result.parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            name = format!("{name}[{}]", params.join(","));
+        }
+        let base = name.clone();
+        let mut n = 2;
+        while records.iter().any(|r| r.benchmark == name) {
+            name = format!("{base} ({n})");
+            n += 1;
+        }
+        let runs: Vec<Run> = times
+            .iter()
+            .enumerate()
+            .map(|(round, &wall_s)| Run {
+                round: round as u32,
+                wall_s,
+                max_rss_kib: result.memory_usage_byte.as_ref().and_then(|m| m.get(round)).map_or(0, |b| b / 1024),
+                exit: ExitInfo {
+                    exit_code: result.exit_codes.as_ref().and_then(|c| c.get(round).copied()).unwrap_or(Some(0)),
+                    signal: None,
+                    timed_out: false,
+                },
+                ..Run::default()
+            })
+            .collect();
+        let mut warnings = vec![format!(
+            "imported from hyperfine, which records no per-run user/system time: user_s and sys_s are 0 (hyperfine's means: user {:.6} s, system {:.6} s)",
+            result.user.unwrap_or(0.0),
+            result.system.unwrap_or(0.0)
+        )];
+        if result.memory_usage_byte.is_none() {
+            warnings.push("hyperfine before 1.17 records no memory use: max_rss_kib is 0".into());
+        }
+        let summary = BTreeMap::from([(crate::model::metric::WALL.to_string(), crate::stats::summary::summarize(&times))]);
+        let experiment = Experiment {
+            schema_version: SCHEMA_VERSION,
+            perflab_version: env!("CARGO_PKG_VERSION").into(),
+            started_at: started_at.clone(),
+            machine: machine.clone(),
+            settings: imported_settings(times.len()),
+            rounds: times.len() as u32,
+            stop_reason: StopReason::FixedRounds,
+            commands: vec![CommandResult { name: name.clone(), argv: Vec::new(), command_line: result.command, runs, summary }],
+            comparisons: Vec::new(),
+            warnings,
+            environment: BTreeMap::from([("imported_from".to_string(), "hyperfine".to_string())]),
+        };
+        records.push(record(label.to_string(), name, "import:hyperfine", experiment));
+    }
+    if records.is_empty() {
+        return Err(crate::usage!("{path}: the hyperfine file has no results"));
+    }
+    Ok(records)
+}
+
+/// Settings describing an imported run: its rounds, nothing perflab chose.
+fn imported_settings(rounds: usize) -> Settings {
+    Settings {
+        seed: 0,
+        warmup_rounds: 0,
+        min_rounds: rounds as u32,
+        fixed_rounds: Some(rounds as u32),
+        max_rounds: rounds as u32,
+        max_time_s: 0.0,
+        threshold: 0.0,
+        confidence: 0.95,
+        env_padding: false,
+        mode: "wall".into(),
+        timeout_s: None,
+    }
+}
+
+pub fn export_main(args: ExportArgs) -> Result<i32, Failure> {
+    let mut store = args.db.open()?;
+    let experiments = store.experiments(&Query { label: args.label, benchmark: args.bench, machine: args.machine })?;
+    let export = ExportFile { format: EXPORT_FORMAT.into(), format_version: 1, experiments };
+    write_json(&args.json, &export)?;
+    if args.json != "-" {
+        eprintln!("exported {} experiments to {}", export.experiments.len(), args.json);
+    }
+    Ok(EXIT_OK)
+}
+
+/// Write `value` as pretty JSON to `path` (`-` for stdout), atomically for files.
+pub fn write_json(path: &str, value: &impl Serialize) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value).map_err(anyhow::Error::from)? + "\n";
+    if path == "-" {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        return out.write_all(text.as_bytes()).map_err(|e| crate::usage!("cannot write to stdout: {e}"));
+    }
+    let tmp = format!("{path}.tmp{}", std::process::id());
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            crate::usage!("cannot write {path}: {e}")
+        })
+}

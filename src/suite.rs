@@ -1,0 +1,524 @@
+//! The suite file (`perflab.toml`): benchmarks with command templates and parameters,
+//! builds to compare, and defaults, checked up front with `FILE:LINE: what is expected`.
+//!
+//! See docs/suites.md for the format.
+
+use crate::error::Failure;
+use crate::measure::Mode;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// The suite file used when `--suite` is not given.
+pub const DEFAULT_FILE: &str = "perflab.toml";
+
+/// Measurement options a suite can set in `[defaults]` or per benchmark; `None` means
+/// "not set here" (the benchmark inherits from the defaults, then the command line).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Options {
+    pub rounds: Option<u32>,
+    pub warmup: Option<u32>,
+    pub min_rounds: Option<u32>,
+    pub max_rounds: Option<u32>,
+    /// Seconds.
+    pub max_time: Option<f64>,
+    /// Seconds.
+    pub timeout: Option<f64>,
+    /// Equivalence margin as a fraction (the file says percent).
+    pub threshold: Option<f64>,
+    pub events: Option<Vec<String>>,
+    pub mode: Option<Mode>,
+    /// Run commands through this shell (`shell = true` means `/bin/sh`).
+    pub shell: Option<String>,
+}
+
+impl Options {
+    /// `self`, with anything unset taken from `fallback`.
+    pub fn or(&self, fallback: &Options) -> Options {
+        Options {
+            rounds: self.rounds.or(fallback.rounds),
+            warmup: self.warmup.or(fallback.warmup),
+            min_rounds: self.min_rounds.or(fallback.min_rounds),
+            max_rounds: self.max_rounds.or(fallback.max_rounds),
+            max_time: self.max_time.or(fallback.max_time),
+            timeout: self.timeout.or(fallback.timeout),
+            threshold: self.threshold.or(fallback.threshold),
+            events: self.events.clone().or_else(|| fallback.events.clone()),
+            mode: self.mode.or(fallback.mode),
+            shell: self.shell.clone().or_else(|| fallback.shell.clone()),
+        }
+    }
+}
+
+/// A build or variant: what `{build}` stands for in command templates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Build {
+    pub name: String,
+    /// The text substituted for `{build}` (a `path` is made absolute against the suite's directory).
+    pub value: String,
+    /// A command run once (through `sh -c`) before the build is first measured.
+    pub prepare: Option<String>,
+}
+
+/// One benchmark after parameter expansion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Benchmark {
+    /// `name`, or `name[p=v,q=w]` for one combination of parameters.
+    pub name: String,
+    /// The parameter values of this combination.
+    pub params: BTreeMap<String, String>,
+    /// The command with parameters substituted; `{build}` is still a placeholder.
+    pub command: String,
+    pub setup: Option<String>,
+    pub cleanup: Option<String>,
+    /// The benchmark's own options over the suite's `[defaults]`.
+    pub options: Options,
+}
+
+impl Benchmark {
+    pub fn uses_build(&self) -> bool {
+        expand(&self.command, &|_| None).1.iter().any(|p| p == "build")
+    }
+
+    /// The command line for `build` (`{build}` substituted).
+    pub fn command_for(&self, build: Option<&Build>) -> Result<String, Failure> {
+        match build {
+            Some(b) => Ok(expand(&self.command, &|name| (name == "build").then(|| b.value.clone())).0),
+            None if self.uses_build() => Err(crate::usage!(
+                "benchmark `{}` uses {{build}}: define [builds] in the suite and pass --label or --build naming one",
+                self.name
+            )),
+            None => Ok(self.command.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suite {
+    pub path: PathBuf,
+    pub builds: Vec<Build>,
+    pub benchmarks: Vec<Benchmark>,
+}
+
+impl Suite {
+    pub fn build(&self, name: &str) -> Option<&Build> {
+        self.builds.iter().find(|b| b.name == name)
+    }
+}
+
+macro_rules! with_options {
+    ($(#[$meta:meta])* struct $name:ident { $($(#[$fmeta:meta])* $field:ident : $ty:ty,)* }) => {
+        $(#[$meta])*
+        struct $name {
+            $($(#[$fmeta])* $field: $ty,)*
+            rounds: Option<Spanned<u32>>,
+            warmup: Option<Spanned<u32>>,
+            min_rounds: Option<Spanned<u32>>,
+            max_rounds: Option<Spanned<u32>>,
+            max_time: Option<Spanned<toml::Value>>,
+            timeout: Option<Spanned<toml::Value>>,
+            threshold: Option<Spanned<f64>>,
+            events: Option<Vec<String>>,
+            mode: Option<Spanned<String>>,
+            shell: Option<Spanned<toml::Value>>,
+        }
+
+        impl $name {
+            fn options(&self, file: &SourceFile) -> Result<Options, Failure> {
+                let duration = |v: &Option<Spanned<toml::Value>>| -> Result<Option<f64>, Failure> {
+                    let Some(v) = v else { return Ok(None) };
+                    let parsed = match v.get_ref() {
+                        toml::Value::Integer(i) if *i > 0 => Ok(*i as f64),
+                        toml::Value::Float(f) if f.is_finite() && *f > 0.0 => Ok(*f),
+                        toml::Value::String(s) => crate::compare::parse_duration(s),
+                        _ => Err("expected a positive number of seconds or a duration such as \"90s\" or \"5m\"".to_string()),
+                    };
+                    parsed.map(Some).map_err(|e| file.error(v.span(), &e))
+                };
+                let positive = |v: &Option<Spanned<u32>>, what: &str| -> Result<Option<u32>, Failure> {
+                    match v {
+                        Some(n) if *n.get_ref() == 0 => Err(file.error(n.span(), &format!("{what} must be at least 1"))),
+                        Some(n) => Ok(Some(*n.get_ref())),
+                        None => Ok(None),
+                    }
+                };
+                let threshold = match &self.threshold {
+                    Some(t) if !(0.0..1000.0).contains(t.get_ref()) => {
+                        return Err(file.error(t.span(), "expected `threshold` in percent, from 0 to 1000"))
+                    }
+                    Some(t) => Some(t.get_ref() / 100.0),
+                    None => None,
+                };
+                let mode = match &self.mode {
+                    Some(m) => Some(match m.get_ref().as_str() {
+                        "wall" => Mode::Wall,
+                        "instructions" => Mode::Instructions,
+                        other => {
+                            return Err(file.error(m.span(), &format!("expected `mode` \"wall\" or \"instructions\", found \"{other}\"")))
+                        }
+                    }),
+                    None => None,
+                };
+                let shell = match &self.shell {
+                    Some(s) => match s.get_ref() {
+                        toml::Value::Boolean(true) => Some("/bin/sh".to_string()),
+                        toml::Value::Boolean(false) => None,
+                        toml::Value::String(p) if !p.is_empty() => Some(p.clone()),
+                        _ => return Err(file.error(s.span(), "expected `shell` = true, false or a shell's path")),
+                    },
+                    None => None,
+                };
+                Ok(Options {
+                    rounds: positive(&self.rounds, "rounds")?,
+                    warmup: self.warmup.as_ref().map(|w| *w.get_ref()),
+                    min_rounds: positive(&self.min_rounds, "min_rounds")?,
+                    max_rounds: positive(&self.max_rounds, "max_rounds")?,
+                    max_time: duration(&self.max_time)?,
+                    timeout: duration(&self.timeout)?,
+                    threshold,
+                    events: self.events.clone(),
+                    mode,
+                    shell,
+                })
+            }
+        }
+    };
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSuite {
+    #[serde(default)]
+    defaults: Option<RawDefaults>,
+    #[serde(default)]
+    builds: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
+    benchmark: Vec<Spanned<RawBenchmark>>,
+}
+
+with_options! {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RawDefaults {}
+}
+
+with_options! {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RawBenchmark {
+        name: Spanned<String>,
+        command: Spanned<String>,
+        #[serde(default)]
+        params: BTreeMap<String, Spanned<Vec<toml::Value>>>,
+        setup: Option<String>,
+        cleanup: Option<String>,
+    }
+}
+
+/// The file's text, for turning byte spans into `FILE:LINE:` messages.
+struct SourceFile<'a> {
+    display: String,
+    text: &'a str,
+}
+
+impl SourceFile<'_> {
+    fn line(&self, offset: usize) -> usize {
+        self.text.as_bytes()[..offset.min(self.text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+    }
+
+    fn error(&self, span: std::ops::Range<usize>, message: &str) -> Failure {
+        crate::usage!("{}:{}: {}", self.display, self.line(span.start), message)
+    }
+}
+
+/// Read and check a suite file; every problem is a one-line `FILE:LINE: …` usage error.
+pub fn load(path: &Path) -> Result<Suite, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound && path == Path::new(DEFAULT_FILE) {
+            crate::usage!("no {DEFAULT_FILE} here: write one (see docs/suites.md) or pass --suite FILE")
+        } else {
+            crate::usage!("cannot read {}: {e}", path.display())
+        }
+    })?;
+    parse(&text, path)
+}
+
+/// Parse suite text read from `path` (used for messages and to resolve build paths).
+pub fn parse(text: &str, path: &Path) -> Result<Suite, Failure> {
+    let file = SourceFile { display: path.display().to_string(), text };
+    let raw: RawSuite = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(1, |s| file.line(s.start));
+        // toml's message can span lines (it quotes the source); the first line says it.
+        let message = e.message().lines().next().unwrap_or("invalid TOML").trim_end_matches('.');
+        crate::usage!("{}:{line}: {message}", file.display)
+    })?;
+    if raw.benchmark.is_empty() {
+        return Err(crate::usage!(
+            "{}:1: expected at least one [[benchmark]] table with `name` and `command`",
+            file.display
+        ));
+    }
+    let defaults = match &raw.defaults {
+        Some(d) => d.options(&file)?,
+        None => Options::default(),
+    };
+    let base_dir = path.parent().unwrap_or(Path::new("."));
+    let mut builds = Vec::new();
+    for (name, value) in &raw.builds {
+        builds.push(parse_build(&file, name, value, base_dir)?);
+    }
+
+    let mut benchmarks: Vec<Benchmark> = Vec::new();
+    for spanned in &raw.benchmark {
+        let raw_bench = spanned.get_ref();
+        let name = raw_bench.name.get_ref();
+        if name.trim().is_empty() || name.contains(['[', ']']) {
+            return Err(file.error(raw_bench.name.span(), "expected a non-empty benchmark `name` without `[` or `]`"));
+        }
+        let options = raw_bench.options(&file)?.or(&defaults);
+        let command = raw_bench.command.get_ref();
+        if command.trim().is_empty() {
+            return Err(file.error(raw_bench.command.span(), "expected a non-empty `command`"));
+        }
+        let mut params: Vec<(String, Vec<String>)> = Vec::new();
+        for (key, values) in &raw_bench.params {
+            if key == "build" || !is_placeholder_name(key) {
+                return Err(file.error(
+                    values.span(),
+                    &format!("parameter `{key}`: expected a name of letters, digits, `_` or `-`, other than `build`"),
+                ));
+            }
+            if values.get_ref().is_empty() {
+                return Err(file.error(values.span(), &format!("parameter `{key}`: expected a non-empty list of values")));
+            }
+            let mut texts = Vec::new();
+            for v in values.get_ref() {
+                texts.push(match v {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Integer(i) => i.to_string(),
+                    toml::Value::Float(f) => f.to_string(),
+                    toml::Value::Boolean(b) => b.to_string(),
+                    _ => {
+                        return Err(file.error(
+                            values.span(),
+                            &format!("parameter `{key}`: expected strings or numbers, found {}", v.type_str()),
+                        ))
+                    }
+                });
+            }
+            params.push((key.clone(), texts));
+        }
+        for placeholder in expand(command, &|_| None).1 {
+            if placeholder != "build" && !raw_bench.params.contains_key(&placeholder) {
+                return Err(file.error(
+                    raw_bench.command.span(),
+                    &format!(
+                        "`{{{placeholder}}}` in the command is not a parameter: expected one of {{build}}{} (write `{{{{` for a literal brace)",
+                        raw_bench.params.keys().map(|k| format!(", {{{k}}}")).collect::<String>()
+                    ),
+                ));
+            }
+        }
+        for combination in cartesian(&params) {
+            // Only escapes can name a non-parameter here (unknown placeholders failed
+            // above); answering for them unescapes them. `{build}` waits for command_for.
+            let lookup = |name: &str| {
+                (name != "build").then(|| combination.iter().find(|(k, _)| k == name).map_or(String::new(), |(_, v)| v.clone()))
+            };
+            let command = expand(command, &lookup).0;
+            let full_name = if combination.is_empty() {
+                name.clone()
+            } else {
+                let inner: Vec<String> = combination.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("{name}[{}]", inner.join(","))
+            };
+            if benchmarks.iter().any(|b| b.name == full_name) {
+                return Err(file.error(raw_bench.name.span(), &format!("duplicate benchmark `{full_name}`")));
+            }
+            benchmarks.push(Benchmark {
+                name: full_name,
+                params: combination.into_iter().collect(),
+                command,
+                setup: raw_bench.setup.clone(),
+                cleanup: raw_bench.cleanup.clone(),
+                options: options.clone(),
+            });
+        }
+    }
+    Ok(Suite { path: path.to_path_buf(), builds, benchmarks })
+}
+
+fn parse_build(file: &SourceFile, name: &str, value: &Spanned<toml::Value>, base_dir: &Path) -> Result<Build, Failure> {
+    let expected = "expected a build as a string (a path) or a table with `path` or `command` and optional `prepare`";
+    let resolve = |p: &str| {
+        let path = Path::new(p);
+        if path.is_absolute() || !p.contains('/') {
+            p.to_string()
+        } else {
+            base_dir.join(path).to_string_lossy().into_owned()
+        }
+    };
+    match value.get_ref() {
+        toml::Value::String(s) if !s.is_empty() => Ok(Build { name: name.to_string(), value: resolve(s), prepare: None }),
+        toml::Value::Table(t) => {
+            let get = |k: &str| -> Result<Option<String>, Failure> {
+                match t.get(k) {
+                    None => Ok(None),
+                    Some(toml::Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+                    Some(_) => Err(file.error(value.span(), &format!("build `{name}`: expected `{k}` to be a non-empty string"))),
+                }
+            };
+            if let Some(unknown) = t.keys().find(|k| !["path", "command", "prepare"].contains(&k.as_str())) {
+                return Err(file.error(
+                    value.span(),
+                    &format!("build `{name}`: unknown key `{unknown}`, expected `path`, `command` or `prepare`"),
+                ));
+            }
+            let value_text = match (get("path")?, get("command")?) {
+                (Some(p), None) => resolve(&p),
+                (None, Some(c)) => c,
+                _ => return Err(file.error(value.span(), &format!("build `{name}`: expected exactly one of `path` or `command`"))),
+            };
+            Ok(Build { name: name.to_string(), value: value_text, prepare: get("prepare")? })
+        }
+        _ => Err(file.error(value.span(), &format!("build `{name}`: {expected}"))),
+    }
+}
+
+fn is_placeholder_name(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Walk a template: `{name}` is a placeholder, `{{name}}` an escaped one; braces
+/// around anything that is not a plain name (awk's `{print $1}`) are plain text.
+/// `lookup` gives the value of the placeholders substituted now; the others, and
+/// their escapes, are kept for a later pass. Also returns the placeholders seen.
+fn expand(template: &str, lookup: &dyn Fn(&str) -> Option<String>) -> (String, Vec<String>) {
+    let mut out = String::with_capacity(template.len());
+    let mut seen = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start..];
+        let escaped = after.starts_with("{{");
+        let inner = &after[if escaped { 2 } else { 1 }..];
+        let close = if escaped { "}}" } else { "}" };
+        match inner.find(close).filter(|&end| is_placeholder_name(&inner[..end])) {
+            Some(end) => {
+                let name = &inner[..end];
+                let whole = &after[..(after.len() - inner.len()) + end + close.len()];
+                match (escaped, lookup(name)) {
+                    (true, Some(_)) => out.push_str(&format!("{{{name}}}")),
+                    (false, Some(value)) => out.push_str(&value),
+                    (_, None) => out.push_str(whole),
+                }
+                if !escaped {
+                    seen.push(name.to_string());
+                }
+                rest = &inner[end + close.len()..];
+            }
+            None => {
+                out.push('{');
+                rest = &after[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    (out, seen)
+}
+
+/// Every combination of parameter values, first parameter varying slowest.
+fn cartesian(params: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (key, values) in params {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                values.iter().map(move |v| {
+                    let mut next = c.clone();
+                    next.push((key.clone(), v.clone()));
+                    next
+                })
+            })
+            .collect();
+    }
+    combos
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(text: &str) -> Result<Suite, String> {
+        parse(text, Path::new("dir/perflab.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn smallest_suite() {
+        let s = parse_str("[[benchmark]]\nname = \"a\"\ncommand = \"true\"\n").unwrap();
+        assert_eq!(s.benchmarks.len(), 1);
+        assert_eq!(s.benchmarks[0].command, "true");
+        assert_eq!(s.benchmarks[0].options, Options::default());
+    }
+
+    #[test]
+    fn parameters_expand_to_named_combinations() {
+        let s = parse_str(
+            r#"
+[defaults]
+rounds = 5
+max_time = "2m"
+[builds]
+old = "bin/old"
+new = { command = "python3 -X opt", prepare = "make" }
+[[benchmark]]
+name = "sort"
+command = "{build} --n {n} --algo {algo} | awk '{print $1}' {{n}} {{x}}"
+params = { n = [10, 1000], algo = ["quick", "merge"] }
+threshold = 2
+mode = "instructions"
+"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = s.benchmarks.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["sort[algo=quick,n=10]", "sort[algo=quick,n=1000]", "sort[algo=merge,n=10]", "sort[algo=merge,n=1000]"]);
+        let b = &s.benchmarks[1];
+        assert_eq!(b.command, "{build} --n 1000 --algo quick | awk '{print $1}' {n} {x}");
+        assert_eq!(b.options.rounds, Some(5));
+        assert_eq!(b.options.max_time, Some(120.0));
+        assert_eq!(b.options.threshold, Some(0.02));
+        assert_eq!(b.options.mode, Some(Mode::Instructions));
+        assert_eq!(s.build("old").unwrap().value, "dir/bin/old");
+        assert_eq!(s.build("new").unwrap().prepare.as_deref(), Some("make"));
+        assert_eq!(b.command_for(s.build("new")).unwrap(), "python3 -X opt --n 1000 --algo quick | awk '{print $1}' {n} {x}");
+    }
+
+    #[test]
+    fn errors_name_file_line_and_expectation() {
+        let cases = [
+            ("[[benchmark]]\nname = \"a\"\ncommand = \"x\"\nrounds = 3\ncolour = 1\n", "dir/perflab.toml:5: unknown field `colour`"),
+            ("[[benchmark]]\nname = \"a\"\n", "dir/perflab.toml:1: missing field `command`"),
+            ("[[benchmark]]\nname = \"a\"\ncommand = \"x {n}\"\n", "dir/perflab.toml:3: `{n}` in the command is not a parameter"),
+            ("[[benchmark]]\nname = \"a\"\ncommand = \"x\"\nmode = \"fast\"\n", "dir/perflab.toml:4: expected `mode` \"wall\" or \"instructions\""),
+            ("[defaults]\nmax_time = \"soon\"\n[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n", "dir/perflab.toml:2: `soon` is not a duration"),
+            ("[[benchmark]]\nname = \"a\"\ncommand = \"x {n}\"\nparams = { n = [] }\n", "dir/perflab.toml:4: parameter `n`: expected a non-empty list"),
+            ("[builds]\nold = 3\n[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n", "dir/perflab.toml:2: build `old`: expected a build"),
+            ("[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n[[benchmark]]\nname = \"a\"\ncommand = \"y\"\n", "dir/perflab.toml:5: duplicate benchmark `a`"),
+            ("[defaults]\nrounds = 2\n", "dir/perflab.toml:1: expected at least one [[benchmark]]"),
+            ("[[benchmark]\n", "dir/perflab.toml:1:"),
+        ];
+        for (text, expected) in cases {
+            let err = parse_str(text).unwrap_err();
+            assert!(err.starts_with(expected), "for {text:?}: got {err:?}, expected {expected:?}");
+            assert!(!err.contains('\n'), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn build_placeholder_needs_a_build() {
+        let s = parse_str("[[benchmark]]\nname = \"a\"\ncommand = \"{build} -x\"\n").unwrap();
+        let err = s.benchmarks[0].command_for(None).unwrap_err().to_string();
+        assert!(err.contains("uses {build}"), "{err}");
+    }
+}
