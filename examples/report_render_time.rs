@@ -10,9 +10,9 @@
 //! `cargo run --release --example report_render_time -- [BENCHMARKS] [LABELS] [--out FILE.html] [--db FILE]`
 
 use perflab::model::*;
-use perflab::report::load::{build, Options, Source};
+use perflab::report::load::{build, Options};
 use perflab::report::render_html;
-use perflab::store::{Meta, Store};
+use perflab::store::{Meta, Store, StoredExperiment};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::time::Instant;
 
@@ -36,9 +36,9 @@ fn main() {
         let _ = std::fs::remove_file(&path);
         let mut store = Store::open(Some(&path)).expect("open the database");
         let start = Instant::now();
-        for s in &sources {
-            let meta = Meta { label: s.command_labels[0].clone().unwrap(), benchmark: s.benchmark.clone(), git_commit: None, source: "synthetic".into() };
-            store.save(&meta, &s.experiment).expect("store");
+        for e in &sources {
+            let meta = Meta { label: e.label.clone(), benchmark: e.benchmark.clone(), git_commit: None, source: "synthetic".into() };
+            store.save(&meta, &e.experiment).expect("store");
         }
         println!("stored {} experiments in {:.1} s -> {path}", sources.len(), start.elapsed().as_secs_f64());
         return;
@@ -46,7 +46,7 @@ fn main() {
 
     let options = Options { title: format!("Synthetic suite: {benchmarks} benchmarks × {} labels", labels.len()), metric: metric::WALL.into(), ..Options::default() };
     let start = Instant::now();
-    let data = build(sources, &labels, &options).expect("build the report data");
+    let data = build(sources, &options).expect("build the report data");
     let arranged = start.elapsed();
     let start = Instant::now();
     let html = render_html(&data);
@@ -64,7 +64,7 @@ fn main() {
 
 /// One single-command experiment per benchmark and label; a fifth of the benchmarks
 /// shift by up to ±25 % at a random label.
-fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<Source> {
+fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
     let mut rng = StdRng::seed_from_u64(7);
     let machine = Machine { hostname: "bench-01".into(), cpu_model: "synthetic".into(), cores: 2, kernel: "6.1.0".into(), governor: Some("performance".into()), pmu: false, virtualization: Some("kvm".into()) };
     let settings = Settings { seed: 1, warmup_rounds: 1, min_rounds: 6, fixed_rounds: Some(RUNS), max_rounds: RUNS, max_time_s: 60.0, threshold: 0.01, confidence: 0.95, env_padding: true, mode: "wall".into(), timeout_s: None };
@@ -97,7 +97,18 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<Source> {
                 warnings: vec![],
                 environment: Default::default(),
             };
-            sources.push(Source { benchmark: name.clone(), command_labels: vec![Some(label.clone())], machine_fingerprint: "synthetic".into(), complete: true, experiment });
+            sources.push(StoredExperiment {
+                id: 0,
+                label: label.clone(),
+                label_order: i as i64,
+                benchmark: name.clone(),
+                git_commit: None,
+                source: "synthetic".into(),
+                recorded_at: String::new(),
+                machine_fingerprint: "synthetic".into(),
+                complete: true,
+                experiment,
+            });
         }
     }
     sources

@@ -2,7 +2,8 @@
 //! of inline JS for the name filter) that opens offline and from a file: URL.
 
 use super::svg::{esc, format_change, format_ratio, format_value, num, truncate, LinearScale, LogScale};
-use super::{geomean, BenchmarkHistory, CounterTable, Geomean, LabelComparison, MachineGroup, RelativeTime, ReportData};
+use super::{geomean, CounterTable, Geomean, LabelComparison, MachineGroup, RelativeTime, ReportData};
+use crate::history::{BenchmarkHistory, Point};
 use crate::model::{metric, Verdict};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -441,7 +442,7 @@ fn history_section(out: &mut String, data: &ReportData, unit: &str) {
     let mut order: Vec<&BenchmarkHistory> = data.histories.iter().collect();
     let biggest_shift = |h: &BenchmarkHistory| h.change_points.iter().map(|c| c.ratio.ln().abs()).fold(0.0, f64::max);
     order.sort_by(|a, b| {
-        biggest_shift(b).total_cmp(&biggest_shift(a)).then_with(|| a.benchmark.cmp(&b.benchmark))
+        biggest_shift(b).total_cmp(&biggest_shift(a)).then_with(|| a.name.cmp(&b.name))
     });
     for history in order {
         history_chart(out, history, data, &label_index, unit);
@@ -450,9 +451,9 @@ fn history_section(out: &mut String, data: &ReportData, unit: &str) {
 }
 
 fn history_chart(out: &mut String, history: &BenchmarkHistory, data: &ReportData, label_index: &HashMap<&str, usize>, unit: &str) {
-    let name = esc(&history.benchmark);
+    let name = esc(&history.name);
     let _ = write!(out, "<figure class=\"h\" data-filter=\"{name}\"><figcaption title=\"{name}\">{name}</figcaption>");
-    let points: Vec<(f64, &super::HistoryPoint)> = history
+    let points: Vec<(f64, &Point)> = history
         .points
         .iter()
         .enumerate()
@@ -462,7 +463,7 @@ fn history_chart(out: &mut String, history: &BenchmarkHistory, data: &ReportData
     let x = |i: f64| HIST_LEFT + i / last_x * (HIST_WIDTH - HIST_LEFT - HIST_RIGHT);
     let y_scale = LinearScale::covering(
         points.iter().flat_map(|(_, p)| {
-            let (lo, hi) = p.ci.unwrap_or((p.median, p.median));
+            let (lo, hi) = p.median_ci.unwrap_or((p.median, p.median));
             [p.median, lo, hi]
         }),
         HIST_HEIGHT - HIST_BOTTOM,
@@ -489,7 +490,7 @@ fn history_chart(out: &mut String, history: &BenchmarkHistory, data: &ReportData
     }
 
     // CI band: upper edge left to right, lower edge back.
-    let with_ci: Vec<(f64, f64, f64)> = points.iter().filter_map(|(i, p)| p.ci.map(|(lo, hi)| (*i, lo, hi))).collect();
+    let with_ci: Vec<(f64, f64, f64)> = points.iter().filter_map(|(i, p)| p.median_ci.map(|(lo, hi)| (*i, lo, hi))).collect();
     if with_ci.len() > 1 {
         let mut d = String::new();
         for (k, (i, _, hi)) in with_ci.iter().enumerate() {
@@ -507,7 +508,7 @@ fn history_chart(out: &mut String, history: &BenchmarkHistory, data: &ReportData
     let _ = write!(out, "<path class=\"hline\" d=\"{line}\"/>");
     if points.len() <= MAX_HISTORY_DOTS {
         for (i, p) in &points {
-            let ci = p.ci.map(|(lo, hi)| format!(", 95 % CI {} – {}", format_value(lo, unit), format_value(hi, unit))).unwrap_or_default();
+            let ci = p.median_ci.map(|(lo, hi)| format!(", 95 % CI {} – {}", format_value(lo, unit), format_value(hi, unit))).unwrap_or_default();
             let _ = write!(
                 out,
                 "<circle class=\"hdot\" cx=\"{}\" cy=\"{}\" r=\"2.6\"><title>{}: {}{}, n = {}</title></circle>",
@@ -533,8 +534,8 @@ fn history_chart(out: &mut String, history: &BenchmarkHistory, data: &ReportData
             esc(&format_value(cp.before, unit)),
             esc(&format_value(cp.after, unit)),
             format_change(cp.ratio),
-            format_change(cp.ci.0),
-            format_change(cp.ci.1),
+            format_change(cp.ratio_ci.0),
+            format_change(cp.ratio_ci.1),
             format_p(cp.p_value),
             num(HIST_TOP - 2.0),
             num(HIST_HEIGHT - HIST_BOTTOM),
@@ -615,7 +616,8 @@ fn machine_section(out: &mut String, machines: &[MachineGroup]) {
 #[cfg(test)]
 mod tests {
     use super::super::tests::row;
-    use super::super::{ChangePoint, CiMethod, CounterRow, HistoryPoint};
+    use super::super::{CiMethod, CounterRow};
+    use crate::history::Shift;
     use super::*;
     use crate::model::Machine;
 
@@ -640,13 +642,13 @@ mod tests {
             histories: names
                 .iter()
                 .map(|n| BenchmarkHistory {
-                    benchmark: n.to_string(),
+                    name: n.to_string(),
                     points: labels
                         .iter()
                         .enumerate()
-                        .map(|(i, l)| HistoryPoint { label: l.clone(), median: 0.01 * (1.0 + i as f64 * 0.1), ci: Some((0.0099, 0.0102 + i as f64 * 0.001)), n: 10 })
+                        .map(|(i, l)| Point { label: l.clone(), n: 10, median: 0.01 * (1.0 + i as f64 * 0.1), median_ci: Some((0.0099, 0.0102 + i as f64 * 0.001)), incomplete: false })
                         .collect(),
-                    change_points: vec![ChangePoint { index: 2, before: 0.0105, after: 0.012, ratio: 1.14, ci: (1.1, 1.18), p_value: 0.001 }],
+                    change_points: vec![Shift { label: "v3".into(), index: 2, before: 0.0105, after: 0.012, ratio: 1.14, ratio_ci: (1.1, 1.18), p_value: 0.001 }],
                 })
                 .collect(),
             counters: CounterTable {

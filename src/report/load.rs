@@ -1,14 +1,11 @@
 //! From stored experiments (or perflab JSON files) to [`ReportData`]: which runs belong
-//! to which benchmark and label, the ratio and its interval per benchmark, history
-//! points, counters and machines.
+//! to which benchmark and label, the ratio and its interval per benchmark, counters and
+//! machines. History points and change points come from [`crate::history::build`], so
+//! the page and `perflab history` always agree.
 
-use super::{
-    BenchmarkHistory, CiMethod, CounterRow, CounterTable, HistoryPoint, LabelComparison, MachineGroup,
-    RelativeTime, ReportData,
-};
+use super::{CiMethod, CounterRow, CounterTable, LabelComparison, MachineGroup, RelativeTime, ReportData};
 use crate::error::Failure;
 use crate::model::{metric, Comparison, Experiment, Run, StopReason, Verdict};
-use crate::stats::changepoint::ChangePointConfig;
 use crate::store::{self, StoredExperiment};
 use crate::usage;
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,73 +17,63 @@ pub const CONFIDENCE: f64 = 0.95;
 /// record one.
 const DEFAULT_THRESHOLD: f64 = 0.01;
 
-/// One experiment with what it measured: each command's label.
-#[derive(Debug, Clone)]
-pub struct Source {
-    pub benchmark: String,
-    /// The label each command measured, aligned with `experiment.commands`; `None`
-    /// for a command that belongs to no label (e.g. an unnamed baseline).
-    pub command_labels: Vec<Option<String>>,
-    pub machine_fingerprint: String,
-    /// False when the experiment stopped early (interrupted, a command failed, the
-    /// writer died): its completed runs still count.
-    pub complete: bool,
-    pub experiment: Experiment,
-}
-
-impl Source {
-    /// A stored experiment: a command named after a stored label measured that label;
-    /// otherwise the experiment's own label is the command named like it or, failing
-    /// that, the last command (`compare` puts the baseline first).
-    pub fn from_stored(stored: StoredExperiment, known_labels: &BTreeSet<&str>) -> Source {
-        let names: Vec<&str> = stored.experiment.commands.iter().map(|c| c.name.as_str()).collect();
-        let own = names.iter().position(|&n| n == stored.label).unwrap_or(names.len().saturating_sub(1));
-        let command_labels = names
-            .iter()
-            .enumerate()
-            .map(|(i, &name)| {
-                if i == own {
-                    Some(stored.label.clone())
-                } else if known_labels.contains(name) {
-                    Some(name.to_string())
-                } else {
-                    None
-                }
-            })
-            .collect();
-        Source {
-            benchmark: stored.benchmark,
-            command_labels,
-            machine_fingerprint: stored.machine_fingerprint,
-            complete: stored.complete && !stopped_early(&stored.experiment),
-            experiment: stored.experiment,
-        }
-    }
-
-    /// A perflab JSON result (`compare --json`): the file is one benchmark, named after
-    /// the file, and each command is a label named after the command.
-    pub fn from_json_file(path: &Path) -> Result<Source, Failure> {
+/// perflab JSON results (`compare --json`) as stored experiments: each file is one
+/// benchmark named after the file, each command one label named after the command
+/// (labels ordered as they first appear). A candidate keeps the baseline command and
+/// their comparison, so its paired interval is used.
+pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperiment>, Failure> {
+    let mut out = Vec::new();
+    let mut label_order: Vec<String> = Vec::new();
+    for path in paths {
+        let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|e| usage!("cannot read {}: {e}", path.display()))?;
         let experiment: Experiment = serde_json::from_str(&text)
             .map_err(|e| usage!("{} is not a perflab JSON result: {e}", path.display()))?;
-        let benchmark = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string());
-        Ok(Source {
-            benchmark,
-            command_labels: experiment.commands.iter().map(|c| Some(c.name.clone())).collect(),
-            machine_fingerprint: store::fingerprint(&experiment.machine),
-            complete: !stopped_early(&experiment),
-            experiment,
-        })
+        let benchmark = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+        let fingerprint = store::fingerprint(&experiment.machine);
+        for (i, command) in experiment.commands.iter().enumerate() {
+            let order = label_order.iter().position(|l| *l == command.name).unwrap_or_else(|| {
+                label_order.push(command.name.clone());
+                label_order.len() - 1
+            });
+            let baseline = &experiment.commands[0];
+            let comparisons: Vec<Comparison> = experiment
+                .comparisons
+                .iter()
+                .filter(|c| i > 0 && c.baseline == baseline.name && c.candidate == command.name)
+                .cloned()
+                .collect();
+            let commands = if comparisons.is_empty() { vec![command.clone()] } else { vec![baseline.clone(), command.clone()] };
+            out.push(StoredExperiment {
+                id: 0,
+                label: command.name.clone(),
+                label_order: order as i64,
+                benchmark: benchmark.clone(),
+                git_commit: None,
+                source: "json".into(),
+                recorded_at: String::new(),
+                machine_fingerprint: fingerprint.clone(),
+                complete: true,
+                experiment: Experiment { commands, comparisons, ..experiment.clone() },
+            });
+        }
     }
-
-    fn label_of(&self, command_name: &str) -> Option<&str> {
-        let idx = self.experiment.commands.iter().position(|c| c.name == command_name)?;
-        self.command_labels.get(idx)?.as_deref()
-    }
+    Ok(out)
 }
 
-fn stopped_early(experiment: &Experiment) -> bool {
-    matches!(experiment.stop_reason, StopReason::Interrupted | StopReason::CommandFailed)
+fn stopped_early(e: &StoredExperiment) -> bool {
+    !e.complete || matches!(e.experiment.stop_reason, StopReason::Interrupted | StopReason::CommandFailed)
+}
+
+/// The label a command of a stored experiment measured: the measured (last) command is
+/// the experiment's label, as in `perflab history`; another command named like a stored
+/// label (an interleaved baseline) measured that label.
+fn label_of<'a>(e: &'a StoredExperiment, command_name: &'a str, labels: &[String]) -> Option<&'a str> {
+    if e.experiment.commands.last().is_some_and(|c| c.name == command_name) {
+        Some(&e.label)
+    } else {
+        labels.iter().any(|l| l == command_name).then_some(command_name)
+    }
 }
 
 /// What to show.
@@ -102,21 +89,20 @@ pub struct Options {
     pub machine: Option<String>,
 }
 
-/// Arrange `sources` for the page. `label_order` lists labels oldest first (labels
-/// missing from it follow in order of appearance).
-pub fn build(mut sources: Vec<Source>, label_order: &[String], options: &Options) -> Result<ReportData, Failure> {
+/// Arrange stored experiments (oldest label first, as the store returns them) for the page.
+pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Result<ReportData, Failure> {
     if let Some(wanted) = &options.machine {
-        sources.retain(|s| s.machine_fingerprint.starts_with(wanted.as_str()) || s.experiment.machine.hostname == *wanted);
-        if sources.is_empty() {
+        experiments.retain(|e| e.machine_fingerprint.starts_with(wanted.as_str()) || e.experiment.machine.hostname == *wanted);
+        if experiments.is_empty() {
             return Err(usage!("no results from machine {wanted}"));
         }
     }
-    if sources.is_empty() {
+    if experiments.is_empty() {
         return Err(usage!("no results to report: store some with `perflab run` or `perflab compare --save`, or pass --from FILE.json"));
     }
-    check_one_machine(&sources)?;
+    check_one_machine(&experiments)?;
 
-    let labels = ordered_labels(&sources, label_order);
+    let labels = ordered_labels(&experiments);
     let reference = match &options.reference {
         Some(r) if labels.contains(r) => r.clone(),
         Some(r) => return Err(usage!("reference label {r} has no results (labels: {})", labels.join(", "))),
@@ -133,16 +119,16 @@ pub fn build(mut sources: Vec<Source>, label_order: &[String], options: &Options
         options.labels.iter().filter(|l| **l != reference).cloned().collect()
     };
 
-    let samples = Samples::collect(&sources, &options.metric);
+    let samples = Samples::collect(&experiments, &options.metric);
     let mut notes = Vec::new();
-    let incomplete = sources.iter().filter(|s| !s.complete).count();
+    let incomplete = experiments.iter().filter(|e| stopped_early(e)).count();
     if incomplete > 0 {
         notes.push(format!("{incomplete} experiment(s) stopped early; their completed runs are included"));
     }
 
-    let mut by_benchmark: BTreeMap<&str, Vec<&Source>> = BTreeMap::new();
-    for s in &sources {
-        by_benchmark.entry(s.benchmark.as_str()).or_default().push(s);
+    let mut by_benchmark: BTreeMap<&str, Vec<&StoredExperiment>> = BTreeMap::new();
+    for e in &experiments {
+        by_benchmark.entry(e.benchmark.as_str()).or_default().push(e);
     }
     let mut comparisons = Vec::new();
     for label in &compared {
@@ -150,7 +136,7 @@ pub fn build(mut sources: Vec<Source>, label_order: &[String], options: &Options
         let mut missing = Vec::new();
         for benchmark in &samples.benchmarks {
             let own = by_benchmark.get(benchmark.as_str()).map_or(&[][..], Vec::as_slice);
-            match relative_time(own, &samples, benchmark, &reference, label, &options.metric) {
+            match relative_time(own, &samples, &labels, benchmark, &reference, label, &options.metric) {
                 Some(row) => rows.push(row),
                 None => missing.push(benchmark.as_str()),
             }
@@ -165,30 +151,11 @@ pub fn build(mut sources: Vec<Source>, label_order: &[String], options: &Options
         comparisons.push(LabelComparison { label: label.clone(), rows });
     }
 
-    let histories = samples
-        .benchmarks
-        .iter()
-        .map(|benchmark| {
-            let points: Vec<HistoryPoint> = labels
-                .iter()
-                .filter_map(|label| {
-                    let values = samples.values(benchmark, label, &options.metric)?;
-                    Some(HistoryPoint {
-                        label: label.clone(),
-                        median: crate::stats::summary::median(&values),
-                        ci: crate::stats::summary::median_ci(&values, CONFIDENCE),
-                        n: values.len(),
-                    })
-                })
-                .collect();
-            let medians: Vec<f64> = points.iter().map(|p| p.median).collect();
-            BenchmarkHistory { benchmark: benchmark.clone(), change_points: crate::stats::changepoint::detect(&medians, &ChangePointConfig::default()), points }
-        })
-        .collect();
-
+    // One machine is left (checked above), so the history has at most one.
+    let histories = crate::history::build(&experiments, &options.metric).machines.into_iter().next().map(|m| m.benchmarks).unwrap_or_default();
     let counter_labels: Vec<String> = std::iter::once(reference.clone()).chain(compared.iter().cloned()).collect();
     let counters = counter_table(&samples, &counter_labels, &options.metric);
-    let machines = machine_groups(&sources, &labels);
+    let machines = machine_groups(&experiments, &labels);
     Ok(ReportData {
         title: options.title.clone(),
         generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -203,10 +170,10 @@ pub fn build(mut sources: Vec<Source>, label_order: &[String], options: &Options
     })
 }
 
-fn check_one_machine(sources: &[Source]) -> Result<(), Failure> {
+fn check_one_machine(experiments: &[StoredExperiment]) -> Result<(), Failure> {
     let mut machines: BTreeMap<&str, &crate::model::Machine> = BTreeMap::new();
-    for s in sources {
-        machines.insert(&s.machine_fingerprint, &s.experiment.machine);
+    for e in experiments {
+        machines.insert(&e.machine_fingerprint, &e.experiment.machine);
     }
     if machines.len() > 1 {
         let list: Vec<String> = machines.iter().map(|(fp, m)| store::describe_machine(fp, m)).collect();
@@ -219,17 +186,17 @@ fn check_one_machine(sources: &[Source]) -> Result<(), Failure> {
     Ok(())
 }
 
-fn ordered_labels(sources: &[Source], label_order: &[String]) -> Vec<String> {
-    let present: BTreeSet<&str> = sources.iter().flat_map(|s| s.command_labels.iter().flatten().map(String::as_str)).collect();
-    let mut labels: Vec<String> = label_order.iter().filter(|l| present.contains(l.as_str())).cloned().collect();
-    for s in sources {
-        for l in s.command_labels.iter().flatten() {
-            if !labels.contains(l) {
-                labels.push(l.clone());
-            }
+/// Labels by stored order (`label_order`), ties in order of appearance.
+fn ordered_labels(experiments: &[StoredExperiment]) -> Vec<String> {
+    let mut first: Vec<(i64, usize, &str)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, e) in experiments.iter().enumerate() {
+        if seen.insert(e.label.as_str()) {
+            first.push((e.label_order, i, &e.label));
         }
     }
-    labels
+    first.sort();
+    first.into_iter().map(|(_, _, l)| l.to_string()).collect()
 }
 
 fn abbreviate(names: &[&str]) -> String {
@@ -241,29 +208,27 @@ fn abbreviate(names: &[&str]) -> String {
     text
 }
 
-/// Successful runs pooled per benchmark and label over all experiments.
+/// Successful runs of each experiment's measured (last) command, pooled per benchmark
+/// and label — the runs `perflab history` summarizes.
 struct Samples<'a> {
     benchmarks: BTreeSet<String>,
     runs: BTreeMap<(&'a str, &'a str), Vec<&'a Run>>,
 }
 
 impl<'a> Samples<'a> {
-    fn collect(sources: &'a [Source], primary: &str) -> Samples<'a> {
+    fn collect(experiments: &'a [StoredExperiment], primary: &str) -> Samples<'a> {
         let mut runs: BTreeMap<(&str, &str), Vec<&Run>> = BTreeMap::new();
         let mut benchmarks = BTreeSet::new();
-        for s in sources {
-            for (command, label) in s.experiment.commands.iter().zip(&s.command_labels) {
-                let Some(label) = label else { continue };
-                let ok: Vec<&Run> = command.runs.iter().filter(|r| r.exit.success() && r.metric(primary).is_some()).collect();
-                if !ok.is_empty() {
-                    benchmarks.insert(s.benchmark.clone());
-                    runs.entry((s.benchmark.as_str(), label.as_str())).or_default().extend(ok);
-                }
+        for e in experiments {
+            let Some(command) = e.experiment.commands.last() else { continue };
+            let ok: Vec<&Run> = command.runs.iter().filter(|r| r.exit.success() && r.metric(primary).is_some()).collect();
+            if !ok.is_empty() {
+                benchmarks.insert(e.benchmark.clone());
+                runs.entry((e.benchmark.as_str(), e.label.as_str())).or_default().extend(ok);
             }
         }
         Samples { benchmarks, runs }
     }
-
     /// The metric's values for one benchmark and label (`None` when there are none).
     fn values(&self, benchmark: &str, label: &str, name: &str) -> Option<Vec<f64>> {
         let values: Vec<f64> = self.runs.get(&(benchmark, label))?.iter().filter_map(|r| r.metric(name)).filter(|v| v.is_finite()).collect();
@@ -282,13 +247,21 @@ impl<'a> Samples<'a> {
     }
 }
 
-/// The label/reference ratio for one benchmark, from `sources` (that benchmark's
-/// experiments): the paired comparison of the latest experiment that ran both
-/// interleaved, else an independent-samples interval.
-fn relative_time(sources: &[&Source], samples: &Samples, benchmark: &str, reference: &str, label: &str, name: &str) -> Option<RelativeTime> {
-    for s in sources.iter().rev() {
-        for c in s.experiment.comparisons.iter().filter(|c| c.metric == name) {
-            match (s.label_of(&c.baseline), s.label_of(&c.candidate)) {
+/// The label/reference ratio for one benchmark, from `experiments` (that benchmark's):
+/// the paired comparison of the latest experiment that ran both interleaved, else an
+/// independent-samples interval.
+fn relative_time(
+    experiments: &[&StoredExperiment],
+    samples: &Samples,
+    labels: &[String],
+    benchmark: &str,
+    reference: &str,
+    label: &str,
+    name: &str,
+) -> Option<RelativeTime> {
+    for e in experiments.iter().rev() {
+        for c in e.experiment.comparisons.iter().filter(|c| c.metric == name) {
+            match (label_of(e, &c.baseline, labels), label_of(e, &c.candidate, labels)) {
                 (Some(b), Some(k)) if b == reference && k == label => return Some(paired_row(benchmark, c, false)),
                 (Some(b), Some(k)) if b == label && k == reference => return Some(paired_row(benchmark, c, true)),
                 _ => {}
@@ -297,11 +270,7 @@ fn relative_time(sources: &[&Source], samples: &Samples, benchmark: &str, refere
     }
     let base = samples.values(benchmark, reference, name)?;
     let cand = samples.values(benchmark, label, name)?;
-    let threshold = sources
-        .iter()
-        .rev()
-        .find(|s| s.command_labels.iter().flatten().any(|l| l == label))
-        .map_or(DEFAULT_THRESHOLD, |s| s.experiment.settings.threshold);
+    let threshold = experiments.iter().rev().find(|e| e.label == label).map_or(DEFAULT_THRESHOLD, |e| e.experiment.settings.threshold);
     independent_row(benchmark, &base, &cand, threshold)
 }
 
@@ -384,12 +353,10 @@ fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> Counter
 }
 
 /// Labels grouped by the machine, perflab version and environment they ran with.
-fn machine_groups(sources: &[Source], labels: &[String]) -> Vec<MachineGroup> {
+fn machine_groups(experiments: &[StoredExperiment], labels: &[String]) -> Vec<MachineGroup> {
     let mut latest: BTreeMap<&str, &Experiment> = BTreeMap::new();
-    for s in sources {
-        for label in s.command_labels.iter().flatten() {
-            latest.insert(label, &s.experiment);
-        }
+    for e in experiments {
+        latest.insert(&e.label, &e.experiment);
     }
     let mut groups: Vec<MachineGroup> = Vec::new();
     for label in labels {
@@ -411,6 +378,7 @@ fn machine_groups(sources: &[Source], labels: &[String]) -> Vec<MachineGroup> {
 mod tests {
     use super::*;
     use crate::model::{CommandResult, ExitInfo, Machine, Settings};
+    use crate::model::SCHEMA_VERSION;
 
     fn runs(level: f64) -> Vec<Run> {
         (0..8)
@@ -425,7 +393,7 @@ mod tests {
 
     fn experiment(commands: &[(&str, f64)], comparisons: Vec<Comparison>) -> Experiment {
         Experiment {
-            schema_version: crate::model::SCHEMA_VERSION,
+            schema_version: SCHEMA_VERSION,
             perflab_version: "0.1.0".into(),
             started_at: String::new(),
             machine: Machine { hostname: "h".into(), ..Machine::default() },
@@ -460,10 +428,15 @@ mod tests {
         }
     }
 
-    fn source(benchmark: &str, commands: &[(&str, f64)], comparisons: Vec<Comparison>) -> Source {
-        Source {
+    fn stored(label: &str, order: i64, benchmark: &str, commands: &[(&str, f64)], comparisons: Vec<Comparison>) -> StoredExperiment {
+        StoredExperiment {
+            id: 0,
+            label: label.into(),
+            label_order: order,
             benchmark: benchmark.into(),
-            command_labels: commands.iter().map(|(n, _)| Some(n.to_string())).collect(),
+            git_commit: None,
+            source: "test".into(),
+            recorded_at: String::new(),
             machine_fingerprint: "fp".into(),
             complete: true,
             experiment: experiment(commands, comparisons),
@@ -476,9 +449,13 @@ mod tests {
 
     #[test]
     fn defaults_compare_the_newest_label_with_the_oldest() {
-        let sources = vec![source("b", &[("old", 1.0)], vec![]), source("b", &[("mid", 1.0)], vec![]), source("b", &[("new", 1.5)], vec![])];
-        let data = build(sources, &["old".into(), "mid".into(), "new".into()], &options()).unwrap();
-        assert_eq!(data.reference, "old");
+        let experiments = vec![
+            stored("old", 0, "b", &[("./bench", 1.0)], vec![]),
+            stored("mid", 1, "b", &[("./bench", 1.0)], vec![]),
+            stored("new", 2, "b", &[("./bench", 1.5)], vec![]),
+        ];
+        let data = build(experiments, &options()).unwrap();
+        assert_eq!((data.reference.as_str(), data.labels.len()), ("old", 3));
         assert_eq!(data.comparisons.len(), 1);
         let row = &data.comparisons[0].rows[0];
         assert_eq!((data.comparisons[0].label.as_str(), row.method, row.verdict), ("new", CiMethod::Independent, Verdict::Slower));
@@ -490,7 +467,7 @@ mod tests {
     fn a_paired_comparison_run_the_other_way_round_is_inverted() {
         let c = Comparison {
             baseline: "new".into(),
-            candidate: "old".into(),
+            candidate: "./old".into(),
             metric: metric::WALL.into(),
             ratio: 0.8,
             ci_low: 0.78,
@@ -503,9 +480,14 @@ mod tests {
             n: 8,
             flags: vec![],
         };
-        let sources = vec![source("b", &[("new", 1.25), ("old", 1.0)], vec![c])];
+        // Stored under `old`: its measured (last) command is `old`, its baseline is the
+        // command named after the stored label `new`.
+        let experiments = vec![
+            stored("new", 0, "b", &[("./bench", 1.25)], vec![]),
+            stored("old", 1, "b", &[("new", 1.25), ("./old", 1.0)], vec![c]),
+        ];
         let opts = Options { reference: Some("old".into()), labels: vec!["new".into()], ..options() };
-        let data = build(sources, &[], &opts).unwrap();
+        let data = build(experiments, &opts).unwrap();
         let row = &data.comparisons[0].rows[0];
         assert_eq!((row.method, row.verdict, row.n), (CiMethod::Paired, Verdict::Slower, 8));
         assert!((row.ratio - 1.25).abs() < 1e-12);
@@ -514,37 +496,47 @@ mod tests {
 
     #[test]
     fn history_marks_the_label_where_a_shift_began() {
-        let labels: Vec<String> = (0..12).map(|i| format!("v{i:02}")).collect();
-        let sources: Vec<Source> =
-            labels.iter().enumerate().map(|(i, l)| source("b", &[(l, if i >= 6 { 1.3 } else { 1.0 } * (1.0 + 0.001 * (i % 2) as f64))], vec![])).collect();
-        let data = build(sources, &labels, &options()).unwrap();
+        let experiments: Vec<StoredExperiment> = (0..12)
+            .map(|i| {
+                let level = if i >= 6 { 1.3 } else { 1.0 } * (1.0 + 0.001 * (i % 2) as f64);
+                stored(&format!("v{i:02}"), i, "b", &[("./bench", level)], vec![])
+            })
+            .collect();
+        let data = build(experiments, &options()).unwrap();
         let cps = &data.histories[0].change_points;
         assert_eq!(cps.len(), 1, "{cps:?}");
-        assert_eq!(data.histories[0].points[cps[0].index].label, "v06");
+        assert_eq!(cps[0].label, "v06");
         assert!(cps[0].ratio > 1.25 && cps[0].ratio < 1.35);
     }
 
     #[test]
-    fn stored_experiments_map_commands_to_labels() {
-        let known: BTreeSet<&str> = ["base", "feature"].into_iter().collect();
-        let stored = |label: &str, commands: &[(&str, f64)]| StoredExperiment {
-            id: 1,
-            label: label.into(),
-            label_order: 0,
-            benchmark: "b".into(),
-            git_commit: None,
-            source: "run".into(),
-            recorded_at: String::new(),
-            machine_fingerprint: "fp".into(),
-            complete: true,
-            experiment: experiment(commands, vec![]),
+    fn json_results_become_one_benchmark_with_a_label_per_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Comparison {
+            baseline: "old".into(),
+            candidate: "new".into(),
+            metric: metric::WALL.into(),
+            ratio: 1.1,
+            ci_low: 1.05,
+            ci_high: 1.15,
+            confidence: 0.95,
+            look_confidence: 0.99,
+            p_value: 0.01,
+            verdict: Verdict::Slower,
+            below_threshold: false,
+            n: 8,
+            flags: vec![],
         };
-        // A command named after a stored label measured that label.
-        let s = Source::from_stored(stored("feature", &[("base", 1.0), ("feature", 1.1)]), &known);
-        assert_eq!(s.command_labels, vec![Some("base".to_string()), Some("feature".to_string())]);
-        // Otherwise the last command is the experiment's label; an unnamed baseline is none.
-        let s = Source::from_stored(stored("feature", &[("./old", 1.0), ("./new", 1.1)]), &known);
-        assert_eq!(s.command_labels, vec![None, Some("feature".to_string())]);
+        let path = dir.path().join("parse.json");
+        std::fs::write(&path, serde_json::to_string(&experiment(&[("old", 1.0), ("new", 1.1)], vec![c])).unwrap()).unwrap();
+        let experiments = from_json_files(&[&path]).unwrap();
+        let labels: Vec<&str> = experiments.iter().map(|e| e.label.as_str()).collect();
+        assert_eq!(labels, ["old", "new"]);
+        assert!(experiments.iter().all(|e| e.benchmark == "parse"));
+        assert_eq!(experiments[1].experiment.commands.len(), 2, "the candidate keeps its baseline");
+        let data = build(experiments, &options()).unwrap();
+        assert_eq!(data.comparisons[0].rows[0].method, CiMethod::Paired);
+        assert_eq!(data.histories[0].points.len(), 2);
     }
 
     #[test]

@@ -19,7 +19,6 @@ use std::path::PathBuf;
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::BTreeMap;
 
-pub use crate::stats::changepoint::ChangePoint;
 
 #[derive(Debug, Args, Clone)]
 pub struct ReportArgs {
@@ -38,13 +37,11 @@ pub struct ReportArgs {
     /// Only results from this machine (fingerprint prefix or hostname).
     #[arg(long, value_name = "MACHINE")]
     pub machine: Option<String>,
-    /// The history database (default: $PERFLAB_DB, else .perflab/perflab.db); a
-    /// postgres:// URL selects PostgreSQL.
-    #[arg(long, value_name = "URL", conflicts_with = "from")]
-    pub db: Option<String>,
+    #[command(flatten)]
+    pub db: crate::store::exchange::DbArgs,
     /// Read perflab JSON results (`compare --json`) instead of the database: each file
     /// is one benchmark named after the file, each command one label (repeatable).
-    #[arg(long, value_name = "FILE.json")]
+    #[arg(long, value_name = "FILE.json", conflicts_with = "db")]
     pub from: Vec<PathBuf>,
     /// The page's title.
     #[arg(long, default_value = "perflab report")]
@@ -60,18 +57,13 @@ pub fn main(args: ReportArgs) -> Result<i32, Failure> {
         metric: args.metric.clone(),
         machine: args.machine.clone(),
     };
-    let (sources, label_order) = if args.from.is_empty() {
-        let mut store = crate::store::Store::open(args.db.as_deref())?;
-        let label_order: Vec<String> = store.labels()?.into_iter().map(|l| l.name).collect();
-        let known: std::collections::BTreeSet<&str> = label_order.iter().map(String::as_str).collect();
-        let stored = store.experiments(&crate::store::Query::default())?;
-        let sources: Vec<load::Source> = stored.into_iter().map(|e| load::Source::from_stored(e, &known)).collect();
-        (sources, label_order)
+    let experiments = if args.from.is_empty() {
+        let query = crate::store::Query { machine: args.machine.clone(), ..Default::default() };
+        args.db.open()?.experiments(&query)?
     } else {
-        let sources = args.from.iter().map(|p| load::Source::from_json_file(p)).collect::<Result<Vec<_>, _>>()?;
-        (sources, Vec::new())
+        load::from_json_files(&args.from)?
     };
-    let data = load::build(sources, &label_order, &options)?;
+    let data = load::build(experiments, &options)?;
     let html = render_html(&data);
     write_atomically(&args.out, html.as_bytes())?;
     let benchmarks = data.histories.len();
@@ -113,7 +105,8 @@ pub struct ReportData {
     pub labels: Vec<String>,
     /// One forest plot per compared label.
     pub comparisons: Vec<LabelComparison>,
-    pub histories: Vec<BenchmarkHistory>,
+    /// Per benchmark: median and CI per label, change points (as `perflab history`).
+    pub histories: Vec<crate::history::BenchmarkHistory>,
     pub counters: CounterTable,
     pub machines: Vec<MachineGroup>,
     /// Caveats shown at the top (mixed machines, skipped benchmarks, ...).
@@ -160,25 +153,6 @@ pub struct RelativeTime {
     pub verdict: Verdict,
     pub method: CiMethod,
     /// Runs (or paired rounds) behind the ratio.
-    pub n: usize,
-}
-
-/// One benchmark's metric over the labels.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BenchmarkHistory {
-    pub benchmark: String,
-    /// In history order; a label without results for this benchmark has no point.
-    pub points: Vec<HistoryPoint>,
-    /// Shifts found in `points`; `index` is the first point after the shift.
-    pub change_points: Vec<ChangePoint>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct HistoryPoint {
-    pub label: String,
-    pub median: f64,
-    /// 95 % interval of the median, when there were enough runs.
-    pub ci: Option<(f64, f64)>,
     pub n: usize,
 }
 
