@@ -214,6 +214,9 @@ fn bad_input_is_one_line_with_exit_code_2() {
     let garbage = dir.path().join("garbage.json");
     std::fs::write(&garbage, "{\"not\": 1}").unwrap();
     fails(&["--from", garbage.to_str().unwrap()], "is not a perflab JSON result");
+    fails(&["--db", db_arg, "--metric", "instructions"], "no successful run has the metric instructions");
+    let out = perflab().args(["report", "--db", db_arg, "--out", "/nonexistent/dir/r.html"]).assert().code(2);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("cannot write /nonexistent/dir/r.html"));
     let empty = dir.path().join("empty.db");
     fails(&["--db", empty.to_str().unwrap()], "no results to report");
 

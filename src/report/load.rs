@@ -120,6 +120,9 @@ pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Resul
     };
 
     let samples = Samples::collect(&experiments, &options.metric);
+    if samples.benchmarks.is_empty() {
+        return Err(usage!("no successful run has the metric {} (try wall_s, cpu_s, max_rss_kib or a recorded counter)", options.metric));
+    }
     let mut notes = Vec::new();
     let incomplete = experiments.iter().filter(|e| stopped_early(e)).count();
     if incomplete > 0 {
