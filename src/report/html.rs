@@ -110,10 +110,10 @@ pub fn render_html(data: &ReportData) -> String {
          <title>{}</title><style>{STYLE}</style></head><body>\n",
         esc(&data.title)
     );
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<header><h1>{}</h1><p class=\"meta\">Metric <b>{}</b> · reference label <b>{}</b> · {} benchmark{} · {} label{} · generated {}</p>\
-         <nav><a href=\"#relative\">Relative time</a><a href=\"#history\">History</a><a href=\"#counters\">Counters</a><a href=\"#machine\">Machine</a></nav></header>\n",
+         <nav><a href=\"#relative\">Relative time</a><a href=\"#history\">History</a><a href=\"#counters\">Counters</a><a href=\"#machine\">Machine</a></nav></header>",
         esc(&data.title),
         esc(&data.metric),
         esc(&data.reference),
@@ -184,7 +184,7 @@ fn sorted_by_change(rows: &[RelativeTime]) -> Vec<&RelativeTime> {
 fn forest_section(out: &mut String, comparison: &LabelComparison, data: &ReportData) {
     let rows = sorted_by_change(&comparison.rows);
     let gm = geomean(&comparison.rows);
-    let _ = write!(out, "<h3>{} vs {} <span class=\"muted\">({})</span></h3>\n", esc(&comparison.label), esc(&data.reference), esc(&data.metric));
+    let _ = writeln!(out, "<h3>{} vs {} <span class=\"muted\">({})</span></h3>", esc(&comparison.label), esc(&data.reference), esc(&data.metric));
     summary_line(out, &comparison.rows, gm);
     out.push_str(
         "<p class=\"legend muted\"><span><i style=\"background:var(--slower)\"></i>slower</span>\
@@ -262,11 +262,11 @@ fn overview_svg(out: &mut String, rows: &[&RelativeTime]) {
         let _ = write!(line, "{}{} {}", if i == 0 { "M" } else { "L" }, num(x(i)), num(y.px(r.ratio)));
     }
     let one = num(y.px(1.0));
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<path class=\"band\" d=\"{band}Z\"/><line class=\"unity\" x1=\"{}\" x2=\"{}\" y1=\"{one}\" y2=\"{one}\"/><path class=\"hline\" d=\"{line}\"/>\
          <text class=\"tick\" x=\"{}\" y=\"{}\">slowest</text><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{} benchmarks sorted by change (ratio and 95 % CI band)</text>\
-         <text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">fastest</text></svg>\n",
+         <text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">fastest</text></svg>",
         num(left),
         num(width - right),
         num(left),
@@ -294,9 +294,9 @@ fn summary_line(out: &mut String, rows: &[RelativeTime], gm: Option<Geomean>) {
             plural(g.n)
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<b class=\"slower\">{} slower</b>, <b class=\"faster\">{} faster</b>, {} equivalent, {} inconclusive.</p>\n",
+        "<b class=\"slower\">{} slower</b>, <b class=\"faster\">{} faster</b>, {} equivalent, {} inconclusive.</p>",
         count(Verdict::Slower),
         count(Verdict::Faster),
         count(Verdict::Equivalent),
@@ -415,9 +415,9 @@ fn geomean_svg(out: &mut String, g: &Geomean, scale: &LogScale, ticks: &[f64]) {
     let _ = write!(out, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-weight=\"600\">geometric mean</text>", num(NAME_WIDTH), num(cy + 4.0));
     ratio_marks(out, scale, g.ratio, g.ci_low, g.ci_high, cy, 22.0);
     let x = scale.px(g.ratio);
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<path class=\"diamond\" d=\"M{} {}L{} {}L{} {}L{} {}Z\"/><text class=\"val\" x=\"{}\" y=\"{}\" font-weight=\"600\">{} <tspan class=\"tick\">{} – {}</tspan></text></svg>\n",
+        "<path class=\"diamond\" d=\"M{} {}L{} {}L{} {}L{} {}Z\"/><text class=\"val\" x=\"{}\" y=\"{}\" font-weight=\"600\">{} <tspan class=\"tick\">{} – {}</tspan></text></svg>",
         num(x), num(cy - 7.0), num(x + 6.0), num(cy), num(x), num(cy + 7.0), num(x - 6.0), num(cy),
         num(PLOT_RIGHT + 14.0), num(cy + 4.0), format_ratio(g.ratio), format_ratio(g.ci_low), format_ratio(g.ci_high)
     );
@@ -589,7 +589,7 @@ fn machine_section(out: &mut String, machines: &[MachineGroup]) {
         return;
     }
     if machines.len() > 1 {
-        let _ = write!(out, "<p class=\"notes\">These results come from {} different machine fingerprints; compare labels measured on the same machine.</p>\n", machines.len());
+        let _ = writeln!(out, "<p class=\"notes\">These results come from {} different machine fingerprints; compare labels measured on the same machine.</p>", machines.len());
     }
     for info in machines {
         let m = &info.machine;

@@ -335,7 +335,7 @@ mod tests {
         assert_eq!(format_ratio(0.95), "0.95×");
         assert_eq!(format_ratio(1.5), "1.5×");
         assert_eq!(format_ratio(1.1984), "1.198×");
-        assert_eq!(format_ratio(3.14159), "3.14×");
+        assert_eq!(format_ratio(3.256), "3.26×");
         assert_eq!(format_change(1.052), "+5.2 %");
         assert_eq!(format_change(0.75), "−25 %");
         assert_eq!(format_change(1.0), "±0.0 %");
