@@ -30,7 +30,7 @@ const HIST_BOTTOM: f64 = 20.0;
 const MAX_HISTORY_DOTS: usize = 40;
 
 const STYLE: &str = r#"
-:root{--fg:#1f2328;--muted:#59636e;--bg:#fff;--panel:#f6f8fa;--line:#d1d9e0;--grid:#e8ecf0;
+:root{color-scheme:light dark;--fg:#1f2328;--muted:#59636e;--bg:#fff;--panel:#f6f8fa;--line:#d1d9e0;--grid:#e8ecf0;
 --faster:#1a7f37;--slower:#cf222e;--equivalent:#8c959f;--inconclusive:#b7bfc7;--accent:#0969da}
 @media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;--panel:#151b23;
 --line:#3d444d;--grid:#262c36;--faster:#3fb950;--slower:#f85149;--equivalent:#8b949e;--inconclusive:#5a626b;--accent:#4493f8}}
@@ -70,6 +70,7 @@ th{background:var(--panel);position:sticky;top:0}th:first-child,td:first-child,t
 td.name{max-width:320px;overflow:hidden;text-overflow:ellipsis}
 table.kv{width:auto}table.kv th{text-align:left;position:static}table.kv td{text-align:left;white-space:normal}
 footer{margin-top:40px;color:var(--muted);font-size:12px}
+@media print{.scroll{max-height:none;overflow:visible}input[type=search]{display:none}figure.h{break-inside:avoid}}
 "#;
 
 /// The page script: a benchmark-name filter that re-packs the forest plots' rows, and
@@ -470,6 +471,19 @@ fn history_chart(out: &mut String, history: &BenchmarkHistory, data: &ReportData
         HIST_TOP,
     );
     let _ = write!(out, "<svg width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">", num(HIST_WIDTH), num(HIST_HEIGHT), num(HIST_WIDTH), num(HIST_HEIGHT));
+    // The whole chart's tooltip: long histories have no per-point dots to hover.
+    if let (Some((_, first)), Some((_, last))) = (points.first(), points.last()) {
+        let _ = write!(
+            out,
+            "<title>{name}: {} at {} → {} at {} ({}), {} labels</title>",
+            esc(&format_value(first.median, unit)),
+            esc(&first.label),
+            esc(&format_value(last.median, unit)),
+            esc(&last.label),
+            format_change(last.median / first.median),
+            points.len()
+        );
+    }
     let mut grid = String::new();
     for t in y_scale.ticks(3) {
         let y = num(y_scale.px(t));
