@@ -62,7 +62,7 @@ fn fill(store: &mut Store, runs: usize, counters: usize) {
     let mut bench = 0;
     while written < runs {
         let meta = Meta { label: format!("v{}", bench / 20), benchmark: format!("bench{}", bench % 20), git_commit: Some("0123456789abcdef0123456789abcdef01234567".into()), source: "run".into() };
-        let mut rec = store.begin(&meta, &machine, &settings, &specs).unwrap();
+        let mut rec = store.begin(&meta, &machine, &settings, &specs);
         for i in 0..per_experiment.min(runs - written) {
             let wall = 0.025 + (i as f64 * 0.618).fract() * 0.001;
             let run = Run {

@@ -3,4 +3,5 @@
 # Usage: scripts/store-size.sh [RUNS...]   (default 1000 10000 100000)
 set -eu
 cd "$(dirname "$0")/.."
-exec cargo run --quiet --release --example store_size -- "$@"
+# Sizes do not depend on the build profile; the debug build is already there.
+exec cargo run --quiet --example store_size -- "$@"

@@ -5,6 +5,7 @@
 use crate::error::{Failure, EXIT_OK};
 use crate::model::{metric, Machine};
 use crate::stats::changepoint::{self, ChangePointConfig};
+use crate::render::format_value;
 use crate::store::exchange::{write_json, DbArgs};
 use crate::store::{describe_machine, Query, StoredExperiment};
 use clap::Args;
@@ -22,6 +23,9 @@ pub struct HistoryArgs {
     /// The metric to follow (wall_s, cpu_s, max_rss_kib, a counter such as instructions).
     #[arg(long, default_value = metric::WALL, value_name = "METRIC")]
     pub metric: String,
+    /// Only the last N labels (in stored order); change points are looked for among them.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub last: Option<u32>,
     /// Also write the history as JSON (`-` for stdout instead of the table).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
@@ -89,7 +93,9 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
         incomplete: bool,
         values: Vec<f64>,
     }
-    let mut groups: Vec<(&StoredExperiment, Vec<(&str, Vec<Pool>)>)> = Vec::new();
+    /// A machine's first experiment (for its description) and its benchmarks' pools.
+    type MachineGroup<'a> = (&'a StoredExperiment, Vec<(&'a str, Vec<Pool<'a>>)>);
+    let mut groups: Vec<MachineGroup> = Vec::new();
     for e in experiments {
         let Some(measured) = e.experiment.commands.last() else { continue };
         let values: Vec<f64> = measured.runs.iter().filter_map(|r| r.metric(metric_name)).filter(|v| v.is_finite()).collect();
@@ -180,6 +186,12 @@ pub fn main(args: HistoryArgs) -> Result<i32, Failure> {
             None => crate::usage!("{} holds no results yet: store some with `perflab run` or `compare --save`", store.location()),
         });
     }
+    if let Some(n) = args.last {
+        let mut orders: Vec<i64> = experiments.iter().map(|e| e.label_order).collect();
+        orders.dedup();
+        let first_kept = orders[orders.len().saturating_sub(n as usize)];
+        experiments.retain(|e| e.label_order >= first_kept);
+    }
     let history = build(&experiments, &args.metric);
     if history.machines.is_empty() {
         return Err(crate::usage!("no stored run has the metric `{}`", args.metric));
@@ -222,6 +234,9 @@ pub fn render(history: &History, detail: bool) -> String {
     out
 }
 
+/// Labels shown in an overview sparkline (the latest ones); `--last` narrows further.
+const SPARKLINE_WIDTH: usize = 40;
+
 fn render_overview(benchmarks: &[BenchmarkHistory], metric_name: &str) -> String {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::NOTHING);
@@ -232,7 +247,7 @@ fn render_overview(benchmarks: &[BenchmarkHistory], metric_name: &str) -> String
         table.add_row(vec![
             b.name.clone(),
             b.points.len().to_string(),
-            sparkline(&medians),
+            sparkline(&medians[medians.len().saturating_sub(SPARKLINE_WIDTH)..]),
             latest,
             b.change_points.iter().map(describe_shift).collect::<Vec<_>>().join("; "),
         ]);
@@ -256,9 +271,9 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
         table.add_row(vec![
             p.label.clone() + if p.incomplete { " (incomplete)" } else { "" },
             p.n.to_string(),
-            format_value(p.median, metric_name),
+            format_value(metric_name, p.median),
             p.median_ci.map_or("n < 6".into(), |(lo, hi)| {
-                format!("{} – {}", format_value(lo, metric_name), format_value(hi, metric_name))
+                format!("{} – {}", format_value(metric_name, lo), format_value(metric_name, hi))
             }),
             change,
             mark,
@@ -289,23 +304,12 @@ fn format_point(p: &Point, metric_name: &str) -> String {
     match p.median_ci {
         Some((lo, hi)) => format!(
             "{} [{} – {}] ({})",
-            format_value(p.median, metric_name),
-            format_value(lo, metric_name),
-            format_value(hi, metric_name),
+            format_value(metric_name, p.median),
+            format_value(metric_name, lo),
+            format_value(metric_name, hi),
             p.label
         ),
-        None => format!("{} ({})", format_value(p.median, metric_name), p.label),
-    }
-}
-
-/// A value with its unit, seconds scaled to ms/µs for readability.
-fn format_value(v: f64, metric_name: &str) -> String {
-    match metric::unit(metric_name) {
-        "s" if v.abs() < 1e-3 => format!("{:.1} µs", v * 1e6),
-        "s" if v.abs() < 1.0 => format!("{:.2} ms", v * 1e3),
-        "s" => format!("{v:.3} s"),
-        "" => format!("{v:.4}"),
-        unit => format!("{v:.0} {unit}"),
+        None => format!("{} ({})", format_value(metric_name, p.median), p.label),
     }
 }
 
@@ -316,10 +320,10 @@ pub fn sparkline(values: &[f64]) -> String {
     values
         .iter()
         .map(|&v| {
-            if !(max > min) {
-                BARS[3]
-            } else {
+            if max > min {
                 BARS[(((v - min) / (max - min)) * 7.0).round().clamp(0.0, 7.0) as usize]
+            } else {
+                BARS[3]
             }
         })
         .collect()
@@ -361,6 +365,7 @@ mod tests {
                     timeout_s: None,
                 },
                 rounds: walls.len() as u32,
+                duration_s: 0.0,
                 stop_reason: StopReason::FixedRounds,
                 commands: vec![
                     CommandResult { name: "base".into(), argv: vec![], command_line: String::new(), runs: vec![], summary: Default::default() },
@@ -374,6 +379,7 @@ mod tests {
                 ],
                 comparisons: vec![],
                 warnings: vec![],
+                failure: None,
                 environment: Default::default(),
             },
         }

@@ -34,6 +34,8 @@ pub mod metric {
         match name {
             WALL | CPU | USER | SYS => "s",
             MAX_RSS => "KiB",
+            "task-clock" | "cpu-clock" => "ns",
+            "branch-miss-rate" | "cache-miss-rate" => "%",
             _ => "",
         }
     }
@@ -219,8 +221,11 @@ pub struct Comparison {
     pub candidate: String,
     pub metric: String,
     /// candidate / baseline; > 1 means the candidate is slower (larger).
+    #[serde(deserialize_with = "null_as_nan")]
     pub ratio: f64,
     pub ci_low: f64,
+    /// Infinite (written as null) when no interval exists yet.
+    #[serde(deserialize_with = "null_as_infinity")]
     pub ci_high: f64,
     /// Nominal (family-wise, sequentially valid) confidence of the interval.
     pub confidence: f64,
@@ -236,6 +241,15 @@ pub struct Comparison {
     /// Notes such as the count-vs-time cross-check.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+}
+
+/// JSON has no NaN or infinity: serde_json writes them as null; read null back.
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
 /// Where and on what the measurement ran; compared before results are mixed.
@@ -295,12 +309,58 @@ pub struct Experiment {
     pub settings: Settings,
     /// Measured rounds completed (warm-up excluded).
     pub rounds: u32,
+    /// Wall-clock seconds the whole experiment took, warm-up included.
+    #[serde(default)]
+    pub duration_s: f64,
     pub stop_reason: StopReason,
     pub commands: Vec<CommandResult>,
     pub comparisons: Vec<Comparison>,
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Why a benchmarked command stopped the experiment (stop_reason `command_failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
     /// Extra facts about the environment that can shift results (valgrind version, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub environment: BTreeMap<String, String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_comparison_without_interval_round_trips_through_json() {
+        let c = Comparison {
+            baseline: "A".into(),
+            candidate: "B".into(),
+            metric: metric::WALL.into(),
+            ratio: f64::NAN,
+            ci_low: 0.0,
+            ci_high: f64::INFINITY,
+            confidence: 0.95,
+            look_confidence: 0.975,
+            p_value: 1.0,
+            verdict: Verdict::Inconclusive,
+            below_threshold: false,
+            n: 0,
+            flags: vec![],
+        };
+        let text = serde_json::to_string(&c).unwrap();
+        assert!(text.contains("\"ci_high\":null") && text.contains("\"ratio\":null"), "{text}");
+        let back: Comparison = serde_json::from_str(&text).unwrap();
+        assert!(back.ratio.is_nan() && back.ci_high == f64::INFINITY);
+    }
+
+    #[test]
+    fn run_metrics_cover_harness_fields_and_counters() {
+        let mut run = Run { wall_s: 2.0, user_s: 0.5, sys_s: 0.25, max_rss_kib: 10, ..Default::default() };
+        run.counters.insert("instructions".into(), CounterReading::value(1e9, false));
+        run.counters.insert("cycles".into(), CounterReading::unsupported("no PMU"));
+        assert_eq!(run.metric(metric::CPU), Some(0.75));
+        assert_eq!(run.metric(metric::MAX_RSS), Some(10.0));
+        assert_eq!(run.metric("instructions"), Some(1e9));
+        assert_eq!(run.metric("cycles"), None, "an unsupported counter has no value, never a zero");
+        assert_eq!(run.metric("unknown"), None);
+    }
 }

@@ -14,6 +14,7 @@ fn each_backend(test: &str, body: impl Fn(&str)) {
     body(sqlite.to_str().unwrap());
     if let Some(url) = common::pg::scratch_db(test) {
         body(&url);
+        common::pg::drop_scratch(&url);
     }
 }
 
@@ -91,6 +92,7 @@ fn experiment(host: &str) -> Experiment {
         machine: machine(host),
         settings: settings(),
         rounds: 3,
+        duration_s: 1.25,
         stop_reason: StopReason::FixedRounds,
         commands: vec![command("old", &[0.51, 0.52, 0.5]), command("new", &[0.41, 0.42, 0.4])],
         comparisons: vec![Comparison {
@@ -109,6 +111,7 @@ fn experiment(host: &str) -> Experiment {
             flags: vec!["a note".into()],
         }],
         warnings: vec!["noisy".into()],
+        failure: Some("`new` exited with code 1".into()),
         environment,
     }
 }
@@ -145,7 +148,7 @@ fn runs_recorded_before_a_crash_are_kept() {
             .iter()
             .map(|c| CommandSpec { name: c.name.clone(), argv: c.argv.clone(), command_line: c.command_line.clone() })
             .collect();
-        let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs).unwrap();
+        let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs);
         rec.record_run(0, &exp.commands[0].runs[0]).unwrap();
         rec.record_run(1, &exp.commands[1].runs[0]).unwrap();
         rec.record_run(0, &exp.commands[0].runs[1]).unwrap();
@@ -173,7 +176,7 @@ fn finish_adds_only_the_runs_not_yet_recorded() {
             .iter()
             .map(|c| CommandSpec { name: c.name.clone(), argv: c.argv.clone(), command_line: c.command_line.clone() })
             .collect();
-        let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs).unwrap();
+        let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs);
         rec.record_run(0, &exp.commands[0].runs[0]).unwrap();
         rec.finish(&exp).unwrap();
         let back = store.experiments(&Query::default()).unwrap();
@@ -249,8 +252,7 @@ fn concurrent_writers_lose_nothing() {
                     for i in 0..5 {
                         let specs = vec![CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() }];
                         let mut rec = store
-                            .begin(&meta(&format!("label{}", i % 2), &format!("bench{t}")), &exp.machine, &exp.settings, &specs)
-                            .unwrap();
+                            .begin(&meta(&format!("label{}", i % 2), &format!("bench{t}")), &exp.machine, &exp.settings, &specs);
                         for r in 0..20 {
                             rec.record_run(0, &run(r, 0.1)).unwrap();
                         }
@@ -276,4 +278,22 @@ fn unreachable_database_is_a_one_line_usage_error() {
     assert!(!err.to_string().contains('\n'));
     let err = Store::open(Some("/proc/forbidden/x.db")).err().unwrap();
     assert!(err.to_string().contains("cannot open database /proc/forbidden/x.db"), "{err}");
+}
+
+#[test]
+fn non_finite_values_survive_storage_and_json() {
+    each_backend("nonfinite", |url| {
+        let mut store = Store::open(Some(url)).unwrap();
+        let mut exp = experiment("h1");
+        exp.comparisons[0].ratio = f64::NAN; // no paired rounds yet
+        exp.comparisons[0].ci_high = f64::INFINITY;
+        store.save(&meta("v1", "a"), &exp).unwrap();
+        let back = store.experiments(&Query::default()).unwrap().remove(0).experiment;
+        assert!(back.comparisons[0].ratio.is_nan());
+        assert_eq!(back.comparisons[0].ci_high, f64::INFINITY);
+        // The JSON written by --json and export reads back too.
+        let json = serde_json::to_string(&back).unwrap();
+        let again: Experiment = serde_json::from_str(&json).unwrap();
+        assert!(again.comparisons[0].ratio.is_nan());
+    });
 }

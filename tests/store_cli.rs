@@ -17,6 +17,7 @@ fn each_backend(test: &str, body: impl Fn(&Path, &str)) {
     if let Some(url) = common::pg::scratch_db(test) {
         let dir = tempfile::tempdir().unwrap();
         body(dir.path(), &url);
+        common::pg::drop_scratch(&url);
     }
 }
 
@@ -113,7 +114,7 @@ fn import_errors_are_one_line_usage_errors() {
     let file = common::fixtures_dir().join("hyperfine-1.15.json");
     let cases: [(&[&str], &str); 5] = [
         (&["import", "missing.json"], "cannot read missing.json"),
-        (&["import", "bad.json", "--label", "x"], "bad.json: expected hyperfine --export-json output"),
+        (&["import", "bad.json", "--label", "x"], "bad.json: expected hyperfine --export-json output (`results`), perflab compare/run --json output"),
         (&["import", "notjson.json"], "notjson.json: not JSON"),
         (&["import", "hf.json", "--label", "x"], "hf.json: result 1 (`x`) has no per-run `times`"),
         (&["import", file.to_str().unwrap()], "is a hyperfine file: pass --label"),
@@ -151,10 +152,12 @@ fn save(db: &str, label: &str, bench: &str, host: &str, walls: &[f64]) {
             timeout_s: None,
         },
         rounds: walls.len() as u32,
+        duration_s: 0.0,
         stop_reason: StopReason::FixedRounds,
         commands: vec![CommandResult { name: bench.into(), argv: vec![bench.into()], command_line: bench.into(), runs, summary: Default::default() }],
         comparisons: vec![],
         warnings: vec![],
+        failure: None,
         environment: Default::default(),
     };
     let meta = perflab::store::Meta { label: label.into(), benchmark: bench.into(), git_commit: None, source: "test".into() };
@@ -195,6 +198,12 @@ fn history_shows_labels_in_order_machines_apart_and_the_shift() {
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(!text.contains("different machines"), "{text}");
         assert!(text.contains("◀ shift"), "{text}");
+
+        let out = perflab(dir, db).args(["history", "parse", "--machine", "box1", "--last", "3", "--json", "-"]).output().unwrap();
+        let h: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let labels: Vec<&str> =
+            h["machines"][0]["benchmarks"][0]["points"].as_array().unwrap().iter().map(|p| p["label"].as_str().unwrap()).collect();
+        assert_eq!(labels, ["r09", "r10", "r11"]);
 
         let out = perflab(dir, db).args(["history", "nothing-like-this"]).output().unwrap();
         assert_eq!(out.status.code(), Some(2));

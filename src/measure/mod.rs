@@ -1,8 +1,14 @@
 //! Measurement beyond what `wait4` gives: counters (perf_event_open) and simulators
 //! (valgrind). Each is a [`Probe`] that the spawner calls around every run.
 
-use crate::model::Run;
+pub mod cachegrind;
+pub mod counters;
+pub mod crosscheck;
+pub mod multiplicity;
+
+use crate::model::{CommandSpec, Run};
 use clap::{Args, ValueEnum};
+use std::collections::BTreeMap;
 
 /// What a run measures, chosen on the command line of `compare` and `stat`.
 #[derive(Debug, Clone, Args, Default)]
@@ -14,6 +20,10 @@ pub struct MeasureArgs {
     /// wall: time each run natively; instructions: run under valgrind cachegrind.
     #[arg(long, value_enum, default_value_t = Mode::Wall)]
     pub mode: Mode,
+    /// Count user mode only, or user+kernel (auto: user+kernel when perf_event_paranoid
+    /// or CAP_PERFMON allows it).
+    #[arg(long, value_enum, default_value_t = counters::Scope::Auto, value_name = "SCOPE")]
+    pub counter_scope: counters::Scope,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -33,11 +43,65 @@ impl Mode {
 }
 
 /// The probes a run needs for these options (one set per command).
+///
+/// `-e` and `--mode instructions` are exclusive: under valgrind, perf counters would
+/// count the simulator's JIT, not the program.
 pub fn build_probes(args: &MeasureArgs) -> Result<Vec<Box<dyn Probe>>, crate::error::Failure> {
-    if !args.events.is_empty() || args.mode != Mode::Wall {
-        return Err(crate::usage!("counters (-e) and --mode instructions are not available yet"));
+    let events = counters::parse_events(&args.events)?;
+    match args.mode {
+        Mode::Instructions if !events.is_empty() => Err(crate::usage!(
+            "-e cannot be combined with --mode instructions: perf counters would count valgrind itself; \
+             instruction mode already reports instructions, cache misses and branch mispredicts"
+        )),
+        Mode::Instructions => Ok(vec![Box::new(cachegrind::CachegrindProbe::new()?)]),
+        Mode::Wall if events.is_empty() => Ok(Vec::new()),
+        Mode::Wall => {
+            let probe = counters::CountersProbe::new(events, args.counter_scope, counters::system_opener());
+            Ok(vec![Box::new(probe)])
+        }
     }
-    Ok(Vec::new())
+}
+
+/// The counter metrics these options produce per run, in display order.
+pub fn metric_names(args: &MeasureArgs) -> Result<Vec<String>, crate::error::Failure> {
+    Ok(match args.mode {
+        Mode::Instructions => cachegrind::COMPARED
+            .iter()
+            .chain(cachegrind::RAW_EVENTS.iter().map(|(_, name)| name).filter(|n| !cachegrind::COMPARED.contains(n)))
+            .map(|n| n.to_string())
+            .collect(),
+        Mode::Wall => counters::metric_names(&counters::parse_events(&args.events)?),
+    })
+}
+
+/// Facts about this machine that can shift these measurements, for
+/// `Experiment.environment`. Per-binary facts that differ between commands are keyed
+/// `fact[command name]`.
+pub fn environment_facts(args: &MeasureArgs, commands: &[CommandSpec]) -> BTreeMap<String, String> {
+    let mut facts = BTreeMap::new();
+    if !args.events.is_empty() {
+        facts.insert("counter_scope".to_string(), args.counter_scope.resolve().as_str().to_string());
+        if let Some(level) = counters::paranoid_level() {
+            facts.insert("perf_event_paranoid".to_string(), level.to_string());
+        }
+    }
+    if args.mode == Mode::Instructions {
+        let per_command: Vec<(&str, BTreeMap<String, String>)> = commands
+            .iter()
+            .filter_map(|c| {
+                let program = crate::command::resolve_program(c.argv.first()?).ok()?;
+                Some((c.name.as_str(), cachegrind::environment_facts(&program)))
+            })
+            .collect();
+        for (name, command_facts) in &per_command {
+            for (key, value) in command_facts {
+                let shared = per_command.iter().all(|(_, other)| other.get(key) == Some(value));
+                let key = if shared { key.clone() } else { format!("{key}[{name}]") };
+                facts.insert(key, value.clone());
+            }
+        }
+    }
+    facts
 }
 
 /// Something that measures a run beyond wall time and rusage.

@@ -119,11 +119,13 @@ fn count_outliers(values: &[f64], median: f64, mad: f64) -> usize {
 
 /// Summary of one metric over one command's runs (median CI at 95 %).
 ///
-/// Always finite: with no values every field is 0 (n = 0 tells it apart); with one value
+/// Non-finite values are ignored (n counts the others). Always finite: with no values every
+/// field is 0 (n = 0 tells it apart); with one value
 /// median, mean, min and max are that value and stddev and MAD are 0. `median_ci` is None
 /// for n < 6.
 pub fn summarize(values: &[f64]) -> Summary {
-    let s = sorted(values);
+    let finite: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    let s = sorted(&finite);
     let n = s.len();
     if n == 0 {
         return Summary {
@@ -201,6 +203,8 @@ mod tests {
         assert_eq!((one.min, one.max, one.outliers), (2.5, 2.5, 0));
         assert!(stddev(&[1.0]).is_nan());
         assert!(median(&[]).is_nan());
+        let with_nan = summarize(&[1.0, f64::NAN, 3.0]);
+        assert_eq!((with_nan.n, with_nan.median), (2, 2.0));
     }
 
     #[test]

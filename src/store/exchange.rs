@@ -1,12 +1,13 @@
 //! Getting results into and out of the store: `perflab import` (hyperfine JSON,
 //! perflab JSON, perflab exports), `perflab export`, and `compare --save`.
 
-use super::{current_git_commit, Meta, Query, Store, StoredExperiment};
+use super::{current_git_commit, Meta, Query, Recorder, Store, StoredExperiment};
 use crate::error::{Failure, EXIT_OK};
 use crate::model::{CommandResult, Experiment, ExitInfo, Machine, Run, Settings, StopReason, SCHEMA_VERSION};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::io::Write;
 
 /// Which database to use (every store command takes it).
 #[derive(Debug, Clone, Args, Default)]
@@ -40,19 +41,42 @@ pub struct SaveArgs {
 }
 
 impl SaveArgs {
-    /// Store `experiment` when `--save` was given; says where on stderr.
-    pub fn save(&self, experiment: &Experiment) -> Result<(), Failure> {
-        if !self.save {
-            return Ok(());
+    /// The store to save into, when `--save` was given.
+    pub fn open(&self) -> Result<Option<Store>, Failure> {
+        if self.save {
+            self.db.open().map(Some)
+        } else {
+            Ok(None)
         }
+    }
+
+    /// An observer for the compare engine committing each run of `plan` as it completes.
+    pub fn recorder<'s>(&self, store: Option<&'s mut Store>, plan: &crate::compare::Plan) -> Option<Recorder<'s>> {
+        let store = store?;
         let git_commit = current_git_commit();
-        let label = self.label.clone().unwrap_or_else(|| default_label(git_commit.as_deref()));
-        let benchmark = self.bench.clone().unwrap_or_else(|| {
-            experiment.commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" vs ")
-        });
-        let mut store = self.db.open()?;
-        store.save(&Meta { label: label.clone(), benchmark: benchmark.clone(), git_commit, source: "compare".into() }, experiment)?;
-        eprintln!("saved `{benchmark}` as label `{label}` in {}", store.location());
+        let meta = Meta {
+            label: self.label.clone().unwrap_or_else(|| default_label(git_commit.as_deref())),
+            benchmark: self
+                .bench
+                .clone()
+                .unwrap_or_else(|| plan.commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" vs ")),
+            git_commit,
+            source: "compare".into(),
+        };
+        Some(store.begin(&meta, &Machine::detect(), &plan.settings, &plan.commands))
+    }
+
+    /// Store the summaries and verdicts too, and say where on stderr.
+    pub fn finish(&self, recorder: Option<Recorder>, experiment: &Experiment) -> Result<(), Failure> {
+        let Some(recorder) = recorder else { return Ok(()) };
+        let message = format!(
+            "saved `{}` as label `{}` in {}",
+            recorder.meta().benchmark,
+            recorder.meta().label,
+            recorder.location()
+        );
+        recorder.finish(experiment)?;
+        eprintln!("{message}");
         Ok(())
     }
 }
@@ -67,7 +91,7 @@ pub fn default_label(git_commit: Option<&str>) -> String {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// A hyperfine `--export-json` file, a perflab `--json` result, or a perflab export.
+    /// A hyperfine `--export-json` file, a `compare --json` or `run --json` file, or a perflab export.
     #[arg(value_name = "FILE")]
     pub file: String,
     /// Label to store under (required for hyperfine and perflab results; overrides an export's labels).
@@ -130,7 +154,7 @@ struct HyperfineResult {
     #[serde(default)]
     memory_usage_byte: Option<Vec<u64>>,
     #[serde(default)]
-    parameters: BTreeMap<String, String>,
+    parameters: BTreeMap<String, serde_json::Value>,
 }
 
 pub fn import_main(args: ImportArgs) -> Result<i32, Failure> {
@@ -183,6 +207,26 @@ fn to_records(value: &serde_json::Value, args: &ImportArgs) -> Result<Vec<Stored
             })
             .collect());
     }
+    if let Some(items) = value.as_array().filter(|a| a.iter().all(|i| i.get("experiment").is_some())) {
+        // `perflab run --json`: [{"benchmark", "label", "experiment"}]
+        #[derive(Deserialize)]
+        struct RunRecord {
+            benchmark: String,
+            label: String,
+            experiment: Experiment,
+        }
+        let mut records = Vec::new();
+        for item in items {
+            let r: RunRecord = serde_json::from_value(item.clone())
+                .map_err(|e| crate::usage!("{file}: not a valid `perflab run --json` file: {e}"))?;
+            let label = args.label.clone().unwrap_or(r.label);
+            records.push(record(label, r.benchmark, "import:perflab", r.experiment));
+        }
+        if records.is_empty() {
+            return Err(crate::usage!("{file}: the file holds no results"));
+        }
+        return Ok(records);
+    }
     if value.get("results").is_some_and(|r| r.is_array()) {
         let hyperfine: HyperfineFile = serde_json::from_value(value.clone())
             .map_err(|e| crate::usage!("{file}: not a valid hyperfine JSON export: {e}"))?;
@@ -204,7 +248,7 @@ fn to_records(value: &serde_json::Value, args: &ImportArgs) -> Result<Vec<Stored
         return Ok(vec![record(label, benchmark, "import:perflab", experiment)]);
     }
     Err(crate::usage!(
-        "{file}: expected hyperfine --export-json output (`results`), a perflab --json result (`schema_version`, `commands`) or a perflab export"
+        "{file}: expected hyperfine --export-json output (`results`), perflab compare/run --json output or a perflab export"
     ))
 }
 
@@ -240,7 +284,14 @@ fn from_hyperfine(file: HyperfineFile, label: &str, path: &str, machine: &Machin
         }
         let mut name = result.command.clone();
         if !result.parameters.is_empty() {
-            let params: Vec<String> = result.parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let params: Vec<String> = result
+                .parameters
+                .iter()
+                .map(|(k, v)| match v {
+                    serde_json::Value::String(s) => format!("{k}={s}"),
+                    other => format!("{k}={other}"),
+                })
+                .collect();
             name = format!("{name}[{}]", params.join(","));
         }
         let base = name.clone();
@@ -280,10 +331,13 @@ fn from_hyperfine(file: HyperfineFile, label: &str, path: &str, machine: &Machin
             machine: machine.clone(),
             settings: imported_settings(times.len()),
             rounds: times.len() as u32,
+            // hyperfine records no total; the runs' sum is the part it measured.
+            duration_s: times.iter().sum(),
             stop_reason: StopReason::FixedRounds,
             commands: vec![CommandResult { name: name.clone(), argv: Vec::new(), command_line: result.command, runs, summary }],
             comparisons: Vec::new(),
             warnings,
+            failure: None,
             environment: BTreeMap::from([("imported_from".to_string(), "hyperfine".to_string())]),
         };
         records.push(record(label.to_string(), name, "import:hyperfine", experiment));
@@ -322,19 +376,12 @@ pub fn export_main(args: ExportArgs) -> Result<i32, Failure> {
     Ok(EXIT_OK)
 }
 
-/// Write `value` as pretty JSON to `path` (`-` for stdout), atomically for files.
+/// Write `value` as pretty JSON to `path` (`-` for stdout).
 pub fn write_json(path: &str, value: &impl Serialize) -> Result<(), Failure> {
-    let text = serde_json::to_string_pretty(value).map_err(anyhow::Error::from)? + "\n";
-    if path == "-" {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        return out.write_all(text.as_bytes()).map_err(|e| crate::usage!("cannot write to stdout: {e}"));
-    }
-    let tmp = format!("{path}.tmp{}", std::process::id());
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            crate::usage!("cannot write {path}: {e}")
-        })
+    let mut out = crate::render::open_output(path)?;
+    serde_json::to_writer_pretty(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(|e| crate::usage!("cannot write `{path}`: {e}"))
 }

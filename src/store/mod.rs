@@ -102,7 +102,10 @@ pub trait Backend {
 
 /// Schema migrations, applied in order; each runs in one transaction and is
 /// recorded in `schema_migrations`. Never edit a released migration: append one.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "initial schema", SCHEMA_V1)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "initial schema", SCHEMA_V1),
+    (2, "index experiments by machine", "CREATE INDEX experiments_by_machine ON experiments(machine_id, label_id);"),
+];
 
 const SCHEMA_V1: &str = r#"
 CREATE TABLE labels (
@@ -139,7 +142,9 @@ CREATE TABLE experiments (
     settings TEXT NOT NULL,
     complete {int} NOT NULL,
     rounds {int},
+    duration_s {real},
     stop_reason TEXT,
+    failure TEXT,
     warnings TEXT NOT NULL,
     environment TEXT NOT NULL
 );
@@ -186,12 +191,12 @@ CREATE TABLE summaries (
     command_idx {int} NOT NULL,
     metric TEXT NOT NULL,
     n {int} NOT NULL,
-    median {real} NOT NULL,
-    mean {real} NOT NULL,
-    stddev {real} NOT NULL,
-    mad {real} NOT NULL,
-    min_value {real} NOT NULL,
-    max_value {real} NOT NULL,
+    median {real},
+    mean {real},
+    stddev {real},
+    mad {real},
+    min_value {real},
+    max_value {real},
     outliers {int} NOT NULL,
     ci_low {real},
     ci_high {real},
@@ -203,12 +208,12 @@ CREATE TABLE comparisons (
     baseline TEXT NOT NULL,
     candidate TEXT NOT NULL,
     metric TEXT NOT NULL,
-    ratio {real} NOT NULL,
-    ci_low {real} NOT NULL,
-    ci_high {real} NOT NULL,
-    confidence {real} NOT NULL,
-    look_confidence {real} NOT NULL,
-    p_value {real} NOT NULL,
+    ratio {real},
+    ci_low {real},
+    ci_high {real},
+    confidence {real},
+    look_confidence {real},
+    p_value {real},
     verdict TEXT NOT NULL,
     below_threshold {int} NOT NULL,
     n {int} NOT NULL,
@@ -337,7 +342,7 @@ impl Store {
             )
         };
         let mut store = Store { db, location: redact(&location) };
-        store.migrate().map_err(|e| crate::usage!("database {}: {e:#}", store.location))?;
+        store.migrate(schema_version()).map_err(|e| crate::usage!("database {}: {e:#}", store.location))?;
         Ok(store)
     }
 
@@ -351,7 +356,8 @@ impl Store {
         self.db.kind()
     }
 
-    fn migrate(&mut self) -> anyhow::Result<()> {
+    /// Apply the migrations up to version `target`.
+    fn migrate(&mut self, target: i64) -> anyhow::Result<()> {
         self.write(|db| {
             db.lock_schema()?;
             db.batch(&db.dialect(
@@ -368,7 +374,7 @@ impl Store {
                     schema_version()
                 ));
             }
-            for (version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+            for (version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 > current && m.0 <= target) {
                 db.batch(&db.dialect(sql)).with_context(|| format!("migration {version} ({description})"))?;
                 db.execute(
                     "INSERT INTO schema_migrations (version, description, applied_at) VALUES ($1, $2, $3)",
@@ -394,19 +400,17 @@ impl Store {
         }
     }
 
-    /// Register an experiment about to run; its runs are then committed one by one
-    /// through the returned [`Recorder`].
-    pub fn begin(
-        &mut self,
-        meta: &Meta,
-        machine: &Machine,
-        settings: &Settings,
-        commands: &[CommandSpec],
-    ) -> Result<Recorder<'_>, Failure> {
-        let id = self
-            .write(|db| insert_experiment(db, meta, machine, settings, commands, &now()))
-            .with_context(|| format!("storing into {}", self.location))?;
-        Ok(Recorder { store: self, id, recorded: Vec::new(), first_error: None })
+    /// Prepare to store an experiment about to run; its runs are then committed one by
+    /// one through the returned [`Recorder`]. Nothing is written until the first run, so
+    /// an experiment that fails to start leaves no trace.
+    pub fn begin(&mut self, meta: &Meta, machine: &Machine, settings: &Settings, commands: &[CommandSpec]) -> Recorder<'_> {
+        Recorder {
+            store: self,
+            meta: meta.clone(),
+            pending: Some((machine.clone(), settings.clone(), commands.to_vec())),
+            id: None,
+            recorded: Vec::new(),
+        }
     }
 
     /// Store a finished experiment (from `compare --save` or an import) in one transaction.
@@ -434,8 +438,7 @@ impl Store {
                 "SELECT l.name, l.created_at, COUNT(e.id) FROM labels l LEFT JOIN experiments e ON e.label_id = l.id \
                  GROUP BY l.id, l.name, l.created_at ORDER BY l.id",
                 &[],
-            )
-            .map_err(anyhow::Error::from)?;
+            )?;
         Ok(rows
             .into_iter()
             .map(|r| LabelInfo {
@@ -490,7 +493,8 @@ impl Store {
         let experiments = self.db.query(
             &format!(
                 "SELECT e.id, l.name, l.id, b.name, e.git_commit, e.source, e.recorded_at, m.fingerprint, m.json, \
-                 e.complete, e.perflab_version, e.started_at, e.settings, e.rounds, e.stop_reason, e.warnings, e.environment \
+                 e.complete, e.perflab_version, e.started_at, e.settings, e.rounds, e.stop_reason, e.warnings, e.environment, \
+                 e.duration_s, e.failure \
                  FROM experiments e {joins} WHERE {filter} ORDER BY l.id, e.id"
             ),
             &params,
@@ -642,11 +646,13 @@ impl Store {
                 machine: serde_json::from_str(r[8].as_str().unwrap_or_default()).context("machine record")?,
                 settings: serde_json::from_str(r[12].as_str().unwrap_or_default()).context("settings record")?,
                 rounds,
+                duration_s: r[17].as_f64().unwrap_or(0.0),
                 stop_reason,
                 commands,
                 comparisons: comparisons_by_exp.remove(&id).unwrap_or_default(),
                 warnings: serde_json::from_str(r[15].as_str().unwrap_or("[]")).unwrap_or_default(),
                 environment: serde_json::from_str(r[16].as_str().unwrap_or("{}")).unwrap_or_default(),
+                failure: r[18].as_str().map(str::to_string),
             };
             out.push(StoredExperiment {
                 id,
@@ -674,40 +680,64 @@ fn command_mut<'a>(map: &'a mut BTreeMap<i64, Vec<CommandResult>>, exp: &Value, 
 /// Writes one experiment's runs as they complete. Made by [`Store::begin`].
 pub struct Recorder<'s> {
     store: &'s mut Store,
-    id: i64,
+    meta: Meta,
+    /// What to register with the first run.
+    pending: Option<(Machine, Settings, Vec<CommandSpec>)>,
+    id: Option<i64>,
     /// Runs already committed, per command.
     recorded: Vec<usize>,
-    first_error: Option<anyhow::Error>,
+}
+
+/// The compare engine reports each measured run here; a failed write stops the experiment.
+impl crate::compare::Observer for Recorder<'_> {
+    fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
+        self.record_run(command, run).map_err(|e| anyhow!("{e:#}"))
+    }
 }
 
 impl Recorder<'_> {
-    /// The experiment's id in the store.
-    pub fn id(&self) -> i64 {
+    /// The label, benchmark and commit the experiment is stored under.
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// Where it is stored (password removed).
+    pub fn location(&self) -> &str {
+        self.store.location()
+    }
+
+    /// The experiment's id in the store, once its first run was stored.
+    pub fn id(&self) -> Option<i64> {
         self.id
     }
 
     /// Commit one measured run (not a warm-up) of command `command_idx`, in its own transaction.
     pub fn record_run(&mut self, command_idx: usize, run: &Run) -> Result<(), Failure> {
-        let id = self.id;
-        let result = self.store.write(|db| insert_run(db, id, command_idx, run));
+        let pending = self.pending.take();
+        let (id, meta) = (self.id, &self.meta);
+        let result = self.store.write(|db| {
+            let id = match (id, &pending) {
+                (Some(id), _) => id,
+                (None, Some((machine, settings, commands))) => insert_experiment(db, meta, machine, settings, commands, &now())?,
+                (None, None) => return Err(anyhow!("recorder has no experiment")),
+            };
+            insert_run(db, id, command_idx, run)?;
+            Ok(id)
+        });
         match result {
-            Ok(()) => {
+            Ok(id) => {
+                self.id = Some(id);
                 if self.recorded.len() <= command_idx {
                     self.recorded.resize(command_idx + 1, 0);
                 }
                 self.recorded[command_idx] += 1;
                 Ok(())
             }
-            Err(e) => Err(Failure::Other(e.context(format!("storing a run into {}", self.store.location)))),
-        }
-    }
-
-    /// Like [`Recorder::record_run`] for use inside an engine callback that cannot fail:
-    /// the first error is kept and returned by [`Recorder::finish`].
-    pub fn record_run_deferred(&mut self, command_idx: usize, run: &Run) {
-        if self.first_error.is_none() {
-            if let Err(e) = self.record_run(command_idx, run) {
-                self.first_error = Some(anyhow!("{e:#}"));
+            Err(e) => {
+                if self.id.is_none() {
+                    self.pending = pending;
+                }
+                Err(Failure::Other(e.context(format!("storing a run into {}", self.store.location))))
             }
         }
     }
@@ -715,10 +745,10 @@ impl Recorder<'_> {
     /// Store the summaries, comparisons and final state; runs of `experiment` that
     /// were not recorded yet (beyond the count recorded per command) are added too.
     pub fn finish(self, experiment: &Experiment) -> Result<i64, Failure> {
-        if let Some(e) = self.first_error {
-            return Err(Failure::Other(e));
-        }
-        let (id, recorded) = (self.id, self.recorded);
+        let Some(id) = self.id else {
+            return self.store.save(&self.meta, experiment);
+        };
+        let recorded = self.recorded;
         self.store
             .write(|db| finish_experiment(db, id, experiment, &recorded))
             .with_context(|| format!("storing into {}", self.store.location))?;
@@ -916,7 +946,7 @@ fn finish_experiment(db: &mut dyn Backend, id: i64, exp: &Experiment, recorded: 
     let stop_reason = serde_json::to_value(exp.stop_reason)?;
     db.execute(
         "UPDATE experiments SET complete = 1, rounds = $1, stop_reason = $2, warnings = $3, environment = $4, \
-         started_at = $5, settings = $6 WHERE id = $7",
+         started_at = $5, settings = $6, duration_s = $7, failure = $8 WHERE id = $9",
         &[
             int(exp.rounds),
             text(stop_reason.as_str().unwrap_or("decided")),
@@ -924,6 +954,8 @@ fn finish_experiment(db: &mut dyn Backend, id: i64, exp: &Experiment, recorded: 
             text(serde_json::to_string(&exp.environment)?),
             text(&exp.started_at),
             text(serde_json::to_string(&exp.settings)?),
+            real(exp.duration_s),
+            opt_text(exp.failure.as_deref()),
             int(id),
         ],
     )?;
@@ -933,6 +965,33 @@ fn finish_experiment(db: &mut dyn Backend, id: i64, exp: &Experiment, recorded: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_older_database_is_upgraded_in_place() {
+        let dir = std::env::temp_dir().join(format!("perflab-migrate-{}", std::process::id()));
+        let path = dir.join("old.db");
+        let _ = std::fs::remove_dir_all(&dir);
+        let backend = sqlite::Sqlite::open(&path).unwrap();
+        let mut old = Store { db: Box::new(backend), location: "old.db".into() };
+        old.migrate(1).unwrap();
+        let machine = Machine::default();
+        let settings: Settings = serde_json::from_str(
+            r#"{"seed":1,"warmup_rounds":0,"min_rounds":1,"max_rounds":1,"max_time_s":1,"threshold":0.01,"confidence":0.95,"env_padding":false,"mode":"wall"}"#,
+        )
+        .unwrap();
+        let spec = CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() };
+        let meta = Meta { label: "v1".into(), benchmark: "b".into(), git_commit: None, source: "test".into() };
+        old.begin(&meta, &machine, &settings, &[spec]).record_run(0, &Run { wall_s: 0.5, ..Run::default() }).unwrap();
+        drop(old);
+
+        let mut store = Store::open(Some(path.to_str().unwrap())).unwrap();
+        let versions = store.db.query("SELECT version FROM schema_migrations ORDER BY version", &[]).unwrap();
+        let versions: Vec<i64> = versions.iter().filter_map(|r| r[0].as_i64()).collect();
+        assert_eq!(versions, (1..=schema_version()).collect::<Vec<_>>());
+        let back = store.experiments(&Query::default()).unwrap();
+        assert_eq!(back[0].experiment.commands[0].runs[0].wall_s, 0.5);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn redact_hides_only_the_password() {

@@ -7,7 +7,7 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, NoTls};
 
 /// Any constant works; it only has to be the same for every perflab process.
-const SCHEMA_LOCK_KEY: i64 = 0x7065_7266_6c61_62;
+const SCHEMA_LOCK_KEY: i64 = 0x0070_6572_666c_6162; // "perflab" in ASCII
 
 pub struct Postgres {
     client: Client,

@@ -37,6 +37,8 @@ impl ToSql for Value {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         Ok(match self {
             Value::Int(Some(v)) => ToSqlOutput::from(*v),
+            // SQLite has no NaN (it would store NULL anyway); NULL reads back as NaN.
+            Value::Real(Some(v)) if v.is_nan() => ToSqlOutput::from(rusqlite::types::Null),
             Value::Real(Some(v)) => ToSqlOutput::from(*v),
             Value::Text(Some(v)) => ToSqlOutput::from(v.as_str()),
             Value::Int(None) | Value::Real(None) | Value::Text(None) => ToSqlOutput::from(rusqlite::types::Null),

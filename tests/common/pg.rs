@@ -19,7 +19,7 @@ pub fn scratch_db(test: &str) -> Option<String> {
         }
     };
     let mut client = postgres::Client::connect(&base, postgres::NoTls)
-        .unwrap_or_else(|e| panic!("PERFLAB_TEST_PG={base} is unreachable: {e}"));
+        .unwrap_or_else(|e| panic!("PERFLAB_TEST_PG={base} is unreachable: {e:?}"));
     let name = format!("perflab_t_{}_{}", test.replace(|c: char| !c.is_ascii_alphanumeric(), "_"), std::process::id());
     client.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).expect("drop scratch database");
     client.batch_execute(&format!("CREATE DATABASE {name}")).expect("create scratch database (role needs CREATEDB)");
@@ -29,4 +29,13 @@ pub fn scratch_db(test: &str) -> Option<String> {
     };
     let server = head.rsplit_once('/').map_or(head, |(server, _db)| server);
     Some(format!("{server}/{name}{query}"))
+}
+
+/// Drop a database made by [`scratch_db`] once a test passed (a failed test keeps its
+/// database for inspection).
+pub fn drop_scratch(url: &str) {
+    let base = std::env::var("PERFLAB_TEST_PG").expect("scratch databases come from PERFLAB_TEST_PG");
+    let name = url.split('?').next().and_then(|u| u.rsplit('/').next()).expect("database name in URL");
+    let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("connect to PERFLAB_TEST_PG");
+    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop scratch database");
 }

@@ -1,0 +1,237 @@
+//! `perflab bisect`: find the first commit that made a benchmark slower. Each tested
+//! commit is checked out in its own temporary git worktree, built with the user's
+//! command, and compared against the good commit's build in interleaved rounds; the
+//! compare engine's verdict classifies it.
+
+use crate::compare::{parse_duration, Plan};
+use crate::error::{Failure, EXIT_OK};
+use crate::model::{Comparison, Verdict};
+use crate::run::{plan_for, PlanOverrides};
+use crate::store::exchange::DbArgs;
+use crate::store::Query;
+use crate::suite::{self, Build};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Debug, Args)]
+pub struct BisectArgs {
+    /// A commit (or a stored label that has one) where the benchmark is fast.
+    #[arg(long, value_name = "REV")]
+    pub good: String,
+    /// A later commit (or label) where it is slow.
+    #[arg(long, value_name = "REV")]
+    pub bad: String,
+    /// Shell command building a commit, run inside its worktree; `{commit}` is the hash.
+    /// The benchmark's `{build}` is then that worktree's directory.
+    #[arg(long = "build", value_name = "CMD")]
+    pub build_command: String,
+    /// The suite benchmark to measure (its command uses `{build}`).
+    #[arg(long = "bench", value_name = "NAME")]
+    pub bench: String,
+    #[arg(long, value_name = "FILE", default_value = suite::DEFAULT_FILE)]
+    pub suite: PathBuf,
+    /// The git repository (default: the current directory).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// Per-comparison measured rounds (default: adaptive, until a verdict).
+    #[arg(short = 'r', long, value_name = "N")]
+    pub rounds: Option<u32>,
+    /// Per-comparison time limit.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_time: Option<f64>,
+    /// Used only to resolve --good/--bad given as stored labels.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// The temporary directory holding the worktrees, removed when dropped.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn create() -> Result<ScratchDir, Failure> {
+        let dir = std::env::temp_dir().join(format!("perflab-bisect-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| crate::usage!("cannot create {}: {e}", dir.display()))?;
+        Ok(ScratchDir(dir))
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A detached worktree of one commit, removed when dropped.
+struct Worktree<'r> {
+    repo: &'r Path,
+    dir: PathBuf,
+}
+
+impl Drop for Worktree<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("git")
+            .arg("-C")
+            .arg(self.repo)
+            .args(["worktree", "remove", "--force"])
+            .arg(&self.dir)
+            .output();
+    }
+}
+
+fn git(repo: &Path, args: &[&str]) -> Result<String, Failure> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .map_err(|e| crate::usage!("cannot run git: {e}"))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(crate::usage!("git {}: {}", args.join(" "), stderr.lines().next().unwrap_or("failed")));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+pub fn main(args: BisectArgs) -> Result<i32, Failure> {
+    let repo = args.repo.canonicalize().map_err(|e| crate::usage!("--repo {}: {e}", args.repo.display()))?;
+    git(&repo, &["rev-parse", "--git-dir"]).map_err(|_| crate::usage!("{} is not a git repository", repo.display()))?;
+    let suite = suite::load(&args.suite)?;
+    let bench = suite
+        .benchmarks
+        .iter()
+        .find(|b| b.name == args.bench)
+        .ok_or_else(|| crate::usage!("no benchmark `{}` in {}", args.bench, args.suite.display()))?;
+    if !bench.uses_build() {
+        return Err(crate::usage!("benchmark `{}` does not use {{build}}, so every commit would run the same program", bench.name));
+    }
+    let mut resolver = LabelResolver { db: &args.db, experiments: None };
+    let good = resolve(&repo, &args.good, &mut resolver)?;
+    let bad = resolve(&repo, &args.bad, &mut resolver)?;
+    if git(&repo, &["merge-base", "--is-ancestor", &good, &bad]).is_err() {
+        return Err(crate::usage!("--good {} is not an ancestor of --bad {}", args.good, args.bad));
+    }
+    let commits: Vec<String> = git(&repo, &["rev-list", "--ancestry-path", "--reverse", &format!("{good}..{bad}")])?
+        .lines()
+        .map(str::to_string)
+        .collect();
+    if commits.is_empty() {
+        return Err(crate::usage!("--good and --bad are the same commit"));
+    }
+    let scratch = ScratchDir::create()?;
+    let overrides = PlanOverrides {
+        options: crate::suite::Options { rounds: args.rounds, max_time: args.max_time, ..Default::default() },
+        ..PlanOverrides::default()
+    };
+
+    let (good_tree, good_build) = checkout_and_build(&repo, &good, scratch.path(), &args.build_command)?;
+    println!("bisecting {} commits between {} and {} on `{}`", commits.len(), short(&good), short(&bad), bench.name);
+
+    let classify = |commit: &str| -> Result<bool, Failure> {
+        let (_tree, build) = checkout_and_build(&repo, commit, scratch.path(), &args.build_command)?;
+        let plan = plan_for(bench, Some(&build), Some(&good_build), &overrides)?;
+        let comparison = compare(&plan)?;
+        let bad = comparison.verdict == Verdict::Slower;
+        let subject = git(&repo, &["log", "-1", "--format=%s", commit]).unwrap_or_default();
+        println!(
+            "{} {subject}: ×{:.3} [{:.3} – {:.3}] {} ({} rounds) → {}",
+            short(commit),
+            comparison.ratio,
+            comparison.ci_low,
+            comparison.ci_high,
+            comparison.verdict.as_str(),
+            comparison.n,
+            if bad { "bad" } else { "good" }
+        );
+        Ok(bad)
+    };
+
+    // The bad end must really be slower, or there is nothing to find.
+    if !classify(&bad)? {
+        return Err(crate::usage!("--bad {} is not slower than --good {}: nothing to bisect", args.bad, args.good));
+    }
+    // Invariant: commits[hi] is bad; everything up to lo-1 (and good) is good.
+    let (mut lo, mut hi) = (0usize, commits.len() - 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if classify(&commits[mid])? {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    drop(good_tree);
+    let first_bad = &commits[hi];
+    let subject = git(&repo, &["log", "-1", "--format=%s", first_bad]).unwrap_or_default();
+    println!("first bad commit: {first_bad} {subject}");
+    Ok(EXIT_OK)
+}
+
+/// Resolves `--good`/`--bad` given as stored labels to their recorded commit.
+struct LabelResolver<'a> {
+    db: &'a DbArgs,
+    experiments: Option<Vec<crate::store::StoredExperiment>>,
+}
+
+fn resolve(repo: &Path, rev: &str, labels: &mut LabelResolver) -> Result<String, Failure> {
+    if let Ok(hash) = git(repo, &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")]) {
+        return Ok(hash);
+    }
+    if labels.experiments.is_none() {
+        let mut store = labels.db.open()?;
+        labels.experiments = Some(store.experiments(&Query { label: Some(rev.to_string()), ..Query::default() })?);
+    }
+    let commit = labels
+        .experiments
+        .iter()
+        .flatten()
+        .filter(|e| e.label == rev)
+        .find_map(|e| e.git_commit.clone())
+        .ok_or_else(|| crate::usage!("`{rev}` is neither a commit of {} nor a stored label with a commit", repo.display()))?;
+    let commit = commit.trim_end_matches("-dirty");
+    git(repo, &["rev-parse", "--verify", "--quiet", &format!("{commit}^{{commit}}")])
+        .map_err(|_| crate::usage!("label `{rev}` was recorded at commit {commit}, which {} does not have", repo.display()))
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(10)]
+}
+
+fn checkout_and_build<'r>(repo: &'r Path, commit: &str, scratch: &Path, build_command: &str) -> Result<(Worktree<'r>, Build), Failure> {
+    let dir = scratch.join(short(commit));
+    git(repo, &["worktree", "add", "--detach", "--quiet", dir.to_str().unwrap_or_default(), commit])?;
+    let tree = Worktree { repo, dir: dir.clone() };
+    let command = build_command.replace("{commit}", commit);
+    let out = Command::new("/bin/sh")
+        .args(["-c", &command])
+        .current_dir(&dir)
+        .output()
+        .map_err(|e| crate::usage!("cannot run /bin/sh: {e}"))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(Failure::CommandFailed(format!(
+            "building {} failed ({}): {}",
+            short(commit),
+            out.status,
+            stderr.lines().last().unwrap_or("")
+        )));
+    }
+    let build = Build { name: short(commit).to_string(), value: dir.to_string_lossy().into_owned(), prepare: None };
+    Ok((tree, build))
+}
+
+/// Compare the plan's two commands; the primary metric's comparison.
+fn compare(plan: &Plan) -> Result<Comparison, Failure> {
+    let experiment = crate::compare::run_experiment(plan, &mut crate::compare::Quiet)?;
+    if crate::interrupt::watcher().requested() {
+        return Err(Failure::Interrupted);
+    }
+    experiment
+        .comparisons
+        .into_iter()
+        .find(|c| c.metric == plan.primary_metric)
+        .ok_or_else(|| Failure::CommandFailed("the comparison produced no verdict (did a command fail?)".into()))
+}

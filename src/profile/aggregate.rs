@@ -1,0 +1,240 @@
+//! Flat profiles: samples summed by function, by source line or by object, and by
+//! source regions (`--group-by-source 'GLOB:REGEX'`), each row with its share.
+
+use super::format::{Profile, Space};
+use super::symbolize::{basename, Location, Symbolizer};
+use crate::error::Failure;
+use crate::usage;
+use serde::Serialize;
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum By {
+    Function,
+    Line,
+    Object,
+}
+
+/// One row of a flat profile.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Row {
+    /// Function, `file:line`, object path or region name, depending on the grouping.
+    pub name: String,
+    /// Object basename (empty for by-object and region rows, where `name` says it).
+    pub object: String,
+    pub self_samples: u64,
+    /// self_samples / all samples, 0–1.
+    pub self_share: f64,
+    /// Sum of sample periods (ns for clock events): an estimate of time spent.
+    pub self_period: u64,
+}
+
+/// Every sample group of a profile, symbolised once.
+pub struct Located {
+    pub location: Location,
+    pub pid: u32,
+    pub tid: u32,
+    pub count: u64,
+    pub period: u64,
+}
+
+pub fn locate(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Located> {
+    let mut cache: HashMap<(u32, u64), Location> = HashMap::new();
+    profile
+        .samples
+        .iter()
+        .map(|s| {
+            let location = match (s.space, s.object) {
+                (Space::User, Some(object)) => cache
+                    .entry((object, s.offset))
+                    .or_insert_with(|| {
+                        let path = &profile.objects[object as usize].path;
+                        symbolizer.resolve(path, s.offset)
+                    })
+                    .clone(),
+                (Space::Kernel, _) => special("[kernel]"),
+                _ => special("[unknown]"),
+            };
+            Located { location, pid: s.pid, tid: s.tid, count: s.count, period: s.period }
+        })
+        .collect()
+}
+
+fn special(name: &str) -> Location {
+    Location { object: name.to_string(), function: name.to_string(), file: None, line: None }
+}
+
+/// Sum samples under a key and turn them into rows sorted by samples (then name).
+fn rows_by(located: &[Located], mut key: impl FnMut(&Location) -> (String, String)) -> Vec<Row> {
+    let total: u64 = located.iter().map(|l| l.count).sum();
+    let mut sums: HashMap<(String, String), (u64, u64)> = HashMap::new();
+    for l in located {
+        let e = sums.entry(key(&l.location)).or_default();
+        e.0 += l.count;
+        e.1 += l.period;
+    }
+    let mut rows: Vec<Row> = sums
+        .into_iter()
+        .map(|((name, object), (n, period))| Row {
+            name,
+            object,
+            self_samples: n,
+            self_share: if total == 0 { 0.0 } else { n as f64 / total as f64 },
+            self_period: period,
+        })
+        .collect();
+    rows.sort_by(|a, b| b.self_samples.cmp(&a.self_samples).then_with(|| a.name.cmp(&b.name)));
+    rows
+}
+
+pub fn flat(located: &[Located], by: By) -> Vec<Row> {
+    match by {
+        By::Function => rows_by(located, |l| (l.function.clone(), basename(&l.object).to_string())),
+        By::Object => rows_by(located, |l| (l.object.clone(), String::new())),
+        By::Line => rows_by(located, |l| {
+            let name = match (&l.file, l.line) {
+                (Some(f), Some(line)) => format!("{f}:{line}"),
+                _ => format!("{} (no line info)", l.function),
+            };
+            (name, basename(&l.object).to_string())
+        }),
+    }
+}
+
+/// `GLOB:REGEX`: source files matching GLOB are cut into regions starting at each line
+/// matching REGEX, named by its first capture group.
+pub struct SourceRegions {
+    glob: globset::GlobMatcher,
+    regex: regex::Regex,
+    /// Region starts per file: (line, name), ascending; None when unreadable.
+    files: HashMap<String, Option<Vec<(u32, String)>>>,
+    pub warnings: Vec<String>,
+}
+
+pub const OUTSIDE_REGIONS: &str = "[outside regions]";
+
+impl SourceRegions {
+    pub fn parse(spec: &str) -> Result<SourceRegions, Failure> {
+        let (glob, regex) =
+            spec.split_once(':').ok_or_else(|| usage!("--group-by-source wants GLOB:REGEX, got `{spec}`"))?;
+        let glob = globset::GlobBuilder::new(glob)
+            .literal_separator(false)
+            .build()
+            .map_err(|e| usage!("bad glob in --group-by-source: {e}"))?
+            .compile_matcher();
+        let regex = regex::Regex::new(regex).map_err(|e| usage!("bad regex in --group-by-source: {e}"))?;
+        if regex.captures_len() < 2 {
+            return Err(usage!("the regex in --group-by-source needs a capture group naming the region"));
+        }
+        Ok(SourceRegions { glob, regex, files: HashMap::new(), warnings: Vec::new() })
+    }
+
+    fn starts(&mut self, file: &str) -> Option<&Vec<(u32, String)>> {
+        if !self.files.contains_key(file) {
+            let matches = self.glob.is_match(file) || self.glob.is_match(basename(file));
+            let starts = if !matches {
+                None
+            } else {
+                match std::fs::read_to_string(file) {
+                    Ok(text) => Some(
+                        text.lines()
+                            .enumerate()
+                            .filter_map(|(i, line)| {
+                                let name = self.regex.captures(line)?.get(1)?.as_str().to_string();
+                                Some((i as u32 + 1, name))
+                            })
+                            .collect(),
+                    ),
+                    Err(e) => {
+                        self.warnings.push(format!("cannot read source {file} for --group-by-source: {e}"));
+                        None
+                    }
+                }
+            };
+            self.files.insert(file.to_string(), starts);
+        }
+        self.files.get(file)?.as_ref()
+    }
+
+    /// The region a source line falls in.
+    pub fn region_of(&mut self, file: &str, line: u32) -> Option<String> {
+        let starts = self.starts(file)?;
+        let i = starts.partition_point(|(start, _)| *start <= line).checked_sub(1)?;
+        Some(starts[i].1.clone())
+    }
+
+    /// Rows per region; samples elsewhere are summed in one `[outside regions]` row.
+    pub fn rows(&mut self, located: &[Located]) -> Vec<Row> {
+        let names: Vec<String> = located
+            .iter()
+            .map(|l| match (&l.location.file, l.location.line) {
+                (Some(f), Some(line)) => self.region_of(f, line).unwrap_or_else(|| OUTSIDE_REGIONS.to_string()),
+                _ => OUTSIDE_REGIONS.to_string(),
+            })
+            .collect();
+        let mut i = 0;
+        rows_by(located, |_| {
+            let name = names[i].clone();
+            i += 1;
+            (name, String::new())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(function: &str, file: Option<&str>, line: u32, count: u64) -> Located {
+        Located {
+            location: Location {
+                object: "/bin/x".into(),
+                function: function.into(),
+                file: file.map(String::from),
+                line: file.map(|_| line),
+            },
+            pid: 1,
+            tid: 1,
+            count,
+            period: count * 10,
+        }
+    }
+
+    #[test]
+    fn flat_rows_sum_and_share() {
+        let located = vec![at("a", Some("x.c"), 3, 30), at("b", None, 0, 10), at("a", Some("x.c"), 4, 20)];
+        let rows = flat(&located, By::Function);
+        assert_eq!(rows[0].name, "a");
+        assert_eq!(rows[0].self_samples, 50);
+        assert!((rows[0].self_share - 50.0 / 60.0).abs() < 1e-12);
+        assert_eq!(rows[0].object, "x");
+        let lines = flat(&located, By::Line);
+        assert_eq!(lines.len(), 3);
+        assert!(lines.iter().any(|r| r.name == "b (no line info)"));
+        assert_eq!(flat(&located, By::Object)[0].name, "/bin/x");
+    }
+
+    #[test]
+    fn source_regions_start_at_matching_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("insns.def");
+        std::fs::write(&src, "prelude\nDEFINE_INSN(nop)\nbody\nDEFINE_INSN(add)\nbody\nbody\n").unwrap();
+        let f = src.to_str().unwrap();
+        let mut r = SourceRegions::parse(r"*.def:^DEFINE_INSN\((\w+)\)").unwrap();
+        assert_eq!(r.region_of(f, 1), None);
+        assert_eq!(r.region_of(f, 3).as_deref(), Some("nop"));
+        assert_eq!(r.region_of(f, 6).as_deref(), Some("add"));
+        let rows = r.rows(&[at("vm", Some(f), 5, 3), at("vm", Some(f), 2, 1), at("other", Some("y.c"), 1, 1)]);
+        assert_eq!(
+            rows.iter().map(|r| (r.name.as_str(), r.self_samples)).collect::<Vec<_>>(),
+            [("add", 3), ("[outside regions]", 1), ("nop", 1)]
+        );
+    }
+
+    #[test]
+    fn bad_region_specs_are_usage_errors() {
+        assert!(SourceRegions::parse("nocolon").is_err());
+        assert!(SourceRegions::parse("*.c:(unclosed").is_err());
+        assert!(SourceRegions::parse("*.c:no_group").is_err());
+    }
+}

@@ -1,0 +1,248 @@
+//! The profile file: a one-line header naming the format and its version, then one
+//! JSON document. Samples are stored already normalised to (object, file offset), so
+//! a profile can be symbolised, shown, annotated and diffed after the process is gone
+//! (as long as the object files are still on disk).
+//!
+//! ```text
+//! perflab-profile 1
+//! {"event":"cpu-clock", ..., "objects":[...], "tasks":[...], "samples":[...]}
+//! ```
+
+use crate::error::Failure;
+use crate::usage;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::Path;
+
+pub const MAGIC: &str = "perflab-profile";
+pub const VERSION: u32 = 1;
+
+/// Everything one `perflab profile` run recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// The sampled event (`cpu-clock`, `cycles`, ...).
+    pub event: String,
+    /// Requested sampling frequency in Hz.
+    pub frequency_hz: u64,
+    /// The profiled command line.
+    pub command: Vec<String>,
+    /// When recording started (RFC 3339).
+    pub started: String,
+    /// Wall time from exec to exit, seconds.
+    pub duration_s: f64,
+    /// User + system CPU time of the command and the children it waited for (wait4).
+    #[serde(default)]
+    pub cpu_s: f64,
+    /// Records the kernel dropped because the ring buffer was full.
+    pub lost: u64,
+    /// Exit code of the command (None when killed by a signal or interrupted).
+    pub exit_code: Option<i32>,
+    /// Mapped files that received samples, referenced by index from `samples`.
+    pub objects: Vec<ObjectRef>,
+    /// Every process and thread seen.
+    pub tasks: Vec<Task>,
+    /// Sample counts per (task, location).
+    pub samples: Vec<SampleCount>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObjectRef {
+    /// Path of the mapped file as the kernel reported it (`[vdso]` for special maps).
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub pid: u32,
+    pub tid: u32,
+    /// The task's last command name (`comm`).
+    pub comm: String,
+}
+
+/// Where samples landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Space {
+    /// User code inside a mapped object; `offset` is the file offset in `objects[object]`.
+    User,
+    /// Kernel code; `offset` is the kernel address.
+    Kernel,
+    /// User code outside any known mapping (JIT, anonymous memory); `offset` is the address.
+    Unmapped,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleCount {
+    pub pid: u32,
+    pub tid: u32,
+    pub space: Space,
+    /// Index into `objects` (only for `space = user`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<u32>,
+    pub offset: u64,
+    /// Number of samples.
+    pub count: u64,
+    /// Sum of the sample periods (nanoseconds for cpu-clock/task-clock, events otherwise).
+    pub period: u64,
+}
+
+impl Profile {
+    pub fn total_samples(&self) -> u64 {
+        self.samples.iter().map(|s| s.count).sum()
+    }
+
+    pub fn total_period(&self) -> u64 {
+        self.samples.iter().map(|s| s.period).sum()
+    }
+
+    /// Nanoseconds per period unit when the event is a clock; None for event counts.
+    pub fn period_is_time(&self) -> bool {
+        matches!(self.event.as_str(), "cpu-clock" | "task-clock")
+    }
+
+    /// Write atomically (temp file + rename) so an interrupted write never leaves half a profile.
+    pub fn save(&self, path: &Path) -> Result<(), Failure> {
+        let tmp = path.with_extension("profile.tmp");
+        let write = || -> std::io::Result<()> {
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+            writeln!(out, "{MAGIC} {VERSION}")?;
+            serde_json::to_writer(&mut out, self)?;
+            writeln!(out)?;
+            out.flush()?;
+            std::fs::rename(&tmp, path)
+        };
+        write().map_err(|e| usage!("cannot write profile {}: {e}", path.display()))
+    }
+
+    pub fn load(path: &Path) -> Result<Profile, Failure> {
+        let bytes = std::fs::read(path).map_err(|e| usage!("cannot read profile {}: {e}", path.display()))?;
+        Profile::parse(&bytes).map_err(|why| usage!("{} is not a valid perflab profile: {why}", path.display()))
+    }
+
+    /// Parse and validate; the error is one line without the file name.
+    pub fn parse(bytes: &[u8]) -> Result<Profile, String> {
+        let newline = bytes.iter().position(|&b| b == b'\n').ok_or("no header line")?;
+        let header = std::str::from_utf8(&bytes[..newline]).map_err(|_| "header is not text")?;
+        let version =
+            header.strip_prefix(MAGIC).map(str::trim).ok_or_else(|| format!("header does not start with `{MAGIC}`"))?;
+        match version.parse::<u32>() {
+            Ok(VERSION) => {}
+            Ok(v) => return Err(format!("format version {v} is not supported (this perflab reads {VERSION})")),
+            Err(_) => return Err(format!("bad format version `{}`", truncate(version))),
+        }
+        let profile: Profile = serde_json::from_slice(&bytes[newline + 1..]).map_err(|e| format!("body: {e}"))?;
+        profile.validate()?;
+        Ok(profile)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        for s in &self.samples {
+            match (s.space, s.object) {
+                (Space::User, Some(i)) if (i as usize) < self.objects.len() => {}
+                (Space::User, Some(i)) => {
+                    return Err(format!("sample refers to object {i}, but there are {}", self.objects.len()))
+                }
+                (Space::User, None) => return Err("user sample without an object".into()),
+                (_, _) => {}
+            }
+        }
+        if self.frequency_hz == 0 {
+            return Err("frequency_hz is 0".into());
+        }
+        Ok(())
+    }
+}
+
+fn truncate(text: &str) -> String {
+    text.chars().take(40).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn example() -> Profile {
+        Profile {
+            event: "cpu-clock".into(),
+            frequency_hz: 997,
+            command: vec!["./a.out".into(), "x".into()],
+            started: "2026-01-01T00:00:00Z".into(),
+            duration_s: 1.5,
+            cpu_s: 1.4,
+            lost: 0,
+            exit_code: Some(0),
+            objects: vec![ObjectRef { path: "/bin/true".into() }],
+            tasks: vec![Task { pid: 7, tid: 7, comm: "true".into() }],
+            samples: vec![
+                SampleCount {
+                    pid: 7,
+                    tid: 7,
+                    space: Space::User,
+                    object: Some(0),
+                    offset: 0x1040,
+                    count: 3,
+                    period: 3_000_000,
+                },
+                SampleCount {
+                    pid: 7,
+                    tid: 7,
+                    space: Space::Kernel,
+                    object: None,
+                    offset: 0xffff_ffff_8100_0000,
+                    count: 1,
+                    period: 1_000_000,
+                },
+            ],
+        }
+    }
+
+    fn encode(p: &Profile) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.profile");
+        p.save(&path).unwrap();
+        std::fs::read(&path).unwrap()
+    }
+
+    #[test]
+    fn round_trips() {
+        let p = example();
+        assert_eq!(Profile::parse(&encode(&p)).unwrap(), p);
+    }
+
+    #[test]
+    fn rejects_wrong_magic_version_and_dangling_objects() {
+        assert!(Profile::parse(b"hello\n{}").unwrap_err().contains("header"));
+        assert!(Profile::parse(b"perflab-profile 99\n{}").unwrap_err().contains("version 99"));
+        let mut p = example();
+        p.samples[0].object = Some(5);
+        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("object 5"));
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_not_a_panic() {
+        let bytes = encode(&example());
+        // The trailing newline is optional; anything shorter than the JSON body is not.
+        for cut in 0..bytes.len() - 1 {
+            assert!(Profile::parse(&bytes[..cut]).is_err(), "prefix of {cut} bytes parsed");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn garbage_never_panics(body in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let mut bytes = b"perflab-profile 1\n".to_vec();
+            bytes.extend(&body);
+            let _ = Profile::parse(&bytes);
+            let _ = Profile::parse(&body);
+        }
+
+        #[test]
+        fn flipped_bytes_never_panic(pos in 0usize..400, byte in any::<u8>()) {
+            let mut bytes = encode(&example());
+            let i = pos % bytes.len();
+            bytes[i] = byte;
+            let _ = Profile::parse(&bytes);
+        }
+    }
+}

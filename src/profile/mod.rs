@@ -1,0 +1,308 @@
+//! Profiling: `perflab profile` samples a command, `show` prints a saved profile,
+//! `annotate` disassembles hot functions with per-instruction samples and cost hints,
+//! `diff` compares two profiles. The pipeline is
+//! [`record`] (sample) → [`format`] (the saved file) → [`symbolize`] → [`aggregate`] →
+//! [`annotate`] (with [`hints`] and, where installed, llvm-mca via [`mca`]) and [`diff`].
+
+pub mod aggregate;
+pub mod annotate;
+pub mod diff;
+pub mod format;
+pub mod hints;
+pub mod mca;
+pub mod record;
+pub mod symbolize;
+
+use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::render::color;
+use crate::usage;
+use aggregate::{By, Located, Row, SourceRegions};
+use format::Profile;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use symbolize::Symbolizer;
+
+/// Options shared by `profile` and `show` for the flat report.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Write the report as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// What the terminal table groups samples by.
+    #[arg(long, value_enum, default_value = "function")]
+    pub by: By,
+    /// Group samples whose source file matches GLOB into regions starting at lines
+    /// matching REGEX, named by its first capture group (e.g. 'insns.def:^DEFINE_INSN\((\w+)').
+    #[arg(long, value_name = "GLOB:REGEX")]
+    pub group_by_source: Option<String>,
+    /// Rows to print in the terminal table.
+    #[arg(long, default_value_t = 25)]
+    pub limit: usize,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ProfileArgs {
+    /// Sampling frequency in Hz (per task; cpu-clock's hrtimer caps it near 100 kHz).
+    #[arg(short = 'F', long = "frequency", default_value_t = 997)]
+    pub frequency: u64,
+    /// Event to sample: cpu-clock (default, needs no PMU), task-clock, cycles, instructions,
+    /// cache-misses, branch-misses.
+    #[arg(short = 'e', long = "event", default_value = "cpu-clock")]
+    pub event: String,
+    /// Where to save the profile.
+    #[arg(short = 'o', long = "output", default_value = "perflab.profile")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub report: ReportArgs,
+    /// The command to profile, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// A profile saved by `perflab profile`.
+    pub profile: PathBuf,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// `perflab profile`: record, save, then report like `show`.
+pub fn main_profile(args: ProfileArgs) -> Result<i32, Failure> {
+    let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
+    // Fail before the run, not after it, when the results could not be written.
+    check_writable(&args.output)?;
+    if let Some(json) = args.report.json.as_deref().filter(|p| *p != Path::new("-")) {
+        check_writable(json)?;
+    }
+    let recording = record::record(&record::RecordOptions {
+        argv: args.command.clone(),
+        event: args.event.clone(),
+        frequency_hz: args.frequency,
+    })?;
+    let profile = recording.profile;
+    profile.save(&args.output)?;
+    eprintln!(
+        "perflab: {} samples of {} in {:.2} s, {} task{}{} → {}",
+        profile.total_samples(),
+        profile.event,
+        profile.duration_s,
+        profile.tasks.len(),
+        if profile.tasks.len() == 1 { "" } else { "s" },
+        if profile.lost > 0 { format!(", {} records lost", profile.lost) } else { String::new() },
+        args.output.display()
+    );
+    report(&profile, &args.report, regions)?;
+    if recording.interrupted {
+        return Ok(EXIT_INTERRUPTED);
+    }
+    match profile.exit_code {
+        Some(0) => Ok(EXIT_OK),
+        Some(code) => {
+            eprintln!("perflab: the profiled command exited with status {code}");
+            Ok(EXIT_COMMAND_FAILED)
+        }
+        None => {
+            eprintln!("perflab: the profiled command was killed by a signal");
+            Ok(EXIT_COMMAND_FAILED)
+        }
+    }
+}
+
+fn check_writable(path: &Path) -> Result<(), Failure> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| usage!("cannot write {}: {e}", path.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// `perflab show`: report a saved profile.
+pub fn main_show(args: ShowArgs) -> Result<i32, Failure> {
+    let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
+    let profile = Profile::load(&args.profile)?;
+    report(&profile, &args.report, regions)?;
+    Ok(EXIT_OK)
+}
+
+/// JSON schema of `profile --json` / `show --json` (docs/profiling.md).
+#[derive(Serialize)]
+struct FlatJson<'a> {
+    schema_version: u32,
+    event: &'a str,
+    frequency_hz: u64,
+    command: &'a [String],
+    duration_s: f64,
+    cpu_s: f64,
+    samples: u64,
+    lost: u64,
+    tasks: Vec<TaskJson<'a>>,
+    functions: Vec<Row>,
+    lines: Vec<Row>,
+    objects: Vec<Row>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    regions: Option<Vec<Row>>,
+    warnings: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct TaskJson<'a> {
+    pid: u32,
+    tid: u32,
+    comm: &'a str,
+    samples: u64,
+}
+
+fn report(profile: &Profile, args: &ReportArgs, regions: Option<SourceRegions>) -> Result<(), Failure> {
+    let mut symbolizer = Symbolizer::default();
+    let located = aggregate::locate(profile, &mut symbolizer);
+    let mut warnings = std::mem::take(&mut symbolizer.warnings);
+    let region_rows = regions.map(|mut r| {
+        let rows = r.rows(&located);
+        warnings.extend(r.warnings);
+        rows
+    });
+    let table = match (&region_rows, args.by) {
+        (Some(rows), _) => rows.clone(),
+        (None, by) => aggregate::flat(&located, by),
+    };
+    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    for w in &warnings {
+        eprintln!("perflab: warning: {w}");
+    }
+    let tasks = tasks_json(profile, &located);
+    if !to_stdout {
+        print_table(profile, &table, args, region_rows.is_some());
+        print_tasks(&tasks);
+    }
+    if let Some(path) = &args.json {
+        let doc = FlatJson {
+            schema_version: 1,
+            event: &profile.event,
+            frequency_hz: profile.frequency_hz,
+            command: &profile.command,
+            duration_s: profile.duration_s,
+            cpu_s: profile.cpu_s,
+            samples: profile.total_samples(),
+            lost: profile.lost,
+            tasks,
+            functions: aggregate::flat(&located, By::Function),
+            lines: aggregate::flat(&located, By::Line),
+            objects: aggregate::flat(&located, By::Object),
+            regions: region_rows,
+            warnings,
+        };
+        write_json(path, &doc)?;
+    }
+    Ok(())
+}
+
+fn tasks_json<'a>(profile: &'a Profile, located: &[Located]) -> Vec<TaskJson<'a>> {
+    profile
+        .tasks
+        .iter()
+        .map(|t| TaskJson {
+            pid: t.pid,
+            tid: t.tid,
+            comm: &t.comm,
+            samples: located.iter().filter(|l| l.pid == t.pid && l.tid == t.tid).map(|l| l.count).sum(),
+        })
+        .collect()
+}
+
+/// One line per process for multi-task commands: how the samples split between tasks.
+fn print_tasks(tasks: &[TaskJson]) {
+    if tasks.len() < 2 {
+        return;
+    }
+    let mut pids: Vec<u32> = tasks.iter().map(|t| t.pid).collect();
+    pids.dedup();
+    println!("{}", color::dim(&format!("{} tasks in {} processes:", tasks.len(), pids.len())));
+    for pid in pids {
+        let threads: Vec<String> = tasks
+            .iter()
+            .filter(|t| t.pid == pid)
+            .map(|t| {
+                if t.tid == pid {
+                    format!("{} samples", t.samples)
+                } else {
+                    format!("thread {}: {}", t.tid, t.samples)
+                }
+            })
+            .collect();
+        let comm = tasks.iter().find(|t| t.pid == pid).map_or("", |t| t.comm);
+        println!("{}", color::dim(&format!("  pid {pid} {comm}: {}", threads.join(", "))));
+    }
+}
+
+/// Write pretty JSON to a file or stdout (`-`).
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Failure::Other(e.into()))?;
+    if path == Path::new("-") {
+        use std::io::Write;
+        // A closed pipe (`| head`) is the reader's choice, not an error worth a message.
+        match writeln!(std::io::stdout().lock(), "{text}") {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Other(e.into())),
+            _ => Ok(()),
+        }
+    } else {
+        std::fs::write(path, text + "\n").map_err(|e| usage!("cannot write {}: {e}", path.display()))
+    }
+}
+
+/// Colour a share by how hot it is.
+pub fn paint_share(share: f64, text: &str) -> String {
+    if share >= 0.10 {
+        color::red(text)
+    } else if share >= 0.02 {
+        color::yellow(text)
+    } else {
+        text.to_string()
+    }
+}
+
+fn print_table(profile: &Profile, rows: &[Row], args: &ReportArgs, regions: bool) {
+    let what = match (regions, args.by) {
+        (true, _) => "region",
+        (false, By::Function) => "function",
+        (false, By::Line) => "source line",
+        (false, By::Object) => "object",
+    };
+    println!(
+        "{}",
+        color::bold(&format!(
+            "{} samples of {} at {} Hz ({:.2} s){}",
+            profile.total_samples(),
+            profile.event,
+            profile.frequency_hz,
+            profile.duration_s,
+            if profile.lost > 0 { format!(", {} lost", profile.lost) } else { String::new() }
+        ))
+    );
+    if rows.is_empty() {
+        println!("no samples (the command ran too briefly for -F {})", profile.frequency_hz);
+        return;
+    }
+    println!("{}", color::dim(&format!("{:>7} {:>9}  {what}", "share", "samples")));
+    for row in rows.iter().take(args.limit) {
+        let share = format!("{:>6.2}%", row.self_share * 100.0);
+        let object = if row.object.is_empty() || row.object == row.name {
+            String::new()
+        } else {
+            color::dim(&format!("  [{}]", row.object))
+        };
+        println!("{} {:>9}  {}{object}", paint_share(row.self_share, &share), row.self_samples, row.name);
+    }
+    if rows.len() > args.limit {
+        let rest: u64 = rows[args.limit..].iter().map(|r| r.self_samples).sum();
+        println!(
+            "{}",
+            color::dim(&format!("        {rest:>9}  ({} more rows; --limit to see them)", rows.len() - args.limit))
+        );
+    }
+}

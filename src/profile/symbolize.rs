@@ -1,0 +1,445 @@
+//! From (object file, file offset) to names: ELF symtab/dynsym and DWARF (functions,
+//! inlined frames, source lines) through object + gimli + addr2line; PIE-aware (file
+//! offset → SVMA via the covering PT_LOAD); separate debug files found by build-id or
+//! .gnu_debuglink under /usr/lib/debug; names demangled (Rust, C++) and normalised so
+//! two builds of one program can be matched. Objects are loaded once and cached.
+
+use addr2line::Context;
+use gimli::{EndianRcSlice, RunTimeEndian};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+type Dwarf = Context<EndianRcSlice<RunTimeEndian>>;
+
+/// One function symbol, addresses as stated in the ELF file (SVMA). The name stays
+/// in the mapped file (as a byte range) and is demangled on demand: big libraries have
+/// hundreds of thousands of symbols, and copying and demangling them all up front
+/// dominated report time.
+#[derive(Debug, Clone)]
+pub struct FunctionSymbol {
+    pub start: u64,
+    pub size: u64,
+    /// Byte range of the name in the file; None for a function known only from its
+    /// .eh_frame unwind entry (stripped code), named `object+0xFILE_OFFSET`.
+    name: Option<(usize, usize)>,
+}
+
+/// One frame of the inline stack at an address.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+/// A loaded object with its symbols and debug info.
+pub struct ObjectInfo {
+    pub path: String,
+    data: memmap2::Mmap,
+    /// PT_LOAD segments: (file offset, file size, virtual address).
+    segments: Vec<(u64, u64, u64)>,
+    symbols: Vec<FunctionSymbol>,
+    dwarf: Option<Dwarf>,
+    pub is_64: bool,
+}
+
+impl ObjectInfo {
+    /// Load and index an object; the error is one line naming what is wrong with it.
+    pub fn load(path: &str) -> Result<ObjectInfo, String> {
+        let file = std::fs::File::open(path).map_err(|e| format!("cannot open {path}: {e}"))?;
+        // SAFETY: the file is only read; a concurrent truncation could fault, as for every
+        // tool that maps binaries (perf, addr2line), and is accepted.
+        let data = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map {path}: {e}"))?;
+        let elf = object::File::parse(&*data).map_err(|e| format!("{path} is not a readable object file: {e}"))?;
+        let segments: Vec<(u64, u64, u64)> = elf
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (off, size, s.address())
+            })
+            .collect();
+        let base = data.as_ptr() as usize;
+        let mut symbols: Vec<FunctionSymbol> = elf
+            .symbols()
+            .chain(elf.dynamic_symbols())
+            .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0 && s.is_definition())
+            .filter_map(|s| {
+                let name = s.name_bytes().ok()?;
+                // object borrows names from `data`, so the offset is within the mapping.
+                let name_offset = (name.as_ptr() as usize).checked_sub(base)?;
+                Some(FunctionSymbol { start: s.address(), size: s.size(), name: Some((name_offset, name.len())) })
+            })
+            .collect();
+        // Functions without a symbol (stripped binaries, hidden functions of libraries
+        // that keep only .dynsym) still have unwind entries: use them as boundaries so
+        // their samples group per function instead of per address.
+        let named: std::collections::HashSet<u64> = symbols.iter().map(|s| s.start).collect();
+        symbols.extend(
+            eh_frame_functions(&elf)
+                .into_iter()
+                .filter(|(start, size)| *size > 0 && !named.contains(start))
+                .map(|(start, size)| FunctionSymbol { start, size, name: None }),
+        );
+        // Per start address keep the named symbol, then the largest.
+        symbols.sort_by(|a, b| {
+            a.start.cmp(&b.start).then(b.name.is_some().cmp(&a.name.is_some())).then(b.size.cmp(&a.size))
+        });
+        symbols.dedup_by_key(|s| s.start);
+        let dwarf = match load_dwarf(&elf) {
+            Some(d) => Some(d),
+            None => separate_debug_file(&elf, Path::new(path)).and_then(|debug| {
+                let f = std::fs::File::open(&debug).ok()?;
+                // SAFETY: as above.
+                let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+                let obj = object::File::parse(&*map).ok()?;
+                load_dwarf(&obj)
+            }),
+        };
+        let is_64 = elf.is_64();
+        drop(elf);
+        Ok(ObjectInfo { path: path.to_string(), data, segments, symbols, dwarf, is_64 })
+    }
+
+    /// SVMA for a file offset: find the PT_LOAD that maps that offset.
+    pub fn svma(&self, file_offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(off, size, _)| file_offset >= *off && file_offset < off + size)
+            .map(|(off, _, addr)| addr + (file_offset - off))
+    }
+
+    /// Inverse of [`svma`](Self::svma), for mapping sample offsets onto disassembly.
+    pub fn file_offset(&self, svma: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(_, size, addr)| svma >= *addr && svma < addr + size)
+            .map(|(off, _, addr)| off + (svma - addr))
+    }
+
+    /// Bytes of the file mapped at `start..start+len` (SVMA), for disassembly.
+    pub fn bytes(&self, start: u64, len: u64) -> Option<&[u8]> {
+        let off = self.file_offset(start)? as usize;
+        let end = off.checked_add(len as usize)?.min(self.data.len());
+        self.data.get(off..end)
+    }
+
+    /// The function symbol covering `svma`; zero-sized symbols extend to the next one.
+    pub fn symbol_at(&self, svma: u64) -> Option<&FunctionSymbol> {
+        let i = self.symbols.partition_point(|s| s.start <= svma).checked_sub(1)?;
+        let sym = &self.symbols[i];
+        let end =
+            if sym.size > 0 { sym.start + sym.size } else { self.symbols.get(i + 1).map_or(u64::MAX, |n| n.start) };
+        (svma < end).then_some(sym)
+    }
+
+    /// The demangled (not normalised) name of a symbol.
+    pub fn symbol_name(&self, sym: &FunctionSymbol) -> String {
+        match sym.name {
+            Some((offset, len)) => {
+                let bytes = self.data.get(offset..offset + len).unwrap_or_default();
+                demangle(&String::from_utf8_lossy(bytes))
+            }
+            None => format!("{}+{:#x}", basename(&self.path), self.file_offset(sym.start).unwrap_or(sym.start)),
+        }
+    }
+
+    /// The best name of a function: its symbol, else DWARF's name for its start, else
+    /// `object+0xFILE_OFFSET`.
+    pub fn function_name(&self, sym: &FunctionSymbol) -> String {
+        if sym.name.is_none() {
+            if let Some(name) = self.frames(sym.start).into_iter().last().and_then(|f| f.function) {
+                return name;
+            }
+        }
+        self.symbol_name(sym)
+    }
+
+    /// Symbols whose demangled or normalised name equals `name`.
+    pub fn symbols_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FunctionSymbol> + 'a {
+        self.symbols.iter().filter(move |s| {
+            let full = self.symbol_name(s);
+            full == name || normalize(&full) == name
+        })
+    }
+
+    /// The extent of a symbol (size, or up to the next symbol for size-0 symbols).
+    pub fn symbol_len(&self, sym: &FunctionSymbol) -> u64 {
+        if sym.size > 0 {
+            return sym.size;
+        }
+        let i = self.symbols.partition_point(|s| s.start <= sym.start);
+        self.symbols.get(i).map_or(256, |n| n.start - sym.start).min(1 << 20)
+    }
+
+    /// Inline stack at `svma`, innermost first; empty without DWARF.
+    pub fn frames(&self, svma: u64) -> Vec<Frame> {
+        let Some(ctx) = &self.dwarf else { return Vec::new() };
+        let mut out = Vec::new();
+        if let Ok(mut iter) = ctx.find_frames(svma).skip_all_loads() {
+            while let Ok(Some(frame)) = iter.next() {
+                let function = frame.function.as_ref().and_then(|f| f.raw_name().ok()).map(|n| demangle(&n));
+                let (file, line) = match &frame.location {
+                    Some(loc) => (loc.file.map(str::to_string), loc.line),
+                    None => (None, None),
+                };
+                out.push(Frame { function, file, line });
+            }
+        }
+        out
+    }
+
+    /// Source file and line of `svma` (the innermost inlined location).
+    pub fn location(&self, svma: u64) -> Option<(String, u32)> {
+        let ctx = self.dwarf.as_ref()?;
+        let loc = ctx.find_location(svma).ok()??;
+        Some((loc.file?.to_string(), loc.line?))
+    }
+
+    pub fn has_debug_info(&self) -> bool {
+        self.dwarf.is_some()
+    }
+}
+
+/// (start, length) of every function described by an FDE in .eh_frame.
+fn eh_frame_functions(elf: &object::File) -> Vec<(u64, u64)> {
+    use gimli::UnwindSection;
+    let Some(section) = elf.section_by_name(".eh_frame") else { return Vec::new() };
+    let Ok(data) = section.data() else { return Vec::new() };
+    let endian = if elf.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
+    let eh_frame = gimli::EhFrame::new(data, endian);
+    let mut bases = gimli::BaseAddresses::default().set_eh_frame(section.address());
+    if let Some(text) = elf.section_by_name(".text") {
+        bases = bases.set_text(text.address());
+    }
+    if let Some(got) = elf.section_by_name(".got") {
+        bases = bases.set_got(got.address());
+    }
+    let mut out = Vec::new();
+    let mut entries = eh_frame.entries(&bases);
+    while let Ok(Some(entry)) = entries.next() {
+        if let gimli::CieOrFde::Fde(partial) = entry {
+            if let Ok(fde) = partial.parse(|section, bases, offset| section.cie_from_offset(bases, offset)) {
+                out.push((fde.initial_address(), fde.len()));
+            }
+        }
+    }
+    out
+}
+
+fn load_dwarf(elf: &object::File) -> Option<Dwarf> {
+    elf.section_by_name(".debug_info")?;
+    let endian = if elf.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
+    let load = |id: gimli::SectionId| -> Result<EndianRcSlice<RunTimeEndian>, gimli::Error> {
+        let data = elf
+            .section_by_name(id.name())
+            .and_then(|s| s.uncompressed_data().ok())
+            .map(|d| Rc::<[u8]>::from(&*d))
+            .unwrap_or_else(|| Rc::from(&[][..]));
+        Ok(EndianRcSlice::new(data, endian))
+    };
+    let dwarf = gimli::Dwarf::load(load).ok()?;
+    Context::from_dwarf(dwarf).ok()
+}
+
+/// Debug files per the GDB conventions: /usr/lib/debug/.build-id/ab/cdef.debug, then
+/// the .gnu_debuglink name next to the object, in .debug/, and under /usr/lib/debug.
+fn separate_debug_file(elf: &object::File, path: &Path) -> Option<PathBuf> {
+    let root = Path::new("/usr/lib/debug");
+    if let Ok(Some(id)) = elf.build_id() {
+        if id.len() > 1 {
+            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            let candidate = root.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+    }
+    if let Ok(Some((name, _crc))) = elf.gnu_debuglink() {
+        let name = std::str::from_utf8(name).ok()?;
+        let dir = path.parent()?;
+        let rel = dir.strip_prefix("/").unwrap_or(dir);
+        for candidate in [dir.join(name), dir.join(".debug").join(name), root.join(rel).join(name)] {
+            if candidate.is_file() && candidate != path {
+                return Some(candidate);
+            }
+        }
+    }
+    None
+}
+
+/// Demangle Rust (legacy and v0, hash dropped) and Itanium C++ names; others unchanged.
+pub fn demangle(raw: &str) -> String {
+    if let Ok(d) = rustc_demangle::try_demangle(raw) {
+        return format!("{d:#}");
+    }
+    if raw.starts_with("_Z") {
+        if let Ok(sym) = cpp_demangle::Symbol::new(raw) {
+            if let Ok(text) = sym.demangle(&cpp_demangle::DemangleOptions::default()) {
+                // cpp_demangle prints an empty template parameter pack as a trailing
+                // ", " (`AnalysisManager<llvm::Function, >`); c++filt omits it.
+                return text.replace(", >", ">");
+            }
+        }
+    }
+    raw.to_string()
+}
+
+/// Strip compiler clone suffixes (`.isra.0`, `.part.1`, `.cold`, `.constprop.0`,
+/// `.lto_priv.0`, `[clone .cold]`) and Rust hashes (`::h0123456789abcdef`) so one
+/// function keeps one name across builds.
+pub fn normalize(name: &str) -> String {
+    let mut s = name.trim();
+    loop {
+        let before = s;
+        if let Some(i) = s.find(" [clone ") {
+            s = &s[..i];
+        }
+        if let Some(rest) = s.rfind("::h").map(|i| (i, &s[i + 3..])) {
+            if rest.1.len() == 16 && rest.1.chars().all(|c| c.is_ascii_hexdigit()) {
+                s = &s[..rest.0];
+            }
+        }
+        for suffix in [".cold", ".isra", ".part", ".constprop", ".lto_priv", ".localalias", ".llvm"] {
+            if let Some(i) = s.rfind(suffix) {
+                let tail = &s[i + suffix.len()..];
+                if i > 0 && tail.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                    s = &s[..i];
+                }
+            }
+        }
+        if s == before {
+            return s.to_string();
+        }
+    }
+}
+
+/// The symbolised form of one sampled location.
+#[derive(Debug, Clone)]
+pub struct Location {
+    /// Object path (`[kernel]`, `[unknown]`, `[vdso]` for special cases).
+    pub object: String,
+    /// Normalised, demangled function name, or `object+0xoffset` when unknown.
+    pub function: String,
+    /// Innermost source location, when DWARF has one.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+/// Caches loaded objects and resolved offsets.
+#[derive(Default)]
+pub struct Symbolizer {
+    objects: HashMap<String, Option<Rc<ObjectInfo>>>,
+    /// Load problems, reported once per object.
+    pub warnings: Vec<String>,
+}
+
+impl Symbolizer {
+    pub fn object(&mut self, path: &str) -> Option<Rc<ObjectInfo>> {
+        if let Some(cached) = self.objects.get(path) {
+            return cached.clone();
+        }
+        let loaded = if path.starts_with('[') || path.starts_with("//anon") {
+            None
+        } else {
+            match ObjectInfo::load(path) {
+                Ok(o) => Some(Rc::new(o)),
+                Err(e) => {
+                    self.warnings.push(e);
+                    None
+                }
+            }
+        };
+        self.objects.insert(path.to_string(), loaded.clone());
+        loaded
+    }
+
+    /// Resolve a file offset inside `path`.
+    pub fn resolve(&mut self, path: &str, file_offset: u64) -> Location {
+        let base = basename(path);
+        let unknown = || Location {
+            object: path.to_string(),
+            function: format!("{base}+{file_offset:#x}"),
+            file: None,
+            line: None,
+        };
+        let Some(obj) = self.object(path) else { return unknown() };
+        let Some(svma) = obj.svma(file_offset) else { return unknown() };
+        let (file, line) = obj.location(svma).map_or((None, None), |(f, l)| (Some(f), Some(l)));
+        let function = match obj.symbol_at(svma) {
+            Some(sym) => normalize(&obj.function_name(sym)),
+            None => match obj.frames(svma).last().and_then(|f| f.function.clone()) {
+                Some(name) => normalize(&name),
+                None => format!("{base}+{file_offset:#x}"),
+            },
+        };
+        Location { object: path.to_string(), function, file, line }
+    }
+}
+
+pub fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalises_clone_suffixes_and_rust_hashes() {
+        assert_eq!(normalize("foo.isra.0"), "foo");
+        assert_eq!(normalize("foo.part.1.cold"), "foo");
+        assert_eq!(normalize("bar.constprop.0.isra.0"), "bar");
+        assert_eq!(normalize("std::rt::lang_start::h0123456789abcdef"), "std::rt::lang_start");
+        assert_eq!(normalize("f() [clone .cold]"), "f()");
+        assert_eq!(normalize("my.coldness"), "my.coldness");
+        assert_eq!(normalize("plain"), "plain");
+    }
+
+    #[test]
+    fn demangles_rust_and_cpp() {
+        assert_eq!(demangle("_ZN3std2rt10lang_start17h0123456789abcdefE"), "std::rt::lang_start");
+        assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
+        assert_eq!(
+            demangle("_ZN4llvm15AnalysisManagerINS_8FunctionEJEE3runEv"),
+            "llvm::AnalysisManager<llvm::Function>::run()"
+        );
+        assert_eq!(demangle("main"), "main");
+    }
+
+    #[test]
+    fn resolves_own_executable_and_reports_unknown_offsets() {
+        let exe = std::env::current_exe().unwrap();
+        let path = exe.to_str().unwrap();
+        let obj = ObjectInfo::load(path).unwrap();
+        let sym = obj.symbols_named("perflab::profile::symbolize::normalize").next().expect("symbol present");
+        let off = obj.file_offset(sym.start).unwrap();
+        assert_eq!(obj.svma(off), Some(sym.start));
+        let mut s = Symbolizer::default();
+        assert_eq!(s.resolve(path, off).function, "perflab::profile::symbolize::normalize");
+        let far = s.resolve(path, u64::MAX / 2);
+        assert!(far.function.contains("+0x"), "{}", far.function);
+    }
+
+    #[test]
+    fn corrupt_objects_are_errors_not_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        for (i, cut) in [0usize, 4, 64, 1000, exe.len() / 3].into_iter().enumerate() {
+            let p = dir.path().join(format!("bad{i}"));
+            let mut bytes = exe[..cut.min(exe.len())].to_vec();
+            if i == 2 {
+                bytes.extend(std::iter::repeat(0xff).take(4096));
+            }
+            std::fs::write(&p, &bytes).unwrap();
+            let mut s = Symbolizer::default();
+            let loc = s.resolve(p.to_str().unwrap(), 0x1000);
+            assert!(loc.function.contains("+0x"));
+        }
+        let p = dir.path().join("text");
+        std::fs::write(&p, b"not an elf").unwrap();
+        let err = ObjectInfo::load(p.to_str().unwrap()).err().expect("a text file is no object");
+        assert!(err.contains("not a readable object"), "{err}");
+    }
+}

@@ -1,0 +1,351 @@
+//! `perflab run`: every benchmark of a suite through the compare engine (against a
+//! baseline build when one is given), each run committed to the history store as it
+//! completes.
+
+use crate::compare::{parse_duration, parse_percent, Fanout, Plan};
+use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::measure::{MeasureArgs, Mode};
+use crate::render::format_seconds;
+use crate::model::{metric, Experiment, Machine, Settings, StopReason};
+use crate::store::exchange::{write_json, DbArgs};
+use crate::store::{current_git_commit, Meta};
+use crate::suite::{self, Benchmark, Build, Options, Suite};
+use clap::Args;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// Rounds per benchmark when nothing is compared and no stopping option is set:
+/// with no comparison there is no verdict to stop on.
+const DEFAULT_SOLO_ROUNDS: u32 = 10;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The suite file.
+    #[arg(long, value_name = "FILE", default_value = suite::DEFAULT_FILE)]
+    pub suite: PathBuf,
+    /// Label to store these results under (a version, a commit, a build name).
+    #[arg(long, value_name = "LABEL", required_unless_present = "list")]
+    pub label: Option<String>,
+    /// The build measured (default: the build named like --label, if any).
+    #[arg(long, value_name = "BUILD")]
+    pub build: Option<String>,
+    /// A build to compare against in interleaved rounds (a name from [builds]).
+    #[arg(long, value_name = "BUILD")]
+    pub baseline: Option<String>,
+    /// Only benchmarks whose name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+    /// List the benchmarks and their commands without running them.
+    #[arg(long)]
+    pub list: bool,
+    /// Run exactly N measured rounds per benchmark (overrides the suite).
+    #[arg(short = 'r', long, value_name = "N")]
+    pub rounds: Option<u32>,
+    /// Stop each benchmark after this long even without a verdict (overrides the suite).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_time: Option<f64>,
+    /// Warm-up rounds per benchmark (overrides the suite).
+    #[arg(short = 'w', long, value_name = "N")]
+    pub warmup: Option<u32>,
+    /// Rounds before the first look at the statistics (overrides the suite).
+    #[arg(long, value_name = "N")]
+    pub min_rounds: Option<u32>,
+    /// Stop after this many rounds even without a verdict (overrides the suite).
+    #[arg(long, value_name = "N")]
+    pub max_rounds: Option<u32>,
+    /// Equivalence margin in percent (overrides the suite).
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub threshold: Option<f64>,
+    /// Kill a run after this long (overrides the suite).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<f64>,
+    /// Seed of the random round order (default: random, recorded).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Keep going when a command exits non-zero (its runs still count).
+    #[arg(long)]
+    pub ignore_failure: bool,
+    /// Let the commands' output through.
+    #[arg(long)]
+    pub show_output: bool,
+    /// Do not show the progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Also write the results as JSON (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// One benchmark's result as written by `--json`.
+#[derive(Debug, Serialize)]
+struct RunRecord<'a> {
+    benchmark: &'a str,
+    label: &'a str,
+    experiment: &'a Experiment,
+}
+
+pub fn main(args: RunArgs) -> Result<i32, Failure> {
+    let suite = suite::load(&args.suite)?;
+    let filter = match &args.filter {
+        Some(re) => Some(regex::Regex::new(re).map_err(|e| crate::usage!("--filter `{re}` is not a regular expression: {e}"))?),
+        None => None,
+    };
+    let benchmarks: Vec<&Benchmark> =
+        suite.benchmarks.iter().filter(|b| filter.as_ref().map_or(true, |re| re.is_match(&b.name))).collect();
+    if benchmarks.is_empty() {
+        return Err(crate::usage!("no benchmark in {} matches --filter {}", args.suite.display(), args.filter.as_deref().unwrap_or("")));
+    }
+    let (candidate, baseline) = builds(&suite, &args)?;
+    if args.list {
+        for bench in &benchmarks {
+            let mut commands = Vec::new();
+            if let Some(b) = baseline.filter(|_| bench.uses_build()) {
+                commands.push(bench.command_for(Some(b))?);
+            }
+            // Without a build the template is shown as written.
+            commands.push(if candidate.is_some() || !bench.uses_build() { bench.command_for(candidate)? } else { bench.command.clone() });
+            println!("{}\t{}", bench.name, commands.join("  vs  "));
+        }
+        return Ok(EXIT_OK);
+    }
+    let label = args.label.clone().unwrap_or_default();
+    // Every command is prepared before anything runs, so a typo fails in a second.
+    let overrides = PlanOverrides {
+        options: Options {
+            rounds: args.rounds,
+            warmup: args.warmup,
+            min_rounds: args.min_rounds,
+            max_rounds: args.max_rounds,
+            max_time: args.max_time,
+            timeout: args.timeout,
+            threshold: args.threshold,
+            ..Options::default()
+        },
+        seed: args.seed,
+        show_output: args.show_output,
+        ignore_failure: args.ignore_failure,
+    };
+    let mut prepared = Vec::new();
+    for bench in &benchmarks {
+        prepared.push((bench, plan_for(bench, candidate, baseline, &overrides)?));
+    }
+
+    let mut store = args.db.open()?;
+    for build in [baseline, candidate].into_iter().flatten() {
+        if let Some(prepare) = &build.prepare {
+            eprintln!("preparing build `{}`: {prepare}", build.name);
+            shell(prepare).map_err(|e| Failure::CommandFailed(format!("preparing build `{}` failed: {e}", build.name)))?;
+        }
+    }
+    let git_commit = current_git_commit();
+    let machine = Machine::detect();
+    let hide_progress = args.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let interrupt = crate::interrupt::watcher();
+    let mut records: Vec<(String, Experiment)> = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
+    let total = prepared.len();
+    for (i, (bench, plan)) in prepared.iter().enumerate() {
+        if interrupt.requested() {
+            break;
+        }
+        eprintln!("[{}/{total}] {}", i + 1, bench.name);
+        if let Some(setup) = &bench.setup {
+            if let Err(e) = shell(setup) {
+                eprintln!("  setup failed ({e}); skipping {}", bench.name);
+                failed.push(bench.name.clone());
+                continue;
+            }
+        }
+        let meta = Meta { label: label.clone(), benchmark: bench.name.clone(), git_commit: git_commit.clone(), source: "run".into() };
+        let mut recorder = store.begin(&meta, &machine, &plan.settings, &plan.commands);
+        let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, hide_progress);
+        let result = crate::compare::run_experiment(plan, &mut Fanout(vec![&mut progress, &mut recorder]));
+        progress.finish();
+        let outcome = match result {
+            Ok(experiment) => {
+                recorder.finish(&experiment)?;
+                Ok(experiment)
+            }
+            Err(e) => Err(e),
+        };
+        if let Some(cleanup) = &bench.cleanup {
+            if let Err(e) = shell(cleanup) {
+                eprintln!("  cleanup failed: {e}");
+            }
+        }
+        match outcome {
+            Ok(experiment) => {
+                let line = summary_line(&bench.name, &experiment);
+                // `--json -` owns stdout.
+                if args.json.as_deref() == Some("-") {
+                    eprintln!("{line}");
+                } else {
+                    println!("{line}");
+                }
+                let stop = experiment.stop_reason;
+                records.push((bench.name.clone(), experiment));
+                match stop {
+                    StopReason::Interrupted => break,
+                    StopReason::CommandFailed => {
+                        if let Some(why) = &records.last().and_then(|(_, e)| e.failure.clone()) {
+                            eprintln!("  {why}");
+                        }
+                        failed.push(bench.name.clone());
+                    }
+                    _ => {}
+                }
+            }
+            Err(Failure::CommandFailed(message)) => {
+                eprintln!("  {message}");
+                failed.push(bench.name.clone());
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    if let Some(path) = &args.json {
+        let out: Vec<RunRecord> =
+            records.iter().map(|(b, e)| RunRecord { benchmark: b, label: &label, experiment: e }).collect();
+        write_json(path, &out)?;
+    }
+    eprintln!("stored {} benchmark result{} as label `{}` in {}", records.len(), if records.len() == 1 { "" } else { "s" }, label, store.location());
+    if interrupt.requested() {
+        return Ok(EXIT_INTERRUPTED);
+    }
+    if !failed.is_empty() {
+        eprintln!("perflab: error: {} benchmark{} failed: {}", failed.len(), if failed.len() == 1 { "" } else { "s" }, failed.join(", "));
+        return Ok(EXIT_COMMAND_FAILED);
+    }
+    Ok(EXIT_OK)
+}
+
+/// The measured build and the baseline build named on the command line.
+fn builds<'s>(suite: &'s Suite, args: &RunArgs) -> Result<(Option<&'s Build>, Option<&'s Build>), Failure> {
+    let known = || suite.builds.iter().map(|b| format!("`{}`", b.name)).collect::<Vec<_>>().join(", ");
+    let find = |name: &str, what: &str| {
+        suite.build(name).ok_or_else(|| {
+            if suite.builds.is_empty() {
+                crate::usage!(
+                    "{what} `{name}` is not a build: {} defines no [builds] (to compare with a stored label, use `perflab history` or `perflab report --reference`)",
+                    suite.path.display()
+                )
+            } else {
+                crate::usage!("{what} `{name}` is not a build in {} (builds: {})", suite.path.display(), known())
+            }
+        })
+    };
+    let candidate = match &args.build {
+        Some(name) => Some(find(name, "--build")?),
+        None => args.label.as_deref().and_then(|l| suite.build(l)),
+    };
+    let baseline = match &args.baseline {
+        Some(name) => Some(find(name, "--baseline")?),
+        None => None,
+    };
+    if baseline.is_some() && candidate.is_none() && suite.benchmarks.iter().any(Benchmark::uses_build) {
+        return Err(crate::usage!("--baseline needs a build to compare with: pass --build or a --label naming a build"));
+    }
+    if let (Some(b), Some(c)) = (baseline, candidate) {
+        if b.name == c.name {
+            return Err(crate::usage!("--baseline and the measured build are both `{}`", b.name));
+        }
+    }
+    Ok((candidate, baseline))
+}
+
+/// What the command line sets over a suite's options.
+#[derive(Debug, Clone, Default)]
+pub struct PlanOverrides {
+    pub options: Options,
+    pub seed: Option<u64>,
+    pub show_output: bool,
+    pub ignore_failure: bool,
+}
+
+/// The compare engine's plan for one benchmark (baseline first when given): the
+/// benchmark's options over the suite defaults, under the command line's.
+pub fn plan_for(bench: &Benchmark, candidate: Option<&Build>, baseline: Option<&Build>, cli: &PlanOverrides) -> Result<Plan, Failure> {
+    let o = cli.options.or(&bench.options);
+    let mut texts = Vec::new();
+    let mut names = Vec::new();
+    // A benchmark without {build} runs the same command for every build: measure it once.
+    if let Some(b) = baseline.filter(|_| bench.uses_build()) {
+        texts.push(bench.command_for(Some(b))?);
+        names.push(b.name.clone());
+    }
+    texts.push(bench.command_for(candidate)?);
+    names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
+    let commands = crate::command::parse_commands(&texts, &names, o.shell.as_deref())
+        .map_err(|e| crate::usage!("benchmark `{}`: {e}", bench.name))?;
+    if o.shell.is_none() {
+        for c in &commands {
+            crate::command::resolve_program(&c.argv[0]).map_err(|e| crate::usage!("benchmark `{}`: {e}", bench.name))?;
+        }
+    }
+    let solo = commands.len() == 1;
+    let mode = o.mode.unwrap_or(Mode::Wall);
+    let settings = Settings {
+        seed: cli.seed.unwrap_or_else(rand::random),
+        warmup_rounds: o.warmup.unwrap_or(1),
+        min_rounds: o.min_rounds.unwrap_or(6),
+        fixed_rounds: o.rounds.or((solo && o.max_time.is_none() && o.max_rounds.is_none()).then_some(DEFAULT_SOLO_ROUNDS)),
+        max_rounds: o.max_rounds.unwrap_or(10_000),
+        max_time_s: o.max_time.unwrap_or(60.0),
+        threshold: o.threshold.unwrap_or(0.01),
+        confidence: 0.95,
+        env_padding: true,
+        mode: mode.as_str().to_string(),
+        timeout_s: o.timeout,
+    };
+    let metrics: Vec<String> = metric::COMPARED.iter().map(|m| m.to_string()).collect();
+    Ok(Plan {
+        commands,
+        settings,
+        primary_metric: metrics[0].clone(),
+        metrics,
+        show_output: cli.show_output,
+        ignore_failure: cli.ignore_failure,
+        measure: MeasureArgs { events: o.events.unwrap_or_default(), mode, ..MeasureArgs::default() },
+    })
+}
+
+/// Run a setup, cleanup or prepare command through `sh -c`, output passed through.
+fn shell(command: &str) -> Result<(), String> {
+    let status = std::process::Command::new("/bin/sh")
+        .args(["-c", command])
+        .stdout(std::process::Stdio::inherit())
+        .status()
+        .map_err(|e| format!("cannot run /bin/sh: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{command}` {status}"))
+    }
+}
+
+/// `name  median [CI] (n runs)` and, against a baseline, the verdict.
+fn summary_line(name: &str, experiment: &Experiment) -> String {
+    let Some(measured) = experiment.commands.last() else { return format!("{name}: no runs") };
+    let mut line = match measured.summary.get(metric::WALL) {
+        Some(s) => match s.median_ci {
+            Some((lo, hi)) => {
+                format!("{name}  {} [{} – {}] ({} runs)", format_seconds(s.median), format_seconds(lo), format_seconds(hi), s.n)
+            }
+            None => format!("{name}  {} ({} runs)", format_seconds(s.median), s.n),
+        },
+        None => format!("{name}  {} runs", measured.runs.len()),
+    };
+    if let Some(c) = experiment.comparisons.iter().find(|c| c.metric == metric::WALL) {
+        line += &format!(
+            "  {} vs {}: ×{:.3} [{:.3} – {:.3}] {}",
+            c.candidate,
+            c.baseline,
+            c.ratio,
+            c.ci_low,
+            c.ci_high,
+            c.verdict.as_str()
+        );
+    }
+    line
+}

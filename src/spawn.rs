@@ -1,0 +1,476 @@
+//! Running one command once and measuring it: wall time by CLOCK_MONOTONIC around
+//! spawn → `wait4`, and the `rusage` of that very child (not RUSAGE_CHILDREN).
+//!
+//! Written on libc directly because no crate offers what a harness needs at once:
+//! posix_spawn (vfork-speed) with a process group, signal defaults and fd actions;
+//! a *gated* fork/exec that holds the child until probes are attached to its pid;
+//! `wait4` rusage; and a wait on a pidfd polled together with the Ctrl-C pipe, so the
+//! harness sleeps in the kernel while a command runs and still reacts at once to a
+//! timeout or an interrupt.
+
+use crate::interrupt::Interrupt;
+use crate::model::ExitInfo;
+use std::ffi::{CString, OsStr};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::ptr;
+use std::time::{Duration, Instant};
+
+/// Signals whose disposition the child must get back to default: Rust ignores SIGPIPE,
+/// and our handlers for INT/TERM must not leak into the benchmarked program.
+const RESET_SIGNALS: [libc::c_int; 7] =
+    [libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGQUIT, libc::SIGHUP, libc::SIGCHLD, libc::SIGXFSZ];
+
+/// How long a child may take to die after SIGTERM before it gets SIGKILL.
+const TERM_GRACE: Duration = Duration::from_millis(200);
+
+/// A program and its arguments, converted once so each run allocates nothing.
+pub struct Prepared {
+    path: CString,
+    argv: Vec<CString>,
+    show_output: bool,
+    /// Receives the child's stderr when output is hidden, so a failure can be explained.
+    stderr_capture: Option<OwnedFd>,
+}
+
+/// What one run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub wall: Duration,
+    pub rusage: libc::rusage,
+    pub exit: ExitInfo,
+}
+
+/// Why a run did not produce an [`Outcome`].
+#[derive(Debug)]
+pub enum SpawnError {
+    /// The user pressed Ctrl-C (or sent SIGTERM); the child's group was killed.
+    Interrupted,
+    /// The program could not be started at all.
+    Exec(String),
+    /// A probe failed to attach to the held child.
+    Probe(anyhow::Error),
+}
+
+impl std::fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpawnError::Interrupted => write!(f, "interrupted"),
+            SpawnError::Exec(msg) => write!(f, "{msg}"),
+            SpawnError::Probe(err) => write!(f, "attaching a probe failed: {err:#}"),
+        }
+    }
+}
+
+fn cstring(bytes: &[u8], what: &str) -> Result<CString, String> {
+    CString::new(bytes).map_err(|_| format!("{what} contains a NUL byte"))
+}
+
+impl Prepared {
+    /// Prepare `argv` (argv[0] is resolved to `program`) for repeated runs.
+    pub fn new(program: &Path, argv: &[String], show_output: bool) -> Result<Prepared, String> {
+        let path = cstring(program.as_os_str().as_bytes(), "program path")?;
+        let argv = argv.iter().map(|a| cstring(a.as_bytes(), "an argument")).collect::<Result<Vec<_>, _>>()?;
+        let stderr_capture = if show_output {
+            None
+        } else {
+            // SAFETY: memfd_create with a valid NUL-terminated name.
+            let fd = unsafe { libc::memfd_create(c"perflab-stderr".as_ptr(), libc::MFD_CLOEXEC) };
+            if fd < 0 {
+                return Err(format!("memfd_create: {}", io::Error::last_os_error()));
+            }
+            // SAFETY: fd is a fresh descriptor we own.
+            Some(unsafe { OwnedFd::from_raw_fd(fd) })
+        };
+        Ok(Prepared { path, argv, show_output, stderr_capture })
+    }
+
+    /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output).
+    pub fn stderr_tail(&self, max_lines: usize) -> String {
+        let Some(fd) = &self.stderr_capture else { return String::new() };
+        let mut file = std::fs::File::from(fd.try_clone().expect("dup stderr capture"));
+        use std::io::{Read, Seek, SeekFrom};
+        let len = file.seek(SeekFrom::End(0)).unwrap_or(0);
+        let start = len.saturating_sub(8192);
+        let mut buf = Vec::new();
+        if file.seek(SeekFrom::Start(start)).is_ok() {
+            let _ = file.read_to_end(&mut buf);
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(max_lines)..].join("\n")
+    }
+
+    fn reset_stderr_capture(&self) {
+        if let Some(fd) = &self.stderr_capture {
+            // SAFETY: valid descriptor; truncating and rewinding a memfd cannot fail harmfully.
+            unsafe {
+                libc::ftruncate(fd.as_raw_fd(), 0);
+                libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET);
+            }
+        }
+    }
+}
+
+/// Build a `KEY=VALUE` environment block: the current environment plus `extra`.
+pub fn environment(extra: &[(String, String)]) -> Vec<CString> {
+    let mut env: Vec<CString> = std::env::vars_os()
+        .filter(|(k, _)| !extra.iter().any(|(e, _)| OsStr::new(e) == k))
+        .filter_map(|(k, v)| {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            CString::new(kv).ok()
+        })
+        .collect();
+    env.extend(extra.iter().filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok()));
+    env
+}
+
+fn null_terminated(items: &[CString]) -> Vec<*mut libc::c_char> {
+    items.iter().map(|s| s.as_ptr() as *mut libc::c_char).chain(std::iter::once(ptr::null_mut())).collect()
+}
+
+/// A started child that has not been reaped yet.
+pub struct Child {
+    pub pid: libc::pid_t,
+    pidfd: OwnedFd,
+    started: Instant,
+}
+
+/// Start `prepared` with `env`. When `gate` is given the child is held between fork
+/// and exec while `gate(pid)` runs (to attach counters), otherwise posix_spawn is used.
+pub fn start(
+    prepared: &Prepared,
+    env: &[CString],
+    gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>>,
+) -> Result<Child, SpawnError> {
+    prepared.reset_stderr_capture();
+    let argv = null_terminated(&prepared.argv);
+    let envp = null_terminated(env);
+    let (pid, started) = match gate {
+        None => spawn_fast(prepared, &argv, &envp)?,
+        Some(gate) => spawn_gated(prepared, &argv, &envp, gate)?,
+    };
+    // SAFETY: plain syscall; the child is not reaped yet, so its pid is still ours.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
+    if raw < 0 {
+        let err = io::Error::last_os_error();
+        // SAFETY: reap the child we cannot watch so it does not linger.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, ptr::null_mut(), 0);
+        }
+        return Err(SpawnError::Exec(format!("pidfd_open failed ({err}); perflab needs Linux 5.3 or later")));
+    }
+    // SAFETY: a fresh descriptor we own.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(raw) };
+    Ok(Child { pid, pidfd, started })
+}
+
+fn spawn_fast(
+    prepared: &Prepared,
+    argv: &[*mut libc::c_char],
+    envp: &[*mut libc::c_char],
+) -> Result<(libc::pid_t, Instant), SpawnError> {
+    // SAFETY: all posix_spawn structures are initialised before use and destroyed after;
+    // every pointer passed outlives the call.
+    unsafe {
+        let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+        libc::posix_spawn_file_actions_init(&mut actions);
+        libc::posix_spawnattr_init(&mut attr);
+        let devnull = c"/dev/null";
+        libc::posix_spawn_file_actions_addopen(&mut actions, 0, devnull.as_ptr(), libc::O_RDONLY, 0);
+        if !prepared.show_output {
+            libc::posix_spawn_file_actions_addopen(&mut actions, 1, devnull.as_ptr(), libc::O_WRONLY, 0);
+            if let Some(fd) = &prepared.stderr_capture {
+                libc::posix_spawn_file_actions_adddup2(&mut actions, fd.as_raw_fd(), 2);
+            }
+        }
+        let mut defaults: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut defaults);
+        for sig in RESET_SIGNALS {
+            libc::sigaddset(&mut defaults, sig);
+        }
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::posix_spawnattr_setsigdefault(&mut attr, &defaults);
+        libc::posix_spawnattr_setsigmask(&mut attr, &empty);
+        libc::posix_spawnattr_setpgroup(&mut attr, 0);
+        libc::posix_spawnattr_setflags(
+            &mut attr,
+            (libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK) as libc::c_short,
+        );
+        let mut pid: libc::pid_t = 0;
+        let started = Instant::now();
+        let rc = libc::posix_spawn(&mut pid, prepared.path.as_ptr(), &actions, &attr, argv.as_ptr(), envp.as_ptr());
+        libc::posix_spawn_file_actions_destroy(&mut actions);
+        libc::posix_spawnattr_destroy(&mut attr);
+        if rc != 0 {
+            return Err(SpawnError::Exec(format!(
+                "cannot execute {}: {}",
+                prepared.path.to_string_lossy(),
+                io::Error::from_raw_os_error(rc)
+            )));
+        }
+        Ok((pid, started))
+    }
+}
+
+fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd), SpawnError> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: fds has room for two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(SpawnError::Exec(format!("pipe2: {}", io::Error::last_os_error())));
+    }
+    // SAFETY: fresh descriptors we own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn spawn_gated(
+    prepared: &Prepared,
+    argv: &[*mut libc::c_char],
+    envp: &[*mut libc::c_char],
+    gate: &mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>,
+) -> Result<(libc::pid_t, Instant), SpawnError> {
+    let (release_read, release_write) = pipe_cloexec()?;
+    let (error_read, error_write) = pipe_cloexec()?;
+    let devnull_path = c"/dev/null";
+    let stderr_fd = prepared.stderr_capture.as_ref().map(|fd| fd.as_raw_fd());
+    let (parent_release, parent_error) = (release_write.as_raw_fd(), error_read.as_raw_fd());
+    // SAFETY: after fork the child only calls async-signal-safe functions (setpgid, open,
+    // dup2, sigaction, sigprocmask, read, execve, write, _exit) on data prepared before.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(SpawnError::Exec(format!("fork: {}", io::Error::last_os_error())));
+    }
+    if pid == 0 {
+        unsafe {
+            // The child's copies of the parent's ends would keep EOF from ever arriving.
+            libc::close(parent_release);
+            libc::close(parent_error);
+            libc::setpgid(0, 0);
+            let null_in = libc::open(devnull_path.as_ptr(), libc::O_RDONLY);
+            libc::dup2(null_in, 0);
+            if !prepared.show_output {
+                let null_out = libc::open(devnull_path.as_ptr(), libc::O_WRONLY);
+                libc::dup2(null_out, 1);
+                if let Some(fd) = stderr_fd {
+                    libc::dup2(fd, 2);
+                }
+            }
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_DFL;
+            for sig in RESET_SIGNALS {
+                libc::sigaction(sig, &action, ptr::null_mut());
+            }
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::sigprocmask(libc::SIG_SETMASK, &empty, ptr::null_mut());
+            let mut byte = 0u8;
+            // Wait for the parent to attach probes; EOF (parent gone) means abort.
+            if libc::read(release_read.as_raw_fd(), &mut byte as *mut u8 as *mut libc::c_void, 1) != 1 {
+                libc::_exit(127);
+            }
+            libc::execve(prepared.path.as_ptr(), argv.as_ptr() as *const *const libc::c_char, envp.as_ptr() as *const *const libc::c_char);
+            let errno = *libc::__errno_location();
+            libc::write(error_write.as_raw_fd(), &errno as *const i32 as *const libc::c_void, 4);
+            libc::_exit(127);
+        }
+    }
+    drop(release_read);
+    drop(error_write);
+    // Both sides set the group so it exists before anyone signals it.
+    // SAFETY: pid is our child.
+    unsafe { libc::setpgid(pid, pid) };
+    if let Err(err) = gate(pid) {
+        drop(release_write); // child reads EOF and exits
+        // SAFETY: reap our own child.
+        unsafe { libc::waitpid(pid, ptr::null_mut(), 0) };
+        return Err(SpawnError::Probe(err));
+    }
+    let started = Instant::now();
+    // SAFETY: writing one byte to our pipe.
+    unsafe { libc::write(release_write.as_raw_fd(), [1u8].as_ptr() as *const libc::c_void, 1) };
+    drop(release_write);
+    let mut errno = [0u8; 4];
+    // Blocks until exec succeeds (CLOEXEC closes the pipe) or the child reports failure.
+    // SAFETY: reading into a 4-byte buffer.
+    let n = unsafe { libc::read(error_read.as_raw_fd(), errno.as_mut_ptr() as *mut libc::c_void, 4) };
+    if n == 4 {
+        // SAFETY: reap our own child.
+        unsafe { libc::waitpid(pid, ptr::null_mut(), 0) };
+        return Err(SpawnError::Exec(format!(
+            "cannot execute {}: {}",
+            prepared.path.to_string_lossy(),
+            io::Error::from_raw_os_error(i32::from_ne_bytes(errno))
+        )));
+    }
+    Ok((pid, started))
+}
+
+impl Child {
+    pub fn pidfd(&self) -> RawFd {
+        self.pidfd.as_raw_fd()
+    }
+
+    /// Sleep until the child exits, the timeout passes, or an interrupt arrives; then
+    /// reap it with `wait4` and return its measurements.
+    pub fn wait(self, timeout: Option<Duration>, interrupt: &Interrupt) -> Result<Outcome, SpawnError> {
+        let deadline = timeout.map(|t| self.started + t);
+        let mut timed_out = false;
+        loop {
+            let mut fds = [
+                libc::pollfd { fd: self.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: interrupt.fd(), events: libc::POLLIN, revents: 0 },
+            ];
+            let wait_ms = match deadline {
+                None => -1,
+                Some(d) => d.saturating_duration_since(Instant::now()).as_millis().min(i32::MAX as u128) as i32,
+            };
+            // SAFETY: fds is a valid array of two pollfds.
+            let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, wait_ms) };
+            if rc < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                if interrupt.requested() {
+                    self.kill_group_and_reap();
+                    return Err(SpawnError::Interrupted);
+                }
+                continue;
+            }
+            if fds[0].revents != 0 {
+                break;
+            }
+            if fds[1].revents != 0 || interrupt.requested() {
+                self.kill_group_and_reap();
+                return Err(SpawnError::Interrupted);
+            }
+            if rc == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+                // SAFETY: signalling our child's process group.
+                unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+                timed_out = true;
+                break;
+            }
+        }
+        let mut status = 0;
+        // SAFETY: rusage is plain data; wait4 fills it for this child only.
+        let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::wait4(self.pid, &mut status, 0, &mut rusage) };
+        let wall = self.started.elapsed();
+        if rc < 0 {
+            return Err(SpawnError::Exec(format!("wait4: {}", io::Error::last_os_error())));
+        }
+        let exit = if libc::WIFSIGNALED(status) && !timed_out {
+            ExitInfo { exit_code: None, signal: Some(libc::WTERMSIG(status)), timed_out }
+        } else if libc::WIFEXITED(status) {
+            ExitInfo { exit_code: Some(libc::WEXITSTATUS(status)), signal: None, timed_out }
+        } else {
+            ExitInfo { exit_code: None, signal: None, timed_out }
+        };
+        Ok(Outcome { wall, rusage, exit })
+    }
+
+    /// Ask the whole process group to stop, then force it, and reap the leader.
+    fn kill_group_and_reap(&self) {
+        // SAFETY: signalling our child's process group and reaping our child.
+        unsafe {
+            libc::kill(-self.pid, libc::SIGTERM);
+            let mut fds = [libc::pollfd { fd: self.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+            if libc::poll(fds.as_mut_ptr(), 1, TERM_GRACE.as_millis() as i32) <= 0 {
+                libc::kill(-self.pid, libc::SIGKILL);
+            }
+            libc::waitpid(self.pid, ptr::null_mut(), 0);
+        }
+    }
+}
+
+/// Seconds from a `timeval`.
+pub fn seconds(tv: libc::timeval) -> f64 {
+    tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepared(args: &[&str], show: bool) -> Prepared {
+        let program = crate::command::resolve_program(args[0]).unwrap();
+        Prepared::new(&program, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), show).unwrap()
+    }
+
+    #[test]
+    fn reports_exit_codes_and_signals() {
+        let w = crate::interrupt::watcher();
+        let env = environment(&[]);
+        let ok = start(&prepared(&["true"], false), &env, None).unwrap().wait(None, w).unwrap();
+        assert_eq!(ok.exit, ExitInfo { exit_code: Some(0), signal: None, timed_out: false });
+        let fail = start(&prepared(&["sh", "-c", "exit 7"], false), &env, None).unwrap().wait(None, w).unwrap();
+        assert_eq!(fail.exit.exit_code, Some(7));
+        let killed = start(&prepared(&["sh", "-c", "kill -SEGV $$"], false), &env, None).unwrap().wait(None, w).unwrap();
+        assert_eq!(killed.exit.signal, Some(libc::SIGSEGV));
+    }
+
+    #[test]
+    fn timeout_kills_the_process_group() {
+        let w = crate::interrupt::watcher();
+        // The grandchild `sleep` shares the group and must die with it.
+        let p = prepared(&["sh", "-c", "sleep 30 & sleep 30"], false);
+        let out = start(&p, &environment(&[]), None).unwrap().wait(Some(Duration::from_millis(100)), w).unwrap();
+        assert!(out.exit.timed_out);
+        assert!(!out.exit.success());
+    }
+
+    #[test]
+    fn captures_the_tail_of_stderr_per_run() {
+        let w = crate::interrupt::watcher();
+        let p = prepared(&["sh", "-c", "echo one >&2; echo two >&2; echo three >&2; exit 1"], false);
+        start(&p, &environment(&[]), None).unwrap().wait(None, w).unwrap();
+        assert_eq!(p.stderr_tail(2), "two\nthree");
+        start(&p, &environment(&[]), None).unwrap().wait(None, w).unwrap();
+        assert_eq!(p.stderr_tail(10), "one\ntwo\nthree", "capture is reset between runs");
+    }
+
+    #[test]
+    fn passes_the_environment_padding() {
+        let w = crate::interrupt::watcher();
+        let p = prepared(&["sh", "-c", "test \"$PERFLAB_PAD\" = xyz"], false);
+        let env = environment(&[("PERFLAB_PAD".into(), "xyz".into())]);
+        assert_eq!(start(&p, &env, None).unwrap().wait(None, w).unwrap().exit.exit_code, Some(0));
+    }
+
+    #[test]
+    fn gated_spawn_runs_the_gate_before_exec_and_reports_exec_failure() {
+        let w = crate::interrupt::watcher();
+        let p = prepared(&["sh", "-c", "exit 3"], false);
+        let mut seen = 0;
+        let mut gate = |pid: libc::pid_t| {
+            seen = pid;
+            Ok(())
+        };
+        let child = start(&p, &environment(&[]), Some(&mut gate)).unwrap();
+        let pid = child.pid;
+        assert_eq!(child.wait(None, w).unwrap().exit.exit_code, Some(3));
+        assert_eq!(seen, pid);
+
+        let dir = std::env::temp_dir().join(format!("perflab-noexec-{}", std::process::id()));
+        std::fs::write(&dir, "#!/nonexistent/interpreter\n").unwrap();
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let bad = Prepared::new(&dir, &["x".into()], false).unwrap();
+        let mut gate = |_pid: libc::pid_t| Ok(());
+        let err = start(&bad, &environment(&[]), Some(&mut gate)).err().expect("exec must fail");
+        assert!(err.to_string().contains("cannot execute"), "{err}");
+        let err = start(&bad, &environment(&[]), None).err().expect("exec must fail");
+        assert!(err.to_string().contains("cannot execute"), "{err}");
+        std::fs::remove_file(&dir).ok();
+    }
+
+    #[test]
+    fn gate_failure_aborts_the_child() {
+        let p = prepared(&["true"], false);
+        let mut gate = |_pid: libc::pid_t| Err(anyhow::anyhow!("no counters"));
+        let err = start(&p, &environment(&[]), Some(&mut gate)).err().unwrap();
+        assert!(matches!(err, SpawnError::Probe(_)));
+    }
+}

@@ -1,0 +1,275 @@
+//! From paired runs to a verdict: pair the runs of a candidate and the baseline by
+//! round, estimate the ratio and its interval, and classify it as faster, slower,
+//! equivalent or inconclusive against the equivalence threshold.
+
+use crate::model::{CommandResult, Comparison, Verdict};
+use crate::stats::signed_rank;
+use std::collections::BTreeMap;
+
+/// Classify an interval of the ratio candidate/baseline.
+///
+/// `slower` when the whole interval lies above 1, `faster` when below 1 (marked
+/// `below_threshold` when it also lies within ±threshold), `equivalent` when it lies
+/// within ±threshold, `inconclusive` otherwise.
+pub fn classify(ci_low: f64, ci_high: f64, threshold: f64) -> (Verdict, bool) {
+    let within = ci_low >= 1.0 - threshold && ci_high <= 1.0 + threshold;
+    if ci_low > 1.0 {
+        (Verdict::Slower, within)
+    } else if ci_high < 1.0 {
+        (Verdict::Faster, within)
+    } else if within {
+        (Verdict::Equivalent, false)
+    } else {
+        (Verdict::Inconclusive, false)
+    }
+}
+
+/// The paired values of one metric: (baseline, candidate) for every round both ran.
+pub fn pairs(baseline: &CommandResult, candidate: &CommandResult, metric: &str) -> (Vec<f64>, Vec<f64>) {
+    let by_round: BTreeMap<u32, f64> =
+        baseline.runs.iter().filter_map(|r| r.metric(metric).map(|v| (r.round, v))).collect();
+    candidate
+        .runs
+        .iter()
+        .filter_map(|r| Some((*by_round.get(&r.round)?, r.metric(metric)?)))
+        .unzip()
+}
+
+/// Compare `candidate` with `baseline` on `metric` with an interval at `level`
+/// (the per-look level; `nominal` is the family-wise confidence reported with it).
+/// None when no round has both values.
+pub fn compare(
+    baseline: &CommandResult,
+    candidate: &CommandResult,
+    metric: &str,
+    level: f64,
+    nominal: f64,
+    threshold: f64,
+) -> Option<Comparison> {
+    let (base, cand) = pairs(baseline, candidate, metric);
+    if base.is_empty() {
+        return None;
+    }
+    let comparison = |ratio: f64, ci: Option<(f64, f64)>, p_value: f64, n: usize, flags: Vec<String>| {
+        let (verdict, below_threshold, (ci_low, ci_high)) = match ci {
+            Some((lo, hi)) => {
+                let (v, b) = classify(lo, hi, threshold);
+                (v, b, (lo, hi))
+            }
+            // No interval at this level exists yet with so few rounds.
+            None => (Verdict::Inconclusive, false, (0.0, f64::INFINITY)),
+        };
+        Comparison {
+            baseline: baseline.name.clone(),
+            candidate: candidate.name.clone(),
+            metric: metric.to_string(),
+            ratio,
+            ci_low,
+            ci_high,
+            confidence: nominal,
+            look_confidence: level,
+            p_value,
+            verdict,
+            below_threshold,
+            n,
+            flags,
+        }
+    };
+    if let Some(ratio) = exact_ratio(&base, &cand) {
+        // Every run of each side gave the same value (deterministic counts, constant
+        // RSS): the ratio is known exactly and needs no interval.
+        let p = if ratio == 1.0 { 1.0 } else { 0.0 };
+        return Some(comparison(ratio, Some((ratio, ratio)), p, base.len(), vec!["exact: every run repeated the same value".into()]));
+    }
+    let est = signed_rank::paired(&base, &cand, level);
+    if est.n == 0 {
+        return None;
+    }
+    let mut flags = Vec::new();
+    if est.skipped > 0 {
+        flags.push(format!("{} pairs with non-positive values skipped", est.skipped));
+    }
+    Some(comparison(est.ratio, est.ci, est.p_value, est.n, flags))
+}
+
+/// The ratio when both sides are constant and positive.
+fn exact_ratio(base: &[f64], cand: &[f64]) -> Option<f64> {
+    let constant = |v: &[f64]| v.iter().all(|x| *x == v[0]) && v[0] > 0.0 && v[0].is_finite();
+    (constant(base) && constant(cand)).then(|| cand[0] / base[0])
+}
+
+/// The one-line verdict a user reads, e.g.
+/// `B is 2.1 % slower than A [1.6 %, 2.5 %], 95 % CI, 24 rounds`.
+pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
+    let pct = |x: f64| format_percent(x * 100.0);
+    let tail = format!("{} % CI, {} rounds", format_level(c.confidence), rounds);
+    let metric = if c.metric == crate::model::metric::WALL { String::new() } else { format!(" in {}", c.metric) };
+    let times = |x: f64| format!("{x:.2}×");
+    match c.verdict {
+        // Large effects read better as factors: "9.28× slower" rather than "828 % slower".
+        Verdict::Slower if c.ratio >= 2.0 => format!(
+            "{} is {} slower than {}{} [{}, {}], {}",
+            c.candidate, times(c.ratio), c.baseline, metric, times(c.ci_low), times(c.ci_high), tail
+        ),
+        Verdict::Faster if c.ratio <= 0.5 => format!(
+            "{} is {} faster than {}{} [{}, {}], {}",
+            c.candidate, times(1.0 / c.ratio), c.baseline, metric, times(1.0 / c.ci_high), times(1.0 / c.ci_low), tail
+        ),
+        Verdict::Slower => {
+            let mut s = format!(
+                "{} is {} % slower than {}{} [{} %, {} %], {}",
+                c.candidate,
+                pct(c.ratio - 1.0),
+                c.baseline,
+                metric,
+                pct(c.ci_low - 1.0),
+                pct(c.ci_high - 1.0),
+                tail
+            );
+            if c.below_threshold {
+                s.push_str(&format!(" (below the {} % threshold)", pct(threshold)));
+            }
+            s
+        }
+        Verdict::Faster => {
+            let mut s = format!(
+                "{} is {} % faster than {}{} [{} %, {} %], {}",
+                c.candidate,
+                pct(1.0 - c.ratio),
+                c.baseline,
+                metric,
+                pct(1.0 - c.ci_high),
+                pct(1.0 - c.ci_low),
+                tail
+            );
+            if c.below_threshold {
+                s.push_str(&format!(" (below the {} % threshold)", pct(threshold)));
+            }
+            s
+        }
+        Verdict::Equivalent => format!(
+            "{} is equivalent to {}{} within ±{} %: ratio {:.4} [{:.4}, {:.4}], {}",
+            c.candidate, c.baseline, metric, pct(threshold), c.ratio, c.ci_low, c.ci_high, tail
+        ),
+        Verdict::Inconclusive if c.ci_high.is_finite() => format!(
+            "{} vs {}{} is inconclusive: ratio {:.4} [{:.4}, {:.4}], {}",
+            c.candidate, c.baseline, metric, c.ratio, c.ci_low, c.ci_high, tail
+        ),
+        Verdict::Inconclusive => format!(
+            "{} vs {}{} is inconclusive: ratio {:.4}, too few rounds ({}) for a {} % interval",
+            c.candidate,
+            c.baseline,
+            metric,
+            c.ratio,
+            rounds,
+            format_level(c.confidence)
+        ),
+    }
+}
+
+/// A confidence level as a percentage: 0.95 → "95", 0.975 → "97.5".
+pub fn format_level(confidence: f64) -> String {
+    let p = confidence * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{p:.0}")
+    } else {
+        format!("{p:.1}")
+    }
+}
+
+/// A percentage with enough digits to be meaningful: 12.3, 2.1, 0.42, 0.013.
+pub fn format_percent(p: f64) -> String {
+    let a = p.abs();
+    if a >= 1.0 || a == 0.0 {
+        format!("{p:.1}")
+    } else if a >= 0.1 {
+        format!("{p:.2}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Run;
+
+    fn result(name: &str, walls: &[f64]) -> CommandResult {
+        CommandResult {
+            name: name.into(),
+            argv: vec![],
+            command_line: name.into(),
+            runs: walls.iter().enumerate().map(|(i, w)| Run { round: i as u32, wall_s: *w, ..Default::default() }).collect(),
+            summary: Default::default(),
+        }
+    }
+
+    #[test]
+    fn classification_follows_the_interval() {
+        assert_eq!(classify(1.02, 1.03, 0.01), (Verdict::Slower, false));
+        assert_eq!(classify(1.002, 1.008, 0.01), (Verdict::Slower, true));
+        assert_eq!(classify(0.95, 0.97, 0.01), (Verdict::Faster, false));
+        assert_eq!(classify(0.995, 1.004, 0.01), (Verdict::Equivalent, false));
+        assert_eq!(classify(0.98, 1.02, 0.01), (Verdict::Inconclusive, false));
+    }
+
+    #[test]
+    fn pairs_by_round_and_skips_unmatched_rounds() {
+        let a = result("A", &[1.0, 2.0, 3.0]);
+        let mut b = result("B", &[10.0, 20.0, 30.0]);
+        b.runs.remove(1);
+        assert_eq!(pairs(&a, &b, "wall_s"), (vec![1.0, 3.0], vec![10.0, 30.0]));
+    }
+
+    #[test]
+    fn a_tenfold_difference_is_slower_with_the_right_ratio() {
+        let base: Vec<f64> = (0..12).map(|i| 0.010 * (1.0 + 0.01 * ((i * 7 % 5) as f64))).collect();
+        let cand: Vec<f64> = base.iter().enumerate().map(|(i, b)| b * 10.0 * (1.0 + 0.005 * ((i % 3) as f64 - 1.0))).collect();
+        let c = compare(&result("A", &base), &result("B", &cand), "wall_s", 0.95, 0.95, 0.01).unwrap();
+        assert_eq!(c.verdict, Verdict::Slower);
+        assert!((c.ratio - 10.0).abs() < 0.06, "{}", c.ratio);
+        assert!(c.ci_low <= c.ratio && c.ratio <= c.ci_high);
+        let text = sentence(&c, 0.01, 12);
+        assert!(text.starts_with("B is ") && text.contains("× slower than A ["), "{text}");
+    }
+
+    #[test]
+    fn constant_values_give_an_exact_ratio() {
+        let c = compare(&result("A", &[100.0]), &result("B", &[102.0]), "wall_s", 0.95, 0.95, 0.01).unwrap();
+        assert_eq!((c.ci_low, c.ci_high, c.verdict, c.below_threshold), (1.02, 1.02, Verdict::Slower, false));
+        let same = compare(&result("A", &[5.0, 5.0]), &result("B", &[5.0, 5.0]), "wall_s", 0.95, 0.95, 0.01).unwrap();
+        assert_eq!(same.verdict, Verdict::Equivalent);
+    }
+
+    #[test]
+    fn too_few_rounds_is_inconclusive_not_a_guess() {
+        let c = compare(&result("A", &[1.0, 1.1, 0.9]), &result("B", &[2.0, 2.3, 1.8]), "wall_s", 0.95, 0.95, 0.01).unwrap();
+        assert_eq!(c.verdict, Verdict::Inconclusive);
+        assert!(sentence(&c, 0.01, 3).contains("too few rounds"));
+    }
+
+    #[test]
+    fn sentences_read_naturally() {
+        let mut c = Comparison {
+            baseline: "A".into(),
+            candidate: "B".into(),
+            metric: "wall_s".into(),
+            ratio: 1.021,
+            ci_low: 1.016,
+            ci_high: 1.025,
+            confidence: 0.95,
+            look_confidence: 0.99,
+            p_value: 0.001,
+            verdict: Verdict::Slower,
+            below_threshold: false,
+            n: 24,
+            flags: vec![],
+        };
+        assert_eq!(sentence(&c, 0.01, 24), "B is 2.1 % slower than A [1.6 %, 2.5 %], 95 % CI, 24 rounds");
+        c.verdict = Verdict::Faster;
+        (c.ratio, c.ci_low, c.ci_high) = (0.97, 0.96, 0.98);
+        assert_eq!(sentence(&c, 0.01, 24), "B is 3.0 % faster than A [2.0 %, 4.0 %], 95 % CI, 24 rounds");
+        (c.ratio, c.ci_low, c.ci_high) = (0.25, 0.2, 0.5);
+        assert_eq!(sentence(&c, 0.01, 24), "B is 4.00× faster than A [2.00×, 5.00×], 95 % CI, 24 rounds");
+    }
+}

@@ -1,0 +1,284 @@
+//! End-to-end tests of `perflab compare`: verdicts, outputs and every documented failure.
+
+mod common;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn perflab() -> Command {
+    let mut cmd = Command::cargo_bin("perflab").unwrap();
+    cmd.env("NO_COLOR", "1");
+    cmd
+}
+
+fn spin(n: u64) -> String {
+    format!("{} {n}", common::fixture("spin").display())
+}
+
+/// Tests whose ratios depend on the machine run one at a time, so that the other tests
+/// of this file do not compete with them for the two cores.
+static QUIET: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn quiet() -> std::sync::MutexGuard<'static, ()> {
+    QUIET.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn json_of(output: &[u8]) -> Value {
+    serde_json::from_slice(output).expect("valid JSON on stdout")
+}
+
+#[test]
+fn a_tenfold_difference_is_slower_with_the_right_ratio() {
+    let _quiet = quiet();
+    let out = perflab()
+        .args(["compare", "--json", "-", "-n", "A", "-n", "B", &spin(8_000_000), &spin(80_000_000)])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let json = json_of(&out.stdout);
+    assert_eq!(json["schema_version"], 1);
+    let wall = json["comparisons"].as_array().unwrap().iter().find(|c| c["metric"] == "wall_s").unwrap();
+    assert_eq!(wall["verdict"], "slower");
+    assert_eq!((wall["baseline"].as_str(), wall["candidate"].as_str()), (Some("A"), Some("B")));
+    // The work differs exactly 10×; process creation and a loaded CI machine pull the
+    // wall ratio below that, so the band is wide — the verdict is what must not move.
+    let ratio = wall["ratio"].as_f64().unwrap();
+    assert!((6.0..12.0).contains(&ratio), "ratio {ratio}");
+    assert!(wall["ci_low"].as_f64().unwrap() <= ratio && ratio <= wall["ci_high"].as_f64().unwrap());
+    assert_eq!(wall["confidence"], 0.95);
+    assert!(wall["p_value"].as_f64().unwrap() < 0.05);
+    // CPU time excludes process creation, so its ratio is closer to the 10× of the work.
+    let cpu = json["comparisons"].as_array().unwrap().iter().find(|c| c["metric"] == "cpu_s").unwrap();
+    assert!((8.0..11.5).contains(&cpu["ratio"].as_f64().unwrap()), "{cpu}");
+
+    let rounds = json["rounds"].as_u64().unwrap();
+    assert!(rounds >= 6, "at least the minimum rounds");
+    for command in json["commands"].as_array().unwrap() {
+        let runs = command["runs"].as_array().unwrap();
+        assert_eq!(runs.len() as u64, rounds, "one run per command per round");
+        for (i, run) in runs.iter().enumerate() {
+            assert_eq!(run["round"], i as u64);
+            assert_eq!(run["exit_code"], 0);
+            assert!(run["wall_s"].as_f64().unwrap() > 0.0);
+            assert!(run["user_s"].as_f64().unwrap() >= 0.0 && run["sys_s"].as_f64().unwrap() >= 0.0);
+            assert!(run["max_rss_kib"].as_u64().unwrap() > 0);
+        }
+        assert!(command["summary"]["wall_s"]["median"].as_f64().unwrap() > 0.0);
+        assert!(command["argv"].as_array().unwrap().len() == 2);
+    }
+    // The human report went to stderr because stdout carried the JSON.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("B is ") && stderr.contains("× slower than A ["), "{stderr}");
+}
+
+#[test]
+fn rounds_are_interleaved_in_random_order_with_shared_padding() {
+    let _quiet = quiet();
+    let out = perflab()
+        .args(["compare", "--rounds", "12", "--json", "-", &spin(1000), &spin(2000)])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let json = json_of(&out);
+    assert_eq!(json["rounds"], 12);
+    assert_eq!(json["stop_reason"], "fixed_rounds");
+    let runs: Vec<&Vec<Value>> = json["commands"].as_array().unwrap().iter().map(|c| c["runs"].as_array().unwrap()).collect();
+    let first_positions: Vec<u64> = runs[0].iter().map(|r| r["position"].as_u64().unwrap()).collect();
+    assert!(first_positions.contains(&0) && first_positions.contains(&1), "both orders occur: {first_positions:?}");
+    for (a, b) in runs[0].iter().zip(runs[1]) {
+        assert_eq!(a["env_pad_bytes"], b["env_pad_bytes"], "padding is shared within a round");
+        assert_ne!(a["position"], b["position"]);
+    }
+    let pads: std::collections::HashSet<u64> = runs[0].iter().map(|r| r["env_pad_bytes"].as_u64().unwrap()).collect();
+    assert!(pads.len() > 1, "padding varies across rounds");
+}
+
+#[test]
+fn same_seed_gives_the_same_schedule() {
+    let _quiet = quiet();
+    let order = |seed: &str| {
+        let out = perflab().args(["compare", "-r", "8", "--seed", seed, "--json", "-", "true", "true -x"]).output().unwrap();
+        let json = json_of(&out.stdout);
+        json["commands"][0]["runs"].as_array().unwrap().iter().map(|r| (r["position"].clone(), r["env_pad_bytes"].clone())).collect::<Vec<_>>()
+    };
+    assert_eq!(order("42"), order("42"));
+}
+
+#[test]
+fn csv_and_markdown_outputs() {
+    let _quiet = quiet();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("runs.csv");
+    let md = dir.path().join("pr.md");
+    perflab()
+        .args(["compare", "-r", "6", "--csv", csv.to_str().unwrap(), "--markdown", md.to_str().unwrap(), "-n", "old", "-n", "new", &spin(1000), &spin(1000)])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().starts_with("command,round,position,wall_s,user_s,sys_s,max_rss_kib"));
+    assert_eq!(lines.count(), 12);
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("| old |") && md.contains("| new | wall_s |"), "{md}");
+}
+
+#[test]
+fn output_is_discarded_unless_asked() {
+    let _quiet = quiet();
+    let args = ["compare", "-r", "2", "-n", "a", "-n", "b", "echo hello-from-a", "echo hello-from-b"];
+    let shown = perflab().args(args).arg("--show-output").output().unwrap();
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("hello-from-a"));
+    let hidden = perflab().args(args).output().unwrap();
+    assert!(!String::from_utf8_lossy(&hidden.stdout).contains("hello-from"));
+}
+
+#[test]
+fn shell_mode_runs_through_sh() {
+    // `--shell` takes no separate value, so the next word is the first command.
+    let _quiet = quiet();
+    perflab()
+        .args(["compare", "-r", "3", "--shell", "test -n \"$PERFLAB_PAD$HOME\" && true", "true | true"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn a_missing_program_fails_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    perflab()
+        .args(["compare", &format!("touch {}", marker.display()), "no-such-program-xyz --flag"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("`no-such-program-xyz` not found").and(predicate::str::contains('\n').count(1)));
+    assert!(!marker.exists(), "nothing ran");
+}
+
+#[test]
+fn a_non_executable_file_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.txt");
+    std::fs::write(&file, "x").unwrap();
+    perflab()
+        .args(["compare", "true", file.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not executable"));
+}
+
+#[test]
+fn bad_options_are_usage_errors() {
+    perflab().args(["compare", "true"]).assert().code(2).stderr(predicate::str::contains('\n').count(1));
+    perflab().args(["compare", "--threshold", "abc", "true", "true"]).assert().code(2).stderr(predicate::str::contains("not a percentage"));
+    perflab().args(["compare", "--max-time", "-3", "true", "true"]).assert().code(2);
+    perflab().args(["compare", "--confidence", "120", "true", "true"]).assert().code(2);
+    perflab().args(["compare", "--metric", "bogus", "true", "true -x"]).assert().code(2).stderr(predicate::str::contains("unknown metric `bogus`"));
+    perflab().args(["compare", "true", "echo 'unbalanced"]).assert().code(2).stderr(predicate::str::contains("cannot split"));
+    perflab().args(["compare", "-n", "same", "-n", "same", "true", "false"]).assert().code(2);
+    perflab().args(["compare", "--json", "/nonexistent-dir/x.json", "-r", "2", "true", "true -x"]).assert().code(2).stderr(predicate::str::contains("cannot write"));
+}
+
+#[test]
+fn a_failing_command_stops_with_its_stderr() {
+    let _quiet = quiet();
+    perflab()
+        .args(["compare", "--shell", "--", "true", "echo something broke >&2; exit 4"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("exited with code 4").and(predicate::str::contains("something broke")))
+        .stderr(predicate::str::contains("panicked").not());
+}
+
+#[test]
+fn ignore_failure_keeps_going() {
+    let _quiet = quiet();
+    let out = perflab().args(["compare", "-r", "4", "--ignore-failure", "--json", "-", "true", "false"]).assert().success().get_output().stdout.clone();
+    let json = json_of(&out);
+    assert_eq!(json["commands"][1]["runs"][0]["exit_code"], 1);
+    assert_eq!(json["commands"][1]["runs"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn a_killed_command_is_reported_as_such() {
+    let _quiet = quiet();
+    perflab()
+        .args(["compare", "--shell", "--", "true", "kill -SEGV $$"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("killed by signal 11 (SIGSEGV)"));
+}
+
+#[test]
+fn timeout_kills_the_run() {
+    let _quiet = quiet();
+    perflab()
+        .args(["compare", "--timeout", "200ms", "true", "sleep 5"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("timed out"));
+}
+
+#[test]
+fn the_gate_trips_on_a_real_regression_only() {
+    let _quiet = quiet();
+    perflab().args(["compare", "--fail-if-slower", "--", &spin(2_000_000), &spin(20_000_000)]).assert().code(1).stderr(predicate::str::contains("gate"));
+    perflab().args(["compare", "--fail-if-slower=900", &spin(2_000_000), &spin(20_000_000)]).assert().success();
+}
+
+#[test]
+fn ctrl_c_keeps_the_partial_results() {
+    let _quiet = quiet();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("partial.json");
+    let csv = dir.path().join("partial.csv");
+    let bin = assert_cmd::cargo::cargo_bin("perflab");
+    let child = std::process::Command::new(bin)
+        .args(["compare", "--max-time", "60", "--json", json.to_str().unwrap(), "--csv", csv.to_str().unwrap(), "sleep 0.05", "sleep 0.06"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until some rounds are on disk (the CSV is written as runs finish), then interrupt.
+    for _ in 0..200 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if std::fs::read_to_string(&csv).map(|t| t.lines().count() > 6).unwrap_or(false) {
+            break;
+        }
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(result["stop_reason"], "interrupted");
+    let runs = result["commands"][0]["runs"].as_array().unwrap().len();
+    assert!(runs >= 3, "partial runs kept: {runs}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("sleep 0.05 (baseline)"), "the table is printed");
+}
+
+#[test]
+fn ctrl_c_kills_the_running_command_at_once() {
+    let _quiet = quiet();
+    let marker = format!("sleep {}.{}", 30 + std::process::id() % 7, std::process::id() % 1000);
+    let bin = assert_cmd::cargo::cargo_bin("perflab");
+    let mut child = std::process::Command::new(bin)
+        .args(["compare", "--warmup", "0", "--shell", "--", "sleep 0.01", &format!("{marker}; true")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let running = || std::process::Command::new("pgrep").args(["-f", &marker]).output().unwrap().status.success();
+    for _ in 0..100 {
+        if running() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(running(), "the long command started");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(!running(), "the command's process group was killed with perflab's interrupt");
+}

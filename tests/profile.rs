@@ -1,0 +1,466 @@
+//! End-to-end tests of `perflab profile`, `show`, `annotate` and `diff` on fixture
+//! programs. Sampling is statistical: the fixtures run long enough at -F 2000 for
+//! ~1000 samples, and tolerances are in percentage points of share, never in time.
+
+mod common;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn perflab() -> Command {
+    Command::cargo_bin("perflab").unwrap()
+}
+
+/// Profile `argv` into `dir/name.profile` and return (profile path, JSON report).
+fn profile(dir: &Path, name: &str, argv: &[&str]) -> (PathBuf, Value) {
+    let out = dir.join(format!("{name}.profile"));
+    let json = dir.join(format!("{name}.json"));
+    perflab()
+        .args(["profile", "-F", "2000", "-o"])
+        .arg(&out)
+        .arg("--json")
+        .arg(&json)
+        .arg("--")
+        .args(argv)
+        .assert()
+        .success();
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (out, report)
+}
+
+fn share_of(report: &Value, function: &str) -> f64 {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == function)
+        .unwrap_or_else(|| panic!("{function} not in {report:#}"))["self_share"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn known_three_to_one_ratio_is_measured_within_five_points() {
+    let exe = common::fixture("profile_ratio");
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report) = profile(dir.path(), "ratio", &[exe.to_str().unwrap(), "100000000"]);
+    assert_eq!(report["event"], "cpu-clock");
+    assert!(report["samples"].as_u64().unwrap() > 500, "{}", report["samples"]);
+    let heavy = share_of(&report, "heavy_work");
+    let light = share_of(&report, "light_work");
+    assert!((heavy - 0.75).abs() <= 0.05, "heavy_work share {heavy}");
+    assert!((light - 0.25).abs() <= 0.05, "light_work share {light}");
+    assert_eq!(report["functions"][0]["object"], "profile_ratio");
+}
+
+#[test]
+fn saved_profile_is_shown_again_identically() {
+    let exe = common::fixture("profile_ratio");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, first) = profile(dir.path(), "again", &[exe.to_str().unwrap(), "20000000"]);
+    let out = perflab().arg("show").arg(&path).args(["--json", "-"]).assert().success().get_output().stdout.clone();
+    let shown: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(shown["functions"], first["functions"]);
+    assert_eq!(shown["samples"], first["samples"]);
+    for by in ["function", "line", "object"] {
+        perflab().arg("show").arg(&path).args(["--by", by]).assert().success();
+    }
+    let lines = &shown["lines"].as_array().unwrap()[0];
+    assert!(lines["name"].as_str().unwrap().contains("profile_ratio.c:"), "{lines}");
+}
+
+#[test]
+fn hot_function_in_a_shared_library_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = common::fixtures_dir();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let lib = dir.path().join("libperflabwork.so");
+    let status = std::process::Command::new(&cc)
+        .args(["-O2", "-g", "-shared", "-fPIC"])
+        .arg(fixtures.join("profile_lib_work.c"))
+        .arg("-o")
+        .arg(&lib)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exe = dir.path().join("profile_lib_main");
+    let status = std::process::Command::new(&cc)
+        .args(["-O2", "-g"])
+        .arg(fixtures.join("profile_lib_main.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-L{}", dir.path().display()))
+        .arg(format!("-Wl,-rpath,{}", dir.path().display()))
+        .arg("-lperflabwork")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (_, report) = profile(dir.path(), "lib", &[exe.to_str().unwrap(), "200000000"]);
+    let top = &report["functions"][0];
+    assert_eq!(top["name"], "library_hot_loop", "{report:#}");
+    assert_eq!(top["object"], "libperflabwork.so");
+    assert!(top["self_share"].as_f64().unwrap() > 0.8);
+}
+
+#[test]
+fn stripped_binary_gets_object_offset_names() {
+    let exe = common::fixture_with("profile_ratio", &["-s"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (path, report) = profile(dir.path(), "stripped", &[exe.to_str().unwrap(), "100000000"]);
+    let functions = report["functions"].as_array().unwrap();
+    for f in &functions[..2] {
+        assert!(f["name"].as_str().unwrap().starts_with("profile_ratio-s+0x"), "{f}");
+    }
+    // .eh_frame still delimits the functions, so samples group per function.
+    let (heavy, light) = (functions[0]["self_share"].as_f64().unwrap(), functions[1]["self_share"].as_f64().unwrap());
+    assert!((heavy - 0.75).abs() <= 0.05 && (light - 0.25).abs() <= 0.05, "{heavy} {light}");
+    let name = functions[0]["name"].as_str().unwrap();
+    let doc = annotate_json(&path, name);
+    assert!(doc["functions"][0]["instructions"].as_array().unwrap().len() > 3);
+}
+
+#[test]
+fn every_task_of_a_forking_threaded_program_is_sampled() {
+    let exe = common::fixture("profile_tasks");
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report) = profile(dir.path(), "tasks", &[exe.to_str().unwrap(), "100000000"]);
+    let tasks: Vec<&Value> =
+        report["tasks"].as_array().unwrap().iter().filter(|t| t["samples"].as_u64().unwrap() > 0).collect();
+    assert_eq!(tasks.len(), 4, "{:#}", report["tasks"]);
+    let pids: std::collections::BTreeSet<u64> = tasks.iter().map(|t| t["pid"].as_u64().unwrap()).collect();
+    assert_eq!(pids.len(), 2, "parent and forked child");
+    for t in tasks {
+        assert!(t["samples"].as_u64().unwrap() > 20, "{t}");
+    }
+    assert!(share_of(&report, "spin") > 0.9);
+}
+
+fn annotate_json(path: &Path, symbol: &str) -> Value {
+    let out = perflab()
+        .arg("annotate")
+        .arg(path)
+        .args(["--symbol", symbol, "--json", "-"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+/// Instruction indexes sorted by samples, hottest first.
+fn hottest(instructions: &[Value]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..instructions.len()).collect();
+    idx.sort_by_key(|&i| std::cmp::Reverse(instructions[i]["samples"].as_u64().unwrap()));
+    idx
+}
+
+fn hint_ids(ins: &Value) -> Vec<String> {
+    ins["hints"].as_array().unwrap().iter().map(|h| h["id"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn annotate_finds_the_implicitly_locked_xchg() {
+    let exe = common::fixture("profile_xchg");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = profile(dir.path(), "xchg", &[exe.to_str().unwrap(), "100000000"]);
+    let doc = annotate_json(&path, "take_block");
+    let f = &doc["functions"][0];
+    assert_eq!(f["name"], "take_block");
+    let ins = f["instructions"].as_array().unwrap();
+    let x = ins.iter().position(|i| i["text"].as_str().unwrap().starts_with("xchg")).expect("an xchg");
+    assert!(hint_ids(&ins[x]).contains(&"xchg-memory".to_string()), "{:#}", ins[x]);
+    let top2 = &hottest(ins)[..2];
+    assert!(top2.contains(&x) || top2.contains(&(x + 1)), "xchg at {x}, hottest {top2:?}");
+    // Terminal output shows the hint too.
+    let text = perflab()
+        .arg("annotate")
+        .arg(&path)
+        .args(["--symbol", "take_block"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert!(String::from_utf8_lossy(&text).contains("implicitly LOCKed"));
+}
+
+#[test]
+fn annotate_flags_the_hot_division_and_its_skid() {
+    let exe = common::fixture("profile_div");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = profile(dir.path(), "div", &[exe.to_str().unwrap(), "100000000", "7"]);
+    let doc = annotate_json(&path, "divide_all");
+    let ins = doc["functions"][0]["instructions"].as_array().unwrap();
+    let d = ins.iter().position(|i| i["text"].as_str().unwrap().starts_with("div")).expect("a div");
+    assert!(hint_ids(&ins[d]).contains(&"div-integer".to_string()));
+    let top2 = &hottest(ins)[..2];
+    assert!(top2.contains(&d) || top2.contains(&(d + 1)), "div at {d}, hottest {top2:?}");
+    // Whichever instruction after the DIV is hot points back at it.
+    if ins[d + 1]["share"].as_f64().unwrap() >= 0.02 {
+        let skid = ins[d + 1]["hints"].as_array().unwrap().iter().find(|h| h["id"] == "skid").expect("skid hint");
+        assert_eq!(skid["skid_from"], ins[d]["address"]);
+    }
+    for i in ins {
+        assert!(i["source"].is_string() || i["source"].is_null());
+        assert!((0.0..=1.0).contains(&i["share"].as_f64().unwrap()));
+    }
+}
+
+#[test]
+fn diff_matches_functions_across_builds_and_sorts_by_contribution() {
+    let exe = common::fixture("profile_ratio");
+    let dir = tempfile::tempdir().unwrap();
+    let (old, _) = profile(dir.path(), "old", &[exe.to_str().unwrap(), "40000000"]);
+    let (new, _) = profile(dir.path(), "new", &[exe.to_str().unwrap(), "120000000"]);
+    let out =
+        perflab().arg("diff").arg(&old).arg(&new).args(["--json", "-"]).assert().success().get_output().stdout.clone();
+    let doc: Value = serde_json::from_slice(&out).unwrap();
+    let changes = doc["changes"].as_array().unwrap();
+    assert_eq!(changes[0]["name"], "heavy_work", "{doc:#}");
+    assert_eq!(changes[1]["name"], "light_work");
+    assert!(changes[0]["change_s"].as_f64().unwrap() > changes[1]["change_s"].as_f64().unwrap());
+    let total: f64 = changes.iter().map(|c| c["contribution"].as_f64().unwrap()).sum();
+    assert!((total - 1.0).abs() < 1e-6, "{total}");
+    perflab().arg("diff").arg(&old).arg(&new).assert().success();
+}
+
+#[test]
+fn group_by_source_makes_regions_from_matching_lines() {
+    let exe = common::fixture("profile_ratio");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("regions.profile");
+    let json = perflab()
+        .args(["profile", "-F", "2000", "-o"])
+        .arg(&out)
+        .args(["--group-by-source", r"profile_ratio.c:^NOINLINE unsigned long (\w+)", "--json", "-", "--"])
+        .arg(&exe)
+        .arg("60000000")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let doc: Value = serde_json::from_slice(&json).unwrap();
+    let regions = doc["regions"].as_array().unwrap();
+    let share =
+        |name: &str| regions.iter().find(|r| r["name"] == name).map_or(0.0, |r| r["self_share"].as_f64().unwrap());
+    assert!((share("heavy_work") - 0.75).abs() <= 0.05, "{regions:?}");
+    assert!((share("light_work") - 0.25).abs() <= 0.05, "{regions:?}");
+    perflab().arg("show").arg(&out).args(["--group-by-source", "nocolon"]).assert().code(2);
+}
+
+/// Top-5 user functions by self share from `perf report`, hottest first.
+fn perf_top5(dir: &Path, argv: &[&str]) -> Option<Vec<String>> {
+    let data = dir.join("perf.data");
+    let record = std::process::Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock", "-F", "2000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .args(argv)
+        .output()
+        .ok()?;
+    assert!(record.status.success(), "perf record failed: {}", String::from_utf8_lossy(&record.stderr));
+    let report = std::process::Command::new("perf")
+        .args(["report", "--stdio", "-q", "--sort", "sym", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    Some(text.lines().filter_map(|l| l.split_once("[.] ").map(|(_, name)| name.trim().to_string())).take(5).collect())
+}
+
+#[test]
+fn top_five_functions_agree_with_perf() {
+    let exe = common::fixture("profile_five");
+    let argv = [exe.to_str().unwrap(), "20000000"];
+    let dir = tempfile::tempdir().unwrap();
+    let Some(perf) = perf_top5(dir.path(), &argv) else {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "perf is required in CI (apt-get install linux-perf)");
+        eprintln!("perf not installed: skipping the agreement test");
+        return;
+    };
+    let (_, report) = profile(dir.path(), "five", &argv);
+    let ours: Vec<String> = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| !f["name"].as_str().unwrap().starts_with('['))
+        .take(5)
+        .map(|f| f["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut a = ours.clone();
+    let mut b = perf.clone();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "perflab {ours:?} vs perf {perf:?}");
+    assert_eq!(ours[0], perf[0]);
+}
+
+#[test]
+fn truncated_or_corrupt_profiles_are_one_line_errors() {
+    let exe = common::fixture("profile_ratio");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = profile(dir.path(), "ok", &[exe.to_str().unwrap(), "4000000"]);
+    let bytes = std::fs::read(&path).unwrap();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("truncated", bytes[..bytes.len() / 2].to_vec()),
+        ("empty", Vec::new()),
+        ("garbage", b"\x7fELF\x00\x01garbage".to_vec()),
+        ("future", b"perflab-profile 7\n{}".to_vec()),
+    ];
+    for (name, content) in cases {
+        let bad = dir.path().join(name);
+        std::fs::write(&bad, content).unwrap();
+        for cmd in [vec!["show"], vec!["annotate"], vec!["diff", path.to_str().unwrap()]] {
+            let out = perflab().args(&cmd).arg(&bad).assert().code(2).get_output().clone();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(err.trim().lines().count(), 1, "{name} {cmd:?}: {err}");
+            assert!(err.contains("not a valid perflab profile"), "{err}");
+        }
+    }
+    perflab().args(["show", "/nonexistent/x.profile"]).assert().code(2);
+}
+
+#[test]
+fn corrupt_elf_objects_degrade_to_offsets_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = common::fixture("profile_ratio");
+    let mut elf = std::fs::read(&exe).unwrap();
+    elf.truncate(700);
+    let bad = dir.path().join("corrupt_elf");
+    std::fs::write(&bad, &elf).unwrap();
+    let profile = format!(
+        "perflab-profile 1\n{{\"event\":\"cpu-clock\",\"frequency_hz\":1000,\"command\":[\"x\"],\"started\":\"\",\"duration_s\":1,\"lost\":0,\"exit_code\":0,\"objects\":[{{\"path\":{:?}}}],\"tasks\":[],\"samples\":[{{\"pid\":1,\"tid\":1,\"space\":\"user\",\"object\":0,\"offset\":4660,\"count\":5,\"period\":5000000}}]}}\n",
+        bad.to_str().unwrap()
+    );
+    let path = dir.path().join("p.profile");
+    std::fs::write(&path, profile).unwrap();
+    let out = perflab().arg("show").arg(&path).args(["--json", "-"]).assert().success().get_output().clone();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["functions"][0]["name"], "corrupt_elf+0x1234");
+    perflab().arg("annotate").arg(&path).assert().success();
+}
+
+#[test]
+fn bad_profile_options_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.profile");
+    perflab().args(["profile", "-e", "bogus", "-o"]).arg(&out).args(["--", "true"]).assert().code(2);
+    perflab().args(["profile", "-F", "0", "-o"]).arg(&out).args(["--", "true"]).assert().code(2);
+    perflab().args(["profile", "-o"]).arg(&out).args(["--", "/nonexistent/program"]).assert().code(2);
+    perflab().args(["profile", "-o"]).arg(&out).assert().code(2);
+    // An unwritable output is reported before the command runs.
+    let marker = dir.path().join("ran");
+    perflab()
+        .args(["profile", "-o", "/nonexistent/dir/x.profile", "--", "sh", "-c"])
+        .arg(format!("touch {}", marker.display()))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot write /nonexistent/dir/x.profile"));
+    assert!(!marker.exists());
+}
+
+#[test]
+fn failing_command_is_still_profiled_and_reported_with_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fail.profile");
+    perflab().args(["profile", "-o"]).arg(&out).args(["--", "sh", "-c", "exit 4"]).assert().code(3);
+    perflab().arg("show").arg(&out).assert().success();
+}
+
+#[test]
+fn ctrl_c_stops_the_command_and_keeps_the_profile() {
+    let exe = common::fixture("spin");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("int.profile");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+        .args(["profile", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg("100000000000")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Interrupt once perflab has forked the command (its signal handlers are in place
+    // by then), plus a moment so some samples exist.
+    let children = format!("/proc/{0}/task/{0}/children", child.id());
+    while std::fs::read_to_string(&children).unwrap_or_default().trim().is_empty() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    perflab().arg("show").arg(&out).assert().success();
+}
+
+#[test]
+fn llvm_mca_describes_the_hot_loop_when_installed() {
+    if which::which("llvm-mca").is_err() && which::which("llvm-mca-14").is_err() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "llvm-mca is required in CI (apt-get install llvm)");
+        eprintln!("llvm-mca not installed: skipping");
+        return;
+    }
+    let exe = common::fixture("profile_div");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = profile(dir.path(), "mca", &[exe.to_str().unwrap(), "50000000", "7"]);
+    let out = perflab()
+        .arg("annotate")
+        .arg(&path)
+        .args(["--symbol", "divide_all", "--mca=skylake", "--json", "-"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let doc: Value = serde_json::from_slice(&out).unwrap();
+    let f = &doc["functions"][0];
+    assert_eq!(f["mca"]["cpu"], "skylake");
+    let ins = f["instructions"].as_array().unwrap();
+    let div = ins.iter().find(|i| i["text"].as_str().unwrap().starts_with("div")).unwrap();
+    let add_latency = ins.iter().filter_map(|i| i["mca"]["latency"].as_u64()).min().unwrap();
+    assert!(div["mca"]["latency"].as_u64().unwrap() > add_latency, "{div}");
+}
+
+#[test]
+fn kernel_samples_are_labelled_when_the_kernel_may_be_sampled() {
+    let paranoid: i32 =
+        std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap().trim().parse().unwrap();
+    // SAFETY: geteuid has no preconditions.
+    if paranoid >= 2 && unsafe { libc::geteuid() } != 0 {
+        eprintln!("perf_event_paranoid={paranoid} and not root: kernel samples are not allowed; skipping");
+        return;
+    }
+    let exe = common::fixture("profile_syscalls");
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report) = profile(dir.path(), "syscalls", &[exe.to_str().unwrap(), "3000000"]);
+    let kernel = share_of(&report, "[kernel]");
+    assert!(kernel > 0.3, "kernel share {kernel}");
+    assert_eq!(
+        report["objects"].as_array().unwrap().iter().find(|o| o["name"] == "[kernel]").unwrap()["self_samples"],
+        report["functions"].as_array().unwrap().iter().find(|f| f["name"] == "[kernel]").unwrap()["self_samples"]
+    );
+}
+
+#[test]
+fn debug_info_is_found_through_gnu_debuglink() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("ratio-split");
+    std::fs::copy(common::fixture("profile_ratio"), &exe).unwrap();
+    let debug = dir.path().join("ratio-split.debug");
+    let objcopy = |args: &[&std::ffi::OsStr]| {
+        let status = std::process::Command::new("objcopy").args(args).status().expect("objcopy (binutils)");
+        assert!(status.success());
+    };
+    objcopy(&["--only-keep-debug".as_ref(), exe.as_os_str(), debug.as_os_str()]);
+    objcopy(&["--strip-debug".as_ref(), exe.as_os_str()]);
+    let link = format!("--add-gnu-debuglink={}", debug.display());
+    objcopy(&[link.as_ref(), exe.as_os_str()]);
+    let (_, report) = profile(dir.path(), "split", &[exe.to_str().unwrap(), "40000000"]);
+    let top_line = report["lines"][0]["name"].as_str().unwrap();
+    assert!(top_line.contains("profile_ratio.c:"), "{top_line}");
+    assert_eq!(report["functions"][0]["name"], "heavy_work");
+}

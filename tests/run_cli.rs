@@ -1,0 +1,217 @@
+//! `perflab run` end to end: suite errors, storing as it goes, baselines, kill -9 and
+//! concurrent writers, on SQLite and PostgreSQL.
+
+mod common;
+
+use assert_cmd::Command;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn perflab(dir: &Path, db: &str) -> Command {
+    let mut cmd = Command::cargo_bin("perflab").unwrap();
+    cmd.current_dir(dir).env("PERFLAB_DB", db);
+    cmd
+}
+
+fn each_backend(test: &str, body: impl Fn(&Path, &str)) {
+    let dir = tempfile::tempdir().unwrap();
+    body(dir.path(), dir.path().join("h.db").to_str().unwrap());
+    if let Some(url) = common::pg::scratch_db(test) {
+        let dir = tempfile::tempdir().unwrap();
+        body(dir.path(), &url);
+        common::pg::drop_scratch(&url);
+    }
+}
+
+fn stored(dir: &Path, db: &str, args: &[&str]) -> Vec<perflab::store::StoredExperiment> {
+    let out = perflab(dir, db).arg("export").args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let file: perflab::store::exchange::ExportFile = serde_json::from_slice(&out.stdout).unwrap();
+    file.experiments
+}
+
+fn write_suite(dir: &Path, text: &str) {
+    let spin = common::fixture("spin");
+    std::fs::write(dir.join("perflab.toml"), text.replace("SPIN", spin.to_str().unwrap())).unwrap();
+}
+
+#[test]
+fn suite_errors_name_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.toml"), "[[benchmark]]\nname = \"a\"\ncommand = \"true\"\n\ncolour = \"red\"\n").unwrap();
+    let out = perflab(dir.path(), "h.db").args(["run", "--suite", "bad.toml", "--label", "x"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr.starts_with("perflab: error: bad.toml:5: unknown field `colour`"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!dir.path().join("h.db").exists(), "nothing is written for a bad suite");
+
+    let out = perflab(dir.path(), "h.db").args(["run", "--label", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no perflab.toml here"));
+}
+
+#[test]
+fn run_stores_every_benchmark_and_parameter() {
+    each_backend("run_params", |dir, db| {
+        write_suite(dir, "[defaults]\nrounds = 3\nevents = [\"task-clock\"]\n[[benchmark]]\nname = \"spin\"\ncommand = \"SPIN {n}\"\nparams = { n = [1000, 20000] }\n[[benchmark]]\nname = \"other\"\ncommand = \"SPIN 10\"\n");
+        let out = perflab(dir, db).args(["run", "--label", "v1", "--filter", "^spin", "--json", "run.json"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let exps = stored(dir, db, &["--label", "v1"]);
+        let names: Vec<&str> = exps.iter().map(|e| e.benchmark.as_str()).collect();
+        assert_eq!(names, ["spin[n=1000]", "spin[n=20000]"]);
+        for e in &exps {
+            assert!(e.complete);
+            assert_eq!(e.label, "v1");
+            assert_eq!(e.experiment.commands.len(), 1);
+            assert_eq!(e.experiment.commands[0].runs.len(), 3);
+            assert!(e.experiment.commands[0].summary.contains_key("wall_s"));
+            // Counters from the suite's `events` are stored with every run (readable or
+            // not: a container may forbid perf_event_open, which is recorded as a reason).
+            assert!(e.experiment.commands[0].runs.iter().all(|r| r.counters.contains_key("task-clock")));
+        }
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+        assert_eq!(json.as_array().unwrap().len(), 2);
+        assert_eq!(json[1]["benchmark"], "spin[n=20000]");
+        // With `--json -` stdout is only JSON.
+        let out = perflab(dir, db).args(["run", "--label", "v2", "--filter", "=1000]", "--json", "-"]).output().unwrap();
+        let from_stdout: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+        assert_eq!(from_stdout[0]["benchmark"], "spin[n=1000]");
+        // The --json file imports back as the same results.
+        perflab(dir, db).args(["import", "run.json", "--label", "again"]).assert().success();
+        let again = stored(dir, db, &["--label", "again"]);
+        let names: Vec<&str> = again.iter().map(|e| e.benchmark.as_str()).collect();
+        assert_eq!(names, ["spin[n=1000]", "spin[n=20000]"]);
+        assert_eq!(again[1].experiment.commands, exps[1].experiment.commands);
+    });
+}
+
+#[test]
+fn baseline_build_is_compared_and_the_verdict_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let db = db.to_str().unwrap();
+    write_suite(
+        dir.path(),
+        "[builds]\nsmall = { command = \"SPIN 2000000\" }\nbig = { command = \"SPIN 20000000\" }\n[[benchmark]]\nname = \"loop\"\ncommand = \"{build}\"\n",
+    );
+    let out = perflab(dir.path(), db).args(["run", "--label", "big", "--baseline", "small", "--max-time", "60s"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let exps = stored(dir.path(), db, &["--label", "big"]);
+    let e = &exps[0].experiment;
+    let names: Vec<&str> = e.commands.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["small", "big"]);
+    let wall = e.comparisons.iter().find(|c| c.metric == "wall_s").expect("a wall_s comparison");
+    assert_eq!((wall.baseline.as_str(), wall.candidate.as_str()), ("small", "big"));
+    assert_eq!(wall.verdict, perflab::model::Verdict::Slower, "10× the work must be slower: {wall:?}");
+
+    let out = perflab(dir.path(), db).args(["run", "--label", "big", "--baseline", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--baseline `nope` is not a build"));
+}
+
+/// Runs stored in `db` so far (any label), read with the store API like a second process would.
+fn runs_stored(db: &str) -> usize {
+    match perflab::store::Store::open(Some(db)).and_then(|mut s| s.experiments(&Default::default())) {
+        Ok(exps) => exps.iter().flat_map(|e| &e.experiment.commands).map(|c| c.runs.len()).sum(),
+        Err(_) => 0,
+    }
+}
+
+#[test]
+fn kill_9_keeps_every_completed_run() {
+    each_backend("kill9", |dir, db| {
+        write_suite(dir, "[[benchmark]]\nname = \"slow\"\ncommand = \"SPIN 3000000\"\nrounds = 100000\nwarmup = 0\n");
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+            .args(["run", "--label", "k"])
+            .current_dir(dir)
+            .env("PERFLAB_DB", db)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        let mut seen = 0;
+        while seen < 5 {
+            assert!(start.elapsed() < Duration::from_secs(120), "no runs stored within 2 minutes");
+            std::thread::sleep(Duration::from_millis(100));
+            seen = runs_stored(db);
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let exps = perflab::store::Store::open(Some(db)).unwrap().experiments(&Default::default()).unwrap();
+        assert_eq!(exps.len(), 1);
+        assert!(!exps[0].complete);
+        assert_eq!(exps[0].experiment.stop_reason, perflab::model::StopReason::Interrupted);
+        let runs = &exps[0].experiment.commands[0].runs;
+        assert!(runs.len() >= seen, "{} runs after the kill, {seen} seen before", runs.len());
+        let rounds: Vec<u32> = runs.iter().map(|r| r.round).collect();
+        assert_eq!(rounds, (0..runs.len() as u32).collect::<Vec<_>>(), "no gap: every completed run is there");
+        if !db.starts_with("postgres") {
+            let conn = rusqlite::Connection::open(db).unwrap();
+            let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+            assert_eq!(check, "ok");
+        }
+    });
+}
+
+#[test]
+fn two_concurrent_runs_lose_nothing() {
+    each_backend("concurrent_run", |dir, db| {
+        write_suite(dir, "[defaults]\nrounds = 15\nwarmup = 0\n[[benchmark]]\nname = \"a\"\ncommand = \"SPIN 1000\"\n[[benchmark]]\nname = \"b\"\ncommand = \"SPIN 2000\"\n");
+        // The schema is created by whichever process comes first.
+        let children: Vec<_> = ["one", "two"]
+            .iter()
+            .map(|label| {
+                std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+                    .args(["run", "--label", label])
+                    .current_dir(dir)
+                    .env("PERFLAB_DB", db)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+        let exps = stored(dir, db, &[]);
+        assert_eq!(exps.len(), 4);
+        for e in &exps {
+            assert!(e.complete);
+            assert_eq!(e.experiment.commands[0].runs.len(), 15, "{} {}", e.label, e.benchmark);
+        }
+    });
+}
+
+#[test]
+fn compare_save_and_importing_compare_json_store_the_same_experiment() {
+    each_backend("compare_save", |dir, db| {
+        let spin = common::fixture("spin");
+        let spin = spin.to_str().unwrap();
+        let out = perflab(dir, db)
+            .args(["compare", &format!("{spin} 1000"), &format!("{spin} 3000"), "-n", "a", "-n", "b", "--rounds", "4"])
+            .args(["--save", "--label", "pr-1", "--json", "c.json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("saved `a vs b` as label `pr-1`"));
+        perflab(dir, db).args(["import", "c.json", "--label", "pr-1-imported"]).assert().success();
+        let saved = stored(dir, db, &["--label", "pr-1"]);
+        let imported = stored(dir, db, &["--label", "pr-1-imported"]);
+        assert_eq!(saved.len(), 1);
+        assert!(saved[0].complete);
+        assert_eq!(saved[0].source, "compare");
+        assert_eq!(saved[0].benchmark, "a vs b");
+        let e = &saved[0].experiment;
+        assert_eq!(e.commands.iter().map(|c| c.runs.len()).collect::<Vec<_>>(), [4, 4]);
+        assert!(!e.comparisons.is_empty());
+        // The saved record and the --json file describe the same measurements.
+        let from_file = &imported[0].experiment;
+        assert_eq!(e.commands, from_file.commands);
+        assert_eq!(e.rounds, from_file.rounds);
+        assert_eq!(e.settings, from_file.settings);
+    });
+}
