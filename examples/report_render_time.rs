@@ -91,6 +91,8 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                 machine: machine.clone(),
                 settings: settings.clone(),
                 rounds: RUNS,
+                duration_s: 1.0,
+                failure: None,
                 stop_reason: StopReason::FixedRounds,
                 commands: vec![CommandResult { name: name.clone(), argv: vec!["bench".into()], command_line: "bench".into(), runs, summary: Default::default() }],
                 comparisons: vec![],

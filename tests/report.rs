@@ -71,6 +71,8 @@ fn experiment(commands: Vec<CommandResult>, comparisons: Vec<Comparison>, host: 
         machine: machine(host),
         settings: settings(),
         rounds: 12,
+        duration_s: 1.0,
+        failure: None,
         stop_reason: StopReason::FixedRounds,
         commands,
         comparisons,

@@ -319,24 +319,10 @@ fn independent_row(benchmark: &str, base: &[f64], cand: &[f64], threshold: f64) 
         ci_high: hi,
         confidence: interval.achieved_confidence,
         p_value: Some(crate::stats::rank_sum::mann_whitney(&ln_base, &ln_cand).p_value),
-        verdict: interval_verdict(lo, hi, threshold),
+        verdict: crate::verdict::classify(lo, hi, threshold).0,
         method: CiMethod::Independent,
         n: base.len().min(cand.len()),
     })
-}
-
-/// A verdict from an interval of the ratio: a change when the interval excludes 1,
-/// equivalence when it lies within ±`threshold`, else inconclusive.
-fn interval_verdict(lo: f64, hi: f64, threshold: f64) -> Verdict {
-    if lo > 1.0 {
-        Verdict::Slower
-    } else if hi < 1.0 {
-        Verdict::Faster
-    } else if lo >= 1.0 - threshold && hi <= 1.0 + threshold {
-        Verdict::Equivalent
-    } else {
-        Verdict::Inconclusive
-    }
 }
 
 fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> CounterTable {
@@ -414,6 +400,8 @@ mod tests {
                 timeout_s: None,
             },
             rounds: 8,
+            duration_s: 1.0,
+            failure: None,
             stop_reason: StopReason::FixedRounds,
             commands: commands
                 .iter()
@@ -540,13 +528,5 @@ mod tests {
         let data = build(experiments, &options()).unwrap();
         assert_eq!(data.comparisons[0].rows[0].method, CiMethod::Paired);
         assert_eq!(data.histories[0].points.len(), 2);
-    }
-
-    #[test]
-    fn verdicts_from_intervals() {
-        assert_eq!(interval_verdict(1.02, 1.05, 0.01), Verdict::Slower);
-        assert_eq!(interval_verdict(0.9, 0.95, 0.01), Verdict::Faster);
-        assert_eq!(interval_verdict(0.995, 1.004, 0.01), Verdict::Equivalent);
-        assert_eq!(interval_verdict(0.98, 1.03, 0.01), Verdict::Inconclusive);
     }
 }
