@@ -1,6 +1,8 @@
 //! `perflab report` end to end: results stored in a SQLite history (or given as perflab
 //! JSON) become one HTML page; the page is opened in headless Chromium.
 
+mod common;
+
 use assert_cmd::Command;
 use perflab::model::{
     CommandResult, Comparison, Experiment, ExitInfo, Machine, Run, Settings, StopReason, Verdict, SCHEMA_VERSION,
@@ -311,4 +313,28 @@ fn report_renders_in_headless_chromium_without_errors_or_injected_script() {
     if let Ok(keep) = std::env::var("PERFLAB_REPORT_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
     }
+}
+
+#[test]
+fn report_from_a_real_compare_json_result() {
+    let spin = common::fixture("spin");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("spin.json");
+    let spin = spin.to_str().unwrap();
+    perflab()
+        .args(["compare", "--rounds", "8", "-n", "short", "-n", "long"])
+        .arg(format!("{spin} 200000"))
+        .arg(format!("{spin} 2000000"))
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let out = dir.path().join("r.html");
+    perflab().args(["report", "--from"]).arg(&json).arg("--out").arg(&out).assert().success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    // Ten times the work is slower, by the paired comparison of the interleaved rounds.
+    assert!(html.contains("long vs short"));
+    let chart = forest(&html);
+    assert!(chart.contains("<g class=\"r slower\" data-name=\"spin\""), "{chart}");
+    assert!(chart.contains("paired"));
 }
