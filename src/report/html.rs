@@ -309,8 +309,8 @@ fn axis_svg(out: &mut String, scale: &LogScale, ticks: &[f64], caption: &str) {
     let _ = write!(out, "<svg class=\"axis\" width=\"{}\" height=\"34\">", num(FOREST_WIDTH));
     let _ = write!(
         out,
-        "<text x=\"{}\" y=\"12\" text-anchor=\"end\" class=\"tick\">{}</text>",
-        num(NAME_WIDTH),
+        "<text x=\"{}\" y=\"26\" text-anchor=\"end\" class=\"tick\">{}</text>",
+        num(NAME_WIDTH - 12.0),
         esc(caption)
     );
     for &t in ticks {
