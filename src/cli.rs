@@ -37,6 +37,8 @@ pub enum Command {
     History(crate::history::HistoryArgs),
     /// Find the commit that made a benchmark slower (git bisect with the compare engine).
     Bisect(crate::bisect::BisectArgs),
+    /// Write one self-contained HTML report: relative time vs a reference label, history, counters, machine.
+    Report(crate::report::ReportArgs),
 }
 
 /// Parse the command line, run, print any failure as one line, and return the exit code.
@@ -71,6 +73,7 @@ pub fn main() -> i32 {
         Command::Run(args) => crate::run::main(args),
         Command::History(args) => crate::history::main(args),
         Command::Bisect(args) => crate::bisect::main(args),
+        Command::Report(args) => crate::report::main(args),
     };
     match result {
         Ok(code) => code,

@@ -23,6 +23,7 @@ pub mod measure;
 pub mod model;
 pub mod profile;
 pub mod render;
+pub mod report;
 pub mod run;
 pub mod schedule;
 pub mod spawn;

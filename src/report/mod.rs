@@ -1,0 +1,279 @@
+//! `perflab report`: one self-contained HTML page with SVG charts of a suite's results —
+//! relative time versus a reference label with CIs, history per benchmark with change
+//! points, counters, and the machines the numbers came from.
+//!
+//! [`ReportData`] is what the page shows, independent of where it came from (the
+//! store, JSON files, tests); [`html::render_html`] draws it.
+
+pub mod html;
+pub mod load;
+pub mod svg;
+
+pub use html::render_html;
+
+use crate::error::Failure;
+use crate::model::{metric, Machine, Verdict};
+use crate::usage;
+use clap::Args;
+use std::path::PathBuf;
+use statrs::distribution::{ContinuousCDF, Normal};
+use std::collections::BTreeMap;
+
+
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// Where to write the HTML page.
+    #[arg(short, long, default_value = "report.html", value_name = "FILE")]
+    pub out: PathBuf,
+    /// The label ratios are relative to (default: the oldest label).
+    #[arg(long, value_name = "LABEL")]
+    pub reference: Option<String>,
+    /// A label to compare with the reference (repeat for several; default: the newest label).
+    #[arg(short, long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// The metric to compare and plot: wall_s, cpu_s, max_rss_kib or a counter name.
+    #[arg(short, long, default_value = metric::WALL, value_name = "NAME")]
+    pub metric: String,
+    /// Only results from this machine (fingerprint prefix or hostname).
+    #[arg(long, value_name = "MACHINE")]
+    pub machine: Option<String>,
+    #[command(flatten)]
+    pub db: crate::store::exchange::DbArgs,
+    /// Read perflab JSON results (`compare --json`) instead of the database: each file
+    /// is one benchmark named after the file, each command one label (repeatable).
+    #[arg(long, value_name = "FILE.json", conflicts_with = "db")]
+    pub from: Vec<PathBuf>,
+    /// The page's title.
+    #[arg(long, default_value = "perflab report")]
+    pub title: String,
+}
+
+/// `perflab report`: read the results, render the page, write it atomically.
+pub fn main(args: ReportArgs) -> Result<i32, Failure> {
+    let options = load::Options {
+        title: args.title.clone(),
+        reference: args.reference.clone(),
+        labels: args.labels.clone(),
+        metric: args.metric.clone(),
+        machine: args.machine.clone(),
+    };
+    let experiments = if args.from.is_empty() {
+        let query = crate::store::Query { machine: args.machine.clone(), ..Default::default() };
+        args.db.open()?.experiments(&query)?
+    } else {
+        load::from_json_files(&args.from)?
+    };
+    let data = load::build(experiments, &options)?;
+    let html = render_html(&data);
+    write_atomically(&args.out, html.as_bytes())?;
+    let benchmarks = data.histories.len();
+    eprintln!(
+        "perflab: wrote {} ({benchmarks} benchmark{}, {} label{}, reference {})",
+        args.out.display(),
+        if benchmarks == 1 { "" } else { "s" },
+        data.labels.len(),
+        if data.labels.len() == 1 { "" } else { "s" },
+        data.reference
+    );
+    Ok(crate::error::EXIT_OK)
+}
+
+/// Write to a temporary file beside `path`, then rename: a reader never sees half a page.
+fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let name = path.file_name().ok_or_else(|| usage!("--out {} is not a file name", path.display()))?;
+    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            usage!("cannot write {}: {e}", path.display())
+        })
+}
+
+/// Everything the report page shows, arranged for the page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportData {
+    pub title: String,
+    /// When the report was generated (RFC 3339).
+    pub generated_at: String,
+    /// The metric compared and plotted (`wall_s`, `instructions`, ...).
+    pub metric: String,
+    /// The label every ratio is relative to.
+    pub reference: String,
+    /// Every label in history order (oldest first): the x axis of the history charts.
+    pub labels: Vec<String>,
+    /// One forest plot per compared label.
+    pub comparisons: Vec<LabelComparison>,
+    /// Per benchmark: median and CI per label, change points (as `perflab history`).
+    pub histories: Vec<crate::history::BenchmarkHistory>,
+    pub counters: CounterTable,
+    pub machines: Vec<MachineGroup>,
+    /// Caveats shown at the top (mixed machines, skipped benchmarks, ...).
+    pub notes: Vec<String>,
+}
+
+/// Every benchmark's time under `label` relative to the reference label.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelComparison {
+    pub label: String,
+    pub rows: Vec<RelativeTime>,
+}
+
+/// How a ratio's confidence interval was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CiMethod {
+    /// Both labels ran interleaved in one experiment: the paired comparison's interval
+    /// (Hodges–Lehmann with the Wilcoxon signed-rank interval on per-round log ratios).
+    Paired,
+    /// The labels were measured separately: the independent-samples Hodges–Lehmann
+    /// interval on log values (Mann–Whitney), i.e. a CI of the ratio of locations.
+    Independent,
+}
+
+impl CiMethod {
+    pub fn describe(self) -> &'static str {
+        match self {
+            CiMethod::Paired => "paired, interleaved runs",
+            CiMethod::Independent => "independent runs",
+        }
+    }
+}
+
+/// One benchmark's label/reference ratio of the metric (> 1: slower than the reference).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelativeTime {
+    pub benchmark: String,
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// Confidence of [`ci_low`, `ci_high`] (0.95 for 95 %).
+    pub confidence: f64,
+    pub p_value: Option<f64>,
+    pub verdict: Verdict,
+    pub method: CiMethod,
+    /// Runs (or paired rounds) behind the ratio.
+    pub n: usize,
+}
+
+/// Counter values per benchmark and label; ratios are taken against `labels[0]`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CounterTable {
+    /// The reference label first, then the compared labels.
+    pub labels: Vec<String>,
+    pub rows: Vec<CounterRow>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterRow {
+    pub benchmark: String,
+    pub metric: String,
+    /// Median per label, aligned with [`CounterTable::labels`]; `None` = not measured.
+    pub values: Vec<Option<f64>>,
+}
+
+/// The machine, perflab version and environment shared by a group of labels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MachineGroup {
+    pub labels: Vec<String>,
+    pub machine: Machine,
+    pub perflab_version: String,
+    pub environment: BTreeMap<String, String>,
+}
+
+/// Geometric mean of a comparison's ratios with its confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Geomean {
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// Benchmarks included (those with a finite, positive ratio and CI).
+    pub n: usize,
+}
+
+/// The geometric mean of the ratios and a 95 % interval from combining the
+/// per-benchmark log-ratio intervals.
+///
+/// Each benchmark's interval gives a standard error on the log scale,
+/// `se_i = (ln hi − ln lo) / (2 z_i)` with `z_i` the normal quantile of its own
+/// confidence; the mean of `k` independent log ratios has `se = √(Σ se_i²) / k`. The
+/// interval is therefore about measurement noise in *this* suite, not about how a
+/// different choice of benchmarks would have come out (docs/report.md).
+pub fn geomean(rows: &[RelativeTime]) -> Option<Geomean> {
+    let normal = Normal::standard();
+    let mut sum_ln = 0.0;
+    let mut sum_var = 0.0;
+    let mut n = 0usize;
+    for row in rows {
+        let valid = [row.ratio, row.ci_low, row.ci_high].iter().all(|v| v.is_finite() && *v > 0.0)
+            && row.confidence > 0.0
+            && row.confidence < 1.0;
+        if !valid {
+            continue;
+        }
+        let z = normal.inverse_cdf(0.5 + row.confidence / 2.0);
+        let se = (row.ci_high.ln() - row.ci_low.ln()).abs() / (2.0 * z);
+        sum_ln += row.ratio.ln();
+        sum_var += se * se;
+        n += 1;
+    }
+    if n == 0 {
+        return None;
+    }
+    let mean = sum_ln / n as f64;
+    let half = normal.inverse_cdf(0.975) * sum_var.sqrt() / n as f64;
+    Some(Geomean { ratio: mean.exp(), ci_low: (mean - half).exp(), ci_high: (mean + half).exp(), n })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub fn row(name: &str, ratio: f64, lo: f64, hi: f64, verdict: Verdict) -> RelativeTime {
+        RelativeTime {
+            benchmark: name.into(),
+            ratio,
+            ci_low: lo,
+            ci_high: hi,
+            confidence: 0.95,
+            p_value: Some(0.01),
+            verdict,
+            method: CiMethod::Paired,
+            n: 20,
+        }
+    }
+
+    #[test]
+    fn geomean_of_reciprocal_ratios_is_one() {
+        let rows =
+            [row("a", 2.0, 1.9, 2.1, Verdict::Slower), row("b", 0.5, 0.45, 0.55, Verdict::Faster)];
+        let g = geomean(&rows).unwrap();
+        assert!((g.ratio - 1.0).abs() < 1e-12);
+        assert!(g.ci_low < 1.0 && g.ci_high > 1.0);
+        assert_eq!(g.n, 2);
+    }
+
+    #[test]
+    fn geomean_interval_narrows_with_more_benchmarks() {
+        let one = [row("a", 1.1, 1.0, 1.21, Verdict::Inconclusive)];
+        let four: Vec<_> = (0..4).map(|i| row(&i.to_string(), 1.1, 1.0, 1.21, Verdict::Inconclusive)).collect();
+        let g1 = geomean(&one).unwrap();
+        let g4 = geomean(&four).unwrap();
+        assert!((g1.ratio - 1.1).abs() < 1e-12 && (g4.ratio - 1.1).abs() < 1e-12);
+        // A single benchmark's 95 % interval comes back unchanged (symmetric in log).
+        assert!((g1.ci_low - 1.0).abs() < 1e-9 && (g1.ci_high - 1.21).abs() < 1e-9);
+        let width = |g: Geomean| g.ci_high.ln() - g.ci_low.ln();
+        assert!((width(g4) - width(g1) / 2.0).abs() < 1e-9, "√4 = 2× narrower");
+    }
+
+    #[test]
+    fn geomean_skips_unusable_rows() {
+        let rows = [
+            row("nan", f64::NAN, 1.0, 1.1, Verdict::Inconclusive),
+            row("zero", 0.0, 0.0, 0.1, Verdict::Faster),
+            row("ok", 1.2, 1.1, 1.3, Verdict::Slower),
+        ];
+        assert_eq!(geomean(&rows).unwrap().n, 1);
+        assert!(geomean(&rows[..2]).is_none());
+    }
+}

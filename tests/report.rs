@@ -1,0 +1,340 @@
+//! `perflab report` end to end: results stored in a SQLite history (or given as perflab
+//! JSON) become one HTML page; the page is opened in headless Chromium.
+
+mod common;
+
+use assert_cmd::Command;
+use perflab::model::{
+    CommandResult, Comparison, Experiment, ExitInfo, Machine, Run, Settings, StopReason, Verdict, SCHEMA_VERSION,
+};
+use perflab::store::{Meta, Store};
+use std::path::{Path, PathBuf};
+
+const EVIL: &str = "<script>alert(1)</script>";
+
+fn machine(hostname: &str) -> Machine {
+    Machine {
+        hostname: hostname.into(),
+        cpu_model: "Test CPU".into(),
+        cores: 2,
+        kernel: "6.1.0".into(),
+        governor: None,
+        pmu: false,
+        virtualization: Some("kvm".into()),
+    }
+}
+
+fn settings() -> Settings {
+    Settings {
+        seed: 1,
+        warmup_rounds: 1,
+        min_rounds: 6,
+        fixed_rounds: Some(12),
+        max_rounds: 12,
+        max_time_s: 10.0,
+        threshold: 0.01,
+        confidence: 0.95,
+        env_padding: true,
+        mode: "wall".into(),
+        timeout_s: None,
+    }
+}
+
+/// Twelve runs around `level` seconds with a small deterministic wobble.
+fn runs(level: f64) -> Vec<Run> {
+    (0..12)
+        .map(|i| Run {
+            round: i,
+            wall_s: level * (1.0 + 0.004 * ((i * 7 % 5) as f64 - 2.0)),
+            user_s: level * 0.9,
+            sys_s: level * 0.05,
+            max_rss_kib: 2048 + i as u64,
+            exit: ExitInfo { exit_code: Some(0), signal: None, timed_out: false },
+            ..Run::default()
+        })
+        .collect()
+}
+
+fn command(name: &str, level: f64) -> CommandResult {
+    CommandResult {
+        name: name.into(),
+        argv: vec!["bench".into()],
+        command_line: "bench".into(),
+        runs: runs(level),
+        summary: Default::default(),
+    }
+}
+
+fn experiment(commands: Vec<CommandResult>, comparisons: Vec<Comparison>, host: &str) -> Experiment {
+    Experiment {
+        schema_version: SCHEMA_VERSION,
+        perflab_version: "0.1.0".into(),
+        started_at: "2026-11-22T03:00:00Z".into(),
+        machine: machine(host),
+        settings: settings(),
+        rounds: 12,
+        duration_s: 1.0,
+        failure: None,
+        stop_reason: StopReason::FixedRounds,
+        commands,
+        comparisons,
+        warnings: vec![],
+        environment: [("GLIBC_TUNABLES".to_string(), EVIL.to_string())].into(),
+    }
+}
+
+fn comparison(baseline: &str, candidate: &str, ratio: f64, verdict: Verdict) -> Comparison {
+    Comparison {
+        baseline: baseline.into(),
+        candidate: candidate.into(),
+        metric: "wall_s".into(),
+        ratio,
+        ci_low: ratio * 0.99,
+        ci_high: ratio * 1.01,
+        confidence: 0.95,
+        look_confidence: 0.95,
+        p_value: 0.001,
+        verdict,
+        below_threshold: false,
+        n: 12,
+        flags: vec![],
+    }
+}
+
+/// A history of `benchmarks` benchmarks under labels v1..v3 (each label measured on its
+/// own), where every third benchmark gets 20 % slower at v3, plus one interleaved
+/// v1-vs-v3 experiment for the first benchmark.
+fn store_history(db: &Path, benchmarks: &[String]) {
+    let mut store = Store::open(Some(db.to_str().unwrap())).unwrap();
+    for label in ["v1", "v2", "v3"] {
+        for (i, bench) in benchmarks.iter().enumerate() {
+            let slower = label == "v3" && i % 3 == 0;
+            let level = 0.001 * (1.0 + i as f64) * if slower { 1.2 } else { 1.0 };
+            let meta = Meta { label: label.into(), benchmark: bench.clone(), git_commit: None, source: "test".into() };
+            store.save(&meta, &experiment(vec![command(label, level)], vec![], "box")).unwrap();
+        }
+    }
+    let bench = &benchmarks[0];
+    let paired = experiment(
+        vec![command("v1", 0.001), command("v3", 0.0012)],
+        vec![comparison("v1", "v3", 1.2, Verdict::Slower)],
+        "box",
+    );
+    let meta = Meta { label: "v3".into(), benchmark: bench.clone(), git_commit: None, source: "test".into() };
+    store.save(&meta, &paired).unwrap();
+}
+
+fn names(n: usize) -> Vec<String> {
+    let mut names: Vec<String> = (0..n - 1).map(|i| format!("bench-{i:02}")).collect();
+    names.push(EVIL.into());
+    names
+}
+
+fn perflab() -> Command {
+    Command::cargo_bin("perflab").unwrap()
+}
+
+fn report_from_store(dir: &Path, benchmarks: &[String]) -> (PathBuf, String) {
+    let db = dir.join("history.db");
+    store_history(&db, benchmarks);
+    let out = dir.join("report.html");
+    perflab()
+        .args(["report", "--db"])
+        .arg(&db)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("wrote"));
+    let html = std::fs::read_to_string(&out).unwrap();
+    (out, html)
+}
+
+fn forest(html: &str) -> &str {
+    let start = html.find("<svg class=\"forest\"").expect("a forest plot");
+    &html[start..start + html[start..].find("</svg>").unwrap()]
+}
+
+#[test]
+fn report_from_the_store_has_one_row_per_benchmark_and_escapes_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let benchmarks = names(6);
+    let (_, html) = report_from_store(dir.path(), &benchmarks);
+    let chart = forest(&html);
+    assert_eq!(chart.matches("class=\"bar\"").count(), benchmarks.len());
+    assert_eq!(chart.matches("class=\"errbar\"").count(), benchmarks.len());
+    // bench-00, bench-03 got 20 % slower at v3; the rest did not change.
+    assert!(chart.contains("<g class=\"r slower\" data-name=\"bench-00\""));
+    assert!(chart.contains("<g class=\"r slower\" data-name=\"bench-03\""));
+    assert!(!chart.contains("<g class=\"r slower\" data-name=\"bench-01\""));
+    // The interleaved experiment's paired interval wins over the independent one.
+    let first = &chart[chart.find("data-name=\"bench-00\"").unwrap()..];
+    assert!(first[..first.find("</title>").unwrap()].contains("paired"));
+    assert!(chart.contains("independent runs"));
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert_eq!(html.matches("<script").count(), 1, "only the page's own script");
+    assert!(html.contains("v3 vs v1"));
+}
+
+#[test]
+fn report_from_json_files_treats_commands_as_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (name, ratio) in [("parse", 1.2), ("render", 0.9)] {
+        let e = experiment(
+            vec![command("old", 0.01), command("new", 0.01 * ratio)],
+            vec![comparison("old", "new", ratio, if ratio > 1.0 { Verdict::Slower } else { Verdict::Faster })],
+            "box",
+        );
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, serde_json::to_string(&e).unwrap()).unwrap();
+        files.push(path);
+    }
+    let out = dir.path().join("r.html");
+    perflab().args(["report", "--from"]).arg(&files[0]).arg("--from").arg(&files[1]).arg("-o").arg(&out).assert().success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    let chart = forest(&html);
+    assert!(chart.contains("<g class=\"r slower\" data-name=\"parse\""));
+    assert!(chart.contains("<g class=\"r faster\" data-name=\"render\""));
+    assert!(html.contains("new vs old"));
+}
+
+#[test]
+fn bad_input_is_one_line_with_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    store_history(&db, &names(2));
+    let fails = |args: &[&str], needle: &str| {
+        let out = perflab().arg("report").args(args).arg("--out").arg(dir.path().join("x.html")).assert().code(2);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+    };
+    let db_arg = db.to_str().unwrap();
+    fails(&["--db", db_arg, "--reference", "nope"], "reference label nope has no results");
+    fails(&["--db", db_arg, "--label", "v9"], "label v9 has no results");
+    fails(&["--db", db_arg, "--machine", "elsewhere"], "no results from machine elsewhere");
+    fails(&["--from", "/nonexistent/x.json"], "cannot read /nonexistent/x.json");
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "{\"not\": 1}").unwrap();
+    fails(&["--from", garbage.to_str().unwrap()], "is not a perflab JSON result");
+    fails(&["--db", db_arg, "--metric", "instructions"], "no successful run has the metric instructions");
+    let out = perflab().args(["report", "--db", db_arg, "--out", "/nonexistent/dir/r.html"]).assert().code(2);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("cannot write /nonexistent/dir/r.html"));
+    let empty = dir.path().join("empty.db");
+    fails(&["--db", empty.to_str().unwrap()], "no results to report");
+
+    // A second machine in the same history must be chosen explicitly.
+    let mut store = Store::open(Some(db_arg)).unwrap();
+    let meta = Meta { label: "v4".into(), benchmark: "bench-00".into(), git_commit: None, source: "test".into() };
+    store.save(&meta, &experiment(vec![command("v4", 0.001)], vec![], "other-box")).unwrap();
+    drop(store);
+    fails(&["--db", db_arg], "never mixed");
+    perflab().args(["report", "--db", db_arg, "--machine", "box", "--out"]).arg(dir.path().join("ok.html")).assert().success();
+}
+
+/// Chromium from Debian (`apt-get install chromium`); under CI=true its absence fails.
+fn chromium() -> Option<PathBuf> {
+    let found = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|n| which::which(n).ok());
+    if found.is_none() && std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("CI=true but chromium is not installed (apt-get install chromium)");
+    }
+    found
+}
+
+fn run_chromium(browser: &Path, profile: &Path, extra: &[&str], page: &Path) -> std::process::Output {
+    std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium")
+}
+
+#[test]
+fn report_renders_in_headless_chromium_without_errors_or_injected_script() {
+    let Some(browser) = chromium() else {
+        eprintln!("SKIPPED: chromium is not installed (CI would fail here)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let benchmarks = names(8);
+    let (out, html) = report_from_store(dir.path(), &benchmarks);
+    // The probe runs before anything else on the page: it records script errors and
+    // any call to alert(), which only an unescaped benchmark name could make.
+    let probe = "<script>window.__errors=[];window.onerror=function(m){window.__errors.push(String(m));};\
+        window.alert=function(){document.documentElement.setAttribute('data-alerted','yes');};\
+        window.addEventListener('load',function(){var r=document.documentElement;\
+        r.setAttribute('data-errors',String(window.__errors.length));\
+        r.setAttribute('data-bars',String(document.querySelectorAll('svg.forest rect.bar').length));\
+        r.setAttribute('data-errbars',String(document.querySelectorAll('svg.forest path.errbar').length));\
+        var t=[].map.call(document.querySelectorAll('svg.forest g.r text:first-of-type'),function(e){return e.textContent;});\
+        r.setAttribute('data-evil-text',String(t.indexOf('\\x3cscript>alert(1)\\x3c/script>')>=0));\
+        var box=document.getElementById('filter');box.value='bench-0';box.dispatchEvent(new Event('input'));\
+        var shown=function(sel){return [].filter.call(document.querySelectorAll(sel),function(e){return e.style.display!=='none';}).length;};\
+        r.setAttribute('data-filtered',shown('svg.forest g.r')+'/'+shown('figure.h'));});</script>";
+    let probed = html.replacen("<head>", &format!("<head>{probe}"), 1);
+    let page = dir.path().join("probed.html");
+    std::fs::write(&page, probed).unwrap();
+
+    let profile = tempfile::tempdir().unwrap();
+    let dom = run_chromium(&browser, profile.path(), &["--dump-dom"], &page);
+    assert!(dom.status.success(), "chromium failed: {}", String::from_utf8_lossy(&dom.stderr));
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let root = &dom[dom.find("<html").expect("a DOM")..];
+    let root = &root[..root.find('>').unwrap()];
+    assert!(root.contains("data-ready=\"1\""), "page script did not finish: {root}");
+    assert!(root.contains("data-errors=\"0\""), "script errors: {root}");
+    assert!(!root.contains("data-alerted"), "alert() was called: {root}");
+    let n = benchmarks.len();
+    assert!(root.contains(&format!("data-bars=\"{n}\"")), "{root}");
+    assert!(root.contains(&format!("data-errbars=\"{n}\"")), "{root}");
+    assert!(root.contains("data-evil-text=\"true\""), "the script-like name is not shown as text: {root}");
+    // The name filter keeps the matching rows and history charts only.
+    let matching = benchmarks.iter().filter(|b| b.contains("bench-0")).count();
+    assert!(root.contains(&format!("data-filtered=\"{matching}/{matching}\"")), "{root}");
+
+    // A screenshot of the unmodified page, kept for people to look at.
+    let shot = out.with_extension("png");
+    let profile = tempfile::tempdir().unwrap();
+    let res = run_chromium(&browser, profile.path(), &["--window-size=1100,1600", &format!("--screenshot={}", shot.display())], &out);
+    assert!(res.status.success() && shot.exists(), "screenshot failed: {}", String::from_utf8_lossy(&res.stderr));
+    if let Ok(keep) = std::env::var("PERFLAB_REPORT_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}
+
+#[test]
+fn report_from_a_real_compare_json_result() {
+    let spin = common::fixture("spin");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("spin.json");
+    let spin = spin.to_str().unwrap();
+    perflab()
+        .args(["compare", "--rounds", "8", "-n", "short", "-n", "long"])
+        .arg(format!("{spin} 200000"))
+        .arg(format!("{spin} 2000000"))
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let out = dir.path().join("r.html");
+    perflab().args(["report", "--from"]).arg(&json).arg("--out").arg(&out).assert().success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    // Ten times the work is slower, by the paired comparison of the interleaved rounds.
+    assert!(html.contains("long vs short"));
+    let chart = forest(&html);
+    assert!(chart.contains("<g class=\"r slower\" data-name=\"spin\""), "{chart}");
+    assert!(chart.contains("paired"));
+}
