@@ -33,6 +33,8 @@ pub struct Prepared {
     show_output: bool,
     /// Receives the child's stderr when output is hidden, so a failure can be explained.
     stderr_capture: Option<OwnedFd>,
+    /// Opened once here so the child only dup2()s it: no path lookup between fork and exec.
+    devnull: OwnedFd,
 }
 
 /// What one run produced.
@@ -84,7 +86,12 @@ impl Prepared {
             // SAFETY: fd is a fresh descriptor we own.
             Some(unsafe { OwnedFd::from_raw_fd(fd) })
         };
-        Ok(Prepared { path, argv, show_output, stderr_capture })
+        let devnull = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .map_err(|e| format!("cannot open /dev/null: {e}"))?;
+        Ok(Prepared { path, argv, show_output, stderr_capture, devnull: devnull.into() })
     }
 
     /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output).
@@ -182,10 +189,10 @@ fn spawn_fast(
         let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
         libc::posix_spawn_file_actions_init(&mut actions);
         libc::posix_spawnattr_init(&mut attr);
-        let devnull = c"/dev/null";
-        libc::posix_spawn_file_actions_addopen(&mut actions, 0, devnull.as_ptr(), libc::O_RDONLY, 0);
+        let devnull = prepared.devnull.as_raw_fd();
+        libc::posix_spawn_file_actions_adddup2(&mut actions, devnull, 0);
         if !prepared.show_output {
-            libc::posix_spawn_file_actions_addopen(&mut actions, 1, devnull.as_ptr(), libc::O_WRONLY, 0);
+            libc::posix_spawn_file_actions_adddup2(&mut actions, devnull, 1);
             if let Some(fd) = &prepared.stderr_capture {
                 libc::posix_spawn_file_actions_adddup2(&mut actions, fd.as_raw_fd(), 2);
             }
@@ -238,10 +245,10 @@ fn spawn_gated(
 ) -> Result<(libc::pid_t, Instant), SpawnError> {
     let (release_read, release_write) = pipe_cloexec()?;
     let (error_read, error_write) = pipe_cloexec()?;
-    let devnull_path = c"/dev/null";
+    let devnull = prepared.devnull.as_raw_fd();
     let stderr_fd = prepared.stderr_capture.as_ref().map(|fd| fd.as_raw_fd());
     let (parent_release, parent_error) = (release_write.as_raw_fd(), error_read.as_raw_fd());
-    // SAFETY: after fork the child only calls async-signal-safe functions (setpgid, open,
+    // SAFETY: after fork the child only calls async-signal-safe functions (close, setpgid,
     // dup2, sigaction, sigprocmask, read, execve, write, _exit) on data prepared before.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -253,11 +260,9 @@ fn spawn_gated(
             libc::close(parent_release);
             libc::close(parent_error);
             libc::setpgid(0, 0);
-            let null_in = libc::open(devnull_path.as_ptr(), libc::O_RDONLY);
-            libc::dup2(null_in, 0);
+            libc::dup2(devnull, 0);
             if !prepared.show_output {
-                let null_out = libc::open(devnull_path.as_ptr(), libc::O_WRONLY);
-                libc::dup2(null_out, 1);
+                libc::dup2(devnull, 1);
                 if let Some(fd) = stderr_fd {
                     libc::dup2(fd, 2);
                 }
