@@ -67,7 +67,7 @@ fn main() {
 fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
     let mut rng = StdRng::seed_from_u64(7);
     let machine = Machine { hostname: "bench-01".into(), cpu_model: "synthetic".into(), cores: 2, kernel: "6.1.0".into(), governor: Some("performance".into()), pmu: false, virtualization: Some("kvm".into()) };
-    let settings = Settings { seed: 1, warmup_rounds: 1, min_rounds: 6, fixed_rounds: Some(RUNS), max_rounds: RUNS, max_time_s: 60.0, threshold: 0.01, confidence: 0.95, env_padding: true, mode: "wall".into(), timeout_s: None };
+    let settings = Settings { seed: 1, fixed_rounds: Some(RUNS), max_rounds: RUNS, ..Default::default() };
     let mut sources = Vec::with_capacity(benchmarks * labels.len());
     for b in 0..benchmarks {
         let name = format!("suite/group-{}/benchmark-{b:04}", b % 17);

@@ -39,19 +39,7 @@ fn main() {
 
 fn fill(store: &mut Store, runs: usize, counters: usize) {
     let machine = Machine::detect();
-    let settings = Settings {
-        seed: 1,
-        warmup_rounds: 1,
-        min_rounds: 6,
-        fixed_rounds: Some(50),
-        max_rounds: 10_000,
-        max_time_s: 60.0,
-        threshold: 0.01,
-        confidence: 0.95,
-        env_padding: true,
-        mode: "wall".into(),
-        timeout_s: None,
-    };
+    let settings = Settings { seed: 1, fixed_rounds: Some(50), ..Default::default() };
     let specs: Vec<CommandSpec> = ["old", "new"]
         .iter()
         .map(|n| CommandSpec { name: n.to_string(), argv: vec![format!("./{n}"), "--size".into(), "1000".into()], command_line: format!("./{n} --size 1000") })

@@ -299,6 +299,25 @@ pub struct Settings {
     pub timeout_s: Option<f64>,
 }
 
+impl Default for Settings {
+    /// The documented defaults of `perflab compare`.
+    fn default() -> Self {
+        Settings {
+            seed: 0,
+            warmup_rounds: 1,
+            min_rounds: 6,
+            fixed_rounds: None,
+            max_rounds: 10_000,
+            max_time_s: 60.0,
+            threshold: 0.01,
+            confidence: 0.95,
+            env_padding: true,
+            mode: "wall".into(),
+            timeout_s: None,
+        }
+    }
+}
+
 /// Everything one `compare` (or `stat`, or one suite benchmark) produced.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Experiment {

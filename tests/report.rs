@@ -25,19 +25,7 @@ fn machine(hostname: &str) -> Machine {
 }
 
 fn settings() -> Settings {
-    Settings {
-        seed: 1,
-        warmup_rounds: 1,
-        min_rounds: 6,
-        fixed_rounds: Some(12),
-        max_rounds: 12,
-        max_time_s: 10.0,
-        threshold: 0.01,
-        confidence: 0.95,
-        env_padding: true,
-        mode: "wall".into(),
-        timeout_s: None,
-    }
+    Settings { seed: 1, fixed_rounds: Some(12), max_rounds: 12, max_time_s: 10.0, ..Default::default() }
 }
 
 /// Twelve runs around `level` seconds with a small deterministic wobble.

@@ -31,19 +31,7 @@ fn machine(host: &str) -> Machine {
 }
 
 fn settings() -> Settings {
-    Settings {
-        seed: 42,
-        warmup_rounds: 1,
-        min_rounds: 6,
-        fixed_rounds: Some(3),
-        max_rounds: 10_000,
-        max_time_s: 60.0,
-        threshold: 0.01,
-        confidence: 0.95,
-        env_padding: true,
-        mode: "wall".into(),
-        timeout_s: None,
-    }
+    Settings { seed: 42, fixed_rounds: Some(3), ..Default::default() }
 }
 
 fn run(round: u32, wall: f64) -> Run {
