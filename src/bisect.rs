@@ -134,7 +134,10 @@ pub fn main(args: BisectArgs) -> Result<i32, Failure> {
         let (_tree, build) = checkout_and_build(&repo, commit, scratch.path(), &args.build_command)?;
         let plan = plan_for(bench, Some(&build), Some(&good_build), &overrides)?;
         let comparison = compare(&plan)?;
-        let bad = comparison.verdict == Verdict::Slower;
+        // Only a regression beyond the threshold counts: each step is one comparison at
+        // α = 5 %, and a bisect takes several, so a `slower` within the threshold on an
+        // unchanged build would too often send the search the wrong way.
+        let bad = comparison.verdict == Verdict::Slower && !comparison.below_threshold;
         let subject = git(&repo, &["log", "-1", "--format=%s", commit]).unwrap_or_default();
         println!(
             "{} {subject}: ×{:.3} [{:.3} – {:.3}] {} ({} rounds) → {}",

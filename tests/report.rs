@@ -310,9 +310,11 @@ fn report_from_a_real_compare_json_result() {
     let json = dir.path().join("spin.json");
     let spin = spin.to_str().unwrap();
     perflab()
-        .args(["compare", "--rounds", "8", "-n", "short", "-n", "long"])
-        .arg(format!("{spin} 200000"))
-        .arg(format!("{spin} 2000000"))
+        // Runs long enough that process creation does not dominate, and adaptive stopping
+        // (not a fixed round count) so a busy machine costs rounds, not the verdict.
+        .args(["compare", "--max-time", "60", "-n", "short", "-n", "long"])
+        .arg(format!("{spin} 4000000"))
+        .arg(format!("{spin} 40000000"))
         .arg("--json")
         .arg(&json)
         .assert()
