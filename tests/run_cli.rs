@@ -13,15 +13,6 @@ fn perflab(dir: &Path, db: &str) -> Command {
     cmd
 }
 
-fn each_backend(test: &str, body: impl Fn(&Path, &str)) {
-    let dir = tempfile::tempdir().unwrap();
-    body(dir.path(), dir.path().join("h.db").to_str().unwrap());
-    if let Some(url) = common::pg::scratch_db(test) {
-        let dir = tempfile::tempdir().unwrap();
-        body(dir.path(), &url);
-        common::pg::drop_scratch(&url);
-    }
-}
 
 fn stored(dir: &Path, db: &str, args: &[&str]) -> Vec<perflab::store::StoredExperiment> {
     let out = perflab(dir, db).arg("export").args(args).output().unwrap();
@@ -53,7 +44,7 @@ fn suite_errors_name_file_and_line() {
 
 #[test]
 fn run_stores_every_benchmark_and_parameter() {
-    each_backend("run_params", |dir, db| {
+    common::pg::each_backend("run_params", |dir, db| {
         write_suite(dir, "[defaults]\nrounds = 3\nevents = [\"task-clock\"]\n[[benchmark]]\nname = \"spin\"\ncommand = \"SPIN {n}\"\nparams = { n = [1000, 20000] }\n[[benchmark]]\nname = \"other\"\ncommand = \"SPIN 10\"\n");
         let out = perflab(dir, db).args(["run", "--label", "v1", "--filter", "^spin", "--json", "run.json"]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -120,7 +111,7 @@ fn runs_stored(db: &str) -> usize {
 
 #[test]
 fn kill_9_keeps_every_completed_run() {
-    each_backend("kill9", |dir, db| {
+    common::pg::each_backend("kill9", |dir, db| {
         write_suite(dir, "[[benchmark]]\nname = \"slow\"\ncommand = \"SPIN 3000000\"\nrounds = 100000\nwarmup = 0\n");
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
             .args(["run", "--label", "k"])
@@ -157,7 +148,7 @@ fn kill_9_keeps_every_completed_run() {
 
 #[test]
 fn two_concurrent_runs_lose_nothing() {
-    each_backend("concurrent_run", |dir, db| {
+    common::pg::each_backend("concurrent_run", |dir, db| {
         write_suite(dir, "[defaults]\nrounds = 15\nwarmup = 0\n[[benchmark]]\nname = \"a\"\ncommand = \"SPIN 1000\"\n[[benchmark]]\nname = \"b\"\ncommand = \"SPIN 2000\"\n");
         // The schema is created by whichever process comes first.
         let children: Vec<_> = ["one", "two"]
@@ -188,7 +179,7 @@ fn two_concurrent_runs_lose_nothing() {
 
 #[test]
 fn compare_save_and_importing_compare_json_store_the_same_experiment() {
-    each_backend("compare_save", |dir, db| {
+    common::pg::each_backend("compare_save", |dir, db| {
         let spin = common::fixture("spin");
         let spin = spin.to_str().unwrap();
         let out = perflab(dir, db)

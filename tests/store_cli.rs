@@ -11,15 +11,6 @@ fn perflab(dir: &Path, db: &str) -> Command {
     cmd
 }
 
-fn each_backend(test: &str, body: impl Fn(&Path, &str)) {
-    let dir = tempfile::tempdir().unwrap();
-    body(dir.path(), dir.path().join("h.db").to_str().unwrap());
-    if let Some(url) = common::pg::scratch_db(test) {
-        let dir = tempfile::tempdir().unwrap();
-        body(dir.path(), &url);
-        common::pg::drop_scratch(&url);
-    }
-}
 
 fn ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
@@ -34,7 +25,7 @@ fn export(dir: &Path, db: &str, args: &[&str]) -> serde_json::Value {
 /// A file written by a real `hyperfine 1.15 -N --runs 5 --export-json … -P n 1 2 'sleep 0.00{n}' true`.
 #[test]
 fn imports_checked_in_hyperfine_export() {
-    each_backend("hf_fixture", |dir, db| {
+    common::pg::each_backend("hf_fixture", |dir, db| {
         let file = common::fixtures_dir().join("hyperfine-1.15.json");
         perflab(dir, db).args(["import", file.to_str().unwrap(), "--label", "v1"]).assert().success();
         let json = export(dir, db, &[]);
@@ -88,7 +79,7 @@ fn imports_a_fresh_hyperfine_run() {
 
 #[test]
 fn export_then_import_round_trips() {
-    each_backend("roundtrip_cli", |dir, db| {
+    common::pg::each_backend("roundtrip_cli", |dir, db| {
         let file = common::fixtures_dir().join("hyperfine-1.15.json");
         perflab(dir, db).args(["import", file.to_str().unwrap(), "--label", "a"]).assert().success();
         perflab(dir, db).args(["export", "--json", "out.json"]).assert().success();
@@ -154,7 +145,7 @@ fn save(db: &str, label: &str, bench: &str, host: &str, walls: &[f64]) {
 
 #[test]
 fn history_shows_labels_in_order_machines_apart_and_the_shift() {
-    each_backend("history", |dir, db| {
+    common::pg::each_backend("history", |dir, db| {
         for i in 0..12 {
             let level = if i < 7 { 0.010 } else { 0.013 };
             let walls: Vec<f64> = (0..7).map(|k| level * (1.0 + 0.001 * ((i * 3 + k) % 5) as f64)).collect();

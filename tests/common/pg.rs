@@ -39,3 +39,15 @@ pub fn drop_scratch(url: &str) {
     let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("connect to PERFLAB_TEST_PG");
     client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop scratch database");
 }
+
+/// Run `body(dir, db)` against a fresh SQLite file and, when PostgreSQL is configured,
+/// against a scratch PostgreSQL database: the same test for both backends.
+pub fn each_backend(test: &str, body: impl Fn(&std::path::Path, &str)) {
+    let dir = tempfile::tempdir().unwrap();
+    body(dir.path(), dir.path().join("h.db").to_str().unwrap());
+    if let Some(url) = scratch_db(test) {
+        let dir = tempfile::tempdir().unwrap();
+        body(dir.path(), &url);
+        drop_scratch(&url);
+    }
+}
