@@ -191,6 +191,13 @@ pub struct CommandResult {
     pub summary: BTreeMap<String, Summary>,
 }
 
+impl CommandResult {
+    /// The command as it was given, to run or record it again.
+    pub fn spec(&self) -> CommandSpec {
+        CommandSpec { name: self.name.clone(), argv: self.argv.clone(), command_line: self.command_line.clone() }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {

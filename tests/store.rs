@@ -134,7 +134,7 @@ fn runs_recorded_before_a_crash_are_kept() {
         let specs: Vec<CommandSpec> = exp
             .commands
             .iter()
-            .map(|c| CommandSpec { name: c.name.clone(), argv: c.argv.clone(), command_line: c.command_line.clone() })
+            .map(CommandResult::spec)
             .collect();
         let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs);
         rec.record_run(0, &exp.commands[0].runs[0]).unwrap();
@@ -162,7 +162,7 @@ fn finish_adds_only_the_runs_not_yet_recorded() {
         let specs: Vec<CommandSpec> = exp
             .commands
             .iter()
-            .map(|c| CommandSpec { name: c.name.clone(), argv: c.argv.clone(), command_line: c.command_line.clone() })
+            .map(CommandResult::spec)
             .collect();
         let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs);
         rec.record_run(0, &exp.commands[0].runs[0]).unwrap();

@@ -94,8 +94,12 @@ pub trait Backend {
     /// Start a write transaction that holds the write lock from the start (so two
     /// writers queue instead of failing when one upgrades a read lock).
     fn begin_write(&mut self) -> anyhow::Result<()>;
-    fn commit(&mut self) -> anyhow::Result<()>;
-    fn rollback(&mut self) -> anyhow::Result<()>;
+    fn commit(&mut self) -> anyhow::Result<()> {
+        self.batch("COMMIT")
+    }
+    fn rollback(&mut self) -> anyhow::Result<()> {
+        self.batch("ROLLBACK")
+    }
     /// Serialize schema migrations between processes (inside a write transaction).
     fn lock_schema(&mut self) -> anyhow::Result<()>;
 }
@@ -418,7 +422,7 @@ impl Store {
         let commands: Vec<CommandSpec> = experiment
             .commands
             .iter()
-            .map(|c| CommandSpec { name: c.name.clone(), argv: c.argv.clone(), command_line: c.command_line.clone() })
+            .map(CommandResult::spec)
             .collect();
         let id = self
             .write(|db| {

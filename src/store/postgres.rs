@@ -85,14 +85,6 @@ impl Backend for Postgres {
         Ok(self.client.batch_execute("BEGIN")?)
     }
 
-    fn commit(&mut self) -> anyhow::Result<()> {
-        Ok(self.client.batch_execute("COMMIT")?)
-    }
-
-    fn rollback(&mut self) -> anyhow::Result<()> {
-        Ok(self.client.batch_execute("ROLLBACK")?)
-    }
-
     fn lock_schema(&mut self) -> anyhow::Result<()> {
         // Concurrent CREATE TABLE IF NOT EXISTS can still collide in PostgreSQL's
         // catalogs; a transaction-scoped advisory lock makes migrations take turns.

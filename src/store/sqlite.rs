@@ -98,14 +98,6 @@ impl Backend for Sqlite {
         Ok(self.conn.execute_batch("BEGIN IMMEDIATE")?)
     }
 
-    fn commit(&mut self) -> anyhow::Result<()> {
-        Ok(self.conn.execute_batch("COMMIT")?)
-    }
-
-    fn rollback(&mut self) -> anyhow::Result<()> {
-        Ok(self.conn.execute_batch("ROLLBACK")?)
-    }
-
     fn lock_schema(&mut self) -> anyhow::Result<()> {
         // BEGIN IMMEDIATE already holds the database's only write lock.
         Ok(())
