@@ -196,7 +196,7 @@ impl Subject {
     }
 
     /// Run once; the run's round and position are filled in by the caller.
-    fn run_once(&mut self, env: &[std::ffi::CString], timeout: Option<Duration>) -> Result<Run, SpawnError> {
+    fn run_once(&mut self, env: &spawn::Environment, timeout: Option<Duration>) -> Result<Run, SpawnError> {
         let watcher = interrupt::watcher();
         let child = if self.probes.iter().any(|p| p.needs_gate()) {
             let probes = &mut self.probes;
@@ -275,6 +275,7 @@ pub fn run_experiment(plan: &Plan, observer: &mut dyn Observer) -> Result<Experi
     let started = Instant::now();
     let mut warmups_left = settings.warmup_rounds;
     let mut measured: u32 = 0;
+    let mut env = spawn::Environment::inherited(crate::schedule::PAD_VARIABLE);
 
     let stop_reason = 'rounds: loop {
         if watcher.requested() {
@@ -282,7 +283,7 @@ pub fn run_experiment(plan: &Plan, observer: &mut dyn Observer) -> Result<Experi
         }
         let warmup = warmups_left > 0;
         let round = planner.next_round();
-        let env = spawn::environment(&round.extra_env());
+        env.pad(round.pad_bytes);
         for (position, &index) in round.order.iter().enumerate() {
             let mut run = match subjects[index].run_once(&env, timeout) {
                 Ok(run) => run,
@@ -297,18 +298,20 @@ pub fn run_experiment(plan: &Plan, observer: &mut dyn Observer) -> Result<Experi
             };
             run.round = measured;
             run.position = position as u32;
-            run.env_pad_bytes = if round.pad_bytes == usize::MAX { 0 } else { round.pad_bytes as u32 };
-            let failed = !run.exit.success();
-            if !warmup {
-                observer.run_finished(index, &run).map_err(Failure::Other)?;
-                experiment.commands[index].runs.push(run.clone());
-            }
-            if failed && !plan.ignore_failure {
+            run.env_pad_bytes = round.pad_bytes.unwrap_or(0) as u32;
+            let failure = (!run.exit.success() && !plan.ignore_failure).then(|| {
                 let stderr = subjects[index].prepared.stderr_tail(5);
                 let mut message = format!("`{}` {}", plan.commands[index].name, run.exit.describe());
                 if !stderr.is_empty() {
                     message.push_str(&format!("; its last stderr lines:\n{stderr}"));
                 }
+                message
+            });
+            if !warmup {
+                observer.run_finished(index, &run).map_err(Failure::Other)?;
+                experiment.commands[index].runs.push(run);
+            }
+            if let Some(message) = failure {
                 experiment.failure = Some(message);
                 break 'rounds StopReason::CommandFailed;
             }

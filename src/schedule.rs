@@ -24,18 +24,8 @@ const MAX_PAD_BYTES: usize = 4095;
 #[derive(Debug, Clone)]
 pub struct Round {
     pub order: Vec<usize>,
-    pub pad_bytes: usize,
-}
-
-impl Round {
-    /// The environment variables this round adds.
-    pub fn extra_env(&self) -> Vec<(String, String)> {
-        if self.pad_bytes == usize::MAX {
-            Vec::new()
-        } else {
-            vec![(PAD_VARIABLE.to_string(), "x".repeat(self.pad_bytes))]
-        }
-    }
+    /// Bytes of the padding variable's value; `None` adds no variable at all.
+    pub pad_bytes: Option<usize>,
 }
 
 /// Draws rounds from a seeded generator, so an experiment can be replayed.
@@ -55,7 +45,7 @@ impl RoundPlanner {
         order.shuffle(&mut self.rng);
         // Without padding no variable is added at all (instruction counts move with
         // the environment's size, so that mode keeps it fixed).
-        let pad_bytes = if self.padding { self.rng.gen_range(0..=MAX_PAD_BYTES) } else { usize::MAX };
+        let pad_bytes = self.padding.then(|| self.rng.gen_range(0..=MAX_PAD_BYTES));
         Round { order, pad_bytes }
     }
 }
@@ -141,8 +131,7 @@ mod tests {
             let mut sorted = round.order.clone();
             sorted.sort();
             assert_eq!(sorted, vec![0, 1, 2]);
-            assert!(round.pad_bytes <= MAX_PAD_BYTES);
-            assert_eq!(round.extra_env()[0].1.len(), round.pad_bytes);
+            assert!(round.pad_bytes.is_some_and(|b| b <= MAX_PAD_BYTES));
             orders.insert(round.order);
         }
         assert_eq!(orders.len(), 6, "all 3! orders appear in 50 rounds");
@@ -159,7 +148,7 @@ mod tests {
             move |_| p.next_round().order
         }).collect();
         assert_eq!(a, b);
-        assert!(RoundPlanner::new(1, 2, false).next_round().extra_env().is_empty());
+        assert_eq!(RoundPlanner::new(1, 2, false).next_round().pad_bytes, None);
     }
 
     #[test]

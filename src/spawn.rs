@@ -4,9 +4,9 @@
 //! Written on libc directly because no crate offers what a harness needs at once:
 //! posix_spawn (vfork-speed) with a process group, signal defaults and fd actions;
 //! a *gated* fork/exec that holds the child until probes are attached to its pid;
-//! `wait4` rusage; and a wait on a pidfd polled together with the Ctrl-C pipe, so the
-//! harness sleeps in the kernel while a command runs and still reacts at once to a
-//! timeout or an interrupt.
+//! `wait4` rusage; and a wait that sleeps in the kernel while a command runs yet reacts
+//! at once to an interrupt (whose handler kills the child's group) or a timeout (a
+//! pidfd polled with a deadline, opened only then: it costs ~4 µs per run).
 
 use crate::interrupt::Interrupt;
 use crate::model::ExitInfo;
@@ -23,18 +23,74 @@ use std::time::{Duration, Instant};
 const RESET_SIGNALS: [libc::c_int; 7] =
     [libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGQUIT, libc::SIGHUP, libc::SIGCHLD, libc::SIGXFSZ];
 
-/// How long a child may take to die after SIGTERM before it gets SIGKILL.
-const TERM_GRACE: Duration = Duration::from_millis(200);
-
-/// A program and its arguments, converted once so each run allocates nothing.
+/// A program and its arguments, with everything posix_spawn needs built once, so a run
+/// does no work beyond the spawn itself: a no-op command's measured time stays within
+/// a few per cent of a bare `posix_spawn` + `wait4` (`scripts/eval-accuracy --overhead-only`).
 pub struct Prepared {
     path: CString,
-    argv: Vec<CString>,
+    /// Owns the strings `argv_pointers` points into.
+    _argv: Vec<CString>,
+    argv_pointers: Vec<*mut libc::c_char>,
     show_output: bool,
     /// Receives the child's stderr when output is hidden, so a failure can be explained.
     stderr_capture: Option<OwnedFd>,
     /// Opened once here so the child only dup2()s it: no path lookup between fork and exec.
     devnull: OwnedFd,
+    /// Declared after the descriptors it names, so it is destroyed before they close.
+    fast: SpawnAttributes,
+}
+
+/// posix_spawn's file actions and attributes for one [`Prepared`] command.
+struct SpawnAttributes {
+    actions: libc::posix_spawn_file_actions_t,
+    attr: libc::posix_spawnattr_t,
+}
+
+impl SpawnAttributes {
+    /// stdin (and stdout, stderr when hidden) redirected, a new process group, and the
+    /// signal dispositions and mask of a freshly started program.
+    fn new(devnull: RawFd, stderr: Option<RawFd>, show_output: bool) -> SpawnAttributes {
+        // SAFETY: both structures are initialised by their init calls before any use and
+        // destroyed exactly once, in Drop.
+        unsafe {
+            let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+            let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+            libc::posix_spawn_file_actions_init(&mut actions);
+            libc::posix_spawnattr_init(&mut attr);
+            libc::posix_spawn_file_actions_adddup2(&mut actions, devnull, 0);
+            if !show_output {
+                libc::posix_spawn_file_actions_adddup2(&mut actions, devnull, 1);
+                if let Some(fd) = stderr {
+                    libc::posix_spawn_file_actions_adddup2(&mut actions, fd, 2);
+                }
+            }
+            let mut defaults: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut defaults);
+            for sig in RESET_SIGNALS {
+                libc::sigaddset(&mut defaults, sig);
+            }
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::posix_spawnattr_setsigdefault(&mut attr, &defaults);
+            libc::posix_spawnattr_setsigmask(&mut attr, &empty);
+            libc::posix_spawnattr_setpgroup(&mut attr, 0);
+            libc::posix_spawnattr_setflags(
+                &mut attr,
+                (libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK) as libc::c_short,
+            );
+            SpawnAttributes { actions, attr }
+        }
+    }
+}
+
+impl Drop for SpawnAttributes {
+    fn drop(&mut self) {
+        // SAFETY: initialised in new(), destroyed only here.
+        unsafe {
+            libc::posix_spawn_file_actions_destroy(&mut self.actions);
+            libc::posix_spawnattr_destroy(&mut self.attr);
+        }
+    }
 }
 
 /// What one run produced.
@@ -91,7 +147,10 @@ impl Prepared {
             .write(true)
             .open("/dev/null")
             .map_err(|e| format!("cannot open /dev/null: {e}"))?;
-        Ok(Prepared { path, argv, show_output, stderr_capture, devnull: devnull.into() })
+        let devnull = OwnedFd::from(devnull);
+        let fast = SpawnAttributes::new(devnull.as_raw_fd(), stderr_capture.as_ref().map(|fd| fd.as_raw_fd()), show_output);
+        let argv_pointers = null_terminated(&argv);
+        Ok(Prepared { path, _argv: argv, argv_pointers, show_output, stderr_capture, devnull, fast })
     }
 
     /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output).
@@ -121,21 +180,52 @@ impl Prepared {
     }
 }
 
-/// Build a `KEY=VALUE` environment block: the current environment plus `extra`.
-pub fn environment(extra: &[(String, String)]) -> Vec<CString> {
-    let mut env: Vec<CString> = std::env::vars_os()
-        .filter(|(k, _)| !extra.iter().any(|(e, _)| OsStr::new(e) == k))
-        .filter_map(|(k, v)| {
-            let mut kv = k.as_bytes().to_vec();
-            kv.push(b'=');
-            kv.extend_from_slice(v.as_bytes());
-            CString::new(kv).ok()
-        })
-        .collect();
-    env.extend(extra.iter().filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok()));
-    env
+/// The environment every run gets: perflab's own, plus the round's padding variable.
+/// Built once per experiment; a round only swaps the padding.
+pub struct Environment {
+    padding_name: &'static str,
+    /// Owns the strings `pointers` points into; the padding, when set, is last.
+    vars: Vec<CString>,
+    padded: bool,
+    pointers: Vec<*mut libc::c_char>,
 }
 
+impl Environment {
+    /// The current environment, without any inherited `padding_name` variable (which
+    /// [`Environment::pad`] sets per round).
+    pub fn inherited(padding_name: &'static str) -> Environment {
+        let vars = std::env::vars_os()
+            .filter(|(k, _)| OsStr::new(padding_name) != k)
+            .filter_map(|(k, v)| {
+                let mut kv = k.as_bytes().to_vec();
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                CString::new(kv).ok()
+            })
+            .collect();
+        let mut env = Environment { padding_name, vars, padded: false, pointers: Vec::new() };
+        env.pad(None);
+        env
+    }
+
+    /// Add the padding variable with `bytes` bytes of value, or remove it (`None`).
+    pub fn pad(&mut self, bytes: Option<usize>) {
+        if self.padded {
+            self.vars.pop();
+        }
+        self.padded = bytes.is_some();
+        if let Some(bytes) = bytes {
+            let mut kv = Vec::with_capacity(self.padding_name.len() + 1 + bytes);
+            kv.extend_from_slice(self.padding_name.as_bytes());
+            kv.push(b'=');
+            kv.resize(kv.len() + bytes, b'x');
+            self.vars.push(CString::new(kv).expect("padding has no NUL"));
+        }
+        self.pointers = null_terminated(&self.vars);
+    }
+}
+
+/// The NULL-terminated pointer array exec expects; valid while `items` lives.
 fn null_terminated(items: &[CString]) -> Vec<*mut libc::c_char> {
     items.iter().map(|s| s.as_ptr() as *mut libc::c_char).chain(std::iter::once(ptr::null_mut())).collect()
 }
@@ -143,7 +233,9 @@ fn null_terminated(items: &[CString]) -> Vec<*mut libc::c_char> {
 /// A started child that has not been reaped yet.
 pub struct Child {
     pub pid: libc::pid_t,
-    pidfd: OwnedFd,
+    /// Opened only for waits that must wake on something else too (a timeout, the
+    /// profiler's ring buffers): it costs ~4 µs per run.
+    pidfd: Option<OwnedFd>,
     started: Instant,
 }
 
@@ -151,30 +243,16 @@ pub struct Child {
 /// and exec while `gate(pid)` runs (to attach counters), otherwise posix_spawn is used.
 pub fn start(
     prepared: &Prepared,
-    env: &[CString],
+    env: &Environment,
     gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>>,
 ) -> Result<Child, SpawnError> {
     prepared.reset_stderr_capture();
-    let argv = null_terminated(&prepared.argv);
-    let envp = null_terminated(env);
+    let (argv, envp) = (&prepared.argv_pointers, &env.pointers);
     let (pid, started) = match gate {
-        None => spawn_fast(prepared, &argv, &envp)?,
-        Some(gate) => spawn_gated(prepared, &argv, &envp, gate)?,
+        None => spawn_fast(prepared, argv, envp)?,
+        Some(gate) => spawn_gated(prepared, argv, envp, gate)?,
     };
-    // SAFETY: plain syscall; the child is not reaped yet, so its pid is still ours.
-    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
-    if raw < 0 {
-        let err = io::Error::last_os_error();
-        // SAFETY: reap the child we cannot watch so it does not linger.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-            libc::waitpid(pid, ptr::null_mut(), 0);
-        }
-        return Err(SpawnError::Exec(format!("pidfd_open failed ({err}); perflab needs Linux 5.3 or later")));
-    }
-    // SAFETY: a fresh descriptor we own.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(raw) };
-    Ok(Child { pid, pidfd, started })
+    Ok(Child { pid, pidfd: None, started })
 }
 
 fn spawn_fast(
@@ -182,49 +260,21 @@ fn spawn_fast(
     argv: &[*mut libc::c_char],
     envp: &[*mut libc::c_char],
 ) -> Result<(libc::pid_t, Instant), SpawnError> {
-    // SAFETY: all posix_spawn structures are initialised before use and destroyed after;
-    // every pointer passed outlives the call.
-    unsafe {
-        let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
-        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
-        libc::posix_spawn_file_actions_init(&mut actions);
-        libc::posix_spawnattr_init(&mut attr);
-        let devnull = prepared.devnull.as_raw_fd();
-        libc::posix_spawn_file_actions_adddup2(&mut actions, devnull, 0);
-        if !prepared.show_output {
-            libc::posix_spawn_file_actions_adddup2(&mut actions, devnull, 1);
-            if let Some(fd) = &prepared.stderr_capture {
-                libc::posix_spawn_file_actions_adddup2(&mut actions, fd.as_raw_fd(), 2);
-            }
-        }
-        let mut defaults: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut defaults);
-        for sig in RESET_SIGNALS {
-            libc::sigaddset(&mut defaults, sig);
-        }
-        let mut empty: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut empty);
-        libc::posix_spawnattr_setsigdefault(&mut attr, &defaults);
-        libc::posix_spawnattr_setsigmask(&mut attr, &empty);
-        libc::posix_spawnattr_setpgroup(&mut attr, 0);
-        libc::posix_spawnattr_setflags(
-            &mut attr,
-            (libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK) as libc::c_short,
-        );
-        let mut pid: libc::pid_t = 0;
-        let started = Instant::now();
-        let rc = libc::posix_spawn(&mut pid, prepared.path.as_ptr(), &actions, &attr, argv.as_ptr(), envp.as_ptr());
-        libc::posix_spawn_file_actions_destroy(&mut actions);
-        libc::posix_spawnattr_destroy(&mut attr);
-        if rc != 0 {
-            return Err(SpawnError::Exec(format!(
-                "cannot execute {}: {}",
-                prepared.path.to_string_lossy(),
-                io::Error::from_raw_os_error(rc)
-            )));
-        }
-        Ok((pid, started))
+    let mut pid: libc::pid_t = 0;
+    let started = Instant::now();
+    // SAFETY: the attributes were initialised in Prepared::new; every pointer passed
+    // (path, argv, envp) outlives the call.
+    let rc = unsafe {
+        libc::posix_spawn(&mut pid, prepared.path.as_ptr(), &prepared.fast.actions, &prepared.fast.attr, argv.as_ptr(), envp.as_ptr())
+    };
+    if rc != 0 {
+        return Err(SpawnError::Exec(format!(
+            "cannot execute {}: {}",
+            prepared.path.to_string_lossy(),
+            io::Error::from_raw_os_error(rc)
+        )));
     }
+    Ok((pid, started))
 }
 
 fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd), SpawnError> {
@@ -318,54 +368,49 @@ fn spawn_gated(
 }
 
 impl Child {
-    pub fn pidfd(&self) -> RawFd {
-        self.pidfd.as_raw_fd()
+    /// A descriptor that becomes readable when the child exits.
+    pub fn pidfd(&mut self) -> Result<RawFd, SpawnError> {
+        if let Some(fd) = &self.pidfd {
+            return Ok(fd.as_raw_fd());
+        }
+        // SAFETY: plain syscall; the child is not reaped yet, so its pid is still ours.
+        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, self.pid, 0) } as RawFd;
+        if raw < 0 {
+            let err = io::Error::last_os_error();
+            self.kill_group_and_reap();
+            return Err(SpawnError::Exec(format!("pidfd_open failed ({err}); perflab needs Linux 5.3 or later")));
+        }
+        // SAFETY: a fresh descriptor we own.
+        self.pidfd = Some(unsafe { OwnedFd::from_raw_fd(raw) });
+        Ok(raw)
     }
 
     /// Sleep until the child exits, the timeout passes, or an interrupt arrives; then
-    /// reap it with `wait4` and return its measurements.
-    pub fn wait(self, timeout: Option<Duration>, interrupt: &Interrupt) -> Result<Outcome, SpawnError> {
-        let deadline = timeout.map(|t| self.started + t);
-        let mut timed_out = false;
-        loop {
-            let mut fds = [
-                libc::pollfd { fd: self.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-                libc::pollfd { fd: interrupt.fd(), events: libc::POLLIN, revents: 0 },
-            ];
-            let wait_ms = match deadline {
-                None => -1,
-                Some(d) => d.saturating_duration_since(Instant::now()).as_millis().min(i32::MAX as u128) as i32,
-            };
-            // SAFETY: fds is a valid array of two pollfds.
-            let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, wait_ms) };
-            if rc < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                if interrupt.requested() {
-                    self.kill_group_and_reap();
-                    return Err(SpawnError::Interrupted);
-                }
-                continue;
-            }
-            if fds[0].revents != 0 {
-                break;
-            }
-            if fds[1].revents != 0 || interrupt.requested() {
-                self.kill_group_and_reap();
-                return Err(SpawnError::Interrupted);
-            }
-            if rc == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
-                // SAFETY: signalling our child's process group.
-                unsafe { libc::kill(-self.pid, libc::SIGKILL) };
-                timed_out = true;
-                break;
-            }
-        }
+    /// reap it with `wait4` and return its measurements. Without a timeout the harness
+    /// just blocks in `wait4` (an interrupt kills the child's group, which ends it).
+    pub fn wait(mut self, timeout: Option<Duration>, interrupt: &Interrupt) -> Result<Outcome, SpawnError> {
+        let timed_out = match timeout {
+            Some(timeout) => self.sleep_until_exit(self.started + timeout, interrupt)?,
+            None => false,
+        };
+        let guard = interrupt.kill_on_interrupt(self.pid);
         let mut status = 0;
         // SAFETY: rusage is plain data; wait4 fills it for this child only.
         let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
-        let rc = unsafe { libc::wait4(self.pid, &mut status, 0, &mut rusage) };
+        let rc = loop {
+            // SAFETY: waiting for our own child.
+            let rc = unsafe { libc::wait4(self.pid, &mut status, 0, &mut rusage) };
+            if rc >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                break rc;
+            }
+        };
         let wall = self.started.elapsed();
+        drop(guard);
         if rc < 0 {
             return Err(SpawnError::Exec(format!("wait4: {}", io::Error::last_os_error())));
+        }
+        if interrupt.requested() {
+            return Err(SpawnError::Interrupted);
         }
         let exit = if libc::WIFSIGNALED(status) && !timed_out {
             ExitInfo { exit_code: None, signal: Some(libc::WTERMSIG(status)), timed_out }
@@ -377,15 +422,34 @@ impl Child {
         Ok(Outcome { wall, rusage, exit })
     }
 
-    /// Ask the whole process group to stop, then force it, and reap the leader.
+    /// Poll the pidfd until the child exits (false) or `deadline` passes, when the
+    /// group is killed (true). An interrupt is left to the blocking wait that follows.
+    fn sleep_until_exit(&mut self, deadline: Instant, interrupt: &Interrupt) -> Result<bool, SpawnError> {
+        let pidfd = self.pidfd()?;
+        loop {
+            let mut fds = [
+                libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: interrupt.fd(), events: libc::POLLIN, revents: 0 },
+            ];
+            let wait_ms = deadline.saturating_duration_since(Instant::now()).as_millis().min(i32::MAX as u128) as i32;
+            // SAFETY: fds is a valid array of two pollfds.
+            let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, wait_ms) };
+            if fds[0].revents != 0 || fds[1].revents != 0 || interrupt.requested() {
+                return Ok(false);
+            }
+            if rc == 0 && Instant::now() >= deadline {
+                // SAFETY: signalling our child's process group.
+                unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Kill the whole process group and reap the leader.
     fn kill_group_and_reap(&self) {
         // SAFETY: signalling our child's process group and reaping our child.
         unsafe {
-            libc::kill(-self.pid, libc::SIGTERM);
-            let mut fds = [libc::pollfd { fd: self.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
-            if libc::poll(fds.as_mut_ptr(), 1, TERM_GRACE.as_millis() as i32) <= 0 {
-                libc::kill(-self.pid, libc::SIGKILL);
-            }
+            libc::kill(-self.pid, libc::SIGKILL);
             libc::waitpid(self.pid, ptr::null_mut(), 0);
         }
     }
@@ -400,6 +464,10 @@ pub fn seconds(tv: libc::timeval) -> f64 {
 mod tests {
     use super::*;
 
+    fn env() -> Environment {
+        Environment::inherited("PERFLAB_PAD")
+    }
+
     fn prepared(args: &[&str], show: bool) -> Prepared {
         let program = crate::command::resolve_program(args[0]).unwrap();
         Prepared::new(&program, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), show).unwrap()
@@ -408,7 +476,7 @@ mod tests {
     #[test]
     fn reports_exit_codes_and_signals() {
         let w = crate::interrupt::watcher();
-        let env = environment(&[]);
+        let env = env();
         let ok = start(&prepared(&["true"], false), &env, None).unwrap().wait(None, w).unwrap();
         assert_eq!(ok.exit, ExitInfo { exit_code: Some(0), signal: None, timed_out: false });
         let fail = start(&prepared(&["sh", "-c", "exit 7"], false), &env, None).unwrap().wait(None, w).unwrap();
@@ -422,7 +490,7 @@ mod tests {
         let w = crate::interrupt::watcher();
         // The grandchild `sleep` shares the group and must die with it.
         let p = prepared(&["sh", "-c", "sleep 30 & sleep 30"], false);
-        let out = start(&p, &environment(&[]), None).unwrap().wait(Some(Duration::from_millis(100)), w).unwrap();
+        let out = start(&p, &env(), None).unwrap().wait(Some(Duration::from_millis(100)), w).unwrap();
         assert!(out.exit.timed_out);
         assert!(!out.exit.success());
     }
@@ -431,18 +499,25 @@ mod tests {
     fn captures_the_tail_of_stderr_per_run() {
         let w = crate::interrupt::watcher();
         let p = prepared(&["sh", "-c", "echo one >&2; echo two >&2; echo three >&2; exit 1"], false);
-        start(&p, &environment(&[]), None).unwrap().wait(None, w).unwrap();
+        start(&p, &env(), None).unwrap().wait(None, w).unwrap();
         assert_eq!(p.stderr_tail(2), "two\nthree");
-        start(&p, &environment(&[]), None).unwrap().wait(None, w).unwrap();
+        start(&p, &env(), None).unwrap().wait(None, w).unwrap();
         assert_eq!(p.stderr_tail(10), "one\ntwo\nthree", "capture is reset between runs");
     }
 
     #[test]
-    fn passes_the_environment_padding() {
+    fn passes_the_environment_padding_and_takes_it_away() {
         let w = crate::interrupt::watcher();
-        let p = prepared(&["sh", "-c", "test \"$PERFLAB_PAD\" = xyz"], false);
-        let env = environment(&[("PERFLAB_PAD".into(), "xyz".into())]);
-        assert_eq!(start(&p, &env, None).unwrap().wait(None, w).unwrap().exit.exit_code, Some(0));
+        // $0 carries perflab's own HOME, which the child must have inherited.
+        let home = std::env::var("HOME").unwrap_or_default();
+        let script = "test \"$PERFLAB_PAD\" = xxx && test \"$HOME\" = \"$0\"";
+        let p = prepared(&["sh", "-c", script, &home], false);
+        let mut env = env();
+        env.pad(Some(3));
+        assert_eq!(start(&p, &env, None).unwrap().wait(None, w).unwrap().exit.exit_code, Some(0), "padding and inherited variables");
+        env.pad(None);
+        let unpadded = prepared(&["sh", "-c", "test -z \"${PERFLAB_PAD+set}\""], false);
+        assert_eq!(start(&unpadded, &env, None).unwrap().wait(None, w).unwrap().exit.exit_code, Some(0), "no padding variable");
     }
 
     #[test]
@@ -454,7 +529,7 @@ mod tests {
             seen = pid;
             Ok(())
         };
-        let child = start(&p, &environment(&[]), Some(&mut gate)).unwrap();
+        let child = start(&p, &env(), Some(&mut gate)).unwrap();
         let pid = child.pid;
         assert_eq!(child.wait(None, w).unwrap().exit.exit_code, Some(3));
         assert_eq!(seen, pid);
@@ -464,9 +539,9 @@ mod tests {
         std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let bad = Prepared::new(&dir, &["x".into()], false).unwrap();
         let mut gate = |_pid: libc::pid_t| Ok(());
-        let err = start(&bad, &environment(&[]), Some(&mut gate)).err().expect("exec must fail");
+        let err = start(&bad, &env(), Some(&mut gate)).err().expect("exec must fail");
         assert!(err.to_string().contains("cannot execute"), "{err}");
-        let err = start(&bad, &environment(&[]), None).err().expect("exec must fail");
+        let err = start(&bad, &env(), None).err().expect("exec must fail");
         assert!(err.to_string().contains("cannot execute"), "{err}");
         std::fs::remove_file(&dir).ok();
     }
@@ -475,7 +550,7 @@ mod tests {
     fn gate_failure_aborts_the_child() {
         let p = prepared(&["true"], false);
         let mut gate = |_pid: libc::pid_t| Err(anyhow::anyhow!("no counters"));
-        let err = start(&p, &environment(&[]), Some(&mut gate)).err().unwrap();
+        let err = start(&p, &env(), Some(&mut gate)).err().unwrap();
         assert!(matches!(err, SpawnError::Probe(_)));
     }
 }

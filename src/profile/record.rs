@@ -263,7 +263,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
             Err(anyhow::anyhow!(message))
         }
     };
-    let child = match spawn::start(&prepared, &spawn::environment(&[]), Some(&mut gate)) {
+    let mut child = match spawn::start(&prepared, &spawn::Environment::inherited(crate::schedule::PAD_VARIABLE), Some(&mut gate)) {
         Ok(child) => child,
         Err(spawn::SpawnError::Probe(e)) => return Err(open_failure.unwrap_or_else(|| usage!("{e:#}"))),
         Err(spawn::SpawnError::Interrupted) => return Err(Failure::Interrupted),
@@ -272,11 +272,12 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     let exec_time = std::time::Instant::now();
     let mut events = Vec::new();
     let mut interrupted = false;
+    let pidfd = child.pidfd().map_err(|e| Failure::Other(anyhow::anyhow!("{e}")))?;
     // Sleep until the child exits, a ring buffer passes its watermark, Ctrl-C, or 50 ms
     // pass (so records below the watermark are drained promptly too).
     loop {
         let mut fds = vec![
-            libc::pollfd { fd: child.pidfd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: interrupt.fd(), events: libc::POLLIN, revents: 0 },
         ];
         fds.extend(samplers.iter().map(|s| libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
