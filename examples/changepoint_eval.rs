@@ -9,9 +9,7 @@ const TRIALS: u64 = 1000;
 
 fn main() {
     let config = ChangePointConfig::default();
-    println!(
-        "{TRIALS} series per line; noise σ = 2 %, heavy = t₂ tails + 5 % spikes; default config"
-    );
+    println!("{TRIALS} series per line; noise σ = 2 %, heavy = t₂ tails + 5 % spikes; default config");
     for kind in [Noise::Normal, Noise::HeavyTailed] {
         let with_change = (0..TRIALS)
             .filter(|&seed| {

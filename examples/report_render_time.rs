@@ -37,14 +37,23 @@ fn main() {
         let mut store = Store::open(Some(&path)).expect("open the database");
         let start = Instant::now();
         for e in &sources {
-            let meta = Meta { label: e.label.clone(), benchmark: e.benchmark.clone(), git_commit: None, source: "synthetic".into() };
+            let meta = Meta {
+                label: e.label.clone(),
+                benchmark: e.benchmark.clone(),
+                git_commit: None,
+                source: "synthetic".into(),
+            };
             store.save(&meta, &e.experiment).expect("store");
         }
         println!("stored {} experiments in {:.1} s -> {path}", sources.len(), start.elapsed().as_secs_f64());
         return;
     }
 
-    let options = Options { title: format!("Synthetic suite: {benchmarks} benchmarks × {} labels", labels.len()), metric: metric::WALL.into(), ..Options::default() };
+    let options = Options {
+        title: format!("Synthetic suite: {benchmarks} benchmarks × {} labels", labels.len()),
+        metric: metric::WALL.into(),
+        ..Options::default()
+    };
     let start = Instant::now();
     let data = build(sources, &options).expect("build the report data");
     let arranged = start.elapsed();
@@ -66,7 +75,15 @@ fn main() {
 /// shift by up to ±25 % at a random label.
 fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
     let mut rng = StdRng::seed_from_u64(7);
-    let machine = Machine { hostname: "bench-01".into(), cpu_model: "synthetic".into(), cores: 2, kernel: "6.1.0".into(), governor: Some("performance".into()), pmu: false, virtualization: Some("kvm".into()) };
+    let machine = Machine {
+        hostname: "bench-01".into(),
+        cpu_model: "synthetic".into(),
+        cores: 2,
+        kernel: "6.1.0".into(),
+        governor: Some("performance".into()),
+        pmu: false,
+        virtualization: Some("kvm".into()),
+    };
     let settings = Settings { seed: 1, fixed_rounds: Some(RUNS), max_rounds: RUNS, ..Default::default() };
     let mut sources = Vec::with_capacity(benchmarks * labels.len());
     for b in 0..benchmarks {
@@ -81,7 +98,16 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                     let wall = level * (1.0 + rng.gen_range(-0.01..0.01));
                     let mut counters = std::collections::BTreeMap::new();
                     counters.insert("task-clock".to_string(), CounterReading::value(wall * 1e9, false));
-                    Run { round, wall_s: wall, user_s: wall * 0.95, sys_s: wall * 0.03, max_rss_kib: 4096, exit: ExitInfo { exit_code: Some(0), signal: None, timed_out: false }, counters, ..Run::default() }
+                    Run {
+                        round,
+                        wall_s: wall,
+                        user_s: wall * 0.95,
+                        sys_s: wall * 0.03,
+                        max_rss_kib: 4096,
+                        exit: ExitInfo { exit_code: Some(0), signal: None, timed_out: false },
+                        counters,
+                        ..Run::default()
+                    }
                 })
                 .collect();
             let experiment = Experiment {
@@ -94,7 +120,13 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                 duration_s: 1.0,
                 failure: None,
                 stop_reason: StopReason::FixedRounds,
-                commands: vec![CommandResult { name: name.clone(), argv: vec!["bench".into()], command_line: "bench".into(), runs, summary: Default::default() }],
+                commands: vec![CommandResult {
+                    name: name.clone(),
+                    argv: vec!["bench".into()],
+                    command_line: "bench".into(),
+                    runs,
+                    summary: Default::default(),
+                }],
                 comparisons: vec![],
                 warnings: vec![],
                 environment: Default::default(),

@@ -42,14 +42,23 @@ fn fill(store: &mut Store, runs: usize, counters: usize) {
     let settings = Settings { seed: 1, fixed_rounds: Some(50), ..Default::default() };
     let specs: Vec<CommandSpec> = ["old", "new"]
         .iter()
-        .map(|n| CommandSpec { name: n.to_string(), argv: vec![format!("./{n}"), "--size".into(), "1000".into()], command_line: format!("./{n} --size 1000") })
+        .map(|n| CommandSpec {
+            name: n.to_string(),
+            argv: vec![format!("./{n}"), "--size".into(), "1000".into()],
+            command_line: format!("./{n} --size 1000"),
+        })
         .collect();
     let names = ["task-clock", "page-faults", "context-switches", "cpu-migrations"];
     let per_experiment = 100;
     let mut written = 0;
     let mut bench = 0;
     while written < runs {
-        let meta = Meta { label: format!("v{}", bench / 20), benchmark: format!("bench{}", bench % 20), git_commit: Some("0123456789abcdef0123456789abcdef01234567".into()), source: "run".into() };
+        let meta = Meta {
+            label: format!("v{}", bench / 20),
+            benchmark: format!("bench{}", bench % 20),
+            git_commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
+            source: "run".into(),
+        };
         let mut rec = store.begin(&meta, &machine, &settings, &specs);
         for i in 0..per_experiment.min(runs - written) {
             let wall = 0.025 + (i as f64 * 0.618).fract() * 0.001;

@@ -106,7 +106,10 @@ pub fn main(args: BisectArgs) -> Result<i32, Failure> {
         .find(|b| b.name == args.bench)
         .ok_or_else(|| crate::usage!("no benchmark `{}` in {}", args.bench, args.suite.display()))?;
     if !bench.uses_build() {
-        return Err(crate::usage!("benchmark `{}` does not use {{build}}, so every commit would run the same program", bench.name));
+        return Err(crate::usage!(
+            "benchmark `{}` does not use {{build}}, so every commit would run the same program",
+            bench.name
+        ));
     }
     let mut resolver = LabelResolver { db: &args.db, experiments: None };
     let good = resolve(&repo, &args.good, &mut resolver)?;
@@ -187,23 +190,26 @@ fn resolve(repo: &Path, rev: &str, labels: &mut LabelResolver) -> Result<String,
         let mut store = labels.db.open()?;
         labels.experiments = Some(store.experiments(&Query { label: Some(rev.to_string()), ..Query::default() })?);
     }
-    let commit = labels
-        .experiments
-        .iter()
-        .flatten()
-        .filter(|e| e.label == rev)
-        .find_map(|e| e.git_commit.clone())
-        .ok_or_else(|| crate::usage!("`{rev}` is neither a commit of {} nor a stored label with a commit", repo.display()))?;
+    let commit =
+        labels.experiments.iter().flatten().filter(|e| e.label == rev).find_map(|e| e.git_commit.clone()).ok_or_else(
+            || crate::usage!("`{rev}` is neither a commit of {} nor a stored label with a commit", repo.display()),
+        )?;
     let commit = commit.trim_end_matches("-dirty");
-    git(repo, &["rev-parse", "--verify", "--quiet", &format!("{commit}^{{commit}}")])
-        .map_err(|_| crate::usage!("label `{rev}` was recorded at commit {commit}, which {} does not have", repo.display()))
+    git(repo, &["rev-parse", "--verify", "--quiet", &format!("{commit}^{{commit}}")]).map_err(|_| {
+        crate::usage!("label `{rev}` was recorded at commit {commit}, which {} does not have", repo.display())
+    })
 }
 
 fn short(commit: &str) -> &str {
     &commit[..commit.len().min(10)]
 }
 
-fn checkout_and_build<'r>(repo: &'r Path, commit: &str, scratch: &Path, build_command: &str) -> Result<(Worktree<'r>, Build), Failure> {
+fn checkout_and_build<'r>(
+    repo: &'r Path,
+    commit: &str,
+    scratch: &Path,
+    build_command: &str,
+) -> Result<(Worktree<'r>, Build), Failure> {
     let dir = scratch.join(short(commit));
     git(repo, &["worktree", "add", "--detach", "--quiet", dir.to_str().unwrap_or_default(), commit])?;
     let tree = Worktree { repo, dir: dir.clone() };

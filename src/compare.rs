@@ -6,7 +6,9 @@ use crate::command::{parse_commands, resolve_program};
 use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK};
 use crate::interrupt;
 use crate::measure::{build_probes, MeasureArgs, Mode, Probe};
-use crate::model::{metric, CommandResult, CommandSpec, Comparison, Experiment, Machine, Run, Settings, StopReason, Verdict};
+use crate::model::{
+    metric, CommandResult, CommandSpec, Comparison, Experiment, Machine, Run, Settings, StopReason, Verdict,
+};
 use crate::schedule::{LookSchedule, RoundPlanner};
 use crate::spawn::{self, Prepared, SpawnError};
 use crate::stats::{changepoint, summary};
@@ -108,12 +110,8 @@ pub fn parse_duration(text: &str) -> Result<f64, String> {
 
 /// Parse "1", "1%", "2.5" (percent) into a fraction.
 pub fn parse_percent(text: &str) -> Result<f64, String> {
-    let v: f64 = text
-        .trim()
-        .trim_end_matches('%')
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{text}` is not a percentage"))?;
+    let v: f64 =
+        text.trim().trim_end_matches('%').trim().parse().map_err(|_| format!("`{text}` is not a percentage"))?;
     if !v.is_finite() || !(0.0..1000.0).contains(&v) {
         return Err(format!("`{text}` must be a percentage from 0 to 1000"));
     }
@@ -328,7 +326,10 @@ pub fn run_experiment(plan: &Plan, observer: &mut dyn Observer) -> Result<Experi
             if let Some(level) = looks.take_look(measured) {
                 last_look = Some((measured, level));
                 latest = primary_comparisons(plan, &experiment, level);
-                if latest.iter().all(|c| c.verdict.is_decided()) && !latest.is_empty() && settings.fixed_rounds.is_none() {
+                if latest.iter().all(|c| c.verdict.is_decided())
+                    && !latest.is_empty()
+                    && settings.fixed_rounds.is_none()
+                {
                     break StopReason::Decided;
                 }
             }
@@ -409,7 +410,9 @@ fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
         for cand in candidates {
             for name in &plan.metrics {
                 let level = if counters.contains(name) { secondary_level } else { level };
-                if let Some(c) = verdict::compare(base, cand, name, level, plan.settings.confidence, plan.settings.threshold) {
+                if let Some(c) =
+                    verdict::compare(base, cand, name, level, plan.settings.confidence, plan.settings.threshold)
+                {
                     experiment.comparisons.push(c);
                 }
             }
@@ -461,7 +464,8 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<String> {
     if let Some((base, candidates)) = experiment.commands.split_first() {
         for cand in candidates {
             let (b, c) = verdict::pairs(base, cand, metric::WALL);
-            let d: Vec<f64> = b.iter().zip(&c).filter(|(b, c)| **b > 0.0 && **c > 0.0).map(|(b, c)| (c / b).ln()).collect();
+            let d: Vec<f64> =
+                b.iter().zip(&c).filter(|(b, c)| **b > 0.0 && **c > 0.0).map(|(b, c)| (c / b).ln()).collect();
             if d.len() >= 6 {
                 let spread = summary::mad_scaled(&d);
                 if spread > NOISY_SPREAD {

@@ -4,8 +4,8 @@
 
 use crate::error::{Failure, EXIT_OK};
 use crate::model::{metric, Machine};
-use crate::stats::changepoint::{self, ChangePointConfig};
 use crate::render::format_value;
+use crate::stats::changepoint::{self, ChangePointConfig};
 use crate::store::exchange::{write_json, DbArgs};
 use crate::store::{describe_machine, Query, StoredExperiment};
 use clap::Args;
@@ -98,7 +98,8 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
     let mut groups: Vec<MachineGroup> = Vec::new();
     for e in experiments {
         let Some(measured) = e.experiment.commands.last() else { continue };
-        let values: Vec<f64> = measured.runs.iter().filter_map(|r| r.metric(metric_name)).filter(|v| v.is_finite()).collect();
+        let values: Vec<f64> =
+            measured.runs.iter().filter_map(|r| r.metric(metric_name)).filter(|v| v.is_finite()).collect();
         if values.is_empty() {
             continue;
         }
@@ -139,7 +140,13 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
                         .into_iter()
                         .map(|p| {
                             let s = crate::stats::summary::summarize(&p.values);
-                            Point { label: p.label.to_string(), n: s.n, median: s.median, median_ci: s.median_ci, incomplete: p.incomplete }
+                            Point {
+                                label: p.label.to_string(),
+                                n: s.n,
+                                median: s.median,
+                                median_ci: s.median_ci,
+                                incomplete: p.incomplete,
+                            }
                         })
                         .collect();
                     let change_points = shifts(&points);
@@ -182,8 +189,14 @@ pub fn main(args: HistoryArgs) -> Result<i32, Failure> {
     }
     if experiments.is_empty() {
         return Err(match &args.machine {
-            Some(m) => crate::usage!("no results from machine `{m}` in {} (see `perflab export` for what is stored)", store.location()),
-            None => crate::usage!("{} holds no results yet: store some with `perflab run` or `compare --save`", store.location()),
+            Some(m) => crate::usage!(
+                "no results from machine `{m}` in {} (see `perflab export` for what is stored)",
+                store.location()
+            ),
+            None => crate::usage!(
+                "{} holds no results yet: store some with `perflab run` or `compare --save`",
+                store.location()
+            ),
         });
     }
     if let Some(n) = args.last {
@@ -262,7 +275,11 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
     table.load_preset(comfy_table::presets::NOTHING);
     table.set_header(vec!["label", "runs", &format!("median {metric_name}"), "95% CI", "vs previous", ""]);
     for (i, p) in bench.points.iter().enumerate() {
-        let change = if i == 0 { String::new() } else { format!("{:+.1} %", (p.median / bench.points[i - 1].median - 1.0) * 100.0) };
+        let change = if i == 0 {
+            String::new()
+        } else {
+            format!("{:+.1} %", (p.median / bench.points[i - 1].median - 1.0) * 100.0)
+        };
         let mark = bench
             .change_points
             .iter()
@@ -319,13 +336,15 @@ pub fn sparkline(values: &[f64]) -> String {
     let (min, max) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
     values
         .iter()
-        .map(|&v| {
-            if max > min {
-                BARS[(((v - min) / (max - min)) * 7.0).round().clamp(0.0, 7.0) as usize]
-            } else {
-                BARS[3]
-            }
-        })
+        .map(
+            |&v| {
+                if max > min {
+                    BARS[(((v - min) / (max - min)) * 7.0).round().clamp(0.0, 7.0) as usize]
+                } else {
+                    BARS[3]
+                }
+            },
+        )
         .collect()
 }
 
@@ -351,12 +370,25 @@ mod tests {
                 perflab_version: String::new(),
                 started_at: String::new(),
                 machine,
-                settings: Settings { warmup_rounds: 0, min_rounds: 1, max_rounds: 1, max_time_s: 1.0, env_padding: false, ..Default::default() },
+                settings: Settings {
+                    warmup_rounds: 0,
+                    min_rounds: 1,
+                    max_rounds: 1,
+                    max_time_s: 1.0,
+                    env_padding: false,
+                    ..Default::default()
+                },
                 rounds: walls.len() as u32,
                 duration_s: 0.0,
                 stop_reason: StopReason::FixedRounds,
                 commands: vec![
-                    CommandResult { name: "base".into(), argv: vec![], command_line: String::new(), runs: vec![], summary: Default::default() },
+                    CommandResult {
+                        name: "base".into(),
+                        argv: vec![],
+                        command_line: String::new(),
+                        runs: vec![],
+                        summary: Default::default(),
+                    },
                     CommandResult {
                         name: "x".into(),
                         argv: vec![],

@@ -32,4 +32,3 @@ pub mod stats;
 pub mod store;
 pub mod suite;
 pub mod verdict;
-

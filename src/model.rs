@@ -25,9 +25,8 @@ pub mod metric {
     /// Metrics compared by default, in display order.
     pub const COMPARED: [&str; 3] = [WALL, CPU, MAX_RSS];
     /// Every harness metric, in display order.
-    pub const ALL: [&str; 9] = [
-        WALL, CPU, USER, SYS, MAX_RSS, MINOR_FAULTS, MAJOR_FAULTS, VOLUNTARY_CS, INVOLUNTARY_CS,
-    ];
+    pub const ALL: [&str; 9] =
+        [WALL, CPU, USER, SYS, MAX_RSS, MINOR_FAULTS, MAJOR_FAULTS, VOLUNTARY_CS, INVOLUNTARY_CS];
 
     /// Unit shown next to a metric's values.
     pub fn unit(name: &str) -> &'static str {

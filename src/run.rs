@@ -5,8 +5,8 @@
 use crate::compare::{parse_duration, parse_percent, Fanout, Plan};
 use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::measure::{MeasureArgs, Mode};
-use crate::render::format_seconds;
 use crate::model::{metric, Experiment, Machine, Settings, StopReason};
+use crate::render::format_seconds;
 use crate::store::exchange::{write_json, DbArgs};
 use crate::store::{current_git_commit, Meta};
 use crate::suite::{self, Benchmark, Build, Options, Suite};
@@ -89,13 +89,19 @@ struct RunRecord<'a> {
 pub fn main(args: RunArgs) -> Result<i32, Failure> {
     let suite = suite::load(&args.suite)?;
     let filter = match &args.filter {
-        Some(re) => Some(regex::Regex::new(re).map_err(|e| crate::usage!("--filter `{re}` is not a regular expression: {e}"))?),
+        Some(re) => {
+            Some(regex::Regex::new(re).map_err(|e| crate::usage!("--filter `{re}` is not a regular expression: {e}"))?)
+        }
         None => None,
     };
     let benchmarks: Vec<&Benchmark> =
         suite.benchmarks.iter().filter(|b| filter.as_ref().map_or(true, |re| re.is_match(&b.name))).collect();
     if benchmarks.is_empty() {
-        return Err(crate::usage!("no benchmark in {} matches --filter {}", args.suite.display(), args.filter.as_deref().unwrap_or("")));
+        return Err(crate::usage!(
+            "no benchmark in {} matches --filter {}",
+            args.suite.display(),
+            args.filter.as_deref().unwrap_or("")
+        ));
     }
     let (candidate, baseline) = builds(&suite, &args)?;
     if args.list {
@@ -105,7 +111,11 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
                 commands.push(bench.command_for(Some(b))?);
             }
             // Without a build the template is shown as written.
-            commands.push(if candidate.is_some() || !bench.uses_build() { bench.command_for(candidate)? } else { bench.command.clone() });
+            commands.push(if candidate.is_some() || !bench.uses_build() {
+                bench.command_for(candidate)?
+            } else {
+                bench.command.clone()
+            });
             println!("{}\t{}", bench.name, commands.join("  vs  "));
         }
         return Ok(EXIT_OK);
@@ -136,7 +146,8 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
     for build in [baseline, candidate].into_iter().flatten() {
         if let Some(prepare) = &build.prepare {
             eprintln!("preparing build `{}`: {prepare}", build.name);
-            shell(prepare).map_err(|e| Failure::CommandFailed(format!("preparing build `{}` failed: {e}", build.name)))?;
+            shell(prepare)
+                .map_err(|e| Failure::CommandFailed(format!("preparing build `{}` failed: {e}", build.name)))?;
         }
     }
     let git_commit = current_git_commit();
@@ -158,7 +169,12 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
                 continue;
             }
         }
-        let meta = Meta { label: label.clone(), benchmark: bench.name.clone(), git_commit: git_commit.clone(), source: "run".into() };
+        let meta = Meta {
+            label: label.clone(),
+            benchmark: bench.name.clone(),
+            git_commit: git_commit.clone(),
+            source: "run".into(),
+        };
         let mut recorder = store.begin(&meta, &machine, &plan.settings, &plan.commands);
         let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, hide_progress);
         let result = crate::compare::run_experiment(plan, &mut Fanout(vec![&mut progress, &mut recorder]));
@@ -209,12 +225,23 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
             records.iter().map(|(b, e)| RunRecord { benchmark: b, label: &label, experiment: e }).collect();
         write_json(path, &out)?;
     }
-    eprintln!("stored {} benchmark result{} as label `{}` in {}", records.len(), if records.len() == 1 { "" } else { "s" }, label, store.location());
+    eprintln!(
+        "stored {} benchmark result{} as label `{}` in {}",
+        records.len(),
+        if records.len() == 1 { "" } else { "s" },
+        label,
+        store.location()
+    );
     if interrupt.requested() {
         return Ok(EXIT_INTERRUPTED);
     }
     if !failed.is_empty() {
-        eprintln!("perflab: error: {} benchmark{} failed: {}", failed.len(), if failed.len() == 1 { "" } else { "s" }, failed.join(", "));
+        eprintln!(
+            "perflab: error: {} benchmark{} failed: {}",
+            failed.len(),
+            if failed.len() == 1 { "" } else { "s" },
+            failed.join(", ")
+        );
         return Ok(EXIT_COMMAND_FAILED);
     }
     Ok(EXIT_OK)
@@ -244,7 +271,9 @@ fn builds<'s>(suite: &'s Suite, args: &RunArgs) -> Result<(Option<&'s Build>, Op
         None => None,
     };
     if baseline.is_some() && candidate.is_none() && suite.benchmarks.iter().any(Benchmark::uses_build) {
-        return Err(crate::usage!("--baseline needs a build to compare with: pass --build or a --label naming a build"));
+        return Err(crate::usage!(
+            "--baseline needs a build to compare with: pass --build or a --label naming a build"
+        ));
     }
     if let (Some(b), Some(c)) = (baseline, candidate) {
         if b.name == c.name {
@@ -265,7 +294,12 @@ pub struct PlanOverrides {
 
 /// The compare engine's plan for one benchmark (baseline first when given): the
 /// benchmark's options over the suite defaults, under the command line's.
-pub fn plan_for(bench: &Benchmark, candidate: Option<&Build>, baseline: Option<&Build>, cli: &PlanOverrides) -> Result<Plan, Failure> {
+pub fn plan_for(
+    bench: &Benchmark,
+    candidate: Option<&Build>,
+    baseline: Option<&Build>,
+    cli: &PlanOverrides,
+) -> Result<Plan, Failure> {
     let o = cli.options.or(&bench.options);
     let mut texts = Vec::new();
     let mut names = Vec::new();
@@ -280,7 +314,8 @@ pub fn plan_for(bench: &Benchmark, candidate: Option<&Build>, baseline: Option<&
         .map_err(|e| crate::usage!("benchmark `{}`: {e}", bench.name))?;
     if o.shell.is_none() {
         for c in &commands {
-            crate::command::resolve_program(&c.argv[0]).map_err(|e| crate::usage!("benchmark `{}`: {e}", bench.name))?;
+            crate::command::resolve_program(&c.argv[0])
+                .map_err(|e| crate::usage!("benchmark `{}`: {e}", bench.name))?;
         }
     }
     let solo = commands.len() == 1;
@@ -289,7 +324,9 @@ pub fn plan_for(bench: &Benchmark, candidate: Option<&Build>, baseline: Option<&
         seed: cli.seed.unwrap_or_else(rand::random),
         warmup_rounds: o.warmup.unwrap_or(1),
         min_rounds: o.min_rounds.unwrap_or(6),
-        fixed_rounds: o.rounds.or((solo && o.max_time.is_none() && o.max_rounds.is_none()).then_some(DEFAULT_SOLO_ROUNDS)),
+        fixed_rounds: o
+            .rounds
+            .or((solo && o.max_time.is_none() && o.max_rounds.is_none()).then_some(DEFAULT_SOLO_ROUNDS)),
         max_rounds: o.max_rounds.unwrap_or(10_000),
         max_time_s: o.max_time.unwrap_or(60.0),
         threshold: o.threshold.unwrap_or(0.01),
@@ -330,7 +367,13 @@ fn summary_line(name: &str, experiment: &Experiment) -> String {
     let mut line = match measured.summary.get(metric::WALL) {
         Some(s) => match s.median_ci {
             Some((lo, hi)) => {
-                format!("{name}  {} [{} – {}] ({} runs)", format_seconds(s.median), format_seconds(lo), format_seconds(hi), s.n)
+                format!(
+                    "{name}  {} [{} – {}] ({} runs)",
+                    format_seconds(s.median),
+                    format_seconds(lo),
+                    format_seconds(hi),
+                    s.n
+                )
             }
             None => format!("{name}  {} ({} runs)", format_seconds(s.median), s.n),
         },

@@ -139,14 +139,18 @@ mod tests {
 
     #[test]
     fn same_seed_same_plan_and_no_padding_adds_no_variable() {
-        let a: Vec<_> = (0..10).map({
-            let mut p = RoundPlanner::new(42, 2, true);
-            move |_| p.next_round().order
-        }).collect();
-        let b: Vec<_> = (0..10).map({
-            let mut p = RoundPlanner::new(42, 2, true);
-            move |_| p.next_round().order
-        }).collect();
+        let a: Vec<_> = (0..10)
+            .map({
+                let mut p = RoundPlanner::new(42, 2, true);
+                move |_| p.next_round().order
+            })
+            .collect();
+        let b: Vec<_> = (0..10)
+            .map({
+                let mut p = RoundPlanner::new(42, 2, true);
+                move |_| p.next_round().order
+            })
+            .collect();
         assert_eq!(a, b);
         assert_eq!(RoundPlanner::new(1, 2, false).next_round().pad_bytes, None);
     }

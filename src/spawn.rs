@@ -36,7 +36,7 @@ pub struct Prepared {
     stderr_capture: Option<OwnedFd>,
     /// Opened once here so the child only dup2()s it: no path lookup between fork and exec.
     devnull: OwnedFd,
-    /// Declared after the descriptors it names, so it is destroyed before they close.
+    /// What posix_spawn does to the child: names `devnull` and `stderr_capture` by number.
     fast: SpawnAttributes,
 }
 
@@ -76,7 +76,8 @@ impl SpawnAttributes {
             libc::posix_spawnattr_setpgroup(&mut attr, 0);
             libc::posix_spawnattr_setflags(
                 &mut attr,
-                (libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK) as libc::c_short,
+                (libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK)
+                    as libc::c_short,
             );
             SpawnAttributes { actions, attr }
         }
@@ -148,7 +149,8 @@ impl Prepared {
             .open("/dev/null")
             .map_err(|e| format!("cannot open /dev/null: {e}"))?;
         let devnull = OwnedFd::from(devnull);
-        let fast = SpawnAttributes::new(devnull.as_raw_fd(), stderr_capture.as_ref().map(|fd| fd.as_raw_fd()), show_output);
+        let fast =
+            SpawnAttributes::new(devnull.as_raw_fd(), stderr_capture.as_ref().map(|fd| fd.as_raw_fd()), show_output);
         let argv_pointers = null_terminated(&argv);
         Ok(Prepared { path, _argv: argv, argv_pointers, show_output, stderr_capture, devnull, fast })
     }
@@ -265,7 +267,14 @@ fn spawn_fast(
     // SAFETY: the attributes were initialised in Prepared::new; every pointer passed
     // (path, argv, envp) outlives the call.
     let rc = unsafe {
-        libc::posix_spawn(&mut pid, prepared.path.as_ptr(), &prepared.fast.actions, &prepared.fast.attr, argv.as_ptr(), envp.as_ptr())
+        libc::posix_spawn(
+            &mut pid,
+            prepared.path.as_ptr(),
+            &prepared.fast.actions,
+            &prepared.fast.attr,
+            argv.as_ptr(),
+            envp.as_ptr(),
+        )
     };
     if rc != 0 {
         return Err(SpawnError::Exec(format!(
@@ -330,7 +339,11 @@ fn spawn_gated(
             if libc::read(release_read.as_raw_fd(), &mut byte as *mut u8 as *mut libc::c_void, 1) != 1 {
                 libc::_exit(127);
             }
-            libc::execve(prepared.path.as_ptr(), argv.as_ptr() as *const *const libc::c_char, envp.as_ptr() as *const *const libc::c_char);
+            libc::execve(
+                prepared.path.as_ptr(),
+                argv.as_ptr() as *const *const libc::c_char,
+                envp.as_ptr() as *const *const libc::c_char,
+            );
             let errno = *libc::__errno_location();
             libc::write(error_write.as_raw_fd(), &errno as *const i32 as *const libc::c_void, 4);
             libc::_exit(127);
@@ -343,7 +356,7 @@ fn spawn_gated(
     unsafe { libc::setpgid(pid, pid) };
     if let Err(err) = gate(pid) {
         drop(release_write); // child reads EOF and exits
-        // SAFETY: reap our own child.
+                             // SAFETY: reap our own child.
         unsafe { libc::waitpid(pid, ptr::null_mut(), 0) };
         return Err(SpawnError::Probe(err));
     }
@@ -481,7 +494,8 @@ mod tests {
         assert_eq!(ok.exit, ExitInfo { exit_code: Some(0), signal: None, timed_out: false });
         let fail = start(&prepared(&["sh", "-c", "exit 7"], false), &env, None).unwrap().wait(None, w).unwrap();
         assert_eq!(fail.exit.exit_code, Some(7));
-        let killed = start(&prepared(&["sh", "-c", "kill -SEGV $$"], false), &env, None).unwrap().wait(None, w).unwrap();
+        let killed =
+            start(&prepared(&["sh", "-c", "kill -SEGV $$"], false), &env, None).unwrap().wait(None, w).unwrap();
         assert_eq!(killed.exit.signal, Some(libc::SIGSEGV));
     }
 
@@ -514,10 +528,18 @@ mod tests {
         let p = prepared(&["sh", "-c", script, &home], false);
         let mut env = env();
         env.pad(Some(3));
-        assert_eq!(start(&p, &env, None).unwrap().wait(None, w).unwrap().exit.exit_code, Some(0), "padding and inherited variables");
+        assert_eq!(
+            start(&p, &env, None).unwrap().wait(None, w).unwrap().exit.exit_code,
+            Some(0),
+            "padding and inherited variables"
+        );
         env.pad(None);
         let unpadded = prepared(&["sh", "-c", "test -z \"${PERFLAB_PAD+set}\""], false);
-        assert_eq!(start(&unpadded, &env, None).unwrap().wait(None, w).unwrap().exit.exit_code, Some(0), "no padding variable");
+        assert_eq!(
+            start(&unpadded, &env, None).unwrap().wait(None, w).unwrap().exit.exit_code,
+            Some(0),
+            "no padding variable"
+        );
     }
 
     #[test]

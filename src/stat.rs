@@ -5,10 +5,10 @@
 use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::measure::{self, counters, Mode};
 use crate::model::{metric, CommandResult, Experiment, Settings, StopReason, Summary};
-use std::io::Write;
 use crate::render::color;
 use clap::Args;
 use serde::Serialize;
+use std::io::Write;
 
 #[derive(Debug, Args, Clone)]
 pub struct StatArgs {
@@ -96,7 +96,8 @@ pub fn stat_metrics(result: &CommandResult, names: &[String]) -> Vec<StatMetric>
                     summary: None,
                 };
             }
-            let summary = result.summary.get(name).cloned().unwrap_or_else(|| crate::stats::summary::summarize(&values));
+            let summary =
+                result.summary.get(name).cloned().unwrap_or_else(|| crate::stats::summary::summarize(&values));
             StatMetric {
                 name: name.clone(),
                 supported: true,

@@ -290,7 +290,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, Failure> {
                 ));
             }
             if values.get_ref().is_empty() {
-                return Err(file.error(values.span(), &format!("parameter `{key}`: expected a non-empty list of values")));
+                return Err(
+                    file.error(values.span(), &format!("parameter `{key}`: expected a non-empty list of values"))
+                );
             }
             let mut texts = Vec::new();
             for v in values.get_ref() {
@@ -324,7 +326,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, Failure> {
             // Only escapes can name a non-parameter here (unknown placeholders failed
             // above); answering for them unescapes them. `{build}` waits for command_for.
             let lookup = |name: &str| {
-                (name != "build").then(|| combination.iter().find(|(k, _)| k == name).map_or(String::new(), |(_, v)| v.clone()))
+                (name != "build")
+                    .then(|| combination.iter().find(|(k, _)| k == name).map_or(String::new(), |(_, v)| v.clone()))
             };
             let command = expand(command, &lookup).0;
             let full_name = if combination.is_empty() {
@@ -360,15 +363,19 @@ fn parse_build(file: &SourceFile, name: &str, value: &Spanned<toml::Value>, base
         }
     };
     match value.get_ref() {
-        toml::Value::String(s) if !s.is_empty() => Ok(Build { name: name.to_string(), value: resolve(s), prepare: None }),
+        toml::Value::String(s) if !s.is_empty() => {
+            Ok(Build { name: name.to_string(), value: resolve(s), prepare: None })
+        }
         toml::Value::Table(t) => {
-            let get = |k: &str| -> Result<Option<String>, Failure> {
-                match t.get(k) {
-                    None => Ok(None),
-                    Some(toml::Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
-                    Some(_) => Err(file.error(value.span(), &format!("build `{name}`: expected `{k}` to be a non-empty string"))),
-                }
-            };
+            let get =
+                |k: &str| -> Result<Option<String>, Failure> {
+                    match t.get(k) {
+                        None => Ok(None),
+                        Some(toml::Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+                        Some(_) => Err(file
+                            .error(value.span(), &format!("build `{name}`: expected `{k}` to be a non-empty string"))),
+                    }
+                };
             if let Some(unknown) = t.keys().find(|k| !["path", "command", "prepare"].contains(&k.as_str())) {
                 return Err(file.error(
                     value.span(),
@@ -378,7 +385,10 @@ fn parse_build(file: &SourceFile, name: &str, value: &Spanned<toml::Value>, base
             let value_text = match (get("path")?, get("command")?) {
                 (Some(p), None) => resolve(&p),
                 (None, Some(c)) => c,
-                _ => return Err(file.error(value.span(), &format!("build `{name}`: expected exactly one of `path` or `command`"))),
+                _ => {
+                    return Err(file
+                        .error(value.span(), &format!("build `{name}`: expected exactly one of `path` or `command`")))
+                }
             };
             Ok(Build { name: name.to_string(), value: value_text, prepare: get("prepare")? })
         }
@@ -482,7 +492,10 @@ mode = "instructions"
         )
         .unwrap();
         let names: Vec<&str> = s.benchmarks.iter().map(|b| b.name.as_str()).collect();
-        assert_eq!(names, ["sort[algo=quick,n=10]", "sort[algo=quick,n=1000]", "sort[algo=merge,n=10]", "sort[algo=merge,n=1000]"]);
+        assert_eq!(
+            names,
+            ["sort[algo=quick,n=10]", "sort[algo=quick,n=1000]", "sort[algo=merge,n=10]", "sort[algo=merge,n=1000]"]
+        );
         let b = &s.benchmarks[1];
         assert_eq!(b.command, "{build} --n 1000 --algo quick | awk '{print $1}' {n} {x}");
         assert_eq!(b.options.rounds, Some(5));
@@ -491,20 +504,44 @@ mode = "instructions"
         assert_eq!(b.options.mode, Some(Mode::Instructions));
         assert_eq!(s.build("old").unwrap().value, "dir/bin/old");
         assert_eq!(s.build("new").unwrap().prepare.as_deref(), Some("make"));
-        assert_eq!(b.command_for(s.build("new")).unwrap(), "python3 -X opt --n 1000 --algo quick | awk '{print $1}' {n} {x}");
+        assert_eq!(
+            b.command_for(s.build("new")).unwrap(),
+            "python3 -X opt --n 1000 --algo quick | awk '{print $1}' {n} {x}"
+        );
     }
 
     #[test]
     fn errors_name_file_line_and_expectation() {
         let cases = [
-            ("[[benchmark]]\nname = \"a\"\ncommand = \"x\"\nrounds = 3\ncolour = 1\n", "dir/perflab.toml:5: unknown field `colour`"),
+            (
+                "[[benchmark]]\nname = \"a\"\ncommand = \"x\"\nrounds = 3\ncolour = 1\n",
+                "dir/perflab.toml:5: unknown field `colour`",
+            ),
             ("[[benchmark]]\nname = \"a\"\n", "dir/perflab.toml:1: missing field `command`"),
-            ("[[benchmark]]\nname = \"a\"\ncommand = \"x {n}\"\n", "dir/perflab.toml:3: `{n}` in the command is not a parameter"),
-            ("[[benchmark]]\nname = \"a\"\ncommand = \"x\"\nmode = \"fast\"\n", "dir/perflab.toml:4: expected `mode` \"wall\" or \"instructions\""),
-            ("[defaults]\nmax_time = \"soon\"\n[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n", "dir/perflab.toml:2: `soon` is not a duration"),
-            ("[[benchmark]]\nname = \"a\"\ncommand = \"x {n}\"\nparams = { n = [] }\n", "dir/perflab.toml:4: parameter `n`: expected a non-empty list"),
-            ("[builds]\nold = 3\n[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n", "dir/perflab.toml:2: build `old`: expected a build"),
-            ("[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n[[benchmark]]\nname = \"a\"\ncommand = \"y\"\n", "dir/perflab.toml:5: duplicate benchmark `a`"),
+            (
+                "[[benchmark]]\nname = \"a\"\ncommand = \"x {n}\"\n",
+                "dir/perflab.toml:3: `{n}` in the command is not a parameter",
+            ),
+            (
+                "[[benchmark]]\nname = \"a\"\ncommand = \"x\"\nmode = \"fast\"\n",
+                "dir/perflab.toml:4: expected `mode` \"wall\" or \"instructions\"",
+            ),
+            (
+                "[defaults]\nmax_time = \"soon\"\n[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n",
+                "dir/perflab.toml:2: `soon` is not a duration",
+            ),
+            (
+                "[[benchmark]]\nname = \"a\"\ncommand = \"x {n}\"\nparams = { n = [] }\n",
+                "dir/perflab.toml:4: parameter `n`: expected a non-empty list",
+            ),
+            (
+                "[builds]\nold = 3\n[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n",
+                "dir/perflab.toml:2: build `old`: expected a build",
+            ),
+            (
+                "[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n[[benchmark]]\nname = \"a\"\ncommand = \"y\"\n",
+                "dir/perflab.toml:5: duplicate benchmark `a`",
+            ),
             ("[defaults]\nrounds = 2\n", "dir/perflab.toml:1: expected at least one [[benchmark]]"),
             ("[[benchmark]\n", "dir/perflab.toml:1:"),
         ];

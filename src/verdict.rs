@@ -28,11 +28,7 @@ pub fn classify(ci_low: f64, ci_high: f64, threshold: f64) -> (Verdict, bool) {
 pub fn pairs(baseline: &CommandResult, candidate: &CommandResult, metric: &str) -> (Vec<f64>, Vec<f64>) {
     let by_round: BTreeMap<u32, f64> =
         baseline.runs.iter().filter_map(|r| r.metric(metric).map(|v| (r.round, v))).collect();
-    candidate
-        .runs
-        .iter()
-        .filter_map(|r| Some((*by_round.get(&r.round)?, r.metric(metric)?)))
-        .unzip()
+    candidate.runs.iter().filter_map(|r| Some((*by_round.get(&r.round)?, r.metric(metric)?))).unzip()
 }
 
 /// Compare `candidate` with `baseline` on `metric` with an interval at `level`
@@ -79,7 +75,13 @@ pub fn compare(
         // Every run of each side gave the same value (deterministic counts, constant
         // RSS): the ratio is known exactly and needs no interval.
         let p = if ratio == 1.0 { 1.0 } else { 0.0 };
-        return Some(comparison(ratio, Some((ratio, ratio)), p, base.len(), vec!["exact: every run repeated the same value".into()]));
+        return Some(comparison(
+            ratio,
+            Some((ratio, ratio)),
+            p,
+            base.len(),
+            vec!["exact: every run repeated the same value".into()],
+        ));
     }
     let est = signed_rank::paired(&base, &cand, level);
     if est.n == 0 {
@@ -109,11 +111,23 @@ pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
         // Large effects read better as factors: "9.28× slower" rather than "828 % slower".
         Verdict::Slower if c.ratio >= 2.0 => format!(
             "{} is {} slower than {}{} [{}, {}], {}",
-            c.candidate, times(c.ratio), c.baseline, metric, times(c.ci_low), times(c.ci_high), tail
+            c.candidate,
+            times(c.ratio),
+            c.baseline,
+            metric,
+            times(c.ci_low),
+            times(c.ci_high),
+            tail
         ),
         Verdict::Faster if c.ratio <= 0.5 => format!(
             "{} is {} faster than {}{} [{}, {}], {}",
-            c.candidate, times(1.0 / c.ratio), c.baseline, metric, times(1.0 / c.ci_high), times(1.0 / c.ci_low), tail
+            c.candidate,
+            times(1.0 / c.ratio),
+            c.baseline,
+            metric,
+            times(1.0 / c.ci_high),
+            times(1.0 / c.ci_low),
+            tail
         ),
         Verdict::Slower => {
             let mut s = format!(
@@ -149,7 +163,14 @@ pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
         }
         Verdict::Equivalent => format!(
             "{} is equivalent to {}{} within ±{} %: ratio {:.4} [{:.4}, {:.4}], {}",
-            c.candidate, c.baseline, metric, pct(threshold), c.ratio, c.ci_low, c.ci_high, tail
+            c.candidate,
+            c.baseline,
+            metric,
+            pct(threshold),
+            c.ratio,
+            c.ci_low,
+            c.ci_high,
+            tail
         ),
         Verdict::Inconclusive if c.ci_high.is_finite() => format!(
             "{} vs {}{} is inconclusive: ratio {:.4} [{:.4}, {:.4}], {}",
@@ -199,7 +220,11 @@ mod tests {
             name: name.into(),
             argv: vec![],
             command_line: name.into(),
-            runs: walls.iter().enumerate().map(|(i, w)| Run { round: i as u32, wall_s: *w, ..Default::default() }).collect(),
+            runs: walls
+                .iter()
+                .enumerate()
+                .map(|(i, w)| Run { round: i as u32, wall_s: *w, ..Default::default() })
+                .collect(),
             summary: Default::default(),
         }
     }
@@ -224,7 +249,8 @@ mod tests {
     #[test]
     fn a_tenfold_difference_is_slower_with_the_right_ratio() {
         let base: Vec<f64> = (0..12).map(|i| 0.010 * (1.0 + 0.01 * ((i * 7 % 5) as f64))).collect();
-        let cand: Vec<f64> = base.iter().enumerate().map(|(i, b)| b * 10.0 * (1.0 + 0.005 * ((i % 3) as f64 - 1.0))).collect();
+        let cand: Vec<f64> =
+            base.iter().enumerate().map(|(i, b)| b * 10.0 * (1.0 + 0.005 * ((i % 3) as f64 - 1.0))).collect();
         let c = compare(&result("A", &base), &result("B", &cand), "wall_s", 0.95, 0.95, 0.01).unwrap();
         assert_eq!(c.verdict, Verdict::Slower);
         assert!((c.ratio - 10.0).abs() < 0.06, "{}", c.ratio);
@@ -243,7 +269,8 @@ mod tests {
 
     #[test]
     fn too_few_rounds_is_inconclusive_not_a_guess() {
-        let c = compare(&result("A", &[1.0, 1.1, 0.9]), &result("B", &[2.0, 2.3, 1.8]), "wall_s", 0.95, 0.95, 0.01).unwrap();
+        let c = compare(&result("A", &[1.0, 1.1, 0.9]), &result("B", &[2.0, 2.3, 1.8]), "wall_s", 0.95, 0.95, 0.01)
+            .unwrap();
         assert_eq!(c.verdict, Verdict::Inconclusive);
         assert!(sentence(&c, 0.01, 3).contains("too few rounds"));
     }

@@ -42,7 +42,8 @@ fn finds_the_commit_that_made_the_loop_slower() {
     let bad = commit(repo, "loop.c", &(program(20_000_000) + "/* tidy again */\n"), "tidy again");
 
     let work = tempfile::tempdir().unwrap();
-    std::fs::write(work.path().join("perflab.toml"), "[[benchmark]]\nname = \"loop\"\ncommand = \"{build}/loop\"\n").unwrap();
+    std::fs::write(work.path().join("perflab.toml"), "[[benchmark]]\nname = \"loop\"\ncommand = \"{build}/loop\"\n")
+        .unwrap();
     let out = Command::cargo_bin("perflab")
         .unwrap()
         .current_dir(work.path())
@@ -73,13 +74,27 @@ fn rejects_a_bad_end_that_is_not_slower_and_bad_revisions() {
     // Ten times less work: clearly not slower (an identical build could read `slower` by chance).
     let bad = commit(repo, "loop.c", &program(200_000), "faster");
     let work = tempfile::tempdir().unwrap();
-    std::fs::write(work.path().join("perflab.toml"), "[[benchmark]]\nname = \"loop\"\ncommand = \"{build}/loop\"\n").unwrap();
+    std::fs::write(work.path().join("perflab.toml"), "[[benchmark]]\nname = \"loop\"\ncommand = \"{build}/loop\"\n")
+        .unwrap();
     let bisect = |good: &str, bad: &str| {
         Command::cargo_bin("perflab")
             .unwrap()
             .current_dir(work.path())
             .env("PERFLAB_DB", work.path().join("h.db"))
-            .args(["bisect", "--good", good, "--bad", bad, "--bench", "loop", "--rounds", "8", "--build", "cc -O1 -o loop loop.c", "--repo"])
+            .args([
+                "bisect",
+                "--good",
+                good,
+                "--bad",
+                bad,
+                "--bench",
+                "loop",
+                "--rounds",
+                "8",
+                "--build",
+                "cc -O1 -o loop loop.c",
+                "--repo",
+            ])
             .arg(repo)
             .output()
             .unwrap()
@@ -89,7 +104,12 @@ fn rejects_a_bad_end_that_is_not_slower_and_bad_revisions() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not slower than --good"));
     // A stored label stands for the commit it was recorded at.
     let mut store = perflab::store::Store::open(Some(work.path().join("h.db").to_str().unwrap())).unwrap();
-    let meta = perflab::store::Meta { label: "release-1".into(), benchmark: "loop".into(), git_commit: Some(good.clone()), source: "test".into() };
+    let meta = perflab::store::Meta {
+        label: "release-1".into(),
+        benchmark: "loop".into(),
+        git_commit: Some(good.clone()),
+        source: "test".into(),
+    };
     let spec = perflab::model::CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() };
     let settings: perflab::model::Settings = serde_json::from_str(
         r#"{"seed":1,"warmup_rounds":0,"min_rounds":1,"max_rounds":1,"max_time_s":1,"threshold":0.01,"confidence":0.95,"env_padding":false,"mode":"wall"}"#,
@@ -105,5 +125,9 @@ fn rejects_a_bad_end_that_is_not_slower_and_bad_revisions() {
 
     let out = bisect("no-such-rev", &bad);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("`no-such-rev` is neither a commit"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("`no-such-rev` is neither a commit"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -86,7 +86,8 @@ fn rounds_are_interleaved_in_random_order_with_shared_padding() {
     let json = json_of(&out);
     assert_eq!(json["rounds"], 12);
     assert_eq!(json["stop_reason"], "fixed_rounds");
-    let runs: Vec<&Vec<Value>> = json["commands"].as_array().unwrap().iter().map(|c| c["runs"].as_array().unwrap()).collect();
+    let runs: Vec<&Vec<Value>> =
+        json["commands"].as_array().unwrap().iter().map(|c| c["runs"].as_array().unwrap()).collect();
     let first_positions: Vec<u64> = runs[0].iter().map(|r| r["position"].as_u64().unwrap()).collect();
     assert!(first_positions.contains(&0) && first_positions.contains(&1), "both orders occur: {first_positions:?}");
     for (a, b) in runs[0].iter().zip(runs[1]) {
@@ -101,9 +102,15 @@ fn rounds_are_interleaved_in_random_order_with_shared_padding() {
 fn same_seed_gives_the_same_schedule() {
     let _quiet = quiet();
     let order = |seed: &str| {
-        let out = perflab().args(["compare", "-r", "8", "--seed", seed, "--json", "-", "true", "true -x"]).output().unwrap();
+        let out =
+            perflab().args(["compare", "-r", "8", "--seed", seed, "--json", "-", "true", "true -x"]).output().unwrap();
         let json = json_of(&out.stdout);
-        json["commands"][0]["runs"].as_array().unwrap().iter().map(|r| (r["position"].clone(), r["env_pad_bytes"].clone())).collect::<Vec<_>>()
+        json["commands"][0]["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["position"].clone(), r["env_pad_bytes"].clone()))
+            .collect::<Vec<_>>()
     };
     assert_eq!(order("42"), order("42"));
 }
@@ -115,7 +122,21 @@ fn csv_and_markdown_outputs() {
     let csv = dir.path().join("runs.csv");
     let md = dir.path().join("pr.md");
     perflab()
-        .args(["compare", "-r", "6", "--csv", csv.to_str().unwrap(), "--markdown", md.to_str().unwrap(), "-n", "old", "-n", "new", &spin(1000), &spin(1000)])
+        .args([
+            "compare",
+            "-r",
+            "6",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--markdown",
+            md.to_str().unwrap(),
+            "-n",
+            "old",
+            "-n",
+            "new",
+            &spin(1000),
+            &spin(1000),
+        ])
         .assert()
         .success();
     let text = std::fs::read_to_string(&csv).unwrap();
@@ -154,7 +175,9 @@ fn a_missing_program_fails_before_anything_runs() {
         .args(["compare", &format!("touch {}", marker.display()), "no-such-program-xyz --flag"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("`no-such-program-xyz` not found").and(predicate::str::contains('\n').count(1)));
+        .stderr(
+            predicate::str::contains("`no-such-program-xyz` not found").and(predicate::str::contains('\n').count(1)),
+        );
     assert!(!marker.exists(), "nothing ran");
 }
 
@@ -173,13 +196,29 @@ fn a_non_executable_file_is_a_usage_error() {
 #[test]
 fn bad_options_are_usage_errors() {
     perflab().args(["compare", "true"]).assert().code(2).stderr(predicate::str::contains('\n').count(1));
-    perflab().args(["compare", "--threshold", "abc", "true", "true"]).assert().code(2).stderr(predicate::str::contains("not a percentage"));
+    perflab()
+        .args(["compare", "--threshold", "abc", "true", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a percentage"));
     perflab().args(["compare", "--max-time", "-3", "true", "true"]).assert().code(2);
     perflab().args(["compare", "--confidence", "120", "true", "true"]).assert().code(2);
-    perflab().args(["compare", "--metric", "bogus", "true", "true -x"]).assert().code(2).stderr(predicate::str::contains("unknown metric `bogus`"));
-    perflab().args(["compare", "true", "echo 'unbalanced"]).assert().code(2).stderr(predicate::str::contains("cannot split"));
+    perflab()
+        .args(["compare", "--metric", "bogus", "true", "true -x"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown metric `bogus`"));
+    perflab()
+        .args(["compare", "true", "echo 'unbalanced"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot split"));
     perflab().args(["compare", "-n", "same", "-n", "same", "true", "false"]).assert().code(2);
-    perflab().args(["compare", "--json", "/nonexistent-dir/x.json", "-r", "2", "true", "true -x"]).assert().code(2).stderr(predicate::str::contains("cannot write"));
+    perflab()
+        .args(["compare", "--json", "/nonexistent-dir/x.json", "-r", "2", "true", "true -x"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot write"));
 }
 
 #[test]
@@ -196,7 +235,13 @@ fn a_failing_command_stops_with_its_stderr() {
 #[test]
 fn ignore_failure_keeps_going() {
     let _quiet = quiet();
-    let out = perflab().args(["compare", "-r", "4", "--ignore-failure", "--json", "-", "true", "false"]).assert().success().get_output().stdout.clone();
+    let out = perflab()
+        .args(["compare", "-r", "4", "--ignore-failure", "--json", "-", "true", "false"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let json = json_of(&out);
     assert_eq!(json["commands"][1]["runs"][0]["exit_code"], 1);
     assert_eq!(json["commands"][1]["runs"].as_array().unwrap().len(), 4);
@@ -225,7 +270,11 @@ fn timeout_kills_the_run() {
 #[test]
 fn the_gate_trips_on_a_real_regression_only() {
     let _quiet = quiet();
-    perflab().args(["compare", "--fail-if-slower", "--", &spin(2_000_000), &spin(20_000_000)]).assert().code(1).stderr(predicate::str::contains("gate"));
+    perflab()
+        .args(["compare", "--fail-if-slower", "--", &spin(2_000_000), &spin(20_000_000)])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("gate"));
     perflab().args(["compare", "--fail-if-slower=900", &spin(2_000_000), &spin(20_000_000)]).assert().success();
 }
 
@@ -237,7 +286,17 @@ fn ctrl_c_keeps_the_partial_results() {
     let csv = dir.path().join("partial.csv");
     let bin = assert_cmd::cargo::cargo_bin("perflab");
     let child = std::process::Command::new(bin)
-        .args(["compare", "--max-time", "60", "--json", json.to_str().unwrap(), "--csv", csv.to_str().unwrap(), "sleep 0.05", "sleep 0.06"])
+        .args([
+            "compare",
+            "--max-time",
+            "60",
+            "--json",
+            json.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+            "sleep 0.05",
+            "sleep 0.06",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

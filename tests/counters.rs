@@ -28,7 +28,11 @@ fn have_valgrind() -> bool {
 
 fn json_of(output: &std::process::Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not JSON ({e}): {}\nstderr: {}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
     })
 }
 
@@ -82,14 +86,17 @@ fn stat_without_pmu_reports_software_counters_and_unsupported_hardware() {
 /// This machine as it is: every counter either has a value or says why not.
 #[test]
 fn stat_on_this_machine_gives_a_value_or_a_reason_for_every_counter() {
-    let output = perflab().args(["stat", "-r", "2", "--no-progress", "--json", "-", &spin(), "100000"]).output().unwrap();
+    let output =
+        perflab().args(["stat", "-r", "2", "--no-progress", "--json", "-", &spin(), "100000"]).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let doc = json_of(&output);
     for name in perflab::measure::counters::DEFAULT_STAT_EVENTS {
         let m = metric(&doc, name);
         match m["supported"].as_bool() {
             Some(true) => assert!(m["value"].as_f64().is_some(), "{m}"),
-            Some(false) => assert!(m["reason"].as_str().is_some_and(|r| !r.is_empty()) && m.get("value").is_none(), "{m}"),
+            Some(false) => {
+                assert!(m["reason"].as_str().is_some_and(|r| !r.is_empty()) && m.get("value").is_none(), "{m}")
+            }
             None => panic!("no `supported` in {m}"),
         }
     }
@@ -129,7 +136,13 @@ fn events_and_instruction_mode_are_exclusive() {
 fn missing_valgrind_is_exit_2_with_the_install_hint() {
     for args in [
         vec!["stat".to_string(), "--mode".into(), "instructions".into(), spin()],
-        vec!["compare".to_string(), "--mode".into(), "instructions".into(), format!("{} 10", spin()), format!("{} 20", spin())],
+        vec![
+            "compare".to_string(),
+            "--mode".into(),
+            "instructions".into(),
+            format!("{} 10", spin()),
+            format!("{} 20", spin()),
+        ],
     ] {
         let output = perflab().env("PATH", "/nonexistent").args(&args).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{args:?}");

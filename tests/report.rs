@@ -5,7 +5,7 @@ mod common;
 
 use assert_cmd::Command;
 use perflab::model::{
-    CommandResult, Comparison, Experiment, ExitInfo, Machine, Run, Settings, StopReason, Verdict, SCHEMA_VERSION,
+    CommandResult, Comparison, ExitInfo, Experiment, Machine, Run, Settings, StopReason, Verdict, SCHEMA_VERSION,
 };
 use perflab::store::{Meta, Store};
 use std::path::{Path, PathBuf};
@@ -179,7 +179,15 @@ fn report_from_json_files_treats_commands_as_labels() {
         files.push(path);
     }
     let out = dir.path().join("r.html");
-    perflab().args(["report", "--from"]).arg(&files[0]).arg("--from").arg(&files[1]).arg("-o").arg(&out).assert().success();
+    perflab()
+        .args(["report", "--from"])
+        .arg(&files[0])
+        .arg("--from")
+        .arg(&files[1])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
     let html = std::fs::read_to_string(&out).unwrap();
     let chart = forest(&html);
     assert!(chart.contains("<g class=\"r slower\" data-name=\"parse\""));
@@ -218,7 +226,11 @@ fn bad_input_is_one_line_with_exit_code_2() {
     store.save(&meta, &experiment(vec![command("v4", 0.001)], vec![], "other-box")).unwrap();
     drop(store);
     fails(&["--db", db_arg], "never mixed");
-    perflab().args(["report", "--db", db_arg, "--machine", "box", "--out"]).arg(dir.path().join("ok.html")).assert().success();
+    perflab()
+        .args(["report", "--db", db_arg, "--machine", "box", "--out"])
+        .arg(dir.path().join("ok.html"))
+        .assert()
+        .success();
 }
 
 /// Chromium from Debian (`apt-get install chromium`); under CI=true its absence fails.
@@ -296,7 +308,12 @@ fn report_renders_in_headless_chromium_without_errors_or_injected_script() {
     // A screenshot of the unmodified page, kept for people to look at.
     let shot = out.with_extension("png");
     let profile = tempfile::tempdir().unwrap();
-    let res = run_chromium(&browser, profile.path(), &["--window-size=1100,1600", &format!("--screenshot={}", shot.display())], &out);
+    let res = run_chromium(
+        &browser,
+        profile.path(),
+        &["--window-size=1100,1600", &format!("--screenshot={}", shot.display())],
+        &out,
+    );
     assert!(res.status.success() && shot.exists(), "screenshot failed: {}", String::from_utf8_lossy(&res.stderr));
     if let Ok(keep) = std::env::var("PERFLAB_REPORT_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();

@@ -13,7 +13,6 @@ fn perflab(dir: &Path, db: &str) -> Command {
     cmd
 }
 
-
 fn stored(dir: &Path, db: &str, args: &[&str]) -> Vec<perflab::store::StoredExperiment> {
     let out = perflab(dir, db).arg("export").args(args).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -29,7 +28,11 @@ fn write_suite(dir: &Path, text: &str) {
 #[test]
 fn suite_errors_name_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("bad.toml"), "[[benchmark]]\nname = \"a\"\ncommand = \"true\"\n\ncolour = \"red\"\n").unwrap();
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        "[[benchmark]]\nname = \"a\"\ncommand = \"true\"\n\ncolour = \"red\"\n",
+    )
+    .unwrap();
     let out = perflab(dir.path(), "h.db").args(["run", "--suite", "bad.toml", "--label", "x"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
@@ -46,7 +49,10 @@ fn suite_errors_name_file_and_line() {
 fn run_stores_every_benchmark_and_parameter() {
     common::pg::each_backend("run_params", |dir, db| {
         write_suite(dir, "[defaults]\nrounds = 3\nevents = [\"task-clock\"]\n[[benchmark]]\nname = \"spin\"\ncommand = \"SPIN {n}\"\nparams = { n = [1000, 20000] }\n[[benchmark]]\nname = \"other\"\ncommand = \"SPIN 10\"\n");
-        let out = perflab(dir, db).args(["run", "--label", "v1", "--filter", "^spin", "--json", "run.json"]).output().unwrap();
+        let out = perflab(dir, db)
+            .args(["run", "--label", "v1", "--filter", "^spin", "--json", "run.json"])
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let exps = stored(dir, db, &["--label", "v1"]);
         let names: Vec<&str> = exps.iter().map(|e| e.benchmark.as_str()).collect();
@@ -61,11 +67,13 @@ fn run_stores_every_benchmark_and_parameter() {
             // not: a container may forbid perf_event_open, which is recorded as a reason).
             assert!(e.experiment.commands[0].runs.iter().all(|r| r.counters.contains_key("task-clock")));
         }
-        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
         assert_eq!(json.as_array().unwrap().len(), 2);
         assert_eq!(json[1]["benchmark"], "spin[n=20000]");
         // With `--json -` stdout is only JSON.
-        let out = perflab(dir, db).args(["run", "--label", "v2", "--filter", "=1000]", "--json", "-"]).output().unwrap();
+        let out =
+            perflab(dir, db).args(["run", "--label", "v2", "--filter", "=1000]", "--json", "-"]).output().unwrap();
         let from_stdout: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
         assert_eq!(from_stdout[0]["benchmark"], "spin[n=1000]");
         // The --json file imports back as the same results.
@@ -86,7 +94,10 @@ fn baseline_build_is_compared_and_the_verdict_stored() {
         dir.path(),
         "[builds]\nsmall = { command = \"SPIN 2000000\" }\nbig = { command = \"SPIN 20000000\" }\n[[benchmark]]\nname = \"loop\"\ncommand = \"{build}\"\n",
     );
-    let out = perflab(dir.path(), db).args(["run", "--label", "big", "--baseline", "small", "--max-time", "60s"]).output().unwrap();
+    let out = perflab(dir.path(), db)
+        .args(["run", "--label", "big", "--baseline", "small", "--max-time", "60s"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let exps = stored(dir.path(), db, &["--label", "big"]);
     let e = &exps[0].experiment;

@@ -14,26 +14,17 @@ fn cases() -> Vec<Value> {
 }
 
 fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|x| x.as_f64().expect("number"))
-        .collect()
+    v.as_array().expect("array").iter().map(|x| x.as_f64().expect("number")).collect()
 }
 
 fn num(v: &Value, field: &str) -> f64 {
-    v[field]
-        .as_f64()
-        .unwrap_or_else(|| panic!("missing number {field}"))
+    v[field].as_f64().unwrap_or_else(|| panic!("missing number {field}"))
 }
 
 #[track_caller]
 fn assert_close(what: &str, actual: f64, expected: f64, relative: f64) {
     let scale = expected.abs().max(f64::MIN_POSITIVE);
-    assert!(
-        (actual - expected).abs() <= relative * scale,
-        "{what}: got {actual:e}, SciPy {expected:e}"
-    );
+    assert!((actual - expected).abs() <= relative * scale, "{what}: got {actual:e}, SciPy {expected:e}");
 }
 
 fn log_ratios(case: &Value) -> Vec<f64> {
@@ -54,30 +45,11 @@ fn paired_log_ratio() {
             num(expected, "hodges_lehmann"),
             ESTIMATE_TOLERANCE,
         );
-        assert_close(
-            &format!("{name} median"),
-            summary::median(&d),
-            num(expected, "median"),
-            ESTIMATE_TOLERANCE,
-        );
-        assert_close(
-            &format!("{name} mean"),
-            summary::mean(&d),
-            num(expected, "mean"),
-            ESTIMATE_TOLERANCE,
-        );
+        assert_close(&format!("{name} median"), summary::median(&d), num(expected, "median"), ESTIMATE_TOLERANCE);
+        assert_close(&format!("{name} mean"), summary::mean(&d), num(expected, "mean"), ESTIMATE_TOLERANCE);
         let (p, method) = signed_rank::wilcoxon_p(&d);
-        assert_close(
-            &format!("{name} Wilcoxon p"),
-            p,
-            num(expected, "wilcoxon_signed_rank_p"),
-            P_TOLERANCE,
-        );
-        assert_eq!(
-            method.as_str(),
-            expected["wilcoxon_method"].as_str().unwrap(),
-            "{name}"
-        );
+        assert_close(&format!("{name} Wilcoxon p"), p, num(expected, "wilcoxon_signed_rank_p"), P_TOLERANCE);
+        assert_eq!(method.as_str(), expected["wilcoxon_method"].as_str().unwrap(), "{name}");
 
         // The engine's entry point agrees with the parts.
         let estimate = signed_rank::paired(&floats(&case["a"]), &floats(&case["b"]), 0.95);
@@ -98,18 +70,8 @@ fn a_summary() {
         let a = floats(&case["a"]);
         let expected = &case["a_summary"];
         let s = summary::summarize(&a);
-        for (field, actual) in [
-            ("median", s.median),
-            ("mean", s.mean),
-            ("stddev", s.stddev),
-            ("mad_scaled", s.mad),
-        ] {
-            assert_close(
-                &format!("{name} {field}"),
-                actual,
-                num(expected, field),
-                ESTIMATE_TOLERANCE,
-            );
+        for (field, actual) in [("median", s.median), ("mean", s.mean), ("stddev", s.stddev), ("mad_scaled", s.mad)] {
+            assert_close(&format!("{name} {field}"), actual, num(expected, field), ESTIMATE_TOLERANCE);
         }
         assert_close(
             &format!("{name} mad_scaled()"),
@@ -137,27 +99,11 @@ fn independent() {
         let (a, b) = (floats(&case["a"]), floats(&case["b"]));
         let expected = &case["independent"];
         let mw = rank_sum::mann_whitney(&a, &b);
-        assert_close(
-            &format!("{name} U"),
-            mw.u,
-            num(expected, "mann_whitney_u"),
-            ESTIMATE_TOLERANCE,
-        );
-        assert_close(
-            &format!("{name} Mann-Whitney p"),
-            mw.p_value,
-            num(expected, "mann_whitney_p"),
-            P_TOLERANCE,
-        );
-        assert_eq!(
-            mw.method.as_str(),
-            expected["mann_whitney_method"].as_str().unwrap(),
-            "{name}"
-        );
-        let (log_a, log_b): (Vec<f64>, Vec<f64>) = (
-            a.iter().map(|x| x.ln()).collect(),
-            b.iter().map(|x| x.ln()).collect(),
-        );
+        assert_close(&format!("{name} U"), mw.u, num(expected, "mann_whitney_u"), ESTIMATE_TOLERANCE);
+        assert_close(&format!("{name} Mann-Whitney p"), mw.p_value, num(expected, "mann_whitney_p"), P_TOLERANCE);
+        assert_eq!(mw.method.as_str(), expected["mann_whitney_method"].as_str().unwrap(), "{name}");
+        let (log_a, log_b): (Vec<f64>, Vec<f64>) =
+            (a.iter().map(|x| x.ln()).collect(), b.iter().map(|x| x.ln()).collect());
         assert_close(
             &format!("{name} HL shift"),
             rank_sum::hodges_lehmann_shift(&log_a, &log_b),
@@ -165,20 +111,14 @@ fn independent() {
             ESTIMATE_TOLERANCE,
         );
         let p = welch::welch_p(&a, &b).expect("defined for these samples");
-        assert_close(
-            &format!("{name} Welch p"),
-            p,
-            num(expected, "welch_t_p"),
-            P_TOLERANCE,
-        );
+        assert_close(&format!("{name} Welch p"), p, num(expected, "welch_t_p"), P_TOLERANCE);
     }
 }
 
 /// Ties and zero differences (tests/data/scipy_ties.json, scripts/gen-scipy-ties.py).
 #[test]
 fn ties_and_zeros() {
-    let root: Value =
-        serde_json::from_str(include_str!("data/scipy_ties.json")).expect("valid JSON");
+    let root: Value = serde_json::from_str(include_str!("data/scipy_ties.json")).expect("valid JSON");
     for case in root["cases"].as_array().expect("cases") {
         let name = case["name"].as_str().unwrap().to_string();
         let (a, b) = (floats(&case["a"]), floats(&case["b"]));
@@ -187,25 +127,10 @@ fn ties_and_zeros() {
         assert_eq!(zeros, case["zero_differences"].as_u64().unwrap(), "{name}");
         let (p, method) = signed_rank::wilcoxon_p(&d);
         assert_eq!(method, signed_rank::Method::NormalTieCorrected, "{name}");
-        assert_close(
-            &format!("{name} Wilcoxon p"),
-            p,
-            num(case, "wilcoxon_p"),
-            P_TOLERANCE,
-        );
+        assert_close(&format!("{name} Wilcoxon p"), p, num(case, "wilcoxon_p"), P_TOLERANCE);
         let mw = rank_sum::mann_whitney(&a, &b);
         assert_eq!(mw.method, rank_sum::Method::Normal, "{name}");
-        assert_close(
-            &format!("{name} U"),
-            mw.u,
-            num(case, "mann_whitney_u"),
-            ESTIMATE_TOLERANCE,
-        );
-        assert_close(
-            &format!("{name} Mann-Whitney p"),
-            mw.p_value,
-            num(case, "mann_whitney_p"),
-            P_TOLERANCE,
-        );
+        assert_close(&format!("{name} U"), mw.u, num(case, "mann_whitney_u"), ESTIMATE_TOLERANCE);
+        assert_close(&format!("{name} Mann-Whitney p"), mw.p_value, num(case, "mann_whitney_p"), P_TOLERANCE);
     }
 }

@@ -59,7 +59,17 @@ fn command(name: &str, walls: &[f64]) -> CommandResult {
     let mut summary = BTreeMap::new();
     summary.insert(
         "wall_s".to_string(),
-        Summary { n: walls.len(), median: walls[walls.len() / 2], mean: 0.5, stddev: 0.01, mad: 0.02, min: 0.1, max: 0.9, outliers: 1, median_ci: Some((0.4, 0.6)) },
+        Summary {
+            n: walls.len(),
+            median: walls[walls.len() / 2],
+            mean: 0.5,
+            stddev: 0.01,
+            mad: 0.02,
+            min: 0.1,
+            max: 0.9,
+            outliers: 1,
+            median_ci: Some((0.4, 0.6)),
+        },
     );
     CommandResult {
         name: name.into(),
@@ -131,11 +141,7 @@ fn runs_recorded_before_a_crash_are_kept() {
     each_backend("crash", |url| {
         let mut store = Store::open(Some(url)).unwrap();
         let exp = experiment("h1");
-        let specs: Vec<CommandSpec> = exp
-            .commands
-            .iter()
-            .map(CommandResult::spec)
-            .collect();
+        let specs: Vec<CommandSpec> = exp.commands.iter().map(CommandResult::spec).collect();
         let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs);
         rec.record_run(0, &exp.commands[0].runs[0]).unwrap();
         rec.record_run(1, &exp.commands[1].runs[0]).unwrap();
@@ -159,11 +165,7 @@ fn finish_adds_only_the_runs_not_yet_recorded() {
     each_backend("finish", |url| {
         let mut store = Store::open(Some(url)).unwrap();
         let exp = experiment("h1");
-        let specs: Vec<CommandSpec> = exp
-            .commands
-            .iter()
-            .map(CommandResult::spec)
-            .collect();
+        let specs: Vec<CommandSpec> = exp.commands.iter().map(CommandResult::spec).collect();
         let mut rec = store.begin(&meta("v1", "b"), &exp.machine, &exp.settings, &specs);
         rec.record_run(0, &exp.commands[0].runs[0]).unwrap();
         rec.finish(&exp).unwrap();
@@ -238,9 +240,14 @@ fn concurrent_writers_lose_nothing() {
                 std::thread::spawn(move || {
                     let mut store = Store::open(Some(&url)).unwrap();
                     for i in 0..5 {
-                        let specs = vec![CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() }];
-                        let mut rec = store
-                            .begin(&meta(&format!("label{}", i % 2), &format!("bench{t}")), &exp.machine, &exp.settings, &specs);
+                        let specs =
+                            vec![CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() }];
+                        let mut rec = store.begin(
+                            &meta(&format!("label{}", i % 2), &format!("bench{t}")),
+                            &exp.machine,
+                            &exp.settings,
+                            &specs,
+                        );
                         for r in 0..20 {
                             rec.record_run(0, &run(r, 0.1)).unwrap();
                         }

@@ -11,7 +11,6 @@ fn perflab(dir: &Path, db: &str) -> Command {
     cmd
 }
 
-
 fn ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
 }
@@ -32,8 +31,7 @@ fn imports_checked_in_hyperfine_export() {
         let exps = json["experiments"].as_array().unwrap();
         let names: Vec<&str> = exps.iter().map(|e| e["benchmark"].as_str().unwrap()).collect();
         assert_eq!(names, ["sleep 0.001[n=1]", "true[n=1]", "sleep 0.002[n=2]", "true[n=2]"]);
-        let source: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let source: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         for (e, r) in exps.iter().zip(source["results"].as_array().unwrap()) {
             let runs = e["experiment"]["commands"][0]["runs"].as_array().unwrap();
             let walls: Vec<f64> = runs.iter().map(|r| r["wall_s"].as_f64().unwrap()).collect();
@@ -105,7 +103,10 @@ fn import_errors_are_one_line_usage_errors() {
     let file = common::fixtures_dir().join("hyperfine-1.15.json");
     let cases: [(&[&str], &str); 5] = [
         (&["import", "missing.json"], "cannot read missing.json"),
-        (&["import", "bad.json", "--label", "x"], "bad.json: expected hyperfine --export-json output (`results`), perflab compare/run --json output"),
+        (
+            &["import", "bad.json", "--label", "x"],
+            "bad.json: expected hyperfine --export-json output (`results`), perflab compare/run --json output",
+        ),
         (&["import", "notjson.json"], "notjson.json: not JSON"),
         (&["import", "hf.json", "--label", "x"], "hf.json: result 1 (`x`) has no per-run `times`"),
         (&["import", file.to_str().unwrap()], "is a hyperfine file: pass --label"),
@@ -123,23 +124,39 @@ fn import_errors_are_one_line_usage_errors() {
 fn save(db: &str, label: &str, bench: &str, host: &str, walls: &[f64]) {
     use perflab::model::*;
     let machine = Machine { hostname: host.into(), cpu_model: "cpu".into(), cores: 2, ..Machine::default() };
-    let runs: Vec<Run> = walls.iter().enumerate().map(|(i, &w)| Run { round: i as u32, wall_s: w, ..Run::default() }).collect();
+    let runs: Vec<Run> =
+        walls.iter().enumerate().map(|(i, &w)| Run { round: i as u32, wall_s: w, ..Run::default() }).collect();
     let experiment = Experiment {
         schema_version: SCHEMA_VERSION,
         perflab_version: "test".into(),
         started_at: "2026-01-01T00:00:00Z".into(),
         machine,
-        settings: Settings { warmup_rounds: 0, min_rounds: 1, fixed_rounds: Some(walls.len() as u32), max_rounds: 100, max_time_s: 1.0, env_padding: false, ..Default::default() },
+        settings: Settings {
+            warmup_rounds: 0,
+            min_rounds: 1,
+            fixed_rounds: Some(walls.len() as u32),
+            max_rounds: 100,
+            max_time_s: 1.0,
+            env_padding: false,
+            ..Default::default()
+        },
         rounds: walls.len() as u32,
         duration_s: 0.0,
         stop_reason: StopReason::FixedRounds,
-        commands: vec![CommandResult { name: bench.into(), argv: vec![bench.into()], command_line: bench.into(), runs, summary: Default::default() }],
+        commands: vec![CommandResult {
+            name: bench.into(),
+            argv: vec![bench.into()],
+            command_line: bench.into(),
+            runs,
+            summary: Default::default(),
+        }],
         comparisons: vec![],
         warnings: vec![],
         failure: None,
         environment: Default::default(),
     };
-    let meta = perflab::store::Meta { label: label.into(), benchmark: bench.into(), git_commit: None, source: "test".into() };
+    let meta =
+        perflab::store::Meta { label: label.into(), benchmark: bench.into(), git_commit: None, source: "test".into() };
     perflab::store::Store::open(Some(db)).unwrap().save(&meta, &experiment).unwrap();
 }
 
@@ -161,7 +178,8 @@ fn history_shows_labels_in_order_machines_apart_and_the_shift() {
         assert_eq!(machines.len(), 2, "two machines are never pooled");
         let parse = &machines[0]["benchmarks"][0];
         assert_eq!(parse["name"], "parse");
-        let labels: Vec<&str> = parse["points"].as_array().unwrap().iter().map(|p| p["label"].as_str().unwrap()).collect();
+        let labels: Vec<&str> =
+            parse["points"].as_array().unwrap().iter().map(|p| p["label"].as_str().unwrap()).collect();
         assert_eq!(labels, (0..12).map(|i| format!("r{i:02}")).collect::<Vec<_>>());
         let shifts = parse["change_points"].as_array().unwrap();
         assert_eq!(shifts.len(), 1, "{shifts:?}");
@@ -178,10 +196,17 @@ fn history_shows_labels_in_order_machines_apart_and_the_shift() {
         assert!(!text.contains("different machines"), "{text}");
         assert!(text.contains("◀ shift"), "{text}");
 
-        let out = perflab(dir, db).args(["history", "parse", "--machine", "box1", "--last", "3", "--json", "-"]).output().unwrap();
+        let out = perflab(dir, db)
+            .args(["history", "parse", "--machine", "box1", "--last", "3", "--json", "-"])
+            .output()
+            .unwrap();
         let h: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let labels: Vec<&str> =
-            h["machines"][0]["benchmarks"][0]["points"].as_array().unwrap().iter().map(|p| p["label"].as_str().unwrap()).collect();
+        let labels: Vec<&str> = h["machines"][0]["benchmarks"][0]["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["label"].as_str().unwrap())
+            .collect();
         assert_eq!(labels, ["r09", "r10", "r11"]);
 
         let out = perflab(dir, db).args(["history", "nothing-like-this"]).output().unwrap();

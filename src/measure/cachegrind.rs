@@ -142,9 +142,8 @@ impl Probe for CachegrindProbe {
             let _ = std::fs::remove_file(&file);
             let is_log = file.file_name().is_some_and(|n| n.to_string_lossy().starts_with(LOG_PREFIX));
             match text {
-                Ok(text) if is_log => valgrind_messages.extend(
-                    text.lines().filter(|l| !l.contains("warning:")).map(|l| l.trim().to_string()),
-                ),
+                Ok(text) if is_log => valgrind_messages
+                    .extend(text.lines().filter(|l| !l.contains("warning:")).map(|l| l.trim().to_string())),
                 Ok(text) => match parse_output(&text) {
                     Ok(events) => {
                         for (event, count) in events {
@@ -391,7 +390,8 @@ mod tests {
 
     #[test]
     fn wraps_with_fixed_caches_and_per_process_output() {
-        let argv = valgrind_argv(Path::new("/usr/bin/valgrind"), Path::new("/tmp/d"), vec!["./spin".into(), "5".into()]);
+        let argv =
+            valgrind_argv(Path::new("/usr/bin/valgrind"), Path::new("/tmp/d"), vec!["./spin".into(), "5".into()]);
         assert_eq!(argv[0], "/usr/bin/valgrind");
         for option in CACHE_OPTIONS.iter().chain(&["--cache-sim=yes", "--branch-sim=yes", "--trace-children=yes"]) {
             assert!(argv.iter().any(|a| a == option), "{option} missing from {argv:?}");
@@ -410,7 +410,10 @@ mod tests {
         assert_eq!(facts["glibc_version"], "2.36");
         assert_eq!(facts["glibc_hwcaps"], "x86-64-v3");
         assert_eq!(facts["glibc_cpu_preferred"], "Fast_Rep_String");
-        assert_eq!(glibc_facts("dl_hwcaps_subdirs=\"a:b\"\ndl_hwcaps_subdirs_active=0x0\n")["glibc_hwcaps"], "baseline");
+        assert_eq!(
+            glibc_facts("dl_hwcaps_subdirs=\"a:b\"\ndl_hwcaps_subdirs_active=0x0\n")["glibc_hwcaps"],
+            "baseline"
+        );
     }
 
     #[test]
@@ -433,7 +436,8 @@ mod tests {
         let argv = probe.wrap(vec!["/bin/true".into()]).unwrap();
         let status = Command::new(&argv[0]).args(&argv[1..]).status().unwrap();
         assert!(status.success());
-        let mut run = Run { exit: crate::model::ExitInfo { exit_code: Some(0), ..Default::default() }, ..Default::default() };
+        let mut run =
+            Run { exit: crate::model::ExitInfo { exit_code: Some(0), ..Default::default() }, ..Default::default() };
         probe.collect(&mut run).unwrap();
         assert!(run.counters["instructions"].value.is_some_and(|v| v > 1000.0));
         assert!(probe.out.files().unwrap().is_empty(), "output files must be deleted");

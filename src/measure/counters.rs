@@ -41,16 +41,8 @@ const EVENTS: &[(&str, &[&str], EventKind)] = &[
     ("branch-misses", &[], EventKind::Hardware(Hardware::BRANCH_MISSES)),
     ("cache-references", &[], EventKind::Hardware(Hardware::CACHE_REFERENCES)),
     ("cache-misses", &[], EventKind::Hardware(Hardware::CACHE_MISSES)),
-    (
-        "stalled-cycles-frontend",
-        &["idle-cycles-frontend"],
-        EventKind::Hardware(Hardware::STALLED_CYCLES_FRONTEND),
-    ),
-    (
-        "stalled-cycles-backend",
-        &["idle-cycles-backend"],
-        EventKind::Hardware(Hardware::STALLED_CYCLES_BACKEND),
-    ),
+    ("stalled-cycles-frontend", &["idle-cycles-frontend"], EventKind::Hardware(Hardware::STALLED_CYCLES_FRONTEND)),
+    ("stalled-cycles-backend", &["idle-cycles-backend"], EventKind::Hardware(Hardware::STALLED_CYCLES_BACKEND)),
     ("ref-cycles", &[], EventKind::Hardware(Hardware::REF_CPU_CYCLES)),
     ("task-clock", &[], EventKind::Software(Software::TASK_CLOCK)),
     ("cpu-clock", &[], EventKind::Software(Software::CPU_CLOCK)),
@@ -91,9 +83,7 @@ pub fn parse_events(names: &[String]) -> Result<Vec<EventSpec>, crate::error::Fa
         if name.is_empty() {
             continue;
         }
-        let found = EVENTS
-            .iter()
-            .find(|(canonical, aliases, _)| *canonical == name || aliases.contains(&name));
+        let found = EVENTS.iter().find(|(canonical, aliases, _)| *canonical == name || aliases.contains(&name));
         let Some(&(canonical, _, kind)) = found else {
             let valid: Vec<&str> = EVENTS.iter().map(|(n, _, _)| *n).collect();
             return Err(crate::usage!("unknown event `{name}`; valid events: {}", valid.join(", ")));
@@ -546,8 +536,7 @@ mod tests {
     fn user_only_scope_excludes_kernel_and_refuses_kernel_only_events() {
         let pmu = fake(&[("context-switches", 0, 10, 10), ("page-faults", 70, 10, 10)]);
         let opened = pmu.opened.clone();
-        let mut probe =
-            CountersProbe::new(events(&["context-switches", "page-faults"]), Scope::User, Box::new(pmu));
+        let mut probe = CountersProbe::new(events(&["context-switches", "page-faults"]), Scope::User, Box::new(pmu));
         let run = run_probe(&mut probe);
         assert!(opened.borrow().iter().all(|&(_, _, exclude_kernel)| exclude_kernel));
         let cs = &run.counters["context-switches"];

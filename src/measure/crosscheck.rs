@@ -42,9 +42,7 @@ pub fn cross_check(comparisons: &mut [Comparison]) {
         .filter_map(|(t, time)| {
             comparisons
                 .iter()
-                .position(|c| {
-                    c.metric == INSTRUCTIONS && c.baseline == time.baseline && c.candidate == time.candidate
-                })
+                .position(|c| c.metric == INSTRUCTIONS && c.baseline == time.baseline && c.candidate == time.candidate)
                 .map(|i| (t, i))
         })
         .collect();

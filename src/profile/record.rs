@@ -263,12 +263,13 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
             Err(anyhow::anyhow!(message))
         }
     };
-    let mut child = match spawn::start(&prepared, &spawn::Environment::inherited(crate::schedule::PAD_VARIABLE), Some(&mut gate)) {
-        Ok(child) => child,
-        Err(spawn::SpawnError::Probe(e)) => return Err(open_failure.unwrap_or_else(|| usage!("{e:#}"))),
-        Err(spawn::SpawnError::Interrupted) => return Err(Failure::Interrupted),
-        Err(spawn::SpawnError::Exec(e)) => return Err(usage!("{e}")),
-    };
+    let mut child =
+        match spawn::start(&prepared, &spawn::Environment::inherited(crate::schedule::PAD_VARIABLE), Some(&mut gate)) {
+            Ok(child) => child,
+            Err(spawn::SpawnError::Probe(e)) => return Err(open_failure.unwrap_or_else(|| usage!("{e:#}"))),
+            Err(spawn::SpawnError::Interrupted) => return Err(Failure::Interrupted),
+            Err(spawn::SpawnError::Exec(e)) => return Err(usage!("{e}")),
+        };
     let exec_time = std::time::Instant::now();
     let mut events = Vec::new();
     let mut interrupted = false;

@@ -25,7 +25,9 @@ pub fn render(e: &Experiment, primary: &str) -> String {
     }
     if !e.comparisons.is_empty() {
         let level = format_level(e.comparisons[0].confidence);
-        out.push_str(&format!("\n| candidate | metric | ratio | {level} % CI | p | verdict |\n|---|---|---:|---|---:|---|\n"));
+        out.push_str(&format!(
+            "\n| candidate | metric | ratio | {level} % CI | p | verdict |\n|---|---|---:|---|---:|---|\n"
+        ));
         for c in &e.comparisons {
             out.push_str(&format!(
                 "| {} | {} | {:.4} | [{:.4}, {:.4}] | {} | {} |\n",
@@ -42,7 +44,10 @@ pub fn render(e: &Experiment, primary: &str) -> String {
     for w in &e.warnings {
         out.push_str(&format!("\n> warning: {}\n", escape(w)));
     }
-    out.push_str(&format!("\n<sub>{} rounds, seed {}, perflab {}</sub>\n", e.rounds, e.settings.seed, e.perflab_version));
+    out.push_str(&format!(
+        "\n<sub>{} rounds, seed {}, perflab {}</sub>\n",
+        e.rounds, e.settings.seed, e.perflab_version
+    ));
     out
 }
 

@@ -17,7 +17,10 @@ impl ProgressDisplay {
     pub fn new(settings: &crate::model::Settings, hidden: bool) -> Self {
         let target = if hidden { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() };
         let (bar, template) = match settings.fixed_rounds {
-            Some(n) => (ProgressBar::with_draw_target(Some(n as u64), target), "{bar:24} {pos}/{len} rounds, ETA {eta} {msg}".to_string()),
+            Some(n) => (
+                ProgressBar::with_draw_target(Some(n as u64), target),
+                "{bar:24} {pos}/{len} rounds, ETA {eta} {msg}".to_string(),
+            ),
             None => (
                 ProgressBar::with_draw_target(Some((settings.max_time_s * 10.0) as u64), target),
                 format!("{{bar:24}} {{elapsed}} (stops by {:.0}s at the latest) {{msg}}", settings.max_time_s),
@@ -46,7 +49,14 @@ impl Observer for ProgressDisplay {
         let mut msg = format!("round {}", p.rounds);
         for c in &p.latest {
             if c.ci_high.is_finite() {
-                msg.push_str(&format!(" · {} {:.3} [{:.3}, {:.3}] {}", c.candidate, c.ratio, c.ci_low, c.ci_high, c.verdict.as_str()));
+                msg.push_str(&format!(
+                    " · {} {:.3} [{:.3}, {:.3}] {}",
+                    c.candidate,
+                    c.ratio,
+                    c.ci_low,
+                    c.ci_high,
+                    c.verdict.as_str()
+                ));
             }
         }
         self.bar.set_message(msg);

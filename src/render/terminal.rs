@@ -67,7 +67,9 @@ pub fn render(e: &Experiment, primary: &str) -> String {
                     row.push(format!("{} ± {}", format_seconds(w.mean), format_seconds(w.stddev)));
                     row.push(format!("{} … {}", format_seconds(w.min), format_seconds(w.max)));
                     row.push(c.summary.get(metric::CPU).map_or("-".into(), |s| format_seconds(s.median)));
-                    row.push(c.summary.get(metric::MAX_RSS).map_or("-".into(), |s| format_value(metric::MAX_RSS, s.median)));
+                    row.push(
+                        c.summary.get(metric::MAX_RSS).map_or("-".into(), |s| format_value(metric::MAX_RSS, s.median)),
+                    );
                     row.push(w.outliers.to_string());
                 }
                 None => row.extend(std::iter::repeat("-".to_string()).take(6)),
@@ -84,9 +86,20 @@ pub fn render(e: &Experiment, primary: &str) -> String {
     if !e.comparisons.is_empty() {
         let mut table = new_table();
         let level = e.comparisons.first().map_or("95".into(), |c| format_level(c.confidence));
-        table.set_header(vec!["candidate vs baseline".to_string(), "metric".into(), "ratio".into(), format!("{level} % CI"), "p".into(), "verdict".into()]);
+        table.set_header(vec![
+            "candidate vs baseline".to_string(),
+            "metric".into(),
+            "ratio".into(),
+            format!("{level} % CI"),
+            "p".into(),
+            "verdict".into(),
+        ]);
         for c in &e.comparisons {
-            let ci = if c.ci_high.is_finite() { format!("[{:.4}, {:.4}]", c.ci_low, c.ci_high) } else { "too few rounds".into() };
+            let ci = if c.ci_high.is_finite() {
+                format!("[{:.4}, {:.4}]", c.ci_low, c.ci_high)
+            } else {
+                "too few rounds".into()
+            };
             let mut verdict = c.verdict.as_str().to_string();
             if c.below_threshold {
                 verdict.push_str(" (< threshold)");

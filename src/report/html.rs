@@ -137,7 +137,11 @@ pub fn render_html(data: &ReportData) -> String {
 
     out.push_str("<section id=\"relative\"><h2>Relative execution time</h2>\n");
     if data.comparisons.is_empty() {
-        let _ = write!(out, "<p class=\"muted\">No other label to compare with the reference label <b>{}</b>.</p>", esc(&data.reference));
+        let _ = write!(
+            out,
+            "<p class=\"muted\">No other label to compare with the reference label <b>{}</b>.</p>",
+            esc(&data.reference)
+        );
     }
     for comparison in &data.comparisons {
         forest_section(&mut out, comparison, data);
@@ -167,7 +171,11 @@ pub fn render_html(data: &ReportData) -> String {
 }
 
 fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 fn verdict_class(verdict: Verdict) -> &'static str {
@@ -185,7 +193,13 @@ fn sorted_by_change(rows: &[RelativeTime]) -> Vec<&RelativeTime> {
 fn forest_section(out: &mut String, comparison: &LabelComparison, data: &ReportData) {
     let rows = sorted_by_change(&comparison.rows);
     let gm = geomean(&comparison.rows);
-    let _ = writeln!(out, "<h3>{} vs {} <span class=\"muted\">({})</span></h3>", esc(&comparison.label), esc(&data.reference), esc(&data.metric));
+    let _ = writeln!(
+        out,
+        "<h3>{} vs {} <span class=\"muted\">({})</span></h3>",
+        esc(&comparison.label),
+        esc(&data.reference),
+        esc(&data.metric)
+    );
     summary_line(out, &comparison.rows, gm);
     out.push_str(
         "<p class=\"legend muted\"><span><i style=\"background:var(--slower)\"></i>slower</span>\
@@ -195,7 +209,11 @@ fn forest_section(out: &mut String, comparison: &LabelComparison, data: &ReportD
          <span>bar: change from 1×; whisker: 95 % CI; log scale</span></p>\n",
     );
     let scale = LogScale::covering(
-        comparison.rows.iter().flat_map(|r| [r.ci_low, r.ci_high, r.ratio]).chain(gm.iter().flat_map(|g| [g.ci_low, g.ci_high])),
+        comparison
+            .rows
+            .iter()
+            .flat_map(|r| [r.ci_low, r.ci_high, r.ratio])
+            .chain(gm.iter().flat_map(|g| [g.ci_low, g.ci_high])),
         PLOT_LEFT,
         PLOT_RIGHT,
     );
@@ -241,14 +259,25 @@ fn overview_svg(out: &mut String, rows: &[&RelativeTime]) {
     }
     let y = LogScale::covering(usable.iter().flat_map(|r| [r.ratio, r.ci_low, r.ci_high]), height - bottom, top);
     let x = |i: usize| left + i as f64 / (usable.len() - 1) as f64 * (width - left - right);
-    let _ = write!(out, "<svg class=\"overview\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"all ratios sorted\">", num(width), num(height));
+    let _ = write!(
+        out,
+        "<svg class=\"overview\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"all ratios sorted\">",
+        num(width),
+        num(height)
+    );
     let mut grid = String::new();
     for t in y.ticks(22.0) {
         let py = num(y.px(t));
         if t != 1.0 {
             let _ = write!(grid, "M{} {py}H{}", num(left), num(width - right));
         }
-        let _ = write!(out, "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", num(left - 6.0), num(y.px(t) + 4.0), format_ratio(t));
+        let _ = write!(
+            out,
+            "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            num(left - 6.0),
+            num(y.px(t) + 4.0),
+            format_ratio(t)
+        );
     }
     let _ = write!(out, "<path class=\"grid\" d=\"{grid}\"/>");
     let mut band = String::new();
@@ -413,7 +442,12 @@ fn geomean_svg(out: &mut String, g: &Geomean, scale: &LogScale, ticks: &[f64]) {
     let _ = write!(out, "<svg class=\"geomean\" width=\"{}\" height=\"{}\"><title>geometric mean of {} ratios: {} ({}), 95 % CI {} – {}</title>",
         num(FOREST_WIDTH), num(height), g.n, format_ratio(g.ratio), format_change(g.ratio), format_ratio(g.ci_low), format_ratio(g.ci_high));
     grid_lines(out, scale, ticks, 0.0, height);
-    let _ = write!(out, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-weight=\"600\">geometric mean</text>", num(NAME_WIDTH), num(cy + 4.0));
+    let _ = write!(
+        out,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-weight=\"600\">geometric mean</text>",
+        num(NAME_WIDTH),
+        num(cy + 4.0)
+    );
     ratio_marks(out, scale, g.ratio, g.ci_low, g.ci_high, cy, 22.0);
     let x = scale.px(g.ratio);
     let _ = writeln!(
@@ -425,7 +459,11 @@ fn geomean_svg(out: &mut String, g: &Geomean, scale: &LogScale, ticks: &[f64]) {
 }
 
 fn format_p(p: f64) -> String {
-    if p < 0.001 { "< 0.001".into() } else { format!("{p:.3}") }
+    if p < 0.001 {
+        "< 0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
 }
 
 fn history_section(out: &mut String, data: &ReportData, unit: &str) {
@@ -442,16 +480,20 @@ fn history_section(out: &mut String, data: &ReportData, unit: &str) {
     let label_index: HashMap<&str, usize> = data.labels.iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
     let mut order: Vec<&BenchmarkHistory> = data.histories.iter().collect();
     let biggest_shift = |h: &BenchmarkHistory| h.change_points.iter().map(|c| c.ratio.ln().abs()).fold(0.0, f64::max);
-    order.sort_by(|a, b| {
-        biggest_shift(b).total_cmp(&biggest_shift(a)).then_with(|| a.name.cmp(&b.name))
-    });
+    order.sort_by(|a, b| biggest_shift(b).total_cmp(&biggest_shift(a)).then_with(|| a.name.cmp(&b.name)));
     for history in order {
         history_chart(out, history, data, &label_index, unit);
     }
     out.push_str("</div>\n");
 }
 
-fn history_chart(out: &mut String, history: &BenchmarkHistory, data: &ReportData, label_index: &HashMap<&str, usize>, unit: &str) {
+fn history_chart(
+    out: &mut String,
+    history: &BenchmarkHistory,
+    data: &ReportData,
+    label_index: &HashMap<&str, usize>,
+    unit: &str,
+) {
     let name = esc(&history.name);
     let _ = write!(out, "<figure class=\"h\" data-filter=\"{name}\"><figcaption title=\"{name}\">{name}</figcaption>");
     let points: Vec<(f64, &Point)> = history
@@ -470,7 +512,14 @@ fn history_chart(out: &mut String, history: &BenchmarkHistory, data: &ReportData
         HIST_HEIGHT - HIST_BOTTOM,
         HIST_TOP,
     );
-    let _ = write!(out, "<svg width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">", num(HIST_WIDTH), num(HIST_HEIGHT), num(HIST_WIDTH), num(HIST_HEIGHT));
+    let _ = write!(
+        out,
+        "<svg width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">",
+        num(HIST_WIDTH),
+        num(HIST_HEIGHT),
+        num(HIST_WIDTH),
+        num(HIST_HEIGHT)
+    );
     // The whole chart's tooltip: long histories have no per-point dots to hover.
     if let (Some((_, first)), Some((_, last))) = (points.first(), points.last()) {
         let _ = write!(
@@ -488,7 +537,13 @@ fn history_chart(out: &mut String, history: &BenchmarkHistory, data: &ReportData
     for t in y_scale.ticks(3) {
         let y = num(y_scale.px(t));
         let _ = write!(grid, "M{} {y}H{}", num(HIST_LEFT), num(HIST_WIDTH - HIST_RIGHT));
-        let _ = write!(out, "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", num(HIST_LEFT - 4.0), num(y_scale.px(t) + 4.0), esc(&format_value(t, unit)));
+        let _ = write!(
+            out,
+            "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            num(HIST_LEFT - 4.0),
+            num(y_scale.px(t) + 4.0),
+            esc(&format_value(t, unit))
+        );
     }
     let _ = write!(out, "<path class=\"grid\" d=\"{grid}\"/>");
     if let Some(&r) = label_index.get(data.reference.as_str()) {
@@ -497,14 +552,25 @@ fn history_chart(out: &mut String, history: &BenchmarkHistory, data: &ReportData
     }
     if let (Some(first), Some(last)) = (data.labels.first(), data.labels.last()) {
         let base = num(HIST_HEIGHT - 5.0);
-        let _ = write!(out, "<text class=\"tick\" x=\"{}\" y=\"{base}\">{}</text>", num(HIST_LEFT), esc(&truncate(first, 18)));
+        let _ = write!(
+            out,
+            "<text class=\"tick\" x=\"{}\" y=\"{base}\">{}</text>",
+            num(HIST_LEFT),
+            esc(&truncate(first, 18))
+        );
         if data.labels.len() > 1 {
-            let _ = write!(out, "<text class=\"tick\" x=\"{}\" y=\"{base}\" text-anchor=\"end\">{}</text>", num(HIST_WIDTH - HIST_RIGHT), esc(&truncate(last, 18)));
+            let _ = write!(
+                out,
+                "<text class=\"tick\" x=\"{}\" y=\"{base}\" text-anchor=\"end\">{}</text>",
+                num(HIST_WIDTH - HIST_RIGHT),
+                esc(&truncate(last, 18))
+            );
         }
     }
 
     // CI band: upper edge left to right, lower edge back.
-    let with_ci: Vec<(f64, f64, f64)> = points.iter().filter_map(|(i, p)| p.median_ci.map(|(lo, hi)| (*i, lo, hi))).collect();
+    let with_ci: Vec<(f64, f64, f64)> =
+        points.iter().filter_map(|(i, p)| p.median_ci.map(|(lo, hi)| (*i, lo, hi))).collect();
     if with_ci.len() > 1 {
         let mut d = String::new();
         for (k, (i, _, hi)) in with_ci.iter().enumerate() {
@@ -522,7 +588,10 @@ fn history_chart(out: &mut String, history: &BenchmarkHistory, data: &ReportData
     let _ = write!(out, "<path class=\"hline\" d=\"{line}\"/>");
     if points.len() <= MAX_HISTORY_DOTS {
         for (i, p) in &points {
-            let ci = p.median_ci.map(|(lo, hi)| format!(", 95 % CI {} – {}", format_value(lo, unit), format_value(hi, unit))).unwrap_or_default();
+            let ci = p
+                .median_ci
+                .map(|(lo, hi)| format!(", 95 % CI {} – {}", format_value(lo, unit), format_value(hi, unit)))
+                .unwrap_or_default();
             let _ = write!(
                 out,
                 "<circle class=\"hdot\" cx=\"{}\" cy=\"{}\" r=\"2.6\"><title>{}: {}{}, n = {}</title></circle>",
@@ -580,9 +649,18 @@ fn counter_section(out: &mut String, table: &CounterTable) {
     for row in &table.rows {
         let name = esc(&row.benchmark);
         let unit = metric::unit(&row.metric);
-        let _ = write!(out, "<tr data-filter=\"{name}\"><td class=\"name\" title=\"{name}\">{}</td><td>{}</td>", esc(&truncate(&row.benchmark, NAME_CHARS)), esc(&row.metric));
+        let _ = write!(
+            out,
+            "<tr data-filter=\"{name}\"><td class=\"name\" title=\"{name}\">{}</td><td>{}</td>",
+            esc(&truncate(&row.benchmark, NAME_CHARS)),
+            esc(&row.metric)
+        );
         for value in &row.values {
-            let _ = write!(out, "<td>{}</td>", value.map(|v| esc(&format_value(v, unit)).into_owned()).unwrap_or_else(|| "—".into()));
+            let _ = write!(
+                out,
+                "<td>{}</td>",
+                value.map(|v| esc(&format_value(v, unit)).into_owned()).unwrap_or_else(|| "—".into())
+            );
         }
         let reference = row.values.first().copied().flatten();
         for value in row.values.iter().skip(1) {
@@ -631,8 +709,8 @@ fn machine_section(out: &mut String, machines: &[MachineGroup]) {
 mod tests {
     use super::super::tests::row;
     use super::super::{CiMethod, CounterRow};
-    use crate::history::Shift;
     use super::*;
+    use crate::history::Shift;
     use crate::model::Machine;
 
     fn sample(names: &[&str]) -> ReportData {
@@ -642,7 +720,13 @@ mod tests {
             .enumerate()
             .map(|(i, n)| {
                 let r = 0.9 + 0.1 * i as f64;
-                let verdict = if r < 0.97 { Verdict::Faster } else if r > 1.03 { Verdict::Slower } else { Verdict::Equivalent };
+                let verdict = if r < 0.97 {
+                    Verdict::Faster
+                } else if r > 1.03 {
+                    Verdict::Slower
+                } else {
+                    Verdict::Equivalent
+                };
                 row(n, r, r * 0.97, r * 1.03, verdict)
             })
             .collect();
@@ -660,18 +744,47 @@ mod tests {
                     points: labels
                         .iter()
                         .enumerate()
-                        .map(|(i, l)| Point { label: l.clone(), n: 10, median: 0.01 * (1.0 + i as f64 * 0.1), median_ci: Some((0.0099, 0.0102 + i as f64 * 0.001)), incomplete: false })
+                        .map(|(i, l)| Point {
+                            label: l.clone(),
+                            n: 10,
+                            median: 0.01 * (1.0 + i as f64 * 0.1),
+                            median_ci: Some((0.0099, 0.0102 + i as f64 * 0.001)),
+                            incomplete: false,
+                        })
                         .collect(),
-                    change_points: vec![Shift { label: "v3".into(), index: 2, before: 0.0105, after: 0.012, ratio: 1.14, ratio_ci: (1.1, 1.18), p_value: 0.001 }],
+                    change_points: vec![Shift {
+                        label: "v3".into(),
+                        index: 2,
+                        before: 0.0105,
+                        after: 0.012,
+                        ratio: 1.14,
+                        ratio_ci: (1.1, 1.18),
+                        p_value: 0.001,
+                    }],
                 })
                 .collect(),
             counters: CounterTable {
                 labels: vec!["v1".into(), "v3".into()],
-                rows: names.iter().map(|n| CounterRow { benchmark: n.to_string(), metric: "instructions".into(), values: vec![Some(1e9), Some(1.1e9)] }).collect(),
+                rows: names
+                    .iter()
+                    .map(|n| CounterRow {
+                        benchmark: n.to_string(),
+                        metric: "instructions".into(),
+                        values: vec![Some(1e9), Some(1.1e9)],
+                    })
+                    .collect(),
             },
             machines: vec![MachineGroup {
                 labels: labels.clone(),
-                machine: Machine { hostname: "box\"1".into(), cpu_model: "EPYC".into(), cores: 2, kernel: "6.1".into(), governor: None, pmu: false, virtualization: Some("kvm".into()) },
+                machine: Machine {
+                    hostname: "box\"1".into(),
+                    cpu_model: "EPYC".into(),
+                    cores: 2,
+                    kernel: "6.1".into(),
+                    governor: None,
+                    pmu: false,
+                    virtualization: Some("kvm".into()),
+                },
                 perflab_version: "0.1.0".into(),
                 environment: [("GLIBC_TUNABLES".to_string(), "<none>".to_string())].into(),
             }],
@@ -724,7 +837,11 @@ mod tests {
         let html = render_html(&data);
         let r = &data.comparisons[0].rows[0];
         let scale = LogScale::covering(
-            data.comparisons[0].rows.iter().flat_map(|r| [r.ci_low, r.ci_high, r.ratio]).chain(geomean(&data.comparisons[0].rows).iter().flat_map(|g| [g.ci_low, g.ci_high])),
+            data.comparisons[0]
+                .rows
+                .iter()
+                .flat_map(|r| [r.ci_low, r.ci_high, r.ratio])
+                .chain(geomean(&data.comparisons[0].rows).iter().flat_map(|g| [g.ci_low, g.ci_high])),
             PLOT_LEFT,
             PLOT_RIGHT,
         );

@@ -27,9 +27,10 @@ pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperimen
     for path in paths {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|e| usage!("cannot read {}: {e}", path.display()))?;
-        let experiment: Experiment = serde_json::from_str(&text)
-            .map_err(|e| usage!("{} is not a perflab JSON result: {e}", path.display()))?;
-        let benchmark = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+        let experiment: Experiment =
+            serde_json::from_str(&text).map_err(|e| usage!("{} is not a perflab JSON result: {e}", path.display()))?;
+        let benchmark =
+            path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
         let fingerprint = store::fingerprint(&experiment.machine);
         for (i, command) in experiment.commands.iter().enumerate() {
             let order = label_order.iter().position(|l| *l == command.name).unwrap_or_else(|| {
@@ -43,7 +44,8 @@ pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperimen
                 .filter(|c| i > 0 && c.baseline == baseline.name && c.candidate == command.name)
                 .cloned()
                 .collect();
-            let commands = if comparisons.is_empty() { vec![command.clone()] } else { vec![baseline.clone(), command.clone()] };
+            let commands =
+                if comparisons.is_empty() { vec![command.clone()] } else { vec![baseline.clone(), command.clone()] };
             out.push(StoredExperiment {
                 id: 0,
                 label: command.name.clone(),
@@ -92,13 +94,16 @@ pub struct Options {
 /// Arrange stored experiments (oldest label first, as the store returns them) for the page.
 pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Result<ReportData, Failure> {
     if let Some(wanted) = &options.machine {
-        experiments.retain(|e| e.machine_fingerprint.starts_with(wanted.as_str()) || e.experiment.machine.hostname == *wanted);
+        experiments
+            .retain(|e| e.machine_fingerprint.starts_with(wanted.as_str()) || e.experiment.machine.hostname == *wanted);
         if experiments.is_empty() {
             return Err(usage!("no results from machine {wanted}"));
         }
     }
     if experiments.is_empty() {
-        return Err(usage!("no results to report: store some with `perflab run` or `perflab compare --save`, or pass --from FILE.json"));
+        return Err(usage!(
+            "no results to report: store some with `perflab run` or `perflab compare --save`, or pass --from FILE.json"
+        ));
     }
     check_one_machine(&experiments)?;
 
@@ -121,7 +126,10 @@ pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Resul
 
     let samples = Samples::collect(&experiments, &options.metric);
     if samples.benchmarks.is_empty() {
-        return Err(usage!("no successful run has the metric {} (try wall_s, cpu_s, max_rss_kib or a recorded counter)", options.metric));
+        return Err(usage!(
+            "no successful run has the metric {} (try wall_s, cpu_s, max_rss_kib or a recorded counter)",
+            options.metric
+        ));
     }
     let mut notes = Vec::new();
     let incomplete = experiments.iter().filter(|e| stopped_early(e)).count();
@@ -155,7 +163,12 @@ pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Resul
     }
 
     // One machine is left (checked above), so the history has at most one.
-    let histories = crate::history::build(&experiments, &options.metric).machines.into_iter().next().map(|m| m.benchmarks).unwrap_or_default();
+    let histories = crate::history::build(&experiments, &options.metric)
+        .machines
+        .into_iter()
+        .next()
+        .map(|m| m.benchmarks)
+        .unwrap_or_default();
     let counter_labels: Vec<String> = std::iter::once(reference.clone()).chain(compared.iter().cloned()).collect();
     let counters = counter_table(&samples, &counter_labels, &options.metric);
     let machines = machine_groups(&experiments, &labels);
@@ -224,7 +237,8 @@ impl<'a> Samples<'a> {
         let mut benchmarks = BTreeSet::new();
         for e in experiments {
             let Some(command) = e.experiment.commands.last() else { continue };
-            let ok: Vec<&Run> = command.runs.iter().filter(|r| r.exit.success() && r.metric(primary).is_some()).collect();
+            let ok: Vec<&Run> =
+                command.runs.iter().filter(|r| r.exit.success() && r.metric(primary).is_some()).collect();
             if !ok.is_empty() {
                 benchmarks.insert(e.benchmark.clone());
                 runs.entry((e.benchmark.as_str(), e.label.as_str())).or_default().extend(ok);
@@ -234,7 +248,13 @@ impl<'a> Samples<'a> {
     }
     /// The metric's values for one benchmark and label (`None` when there are none).
     fn values(&self, benchmark: &str, label: &str, name: &str) -> Option<Vec<f64>> {
-        let values: Vec<f64> = self.runs.get(&(benchmark, label))?.iter().filter_map(|r| r.metric(name)).filter(|v| v.is_finite()).collect();
+        let values: Vec<f64> = self
+            .runs
+            .get(&(benchmark, label))?
+            .iter()
+            .filter_map(|r| r.metric(name))
+            .filter(|v| v.is_finite())
+            .collect();
         (!values.is_empty()).then_some(values)
     }
 
@@ -273,7 +293,11 @@ fn relative_time(
     }
     let base = samples.values(benchmark, reference, name)?;
     let cand = samples.values(benchmark, label, name)?;
-    let threshold = experiments.iter().rev().find(|e| e.label == label).map_or(DEFAULT_THRESHOLD, |e| e.experiment.settings.threshold);
+    let threshold = experiments
+        .iter()
+        .rev()
+        .find(|e| e.label == label)
+        .map_or(DEFAULT_THRESHOLD, |e| e.experiment.settings.threshold);
     independent_row(benchmark, &base, &cand, threshold)
 }
 
@@ -350,7 +374,9 @@ fn machine_groups(experiments: &[StoredExperiment], labels: &[String]) -> Vec<Ma
     let mut groups: Vec<MachineGroup> = Vec::new();
     for label in labels {
         let Some(e) = latest.get(label.as_str()) else { continue };
-        match groups.iter_mut().find(|g| g.machine == e.machine && g.perflab_version == e.perflab_version && g.environment == e.environment) {
+        match groups.iter_mut().find(|g| {
+            g.machine == e.machine && g.perflab_version == e.perflab_version && g.environment == e.environment
+        }) {
             Some(g) => g.labels.push(label.clone()),
             None => groups.push(MachineGroup {
                 labels: vec![label.clone()],
@@ -366,8 +392,8 @@ fn machine_groups(experiments: &[StoredExperiment], labels: &[String]) -> Vec<Ma
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CommandResult, ExitInfo, Machine, Settings};
     use crate::model::SCHEMA_VERSION;
+    use crate::model::{CommandResult, ExitInfo, Machine, Settings};
 
     fn runs(level: f64) -> Vec<Run> {
         (0..8)
@@ -386,7 +412,13 @@ mod tests {
             perflab_version: "0.1.0".into(),
             started_at: String::new(),
             machine: Machine { hostname: "h".into(), ..Machine::default() },
-            settings: Settings { warmup_rounds: 0, max_rounds: 8, max_time_s: 1.0, env_padding: false, ..Default::default() },
+            settings: Settings {
+                warmup_rounds: 0,
+                max_rounds: 8,
+                max_time_s: 1.0,
+                env_padding: false,
+                ..Default::default()
+            },
             rounds: 8,
             duration_s: 1.0,
             failure: None,
@@ -407,7 +439,13 @@ mod tests {
         }
     }
 
-    fn stored(label: &str, order: i64, benchmark: &str, commands: &[(&str, f64)], comparisons: Vec<Comparison>) -> StoredExperiment {
+    fn stored(
+        label: &str,
+        order: i64,
+        benchmark: &str,
+        commands: &[(&str, f64)],
+        comparisons: Vec<Comparison>,
+    ) -> StoredExperiment {
         StoredExperiment {
             id: 0,
             label: label.into(),
@@ -437,7 +475,10 @@ mod tests {
         assert_eq!((data.reference.as_str(), data.labels.len()), ("old", 3));
         assert_eq!(data.comparisons.len(), 1);
         let row = &data.comparisons[0].rows[0];
-        assert_eq!((data.comparisons[0].label.as_str(), row.method, row.verdict), ("new", CiMethod::Independent, Verdict::Slower));
+        assert_eq!(
+            (data.comparisons[0].label.as_str(), row.method, row.verdict),
+            ("new", CiMethod::Independent, Verdict::Slower)
+        );
         assert!(row.ci_low <= 1.5 && 1.5 <= row.ci_high * 1.01, "{row:?}");
         assert_eq!(data.histories[0].points.len(), 3);
     }
@@ -507,7 +548,8 @@ mod tests {
             flags: vec![],
         };
         let path = dir.path().join("parse.json");
-        std::fs::write(&path, serde_json::to_string(&experiment(&[("old", 1.0), ("new", 1.1)], vec![c])).unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_string(&experiment(&[("old", 1.0), ("new", 1.1)], vec![c])).unwrap())
+            .unwrap();
         let experiments = from_json_files(&[&path]).unwrap();
         let labels: Vec<&str> = experiments.iter().map(|e| e.label.as_str()).collect();
         assert_eq!(labels, ["old", "new"]);

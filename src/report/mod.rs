@@ -15,10 +15,9 @@ use crate::error::Failure;
 use crate::model::{metric, Machine, Verdict};
 use crate::usage;
 use clap::Args;
-use std::path::PathBuf;
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::BTreeMap;
-
+use std::path::PathBuf;
 
 #[derive(Debug, Args, Clone)]
 pub struct ReportArgs {
@@ -83,12 +82,10 @@ fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure>
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     let name = path.file_name().ok_or_else(|| usage!("--out {} is not a file name", path.display()))?;
     let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
-    std::fs::write(&tmp, bytes)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            usage!("cannot write {}: {e}", path.display())
-        })
+    std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        usage!("cannot write {}: {e}", path.display())
+    })
 }
 
 /// Everything the report page shows, arranged for the page.
@@ -245,8 +242,7 @@ pub(crate) mod tests {
 
     #[test]
     fn geomean_of_reciprocal_ratios_is_one() {
-        let rows =
-            [row("a", 2.0, 1.9, 2.1, Verdict::Slower), row("b", 0.5, 0.45, 0.55, Verdict::Faster)];
+        let rows = [row("a", 2.0, 1.9, 2.1, Verdict::Slower), row("b", 0.5, 0.45, 0.55, Verdict::Faster)];
         let g = geomean(&rows).unwrap();
         assert!((g.ratio - 1.0).abs() < 1e-12);
         assert!(g.ci_low < 1.0 && g.ci_high > 1.0);

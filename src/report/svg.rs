@@ -86,9 +86,8 @@ impl LogScale {
     /// Tick ratios inside the domain at least `min_gap_px` apart; 1× is always one.
     pub fn ticks(&self, min_gap_px: f64) -> Vec<f64> {
         const CANDIDATES: [f64; 37] = [
-            0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 0.6, 0.67, 0.75, 0.8, 0.85, 0.9, 0.95, 0.97,
-            0.98, 0.99, 1.0, 1.01, 1.02, 1.03, 1.05, 1.1, 1.15, 1.2, 1.25, 1.33, 1.5, 1.75, 2.0,
-            3.0, 4.0, 5.0, 10.0, 20.0, 50.0, 100.0,
+            0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 0.6, 0.67, 0.75, 0.8, 0.85, 0.9, 0.95, 0.97, 0.98, 0.99, 1.0, 1.01,
+            1.02, 1.03, 1.05, 1.1, 1.15, 1.2, 1.25, 1.33, 1.5, 1.75, 2.0, 3.0, 4.0, 5.0, 10.0, 20.0, 50.0, 100.0,
         ];
         let (lo, hi) = self.domain();
         let inside: Vec<f64> = CANDIDATES.iter().copied().filter(|&t| t >= lo && t <= hi).collect();
@@ -222,7 +221,11 @@ pub fn format_value(value: f64, unit: &str) -> String {
         return format!("{} {prefix}s", significant(scaled, 3));
     }
     let text = if value.abs() >= 10_000.0 { grouped(value.round()) } else { significant(value, 4) };
-    if unit.is_empty() { text } else { format!("{text} {unit}") }
+    if unit.is_empty() {
+        text
+    } else {
+        format!("{text} {unit}")
+    }
 }
 
 /// An integral value with thousands separators: counts like 274,220,941 stay readable.
@@ -250,7 +253,11 @@ fn significant(value: f64, digits: i32) -> String {
     let int_digits = value.abs().log10().floor() as i32 + 1;
     let decimals = (digits - int_digits).max(0) as usize;
     let text = format!("{value:.decimals$}");
-    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
 }
 
 /// `n` as a coordinate with at most one decimal: SVG size matters for 1,000-row charts.

@@ -73,12 +73,8 @@ pub struct ChangePoint {
 /// ignored (indices still refer to the input). Empty when there are too few values to
 /// split or nothing is significant.
 pub fn detect(values: &[f64], config: &ChangePointConfig) -> Vec<ChangePoint> {
-    let (positions, logs): (Vec<usize>, Vec<f64>) = values
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| v.is_finite() && **v > 0.0)
-        .map(|(i, v)| (i, v.ln()))
-        .unzip();
+    let (positions, logs): (Vec<usize>, Vec<f64>) =
+        values.iter().enumerate().filter(|(_, v)| v.is_finite() && **v > 0.0).map(|(i, v)| (i, v.ln())).unzip();
     let min_segment = effective_min_segment(config);
     let mut splits: Vec<(usize, f64)> = Vec::new();
     let mut pending = vec![(0, logs.len())];
@@ -141,12 +137,7 @@ fn refine_locations(logs: &[f64], splits: &mut [(usize, f64)], min_segment: usiz
         let end = splits.get(i + 1).map_or(logs.len(), |s| s.0);
         let span = &logs[start..end];
         let best = (min_segment..=span.len() - min_segment)
-            .map(|tau| {
-                (
-                    absolute_deviation(&span[..tau]) + absolute_deviation(&span[tau..]),
-                    tau,
-                )
-            })
+            .map(|tau| (absolute_deviation(&span[..tau]) + absolute_deviation(&span[tau..]), tau))
             .min_by(|a, b| a.0.total_cmp(&b.0));
         if let Some((_, tau)) = best {
             splits[i].0 = start + tau;
@@ -167,8 +158,8 @@ fn drop_weak_changes(logs: &[f64], splits: &mut Vec<(usize, f64)>, config: &Chan
                 let end = splits.get(i + 1).map_or(logs.len(), |s| s.0);
                 let (before, after) = (&logs[start..splits[i].0], &logs[splits[i].0..end]);
                 let shift = hodges_lehmann_shift(before, after).abs();
-                let excludes_zero = shift_interval(before, after, config.confidence)
-                    .is_some_and(|ci| ci.low > 0.0 || ci.high < 0.0);
+                let excludes_zero =
+                    shift_interval(before, after, config.confidence).is_some_and(|ci| ci.low > 0.0 || ci.high < 0.0);
                 (shift < threshold || !excludes_zero).then_some((i, shift))
             })
             .min_by(|a, b| a.1.total_cmp(&b.1));
@@ -183,12 +174,7 @@ fn drop_weak_changes(logs: &[f64], splits: &mut Vec<(usize, f64)>, config: &Chan
 
 /// The split maximizing the standardized rank-sum statistic, when the permutation test
 /// finds it significant: (split offset, p-value).
-fn best_split(
-    segment: &[f64],
-    min_segment: usize,
-    config: &ChangePointConfig,
-    offset: usize,
-) -> Option<(usize, f64)> {
+fn best_split(segment: &[f64], min_segment: usize, config: &ChangePointConfig, offset: usize) -> Option<(usize, f64)> {
     let n = segment.len();
     if n < 2 * min_segment {
         return None;
@@ -262,15 +248,8 @@ mod tests {
             let found = detect(&values, &ChangePointConfig::default());
             assert_eq!(found.len(), 1, "seed {seed}: {found:?}");
             let cp = &found[0];
-            assert!(
-                cp.index.abs_diff(at) <= 2,
-                "seed {seed}: at {} not {at}",
-                cp.index
-            );
-            assert!(
-                cp.ci.0 <= factor && factor <= cp.ci.1,
-                "seed {seed}: {cp:?}"
-            );
+            assert!(cp.index.abs_diff(at) <= 2, "seed {seed}: at {} not {at}", cp.index);
+            assert!(cp.ci.0 <= factor && factor <= cp.ci.1, "seed {seed}: {cp:?}");
             assert!(cp.ci.0 <= cp.ratio && cp.ratio <= cp.ci.1);
             assert!(cp.p_value <= 0.01);
         }
@@ -282,27 +261,13 @@ mod tests {
         let found = detect(&values, &ChangePointConfig::default());
         let at: Vec<usize> = found.iter().map(|c| c.index).collect();
         assert_eq!(at.len(), 2, "{found:?}");
-        assert!(
-            at[0].abs_diff(50) <= 2 && at[1].abs_diff(100) <= 2,
-            "{at:?}"
-        );
+        assert!(at[0].abs_diff(50) <= 2 && at[1].abs_diff(100) <= 2, "{at:?}");
 
         // Host contention: a 2× phase of 40 runs in the middle of 300.
         let values = series(12, 300, &[(130, 2.0), (170, 0.5)], Noise::HeavyTailed);
-        let at: Vec<usize> = detect(&values, &ChangePointConfig::default())
-            .iter()
-            .map(|c| c.index)
-            .collect();
-        assert_eq!(
-            at.len(),
-            2,
-            "{at:?} {:?}",
-            detect(&values, &ChangePointConfig::default())
-        );
-        assert!(
-            at[0].abs_diff(130) <= 2 && at[1].abs_diff(170) <= 2,
-            "{at:?}"
-        );
+        let at: Vec<usize> = detect(&values, &ChangePointConfig::default()).iter().map(|c| c.index).collect();
+        assert_eq!(at.len(), 2, "{at:?} {:?}", detect(&values, &ChangePointConfig::default()));
+        assert!(at[0].abs_diff(130) <= 2 && at[1].abs_diff(170) <= 2, "{at:?}");
     }
 
     #[test]
@@ -320,10 +285,7 @@ mod tests {
                     covered += usize::from(cp.ci.0 <= 1.1 && 1.1 <= cp.ci.1);
                 }
             }
-            let (located, covered) = (
-                located as f64 / trials as f64,
-                covered as f64 / trials as f64,
-            );
+            let (located, covered) = (located as f64 / trials as f64, covered as f64 / trials as f64);
             eprintln!("located {located}, covered {covered}");
             assert!(located >= 0.9, "located within ±2 in {located}");
             // Nominal 95 %; selecting the split that maximizes the difference biases the
@@ -348,10 +310,7 @@ mod tests {
         }
         let rate = with_change as f64 / total as f64;
         eprintln!("{with_change} of {total} noise series had a change point");
-        assert!(
-            rate <= 0.05,
-            "{with_change} of {total} noise series had a change point"
-        );
+        assert!(rate <= 0.05, "{with_change} of {total} noise series had a change point");
     }
 
     #[test]
@@ -371,19 +330,13 @@ mod tests {
     #[test]
     fn small_shifts_below_the_threshold_are_not_reported() {
         let values = series(21, 400, &[(200, 1.004)], Noise::Normal);
-        let config = ChangePointConfig {
-            min_relative_change: 0.01,
-            ..Default::default()
-        };
+        let config = ChangePointConfig { min_relative_change: 0.01, ..Default::default() };
         assert!(detect(&values, &config).is_empty());
     }
 
     #[test]
     fn min_segment_is_raised_until_an_interval_exists() {
-        let config = ChangePointConfig {
-            min_segment: 1,
-            ..Default::default()
-        };
+        let config = ChangePointConfig { min_segment: 1, ..Default::default() };
         assert_eq!(effective_min_segment(&config), 4);
     }
 
@@ -391,16 +344,10 @@ mod tests {
     fn invalid_settings_report_nothing_and_do_not_hang() {
         let values = series(9, 40, &[(20, 3.0)], Noise::Normal);
         for confidence in [0.0, 1.0, f64::NAN] {
-            let config = ChangePointConfig {
-                confidence,
-                ..Default::default()
-            };
+            let config = ChangePointConfig { confidence, ..Default::default() };
             assert!(detect(&values, &config).is_empty(), "{confidence}");
         }
-        let config = ChangePointConfig {
-            alpha: 0.0,
-            ..Default::default()
-        };
+        let config = ChangePointConfig { alpha: 0.0, ..Default::default() };
         assert!(detect(&values, &config).is_empty());
     }
 }

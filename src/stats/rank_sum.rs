@@ -54,11 +54,7 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> MannWhitney {
     let (a, b) = (finite_sorted(a), finite_sorted(b));
     let (m, n) = (a.len(), b.len());
     if m == 0 || n == 0 {
-        return MannWhitney {
-            u: 0.0,
-            p_value: 1.0,
-            method: Method::Exact,
-        };
+        return MannWhitney { u: 0.0, p_value: 1.0, method: Method::Exact };
     }
     let pooled: Vec<f64> = a.iter().chain(&b).copied().collect();
     let (ranks, tie_term) = midranks(&pooled);
@@ -70,11 +66,7 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> MannWhitney {
         let cdf = exact_u_cdf(m, n);
         // P(U ≥ larger_u) = P(U ≤ mn − larger_u) by symmetry.
         let lower = cdf[(product - larger_u) as usize];
-        return MannWhitney {
-            u,
-            p_value: (2.0 * lower).min(1.0),
-            method: Method::Exact,
-        };
+        return MannWhitney { u, p_value: (2.0 * lower).min(1.0), method: Method::Exact };
     }
     let total = (m + n) as f64;
     let variance = product / 12.0 * ((total + 1.0) - tie_term / (total * (total - 1.0)));
@@ -84,11 +76,7 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> MannWhitney {
     } else {
         1.0
     };
-    MannWhitney {
-        u,
-        p_value,
-        method: Method::Normal,
-    }
+    MannWhitney { u, p_value, method: Method::Normal }
 }
 
 /// P(U ≤ u), u = 0..=m·n, under H₀ without ties: counts of the C(m+n, m) equally likely
@@ -176,11 +164,7 @@ pub fn shift_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<Interval>
     }
     let (k, achieved_confidence) = critical_rank(a.len(), b.len(), confidence)?;
     let total = a.len() * b.len();
-    Some(Interval {
-        low: kth_difference(&a, &b, k),
-        high: kth_difference(&a, &b, total + 1 - k),
-        achieved_confidence,
-    })
+    Some(Interval { low: kth_difference(&a, &b, k), high: kth_difference(&a, &b, total + 1 - k), achieved_confidence })
 }
 
 #[cfg(test)]

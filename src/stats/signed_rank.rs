@@ -36,9 +36,7 @@ impl Method {
         match self {
             Method::Exact => "exact",
             Method::Normal => "normal approx., no continuity correction",
-            Method::NormalTieCorrected => {
-                "normal approx. with tie correction, no continuity correction"
-            }
+            Method::NormalTieCorrected => "normal approx. with tie correction, no continuity correction",
         }
     }
 }
@@ -67,12 +65,8 @@ pub struct PairedEstimate {
 pub fn paired(base: &[f64], cand: &[f64], confidence: f64) -> PairedEstimate {
     let usable = |x: f64| x.is_finite() && x > 0.0;
     let pairs = base.len().min(cand.len());
-    let d: Vec<f64> = base
-        .iter()
-        .zip(cand)
-        .filter(|(&b, &c)| usable(b) && usable(c))
-        .map(|(&b, &c)| c.ln() - b.ln())
-        .collect();
+    let d: Vec<f64> =
+        base.iter().zip(cand).filter(|(&b, &c)| usable(b) && usable(c)).map(|(&b, &c)| c.ln() - b.ln()).collect();
     let interval = hl_interval(&d, confidence);
     PairedEstimate {
         n: d.len(),
@@ -106,23 +100,14 @@ pub fn hodges_lehmann(d: &[f64]) -> f64 {
 /// otherwise the normal approximation with tie correction and no continuity correction.
 /// Returns p = 1 (exact) when no non-zero finite difference is left.
 pub fn wilcoxon_p(d: &[f64]) -> (f64, Method) {
-    let nonzero: Vec<f64> = d
-        .iter()
-        .copied()
-        .filter(|x| x.is_finite() && *x != 0.0)
-        .collect();
+    let nonzero: Vec<f64> = d.iter().copied().filter(|x| x.is_finite() && *x != 0.0).collect();
     let n = nonzero.len();
     if n == 0 {
         return (1.0, Method::Exact);
     }
     let magnitudes: Vec<f64> = nonzero.iter().map(|x| x.abs()).collect();
     let (ranks, tie_term) = midranks(&magnitudes);
-    let r_plus: f64 = nonzero
-        .iter()
-        .zip(&ranks)
-        .filter(|(x, _)| **x > 0.0)
-        .map(|(_, r)| r)
-        .sum();
+    let r_plus: f64 = nonzero.iter().zip(&ranks).filter(|(x, _)| **x > 0.0).map(|(_, r)| r).sum();
     let total = (n * (n + 1) / 2) as f64;
     let zeros_dropped = n < d.len();
     if n <= EXACT_P_MAX_N && tie_term == 0.0 && !zeros_dropped {
@@ -135,11 +120,7 @@ pub fn wilcoxon_p(d: &[f64]) -> (f64, Method) {
         return (1.0, Method::NormalTieCorrected);
     }
     let z = (r_plus - total / 2.0) / variance.sqrt();
-    let method = if tie_term > 0.0 || zeros_dropped {
-        Method::NormalTieCorrected
-    } else {
-        Method::Normal
-    };
+    let method = if tie_term > 0.0 || zeros_dropped { Method::NormalTieCorrected } else { Method::Normal };
     (normal_two_sided_p(z), method)
 }
 
@@ -222,11 +203,7 @@ fn saddlepoint_lower_cdf(n: usize, x: f64) -> f64 {
             lo = s
         }
         let next = s - (k1 - x) / k2;
-        let next = if next > lo && next < hi && next.is_finite() {
-            next
-        } else {
-            (lo + hi) / 2.0
-        };
+        let next = if next > lo && next < hi && next.is_finite() { next } else { (lo + hi) / 2.0 };
         if (next - s).abs() <= 1e-15 * s.abs().max(1e-300) {
             break;
         }
@@ -267,9 +244,7 @@ fn approx_critical_count(n: usize, tail: f64, lower_cdf: impl Fn(usize) -> f64) 
     let total = n * (n + 1) / 2;
     let mean = total as f64 / 2.0;
     let sd = ((n * (n + 1) * (2 * n + 1)) as f64 / 24.0).sqrt();
-    let start = (mean + 0.5 - normal_upper_quantile(tail) * sd)
-        .floor()
-        .max(0.0) as usize;
+    let start = (mean + 0.5 - normal_upper_quantile(tail) * sd).floor().max(0.0) as usize;
     let within = |w: usize| lower_cdf(w) <= tail;
     let mut hi = start;
     let mut step = 1;
@@ -313,11 +288,7 @@ pub fn hl_interval(d: &[f64], confidence: f64) -> Option<Interval> {
     }
     let (k, achieved_confidence) = critical_rank(n, confidence)?;
     let total = n * (n + 1) / 2;
-    Some(Interval {
-        low: kth_walsh(&s, k),
-        high: kth_walsh(&s, total + 1 - k),
-        achieved_confidence,
-    })
+    Some(Interval { low: kth_walsh(&s, k), high: kth_walsh(&s, total + 1 - k), achieved_confidence })
 }
 
 #[cfg(test)]
@@ -372,16 +343,11 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(7);
         for trial in 0..40 {
             let n = rng.gen_range(1..360);
-            let d: Vec<f64> = (0..n)
-                .map(|_| rng.gen_range(-0.05..0.05) + if trial % 3 == 0 { 0.02 } else { 0.0 })
-                .collect();
+            let d: Vec<f64> =
+                (0..n).map(|_| rng.gen_range(-0.05..0.05) + if trial % 3 == 0 { 0.02 } else { 0.0 }).collect();
             let w = brute_walsh(&d);
             let m = w.len();
-            let hl = if m % 2 == 1 {
-                w[m / 2]
-            } else {
-                (w[m / 2 - 1] + w[m / 2]) / 2.0
-            };
+            let hl = if m % 2 == 1 { w[m / 2] } else { (w[m / 2 - 1] + w[m / 2]) / 2.0 };
             assert_eq!(hodges_lehmann(&d), hl);
             // Independent of critical_rank for the exact range: the definition itself.
             let exact_cdf = (n <= EXACT_INTERVAL_MAX_N).then(|| null_lower_cdf(n, m / 2));
@@ -442,15 +408,9 @@ mod tests {
             let tail = (1.0 - confidence) / 2.0;
             let exact = cdf.partition_point(|&p| p <= tail);
             let approx = approx_critical_count(n, tail, |w| approx_lower_cdf(n, w));
-            assert!(
-                exact.abs_diff(approx) <= 1,
-                "{confidence}: exact {exact}, approx {approx}"
-            );
+            assert!(exact.abs_diff(approx) <= 1, "{confidence}: exact {exact}, approx {approx}");
             // The search itself is exact for the function it is given.
-            assert_eq!(
-                approx_critical_count(n, tail, |w| cdf[w.min(cdf.len() - 1)]),
-                exact
-            );
+            assert_eq!(approx_critical_count(n, tail, |w| cdf[w.min(cdf.len() - 1)]), exact);
         }
     }
 
@@ -469,16 +429,10 @@ mod tests {
     fn ten_thousand_rounds_are_handled() {
         let mut rng = StdRng::seed_from_u64(3);
         let base: Vec<f64> = (0..10_000).map(|_| rng.gen_range(0.09..0.11)).collect();
-        let cand: Vec<f64> = base
-            .iter()
-            .map(|b| b * 1.02 * rng.gen_range(0.99..1.01))
-            .collect();
+        let cand: Vec<f64> = base.iter().map(|b| b * 1.02 * rng.gen_range(0.99..1.01)).collect();
         let e = paired(&base, &cand, 0.95);
         let (low, high) = e.ci.unwrap();
-        assert!(
-            low < 1.02 && 1.02 < high && high - low < 0.001,
-            "{low} {high}"
-        );
+        assert!(low < 1.02 && 1.02 < high && high - low < 0.001, "{low} {high}");
         assert!(e.p_value < 1e-100);
     }
 

@@ -111,10 +111,7 @@ fn count_outliers(values: &[f64], median: f64, mad: f64) -> usize {
     if mad <= 0.0 {
         return 0;
     }
-    values
-        .iter()
-        .filter(|x| (*x - median).abs() > OUTLIER_Z * mad)
-        .count()
+    values.iter().filter(|x| (*x - median).abs() > OUTLIER_Z * mad).count()
 }
 
 /// Summary of one metric over one command's runs (median CI at 95 %).
@@ -172,10 +169,7 @@ mod tests {
     #[test]
     fn median_ci_needs_six_values_at_95_percent() {
         assert_eq!(median_ci(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.95), None);
-        assert_eq!(
-            median_ci(&[6.0, 1.0, 2.0, 3.0, 4.0, 5.0], 0.95),
-            Some((1.0, 6.0))
-        );
+        assert_eq!(median_ci(&[6.0, 1.0, 2.0, 3.0, 4.0, 5.0], 0.95), Some((1.0, 6.0)));
         assert_eq!(median_ci(&[1.0; 10], 1.0), None);
     }
 
@@ -191,15 +185,9 @@ mod tests {
     #[test]
     fn tiny_inputs_give_documented_values() {
         let empty = summarize(&[]);
-        assert_eq!(
-            (empty.n, empty.median, empty.stddev, empty.median_ci),
-            (0, 0.0, 0.0, None)
-        );
+        assert_eq!((empty.n, empty.median, empty.stddev, empty.median_ci), (0, 0.0, 0.0, None));
         let one = summarize(&[2.5]);
-        assert_eq!(
-            (one.n, one.median, one.mean, one.stddev, one.mad),
-            (1, 2.5, 2.5, 0.0, 0.0)
-        );
+        assert_eq!((one.n, one.median, one.mean, one.stddev, one.mad), (1, 2.5, 2.5, 0.0, 0.0));
         assert_eq!((one.min, one.max, one.outliers), (2.5, 2.5, 0));
         assert!(stddev(&[1.0]).is_nan());
         assert!(median(&[]).is_nan());

@@ -27,11 +27,7 @@ fn noise(rng: &mut StdRng, kind: Noise, sigma: f64) -> f64 {
         Noise::HeavyTailed => {
             let chi2 = standard_normal(rng).powi(2) + standard_normal(rng).powi(2);
             let t2 = standard_normal(rng) / (chi2 / 2.0).sqrt();
-            let spike = if rng.gen_bool(0.05) {
-                1.0 + rng.gen::<f64>()
-            } else {
-                1.0
-            };
+            let spike = if rng.gen_bool(0.05) { 1.0 + rng.gen::<f64>() } else { 1.0 };
             (sigma * t2).exp() * spike
         }
     }
@@ -43,11 +39,7 @@ pub fn series(seed: u64, n: usize, shifts: &[(usize, f64)], kind: Noise) -> Vec<
     let mut rng = StdRng::seed_from_u64(seed);
     (0..n)
         .map(|i| {
-            let level: f64 = shifts
-                .iter()
-                .filter(|(at, _)| i >= *at)
-                .map(|(_, f)| f)
-                .product();
+            let level: f64 = shifts.iter().filter(|(at, _)| i >= *at).map(|(_, f)| f).product();
             0.1 * level * noise(&mut rng, kind, 0.02)
         })
         .collect()

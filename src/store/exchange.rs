@@ -3,7 +3,7 @@
 
 use super::{current_git_commit, Meta, Query, Recorder, Store, StoredExperiment};
 use crate::error::{Failure, EXIT_OK};
-use crate::model::{CommandResult, Experiment, ExitInfo, Machine, Run, Settings, StopReason, SCHEMA_VERSION};
+use crate::model::{CommandResult, ExitInfo, Experiment, Machine, Run, Settings, StopReason, SCHEMA_VERSION};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -242,9 +242,10 @@ fn to_records(value: &serde_json::Value, args: &ImportArgs) -> Result<Vec<Stored
         let experiment: Experiment = serde_json::from_value(value.clone())
             .map_err(|e| crate::usage!("{file}: not a valid perflab result: {e}"))?;
         let label = need_label("perflab result")?;
-        let benchmark = args.bench.clone().unwrap_or_else(|| {
-            experiment.commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" vs ")
-        });
+        let benchmark = args
+            .bench
+            .clone()
+            .unwrap_or_else(|| experiment.commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" vs "));
         return Ok(vec![record(label, benchmark, "import:perflab", experiment)]);
     }
     Err(crate::usage!(
@@ -268,7 +269,12 @@ fn record(label: String, benchmark: String, source: &str, experiment: Experiment
 }
 
 /// One experiment per hyperfine command, so each is a benchmark in the history.
-fn from_hyperfine(file: HyperfineFile, label: &str, path: &str, machine: &Machine) -> Result<Vec<StoredExperiment>, Failure> {
+fn from_hyperfine(
+    file: HyperfineFile,
+    label: &str,
+    path: &str,
+    machine: &Machine,
+) -> Result<Vec<StoredExperiment>, Failure> {
     let started_at = std::fs::metadata(path)
         .and_then(|m| m.modified())
         .map(|t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
@@ -323,7 +329,8 @@ fn from_hyperfine(file: HyperfineFile, label: &str, path: &str, machine: &Machin
         if result.memory_usage_byte.is_none() {
             warnings.push("hyperfine before 1.17 records no memory use: max_rss_kib is 0".into());
         }
-        let summary = BTreeMap::from([(crate::model::metric::WALL.to_string(), crate::stats::summary::summarize(&times))]);
+        let summary =
+            BTreeMap::from([(crate::model::metric::WALL.to_string(), crate::stats::summary::summarize(&times))]);
         let experiment = Experiment {
             schema_version: SCHEMA_VERSION,
             perflab_version: env!("CARGO_PKG_VERSION").into(),
@@ -334,7 +341,13 @@ fn from_hyperfine(file: HyperfineFile, label: &str, path: &str, machine: &Machin
             // hyperfine records no total; the runs' sum is the part it measured.
             duration_s: times.iter().sum(),
             stop_reason: StopReason::FixedRounds,
-            commands: vec![CommandResult { name: name.clone(), argv: Vec::new(), command_line: result.command, runs, summary }],
+            commands: vec![CommandResult {
+                name: name.clone(),
+                argv: Vec::new(),
+                command_line: result.command,
+                runs,
+                summary,
+            }],
             comparisons: Vec::new(),
             warnings,
             failure: None,

@@ -15,8 +15,8 @@ pub mod sqlite;
 
 use crate::error::Failure;
 use crate::model::{
-    CommandResult, CommandSpec, Comparison, CounterReading, Experiment, ExitInfo, Machine, Run, Settings,
-    StopReason, Summary, Verdict, SCHEMA_VERSION,
+    CommandResult, CommandSpec, Comparison, CounterReading, ExitInfo, Experiment, Machine, Run, Settings, StopReason,
+    Summary, Verdict, SCHEMA_VERSION,
 };
 use anyhow::{anyhow, Context};
 use std::collections::BTreeMap;
@@ -313,7 +313,8 @@ pub fn describe_machine(fingerprint: &str, machine: &Machine) -> String {
 /// The git commit of the current directory, `-dirty` when the tree has changes;
 /// `None` outside a git repository or without git.
 pub fn current_git_commit() -> Option<String> {
-    let git = |args: &[&str]| std::process::Command::new("git").args(args).stderr(std::process::Stdio::null()).output().ok();
+    let git =
+        |args: &[&str]| std::process::Command::new("git").args(args).stderr(std::process::Stdio::null()).output().ok();
     let head = git(&["rev-parse", "HEAD"]).filter(|o| o.status.success())?;
     let commit = String::from_utf8_lossy(&head.stdout).trim().to_string();
     let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
@@ -335,9 +336,10 @@ impl Store {
         let env = std::env::var(DB_ENV).ok().filter(|v| !v.is_empty());
         let location = url.map(str::to_string).or(env).unwrap_or_else(|| DEFAULT_PATH.to_string());
         let db: Box<dyn Backend> = if location.starts_with("postgres://") || location.starts_with("postgresql://") {
-            Box::new(postgres::Postgres::connect(&location).map_err(|e| {
-                crate::usage!("cannot connect to {}: {e:#}", redact(&location))
-            })?)
+            Box::new(
+                postgres::Postgres::connect(&location)
+                    .map_err(|e| crate::usage!("cannot connect to {}: {e:#}", redact(&location)))?,
+            )
         } else {
             let path = location.strip_prefix("sqlite:").unwrap_or(&location);
             Box::new(
@@ -407,7 +409,13 @@ impl Store {
     /// Prepare to store an experiment about to run; its runs are then committed one by
     /// one through the returned [`Recorder`]. Nothing is written until the first run, so
     /// an experiment that fails to start leaves no trace.
-    pub fn begin(&mut self, meta: &Meta, machine: &Machine, settings: &Settings, commands: &[CommandSpec]) -> Recorder<'_> {
+    pub fn begin(
+        &mut self,
+        meta: &Meta,
+        machine: &Machine,
+        settings: &Settings,
+        commands: &[CommandSpec],
+    ) -> Recorder<'_> {
         Recorder {
             store: self,
             meta: meta.clone(),
@@ -419,14 +427,17 @@ impl Store {
 
     /// Store a finished experiment (from `compare --save` or an import) in one transaction.
     pub fn save(&mut self, meta: &Meta, experiment: &Experiment) -> Result<i64, Failure> {
-        let commands: Vec<CommandSpec> = experiment
-            .commands
-            .iter()
-            .map(CommandResult::spec)
-            .collect();
+        let commands: Vec<CommandSpec> = experiment.commands.iter().map(CommandResult::spec).collect();
         let id = self
             .write(|db| {
-                let id = insert_experiment(db, meta, &experiment.machine, &experiment.settings, &commands, &experiment.started_at)?;
+                let id = insert_experiment(
+                    db,
+                    meta,
+                    &experiment.machine,
+                    &experiment.settings,
+                    &commands,
+                    &experiment.started_at,
+                )?;
                 finish_experiment(db, id, experiment, &[])?;
                 Ok(id)
             })
@@ -436,13 +447,11 @@ impl Store {
 
     /// Labels in stored order (first use), with how many experiments carry each.
     pub fn labels(&mut self) -> Result<Vec<LabelInfo>, Failure> {
-        let rows = self
-            .db
-            .query(
-                "SELECT l.name, l.created_at, COUNT(e.id) FROM labels l LEFT JOIN experiments e ON e.label_id = l.id \
+        let rows = self.db.query(
+            "SELECT l.name, l.created_at, COUNT(e.id) FROM labels l LEFT JOIN experiments e ON e.label_id = l.id \
                  GROUP BY l.id, l.name, l.created_at ORDER BY l.id",
-                &[],
-            )?;
+            &[],
+        )?;
         Ok(rows
             .into_iter()
             .map(|r| LabelInfo {
@@ -676,7 +685,11 @@ impl Store {
 }
 
 /// The command `idx` of experiment `exp` among the commands read so far.
-fn command_mut<'a>(map: &'a mut BTreeMap<i64, Vec<CommandResult>>, exp: &Value, idx: &Value) -> Option<&'a mut CommandResult> {
+fn command_mut<'a>(
+    map: &'a mut BTreeMap<i64, Vec<CommandResult>>,
+    exp: &Value,
+    idx: &Value,
+) -> Option<&'a mut CommandResult> {
     let idx = usize::try_from(idx.as_i64()?).ok()?;
     map.get_mut(&exp.as_i64()?)?.get_mut(idx)
 }
@@ -722,7 +735,9 @@ impl Recorder<'_> {
         let result = self.store.write(|db| {
             let id = match (id, &pending) {
                 (Some(id), _) => id,
-                (None, Some((machine, settings, commands))) => insert_experiment(db, meta, machine, settings, commands, &now())?,
+                (None, Some((machine, settings, commands))) => {
+                    insert_experiment(db, meta, machine, settings, commands, &now())?
+                }
                 (None, None) => return Err(anyhow!("recorder has no experiment")),
             };
             insert_run(db, id, command_idx, run)?;
@@ -889,7 +904,14 @@ fn insert_run(db: &mut dyn Backend, experiment: i64, command_idx: usize, run: &R
     for (name, c) in &run.counters {
         db.execute(
             "INSERT INTO counters (run_id, name, supported, value, scaled, reason) VALUES ($1, $2, $3, $4, $5, $6)",
-            &[int(run_id), text(name), int(c.supported as i64), opt_real(c.value), int(c.scaled as i64), opt_text(c.reason.as_deref())],
+            &[
+                int(run_id),
+                text(name),
+                int(c.supported as i64),
+                opt_real(c.value),
+                int(c.scaled as i64),
+                opt_text(c.reason.as_deref()),
+            ],
         )?;
     }
     Ok(())
