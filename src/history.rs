@@ -98,8 +98,15 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
     let mut groups: Vec<MachineGroup> = Vec::new();
     for e in experiments {
         let Some(measured) = e.experiment.commands.last() else { continue };
-        let values: Vec<f64> =
-            measured.runs.iter().filter_map(|r| r.metric(metric_name)).filter(|v| v.is_finite()).collect();
+        // A failed run's time is not the benchmark's (it may have stopped half-way); the
+        // report leaves such runs out too.
+        let values: Vec<f64> = measured
+            .runs
+            .iter()
+            .filter(|r| r.exit.success())
+            .filter_map(|r| r.metric(metric_name))
+            .filter(|v| v.is_finite())
+            .collect();
         if values.is_empty() {
             continue;
         }
@@ -351,7 +358,7 @@ pub fn sparkline(values: &[f64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CommandResult, Experiment, Run, Settings, StopReason};
+    use crate::model::{CommandResult, ExitInfo, Experiment, Run, Settings, StopReason};
 
     fn stored(label: &str, order: i64, bench: &str, host: &str, walls: &[f64]) -> StoredExperiment {
         let machine = Machine { hostname: host.into(), ..Machine::default() };
@@ -393,7 +400,7 @@ mod tests {
                         name: "x".into(),
                         argv: vec![],
                         command_line: String::new(),
-                        runs: walls.iter().map(|&w| Run { wall_s: w, ..Run::default() }).collect(),
+                        runs: walls.iter().map(|&w| Run { wall_s: w, exit: ExitInfo { exit_code: Some(0), ..ExitInfo::default() }, ..Run::default() }).collect(),
                         summary: Default::default(),
                     },
                 ],
@@ -421,6 +428,15 @@ mod tests {
         assert_eq!(h.machines[1].benchmarks[0].points[0].median, 9.0);
         let text = render(&h, false);
         assert!(text.contains("2 different machines"), "{text}");
+    }
+
+    #[test]
+    fn failed_runs_are_left_out() {
+        let mut failing = stored("v1", 1, "a", "h1", &[1.0, 2.0, 100.0]);
+        failing.experiment.commands[1].runs[2].exit = ExitInfo { exit_code: Some(1), ..ExitInfo::default() };
+        let h = build(&[failing], "wall_s");
+        let point = &h.machines[0].benchmarks[0].points[0];
+        assert_eq!((point.n, point.median), (2, 1.5));
     }
 
     #[test]
