@@ -214,7 +214,7 @@ pub fn main(args: HistoryArgs) -> Result<i32, Failure> {
     }
     let history = build(&experiments, &args.metric);
     if history.machines.is_empty() {
-        return Err(crate::usage!("no stored run has the metric `{}`", args.metric));
+        return Err(crate::usage!("no successful stored run has the metric `{}`", args.metric));
     }
     if let Some(path) = &args.json {
         write_json(path, &history)?;
@@ -400,7 +400,14 @@ mod tests {
                         name: "x".into(),
                         argv: vec![],
                         command_line: String::new(),
-                        runs: walls.iter().map(|&w| Run { wall_s: w, exit: ExitInfo { exit_code: Some(0), ..ExitInfo::default() }, ..Run::default() }).collect(),
+                        runs: walls
+                            .iter()
+                            .map(|&w| Run {
+                                wall_s: w,
+                                exit: ExitInfo { exit_code: Some(0), ..ExitInfo::default() },
+                                ..Run::default()
+                            })
+                            .collect(),
                         summary: Default::default(),
                     },
                 ],

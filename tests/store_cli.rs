@@ -124,8 +124,16 @@ fn import_errors_are_one_line_usage_errors() {
 fn save(db: &str, label: &str, bench: &str, host: &str, walls: &[f64]) {
     use perflab::model::*;
     let machine = Machine { hostname: host.into(), cpu_model: "cpu".into(), cores: 2, ..Machine::default() };
-    let runs: Vec<Run> =
-        walls.iter().enumerate().map(|(i, &w)| Run { round: i as u32, wall_s: w, ..Run::default() }).collect();
+    let runs: Vec<Run> = walls
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| Run {
+            round: i as u32,
+            wall_s: w,
+            exit: ExitInfo { exit_code: Some(0), ..ExitInfo::default() },
+            ..Run::default()
+        })
+        .collect();
     let experiment = Experiment {
         schema_version: SCHEMA_VERSION,
         perflab_version: "test".into(),
