@@ -683,3 +683,66 @@ fn exit_code(args: &CompareArgs, plan: &Plan, e: &Experiment) -> i32 {
     }
     EXIT_OK
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    fn args(flags: &[&str]) -> CompareArgs {
+        let argv = ["perflab", "compare"].iter().chain(flags).chain(&["true", "true 1"]);
+        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+            crate::cli::Command::Compare(args) => args,
+            _ => unreachable!("parsed as compare"),
+        }
+    }
+
+    fn settings_of(flags: &[&str]) -> Result<Settings, String> {
+        plan_from_args(&args(flags), 2).map(|p| p.settings).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn nothing_set_gives_settings_default() {
+        assert_eq!(settings_of(&["--seed", "7"]).unwrap(), Settings { seed: 7, ..Settings::default() });
+    }
+
+    #[test]
+    fn the_command_line_beats_the_defaults() {
+        let s =
+            settings_of(&["-w", "3", "--min-rounds", "9", "--max-time", "2m", "--threshold", "2%", "--timeout", "5s"])
+                .unwrap();
+        assert_eq!((s.warmup_rounds, s.min_rounds, s.max_time_s, s.threshold), (3, 9, 120.0, 0.02));
+        assert_eq!((s.timeout_s, s.max_rounds, s.fixed_rounds), (Some(5.0), Settings::default().max_rounds, None));
+    }
+
+    #[test]
+    fn instruction_mode_runs_once_without_warm_up_or_padding_unless_asked() {
+        let s = settings_of(&["--mode", "instructions"]).unwrap();
+        assert_eq!((s.fixed_rounds, s.warmup_rounds, s.env_padding), (Some(1), 0, false));
+        let s = settings_of(&["--mode", "instructions", "-r", "3", "-w", "1"]).unwrap();
+        assert_eq!((s.fixed_rounds, s.warmup_rounds), (Some(3), 1));
+    }
+
+    #[test]
+    fn values_no_experiment_can_run_with_are_usage_errors() {
+        assert!(settings_of(&["--rounds", "0"]).unwrap_err().contains("--rounds must be at least 1"));
+        assert!(settings_of(&["--min-rounds", "1"]).unwrap_err().contains("--min-rounds must be at least 2"));
+    }
+
+    #[test]
+    fn help_shows_the_defaults_of_settings_default() {
+        let mut cli = crate::cli::Cli::command();
+        for name in ["compare", "run"] {
+            let help = cli.find_subcommand_mut(name).unwrap().render_long_help().to_string();
+            for expected in [
+                "Rounds before the first look at the statistics [default: 6]",
+                "even without a verdict [default: 10000]",
+                "(e.g. 60, 90s, 5m) [default: 60s]",
+                "is `equivalent` [default: 1]",
+                "not counted [default: 1; 0 in instruction mode]",
+            ] {
+                assert!(help.contains(expected), "`perflab {name} --help` lacks {expected:?}:\n{help}");
+            }
+        }
+    }
+}

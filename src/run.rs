@@ -323,3 +323,87 @@ fn summary_line(name: &str, experiment: &Experiment) -> String {
     }
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Settings;
+
+    const SUITE: &str = r#"
+[defaults]
+warmup = 3
+min_rounds = 8
+threshold = 2
+[builds]
+old = "old"
+new = "new"
+[[benchmark]]
+name = "own"
+command = "true {build}"
+min_rounds = 10
+max_time = "2m"
+[[benchmark]]
+name = "inherits"
+command = "true {build}"
+[[benchmark]]
+name = "solo"
+command = "true"
+"#;
+
+    /// The settings `run` would use for `bench` of SUITE, new against old.
+    fn settings_for(suite: &str, bench: &str, cli: &ExperimentArgs) -> Settings {
+        let suite = suite::parse(suite, std::path::Path::new("perflab.toml")).unwrap();
+        let bench = suite.benchmarks.iter().find(|b| b.name == bench).unwrap();
+        plan_for(bench, suite.build("new"), suite.build("old"), cli).unwrap().settings
+    }
+
+    fn seeded() -> ExperimentArgs {
+        ExperimentArgs { seed: Some(7), ..ExperimentArgs::default() }
+    }
+
+    #[test]
+    fn nothing_set_gives_the_documented_defaults() {
+        let suite = "[[benchmark]]\nname = \"b\"\ncommand = \"true {build}\"\n[builds]\nold = \"old\"\nnew = \"new\"\n";
+        assert_eq!(settings_for(suite, "b", &seeded()), Settings { seed: 7, ..Settings::default() });
+    }
+
+    #[test]
+    fn a_benchmark_beats_the_suite_defaults() {
+        let own = settings_for(SUITE, "own", &seeded());
+        assert_eq!((own.min_rounds, own.max_time_s), (10, 120.0));
+        assert_eq!((own.warmup_rounds, own.threshold), (3, 0.02), "unset in the benchmark: the suite's [defaults]");
+        let inherits = settings_for(SUITE, "inherits", &seeded());
+        assert_eq!((inherits.min_rounds, inherits.max_time_s), (8, Settings::default().max_time_s));
+    }
+
+    #[test]
+    fn the_command_line_beats_benchmark_and_suite() {
+        let cli = ExperimentArgs { min_rounds: Some(12), threshold: Some(0.005), ..seeded() };
+        let s = settings_for(SUITE, "own", &cli);
+        assert_eq!((s.min_rounds, s.threshold, s.warmup_rounds, s.max_time_s), (12, 0.005, 3, 120.0));
+    }
+
+    #[test]
+    fn fixed_rounds_above_the_round_limit_are_all_run() {
+        let cli = ExperimentArgs { rounds: Some(20_000), ..seeded() };
+        let s = settings_for(SUITE, "inherits", &cli);
+        assert_eq!((s.fixed_rounds, s.max_rounds), (Some(20_000), 20_000));
+    }
+
+    #[test]
+    fn a_single_command_runs_fixed_rounds_unless_a_limit_is_set() {
+        assert_eq!(settings_for(SUITE, "solo", &seeded()).fixed_rounds, Some(DEFAULT_SOLO_ROUNDS));
+        let limited = ExperimentArgs { max_time: Some(5.0), ..seeded() };
+        assert_eq!(settings_for(SUITE, "solo", &limited).fixed_rounds, None);
+    }
+
+    #[test]
+    fn instruction_mode_skips_warm_up_and_padding_unless_asked() {
+        let suite = "[defaults]\nmode = \"instructions\"\n[[benchmark]]\nname = \"b\"\ncommand = \"true\"\n";
+        let s = settings_for(suite, "b", &seeded());
+        assert_eq!((s.warmup_rounds, s.env_padding, s.mode.as_str()), (0, false, "instructions"));
+        let cli =
+            ExperimentArgs { runner: crate::compare::RunnerArgs { warmup: Some(2), ..Default::default() }, ..seeded() };
+        assert_eq!(settings_for(suite, "b", &cli).warmup_rounds, 2);
+    }
+}
