@@ -62,15 +62,20 @@ pub struct ExperimentArgs {
     /// Run exactly N measured rounds (no adaptive stopping).
     #[arg(short = 'r', long, value_name = "N")]
     pub rounds: Option<u32>,
-    #[arg(long, value_name = "N", help = with_default("Rounds before the first look at the statistics", Settings::default().min_rounds))]
+    #[arg(long, value_name = "N",
+          help = with_default("Rounds before the first look at the statistics", Settings::default().min_rounds))]
     pub min_rounds: Option<u32>,
-    #[arg(long, value_name = "N", help = with_default("Stop after this many measured rounds even without a verdict", Settings::default().max_rounds))]
+    #[arg(long, value_name = "N",
+          help = with_default("Stop after this many measured rounds even without a verdict",
+                              Settings::default().max_rounds))]
     pub max_rounds: Option<u32>,
     #[arg(long, value_name = "DURATION", value_parser = parse_duration,
-          help = with_default("Stop after this much time even without a verdict (e.g. 60, 90s, 5m)", format!("{}s", Settings::default().max_time_s)))]
+          help = with_default("Stop after this much time even without a verdict (e.g. 60, 90s, 5m)",
+                              format!("{}s", Settings::default().max_time_s)))]
     pub max_time: Option<f64>,
     #[arg(long, value_name = "PCT", value_parser = parse_percent,
-          help = with_default("Equivalence margin in percent: a CI inside ±PCT is `equivalent`", Settings::default().threshold * 100.0))]
+          help = with_default("Equivalence margin in percent: a CI inside ±PCT is `equivalent`",
+                              Settings::default().threshold * 100.0))]
     pub threshold: Option<f64>,
     /// Seed of the random round order and padding (default: random, recorded in the output).
     #[arg(long)]
@@ -86,7 +91,8 @@ pub struct ExperimentArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct RunnerArgs {
     #[arg(short = 'w', long, value_name = "N",
-          help = with_default("Warm-up runs of each command, not counted", format!("{}; 0 in instruction mode", Settings::default().warmup_rounds)))]
+          help = with_default("Warm-up runs of each command, not counted",
+                              format!("{}; 0 in instruction mode", Settings::default().warmup_rounds)))]
     pub warmup: Option<u32>,
     /// Kill a run (its whole process group) after this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]

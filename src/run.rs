@@ -53,6 +53,7 @@ struct RunRecord<'a> {
 }
 
 pub fn main(args: RunArgs) -> Result<i32, Failure> {
+    args.experiment.check()?;
     let suite = suite::load(&args.suite)?;
     let filter = match &args.filter {
         Some(re) => {
@@ -88,7 +89,6 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
     }
     let label = args.label.clone().unwrap_or_default();
     // Every command is prepared before anything runs, so a typo fails in a second.
-    args.experiment.check()?;
     let mut prepared = Vec::new();
     for bench in &benchmarks {
         prepared.push((bench, plan_for(bench, candidate, baseline, &args.experiment)?));
