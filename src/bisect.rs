@@ -3,10 +3,10 @@
 //! command, and compared against the good commit's build in interleaved rounds; the
 //! compare engine's verdict classifies it.
 
-use crate::compare::{parse_duration, Plan};
+use crate::compare::{parse_duration, ExperimentArgs, Plan};
 use crate::error::{Failure, EXIT_OK};
 use crate::model::{Comparison, Verdict};
-use crate::run::{plan_for, PlanOverrides};
+use crate::run::plan_for;
 use crate::store::exchange::DbArgs;
 use crate::store::Query;
 use crate::suite::{self, Build};
@@ -125,10 +125,7 @@ pub fn main(args: BisectArgs) -> Result<i32, Failure> {
         return Err(crate::usage!("--good and --bad are the same commit"));
     }
     let scratch = ScratchDir::create()?;
-    let overrides = PlanOverrides {
-        options: crate::suite::Options { rounds: args.rounds, max_time: args.max_time, ..Default::default() },
-        ..PlanOverrides::default()
-    };
+    let overrides = ExperimentArgs { rounds: args.rounds, max_time: args.max_time, ..Default::default() };
 
     let (good_tree, good_build) = checkout_and_build(&repo, &good, scratch.path(), &args.build_command)?;
     println!("bisecting {} commits between {} and {} on `{}`", commits.len(), short(&good), short(&bad), bench.name);

@@ -12,6 +12,7 @@ use crate::model::{
 use crate::schedule::{LookSchedule, RoundPlanner};
 use crate::spawn::{self, Prepared, SpawnError};
 use crate::stats::{changepoint, summary};
+use crate::suite::Options;
 use crate::{render, usage, verdict};
 use clap::Args;
 use std::time::{Duration, Instant};
@@ -27,51 +28,20 @@ pub struct CompareArgs {
     /// Run each command through `sh -c` (or `--shell=SHELL`) instead of executing it directly.
     #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
     pub shell: Option<String>,
-    /// Let the commands' stdout and stderr through instead of discarding them.
-    #[arg(long)]
-    pub show_output: bool,
-    /// Warm-up rounds, run first and not counted.
-    #[arg(short = 'w', long, default_value_t = 1)]
-    pub warmup: u32,
-    /// Run exactly N measured rounds (no adaptive stopping).
-    #[arg(short = 'r', long, value_name = "N")]
-    pub rounds: Option<u32>,
-    /// Rounds before the first look at the statistics.
-    #[arg(long, default_value_t = 6, value_name = "N")]
-    pub min_rounds: u32,
-    /// Stop after this many measured rounds even without a verdict.
-    #[arg(long, default_value_t = 10_000, value_name = "N")]
-    pub max_rounds: u32,
-    /// Stop after this much time even without a verdict (e.g. 60, 90s, 5m).
-    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = parse_duration)]
-    pub max_time: f64,
-    /// Equivalence margin in percent: a CI inside ±PCT is `equivalent`.
-    #[arg(long, default_value = "1", value_name = "PCT", value_parser = parse_percent)]
-    pub threshold: f64,
+    #[command(flatten)]
+    pub experiment: ExperimentArgs,
     /// Confidence level of the intervals, in percent.
     #[arg(long, default_value = "95", value_name = "PCT", value_parser = parse_confidence)]
     pub confidence: f64,
     /// Metrics to compare (wall_s, cpu_s, user_s, sys_s, max_rss_kib, minor_faults, ...).
     #[arg(long = "metric", value_delimiter = ',', default_values = ["wall_s", "cpu_s", "max_rss_kib"])]
     pub metrics: Vec<String>,
-    /// Seed of the random round order and padding (default: random, recorded in the output).
-    #[arg(long)]
-    pub seed: Option<u64>,
     /// Do not pad the environment with a random variable each round.
     #[arg(long)]
     pub no_env_padding: bool,
-    /// Kill a run (its whole process group) after this long.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub timeout: Option<f64>,
-    /// Keep going when a command exits non-zero (its runs still count).
-    #[arg(long)]
-    pub ignore_failure: bool,
     /// Exit 1 when a candidate's whole CI lies above 1 + PCT % (default 0).
     #[arg(long, value_name = "PCT", num_args = 0..=1, default_missing_value = "0", value_parser = parse_percent)]
     pub fail_if_slower: Option<f64>,
-    /// Write the full result as JSON (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
     /// Write a Markdown summary (for a PR comment; `-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<String>,
@@ -82,9 +52,116 @@ pub struct CompareArgs {
     pub measure: crate::measure::MeasureArgs,
     #[command(flatten)]
     pub save: crate::store::exchange::SaveArgs,
+}
+
+/// The experiment-design options of `compare` and `run`, defined once so both parse,
+/// check and default them alike. `None` means "not set here": the defaults are layered
+/// in by [`settings`], never by clap.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ExperimentArgs {
+    /// Run exactly N measured rounds (no adaptive stopping).
+    #[arg(short = 'r', long, value_name = "N")]
+    pub rounds: Option<u32>,
+    #[arg(long, value_name = "N",
+          help = with_default("Rounds before the first look at the statistics", Settings::default().min_rounds))]
+    pub min_rounds: Option<u32>,
+    #[arg(long, value_name = "N",
+          help = with_default("Stop after this many measured rounds even without a verdict",
+                              Settings::default().max_rounds))]
+    pub max_rounds: Option<u32>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration,
+          help = with_default("Stop after this much time even without a verdict (e.g. 60, 90s, 5m)",
+                              format!("{}s", Settings::default().max_time_s)))]
+    pub max_time: Option<f64>,
+    #[arg(long, value_name = "PCT", value_parser = parse_percent,
+          help = with_default("Equivalence margin in percent: a CI inside ±PCT is `equivalent`",
+                              Settings::default().threshold * 100.0))]
+    pub threshold: Option<f64>,
+    /// Seed of the random round order and padding (default: random, recorded in the output).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Keep going when a command exits non-zero (its runs still count).
+    #[arg(long)]
+    pub ignore_failure: bool,
+    #[command(flatten)]
+    pub runner: RunnerArgs,
+}
+
+/// How each run is executed and reported; shared by `compare`, `run` and `stat`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RunnerArgs {
+    #[arg(short = 'w', long, value_name = "N",
+          help = with_default("Warm-up runs of each command, not counted",
+                              format!("{}; 0 in instruction mode", Settings::default().warmup_rounds)))]
+    pub warmup: Option<u32>,
+    /// Kill a run (its whole process group) after this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<f64>,
+    /// Let the commands' stdout and stderr through instead of discarding them.
+    #[arg(long)]
+    pub show_output: bool,
+    /// Write the result as JSON (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
     /// Do not show the progress bar.
     #[arg(long)]
     pub no_progress: bool,
+}
+
+/// Help text ending in the default as clap shows it; the options are `Option`s (so a
+/// suite can tell "not set" from "set to the default"), which clap cannot show a default for.
+fn with_default(help: &str, default: impl std::fmt::Display) -> String {
+    format!("{help} [default: {default}]")
+}
+
+impl ExperimentArgs {
+    /// What the command line sets, to lay over a suite's options.
+    pub fn options(&self) -> Options {
+        Options {
+            rounds: self.rounds,
+            warmup: self.runner.warmup,
+            min_rounds: self.min_rounds,
+            max_rounds: self.max_rounds,
+            max_time: self.max_time,
+            timeout: self.runner.timeout,
+            threshold: self.threshold,
+            ..Options::default()
+        }
+    }
+
+    /// Values no experiment can run with, as one-line usage errors.
+    pub fn check(&self) -> Result<(), Failure> {
+        if self.rounds == Some(0) {
+            return Err(usage!("--rounds must be at least 1"));
+        }
+        if self.min_rounds.is_some_and(|n| n < 2) {
+            return Err(usage!("--min-rounds must be at least 2"));
+        }
+        Ok(())
+    }
+}
+
+/// The settings for layered options: whatever no layer sets comes from
+/// `Settings::default()`, except that instruction mode's deterministic counts need no
+/// warm-up and a fixed environment (counts move with the environment's size).
+pub fn settings(options: &Options, seed: Option<u64>) -> Settings {
+    let d = Settings::default();
+    let mode = options.mode.unwrap_or_default();
+    let instructions = mode == Mode::Instructions;
+    Settings {
+        seed: seed.unwrap_or_else(rand::random),
+        warmup_rounds: options.warmup.unwrap_or(if instructions { 0 } else { d.warmup_rounds }),
+        min_rounds: options.min_rounds.unwrap_or(d.min_rounds),
+        fixed_rounds: options.rounds,
+        // Exactly N rounds means N, whatever the round limit.
+        max_rounds: options.max_rounds.unwrap_or(d.max_rounds).max(options.rounds.unwrap_or(0)),
+        max_time_s: options.max_time.unwrap_or(d.max_time_s),
+        threshold: options.threshold.unwrap_or(d.threshold),
+        env_padding: d.env_padding && !instructions,
+        mode: mode.as_str().to_string(),
+        timeout_s: options.timeout,
+        ..d
+    }
 }
 
 /// Parse "60", "60s", "1.5m", "250ms", "1h" into seconds.
@@ -494,12 +571,7 @@ pub fn plan_from_args(args: &CompareArgs, min_commands: usize) -> Result<Plan, F
     for spec in &commands {
         resolve_program(&spec.argv[0])?;
     }
-    if args.rounds == Some(0) {
-        return Err(usage!("--rounds must be at least 1"));
-    }
-    if args.min_rounds < 2 {
-        return Err(usage!("--min-rounds must be at least 2"));
-    }
+    args.experiment.check()?;
     let instructions = args.measure.mode == Mode::Instructions;
     let (metrics, primary) = if instructions {
         (INSTRUCTION_METRICS.iter().map(|s| s.to_string()).collect::<Vec<_>>(), INSTRUCTION_METRICS[0].to_string())
@@ -515,29 +587,21 @@ pub fn plan_from_args(args: &CompareArgs, min_commands: usize) -> Result<Plan, F
         let primary = metrics.first().cloned().unwrap_or_else(|| metric::WALL.to_string());
         (metrics, primary)
     };
-    // Deterministic counts need one run each and a fixed environment (counts move with
-    // the environment's size), unless the user asks for more.
-    let fixed_rounds = if instructions { Some(args.rounds.unwrap_or(1)) } else { args.rounds };
-    let settings = Settings {
-        seed: args.seed.unwrap_or_else(rand::random),
-        warmup_rounds: if instructions { 0 } else { args.warmup },
-        min_rounds: args.min_rounds,
-        fixed_rounds,
-        max_rounds: args.max_rounds.max(fixed_rounds.unwrap_or(0)),
-        max_time_s: args.max_time,
-        threshold: args.threshold,
-        confidence: args.confidence,
-        env_padding: !args.no_env_padding && !instructions,
-        mode: args.measure.mode.as_str().to_string(),
-        timeout_s: args.timeout,
-    };
+    let mut options = Options { mode: Some(args.measure.mode), ..args.experiment.options() };
+    // Deterministic counts need one run each, unless the user asks for more.
+    if instructions {
+        options.rounds = options.rounds.or(Some(1));
+    }
+    let defaults = settings(&options, args.experiment.seed);
+    let settings =
+        Settings { confidence: args.confidence, env_padding: defaults.env_padding && !args.no_env_padding, ..defaults };
     Ok(Plan {
         commands,
         settings,
         metrics,
         primary_metric: primary,
-        show_output: args.show_output,
-        ignore_failure: args.ignore_failure,
+        show_output: args.experiment.runner.show_output,
+        ignore_failure: args.experiment.ignore_failure,
         measure: args.measure.clone(),
     })
 }
@@ -545,7 +609,8 @@ pub fn plan_from_args(args: &CompareArgs, min_commands: usize) -> Result<Plan, F
 /// `perflab compare`.
 pub fn main(args: CompareArgs) -> Result<i32, Failure> {
     let plan = plan_from_args(&args, 2)?;
-    let stdout_taken = [&args.json, &args.markdown, &args.csv].iter().any(|o| o.as_deref() == Some("-"));
+    let stdout_taken =
+        [&args.experiment.runner.json, &args.markdown, &args.csv].iter().any(|o| o.as_deref() == Some("-"));
     let mut csv = match &args.csv {
         Some(path) => Some(render::csv::CsvWriter::create(
             path,
@@ -554,7 +619,7 @@ pub fn main(args: CompareArgs) -> Result<i32, Failure> {
         )?),
         None => None,
     };
-    let hidden = args.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let hidden = args.experiment.runner.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut progress = render::progress::ProgressDisplay::new(&plan.settings, hidden);
     let mut store = args.save.open()?;
     let mut recorder = args.save.recorder(store.as_mut(), &plan);
@@ -580,7 +645,7 @@ fn write_outputs(args: &CompareArgs, plan: &Plan, e: &Experiment, stdout_taken: 
     } else {
         print!("{text}");
     }
-    if let Some(path) = &args.json {
+    if let Some(path) = &args.experiment.runner.json {
         render::json::write(e, path)?;
     }
     if let Some(path) = &args.markdown {
@@ -623,4 +688,67 @@ fn exit_code(args: &CompareArgs, plan: &Plan, e: &Experiment) -> i32 {
         }
     }
     EXIT_OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    fn args(flags: &[&str]) -> CompareArgs {
+        let argv = ["perflab", "compare"].iter().chain(flags).chain(&["true", "true 1"]);
+        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+            crate::cli::Command::Compare(args) => args,
+            _ => unreachable!("parsed as compare"),
+        }
+    }
+
+    fn settings_of(flags: &[&str]) -> Result<Settings, String> {
+        plan_from_args(&args(flags), 2).map(|p| p.settings).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn nothing_set_gives_settings_default() {
+        assert_eq!(settings_of(&["--seed", "7"]).unwrap(), Settings { seed: 7, ..Settings::default() });
+    }
+
+    #[test]
+    fn the_command_line_beats_the_defaults() {
+        let s =
+            settings_of(&["-w", "3", "--min-rounds", "9", "--max-time", "2m", "--threshold", "2%", "--timeout", "5s"])
+                .unwrap();
+        assert_eq!((s.warmup_rounds, s.min_rounds, s.max_time_s, s.threshold), (3, 9, 120.0, 0.02));
+        assert_eq!((s.timeout_s, s.max_rounds, s.fixed_rounds), (Some(5.0), Settings::default().max_rounds, None));
+    }
+
+    #[test]
+    fn instruction_mode_runs_once_without_warm_up_or_padding_unless_asked() {
+        let s = settings_of(&["--mode", "instructions"]).unwrap();
+        assert_eq!((s.fixed_rounds, s.warmup_rounds, s.env_padding), (Some(1), 0, false));
+        let s = settings_of(&["--mode", "instructions", "-r", "3", "-w", "1"]).unwrap();
+        assert_eq!((s.fixed_rounds, s.warmup_rounds), (Some(3), 1));
+    }
+
+    #[test]
+    fn values_no_experiment_can_run_with_are_usage_errors() {
+        assert!(settings_of(&["--rounds", "0"]).unwrap_err().contains("--rounds must be at least 1"));
+        assert!(settings_of(&["--min-rounds", "1"]).unwrap_err().contains("--min-rounds must be at least 2"));
+    }
+
+    #[test]
+    fn help_shows_the_defaults_of_settings_default() {
+        let mut cli = crate::cli::Cli::command();
+        for name in ["compare", "run"] {
+            let help = cli.find_subcommand_mut(name).unwrap().render_long_help().to_string();
+            for expected in [
+                "Rounds before the first look at the statistics [default: 6]",
+                "even without a verdict [default: 10000]",
+                "(e.g. 60, 90s, 5m) [default: 60s]",
+                "is `equivalent` [default: 1]",
+                "not counted [default: 1; 0 in instruction mode]",
+            ] {
+                assert!(help.contains(expected), "`perflab {name} --help` lacks {expected:?}:\n{help}");
+            }
+        }
+    }
 }

@@ -306,7 +306,7 @@ pub struct Settings {
 }
 
 impl Default for Settings {
-    /// The documented defaults of `perflab compare`.
+    /// The documented defaults of `perflab compare` and `perflab run` (shown by their `--help`).
     fn default() -> Self {
         Settings {
             seed: 0,

@@ -2,14 +2,14 @@
 //! baseline build when one is given), each run committed to the history store as it
 //! completes.
 
-use crate::compare::{parse_duration, parse_percent, Fanout, Plan};
+use crate::compare::{ExperimentArgs, Fanout, Plan};
 use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
-use crate::measure::{MeasureArgs, Mode};
-use crate::model::{metric, Experiment, Machine, Settings, StopReason};
+use crate::measure::MeasureArgs;
+use crate::model::{metric, Experiment, Machine, StopReason};
 use crate::render::format_seconds;
 use crate::store::exchange::{write_json, DbArgs};
 use crate::store::{current_git_commit, Meta};
-use crate::suite::{self, Benchmark, Build, Options, Suite};
+use crate::suite::{self, Benchmark, Build, Suite};
 use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -38,44 +38,10 @@ pub struct RunArgs {
     /// List the benchmarks and their commands without running them.
     #[arg(long)]
     pub list: bool,
-    /// Run exactly N measured rounds per benchmark (overrides the suite).
-    #[arg(short = 'r', long, value_name = "N")]
-    pub rounds: Option<u32>,
-    /// Stop each benchmark after this long even without a verdict (overrides the suite).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub max_time: Option<f64>,
-    /// Warm-up rounds per benchmark (overrides the suite).
-    #[arg(short = 'w', long, value_name = "N")]
-    pub warmup: Option<u32>,
-    /// Rounds before the first look at the statistics (overrides the suite).
-    #[arg(long, value_name = "N")]
-    pub min_rounds: Option<u32>,
-    /// Stop after this many rounds even without a verdict (overrides the suite).
-    #[arg(long, value_name = "N")]
-    pub max_rounds: Option<u32>,
-    /// Equivalence margin in percent (overrides the suite).
-    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
-    pub threshold: Option<f64>,
-    /// Kill a run after this long (overrides the suite).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub timeout: Option<f64>,
-    /// Seed of the random round order (default: random, recorded).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Keep going when a command exits non-zero (its runs still count).
-    #[arg(long)]
-    pub ignore_failure: bool,
-    /// Let the commands' output through.
-    #[arg(long)]
-    pub show_output: bool,
-    /// Do not show the progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
-    /// Also write the results as JSON (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
     #[command(flatten)]
     pub db: DbArgs,
+    #[command(flatten, next_help_heading = "Experiment (overrides the suite file)")]
+    pub experiment: ExperimentArgs,
 }
 
 /// One benchmark's result as written by `--json`.
@@ -87,6 +53,7 @@ struct RunRecord<'a> {
 }
 
 pub fn main(args: RunArgs) -> Result<i32, Failure> {
+    args.experiment.check()?;
     let suite = suite::load(&args.suite)?;
     let filter = match &args.filter {
         Some(re) => {
@@ -122,24 +89,9 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
     }
     let label = args.label.clone().unwrap_or_default();
     // Every command is prepared before anything runs, so a typo fails in a second.
-    let overrides = PlanOverrides {
-        options: Options {
-            rounds: args.rounds,
-            warmup: args.warmup,
-            min_rounds: args.min_rounds,
-            max_rounds: args.max_rounds,
-            max_time: args.max_time,
-            timeout: args.timeout,
-            threshold: args.threshold,
-            ..Options::default()
-        },
-        seed: args.seed,
-        show_output: args.show_output,
-        ignore_failure: args.ignore_failure,
-    };
     let mut prepared = Vec::new();
     for bench in &benchmarks {
-        prepared.push((bench, plan_for(bench, candidate, baseline, &overrides)?));
+        prepared.push((bench, plan_for(bench, candidate, baseline, &args.experiment)?));
     }
 
     let mut store = args.db.open()?;
@@ -152,7 +104,7 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
     }
     let git_commit = current_git_commit();
     let machine = Machine::detect();
-    let hide_progress = args.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let hide_progress = args.experiment.runner.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
     let interrupt = crate::interrupt::watcher();
     let mut records: Vec<(String, Experiment)> = Vec::new();
     let mut failed: Vec<String> = Vec::new();
@@ -195,7 +147,7 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
             Ok(experiment) => {
                 let line = summary_line(&bench.name, &experiment);
                 // `--json -` owns stdout.
-                if args.json.as_deref() == Some("-") {
+                if args.experiment.runner.json.as_deref() == Some("-") {
                     eprintln!("{line}");
                 } else {
                     println!("{line}");
@@ -220,7 +172,7 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
             Err(other) => return Err(other),
         }
     }
-    if let Some(path) = &args.json {
+    if let Some(path) = &args.experiment.runner.json {
         let out: Vec<RunRecord> =
             records.iter().map(|(b, e)| RunRecord { benchmark: b, label: &label, experiment: e }).collect();
         write_json(path, &out)?;
@@ -283,24 +235,15 @@ fn builds<'s>(suite: &'s Suite, args: &RunArgs) -> Result<(Option<&'s Build>, Op
     Ok((candidate, baseline))
 }
 
-/// What the command line sets over a suite's options.
-#[derive(Debug, Clone, Default)]
-pub struct PlanOverrides {
-    pub options: Options,
-    pub seed: Option<u64>,
-    pub show_output: bool,
-    pub ignore_failure: bool,
-}
-
 /// The compare engine's plan for one benchmark (baseline first when given): the
 /// benchmark's options over the suite defaults, under the command line's.
 pub fn plan_for(
     bench: &Benchmark,
     candidate: Option<&Build>,
     baseline: Option<&Build>,
-    cli: &PlanOverrides,
+    cli: &ExperimentArgs,
 ) -> Result<Plan, Failure> {
-    let o = cli.options.or(&bench.options);
+    let mut o = cli.options().or(&bench.options);
     let mut texts = Vec::new();
     let mut names = Vec::new();
     // A benchmark without {build} runs the same command for every build: measure it once.
@@ -318,30 +261,18 @@ pub fn plan_for(
                 .map_err(|e| crate::usage!("benchmark `{}`: {e}", bench.name))?;
         }
     }
-    let solo = commands.len() == 1;
-    let mode = o.mode.unwrap_or(Mode::Wall);
-    let settings = Settings {
-        seed: cli.seed.unwrap_or_else(rand::random),
-        warmup_rounds: o.warmup.unwrap_or(1),
-        min_rounds: o.min_rounds.unwrap_or(6),
-        fixed_rounds: o
-            .rounds
-            .or((solo && o.max_time.is_none() && o.max_rounds.is_none()).then_some(DEFAULT_SOLO_ROUNDS)),
-        max_rounds: o.max_rounds.unwrap_or(10_000),
-        max_time_s: o.max_time.unwrap_or(60.0),
-        threshold: o.threshold.unwrap_or(0.01),
-        confidence: 0.95,
-        env_padding: true,
-        mode: mode.as_str().to_string(),
-        timeout_s: o.timeout,
-    };
+    if commands.len() == 1 && o.rounds.is_none() && o.max_time.is_none() && o.max_rounds.is_none() {
+        o.rounds = Some(DEFAULT_SOLO_ROUNDS);
+    }
+    let mode = o.mode.unwrap_or_default();
+    let settings = crate::compare::settings(&o, cli.seed);
     let metrics: Vec<String> = metric::COMPARED.iter().map(|m| m.to_string()).collect();
     Ok(Plan {
         commands,
         settings,
         primary_metric: metrics[0].clone(),
         metrics,
-        show_output: cli.show_output,
+        show_output: cli.runner.show_output,
         ignore_failure: cli.ignore_failure,
         measure: MeasureArgs { events: o.events.unwrap_or_default(), mode, ..MeasureArgs::default() },
     })
@@ -391,4 +322,88 @@ fn summary_line(name: &str, experiment: &Experiment) -> String {
         );
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Settings;
+
+    const SUITE: &str = r#"
+[defaults]
+warmup = 3
+min_rounds = 8
+threshold = 2
+[builds]
+old = "old"
+new = "new"
+[[benchmark]]
+name = "own"
+command = "true {build}"
+min_rounds = 10
+max_time = "2m"
+[[benchmark]]
+name = "inherits"
+command = "true {build}"
+[[benchmark]]
+name = "solo"
+command = "true"
+"#;
+
+    /// The settings `run` would use for `bench` of SUITE, new against old.
+    fn settings_for(suite: &str, bench: &str, cli: &ExperimentArgs) -> Settings {
+        let suite = suite::parse(suite, std::path::Path::new("perflab.toml")).unwrap();
+        let bench = suite.benchmarks.iter().find(|b| b.name == bench).unwrap();
+        plan_for(bench, suite.build("new"), suite.build("old"), cli).unwrap().settings
+    }
+
+    fn seeded() -> ExperimentArgs {
+        ExperimentArgs { seed: Some(7), ..ExperimentArgs::default() }
+    }
+
+    #[test]
+    fn nothing_set_gives_the_documented_defaults() {
+        let suite = "[[benchmark]]\nname = \"b\"\ncommand = \"true {build}\"\n[builds]\nold = \"old\"\nnew = \"new\"\n";
+        assert_eq!(settings_for(suite, "b", &seeded()), Settings { seed: 7, ..Settings::default() });
+    }
+
+    #[test]
+    fn a_benchmark_beats_the_suite_defaults() {
+        let own = settings_for(SUITE, "own", &seeded());
+        assert_eq!((own.min_rounds, own.max_time_s), (10, 120.0));
+        assert_eq!((own.warmup_rounds, own.threshold), (3, 0.02), "unset in the benchmark: the suite's [defaults]");
+        let inherits = settings_for(SUITE, "inherits", &seeded());
+        assert_eq!((inherits.min_rounds, inherits.max_time_s), (8, Settings::default().max_time_s));
+    }
+
+    #[test]
+    fn the_command_line_beats_benchmark_and_suite() {
+        let cli = ExperimentArgs { min_rounds: Some(12), threshold: Some(0.005), ..seeded() };
+        let s = settings_for(SUITE, "own", &cli);
+        assert_eq!((s.min_rounds, s.threshold, s.warmup_rounds, s.max_time_s), (12, 0.005, 3, 120.0));
+    }
+
+    #[test]
+    fn fixed_rounds_above_the_round_limit_are_all_run() {
+        let cli = ExperimentArgs { rounds: Some(20_000), ..seeded() };
+        let s = settings_for(SUITE, "inherits", &cli);
+        assert_eq!((s.fixed_rounds, s.max_rounds), (Some(20_000), 20_000));
+    }
+
+    #[test]
+    fn a_single_command_runs_fixed_rounds_unless_a_limit_is_set() {
+        assert_eq!(settings_for(SUITE, "solo", &seeded()).fixed_rounds, Some(DEFAULT_SOLO_ROUNDS));
+        let limited = ExperimentArgs { max_time: Some(5.0), ..seeded() };
+        assert_eq!(settings_for(SUITE, "solo", &limited).fixed_rounds, None);
+    }
+
+    #[test]
+    fn instruction_mode_skips_warm_up_and_padding_unless_asked() {
+        let suite = "[defaults]\nmode = \"instructions\"\n[[benchmark]]\nname = \"b\"\ncommand = \"true\"\n";
+        let s = settings_for(suite, "b", &seeded());
+        assert_eq!((s.warmup_rounds, s.env_padding, s.mode.as_str()), (0, false, "instructions"));
+        let cli =
+            ExperimentArgs { runner: crate::compare::RunnerArgs { warmup: Some(2), ..Default::default() }, ..seeded() };
+        assert_eq!(settings_for(suite, "b", &cli).warmup_rounds, 2);
+    }
 }

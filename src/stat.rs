@@ -4,8 +4,9 @@
 
 use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::measure::{self, counters, Mode};
-use crate::model::{metric, CommandResult, Experiment, Settings, StopReason, Summary};
+use crate::model::{metric, CommandResult, Experiment, StopReason, Summary};
 use crate::render::color;
+use crate::suite::Options;
 use clap::Args;
 use serde::Serialize;
 use std::io::Write;
@@ -18,26 +19,13 @@ pub struct StatArgs {
     /// Measured runs (default: 10 in wall mode, 1 in instruction mode).
     #[arg(short = 'r', long = "repeat", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,
-    /// Warm-up runs, not counted (default: 1 in wall mode, 0 in instruction mode).
-    #[arg(short = 'w', long, value_name = "N")]
-    pub warmup: Option<u32>,
     /// Run the command through `sh -c` (or `--shell=SHELL -c`).
     #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
     pub shell: Option<String>,
-    /// Let the command's stdout and stderr through instead of discarding them.
-    #[arg(long)]
-    pub show_output: bool,
-    /// Kill a run (its whole process group) after this long.
-    #[arg(long, value_name = "DURATION", value_parser = crate::compare::parse_duration)]
-    pub timeout: Option<f64>,
-    /// Write the result as JSON (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
+    #[command(flatten)]
+    pub runner: crate::compare::RunnerArgs,
     #[command(flatten)]
     pub measure: measure::MeasureArgs,
-    /// Do not show the progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
 }
 
 pub const DEFAULT_RUNS: u32 = 10;
@@ -205,29 +193,28 @@ pub fn main(args: StatArgs) -> Result<i32, Failure> {
     crate::command::resolve_program(&commands[0].argv[0])?;
     let runs = args.runs.unwrap_or(if instructions { 1 } else { DEFAULT_RUNS });
     let plan = crate::compare::Plan {
-        settings: Settings {
-            seed: rand::random(),
-            warmup_rounds: args.warmup.unwrap_or(if instructions { 0 } else { 1 }),
-            min_rounds: runs,
-            fixed_rounds: Some(runs),
-            max_rounds: runs,
-            max_time_s: f64::INFINITY,
-            threshold: 0.01,
-            confidence: 0.95,
-            // Counts move with the environment's size: instruction mode keeps it fixed.
-            env_padding: !instructions,
-            mode: measure.mode.as_str().to_string(),
-            timeout_s: args.timeout,
-        },
+        settings: crate::compare::settings(
+            &Options {
+                rounds: Some(runs),
+                warmup: args.runner.warmup,
+                min_rounds: Some(runs),
+                max_rounds: Some(runs),
+                max_time: Some(f64::INFINITY),
+                timeout: args.runner.timeout,
+                mode: Some(measure.mode),
+                ..Options::default()
+            },
+            None,
+        ),
         primary_metric: names[0].clone(),
         metrics: names.clone(),
         commands,
-        show_output: args.show_output,
+        show_output: args.runner.show_output,
         ignore_failure: false,
         measure,
     };
-    let stdout_taken = args.json.as_deref() == Some("-");
-    let hidden = args.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let stdout_taken = args.runner.json.as_deref() == Some("-");
+    let hidden = args.runner.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, hidden);
     let experiment = crate::compare::run_experiment(&plan, &mut progress);
     progress.finish();
@@ -252,7 +239,7 @@ pub fn main(args: StatArgs) -> Result<i32, Failure> {
     for warning in &experiment.warnings {
         eprintln!("{}", color::yellow(&format!("warning: {warning}")));
     }
-    if let Some(path) = &args.json {
+    if let Some(path) = &args.runner.json {
         write_json(&StatReport { experiment: &experiment, metrics }, path)?;
     }
     Ok(match experiment.stop_reason {
