@@ -142,19 +142,20 @@ impl ExperimentArgs {
 }
 
 /// The settings for layered options: whatever no layer sets comes from
-/// `Settings::default()`, except that instruction mode's deterministic counts need no
-/// warm-up and a fixed environment (counts move with the environment's size).
+/// `Settings::default()`, except that instruction mode's deterministic counts need one
+/// round, no warm-up and a fixed environment (counts move with the environment's size).
 pub fn settings(options: &Options, seed: Option<u64>) -> Settings {
     let d = Settings::default();
     let mode = options.mode.unwrap_or_default();
     let instructions = mode == Mode::Instructions;
+    let fixed_rounds = options.rounds.or(instructions.then_some(1));
     Settings {
         seed: seed.unwrap_or_else(rand::random),
         warmup_rounds: options.warmup.unwrap_or(if instructions { 0 } else { d.warmup_rounds }),
         min_rounds: options.min_rounds.unwrap_or(d.min_rounds),
-        fixed_rounds: options.rounds,
+        fixed_rounds,
         // Exactly N rounds means N, whatever the round limit.
-        max_rounds: options.max_rounds.unwrap_or(d.max_rounds).max(options.rounds.unwrap_or(0)),
+        max_rounds: options.max_rounds.unwrap_or(d.max_rounds).max(fixed_rounds.unwrap_or(0)),
         max_time_s: options.max_time.unwrap_or(d.max_time_s),
         threshold: options.threshold.unwrap_or(d.threshold),
         env_padding: d.env_padding && !instructions,
@@ -562,6 +563,26 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<String> {
 /// Instruction-mode metrics, in display order (named by the cachegrind probe).
 pub use crate::measure::cachegrind::COMPARED as INSTRUCTION_METRICS;
 
+/// The metrics to compare and the primary one (whose verdict decides when to stop):
+/// in instruction mode the cachegrind counts; otherwise `requested` plus any counters.
+pub fn compared_metrics(requested: &[String], measure: &MeasureArgs) -> Result<(Vec<String>, String), Failure> {
+    if measure.mode == Mode::Instructions {
+        let metrics: Vec<String> = INSTRUCTION_METRICS.iter().map(|s| s.to_string()).collect();
+        let primary = metrics[0].clone();
+        return Ok((metrics, primary));
+    }
+    for m in requested {
+        if !metric::ALL.contains(&m.as_str()) {
+            return Err(usage!("unknown metric `{m}`; choose from {}", metric::ALL.join(", ")));
+        }
+    }
+    let mut metrics = requested.to_vec();
+    let counters = crate::measure::metric_names(measure)?;
+    metrics.extend(counters.into_iter().filter(|e| !metrics.contains(e)).collect::<Vec<_>>());
+    let primary = metrics.first().cloned().unwrap_or_else(|| metric::WALL.to_string());
+    Ok((metrics, primary))
+}
+
 /// Turn the command line into a plan (everything checked before anything runs).
 pub fn plan_from_args(args: &CompareArgs, min_commands: usize) -> Result<Plan, Failure> {
     if args.commands.len() < min_commands {
@@ -572,26 +593,8 @@ pub fn plan_from_args(args: &CompareArgs, min_commands: usize) -> Result<Plan, F
         resolve_program(&spec.argv[0])?;
     }
     args.experiment.check()?;
-    let instructions = args.measure.mode == Mode::Instructions;
-    let (metrics, primary) = if instructions {
-        (INSTRUCTION_METRICS.iter().map(|s| s.to_string()).collect::<Vec<_>>(), INSTRUCTION_METRICS[0].to_string())
-    } else {
-        for m in &args.metrics {
-            if !metric::ALL.contains(&m.as_str()) {
-                return Err(usage!("unknown metric `{m}`; choose from {}", metric::ALL.join(", ")));
-            }
-        }
-        let mut metrics = args.metrics.clone();
-        let counters = crate::measure::metric_names(&args.measure)?;
-        metrics.extend(counters.into_iter().filter(|e| !metrics.contains(e)).collect::<Vec<_>>());
-        let primary = metrics.first().cloned().unwrap_or_else(|| metric::WALL.to_string());
-        (metrics, primary)
-    };
-    let mut options = Options { mode: Some(args.measure.mode), ..args.experiment.options() };
-    // Deterministic counts need one run each, unless the user asks for more.
-    if instructions {
-        options.rounds = options.rounds.or(Some(1));
-    }
+    let (metrics, primary) = compared_metrics(&args.metrics, &args.measure)?;
+    let options = Options { mode: Some(args.measure.mode), ..args.experiment.options() };
     let defaults = settings(&options, args.experiment.seed);
     let settings =
         Settings { confidence: args.confidence, env_padding: defaults.env_padding && !args.no_env_padding, ..defaults };

@@ -4,9 +4,9 @@
 
 use crate::compare::{ExperimentArgs, Fanout, Plan};
 use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
-use crate::measure::MeasureArgs;
+use crate::measure::{MeasureArgs, Mode};
 use crate::model::{metric, Experiment, Machine, StopReason};
-use crate::render::format_seconds;
+use crate::render::format_value;
 use crate::store::exchange::{write_json, DbArgs};
 use crate::store::{current_git_commit, Meta};
 use crate::suite::{self, Benchmark, Build, Suite};
@@ -145,7 +145,7 @@ pub fn main(args: RunArgs) -> Result<i32, Failure> {
         }
         match outcome {
             Ok(experiment) => {
-                let line = summary_line(&bench.name, &experiment);
+                let line = summary_line(&bench.name, &experiment, &plan.primary_metric);
                 // `--json -` owns stdout.
                 if args.experiment.runner.json.as_deref() == Some("-") {
                     eprintln!("{line}");
@@ -261,20 +261,24 @@ pub fn plan_for(
                 .map_err(|e| crate::usage!("benchmark `{}`: {e}", bench.name))?;
         }
     }
-    if commands.len() == 1 && o.rounds.is_none() && o.max_time.is_none() && o.max_rounds.is_none() {
+    let mode = o.mode.unwrap_or_default();
+    let solo = commands.len() == 1 && mode != Mode::Instructions;
+    if solo && o.rounds.is_none() && o.max_time.is_none() && o.max_rounds.is_none() {
         o.rounds = Some(DEFAULT_SOLO_ROUNDS);
     }
-    let mode = o.mode.unwrap_or_default();
     let settings = crate::compare::settings(&o, cli.seed);
-    let metrics: Vec<String> = metric::COMPARED.iter().map(|m| m.to_string()).collect();
+    let measure = MeasureArgs { events: o.events.unwrap_or_default(), mode, ..MeasureArgs::default() };
+    let requested: Vec<String> = metric::COMPARED.iter().map(|m| m.to_string()).collect();
+    let (metrics, primary_metric) = crate::compare::compared_metrics(&requested, &measure)
+        .map_err(|e| crate::usage!("benchmark `{}`: {e}", bench.name))?;
     Ok(Plan {
         commands,
         settings,
-        primary_metric: metrics[0].clone(),
+        primary_metric,
         metrics,
         show_output: cli.runner.show_output,
         ignore_failure: cli.ignore_failure,
-        measure: MeasureArgs { events: o.events.unwrap_or_default(), mode, ..MeasureArgs::default() },
+        measure,
     })
 }
 
@@ -292,25 +296,19 @@ fn shell(command: &str) -> Result<(), String> {
     }
 }
 
-/// `name  median [CI] (n runs)` and, against a baseline, the verdict.
-fn summary_line(name: &str, experiment: &Experiment) -> String {
+/// `name  median [CI] (n runs)` of the primary metric and, against a baseline, the verdict.
+fn summary_line(name: &str, experiment: &Experiment, primary: &str) -> String {
     let Some(measured) = experiment.commands.last() else { return format!("{name}: no runs") };
-    let mut line = match measured.summary.get(metric::WALL) {
+    let value = |v| format_value(primary, v);
+    let runs = |n: usize| if n == 1 { "1 run".to_string() } else { format!("{n} runs") };
+    let mut line = match measured.summary.get(primary) {
         Some(s) => match s.median_ci {
-            Some((lo, hi)) => {
-                format!(
-                    "{name}  {} [{} – {}] ({} runs)",
-                    format_seconds(s.median),
-                    format_seconds(lo),
-                    format_seconds(hi),
-                    s.n
-                )
-            }
-            None => format!("{name}  {} ({} runs)", format_seconds(s.median), s.n),
+            Some((lo, hi)) => format!("{name}  {} [{} – {}] ({})", value(s.median), value(lo), value(hi), runs(s.n)),
+            None => format!("{name}  {} ({})", value(s.median), runs(s.n)),
         },
-        None => format!("{name}  {} runs", measured.runs.len()),
+        None => format!("{name}  {}", runs(measured.runs.len())),
     };
-    if let Some(c) = experiment.comparisons.iter().find(|c| c.metric == metric::WALL) {
+    if let Some(c) = experiment.comparisons.iter().find(|c| c.metric == primary) {
         line += &format!(
             "  {} vs {}: ×{:.3} [{:.3} – {:.3}] {}",
             c.candidate,
@@ -350,11 +348,15 @@ name = "solo"
 command = "true"
 "#;
 
-    /// The settings `run` would use for `bench` of SUITE, new against old.
-    fn settings_for(suite: &str, bench: &str, cli: &ExperimentArgs) -> Settings {
+    /// The plan `run` would use for `bench` of SUITE, new against old.
+    fn plan_of(suite: &str, bench: &str, cli: &ExperimentArgs) -> Plan {
         let suite = suite::parse(suite, std::path::Path::new("perflab.toml")).unwrap();
         let bench = suite.benchmarks.iter().find(|b| b.name == bench).unwrap();
-        plan_for(bench, suite.build("new"), suite.build("old"), cli).unwrap().settings
+        plan_for(bench, suite.build("new"), suite.build("old"), cli).unwrap()
+    }
+
+    fn settings_for(suite: &str, bench: &str, cli: &ExperimentArgs) -> Settings {
+        plan_of(suite, bench, cli).settings
     }
 
     fn seeded() -> ExperimentArgs {
@@ -398,10 +400,16 @@ command = "true"
     }
 
     #[test]
-    fn instruction_mode_skips_warm_up_and_padding_unless_asked() {
+    fn instruction_mode_compares_counts_from_one_round_without_warm_up_or_padding() {
         let suite = "[defaults]\nmode = \"instructions\"\n[[benchmark]]\nname = \"b\"\ncommand = \"true\"\n";
-        let s = settings_for(suite, "b", &seeded());
-        assert_eq!((s.warmup_rounds, s.env_padding, s.mode.as_str()), (0, false, "instructions"));
+        let plan = plan_of(suite, "b", &seeded());
+        assert_eq!(plan.primary_metric, crate::compare::INSTRUCTION_METRICS[0]);
+        assert!(!plan.metrics.iter().any(|m| m == metric::WALL), "{:?}", plan.metrics);
+        let s = plan.settings;
+        assert_eq!(
+            (s.fixed_rounds, s.warmup_rounds, s.env_padding, s.mode.as_str()),
+            (Some(1), 0, false, "instructions")
+        );
         let cli =
             ExperimentArgs { runner: crate::compare::RunnerArgs { warmup: Some(2), ..Default::default() }, ..seeded() };
         assert_eq!(settings_for(suite, "b", &cli).warmup_rounds, 2);

@@ -15,17 +15,6 @@ fn spin() -> String {
     common::fixture("spin").display().to_string()
 }
 
-/// True when valgrind is usable; on CI (`CI=true`) its absence fails the test instead of
-/// skipping it silently.
-fn have_valgrind() -> bool {
-    let found = which::which("valgrind").is_ok();
-    if !found {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "valgrind is required on CI (apt-get install valgrind)");
-        eprintln!("skipping: valgrind is not installed");
-    }
-    found
-}
-
 fn json_of(output: &std::process::Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
@@ -156,7 +145,7 @@ fn missing_valgrind_is_exit_2_with_the_install_hint() {
 /// ~0.1 M of start-up), so the true instruction ratio is 1.01 within 0.02 %.
 #[test]
 fn instruction_mode_gets_a_one_percent_difference_from_one_run_each() {
-    if !have_valgrind() {
+    if !common::have_valgrind() {
         return;
     }
     let output = perflab()
@@ -190,7 +179,7 @@ fn instruction_mode_gets_a_one_percent_difference_from_one_run_each() {
 
 #[test]
 fn stat_instruction_mode_reports_exact_repeats() {
-    if !have_valgrind() {
+    if !common::have_valgrind() {
         return;
     }
     let output = perflab()
@@ -209,7 +198,7 @@ fn stat_instruction_mode_reports_exact_repeats() {
 
 #[test]
 fn stat_instruction_mode_shows_the_spread_of_counts_that_differ() {
-    if !have_valgrind() {
+    if !common::have_valgrind() {
         return;
     }
     let jitter = common::fixture("jitter").display().to_string();
@@ -233,7 +222,7 @@ fn stat_instruction_mode_shows_the_spread_of_counts_that_differ() {
 
 #[test]
 fn a_failing_program_under_valgrind_keeps_its_exit_code() {
-    if !have_valgrind() {
+    if !common::have_valgrind() {
         return;
     }
     let output = perflab().args(["stat", "--mode", "instructions", "--no-progress", "false"]).output().unwrap();
@@ -297,7 +286,7 @@ fn counters_include_child_processes() {
 /// Instruction mode follows children too and adds their counts.
 #[test]
 fn instruction_mode_includes_child_processes() {
-    if !have_valgrind() {
+    if !common::have_valgrind() {
         return;
     }
     let once = stat_json(&["--mode", "instructions", &spin(), "500000"]);

@@ -112,6 +112,31 @@ fn baseline_build_is_compared_and_the_verdict_stored() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--baseline `nope` is not a build"));
 }
 
+#[test]
+fn instruction_mode_suites_compare_instruction_counts() {
+    if !common::have_valgrind() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let db = db.to_str().unwrap();
+    write_suite(
+        dir.path(),
+        "[defaults]\nmode = \"instructions\"\n[builds]\nsmall = \"200000\"\nbig = \"202000\"\n[[benchmark]]\nname = \"loop\"\ncommand = \"SPIN {build}\"\n",
+    );
+    let out = perflab(dir.path(), db).args(["run", "--label", "big", "--baseline", "small"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("slower"), "{stdout}");
+    let e = &stored(dir.path(), db, &["--label", "big"])[0].experiment;
+    assert_eq!(e.rounds, 1, "deterministic counts need one round");
+    let primary = &e.comparisons[0];
+    assert_eq!(primary.metric, "instructions");
+    assert_eq!(primary.verdict, perflab::model::Verdict::Slower, "{primary:?}");
+    // 1 % more loop iterations: the count ratio is a little under 1.01 (start-up is fixed).
+    assert!(primary.ratio > 1.005 && primary.ratio < 1.0101, "{primary:?}");
+}
+
 /// Runs stored in `db` so far (any label), read with the store API like a second process would.
 fn runs_stored(db: &str) -> usize {
     match perflab::store::Store::open(Some(db)).and_then(|mut s| s.experiments(&Default::default())) {

@@ -66,3 +66,14 @@ pub fn fixture_with(name: &str, extra: &[&str]) -> PathBuf {
 }
 
 pub mod pg;
+
+/// True when valgrind is usable; on CI (`CI=true`) its absence fails the test instead of
+/// skipping it silently.
+pub fn have_valgrind() -> bool {
+    let found = which::which("valgrind").is_ok();
+    if !found {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "valgrind is required on CI (apt-get install valgrind)");
+        eprintln!("skipping: valgrind is not installed");
+    }
+    found
+}
