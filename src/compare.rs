@@ -500,8 +500,8 @@ fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     experiment.warnings.extend(warnings(plan, experiment));
 }
 
-/// A run this short is dominated by process creation (~0.15–0.5 ms here); 20× keeps the
-/// spawn cost under 5 % of what is measured.
+/// Process creation and exec cost ~0.1 ms (a static binary) to ~0.5 ms (a dynamic one)
+/// here; runs of at least 20× that keep it under 5 % of what is measured.
 const SHORT_RUN_S: f64 = 0.010;
 /// Paired run-to-run spread (robust, of ln ratios) above which results need many rounds.
 const NOISY_SPREAD: f64 = 0.05;
@@ -519,7 +519,7 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<String> {
         let median = summary::median(&walls);
         if median < SHORT_RUN_S {
             out.push(format!(
-                "`{}` runs for only {}: process creation is a large part of that; measure a longer workload (≥ {})",
+                "`{}` runs for only {}: process creation and exec (~0.1–0.5 ms) are a sizeable part of that; measure a longer workload (≥ {})",
                 command.name,
                 render::format_seconds(median),
                 render::format_seconds(SHORT_RUN_S)
