@@ -69,6 +69,8 @@ fn exercise(bytes: &[u8]) {
             count: 3,
             period: 3,
         }],
+        frames: vec![],
+        stacks: vec![],
     };
     let _ = perflab::profile::annotate::annotate(
         &profile,

@@ -337,6 +337,55 @@ mod tests {
     }
 
     #[test]
+    fn call_graph_totals_count_recursion_once_and_fold_root_first() {
+        use crate::profile::format::{FrameRef, ObjectRef, SampleCount, StackCount};
+        let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
+        let stack = |frames: Vec<u32>, count| StackCount { pid: 1, tid: 1, frames, count, period: count * 10 };
+        let sample = |offset, count| SampleCount {
+            pid: 1,
+            tid: 1,
+            space: Space::User,
+            object: Some(0),
+            offset,
+            count,
+            period: count * 10,
+        };
+        // Unreadable object: functions are named `x+0xOFFSET`, one per frame.
+        let profile = Profile {
+            event: "cpu-clock".into(),
+            frequency_hz: 1000,
+            command: vec![],
+            started: String::new(),
+            duration_s: 1.0,
+            cpu_s: 1.0,
+            lost: 0,
+            exit_code: Some(0),
+            objects: vec![ObjectRef { path: "/nonexistent/x".into() }],
+            tasks: vec![],
+            samples: vec![sample(0x10, 3), sample(0x20, 1)],
+            // leaf ← rec ← rec ← root (recursion), and rec ← root.
+            frames: vec![user(0x10), user(0x20), user(0x30)],
+            stacks: vec![stack(vec![0, 1, 1, 2], 3), stack(vec![1, 2], 1)],
+        };
+        let mut symbolizer = Symbolizer::default();
+        let graph = CallGraph::new(&profile, &mut symbolizer).unwrap();
+        let located = locate(&profile, &mut symbolizer);
+        let rows = graph.with_totals(flat(&located, By::Function));
+        let row = |name: &str| rows.iter().find(|r| r.name == name).unwrap();
+        // By total, ties by self samples.
+        assert_eq!(rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["x+0x20", "x+0x30", "x+0x10"]);
+        assert_eq!((row("x+0x30").total_samples, row("x+0x30").self_samples), (Some(4), 0));
+        assert_eq!(row("x+0x30").total_share, Some(1.0));
+        assert_eq!(row("x+0x30").total_period, Some(40));
+        assert_eq!((row("x+0x20").total_samples, row("x+0x20").self_samples), (Some(4), 1));
+        assert_eq!((row("x+0x10").total_samples, row("x+0x10").self_samples), (Some(3), 3));
+        assert_eq!(graph.folded(), "x+0x30;x+0x20 1\nx+0x30;x+0x20;x+0x20;x+0x10 3\n");
+        let mut empty = profile.clone();
+        empty.stacks.clear();
+        assert!(CallGraph::new(&empty, &mut symbolizer).is_none());
+    }
+
+    #[test]
     fn source_regions_start_at_matching_lines() {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("insns.def");
