@@ -375,8 +375,7 @@ fn normalise(spaces: &HashMap<u32, BTreeMap<u64, Mapping>>, pid: u32, ip: u64, k
     if kernel {
         return FrameRef { space: Space::Kernel, object: None, offset: ip };
     }
-    let mapping =
-        spaces.get(&pid).and_then(|s| s.range(..=ip).next_back()).map(|(_, m)| m).filter(|m| ip < m.end);
+    let mapping = spaces.get(&pid).and_then(|s| s.range(..=ip).next_back()).map(|(_, m)| m).filter(|m| ip < m.end);
     match mapping {
         Some(m) => FrameRef { space: Space::User, object: Some(m.object), offset: ip - m.start + m.pgoff },
         None => FrameRef { space: Space::Unmapped, object: None, offset: ip },
@@ -589,7 +588,8 @@ mod tests {
     #[test]
     fn call_chains_become_deduplicated_stacks_of_normalised_frames() {
         let (k, u) = (PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER);
-        let sample = |ip, kernel, chain: Vec<u64>| RingRecord::Sample { pid: 10, tid: 10, ip, period: 2, kernel, chain };
+        let sample =
+            |ip, kernel, chain: Vec<u64>| RingRecord::Sample { pid: 10, tid: 10, ip, period: 2, kernel, chain };
         let events = vec![
             (1, RingRecord::Mmap { pid: 10, start: 0x1000, len: 0x2000, pgoff: 0, path: "/a".into() }),
             // User leaf 0x1800 called from 0x1205 (return address) called from 0x1105.
