@@ -6,7 +6,7 @@
 
 mod common;
 
-use perflab::profile::aggregate::{self, By, CallGraph};
+use perflab::profile::aggregate::{self, By};
 use perflab::profile::format::{FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount};
 use perflab::profile::symbolize::{ObjectInfo, Symbolizer};
 use proptest::prelude::*;
@@ -79,8 +79,9 @@ fn exercise(bytes: &[u8]) {
     };
     // The call-graph report: every frame symbolised, totals and folded stacks.
     let mut symbolizer = Symbolizer::default();
-    let graph = CallGraph::new(&profile, &mut symbolizer).expect("the profile has stacks");
-    let _ = graph.with_totals(aggregate::flat(&aggregate::locate(&profile, &mut symbolizer), By::Function));
+    let (located, graph) = aggregate::locate_with_graph(&profile, &mut symbolizer);
+    let graph = graph.expect("the profile has stacks");
+    let _ = graph.with_totals(aggregate::flat(&located, By::Function));
     let _ = graph.folded();
     let _ = perflab::profile::annotate::annotate(
         &profile,

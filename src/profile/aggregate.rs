@@ -72,7 +72,17 @@ impl Resolver<'_> {
 }
 
 pub fn locate(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Located> {
+    locate_in(profile, &mut Resolver { profile, symbolizer, cache: HashMap::new() })
+}
+
+/// [`locate`] and the profile's call graph (None without call stacks), resolving each
+/// distinct address once for both.
+pub fn locate_with_graph(profile: &Profile, symbolizer: &mut Symbolizer) -> (Vec<Located>, Option<CallGraph>) {
     let mut resolver = Resolver { profile, symbolizer, cache: HashMap::new() };
+    (locate_in(profile, &mut resolver), CallGraph::new(profile, &mut resolver))
+}
+
+fn locate_in(profile: &Profile, resolver: &mut Resolver) -> Vec<Located> {
     profile
         .samples
         .iter()
@@ -97,11 +107,10 @@ pub struct CallGraph {
 
 impl CallGraph {
     /// None when the profile was recorded without call stacks.
-    pub fn new(profile: &Profile, symbolizer: &mut Symbolizer) -> Option<CallGraph> {
+    fn new(profile: &Profile, resolver: &mut Resolver) -> Option<CallGraph> {
         if profile.stacks.is_empty() {
             return None;
         }
-        let mut resolver = Resolver { profile, symbolizer, cache: HashMap::new() };
         let functions = profile
             .frames
             .iter()
@@ -368,8 +377,8 @@ mod tests {
             stacks: vec![stack(vec![0, 1, 1, 2], 3), stack(vec![1, 2], 1)],
         };
         let mut symbolizer = Symbolizer::default();
-        let graph = CallGraph::new(&profile, &mut symbolizer).unwrap();
-        let located = locate(&profile, &mut symbolizer);
+        let (located, graph) = locate_with_graph(&profile, &mut symbolizer);
+        let graph = graph.unwrap();
         let rows = graph.with_totals(flat(&located, By::Function));
         let row = |name: &str| rows.iter().find(|r| r.name == name).unwrap();
         // By total, ties by self samples.
@@ -382,7 +391,7 @@ mod tests {
         assert_eq!(graph.folded(), "x+0x30;x+0x20 1\nx+0x30;x+0x20;x+0x20;x+0x10 3\n");
         let mut empty = profile.clone();
         empty.stacks.clear();
-        assert!(CallGraph::new(&empty, &mut symbolizer).is_none());
+        assert!(locate_with_graph(&empty, &mut symbolizer).1.is_none());
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub mod symbolize;
 use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::render::color;
 use crate::usage;
-use aggregate::{By, CallGraph, Located, Row, SourceRegions};
+use aggregate::{By, Located, Row, SourceRegions};
 use format::Profile;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -184,8 +184,7 @@ struct TaskJson<'a> {
 
 fn report(profile: &Profile, args: &ReportArgs, regions: Option<SourceRegions>) -> Result<(), Failure> {
     let mut symbolizer = Symbolizer::default();
-    let located = aggregate::locate(profile, &mut symbolizer);
-    let graph = CallGraph::new(profile, &mut symbolizer);
+    let (located, graph) = aggregate::locate_with_graph(profile, &mut symbolizer);
     let functions = || {
         let rows = aggregate::flat(&located, By::Function);
         match &graph {
