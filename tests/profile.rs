@@ -539,6 +539,13 @@ fn folded_output_without_call_stacks_is_a_usage_error() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("add -g"));
+    perflab()
+        .args(["profile", "-g", "-o"])
+        .arg(dir.path().join("x.profile"))
+        .args(["--json", "-", "--folded", "-", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("same place"));
     let (path, report) = profile(dir.path(), "flat", &[exe.to_str().unwrap(), "2000000"]);
     assert!(report["functions"][0].get("total_samples").is_none(), "{report:#}");
     perflab()
