@@ -143,7 +143,7 @@ pub fn main_show(args: ShowArgs) -> Result<i32, Failure> {
     let profile = Profile::load(&args.profile)?;
     if args.report.folded.is_some() && profile.stacks.is_empty() {
         return Err(usage!(
-            "{} has no call stacks for --folded (record it with `perflab profile -g`)",
+            "{} has no call stacks for --folded (recorded without `perflab profile -g`, or no samples)",
             args.profile.display()
         ));
     }
@@ -232,8 +232,9 @@ fn report(profile: &Profile, args: &ReportArgs, regions: Option<SourceRegions>) 
         };
         write_json(path, &doc)?;
     }
-    if let (Some(path), Some(graph)) = (&args.folded, &graph) {
-        write_text(path, &graph.folded())?;
+    // A -g run without samples still gets its (empty) folded file.
+    if let Some(path) = &args.folded {
+        write_text(path, &graph.as_ref().map(|g| g.folded()).unwrap_or_default())?;
     }
     Ok(())
 }
