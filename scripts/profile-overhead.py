@@ -2,13 +2,15 @@
 """Sampling overhead of `perflab profile`: slowdown of a CPU-bound program.
 
 Runs tests/fixtures/spin.c (~1 s of dependent multiply-adds) alternately bare and
-under `perflab profile` at the default rate (and at -F 4000 for reference), in
-interleaved rounds, and compares medians of the program's CPU time (user + sys from
-wait4; perflab records the same for the profiled command) and of its wall time
-(exec → exit as perflab measures it, vs fork → wait for the bare run).
+under `perflab profile` at the default rate (and at -F 4000, and with call stacks
+`-g`, for reference), in interleaved rounds, and compares medians of the program's
+CPU time (user + sys from wait4; perflab records the same for the profiled command)
+and of its wall time (exec → exit as perflab measures it, vs fork → wait for the
+bare run), and the size of the saved profile.
 
 Usage: scripts/profile-overhead.py [ROUNDS] [ITERATIONS]
-Needs a release build (cargo build --release) and a C compiler.
+Needs a release build (cargo build --release; PERFLAB=path selects another binary)
+and a C compiler.
 """
 import json
 import os
@@ -19,7 +21,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PERFLAB = os.path.join(ROOT, "target", "release", "perflab")
+PERFLAB = os.environ.get("PERFLAB", os.path.join(ROOT, "target", "release", "perflab"))
+VARIANTS = {"default": [], "4000": ["-F", "4000"], "-g": ["-g"]}
+LABELS = {"default": "-F 997 (default)", "4000": "-F 4000", "-g": "-g (-F 997)"}
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 15
 ITERATIONS = sys.argv[2] if len(sys.argv) > 2 else "1200000000"
 
@@ -35,15 +39,13 @@ def bare(exe):
     return wall, usage.ru_utime + usage.ru_stime
 
 
-def profiled(exe, out, rate):
-    args = [PERFLAB, "profile", "-o", out]
-    if rate:
-        args += ["-F", str(rate)]
+def profiled(exe, out, options):
+    args = [PERFLAB, "profile", "-o", out] + options
     subprocess.run(args + ["--", exe, ITERATIONS], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(out, "rb") as f:
         f.readline()
         body = json.load(f)
-    return body["duration_s"], body["cpu_s"], sum(s["count"] for s in body["samples"])
+    return body["duration_s"], body["cpu_s"], sum(s["count"] for s in body["samples"]), os.path.getsize(out)
 
 
 def main():
@@ -53,25 +55,27 @@ def main():
         exe = os.path.join(tmp, "spin")
         subprocess.run(["cc", "-O2", os.path.join(ROOT, "tests", "fixtures", "spin.c"), "-o", exe], check=True)
         out = os.path.join(tmp, "p.profile")
-        runs = {"bare": [], "default": [], "4000": []}
-        samples = {"default": [], "4000": []}
+        runs = {"bare": [], **{v: [] for v in VARIANTS}}
+        samples = {v: [] for v in VARIANTS}
+        sizes = {v: [] for v in VARIANTS}
         for _ in range(ROUNDS):
             runs["bare"].append(bare(exe))
-            for rate in ("default", "4000"):
-                wall, cpu, n = profiled(exe, out, None if rate == "default" else 4000)
-                runs[rate].append((wall, cpu))
-                samples[rate].append(n)
+            for variant, options in VARIANTS.items():
+                wall, cpu, n, size = profiled(exe, out, options)
+                runs[variant].append((wall, cpu))
+                samples[variant].append(n)
+                sizes[variant].append(size)
         b_wall = statistics.median(w for w, _ in runs["bare"])
         b_cpu = statistics.median(c for _, c in runs["bare"])
         print(f"spin {ITERATIONS}: {ROUNDS} interleaved rounds, medians")
         print(f"  bare:            wall {b_wall:.4f} s  cpu {b_cpu:.4f} s")
-        for rate in ("default", "4000"):
-            wall = statistics.median(w for w, _ in runs[rate])
-            cpu = statistics.median(c for _, c in runs[rate])
-            label = "-F 997 (default)" if rate == "default" else "-F 4000"
+        for variant in VARIANTS:
+            wall = statistics.median(w for w, _ in runs[variant])
+            cpu = statistics.median(c for _, c in runs[variant])
             print(
-                f"  {label:<17}wall {wall:.4f} s ({(wall / b_wall - 1) * 100:+.2f} %)  "
-                f"cpu {cpu:.4f} s ({(cpu / b_cpu - 1) * 100:+.2f} %)  samples {statistics.median(samples[rate]):.0f}"
+                f"  {LABELS[variant]:<17}wall {wall:.4f} s ({(wall / b_wall - 1) * 100:+.2f} %)  "
+                f"cpu {cpu:.4f} s ({(cpu / b_cpu - 1) * 100:+.2f} %)  "
+                f"samples {statistics.median(samples[variant]):.0f}  file {statistics.median(sizes[variant]):.0f} B"
             )
 
 

@@ -464,3 +464,97 @@ fn debug_info_is_found_through_gnu_debuglink() {
     assert!(top_line.contains("profile_ratio.c:"), "{top_line}");
     assert_eq!(report["functions"][0]["name"], "heavy_work");
 }
+
+/// Samples of the folded stacks whose innermost frames are `suffix` (leaf last).
+fn folded_ending_with(folded: &str, suffix: &[&str]) -> u64 {
+    folded
+        .lines()
+        .filter_map(|line| {
+            let (stack, count) = line.rsplit_once(' ')?;
+            let frames: Vec<&str> = stack.split(';').collect();
+            frames.ends_with(suffix).then(|| count.parse::<u64>().unwrap())
+        })
+        .sum()
+}
+
+#[test]
+fn call_graph_splits_the_leaf_between_its_callers_and_counts_inclusive_time() {
+    let exe = common::fixture("profile_callgraph");
+    let dir = tempfile::tempdir().unwrap();
+    let (out, json, folded) = (dir.path().join("g.profile"), dir.path().join("g.json"), dir.path().join("g.folded"));
+    perflab()
+        .args(["profile", "-g", "-F", "2000", "-o"])
+        .arg(&out)
+        .arg("--json")
+        .arg(&json)
+        .arg("--folded")
+        .arg(&folded)
+        .arg("--")
+        .args([exe.to_str().unwrap(), "100000000"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("total    self"));
+    let folded = std::fs::read_to_string(&folded).unwrap();
+    let via_a = folded_ending_with(&folded, &["main", "a", "leaf"]);
+    let via_b = folded_ending_with(&folded, &["main", "b", "leaf"]);
+    assert!(via_a + via_b > 500, "{folded}");
+    let ratio = via_a as f64 / via_b.max(1) as f64;
+    assert!((2.0..=4.5).contains(&ratio), "a:b = {ratio}\n{folded}");
+
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let samples = report["samples"].as_u64().unwrap();
+    let function = |name: &str| {
+        report["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).cloned().unwrap_or_default()
+    };
+    // The rest is the dynamic loader before main and the odd kernel sample.
+    let main = function("main");
+    assert!(main["total_share"].as_f64().unwrap() > 0.95, "{main}");
+    assert_eq!(main["self_samples"], 0);
+    let leaf = function("leaf");
+    let (total, own) = (leaf["total_samples"].as_u64().unwrap(), leaf["self_samples"].as_u64().unwrap());
+    // Only timer interrupts taken in the kernel while in leaf are leaf's without being its own.
+    assert!(total >= own && (total - own) as f64 <= 0.02 * samples as f64, "{leaf}");
+    let a = function("a");
+    assert!((a["total_share"].as_f64().unwrap() - 0.75).abs() <= 0.1, "{a}");
+
+    // The saved profile gives the same folded stacks and totals again.
+    let shown = perflab().arg("show").arg(&out).args(["--folded", "-"]).assert().success().get_output().stdout.clone();
+    assert_eq!(String::from_utf8(shown).unwrap(), folded);
+    let shown = perflab().arg("show").arg(&out).args(["--json", "-"]).assert().success().get_output().stdout.clone();
+    let shown: Value = serde_json::from_slice(&shown).unwrap();
+    assert_eq!(shown["functions"], report["functions"]);
+}
+
+#[test]
+fn folded_output_without_call_stacks_is_a_usage_error() {
+    let exe = common::fixture("profile_ratio");
+    let dir = tempfile::tempdir().unwrap();
+    let folded = dir.path().join("f.folded");
+    perflab()
+        .args(["profile", "-o"])
+        .arg(dir.path().join("x.profile"))
+        .arg("--folded")
+        .arg(&folded)
+        .args(["--", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("add -g"));
+    perflab()
+        .args(["profile", "-g", "-o"])
+        .arg(dir.path().join("x.profile"))
+        .args(["--json", "-", "--folded", "-", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("same place"));
+    let (path, report) = profile(dir.path(), "flat", &[exe.to_str().unwrap(), "2000000"]);
+    assert!(report["functions"][0].get("total_samples").is_none(), "{report:#}");
+    perflab()
+        .arg("show")
+        .arg(&path)
+        .arg("--folded")
+        .arg(&folded)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("has no call stacks"));
+    assert!(!folded.exists());
+}

@@ -1,11 +1,13 @@
 //! Fuzzing the object readers: a real fixture ELF (with DWARF) with random bytes
 //! overwritten, truncated or extended, must load as an error or symbolise to
 //! something — never panic. Covers object (ELF headers, segments, symbols), gimli and
-//! addr2line (DWARF units, lines, inlined functions) and the disassembly path.
+//! addr2line (DWARF units, lines, inlined functions), the call-graph report and the
+//! disassembly path.
 
 mod common;
 
-use perflab::profile::format::{ObjectRef, Profile, SampleCount, Space};
+use perflab::profile::aggregate::{self, By};
+use perflab::profile::format::{FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount};
 use perflab::profile::symbolize::{ObjectInfo, Symbolizer};
 use proptest::prelude::*;
 use std::sync::OnceLock;
@@ -69,7 +71,18 @@ fn exercise(bytes: &[u8]) {
             count: 3,
             period: 3,
         }],
+        frames: vec![
+            FrameRef { space: Space::User, object: Some(0), offset: 0x1100 },
+            FrameRef { space: Space::User, object: Some(0), offset: 0x1200 },
+        ],
+        stacks: vec![StackCount { pid: 1, tid: 1, frames: vec![0, 1, 1], count: 3, period: 3 }],
     };
+    // The call-graph report: every frame symbolised, totals and folded stacks.
+    let mut symbolizer = Symbolizer::default();
+    let (located, graph) = aggregate::locate_with_graph(&profile, &mut symbolizer);
+    let graph = graph.expect("the profile has stacks");
+    let _ = graph.with_totals(aggregate::flat(&located, By::Function));
+    let _ = graph.folded();
     let _ = perflab::profile::annotate::annotate(
         &profile,
         &mut Symbolizer::default(),

@@ -1,12 +1,13 @@
 //! Flat profiles: samples summed by function, by source line or by object, and by
-//! source regions (`--group-by-source 'GLOB:REGEX'`), each row with its share.
+//! source regions (`--group-by-source 'GLOB:REGEX'`), each row with its share; with
+//! call stacks (`profile -g`), inclusive counts per function and folded stacks.
 
 use super::format::{Profile, Space};
 use super::symbolize::{basename, Location, Symbolizer};
 use crate::error::Failure;
 use crate::usage;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum By {
@@ -27,6 +28,15 @@ pub struct Row {
     pub self_share: f64,
     /// Sum of sample periods (ns for clock events): an estimate of time spent.
     pub self_period: u64,
+    /// Samples with this function anywhere on the stack, each counted once even when
+    /// recursive (only for functions of a profile with call stacks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_samples: Option<u64>,
+    /// total_samples / all samples, 0–1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_share: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_period: Option<u64>,
 }
 
 /// Every sample group of a profile, symbolised once.
@@ -38,26 +48,144 @@ pub struct Located {
     pub period: u64,
 }
 
+/// Symbolises (space, object, offset) triples, each unique one once.
+struct Resolver<'a> {
+    profile: &'a Profile,
+    symbolizer: &'a mut Symbolizer,
+    cache: HashMap<(u32, u64), Location>,
+}
+
+impl Resolver<'_> {
+    fn resolve(&mut self, space: Space, object: Option<u32>, offset: u64) -> Location {
+        match (space, object) {
+            (Space::User, Some(object)) => {
+                let (profile, symbolizer) = (self.profile, &mut *self.symbolizer);
+                self.cache
+                    .entry((object, offset))
+                    .or_insert_with(|| symbolizer.resolve(&profile.objects[object as usize].path, offset))
+                    .clone()
+            }
+            (Space::Kernel, _) => special("[kernel]"),
+            _ => special("[unknown]"),
+        }
+    }
+}
+
 pub fn locate(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Located> {
-    let mut cache: HashMap<(u32, u64), Location> = HashMap::new();
+    locate_in(profile, &mut Resolver { profile, symbolizer, cache: HashMap::new() })
+}
+
+/// [`locate`] and the profile's call graph (None without call stacks), resolving each
+/// distinct address once for both.
+pub fn locate_with_graph(profile: &Profile, symbolizer: &mut Symbolizer) -> (Vec<Located>, Option<CallGraph>) {
+    let mut resolver = Resolver { profile, symbolizer, cache: HashMap::new() };
+    (locate_in(profile, &mut resolver), CallGraph::new(profile, &mut resolver))
+}
+
+fn locate_in(profile: &Profile, resolver: &mut Resolver) -> Vec<Located> {
     profile
         .samples
         .iter()
-        .map(|s| {
-            let location = match (s.space, s.object) {
-                (Space::User, Some(object)) => cache
-                    .entry((object, s.offset))
-                    .or_insert_with(|| {
-                        let path = &profile.objects[object as usize].path;
-                        symbolizer.resolve(path, s.offset)
-                    })
-                    .clone(),
-                (Space::Kernel, _) => special("[kernel]"),
-                _ => special("[unknown]"),
-            };
-            Located { location, pid: s.pid, tid: s.tid, count: s.count, period: s.period }
+        .map(|s| Located {
+            location: resolver.resolve(s.space, s.object, s.offset),
+            pid: s.pid,
+            tid: s.tid,
+            count: s.count,
+            period: s.period,
         })
         .collect()
+}
+
+/// The call stacks of a profile with every frame symbolised (each unique frame once).
+pub struct CallGraph {
+    /// Per frame of the profile: (function, object basename).
+    functions: Vec<(String, String)>,
+    /// (frame indices leaf first, samples, period).
+    stacks: Vec<(Vec<u32>, u64, u64)>,
+    samples: u64,
+}
+
+impl CallGraph {
+    /// None when the profile was recorded without call stacks.
+    fn new(profile: &Profile, resolver: &mut Resolver) -> Option<CallGraph> {
+        if profile.stacks.is_empty() {
+            return None;
+        }
+        let functions = profile
+            .frames
+            .iter()
+            .map(|f| {
+                let l = resolver.resolve(f.space, f.object, f.offset);
+                let object = basename(&l.object).to_string();
+                (l.function, object)
+            })
+            .collect();
+        let stacks: Vec<(Vec<u32>, u64, u64)> =
+            profile.stacks.iter().map(|s| (s.frames.clone(), s.count, s.period)).collect();
+        let samples = stacks.iter().map(|s| s.1).sum();
+        Some(CallGraph { functions, stacks, samples })
+    }
+
+    /// Inclusive (samples, period) per (function, object basename): a function counts
+    /// once per stack however often it recurses.
+    fn inclusive(&self) -> HashMap<&(String, String), (u64, u64)> {
+        let mut totals: HashMap<&(String, String), (u64, u64)> = HashMap::new();
+        let mut seen = HashSet::new();
+        for (frames, count, period) in &self.stacks {
+            seen.clear();
+            for &f in frames {
+                let key = &self.functions[f as usize];
+                if seen.insert(key) {
+                    let e = totals.entry(key).or_default();
+                    e.0 += count;
+                    e.1 += period;
+                }
+            }
+        }
+        totals
+    }
+
+    /// Add the inclusive columns to by-function rows (and rows for callers that have
+    /// no self samples), sorted by total samples like `perf report --children`.
+    pub fn with_totals(&self, mut rows: Vec<Row>) -> Vec<Row> {
+        let share = |n: u64| if self.samples == 0 { 0.0 } else { n as f64 / self.samples as f64 };
+        let mut totals = self.inclusive();
+        for row in &mut rows {
+            let (n, period) = totals.remove(&(row.name.clone(), row.object.clone())).unwrap_or_default();
+            row.total_samples = Some(n);
+            row.total_share = Some(share(n));
+            row.total_period = Some(period);
+        }
+        rows.extend(totals.into_iter().map(|((name, object), (n, period))| Row {
+            name: name.clone(),
+            object: object.clone(),
+            self_samples: 0,
+            self_share: 0.0,
+            self_period: 0,
+            total_samples: Some(n),
+            total_share: Some(share(n)),
+            total_period: Some(period),
+        }));
+        rows.sort_by(|a, b| {
+            b.total_samples
+                .cmp(&a.total_samples)
+                .then(b.self_samples.cmp(&a.self_samples))
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        rows
+    }
+
+    /// Brendan Gregg's folded stacks: `root;caller;leaf COUNT` per distinct stack of
+    /// function names, sorted. `;` inside a name would split a frame, so it becomes `:`.
+    pub fn folded(&self) -> String {
+        let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+        for (frames, count, _) in &self.stacks {
+            let names: Vec<String> =
+                frames.iter().rev().map(|&f| self.functions[f as usize].0.replace(';', ":")).collect();
+            *lines.entry(names.join(";")).or_default() += count;
+        }
+        lines.into_iter().map(|(stack, n)| format!("{stack} {n}\n")).collect()
+    }
 }
 
 fn special(name: &str) -> Location {
@@ -81,6 +209,9 @@ fn rows_by(located: &[Located], mut key: impl FnMut(&Location) -> (String, Strin
             self_samples: n,
             self_share: if total == 0 { 0.0 } else { n as f64 / total as f64 },
             self_period: period,
+            total_samples: None,
+            total_share: None,
+            total_period: None,
         })
         .collect();
     rows.sort_by(|a, b| b.self_samples.cmp(&a.self_samples).then_with(|| a.name.cmp(&b.name)));
@@ -212,6 +343,55 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert!(lines.iter().any(|r| r.name == "b (no line info)"));
         assert_eq!(flat(&located, By::Object)[0].name, "/bin/x");
+    }
+
+    #[test]
+    fn call_graph_totals_count_recursion_once_and_fold_root_first() {
+        use crate::profile::format::{FrameRef, ObjectRef, SampleCount, StackCount};
+        let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
+        let stack = |frames: Vec<u32>, count| StackCount { pid: 1, tid: 1, frames, count, period: count * 10 };
+        let sample = |offset, count| SampleCount {
+            pid: 1,
+            tid: 1,
+            space: Space::User,
+            object: Some(0),
+            offset,
+            count,
+            period: count * 10,
+        };
+        // Unreadable object: functions are named `x+0xOFFSET`, one per frame.
+        let profile = Profile {
+            event: "cpu-clock".into(),
+            frequency_hz: 1000,
+            command: vec![],
+            started: String::new(),
+            duration_s: 1.0,
+            cpu_s: 1.0,
+            lost: 0,
+            exit_code: Some(0),
+            objects: vec![ObjectRef { path: "/nonexistent/x".into() }],
+            tasks: vec![],
+            samples: vec![sample(0x10, 3), sample(0x20, 1)],
+            // leaf ← rec ← rec ← root (recursion), and rec ← root.
+            frames: vec![user(0x10), user(0x20), user(0x30)],
+            stacks: vec![stack(vec![0, 1, 1, 2], 3), stack(vec![1, 2], 1)],
+        };
+        let mut symbolizer = Symbolizer::default();
+        let (located, graph) = locate_with_graph(&profile, &mut symbolizer);
+        let graph = graph.unwrap();
+        let rows = graph.with_totals(flat(&located, By::Function));
+        let row = |name: &str| rows.iter().find(|r| r.name == name).unwrap();
+        // By total, ties by self samples.
+        assert_eq!(rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["x+0x20", "x+0x30", "x+0x10"]);
+        assert_eq!((row("x+0x30").total_samples, row("x+0x30").self_samples), (Some(4), 0));
+        assert_eq!(row("x+0x30").total_share, Some(1.0));
+        assert_eq!(row("x+0x30").total_period, Some(40));
+        assert_eq!((row("x+0x20").total_samples, row("x+0x20").self_samples), (Some(4), 1));
+        assert_eq!((row("x+0x10").total_samples, row("x+0x10").self_samples), (Some(3), 3));
+        assert_eq!(graph.folded(), "x+0x30;x+0x20 1\nx+0x30;x+0x20;x+0x20;x+0x10 3\n");
+        let mut empty = profile.clone();
+        empty.stacks.clear();
+        assert!(locate_with_graph(&empty, &mut symbolizer).1.is_none());
     }
 
     #[test]

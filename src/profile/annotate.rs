@@ -487,6 +487,8 @@ mod tests {
             objects: vec![ObjectRef { path: exe }],
             tasks: vec![Task { pid: 1, tid: 1, comm: "t".into() }],
             samples: vec![sample(off, 30), sample(off + 1_000_000_000, 10)],
+            frames: vec![],
+            stacks: vec![],
         };
         (p, sym.start)
     }

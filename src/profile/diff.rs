@@ -274,6 +274,8 @@ mod tests {
                     period: nb * 1_000_000,
                 },
             ],
+            frames: vec![],
+            stacks: vec![],
         };
         (make(&exe, 300, 100), make(renamed.to_str().unwrap(), 100, 100))
     }

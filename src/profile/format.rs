@@ -4,9 +4,13 @@
 //! (as long as the object files are still on disk).
 //!
 //! ```text
-//! perflab-profile 1
-//! {"event":"cpu-clock", ..., "objects":[...], "tasks":[...], "samples":[...]}
+//! perflab-profile 2
+//! {"event":"cpu-clock", ..., "objects":[...], "tasks":[...], "samples":[...],
+//!  "frames":[...], "stacks":[...]}
 //! ```
+//!
+//! Version 2 added the call graph (`frames`, `stacks`, only with `profile -g`);
+//! version 1 files are the same document without them and still load.
 
 use crate::error::Failure;
 use crate::usage;
@@ -15,7 +19,9 @@ use std::io::Write;
 use std::path::Path;
 
 pub const MAGIC: &str = "perflab-profile";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// Oldest format version this perflab reads.
+pub const OLDEST_VERSION: u32 = 1;
 
 /// Everything one `perflab profile` run recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +49,34 @@ pub struct Profile {
     pub tasks: Vec<Task>,
     /// Sample counts per (task, location).
     pub samples: Vec<SampleCount>,
+    /// Code locations of call-graph frames, referenced by index from `stacks`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<FrameRef>,
+    /// Unique call stacks per task with their sample counts (empty without `-g`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stacks: Vec<StackCount>,
+}
+
+/// One code location of a call stack, normalised like a sample: for callers (every
+/// frame but the leaf) `offset` is the return address − 1, so it lies inside the call
+/// instruction and symbolizes to the calling line and function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FrameRef {
+    pub space: Space,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<u32>,
+    pub offset: u64,
+}
+
+/// Samples that share one call stack in one task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StackCount {
+    pub pid: u32,
+    pub tid: u32,
+    /// Indices into `frames`, leaf (the sampled location) first, outermost caller last.
+    pub frames: Vec<u32>,
+    pub count: u64,
+    pub period: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -126,8 +160,12 @@ impl Profile {
         let version =
             header.strip_prefix(MAGIC).map(str::trim).ok_or_else(|| format!("header does not start with `{MAGIC}`"))?;
         match version.parse::<u32>() {
-            Ok(VERSION) => {}
-            Ok(v) => return Err(format!("format version {v} is not supported (this perflab reads {VERSION})")),
+            Ok(v) if (OLDEST_VERSION..=VERSION).contains(&v) => {}
+            Ok(v) => {
+                return Err(format!(
+                    "format version {v} is not supported (this perflab reads {OLDEST_VERSION} to {VERSION})"
+                ))
+            }
             Err(_) => return Err(format!("bad format version `{}`", truncate(version))),
         }
         let profile: Profile = serde_json::from_slice(&bytes[newline + 1..]).map_err(|e| format!("body: {e}"))?;
@@ -137,19 +175,32 @@ impl Profile {
 
     fn validate(&self) -> Result<(), String> {
         for s in &self.samples {
-            match (s.space, s.object) {
-                (Space::User, Some(i)) if (i as usize) < self.objects.len() => {}
-                (Space::User, Some(i)) => {
-                    return Err(format!("sample refers to object {i}, but there are {}", self.objects.len()))
-                }
-                (Space::User, None) => return Err("user sample without an object".into()),
-                (_, _) => {}
+            check_object(s.space, s.object, self.objects.len())?;
+        }
+        for f in &self.frames {
+            check_object(f.space, f.object, self.objects.len())?;
+        }
+        for s in &self.stacks {
+            if s.frames.is_empty() {
+                return Err("empty call stack".into());
+            }
+            if let Some(i) = s.frames.iter().find(|&&i| i as usize >= self.frames.len()) {
+                return Err(format!("stack refers to frame {i}, but there are {}", self.frames.len()));
             }
         }
         if self.frequency_hz == 0 {
             return Err("frequency_hz is 0".into());
         }
         Ok(())
+    }
+}
+
+fn check_object(space: Space, object: Option<u32>, objects: usize) -> Result<(), String> {
+    match (space, object) {
+        (Space::User, Some(i)) if (i as usize) < objects => Ok(()),
+        (Space::User, Some(i)) => Err(format!("sample refers to object {i}, but there are {objects}")),
+        (Space::User, None) => Err("user sample without an object".into()),
+        (_, _) => Ok(()),
     }
 }
 
@@ -194,6 +245,15 @@ mod tests {
                     period: 1_000_000,
                 },
             ],
+            frames: vec![
+                FrameRef { space: Space::User, object: Some(0), offset: 0x1040 },
+                FrameRef { space: Space::User, object: Some(0), offset: 0x1100 },
+                FrameRef { space: Space::Kernel, object: None, offset: 0xffff_ffff_8100_0000 },
+            ],
+            stacks: vec![
+                StackCount { pid: 7, tid: 7, frames: vec![0, 1], count: 3, period: 3_000_000 },
+                StackCount { pid: 7, tid: 7, frames: vec![2, 1], count: 1, period: 1_000_000 },
+            ],
         }
     }
 
@@ -217,6 +277,26 @@ mod tests {
         let mut p = example();
         p.samples[0].object = Some(5);
         assert!(Profile::parse(&encode(&p)).unwrap_err().contains("object 5"));
+        let mut p = example();
+        p.stacks[0].frames.push(9);
+        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("frame 9"));
+        let mut p = example();
+        p.frames[1].object = None;
+        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("without an object"));
+    }
+
+    #[test]
+    fn version_1_files_without_call_graphs_still_load() {
+        // Written the way perflab wrote profiles before call graphs existed.
+        let v1 = br#"perflab-profile 1
+{"event":"cpu-clock","frequency_hz":997,"command":["./a.out"],"started":"2026-01-01T00:00:00Z","duration_s":1.5,"cpu_s":1.4,"lost":0,"exit_code":0,"objects":[{"path":"/bin/true"}],"tasks":[{"pid":7,"tid":7,"comm":"true"}],"samples":[{"pid":7,"tid":7,"space":"user","object":0,"offset":4160,"count":3,"period":3000000}]}
+"#;
+        let p = Profile::parse(v1).unwrap();
+        assert_eq!(p.total_samples(), 3);
+        assert!(p.frames.is_empty() && p.stacks.is_empty());
+        // A profile without call graphs is written without the new keys.
+        let text = String::from_utf8(encode(&p)).unwrap();
+        assert!(text.starts_with("perflab-profile 2\n") && !text.contains("stacks"), "{text}");
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub struct ReportArgs {
     /// Rows to print in the terminal table.
     #[arg(long, default_value_t = 25)]
     pub limit: usize,
+    /// Write the call stacks in folded format (`main;a;leaf 123` per line, for
+    /// flamegraph.pl, inferno or speedscope) to FILE (`-` for stdout); needs `-g`.
+    #[arg(long, value_name = "FILE")]
+    pub folded: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -52,6 +56,10 @@ pub struct ProfileArgs {
     /// Where to save the profile.
     #[arg(short = 'o', long = "output", default_value = "perflab.profile")]
     pub output: PathBuf,
+    /// Record call stacks (frame-pointer unwinding by the kernel: build the program with
+    /// -fno-omit-frame-pointer) for inclusive counts and --folded.
+    #[arg(short = 'g', long = "call-graph")]
+    pub call_graph: bool,
     #[command(flatten)]
     pub report: ReportArgs,
     /// The command to profile, after `--`.
@@ -72,13 +80,20 @@ pub fn main_profile(args: ProfileArgs) -> Result<i32, Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
     // Fail before the run, not after it, when the results could not be written.
     check_writable(&args.output)?;
-    if let Some(json) = args.report.json.as_deref().filter(|p| *p != Path::new("-")) {
-        check_writable(json)?;
+    if args.report.folded.is_some() && !args.call_graph {
+        return Err(usage!("--folded needs call stacks: add -g"));
+    }
+    if args.report.json.is_some() && args.report.json == args.report.folded {
+        return Err(usage!("--json and --folded cannot both write to the same place"));
+    }
+    for path in [&args.report.json, &args.report.folded].into_iter().flatten().filter(|p| *p != Path::new("-")) {
+        check_writable(path)?;
     }
     let recording = record::record(&record::RecordOptions {
         argv: args.command.clone(),
         event: args.event.clone(),
         frequency_hz: args.frequency,
+        call_graph: args.call_graph,
     })?;
     let profile = recording.profile;
     profile.save(&args.output)?;
@@ -126,6 +141,15 @@ fn check_writable(path: &Path) -> Result<(), Failure> {
 pub fn main_show(args: ShowArgs) -> Result<i32, Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
     let profile = Profile::load(&args.profile)?;
+    if args.report.folded.is_some() && profile.stacks.is_empty() {
+        return Err(usage!(
+            "{} has no call stacks for --folded (recorded without `perflab profile -g`, or no samples)",
+            args.profile.display()
+        ));
+    }
+    if args.report.json.is_some() && args.report.json == args.report.folded {
+        return Err(usage!("--json and --folded cannot both write to the same place"));
+    }
     report(&profile, &args.report, regions)?;
     Ok(EXIT_OK)
 }
@@ -160,7 +184,14 @@ struct TaskJson<'a> {
 
 fn report(profile: &Profile, args: &ReportArgs, regions: Option<SourceRegions>) -> Result<(), Failure> {
     let mut symbolizer = Symbolizer::default();
-    let located = aggregate::locate(profile, &mut symbolizer);
+    let (located, graph) = aggregate::locate_with_graph(profile, &mut symbolizer);
+    let functions = || {
+        let rows = aggregate::flat(&located, By::Function);
+        match &graph {
+            Some(g) => g.with_totals(rows),
+            None => rows,
+        }
+    };
     let mut warnings = std::mem::take(&mut symbolizer.warnings);
     let region_rows = regions.map(|mut r| {
         let rows = r.rows(&located);
@@ -169,9 +200,11 @@ fn report(profile: &Profile, args: &ReportArgs, regions: Option<SourceRegions>) 
     });
     let table = match (&region_rows, args.by) {
         (Some(rows), _) => rows.clone(),
+        (None, By::Function) => functions(),
         (None, by) => aggregate::flat(&located, by),
     };
-    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    let stdout = Some(Path::new("-"));
+    let to_stdout = args.json.as_deref() == stdout || args.folded.as_deref() == stdout;
     for w in &warnings {
         eprintln!("perflab: warning: {w}");
     }
@@ -191,13 +224,17 @@ fn report(profile: &Profile, args: &ReportArgs, regions: Option<SourceRegions>) 
             samples: profile.total_samples(),
             lost: profile.lost,
             tasks,
-            functions: aggregate::flat(&located, By::Function),
+            functions: functions(),
             lines: aggregate::flat(&located, By::Line),
             objects: aggregate::flat(&located, By::Object),
             regions: region_rows,
             warnings,
         };
         write_json(path, &doc)?;
+    }
+    // A -g run without samples still gets its (empty) folded file.
+    if let Some(path) = &args.folded {
+        write_text(path, &graph.as_ref().map(|g| g.folded()).unwrap_or_default())?;
     }
     Ok(())
 }
@@ -243,15 +280,20 @@ fn print_tasks(tasks: &[TaskJson]) {
 /// Write pretty JSON to a file or stdout (`-`).
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(value).map_err(|e| Failure::Other(e.into()))?;
+    write_text(path, &(text + "\n"))
+}
+
+/// Write text to a file or stdout (`-`).
+fn write_text(path: &Path, text: &str) -> Result<(), Failure> {
     if path == Path::new("-") {
         use std::io::Write;
         // A closed pipe (`| head`) is the reader's choice, not an error worth a message.
-        match writeln!(std::io::stdout().lock(), "{text}") {
+        match std::io::stdout().lock().write_all(text.as_bytes()) {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Other(e.into())),
             _ => Ok(()),
         }
     } else {
-        std::fs::write(path, text + "\n").map_err(|e| usage!("cannot write {}: {e}", path.display()))
+        std::fs::write(path, text).map_err(|e| usage!("cannot write {}: {e}", path.display()))
     }
 }
 
@@ -288,21 +330,34 @@ fn print_table(profile: &Profile, rows: &[Row], args: &ReportArgs, regions: bool
         println!("no samples (the command ran too briefly for -F {})", profile.frequency_hz);
         return;
     }
-    println!("{}", color::dim(&format!("{:>7} {:>9}  {what}", "share", "samples")));
+    let totals = rows.iter().any(|r| r.total_share.is_some());
+    if totals {
+        println!("{}", color::dim(&format!("{:>7} {:>7} {:>9}  {what}", "total", "self", "samples")));
+    } else {
+        println!("{}", color::dim(&format!("{:>7} {:>9}  {what}", "share", "samples")));
+    }
     for row in rows.iter().take(args.limit) {
-        let share = format!("{:>6.2}%", row.self_share * 100.0);
+        let mut share = paint_share(row.self_share, &format!("{:>6.2}%", row.self_share * 100.0));
+        if let Some(total) = row.total_share {
+            share = format!("{} {share}", paint_share(total, &format!("{:>6.2}%", total * 100.0)));
+        }
         let object = if row.object.is_empty() || row.object == row.name {
             String::new()
         } else {
             color::dim(&format!("  [{}]", row.object))
         };
-        println!("{} {:>9}  {}{object}", paint_share(row.self_share, &share), row.self_samples, row.name);
+        println!("{share} {:>9}  {}{object}", row.self_samples, row.name);
     }
     if rows.len() > args.limit {
         let rest: u64 = rows[args.limit..].iter().map(|r| r.self_samples).sum();
+        let indent = if totals { 16 } else { 8 };
         println!(
             "{}",
-            color::dim(&format!("        {rest:>9}  ({} more rows; --limit to see them)", rows.len() - args.limit))
+            color::dim(&format!(
+                "{:indent$}{rest:>9}  ({} more rows; --limit to see them)",
+                "",
+                rows.len() - args.limit
+            ))
         );
     }
 }

@@ -4,7 +4,7 @@
 //! the command runs, and the records replayed in time order so that every sample is
 //! normalised to (object, file offset) against the address space it was taken in.
 
-use super::format::{ObjectRef, Profile, SampleCount, Space, Task};
+use super::format::{FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount, Task};
 use crate::error::Failure;
 use crate::spawn;
 use crate::usage;
@@ -22,11 +22,19 @@ const RING_SIZES: [usize; 4] = [512 * 1024, 128 * 1024, 32 * 1024, 8 * 1024];
 const PERF_RECORD_MISC_COMM_EXEC: u16 = 1 << 13;
 const PERF_RECORD_MISC_CPUMODE_MASK: u16 = 7;
 const PERF_RECORD_MISC_KERNEL: u16 = 1;
+/// Callchain entries at or above this (PERF_CONTEXT_MAX = -4095) are context markers.
+const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
+const PERF_CONTEXT_USER: u64 = -512i64 as u64;
+/// Frames per call chain: perf's default (`perf_event_max_stack`).
+const MAX_STACK: u16 = 127;
 
 pub struct RecordOptions {
     pub argv: Vec<String>,
     pub event: String,
     pub frequency_hz: u64,
+    /// Record call chains (kernel frame-pointer unwinding).
+    pub call_graph: bool,
 }
 
 /// What a recording produced; `interrupted` means the profile holds what was sampled
@@ -46,6 +54,8 @@ enum RingRecord {
         ip: u64,
         period: u64,
         kernel: bool,
+        /// The raw callchain with its context markers; empty without `-g`.
+        chain: Vec<u64>,
     },
     Mmap {
         pid: u32,
@@ -83,8 +93,14 @@ impl<'a> Visitor<'a> for Collect {
     }
     fn visit_sample(self, s: pdata::Sample<'a>, meta: RecordMetadata) -> Self::Output {
         let kernel = meta.misc() & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_KERNEL;
-        let ev =
-            RingRecord::Sample { pid: s.pid()?, tid: s.tid()?, ip: s.ip()?, period: s.period().unwrap_or(1), kernel };
+        let ev = RingRecord::Sample {
+            pid: s.pid()?,
+            tid: s.tid()?,
+            ip: s.ip()?,
+            period: s.period().unwrap_or(1),
+            kernel,
+            chain: s.callchain().map(<[u64]>::to_vec).unwrap_or_default(),
+        };
         Some((s.time().unwrap_or(0), ev))
     }
     fn visit_mmap2(self, m: pdata::Mmap2<'a>, meta: RecordMetadata) -> Self::Output {
@@ -158,8 +174,22 @@ fn online_cpus() -> Vec<usize> {
     cpus
 }
 
+/// The call-chain depth to ask for: the kernel refuses more than its
+/// `perf_event_max_stack`.
+fn max_stack() -> u16 {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+        .ok()
+        .and_then(|t| t.trim().parse::<u16>().ok())
+        .map_or(MAX_STACK, |limit| limit.min(MAX_STACK))
+}
+
 fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure> {
     let event = event_for(&opts.event)?;
+    let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::PERIOD;
+    if opts.call_graph {
+        flags |= SampleFlag::CALLCHAIN;
+    }
+    let max_stack = max_stack();
     let mut samplers = Vec::new();
     for cpu in online_cpus() {
         let open = |include_kernel: bool, ring: usize| -> std::io::Result<Sampler> {
@@ -167,7 +197,7 @@ fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure
             b.observe_pid(pid)
                 .one_cpu(cpu)
                 .sample_frequency(opts.frequency_hz)
-                .sample(SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::PERIOD)
+                .sample(flags)
                 .mmap(true)
                 .mmap2(true)
                 .comm(true)
@@ -180,6 +210,9 @@ fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure
                 .exclude_kernel(!include_kernel)
                 .exclude_hv(true)
                 .wakeup_watermark(ring / 4);
+            if opts.call_graph {
+                b.sample_max_stack(max_stack);
+            }
             b.build()?.sampled(ring)
         };
         // Kernel samples need perf_event_paranoid < 2 or privileges: fall back to user only.
@@ -322,8 +355,10 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
         objects: Vec::new(),
         tasks: Vec::new(),
         samples: Vec::new(),
+        frames: Vec::new(),
+        stacks: Vec::new(),
     };
-    replay(events, &mut profile);
+    replay(events, &mut profile, opts.call_graph);
     Ok(Recording { profile, interrupted })
 }
 
@@ -335,9 +370,51 @@ struct Mapping {
     object: u32,
 }
 
+/// (space, object, offset) of an address in `pid`'s address space as it is now.
+fn normalise(spaces: &HashMap<u32, BTreeMap<u64, Mapping>>, pid: u32, ip: u64, kernel: bool) -> FrameRef {
+    if kernel {
+        return FrameRef { space: Space::Kernel, object: None, offset: ip };
+    }
+    let mapping = spaces.get(&pid).and_then(|s| s.range(..=ip).next_back()).map(|(_, m)| m).filter(|m| ip < m.end);
+    match mapping {
+        Some(m) => FrameRef { space: Space::User, object: Some(m.object), offset: ip - m.start + m.pgoff },
+        None => FrameRef { space: Space::Unmapped, object: None, offset: ip },
+    }
+}
+
+/// The callers in a raw callchain, innermost first, as (address, in kernel). The chain
+/// starts with the sampled IP itself, which is skipped. The first address of each
+/// context (`PERF_CONTEXT_USER` after kernel frames: the interrupted user IP) is where
+/// execution was; every other one is a return address, moved back by one byte into
+/// the call instruction so it symbolizes to the caller even when the call is the
+/// function's last instruction.
+fn callers(chain: &[u64]) -> impl Iterator<Item = (u64, bool)> + '_ {
+    let mut kernel = false;
+    let mut first_in_context = true;
+    let mut leaf_seen = false;
+    chain.iter().filter_map(move |&entry| {
+        if entry >= PERF_CONTEXT_MAX {
+            match entry {
+                PERF_CONTEXT_KERNEL => kernel = true,
+                PERF_CONTEXT_USER => kernel = false,
+                // Hypervisor and guest contexts are not sampled (exclude_hv).
+                _ => {}
+            }
+            first_in_context = true;
+            return None;
+        }
+        let exact = std::mem::replace(&mut first_in_context, false);
+        if !std::mem::replace(&mut leaf_seen, true) {
+            return None;
+        }
+        Some((if exact { entry } else { entry.wrapping_sub(1) }, kernel))
+    })
+}
+
 /// Replay the merged records: maintain each process's executable mappings and turn each
-/// sample into (object, file offset) against the mappings live at that moment.
-fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile) {
+/// sample (and with `call_graph`, each frame of its call chain) into (object, file
+/// offset) against the mappings live at that moment.
+fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph: bool) {
     // Stable: records of one CPU with equal timestamps keep their ring order.
     events.sort_by_key(|(time, _)| *time);
     let mut spaces: HashMap<u32, BTreeMap<u64, Mapping>> = HashMap::new();
@@ -347,6 +424,9 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile) {
     // (pid, tid, space, object, offset) → (samples, summed period)
     type Key = (u32, u32, Space, Option<u32>, u64);
     let mut counts: HashMap<Key, (u64, u64)> = HashMap::new();
+    let mut frame_ids: HashMap<FrameRef, u32> = HashMap::new();
+    // (pid, tid, frame ids leaf first) → (samples, summed period)
+    let mut stacks: HashMap<(u32, u32, Vec<u32>), (u64, u64)> = HashMap::new();
     for (_, ev) in events {
         match ev {
             RingRecord::Mmap { pid, start, len, pgoff, path } => {
@@ -392,25 +472,31 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile) {
                 tasks.entry((pid, tid)).or_insert(comm);
             }
             RingRecord::Lost(n) => profile.lost += n,
-            RingRecord::Sample { pid, tid, ip, period, kernel } => {
+            RingRecord::Sample { pid, tid, ip, period, kernel, chain } => {
                 tasks.entry((pid, tid)).or_default();
                 live.entry(pid).or_default().insert(tid);
-                let key = if kernel {
-                    (pid, tid, Space::Kernel, None, ip)
-                } else {
-                    let mapping = spaces
-                        .get(&pid)
-                        .and_then(|s| s.range(..=ip).next_back())
-                        .map(|(_, m)| m)
-                        .filter(|m| ip < m.end);
-                    match mapping {
-                        Some(m) => (pid, tid, Space::User, Some(m.object), ip - m.start + m.pgoff),
-                        None => (pid, tid, Space::Unmapped, None, ip),
-                    }
-                };
-                let entry = counts.entry(key).or_default();
+                let leaf = normalise(&spaces, pid, ip, kernel);
+                let entry = counts.entry((pid, tid, leaf.space, leaf.object, leaf.offset)).or_default();
                 entry.0 += 1;
                 entry.1 += period;
+                if call_graph {
+                    let mut ids: Vec<u32> = Vec::new();
+                    let mut previous: Option<Space> = None;
+                    for frame in std::iter::once(leaf)
+                        .chain(callers(&chain).map(|(address, kernel)| normalise(&spaces, pid, address, kernel)))
+                    {
+                        // Kernel frames are all reported as `[kernel]`: keep one per run.
+                        if frame.space == Space::Kernel && previous == Some(Space::Kernel) {
+                            continue;
+                        }
+                        previous = Some(frame.space);
+                        let next = frame_ids.len() as u32;
+                        ids.push(*frame_ids.entry(frame).or_insert(next));
+                    }
+                    let entry = stacks.entry((pid, tid, ids)).or_default();
+                    entry.0 += 1;
+                    entry.1 += period;
+                }
             }
         }
     }
@@ -429,6 +515,17 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile) {
         .collect();
     samples.sort_by_key(|s| (s.pid, s.tid, s.space, s.object, s.offset));
     profile.samples = samples;
+    let mut frames = vec![FrameRef { space: Space::Unmapped, object: None, offset: 0 }; frame_ids.len()];
+    for (frame, id) in frame_ids {
+        frames[id as usize] = frame;
+    }
+    profile.frames = frames;
+    let mut stacks: Vec<StackCount> = stacks
+        .into_iter()
+        .map(|((pid, tid, frames), (count, period))| StackCount { pid, tid, frames, count, period })
+        .collect();
+    stacks.sort_by(|a, b| (a.pid, a.tid, &a.frames).cmp(&(b.pid, b.tid, &b.frames)));
+    profile.stacks = stacks;
 }
 
 #[cfg(test)]
@@ -448,6 +545,8 @@ mod tests {
             objects: vec![],
             tasks: vec![],
             samples: vec![],
+            frames: vec![],
+            stacks: vec![],
         }
     }
 
@@ -456,23 +555,24 @@ mod tests {
         let events = vec![
             (1, RingRecord::Comm { pid: 10, tid: 10, comm: "a".into(), exec: true }),
             (2, RingRecord::Mmap { pid: 10, start: 0x1000, len: 0x2000, pgoff: 0x3000, path: "/a".into() }),
-            (3, RingRecord::Sample { pid: 10, tid: 10, ip: 0x1800, period: 5, kernel: false }),
+            (3, RingRecord::Sample { pid: 10, tid: 10, ip: 0x1800, period: 5, kernel: false, chain: vec![] }),
             (4, RingRecord::Fork { pid: 11, ppid: 10, tid: 11 }),
-            (5, RingRecord::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false }),
+            (5, RingRecord::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false, chain: vec![] }),
             // The child execs: its old mappings are gone.
             (6, RingRecord::Comm { pid: 11, tid: 11, comm: "b".into(), exec: true }),
-            (7, RingRecord::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false }),
-            (8, RingRecord::Sample { pid: 10, tid: 12, ip: 0xffff_0000, period: 5, kernel: true }),
+            (7, RingRecord::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false, chain: vec![] }),
+            (8, RingRecord::Sample { pid: 10, tid: 12, ip: 0xffff_0000, period: 5, kernel: true, chain: vec![] }),
             (9, RingRecord::Lost(3)),
             // The main thread exits first: thread 12 still uses the mappings.
             (10, RingRecord::Exit { pid: 10, tid: 10 }),
-            (11, RingRecord::Sample { pid: 10, tid: 12, ip: 0x1900, period: 5, kernel: false }),
+            (11, RingRecord::Sample { pid: 10, tid: 12, ip: 0x1900, period: 5, kernel: false, chain: vec![] }),
             (12, RingRecord::Exit { pid: 10, tid: 12 }),
             // A new process reusing pid 10 without a FORK seen has no mappings.
-            (13, RingRecord::Sample { pid: 10, tid: 10, ip: 0x1a00, period: 5, kernel: false }),
+            (13, RingRecord::Sample { pid: 10, tid: 10, ip: 0x1a00, period: 5, kernel: false, chain: vec![] }),
         ];
         let mut p = empty();
-        replay(events, &mut p);
+        replay(events, &mut p, false);
+        assert!(p.stacks.is_empty() && p.frames.is_empty());
         assert_eq!(p.objects.len(), 1);
         assert_eq!(p.lost, 3);
         let find = |pid, space| p.samples.iter().find(|s| s.pid == pid && s.space == space).unwrap();
@@ -483,6 +583,40 @@ mod tests {
         assert_eq!(find(11, Space::Unmapped).offset, 0x1800);
         assert_eq!(find(10, Space::Kernel).tid, 12);
         assert_eq!(p.tasks.iter().map(|t| t.tid).collect::<Vec<_>>(), [10, 12, 11]);
+    }
+
+    #[test]
+    fn call_chains_become_deduplicated_stacks_of_normalised_frames() {
+        let (k, u) = (PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER);
+        let sample =
+            |ip, kernel, chain: Vec<u64>| RingRecord::Sample { pid: 10, tid: 10, ip, period: 2, kernel, chain };
+        let events = vec![
+            (1, RingRecord::Mmap { pid: 10, start: 0x1000, len: 0x2000, pgoff: 0, path: "/a".into() }),
+            // User leaf 0x1800 called from 0x1205 (return address) called from 0x1105.
+            (2, sample(0x1800, false, vec![u, 0x1800, 0x1205, 0x1105])),
+            (3, sample(0x1800, false, vec![u, 0x1800, 0x1205, 0x1105])),
+            // In the kernel: two kernel frames collapse into one; the first user address
+            // is the interrupted IP (exact), the next a return address.
+            (4, sample(0xffff_0010, true, vec![k, 0xffff_0010, 0xffff_0020, u, 0x1900, 0x1205, 0x9_0000])),
+        ];
+        let mut p = empty();
+        replay(events, &mut p, true);
+        assert_eq!(p.total_samples(), 3);
+        let frames = |s: &StackCount| s.frames.iter().map(|&i| p.frames[i as usize]).collect::<Vec<_>>();
+        let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
+        assert_eq!(p.stacks.len(), 2);
+        let by_count = |n| p.stacks.iter().find(|s| s.count == n).unwrap();
+        assert_eq!(frames(by_count(2)), [user(0x800), user(0x204), user(0x104)]);
+        assert_eq!(by_count(2).period, 4);
+        assert_eq!(
+            frames(by_count(1)),
+            [
+                FrameRef { space: Space::Kernel, object: None, offset: 0xffff_0010 },
+                user(0x900),
+                user(0x204),
+                FrameRef { space: Space::Unmapped, object: None, offset: 0x8_ffff },
+            ]
+        );
     }
 
     #[test]
