@@ -44,6 +44,9 @@ done
 # CREATEDB: the tests make one scratch database per test so they can run in parallel.
 su postgres -c "psql -p $PORT -qAtc \"SELECT 1 FROM pg_roles WHERE rolname = '$ROLE'\"" | grep -q 1 ||
     su postgres -c "psql -p $PORT -qc \"CREATE ROLE $ROLE LOGIN CREATEDB PASSWORD '$PASSWORD'\"" >&2
+# pg_signal_backend: dropping a scratch database WITH (FORCE) must end the backends a
+# killed test process left behind, whichever role the server counts them under.
+su postgres -c "psql -p $PORT -qc \"GRANT pg_signal_backend TO $ROLE\"" >/dev/null 2>&1 || true
 su postgres -c "psql -p $PORT -qAtc \"SELECT 1 FROM pg_database WHERE datname = '$DB'\"" | grep -q 1 ||
     su postgres -c "psql -p $PORT -qc \"CREATE DATABASE $DB OWNER $ROLE\"" >&2
 

@@ -37,7 +37,14 @@ pub fn drop_scratch(url: &str) {
     let base = std::env::var("PERFLAB_TEST_PG").expect("scratch databases come from PERFLAB_TEST_PG");
     let name = url.split('?').next().and_then(|u| u.rsplit('/').next()).expect("database name in URL");
     let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("connect to PERFLAB_TEST_PG");
-    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop scratch database");
+    // A test that kills perflab leaves its server backend alive until the server notices
+    // the closed socket; FORCE ends it, and a retry covers the moment in between.
+    let mut attempts = 0;
+    while let Err(e) = client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")) {
+        attempts += 1;
+        assert!(attempts < 50, "drop scratch database {name}: {e}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// Run `body(dir, db)` against a fresh SQLite file and, when PostgreSQL is configured,
