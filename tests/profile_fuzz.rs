@@ -55,13 +55,10 @@ fn exercise(bytes: &[u8]) {
         event: "cpu-clock".into(),
         frequency_hz: 1000,
         command: vec![path.to_string()],
-        started: String::new(),
         duration_s: 1.0,
         cpu_s: 1.0,
-        lost: 0,
         exit_code: Some(0),
         objects: vec![ObjectRef { path: path.to_string() }],
-        tasks: vec![],
         samples: vec![SampleCount {
             pid: 1,
             tid: 1,
@@ -76,6 +73,7 @@ fn exercise(bytes: &[u8]) {
             FrameRef { space: Space::User, object: Some(0), offset: 0x1200 },
         ],
         stacks: vec![StackCount { pid: 1, tid: 1, frames: vec![0, 1, 1], count: 3, period: 3 }],
+        ..Profile::default()
     };
     // The call-graph report: every frame symbolised, totals and folded stacks.
     let mut symbolizer = Symbolizer::default();

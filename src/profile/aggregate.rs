@@ -363,18 +363,15 @@ mod tests {
         let profile = Profile {
             event: "cpu-clock".into(),
             frequency_hz: 1000,
-            command: vec![],
-            started: String::new(),
             duration_s: 1.0,
             cpu_s: 1.0,
-            lost: 0,
             exit_code: Some(0),
             objects: vec![ObjectRef { path: "/nonexistent/x".into() }],
-            tasks: vec![],
             samples: vec![sample(0x10, 3), sample(0x20, 1)],
             // leaf ← rec ← rec ← root (recursion), and rec ← root.
             frames: vec![user(0x10), user(0x20), user(0x30)],
             stacks: vec![stack(vec![0, 1, 1, 2], 3), stack(vec![1, 2], 1)],
+            ..Profile::default()
         };
         let mut symbolizer = Symbolizer::default();
         let (located, graph) = locate_with_graph(&profile, &mut symbolizer);

@@ -478,17 +478,13 @@ mod tests {
         let p = Profile {
             event: "cpu-clock".into(),
             frequency_hz: 1000,
-            command: vec![],
-            started: String::new(),
             duration_s: 1.0,
             cpu_s: 1.0,
-            lost: 0,
             exit_code: Some(0),
             objects: vec![ObjectRef { path: exe }],
             tasks: vec![Task { pid: 1, tid: 1, comm: "t".into() }],
             samples: vec![sample(off, 30), sample(off + 1_000_000_000, 10)],
-            frames: vec![],
-            stacks: vec![],
+            ..Profile::default()
         };
         (p, sym.start)
     }

@@ -247,10 +247,8 @@ mod tests {
             event: "cpu-clock".into(),
             frequency_hz: 1000,
             command: vec![program.to_string()],
-            started: String::new(),
             duration_s: 1.0,
             cpu_s: 1.0,
-            lost: 0,
             exit_code: Some(0),
             objects: vec![ObjectRef { path: program.to_string() }],
             tasks: vec![Task { pid: 1, tid: 1, comm: "t".into() }],
@@ -274,8 +272,7 @@ mod tests {
                     period: nb * 1_000_000,
                 },
             ],
-            frames: vec![],
-            stacks: vec![],
+            ..Profile::default()
         };
         (make(&exe, 300, 100), make(renamed.to_str().unwrap(), 100, 100))
     }

@@ -24,7 +24,7 @@ pub const VERSION: u32 = 2;
 pub const OLDEST_VERSION: u32 = 1;
 
 /// Everything one `perflab profile` run recorded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Profile {
     /// The sampled event (`cpu-clock`, `cycles`, ...).
     pub event: String,

@@ -350,13 +350,8 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
         started,
         duration_s,
         cpu_s,
-        lost: 0,
         exit_code,
-        objects: Vec::new(),
-        tasks: Vec::new(),
-        samples: Vec::new(),
-        frames: Vec::new(),
-        stacks: Vec::new(),
+        ..Profile::default()
     };
     replay(events, &mut profile, opts.call_graph);
     Ok(Recording { profile, interrupted })
@@ -533,21 +528,7 @@ mod tests {
     use super::*;
 
     fn empty() -> Profile {
-        Profile {
-            event: "cpu-clock".into(),
-            frequency_hz: 1000,
-            command: vec![],
-            started: String::new(),
-            duration_s: 0.0,
-            cpu_s: 0.0,
-            lost: 0,
-            exit_code: None,
-            objects: vec![],
-            tasks: vec![],
-            samples: vec![],
-            frames: vec![],
-            stacks: vec![],
-        }
+        Profile { event: "cpu-clock".into(), frequency_hz: 1000, ..Profile::default() }
     }
 
     #[test]
