@@ -316,14 +316,9 @@ pub fn run_experiment(plan: &Plan, observer: &mut dyn Observer) -> Result<Experi
     let mut subjects = plan.commands.iter().map(|spec| Subject::new(spec, plan)).collect::<Result<Vec<_>, _>>()?;
     let settings = &plan.settings;
     let mut experiment = Experiment {
-        schema_version: crate::model::SCHEMA_VERSION,
-        perflab_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         machine: Machine::detect(),
         settings: settings.clone(),
-        rounds: 0,
-        duration_s: 0.0,
-        stop_reason: StopReason::Decided,
         commands: plan
             .commands
             .iter()
@@ -335,10 +330,8 @@ pub fn run_experiment(plan: &Plan, observer: &mut dyn Observer) -> Result<Experi
                 summary: Default::default(),
             })
             .collect(),
-        comparisons: Vec::new(),
-        warnings: Vec::new(),
-        failure: None,
         environment: crate::measure::environment_facts(&plan.measure, &plan.commands),
+        ..Experiment::default()
     };
     let timeout = settings.timeout_s.map(Duration::from_secs_f64);
     let mut planner = RoundPlanner::new(settings.seed, subjects.len(), settings.env_padding);

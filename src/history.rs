@@ -373,9 +373,7 @@ mod tests {
             machine_fingerprint: crate::store::fingerprint(&machine),
             complete: true,
             experiment: Experiment {
-                schema_version: 1,
                 perflab_version: String::new(),
-                started_at: String::new(),
                 machine,
                 settings: Settings {
                     warmup_rounds: 0,
@@ -386,7 +384,6 @@ mod tests {
                     ..Default::default()
                 },
                 rounds: walls.len() as u32,
-                duration_s: 0.0,
                 stop_reason: StopReason::FixedRounds,
                 commands: vec![
                     CommandResult {
@@ -411,10 +408,7 @@ mod tests {
                         summary: Default::default(),
                     },
                 ],
-                comparisons: vec![],
-                warnings: vec![],
-                failure: None,
-                environment: Default::default(),
+                ..Experiment::default()
             },
         }
     }

@@ -350,6 +350,28 @@ pub struct Experiment {
     pub environment: BTreeMap<String, String>,
 }
 
+impl Default for Experiment {
+    /// An experiment of this perflab version that has not run a round yet (its
+    /// `stop_reason` is set when it ends).
+    fn default() -> Self {
+        Experiment {
+            schema_version: SCHEMA_VERSION,
+            perflab_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_at: String::new(),
+            machine: Machine::default(),
+            settings: Settings::default(),
+            rounds: 0,
+            duration_s: 0.0,
+            stop_reason: StopReason::Decided,
+            commands: Vec::new(),
+            comparisons: Vec::new(),
+            warnings: Vec::new(),
+            failure: None,
+            environment: BTreeMap::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

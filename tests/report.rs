@@ -4,9 +4,7 @@
 mod common;
 
 use assert_cmd::Command;
-use perflab::model::{
-    CommandResult, Comparison, ExitInfo, Experiment, Machine, Run, Settings, StopReason, Verdict, SCHEMA_VERSION,
-};
+use perflab::model::{CommandResult, Comparison, ExitInfo, Experiment, Machine, Run, Settings, StopReason, Verdict};
 use perflab::store::{Meta, Store};
 use std::path::{Path, PathBuf};
 
@@ -55,19 +53,17 @@ fn command(name: &str, level: f64) -> CommandResult {
 
 fn experiment(commands: Vec<CommandResult>, comparisons: Vec<Comparison>, host: &str) -> Experiment {
     Experiment {
-        schema_version: SCHEMA_VERSION,
         perflab_version: "0.1.0".into(),
         started_at: "2026-11-22T03:00:00Z".into(),
         machine: machine(host),
         settings: settings(),
         rounds: 12,
         duration_s: 1.0,
-        failure: None,
         stop_reason: StopReason::FixedRounds,
         commands,
         comparisons,
-        warnings: vec![],
         environment: [("GLIBC_TUNABLES".to_string(), EVIL.to_string())].into(),
+        ..Experiment::default()
     }
 }
 

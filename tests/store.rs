@@ -84,8 +84,6 @@ fn experiment(host: &str) -> Experiment {
     let mut environment = BTreeMap::new();
     environment.insert("valgrind".to_string(), "3.19".to_string());
     Experiment {
-        schema_version: SCHEMA_VERSION,
-        perflab_version: env!("CARGO_PKG_VERSION").into(),
         started_at: "2026-11-22T03:00:00.000Z".into(),
         machine: machine(host),
         settings: settings(),
@@ -111,6 +109,7 @@ fn experiment(host: &str) -> Experiment {
         warnings: vec!["noisy".into()],
         failure: Some("`new` exited with code 1".into()),
         environment,
+        ..Experiment::default()
     }
 }
 

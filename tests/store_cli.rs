@@ -135,7 +135,6 @@ fn save(db: &str, label: &str, bench: &str, host: &str, walls: &[f64]) {
         })
         .collect();
     let experiment = Experiment {
-        schema_version: SCHEMA_VERSION,
         perflab_version: "test".into(),
         started_at: "2026-01-01T00:00:00Z".into(),
         machine,
@@ -149,7 +148,6 @@ fn save(db: &str, label: &str, bench: &str, host: &str, walls: &[f64]) {
             ..Default::default()
         },
         rounds: walls.len() as u32,
-        duration_s: 0.0,
         stop_reason: StopReason::FixedRounds,
         commands: vec![CommandResult {
             name: bench.into(),
@@ -158,10 +156,7 @@ fn save(db: &str, label: &str, bench: &str, host: &str, walls: &[f64]) {
             runs,
             summary: Default::default(),
         }],
-        comparisons: vec![],
-        warnings: vec![],
-        failure: None,
-        environment: Default::default(),
+        ..Experiment::default()
     };
     let meta =
         perflab::store::Meta { label: label.into(), benchmark: bench.into(), git_commit: None, source: "test".into() };

@@ -392,7 +392,6 @@ fn machine_groups(experiments: &[StoredExperiment], labels: &[String]) -> Vec<Ma
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::SCHEMA_VERSION;
     use crate::model::{CommandResult, ExitInfo, Machine, Settings};
 
     fn runs(level: f64) -> Vec<Run> {
@@ -408,9 +407,7 @@ mod tests {
 
     fn experiment(commands: &[(&str, f64)], comparisons: Vec<Comparison>) -> Experiment {
         Experiment {
-            schema_version: SCHEMA_VERSION,
             perflab_version: "0.1.0".into(),
-            started_at: String::new(),
             machine: Machine { hostname: "h".into(), ..Machine::default() },
             settings: Settings {
                 warmup_rounds: 0,
@@ -421,7 +418,6 @@ mod tests {
             },
             rounds: 8,
             duration_s: 1.0,
-            failure: None,
             stop_reason: StopReason::FixedRounds,
             commands: commands
                 .iter()
@@ -434,8 +430,7 @@ mod tests {
                 })
                 .collect(),
             comparisons,
-            warnings: vec![],
-            environment: Default::default(),
+            ..Experiment::default()
         }
     }
 

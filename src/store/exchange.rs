@@ -3,7 +3,7 @@
 
 use super::{current_git_commit, Meta, Query, Recorder, Store, StoredExperiment};
 use crate::error::{Failure, EXIT_OK};
-use crate::model::{CommandResult, ExitInfo, Experiment, Machine, Run, Settings, StopReason, SCHEMA_VERSION};
+use crate::model::{CommandResult, ExitInfo, Experiment, Machine, Run, Settings, StopReason};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -332,8 +332,6 @@ fn from_hyperfine(
         let summary =
             BTreeMap::from([(crate::model::metric::WALL.to_string(), crate::stats::summary::summarize(&times))]);
         let experiment = Experiment {
-            schema_version: SCHEMA_VERSION,
-            perflab_version: env!("CARGO_PKG_VERSION").into(),
             started_at: started_at.clone(),
             machine: machine.clone(),
             settings: imported_settings(times.len()),
@@ -348,10 +346,9 @@ fn from_hyperfine(
                 runs,
                 summary,
             }],
-            comparisons: Vec::new(),
             warnings,
-            failure: None,
             environment: BTreeMap::from([("imported_from".to_string(), "hyperfine".to_string())]),
+            ..Experiment::default()
         };
         records.push(record(label.to_string(), name, "import:hyperfine", experiment));
     }

@@ -16,7 +16,7 @@ pub mod sqlite;
 use crate::error::Failure;
 use crate::model::{
     CommandResult, CommandSpec, Comparison, CounterReading, ExitInfo, Experiment, Machine, Run, Settings, StopReason,
-    Summary, Verdict, SCHEMA_VERSION,
+    Summary, Verdict,
 };
 use anyhow::{anyhow, Context};
 use std::collections::BTreeMap;
@@ -653,7 +653,6 @@ impl Store {
                 _ => commands.iter().map(|c| c.runs.len() as u32).min().unwrap_or(0),
             };
             let experiment = Experiment {
-                schema_version: SCHEMA_VERSION,
                 perflab_version: s(&r[10]),
                 started_at: s(&r[11]),
                 machine: serde_json::from_str(r[8].as_str().unwrap_or_default()).context("machine record")?,
@@ -666,6 +665,7 @@ impl Store {
                 warnings: serde_json::from_str(r[15].as_str().unwrap_or("[]")).unwrap_or_default(),
                 environment: serde_json::from_str(r[16].as_str().unwrap_or("{}")).unwrap_or_default(),
                 failure: r[18].as_str().map(str::to_string),
+                ..Experiment::default()
             };
             out.push(StoredExperiment {
                 id,
