@@ -3,46 +3,33 @@
 //! command, and compared against the good commit's build in interleaved rounds; the
 //! compare engine's verdict classifies it.
 
-use crate::compare::{parse_duration, ExperimentArgs, Plan};
-use crate::error::{Failure, EXIT_OK};
+use crate::error::Failure;
+use crate::experiment::Plan;
 use crate::model::{Comparison, Verdict};
-use crate::run::plan_for;
-use crate::store::exchange::DbArgs;
-use crate::store::Query;
+use crate::store::{Query, Store};
+use crate::suite::runner::{plan_for, RunOptions};
 use crate::suite::{self, Build};
-use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[derive(Debug, Args)]
-pub struct BisectArgs {
+/// What to bisect.
+#[derive(Debug, Clone)]
+pub struct BisectRequest {
     /// A commit (or a stored label that has one) where the benchmark is fast.
-    #[arg(long, value_name = "REV")]
     pub good: String,
     /// A later commit (or label) where it is slow.
-    #[arg(long, value_name = "REV")]
     pub bad: String,
-    /// Shell command building a commit, run inside its worktree; `{commit}` is the hash.
-    /// The benchmark's `{build}` is then that worktree's directory.
-    #[arg(long = "build", value_name = "CMD")]
+    /// Shell command building a commit inside its worktree; `{commit}` is the hash.
     pub build_command: String,
     /// The suite benchmark to measure (its command uses `{build}`).
-    #[arg(long = "bench", value_name = "NAME")]
     pub bench: String,
-    #[arg(long, value_name = "FILE", default_value = suite::DEFAULT_FILE)]
     pub suite: PathBuf,
-    /// The git repository (default: the current directory).
-    #[arg(long, value_name = "DIR", default_value = ".")]
+    /// The git repository.
     pub repo: PathBuf,
-    /// Per-comparison measured rounds (default: adaptive, until a verdict).
-    #[arg(short = 'r', long, value_name = "N")]
-    pub rounds: Option<u32>,
-    /// Per-comparison time limit.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub max_time: Option<f64>,
-    /// Used only to resolve --good/--bad given as stored labels.
-    #[command(flatten)]
-    pub db: DbArgs,
+    /// Per-comparison options (rounds, time limit) over the benchmark's own.
+    pub run: RunOptions,
+    /// The history database, used only to resolve labels.
+    pub db: Option<String>,
 }
 
 /// The temporary directory holding the worktrees, removed when dropped.
@@ -96,7 +83,8 @@ fn git(repo: &Path, args: &[&str]) -> Result<String, Failure> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-pub fn main(args: BisectArgs) -> Result<i32, Failure> {
+/// Bisect: print each tested commit's comparison and, at the end, the first bad commit.
+pub fn bisect(args: &BisectRequest) -> Result<(), Failure> {
     let repo = args.repo.canonicalize().map_err(|e| crate::usage!("--repo {}: {e}", args.repo.display()))?;
     git(&repo, &["rev-parse", "--git-dir"]).map_err(|_| crate::usage!("{} is not a git repository", repo.display()))?;
     let suite = suite::load(&args.suite)?;
@@ -111,7 +99,7 @@ pub fn main(args: BisectArgs) -> Result<i32, Failure> {
             bench.name
         ));
     }
-    let mut resolver = LabelResolver { db: &args.db, experiments: None };
+    let mut resolver = LabelResolver { db: args.db.as_deref(), experiments: None };
     let good = resolve(&repo, &args.good, &mut resolver)?;
     let bad = resolve(&repo, &args.bad, &mut resolver)?;
     if git(&repo, &["merge-base", "--is-ancestor", &good, &bad]).is_err() {
@@ -125,14 +113,13 @@ pub fn main(args: BisectArgs) -> Result<i32, Failure> {
         return Err(crate::usage!("--good and --bad are the same commit"));
     }
     let scratch = ScratchDir::create()?;
-    let overrides = ExperimentArgs { rounds: args.rounds, max_time: args.max_time, ..Default::default() };
 
     let (good_tree, good_build) = checkout_and_build(&repo, &good, scratch.path(), &args.build_command)?;
     println!("bisecting {} commits between {} and {} on `{}`", commits.len(), short(&good), short(&bad), bench.name);
 
     let classify = |commit: &str| -> Result<bool, Failure> {
         let (_tree, build) = checkout_and_build(&repo, commit, scratch.path(), &args.build_command)?;
-        let plan = plan_for(bench, Some(&build), Some(&good_build), &overrides)?;
+        let plan = plan_for(bench, Some(&build), Some(&good_build), &args.run)?;
         let comparison = compare(&plan)?;
         // Only a regression beyond the threshold counts: each step is one comparison at
         // α = 5 %, and a bisect takes several, so a `slower` within the threshold on an
@@ -170,12 +157,12 @@ pub fn main(args: BisectArgs) -> Result<i32, Failure> {
     let first_bad = &commits[hi];
     let subject = git(&repo, &["log", "-1", "--format=%s", first_bad]).unwrap_or_default();
     println!("first bad commit: {first_bad} {subject}");
-    Ok(EXIT_OK)
+    Ok(())
 }
 
 /// Resolves `--good`/`--bad` given as stored labels to their recorded commit.
 struct LabelResolver<'a> {
-    db: &'a DbArgs,
+    db: Option<&'a str>,
     experiments: Option<Vec<crate::store::StoredExperiment>>,
 }
 
@@ -184,7 +171,7 @@ fn resolve(repo: &Path, rev: &str, labels: &mut LabelResolver) -> Result<String,
         return Ok(hash);
     }
     if labels.experiments.is_none() {
-        let mut store = labels.db.open()?;
+        let mut store = Store::open_existing(labels.db)?;
         labels.experiments = Some(store.experiments(&Query { label: Some(rev.to_string()), ..Query::default() })?);
     }
     let commit =
@@ -231,9 +218,9 @@ fn checkout_and_build<'r>(
 
 /// Compare the plan's two commands; the primary metric's comparison.
 fn compare(plan: &Plan) -> Result<Comparison, Failure> {
-    let experiment = crate::compare::run_experiment(plan, &mut crate::compare::Quiet)?;
+    let experiment = crate::experiment::run(plan, &mut crate::experiment::Quiet)?;
     if crate::interrupt::watcher().requested() {
-        return Err(Failure::Interrupted);
+        return Err(Failure::Interrupted("interrupted; bisect stopped".into()));
     }
     experiment
         .comparisons

@@ -1,4 +1,6 @@
 //! Failures and the exit codes they map to — the one place the CLI contract lives.
+//! Every command returns `Result<(), Failure>`; `main` prints the failure as one line
+//! and exits with its code. Results measured before a failure are written first.
 //!
 //! | code | meaning                                              |
 //! |------|------------------------------------------------------|
@@ -25,9 +27,9 @@ pub enum Failure {
     /// A benchmarked command exited non-zero, was killed or timed out.
     #[error("{0}")]
     CommandFailed(String),
-    /// The user interrupted the measurement.
-    #[error("interrupted")]
-    Interrupted,
+    /// The user interrupted the measurement; the message says what was kept.
+    #[error("{0}")]
+    Interrupted(String),
     /// A `--fail-if-slower` gate tripped.
     #[error("{0}")]
     GateTripped(String),
@@ -41,11 +43,21 @@ impl Failure {
         match self {
             Failure::Usage(_) => EXIT_USAGE,
             Failure::CommandFailed(_) => EXIT_COMMAND_FAILED,
-            Failure::Interrupted => EXIT_INTERRUPTED,
+            Failure::Interrupted(_) => EXIT_INTERRUPTED,
             Failure::GateTripped(_) => EXIT_GATE,
             // Unexpected environment errors are still "could not do what was asked
             // with this input"; 2 keeps the documented set of codes small.
             Failure::Other(_) => EXIT_USAGE,
+        }
+    }
+
+    /// The one line `main` prints on stderr.
+    pub fn line(&self) -> String {
+        match self {
+            Failure::Interrupted(what) => format!("perflab: {what}"),
+            Failure::GateTripped(what) => format!("perflab: gate: {what}"),
+            Failure::Other(err) => format!("perflab: error: {err:#}"),
+            other => format!("perflab: error: {other}"),
         }
     }
 }

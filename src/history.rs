@@ -2,36 +2,11 @@
 //! machine, with sparklines, median and CI per label, and the change points where a
 //! shift began. [`build`] is also what the HTML report draws its history lines from.
 
-use crate::error::{Failure, EXIT_OK};
-use crate::model::{metric, Machine};
-use crate::render::format_value;
+use crate::model::Machine;
 use crate::stats::changepoint::{self, ChangePointConfig};
-use crate::store::exchange::{write_json, DbArgs};
-use crate::store::{describe_machine, Query, StoredExperiment};
-use clap::Args;
+use crate::store::{describe_machine, StoredExperiment};
+use crate::units::format_value;
 use serde::Serialize;
-
-#[derive(Debug, Args)]
-pub struct HistoryArgs {
-    /// Only this benchmark (exact name, else every benchmark whose name contains it).
-    #[arg(value_name = "BENCH")]
-    pub bench: Option<String>,
-    /// Only this machine (fingerprint prefix or hostname); needed to see one when
-    /// results come from several.
-    #[arg(long, value_name = "MACHINE")]
-    pub machine: Option<String>,
-    /// The metric to follow (wall_s, cpu_s, max_rss_kib, a counter such as instructions).
-    #[arg(long, default_value = metric::WALL, value_name = "METRIC")]
-    pub metric: String,
-    /// Only the last N labels (in stored order); change points are looked for among them.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub last: Option<u32>,
-    /// Also write the history as JSON (`-` for stdout instead of the table).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
-    #[command(flatten)]
-    pub db: DbArgs,
-}
 
 /// A metric's history, per machine (never mixed across machine fingerprints).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -182,48 +157,6 @@ fn shifts(points: &[Point]) -> Vec<Shift> {
             })
         })
         .collect()
-}
-
-pub fn main(args: HistoryArgs) -> Result<i32, Failure> {
-    let mut store = args.db.open()?;
-    let mut experiments = store.experiments(&Query { label: None, benchmark: None, machine: args.machine.clone() })?;
-    if let Some(bench) = &args.bench {
-        let exact = experiments.iter().any(|e| &e.benchmark == bench);
-        experiments.retain(|e| if exact { &e.benchmark == bench } else { e.benchmark.contains(bench.as_str()) });
-        if experiments.is_empty() {
-            return Err(crate::usage!("no stored benchmark matches `{bench}` in {}", store.location()));
-        }
-    }
-    if experiments.is_empty() {
-        return Err(match &args.machine {
-            Some(m) => crate::usage!(
-                "no results from machine `{m}` in {} (see `perflab export` for what is stored)",
-                store.location()
-            ),
-            None => crate::usage!(
-                "{} holds no results yet: store some with `perflab run` or `compare --save`",
-                store.location()
-            ),
-        });
-    }
-    if let Some(n) = args.last {
-        let mut orders: Vec<i64> = experiments.iter().map(|e| e.label_order).collect();
-        orders.dedup();
-        let first_kept = orders[orders.len().saturating_sub(n as usize)];
-        experiments.retain(|e| e.label_order >= first_kept);
-    }
-    let history = build(&experiments, &args.metric);
-    if history.machines.is_empty() {
-        return Err(crate::usage!("no successful stored run has the metric `{}`", args.metric));
-    }
-    if let Some(path) = &args.json {
-        write_json(path, &history)?;
-        if path == "-" {
-            return Ok(EXIT_OK);
-        }
-    }
-    print!("{}", render(&history, args.bench.is_some()));
-    Ok(EXIT_OK)
 }
 
 /// The terminal rendering: per machine, one row per benchmark with a sparkline, or one

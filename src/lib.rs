@@ -2,20 +2,22 @@
 //!
 //! The modules follow the pipelines:
 //!
-//! * compare: [`command`] → [`spawn`] → [`schedule`] → [`measure`] → [`stats`] →
-//!   [`verdict`] → [`render`], driven by [`compare`];
-//! * profile: [`profile::record`] (sample) → [`profile::symbolize`] →
+//! * experiments: [`command`] → [`experiment`] (plan → [`experiment::schedule`] →
+//!   executor: [`spawn`] + [`measure`] → analysis: [`stats`], [`verdict`]) → [`render`];
+//!   [`suite`] runs a suite file's benchmarks through it, [`bisect`] a commit range;
+//! * profiles: [`profile::record`] (sample) → [`profile::symbolize`] →
 //!   [`profile::aggregate`] → [`profile::annotate`];
-//! * history: `store` → `history` → `report`.
+//! * history: [`store`] → [`history`] → [`report`].
 //!
-//! [`model`] is the one data model all of them share; [`error`] maps failures to the
-//! documented exit codes; [`cli`] is the command line.
+//! [`model`] is the one data model all of them share; [`units`] parses and formats
+//! numbers with units; [`error`] maps failures to the documented exit codes. [`cli`] is
+//! the command line, the only module that knows clap.
 
 pub mod bisect;
 pub mod cli;
 pub mod command;
-pub mod compare;
 pub mod error;
+pub mod experiment;
 pub mod history;
 pub mod interrupt;
 pub mod machine;
@@ -24,11 +26,9 @@ pub mod model;
 pub mod profile;
 pub mod render;
 pub mod report;
-pub mod run;
-pub mod schedule;
 pub mod spawn;
-pub mod stat;
 pub mod stats;
 pub mod store;
 pub mod suite;
+pub mod units;
 pub mod verdict;

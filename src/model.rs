@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Metric names measured by the harness for every run. Counter metrics use perf's
 /// event names (`instructions`, `task-clock`, ...) or the instruction-mode names.
@@ -272,6 +272,57 @@ pub struct Machine {
     pub virtualization: Option<String>,
 }
 
+/// What a warning is about, for programs reading the JSON.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningKind {
+    /// Runs so short that process creation is a sizeable part of them.
+    ShortRun,
+    /// A command's times shifted during the measurement (change points).
+    Unstable,
+    /// High round-to-round spread of the paired ratio.
+    Noisy,
+    /// Something about importing (missing fields in the source, ...).
+    Import,
+    /// A warning of an older file, read back as text.
+    Other,
+}
+
+/// Something about the measurement the reader should know; the message says it whole.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Warning {
+    pub kind: WarningKind,
+    pub message: String,
+}
+
+impl Warning {
+    pub fn new(kind: WarningKind, message: impl Into<String>) -> Warning {
+        Warning { kind, message: message.into() }
+    }
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Schema 1 wrote warnings as plain strings; both forms are read.
+impl<'de> Deserialize<'de> for Warning {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Warning, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Typed { kind: WarningKind, message: String },
+            Text(String),
+        }
+        Ok(match Either::deserialize(d)? {
+            Either::Typed { kind, message } => Warning { kind, message },
+            Either::Text(message) => Warning { kind: WarningKind::Other, message },
+        })
+    }
+}
+
 /// Why the experiment stopped.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -341,7 +392,7 @@ pub struct Experiment {
     pub commands: Vec<CommandResult>,
     pub comparisons: Vec<Comparison>,
     #[serde(default)]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// Why a benchmarked command stopped the experiment (stop_reason `command_failed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
@@ -397,6 +448,16 @@ mod tests {
         assert!(text.contains("\"ci_high\":null") && text.contains("\"ratio\":null"), "{text}");
         let back: Comparison = serde_json::from_str(&text).unwrap();
         assert!(back.ratio.is_nan() && back.ci_high == f64::INFINITY);
+    }
+
+    #[test]
+    fn warnings_are_typed_and_old_plain_ones_still_read() {
+        let w = Warning::new(WarningKind::Noisy, "noisy: b vs a");
+        let text = serde_json::to_string(&w).unwrap();
+        assert_eq!(text, r#"{"kind":"noisy","message":"noisy: b vs a"}"#);
+        assert_eq!(serde_json::from_str::<Warning>(&text).unwrap(), w);
+        let old: Warning = serde_json::from_str(r#""an old warning""#).unwrap();
+        assert_eq!((old.kind, old.message.as_str()), (WarningKind::Other, "an old warning"));
     }
 
     #[test]

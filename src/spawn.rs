@@ -9,7 +9,7 @@
 //! pidfd polled with a deadline, opened only then: it costs ~4 µs per run).
 
 use crate::interrupt::Interrupt;
-use crate::model::ExitInfo;
+use crate::model::{ExitInfo, Run};
 use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -17,6 +17,21 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr;
 use std::time::{Duration, Instant};
+
+/// Name of the padding variable added to every command's environment (see
+/// `experiment::schedule`: it varies the stack's start between rounds).
+pub const PAD_VARIABLE: &str = "PERFLAB_PAD";
+
+/// Where a command's stdout and stderr go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// stdout to /dev/null, stderr captured (its tail explains a failure).
+    Discard,
+    /// Both to perflab's own (`--show-output`).
+    Inherit,
+    /// stdout to perflab's stderr, stderr inherited: perflab's stdout carries a report.
+    StdoutToStderr,
+}
 
 /// Signals whose disposition the child must get back to default: Rust ignores SIGPIPE,
 /// and our handlers for INT/TERM must not leak into the benchmarked program.
@@ -31,7 +46,7 @@ pub struct Prepared {
     /// Owns the strings `argv_pointers` points into.
     _argv: Vec<CString>,
     argv_pointers: Vec<*mut libc::c_char>,
-    show_output: bool,
+    output: Output,
     /// Receives the child's stderr when output is hidden, so a failure can be explained.
     stderr_capture: Option<OwnedFd>,
     /// Opened once here so the child only dup2()s it: no path lookup between fork and exec.
@@ -49,7 +64,7 @@ struct SpawnAttributes {
 impl SpawnAttributes {
     /// stdin (and stdout, stderr when hidden) redirected, a new process group, and the
     /// signal dispositions and mask of a freshly started program.
-    fn new(devnull: RawFd, stderr: Option<RawFd>, show_output: bool) -> SpawnAttributes {
+    fn new(devnull: RawFd, stderr: Option<RawFd>, output: Output) -> SpawnAttributes {
         // SAFETY: both structures are initialised by their init calls before any use and
         // destroyed exactly once, in Drop.
         unsafe {
@@ -58,11 +73,17 @@ impl SpawnAttributes {
             libc::posix_spawn_file_actions_init(&mut actions);
             libc::posix_spawnattr_init(&mut attr);
             libc::posix_spawn_file_actions_adddup2(&mut actions, devnull, 0);
-            if !show_output {
-                libc::posix_spawn_file_actions_adddup2(&mut actions, devnull, 1);
-                if let Some(fd) = stderr {
-                    libc::posix_spawn_file_actions_adddup2(&mut actions, fd, 2);
+            match output {
+                Output::Discard => {
+                    libc::posix_spawn_file_actions_adddup2(&mut actions, devnull, 1);
+                    if let Some(fd) = stderr {
+                        libc::posix_spawn_file_actions_adddup2(&mut actions, fd, 2);
+                    }
                 }
+                Output::StdoutToStderr => {
+                    libc::posix_spawn_file_actions_adddup2(&mut actions, 2, 1);
+                }
+                Output::Inherit => {}
             }
             let mut defaults: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut defaults);
@@ -129,10 +150,10 @@ fn cstring(bytes: &[u8], what: &str) -> Result<CString, String> {
 
 impl Prepared {
     /// Prepare `argv` (argv[0] is resolved to `program`) for repeated runs.
-    pub fn new(program: &Path, argv: &[String], show_output: bool) -> Result<Prepared, String> {
+    pub fn new(program: &Path, argv: &[String], output: Output) -> Result<Prepared, String> {
         let path = cstring(program.as_os_str().as_bytes(), "program path")?;
         let argv = argv.iter().map(|a| cstring(a.as_bytes(), "an argument")).collect::<Result<Vec<_>, _>>()?;
-        let stderr_capture = if show_output {
+        let stderr_capture = if output != Output::Discard {
             None
         } else {
             // SAFETY: memfd_create with a valid NUL-terminated name.
@@ -149,10 +170,9 @@ impl Prepared {
             .open("/dev/null")
             .map_err(|e| format!("cannot open /dev/null: {e}"))?;
         let devnull = OwnedFd::from(devnull);
-        let fast =
-            SpawnAttributes::new(devnull.as_raw_fd(), stderr_capture.as_ref().map(|fd| fd.as_raw_fd()), show_output);
+        let fast = SpawnAttributes::new(devnull.as_raw_fd(), stderr_capture.as_ref().map(|fd| fd.as_raw_fd()), output);
         let argv_pointers = null_terminated(&argv);
-        Ok(Prepared { path, _argv: argv, argv_pointers, show_output, stderr_capture, devnull, fast })
+        Ok(Prepared { path, _argv: argv, argv_pointers, output, stderr_capture, devnull, fast })
     }
 
     /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output).
@@ -193,9 +213,10 @@ pub struct Environment {
 }
 
 impl Environment {
-    /// The current environment, without any inherited `padding_name` variable (which
+    /// The current environment, without any inherited padding variable (which
     /// [`Environment::pad`] sets per round).
-    pub fn inherited(padding_name: &'static str) -> Environment {
+    pub fn inherited() -> Environment {
+        let padding_name = PAD_VARIABLE;
         let vars = std::env::vars_os()
             .filter(|(k, _)| OsStr::new(padding_name) != k)
             .filter_map(|(k, v)| {
@@ -320,11 +341,17 @@ fn spawn_gated(
             libc::close(parent_error);
             libc::setpgid(0, 0);
             libc::dup2(devnull, 0);
-            if !prepared.show_output {
-                libc::dup2(devnull, 1);
-                if let Some(fd) = stderr_fd {
-                    libc::dup2(fd, 2);
+            match prepared.output {
+                Output::Discard => {
+                    libc::dup2(devnull, 1);
+                    if let Some(fd) = stderr_fd {
+                        libc::dup2(fd, 2);
+                    }
                 }
+                Output::StdoutToStderr => {
+                    libc::dup2(2, 1);
+                }
+                Output::Inherit => {}
             }
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = libc::SIG_DFL;
@@ -468,6 +495,26 @@ impl Child {
     }
 }
 
+impl Outcome {
+    /// The run this outcome measured: wall time, and the rusage of that very child.
+    pub fn run(&self) -> Run {
+        let ru = &self.rusage;
+        Run {
+            wall_s: self.wall.as_secs_f64(),
+            user_s: seconds(ru.ru_utime),
+            sys_s: seconds(ru.ru_stime),
+            // Linux reports ru_maxrss in KiB.
+            max_rss_kib: ru.ru_maxrss.max(0) as u64,
+            minor_faults: ru.ru_minflt.max(0) as u64,
+            major_faults: ru.ru_majflt.max(0) as u64,
+            voluntary_cs: ru.ru_nvcsw.max(0) as u64,
+            involuntary_cs: ru.ru_nivcsw.max(0) as u64,
+            exit: self.exit,
+            ..Default::default()
+        }
+    }
+}
+
 /// Seconds from a `timeval`.
 pub fn seconds(tv: libc::timeval) -> f64 {
     tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6
@@ -478,12 +525,13 @@ mod tests {
     use super::*;
 
     fn env() -> Environment {
-        Environment::inherited("PERFLAB_PAD")
+        Environment::inherited()
     }
 
     fn prepared(args: &[&str], show: bool) -> Prepared {
         let program = crate::command::resolve_program(args[0]).unwrap();
-        Prepared::new(&program, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), show).unwrap()
+        let output = if show { Output::Inherit } else { Output::Discard };
+        Prepared::new(&program, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), output).unwrap()
     }
 
     #[test]
@@ -559,7 +607,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("perflab-noexec-{}", std::process::id()));
         std::fs::write(&dir, "#!/nonexistent/interpreter\n").unwrap();
         std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        let bad = Prepared::new(&dir, &["x".into()], false).unwrap();
+        let bad = Prepared::new(&dir, &["x".into()], Output::Discard).unwrap();
         let mut gate = |_pid: libc::pid_t| Ok(());
         let err = start(&bad, &env(), Some(&mut gate)).err().expect("exec must fail");
         assert!(err.to_string().contains("cannot execute"), "{err}");

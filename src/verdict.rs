@@ -4,6 +4,7 @@
 
 use crate::model::{CommandResult, Comparison, Verdict};
 use crate::stats::signed_rank;
+use crate::units::{format_level, format_percent};
 use std::collections::BTreeMap;
 
 /// Classify an interval of the ratio candidate/baseline.
@@ -185,28 +186,6 @@ pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
             rounds,
             format_level(c.confidence)
         ),
-    }
-}
-
-/// A confidence level as a percentage: 0.95 → "95", 0.975 → "97.5".
-pub fn format_level(confidence: f64) -> String {
-    let p = confidence * 100.0;
-    if (p - p.round()).abs() < 1e-9 {
-        format!("{p:.0}")
-    } else {
-        format!("{p:.1}")
-    }
-}
-
-/// A percentage with enough digits to be meaningful: 12.3, 2.1, 0.42, 0.013.
-pub fn format_percent(p: f64) -> String {
-    let a = p.abs();
-    if a >= 1.0 || a == 0.0 {
-        format!("{p:.1}")
-    } else if a >= 0.1 {
-        format!("{p:.2}")
-    } else {
-        format!("{p:.3}")
     }
 }
 

@@ -38,7 +38,7 @@ fn a_tenfold_difference_is_slower_with_the_right_ratio() {
         .get_output()
         .clone();
     let json = json_of(&out.stdout);
-    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["schema_version"], 2);
     let wall = json["comparisons"].as_array().unwrap().iter().find(|c| c["metric"] == "wall_s").unwrap();
     assert_eq!(wall["verdict"], "slower");
     assert_eq!((wall["baseline"].as_str(), wall["candidate"].as_str()), (Some("A"), Some("B")));

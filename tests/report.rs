@@ -213,7 +213,11 @@ fn bad_input_is_one_line_with_exit_code_2() {
     fails(&["--db", db_arg, "--metric", "instructions"], "no successful run has the metric instructions");
     let out = perflab().args(["report", "--db", db_arg, "--out", "/nonexistent/dir/r.html"]).assert().code(2);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("cannot write /nonexistent/dir/r.html"));
+    let missing = dir.path().join("missing.db");
+    fails(&["--db", missing.to_str().unwrap()], "no history database at");
+    assert!(!missing.exists(), "a read-only command must not create the database");
     let empty = dir.path().join("empty.db");
+    drop(Store::open(Some(empty.to_str().unwrap())).unwrap());
     fails(&["--db", empty.to_str().unwrap()], "no results to report");
 
     // A second machine in the same history must be chosen explicitly.

@@ -106,7 +106,7 @@ fn experiment(host: &str) -> Experiment {
             n: 3,
             flags: vec!["a note".into()],
         }],
-        warnings: vec!["noisy".into()],
+        warnings: vec![perflab::model::Warning::new(perflab::model::WarningKind::Noisy, "noisy")],
         failure: Some("`new` exited with code 1".into()),
         environment,
         ..Experiment::default()

@@ -96,7 +96,7 @@ pub fn parse_events(names: &[String]) -> Result<Vec<EventSpec>, crate::error::Fa
 }
 
 /// Whether counters include kernel mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Scope {
     /// user+kernel when perf_event_paranoid (or CAP_PERFMON) allows it, else user only.
     #[default]
@@ -122,6 +122,21 @@ impl Scope {
             Scope::Auto => "auto",
             Scope::User => "user",
             Scope::All => "user+kernel",
+        }
+    }
+
+    /// The names `--counter-scope` takes (`all` is user+kernel).
+    pub const NAMES: [&'static str; 3] = ["auto", "user", "all"];
+}
+
+impl std::str::FromStr for Scope {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Scope, String> {
+        match s {
+            "auto" => Ok(Scope::Auto),
+            "user" => Ok(Scope::User),
+            "all" | "user+kernel" => Ok(Scope::All),
+            other => Err(format!("expected counter scope auto, user or all, found `{other}`")),
         }
     }
 }

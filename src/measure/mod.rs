@@ -3,30 +3,21 @@
 
 pub mod cachegrind;
 pub mod counters;
-pub mod crosscheck;
-pub mod multiplicity;
 
 use crate::model::{CommandSpec, Run};
-use clap::{Args, ValueEnum};
 use std::collections::BTreeMap;
 
-/// What a run measures, chosen on the command line of `compare` and `stat`.
-#[derive(Debug, Clone, Args, Default)]
-pub struct MeasureArgs {
-    /// Counters to read per run via perf_event_open (comma-separated perf names,
-    /// e.g. cycles,instructions,branch-misses,task-clock,page-faults).
-    #[arg(short = 'e', long = "events", value_delimiter = ',', value_name = "EVENTS")]
+/// What a run measures besides time and rusage.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MeasureOptions {
+    /// perf event names to count per run (empty: none).
     pub events: Vec<String>,
-    /// wall: time each run natively; instructions: run under valgrind cachegrind.
-    #[arg(long, value_enum, default_value_t = Mode::Wall)]
     pub mode: Mode,
-    /// Count user mode only, or user+kernel (auto: user+kernel when perf_event_paranoid
-    /// or CAP_PERFMON allows it).
-    #[arg(long, value_enum, default_value_t = counters::Scope::Auto, value_name = "SCOPE")]
     pub counter_scope: counters::Scope,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+/// How runs are measured: natively timed, or under valgrind cachegrind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
     #[default]
     Wall,
@@ -34,6 +25,9 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode's name, as the command line and suite files spell it.
+    pub const NAMES: [&'static str; 2] = ["wall", "instructions"];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Wall => "wall",
@@ -42,11 +36,22 @@ impl Mode {
     }
 }
 
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        match s {
+            "wall" => Ok(Mode::Wall),
+            "instructions" => Ok(Mode::Instructions),
+            other => Err(format!("expected `mode` \"wall\" or \"instructions\", found \"{other}\"")),
+        }
+    }
+}
+
 /// The probes a run needs for these options (one set per command).
 ///
 /// `-e` and `--mode instructions` are exclusive: under valgrind, perf counters would
 /// count the simulator's JIT, not the program.
-pub fn build_probes(args: &MeasureArgs) -> Result<Vec<Box<dyn Probe>>, crate::error::Failure> {
+pub fn build_probes(args: &MeasureOptions) -> Result<Vec<Box<dyn Probe>>, crate::error::Failure> {
     let events = counters::parse_events(&args.events)?;
     match args.mode {
         Mode::Instructions if !events.is_empty() => Err(crate::usage!(
@@ -63,7 +68,7 @@ pub fn build_probes(args: &MeasureArgs) -> Result<Vec<Box<dyn Probe>>, crate::er
 }
 
 /// The counter metrics these options produce per run, in display order.
-pub fn metric_names(args: &MeasureArgs) -> Result<Vec<String>, crate::error::Failure> {
+pub fn metric_names(args: &MeasureOptions) -> Result<Vec<String>, crate::error::Failure> {
     Ok(match args.mode {
         Mode::Instructions => cachegrind::COMPARED
             .iter()
@@ -77,7 +82,7 @@ pub fn metric_names(args: &MeasureArgs) -> Result<Vec<String>, crate::error::Fai
 /// Facts about this machine that can shift these measurements, for
 /// `Experiment.environment`. Per-binary facts that differ between commands are keyed
 /// `fact[command name]`.
-pub fn environment_facts(args: &MeasureArgs, commands: &[CommandSpec]) -> BTreeMap<String, String> {
+pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTreeMap<String, String> {
     let mut facts = BTreeMap::new();
     if !args.events.is_empty() {
         facts.insert("counter_scope".to_string(), args.counter_scope.resolve().as_str().to_string());

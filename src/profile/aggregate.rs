@@ -9,11 +9,28 @@ use crate::usage;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// What a flat profile groups samples by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum By {
     Function,
     Line,
     Object,
+}
+
+impl By {
+    pub const NAMES: [&'static str; 3] = ["function", "line", "object"];
+}
+
+impl std::str::FromStr for By {
+    type Err = String;
+    fn from_str(s: &str) -> Result<By, String> {
+        match s {
+            "function" => Ok(By::Function),
+            "line" => Ok(By::Line),
+            "object" => Ok(By::Object),
+            other => Err(format!("expected function, line or object, found `{other}`")),
+        }
+    }
 }
 
 /// One row of a flat profile.

@@ -6,9 +6,9 @@ use super::aggregate::{self, By};
 use super::format::{Profile, Space};
 use super::hints::{self, Hint};
 use super::mca::{self, McaBlock, McaInstruction};
+use super::paint_share;
 use super::symbolize::{basename, normalize, FunctionSymbol, ObjectInfo, Symbolizer};
-use super::{paint_share, write_json};
-use crate::error::{Failure, EXIT_OK};
+use crate::error::Failure;
 use crate::render::color;
 use crate::usage;
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Formatter, GasFormatter, Instruction, IntelFormatter};
@@ -17,32 +17,41 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::rc::Rc;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Syntax {
     Att,
     Intel,
 }
 
-#[derive(Debug, clap::Args)]
-pub struct AnnotateArgs {
+impl Syntax {
+    pub const NAMES: [&'static str; 2] = ["att", "intel"];
+}
+
+impl std::str::FromStr for Syntax {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Syntax, String> {
+        match s {
+            "att" => Ok(Syntax::Att),
+            "intel" => Ok(Syntax::Intel),
+            other => Err(format!("expected syntax att or intel, found `{other}`")),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct AnnotateOptions {
     /// A profile saved by `perflab profile`.
-    #[arg(default_value = "perflab.profile")]
     pub profile: PathBuf,
     /// Annotate this function (demangled name, clone suffixes optional) instead of the hottest ones.
-    #[arg(long, value_name = "NAME")]
     pub symbol: Option<String>,
     /// How many of the hottest functions to annotate when no --symbol is given.
-    #[arg(long, default_value_t = 3)]
     pub top: usize,
     /// Assembly syntax.
-    #[arg(long, value_enum, default_value = "att")]
     pub syntax: Syntax,
     /// Write the annotation as JSON to FILE (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Run llvm-mca on each function's hot loop (or hot basic block) for per-instruction
     /// latency and throughput; CPU is an LLVM -mcpu name (default: this machine's family).
-    #[arg(long, value_name = "CPU", num_args = 0..=1, require_equals = true, default_missing_value = "auto")]
     pub mca: Option<String>,
 }
 
@@ -98,7 +107,7 @@ struct AnnotateJson<'a> {
     functions: &'a [AnnotatedFunction],
 }
 
-pub fn main_annotate(args: AnnotateArgs) -> Result<i32, Failure> {
+pub fn main_annotate(args: &AnnotateOptions) -> Result<(), Failure> {
     let profile = Profile::load(&args.profile)?;
     let installed_mca = mca::find();
     let mca_request = match (&args.mca, &installed_mca) {
@@ -141,9 +150,9 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<i32, Failure> {
             samples: profile.total_samples(),
             functions: &functions,
         };
-        write_json(path, &doc)?;
+        crate::render::json::write(path, &doc)?;
     }
-    Ok(EXIT_OK)
+    Ok(())
 }
 
 /// A function to disassemble: its object and symbol.

@@ -6,27 +6,23 @@
 use super::aggregate::{self, By, Row};
 use super::format::Profile;
 use super::symbolize::{basename, Symbolizer};
-use super::write_json;
-use crate::error::{Failure, EXIT_OK};
+use crate::error::Failure;
 use crate::render::color;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, clap::Args)]
-pub struct DiffArgs {
+#[derive(Debug, Clone)]
+pub struct DiffOptions {
     /// The baseline profile.
     pub old: PathBuf,
     /// The profile to compare with it.
     pub new: PathBuf,
     /// Match and report by function, source line or object.
-    #[arg(long, value_enum, default_value = "function")]
     pub by: By,
     /// Rows to print in the terminal table.
-    #[arg(long, default_value_t = 25)]
     pub limit: usize,
     /// Write the diff as JSON to FILE (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
 
@@ -142,7 +138,7 @@ pub fn diff(old: &Profile, new: &Profile, by: By) -> (Vec<Change>, Vec<String>) 
     (changes, warnings)
 }
 
-pub fn main_diff(args: DiffArgs) -> Result<i32, Failure> {
+pub fn main_diff(args: &DiffOptions) -> Result<(), Failure> {
     let old = Profile::load(&args.old)?;
     let new = Profile::load(&args.new)?;
     let (changes, warnings) = diff(&old, &new, args.by);
@@ -167,9 +163,9 @@ pub fn main_diff(args: DiffArgs) -> Result<i32, Failure> {
         print_diff(&report, args.limit);
     }
     if let Some(path) = &args.json {
-        write_json(path, &report)?;
+        crate::render::json::write(path, &report)?;
     }
-    Ok(EXIT_OK)
+    Ok(())
 }
 
 fn signed_seconds(s: f64) -> String {

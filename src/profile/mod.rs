@@ -13,7 +13,7 @@ pub mod mca;
 pub mod record;
 pub mod symbolize;
 
-use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::error::Failure;
 use crate::render::color;
 use crate::usage;
 use aggregate::{By, Located, Row, SourceRegions};
@@ -23,64 +23,44 @@ use std::path::{Path, PathBuf};
 use symbolize::Symbolizer;
 
 /// Options shared by `profile` and `show` for the flat report.
-#[derive(Debug, clap::Args)]
-pub struct ReportArgs {
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
     /// Write the report as JSON to FILE (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// What the terminal table groups samples by.
-    #[arg(long, value_enum, default_value = "function")]
     pub by: By,
     /// Group samples whose source file matches GLOB into regions starting at lines
     /// matching REGEX, named by its first capture group (e.g. 'insns.def:^DEFINE_INSN\((\w+)').
-    #[arg(long, value_name = "GLOB:REGEX")]
     pub group_by_source: Option<String>,
     /// Rows to print in the terminal table.
-    #[arg(long, default_value_t = 25)]
     pub limit: usize,
     /// Write the call stacks in folded format (`main;a;leaf 123` per line, for
     /// flamegraph.pl, inferno or speedscope) to FILE (`-` for stdout); needs `-g`.
-    #[arg(long, value_name = "FILE")]
     pub folded: Option<PathBuf>,
 }
 
-#[derive(Debug, clap::Args)]
-pub struct ProfileArgs {
-    /// Sampling frequency in Hz (per task; cpu-clock's hrtimer caps it near 100 kHz).
-    #[arg(short = 'F', long = "frequency", default_value_t = 997)]
-    pub frequency: u64,
-    /// Event to sample: cpu-clock (default, needs no PMU), task-clock, cycles, instructions,
-    /// cache-misses, branch-misses.
-    #[arg(short = 'e', long = "event", default_value = "cpu-clock")]
-    pub event: String,
+/// `perflab profile`: what to record, where to save it, how to report it.
+#[derive(Debug, Clone)]
+pub struct ProfileOptions {
+    pub record: record::RecordOptions,
     /// Where to save the profile.
-    #[arg(short = 'o', long = "output", default_value = "perflab.profile")]
     pub output: PathBuf,
-    /// Record call stacks (frame-pointer unwinding by the kernel: build the program with
-    /// -fno-omit-frame-pointer) for inclusive counts and --folded.
-    #[arg(short = 'g', long = "call-graph")]
-    pub call_graph: bool,
-    #[command(flatten)]
-    pub report: ReportArgs,
-    /// The command to profile, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub report: ReportOptions,
 }
 
-#[derive(Debug, clap::Args)]
-pub struct ShowArgs {
+#[derive(Debug, Clone)]
+pub struct ShowOptions {
     /// A profile saved by `perflab profile`.
     pub profile: PathBuf,
-    #[command(flatten)]
-    pub report: ReportArgs,
+    pub report: ReportOptions,
 }
 
 /// `perflab profile`: record, save, then report like `show`.
-pub fn main_profile(args: ProfileArgs) -> Result<i32, Failure> {
+pub fn main_profile(args: &ProfileOptions) -> Result<(), Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
     // Fail before the run, not after it, when the results could not be written.
     check_writable(&args.output)?;
-    if args.report.folded.is_some() && !args.call_graph {
+    if args.report.folded.is_some() && !args.record.call_graph {
         return Err(usage!("--folded needs call stacks: add -g"));
     }
     if args.report.json.is_some() && args.report.json == args.report.folded {
@@ -89,12 +69,11 @@ pub fn main_profile(args: ProfileArgs) -> Result<i32, Failure> {
     for path in [&args.report.json, &args.report.folded].into_iter().flatten().filter(|p| *p != Path::new("-")) {
         check_writable(path)?;
     }
-    let recording = record::record(&record::RecordOptions {
-        argv: args.command.clone(),
-        event: args.event.clone(),
-        frequency_hz: args.frequency,
-        call_graph: args.call_graph,
-    })?;
+    // A report on stdout must not be interleaved with the program's own output.
+    let stdout = Some(Path::new("-"));
+    let report_on_stdout = args.report.json.as_deref() == stdout || args.report.folded.as_deref() == stdout;
+    let recording =
+        record::record(&record::RecordOptions { stdout_to_stderr: report_on_stdout, ..args.record.clone() })?;
     let profile = recording.profile;
     profile.save(&args.output)?;
     eprintln!(
@@ -109,18 +88,12 @@ pub fn main_profile(args: ProfileArgs) -> Result<i32, Failure> {
     );
     report(&profile, &args.report, regions)?;
     if recording.interrupted {
-        return Ok(EXIT_INTERRUPTED);
+        return Err(Failure::Interrupted(format!("interrupted; the profile so far is in {}", args.output.display())));
     }
     match profile.exit_code {
-        Some(0) => Ok(EXIT_OK),
-        Some(code) => {
-            eprintln!("perflab: the profiled command exited with status {code}");
-            Ok(EXIT_COMMAND_FAILED)
-        }
-        None => {
-            eprintln!("perflab: the profiled command was killed by a signal");
-            Ok(EXIT_COMMAND_FAILED)
-        }
+        Some(0) => Ok(()),
+        Some(code) => Err(Failure::CommandFailed(format!("the profiled command exited with status {code}"))),
+        None => Err(Failure::CommandFailed("the profiled command was killed by a signal".into())),
     }
 }
 
@@ -138,7 +111,7 @@ fn check_writable(path: &Path) -> Result<(), Failure> {
 }
 
 /// `perflab show`: report a saved profile.
-pub fn main_show(args: ShowArgs) -> Result<i32, Failure> {
+pub fn main_show(args: &ShowOptions) -> Result<(), Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
     let profile = Profile::load(&args.profile)?;
     if args.report.folded.is_some() && profile.stacks.is_empty() {
@@ -150,8 +123,7 @@ pub fn main_show(args: ShowArgs) -> Result<i32, Failure> {
     if args.report.json.is_some() && args.report.json == args.report.folded {
         return Err(usage!("--json and --folded cannot both write to the same place"));
     }
-    report(&profile, &args.report, regions)?;
-    Ok(EXIT_OK)
+    report(&profile, &args.report, regions)
 }
 
 /// JSON schema of `profile --json` / `show --json` (docs/profiling.md).
@@ -182,7 +154,7 @@ struct TaskJson<'a> {
     samples: u64,
 }
 
-fn report(profile: &Profile, args: &ReportArgs, regions: Option<SourceRegions>) -> Result<(), Failure> {
+fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions>) -> Result<(), Failure> {
     let mut symbolizer = Symbolizer::default();
     let (located, graph) = aggregate::locate_with_graph(profile, &mut symbolizer);
     let functions = || {
@@ -230,7 +202,7 @@ fn report(profile: &Profile, args: &ReportArgs, regions: Option<SourceRegions>) 
             regions: region_rows,
             warnings,
         };
-        write_json(path, &doc)?;
+        crate::render::json::write(path, &doc)?;
     }
     // A -g run without samples still gets its (empty) folded file.
     if let Some(path) = &args.folded {
@@ -277,12 +249,6 @@ fn print_tasks(tasks: &[TaskJson]) {
     }
 }
 
-/// Write pretty JSON to a file or stdout (`-`).
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), Failure> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| Failure::Other(e.into()))?;
-    write_text(path, &(text + "\n"))
-}
-
 /// Write text to a file or stdout (`-`).
 fn write_text(path: &Path, text: &str) -> Result<(), Failure> {
     if path == Path::new("-") {
@@ -308,7 +274,7 @@ pub fn paint_share(share: f64, text: &str) -> String {
     }
 }
 
-fn print_table(profile: &Profile, rows: &[Row], args: &ReportArgs, regions: bool) {
+fn print_table(profile: &Profile, rows: &[Row], args: &ReportOptions, regions: bool) {
     let what = match (regions, args.by) {
         (true, _) => "region",
         (false, By::Function) => "function",

@@ -29,12 +29,16 @@ const PERF_CONTEXT_USER: u64 = -512i64 as u64;
 /// Frames per call chain: perf's default (`perf_event_max_stack`).
 const MAX_STACK: u16 = 127;
 
+#[derive(Debug, Clone, Default)]
 pub struct RecordOptions {
     pub argv: Vec<String>,
+    /// perf event name to sample (cpu-clock needs no PMU).
     pub event: String,
     pub frequency_hz: u64,
     /// Record call chains (kernel frame-pointer unwinding).
     pub call_graph: bool,
+    /// Send the program's stdout to stderr (when perflab's own report goes to stdout).
+    pub stdout_to_stderr: bool,
 }
 
 /// What a recording produced; `interrupted` means the profile holds what was sampled
@@ -279,7 +283,8 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     }
     event_for(&opts.event)?;
     let program = crate::command::resolve_program(&opts.argv[0])?;
-    let prepared = spawn::Prepared::new(&program, &opts.argv, true).map_err(|e| usage!("{e}"))?;
+    let output = if opts.stdout_to_stderr { spawn::Output::StdoutToStderr } else { spawn::Output::Inherit };
+    let prepared = spawn::Prepared::new(&program, &opts.argv, output).map_err(|e| usage!("{e}"))?;
     let interrupt = crate::interrupt::watcher();
     let started = chrono::Utc::now().to_rfc3339();
     // The child is held between fork and exec while the events are opened on its pid.
@@ -296,13 +301,14 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
             Err(anyhow::anyhow!(message))
         }
     };
-    let mut child =
-        match spawn::start(&prepared, &spawn::Environment::inherited(crate::schedule::PAD_VARIABLE), Some(&mut gate)) {
-            Ok(child) => child,
-            Err(spawn::SpawnError::Probe(e)) => return Err(open_failure.unwrap_or_else(|| usage!("{e:#}"))),
-            Err(spawn::SpawnError::Interrupted) => return Err(Failure::Interrupted),
-            Err(spawn::SpawnError::Exec(e)) => return Err(usage!("{e}")),
-        };
+    let mut child = match spawn::start(&prepared, &spawn::Environment::inherited(), Some(&mut gate)) {
+        Ok(child) => child,
+        Err(spawn::SpawnError::Probe(e)) => return Err(open_failure.unwrap_or_else(|| usage!("{e:#}"))),
+        Err(spawn::SpawnError::Interrupted) => {
+            return Err(Failure::Interrupted("interrupted before the profiled command started".into()))
+        }
+        Err(spawn::SpawnError::Exec(e)) => return Err(usage!("{e}")),
+    };
     let exec_time = std::time::Instant::now();
     let mut events = Vec::new();
     let mut interrupted = false;

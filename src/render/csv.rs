@@ -1,8 +1,8 @@
 //! The CSV rendering: one row per measured run, written and flushed as each run
 //! finishes, so a crash or kill loses at most the run in flight.
 
-use crate::compare::Observer;
 use crate::error::Failure;
+use crate::experiment::Observer;
 use crate::model::Run;
 
 pub struct CsvWriter {

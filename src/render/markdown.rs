@@ -1,9 +1,8 @@
 //! The Markdown rendering, for a pull-request comment.
 
-use super::format_seconds;
-use super::terminal::format_p;
 use crate::model::{metric, Experiment};
-use crate::verdict::{format_level, sentence};
+use crate::units::{format_level, format_p, format_seconds};
+use crate::verdict::sentence;
 
 pub fn render(e: &Experiment, primary: &str) -> String {
     let mut out = String::from("### perflab\n\n");
@@ -42,7 +41,7 @@ pub fn render(e: &Experiment, primary: &str) -> String {
         }
     }
     for w in &e.warnings {
-        out.push_str(&format!("\n> warning: {}\n", escape(w)));
+        out.push_str(&format!("\n> warning: {}\n", escape(&w.message)));
     }
     out.push_str(&format!(
         "\n<sub>{} rounds, seed {}, perflab {}</sub>\n",

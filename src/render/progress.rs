@@ -2,7 +2,7 @@
 //! latest interval per candidate. Updated between runs only — no ticker thread — so
 //! the harness stays idle while a command runs.
 
-use crate::compare::{Observer, Progress};
+use crate::experiment::{Observer, Progress};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct ProgressDisplay {

@@ -2,10 +2,19 @@
 //! line per candidate, and warnings.
 
 use super::color::{bold, dim, green, red, yellow};
-use super::{format_seconds, format_value};
 use crate::model::{metric, Comparison, Experiment, StopReason, Verdict};
-use crate::verdict::{format_level, sentence};
+use crate::units::{format_level, format_p, format_seconds, format_value};
+use crate::verdict::sentence;
 use comfy_table::{presets, CellAlignment, Table};
+
+/// Text from outside (command names, labels) made safe for a terminal: control
+/// characters — a newline, an escape sequence — are shown as escapes, never acted on.
+pub fn escape(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
 
 fn stop_text(reason: StopReason) -> &'static str {
     match reason {
@@ -59,7 +68,8 @@ pub fn render(e: &Experiment, primary: &str) -> String {
     }
     table.set_header(header);
     for (i, c) in e.commands.iter().enumerate() {
-        let mut row = vec![if i == 0 { format!("{} (baseline)", c.name) } else { c.name.clone() }];
+        let name = escape(&c.name);
+        let mut row = vec![if i == 0 { format!("{name} (baseline)") } else { name }];
         if show_wall {
             match c.summary.get(metric::WALL) {
                 Some(w) => {
@@ -105,7 +115,7 @@ pub fn render(e: &Experiment, primary: &str) -> String {
                 verdict.push_str(" (< threshold)");
             }
             table.add_row(vec![
-                format!("{} vs {}", c.candidate, c.baseline),
+                format!("{} vs {}", escape(&c.candidate), escape(&c.baseline)),
                 c.metric.clone(),
                 format!("{:.4}", c.ratio),
                 ci,
@@ -121,7 +131,7 @@ pub fn render(e: &Experiment, primary: &str) -> String {
         out.push_str(&table.to_string());
         out.push('\n');
         for c in e.comparisons.iter().filter(|c| c.metric == primary) {
-            out.push_str(&bold(&paint_verdict(c, &sentence(c, e.settings.threshold, e.rounds))));
+            out.push_str(&bold(&paint_verdict(c, &escape(&sentence(c, e.settings.threshold, e.rounds)))));
             out.push('\n');
             for flag in c.flags.iter().filter(|f| !f.starts_with("exact")) {
                 out.push_str(&format!("  note: {flag}\n"));
@@ -136,7 +146,7 @@ pub fn render(e: &Experiment, primary: &str) -> String {
         }
     }
     for w in &e.warnings {
-        out.push_str(&yellow(&format!("warning: {w}\n")));
+        out.push_str(&yellow(&format!("warning: {}\n", escape(&w.message))));
     }
     out
 }
@@ -152,12 +162,4 @@ pub fn unsupported_counters(e: &Experiment) -> Vec<(String, String)> {
         }
     }
     seen.into_iter().collect()
-}
-
-pub fn format_p(p: f64) -> String {
-    if p < 0.001 {
-        "<0.001".into()
-    } else {
-        format!("{p:.3}")
-    }
 }

@@ -12,69 +12,14 @@ pub mod svg;
 pub use html::render_html;
 
 use crate::error::Failure;
-use crate::model::{metric, Machine, Verdict};
+use crate::model::{Machine, Verdict};
 use crate::usage;
-use clap::Args;
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
-#[derive(Debug, Args, Clone)]
-pub struct ReportArgs {
-    /// Where to write the HTML page.
-    #[arg(short, long, default_value = "report.html", value_name = "FILE")]
-    pub out: PathBuf,
-    /// The label ratios are relative to (default: the oldest label).
-    #[arg(long, value_name = "LABEL")]
-    pub reference: Option<String>,
-    /// A label to compare with the reference (repeat for several; default: the newest label).
-    #[arg(short, long = "label", value_name = "LABEL")]
-    pub labels: Vec<String>,
-    /// The metric to compare and plot: wall_s, cpu_s, max_rss_kib or a counter name.
-    #[arg(short, long, default_value = metric::WALL, value_name = "NAME")]
-    pub metric: String,
-    /// Only results from this machine (fingerprint prefix or hostname).
-    #[arg(long, value_name = "MACHINE")]
-    pub machine: Option<String>,
-    #[command(flatten)]
-    pub db: crate::store::exchange::DbArgs,
-    /// Read perflab JSON results (`compare --json`) instead of the database: each file
-    /// is one benchmark named after the file, each command one label (repeatable).
-    #[arg(long, value_name = "FILE.json", conflicts_with = "db")]
-    pub from: Vec<PathBuf>,
-    /// The page's title.
-    #[arg(long, default_value = "perflab report")]
-    pub title: String,
-}
-
-/// `perflab report`: read the results, render the page, write it atomically.
-pub fn main(args: ReportArgs) -> Result<i32, Failure> {
-    let options = load::Options {
-        title: args.title.clone(),
-        reference: args.reference.clone(),
-        labels: args.labels.clone(),
-        metric: args.metric.clone(),
-        machine: args.machine.clone(),
-    };
-    let experiments = if args.from.is_empty() {
-        let query = crate::store::Query { machine: args.machine.clone(), ..Default::default() };
-        args.db.open()?.experiments(&query)?
-    } else {
-        load::from_json_files(&args.from)?
-    };
-    let data = load::build(experiments, &options)?;
-    let html = render_html(&data);
-    write_atomically(&args.out, html.as_bytes())?;
-    let benchmarks = data.histories.len();
-    eprintln!(
-        "perflab: wrote {} ({benchmarks} benchmark{}, {} label{}, reference {})",
-        args.out.display(),
-        if benchmarks == 1 { "" } else { "s" },
-        data.labels.len(),
-        if data.labels.len() == 1 { "" } else { "s" },
-        data.reference
-    );
-    Ok(crate::error::EXIT_OK)
+/// Write the page for `data` to `out`, atomically.
+pub fn write(data: &ReportData, out: &std::path::Path) -> Result<(), Failure> {
+    write_atomically(out, render_html(data).as_bytes())
 }
 
 /// Write to a temporary file beside `path`, then rename: a reader never sees half a page.

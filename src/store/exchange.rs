@@ -1,129 +1,23 @@
 //! Getting results into and out of the store: `perflab import` (hyperfine JSON,
-//! perflab JSON, perflab exports), `perflab export`, and `compare --save`.
+//! perflab JSON, perflab exports, checked at the edge) and `perflab export`.
 
-use super::{current_git_commit, Meta, Query, Recorder, Store, StoredExperiment};
-use crate::error::{Failure, EXIT_OK};
-use crate::model::{CommandResult, ExitInfo, Experiment, Machine, Run, Settings, StopReason};
-use clap::Args;
+use super::{current_git_commit, Meta, Query, Store, StoredExperiment};
+use crate::error::Failure;
+use crate::model::{CommandResult, ExitInfo, Experiment, Machine, Run, Settings, StopReason, Warning, WarningKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::Write;
 
-/// Which database to use (every store command takes it).
-#[derive(Debug, Clone, Args, Default)]
-pub struct DbArgs {
-    /// The history database: a SQLite file or a postgres:// URL
-    /// [env: PERFLAB_DB; default: .perflab/perflab.db].
-    #[arg(long = "db", value_name = "URL")]
-    pub db: Option<String>,
-}
-
-impl DbArgs {
-    pub fn open(&self) -> Result<Store, Failure> {
-        Store::open(self.db.as_deref())
-    }
-}
-
-/// `compare --save`: store the comparison in the history too.
-#[derive(Debug, Clone, Args, Default)]
-pub struct SaveArgs {
-    /// Store the result in the history database.
-    #[arg(long)]
-    pub save: bool,
-    /// Label to store it under (default: the git commit, else the time).
-    #[arg(long, value_name = "LABEL", requires = "save")]
-    pub label: Option<String>,
-    /// Benchmark name to store it under (default: the command names joined by ` vs `).
-    #[arg(long = "bench", value_name = "NAME", requires = "save")]
-    pub bench: Option<String>,
-    #[command(flatten)]
-    pub db: DbArgs,
-}
-
-impl SaveArgs {
-    /// The store to save into, when `--save` was given.
-    pub fn open(&self) -> Result<Option<Store>, Failure> {
-        if self.save {
-            self.db.open().map(Some)
-        } else {
-            Ok(None)
-        }
-    }
-
-    /// An observer for the compare engine committing each run of `plan` as it completes.
-    pub fn recorder<'s>(&self, store: Option<&'s mut Store>, plan: &crate::compare::Plan) -> Option<Recorder<'s>> {
-        let store = store?;
-        let git_commit = current_git_commit();
-        let meta = Meta {
-            label: self.label.clone().unwrap_or_else(|| default_label(git_commit.as_deref())),
-            benchmark: self
-                .bench
-                .clone()
-                .unwrap_or_else(|| plan.commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" vs ")),
-            git_commit,
-            source: "compare".into(),
-        };
-        Some(store.begin(&meta, &Machine::detect(), &plan.settings, &plan.commands))
-    }
-
-    /// Store the summaries and verdicts too, and say where on stderr.
-    pub fn finish(&self, recorder: Option<Recorder>, experiment: &Experiment) -> Result<(), Failure> {
-        let Some(recorder) = recorder else { return Ok(()) };
-        let message = format!(
-            "saved `{}` as label `{}` in {}",
-            recorder.meta().benchmark,
-            recorder.meta().label,
-            recorder.location()
-        );
-        recorder.finish(experiment)?;
-        eprintln!("{message}");
-        Ok(())
-    }
-}
-
-/// The label used when none is given: the short git commit, else the UTC time.
-pub fn default_label(git_commit: Option<&str>) -> String {
-    match git_commit {
-        Some(c) => c.chars().take(12).collect::<String>() + if c.ends_with("-dirty") { "-dirty" } else { "" },
-        None => chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-    }
-}
-
-#[derive(Debug, Args)]
-pub struct ImportArgs {
+/// What `perflab import` reads, and how it names what it finds.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
     /// A hyperfine `--export-json` file, a `compare --json` or `run --json` file, or a perflab export.
-    #[arg(value_name = "FILE")]
     pub file: String,
     /// Label to store under (required for hyperfine and perflab results; overrides an export's labels).
-    #[arg(long, value_name = "LABEL")]
     pub label: Option<String>,
     /// Benchmark name for a perflab result (default: its command names joined by ` vs `).
-    #[arg(long = "bench", value_name = "NAME")]
     pub bench: Option<String>,
-    /// The hyperfine file was measured on this machine: record its fingerprint
-    /// (hyperfine records none, so by default it is stored as an unknown machine).
-    #[arg(long)]
+    /// The hyperfine file was measured on this machine: record its fingerprint.
     pub this_machine: bool,
-    #[command(flatten)]
-    pub db: DbArgs,
-}
-
-#[derive(Debug, Args)]
-pub struct ExportArgs {
-    /// Only this label.
-    #[arg(long, value_name = "LABEL")]
-    pub label: Option<String>,
-    /// Only this benchmark.
-    #[arg(long = "bench", value_name = "NAME")]
-    pub bench: Option<String>,
-    /// Only this machine (fingerprint prefix or hostname).
-    #[arg(long, value_name = "MACHINE")]
-    pub machine: Option<String>,
-    /// Where to write (`-` for stdout, the default).
-    #[arg(long, value_name = "FILE", default_value = "-")]
-    pub json: String,
-    #[command(flatten)]
-    pub db: DbArgs,
 }
 
 /// The file `perflab export` writes and `perflab import` reads back.
@@ -157,15 +51,23 @@ struct HyperfineResult {
     parameters: BTreeMap<String, serde_json::Value>,
 }
 
-pub fn import_main(args: ImportArgs) -> Result<i32, Failure> {
+/// Read and check an import file: the experiments it holds, ready to store.
+pub fn read_import(args: &ImportOptions) -> Result<Vec<StoredExperiment>, Failure> {
     let text = std::fs::read_to_string(&args.file).map_err(|e| crate::usage!("cannot read {}: {e}", args.file))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| crate::usage!("{}: not JSON: {e}", args.file))?;
-    let records = to_records(&value, &args)?;
-    let mut store = args.db.open()?;
-    // The commit of the tree the results were imported from, when the file has none.
-    let git_commit = current_git_commit();
+    let records = to_records(&value, args)?;
     for record in &records {
+        check_values(&record.experiment).map_err(|why| crate::usage!("{}: {why}", args.file))?;
+    }
+    Ok(records)
+}
+
+/// Store imported records; the commit of the tree they were imported from stands in
+/// where a record has none.
+pub fn store_records(store: &mut Store, records: &[StoredExperiment]) -> Result<(), Failure> {
+    let git_commit = current_git_commit();
+    for record in records {
         let meta = Meta {
             label: record.label.clone(),
             benchmark: record.benchmark.clone(),
@@ -174,21 +76,44 @@ pub fn import_main(args: ImportArgs) -> Result<i32, Failure> {
         };
         store.save(&meta, &record.experiment)?;
     }
-    let labels: std::collections::BTreeSet<&str> = records.iter().map(|r| r.label.as_str()).collect();
-    eprintln!(
-        "imported {} benchmark result{} ({} runs) under label{} {} into {}",
-        records.len(),
-        if records.len() == 1 { "" } else { "s" },
-        records.iter().flat_map(|r| &r.experiment.commands).map(|c| c.runs.len()).sum::<usize>(),
-        if labels.len() == 1 { "" } else { "s" },
-        labels.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", "),
-        store.location()
-    );
-    Ok(EXIT_OK)
+    Ok(())
+}
+
+/// Imported numbers are checked at the edge: a run's times and sizes must be finite,
+/// non-negative and below what any real run could take (a year; an exabyte), so no
+/// later summary, chart or interval meets an overflow.
+fn check_values(experiment: &Experiment) -> Result<(), String> {
+    const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+    const MAX_COUNT: f64 = 1e18;
+    for command in &experiment.commands {
+        for (i, run) in command.runs.iter().enumerate() {
+            let times = [("wall_s", run.wall_s), ("user_s", run.user_s), ("sys_s", run.sys_s)];
+            for (name, v) in times {
+                if !v.is_finite() || !(0.0..=MAX_SECONDS).contains(&v) {
+                    return Err(format!(
+                        "`{}` run {}: {name} = {v} is not a time between 0 and a year",
+                        command.name,
+                        i + 1
+                    ));
+                }
+            }
+            for (name, reading) in &run.counters {
+                if let Some(v) = reading.value {
+                    if !v.is_finite() || v.abs() > MAX_COUNT {
+                        return Err(format!("`{}` run {}: counter {name} = {v} is out of range", command.name, i + 1));
+                    }
+                }
+            }
+            if run.max_rss_kib as f64 > MAX_COUNT {
+                return Err(format!("`{}` run {}: max_rss_kib is out of range", command.name, i + 1));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Recognize the file's format and turn it into records to store.
-fn to_records(value: &serde_json::Value, args: &ImportArgs) -> Result<Vec<StoredExperiment>, Failure> {
+fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<StoredExperiment>, Failure> {
     let file = &args.file;
     let need_label = |kind: &str| {
         args.label.clone().ok_or_else(|| crate::usage!("{file} is a {kind} file: pass --label to name these results"))
@@ -321,13 +246,19 @@ fn from_hyperfine(
                 ..Run::default()
             })
             .collect();
-        let mut warnings = vec![format!(
-            "imported from hyperfine, which records no per-run user/system time: user_s and sys_s are 0 (hyperfine's means: user {:.6} s, system {:.6} s)",
-            result.user.unwrap_or(0.0),
-            result.system.unwrap_or(0.0)
+        let mut warnings = vec![Warning::new(
+            WarningKind::Import,
+            format!(
+                "imported from hyperfine, which records no per-run user/system time: user_s and sys_s are 0 (hyperfine's means: user {:.6} s, system {:.6} s)",
+                result.user.unwrap_or(0.0),
+                result.system.unwrap_or(0.0)
+            ),
         )];
         if result.memory_usage_byte.is_none() {
-            warnings.push("hyperfine before 1.17 records no memory use: max_rss_kib is 0".into());
+            warnings.push(Warning::new(
+                WarningKind::Import,
+                "hyperfine before 1.17 records no memory use: max_rss_kib is 0",
+            ));
         }
         let summary =
             BTreeMap::from([(crate::model::metric::WALL.to_string(), crate::stats::summary::summarize(&times))]);
@@ -375,23 +306,8 @@ fn imported_settings(rounds: usize) -> Settings {
     }
 }
 
-pub fn export_main(args: ExportArgs) -> Result<i32, Failure> {
-    let mut store = args.db.open()?;
-    let experiments = store.experiments(&Query { label: args.label, benchmark: args.bench, machine: args.machine })?;
-    let export = ExportFile { format: EXPORT_FORMAT.into(), format_version: 1, experiments };
-    write_json(&args.json, &export)?;
-    if args.json != "-" {
-        eprintln!("exported {} experiments to {}", export.experiments.len(), args.json);
-    }
-    Ok(EXIT_OK)
-}
-
-/// Write `value` as pretty JSON to `path` (`-` for stdout).
-pub fn write_json(path: &str, value: &impl Serialize) -> Result<(), Failure> {
-    let mut out = crate::render::open_output(path)?;
-    serde_json::to_writer_pretty(&mut out, value)
-        .map_err(std::io::Error::from)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush())
-        .map_err(|e| crate::usage!("cannot write `{path}`: {e}"))
+/// Everything `query` selects, as the file `perflab export` writes.
+pub fn export(store: &mut Store, query: &Query) -> Result<ExportFile, Failure> {
+    let experiments = store.experiments(query)?;
+    Ok(ExportFile { format: EXPORT_FORMAT.into(), format_version: 1, experiments })
 }

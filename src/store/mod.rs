@@ -322,6 +322,24 @@ pub fn current_git_commit() -> Option<String> {
     Some(if dirty { format!("{commit}-dirty") } else { commit })
 }
 
+/// The label used when none is given: the short git commit, else the UTC time.
+pub fn default_label(git_commit: Option<&str>) -> String {
+    match git_commit {
+        Some(c) => c.chars().take(12).collect::<String>() + if c.ends_with("-dirty") { "-dirty" } else { "" },
+        None => chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    }
+}
+
+/// The database named by `url`, else by `$PERFLAB_DB`, else the default path.
+fn locate(url: Option<&str>) -> String {
+    let env = std::env::var(DB_ENV).ok().filter(|v| !v.is_empty());
+    url.map(str::to_string).or(env).unwrap_or_else(|| DEFAULT_PATH.to_string())
+}
+
+fn is_postgres(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
 /// The history store. Open with [`Store::open`].
 pub struct Store {
     db: Box<dyn Backend>,
@@ -333,9 +351,8 @@ impl Store {
     /// `$PERFLAB_DB`, else `.perflab/perflab.db`. A `postgres://` or `postgresql://`
     /// URL selects PostgreSQL; anything else is a SQLite file path (`sqlite:` prefix optional).
     pub fn open(url: Option<&str>) -> Result<Store, Failure> {
-        let env = std::env::var(DB_ENV).ok().filter(|v| !v.is_empty());
-        let location = url.map(str::to_string).or(env).unwrap_or_else(|| DEFAULT_PATH.to_string());
-        let db: Box<dyn Backend> = if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+        let location = locate(url);
+        let db: Box<dyn Backend> = if is_postgres(&location) {
             Box::new(
                 postgres::Postgres::connect(&location)
                     .map_err(|e| crate::usage!("cannot connect to {}: {e:#}", redact(&location)))?,
@@ -350,6 +367,21 @@ impl Store {
         let mut store = Store { db, location: redact(&location) };
         store.migrate(schema_version()).map_err(|e| crate::usage!("database {}: {e:#}", store.location))?;
         Ok(store)
+    }
+
+    /// Open a database that must already exist, for commands that only read: a missing
+    /// SQLite file is an error, never created.
+    pub fn open_existing(url: Option<&str>) -> Result<Store, Failure> {
+        let location = locate(url);
+        if !is_postgres(&location) {
+            let path = location.strip_prefix("sqlite:").unwrap_or(&location);
+            if !Path::new(path).exists() {
+                return Err(crate::usage!(
+                    "no history database at {path}: store results with `perflab run` or `perflab compare --save` (or pass --db)"
+                ));
+            }
+        }
+        Store::open(url)
     }
 
     /// Where the store lives (passwords removed), for messages.
@@ -706,7 +738,7 @@ pub struct Recorder<'s> {
 }
 
 /// The compare engine reports each measured run here; a failed write stops the experiment.
-impl crate::compare::Observer for Recorder<'_> {
+impl crate::experiment::Observer for Recorder<'_> {
     fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
         self.record_run(command, run).map_err(|e| anyhow!("{e:#}"))
     }

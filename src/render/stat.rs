@@ -1,34 +1,9 @@
-//! `perflab stat`: runs one command N times (through the compare engine) and reports,
-//! per metric, the median with its 95 % CI, the spread, derived metrics, and the
+//! The `perflab stat` table: per metric the median with its 95 % CI, the spread, and the
 //! counters this machine cannot read with the reason — `perf stat -r` with statistics.
 
-use crate::error::{Failure, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
-use crate::measure::{self, counters, Mode};
-use crate::model::{metric, CommandResult, Experiment, StopReason, Summary};
+use crate::model::{metric, CommandResult, Experiment, Summary};
 use crate::render::color;
-use crate::suite::Options;
-use clap::Args;
 use serde::Serialize;
-use std::io::Write;
-
-#[derive(Debug, Args, Clone)]
-pub struct StatArgs {
-    /// The command to measure, with its arguments.
-    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
-    pub command: Vec<String>,
-    /// Measured runs (default: 10 in wall mode, 1 in instruction mode).
-    #[arg(short = 'r', long = "repeat", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub runs: Option<u32>,
-    /// Run the command through `sh -c` (or `--shell=SHELL -c`).
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
-    pub shell: Option<String>,
-    #[command(flatten)]
-    pub runner: crate::compare::RunnerArgs,
-    #[command(flatten)]
-    pub measure: measure::MeasureArgs,
-}
-
-pub const DEFAULT_RUNS: u32 = 10;
 
 /// One metric of `perflab stat`, as printed and as written to JSON.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -103,9 +78,9 @@ pub fn stat_metrics(result: &CommandResult, names: &[String]) -> Vec<StatMetric>
 /// A metric's value for the terminal: render's formats, plus nanosecond clocks and rates.
 pub fn format_metric(name: &str, value: f64) -> String {
     match metric::unit(name) {
-        "ns" => crate::render::format_seconds(value * 1e-9),
+        "ns" => crate::units::format_seconds(value * 1e-9),
         "%" => format!("{value:.2} %"),
-        _ => crate::render::format_value(name, value),
+        _ => crate::units::format_value(name, value),
     }
 }
 
@@ -172,104 +147,6 @@ pub fn render_terminal(title: &str, runs: usize, metrics: &[StatMetric], notes: 
         out += &format!("\n {}\n", color::dim(note));
     }
     out
-}
-
-/// `perflab stat`.
-pub fn main(args: StatArgs) -> Result<i32, Failure> {
-    let instructions = args.measure.mode == Mode::Instructions;
-    let mut measure = args.measure.clone();
-    if measure.events.is_empty() && !instructions {
-        measure.events = counters::DEFAULT_STAT_EVENTS.map(String::from).to_vec();
-    }
-    let names = metric_names(&measure)?;
-    // One argument is a command line to split like a shell; several are the argv itself
-    // (or, with --shell, the words of the shell command).
-    let text = match args.command.as_slice() {
-        [single] => single.clone(),
-        many if args.shell.is_some() => many.join(" "),
-        many => shell_words::join(many),
-    };
-    let commands = crate::command::parse_commands(&[text], &[], args.shell.as_deref())?;
-    crate::command::resolve_program(&commands[0].argv[0])?;
-    let runs = args.runs.unwrap_or(if instructions { 1 } else { DEFAULT_RUNS });
-    let plan = crate::compare::Plan {
-        settings: crate::compare::settings(
-            &Options {
-                rounds: Some(runs),
-                warmup: args.runner.warmup,
-                min_rounds: Some(runs),
-                max_rounds: Some(runs),
-                max_time: Some(f64::INFINITY),
-                timeout: args.runner.timeout,
-                mode: Some(measure.mode),
-                ..Options::default()
-            },
-            None,
-        ),
-        primary_metric: names[0].clone(),
-        metrics: names.clone(),
-        commands,
-        show_output: args.runner.show_output,
-        ignore_failure: false,
-        measure,
-    };
-    let stdout_taken = args.runner.json.as_deref() == Some("-");
-    let hidden = args.runner.no_progress || !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, hidden);
-    let experiment = crate::compare::run_experiment(&plan, &mut progress);
-    progress.finish();
-    let experiment = experiment?;
-    let metrics = match experiment.commands.first() {
-        Some(result) => stat_metrics(result, &names),
-        None => Vec::new(),
-    };
-    let mut notes = Vec::new();
-    if let Some(scope) = experiment.environment.get("counter_scope") {
-        notes.push(format!("counters: {scope} mode (see --counter-scope)"));
-    }
-    if instructions {
-        notes.push("instruction mode: counts under valgrind cachegrind with fixed caches (docs/counters.md)".into());
-    }
-    let text = render_terminal(&plan.commands[0].command_line, experiment.rounds as usize, &metrics, &notes);
-    if stdout_taken {
-        eprint!("{text}");
-    } else {
-        print!("{text}");
-    }
-    for warning in &experiment.warnings {
-        eprintln!("{}", color::yellow(&format!("warning: {warning}")));
-    }
-    if let Some(path) = &args.runner.json {
-        write_json(&StatReport { experiment: &experiment, metrics }, path)?;
-    }
-    Ok(match experiment.stop_reason {
-        StopReason::Interrupted => {
-            eprintln!("perflab: interrupted after {} runs; the results above cover them", experiment.rounds);
-            EXIT_INTERRUPTED
-        }
-        StopReason::CommandFailed => {
-            eprintln!("perflab: error: {}", experiment.failure.as_deref().unwrap_or("the command failed"));
-            EXIT_COMMAND_FAILED
-        }
-        _ => EXIT_OK,
-    })
-}
-
-fn write_json(report: &StatReport, path: &str) -> Result<(), Failure> {
-    let mut out = crate::render::open_output(path)?;
-    serde_json::to_writer_pretty(&mut out, report).map_err(|e| Failure::Other(e.into()))?;
-    writeln!(out).and_then(|_| out.flush()).map_err(|e| crate::usage!("cannot write `{path}`: {e}"))
-}
-
-/// Metrics `stat` reports for these options: harness metrics, then counters.
-pub fn metric_names(args: &measure::MeasureArgs) -> Result<Vec<String>, Failure> {
-    let mut names: Vec<String> = match args.mode {
-        // Under valgrind, time and memory describe the simulator, not the program.
-        Mode::Instructions => vec![metric::WALL.to_string()],
-        Mode::Wall => [metric::WALL, metric::USER, metric::SYS, metric::MAX_RSS].map(String::from).to_vec(),
-    };
-    names.extend(measure::metric_names(args)?);
-    Ok(names)
 }
 
 #[cfg(test)]

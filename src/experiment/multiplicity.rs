@@ -7,7 +7,7 @@
 //! at level 1 − α/(k·m) is exactly the Bonferroni test; Holm's step-down gains power for
 //! the tests but has no equally simple matching intervals.
 
-use crate::compare::Plan;
+use super::plan::Plan;
 use crate::model::Experiment;
 
 /// Confidence of each counter's interval: 1 − α / (candidates · counters per candidate),
@@ -22,7 +22,7 @@ pub fn secondary_confidence(confidence: f64, candidates: usize, secondary_metric
 /// could measure (an unsupported counter is not compared, so it costs nothing), minus
 /// the primary metric.
 pub fn corrected_metrics(plan: &Plan, experiment: &Experiment) -> Vec<String> {
-    let Ok(counters) = super::metric_names(&plan.measure) else { return Vec::new() };
+    let Ok(counters) = crate::measure::metric_names(&plan.measure) else { return Vec::new() };
     let Some(baseline) = experiment.commands.first() else { return Vec::new() };
     counters
         .into_iter()

@@ -16,8 +16,6 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-/// Name of the padding variable added to every command's environment.
-pub const PAD_VARIABLE: &str = "PERFLAB_PAD";
 const MAX_PAD_BYTES: usize = 4095;
 
 /// One round: the order in which commands run and the padding they share.

@@ -3,7 +3,10 @@
 //!
 //! See docs/suites.md for the format.
 
+pub mod runner;
+
 use crate::error::Failure;
+use crate::experiment::plan::Options;
 use crate::measure::Mode;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -12,44 +15,6 @@ use toml::Spanned;
 
 /// The suite file used when `--suite` is not given.
 pub const DEFAULT_FILE: &str = "perflab.toml";
-
-/// Measurement options a suite can set in `[defaults]` or per benchmark; `None` means
-/// "not set here" (the benchmark inherits from the defaults, then the command line).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Options {
-    pub rounds: Option<u32>,
-    pub warmup: Option<u32>,
-    pub min_rounds: Option<u32>,
-    pub max_rounds: Option<u32>,
-    /// Seconds.
-    pub max_time: Option<f64>,
-    /// Seconds.
-    pub timeout: Option<f64>,
-    /// Equivalence margin as a fraction (the file says percent).
-    pub threshold: Option<f64>,
-    pub events: Option<Vec<String>>,
-    pub mode: Option<Mode>,
-    /// Run commands through this shell (`shell = true` means `/bin/sh`).
-    pub shell: Option<String>,
-}
-
-impl Options {
-    /// `self`, with anything unset taken from `fallback`.
-    pub fn or(&self, fallback: &Options) -> Options {
-        Options {
-            rounds: self.rounds.or(fallback.rounds),
-            warmup: self.warmup.or(fallback.warmup),
-            min_rounds: self.min_rounds.or(fallback.min_rounds),
-            max_rounds: self.max_rounds.or(fallback.max_rounds),
-            max_time: self.max_time.or(fallback.max_time),
-            timeout: self.timeout.or(fallback.timeout),
-            threshold: self.threshold.or(fallback.threshold),
-            events: self.events.clone().or_else(|| fallback.events.clone()),
-            mode: self.mode.or(fallback.mode),
-            shell: self.shell.clone().or_else(|| fallback.shell.clone()),
-        }
-    }
-}
 
 /// A build or variant: what `{build}` stands for in command templates.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,7 +96,7 @@ macro_rules! with_options {
                     let parsed = match v.get_ref() {
                         toml::Value::Integer(i) if *i > 0 => Ok(*i as f64),
                         toml::Value::Float(f) if f.is_finite() && *f > 0.0 => Ok(*f),
-                        toml::Value::String(s) => crate::compare::parse_duration(s),
+                        toml::Value::String(s) => crate::units::parse_duration(s),
                         _ => Err("expected a positive number of seconds or a duration such as \"90s\" or \"5m\"".to_string()),
                     };
                     parsed.map(Some).map_err(|e| file.error(v.span(), &e))
@@ -151,13 +116,7 @@ macro_rules! with_options {
                     None => None,
                 };
                 let mode = match &self.mode {
-                    Some(m) => Some(match m.get_ref().as_str() {
-                        "wall" => Mode::Wall,
-                        "instructions" => Mode::Instructions,
-                        other => {
-                            return Err(file.error(m.span(), &format!("expected `mode` \"wall\" or \"instructions\", found \"{other}\"")))
-                        }
-                    }),
+                    Some(m) => Some(m.get_ref().parse::<Mode>().map_err(|e| file.error(m.span(), &e))?),
                     None => None,
                 };
                 let shell = match &self.shell {

@@ -1,0 +1,261 @@
+//! `perflab compare`: the command line of a comparison, turned into a plan for the
+//! experiment engine; observers for progress, CSV rows and the store; then the
+//! terminal table, JSON and Markdown, and the outcome.
+
+use super::args::{confidence, percent, ExperimentArgs, MeasureArgs, SaveArgs};
+use crate::command::{parse_commands, resolve_program};
+use crate::error::Failure;
+use crate::experiment::{self, plan, Fanout, Observer, Plan};
+use crate::model::{metric, Comparison, Experiment, Machine, Settings};
+use crate::render;
+use crate::store::{current_git_commit, default_label, Meta, Recorder, Store};
+use crate::units::format_percent;
+use crate::usage;
+use clap::Args;
+
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// Commands to compare; the first is the baseline. The same command may be given
+    /// twice (an A/A check): identical commands are named `#1`, `#2`, ...
+    #[arg(required = true, num_args = 2.., value_name = "CMD")]
+    pub commands: Vec<String>,
+    /// Name of a command, in order (repeat for each command).
+    #[arg(short = 'n', long = "name", visible_alias = "command-name", value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Run each command through `sh -c` (or `--shell=SHELL`) instead of executing it directly.
+    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh",
+          conflicts_with = "no_shell")]
+    pub shell: Option<String>,
+    /// Execute commands directly, without a shell (the default; hyperfine's `-N`).
+    #[arg(short = 'N', long = "no-shell")]
+    pub no_shell: bool,
+    #[command(flatten)]
+    pub experiment: ExperimentArgs,
+    /// Confidence level of the intervals, in percent.
+    #[arg(long, default_value = "95", value_name = "PCT", value_parser = confidence)]
+    pub confidence: f64,
+    /// Metrics to compare (wall_s, cpu_s, user_s, sys_s, max_rss_kib, minor_faults, ...).
+    #[arg(long = "metric", value_delimiter = ',', default_values = ["wall_s", "cpu_s", "max_rss_kib"])]
+    pub metrics: Vec<String>,
+    /// Do not pad the environment with a random variable each round.
+    #[arg(long)]
+    pub no_env_padding: bool,
+    /// Exit 1 when a candidate's whole CI lies above 1 + PCT % (default 0).
+    #[arg(long, value_name = "PCT", num_args = 0..=1, default_missing_value = "0", value_parser = percent)]
+    pub fail_if_slower: Option<f64>,
+    /// Write a Markdown summary (for a PR comment; `-` for stdout).
+    #[arg(long, visible_alias = "export-markdown", value_name = "FILE")]
+    pub markdown: Option<String>,
+    /// Write every run as CSV, row by row as they finish (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<String>,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    #[command(flatten)]
+    pub save: SaveArgs,
+}
+
+/// Turn the command line into a plan (everything checked before anything runs).
+pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
+    let commands = parse_commands(&args.commands, &args.names, args.shell.as_deref())?;
+    for spec in &commands {
+        resolve_program(&spec.argv[0])?;
+    }
+    let options = plan::Options { mode: Some(args.measure.mode), ..args.experiment.options() };
+    plan::check(&options)?;
+    let measure = args.measure.options();
+    let (metrics, primary) = plan::compared_metrics(&args.metrics, &measure)?;
+    let defaults = plan::settings(&options, args.experiment.seed);
+    let settings =
+        Settings { confidence: args.confidence, env_padding: defaults.env_padding && !args.no_env_padding, ..defaults };
+    Ok(Plan {
+        commands,
+        settings,
+        metrics,
+        primary_metric: primary,
+        show_output: args.experiment.runner.show_output,
+        ignore_failure: args.experiment.ignore_failure,
+        measure,
+    })
+}
+
+/// `perflab compare`.
+pub fn main(args: CompareArgs) -> Result<(), Failure> {
+    let plan = plan_from_args(&args)?;
+    let stdout_taken =
+        [&args.experiment.runner.json, &args.markdown, &args.csv].iter().any(|o| o.as_deref() == Some("-"));
+    let mut csv = match &args.csv {
+        Some(path) => Some(render::csv::CsvWriter::create(
+            path,
+            plan.commands.iter().map(|c| c.name.clone()).collect(),
+            plan.metrics.iter().filter(|m| !metric::ALL.contains(&m.as_str())).cloned().collect(),
+        )?),
+        None => None,
+    };
+    let mut progress = render::progress::ProgressDisplay::new(&plan.settings, args.experiment.runner.progress_hidden());
+    let mut store = if args.save.save { Some(args.save.db.open()?) } else { None };
+    let mut recorder = store.as_mut().map(|store| begin_saving(store, &args.save, &plan));
+    let experiment = {
+        let mut observers: Vec<&mut dyn Observer> = vec![&mut progress];
+        observers.extend(recorder.as_mut().map(|r| r as &mut dyn Observer));
+        if let Some(csv) = csv.as_mut() {
+            observers.push(csv);
+        }
+        experiment::run(&plan, &mut Fanout(observers))
+    };
+    progress.finish();
+    let experiment = experiment?;
+    if let Some(recorder) = recorder {
+        finish_saving(recorder, &experiment)?;
+    }
+    write_outputs(&args, &plan, &experiment, stdout_taken)?;
+    super::outcome(&experiment, "rounds")?;
+    gate(args.fail_if_slower, &plan, &experiment)
+}
+
+/// A recorder committing each run of `plan` as it completes (`--save`).
+fn begin_saving<'s>(store: &'s mut Store, save: &SaveArgs, plan: &Plan) -> Recorder<'s> {
+    let git_commit = current_git_commit();
+    let meta = Meta {
+        label: save.label.clone().unwrap_or_else(|| default_label(git_commit.as_deref())),
+        benchmark: save
+            .bench
+            .clone()
+            .unwrap_or_else(|| plan.commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" vs ")),
+        git_commit,
+        source: "compare".into(),
+    };
+    store.begin(&meta, &Machine::detect(), &plan.settings, &plan.commands)
+}
+
+/// Store the summaries and verdicts too, and say where on stderr.
+fn finish_saving(recorder: Recorder, experiment: &Experiment) -> Result<(), Failure> {
+    let message = format!(
+        "saved `{}` as label `{}` in {}",
+        recorder.meta().benchmark,
+        recorder.meta().label,
+        recorder.location()
+    );
+    recorder.finish(experiment)?;
+    eprintln!("{message}");
+    Ok(())
+}
+
+fn write_outputs(args: &CompareArgs, plan: &Plan, e: &Experiment, stdout_taken: bool) -> Result<(), Failure> {
+    let text = render::terminal::render(e, &plan.primary_metric);
+    if stdout_taken {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+    if let Some(path) = &args.experiment.runner.json {
+        render::json::write(path, e)?;
+    }
+    if let Some(path) = &args.markdown {
+        let mut out = render::open_output(path)?;
+        std::io::Write::write_all(&mut out, render::markdown::render(e, &plan.primary_metric).as_bytes())
+            .and_then(|_| std::io::Write::flush(&mut out))
+            .map_err(|err| usage!("cannot write `{path}`: {err}"))?;
+    }
+    Ok(())
+}
+
+/// `--fail-if-slower`: a candidate whose whole interval lies above 1 + PCT trips it.
+fn gate(fail_if_slower: Option<f64>, plan: &Plan, e: &Experiment) -> Result<(), Failure> {
+    let Some(pct) = fail_if_slower else { return Ok(()) };
+    let tripped: Vec<String> = e
+        .comparisons
+        .iter()
+        .filter(|c| c.metric == plan.primary_metric && c.ci_low > 1.0 + pct)
+        .map(|c: &Comparison| {
+            format!(
+                "`{}` is slower than `{}` by more than {} % (CI [{:.4}, {:.4}])",
+                c.candidate,
+                c.baseline,
+                format_percent(pct * 100.0),
+                c.ci_low,
+                c.ci_high
+            )
+        })
+        .collect();
+    if tripped.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::GateTripped(tripped.join("; ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    fn args(flags: &[&str]) -> CompareArgs {
+        let argv = ["perflab", "compare"].iter().chain(flags).chain(&["true", "true 1"]);
+        match crate::cli::Cli::try_parse_from(argv).unwrap().command.unwrap() {
+            crate::cli::Command::Compare(args) => args,
+            _ => unreachable!("parsed as compare"),
+        }
+    }
+
+    fn settings_of(flags: &[&str]) -> Result<Settings, String> {
+        plan_from_args(&args(flags)).map(|p| p.settings).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn nothing_set_gives_settings_default() {
+        assert_eq!(settings_of(&["--seed", "7"]).unwrap(), Settings { seed: 7, ..Settings::default() });
+    }
+
+    #[test]
+    fn the_command_line_beats_the_defaults() {
+        let s =
+            settings_of(&["-w", "3", "--min-rounds", "9", "--max-time", "2m", "--threshold", "2%", "--timeout", "5s"])
+                .unwrap();
+        assert_eq!((s.warmup_rounds, s.min_rounds, s.max_time_s, s.threshold), (3, 9, 120.0, 0.02));
+        assert_eq!((s.timeout_s, s.max_rounds, s.fixed_rounds), (Some(5.0), Settings::default().max_rounds, None));
+    }
+
+    #[test]
+    fn hyperfine_spellings_mean_the_same() {
+        let s = settings_of(&["--runs", "12", "--export-json", "/dev/null", "-N", "-i"]).unwrap();
+        assert_eq!(s.fixed_rounds, Some(12));
+        let a = args(&["--runs", "12", "--export-json", "x.json", "-N", "-i", "--command-name", "a"]);
+        assert_eq!(a.experiment.runner.json.as_deref(), Some("x.json"));
+        assert!(a.experiment.ignore_failure && a.no_shell && a.shell.is_none());
+        assert_eq!(a.names, ["a"]);
+    }
+
+    #[test]
+    fn instruction_mode_runs_once_without_warm_up_or_padding_unless_asked() {
+        let s = settings_of(&["--mode", "instructions"]).unwrap();
+        assert_eq!((s.fixed_rounds, s.warmup_rounds, s.env_padding), (Some(1), 0, false));
+        let s = settings_of(&["--mode", "instructions", "-r", "3", "-w", "1"]).unwrap();
+        assert_eq!((s.fixed_rounds, s.warmup_rounds), (Some(3), 1));
+    }
+
+    #[test]
+    fn values_no_experiment_can_run_with_are_usage_errors() {
+        assert!(settings_of(&["--rounds", "0"]).unwrap_err().contains("--rounds must be at least 1"));
+        assert!(settings_of(&["--min-rounds", "1"]).unwrap_err().contains("--min-rounds must be at least 2"));
+        let huge = crate::cli::Cli::try_parse_from(["perflab", "compare", "--timeout", "1e19", "true", "true"]);
+        assert!(huge.unwrap_err().to_string().contains("longer than the longest accepted duration"));
+    }
+
+    #[test]
+    fn help_shows_the_defaults_of_settings_default() {
+        let mut cli = crate::cli::Cli::command();
+        for name in ["compare", "run"] {
+            let help = cli.find_subcommand_mut(name).unwrap().render_long_help().to_string();
+            for expected in [
+                "Rounds before the first look at the statistics [default: 6]",
+                "even without a verdict [default: 10000]",
+                "(e.g. 60, 90s, 5m) [default: 60s]",
+                "is `equivalent` [default: 1]",
+                "not counted [default: 1; 0 in instruction mode]",
+            ] {
+                assert!(help.contains(expected), "`perflab {name} --help` lacks {expected:?}:\n{help}");
+            }
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The command line — the only place that knows clap. Each command's arguments live in
+//! their own file with the code that turns them into the library's plain settings, runs
+//! the library and renders what it returns; failures travel as typed
+//! [`Failure`]s to [`main`], which prints one line and returns the documented exit code.
+
+pub mod args;
+pub mod compare;
+pub mod profile;
+pub mod run;
+pub mod stat;
+pub mod store;
+
+use crate::error::{Failure, EXIT_OK, EXIT_USAGE};
+use crate::model::{Experiment, StopReason};
+use clap::{CommandFactory, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "perflab", version, about = "A performance lab for native code on Linux")]
+pub struct Cli {
+    /// When to use colours: auto (only on a terminal, honouring NO_COLOR), always, never.
+    #[arg(long, global = true, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    pub color: String,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Compare two or more commands in randomized interleaved rounds (the first is the baseline).
+    Compare(compare::CompareArgs),
+    /// Run one command N times and report every metric and counter: median, 95 % CI, spread.
+    Stat(stat::StatArgs),
+    /// Sample a command (cpu-clock by default, no PMU needed), save and report its profile.
+    Profile(profile::ProfileArgs),
+    /// Report a saved profile (by function, source line, object or source region).
+    Show(profile::ShowArgs),
+    /// Disassemble hot functions of a saved profile with per-instruction samples and cost hints.
+    Annotate(profile::AnnotateArgs),
+    /// Compare two saved profiles function by function, sorted by contribution to the change.
+    Diff(profile::DiffArgs),
+    /// Store results from a hyperfine or perflab JSON file in the history database.
+    Import(store::ImportArgs),
+    /// Write stored results as JSON.
+    Export(store::ExportArgs),
+    /// Run every benchmark of a suite file and store the results under a label.
+    Run(run::RunArgs),
+    /// Each benchmark over labels, per machine, with change points.
+    History(store::HistoryArgs),
+    /// Find the commit that made a benchmark slower (git bisect with the compare engine).
+    Bisect(run::BisectArgs),
+    /// Write one self-contained HTML report: relative time vs a reference label, history, counters, machine.
+    Report(store::ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one page per command into DIR.
+    Man {
+        /// Write perflab.1 and perflab-COMMAND.1 into this directory instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
+}
+
+/// Parse the command line, run, print any failure as one line, and return the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return parse_error(err),
+    };
+    crate::render::color::init(&cli.color);
+    let Some(command) = cli.command else {
+        // `perflab` alone is a request for help, like `cargo` alone.
+        let _ = Cli::command().print_help();
+        return EXIT_OK;
+    };
+    let result = match command {
+        Command::Compare(args) => compare::main(args),
+        Command::Stat(args) => stat::main(args),
+        Command::Profile(args) => profile::main_profile(args),
+        Command::Show(args) => profile::main_show(args),
+        Command::Annotate(args) => profile::main_annotate(args),
+        Command::Diff(args) => profile::main_diff(args),
+        Command::Import(args) => store::main_import(args),
+        Command::Export(args) => store::main_export(args),
+        Command::Run(args) => run::main(args),
+        Command::History(args) => store::main_history(args),
+        Command::Bisect(args) => run::main_bisect(args),
+        Command::Report(args) => store::main_report(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "perflab", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man { dir } => man(dir),
+    };
+    match result {
+        Ok(()) => EXIT_OK,
+        Err(failure) => {
+            eprintln!("{}", failure.line());
+            failure.exit_code()
+        }
+    }
+}
+
+/// Help and version go to stdout in full; a usage error is one line, with clap's
+/// "did you mean" tip kept.
+fn parse_error(err: clap::Error) -> i32 {
+    if !err.use_stderr() {
+        let _ = err.print();
+        return EXIT_OK;
+    }
+    eprintln!("{}", one_line(&err.render().to_string()));
+    EXIT_USAGE
+}
+
+/// clap's message runs until the first blank line (a missing-arguments error lists the
+/// arguments on the following lines); a `tip:` paragraph may follow; the rest is usage.
+fn one_line(rendered: &str) -> String {
+    let mut paragraphs = rendered.split("\n\n");
+    let message: Vec<&str> =
+        paragraphs.next().unwrap_or_default().lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let tips: Vec<&str> = paragraphs
+        .flat_map(str::lines)
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix("tip: "))
+        .filter(|tip| tip.contains("similar"))
+        .collect();
+    let mut line = format!("perflab: error: {}", message.join(" ").trim_start_matches("error: ").trim());
+    for tip in tips {
+        line += &format!(" ({tip})");
+    }
+    line + " (see --help)"
+}
+
+fn man(dir: Option<std::path::PathBuf>) -> Result<(), Failure> {
+    let cli = Cli::command();
+    let Some(dir) = dir else {
+        return clap_mangen::Man::new(cli).render(&mut std::io::stdout()).map_err(|e| Failure::Other(e.into()));
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| crate::usage!("cannot create {}: {e}", dir.display()))?;
+    let write = |name: String, command: clap::Command| -> Result<(), Failure> {
+        let path = dir.join(format!("{name}.1"));
+        let mut file =
+            std::fs::File::create(&path).map_err(|e| crate::usage!("cannot write {}: {e}", path.display()))?;
+        clap_mangen::Man::new(command.name(name)).render(&mut file).map_err(|e| Failure::Other(e.into()))
+    };
+    for sub in cli.get_subcommands().filter(|s| !s.is_hide_set()) {
+        write(format!("perflab-{}", sub.get_name()), sub.clone())?;
+    }
+    write("perflab".to_string(), cli)
+}
+
+/// What an experiment's stop means for the command's outcome: an interrupt or a failed
+/// command becomes the failure `main` reports (after the results were written).
+pub fn outcome(experiment: &Experiment, unit: &str) -> Result<(), Failure> {
+    match experiment.stop_reason {
+        StopReason::Interrupted => Err(Failure::Interrupted(format!(
+            "interrupted after {} {unit}; the results above cover them",
+            experiment.rounds
+        ))),
+        StopReason::CommandFailed => {
+            Err(Failure::CommandFailed(experiment.failure.clone().unwrap_or_else(|| "a command failed".into())))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_errors_are_one_line_with_the_suggestion() {
+        let err = Cli::try_parse_from(["perflab", "comapre"]).unwrap_err();
+        let line = one_line(&err.render().to_string());
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.contains("'comapre'") && line.contains("'compare'"), "{line}");
+        let err = Cli::try_parse_from(["perflab", "compare", "--treshold", "1", "a", "b"]).unwrap_err();
+        let line = one_line(&err.render().to_string());
+        assert!(line.contains("--threshold"), "{line}");
+    }
+
+    #[test]
+    fn short_flags_mean_one_thing_across_commands() {
+        // Every short flag, with the long name it stands for, per command: a letter may
+        // not stand for two different options (a global flag is seen by every command).
+        let mut meanings: std::collections::BTreeMap<char, std::collections::BTreeSet<String>> = Default::default();
+        for sub in Cli::command().get_subcommands() {
+            for arg in sub.get_arguments() {
+                if let (Some(short), Some(long)) = (arg.get_short(), arg.get_long()) {
+                    meanings.entry(short).or_default().insert(long.to_string());
+                }
+            }
+        }
+        // `-e` selects perf events in every command (several to count, one to sample);
+        // `-l` is a label, `-o` an output file.
+        let allowed = [('e', ["event", "events"].as_slice())];
+        for (short, longs) in meanings {
+            let fine =
+                allowed.iter().any(|(c, names)| *c == short && longs.iter().all(|l| names.contains(&l.as_str())));
+            assert!(longs.len() == 1 || fine, "-{short} means {longs:?}");
+        }
+    }
+}

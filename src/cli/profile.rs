@@ -1,0 +1,161 @@
+//! `perflab profile`, `show`, `annotate` and `diff`: their arguments, turned into the
+//! profiler's plain options.
+
+use crate::error::Failure;
+use crate::profile::aggregate::By;
+use crate::profile::annotate::{AnnotateOptions, Syntax};
+use crate::profile::diff::DiffOptions;
+use crate::profile::record::RecordOptions;
+use crate::profile::{self, ProfileOptions, ReportOptions, ShowOptions};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::Args;
+use std::path::PathBuf;
+
+fn by_parser() -> impl TypedValueParser<Value = By> {
+    PossibleValuesParser::new(By::NAMES).map(|s| s.parse::<By>().expect("a listed grouping"))
+}
+
+/// Options shared by `profile` and `show` for the flat report.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Write the report as JSON to FILE (`-` for stdout; the profiled program's stdout then goes to stderr).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// What the terminal table groups samples by.
+    #[arg(long, default_value = "function", value_parser = by_parser())]
+    pub by: By,
+    /// Group samples whose source file matches GLOB into regions starting at lines
+    /// matching REGEX, named by its first capture group (e.g. 'insns.def:^DEFINE_INSN\((\w+)').
+    #[arg(long, value_name = "GLOB:REGEX")]
+    pub group_by_source: Option<String>,
+    /// Rows to print in the terminal table.
+    #[arg(long, default_value_t = 25)]
+    pub limit: usize,
+    /// Write the call stacks in folded format (`main;a;leaf 123` per line, for
+    /// flamegraph.pl, inferno or speedscope) to FILE (`-` for stdout); needs `-g`.
+    #[arg(long, value_name = "FILE")]
+    pub folded: Option<PathBuf>,
+}
+
+impl ReportArgs {
+    fn options(self) -> ReportOptions {
+        ReportOptions {
+            json: self.json,
+            by: self.by,
+            group_by_source: self.group_by_source,
+            limit: self.limit,
+            folded: self.folded,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// Sampling frequency in Hz (per task; cpu-clock's hrtimer caps it near 100 kHz).
+    #[arg(short = 'F', long = "frequency", default_value_t = 997)]
+    pub frequency: u64,
+    /// Event to sample: cpu-clock (default, needs no PMU), task-clock, cycles, instructions,
+    /// cache-misses, branch-misses.
+    #[arg(short = 'e', long = "event", default_value = "cpu-clock")]
+    pub event: String,
+    /// Where to save the profile.
+    #[arg(short = 'o', long = "output", default_value = "perflab.profile")]
+    pub output: PathBuf,
+    /// Record call stacks (frame-pointer unwinding by the kernel: build the program with
+    /// -fno-omit-frame-pointer) for inclusive counts and --folded.
+    #[arg(short = 'g', long = "call-graph")]
+    pub call_graph: bool,
+    #[command(flatten)]
+    pub report: ReportArgs,
+    /// The command to profile, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A profile saved by `perflab profile`.
+    pub profile: PathBuf,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AnnotateArgs {
+    /// A profile saved by `perflab profile`.
+    #[arg(default_value = "perflab.profile")]
+    pub profile: PathBuf,
+    /// Annotate this function (demangled name, clone suffixes optional) instead of the hottest ones.
+    #[arg(long, value_name = "NAME")]
+    pub symbol: Option<String>,
+    /// How many of the hottest functions to annotate when no --symbol is given.
+    #[arg(long, default_value_t = 3)]
+    pub top: usize,
+    /// Assembly syntax.
+    #[arg(long, default_value = "att",
+          value_parser = PossibleValuesParser::new(Syntax::NAMES).map(|s| s.parse::<Syntax>().expect("a listed syntax")))]
+    pub syntax: Syntax,
+    /// Write the annotation as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Run llvm-mca on each function's hot loop (or hot basic block) for per-instruction
+    /// latency and throughput; CPU is an LLVM -mcpu name (default: this machine's family).
+    #[arg(long, value_name = "CPU", num_args = 0..=1, require_equals = true, default_missing_value = "auto")]
+    pub mca: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The baseline profile.
+    pub old: PathBuf,
+    /// The profile to compare with it.
+    pub new: PathBuf,
+    /// Match and report by function, source line or object.
+    #[arg(long, default_value = "function", value_parser = by_parser())]
+    pub by: By,
+    /// Rows to print in the terminal table.
+    #[arg(long, default_value_t = 25)]
+    pub limit: usize,
+    /// Write the diff as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
+    profile::main_profile(&ProfileOptions {
+        record: RecordOptions {
+            argv: args.command,
+            event: args.event,
+            frequency_hz: args.frequency,
+            call_graph: args.call_graph,
+            ..RecordOptions::default()
+        },
+        output: args.output,
+        report: args.report.options(),
+    })
+}
+
+pub fn main_show(args: ShowArgs) -> Result<(), Failure> {
+    profile::main_show(&ShowOptions { profile: args.profile, report: args.report.options() })
+}
+
+pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
+    profile::annotate::main_annotate(&AnnotateOptions {
+        profile: args.profile,
+        symbol: args.symbol,
+        top: args.top,
+        syntax: args.syntax,
+        json: args.json,
+        mca: args.mca,
+    })
+}
+
+pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
+    profile::diff::main_diff(&DiffOptions {
+        old: args.old,
+        new: args.new,
+        by: args.by,
+        limit: args.limit,
+        json: args.json,
+    })
+}

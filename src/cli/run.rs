@@ -1,0 +1,275 @@
+//! `perflab run` (a suite's benchmarks, stored under a label) and `perflab bisect`.
+
+use super::args::{duration, DbArgs, ExperimentArgs};
+use crate::bisect::{self, BisectRequest};
+use crate::error::Failure;
+use crate::experiment::{plan, Plan};
+use crate::model::{Experiment, StopReason};
+use crate::render::color;
+use crate::suite::runner::{run_suite, Outcome, RunOptions};
+use crate::suite::{self, Benchmark, Build, Suite};
+use crate::units::format_value;
+use clap::Args;
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The suite file.
+    #[arg(long, value_name = "FILE", default_value = suite::DEFAULT_FILE)]
+    pub suite: PathBuf,
+    /// Label to store these results under (a version, a commit, a build name).
+    #[arg(short = 'l', long, value_name = "LABEL", required_unless_present = "list")]
+    pub label: Option<String>,
+    /// The build measured (default: the build named like --label, if any).
+    #[arg(long, value_name = "BUILD")]
+    pub build: Option<String>,
+    /// A build to compare against in interleaved rounds (a name from [builds]).
+    #[arg(long, value_name = "BUILD")]
+    pub baseline: Option<String>,
+    /// Only benchmarks whose name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+    /// List the benchmarks and their commands without running them.
+    #[arg(long)]
+    pub list: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(flatten, next_help_heading = "Experiment (overrides the suite file)")]
+    pub experiment: ExperimentArgs,
+}
+
+impl RunArgs {
+    fn run_options(&self) -> RunOptions {
+        RunOptions {
+            overrides: self.experiment.options(),
+            seed: self.experiment.seed,
+            show_output: self.experiment.runner.show_output,
+            ignore_failure: self.experiment.ignore_failure,
+            hide_progress: self.experiment.runner.progress_hidden(),
+        }
+    }
+}
+
+/// One benchmark's result as written by `--json`.
+#[derive(Debug, Serialize)]
+struct RunRecord<'a> {
+    benchmark: &'a str,
+    label: &'a str,
+    experiment: &'a Experiment,
+}
+
+/// `perflab run`.
+pub fn main(args: RunArgs) -> Result<(), Failure> {
+    let options = args.run_options();
+    plan::check(&options.overrides)?;
+    let suite = suite::load(&args.suite)?;
+    let filter = match &args.filter {
+        Some(re) => {
+            Some(regex::Regex::new(re).map_err(|e| crate::usage!("--filter `{re}` is not a regular expression: {e}"))?)
+        }
+        None => None,
+    };
+    let benchmarks: Vec<&Benchmark> =
+        suite.benchmarks.iter().filter(|b| filter.as_ref().map_or(true, |re| re.is_match(&b.name))).collect();
+    if benchmarks.is_empty() {
+        return Err(crate::usage!(
+            "no benchmark in {} matches --filter {}",
+            args.suite.display(),
+            args.filter.as_deref().unwrap_or("")
+        ));
+    }
+    let (candidate, baseline) = builds(&suite, &args)?;
+    if args.list {
+        return list(&benchmarks, candidate, baseline);
+    }
+    let label = args.label.clone().unwrap_or_default();
+    let mut store = args.db.open()?;
+    let json_to_stdout = args.experiment.runner.json.as_deref() == Some("-");
+    let mut records: Vec<(String, Experiment)> = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
+    let mut on_outcome = |bench: &Benchmark, plan: &Plan, outcome: &Outcome| match outcome {
+        Outcome::Measured(experiment) => {
+            let line = summary_line(&bench.name, experiment, &plan.primary_metric);
+            // `--json -` owns stdout.
+            if json_to_stdout {
+                eprintln!("{line}");
+            } else {
+                println!("{line}");
+            }
+            for warning in &experiment.warnings {
+                eprintln!("  {}", color::yellow(&format!("warning: {warning}")));
+            }
+            if experiment.stop_reason == StopReason::CommandFailed {
+                if let Some(why) = &experiment.failure {
+                    eprintln!("  {why}");
+                }
+                failed.push(bench.name.clone());
+            }
+            records.push((bench.name.clone(), experiment.clone()));
+        }
+        Outcome::Failed(message) => {
+            eprintln!("  {}: {message}", bench.name);
+            failed.push(bench.name.clone());
+        }
+    };
+    let ran = run_suite(&benchmarks, &label, (candidate, baseline), &options, &mut store, &mut on_outcome);
+    // What was measured is written even when a later benchmark stopped the run.
+    if let Some(path) = &args.experiment.runner.json {
+        let out: Vec<RunRecord> =
+            records.iter().map(|(b, e)| RunRecord { benchmark: b, label: &label, experiment: e }).collect();
+        crate::render::json::write(path, &out)?;
+    }
+    ran?;
+    eprintln!(
+        "stored {} benchmark result{} as label `{}` in {}",
+        records.len(),
+        if records.len() == 1 { "" } else { "s" },
+        label,
+        store.location()
+    );
+    if crate::interrupt::watcher().requested() {
+        return Err(Failure::Interrupted(format!(
+            "interrupted; the {} benchmark result{} above are stored",
+            records.len(),
+            if records.len() == 1 { "" } else { "s" }
+        )));
+    }
+    if !failed.is_empty() {
+        return Err(Failure::CommandFailed(format!(
+            "{} benchmark{} failed: {}",
+            failed.len(),
+            if failed.len() == 1 { "" } else { "s" },
+            failed.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// `--list`: each benchmark with the commands it would run.
+fn list(benchmarks: &[&Benchmark], candidate: Option<&Build>, baseline: Option<&Build>) -> Result<(), Failure> {
+    for bench in benchmarks {
+        let mut commands = Vec::new();
+        if let Some(b) = baseline.filter(|_| bench.uses_build()) {
+            commands.push(bench.command_for(Some(b))?);
+        }
+        // Without a build the template is shown as written.
+        commands.push(if candidate.is_some() || !bench.uses_build() {
+            bench.command_for(candidate)?
+        } else {
+            bench.command.clone()
+        });
+        println!("{}\t{}", crate::render::terminal::escape(&bench.name), commands.join("  vs  "));
+    }
+    Ok(())
+}
+
+/// The measured build and the baseline build named on the command line.
+fn builds<'s>(suite: &'s Suite, args: &RunArgs) -> Result<(Option<&'s Build>, Option<&'s Build>), Failure> {
+    let known = || suite.builds.iter().map(|b| format!("`{}`", b.name)).collect::<Vec<_>>().join(", ");
+    let find = |name: &str, what: &str| {
+        suite.build(name).ok_or_else(|| {
+            if suite.builds.is_empty() {
+                crate::usage!(
+                    "{what} `{name}` is not a build: {} defines no [builds] (to compare with a stored label, use `perflab history` or `perflab report --reference`)",
+                    suite.path.display()
+                )
+            } else {
+                crate::usage!("{what} `{name}` is not a build in {} (builds: {})", suite.path.display(), known())
+            }
+        })
+    };
+    let candidate = match &args.build {
+        Some(name) => Some(find(name, "--build")?),
+        None => args.label.as_deref().and_then(|l| suite.build(l)),
+    };
+    let baseline = match &args.baseline {
+        Some(name) => Some(find(name, "--baseline")?),
+        None => None,
+    };
+    if baseline.is_some() && candidate.is_none() && suite.benchmarks.iter().any(Benchmark::uses_build) {
+        return Err(crate::usage!(
+            "--baseline needs a build to compare with: pass --build or a --label naming a build"
+        ));
+    }
+    if let (Some(b), Some(c)) = (baseline, candidate) {
+        if b.name == c.name {
+            return Err(crate::usage!("--baseline and the measured build are both `{}`", b.name));
+        }
+    }
+    Ok((candidate, baseline))
+}
+
+/// `name  median [CI] (n runs)` of the primary metric and, against a baseline, the verdict.
+fn summary_line(name: &str, experiment: &Experiment, primary: &str) -> String {
+    let name = crate::render::terminal::escape(name);
+    let Some(measured) = experiment.commands.last() else { return format!("{name}: no runs") };
+    let value = |v| format_value(primary, v);
+    let runs = |n: usize| if n == 1 { "1 run".to_string() } else { format!("{n} runs") };
+    let mut line = match measured.summary.get(primary) {
+        Some(s) => match s.median_ci {
+            Some((lo, hi)) => format!("{name}  {} [{} – {}] ({})", value(s.median), value(lo), value(hi), runs(s.n)),
+            None => format!("{name}  {} ({})", value(s.median), runs(s.n)),
+        },
+        None => format!("{name}  {}", runs(measured.runs.len())),
+    };
+    if let Some(c) = experiment.comparisons.iter().find(|c| c.metric == primary) {
+        line += &format!(
+            "  {} vs {}: ×{:.3} [{:.3} – {:.3}] {}",
+            crate::render::terminal::escape(&c.candidate),
+            crate::render::terminal::escape(&c.baseline),
+            c.ratio,
+            c.ci_low,
+            c.ci_high,
+            c.verdict.as_str()
+        );
+    }
+    line
+}
+
+#[derive(Debug, Args)]
+pub struct BisectArgs {
+    /// A commit (or a stored label that has one) where the benchmark is fast.
+    #[arg(long, value_name = "REV")]
+    pub good: String,
+    /// A later commit (or label) where it is slow.
+    #[arg(long, value_name = "REV")]
+    pub bad: String,
+    /// Shell command building a commit, run inside its worktree; `{commit}` is the hash.
+    /// The benchmark's `{build}` is then that worktree's directory.
+    #[arg(long = "build", value_name = "CMD")]
+    pub build_command: String,
+    /// The suite benchmark to measure (its command uses `{build}`).
+    #[arg(long = "bench", value_name = "NAME")]
+    pub bench: String,
+    #[arg(long, value_name = "FILE", default_value = suite::DEFAULT_FILE)]
+    pub suite: PathBuf,
+    /// The git repository (default: the current directory).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// Per-comparison measured rounds (default: adaptive, until a verdict).
+    #[arg(short = 'r', long, value_name = "N")]
+    pub rounds: Option<u32>,
+    /// Per-comparison time limit.
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub max_time: Option<f64>,
+    /// Used only to resolve --good/--bad given as stored labels.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `perflab bisect`.
+pub fn main_bisect(args: BisectArgs) -> Result<(), Failure> {
+    let overrides = plan::Options { rounds: args.rounds, max_time: args.max_time, ..Default::default() };
+    plan::check(&overrides)?;
+    bisect::bisect(&BisectRequest {
+        good: args.good,
+        bad: args.bad,
+        build_command: args.build_command,
+        bench: args.bench,
+        suite: args.suite,
+        repo: args.repo,
+        run: RunOptions { overrides, hide_progress: true, ..RunOptions::default() },
+        db: args.db.db,
+    })
+}

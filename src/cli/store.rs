@@ -1,0 +1,204 @@
+//! The history commands: `import`, `export`, `history` and `report`. Commands that only
+//! read never create a database.
+
+use super::args::DbArgs;
+use crate::error::Failure;
+use crate::history;
+use crate::model::metric;
+use crate::report;
+use crate::store::exchange::{self, ImportOptions};
+use crate::store::Query;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// A hyperfine `--export-json` file, a `compare --json` or `run --json` file, or a perflab export.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+    /// Label to store under (required for hyperfine and perflab results; overrides an export's labels).
+    #[arg(short = 'l', long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Benchmark name for a perflab result (default: its command names joined by ` vs `).
+    #[arg(long = "bench", value_name = "NAME")]
+    pub bench: Option<String>,
+    /// The hyperfine file was measured on this machine: record its fingerprint
+    /// (hyperfine records none, so by default it is stored as an unknown machine).
+    #[arg(long)]
+    pub this_machine: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+pub fn main_import(args: ImportArgs) -> Result<(), Failure> {
+    // The file is read and checked before any database is opened or created.
+    let records = exchange::read_import(&ImportOptions {
+        file: args.file,
+        label: args.label,
+        bench: args.bench,
+        this_machine: args.this_machine,
+    })?;
+    let mut store = args.db.open()?;
+    exchange::store_records(&mut store, &records)?;
+    let labels: std::collections::BTreeSet<&str> = records.iter().map(|r| r.label.as_str()).collect();
+    eprintln!(
+        "imported {} benchmark result{} ({} runs) under label{} {} into {}",
+        records.len(),
+        if records.len() == 1 { "" } else { "s" },
+        records.iter().flat_map(|r| &r.experiment.commands).map(|c| c.runs.len()).sum::<usize>(),
+        if labels.len() == 1 { "" } else { "s" },
+        labels.iter().map(|l| format!("`{}`", crate::render::terminal::escape(l))).collect::<Vec<_>>().join(", "),
+        store.location()
+    );
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Only this label.
+    #[arg(short = 'l', long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Only this benchmark.
+    #[arg(long = "bench", value_name = "NAME")]
+    pub bench: Option<String>,
+    /// Only this machine (fingerprint prefix or hostname).
+    #[arg(long, value_name = "MACHINE")]
+    pub machine: Option<String>,
+    /// Where to write (`-` for stdout, the default).
+    #[arg(long, value_name = "FILE", default_value = "-")]
+    pub json: String,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+pub fn main_export(args: ExportArgs) -> Result<(), Failure> {
+    let mut store = args.db.open_existing()?;
+    let export =
+        exchange::export(&mut store, &Query { label: args.label, benchmark: args.bench, machine: args.machine })?;
+    crate::render::json::write(&args.json, &export)?;
+    if args.json != "-" {
+        eprintln!("exported {} experiments to {}", export.experiments.len(), args.json);
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only this benchmark (exact name, else every benchmark whose name contains it).
+    #[arg(value_name = "BENCH")]
+    pub bench: Option<String>,
+    /// Only this machine (fingerprint prefix or hostname); needed to see one when
+    /// results come from several.
+    #[arg(long, value_name = "MACHINE")]
+    pub machine: Option<String>,
+    /// The metric to follow (wall_s, cpu_s, max_rss_kib, a counter such as instructions).
+    #[arg(short = 'm', long, default_value = metric::WALL, value_name = "METRIC")]
+    pub metric: String,
+    /// Only the last N labels (in stored order); change points are looked for among them.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub last: Option<u32>,
+    /// Also write the history as JSON (`-` for stdout instead of the table).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
+    let mut store = args.db.open_existing()?;
+    let mut experiments = store.experiments(&Query { label: None, benchmark: None, machine: args.machine.clone() })?;
+    if let Some(bench) = &args.bench {
+        let exact = experiments.iter().any(|e| &e.benchmark == bench);
+        experiments.retain(|e| if exact { &e.benchmark == bench } else { e.benchmark.contains(bench.as_str()) });
+        if experiments.is_empty() {
+            return Err(crate::usage!("no stored benchmark matches `{bench}` in {}", store.location()));
+        }
+    }
+    if experiments.is_empty() {
+        return Err(match &args.machine {
+            Some(m) => crate::usage!(
+                "no results from machine `{m}` in {} (see `perflab export` for what is stored)",
+                store.location()
+            ),
+            None => crate::usage!(
+                "{} holds no results yet: store some with `perflab run` or `compare --save`",
+                store.location()
+            ),
+        });
+    }
+    if let Some(n) = args.last {
+        let mut orders: Vec<i64> = experiments.iter().map(|e| e.label_order).collect();
+        orders.dedup();
+        let first_kept = orders[orders.len().saturating_sub(n as usize)];
+        experiments.retain(|e| e.label_order >= first_kept);
+    }
+    let history = history::build(&experiments, &args.metric);
+    if history.machines.is_empty() {
+        return Err(crate::usage!("no successful stored run has the metric `{}`", args.metric));
+    }
+    if let Some(path) = &args.json {
+        crate::render::json::write(path, &history)?;
+        if path == "-" {
+            return Ok(());
+        }
+    }
+    print!("{}", history::render(&history, args.bench.is_some()));
+    Ok(())
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// Where to write the HTML page.
+    #[arg(short = 'o', long = "output", visible_alias = "out", default_value = "report.html", value_name = "FILE")]
+    pub out: PathBuf,
+    /// The label ratios are relative to (default: the oldest label).
+    #[arg(long, value_name = "LABEL")]
+    pub reference: Option<String>,
+    /// A label to compare with the reference (repeat for several; default: the newest label).
+    #[arg(short, long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// The metric to compare and plot: wall_s, cpu_s, max_rss_kib or a counter name.
+    #[arg(short, long, default_value = metric::WALL, value_name = "NAME")]
+    pub metric: String,
+    /// Only results from this machine (fingerprint prefix or hostname).
+    #[arg(long, value_name = "MACHINE")]
+    pub machine: Option<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Read perflab JSON results (`compare --json`) instead of the database: each file
+    /// is one benchmark named after the file, each command one label (repeatable).
+    #[arg(long, value_name = "FILE.json", conflicts_with = "db")]
+    pub from: Vec<PathBuf>,
+    /// The page's title.
+    #[arg(long, default_value = "perflab report")]
+    pub title: String,
+}
+
+/// `perflab report`: read the results, arrange them, write the page atomically.
+pub fn main_report(args: ReportArgs) -> Result<(), Failure> {
+    let options = report::load::Options {
+        title: args.title.clone(),
+        reference: args.reference.clone(),
+        labels: args.labels.clone(),
+        metric: args.metric.clone(),
+        machine: args.machine.clone(),
+    };
+    let experiments = if args.from.is_empty() {
+        let query = Query { machine: args.machine.clone(), ..Default::default() };
+        args.db.open_existing()?.experiments(&query)?
+    } else {
+        report::load::from_json_files(&args.from)?
+    };
+    let data = report::load::build(experiments, &options)?;
+    report::write(&data, &args.out)?;
+    let benchmarks = data.histories.len();
+    eprintln!(
+        "perflab: wrote {} ({benchmarks} benchmark{}, {} label{}, reference {})",
+        args.out.display(),
+        if benchmarks == 1 { "" } else { "s" },
+        data.labels.len(),
+        if data.labels.len() == 1 { "" } else { "s" },
+        data.reference
+    );
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! What an experiment's runs say: per-command summaries, every metric's comparison at
+//! the level of the final look (counters Bonferroni-corrected), the count-vs-time
+//! cross-check, and warnings about the measurement itself.
+
+use super::plan::Plan;
+use super::{crosscheck, multiplicity};
+use crate::measure::Mode;
+use crate::model::{metric, CommandResult, Comparison, Experiment, Verdict, Warning, WarningKind};
+use crate::stats::{changepoint, summary};
+use crate::units::format_seconds;
+use crate::verdict;
+
+/// Candidates are compared against the first command; the family-wise error rate is
+/// split evenly over them (Bonferroni), so the level per comparison is 1 − α_look/m.
+fn per_comparison_level(plan: &Plan, look_level: f64) -> f64 {
+    let candidates = plan.commands.len().saturating_sub(1).max(1) as f64;
+    1.0 - (1.0 - look_level) / candidates
+}
+
+/// The primary metric's comparisons at a look of level `look_level`.
+pub fn primary_comparisons(plan: &Plan, experiment: &Experiment, look_level: f64) -> Vec<Comparison> {
+    let level = per_comparison_level(plan, look_level);
+    let base = &experiment.commands[0];
+    experiment.commands[1..]
+        .iter()
+        .map(|cand| {
+            verdict::compare(base, cand, &plan.primary_metric, level, plan.settings.confidence, plan.settings.threshold)
+                .unwrap_or_else(|| undecided(base, cand, &plan.primary_metric, plan.settings.confidence, level))
+        })
+        .collect()
+}
+
+fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, confidence: f64, level: f64) -> Comparison {
+    Comparison {
+        baseline: base.name.clone(),
+        candidate: cand.name.clone(),
+        metric: metric.to_string(),
+        ratio: f64::NAN,
+        ci_low: 0.0,
+        ci_high: f64::INFINITY,
+        confidence,
+        look_confidence: level,
+        p_value: 1.0,
+        verdict: Verdict::Inconclusive,
+        below_threshold: false,
+        n: 0,
+        flags: vec!["no paired rounds".into()],
+    }
+}
+
+/// Summaries, every metric's comparisons at the final level, and warnings.
+pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
+    let level = per_comparison_level(plan, look_level);
+    for command in &mut experiment.commands {
+        for name in metric::ALL.iter().map(|s| s.to_string()).chain(plan.metrics.iter().cloned()) {
+            let values: Vec<f64> = command.runs.iter().filter_map(|r| r.metric(&name)).collect();
+            if !values.is_empty() {
+                command.summary.insert(name, summary::summarize(&values));
+            }
+        }
+    }
+    let counters = multiplicity::corrected_metrics(plan, experiment);
+    let secondary_level = multiplicity::secondary_confidence(look_level, plan.commands.len() - 1, counters.len());
+    if let Some((base, candidates)) = experiment.commands.split_first() {
+        for cand in candidates {
+            for name in &plan.metrics {
+                let level = if counters.contains(name) { secondary_level } else { level };
+                if let Some(c) =
+                    verdict::compare(base, cand, name, level, plan.settings.confidence, plan.settings.threshold)
+                {
+                    experiment.comparisons.push(c);
+                }
+            }
+        }
+    }
+    crosscheck::cross_check(&mut experiment.comparisons);
+    experiment.warnings.extend(warnings(plan, experiment));
+}
+
+/// Process creation and exec cost ~0.1 ms (a static binary) to ~0.5 ms (a dynamic one)
+/// here; runs of at least 20× that keep it under 5 % of what is measured.
+const SHORT_RUN_S: f64 = 0.010;
+/// Paired run-to-run spread (robust, of ln ratios) above which results need many rounds.
+const NOISY_SPREAD: f64 = 0.05;
+
+fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
+    let mut out = Vec::new();
+    if plan.measure.mode == Mode::Instructions {
+        return out;
+    }
+    for command in &experiment.commands {
+        let walls: Vec<f64> = command.runs.iter().map(|r| r.wall_s).collect();
+        if walls.is_empty() {
+            continue;
+        }
+        let median = summary::median(&walls);
+        if median < SHORT_RUN_S {
+            out.push(Warning::new(
+                WarningKind::ShortRun,
+                format!(
+                    "`{}` runs for only {}: process creation and exec (~0.1–0.5 ms) are a sizeable part of that; measure a longer workload (≥ {})",
+                    command.name,
+                    format_seconds(median),
+                    format_seconds(SHORT_RUN_S)
+                ),
+            ));
+        }
+        let shifts = changepoint::detect(&walls, &changepoint::ChangePointConfig::default());
+        if let Some(largest) = shifts.iter().max_by(|a, b| a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs())) {
+            out.push(Warning::new(
+                WarningKind::Unstable,
+                format!(
+                    "`{}` was not stable: its wall time shifted {} time{} during the measurement (largest {:+.1} % at run {}, median {} → {}); pairing within rounds absorbs slow drift, but a quieter machine narrows the interval",
+                    command.name,
+                    shifts.len(),
+                    if shifts.len() == 1 { "" } else { "s" },
+                    (largest.ratio - 1.0) * 100.0,
+                    largest.index + 1,
+                    format_seconds(largest.before),
+                    format_seconds(largest.after)
+                ),
+            ));
+        }
+    }
+    if let Some((base, candidates)) = experiment.commands.split_first() {
+        for cand in candidates {
+            let (b, c) = verdict::pairs(base, cand, metric::WALL);
+            let d: Vec<f64> =
+                b.iter().zip(&c).filter(|(b, c)| **b > 0.0 && **c > 0.0).map(|(b, c)| (c / b).ln()).collect();
+            if d.len() >= 6 {
+                let spread = summary::mad_scaled(&d);
+                if spread > NOISY_SPREAD {
+                    out.push(Warning::new(
+                        WarningKind::Noisy,
+                        format!(
+                            "noisy: `{}` vs `{}` varies by {:.1} % from round to round (robust σ of the paired ratio); expect wide intervals — quiet the machine or lengthen the runs",
+                            cand.name,
+                            base.name,
+                            spread * 100.0
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}

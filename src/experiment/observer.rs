@@ -1,0 +1,42 @@
+//! Watching an experiment as it runs: a callback after every measured run (to commit
+//! it, write a CSV row) and after every round (to show progress). Called between runs
+//! only, so the harness stays idle while a command runs.
+
+use crate::model::{Comparison, Run};
+use std::time::Duration;
+
+/// Where the experiment stands after a round (for progress displays).
+#[derive(Debug, Clone)]
+pub struct Progress {
+    /// Measured rounds completed (0 while warming up).
+    pub rounds: u32,
+    pub warmup: bool,
+    pub elapsed: Duration,
+    /// Primary-metric comparisons of the latest look, if any.
+    pub latest: Vec<Comparison>,
+}
+
+/// Callbacks while an experiment runs.
+pub trait Observer {
+    /// A measured (not warm-up) run finished; `command` indexes `Plan::commands`.
+    fn run_finished(&mut self, _command: usize, _run: &Run) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn round_finished(&mut self, _progress: &Progress) {}
+}
+
+/// An observer that ignores everything.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// Forwards every callback to several observers.
+pub struct Fanout<'a>(pub Vec<&'a mut dyn Observer>);
+
+impl Observer for Fanout<'_> {
+    fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
+        self.0.iter_mut().try_for_each(|o| o.run_finished(command, run))
+    }
+    fn round_finished(&mut self, progress: &Progress) {
+        self.0.iter_mut().for_each(|o| o.round_finished(progress));
+    }
+}

@@ -1,0 +1,158 @@
+//! A simulated machine for the engine: runs whose times come from a seeded model of a
+//! real one (a true time per command, per-run noise with heavy tails, a slowly drifting
+//! machine speed shared by neighbouring runs, occasional stalls) on a simulated clock.
+//!
+//! It lets the engine's scheduling, stopping and outputs be tested deterministically
+//! without processes, and the stopping rule be evaluated over thousands of experiments
+//! in seconds (`examples/stopping_sim.rs`). The model is this project's reading of the
+//! noise measured on its VM (docs/statistics.md), not a claim about any other machine.
+
+use super::executor::{Executor, RunError};
+use crate::model::{ExitInfo, Machine, Run};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Normal, StudentT};
+use std::time::Duration;
+
+/// The noise of a simulated machine, all in log space (0.01 ≈ 1 %).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Noise {
+    /// Scale of each run's own noise.
+    pub run_sigma: f64,
+    /// Degrees of freedom of the run noise's Student t distribution (heavy tails:
+    /// 3 is heavy, large is Gaussian).
+    pub tail_df: f64,
+    /// Per-run step of the random walk of the machine's speed, shared by runs close in time.
+    pub drift_sigma: f64,
+    /// Chance that a run is stalled (a neighbour took the CPU) ...
+    pub stall_probability: f64,
+    /// ... and how much longer a stalled run takes (×(1 + U(0, stall_factor))).
+    pub stall_factor: f64,
+}
+
+impl Noise {
+    /// No noise at all: every run takes its true time.
+    pub fn none() -> Noise {
+        Noise { run_sigma: 0.0, tail_df: 1e9, drift_sigma: 0.0, stall_probability: 0.0, stall_factor: 0.0 }
+    }
+
+    /// Gaussian run noise of robust σ `sigma` and nothing else.
+    pub fn gaussian(sigma: f64) -> Noise {
+        Noise { run_sigma: sigma, ..Noise::none() }
+    }
+}
+
+/// A scripted event, to test how the engine handles it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Event {
+    /// The `nth` run (0-based, counting every run) of `command` exits with `code`.
+    Fails { command: usize, nth: usize, code: i32 },
+    /// The `nth` run of `command` cannot be started.
+    CannotStart { command: usize, nth: usize },
+    /// The user interrupts once the clock passes this many seconds.
+    InterruptAfter(f64),
+}
+
+/// An [`Executor`] on a simulated machine.
+pub struct Simulated {
+    rng: StdRng,
+    /// True time of each command's run, in seconds.
+    true_seconds: Vec<f64>,
+    noise: Noise,
+    events: Vec<Event>,
+    log_speed: f64,
+    clock_s: f64,
+    runs_of: Vec<usize>,
+}
+
+impl Simulated {
+    /// Commands whose runs take `true_seconds` (one per command) on a machine with `noise`.
+    pub fn new(seed: u64, true_seconds: Vec<f64>, noise: Noise) -> Simulated {
+        let n = true_seconds.len();
+        Simulated {
+            rng: StdRng::seed_from_u64(seed),
+            true_seconds,
+            noise,
+            events: Vec::new(),
+            log_speed: 0.0,
+            clock_s: 0.0,
+            runs_of: vec![0; n],
+        }
+    }
+
+    /// Add a scripted event.
+    pub fn with(mut self, event: Event) -> Simulated {
+        self.events.push(event);
+        self
+    }
+
+    fn noisy_seconds(&mut self, index: usize) -> f64 {
+        let n = &self.noise;
+        if n.drift_sigma > 0.0 {
+            self.log_speed += Normal::new(0.0, n.drift_sigma).expect("finite σ").sample(&mut self.rng);
+        }
+        let run_noise = if n.run_sigma > 0.0 {
+            let t: f64 = StudentT::new(n.tail_df).expect("positive df").sample(&mut self.rng);
+            // Student t's scale is not its robust σ; 0.6745/q(0.75) keeps run_sigma the MAD-based σ.
+            t * n.run_sigma * 0.6745 / student_t_quartile(n.tail_df)
+        } else {
+            0.0
+        };
+        let stall = if n.stall_probability > 0.0 && self.rng.gen_bool(n.stall_probability.min(1.0)) {
+            (1.0 + self.rng.gen_range(0.0..=n.stall_factor.max(0.0))).ln()
+        } else {
+            0.0
+        };
+        self.true_seconds[index] * (self.log_speed + run_noise + stall).exp()
+    }
+}
+
+/// The upper quartile of Student's t with `df` degrees of freedom (0.6745 for the normal).
+fn student_t_quartile(df: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    StudentsT::new(0.0, 1.0, df).map(|t| t.inverse_cdf(0.75)).unwrap_or(0.6745)
+}
+
+impl Executor for Simulated {
+    fn run(&mut self, index: usize, _pad_bytes: Option<usize>) -> Result<Run, RunError> {
+        let nth = self.runs_of[index];
+        self.runs_of[index] += 1;
+        if self.events.contains(&Event::CannotStart { command: index, nth }) {
+            return Err(RunError::Failed("cannot execute: simulated".into()));
+        }
+        let wall = self.noisy_seconds(index);
+        self.clock_s += wall;
+        let code = self
+            .events
+            .iter()
+            .find_map(|e| match *e {
+                Event::Fails { command, nth: at, code } if command == index && at == nth => Some(code),
+                _ => None,
+            })
+            .unwrap_or(0);
+        Ok(Run {
+            wall_s: wall,
+            user_s: wall * 0.98,
+            sys_s: wall * 0.01,
+            max_rss_kib: 2048 + index as u64,
+            exit: ExitInfo { exit_code: Some(code), signal: None, timed_out: false },
+            ..Run::default()
+        })
+    }
+
+    fn stderr_tail(&self, _index: usize) -> String {
+        "simulated failure".into()
+    }
+
+    fn elapsed(&self) -> Duration {
+        Duration::from_secs_f64(self.clock_s)
+    }
+
+    fn interrupted(&self) -> bool {
+        self.events.iter().any(|e| matches!(*e, Event::InterruptAfter(at) if self.clock_s >= at))
+    }
+
+    fn machine(&self) -> Machine {
+        Machine { hostname: "simulated".into(), cpu_model: "simulated".into(), cores: 1, ..Machine::default() }
+    }
+}

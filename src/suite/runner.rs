@@ -1,0 +1,261 @@
+//! Running a suite: every selected benchmark through the experiment engine (against a
+//! baseline build when one is given), each run committed to the history store as it
+//! completes, the builds prepared first and each benchmark's setup and cleanup around it.
+
+use super::{Benchmark, Build};
+use crate::error::Failure;
+use crate::experiment::{self, plan, Fanout, Options, Plan};
+use crate::measure::{MeasureOptions, Mode};
+use crate::model::{metric, Experiment, Machine, StopReason};
+use crate::store::{current_git_commit, Meta, Store};
+use crate::usage;
+
+/// Rounds per benchmark when nothing is compared and no stopping option is set:
+/// with no comparison there is no verdict to stop on.
+pub const DEFAULT_SOLO_ROUNDS: u32 = 10;
+
+/// How the experiments of a suite run, beyond what the suite file says.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Set on the command line: beats each benchmark's options and the suite's defaults.
+    pub overrides: Options,
+    pub seed: Option<u64>,
+    pub show_output: bool,
+    pub ignore_failure: bool,
+    pub hide_progress: bool,
+}
+
+/// What happened to one benchmark.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Measured (possibly stopped early: see the experiment's `stop_reason`).
+    Measured(Experiment),
+    /// Its setup or a command failed before anything was measured.
+    Failed(String),
+}
+
+/// The engine's plan for one benchmark (baseline first when given): the benchmark's
+/// options over the suite defaults, under `overrides`.
+pub fn plan_for(
+    bench: &Benchmark,
+    candidate: Option<&Build>,
+    baseline: Option<&Build>,
+    run: &RunOptions,
+) -> Result<Plan, Failure> {
+    let mut o = run.overrides.or(&bench.options);
+    let mut texts = Vec::new();
+    let mut names = Vec::new();
+    // A benchmark without {build} runs the same command for every build: measure it once.
+    if let Some(b) = baseline.filter(|_| bench.uses_build()) {
+        texts.push(bench.command_for(Some(b))?);
+        names.push(b.name.clone());
+    }
+    texts.push(bench.command_for(candidate)?);
+    names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
+    let commands = crate::command::parse_commands(&texts, &names, o.shell.as_deref())
+        .map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+    if o.shell.is_none() {
+        for c in &commands {
+            crate::command::resolve_program(&c.argv[0]).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+        }
+    }
+    let mode = o.mode.unwrap_or_default();
+    let solo = commands.len() == 1 && mode != Mode::Instructions;
+    if solo && o.rounds.is_none() && o.max_time.is_none() && o.max_rounds.is_none() {
+        o.rounds = Some(DEFAULT_SOLO_ROUNDS);
+    }
+    let settings = plan::settings(&o, run.seed);
+    let measure = MeasureOptions { events: o.events.unwrap_or_default(), mode, ..MeasureOptions::default() };
+    let requested: Vec<String> = metric::COMPARED.iter().map(|m| m.to_string()).collect();
+    let (metrics, primary_metric) =
+        plan::compared_metrics(&requested, &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+    Ok(Plan {
+        commands,
+        settings,
+        primary_metric,
+        metrics,
+        show_output: run.show_output,
+        ignore_failure: run.ignore_failure,
+        measure,
+    })
+}
+
+/// Run `benchmarks` of `suite` and store every run under `label`. Every plan is made
+/// before anything runs, so a typo fails in a second. `on_outcome` hears about each
+/// benchmark as it ends; an interrupt stops after the benchmark in flight (its runs kept).
+pub fn run_suite(
+    benchmarks: &[&Benchmark],
+    label: &str,
+    (candidate, baseline): (Option<&Build>, Option<&Build>),
+    options: &RunOptions,
+    store: &mut Store,
+    on_outcome: &mut dyn FnMut(&Benchmark, &Plan, &Outcome),
+) -> Result<(), Failure> {
+    let mut prepared = Vec::new();
+    for bench in benchmarks {
+        prepared.push((*bench, plan_for(bench, candidate, baseline, options)?));
+    }
+    for build in [baseline, candidate].into_iter().flatten() {
+        if let Some(prepare) = &build.prepare {
+            eprintln!("preparing build `{}`: {prepare}", build.name);
+            shell(prepare)
+                .map_err(|e| Failure::CommandFailed(format!("preparing build `{}` failed: {e}", build.name)))?;
+        }
+    }
+    let git_commit = current_git_commit();
+    let machine = Machine::detect();
+    let interrupt = crate::interrupt::watcher();
+    let total = prepared.len();
+    for (i, (bench, plan)) in prepared.iter().enumerate() {
+        if interrupt.requested() {
+            break;
+        }
+        eprintln!("[{}/{total}] {}", i + 1, bench.name);
+        if let Some(setup) = &bench.setup {
+            if let Err(e) = shell(setup) {
+                on_outcome(bench, plan, &Outcome::Failed(format!("setup failed ({e}); skipped")));
+                continue;
+            }
+        }
+        let meta = Meta {
+            label: label.to_string(),
+            benchmark: bench.name.clone(),
+            git_commit: git_commit.clone(),
+            source: "run".into(),
+        };
+        let mut recorder = store.begin(&meta, &machine, &plan.settings, &plan.commands);
+        let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, options.hide_progress);
+        let result = experiment::run(plan, &mut Fanout(vec![&mut progress, &mut recorder]));
+        progress.finish();
+        let outcome = match result {
+            Ok(experiment) => {
+                recorder.finish(&experiment)?;
+                Outcome::Measured(experiment)
+            }
+            Err(Failure::CommandFailed(message)) => Outcome::Failed(message),
+            Err(other) => return Err(other),
+        };
+        if let Some(cleanup) = &bench.cleanup {
+            if let Err(e) = shell(cleanup) {
+                eprintln!("  cleanup failed: {e}");
+            }
+        }
+        let interrupted = matches!(&outcome, Outcome::Measured(e) if e.stop_reason == StopReason::Interrupted);
+        on_outcome(bench, plan, &outcome);
+        if interrupted {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Run a setup, cleanup or prepare command through `sh -c`, output passed through.
+pub fn shell(command: &str) -> Result<(), String> {
+    let status = std::process::Command::new("/bin/sh")
+        .args(["-c", command])
+        .stdout(std::process::Stdio::inherit())
+        .status()
+        .map_err(|e| format!("cannot run /bin/sh: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{command}` {status}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Settings;
+
+    const SUITE: &str = r#"
+[defaults]
+warmup = 3
+min_rounds = 8
+threshold = 2
+[builds]
+old = "old"
+new = "new"
+[[benchmark]]
+name = "own"
+command = "true {build}"
+min_rounds = 10
+max_time = "2m"
+[[benchmark]]
+name = "inherits"
+command = "true {build}"
+[[benchmark]]
+name = "solo"
+command = "true"
+"#;
+
+    /// The plan `run` would use for `bench` of SUITE, new against old.
+    fn plan_of(suite: &str, bench: &str, cli: &RunOptions) -> Plan {
+        let suite = crate::suite::parse(suite, std::path::Path::new("perflab.toml")).unwrap();
+        let bench = suite.benchmarks.iter().find(|b| b.name == bench).unwrap();
+        plan_for(bench, suite.build("new"), suite.build("old"), cli).unwrap()
+    }
+
+    fn settings_for(suite: &str, bench: &str, cli: &RunOptions) -> Settings {
+        plan_of(suite, bench, cli).settings
+    }
+
+    fn seeded() -> RunOptions {
+        RunOptions { seed: Some(7), ..RunOptions::default() }
+    }
+
+    fn overriding(overrides: Options) -> RunOptions {
+        RunOptions { overrides, ..seeded() }
+    }
+
+    #[test]
+    fn nothing_set_gives_the_documented_defaults() {
+        let suite = "[[benchmark]]\nname = \"b\"\ncommand = \"true {build}\"\n[builds]\nold = \"old\"\nnew = \"new\"\n";
+        assert_eq!(settings_for(suite, "b", &seeded()), Settings { seed: 7, ..Settings::default() });
+    }
+
+    #[test]
+    fn a_benchmark_beats_the_suite_defaults() {
+        let own = settings_for(SUITE, "own", &seeded());
+        assert_eq!((own.min_rounds, own.max_time_s), (10, 120.0));
+        assert_eq!((own.warmup_rounds, own.threshold), (3, 0.02), "unset in the benchmark: the suite's [defaults]");
+        let inherits = settings_for(SUITE, "inherits", &seeded());
+        assert_eq!((inherits.min_rounds, inherits.max_time_s), (8, Settings::default().max_time_s));
+    }
+
+    #[test]
+    fn the_command_line_beats_benchmark_and_suite() {
+        let cli = overriding(Options { min_rounds: Some(12), threshold: Some(0.005), ..Options::default() });
+        let s = settings_for(SUITE, "own", &cli);
+        assert_eq!((s.min_rounds, s.threshold, s.warmup_rounds, s.max_time_s), (12, 0.005, 3, 120.0));
+    }
+
+    #[test]
+    fn fixed_rounds_above_the_round_limit_are_all_run() {
+        let cli = overriding(Options { rounds: Some(20_000), ..Options::default() });
+        let s = settings_for(SUITE, "inherits", &cli);
+        assert_eq!((s.fixed_rounds, s.max_rounds), (Some(20_000), 20_000));
+    }
+
+    #[test]
+    fn a_single_command_runs_fixed_rounds_unless_a_limit_is_set() {
+        assert_eq!(settings_for(SUITE, "solo", &seeded()).fixed_rounds, Some(DEFAULT_SOLO_ROUNDS));
+        let limited = overriding(Options { max_time: Some(5.0), ..Options::default() });
+        assert_eq!(settings_for(SUITE, "solo", &limited).fixed_rounds, None);
+    }
+
+    #[test]
+    fn instruction_mode_compares_counts_from_one_round_without_warm_up_or_padding() {
+        let suite = "[defaults]\nmode = \"instructions\"\n[[benchmark]]\nname = \"b\"\ncommand = \"true\"\n";
+        let plan = plan_of(suite, "b", &seeded());
+        assert_eq!(plan.primary_metric, crate::experiment::plan::INSTRUCTION_METRICS[0]);
+        assert!(!plan.metrics.iter().any(|m| m == metric::WALL), "{:?}", plan.metrics);
+        let s = plan.settings;
+        assert_eq!(
+            (s.fixed_rounds, s.warmup_rounds, s.env_padding, s.mode.as_str()),
+            (Some(1), 0, false, "instructions")
+        );
+        let cli = overriding(Options { warmup: Some(2), ..Options::default() });
+        assert_eq!(settings_for(suite, "b", &cli).warmup_rounds, 2);
+    }
+}

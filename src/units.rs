@@ -1,0 +1,177 @@
+//! Numbers with units, both ways: what people type (durations, percentages) parsed and
+//! bounded at the edge, so nothing past it meets an infinite, negative or overflowing
+//! value; and what people read (seconds, sizes, counts, percentages, p-values) formatted
+//! one way everywhere.
+
+/// The longest duration accepted anywhere (a week): far beyond any sensible benchmark,
+/// well inside what `std::time::Duration` and timestamps can hold.
+pub const MAX_DURATION_S: f64 = 7.0 * 24.0 * 3600.0;
+
+/// Parse "60", "60s", "1.5m", "250ms", "1h" into seconds, from 1 µs to a week.
+pub fn parse_duration(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix("us").or_else(|| t.strip_suffix("µs")) {
+        (n, 1e-6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("`{text}` is not a duration (e.g. 30, 90s, 5m, 250ms)"))?;
+    check_duration(v * scale).map_err(|why| format!("`{text}` {why}"))
+}
+
+/// A duration in seconds within the accepted range; the error says why not.
+pub fn check_duration(seconds: f64) -> Result<f64, String> {
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err("must be a positive duration".to_string());
+    }
+    if seconds < 1e-6 {
+        return Err("is shorter than a microsecond".to_string());
+    }
+    if seconds > MAX_DURATION_S {
+        return Err("is longer than the longest accepted duration (a week, 168h)".to_string());
+    }
+    Ok(seconds)
+}
+
+/// Parse "1", "1%", "2.5" (percent) into a fraction.
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    let v: f64 =
+        text.trim().trim_end_matches('%').trim().parse().map_err(|_| format!("`{text}` is not a percentage"))?;
+    if !v.is_finite() || !(0.0..1000.0).contains(&v) {
+        return Err(format!("`{text}` must be a percentage from 0 to 1000"));
+    }
+    Ok(v / 100.0)
+}
+
+/// Parse a confidence level in percent (50 < level < 100) into a fraction.
+pub fn parse_confidence(text: &str) -> Result<f64, String> {
+    let v = parse_percent(text)?;
+    if !(0.5..1.0).contains(&v) {
+        return Err(format!("confidence `{text}` must be between 50 and 100 (exclusive)"));
+    }
+    Ok(v)
+}
+
+/// Seconds in the most readable unit: 1.23 s, 95.2 ms, 412 µs, 80 ns.
+pub fn format_seconds(s: f64) -> String {
+    let a = s.abs();
+    if a >= 1.0 {
+        format!("{s:.3} s")
+    } else if a >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else if a >= 1e-6 {
+        format!("{:.1} µs", s * 1e6)
+    } else {
+        format!("{:.0} ns", s * 1e9)
+    }
+}
+
+/// A metric's value with its unit: seconds scaled, KiB as MiB when large, counts plain.
+pub fn format_value(metric: &str, v: f64) -> String {
+    match crate::model::metric::unit(metric) {
+        "s" => format_seconds(v),
+        "KiB" if v >= 1024.0 => format!("{:.1} MiB", v / 1024.0),
+        "KiB" => format!("{v:.0} KiB"),
+        _ if v.fract() == 0.0 && v.abs() < 1e18 => group_thousands(v as i64),
+        _ => format!("{v:.3}"),
+    }
+}
+
+/// 17123637 → "17,123,637", as perf stat prints counts.
+pub fn group_thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if n < 0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// A confidence level as a percentage: 0.95 → "95", 0.975 → "97.5".
+pub fn format_level(confidence: f64) -> String {
+    let p = confidence * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{p:.0}")
+    } else {
+        format!("{p:.1}")
+    }
+}
+
+/// A percentage with enough digits to be meaningful: 12.3, 2.1, 0.42, 0.013.
+pub fn format_percent(p: f64) -> String {
+    let a = p.abs();
+    if a >= 1.0 || a == 0.0 {
+        format!("{p:.1}")
+    } else if a >= 0.1 {
+        format!("{p:.2}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// A p-value for tables: three decimals, or `<0.001`.
+pub fn format_p(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_in_every_unit() {
+        assert_eq!(parse_duration("90s"), Ok(90.0));
+        assert_eq!(parse_duration("1.5m"), Ok(90.0));
+        assert_eq!(parse_duration("250ms"), Ok(0.25));
+        assert_eq!(parse_duration("2h"), Ok(7200.0));
+        assert_eq!(parse_duration("60"), Ok(60.0));
+        assert!((parse_duration("500us").unwrap() - 5e-4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn durations_out_of_range_are_errors_not_panics() {
+        for bad in ["0", "-1s", "1e19", "1e30s", "inf", "NaN", "1e-9s", "8d", "x"] {
+            assert!(parse_duration(bad).is_err(), "{bad} must be refused");
+        }
+        assert!(parse_duration("1e19").unwrap_err().contains("a week"));
+    }
+
+    #[test]
+    fn percentages_and_confidence() {
+        assert_eq!(parse_percent("2.5%"), Ok(0.025));
+        assert!(parse_percent("-1").is_err() && parse_percent("1e400").is_err());
+        assert_eq!(parse_confidence("99"), Ok(0.99));
+        assert!(parse_confidence("100").is_err() && parse_confidence("40").is_err());
+    }
+
+    #[test]
+    fn values_are_readable() {
+        assert_eq!(format_seconds(1.5), "1.500 s");
+        assert_eq!(format_seconds(0.0952), "95.20 ms");
+        assert_eq!(format_seconds(0.000412), "412.0 µs");
+        assert_eq!(format_value("max_rss_kib", 20480.0), "20.0 MiB");
+        assert_eq!(format_value("max_rss_kib", 900.0), "900 KiB");
+        assert_eq!(format_value("minor_faults", 120.0), "120");
+        assert_eq!(format_value("instructions", 17_123_637.0), "17,123,637");
+        assert_eq!(format_value("ipc", 1.25), "1.250");
+        assert_eq!(group_thousands(-1000), "-1,000");
+    }
+}
