@@ -1,0 +1,80 @@
+//! The boundary to a database: SQL values that keep their type when null, and the few
+//! operations a backend ([`super::sqlite`], [`super::postgres`]) must provide. Every
+//! statement is shared SQL; a backend only executes it.
+
+/// A SQL value crossing the backend boundary. Nulls keep their type because
+/// PostgreSQL checks the type of every parameter, null or not.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Int(Option<i64>),
+    Real(Option<f64>),
+    Text(Option<String>),
+}
+
+impl Value {
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(v) => *v,
+            Value::Real(v) => v.map(|v| v as i64),
+            Value::Text(_) => None,
+        }
+    }
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(v) => v.map(|v| v as f64),
+            Value::Real(v) => *v,
+            Value::Text(_) => None,
+        }
+    }
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Text(v) => v.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) fn int(v: impl TryInto<i64>) -> Value {
+    Value::Int(v.try_into().ok())
+}
+pub(crate) fn opt_int(v: Option<i32>) -> Value {
+    Value::Int(v.map(i64::from))
+}
+pub(crate) fn real(v: f64) -> Value {
+    Value::Real(Some(v))
+}
+pub(crate) fn opt_real(v: Option<f64>) -> Value {
+    Value::Real(v)
+}
+pub(crate) fn text(v: impl Into<String>) -> Value {
+    Value::Text(Some(v.into()))
+}
+pub(crate) fn opt_text(v: Option<&str>) -> Value {
+    Value::Text(v.map(str::to_string))
+}
+
+/// What a database must do for the store; everything else is shared SQL.
+///
+/// Statements use `$1, $2, …` placeholders (in order of first use) and the DDL uses
+/// `{id}`, `{int}`, `{real}` for the types that differ between databases.
+pub trait Backend {
+    /// `sqlite` or `postgres`.
+    fn kind(&self) -> &'static str;
+    /// Replace the `{id}`/`{int}`/`{real}`/`{without_rowid}` tokens in DDL.
+    fn dialect(&self, ddl: &str) -> String;
+    fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64>;
+    fn query(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<Vec<Vec<Value>>>;
+    /// Run several `;`-separated statements without parameters.
+    fn batch(&mut self, sql: &str) -> anyhow::Result<()>;
+    /// Start a write transaction that holds the write lock from the start (so two
+    /// writers queue instead of failing when one upgrades a read lock).
+    fn begin_write(&mut self) -> anyhow::Result<()>;
+    fn commit(&mut self) -> anyhow::Result<()> {
+        self.batch("COMMIT")
+    }
+    fn rollback(&mut self) -> anyhow::Result<()> {
+        self.batch("ROLLBACK")
+    }
+    /// Serialize schema migrations between processes (inside a write transaction).
+    fn lock_schema(&mut self) -> anyhow::Result<()>;
+}

@@ -1,0 +1,157 @@
+//! The store's schema: migrations applied in order, each in one transaction and recorded
+//! in `schema_migrations`. Never edit a released migration: append one.
+
+use super::backend::{int, text, Backend};
+use anyhow::{anyhow, Context};
+
+/// Schema migrations, applied in order; each runs in one transaction and is
+/// recorded in `schema_migrations`. Never edit a released migration: append one.
+pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "initial schema", SCHEMA_V1),
+    (2, "index experiments by machine", "CREATE INDEX experiments_by_machine ON experiments(machine_id, label_id);"),
+];
+
+const SCHEMA_V1: &str = r#"
+CREATE TABLE labels (
+    id {id},
+    name TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE machines (
+    id {id},
+    fingerprint TEXT NOT NULL UNIQUE,
+    hostname TEXT NOT NULL,
+    cpu_model TEXT NOT NULL,
+    cores {int} NOT NULL,
+    kernel TEXT NOT NULL,
+    governor TEXT,
+    pmu {int} NOT NULL,
+    virtualization TEXT,
+    json TEXT NOT NULL
+);
+CREATE TABLE benchmarks (
+    id {id},
+    name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE experiments (
+    id {id},
+    label_id {int} NOT NULL REFERENCES labels(id),
+    benchmark_id {int} NOT NULL REFERENCES benchmarks(id),
+    machine_id {int} NOT NULL REFERENCES machines(id),
+    source TEXT NOT NULL,
+    git_commit TEXT,
+    perflab_version TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    complete {int} NOT NULL,
+    rounds {int},
+    duration_s {real},
+    stop_reason TEXT,
+    failure TEXT,
+    warnings TEXT NOT NULL,
+    environment TEXT NOT NULL
+);
+CREATE INDEX experiments_by_benchmark ON experiments(benchmark_id, label_id);
+CREATE TABLE commands (
+    experiment_id {int} NOT NULL REFERENCES experiments(id),
+    idx {int} NOT NULL,
+    name TEXT NOT NULL,
+    argv TEXT NOT NULL,
+    command_line TEXT NOT NULL,
+    PRIMARY KEY (experiment_id, idx)
+){without_rowid};
+CREATE TABLE runs (
+    id {id},
+    experiment_id {int} NOT NULL REFERENCES experiments(id),
+    command_idx {int} NOT NULL,
+    round {int} NOT NULL,
+    position {int} NOT NULL,
+    wall_s {real} NOT NULL,
+    user_s {real} NOT NULL,
+    sys_s {real} NOT NULL,
+    max_rss_kib {int} NOT NULL,
+    minor_faults {int} NOT NULL,
+    major_faults {int} NOT NULL,
+    voluntary_cs {int} NOT NULL,
+    involuntary_cs {int} NOT NULL,
+    exit_code {int},
+    exit_signal {int},
+    timed_out {int} NOT NULL,
+    env_pad_bytes {int} NOT NULL
+);
+CREATE INDEX runs_by_experiment ON runs(experiment_id, command_idx);
+CREATE TABLE counters (
+    run_id {int} NOT NULL REFERENCES runs(id),
+    name TEXT NOT NULL,
+    supported {int} NOT NULL,
+    value {real},
+    scaled {int} NOT NULL,
+    reason TEXT,
+    PRIMARY KEY (run_id, name)
+){without_rowid};
+CREATE TABLE summaries (
+    experiment_id {int} NOT NULL REFERENCES experiments(id),
+    command_idx {int} NOT NULL,
+    metric TEXT NOT NULL,
+    n {int} NOT NULL,
+    median {real},
+    mean {real},
+    stddev {real},
+    mad {real},
+    min_value {real},
+    max_value {real},
+    outliers {int} NOT NULL,
+    ci_low {real},
+    ci_high {real},
+    PRIMARY KEY (experiment_id, command_idx, metric)
+){without_rowid};
+CREATE TABLE comparisons (
+    experiment_id {int} NOT NULL REFERENCES experiments(id),
+    idx {int} NOT NULL,
+    baseline TEXT NOT NULL,
+    candidate TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    ratio {real},
+    ci_low {real},
+    ci_high {real},
+    confidence {real},
+    look_confidence {real},
+    p_value {real},
+    verdict TEXT NOT NULL,
+    below_threshold {int} NOT NULL,
+    n {int} NOT NULL,
+    flags TEXT NOT NULL,
+    PRIMARY KEY (experiment_id, idx)
+){without_rowid};
+"#;
+
+/// The latest schema version this perflab writes.
+pub fn schema_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.0)
+}
+
+/// Apply the migrations above the database's version up to `target` (inside the
+/// caller's write transaction).
+pub(super) fn migrate(db: &mut dyn Backend, target: i64, now: &str) -> anyhow::Result<()> {
+    db.lock_schema()?;
+    db.batch(&db.dialect(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version {int} PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)",
+    ))?;
+    let current =
+        db.query("SELECT MAX(version) FROM schema_migrations", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0);
+    if current > schema_version() {
+        return Err(anyhow!(
+            "schema version {current} is newer than this perflab understands ({}); upgrade perflab",
+            schema_version()
+        ));
+    }
+    for (version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 > current && m.0 <= target) {
+        db.batch(&db.dialect(sql)).with_context(|| format!("migration {version} ({description})"))?;
+        db.execute(
+            "INSERT INTO schema_migrations (version, description, applied_at) VALUES ($1, $2, $3)",
+            &[int(*version), text(*description), text(now)],
+        )?;
+    }
+    Ok(())
+}

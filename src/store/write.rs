@@ -1,0 +1,313 @@
+//! Writing experiments: labels, benchmarks and machines interned, an experiment
+//! registered with its first run, every run committed in its own transaction as it
+//! completes (a `kill -9` loses at most the run in flight), then summaries and
+//! comparisons when it finishes.
+
+use super::backend::{int, opt_int, opt_real, opt_text, real, text, Backend, Value};
+use super::{fingerprint, Meta, Store};
+use crate::error::Failure;
+use crate::model::{CommandSpec, Experiment, Machine, Run, Settings};
+use anyhow::{anyhow, Context};
+
+/// Writes one experiment's runs as they complete. Made by [`Store::begin`].
+pub struct Recorder<'s> {
+    store: &'s mut Store,
+    meta: Meta,
+    /// What to register with the first run.
+    pending: Option<(Machine, Settings, Vec<CommandSpec>)>,
+    id: Option<i64>,
+    /// Runs already committed, per command.
+    recorded: Vec<usize>,
+}
+
+impl<'s> Recorder<'s> {
+    pub(super) fn new(
+        store: &'s mut Store,
+        meta: &Meta,
+        machine: &Machine,
+        settings: &Settings,
+        commands: &[CommandSpec],
+    ) -> Self {
+        Recorder {
+            store,
+            meta: meta.clone(),
+            pending: Some((machine.clone(), settings.clone(), commands.to_vec())),
+            id: None,
+            recorded: Vec::new(),
+        }
+    }
+}
+
+/// The compare engine reports each measured run here; a failed write stops the experiment.
+impl crate::experiment::Observer for Recorder<'_> {
+    fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
+        self.record_run(command, run).map_err(|e| anyhow!("{e:#}"))
+    }
+}
+
+impl Recorder<'_> {
+    /// The label, benchmark and commit the experiment is stored under.
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// Where it is stored (password removed).
+    pub fn location(&self) -> &str {
+        self.store.location()
+    }
+
+    /// The experiment's id in the store, once its first run was stored.
+    pub fn id(&self) -> Option<i64> {
+        self.id
+    }
+
+    /// Commit one measured run (not a warm-up) of command `command_idx`, in its own transaction.
+    pub fn record_run(&mut self, command_idx: usize, run: &Run) -> Result<(), Failure> {
+        let pending = self.pending.take();
+        let (id, meta) = (self.id, &self.meta);
+        let result = self.store.write(|db| {
+            let id = match (id, &pending) {
+                (Some(id), _) => id,
+                (None, Some((machine, settings, commands))) => {
+                    insert_experiment(db, meta, machine, settings, commands, &now())?
+                }
+                (None, None) => return Err(anyhow!("recorder has no experiment")),
+            };
+            insert_run(db, id, command_idx, run)?;
+            Ok(id)
+        });
+        match result {
+            Ok(id) => {
+                self.id = Some(id);
+                if self.recorded.len() <= command_idx {
+                    self.recorded.resize(command_idx + 1, 0);
+                }
+                self.recorded[command_idx] += 1;
+                Ok(())
+            }
+            Err(e) => {
+                if self.id.is_none() {
+                    self.pending = pending;
+                }
+                Err(Failure::Other(e.context(format!("storing a run into {}", self.store.location))))
+            }
+        }
+    }
+
+    /// Store the summaries, comparisons and final state; runs of `experiment` that
+    /// were not recorded yet (beyond the count recorded per command) are added too.
+    pub fn finish(self, experiment: &Experiment) -> Result<i64, Failure> {
+        let Some(id) = self.id else {
+            return self.store.save(&self.meta, experiment);
+        };
+        let recorded = self.recorded;
+        self.store
+            .write(|db| finish_experiment(db, id, experiment, &recorded))
+            .with_context(|| format!("storing into {}", self.store.location))?;
+        Ok(id)
+    }
+}
+
+pub(super) fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Insert `name` into a `(id, name, …)` table unless present, and return its id.
+/// `ON CONFLICT DO NOTHING` keeps two concurrent writers from failing on the same name.
+fn intern(db: &mut dyn Backend, table: &str, name: &str, extra: &[(&str, Value)]) -> anyhow::Result<i64> {
+    let key = if table == "machines" { "fingerprint" } else { "name" };
+    let mut columns = vec![key];
+    let mut values = vec![text(name)];
+    for (c, v) in extra {
+        columns.push(c);
+        values.push(v.clone());
+    }
+    let placeholders: Vec<String> = (1..=values.len()).map(|i| format!("${i}")).collect();
+    db.execute(
+        &format!(
+            "INSERT INTO {table} ({}) VALUES ({}) ON CONFLICT ({key}) DO NOTHING",
+            columns.join(", "),
+            placeholders.join(", ")
+        ),
+        &values,
+    )?;
+    db.query(&format!("SELECT id FROM {table} WHERE {key} = $1"), &[text(name)])?
+        .first()
+        .and_then(|r| r[0].as_i64())
+        .ok_or_else(|| anyhow!("{table} row for {name} vanished"))
+}
+
+pub(super) fn insert_experiment(
+    db: &mut dyn Backend,
+    meta: &Meta,
+    machine: &Machine,
+    settings: &Settings,
+    commands: &[CommandSpec],
+    started_at: &str,
+) -> anyhow::Result<i64> {
+    let recorded_at = now();
+    let label = intern(db, "labels", &meta.label, &[("created_at", text(&recorded_at))])?;
+    let benchmark = intern(db, "benchmarks", &meta.benchmark, &[])?;
+    let machine_id = intern(
+        db,
+        "machines",
+        &fingerprint(machine),
+        &[
+            ("hostname", text(&machine.hostname)),
+            ("cpu_model", text(&machine.cpu_model)),
+            ("cores", int(machine.cores)),
+            ("kernel", text(&machine.kernel)),
+            ("governor", opt_text(machine.governor.as_deref())),
+            ("pmu", int(machine.pmu as i64)),
+            ("virtualization", opt_text(machine.virtualization.as_deref())),
+            ("json", text(serde_json::to_string(machine)?)),
+        ],
+    )?;
+    let id = db
+        .query(
+            "INSERT INTO experiments (label_id, benchmark_id, machine_id, source, git_commit, perflab_version, started_at, \
+             recorded_at, settings, complete, warnings, environment) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, '[]', '{}') RETURNING id",
+            &[
+                int(label),
+                int(benchmark),
+                int(machine_id),
+                text(&meta.source),
+                opt_text(meta.git_commit.as_deref()),
+                text(env!("CARGO_PKG_VERSION")),
+                text(started_at),
+                text(&recorded_at),
+                text(serde_json::to_string(settings)?),
+            ],
+        )?
+        .first()
+        .and_then(|r| r[0].as_i64())
+        .ok_or_else(|| anyhow!("INSERT … RETURNING id gave no id"))?;
+    for (idx, c) in commands.iter().enumerate() {
+        db.execute(
+            "INSERT INTO commands (experiment_id, idx, name, argv, command_line) VALUES ($1, $2, $3, $4, $5)",
+            &[int(id), int(idx), text(&c.name), text(serde_json::to_string(&c.argv)?), text(&c.command_line)],
+        )?;
+    }
+    Ok(id)
+}
+
+fn insert_run(db: &mut dyn Backend, experiment: i64, command_idx: usize, run: &Run) -> anyhow::Result<()> {
+    let run_id = db
+        .query(
+            "INSERT INTO runs (experiment_id, command_idx, round, position, wall_s, user_s, sys_s, max_rss_kib, minor_faults, \
+             major_faults, voluntary_cs, involuntary_cs, exit_code, exit_signal, timed_out, env_pad_bytes) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id",
+            &[
+                int(experiment),
+                int(command_idx),
+                int(run.round),
+                int(run.position),
+                real(run.wall_s),
+                real(run.user_s),
+                real(run.sys_s),
+                int(run.max_rss_kib),
+                int(run.minor_faults),
+                int(run.major_faults),
+                int(run.voluntary_cs),
+                int(run.involuntary_cs),
+                opt_int(run.exit.exit_code),
+                opt_int(run.exit.signal),
+                int(run.exit.timed_out as i64),
+                int(run.env_pad_bytes),
+            ],
+        )?
+        .first()
+        .and_then(|r| r[0].as_i64())
+        .ok_or_else(|| anyhow!("INSERT … RETURNING id gave no id"))?;
+    for (name, c) in &run.counters {
+        db.execute(
+            "INSERT INTO counters (run_id, name, supported, value, scaled, reason) VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                int(run_id),
+                text(name),
+                int(c.supported as i64),
+                opt_real(c.value),
+                int(c.scaled as i64),
+                opt_text(c.reason.as_deref()),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+pub(super) fn finish_experiment(
+    db: &mut dyn Backend,
+    id: i64,
+    exp: &Experiment,
+    recorded: &[usize],
+) -> anyhow::Result<()> {
+    for (idx, command) in exp.commands.iter().enumerate() {
+        let already = recorded.get(idx).copied().unwrap_or(0);
+        for run in command.runs.iter().skip(already) {
+            insert_run(db, id, idx, run)?;
+        }
+        for (metric, s) in &command.summary {
+            db.execute(
+                "INSERT INTO summaries (experiment_id, command_idx, metric, n, median, mean, stddev, mad, min_value, max_value, \
+                 outliers, ci_low, ci_high) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                &[
+                    int(id),
+                    int(idx),
+                    text(metric),
+                    int(s.n),
+                    real(s.median),
+                    real(s.mean),
+                    real(s.stddev),
+                    real(s.mad),
+                    real(s.min),
+                    real(s.max),
+                    int(s.outliers),
+                    opt_real(s.median_ci.map(|c| c.0)),
+                    opt_real(s.median_ci.map(|c| c.1)),
+                ],
+            )?;
+        }
+    }
+    for (idx, c) in exp.comparisons.iter().enumerate() {
+        db.execute(
+            "INSERT INTO comparisons (experiment_id, idx, baseline, candidate, metric, ratio, ci_low, ci_high, confidence, \
+             look_confidence, p_value, verdict, below_threshold, n, flags) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+            &[
+                int(id),
+                int(idx),
+                text(&c.baseline),
+                text(&c.candidate),
+                text(&c.metric),
+                real(c.ratio),
+                real(c.ci_low),
+                real(c.ci_high),
+                real(c.confidence),
+                real(c.look_confidence),
+                real(c.p_value),
+                text(c.verdict.as_str()),
+                int(c.below_threshold as i64),
+                int(c.n),
+                text(serde_json::to_string(&c.flags)?),
+            ],
+        )?;
+    }
+    let stop_reason = serde_json::to_value(exp.stop_reason)?;
+    db.execute(
+        "UPDATE experiments SET complete = 1, rounds = $1, stop_reason = $2, warnings = $3, environment = $4, \
+         started_at = $5, settings = $6, duration_s = $7, failure = $8 WHERE id = $9",
+        &[
+            int(exp.rounds),
+            text(stop_reason.as_str().unwrap_or("decided")),
+            text(serde_json::to_string(&exp.warnings)?),
+            text(serde_json::to_string(&exp.environment)?),
+            text(&exp.started_at),
+            text(serde_json::to_string(&exp.settings)?),
+            real(exp.duration_s),
+            opt_text(exp.failure.as_deref()),
+            int(id),
+        ],
+    )?;
+    Ok(())
+}
