@@ -8,7 +8,9 @@ use crate::usage;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-/// Build the command specs; names default to the command text.
+/// Build the command specs; names default to the command text, and a command given
+/// several times without a name (an A/A check) is named `TEXT #1`, `TEXT #2`, ...
+/// Two commands named alike on purpose are an error.
 pub fn parse_commands(texts: &[String], names: &[String], shell: Option<&str>) -> Result<Vec<CommandSpec>, Failure> {
     if names.len() > texts.len() {
         return Err(usage!("{} --name given for {} commands", names.len(), texts.len()));
@@ -22,7 +24,18 @@ pub fn parse_commands(texts: &[String], names: &[String], shell: Option<&str>) -
         if argv.is_empty() {
             return Err(usage!("command {} is empty", i + 1));
         }
-        let name = names.get(i).cloned().unwrap_or_else(|| text.clone());
+        let name = match names.get(i) {
+            Some(name) => name.clone(),
+            None => {
+                let copies = texts.iter().filter(|t| *t == text).count();
+                let nth = texts[..=i].iter().filter(|t| *t == text).count();
+                if copies > 1 {
+                    format!("{text} #{nth}")
+                } else {
+                    text.clone()
+                }
+            }
+        };
         specs.push(CommandSpec { name, argv, command_line: text.clone() });
     }
     let mut seen = std::collections::HashSet::new();
@@ -74,9 +87,21 @@ mod tests {
     }
 
     #[test]
-    fn rejects_unbalanced_quotes_duplicates_and_empty() {
+    fn identical_commands_are_numbered_and_named_duplicates_rejected() {
+        let specs = parse_commands(&["./a".into(), "./a".into(), "./b".into()], &[], None).unwrap();
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["./a #1", "./a #2", "./b"]);
+        assert!(specs.iter().take(2).all(|s| s.argv == ["./a"]));
+        let err = parse_commands(&["x".into(), "y".into()], &["same".into(), "same".into()], None).unwrap_err();
+        assert!(err.to_string().contains("two commands are named `same`"));
+        // A name given for the first copy only: the second keeps the text, which is distinct.
+        let specs = parse_commands(&["./a".into(), "./a".into()], &["base".into()], None).unwrap();
+        assert_eq!((specs[0].name.as_str(), specs[1].name.as_str()), ("base", "./a #2"));
+    }
+
+    #[test]
+    fn rejects_unbalanced_quotes_and_empty() {
         assert!(parse_commands(&["echo 'a".into()], &[], None).is_err());
-        assert!(parse_commands(&["true".into(), "true".into()], &[], None).is_err());
         assert!(parse_commands(&["  ".into()], &[], None).is_err());
     }
 

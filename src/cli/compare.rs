@@ -82,6 +82,13 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
 /// `perflab compare`.
 pub fn main(args: CompareArgs) -> Result<(), Failure> {
     let plan = plan_from_args(&args)?;
+    for spec in plan.commands.iter().filter(|c| c.name.ends_with(" #1") && c.name != c.command_line) {
+        let copies = plan.commands.iter().filter(|c| c.command_line == spec.command_line).count();
+        eprintln!(
+            "perflab: `{}` is given {copies} times (an A/A check): its copies are named #1 to #{copies}",
+            render::terminal::escape(&spec.command_line)
+        );
+    }
     let stdout_taken =
         [&args.experiment.runner.json, &args.markdown, &args.csv].iter().any(|o| o.as_deref() == Some("-"));
     let mut csv = match &args.csv {

@@ -99,15 +99,14 @@ pub fn run_experiment(
             if let Some(level) = looks.take_look(measured) {
                 last_look = Some((measured, level));
                 latest = primary_comparisons(plan, &experiment, level);
-                if latest.iter().all(|c| c.verdict.is_decided())
-                    && !latest.is_empty()
-                    && settings.fixed_rounds.is_none()
-                {
-                    break StopReason::Decided;
-                }
             }
         }
+        let decided =
+            !latest.is_empty() && latest.iter().all(|c| c.verdict.is_decided()) && settings.fixed_rounds.is_none();
         observer.round_finished(&Progress { rounds: measured, warmup: false, elapsed: executor.elapsed(), latest });
+        if decided {
+            break StopReason::Decided;
+        }
         if settings.fixed_rounds.is_some_and(|n| measured >= n) {
             break StopReason::FixedRounds;
         }
@@ -126,4 +125,167 @@ pub fn run_experiment(
     };
     finish(plan, &mut experiment, level);
     Ok(experiment)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::observer::Quiet;
+    use crate::experiment::simulate::{Event, Noise, Simulated};
+    use crate::measure::MeasureOptions;
+    use crate::model::{metric, CommandSpec, Run, Settings, Verdict};
+
+    fn plan(commands: usize, settings: Settings) -> Plan {
+        Plan {
+            commands: (0..commands)
+                .map(|i| CommandSpec {
+                    name: format!("c{i}"),
+                    argv: vec![format!("c{i}")],
+                    command_line: format!("c{i}"),
+                })
+                .collect(),
+            settings: Settings { seed: 11, ..settings },
+            metrics: vec![metric::WALL.into(), metric::CPU.into()],
+            primary_metric: metric::WALL.into(),
+            show_output: false,
+            ignore_failure: false,
+            measure: MeasureOptions::default(),
+        }
+    }
+
+    /// Records what the observer saw.
+    #[derive(Default)]
+    struct Log {
+        runs: Vec<(usize, Run)>,
+        rounds: Vec<(u32, bool)>,
+    }
+
+    impl Observer for Log {
+        fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
+            self.runs.push((command, run.clone()));
+            Ok(())
+        }
+        fn round_finished(&mut self, progress: &Progress) {
+            self.rounds.push((progress.rounds, progress.warmup));
+        }
+    }
+
+    fn wall(e: &Experiment) -> &crate::model::Comparison {
+        e.comparisons.iter().find(|c| c.metric == metric::WALL).expect("a wall comparison")
+    }
+
+    #[test]
+    fn identical_commands_without_noise_are_equivalent_at_the_first_attainable_look() {
+        let plan = plan(2, Settings::default());
+        let mut machine = Simulated::new(1, vec![0.05, 0.05], Noise::none());
+        let mut log = Log::default();
+        let e = run_experiment(&plan, &mut machine, &mut log).unwrap();
+        assert_eq!(e.stop_reason, StopReason::Decided);
+        // 6 rounds cannot give the first look's 97.5 % interval; 9 can (see schedule).
+        assert_eq!(e.rounds, 9);
+        assert_eq!(wall(&e).verdict, Verdict::Equivalent);
+        assert_eq!(wall(&e).ratio, 1.0);
+        // One warm-up round is run and reported, never recorded.
+        assert_eq!(log.rounds.first(), Some(&(0, true)));
+        assert_eq!(log.rounds.iter().filter(|r| !r.1).map(|r| r.0).collect::<Vec<_>>(), (1..=9).collect::<Vec<_>>());
+        assert_eq!(log.runs.len(), 18, "warm-up runs are not observed");
+    }
+
+    #[test]
+    fn every_round_runs_each_command_once_in_random_order_with_shared_padding() {
+        let plan = plan(3, Settings { fixed_rounds: Some(30), max_rounds: 30, ..Settings::default() });
+        let mut machine = Simulated::new(2, vec![0.01, 0.01, 0.01], Noise::gaussian(0.01));
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        assert_eq!((e.stop_reason, e.rounds), (StopReason::FixedRounds, 30));
+        let mut orders = std::collections::HashSet::new();
+        for round in 0..30 {
+            let runs: Vec<&Run> = e.commands.iter().map(|c| &c.runs[round as usize]).collect();
+            assert!(runs.iter().all(|r| r.round == round));
+            let mut positions: Vec<u32> = runs.iter().map(|r| r.position).collect();
+            orders.insert(positions.clone());
+            positions.sort();
+            assert_eq!(positions, [0, 1, 2]);
+            assert!(runs.iter().all(|r| r.env_pad_bytes == runs[0].env_pad_bytes), "one padding per round");
+        }
+        assert!(orders.len() >= 5, "orders vary: {orders:?}");
+    }
+
+    #[test]
+    fn a_ten_percent_slowdown_is_slower_and_the_interval_covers_it() {
+        let plan = plan(2, Settings::default());
+        let mut machine = Simulated::new(3, vec![0.05, 0.055], Noise::gaussian(0.01));
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        let c = wall(&e);
+        assert_eq!((e.stop_reason, c.verdict), (StopReason::Decided, Verdict::Slower));
+        assert!(c.ci_low <= 1.1 && 1.1 <= c.ci_high, "{c:?}");
+        assert_eq!(e.commands[0].summary[metric::WALL].n, e.rounds as usize);
+    }
+
+    #[test]
+    fn a_failing_command_stops_the_experiment_and_keeps_what_was_measured() {
+        let plan = plan(2, Settings::default());
+        let mut machine =
+            Simulated::new(4, vec![0.01, 0.01], Noise::none()).with(Event::Fails { command: 1, nth: 4, code: 7 });
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::CommandFailed);
+        let failure = e.failure.as_deref().unwrap();
+        assert!(failure.contains("`c1` exited with code 7") && failure.contains("simulated failure"), "{failure}");
+        // The 5th run of c1 is in measured round 4 (after one warm-up); it is kept.
+        assert_eq!(e.commands[1].runs.len(), 4);
+        assert_eq!(e.commands[1].runs.last().unwrap().exit.exit_code, Some(7));
+
+        let tolerant = Plan { ignore_failure: true, ..plan };
+        let mut machine =
+            Simulated::new(4, vec![0.01, 0.01], Noise::none()).with(Event::Fails { command: 1, nth: 4, code: 7 });
+        let e = run_experiment(&tolerant, &mut machine, &mut Quiet).unwrap();
+        assert_eq!((e.stop_reason, e.failure.as_deref()), (StopReason::Decided, None));
+    }
+
+    #[test]
+    fn a_command_that_cannot_start_is_bad_input_only_in_the_first_round() {
+        let plan = plan(2, Settings::default());
+        let mut machine =
+            Simulated::new(5, vec![0.01, 0.01], Noise::none()).with(Event::CannotStart { command: 1, nth: 0 });
+        let err = run_experiment(&plan, &mut machine, &mut Quiet).unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::EXIT_USAGE);
+        let mut machine =
+            Simulated::new(5, vec![0.01, 0.01], Noise::none()).with(Event::CannotStart { command: 1, nth: 3 });
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::CommandFailed);
+        assert!(e.failure.unwrap().contains("cannot execute"));
+    }
+
+    #[test]
+    fn limits_and_interrupts_end_the_experiment_with_everything_measured() {
+        // Equal commands under heavy noise cannot be decided quickly: the time cap ends it.
+        let noisy = Noise { run_sigma: 0.2, ..Noise::none() };
+        let capped = plan(2, Settings { max_time_s: 5.0, ..Settings::default() });
+        let mut machine = Simulated::new(6, vec![0.1, 0.1], noisy.clone());
+        let e = run_experiment(&capped, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::MaxTime);
+        assert!((5.0..5.5).contains(&e.duration_s), "{}", e.duration_s);
+        assert_eq!(e.commands[0].runs.len(), e.rounds as usize);
+        assert!(!e.comparisons.is_empty(), "the final look still compares");
+
+        let rounds = plan(2, Settings { max_rounds: 12, ..Settings::default() });
+        let e = run_experiment(&rounds, &mut Simulated::new(6, vec![0.1, 0.1], noisy.clone()), &mut Quiet).unwrap();
+        assert_eq!((e.stop_reason, e.rounds), (StopReason::MaxRounds, 12));
+
+        let mut machine = Simulated::new(6, vec![0.1, 0.1], noisy).with(Event::InterruptAfter(1.0));
+        let e = run_experiment(&rounds, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::Interrupted);
+        assert!(e.rounds >= 3 && e.commands[1].runs.len() == e.rounds as usize, "{}", e.rounds);
+    }
+
+    #[test]
+    fn the_same_seed_replays_the_same_experiment() {
+        let plan = plan(2, Settings::default());
+        let run = || {
+            let mut machine = Simulated::new(9, vec![0.05, 0.0505], Noise::gaussian(0.02));
+            let mut e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+            e.started_at.clear();
+            e
+        };
+        assert_eq!(run(), run());
+    }
 }

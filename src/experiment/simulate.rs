@@ -60,6 +60,8 @@ pub struct Simulated {
     true_seconds: Vec<f64>,
     noise: Noise,
     events: Vec<Event>,
+    /// Upper quartile of the run noise's t distribution, to scale it to a robust σ.
+    t_quartile: f64,
     log_speed: f64,
     clock_s: f64,
     runs_of: Vec<usize>,
@@ -72,8 +74,9 @@ impl Simulated {
         Simulated {
             rng: StdRng::seed_from_u64(seed),
             true_seconds,
-            noise,
+            noise: noise.clone(),
             events: Vec::new(),
+            t_quartile: student_t_quartile(noise.tail_df),
             log_speed: 0.0,
             clock_s: 0.0,
             runs_of: vec![0; n],
@@ -92,9 +95,13 @@ impl Simulated {
             self.log_speed += Normal::new(0.0, n.drift_sigma).expect("finite σ").sample(&mut self.rng);
         }
         let run_noise = if n.run_sigma > 0.0 {
-            let t: f64 = StudentT::new(n.tail_df).expect("positive df").sample(&mut self.rng);
+            let t: f64 = if n.tail_df > GAUSSIAN_DF {
+                Normal::new(0.0, 1.0).expect("unit normal").sample(&mut self.rng)
+            } else {
+                StudentT::new(n.tail_df).expect("positive df").sample(&mut self.rng)
+            };
             // Student t's scale is not its robust σ; 0.6745/q(0.75) keeps run_sigma the MAD-based σ.
-            t * n.run_sigma * 0.6745 / student_t_quartile(n.tail_df)
+            t * n.run_sigma * 0.6745 / self.t_quartile
         } else {
             0.0
         };
@@ -107,9 +114,15 @@ impl Simulated {
     }
 }
 
+/// Above this many degrees of freedom Student's t is the normal distribution to four digits.
+const GAUSSIAN_DF: f64 = 1e4;
+
 /// The upper quartile of Student's t with `df` degrees of freedom (0.6745 for the normal).
 fn student_t_quartile(df: f64) -> f64 {
     use statrs::distribution::{ContinuousCDF, StudentsT};
+    if df > GAUSSIAN_DF {
+        return 0.6745;
+    }
     StudentsT::new(0.0, 1.0, df).map(|t| t.inverse_cdf(0.75)).unwrap_or(0.6745)
 }
 
