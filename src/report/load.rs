@@ -29,6 +29,7 @@ pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperimen
         let text = std::fs::read_to_string(path).map_err(|e| usage!("cannot read {}: {e}", path.display()))?;
         let experiment: Experiment =
             serde_json::from_str(&text).map_err(|e| usage!("{} is not a perflab JSON result: {e}", path.display()))?;
+        crate::store::exchange::check_values(&experiment).map_err(|why| usage!("{}: {why}", path.display()))?;
         let benchmark =
             path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
         let fingerprint = store::fingerprint(&experiment.machine);

@@ -148,9 +148,14 @@ impl LinearScale {
     /// About `count` evenly spaced ticks on 1-2-5 steps.
     pub fn ticks(&self, count: usize) -> Vec<f64> {
         let step = nice_step((self.hi - self.lo) / count.max(1) as f64);
-        let first = (self.lo / step).ceil() as i64;
-        let last = (self.hi / step).floor() as i64;
-        (first..=last).map(|i| i as f64 * step).collect()
+        let first = (self.lo / step).ceil();
+        let last = (self.hi / step).floor();
+        // A range too wide for its step (values near ±f64::MAX overflow hi − lo) gets
+        // its two ends as ticks rather than billions of them.
+        if !(first.is_finite() && last.is_finite()) || last - first > 4.0 * count.max(1) as f64 {
+            return [self.lo, self.hi].into_iter().filter(|v| v.is_finite()).collect();
+        }
+        (first as i64..=last as i64).map(|i| i as f64 * step).collect()
     }
 }
 

@@ -82,7 +82,7 @@ pub fn store_records(store: &mut Store, records: &[StoredExperiment]) -> Result<
 /// Imported numbers are checked at the edge: a run's times and sizes must be finite,
 /// non-negative and below what any real run could take (a year; an exabyte), so no
 /// later summary, chart or interval meets an overflow.
-fn check_values(experiment: &Experiment) -> Result<(), String> {
+pub fn check_values(experiment: &Experiment) -> Result<(), String> {
     const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
     const MAX_COUNT: f64 = 1e18;
     for command in &experiment.commands {
@@ -91,7 +91,7 @@ fn check_values(experiment: &Experiment) -> Result<(), String> {
             for (name, v) in times {
                 if !v.is_finite() || !(0.0..=MAX_SECONDS).contains(&v) {
                     return Err(format!(
-                        "`{}` run {}: {name} = {v} is not a time between 0 and a year",
+                        "`{}` run {}: {name} = {v:e} is not a time between 0 and a year",
                         command.name,
                         i + 1
                     ));
@@ -100,13 +100,43 @@ fn check_values(experiment: &Experiment) -> Result<(), String> {
             for (name, reading) in &run.counters {
                 if let Some(v) = reading.value {
                     if !v.is_finite() || v.abs() > MAX_COUNT {
-                        return Err(format!("`{}` run {}: counter {name} = {v} is out of range", command.name, i + 1));
+                        return Err(format!(
+                            "`{}` run {}: counter {name} = {v:e} is out of range",
+                            command.name,
+                            i + 1
+                        ));
                     }
                 }
             }
-            if run.max_rss_kib as f64 > MAX_COUNT {
-                return Err(format!("`{}` run {}: max_rss_kib is out of range", command.name, i + 1));
+            let counts = [
+                ("max_rss_kib", run.max_rss_kib),
+                ("minor_faults", run.minor_faults),
+                ("major_faults", run.major_faults),
+                ("voluntary_cs", run.voluntary_cs),
+                ("involuntary_cs", run.involuntary_cs),
+            ];
+            if let Some((name, v)) = counts.iter().find(|(_, v)| *v as f64 > MAX_COUNT) {
+                return Err(format!("`{}` run {}: {name} = {v} is out of range", command.name, i + 1));
             }
+        }
+        for (metric, s) in &command.summary {
+            let values = [s.median, s.mean, s.stddev, s.mad, s.min, s.max];
+            let interval = s.median_ci.map_or([0.0, 0.0], |(lo, hi)| [lo, hi]);
+            if let Some(v) = values.iter().chain(&interval).find(|v| !v.is_finite() || v.abs() > MAX_COUNT) {
+                return Err(format!("`{}`: the summary of {metric} holds {v:e}, out of range", command.name));
+            }
+        }
+    }
+    for c in &experiment.comparisons {
+        // An undecided comparison has no ratio (null) and an unbounded interval.
+        let ratio_ok = c.ratio.is_nan() || (c.ratio > 0.0 && c.ratio < MAX_COUNT);
+        let interval_ok =
+            c.ci_low >= 0.0 && c.ci_low <= c.ci_high && (c.ci_high < MAX_COUNT || c.ci_high.is_infinite());
+        if !ratio_ok || !interval_ok {
+            return Err(format!(
+                "comparison `{}` vs `{}` on {}: ratio or interval out of range",
+                c.candidate, c.baseline, c.metric
+            ));
         }
     }
     Ok(())

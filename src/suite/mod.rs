@@ -94,8 +94,8 @@ macro_rules! with_options {
                 let duration = |v: &Option<Spanned<toml::Value>>| -> Result<Option<f64>, Failure> {
                     let Some(v) = v else { return Ok(None) };
                     let parsed = match v.get_ref() {
-                        toml::Value::Integer(i) if *i > 0 => Ok(*i as f64),
-                        toml::Value::Float(f) if f.is_finite() && *f > 0.0 => Ok(*f),
+                        toml::Value::Integer(i) => crate::units::check_duration(*i as f64).map_err(|why| format!("{i} {why}")),
+                        toml::Value::Float(f) => crate::units::check_duration(*f).map_err(|why| format!("{f} {why}")),
                         toml::Value::String(s) => crate::units::parse_duration(s),
                         _ => Err("expected a positive number of seconds or a duration such as \"90s\" or \"5m\"".to_string()),
                     };
@@ -488,6 +488,18 @@ mode = "instructions"
             (
                 "[defaults]\nmax_time = \"soon\"\n[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n",
                 "dir/perflab.toml:2: `soon` is not a duration",
+            ),
+            (
+                "[[benchmark]]\nname = \"a\"\ncommand = \"x\"\ntimeout = \"1e30s\"\n",
+                "dir/perflab.toml:4: `1e30s` is longer than the longest accepted duration",
+            ),
+            (
+                "[[benchmark]]\nname = \"a\"\ncommand = \"x\"\ntimeout = 1e30\n",
+                "dir/perflab.toml:4: 1000000000000000000000000000000 is longer than the longest accepted duration",
+            ),
+            (
+                "[defaults]\nmax_time = -3\n[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n",
+                "dir/perflab.toml:2: -3 must be a positive duration",
             ),
             (
                 "[[benchmark]]\nname = \"a\"\ncommand = \"x {n}\"\nparams = { n = [] }\n",
