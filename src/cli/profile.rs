@@ -6,6 +6,7 @@ use crate::profile::aggregate::By;
 use crate::profile::annotate::{AnnotateOptions, Syntax};
 use crate::profile::diff::DiffOptions;
 use crate::profile::record::RecordOptions;
+use crate::profile::unwind::{self, Unwinding};
 use crate::profile::{self, ProfileOptions, ReportOptions, ShowOptions};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
@@ -61,10 +62,17 @@ pub struct ProfileArgs {
     /// Where to save the profile.
     #[arg(short = 'o', long = "output", default_value = "perflab.profile")]
     pub output: PathBuf,
-    /// Record call stacks (frame-pointer unwinding by the kernel: build the program with
-    /// -fno-omit-frame-pointer) for inclusive counts and --folded.
-    #[arg(short = 'g', long = "call-graph")]
-    pub call_graph: bool,
+    /// Record call stacks for inclusive counts, --folded, --flamegraph, --callers/--callees:
+    /// `fp` (the default for a bare -g) has the kernel follow frame pointers (cheap; build with
+    /// -fno-omit-frame-pointer); `dwarf` copies the user stack per sample and unwinds it from
+    /// .eh_frame/.debug_frame (works for -O2 builds and distribution binaries, costs more).
+    #[arg(short = 'g', long = "call-graph", value_name = "MODE", num_args = 0..=1, default_missing_value = "fp",
+          value_parser = PossibleValuesParser::new(Unwinding::NAMES).map(|s| s.parse::<Unwinding>().expect("a listed mode")))]
+    pub call_graph: Option<Unwinding>,
+    /// Bytes of user stack copied per sample with -g dwarf (a multiple of 8, at most 65528):
+    /// deeper stacks lose their outermost callers.
+    #[arg(long, value_name = "BYTES", default_value_t = unwind::DEFAULT_STACK_BYTES)]
+    pub stack_size: u32,
     #[command(flatten)]
     pub report: ReportArgs,
     /// The command to profile, after `--`.
@@ -127,7 +135,9 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
             argv: args.command,
             event: args.event,
             frequency_hz: args.frequency,
-            call_graph: args.call_graph,
+            call_graph: args.call_graph.is_some(),
+            unwinding: args.call_graph.unwrap_or_default(),
+            stack_bytes: args.stack_size,
             ..RecordOptions::default()
         },
         output: args.output,

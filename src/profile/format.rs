@@ -55,6 +55,32 @@ pub struct Profile {
     /// Unique call stacks per task with their sample counts (empty without `-g`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stacks: Vec<StackCount>,
+    /// With `-g dwarf`: how the user stacks were copied and how many walks ended early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dwarf: Option<DwarfStats>,
+}
+
+/// What DWARF unwinding (`profile -g dwarf`) did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DwarfStats {
+    /// Bytes of user stack copied per sample.
+    pub stack_bytes: u32,
+    /// Samples whose user stack was unwound.
+    pub unwound: u64,
+    /// Of those, walks that stopped before the outermost frame (copy too short, or
+    /// code without unwind information or frame pointers): outer callers are missing.
+    pub truncated: u64,
+}
+
+impl DwarfStats {
+    pub fn new(stack_bytes: u32) -> DwarfStats {
+        DwarfStats { stack_bytes, unwound: 0, truncated: 0 }
+    }
+
+    pub fn count(&mut self, unwound: &super::unwind::Unwound) {
+        self.unwound += 1;
+        self.truncated += u64::from(unwound.truncated);
+    }
 }
 
 /// One code location of a call stack, normalised like a sample: for callers (every
@@ -254,6 +280,7 @@ mod tests {
                 StackCount { pid: 7, tid: 7, frames: vec![0, 1], count: 3, period: 3_000_000 },
                 StackCount { pid: 7, tid: 7, frames: vec![2, 1], count: 1, period: 1_000_000 },
             ],
+            dwarf: Some(DwarfStats { stack_bytes: 16384, unwound: 4, truncated: 1 }),
         }
     }
 

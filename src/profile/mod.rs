@@ -12,6 +12,7 @@ pub mod hints;
 pub mod mca;
 pub mod record;
 pub mod symbolize;
+pub mod unwind;
 
 use crate::error::Failure;
 use crate::render::color;

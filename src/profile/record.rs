@@ -4,7 +4,8 @@
 //! the command runs, and the records replayed in time order so that every sample is
 //! normalised to (object, file offset) against the address space it was taken in.
 
-use super::format::{FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount, Task};
+use super::format::{DwarfStats, FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount, Task};
+use super::unwind::{self, DwarfUnwinder, Unwinding, UserStack};
 use crate::error::Failure;
 use crate::spawn;
 use crate::usage;
@@ -19,6 +20,9 @@ use std::os::fd::AsRawFd;
 /// ~25 KiB, so the first leaves ample headroom for bursts of mmap records from
 /// dlopen-heavy programs; the smaller ones fit unprivileged mlock limits.
 const RING_SIZES: [usize; 4] = [512 * 1024, 128 * 1024, 32 * 1024, 8 * 1024];
+/// With `-g dwarf` every sample carries its stack copy (16 KiB by default: 16 MB/s per
+/// busy CPU at 1 kHz), so start larger.
+const DWARF_RING_SIZES: [usize; 6] = [4096 * 1024, 1024 * 1024, 512 * 1024, 128 * 1024, 32 * 1024, 8 * 1024];
 const PERF_RECORD_MISC_COMM_EXEC: u16 = 1 << 13;
 const PERF_RECORD_MISC_CPUMODE_MASK: u16 = 7;
 const PERF_RECORD_MISC_KERNEL: u16 = 1;
@@ -35,8 +39,12 @@ pub struct RecordOptions {
     /// perf event name to sample (cpu-clock needs no PMU).
     pub event: String,
     pub frequency_hz: u64,
-    /// Record call chains (kernel frame-pointer unwinding).
+    /// Record call chains.
     pub call_graph: bool,
+    /// How call chains are unwound (with `call_graph`).
+    pub unwinding: Unwinding,
+    /// Bytes of user stack copied per sample for DWARF unwinding.
+    pub stack_bytes: u32,
     /// Send the program's stdout to stderr (when perflab's own report goes to stdout).
     pub stdout_to_stderr: bool,
 }
@@ -58,8 +66,12 @@ enum RingRecord {
         ip: u64,
         period: u64,
         kernel: bool,
-        /// The raw callchain with its context markers; empty without `-g`.
+        /// The raw callchain with its context markers; empty without `-g`. With
+        /// `-g dwarf` the kernel supplies only kernel frames, and the user frames
+        /// unwound from `user_stack` are appended after a `PERF_CONTEXT_USER` marker.
         chain: Vec<u64>,
+        /// Registers and stack copy for DWARF unwinding, until unwound.
+        user_stack: Option<UserStack>,
     },
     Mmap {
         pid: u32,
@@ -104,6 +116,7 @@ impl<'a> Visitor<'a> for Collect {
             period: s.period().unwrap_or(1),
             kernel,
             chain: s.callchain().map(<[u64]>::to_vec).unwrap_or_default(),
+            user_stack: s.regs_user().and_then(|r| UserStack::new(&r.regs, s.stack_user().unwrap_or_default())),
         };
         Some((s.time().unwrap_or(0), ev))
     }
@@ -190,9 +203,14 @@ fn max_stack() -> u16 {
 fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure> {
     let event = event_for(&opts.event)?;
     let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::PERIOD;
+    let dwarf = opts.call_graph && opts.unwinding == Unwinding::Dwarf;
     if opts.call_graph {
         flags |= SampleFlag::CALLCHAIN;
     }
+    if dwarf {
+        flags |= SampleFlag::REGS_USER | SampleFlag::STACK_USER;
+    }
+    let ring_sizes: &[usize] = if dwarf { &DWARF_RING_SIZES } else { &RING_SIZES };
     let max_stack = max_stack();
     let mut samplers = Vec::new();
     for cpu in online_cpus() {
@@ -217,6 +235,10 @@ fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure
             if opts.call_graph {
                 b.sample_max_stack(max_stack);
             }
+            if dwarf {
+                // The kernel still walks kernel frames; user frames come from the copy.
+                b.exclude_callchain_user(true).sample_regs_user(unwind::REGS_MASK).sample_stack_user(opts.stack_bytes);
+            }
             b.build()?.sampled(ring)
         };
         // Kernel samples need perf_event_paranoid < 2 or privileges: fall back to user only.
@@ -224,7 +246,7 @@ fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure
         // ring buffers across all CPUs: fall back to smaller rings (drained more often).
         let mut result = Err(std::io::Error::from_raw_os_error(libc::EINVAL));
         'found: for include_kernel in [true, false] {
-            for ring in RING_SIZES {
+            for &ring in ring_sizes {
                 result = open(include_kernel, ring);
                 match &result {
                     Ok(_) => break 'found,
@@ -281,6 +303,17 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     if opts.frequency_hz == 0 || opts.frequency_hz > 100_000 {
         return Err(usage!("-F must be between 1 and 100000 Hz, got {}", opts.frequency_hz));
     }
+    let dwarf = opts.call_graph && opts.unwinding == Unwinding::Dwarf;
+    if dwarf && !cfg!(target_arch = "x86_64") {
+        return Err(usage!("-g dwarf is implemented for x86-64 only; use -g fp"));
+    }
+    if dwarf && (opts.stack_bytes == 0 || opts.stack_bytes > unwind::MAX_STACK_BYTES || opts.stack_bytes % 8 != 0) {
+        return Err(usage!(
+            "--stack-size must be a multiple of 8 between 8 and {} bytes, got {}",
+            unwind::MAX_STACK_BYTES,
+            opts.stack_bytes
+        ));
+    }
     event_for(&opts.event)?;
     let program = crate::command::resolve_program(&opts.argv[0])?;
     let output = if opts.stdout_to_stderr { spawn::Output::StdoutToStderr } else { spawn::Output::Inherit };
@@ -311,6 +344,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     };
     let exec_time = std::time::Instant::now();
     let mut events = Vec::new();
+    let mut unwinder = dwarf.then(|| (DwarfUnwinder::default(), DwarfStats::new(opts.stack_bytes)));
     let mut interrupted = false;
     let pidfd = child.pidfd().map_err(|e| Failure::Other(anyhow::anyhow!("{e}")))?;
     // Sleep until the child exits, a ring buffer passes its watermark, Ctrl-C, or 50 ms
@@ -323,7 +357,11 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
         fds.extend(samplers.iter().map(|s| libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
         // SAFETY: fds is a valid array for the duration of the call.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 50) };
+        let before = events.len();
         drain(&mut samplers, &mut events);
+        if let Some((unwinder, stats)) = &mut unwinder {
+            unwind_batch(unwinder, stats, &mut events[before..]);
+        }
         if interrupt.requested() {
             interrupted = true;
             break;
@@ -334,7 +372,11 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     }
     // After an interrupt, wait() kills the command's process group and reaps it.
     let outcome = child.wait(None, interrupt);
+    let before = events.len();
     drain(&mut samplers, &mut events);
+    if let Some((unwinder, stats)) = &mut unwinder {
+        unwind_batch(unwinder, stats, &mut events[before..]);
+    }
     let (duration_s, cpu_s, exit_code) = match &outcome {
         Ok(o) => (
             o.wall.as_secs_f64(),
@@ -360,7 +402,30 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
         ..Profile::default()
     };
     replay(events, &mut profile, opts.call_graph);
+    profile.dwarf = unwinder.map(|(_, stats)| stats);
     Ok(Recording { profile, interrupted })
+}
+
+/// Unwind the user stacks of one batch of drained records, replaying the batch's
+/// mapping changes in time order first so each sample sees the mappings of its moment;
+/// the stack copies are dropped once unwound.
+fn unwind_batch(unwinder: &mut DwarfUnwinder, stats: &mut DwarfStats, batch: &mut [(u64, RingRecord)]) {
+    batch.sort_by_key(|(time, _)| *time);
+    for (_, record) in batch {
+        match record {
+            RingRecord::Mmap { pid, start, len, pgoff, path } => unwinder.mmap(*pid, *start, *len, *pgoff, path),
+            RingRecord::Comm { pid, exec: true, .. } => unwinder.exec(*pid),
+            RingRecord::Fork { pid, ppid, .. } => unwinder.fork(*pid, *ppid),
+            RingRecord::Sample { pid, chain, user_stack, .. } => {
+                let Some(stack) = user_stack.take() else { continue };
+                let unwound = unwinder.unwind(*pid, &stack, MAX_STACK as usize);
+                stats.count(&unwound);
+                chain.push(PERF_CONTEXT_USER);
+                chain.extend(unwound.addresses);
+            }
+            _ => {}
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -473,7 +538,7 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
                 tasks.entry((pid, tid)).or_insert(comm);
             }
             RingRecord::Lost(n) => profile.lost += n,
-            RingRecord::Sample { pid, tid, ip, period, kernel, chain } => {
+            RingRecord::Sample { pid, tid, ip, period, kernel, chain, .. } => {
                 tasks.entry((pid, tid)).or_default();
                 live.entry(pid).or_default().insert(tid);
                 let leaf = normalise(&spaces, pid, ip, kernel);
@@ -542,20 +607,86 @@ mod tests {
         let events = vec![
             (1, RingRecord::Comm { pid: 10, tid: 10, comm: "a".into(), exec: true }),
             (2, RingRecord::Mmap { pid: 10, start: 0x1000, len: 0x2000, pgoff: 0x3000, path: "/a".into() }),
-            (3, RingRecord::Sample { pid: 10, tid: 10, ip: 0x1800, period: 5, kernel: false, chain: vec![] }),
+            (
+                3,
+                RingRecord::Sample {
+                    pid: 10,
+                    tid: 10,
+                    ip: 0x1800,
+                    period: 5,
+                    kernel: false,
+                    chain: vec![],
+                    user_stack: None,
+                },
+            ),
             (4, RingRecord::Fork { pid: 11, ppid: 10, tid: 11 }),
-            (5, RingRecord::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false, chain: vec![] }),
+            (
+                5,
+                RingRecord::Sample {
+                    pid: 11,
+                    tid: 11,
+                    ip: 0x1800,
+                    period: 5,
+                    kernel: false,
+                    chain: vec![],
+                    user_stack: None,
+                },
+            ),
             // The child execs: its old mappings are gone.
             (6, RingRecord::Comm { pid: 11, tid: 11, comm: "b".into(), exec: true }),
-            (7, RingRecord::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false, chain: vec![] }),
-            (8, RingRecord::Sample { pid: 10, tid: 12, ip: 0xffff_0000, period: 5, kernel: true, chain: vec![] }),
+            (
+                7,
+                RingRecord::Sample {
+                    pid: 11,
+                    tid: 11,
+                    ip: 0x1800,
+                    period: 5,
+                    kernel: false,
+                    chain: vec![],
+                    user_stack: None,
+                },
+            ),
+            (
+                8,
+                RingRecord::Sample {
+                    pid: 10,
+                    tid: 12,
+                    ip: 0xffff_0000,
+                    period: 5,
+                    kernel: true,
+                    chain: vec![],
+                    user_stack: None,
+                },
+            ),
             (9, RingRecord::Lost(3)),
             // The main thread exits first: thread 12 still uses the mappings.
             (10, RingRecord::Exit { pid: 10, tid: 10 }),
-            (11, RingRecord::Sample { pid: 10, tid: 12, ip: 0x1900, period: 5, kernel: false, chain: vec![] }),
+            (
+                11,
+                RingRecord::Sample {
+                    pid: 10,
+                    tid: 12,
+                    ip: 0x1900,
+                    period: 5,
+                    kernel: false,
+                    chain: vec![],
+                    user_stack: None,
+                },
+            ),
             (12, RingRecord::Exit { pid: 10, tid: 12 }),
             // A new process reusing pid 10 without a FORK seen has no mappings.
-            (13, RingRecord::Sample { pid: 10, tid: 10, ip: 0x1a00, period: 5, kernel: false, chain: vec![] }),
+            (
+                13,
+                RingRecord::Sample {
+                    pid: 10,
+                    tid: 10,
+                    ip: 0x1a00,
+                    period: 5,
+                    kernel: false,
+                    chain: vec![],
+                    user_stack: None,
+                },
+            ),
         ];
         let mut p = empty();
         replay(events, &mut p, false);
@@ -575,8 +706,15 @@ mod tests {
     #[test]
     fn call_chains_become_deduplicated_stacks_of_normalised_frames() {
         let (k, u) = (PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER);
-        let sample =
-            |ip, kernel, chain: Vec<u64>| RingRecord::Sample { pid: 10, tid: 10, ip, period: 2, kernel, chain };
+        let sample = |ip, kernel, chain: Vec<u64>| RingRecord::Sample {
+            pid: 10,
+            tid: 10,
+            ip,
+            period: 2,
+            kernel,
+            chain,
+            user_stack: None,
+        };
         let events = vec![
             (1, RingRecord::Mmap { pid: 10, start: 0x1000, len: 0x2000, pgoff: 0, path: "/a".into() }),
             // User leaf 0x1800 called from 0x1205 (return address) called from 0x1105.

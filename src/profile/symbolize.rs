@@ -245,7 +245,7 @@ fn load_dwarf(elf: &object::File) -> Option<Dwarf> {
 
 /// Debug files per the GDB conventions: /usr/lib/debug/.build-id/ab/cdef.debug, then
 /// the .gnu_debuglink name next to the object, in .debug/, and under /usr/lib/debug.
-fn separate_debug_file(elf: &object::File, path: &Path) -> Option<PathBuf> {
+pub(crate) fn separate_debug_file(elf: &object::File, path: &Path) -> Option<PathBuf> {
     let root = Path::new("/usr/lib/debug");
     if let Ok(Some(id)) = elf.build_id() {
         if id.len() > 1 {
