@@ -278,8 +278,18 @@ mod tests {
             unsafe {
                 std::arch::asm!("lea {ip}, [rip]", "mov {sp}, rsp", "mov {bp}, rbp", ip = out(reg) ip, sp = out(reg) sp, bp = out(reg) bp);
             }
-            // SAFETY: the 64 KiB above SP are this thread's live stack (test threads get 2 MiB).
-            let bytes = unsafe { std::slice::from_raw_parts(sp as *const u8, 64 * 1024) }.to_vec();
+            // Copy from SP to the top of this thread's stack, as the kernel would.
+            // SAFETY: pthread_getattr_np fills `attr` for the calling thread; the range
+            // [sp, top) is this thread's live stack.
+            let bytes = unsafe {
+                let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+                assert_eq!(libc::pthread_getattr_np(libc::pthread_self(), &mut attr), 0);
+                let (mut base, mut size) = (std::ptr::null_mut(), 0);
+                assert_eq!(libc::pthread_attr_getstack(&attr, &mut base, &mut size), 0);
+                libc::pthread_attr_destroy(&mut attr);
+                let top = base as u64 + size as u64;
+                std::slice::from_raw_parts(sp as *const u8, (top - sp).min(64 * 1024) as usize).to_vec()
+            };
             UserStack { ip, sp, bp, bytes }
         }
         #[inline(never)]
