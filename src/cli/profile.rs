@@ -36,6 +36,10 @@ pub struct ReportArgs {
     /// flamegraph.pl, inferno or speedscope) to FILE (`-` for stdout); needs `-g`.
     #[arg(long, value_name = "FILE")]
     pub folded: Option<PathBuf>,
+    /// Write an interactive flame graph of the call stacks (SVG: click to zoom, search,
+    /// tooltips) to FILE (`-` for stdout); needs `-g`.
+    #[arg(long, value_name = "FILE")]
+    pub flamegraph: Option<PathBuf>,
 }
 
 impl ReportArgs {
@@ -46,6 +50,7 @@ impl ReportArgs {
             group_by_source: self.group_by_source,
             limit: self.limit,
             folded: self.folded,
+            flamegraph: self.flamegraph,
         }
     }
 }

@@ -7,6 +7,7 @@
 pub mod aggregate;
 pub mod annotate;
 pub mod diff;
+pub mod flame;
 pub mod format;
 pub mod hints;
 pub mod mca;
@@ -38,6 +39,8 @@ pub struct ReportOptions {
     /// Write the call stacks in folded format (`main;a;leaf 123` per line, for
     /// flamegraph.pl, inferno or speedscope) to FILE (`-` for stdout); needs `-g`.
     pub folded: Option<PathBuf>,
+    /// Write an interactive flame graph (SVG) of the call stacks to FILE; needs `-g`.
+    pub flamegraph: Option<PathBuf>,
 }
 
 /// `perflab profile`: what to record, where to save it, how to report it.
@@ -61,18 +64,17 @@ pub fn main_profile(args: &ProfileOptions) -> Result<(), Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
     // Fail before the run, not after it, when the results could not be written.
     check_writable(&args.output)?;
-    if args.report.folded.is_some() && !args.record.call_graph {
-        return Err(usage!("--folded needs call stacks: add -g"));
+    if !args.record.call_graph {
+        if let Some(flag) = args.report.needs_stacks() {
+            return Err(usage!("{flag} needs call stacks: add -g"));
+        }
     }
-    if args.report.json.is_some() && args.report.json == args.report.folded {
-        return Err(usage!("--json and --folded cannot both write to the same place"));
-    }
-    for path in [&args.report.json, &args.report.folded].into_iter().flatten().filter(|p| *p != Path::new("-")) {
+    args.report.check_destinations()?;
+    for path in args.report.files().filter(|p| *p != Path::new("-")) {
         check_writable(path)?;
     }
     // A report on stdout must not be interleaved with the program's own output.
-    let stdout = Some(Path::new("-"));
-    let report_on_stdout = args.report.json.as_deref() == stdout || args.report.folded.as_deref() == stdout;
+    let report_on_stdout = args.report.files().any(|p| p == Path::new("-"));
     let recording =
         record::record(&record::RecordOptions { stdout_to_stderr: report_on_stdout, ..args.record.clone() })?;
     let profile = recording.profile;
@@ -115,16 +117,38 @@ fn check_writable(path: &Path) -> Result<(), Failure> {
 pub fn main_show(args: &ShowOptions) -> Result<(), Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
     let profile = Profile::load(&args.profile)?;
-    if args.report.folded.is_some() && profile.stacks.is_empty() {
-        return Err(usage!(
-            "{} has no call stacks for --folded (recorded without `perflab profile -g`, or no samples)",
-            args.profile.display()
-        ));
+    if profile.stacks.is_empty() {
+        if let Some(flag) = args.report.needs_stacks() {
+            return Err(usage!(
+                "{} has no call stacks for {flag} (recorded without `perflab profile -g`, or no samples)",
+                args.profile.display()
+            ));
+        }
     }
-    if args.report.json.is_some() && args.report.json == args.report.folded {
-        return Err(usage!("--json and --folded cannot both write to the same place"));
-    }
+    args.report.check_destinations()?;
     report(&profile, &args.report, regions)
+}
+
+impl ReportOptions {
+    /// The first requested output that needs call stacks.
+    fn needs_stacks(&self) -> Option<&'static str> {
+        [(self.folded.is_some(), "--folded"), (self.flamegraph.is_some(), "--flamegraph")]
+            .into_iter()
+            .find_map(|(wanted, flag)| wanted.then_some(flag))
+    }
+
+    fn files(&self) -> impl Iterator<Item = &PathBuf> {
+        [&self.json, &self.folded, &self.flamegraph].into_iter().flatten()
+    }
+
+    /// Two outputs to one file would overwrite each other; `-` (stdout) is for one of them.
+    fn check_destinations(&self) -> Result<(), Failure> {
+        let files: Vec<&PathBuf> = self.files().collect();
+        if files.iter().enumerate().any(|(i, a)| files[i + 1..].contains(a)) {
+            return Err(usage!("--json, --folded and --flamegraph cannot write to the same place"));
+        }
+        Ok(())
+    }
 }
 
 /// JSON schema of `profile --json` / `show --json` (docs/profiling.md).
@@ -176,8 +200,7 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
         (None, By::Function) => functions(),
         (None, by) => aggregate::flat(&located, by),
     };
-    let stdout = Some(Path::new("-"));
-    let to_stdout = args.json.as_deref() == stdout || args.folded.as_deref() == stdout;
+    let to_stdout = args.files().any(|p| p == Path::new("-"));
     for w in &warnings {
         eprintln!("perflab: warning: {w}");
     }
@@ -208,6 +231,15 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
     // A -g run without samples still gets its (empty) folded file.
     if let Some(path) = &args.folded {
         write_text(path, &graph.as_ref().map(|g| g.folded()).unwrap_or_default())?;
+    }
+    if let Some(path) = &args.flamegraph {
+        let title = format!("perflab: {}", profile.command.join(" "));
+        // Without samples there is nothing to draw; say so in the picture rather than fail.
+        let svg = graph
+            .as_ref()
+            .and_then(|g| flame::call_graph_svg(profile, g, &title))
+            .unwrap_or_else(|| flame::empty_svg(&title, "no samples"));
+        write_text(path, &svg)?;
     }
     Ok(())
 }

@@ -376,6 +376,16 @@ impl Symbolizer {
         };
         Location { object: path.to_string(), function, file, line }
     }
+
+    /// Functions inlined at a file offset inside `path`, innermost first (normalised;
+    /// the enclosing function, which [`resolve`](Self::resolve) names, is not included).
+    pub fn inlined(&mut self, path: &str, file_offset: u64) -> Vec<String> {
+        let Some(obj) = self.object(path) else { return Vec::new() };
+        let Some(svma) = obj.svma(file_offset) else { return Vec::new() };
+        let mut frames = obj.frames(svma);
+        frames.pop();
+        frames.into_iter().filter_map(|f| f.function).map(|name| normalize(&name)).collect()
+    }
 }
 
 pub fn basename(path: &str) -> &str {
