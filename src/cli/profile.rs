@@ -132,6 +132,14 @@ pub struct DiffArgs {
     /// Write the diff as JSON to FILE (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Compare whole call stacks (root;…;leaf, matched by function names) instead of
+    /// functions; needs profiles recorded with -g.
+    #[arg(long, conflicts_with = "by")]
+    pub stacks: bool,
+    /// Write a differential flame graph (SVG) to FILE (`-` for stdout): frames coloured by
+    /// how their own time changed (red more, blue less), vanished stacks still drawn; needs -g.
+    #[arg(long, value_name = "FILE")]
+    pub flamegraph: Option<PathBuf>,
 }
 
 pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
@@ -172,5 +180,7 @@ pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
         by: args.by,
         limit: args.limit,
         json: args.json,
+        stacks: args.stacks,
+        flamegraph: args.flamegraph,
     })
 }

@@ -283,7 +283,7 @@ fn print_tasks(tasks: &[TaskJson]) {
 }
 
 /// Write text to a file or stdout (`-`).
-fn write_text(path: &Path, text: &str) -> Result<(), Failure> {
+pub(crate) fn write_text(path: &Path, text: &str) -> Result<(), Failure> {
     if path == Path::new("-") {
         use std::io::Write;
         // A closed pipe (`| head`) is the reader's choice, not an error worth a message.
