@@ -40,6 +40,14 @@ pub struct ReportArgs {
     /// tooltips) to FILE (`-` for stdout); needs `-g`.
     #[arg(long, value_name = "FILE")]
     pub flamegraph: Option<PathBuf>,
+    /// Print the tree of callers of function NAME (as named in the function column), with
+    /// how its samples split between them; needs -g.
+    #[arg(long, value_name = "NAME")]
+    pub callers: Option<String>,
+    /// Print the tree of functions that NAME calls, with how its samples split between
+    /// them; needs -g.
+    #[arg(long, value_name = "NAME")]
+    pub callees: Option<String>,
 }
 
 impl ReportArgs {
@@ -51,6 +59,8 @@ impl ReportArgs {
             limit: self.limit,
             folded: self.folded,
             flamegraph: self.flamegraph,
+            callers: self.callers,
+            callees: self.callees,
         }
     }
 }

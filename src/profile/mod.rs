@@ -6,6 +6,7 @@
 
 pub mod aggregate;
 pub mod annotate;
+pub mod callers;
 pub mod diff;
 pub mod flame;
 pub mod format;
@@ -41,6 +42,10 @@ pub struct ReportOptions {
     pub folded: Option<PathBuf>,
     /// Write an interactive flame graph (SVG) of the call stacks to FILE; needs `-g`.
     pub flamegraph: Option<PathBuf>,
+    /// Print the tree of callers of this function; needs `-g`.
+    pub callers: Option<String>,
+    /// Print the tree of functions this function calls; needs `-g`.
+    pub callees: Option<String>,
 }
 
 /// `perflab profile`: what to record, where to save it, how to report it.
@@ -132,9 +137,14 @@ pub fn main_show(args: &ShowOptions) -> Result<(), Failure> {
 impl ReportOptions {
     /// The first requested output that needs call stacks.
     fn needs_stacks(&self) -> Option<&'static str> {
-        [(self.folded.is_some(), "--folded"), (self.flamegraph.is_some(), "--flamegraph")]
-            .into_iter()
-            .find_map(|(wanted, flag)| wanted.then_some(flag))
+        [
+            (self.folded.is_some(), "--folded"),
+            (self.flamegraph.is_some(), "--flamegraph"),
+            (self.callers.is_some(), "--callers"),
+            (self.callees.is_some(), "--callees"),
+        ]
+        .into_iter()
+        .find_map(|(wanted, flag)| wanted.then_some(flag))
     }
 
     fn files(&self) -> impl Iterator<Item = &PathBuf> {
@@ -150,6 +160,10 @@ impl ReportOptions {
         Ok(())
     }
 }
+
+/// Branches of the caller/callee trees with less than this share of the function's
+/// samples are summed into one line.
+const TREE_MIN_SHARE: f64 = 0.005;
 
 /// JSON schema of `profile --json` / `show --json` (docs/profiling.md).
 #[derive(Serialize)]
@@ -168,6 +182,12 @@ struct FlatJson<'a> {
     objects: Vec<Row>,
     #[serde(skip_serializing_if = "Option::is_none")]
     regions: Option<Vec<Row>>,
+    /// With --callers NAME.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callers: Option<callers::TreeNode>,
+    /// With --callees NAME.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callees: Option<callers::TreeNode>,
     warnings: Vec<String>,
 }
 
@@ -205,9 +225,28 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
         eprintln!("perflab: warning: {w}");
     }
     let tasks = tasks_json(profile, &located);
+    let tree = |name: &Option<String>, direction| -> Result<Option<callers::TreeNode>, Failure> {
+        let (Some(name), Some(graph)) = (name, &graph) else { return Ok(None) };
+        callers::tree(graph, name, direction).map(Some).ok_or_else(|| {
+            usage!(
+                "no function named `{}` in the call stacks (names as in the function column)",
+                crate::render::terminal::escape(name)
+            )
+        })
+    };
+    let caller_tree = tree(&args.callers, callers::Direction::Callers)?;
+    let callee_tree = tree(&args.callees, callers::Direction::Callees)?;
     if !to_stdout {
         print_table(profile, &table, args, region_rows.is_some());
         print_tasks(&tasks);
+        for (tree, direction) in
+            [(&caller_tree, callers::Direction::Callers), (&callee_tree, callers::Direction::Callees)]
+        {
+            if let Some(tree) = tree {
+                println!();
+                callers::print(tree, direction, profile.total_samples(), TREE_MIN_SHARE);
+            }
+        }
     }
     if let Some(path) = &args.json {
         let doc = FlatJson {
@@ -224,6 +263,8 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
             lines: aggregate::flat(&located, By::Line),
             objects: aggregate::flat(&located, By::Object),
             regions: region_rows,
+            callers: caller_tree,
+            callees: callee_tree,
             warnings,
         };
         crate::render::json::write(path, &doc)?;
