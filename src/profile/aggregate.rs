@@ -5,6 +5,7 @@
 //! and caller/callee trees.
 
 use super::format::{Profile, Space};
+use super::jitmap;
 use super::symbolize::{basename, Location, Symbolizer};
 use crate::error::Failure;
 use crate::usage;
@@ -96,6 +97,16 @@ pub enum FrameKind {
 impl Resolver<'_> {
     fn resolve(&mut self, space: Space, object: Option<u32>, offset: u64) -> Location {
         match (space, object) {
+            (Space::User, Some(object)) if jitmap::is_map_path(&self.profile.objects[object as usize].path) => {
+                // The recorder writes them sorted by (object, start).
+                let symbols = &self.profile.jit_symbols;
+                let i = symbols.partition_point(|j| (j.object, j.start) <= (object, offset));
+                let symbol =
+                    i.checked_sub(1).map(|i| &symbols[i]).filter(|j| j.object == object && offset - j.start < j.size);
+                let mut location = special(symbol.map_or("[unknown]", |j| j.name.as_str()));
+                location.object = "[jit]".to_string();
+                location
+            }
             (Space::User, Some(object)) => {
                 let (profile, symbolizer) = (self.profile, &mut *self.symbolizer);
                 self.cache

@@ -2,7 +2,9 @@
 //! `annotate` disassembles hot functions with per-instruction samples and cost hints,
 //! `diff` compares two profiles. The pipeline is
 //! [`record`] (sample) → [`format`] (the saved file) → [`symbolize`] → [`aggregate`] →
-//! [`annotate`] (with [`hints`] and, where installed, llvm-mca via [`mca`]) and [`diff`].
+//! [`annotate`] (with [`hints`] and, where installed, llvm-mca via [`mca`]) and [`diff`];
+//! `-g dwarf` stacks are unwound by [`unwind`] while recording, JIT code is named from
+//! perf maps by [`jitmap`]; call stacks are drawn by [`flame`] and walked by [`callers`].
 
 pub mod aggregate;
 pub mod annotate;
@@ -11,6 +13,7 @@ pub mod diff;
 pub mod flame;
 pub mod format;
 pub mod hints;
+pub mod jitmap;
 pub mod mca;
 pub mod record;
 pub mod symbolize;

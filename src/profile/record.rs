@@ -4,7 +4,8 @@
 //! the command runs, and the records replayed in time order so that every sample is
 //! normalised to (object, file offset) against the address space it was taken in.
 
-use super::format::{DwarfStats, FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount, Task};
+use super::format::{DwarfStats, FrameRef, JitSymbol, ObjectRef, Profile, SampleCount, Space, StackCount, Task};
+use super::jitmap::{self, JitMap};
 use super::unwind::{self, DwarfUnwinder, Unwinding, UserStack};
 use crate::error::Failure;
 use crate::spawn;
@@ -434,6 +435,8 @@ struct Mapping {
     end: u64,
     pgoff: u64,
     object: u32,
+    /// Anonymous memory (JIT code): its addresses stay addresses.
+    anonymous: bool,
 }
 
 /// (space, object, offset) of an address in `pid`'s address space as it is now.
@@ -443,8 +446,10 @@ fn normalise(spaces: &HashMap<u32, BTreeMap<u64, Mapping>>, pid: u32, ip: u64, k
     }
     let mapping = spaces.get(&pid).and_then(|s| s.range(..=ip).next_back()).map(|(_, m)| m).filter(|m| ip < m.end);
     match mapping {
-        Some(m) => FrameRef { space: Space::User, object: Some(m.object), offset: ip - m.start + m.pgoff },
-        None => FrameRef { space: Space::Unmapped, object: None, offset: ip },
+        Some(m) if !m.anonymous => {
+            FrameRef { space: Space::User, object: Some(m.object), offset: ip - m.start + m.pgoff }
+        }
+        _ => FrameRef { space: Space::Unmapped, object: None, offset: ip },
     }
 }
 
@@ -493,9 +498,11 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
     let mut frame_ids: HashMap<FrameRef, u32> = HashMap::new();
     // (pid, tid, frame ids leaf first) → (samples, summed period)
     let mut stacks: HashMap<(u32, u32, Vec<u32>), (u64, u64)> = HashMap::new();
+    let mut jit = JitObjects::default();
     for (_, ev) in events {
         match ev {
             RingRecord::Mmap { pid, start, len, pgoff, path } => {
+                let anonymous = path.starts_with("//anon") || path.starts_with("[anon");
                 let next = object_ids.len() as u32;
                 let object = *object_ids.entry(path.clone()).or_insert_with(|| {
                     profile.objects.push(ObjectRef { path });
@@ -509,7 +516,7 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
                 for s in overlapping {
                     space.remove(&s);
                 }
-                space.insert(start, Mapping { start, end, pgoff, object });
+                space.insert(start, Mapping { start, end, pgoff, object, anonymous });
             }
             RingRecord::Comm { pid, tid, comm, exec } => {
                 if exec {
@@ -541,16 +548,16 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
             RingRecord::Sample { pid, tid, ip, period, kernel, chain, .. } => {
                 tasks.entry((pid, tid)).or_default();
                 live.entry(pid).or_default().insert(tid);
-                let leaf = normalise(&spaces, pid, ip, kernel);
+                let leaf = jit.attribute(pid, normalise(&spaces, pid, ip, kernel), &mut object_ids, profile);
                 let entry = counts.entry((pid, tid, leaf.space, leaf.object, leaf.offset)).or_default();
                 entry.0 += 1;
                 entry.1 += period;
                 if call_graph {
                     let mut ids: Vec<u32> = Vec::new();
                     let mut previous: Option<Space> = None;
-                    for frame in std::iter::once(leaf)
-                        .chain(callers(&chain).map(|(address, kernel)| normalise(&spaces, pid, address, kernel)))
-                    {
+                    for frame in std::iter::once(leaf).chain(callers(&chain).map(|(address, kernel)| {
+                        jit.attribute(pid, normalise(&spaces, pid, address, kernel), &mut object_ids, profile)
+                    })) {
                         // Kernel frames are all reported as `[kernel]`: keep one per run.
                         if frame.space == Space::Kernel && previous == Some(Space::Kernel) {
                             continue;
@@ -592,6 +599,66 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
         .collect();
     stacks.sort_by(|a, b| (a.pid, a.tid, &a.frames).cmp(&(b.pid, b.tid, &b.frames)));
     profile.stacks = stacks;
+    profile.jit_symbols = jit.symbols(profile);
+}
+
+/// Code outside any file mapping in a process that wrote a perf map is attributed to
+/// the map: its frames become (map object, address), named from the map.
+#[derive(Default)]
+struct JitObjects {
+    /// Per pid: the perf map and its object index, None when the process has none.
+    maps: HashMap<u32, Option<(JitMap, u32)>>,
+}
+
+impl JitObjects {
+    fn attribute(
+        &mut self,
+        pid: u32,
+        frame: FrameRef,
+        object_ids: &mut HashMap<String, u32>,
+        profile: &mut Profile,
+    ) -> FrameRef {
+        if frame.space != Space::Unmapped {
+            return frame;
+        }
+        let map = self.maps.entry(pid).or_insert_with(|| {
+            let map = JitMap::read(pid)?;
+            let path = jitmap::map_path(pid).display().to_string();
+            let next = object_ids.len() as u32;
+            let object = *object_ids.entry(path.clone()).or_insert_with(|| {
+                profile.objects.push(ObjectRef { path });
+                next
+            });
+            Some((map, object))
+        });
+        match map {
+            Some((_, object)) => FrameRef { space: Space::User, object: Some(*object), offset: frame.offset },
+            None => frame,
+        }
+    }
+
+    /// The symbols of every sampled JIT address, each once.
+    fn symbols(&self, profile: &Profile) -> Vec<JitSymbol> {
+        let by_object: HashMap<u32, &JitMap> = self.maps.values().flatten().map(|(map, o)| (*o, map)).collect();
+        let addresses = profile
+            .samples
+            .iter()
+            .map(|s| (s.object, s.offset))
+            .chain(profile.frames.iter().map(|f| (f.object, f.offset)));
+        let mut symbols: BTreeMap<(u32, u64), JitSymbol> = BTreeMap::new();
+        for (object, address) in addresses {
+            let Some((object, map)) = object.and_then(|o| Some((o, *by_object.get(&o)?))) else { continue };
+            if let Some((start, size, name)) = map.lookup(address) {
+                symbols.entry((object, start)).or_insert_with(|| JitSymbol {
+                    object,
+                    start,
+                    size,
+                    name: name.to_string(),
+                });
+            }
+        }
+        symbols.into_values().collect()
+    }
 }
 
 #[cfg(test)]

@@ -340,7 +340,8 @@ impl Symbolizer {
         if let Some(cached) = self.objects.get(path) {
             return cached.clone();
         }
-        let loaded = if path.starts_with('[') || path.starts_with("//anon") {
+        // Special mappings and JIT perf maps (named from the profile) are no object files.
+        let loaded = if path.starts_with('[') || path.starts_with("//anon") || super::jitmap::is_map_path(path) {
             None
         } else {
             match ObjectInfo::load(path) {
