@@ -15,16 +15,49 @@ pub enum Direction {
 }
 
 /// One function of the tree with the samples of the paths through it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TreeNode {
     pub name: String,
     pub object: String,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub inlined: bool,
     pub samples: u64,
     /// samples / the function's samples (the root's), 0–1.
     pub share: f64,
     pub children: Vec<TreeNode>,
+}
+
+/// A tree node in JSON: the tree as a flat list in depth-first order, each node naming
+/// its parent's index (the function itself is node 0, without a parent). Nested JSON
+/// would be as deep as the stacks, beyond the nesting limit of common JSON readers.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JsonNode {
+    pub name: String,
+    pub object: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub inlined: bool,
+    pub samples: u64,
+    pub share: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<usize>,
+}
+
+/// [`TreeNode`]s in depth-first order as [`JsonNode`]s.
+pub fn flatten(tree: &TreeNode) -> Vec<JsonNode> {
+    let mut out = Vec::new();
+    let mut todo = vec![(tree, None)];
+    while let Some((node, parent)) = todo.pop() {
+        let index = out.len();
+        out.push(JsonNode {
+            name: node.name.clone(),
+            object: node.object.clone(),
+            inlined: node.inlined,
+            samples: node.samples,
+            share: node.share,
+            parent,
+        });
+        todo.extend(node.children.iter().rev().map(|c| (c, Some(index))));
+    }
+    out
 }
 
 /// The tree of `function`'s callers or callees; None when no stack contains it. In a
@@ -180,6 +213,20 @@ mod tests {
         assert_eq!(names(&main), [("x+0x20".to_string(), 5), ("x+0x30".to_string(), 1)]);
         let a = tree(&g, "x+0x20", Direction::Callees).unwrap();
         assert_eq!(names(&a), [("x+0x10".to_string(), 3), ("x+0x20".to_string(), 2)]);
+        let flat = flatten(&main);
+        let summary: Vec<(&str, u64, Option<usize>)> =
+            flat.iter().map(|n| (n.name.as_str(), n.samples, n.parent)).collect();
+        assert_eq!(
+            summary,
+            [
+                ("x+0x40", 6, None),
+                ("x+0x20", 5, Some(0)),
+                ("x+0x10", 3, Some(1)),
+                ("x+0x20", 2, Some(1)),
+                ("x+0x30", 1, Some(0)),
+                ("x+0x10", 1, Some(4))
+            ]
+        );
         let printed = lines(&main, " → ", 0.0).join("\n");
         assert!(printed.contains("x+0x30 [x] → x+0x10 [x]"), "single-child chains on one line:\n{printed}");
     }

@@ -187,10 +187,10 @@ struct FlatJson<'a> {
     regions: Option<Vec<Row>>,
     /// With --callers NAME.
     #[serde(skip_serializing_if = "Option::is_none")]
-    callers: Option<callers::TreeNode>,
+    callers: Option<Vec<callers::JsonNode>>,
     /// With --callees NAME.
     #[serde(skip_serializing_if = "Option::is_none")]
-    callees: Option<callers::TreeNode>,
+    callees: Option<Vec<callers::JsonNode>>,
     warnings: Vec<String>,
 }
 
@@ -229,8 +229,8 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
     }
     let tasks = tasks_json(profile, &located);
     let tree = |name: &Option<String>, direction| -> Result<Option<callers::TreeNode>, Failure> {
-        let (Some(name), Some(graph)) = (name, &graph) else { return Ok(None) };
-        callers::tree(graph, name, direction).map(Some).ok_or_else(|| {
+        let Some(name) = name else { return Ok(None) };
+        graph.as_ref().and_then(|g| callers::tree(g, name, direction)).map(Some).ok_or_else(|| {
             usage!(
                 "no function named `{}` in the call stacks (names as in the function column)",
                 crate::render::terminal::escape(name)
@@ -266,8 +266,8 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
             lines: aggregate::flat(&located, By::Line),
             objects: aggregate::flat(&located, By::Object),
             regions: region_rows,
-            callers: caller_tree,
-            callees: callee_tree,
+            callers: caller_tree.as_ref().map(callers::flatten),
+            callees: callee_tree.as_ref().map(callers::flatten),
             warnings,
         };
         crate::render::json::write(path, &doc)?;
