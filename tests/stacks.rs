@@ -29,18 +29,6 @@ fn have(tool: &str, package: &str) -> bool {
     found
 }
 
-/// Samples of folded stacks that end with `suffix` (…;main;a;leaf).
-fn folded_ending_with(folded: &str, suffix: &[&str]) -> u64 {
-    folded
-        .lines()
-        .filter_map(|line| {
-            let (stack, count) = line.rsplit_once(' ')?;
-            let frames: Vec<&str> = stack.split(';').collect();
-            frames.ends_with(suffix).then(|| count.parse::<u64>().unwrap())
-        })
-        .sum()
-}
-
 /// The call-graph fixture (main calls a and b, both call leaf, 3:1) built with -O2
 /// and without frame pointers, as distributions build programs.
 fn fixture_without_frame_pointers() -> PathBuf {
@@ -69,8 +57,8 @@ fn dwarf_unwinding_recovers_the_three_to_one_split_that_frame_pointers_cannot() 
     let argv = [exe.to_str().unwrap(), "100000000"];
     let dir = tempfile::tempdir().unwrap();
     let (path, folded) = record(dir.path(), "dwarf", "dwarf", &argv);
-    let via_a = folded_ending_with(&folded, &["main", "a", "leaf"]);
-    let via_b = folded_ending_with(&folded, &["main", "b", "leaf"]);
+    let via_a = common::folded_ending_with(&folded, &["main", "a", "leaf"]);
+    let via_b = common::folded_ending_with(&folded, &["main", "b", "leaf"]);
     assert!(via_a + via_b > 500, "{folded}");
     let share_a = via_a as f64 / (via_a + via_b) as f64;
     assert!((share_a - 0.75).abs() <= 0.05, "a's share of leaf {share_a:.3}\n{folded}");
@@ -87,7 +75,8 @@ fn dwarf_unwinding_recovers_the_three_to_one_split_that_frame_pointers_cannot() 
 
     // Frame pointers: the kernel's walk stops at the leaf, so no sample reaches a or b.
     let (_, folded) = record(dir.path(), "fp", "fp", &argv);
-    let via_callers = folded_ending_with(&folded, &["a", "leaf"]) + folded_ending_with(&folded, &["b", "leaf"]);
+    let via_callers =
+        common::folded_ending_with(&folded, &["a", "leaf"]) + common::folded_ending_with(&folded, &["b", "leaf"]);
     assert!(via_callers as f64 <= 0.02 * all as f64, "frame pointers found callers?\n{folded}");
 
     // The caller and callee trees of the dwarf profile show the same split.
@@ -147,8 +136,10 @@ fn dwarf_unwinding_works_unprivileged() {
         return;
     }
     let folded = std::fs::read_to_string(&folded).unwrap();
-    let (a, b) =
-        (folded_ending_with(&folded, &["main", "a", "leaf"]), folded_ending_with(&folded, &["main", "b", "leaf"]));
+    let (a, b) = (
+        common::folded_ending_with(&folded, &["main", "a", "leaf"]),
+        common::folded_ending_with(&folded, &["main", "b", "leaf"]),
+    );
     assert!(a + b > 500 && (a as f64 / (a + b) as f64 - 0.75).abs() <= 0.05, "{folded}");
 }
 

@@ -69,11 +69,12 @@ enum RingRecord {
         kernel: bool,
         /// The raw callchain with its context markers; empty without `-g`. With
         /// `-g dwarf` the kernel supplies only kernel frames, and the user frames
-        /// unwound from `user_stack` are appended after a `PERF_CONTEXT_USER` marker.
+        /// unwound from the stack copy are appended after a `PERF_CONTEXT_USER` marker.
         chain: Vec<u64>,
-        /// Registers and stack copy for DWARF unwinding, until unwound.
-        user_stack: Option<UserStack>,
     },
+    /// A `Sample` with its user registers and stack copy (`-g dwarf`) until
+    /// [`unwind_batch`] turns it into the `Sample` with the unwound frames.
+    StackSample(Box<RingRecord>, UserStack),
     Mmap {
         pid: u32,
         start: u64,
@@ -117,7 +118,10 @@ impl<'a> Visitor<'a> for Collect {
             period: s.period().unwrap_or(1),
             kernel,
             chain: s.callchain().map(<[u64]>::to_vec).unwrap_or_default(),
-            user_stack: s.regs_user().and_then(|r| UserStack::new(&r.regs, s.stack_user().unwrap_or_default())),
+        };
+        let ev = match s.regs_user().and_then(|r| UserStack::new(&r.regs, s.stack_user().unwrap_or_default())) {
+            Some(stack) => RingRecord::StackSample(Box::new(ev), stack),
+            None => ev,
         };
         Some((s.time().unwrap_or(0), ev))
     }
@@ -277,7 +281,14 @@ fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure
     Ok(samplers)
 }
 
-fn drain(samplers: &mut [Sampler], events: &mut Vec<(u64, RingRecord)>) {
+/// Copy out every record waiting in the ring buffers; with `-g dwarf`, unwind the
+/// new batch's stacks right away.
+fn drain(
+    samplers: &mut [Sampler],
+    events: &mut Vec<(u64, RingRecord)>,
+    unwinder: &mut Option<(DwarfUnwinder, DwarfStats)>,
+) {
+    let before = events.len();
     for sampler in samplers.iter_mut() {
         let config = sampler.config().clone();
         while let Some(record) = sampler.next_record() {
@@ -293,6 +304,9 @@ fn drain(samplers: &mut [Sampler], events: &mut Vec<(u64, RingRecord)>) {
                 events.push(ev);
             }
         }
+    }
+    if let Some((unwinder, stats)) = unwinder {
+        unwind_batch(unwinder, stats, &mut events[before..]);
     }
 }
 
@@ -358,11 +372,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
         fds.extend(samplers.iter().map(|s| libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
         // SAFETY: fds is a valid array for the duration of the call.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 50) };
-        let before = events.len();
-        drain(&mut samplers, &mut events);
-        if let Some((unwinder, stats)) = &mut unwinder {
-            unwind_batch(unwinder, stats, &mut events[before..]);
-        }
+        drain(&mut samplers, &mut events, &mut unwinder);
         if interrupt.requested() {
             interrupted = true;
             break;
@@ -373,11 +383,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     }
     // After an interrupt, wait() kills the command's process group and reaps it.
     let outcome = child.wait(None, interrupt);
-    let before = events.len();
-    drain(&mut samplers, &mut events);
-    if let Some((unwinder, stats)) = &mut unwinder {
-        unwind_batch(unwinder, stats, &mut events[before..]);
-    }
+    drain(&mut samplers, &mut events, &mut unwinder);
     let (duration_s, cpu_s, exit_code) = match &outcome {
         Ok(o) => (
             o.wall.as_secs_f64(),
@@ -417,12 +423,17 @@ fn unwind_batch(unwinder: &mut DwarfUnwinder, stats: &mut DwarfStats, batch: &mu
             RingRecord::Mmap { pid, start, len, pgoff, path } => unwinder.mmap(*pid, *start, *len, *pgoff, path),
             RingRecord::Comm { pid, exec: true, .. } => unwinder.exec(*pid),
             RingRecord::Fork { pid, ppid, .. } => unwinder.fork(*pid, *ppid),
-            RingRecord::Sample { pid, chain, user_stack, .. } => {
-                let Some(stack) = user_stack.take() else { continue };
-                let unwound = unwinder.unwind(*pid, &stack, MAX_STACK as usize);
-                stats.count(&unwound);
-                chain.push(PERF_CONTEXT_USER);
-                chain.extend(unwound.addresses);
+            RingRecord::StackSample(..) => {
+                // Take the record out to move the sample out of its box.
+                if let RingRecord::StackSample(mut sample, stack) = std::mem::replace(record, RingRecord::Lost(0)) {
+                    if let RingRecord::Sample { pid, chain, .. } = sample.as_mut() {
+                        let unwound = unwinder.unwind(*pid, &stack, MAX_STACK as usize);
+                        stats.count(&unwound);
+                        chain.push(PERF_CONTEXT_USER);
+                        chain.extend(unwound.addresses);
+                    }
+                    *record = *sample;
+                }
             }
             _ => {}
         }
@@ -545,7 +556,9 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
                 tasks.entry((pid, tid)).or_insert(comm);
             }
             RingRecord::Lost(n) => profile.lost += n,
-            RingRecord::Sample { pid, tid, ip, period, kernel, chain, .. } => {
+            // Never here: unwind_batch has turned each into a Sample.
+            RingRecord::StackSample(..) => {}
+            RingRecord::Sample { pid, tid, ip, period, kernel, chain } => {
                 tasks.entry((pid, tid)).or_default();
                 live.entry(pid).or_default().insert(tid);
                 let leaf = jit.attribute(pid, normalise(&spaces, pid, ip, kernel), &mut object_ids, profile);
@@ -674,86 +687,20 @@ mod tests {
         let events = vec![
             (1, RingRecord::Comm { pid: 10, tid: 10, comm: "a".into(), exec: true }),
             (2, RingRecord::Mmap { pid: 10, start: 0x1000, len: 0x2000, pgoff: 0x3000, path: "/a".into() }),
-            (
-                3,
-                RingRecord::Sample {
-                    pid: 10,
-                    tid: 10,
-                    ip: 0x1800,
-                    period: 5,
-                    kernel: false,
-                    chain: vec![],
-                    user_stack: None,
-                },
-            ),
+            (3, RingRecord::Sample { pid: 10, tid: 10, ip: 0x1800, period: 5, kernel: false, chain: vec![] }),
             (4, RingRecord::Fork { pid: 11, ppid: 10, tid: 11 }),
-            (
-                5,
-                RingRecord::Sample {
-                    pid: 11,
-                    tid: 11,
-                    ip: 0x1800,
-                    period: 5,
-                    kernel: false,
-                    chain: vec![],
-                    user_stack: None,
-                },
-            ),
+            (5, RingRecord::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false, chain: vec![] }),
             // The child execs: its old mappings are gone.
             (6, RingRecord::Comm { pid: 11, tid: 11, comm: "b".into(), exec: true }),
-            (
-                7,
-                RingRecord::Sample {
-                    pid: 11,
-                    tid: 11,
-                    ip: 0x1800,
-                    period: 5,
-                    kernel: false,
-                    chain: vec![],
-                    user_stack: None,
-                },
-            ),
-            (
-                8,
-                RingRecord::Sample {
-                    pid: 10,
-                    tid: 12,
-                    ip: 0xffff_0000,
-                    period: 5,
-                    kernel: true,
-                    chain: vec![],
-                    user_stack: None,
-                },
-            ),
+            (7, RingRecord::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false, chain: vec![] }),
+            (8, RingRecord::Sample { pid: 10, tid: 12, ip: 0xffff_0000, period: 5, kernel: true, chain: vec![] }),
             (9, RingRecord::Lost(3)),
             // The main thread exits first: thread 12 still uses the mappings.
             (10, RingRecord::Exit { pid: 10, tid: 10 }),
-            (
-                11,
-                RingRecord::Sample {
-                    pid: 10,
-                    tid: 12,
-                    ip: 0x1900,
-                    period: 5,
-                    kernel: false,
-                    chain: vec![],
-                    user_stack: None,
-                },
-            ),
+            (11, RingRecord::Sample { pid: 10, tid: 12, ip: 0x1900, period: 5, kernel: false, chain: vec![] }),
             (12, RingRecord::Exit { pid: 10, tid: 12 }),
             // A new process reusing pid 10 without a FORK seen has no mappings.
-            (
-                13,
-                RingRecord::Sample {
-                    pid: 10,
-                    tid: 10,
-                    ip: 0x1a00,
-                    period: 5,
-                    kernel: false,
-                    chain: vec![],
-                    user_stack: None,
-                },
-            ),
+            (13, RingRecord::Sample { pid: 10, tid: 10, ip: 0x1a00, period: 5, kernel: false, chain: vec![] }),
         ];
         let mut p = empty();
         replay(events, &mut p, false);
@@ -773,15 +720,8 @@ mod tests {
     #[test]
     fn call_chains_become_deduplicated_stacks_of_normalised_frames() {
         let (k, u) = (PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER);
-        let sample = |ip, kernel, chain: Vec<u64>| RingRecord::Sample {
-            pid: 10,
-            tid: 10,
-            ip,
-            period: 2,
-            kernel,
-            chain,
-            user_stack: None,
-        };
+        let sample =
+            |ip, kernel, chain: Vec<u64>| RingRecord::Sample { pid: 10, tid: 10, ip, period: 2, kernel, chain };
         let events = vec![
             (1, RingRecord::Mmap { pid: 10, start: 0x1000, len: 0x2000, pgoff: 0, path: "/a".into() }),
             // User leaf 0x1800 called from 0x1205 (return address) called from 0x1105.
