@@ -47,20 +47,16 @@ struct Tree {
     nodes: Vec<Node>,
 }
 
+impl Node {
+    fn new(frame: StackFrame, depth: usize) -> Node {
+        Node { frame, depth, old: 0.0, new: 0.0, old_self: 0.0, new_self: 0.0, children: BTreeMap::new() }
+    }
+}
+
 impl Tree {
     fn new() -> Tree {
         let root = StackFrame { function: "all".into(), object: String::new(), kind: FrameKind::Process };
-        Tree {
-            nodes: vec![Node {
-                frame: root,
-                depth: 0,
-                old: 0.0,
-                new: 0.0,
-                old_self: 0.0,
-                new_self: 0.0,
-                children: BTreeMap::new(),
-            }],
-        }
+        Tree { nodes: vec![Node::new(root, 0)] }
     }
 
     fn add(&mut self, frames: &[StackFrame], old: f64, new: f64) {
@@ -73,15 +69,7 @@ impl Tree {
                 None => {
                     let i = self.nodes.len();
                     let depth = self.nodes[at].depth + 1;
-                    self.nodes.push(Node {
-                        frame: frame.clone(),
-                        depth,
-                        old: 0.0,
-                        new: 0.0,
-                        old_self: 0.0,
-                        new_self: 0.0,
-                        children: BTreeMap::new(),
-                    });
+                    self.nodes.push(Node::new(frame.clone(), depth));
                     self.nodes[at].children.insert(frame.clone(), i);
                     i
                 }
