@@ -199,7 +199,8 @@ def main():
                         "{ s = (s * 31 + i) % 1000003; } return s; }\n"
                         "let t = 0; for (let r = 0; r < 30; r++) t += hotLoopFunction(5e6);\nconsole.log(t);\n")
             out = subprocess.run([PERFLAB, "profile", "-o", os.path.join(tmp, "n.profile"), "--json", "-", "--", "node",
-                                  "--perf-basic-prof", js], capture_output=True, text=True, check=True).stdout
+                                  "--perf-basic-prof", js], capture_output=True, text=True, check=True,
+                                 cwd=tmp).stdout  # node also writes isolate-*-v8.log into its cwd
             rows = json.loads(out)["functions"]
             rank = next((i + 1 for i, f in enumerate(rows) if "hotLoopFunction" in f["name"]), None)
             total = sum(f["self_samples"] for f in rows)

@@ -309,7 +309,9 @@ fn node_jit_function_is_named_from_its_perf_map() {
     )
     .unwrap();
     let (path, report) = (dir.path().join("node.profile"), dir.path().join("node.json"));
+    // node --perf-basic-prof also writes an isolate-*-v8.log into its working directory.
     perflab()
+        .current_dir(dir.path())
         .args(["profile", "-F", "2000", "-o"])
         .arg(&path)
         .arg("--json")
