@@ -465,18 +465,6 @@ fn debug_info_is_found_through_gnu_debuglink() {
     assert_eq!(report["functions"][0]["name"], "heavy_work");
 }
 
-/// Samples of the folded stacks whose innermost frames are `suffix` (leaf last).
-fn folded_ending_with(folded: &str, suffix: &[&str]) -> u64 {
-    folded
-        .lines()
-        .filter_map(|line| {
-            let (stack, count) = line.rsplit_once(' ')?;
-            let frames: Vec<&str> = stack.split(';').collect();
-            frames.ends_with(suffix).then(|| count.parse::<u64>().unwrap())
-        })
-        .sum()
-}
-
 #[test]
 fn call_graph_splits_the_leaf_between_its_callers_and_counts_inclusive_time() {
     let exe = common::fixture("profile_callgraph");
@@ -495,8 +483,8 @@ fn call_graph_splits_the_leaf_between_its_callers_and_counts_inclusive_time() {
         .success()
         .stdout(predicates::str::contains("total    self"));
     let folded = std::fs::read_to_string(&folded).unwrap();
-    let via_a = folded_ending_with(&folded, &["main", "a", "leaf"]);
-    let via_b = folded_ending_with(&folded, &["main", "b", "leaf"]);
+    let via_a = common::folded_ending_with(&folded, &["main", "a", "leaf"]);
+    let via_b = common::folded_ending_with(&folded, &["main", "b", "leaf"]);
     assert!(via_a + via_b > 500, "{folded}");
     let ratio = via_a as f64 / via_b.max(1) as f64;
     assert!((2.0..=4.5).contains(&ratio), "a:b = {ratio}\n{folded}");

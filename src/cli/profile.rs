@@ -6,6 +6,7 @@ use crate::profile::aggregate::By;
 use crate::profile::annotate::{AnnotateOptions, Syntax};
 use crate::profile::diff::DiffOptions;
 use crate::profile::record::RecordOptions;
+use crate::profile::unwind::{self, Unwinding};
 use crate::profile::{self, ProfileOptions, ReportOptions, ShowOptions};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
@@ -35,6 +36,18 @@ pub struct ReportArgs {
     /// flamegraph.pl, inferno or speedscope) to FILE (`-` for stdout); needs `-g`.
     #[arg(long, value_name = "FILE")]
     pub folded: Option<PathBuf>,
+    /// Write an interactive flame graph of the call stacks (SVG: click to zoom, search,
+    /// tooltips) to FILE (`-` for stdout); needs `-g`.
+    #[arg(long, value_name = "FILE")]
+    pub flamegraph: Option<PathBuf>,
+    /// Print the tree of callers of function NAME (as named in the function column), with
+    /// how its samples split between them; needs -g.
+    #[arg(long, value_name = "NAME")]
+    pub callers: Option<String>,
+    /// Print the tree of functions that NAME calls, with how its samples split between
+    /// them; needs -g.
+    #[arg(long, value_name = "NAME")]
+    pub callees: Option<String>,
 }
 
 impl ReportArgs {
@@ -45,6 +58,9 @@ impl ReportArgs {
             group_by_source: self.group_by_source,
             limit: self.limit,
             folded: self.folded,
+            flamegraph: self.flamegraph,
+            callers: self.callers,
+            callees: self.callees,
         }
     }
 }
@@ -61,10 +77,17 @@ pub struct ProfileArgs {
     /// Where to save the profile.
     #[arg(short = 'o', long = "output", default_value = "perflab.profile")]
     pub output: PathBuf,
-    /// Record call stacks (frame-pointer unwinding by the kernel: build the program with
-    /// -fno-omit-frame-pointer) for inclusive counts and --folded.
-    #[arg(short = 'g', long = "call-graph")]
-    pub call_graph: bool,
+    /// Record call stacks for inclusive counts, --folded, --flamegraph, --callers/--callees:
+    /// `fp` (the default for a bare -g) has the kernel follow frame pointers (cheap; build with
+    /// -fno-omit-frame-pointer); `dwarf` copies the user stack per sample and unwinds it from
+    /// .eh_frame/.debug_frame (works for -O2 builds and distribution binaries, costs more).
+    #[arg(short = 'g', long = "call-graph", value_name = "MODE", num_args = 0..=1, default_missing_value = "fp",
+          value_parser = PossibleValuesParser::new(Unwinding::NAMES).map(|s| s.parse::<Unwinding>().expect("a listed mode")))]
+    pub call_graph: Option<Unwinding>,
+    /// Bytes of user stack copied per sample with -g dwarf (a multiple of 8, at most 65528):
+    /// deeper stacks lose their outermost callers.
+    #[arg(long, value_name = "BYTES", default_value_t = unwind::DEFAULT_STACK_BYTES)]
+    pub stack_size: u32,
     #[command(flatten)]
     pub report: ReportArgs,
     /// The command to profile, after `--`.
@@ -119,6 +142,14 @@ pub struct DiffArgs {
     /// Write the diff as JSON to FILE (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Compare whole call stacks (root;…;leaf, matched by function names) instead of
+    /// functions; needs profiles recorded with -g.
+    #[arg(long, conflicts_with = "by")]
+    pub stacks: bool,
+    /// Write a differential flame graph (SVG) to FILE (`-` for stdout): frames coloured by
+    /// how their own time changed (red more, blue less), vanished stacks still drawn; needs -g.
+    #[arg(long, value_name = "FILE")]
+    pub flamegraph: Option<PathBuf>,
 }
 
 pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
@@ -127,7 +158,9 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
             argv: args.command,
             event: args.event,
             frequency_hz: args.frequency,
-            call_graph: args.call_graph,
+            call_graph: args.call_graph.is_some(),
+            unwinding: args.call_graph.unwrap_or_default(),
+            stack_bytes: args.stack_size,
             ..RecordOptions::default()
         },
         output: args.output,
@@ -157,5 +190,7 @@ pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
         by: args.by,
         limit: args.limit,
         json: args.json,
+        stacks: args.stacks,
+        flamegraph: args.flamegraph,
     })
 }

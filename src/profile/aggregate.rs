@@ -1,8 +1,11 @@
 //! Flat profiles: samples summed by function, by source line or by object, and by
 //! source regions (`--group-by-source 'GLOB:REGEX'`), each row with its share; with
-//! call stacks (`profile -g`), inclusive counts per function and folded stacks.
+//! call stacks (`profile -g`), inclusive counts per function and the stacks as names
+//! (inlined functions expanded, one root per process) for folded output, flame graphs
+//! and caller/callee trees.
 
 use super::format::{Profile, Space};
+use super::jitmap;
 use super::symbolize::{basename, Location, Symbolizer};
 use crate::error::Failure;
 use crate::usage;
@@ -72,9 +75,38 @@ struct Resolver<'a> {
     cache: HashMap<(u32, u64), Location>,
 }
 
+/// One frame of a symbolised call stack.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackFrame {
+    pub function: String,
+    /// Object basename (or `[kernel]`, `[unknown]`, a process name for a process root).
+    pub object: String,
+    pub kind: FrameKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FrameKind {
+    /// A function at a code address (its enclosing symbol).
+    Code,
+    /// A function the compiler inlined into the frame below it in the stack.
+    Inlined,
+    /// The process the stack belongs to (profiles of several processes).
+    Process,
+}
+
 impl Resolver<'_> {
     fn resolve(&mut self, space: Space, object: Option<u32>, offset: u64) -> Location {
         match (space, object) {
+            (Space::User, Some(object)) if jitmap::is_map_path(&self.profile.objects[object as usize].path) => {
+                // The recorder writes them sorted by (object, start).
+                let symbols = &self.profile.jit_symbols;
+                let i = symbols.partition_point(|j| (j.object, j.start) <= (object, offset));
+                let symbol =
+                    i.checked_sub(1).map(|i| &symbols[i]).filter(|j| j.object == object && offset - j.start < j.size);
+                let mut location = special(symbol.map_or("[unknown]", |j| j.name.as_str()));
+                location.object = "[jit]".to_string();
+                location
+            }
             (Space::User, Some(object)) => {
                 let (profile, symbolizer) = (self.profile, &mut *self.symbolizer);
                 self.cache
@@ -84,6 +116,14 @@ impl Resolver<'_> {
             }
             (Space::Kernel, _) => special("[kernel]"),
             _ => special("[unknown]"),
+        }
+    }
+
+    /// Functions inlined at a user address, innermost first.
+    fn inlined(&mut self, space: Space, object: Option<u32>, offset: u64) -> Vec<String> {
+        match (space, object) {
+            (Space::User, Some(object)) => self.symbolizer.inlined(&self.profile.objects[object as usize].path, offset),
+            _ => Vec::new(),
         }
     }
 }
@@ -117,9 +157,20 @@ fn locate_in(profile: &Profile, resolver: &mut Resolver) -> Vec<Located> {
 pub struct CallGraph {
     /// Per frame of the profile: (function, object basename).
     functions: Vec<(String, String)>,
-    /// (frame indices leaf first, samples, period).
-    stacks: Vec<(Vec<u32>, u64, u64)>,
+    /// Per frame of the profile: the functions inlined at it, innermost first.
+    inlined: Vec<Vec<String>>,
+    /// (pid, frame indices leaf first, samples, period).
+    stacks: Vec<(u32, Vec<u32>, u64, u64)>,
+    /// Process name per pid: the root of its stacks when the profile has several processes.
+    roots: HashMap<u32, String>,
     samples: u64,
+}
+
+/// A call stack as names, outermost first, with what it stands for.
+pub struct NamedStack {
+    pub frames: Vec<StackFrame>,
+    pub samples: u64,
+    pub period: u64,
 }
 
 impl CallGraph {
@@ -137,10 +188,32 @@ impl CallGraph {
                 (l.function, object)
             })
             .collect();
-        let stacks: Vec<(Vec<u32>, u64, u64)> =
-            profile.stacks.iter().map(|s| (s.frames.clone(), s.count, s.period)).collect();
-        let samples = stacks.iter().map(|s| s.1).sum();
-        Some(CallGraph { functions, stacks, samples })
+        let inlined = profile.frames.iter().map(|f| resolver.inlined(f.space, f.object, f.offset)).collect();
+        let stacks: Vec<(u32, Vec<u32>, u64, u64)> =
+            profile.stacks.iter().map(|s| (s.pid, s.frames.clone(), s.count, s.period)).collect();
+        let samples = stacks.iter().map(|s| s.2).sum();
+        Some(CallGraph { functions, inlined, stacks, roots: process_names(profile), samples })
+    }
+
+    /// Every stack as names, outermost first: the process (when there are several),
+    /// then per frame its function followed by the functions inlined into it.
+    pub fn named_stacks(&self) -> impl Iterator<Item = NamedStack> + '_ {
+        self.stacks.iter().map(|(pid, frames, samples, period)| {
+            let mut names = Vec::with_capacity(frames.len() + 1);
+            if let Some(name) = self.roots.get(pid) {
+                names.push(StackFrame { function: name.clone(), object: String::new(), kind: FrameKind::Process });
+            }
+            for &f in frames.iter().rev() {
+                let (function, object) = &self.functions[f as usize];
+                names.push(StackFrame { function: function.clone(), object: object.clone(), kind: FrameKind::Code });
+                names.extend(self.inlined[f as usize].iter().rev().map(|inlined| StackFrame {
+                    function: inlined.clone(),
+                    object: object.clone(),
+                    kind: FrameKind::Inlined,
+                }));
+            }
+            NamedStack { frames: names, samples: *samples, period: *period }
+        })
     }
 
     /// Inclusive (samples, period) per (function, object basename): a function counts
@@ -148,7 +221,7 @@ impl CallGraph {
     fn inclusive(&self) -> HashMap<&(String, String), (u64, u64)> {
         let mut totals: HashMap<&(String, String), (u64, u64)> = HashMap::new();
         let mut seen = HashSet::new();
-        for (frames, count, period) in &self.stacks {
+        for (_, frames, count, period) in &self.stacks {
             seen.clear();
             for &f in frames {
                 let key = &self.functions[f as usize];
@@ -193,16 +266,40 @@ impl CallGraph {
     }
 
     /// Brendan Gregg's folded stacks: `root;caller;leaf COUNT` per distinct stack of
-    /// function names, sorted. `;` inside a name would split a frame, so it becomes `:`.
+    /// function names (as [`named_stacks`](Self::named_stacks)), sorted.
     pub fn folded(&self) -> String {
         let mut lines: BTreeMap<String, u64> = BTreeMap::new();
-        for (frames, count, _) in &self.stacks {
-            let names: Vec<String> =
-                frames.iter().rev().map(|&f| self.functions[f as usize].0.replace(';', ":")).collect();
-            *lines.entry(names.join(";")).or_default() += count;
+        for stack in self.named_stacks() {
+            *lines.entry(folded_names(&stack.frames)).or_default() += stack.samples;
         }
         lines.into_iter().map(|(stack, n)| format!("{stack} {n}\n")).collect()
     }
+}
+
+/// `root;caller;leaf`: `;` inside a name would split a frame, so it becomes `:`, and a
+/// line break would end the line, so control characters become escapes.
+pub fn folded_names(frames: &[StackFrame]) -> String {
+    let names: Vec<String> =
+        frames.iter().map(|f| crate::render::terminal::escape(&f.function).replace(';', ":")).collect();
+    names.join(";")
+}
+
+/// Names for per-process roots: only when samples come from more than one process.
+fn process_names(profile: &Profile) -> HashMap<u32, String> {
+    let pids: HashSet<u32> = profile.stacks.iter().map(|s| s.pid).collect();
+    if pids.len() < 2 {
+        return HashMap::new();
+    }
+    pids.into_iter()
+        .map(|pid| {
+            let comm = profile.tasks.iter().filter(|t| t.pid == pid).min_by_key(|t| t.tid != pid).map(|t| &t.comm);
+            let name = match comm {
+                Some(comm) if !comm.is_empty() => comm.clone(),
+                _ => format!("pid {pid}"),
+            };
+            (pid, name)
+        })
+        .collect()
 }
 
 fn special(name: &str) -> Location {

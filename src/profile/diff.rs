@@ -1,13 +1,16 @@
 //! `perflab diff OLD NEW`: change per function (or source line, or object) in share
 //! and in estimated time, matched by name — normalised (object basename, function) —
 //! never by address, so two different builds compare; sorted by contribution to the
-//! total change.
+//! total change. `--stacks` compares whole call stacks instead (matched by their
+//! function names, root to leaf), and `--flamegraph` draws the differential flame graph.
 
 use super::aggregate::{self, By, Row};
+use super::flame;
 use super::format::Profile;
 use super::symbolize::{basename, Symbolizer};
 use crate::error::Failure;
 use crate::render::color;
+use crate::usage;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +27,10 @@ pub struct DiffOptions {
     pub limit: usize,
     /// Write the diff as JSON to FILE (`-` for stdout).
     pub json: Option<PathBuf>,
+    /// Compare call stacks (root;…;leaf) instead of rows grouped `by`; needs `-g` profiles.
+    pub stacks: bool,
+    /// Write the differential flame graph (SVG) to FILE; needs `-g` profiles.
+    pub flamegraph: Option<PathBuf>,
 }
 
 /// One matched row.
@@ -90,23 +97,66 @@ fn matching_key(profile: &Profile, row: &Row) -> (String, String) {
 }
 
 pub fn diff(old: &Profile, new: &Profile, by: By) -> (Vec<Change>, Vec<String>) {
-    let mut warnings = Vec::new();
-    if old.event != new.event {
-        warnings.push(format!(
-            "the profiles sample different events ({} and {}); times are estimates from sample counts",
-            old.event, new.event
-        ));
-    }
     let mut symbolizer = Symbolizer::default();
     let old_rows = aggregate::flat(&aggregate::locate(old, &mut symbolizer), by);
     let new_rows = aggregate::flat(&aggregate::locate(new, &mut symbolizer), by);
-    warnings.append(&mut symbolizer.warnings);
+    changes(old, new, &old_rows, &new_rows, symbolizer.warnings)
+}
+
+/// Changes per call stack, each named by its folded function names (root first). None
+/// when a profile has no call stacks.
+pub fn diff_stacks(old: &Profile, new: &Profile) -> Option<(Vec<Change>, Vec<String>)> {
+    let mut symbolizer = Symbolizer::default();
+    let mut rows = |p: &Profile| -> Option<Vec<Row>> {
+        let graph = aggregate::locate_with_graph(p, &mut symbolizer).1?;
+        let mut sums: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        for stack in graph.named_stacks() {
+            let e = sums.entry(aggregate::folded_names(&stack.frames)).or_default();
+            e.0 += stack.samples;
+            e.1 += stack.period;
+        }
+        let total = p.total_samples().max(1) as f64;
+        Some(
+            sums.into_iter()
+                .map(|(name, (samples, period))| Row {
+                    name,
+                    object: String::new(),
+                    self_samples: samples,
+                    self_share: samples as f64 / total,
+                    self_period: period,
+                    total_samples: None,
+                    total_share: None,
+                    total_period: None,
+                })
+                .collect(),
+        )
+    };
+    let (old_rows, new_rows) = (rows(old)?, rows(new)?);
+    Some(changes(old, new, &old_rows, &new_rows, symbolizer.warnings))
+}
+
+fn changes(
+    old: &Profile,
+    new: &Profile,
+    old_rows: &[Row],
+    new_rows: &[Row],
+    mut warnings: Vec<String>,
+) -> (Vec<Change>, Vec<String>) {
+    if old.event != new.event {
+        warnings.insert(
+            0,
+            format!(
+                "the profiles sample different events ({} and {}); times are estimates from sample counts",
+                old.event, new.event
+            ),
+        );
+    }
     type OldNew<'a> = (Option<&'a Row>, Option<&'a Row>);
     let mut matched: BTreeMap<(String, String), OldNew> = BTreeMap::new();
-    for r in &old_rows {
+    for r in old_rows {
         matched.entry(matching_key(old, r)).or_default().0 = Some(r);
     }
-    for r in &new_rows {
+    for r in new_rows {
         matched.entry(matching_key(new, r)).or_default().1 = Some(r);
     }
     let total_change = total_seconds(new) - total_seconds(old);
@@ -141,7 +191,25 @@ pub fn diff(old: &Profile, new: &Profile, by: By) -> (Vec<Change>, Vec<String>) 
 pub fn main_diff(args: &DiffOptions) -> Result<(), Failure> {
     let old = Profile::load(&args.old)?;
     let new = Profile::load(&args.new)?;
-    let (changes, warnings) = diff(&old, &new, args.by);
+    if args.stacks || args.flamegraph.is_some() {
+        for (p, path) in [(&old, &args.old), (&new, &args.new)] {
+            if p.stacks.is_empty() {
+                let flag = if args.stacks { "--stacks" } else { "--flamegraph" };
+                return Err(usage!(
+                    "{} has no call stacks for {flag} (recorded without `perflab profile -g`, or no samples)",
+                    path.display()
+                ));
+            }
+        }
+    }
+    if args.json.is_some() && args.json == args.flamegraph {
+        return Err(usage!("--json and --flamegraph cannot write to the same place"));
+    }
+    let (changes, warnings) = if args.stacks {
+        diff_stacks(&old, &new).expect("both profiles have call stacks (checked above)")
+    } else {
+        diff(&old, &new, args.by)
+    };
     for w in &warnings {
         eprintln!("perflab: warning: {w}");
     }
@@ -159,11 +227,17 @@ pub fn main_diff(args: &DiffOptions) -> Result<(), Failure> {
         changes,
         warnings,
     };
-    if args.json.as_deref() != Some(Path::new("-")) {
+    let to_stdout = [&args.json, &args.flamegraph].into_iter().flatten().any(|p| p == Path::new("-"));
+    if !to_stdout {
         print_diff(&report, args.limit);
     }
     if let Some(path) = &args.json {
         crate::render::json::write(path, &report)?;
+    }
+    if let Some(path) = &args.flamegraph {
+        let title = format!("perflab diff {} → {}", args.old.display(), args.new.display());
+        let svg = flame::diff_svg(&old, &new, &title).expect("both profiles have call stacks (checked above)");
+        super::write_text(path, &svg)?;
     }
     Ok(())
 }
@@ -215,12 +289,21 @@ fn print_diff(r: &DiffReport, limit: usize) {
             c.new_s,
             c.old_share * 100.0,
             c.new_share * 100.0,
-            c.name
+            leaf_end(&crate::render::terminal::escape(&c.name), 120)
         );
     }
     if r.changes.len() > limit {
         println!("{}", color::dim(&format!("({} more rows; --limit to see them)", r.changes.len() - limit)));
     }
+}
+
+/// A call stack's leaf end is what tells stacks apart: keep the last `max` characters.
+fn leaf_end(name: &str, max: usize) -> String {
+    let count = name.chars().count();
+    if count <= max {
+        return name.to_string();
+    }
+    "…".to_string() + &name.chars().skip(count - max + 1).collect::<String>()
 }
 
 #[cfg(test)]

@@ -55,6 +55,46 @@ pub struct Profile {
     /// Unique call stacks per task with their sample counts (empty without `-g`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stacks: Vec<StackCount>,
+    /// With `-g dwarf`: how the user stacks were copied and how many walks ended early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dwarf: Option<DwarfStats>,
+    /// Names of sampled JIT code from perf maps (`/tmp/perf-PID.map`): samples and frames
+    /// in JIT code refer to the map as their object, with the address as offset.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jit_symbols: Vec<JitSymbol>,
+}
+
+/// One piece of JIT-compiled code that received samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JitSymbol {
+    /// Index into `objects` (the perf map file).
+    pub object: u32,
+    pub start: u64,
+    pub size: u64,
+    pub name: String,
+}
+
+/// What DWARF unwinding (`profile -g dwarf`) did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DwarfStats {
+    /// Bytes of user stack copied per sample.
+    pub stack_bytes: u32,
+    /// Samples whose user stack was unwound.
+    pub unwound: u64,
+    /// Of those, walks that stopped before the outermost frame (copy too short, or
+    /// code without unwind information or frame pointers): outer callers are missing.
+    pub truncated: u64,
+}
+
+impl DwarfStats {
+    pub fn new(stack_bytes: u32) -> DwarfStats {
+        DwarfStats { stack_bytes, unwound: 0, truncated: 0 }
+    }
+
+    pub fn count(&mut self, unwound: &super::unwind::Unwound) {
+        self.unwound += 1;
+        self.truncated += u64::from(unwound.truncated);
+    }
 }
 
 /// One code location of a call stack, normalised like a sample: for callers (every
@@ -180,6 +220,9 @@ impl Profile {
         for f in &self.frames {
             check_object(f.space, f.object, self.objects.len())?;
         }
+        if let Some(j) = self.jit_symbols.iter().find(|j| j.object as usize >= self.objects.len()) {
+            return Err(format!("JIT symbol refers to object {}, but there are {}", j.object, self.objects.len()));
+        }
         for s in &self.stacks {
             if s.frames.is_empty() {
                 return Err("empty call stack".into());
@@ -254,6 +297,8 @@ mod tests {
                 StackCount { pid: 7, tid: 7, frames: vec![0, 1], count: 3, period: 3_000_000 },
                 StackCount { pid: 7, tid: 7, frames: vec![2, 1], count: 1, period: 1_000_000 },
             ],
+            dwarf: Some(DwarfStats { stack_bytes: 16384, unwound: 4, truncated: 1 }),
+            jit_symbols: vec![JitSymbol { object: 0, start: 0x7f00_0000, size: 0x40, name: "JS:*hot <a&b>".into() }],
         }
     }
 
@@ -280,6 +325,9 @@ mod tests {
         let mut p = example();
         p.stacks[0].frames.push(9);
         assert!(Profile::parse(&encode(&p)).unwrap_err().contains("frame 9"));
+        let mut p = example();
+        p.jit_symbols[0].object = 3;
+        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("JIT symbol refers to object 3"));
         let mut p = example();
         p.frames[1].object = None;
         assert!(Profile::parse(&encode(&p)).unwrap_err().contains("without an object"));

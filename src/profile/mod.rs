@@ -2,16 +2,22 @@
 //! `annotate` disassembles hot functions with per-instruction samples and cost hints,
 //! `diff` compares two profiles. The pipeline is
 //! [`record`] (sample) → [`format`] (the saved file) → [`symbolize`] → [`aggregate`] →
-//! [`annotate`] (with [`hints`] and, where installed, llvm-mca via [`mca`]) and [`diff`].
+//! [`annotate`] (with [`hints`] and, where installed, llvm-mca via [`mca`]) and [`diff`];
+//! `-g dwarf` stacks are unwound by [`unwind`] while recording, JIT code is named from
+//! perf maps by [`jitmap`]; call stacks are drawn by [`flame`] and walked by [`callers`].
 
 pub mod aggregate;
 pub mod annotate;
+pub mod callers;
 pub mod diff;
+pub mod flame;
 pub mod format;
 pub mod hints;
+pub mod jitmap;
 pub mod mca;
 pub mod record;
 pub mod symbolize;
+pub mod unwind;
 
 use crate::error::Failure;
 use crate::render::color;
@@ -37,6 +43,12 @@ pub struct ReportOptions {
     /// Write the call stacks in folded format (`main;a;leaf 123` per line, for
     /// flamegraph.pl, inferno or speedscope) to FILE (`-` for stdout); needs `-g`.
     pub folded: Option<PathBuf>,
+    /// Write an interactive flame graph (SVG) of the call stacks to FILE; needs `-g`.
+    pub flamegraph: Option<PathBuf>,
+    /// Print the tree of callers of this function; needs `-g`.
+    pub callers: Option<String>,
+    /// Print the tree of functions this function calls; needs `-g`.
+    pub callees: Option<String>,
 }
 
 /// `perflab profile`: what to record, where to save it, how to report it.
@@ -60,18 +72,17 @@ pub fn main_profile(args: &ProfileOptions) -> Result<(), Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
     // Fail before the run, not after it, when the results could not be written.
     check_writable(&args.output)?;
-    if args.report.folded.is_some() && !args.record.call_graph {
-        return Err(usage!("--folded needs call stacks: add -g"));
+    if !args.record.call_graph {
+        if let Some(flag) = args.report.needs_stacks() {
+            return Err(usage!("{flag} needs call stacks: add -g"));
+        }
     }
-    if args.report.json.is_some() && args.report.json == args.report.folded {
-        return Err(usage!("--json and --folded cannot both write to the same place"));
-    }
-    for path in [&args.report.json, &args.report.folded].into_iter().flatten().filter(|p| *p != Path::new("-")) {
+    args.report.check_destinations()?;
+    for path in args.report.files().filter(|p| *p != Path::new("-")) {
         check_writable(path)?;
     }
     // A report on stdout must not be interleaved with the program's own output.
-    let stdout = Some(Path::new("-"));
-    let report_on_stdout = args.report.json.as_deref() == stdout || args.report.folded.as_deref() == stdout;
+    let report_on_stdout = args.report.files().any(|p| p == Path::new("-"));
     let recording =
         record::record(&record::RecordOptions { stdout_to_stderr: report_on_stdout, ..args.record.clone() })?;
     let profile = recording.profile;
@@ -114,17 +125,48 @@ fn check_writable(path: &Path) -> Result<(), Failure> {
 pub fn main_show(args: &ShowOptions) -> Result<(), Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
     let profile = Profile::load(&args.profile)?;
-    if args.report.folded.is_some() && profile.stacks.is_empty() {
-        return Err(usage!(
-            "{} has no call stacks for --folded (recorded without `perflab profile -g`, or no samples)",
-            args.profile.display()
-        ));
+    if profile.stacks.is_empty() {
+        if let Some(flag) = args.report.needs_stacks() {
+            return Err(usage!(
+                "{} has no call stacks for {flag} (recorded without `perflab profile -g`, or no samples)",
+                args.profile.display()
+            ));
+        }
     }
-    if args.report.json.is_some() && args.report.json == args.report.folded {
-        return Err(usage!("--json and --folded cannot both write to the same place"));
-    }
+    args.report.check_destinations()?;
     report(&profile, &args.report, regions)
 }
+
+impl ReportOptions {
+    /// The first requested output that needs call stacks.
+    fn needs_stacks(&self) -> Option<&'static str> {
+        [
+            (self.folded.is_some(), "--folded"),
+            (self.flamegraph.is_some(), "--flamegraph"),
+            (self.callers.is_some(), "--callers"),
+            (self.callees.is_some(), "--callees"),
+        ]
+        .into_iter()
+        .find_map(|(wanted, flag)| wanted.then_some(flag))
+    }
+
+    fn files(&self) -> impl Iterator<Item = &PathBuf> {
+        [&self.json, &self.folded, &self.flamegraph].into_iter().flatten()
+    }
+
+    /// Two outputs to one file would overwrite each other; `-` (stdout) is for one of them.
+    fn check_destinations(&self) -> Result<(), Failure> {
+        let files: Vec<&PathBuf> = self.files().collect();
+        if files.iter().enumerate().any(|(i, a)| files[i + 1..].contains(a)) {
+            return Err(usage!("--json, --folded and --flamegraph cannot write to the same place"));
+        }
+        Ok(())
+    }
+}
+
+/// Branches of the caller/callee trees with less than this share of the function's
+/// samples are summed into one line.
+const TREE_MIN_SHARE: f64 = 0.005;
 
 /// JSON schema of `profile --json` / `show --json` (docs/profiling.md).
 #[derive(Serialize)]
@@ -143,6 +185,12 @@ struct FlatJson<'a> {
     objects: Vec<Row>,
     #[serde(skip_serializing_if = "Option::is_none")]
     regions: Option<Vec<Row>>,
+    /// With --callers NAME.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callers: Option<Vec<callers::JsonNode>>,
+    /// With --callees NAME.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callees: Option<Vec<callers::JsonNode>>,
     warnings: Vec<String>,
 }
 
@@ -175,15 +223,33 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
         (None, By::Function) => functions(),
         (None, by) => aggregate::flat(&located, by),
     };
-    let stdout = Some(Path::new("-"));
-    let to_stdout = args.json.as_deref() == stdout || args.folded.as_deref() == stdout;
+    let to_stdout = args.files().any(|p| p == Path::new("-"));
     for w in &warnings {
         eprintln!("perflab: warning: {w}");
     }
     let tasks = tasks_json(profile, &located);
+    let tree = |name: &Option<String>, direction| -> Result<Option<callers::TreeNode>, Failure> {
+        let Some(name) = name else { return Ok(None) };
+        graph.as_ref().and_then(|g| callers::tree(g, name, direction)).map(Some).ok_or_else(|| {
+            usage!(
+                "no function named `{}` in the call stacks (names as in the function column)",
+                crate::render::terminal::escape(name)
+            )
+        })
+    };
+    let caller_tree = tree(&args.callers, callers::Direction::Callers)?;
+    let callee_tree = tree(&args.callees, callers::Direction::Callees)?;
     if !to_stdout {
         print_table(profile, &table, args, region_rows.is_some());
         print_tasks(&tasks);
+        for (tree, direction) in
+            [(&caller_tree, callers::Direction::Callers), (&callee_tree, callers::Direction::Callees)]
+        {
+            if let Some(tree) = tree {
+                println!();
+                callers::print(tree, direction, profile.total_samples(), TREE_MIN_SHARE);
+            }
+        }
     }
     if let Some(path) = &args.json {
         let doc = FlatJson {
@@ -200,6 +266,8 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
             lines: aggregate::flat(&located, By::Line),
             objects: aggregate::flat(&located, By::Object),
             regions: region_rows,
+            callers: caller_tree.as_ref().map(callers::flatten),
+            callees: callee_tree.as_ref().map(callers::flatten),
             warnings,
         };
         crate::render::json::write(path, &doc)?;
@@ -207,6 +275,15 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
     // A -g run without samples still gets its (empty) folded file.
     if let Some(path) = &args.folded {
         write_text(path, &graph.as_ref().map(|g| g.folded()).unwrap_or_default())?;
+    }
+    if let Some(path) = &args.flamegraph {
+        let title = format!("perflab: {}", profile.command.join(" "));
+        // Without samples there is nothing to draw; say so in the picture rather than fail.
+        let svg = graph
+            .as_ref()
+            .and_then(|g| flame::call_graph_svg(profile, g, &title))
+            .unwrap_or_else(|| flame::empty_svg(&title, "no samples"));
+        write_text(path, &svg)?;
     }
     Ok(())
 }
@@ -250,7 +327,7 @@ fn print_tasks(tasks: &[TaskJson]) {
 }
 
 /// Write text to a file or stdout (`-`).
-fn write_text(path: &Path, text: &str) -> Result<(), Failure> {
+pub(crate) fn write_text(path: &Path, text: &str) -> Result<(), Failure> {
     if path == Path::new("-") {
         use std::io::Write;
         // A closed pipe (`| head`) is the reader's choice, not an error worth a message.

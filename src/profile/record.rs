@@ -4,7 +4,9 @@
 //! the command runs, and the records replayed in time order so that every sample is
 //! normalised to (object, file offset) against the address space it was taken in.
 
-use super::format::{FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount, Task};
+use super::format::{DwarfStats, FrameRef, JitSymbol, ObjectRef, Profile, SampleCount, Space, StackCount, Task};
+use super::jitmap::{self, JitMap};
+use super::unwind::{self, DwarfUnwinder, Unwinding, UserStack};
 use crate::error::Failure;
 use crate::spawn;
 use crate::usage;
@@ -19,6 +21,9 @@ use std::os::fd::AsRawFd;
 /// ~25 KiB, so the first leaves ample headroom for bursts of mmap records from
 /// dlopen-heavy programs; the smaller ones fit unprivileged mlock limits.
 const RING_SIZES: [usize; 4] = [512 * 1024, 128 * 1024, 32 * 1024, 8 * 1024];
+/// With `-g dwarf` every sample carries its stack copy (16 KiB by default: 16 MB/s per
+/// busy CPU at 1 kHz), so start larger.
+const DWARF_RING_SIZES: [usize; 6] = [4096 * 1024, 1024 * 1024, 512 * 1024, 128 * 1024, 32 * 1024, 8 * 1024];
 const PERF_RECORD_MISC_COMM_EXEC: u16 = 1 << 13;
 const PERF_RECORD_MISC_CPUMODE_MASK: u16 = 7;
 const PERF_RECORD_MISC_KERNEL: u16 = 1;
@@ -35,8 +40,12 @@ pub struct RecordOptions {
     /// perf event name to sample (cpu-clock needs no PMU).
     pub event: String,
     pub frequency_hz: u64,
-    /// Record call chains (kernel frame-pointer unwinding).
+    /// Record call chains.
     pub call_graph: bool,
+    /// How call chains are unwound (with `call_graph`).
+    pub unwinding: Unwinding,
+    /// Bytes of user stack copied per sample for DWARF unwinding.
+    pub stack_bytes: u32,
     /// Send the program's stdout to stderr (when perflab's own report goes to stdout).
     pub stdout_to_stderr: bool,
 }
@@ -58,9 +67,14 @@ enum RingRecord {
         ip: u64,
         period: u64,
         kernel: bool,
-        /// The raw callchain with its context markers; empty without `-g`.
+        /// The raw callchain with its context markers; empty without `-g`. With
+        /// `-g dwarf` the kernel supplies only kernel frames, and the user frames
+        /// unwound from the stack copy are appended after a `PERF_CONTEXT_USER` marker.
         chain: Vec<u64>,
     },
+    /// A `Sample` with its user registers and stack copy (`-g dwarf`) until
+    /// [`unwind_batch`] turns it into the `Sample` with the unwound frames.
+    StackSample(Box<RingRecord>, UserStack),
     Mmap {
         pid: u32,
         start: u64,
@@ -104,6 +118,10 @@ impl<'a> Visitor<'a> for Collect {
             period: s.period().unwrap_or(1),
             kernel,
             chain: s.callchain().map(<[u64]>::to_vec).unwrap_or_default(),
+        };
+        let ev = match s.regs_user().and_then(|r| UserStack::new(&r.regs, s.stack_user().unwrap_or_default())) {
+            Some(stack) => RingRecord::StackSample(Box::new(ev), stack),
+            None => ev,
         };
         Some((s.time().unwrap_or(0), ev))
     }
@@ -190,9 +208,14 @@ fn max_stack() -> u16 {
 fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure> {
     let event = event_for(&opts.event)?;
     let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::PERIOD;
+    let dwarf = opts.call_graph && opts.unwinding == Unwinding::Dwarf;
     if opts.call_graph {
         flags |= SampleFlag::CALLCHAIN;
     }
+    if dwarf {
+        flags |= SampleFlag::REGS_USER | SampleFlag::STACK_USER;
+    }
+    let ring_sizes: &[usize] = if dwarf { &DWARF_RING_SIZES } else { &RING_SIZES };
     let max_stack = max_stack();
     let mut samplers = Vec::new();
     for cpu in online_cpus() {
@@ -217,6 +240,10 @@ fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure
             if opts.call_graph {
                 b.sample_max_stack(max_stack);
             }
+            if dwarf {
+                // The kernel still walks kernel frames; user frames come from the copy.
+                b.exclude_callchain_user(true).sample_regs_user(unwind::REGS_MASK).sample_stack_user(opts.stack_bytes);
+            }
             b.build()?.sampled(ring)
         };
         // Kernel samples need perf_event_paranoid < 2 or privileges: fall back to user only.
@@ -224,7 +251,7 @@ fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure
         // ring buffers across all CPUs: fall back to smaller rings (drained more often).
         let mut result = Err(std::io::Error::from_raw_os_error(libc::EINVAL));
         'found: for include_kernel in [true, false] {
-            for ring in RING_SIZES {
+            for &ring in ring_sizes {
                 result = open(include_kernel, ring);
                 match &result {
                     Ok(_) => break 'found,
@@ -254,7 +281,14 @@ fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure
     Ok(samplers)
 }
 
-fn drain(samplers: &mut [Sampler], events: &mut Vec<(u64, RingRecord)>) {
+/// Copy out every record waiting in the ring buffers; with `-g dwarf`, unwind the
+/// new batch's stacks right away.
+fn drain(
+    samplers: &mut [Sampler],
+    events: &mut Vec<(u64, RingRecord)>,
+    unwinder: &mut Option<(DwarfUnwinder, DwarfStats)>,
+) {
+    let before = events.len();
     for sampler in samplers.iter_mut() {
         let config = sampler.config().clone();
         while let Some(record) = sampler.next_record() {
@@ -271,6 +305,9 @@ fn drain(samplers: &mut [Sampler], events: &mut Vec<(u64, RingRecord)>) {
             }
         }
     }
+    if let Some((unwinder, stats)) = unwinder {
+        unwind_batch(unwinder, stats, &mut events[before..]);
+    }
 }
 
 /// Run the command under the sampler and build the profile.
@@ -280,6 +317,17 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     }
     if opts.frequency_hz == 0 || opts.frequency_hz > 100_000 {
         return Err(usage!("-F must be between 1 and 100000 Hz, got {}", opts.frequency_hz));
+    }
+    let dwarf = opts.call_graph && opts.unwinding == Unwinding::Dwarf;
+    if dwarf && !cfg!(target_arch = "x86_64") {
+        return Err(usage!("-g dwarf is implemented for x86-64 only; use -g fp"));
+    }
+    if dwarf && (opts.stack_bytes == 0 || opts.stack_bytes > unwind::MAX_STACK_BYTES || opts.stack_bytes % 8 != 0) {
+        return Err(usage!(
+            "--stack-size must be a multiple of 8 between 8 and {} bytes, got {}",
+            unwind::MAX_STACK_BYTES,
+            opts.stack_bytes
+        ));
     }
     event_for(&opts.event)?;
     let program = crate::command::resolve_program(&opts.argv[0])?;
@@ -311,6 +359,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     };
     let exec_time = std::time::Instant::now();
     let mut events = Vec::new();
+    let mut unwinder = dwarf.then(|| (DwarfUnwinder::default(), DwarfStats::new(opts.stack_bytes)));
     let mut interrupted = false;
     let pidfd = child.pidfd().map_err(|e| Failure::Other(anyhow::anyhow!("{e}")))?;
     // Sleep until the child exits, a ring buffer passes its watermark, Ctrl-C, or 50 ms
@@ -323,7 +372,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
         fds.extend(samplers.iter().map(|s| libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
         // SAFETY: fds is a valid array for the duration of the call.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 50) };
-        drain(&mut samplers, &mut events);
+        drain(&mut samplers, &mut events, &mut unwinder);
         if interrupt.requested() {
             interrupted = true;
             break;
@@ -334,7 +383,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     }
     // After an interrupt, wait() kills the command's process group and reaps it.
     let outcome = child.wait(None, interrupt);
-    drain(&mut samplers, &mut events);
+    drain(&mut samplers, &mut events, &mut unwinder);
     let (duration_s, cpu_s, exit_code) = match &outcome {
         Ok(o) => (
             o.wall.as_secs_f64(),
@@ -360,7 +409,35 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
         ..Profile::default()
     };
     replay(events, &mut profile, opts.call_graph);
+    profile.dwarf = unwinder.map(|(_, stats)| stats);
     Ok(Recording { profile, interrupted })
+}
+
+/// Unwind the user stacks of one batch of drained records, replaying the batch's
+/// mapping changes in time order first so each sample sees the mappings of its moment;
+/// the stack copies are dropped once unwound.
+fn unwind_batch(unwinder: &mut DwarfUnwinder, stats: &mut DwarfStats, batch: &mut [(u64, RingRecord)]) {
+    batch.sort_by_key(|(time, _)| *time);
+    for (_, record) in batch {
+        match record {
+            RingRecord::Mmap { pid, start, len, pgoff, path } => unwinder.mmap(*pid, *start, *len, *pgoff, path),
+            RingRecord::Comm { pid, exec: true, .. } => unwinder.exec(*pid),
+            RingRecord::Fork { pid, ppid, .. } => unwinder.fork(*pid, *ppid),
+            RingRecord::StackSample(..) => {
+                // Take the record out to move the sample out of its box.
+                if let RingRecord::StackSample(mut sample, stack) = std::mem::replace(record, RingRecord::Lost(0)) {
+                    if let RingRecord::Sample { pid, chain, .. } = sample.as_mut() {
+                        let unwound = unwinder.unwind(*pid, &stack, MAX_STACK as usize);
+                        stats.count(&unwound);
+                        chain.push(PERF_CONTEXT_USER);
+                        chain.extend(unwound.addresses);
+                    }
+                    *record = *sample;
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -369,6 +446,8 @@ struct Mapping {
     end: u64,
     pgoff: u64,
     object: u32,
+    /// Anonymous memory (JIT code): its addresses stay addresses.
+    anonymous: bool,
 }
 
 /// (space, object, offset) of an address in `pid`'s address space as it is now.
@@ -378,8 +457,10 @@ fn normalise(spaces: &HashMap<u32, BTreeMap<u64, Mapping>>, pid: u32, ip: u64, k
     }
     let mapping = spaces.get(&pid).and_then(|s| s.range(..=ip).next_back()).map(|(_, m)| m).filter(|m| ip < m.end);
     match mapping {
-        Some(m) => FrameRef { space: Space::User, object: Some(m.object), offset: ip - m.start + m.pgoff },
-        None => FrameRef { space: Space::Unmapped, object: None, offset: ip },
+        Some(m) if !m.anonymous => {
+            FrameRef { space: Space::User, object: Some(m.object), offset: ip - m.start + m.pgoff }
+        }
+        _ => FrameRef { space: Space::Unmapped, object: None, offset: ip },
     }
 }
 
@@ -428,9 +509,11 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
     let mut frame_ids: HashMap<FrameRef, u32> = HashMap::new();
     // (pid, tid, frame ids leaf first) → (samples, summed period)
     let mut stacks: HashMap<(u32, u32, Vec<u32>), (u64, u64)> = HashMap::new();
+    let mut jit = JitObjects::default();
     for (_, ev) in events {
         match ev {
             RingRecord::Mmap { pid, start, len, pgoff, path } => {
+                let anonymous = path.starts_with("//anon") || path.starts_with("[anon");
                 let next = object_ids.len() as u32;
                 let object = *object_ids.entry(path.clone()).or_insert_with(|| {
                     profile.objects.push(ObjectRef { path });
@@ -444,7 +527,7 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
                 for s in overlapping {
                     space.remove(&s);
                 }
-                space.insert(start, Mapping { start, end, pgoff, object });
+                space.insert(start, Mapping { start, end, pgoff, object, anonymous });
             }
             RingRecord::Comm { pid, tid, comm, exec } => {
                 if exec {
@@ -473,19 +556,21 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
                 tasks.entry((pid, tid)).or_insert(comm);
             }
             RingRecord::Lost(n) => profile.lost += n,
+            // Never here: unwind_batch has turned each into a Sample.
+            RingRecord::StackSample(..) => {}
             RingRecord::Sample { pid, tid, ip, period, kernel, chain } => {
                 tasks.entry((pid, tid)).or_default();
                 live.entry(pid).or_default().insert(tid);
-                let leaf = normalise(&spaces, pid, ip, kernel);
+                let leaf = jit.attribute(pid, normalise(&spaces, pid, ip, kernel), &mut object_ids, profile);
                 let entry = counts.entry((pid, tid, leaf.space, leaf.object, leaf.offset)).or_default();
                 entry.0 += 1;
                 entry.1 += period;
                 if call_graph {
                     let mut ids: Vec<u32> = Vec::new();
                     let mut previous: Option<Space> = None;
-                    for frame in std::iter::once(leaf)
-                        .chain(callers(&chain).map(|(address, kernel)| normalise(&spaces, pid, address, kernel)))
-                    {
+                    for frame in std::iter::once(leaf).chain(callers(&chain).map(|(address, kernel)| {
+                        jit.attribute(pid, normalise(&spaces, pid, address, kernel), &mut object_ids, profile)
+                    })) {
                         // Kernel frames are all reported as `[kernel]`: keep one per run.
                         if frame.space == Space::Kernel && previous == Some(Space::Kernel) {
                             continue;
@@ -527,6 +612,66 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
         .collect();
     stacks.sort_by(|a, b| (a.pid, a.tid, &a.frames).cmp(&(b.pid, b.tid, &b.frames)));
     profile.stacks = stacks;
+    profile.jit_symbols = jit.symbols(profile);
+}
+
+/// Code outside any file mapping in a process that wrote a perf map is attributed to
+/// the map: its frames become (map object, address), named from the map.
+#[derive(Default)]
+struct JitObjects {
+    /// Per pid: the perf map and its object index, None when the process has none.
+    maps: HashMap<u32, Option<(JitMap, u32)>>,
+}
+
+impl JitObjects {
+    fn attribute(
+        &mut self,
+        pid: u32,
+        frame: FrameRef,
+        object_ids: &mut HashMap<String, u32>,
+        profile: &mut Profile,
+    ) -> FrameRef {
+        if frame.space != Space::Unmapped {
+            return frame;
+        }
+        let map = self.maps.entry(pid).or_insert_with(|| {
+            let map = JitMap::read(pid)?;
+            let path = jitmap::map_path(pid).display().to_string();
+            let next = object_ids.len() as u32;
+            let object = *object_ids.entry(path.clone()).or_insert_with(|| {
+                profile.objects.push(ObjectRef { path });
+                next
+            });
+            Some((map, object))
+        });
+        match map {
+            Some((_, object)) => FrameRef { space: Space::User, object: Some(*object), offset: frame.offset },
+            None => frame,
+        }
+    }
+
+    /// The symbols of every sampled JIT address, each once.
+    fn symbols(&self, profile: &Profile) -> Vec<JitSymbol> {
+        let by_object: HashMap<u32, &JitMap> = self.maps.values().flatten().map(|(map, o)| (*o, map)).collect();
+        let addresses = profile
+            .samples
+            .iter()
+            .map(|s| (s.object, s.offset))
+            .chain(profile.frames.iter().map(|f| (f.object, f.offset)));
+        let mut symbols: BTreeMap<(u32, u64), JitSymbol> = BTreeMap::new();
+        for (object, address) in addresses {
+            let Some((object, map)) = object.and_then(|o| Some((o, *by_object.get(&o)?))) else { continue };
+            if let Some((start, size, name)) = map.lookup(address) {
+                symbols.entry((object, start)).or_insert_with(|| JitSymbol {
+                    object,
+                    start,
+                    size,
+                    name: name.to_string(),
+                });
+            }
+        }
+        symbols.into_values().collect()
+    }
 }
 
 #[cfg(test)]

@@ -245,7 +245,7 @@ fn load_dwarf(elf: &object::File) -> Option<Dwarf> {
 
 /// Debug files per the GDB conventions: /usr/lib/debug/.build-id/ab/cdef.debug, then
 /// the .gnu_debuglink name next to the object, in .debug/, and under /usr/lib/debug.
-fn separate_debug_file(elf: &object::File, path: &Path) -> Option<PathBuf> {
+pub(crate) fn separate_debug_file(elf: &object::File, path: &Path) -> Option<PathBuf> {
     let root = Path::new("/usr/lib/debug");
     if let Ok(Some(id)) = elf.build_id() {
         if id.len() > 1 {
@@ -340,7 +340,8 @@ impl Symbolizer {
         if let Some(cached) = self.objects.get(path) {
             return cached.clone();
         }
-        let loaded = if path.starts_with('[') || path.starts_with("//anon") {
+        // Special mappings and JIT perf maps (named from the profile) are no object files.
+        let loaded = if path.starts_with('[') || path.starts_with("//anon") || super::jitmap::is_map_path(path) {
             None
         } else {
             match ObjectInfo::load(path) {
@@ -375,6 +376,16 @@ impl Symbolizer {
             },
         };
         Location { object: path.to_string(), function, file, line }
+    }
+
+    /// Functions inlined at a file offset inside `path`, innermost first (normalised;
+    /// the enclosing function, which [`resolve`](Self::resolve) names, is not included).
+    pub fn inlined(&mut self, path: &str, file_offset: u64) -> Vec<String> {
+        let Some(obj) = self.object(path) else { return Vec::new() };
+        let Some(svma) = obj.svma(file_offset) else { return Vec::new() };
+        let mut frames = obj.frames(svma);
+        frames.pop();
+        frames.into_iter().filter_map(|f| f.function).map(|name| normalize(&name)).collect()
     }
 }
 

@@ -67,6 +67,18 @@ pub fn fixture_with(name: &str, extra: &[&str]) -> PathBuf {
 
 pub mod pg;
 
+/// Samples of folded stacks (`root;…;leaf COUNT` lines) that end with `suffix`.
+pub fn folded_ending_with(folded: &str, suffix: &[&str]) -> u64 {
+    folded
+        .lines()
+        .filter_map(|line| {
+            let (stack, count) = line.rsplit_once(' ')?;
+            let frames: Vec<&str> = stack.split(';').collect();
+            frames.ends_with(suffix).then(|| count.parse::<u64>().unwrap())
+        })
+        .sum()
+}
+
 /// True when valgrind is usable; on CI (`CI=true`) its absence fails the test instead of
 /// skipping it silently.
 pub fn have_valgrind() -> bool {

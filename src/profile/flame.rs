@@ -1,0 +1,470 @@
+//! Flame graphs as self-contained interactive SVG: one profile's call stacks
+//! ([`profile_svg`]), or two profiles' stacks in one picture coloured by how each
+//! frame's own time changed ([`diff_svg`]). Click a frame to zoom, Escape or "Reset
+//! zoom" to go back, "Search" to highlight frames matching a regular expression;
+//! hovering shows a frame's figures.
+//!
+//! Written here rather than with inferno, the Rust port of flamegraph.pl: inferno (like
+//! flamegraph.pl) is licensed CDDL-1.0, which is not compatible with perflab's
+//! MIT/Apache-2.0 terms. The script below is perflab's own. The SVG needs nothing
+//! else (no external files or fonts), finds its elements relative to its own
+//! `<script>` (no global ids), so several can sit inline in one HTML page, and every
+//! name in it is escaped.
+
+use super::aggregate::{self, CallGraph, FrameKind, NamedStack, StackFrame};
+use super::format::Profile;
+use super::symbolize::Symbolizer;
+use crate::report::svg::esc;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+const WIDTH: f64 = 1200.0;
+const PAD: f64 = 10.0;
+const FRAME_HEIGHT: f64 = 17.0;
+const TOP: f64 = 34.0;
+const BOTTOM: f64 = 26.0;
+/// Approximate advance of one character of the 11 px monospace font.
+const CHAR_WIDTH: f64 = 6.7;
+/// Frames narrower than this (in pixels at full width) are left out: they could not be
+/// seen or clicked, and very deep profiles would otherwise make megabyte-sized files.
+const MIN_WIDTH_PX: f64 = 0.1;
+
+/// One frame of the merged stacks, with its inclusive and own values in the old and
+/// new profile (a single profile uses only `new`).
+struct Node {
+    frame: StackFrame,
+    depth: usize,
+    old: f64,
+    new: f64,
+    old_self: f64,
+    new_self: f64,
+    children: BTreeMap<StackFrame, usize>,
+}
+
+/// Stacks merged into a tree (children in name order, as in flamegraph.pl), rooted at
+/// an unnamed node holding the totals.
+struct Tree {
+    nodes: Vec<Node>,
+}
+
+impl Node {
+    fn new(frame: StackFrame, depth: usize) -> Node {
+        Node { frame, depth, old: 0.0, new: 0.0, old_self: 0.0, new_self: 0.0, children: BTreeMap::new() }
+    }
+}
+
+impl Tree {
+    fn new() -> Tree {
+        let root = StackFrame { function: "all".into(), object: String::new(), kind: FrameKind::Process };
+        Tree { nodes: vec![Node::new(root, 0)] }
+    }
+
+    fn add(&mut self, frames: &[StackFrame], old: f64, new: f64) {
+        let mut at = 0;
+        self.nodes[0].old += old;
+        self.nodes[0].new += new;
+        for frame in frames {
+            let next = match self.nodes[at].children.get(frame) {
+                Some(&i) => i,
+                None => {
+                    let i = self.nodes.len();
+                    let depth = self.nodes[at].depth + 1;
+                    self.nodes.push(Node::new(frame.clone(), depth));
+                    self.nodes[at].children.insert(frame.clone(), i);
+                    i
+                }
+            };
+            at = next;
+            self.nodes[at].old += old;
+            self.nodes[at].new += new;
+        }
+        self.nodes[at].old_self += old;
+        self.nodes[at].new_self += new;
+    }
+}
+
+/// How values are shown and frames coloured.
+enum Mode {
+    /// One profile: values are samples.
+    Single,
+    /// Two profiles: values are estimated seconds; widths are the mean of old and new,
+    /// so a stack that exists in only one of them is still visible (at half its width).
+    Differential { max_self_change: f64 },
+}
+
+/// The flame graph of a profile's call stacks; None when it has none (recorded
+/// without `-g`, or no samples).
+pub fn profile_svg(profile: &Profile, title: &str) -> Option<String> {
+    let mut symbolizer = Symbolizer::default();
+    call_graph_svg(profile, &aggregate::locate_with_graph(profile, &mut symbolizer).1?, title)
+}
+
+/// [`profile_svg`] for a call graph already resolved.
+pub fn call_graph_svg(profile: &Profile, graph: &CallGraph, title: &str) -> Option<String> {
+    let mut tree = Tree::new();
+    for s in graph.named_stacks() {
+        tree.add(&s.frames, 0.0, s.samples as f64);
+    }
+    if tree.nodes[0].new == 0.0 {
+        return None;
+    }
+    let subtitle = format!("{} samples of {} at {} Hz", profile.total_samples(), profile.event, profile.frequency_hz);
+    Some(render(&tree, &Mode::Single, title, &subtitle))
+}
+
+/// A flame graph without frames, saying why (`message`).
+pub fn empty_svg(title: &str, message: &str) -> String {
+    render(&Tree::new(), &Mode::Single, title, message)
+}
+
+/// The differential flame graph of two profiles, matched by function names (never by
+/// address): red frames spent more time of their own in `new`, blue ones less. None
+/// when either profile has no call stacks.
+pub fn diff_svg(old: &Profile, new: &Profile, title: &str) -> Option<String> {
+    let (old_stacks, new_stacks) = (named_stacks(old)?, named_stacks(new)?);
+    let mut tree = Tree::new();
+    for s in &old_stacks {
+        tree.add(&s.frames, seconds(old, s), 0.0);
+    }
+    for s in &new_stacks {
+        tree.add(&s.frames, 0.0, seconds(new, s));
+    }
+    let max_self_change = tree.nodes.iter().map(|n| (n.new_self - n.old_self).abs()).fold(0.0, f64::max);
+    let (o, n) = (tree.nodes[0].old, tree.nodes[0].new);
+    let change = if o > 0.0 { format!(" ({:+.1}%)", (n / o - 1.0) * 100.0) } else { String::new() };
+    let subtitle = format!("≈ {o:.3} s → {n:.3} s{change}; red: more time of its own in the new profile, blue: less");
+    Some(render(&tree, &Mode::Differential { max_self_change }, title, &subtitle))
+}
+
+/// Estimated seconds a stack stands for (clock events: summed periods; other events:
+/// samples / frequency), as `perflab diff` estimates them.
+fn seconds(profile: &Profile, stack: &NamedStack) -> f64 {
+    if profile.period_is_time() {
+        stack.period as f64 / 1e9
+    } else {
+        stack.samples as f64 / profile.frequency_hz as f64
+    }
+}
+
+fn named_stacks(profile: &Profile) -> Option<Vec<NamedStack>> {
+    let mut symbolizer = Symbolizer::default();
+    let (_, graph) = aggregate::locate_with_graph(profile, &mut symbolizer);
+    let stacks: Vec<NamedStack> = graph?.named_stacks().collect();
+    (!stacks.is_empty()).then_some(stacks)
+}
+
+/// FNV-1a: a stable hash so a function keeps its colour across runs and pictures.
+fn hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+fn fill(node: &Node, mode: &Mode) -> String {
+    match mode {
+        Mode::Single => {
+            let h = hash(&node.frame.function);
+            let (v1, v2) = ((h & 0xff) as f64 / 255.0, ((h >> 8) & 0xff) as f64 / 255.0);
+            let f = &node.frame;
+            if f.kind == FrameKind::Process {
+                format!("rgb({},{},{})", 170 + (v1 * 30.0) as u8, 180 + (v2 * 30.0) as u8, 220)
+            } else if f.object == "[kernel]" || f.function.starts_with("[k] ") {
+                format!("rgb({},{},{})", 230, 140 + (v1 * 50.0) as u8, 40 + (v2 * 30.0) as u8)
+            } else if f.object == "[jit]" {
+                format!("rgb({},{},{})", 60 + (v1 * 40.0) as u8, 190 + (v2 * 40.0) as u8, 120)
+            } else if f.function == "[unknown]" {
+                "rgb(190,190,190)".to_string()
+            } else {
+                // flamegraph's "hot" palette: red through yellow.
+                let (r, g, b) = (205.0 + 50.0 * v1, 230.0 * v2, 55.0 * v1);
+                let lighten = if f.kind == FrameKind::Inlined { 0.35 } else { 0.0 };
+                let mix = |c: f64| (c + (255.0 - c) * lighten) as u8;
+                format!("rgb({},{},{})", mix(r), mix(g), mix(b))
+            }
+        }
+        Mode::Differential { max_self_change } => {
+            let change = node.new_self - node.old_self;
+            let strength = if *max_self_change > 0.0 { (change.abs() / max_self_change).min(1.0) } else { 0.0 };
+            let fade = (235.0 - 190.0 * strength) as u8;
+            if change > 0.0 {
+                format!("rgb(250,{fade},{fade})")
+            } else if change < 0.0 {
+                format!("rgb({fade},{fade},250)")
+            } else {
+                "rgb(235,235,235)".to_string()
+            }
+        }
+    }
+}
+
+fn describe(node: &Node, mode: &Mode, total_old: f64, total_new: f64) -> String {
+    let f = &node.frame;
+    let mut name = f.function.clone();
+    if !f.object.is_empty() && f.object != f.function {
+        name += &format!(" [{}]", f.object);
+    }
+    if f.kind == FrameKind::Inlined {
+        name += " (inlined)";
+    }
+    let share = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
+    match mode {
+        Mode::Single => {
+            format!("{name}: {} samples ({:.2}%), {} own", node.new, share(node.new, total_new), node.new_self)
+        }
+        Mode::Differential { .. } => format!(
+            "{name}: {:.4} s → {:.4} s ({:.2}% → {:.2}%), own {:+.4} s",
+            node.old,
+            node.new,
+            share(node.old, total_old),
+            share(node.new, total_new),
+            node.new_self - node.old_self
+        ),
+    }
+}
+
+/// Names shown in the picture: control characters escaped (XML cannot carry most of
+/// them even as references), then XML-escaped by [`esc`] where written.
+fn visible(text: &str) -> String {
+    crate::render::terminal::escape(text)
+}
+
+fn render(tree: &Tree, mode: &Mode, title: &str, subtitle: &str) -> String {
+    let root = &tree.nodes[0];
+    let weight = |n: &Node| match mode {
+        Mode::Single => n.new,
+        Mode::Differential { .. } => (n.old + n.new) / 2.0,
+    };
+    let total = weight(root);
+    let inner = WIDTH - 2.0 * PAD;
+    // Lay out depth first: (node, x as a fraction of the total), children left to right.
+    let mut placed: Vec<(usize, f64)> = Vec::new();
+    let mut todo = vec![(0usize, 0.0f64)];
+    let mut max_depth = 0;
+    while let Some((i, x)) = todo.pop() {
+        let node = &tree.nodes[i];
+        if total <= 0.0 || weight(node) / total * inner < MIN_WIDTH_PX {
+            continue;
+        }
+        placed.push((i, x));
+        max_depth = max_depth.max(node.depth);
+        let mut child_x = x;
+        let mut children = Vec::new();
+        for &c in node.children.values() {
+            children.push((c, child_x));
+            child_x += weight(&tree.nodes[c]) / total;
+        }
+        todo.extend(children.into_iter().rev());
+    }
+    let height = TOP + (max_depth + 1) as f64 * FRAME_HEIGHT + BOTTOM;
+    let mut out = String::with_capacity(256 * placed.len() + 8192);
+    let _ = write!(
+        out,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="perflab-flame" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="monospace" font-size="11" data-width="{WIDTH}" data-pad="{PAD}" data-char="{CHAR_WIDTH}">
+<style>.perflab-flame .f:hover rect{{stroke:#333;stroke-width:.6}} .perflab-flame .f{{cursor:pointer}} .perflab-flame .f text{{pointer-events:none;fill:#000}} .perflab-flame .button{{cursor:pointer;fill:#335}} .perflab-flame .button:hover{{text-decoration:underline}}</style>
+<rect width="100%" height="100%" fill="#fbfbf6"/>
+<text x="{mid}" y="16" text-anchor="middle" font-size="14">{title}</text>
+<text x="{mid}" y="29" text-anchor="middle" fill="#555">{subtitle}</text>
+<text x="{PAD}" y="16" class="button reset" visibility="hidden">Reset zoom</text>
+<text x="{right}" y="16" text-anchor="end" class="button search">Search</text>
+<text x="{right}" y="{bottom_text}" text-anchor="end" class="matched"></text>
+<text x="{PAD}" y="{bottom_text}" class="details"> </text>
+<g class="frames">
+"##,
+        mid = WIDTH / 2.0,
+        right = WIDTH - PAD,
+        bottom_text = height - 8.0,
+        title = esc(&visible(title)),
+        subtitle = esc(&visible(subtitle)),
+    );
+    for (i, x) in placed {
+        let node = &tree.nodes[i];
+        let w = weight(node) / total;
+        let (px, pw) = (PAD + x * inner, w * inner);
+        let y = height - BOTTOM - (node.depth + 1) as f64 * FRAME_HEIGHT;
+        let name = visible(&node.frame.function);
+        let chars = ((pw - 6.0) / CHAR_WIDTH).floor();
+        let label = if chars < 3.0 {
+            String::new()
+        } else if name.chars().count() as f64 <= chars {
+            name.clone()
+        } else {
+            name.chars().take(chars as usize - 2).collect::<String>() + ".."
+        };
+        let _ = writeln!(
+            out,
+            r#"<g class="f" data-x="{x:.6}" data-w="{w:.6}" data-d="{depth}" data-n="{n}"><title>{tip}</title><rect x="{px:.2}" y="{y}" width="{pw:.2}" height="{h}" rx="2" fill="{fill}"/><text x="{tx:.2}" y="{ty}">{label}</text></g>"#,
+            depth = node.depth,
+            n = esc(&name),
+            tip = esc(&visible(&describe(node, mode, root.old, root.new))),
+            h = FRAME_HEIGHT - 1.0,
+            fill = fill(node, mode),
+            tx = px + 3.0,
+            ty = y + FRAME_HEIGHT - 5.0,
+            label = esc(&label),
+        );
+    }
+    out.push_str("</g>\n<script><![CDATA[\n");
+    out.push_str(SCRIPT);
+    out.push_str("]]></script>\n</svg>\n");
+    out
+}
+
+/// Zoom, search and details for one flame graph; everything is looked up from the
+/// `<svg>` that contains this script, and names only ever go into `textContent`.
+const SCRIPT: &str = r#"(function () {
+  var me = document.currentScript;
+  var svg = me.ownerSVGElement || me.parentNode;
+  var W = +svg.getAttribute('data-width'), PAD = +svg.getAttribute('data-pad'), CHAR = +svg.getAttribute('data-char');
+  var details = svg.querySelector('.details'), reset = svg.querySelector('.reset');
+  var searchButton = svg.querySelector('.search'), matched = svg.querySelector('.matched');
+  var frames = Array.prototype.map.call(svg.querySelectorAll('g.f'), function (g) {
+    var rect = g.querySelector('rect');
+    return { g: g, rect: rect, text: g.querySelector('text'), fill: rect.getAttribute('fill'),
+             x: +g.getAttribute('data-x'), w: +g.getAttribute('data-w'), d: +g.getAttribute('data-d'),
+             n: g.getAttribute('data-n'), tip: g.querySelector('title').textContent };
+  });
+  function label(name, px) {
+    var max = Math.floor((px - 6) / CHAR);
+    if (max < 3) return '';
+    return name.length <= max ? name : name.slice(0, max - 2) + '..';
+  }
+  function place(f, x, w) {
+    var px = PAD + x * (W - 2 * PAD), pw = w * (W - 2 * PAD);
+    f.rect.setAttribute('x', px.toFixed(2));
+    f.rect.setAttribute('width', pw.toFixed(2));
+    f.text.setAttribute('x', (px + 3).toFixed(2));
+    f.text.textContent = label(f.n, pw);
+  }
+  function zoom(target) {
+    var eps = 1e-9;
+    frames.forEach(function (f) {
+      var inside = f.d >= target.d && f.x >= target.x - eps && f.x + f.w <= target.x + target.w + eps;
+      var below = f.d < target.d && f.x <= target.x + eps && f.x + f.w >= target.x + target.w - eps;
+      if (inside) {
+        f.g.style.display = '';
+        f.g.style.opacity = '';
+        place(f, (f.x - target.x) / target.w, f.w / target.w);
+      } else if (below) {
+        f.g.style.display = '';
+        f.g.style.opacity = '0.6';
+        place(f, 0, 1);
+      } else {
+        f.g.style.display = 'none';
+      }
+    });
+    reset.setAttribute('visibility', target.d === 0 ? 'hidden' : 'visible');
+  }
+  function unzoom() {
+    var root = frames.filter(function (f) { return f.d === 0; })[0];
+    if (root) zoom(root);
+  }
+  var searching = null;
+  function search(pattern) {
+    searching = pattern;
+    var spans = [];
+    frames.forEach(function (f) {
+      var hit = pattern !== null && pattern.test(f.n);
+      f.rect.setAttribute('fill', hit ? 'rgb(230,0,230)' : f.fill);
+      if (hit) spans.push([f.x, f.x + f.w]);
+    });
+    spans.sort(function (a, b) { return a[0] - b[0]; });
+    var covered = 0, end = -1;
+    spans.forEach(function (s) {
+      if (s[0] >= end) { covered += s[1] - s[0]; end = s[1]; }
+      else if (s[1] > end) { covered += s[1] - end; end = s[1]; }
+    });
+    matched.textContent = pattern === null ? '' : 'Matched: ' + (covered * 100).toFixed(1) + '%';
+    searchButton.textContent = pattern === null ? 'Search' : 'Clear search';
+  }
+  frames.forEach(function (f) {
+    f.g.addEventListener('click', function () { zoom(f); });
+    f.g.addEventListener('mouseover', function () { details.textContent = f.tip; });
+    f.g.addEventListener('mouseout', function () { details.textContent = ' '; });
+  });
+  reset.addEventListener('click', unzoom);
+  searchButton.addEventListener('click', function () {
+    if (searching !== null) { search(null); return; }
+    var text = window.prompt('Search for functions matching (regular expression):', '');
+    if (!text) return;
+    try { search(new RegExp(text)); } catch (e) { matched.textContent = 'Bad expression: ' + e.message; }
+  });
+  (svg.ownerDocument || document).addEventListener('keydown', function (e) {
+    if (e.key === 'Escape') unzoom();
+  });
+  svg.perflabFlame = { zoom: function (name) {
+    var f = frames.filter(function (f) { return f.n === name; })[0];
+    if (f) zoom(f);
+  }, search: function (text) { search(text === null ? null : new RegExp(text)); }, unzoom: unzoom };
+})();
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(name: &str) -> StackFrame {
+        StackFrame { function: name.into(), object: "app".into(), kind: FrameKind::Code }
+    }
+
+    fn tree(stacks: &[(&[&str], f64, f64)]) -> Tree {
+        let mut tree = Tree::new();
+        for (names, old, new) in stacks {
+            let frames: Vec<StackFrame> = names.iter().map(|n| frame(n)).collect();
+            tree.add(&frames, *old, *new);
+        }
+        tree
+    }
+
+    fn node<'a>(tree: &'a Tree, name: &str) -> &'a Node {
+        tree.nodes.iter().find(|n| n.frame.function == name).unwrap()
+    }
+
+    #[test]
+    fn merges_stacks_into_inclusive_and_own_values() {
+        let t = tree(&[(&["main", "a", "leaf"], 0.0, 3.0), (&["main", "b", "leaf"], 0.0, 1.0), (&["main"], 0.0, 1.0)]);
+        assert_eq!(t.nodes[0].new, 5.0);
+        assert_eq!((node(&t, "main").new, node(&t, "main").new_self), (5.0, 1.0));
+        assert_eq!(t.nodes.iter().filter(|n| n.frame.function == "leaf").count(), 2, "leaf under a and under b");
+        assert_eq!(node(&t, "a").children.len(), 1);
+    }
+
+    #[test]
+    fn widths_follow_samples_and_tiny_frames_are_left_out() {
+        let t = tree(&[(&["main", "a"], 0.0, 3.0), (&["main", "b"], 0.0, 1.0), (&["main", "tiny"], 0.0, 0.00001)]);
+        let svg = render(&t, &Mode::Single, "t", "s");
+        let width = |name: &str| -> f64 {
+            let at = svg.find(&format!("data-n=\"{name}\"")).unwrap();
+            let rest = &svg[at..];
+            let w = rest.split("width=\"").nth(1).unwrap();
+            w[..w.find('"').unwrap()].parse().unwrap()
+        };
+        assert!((width("a") / width("b") - 3.0).abs() < 0.01);
+        assert!((width("main") - (WIDTH - 2.0 * PAD)).abs() < 0.01);
+        assert!(!svg.contains("data-n=\"tiny\""));
+    }
+
+    #[test]
+    fn hostile_names_are_escaped() {
+        let evil = "<script>alert(\"x\")</script> & 'q' \u{1}\u{7}\n]]>";
+        let t = tree(&[(&["main", evil], 0.0, 1.0)]);
+        let svg = render(&t, &Mode::Single, evil, evil);
+        assert!(!svg.contains("<script>alert"), "raw markup in the SVG");
+        assert!(svg.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;"));
+        // XML 1.0 cannot carry these even as character references.
+        assert!(!svg.chars().any(|c| c.is_control() && c != '\n'), "control characters");
+        // The only CDATA section is the script's own.
+        assert_eq!(svg.matches("]]>").count(), 1);
+        assert_eq!(svg.matches("<script>").count(), 1);
+    }
+
+    #[test]
+    fn differential_colours_by_own_change_and_keeps_vanished_stacks() {
+        let t = tree(&[(&["main", "gone"], 2.0, 0.0), (&["main", "grew"], 1.0, 3.0), (&["main", "same"], 1.0, 1.0)]);
+        let max = t.nodes.iter().map(|n| (n.new_self - n.old_self).abs()).fold(0.0, f64::max);
+        let mode = Mode::Differential { max_self_change: max };
+        assert_eq!(fill(node(&t, "grew"), &mode), "rgb(250,45,45)");
+        assert_eq!(fill(node(&t, "gone"), &mode), "rgb(45,45,250)");
+        assert_eq!(fill(node(&t, "same"), &mode), "rgb(235,235,235)");
+        let svg = render(&t, &mode, "t", "s");
+        assert!(svg.contains("data-n=\"gone\""), "a vanished stack is drawn");
+        assert!(svg.contains("gone [app]: 2.0000 s → 0.0000 s"));
+    }
+}

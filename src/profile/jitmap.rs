@@ -1,0 +1,115 @@
+//! Names for JIT-compiled code from perf map files, `/tmp/perf-PID.map`: one line
+//! `START SIZE name` (hex, no 0x) per piece of generated code, written by node
+//! `--perf-basic-prof`, the JVM (`-XX:+DumpPerfMapAtExit`, `jcmd PID Compiler.perfmap`)
+//! and CPython ≥ 3.12 (`-X perf`). Code can be freed and its memory reused, so a later
+//! line replaces whatever earlier lines it overlaps, as a new mapping replaces an old one.
+//!
+//! The recorder reads the file when the command has finished and keeps the names of
+//! the code that was sampled in the profile, so the profile does not depend on the file
+//! afterwards (JIT maps are deleted, and pids are reused).
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+/// Where a process's perf map lives.
+pub fn map_path(pid: u32) -> PathBuf {
+    PathBuf::from(format!("/tmp/perf-{pid}.map"))
+}
+
+/// Is `path` a perf map path (as [`map_path`] writes it)?
+pub fn is_map_path(path: &str) -> bool {
+    path.strip_prefix("/tmp/perf-")
+        .and_then(|rest| rest.strip_suffix(".map"))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The code ranges of one perf map: start → (end, name).
+#[derive(Debug, Default, PartialEq)]
+pub struct JitMap {
+    ranges: BTreeMap<u64, (u64, String)>,
+}
+
+impl JitMap {
+    /// Parse a perf map; malformed lines are skipped (a map being written while read
+    /// may end in half a line).
+    pub fn parse(text: &str) -> JitMap {
+        let mut map = JitMap::default();
+        for line in text.lines() {
+            let mut fields = line.splitn(3, ' ');
+            let (Some(start), Some(size), Some(name)) = (fields.next(), fields.next(), fields.next()) else {
+                continue;
+            };
+            let (Ok(start), Ok(size)) = (u64::from_str_radix(start, 16), u64::from_str_radix(size, 16)) else {
+                continue;
+            };
+            if size == 0 {
+                continue;
+            }
+            map.insert(start, start.saturating_add(size), name.trim_end().to_string());
+        }
+        map
+    }
+
+    /// The perf map of `pid`, if there is one that this user may trust: like perf, only
+    /// a file owned by the user running perflab (or root) is read, so another user cannot
+    /// plant names in the profile.
+    pub fn read(pid: u32) -> Option<JitMap> {
+        let path = map_path(pid);
+        let meta = std::fs::metadata(&path).ok()?;
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        if !meta.is_file() || (meta.uid() != me && meta.uid() != 0) {
+            return None;
+        }
+        std::fs::read(&path).ok().map(|bytes| JitMap::parse(&String::from_utf8_lossy(&bytes)))
+    }
+
+    fn insert(&mut self, start: u64, end: u64, name: String) {
+        let overlapping: Vec<u64> =
+            self.ranges.range(..end).filter(|(_, (e, _))| *e > start).map(|(&s, _)| s).collect();
+        for s in overlapping {
+            self.ranges.remove(&s);
+        }
+        self.ranges.insert(start, (end, name));
+    }
+
+    /// (start, size, name) of the code at `address`.
+    pub fn lookup(&self, address: u64) -> Option<(u64, u64, &str)> {
+        let (&start, (end, name)) = self.ranges.range(..=address).next_back()?;
+        (address < *end).then_some((start, end - start, name.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lines_and_later_code_replaces_earlier() {
+        let map = JitMap::parse(
+            "1000 100 JS:~hot /app.js:1:1\n\
+             2000 10 first\n\
+             bogus line\n\
+             2000 20 LazyCompile:*second with spaces\n\
+             3000 0 empty\n\
+             4000 1",
+        );
+        assert_eq!(map.lookup(0x1000), Some((0x1000, 0x100, "JS:~hot /app.js:1:1")));
+        assert_eq!(map.lookup(0x10ff).map(|s| s.2), Some("JS:~hot /app.js:1:1"));
+        assert_eq!(map.lookup(0x1100), None);
+        assert_eq!(map.lookup(0x2015).map(|s| s.2), Some("LazyCompile:*second with spaces"));
+        assert_eq!(map.lookup(0x3000), None);
+        assert_eq!(map.lookup(0x4000), None, "a line without a name is skipped");
+        assert_eq!(map.lookup(0xfff), None);
+    }
+
+    #[test]
+    fn recognises_map_paths() {
+        assert!(is_map_path("/tmp/perf-123.map"));
+        assert!(!is_map_path("/tmp/perf-.map"));
+        assert!(!is_map_path("/tmp/perf-12x.map"));
+        assert!(!is_map_path("/usr/lib/libc.so.6"));
+        assert_eq!(map_path(42).to_str(), Some("/tmp/perf-42.map"));
+    }
+}
