@@ -92,7 +92,7 @@ fn exercise(bytes: &[u8]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: fuzz_cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn mutated_elf_files_never_panic(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..40)) {
@@ -135,4 +135,9 @@ fn header_fields_set_to_extremes_never_panic() {
             exercise(&b);
         }
     }
+}
+
+/// Cases per property: 200 in the test suite, `PROPTEST_CASES` for a long run (scripts/fuzz).
+fn fuzz_cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(200)
 }
