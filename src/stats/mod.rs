@@ -6,6 +6,7 @@
 pub mod changepoint;
 pub mod rank_sum;
 pub mod signed_rank;
+pub mod student;
 pub mod summary;
 pub mod synthetic;
 pub mod welch;
