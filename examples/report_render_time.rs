@@ -83,6 +83,7 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
         governor: Some("performance".into()),
         pmu: false,
         virtualization: Some("kvm".into()),
+        ..Machine::default()
     };
     let settings = Settings { seed: 1, fixed_rounds: Some(RUNS), max_rounds: RUNS, ..Default::default() };
     let mut sources = Vec::with_capacity(benchmarks * labels.len());

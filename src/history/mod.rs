@@ -1,11 +1,16 @@
 //! `perflab history`: each benchmark's metric over labels (in stored order), per
-//! machine, with sparklines, median and CI per label, and the change points where a
-//! shift began. [`build`] is also what the HTML report draws its history lines from.
+//! machine, with sparklines, median and CI per label, the change from the previous label,
+//! and the change points where a shift began. [`build`] is also what the HTML report
+//! draws its history lines from.
+
+pub mod ratio;
 
 use crate::model::Machine;
-use crate::stats::changepoint::{self, ChangePointConfig};
+use crate::render::terminal::escape;
+use crate::stats::changepoint::{ChangePointConfig, Detector};
 use crate::store::{describe_machine, StoredExperiment};
 use crate::units::format_value;
+use ratio::Ratio;
 use serde::Serialize;
 
 /// A metric's history, per machine (never mixed across machine fingerprints).
@@ -42,9 +47,14 @@ pub struct Point {
     pub median_ci: Option<(f64, f64)>,
     /// True when some of these runs come from an experiment that did not finish.
     pub incomplete: bool,
+    /// These runs against the previous label's, as independent samples (95 % interval);
+    /// None for the first label or with too few runs for an interval (about 4 each).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vs_previous: Option<Ratio>,
 }
 
-/// A shift in the series of label medians.
+/// A shift in the series: where the runs of the labels from here on differ from those
+/// before (see `stats::changepoint::detect_groups`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Shift {
     /// The first label after the shift.
@@ -66,6 +76,8 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
     struct Pool<'a> {
         label: &'a str,
         incomplete: bool,
+        /// The equivalence margin of the label's latest experiment, for its verdict.
+        threshold: f64,
         values: Vec<f64>,
     }
     /// A machine's first experiment (for its description) and its benchmarks' pools.
@@ -101,14 +113,19 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
             }
         };
         let pools = &mut benchmarks[b].1;
+        let threshold = e.experiment.settings.threshold;
         match pools.iter_mut().find(|p| p.label == e.label) {
             Some(p) => {
                 p.incomplete |= !e.complete;
+                p.threshold = threshold;
                 p.values.extend(values);
             }
-            None => pools.push(Pool { label: &e.label, incomplete: !e.complete, values }),
+            None => pools.push(Pool { label: &e.label, incomplete: !e.complete, threshold, values }),
         }
     }
+    // One detector for every series: benchmarks with the same run counts share the
+    // permutation null distributions.
+    let mut detector = Detector::new(ChangePointConfig::for_groups());
     let machines = groups
         .into_iter()
         .map(|(first, benchmarks)| MachineHistory {
@@ -119,8 +136,9 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
                 .into_iter()
                 .map(|(name, pools)| {
                     let points: Vec<Point> = pools
-                        .into_iter()
-                        .map(|p| {
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| {
                             let s = crate::stats::summary::summarize(&p.values);
                             Point {
                                 label: p.label.to_string(),
@@ -128,10 +146,14 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
                                 median: s.median,
                                 median_ci: s.median_ci,
                                 incomplete: p.incomplete,
+                                vs_previous: i
+                                    .checked_sub(1)
+                                    .and_then(|prev| ratio::independent(&pools[prev].values, &p.values, p.threshold)),
                             }
                         })
                         .collect();
-                    let change_points = shifts(&points);
+                    let groups: Vec<&[f64]> = pools.iter().map(|p| p.values.as_slice()).collect();
+                    let change_points = shifts(&mut detector, &groups, &points);
                     BenchmarkHistory { name: name.to_string(), points, change_points }
                 })
                 .collect(),
@@ -140,10 +162,10 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
     History { metric: metric_name.to_string(), machines }
 }
 
-/// Change points in the series of label medians.
-fn shifts(points: &[Point]) -> Vec<Shift> {
-    let medians: Vec<f64> = points.iter().map(|p| p.median).collect();
-    changepoint::detect(&medians, &ChangePointConfig::default())
+/// Change points between the labels' runs (`groups`, aligned with `points`).
+fn shifts(detector: &mut Detector, groups: &[&[f64]], points: &[Point]) -> Vec<Shift> {
+    detector
+        .detect_groups(groups)
         .into_iter()
         .filter_map(|c| {
             Some(Shift {
@@ -172,7 +194,7 @@ pub fn render(history: &History, detail: bool) -> String {
         );
     }
     for machine in &history.machines {
-        let _ = writeln!(out, "machine {}", machine.description);
+        let _ = writeln!(out, "machine {}", escape(&machine.description));
         for bench in &machine.benchmarks {
             let detailed = detail || machine.benchmarks.len() == 1;
             if detailed {
@@ -198,7 +220,7 @@ fn render_overview(benchmarks: &[BenchmarkHistory], metric_name: &str) -> String
         let latest = b.points.last().map_or(String::new(), |p| format_point(p, metric_name));
         let medians: Vec<f64> = b.points.iter().map(|p| p.median).collect();
         table.add_row(vec![
-            b.name.clone(),
+            escape(&b.name),
             b.points.len().to_string(),
             sparkline(&medians[medians.len().saturating_sub(SPARKLINE_WIDTH)..]),
             latest,
@@ -210,15 +232,19 @@ fn render_overview(benchmarks: &[BenchmarkHistory], metric_name: &str) -> String
 
 fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
     let medians: Vec<f64> = bench.points.iter().map(|p| p.median).collect();
-    let mut out = format!("{}  {}\n", bench.name, sparkline(&medians));
+    let mut out = format!("{}  {}\n", escape(&bench.name), sparkline(&medians));
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(vec!["label", "runs", &format!("median {metric_name}"), "95% CI", "vs previous", ""]);
+    table.set_header(vec!["label", "runs", &format!("median {metric_name}"), "95% CI", "vs previous [95% CI]", ""]);
     for (i, p) in bench.points.iter().enumerate() {
-        let change = if i == 0 {
-            String::new()
-        } else {
-            format!("{:+.1} %", (p.median / bench.points[i - 1].median - 1.0) * 100.0)
+        let change = match &p.vs_previous {
+            Some(r) => {
+                let [ratio, lo, hi] = percents([r.ratio, r.ci_low, r.ci_high]);
+                format!("{ratio} [{lo} … {hi}]{}", if r.significant() { " *" } else { "" })
+            }
+            // Too few runs for an interval: the medians' change alone.
+            None if i > 0 => format!("{:+.1} % (n < 4)", (p.median / bench.points[i - 1].median - 1.0) * 100.0),
+            None => String::new(),
         };
         let mark = bench
             .change_points
@@ -226,7 +252,7 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
             .find(|c| c.index == i)
             .map_or(String::new(), |c| format!("◀ shift {}", describe_shift(c)));
         table.add_row(vec![
-            p.label.clone() + if p.incomplete { " (incomplete)" } else { "" },
+            escape(&p.label) + if p.incomplete { " (incomplete)" } else { "" },
             p.n.to_string(),
             format_value(metric_name, p.median),
             p.median_ci.map_or("n < 6".into(), |(lo, hi)| {
@@ -236,25 +262,27 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
             mark,
         ]);
     }
+    out.push_str(&table.to_string());
+    out.push_str(
+        "\n* the change's 95 % interval excludes 0 (this label's runs against the previous label's; \
+         one test per row, so about 1 row in 20 is marked by chance — change points are tested for the whole series)\n",
+    );
     if bench.change_points.is_empty() {
-        out.push_str(&table.to_string());
-        out.push_str("\nno change point\n");
-    } else {
-        out.push_str(&table.to_string());
-        out.push('\n');
+        out.push_str("no change point\n");
     }
     out
 }
 
+/// An estimate and its interval as percentage changes, with as many decimals (1 to 4) as
+/// it takes for the interval's ends to differ.
+fn percents(ratios: [f64; 3]) -> [String; 3] {
+    let with = |decimals: usize| ratios.map(|r| format!("{:+.decimals$} %", (r - 1.0) * 100.0));
+    (1..=4).map(with).find(|[_, lo, hi]| lo != hi).unwrap_or_else(|| with(1))
+}
+
 fn describe_shift(c: &Shift) -> String {
-    format!(
-        "{:+.1} % at `{}` (CI {:+.1} … {:+.1} %, p = {:.3})",
-        (c.ratio - 1.0) * 100.0,
-        c.label,
-        (c.ratio_ci.0 - 1.0) * 100.0,
-        (c.ratio_ci.1 - 1.0) * 100.0,
-        c.p_value
-    )
+    let [ratio, lo, hi] = percents([c.ratio, c.ratio_ci.0, c.ratio_ci.1]);
+    format!("{ratio} at `{}` (CI {lo} … {hi}, p = {:.3})", escape(&c.label), c.p_value)
 }
 
 fn format_point(p: &Point, metric_name: &str) -> String {
@@ -264,9 +292,9 @@ fn format_point(p: &Point, metric_name: &str) -> String {
             format_value(metric_name, p.median),
             format_value(metric_name, lo),
             format_value(metric_name, hi),
-            p.label
+            escape(&p.label)
         ),
-        None => format!("{} ({})", format_value(metric_name, p.median), p.label),
+        None => format!("{} ({})", format_value(metric_name, p.median), escape(&p.label)),
     }
 }
 
@@ -389,6 +417,31 @@ mod tests {
         assert!((shifts[0].ratio - 1.3).abs() < 0.05, "{shifts:?}");
         let text = render(&h, true);
         assert!(text.contains("◀ shift"), "{text}");
+    }
+
+    #[test]
+    fn six_labels_of_eight_runs_show_a_tenfold_step_with_its_interval() {
+        // The locked xchg replaced by a mov at v5: 243 ms → 18.5 ms.
+        let exps: Vec<StoredExperiment> = (1..=6)
+            .map(|i| {
+                let level = if i < 5 { 0.243 } else { 0.0185 };
+                let walls: Vec<f64> = (0..8).map(|k| level * (1.0 + 0.003 * ((i * 3 + k) % 5) as f64)).collect();
+                stored(&format!("v{i}"), i as i64, "xchg", "h1", &walls)
+            })
+            .collect();
+        let h = build(&exps, "wall_s");
+        let bench = &h.machines[0].benchmarks[0];
+        assert_eq!(bench.change_points.len(), 1, "{:?}", bench.change_points);
+        assert_eq!(bench.change_points[0].label, "v5");
+        let step = bench.points[4].vs_previous.as_ref().unwrap();
+        assert!(step.significant() && step.ci_low <= step.ratio && step.ratio <= step.ci_high, "{step:?}");
+        assert!((step.ratio - 0.0185 / 0.243).abs() < 0.002, "{step:?}");
+        let quiet = bench.points[2].vs_previous.as_ref().unwrap();
+        assert!(!quiet.significant(), "{quiet:?}");
+        let text = render(&h, true);
+        assert!(text.contains("◀ shift -92.") && text.contains("at `v5`"), "{text}");
+        assert!(text.contains("-92.41 % [-92.43 % … -92.36 %] *"), "{text}");
+        assert!(!text.contains("no change point"), "{text}");
     }
 
     #[test]

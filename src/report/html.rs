@@ -2,7 +2,7 @@
 //! of inline JS for the name filter) that opens offline and from a file: URL.
 
 use super::svg::{esc, format_change, format_ratio, format_value, num, truncate, LinearScale, LogScale};
-use super::{geomean, CounterTable, Geomean, LabelComparison, MachineGroup, RelativeTime, ReportData};
+use super::{geomean, CounterTable, Geomean, LabelComparison, MachineGroup, Ratio, RelativeTime, ReportData};
 use crate::history::{BenchmarkHistory, Point};
 use crate::model::{metric, Verdict};
 use std::collections::HashMap;
@@ -185,7 +185,13 @@ fn verdict_class(verdict: Verdict) -> &'static str {
 /// Largest slowdown first, largest speed-up last; rows without a usable ratio at the end.
 fn sorted_by_change(rows: &[RelativeTime]) -> Vec<&RelativeTime> {
     let mut sorted: Vec<&RelativeTime> = rows.iter().collect();
-    let key = |r: &RelativeTime| if r.ratio.is_finite() && r.ratio > 0.0 { r.ratio.ln() } else { f64::NEG_INFINITY };
+    let key = |r: &RelativeTime| {
+        if r.change.ratio.is_finite() && r.change.ratio > 0.0 {
+            r.change.ratio.ln()
+        } else {
+            f64::NEG_INFINITY
+        }
+    };
     sorted.sort_by(|a, b| key(b).total_cmp(&key(a)).then_with(|| a.benchmark.cmp(&b.benchmark)));
     sorted
 }
@@ -212,7 +218,7 @@ fn forest_section(out: &mut String, comparison: &LabelComparison, data: &ReportD
         comparison
             .rows
             .iter()
-            .flat_map(|r| [r.ci_low, r.ci_high, r.ratio])
+            .flat_map(|r| [r.change.ci_low, r.change.ci_high, r.change.ratio])
             .chain(gm.iter().flat_map(|g| [g.ci_low, g.ci_high])),
         PLOT_LEFT,
         PLOT_RIGHT,
@@ -253,7 +259,7 @@ fn forest_section(out: &mut String, comparison: &LabelComparison, data: &ReportD
 /// with the CI band, so the share of regressions shows before any scrolling.
 fn overview_svg(out: &mut String, rows: &[&RelativeTime]) {
     let (width, height, left, right, top, bottom) = (FOREST_WIDTH, 150.0, 64.0, 12.0, 10.0, 22.0);
-    let usable: Vec<&&RelativeTime> = rows.iter().filter(|r| r.ratio.is_finite() && r.ratio > 0.0).collect();
+    let usable: Vec<&Ratio> = rows.iter().map(|r| &r.change).filter(|r| r.ratio.is_finite() && r.ratio > 0.0).collect();
     if usable.len() < 2 {
         return;
     }
@@ -310,7 +316,7 @@ fn overview_svg(out: &mut String, rows: &[&RelativeTime]) {
 }
 
 fn summary_line(out: &mut String, rows: &[RelativeTime], gm: Option<Geomean>) {
-    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+    let count = |v: Verdict| rows.iter().filter(|r| r.change.verdict == v).count();
     out.push_str("<p class=\"summary\">");
     if let Some(g) = gm {
         let _ = write!(
@@ -397,7 +403,8 @@ fn ratio_marks(out: &mut String, scale: &LogScale, ratio: f64, lo: f64, hi: f64,
     );
 }
 
-fn forest_row(out: &mut String, row: &RelativeTime, scale: &LogScale, y: f64, row_height: f64, compact: bool) {
+fn forest_row(out: &mut String, relative: &RelativeTime, scale: &LogScale, y: f64, row_height: f64, compact: bool) {
+    let row = &relative.change;
     let cy = row_height / 2.0;
     let text_y = num(cy + 4.0);
     let p = row.p_value.map(|p| format!(", p = {}", format_p(p))).unwrap_or_default();
@@ -407,7 +414,7 @@ fn forest_row(out: &mut String, row: &RelativeTime, scale: &LogScale, y: f64, ro
          <rect class=\"hit\" x=\"0\" y=\"0\" width=\"{w}\" height=\"{rh}\"/>\
          <text x=\"{nx}\" y=\"{text_y}\" text-anchor=\"end\">{short}</text>",
         cls = verdict_class(row.verdict),
-        name = esc(&row.benchmark),
+        name = esc(&relative.benchmark),
         y = num(y),
         ratio = format_ratio(row.ratio),
         change = format_change(row.ratio),
@@ -420,7 +427,7 @@ fn forest_row(out: &mut String, row: &RelativeTime, scale: &LogScale, y: f64, ro
         w = num(FOREST_WIDTH),
         rh = num(row_height),
         nx = num(NAME_WIDTH),
-        short = esc(&truncate(&row.benchmark, NAME_CHARS)),
+        short = esc(&truncate(&relative.benchmark, NAME_CHARS)),
     );
     ratio_marks(out, scale, row.ratio, row.ci_low, row.ci_high, cy, row_height);
     let _ = write!(
@@ -689,12 +696,24 @@ fn machine_section(out: &mut String, machines: &[MachineGroup]) {
         let mut kv = |key: &str, value: &str| {
             let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(key), esc(value));
         };
+        let flag = |f: Option<bool>| match f {
+            Some(true) => "on",
+            Some(false) => "off",
+            None => "unknown",
+        };
         kv("labels", &info.labels.join(", "));
+        if let Some(id) = &m.id {
+            kv("machine id", id);
+        }
         kv("hostname", &m.hostname);
         kv("CPU", &m.cpu_model);
+        kv("microcode", m.microcode.as_deref().unwrap_or("unknown"));
         kv("cores", &m.cores.to_string());
+        kv("SMT", flag(m.smt));
+        kv("memory", &m.memory_mib.map_or("unknown".into(), |mib| format!("{mib} MiB")));
         kv("kernel", &m.kernel);
         kv("CPU frequency governor", m.governor.as_deref().unwrap_or("unknown"));
+        kv("boost", flag(m.boost));
         kv("hardware PMU", if m.pmu { "available" } else { "not available" });
         kv("virtualization", m.virtualization.as_deref().unwrap_or("none detected"));
         kv("perflab version", &info.perflab_version);
@@ -750,6 +769,7 @@ mod tests {
                             median: 0.01 * (1.0 + i as f64 * 0.1),
                             median_ci: Some((0.0099, 0.0102 + i as f64 * 0.001)),
                             incomplete: false,
+                            vs_previous: None,
                         })
                         .collect(),
                     change_points: vec![Shift {
@@ -784,6 +804,7 @@ mod tests {
                     governor: None,
                     pmu: false,
                     virtualization: Some("kvm".into()),
+                    ..Machine::default()
                 },
                 perflab_version: "0.1.0".into(),
                 environment: [("GLIBC_TUNABLES".to_string(), "<none>".to_string())].into(),
@@ -835,12 +856,12 @@ mod tests {
     fn error_bar_spans_the_ci_on_the_log_axis() {
         let data = sample(&["only"]);
         let html = render_html(&data);
-        let r = &data.comparisons[0].rows[0];
+        let r = &data.comparisons[0].rows[0].change;
         let scale = LogScale::covering(
             data.comparisons[0]
                 .rows
                 .iter()
-                .flat_map(|r| [r.ci_low, r.ci_high, r.ratio])
+                .flat_map(|r| [r.change.ci_low, r.change.ci_high, r.change.ratio])
                 .chain(geomean(&data.comparisons[0].rows).iter().flat_map(|g| [g.ci_low, g.ci_high])),
             PLOT_LEFT,
             PLOT_RIGHT,
@@ -884,7 +905,7 @@ mod tests {
     #[test]
     fn independent_intervals_say_so_in_the_tooltip() {
         let mut data = sample(&["a"]);
-        data.comparisons[0].rows[0].method = CiMethod::Independent;
+        data.comparisons[0].rows[0].change.method = CiMethod::Independent;
         assert!(render_html(&data).contains("independent runs"));
     }
 }

@@ -3,19 +3,14 @@
 //! machines. History points and change points come from [`crate::history::build`], so
 //! the page and `perflab history` always agree.
 
-use super::{CiMethod, CounterRow, CounterTable, LabelComparison, MachineGroup, RelativeTime, ReportData};
+use super::{CounterRow, CounterTable, LabelComparison, MachineGroup, RelativeTime, ReportData};
 use crate::error::Failure;
-use crate::model::{metric, Comparison, Experiment, Run, StopReason, Verdict};
+use crate::history::ratio;
+use crate::model::{metric, Comparison, Experiment, Run, StopReason};
 use crate::store::{self, StoredExperiment};
 use crate::usage;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-/// The confidence of every interval the report computes itself.
-pub const CONFIDENCE: f64 = 0.95;
-/// Equivalence margin used for independent comparisons when the experiments do not
-/// record one.
-const DEFAULT_THRESHOLD: f64 = 0.01;
 
 /// perflab JSON results (`compare --json`) as stored experiments: each file is one
 /// benchmark named after the file, each command one label named after the command
@@ -66,17 +61,6 @@ pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperimen
 
 fn stopped_early(e: &StoredExperiment) -> bool {
     !e.complete || matches!(e.experiment.stop_reason, StopReason::Interrupted | StopReason::CommandFailed)
-}
-
-/// The label a command of a stored experiment measured: the measured (last) command is
-/// the experiment's label, as in `perflab history`; another command named like a stored
-/// label (an interleaved baseline) measured that label.
-fn label_of<'a>(e: &'a StoredExperiment, command_name: &'a str, labels: &[String]) -> Option<&'a str> {
-    if e.experiment.commands.last().is_some_and(|c| c.name == command_name) {
-        Some(&e.label)
-    } else {
-        labels.iter().any(|l| l == command_name).then_some(command_name)
-    }
 }
 
 /// What to show.
@@ -148,8 +132,9 @@ pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Resul
         let mut missing = Vec::new();
         for benchmark in &samples.benchmarks {
             let own = by_benchmark.get(benchmark.as_str()).map_or(&[][..], Vec::as_slice);
-            match relative_time(own, &samples, &labels, benchmark, &reference, label, &options.metric) {
-                Some(row) => rows.push(row),
+            let values = |l: &str| samples.values(benchmark, l, &options.metric);
+            match ratio::between_labels(own, &labels, &reference, label, &options.metric, values) {
+                Some(change) => rows.push(RelativeTime { benchmark: benchmark.clone(), change }),
                 None => missing.push(benchmark.as_str()),
             }
         }
@@ -271,85 +256,6 @@ impl<'a> Samples<'a> {
     }
 }
 
-/// The label/reference ratio for one benchmark, from `experiments` (that benchmark's):
-/// the paired comparison of the latest experiment that ran both interleaved, else an
-/// independent-samples interval.
-fn relative_time(
-    experiments: &[&StoredExperiment],
-    samples: &Samples,
-    labels: &[String],
-    benchmark: &str,
-    reference: &str,
-    label: &str,
-    name: &str,
-) -> Option<RelativeTime> {
-    for e in experiments.iter().rev() {
-        for c in e.experiment.comparisons.iter().filter(|c| c.metric == name) {
-            match (label_of(e, &c.baseline, labels), label_of(e, &c.candidate, labels)) {
-                (Some(b), Some(k)) if b == reference && k == label => return Some(paired_row(benchmark, c, false)),
-                (Some(b), Some(k)) if b == label && k == reference => return Some(paired_row(benchmark, c, true)),
-                _ => {}
-            }
-        }
-    }
-    let base = samples.values(benchmark, reference, name)?;
-    let cand = samples.values(benchmark, label, name)?;
-    let threshold = experiments
-        .iter()
-        .rev()
-        .find(|e| e.label == label)
-        .map_or(DEFAULT_THRESHOLD, |e| e.experiment.settings.threshold);
-    independent_row(benchmark, &base, &cand, threshold)
-}
-
-fn paired_row(benchmark: &str, c: &Comparison, inverted: bool) -> RelativeTime {
-    let (ratio, ci_low, ci_high, verdict) = if inverted {
-        let flipped = match c.verdict {
-            Verdict::Faster => Verdict::Slower,
-            Verdict::Slower => Verdict::Faster,
-            v => v,
-        };
-        (1.0 / c.ratio, 1.0 / c.ci_high, 1.0 / c.ci_low, flipped)
-    } else {
-        (c.ratio, c.ci_low, c.ci_high, c.verdict)
-    };
-    RelativeTime {
-        benchmark: benchmark.to_string(),
-        ratio,
-        ci_low,
-        ci_high,
-        confidence: c.confidence,
-        p_value: Some(c.p_value),
-        verdict,
-        method: CiMethod::Paired,
-        n: c.n,
-    }
-}
-
-/// Ratio of locations from separately measured runs: the Hodges–Lehmann shift of the
-/// log values and its Mann–Whitney interval, exponentiated.
-fn independent_row(benchmark: &str, base: &[f64], cand: &[f64], threshold: f64) -> Option<RelativeTime> {
-    if base.iter().chain(cand).any(|&v| v <= 0.0) {
-        return None;
-    }
-    let ln_base: Vec<f64> = base.iter().map(|v| v.ln()).collect();
-    let ln_cand: Vec<f64> = cand.iter().map(|v| v.ln()).collect();
-    let interval = crate::stats::rank_sum::shift_interval(&ln_base, &ln_cand, CONFIDENCE)?;
-    let shift = crate::stats::rank_sum::hodges_lehmann_shift(&ln_base, &ln_cand);
-    let (lo, hi) = (interval.low.exp(), interval.high.exp());
-    Some(RelativeTime {
-        benchmark: benchmark.to_string(),
-        ratio: shift.exp(),
-        ci_low: lo,
-        ci_high: hi,
-        confidence: interval.achieved_confidence,
-        p_value: Some(crate::stats::rank_sum::mann_whitney(&ln_base, &ln_cand).p_value),
-        verdict: crate::verdict::classify(lo, hi, threshold).0,
-        method: CiMethod::Independent,
-        n: base.len().min(cand.len()),
-    })
-}
-
 fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> CounterTable {
     let mut rows = Vec::new();
     for benchmark in &samples.benchmarks {
@@ -393,7 +299,8 @@ fn machine_groups(experiments: &[StoredExperiment], labels: &[String]) -> Vec<Ma
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CommandResult, ExitInfo, Machine, Settings};
+    use crate::history::ratio::CiMethod;
+    use crate::model::{CommandResult, ExitInfo, Machine, Settings, Verdict};
 
     fn runs(level: f64) -> Vec<Run> {
         (0..8)
@@ -470,7 +377,7 @@ mod tests {
         let data = build(experiments, &options()).unwrap();
         assert_eq!((data.reference.as_str(), data.labels.len()), ("old", 3));
         assert_eq!(data.comparisons.len(), 1);
-        let row = &data.comparisons[0].rows[0];
+        let row = &data.comparisons[0].rows[0].change;
         assert_eq!(
             (data.comparisons[0].label.as_str(), row.method, row.verdict),
             ("new", CiMethod::Independent, Verdict::Slower)
@@ -504,7 +411,7 @@ mod tests {
         ];
         let opts = Options { reference: Some("old".into()), labels: vec!["new".into()], ..options() };
         let data = build(experiments, &opts).unwrap();
-        let row = &data.comparisons[0].rows[0];
+        let row = &data.comparisons[0].rows[0].change;
         assert_eq!((row.method, row.verdict, row.n), (CiMethod::Paired, Verdict::Slower, 8));
         assert!((row.ratio - 1.25).abs() < 1e-12);
         assert!((row.ci_low - 1.0 / 0.82).abs() < 1e-12 && (row.ci_high - 1.0 / 0.78).abs() < 1e-12);
@@ -552,7 +459,7 @@ mod tests {
         assert!(experiments.iter().all(|e| e.benchmark == "parse"));
         assert_eq!(experiments[1].experiment.commands.len(), 2, "the candidate keeps its baseline");
         let data = build(experiments, &options()).unwrap();
-        assert_eq!(data.comparisons[0].rows[0].method, CiMethod::Paired);
+        assert_eq!(data.comparisons[0].rows[0].change.method, CiMethod::Paired);
         assert_eq!(data.histories[0].points.len(), 2);
     }
 }
