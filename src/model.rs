@@ -270,6 +270,24 @@ pub struct Machine {
     pub pmu: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub virtualization: Option<String>,
+    // Added with the fleet; absent (None) in older records, and left out of the JSON when
+    // unknown so an older record's fingerprint does not change.
+    /// The name an operator gave this machine (`PERFLAB_MACHINE_ID`, `perflab agent
+    /// --machine-id`): look-alike machines stay apart, and one host can pose as several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// CPU microcode revision: an update (e.g. a speculation fix) can change performance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microcode: Option<String>,
+    /// Turbo/boost enabled; None when the system does not say (most VMs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boost: Option<bool>,
+    /// Simultaneous multithreading (hyper-threading) active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smt: Option<bool>,
+    /// Installed memory the kernel manages (MemTotal), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u64>,
 }
 
 /// What a warning is about, for programs reading the JSON.

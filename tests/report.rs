@@ -19,6 +19,7 @@ fn machine(hostname: &str) -> Machine {
         governor: None,
         pmu: false,
         virtualization: Some("kvm".into()),
+        ..Machine::default()
     }
 }
 

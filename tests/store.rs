@@ -27,6 +27,7 @@ fn machine(host: &str) -> Machine {
         governor: None,
         pmu: false,
         virtualization: Some("KVM".into()),
+        ..Machine::default()
     }
 }
 

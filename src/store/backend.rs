@@ -56,11 +56,12 @@ pub(crate) fn opt_text(v: Option<&str>) -> Value {
 /// What a database must do for the store; everything else is shared SQL.
 ///
 /// Statements use `$1, $2, …` placeholders (in order of first use) and the DDL uses
-/// `{id}`, `{int}`, `{real}` for the types that differ between databases.
+/// `{id}`, `{int}`, `{real}` for the types that differ between databases; `{now}` (through
+/// [`Backend::dialect`]) is the database's clock in seconds since the epoch.
 pub trait Backend {
     /// `sqlite` or `postgres`.
     fn kind(&self) -> &'static str;
-    /// Replace the `{id}`/`{int}`/`{real}`/`{without_rowid}` tokens in DDL.
+    /// Replace the `{id}`/`{int}`/`{real}`/`{without_rowid}`/`{now}` tokens.
     fn dialect(&self, ddl: &str) -> String;
     fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64>;
     fn query(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<Vec<Vec<Value>>>;

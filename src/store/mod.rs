@@ -11,6 +11,7 @@
 
 mod backend;
 pub mod exchange;
+pub mod fleet;
 pub mod postgres;
 mod read;
 mod schema;
@@ -103,10 +104,11 @@ pub fn fingerprint(machine: &Machine) -> String {
     digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
 }
 
-/// One line naming a machine for people: `host (CPU, N cores, kernel) [fingerprint]`.
+/// One line naming a machine for people: `[id on] host (CPU, N cores, kernel) [fingerprint]`.
 pub fn describe_machine(fingerprint: &str, machine: &Machine) -> String {
+    let id = machine.id.as_deref().map(|id| format!("{id} on ")).unwrap_or_default();
     format!(
-        "{} ({}, {} cores, Linux {}) [{}]",
+        "{id}{} ({}, {} cores, Linux {}) [{}]",
         machine.hostname, machine.cpu_model, machine.cores, machine.kernel, fingerprint
     )
 }

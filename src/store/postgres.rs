@@ -43,6 +43,7 @@ impl Backend for Postgres {
             .replace("{int}", "BIGINT")
             .replace("{real}", "DOUBLE PRECISION")
             .replace("{without_rowid}", "")
+            .replace("{now}", "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)")
     }
 
     fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64> {

@@ -9,7 +9,39 @@ use anyhow::{anyhow, Context};
 pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "initial schema", SCHEMA_V1),
     (2, "index experiments by machine", "CREATE INDEX experiments_by_machine ON experiments(machine_id, label_id);"),
+    (3, "fleet job queue", SCHEMA_FLEET),
 ];
+
+/// `perflab queue` and `perflab agent`: jobs, and one claim per job and machine (its
+/// primary key is what makes a job run once per machine). Lease times are the database's
+/// clock (`{now}`), so agents on machines with skewed clocks agree.
+const SCHEMA_FLEET: &str = r#"
+CREATE TABLE fleet_jobs (
+    id {id},
+    suite_path TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    label TEXT NOT NULL,
+    git_commit TEXT,
+    build TEXT,
+    baseline TEXT,
+    filter TEXT,
+    machines TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    cancelled {int} NOT NULL
+);
+CREATE TABLE fleet_claims (
+    job_id {int} NOT NULL REFERENCES fleet_jobs(id),
+    machine_id {int} NOT NULL REFERENCES machines(id),
+    state TEXT NOT NULL,
+    attempt {int} NOT NULL,
+    agent TEXT NOT NULL,
+    claimed_at {real} NOT NULL,
+    lease_until {real} NOT NULL,
+    finished_at {real},
+    message TEXT,
+    PRIMARY KEY (job_id, machine_id)
+){without_rowid};
+"#;
 
 const SCHEMA_V1: &str = r#"
 CREATE TABLE labels (

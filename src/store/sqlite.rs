@@ -63,6 +63,7 @@ impl Backend for Sqlite {
             .replace("{int}", "INTEGER")
             .replace("{real}", "REAL")
             .replace("{without_rowid}", " WITHOUT ROWID")
+            .replace("{now}", "((julianday('now') - 2440587.5) * 86400.0)")
     }
 
     fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64> {

@@ -23,6 +23,10 @@ pub struct RunOptions {
     pub show_output: bool,
     pub ignore_failure: bool,
     pub hide_progress: bool,
+    /// What produced the results, as stored (default `run`; a fleet agent says which job).
+    pub source: Option<String>,
+    /// The machine the results are stored under (default: the one detected).
+    pub machine: Option<Machine>,
 }
 
 /// What happened to one benchmark.
@@ -103,7 +107,7 @@ pub fn run_suite(
         }
     }
     let git_commit = current_git_commit();
-    let machine = Machine::detect();
+    let machine = options.machine.clone().unwrap_or_else(Machine::detect);
     let interrupt = crate::interrupt::watcher();
     let total = prepared.len();
     for (i, (bench, plan)) in prepared.iter().enumerate() {
@@ -121,7 +125,7 @@ pub fn run_suite(
             label: label.to_string(),
             benchmark: bench.name.clone(),
             git_commit: git_commit.clone(),
-            source: "run".into(),
+            source: options.source.clone().unwrap_or_else(|| "run".into()),
         };
         let mut recorder = store.begin(&meta, &machine, &plan.settings, &plan.commands);
         let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, options.hide_progress);
