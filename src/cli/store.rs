@@ -97,6 +97,13 @@ pub struct HistoryArgs {
     /// Only the last N labels (in stored order); change points are looked for among them.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub last: Option<u32>,
+    /// Compare --label with this label on every machine side by side (default with
+    /// results from several machines: the oldest label).
+    #[arg(long, value_name = "LABEL")]
+    pub reference: Option<String>,
+    /// The label compared with --reference (default: the newest label).
+    #[arg(short = 'l', long, value_name = "LABEL")]
+    pub label: Option<String>,
     /// Also write the history as JSON (`-` for stdout instead of the table).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
@@ -132,9 +139,29 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
         let first_kept = orders[orders.len().saturating_sub(n as usize)];
         experiments.retain(|e| e.label_order >= first_kept);
     }
-    let history = history::build(&experiments, &args.metric);
+    let mut history = history::build(&experiments, &args.metric);
     if history.machines.is_empty() {
         return Err(crate::usage!("no successful stored run has the metric `{}`", args.metric));
+    }
+    if args.reference.is_some() || args.label.is_some() || history.machines.len() > 1 {
+        let mut labels: Vec<&str> = Vec::new();
+        for e in &experiments {
+            if !labels.contains(&e.label.as_str()) {
+                labels.push(&e.label);
+            }
+        }
+        let pick = |given: &Option<String>, default: &str| -> Result<String, Failure> {
+            match given {
+                Some(l) if labels.contains(&l.as_str()) => Ok(l.clone()),
+                Some(l) => Err(crate::usage!("label `{l}` has no results here (labels: {})", labels.join(", "))),
+                None => Ok(default.to_string()),
+            }
+        };
+        let reference = pick(&args.reference, labels[0])?;
+        let label = pick(&args.label, labels[labels.len() - 1])?;
+        if reference != label {
+            history.matrix = Some(history::matrix::matrix(&experiments, &args.metric, &reference, &label));
+        }
     }
     if let Some(path) = &args.json {
         crate::render::json::write(path, &history)?;

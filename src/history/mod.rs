@@ -3,6 +3,7 @@
 //! and the change points where a shift began. [`build`] is also what the HTML report
 //! draws its history lines from.
 
+pub mod matrix;
 pub mod ratio;
 
 use crate::model::Machine;
@@ -18,6 +19,24 @@ use serde::Serialize;
 pub struct History {
     pub metric: String,
     pub machines: Vec<MachineHistory>,
+    /// Two labels compared on every machine side by side (when asked for, or when the
+    /// results come from several machines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<matrix::Matrix>,
+}
+
+/// The metric's values of the successful runs of an experiment's measured (last)
+/// command: what a label's point pools. A failed run's time is not the benchmark's (it
+/// may have stopped half-way).
+pub fn measured_values(e: &StoredExperiment, metric_name: &str) -> Vec<f64> {
+    let Some(measured) = e.experiment.commands.last() else { return Vec::new() };
+    measured
+        .runs
+        .iter()
+        .filter(|r| r.exit.success())
+        .filter_map(|r| r.metric(metric_name))
+        .filter(|v| v.is_finite())
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -84,16 +103,7 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
     type MachineGroup<'a> = (&'a StoredExperiment, Vec<(&'a str, Vec<Pool<'a>>)>);
     let mut groups: Vec<MachineGroup> = Vec::new();
     for e in experiments {
-        let Some(measured) = e.experiment.commands.last() else { continue };
-        // A failed run's time is not the benchmark's (it may have stopped half-way); the
-        // report leaves such runs out too.
-        let values: Vec<f64> = measured
-            .runs
-            .iter()
-            .filter(|r| r.exit.success())
-            .filter_map(|r| r.metric(metric_name))
-            .filter(|v| v.is_finite())
-            .collect();
+        let values = measured_values(e, metric_name);
         if values.is_empty() {
             continue;
         }
@@ -159,7 +169,7 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
                 .collect(),
         })
         .collect();
-    History { metric: metric_name.to_string(), machines }
+    History { metric: metric_name.to_string(), machines, matrix: None }
 }
 
 /// Change points between the labels' runs (`groups`, aligned with `points`).
@@ -205,6 +215,9 @@ pub fn render(history: &History, detail: bool) -> String {
             out.push_str(&render_overview(&machine.benchmarks, &history.metric));
         }
         out.push('\n');
+    }
+    if let Some(m) = &history.matrix {
+        out.push_str(&matrix::render(m));
     }
     out
 }
@@ -317,11 +330,11 @@ pub fn sparkline(values: &[f64]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::{CommandResult, ExitInfo, Experiment, Run, Settings, StopReason};
 
-    fn stored(label: &str, order: i64, bench: &str, host: &str, walls: &[f64]) -> StoredExperiment {
+    pub(crate) fn stored(label: &str, order: i64, bench: &str, host: &str, walls: &[f64]) -> StoredExperiment {
         let machine = Machine { hostname: host.into(), ..Machine::default() };
         StoredExperiment {
             id: 0,

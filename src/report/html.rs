@@ -1,10 +1,11 @@
 //! The report page: one self-contained HTML file (inline CSS, inline SVG, a few lines
 //! of inline JS for the name filter) that opens offline and from a file: URL.
 
-use super::svg::{esc, format_change, format_ratio, format_value, num, truncate, LinearScale, LogScale};
+use super::svg::{esc, format_change, format_value, num, truncate, LinearScale, LogScale};
 use super::{geomean, CounterTable, Geomean, LabelComparison, MachineGroup, Ratio, RelativeTime, ReportData};
 use crate::history::{BenchmarkHistory, Point};
 use crate::model::{metric, Verdict};
+use crate::units::format_ratio;
 use std::collections::HashMap;
 use std::fmt::Write;
 

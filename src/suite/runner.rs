@@ -58,11 +58,6 @@ pub fn plan_for(
     names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
     let commands = crate::command::parse_commands(&texts, &names, o.shell.as_deref())
         .map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
-    if o.shell.is_none() {
-        for c in &commands {
-            crate::command::resolve_program(&c.argv[0]).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
-        }
-    }
     let mode = o.mode.unwrap_or_default();
     let solo = commands.len() == 1 && mode != Mode::Instructions;
     if solo && o.rounds.is_none() && o.max_time.is_none() && o.max_rounds.is_none() {
@@ -85,8 +80,9 @@ pub fn plan_for(
 }
 
 /// Run `benchmarks` of `suite` and store every run under `label`. Every plan is made
-/// before anything runs, so a typo fails in a second. `on_outcome` hears about each
-/// benchmark as it ends; an interrupt stops after the benchmark in flight (its runs kept).
+/// before anything runs, so a typo fails in a second, and every program is looked up
+/// once the builds are prepared, before the first measurement. `on_outcome` hears about
+/// each benchmark as it ends; an interrupt stops after the benchmark in flight (its runs kept).
 pub fn run_suite(
     benchmarks: &[&Benchmark],
     label: &str,
@@ -104,6 +100,12 @@ pub fn run_suite(
             eprintln!("preparing build `{}`: {prepare}", build.name);
             shell(prepare)
                 .map_err(|e| Failure::CommandFailed(format!("preparing build `{}` failed: {e}", build.name)))?;
+        }
+    }
+    // Checked once the builds are prepared: a prepare may make the programs.
+    for (bench, plan) in &prepared {
+        for c in &plan.commands {
+            crate::command::resolve_program(&c.argv[0]).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
         }
     }
     let git_commit = current_git_commit();
