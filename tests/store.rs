@@ -292,3 +292,39 @@ fn non_finite_values_survive_storage_and_json() {
         assert!(again.comparisons[0].ratio.is_nan());
     });
 }
+
+/// The lean read gives every command the same values the full read does, whether they
+/// come from a stored sample (a finished experiment's summaries) or from the runs (an
+/// experiment cut short, a metric without a sample, a counter).
+#[test]
+fn metric_samples_match_the_runs() {
+    each_backend("metric_samples", |url| {
+        let mut store = Store::open(Some(url)).unwrap();
+        let mut finished = experiment("h1");
+        finished.commands[1].runs[1].exit = ExitInfo { exit_code: Some(1), signal: None, timed_out: false };
+        for command in &mut finished.commands {
+            for name in ["wall_s", "cpu_s", "max_rss_kib", "minor_faults", "task-clock"] {
+                command.summary.insert(name.to_string(), perflab::stats::summary::summarize(&command.values(name)));
+            }
+        }
+        store.save(&meta("v1", "b"), &finished).unwrap();
+        let spec: Vec<CommandSpec> = finished.commands.iter().map(CommandResult::spec).collect();
+        let mut cut_short = store.begin(&meta("v2", "b"), &machine("h1"), &settings(), &spec);
+        cut_short.record_run(0, &run(0, 0.3)).unwrap();
+        cut_short.record_run(1, &run(0, 0.2)).unwrap();
+        drop(cut_short);
+
+        let full = store.experiments(&Query::default()).unwrap();
+        for name in ["wall_s", "cpu_s", "max_rss_kib", "minor_faults", "task-clock", "instructions"] {
+            let lean = store.metric_experiments(&Query::default(), name).unwrap();
+            assert_eq!(lean.len(), full.len());
+            for (l, f) in lean.iter().zip(&full) {
+                assert_eq!((l.id, &l.label, l.complete), (f.id, &f.label, f.complete));
+                assert_eq!(l.experiment.comparisons, f.experiment.comparisons);
+                for (lc, fc) in l.experiment.commands.iter().zip(&f.experiment.commands) {
+                    assert_eq!(lc.values(name), fc.values(name), "{url} {name} {} {}", l.label, lc.name);
+                }
+            }
+        }
+    });
+}

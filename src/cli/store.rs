@@ -113,7 +113,8 @@ pub struct HistoryArgs {
 
 pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
     let mut store = args.db.open_existing()?;
-    let mut experiments = store.experiments(&Query { label: None, benchmark: None, machine: args.machine.clone() })?;
+    let query = Query { label: None, benchmark: None, machine: args.machine.clone() };
+    let mut experiments = store.metric_experiments(&query, &args.metric)?;
     if let Some(bench) = &args.bench {
         let exact = experiments.iter().any(|e| &e.benchmark == bench);
         experiments.retain(|e| if exact { &e.benchmark == bench } else { e.benchmark.contains(bench.as_str()) });
@@ -211,21 +212,21 @@ pub fn main_report(args: ReportArgs) -> Result<(), Failure> {
         machine: args.machine.clone(),
     };
     let experiments = if args.from.is_empty() {
-        let query = Query { machine: args.machine.clone(), ..Default::default() };
-        args.db.open_existing()?.experiments(&query)?
+        report::load::from_store(&mut args.db.open_existing()?, &options)?
     } else {
         report::load::from_json_files(&args.from)?
     };
     let data = report::load::build(experiments, &options)?;
     report::write(&data, &args.out)?;
-    let benchmarks = data.histories.len();
+    let benchmarks = data.pages.iter().map(|p| p.histories.len()).max().unwrap_or(0);
+    let labels = data.pages.iter().map(|p| p.labels.len()).max().unwrap_or(0);
     eprintln!(
-        "perflab: wrote {} ({benchmarks} benchmark{}, {} label{}, reference {})",
+        "perflab: wrote {} ({benchmarks} benchmark{}, {labels} label{}, {} machine{})",
         args.out.display(),
         if benchmarks == 1 { "" } else { "s" },
-        data.labels.len(),
-        if data.labels.len() == 1 { "" } else { "s" },
-        data.reference
+        if labels == 1 { "" } else { "s" },
+        data.pages.len(),
+        if data.pages.len() == 1 { "" } else { "s" }
     );
     Ok(())
 }

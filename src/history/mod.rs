@@ -26,17 +26,9 @@ pub struct History {
 }
 
 /// The metric's values of the successful runs of an experiment's measured (last)
-/// command: what a label's point pools. A failed run's time is not the benchmark's (it
-/// may have stopped half-way).
+/// command: what a label's point pools.
 pub fn measured_values(e: &StoredExperiment, metric_name: &str) -> Vec<f64> {
-    let Some(measured) = e.experiment.commands.last() else { return Vec::new() };
-    measured
-        .runs
-        .iter()
-        .filter(|r| r.exit.success())
-        .filter_map(|r| r.metric(metric_name))
-        .filter(|v| v.is_finite())
-        .collect()
+    e.experiment.commands.last().map_or_else(Vec::new, |measured| measured.values(metric_name))
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -90,7 +82,7 @@ pub struct Shift {
 }
 
 /// The history of `metric` in `experiments` (as read from the store, oldest label first).
-pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
+pub fn build<'a>(experiments: impl IntoIterator<Item = &'a StoredExperiment>, metric_name: &str) -> History {
     // Runs pooled per (machine, benchmark, label), in first-seen order.
     struct Pool<'a> {
         label: &'a str,

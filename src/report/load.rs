@@ -3,13 +3,13 @@
 //! machines. History points and change points come from [`crate::history::build`], so
 //! the page and `perflab history` always agree.
 
-use super::{CounterRow, CounterTable, LabelComparison, MachineGroup, RelativeTime, ReportData};
+use super::{CounterRow, CounterTable, LabelComparison, MachineGroup, MachinePage, RelativeTime, ReportData};
 use crate::error::Failure;
-use crate::history::ratio;
+use crate::history::{matrix, measured_values, ratio};
 use crate::model::{metric, Comparison, Experiment, Run, StopReason};
 use crate::store::{self, StoredExperiment};
 use crate::usage;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 /// perflab JSON results (`compare --json`) as stored experiments: each file is one
@@ -76,23 +76,8 @@ pub struct Options {
     pub machine: Option<String>,
 }
 
-/// Arrange stored experiments (oldest label first, as the store returns them) for the page.
-pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Result<ReportData, Failure> {
-    if let Some(wanted) = &options.machine {
-        experiments
-            .retain(|e| e.machine_fingerprint.starts_with(wanted.as_str()) || e.experiment.machine.hostname == *wanted);
-        if experiments.is_empty() {
-            return Err(usage!("no results from machine {wanted}"));
-        }
-    }
-    if experiments.is_empty() {
-        return Err(usage!(
-            "no results to report: store some with `perflab run` or `perflab compare --save`, or pass --from FILE.json"
-        ));
-    }
-    check_one_machine(&experiments)?;
-
-    let labels = ordered_labels(&experiments);
+/// The reference label and the compared labels the options ask for among `labels`.
+fn chosen_labels(labels: &[String], options: &Options) -> Result<(String, Vec<String>), Failure> {
     let reference = match &options.reference {
         Some(r) if labels.contains(r) => r.clone(),
         Some(r) => return Err(usage!("reference label {r} has no results (labels: {})", labels.join(", "))),
@@ -108,9 +93,46 @@ pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Resul
         }
         options.labels.iter().filter(|l| **l != reference).cloned().collect()
     };
+    Ok((reference, compared))
+}
 
-    let samples = Samples::collect(&experiments, &options.metric);
-    if samples.benchmarks.is_empty() {
+/// The experiments the report of `options` needs from `store`: the lean read of the
+/// metric for every label (history, ratios), and in full for the reference and compared
+/// labels (their counters table shows every other metric).
+pub fn from_store(store: &mut store::Store, options: &Options) -> Result<Vec<StoredExperiment>, Failure> {
+    let query = store::Query { machine: options.machine.clone(), ..Default::default() };
+    let lean = store.metric_experiments(&query, &options.metric)?;
+    let labels = ordered_labels(&lean.iter().collect::<Vec<_>>());
+    if labels.is_empty() {
+        return Ok(lean);
+    }
+    let (reference, compared) = chosen_labels(&labels, options)?;
+    let detailed: Vec<String> = std::iter::once(reference).chain(compared).collect();
+    let mut experiments: Vec<StoredExperiment> = lean.into_iter().filter(|e| !detailed.contains(&e.label)).collect();
+    for label in detailed {
+        experiments.extend(store.experiments(&store::Query { label: Some(label), ..query.clone() })?);
+    }
+    experiments.sort_by_key(|e| (e.label_order, e.id));
+    Ok(experiments)
+}
+
+/// Arrange stored experiments (oldest label first, as the store returns them) for the page.
+pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Result<ReportData, Failure> {
+    if let Some(wanted) = &options.machine {
+        experiments
+            .retain(|e| e.machine_fingerprint.starts_with(wanted.as_str()) || e.experiment.machine.hostname == *wanted);
+        if experiments.is_empty() {
+            return Err(usage!("no results from machine {wanted}"));
+        }
+    }
+    if experiments.is_empty() {
+        return Err(usage!(
+            "no results to report: store some with `perflab run` or `perflab compare --save`, or pass --from FILE.json"
+        ));
+    }
+    let labels = ordered_labels(&experiments.iter().collect::<Vec<_>>());
+    let (reference, compared) = chosen_labels(&labels, options)?;
+    if !experiments.iter().any(|e| !measured_values(e, &options.metric).is_empty()) {
         return Err(usage!(
             "no successful run has the metric {} (try wall_s, cpu_s, max_rss_kib or a recorded counter)",
             options.metric
@@ -121,75 +143,109 @@ pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Resul
     if incomplete > 0 {
         notes.push(format!("{incomplete} experiment(s) stopped early; their completed runs are included"));
     }
-
-    let mut by_benchmark: BTreeMap<&str, Vec<&StoredExperiment>> = BTreeMap::new();
+    // Machines in order of first appearance, never pooled.
+    let mut fingerprints: Vec<&str> = Vec::new();
     for e in &experiments {
+        if !fingerprints.contains(&e.machine_fingerprint.as_str()) {
+            fingerprints.push(&e.machine_fingerprint);
+        }
+    }
+    let several = fingerprints.len() > 1;
+    let matrices = if several {
+        compared.iter().map(|l| matrix::matrix(&experiments, &options.metric, &reference, l)).collect()
+    } else {
+        Vec::new()
+    };
+    let mut pages = Vec::new();
+    for fingerprint in &fingerprints {
+        let group: Vec<&StoredExperiment> =
+            experiments.iter().filter(|e| e.machine_fingerprint == *fingerprint).collect();
+        let description = store::describe_machine(fingerprint, &group[0].experiment.machine);
+        let prefix = if several { format!("{description}: ") } else { String::new() };
+        match machine_page(&group, &reference, &compared, &options.metric, description, &mut notes, &prefix) {
+            Some(page) => pages.push(page),
+            None => notes.push(format!("{prefix}no successful run has the metric {}", options.metric)),
+        }
+    }
+    Ok(ReportData {
+        title: options.title.clone(),
+        generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        metric: options.metric.clone(),
+        matrices,
+        pages,
+        notes,
+    })
+}
+
+/// One machine's part of the page (None when none of its runs has the metric); what it
+/// lacks goes to `notes`, each starting with `prefix`.
+fn machine_page(
+    experiments: &[&StoredExperiment],
+    reference: &str,
+    compared: &[String],
+    metric: &str,
+    description: String,
+    notes: &mut Vec<String>,
+    prefix: &str,
+) -> Option<MachinePage> {
+    let labels = ordered_labels(experiments);
+    let samples = Samples::collect(experiments, metric);
+    if samples.benchmarks.is_empty() {
+        return None;
+    }
+    let mut by_benchmark: HashMap<&str, Vec<&StoredExperiment>> = HashMap::new();
+    for e in experiments {
         by_benchmark.entry(e.benchmark.as_str()).or_default().push(e);
     }
+    let has = |l: &str| labels.iter().any(|x| x == l);
     let mut comparisons = Vec::new();
-    for label in &compared {
+    for label in compared.iter().filter(|l| has(reference) && has(l)) {
         let mut rows = Vec::new();
         let mut missing = Vec::new();
         for benchmark in &samples.benchmarks {
             let own = by_benchmark.get(benchmark.as_str()).map_or(&[][..], Vec::as_slice);
-            let values = |l: &str| samples.values(benchmark, l, &options.metric);
-            match ratio::between_labels(own, &labels, &reference, label, &options.metric, values) {
+            let values = |l: &str| samples.values(benchmark, l, metric);
+            match ratio::between_labels(own, &labels, reference, label, metric, values) {
                 Some(change) => rows.push(RelativeTime { benchmark: benchmark.clone(), change }),
                 None => missing.push(benchmark.as_str()),
             }
         }
         if !missing.is_empty() {
             notes.push(format!(
-                "{} benchmark(s) lack results for {reference} or {label} (or too few runs for a 95 % interval, about 4 each) and are not in its chart: {}",
+                "{prefix}{} benchmark(s) lack results for {reference} or {label} (or too few runs for a 95 % interval, about 4 each) and are not in its chart: {}",
                 missing.len(),
                 abbreviate(&missing)
             ));
         }
         comparisons.push(LabelComparison { label: label.clone(), rows });
     }
-
-    // One machine is left (checked above), so the history has at most one.
-    let histories = crate::history::build(&experiments, &options.metric)
+    let shown: Vec<String> = std::iter::once(reference.to_string()).chain(compared.iter().cloned()).collect();
+    for label in shown.iter().filter(|l| !has(l)) {
+        notes.push(format!("{prefix}no results under label {label}"));
+    }
+    // One machine here, so the history has at most one.
+    let histories = crate::history::build(experiments.iter().copied(), metric)
         .machines
         .into_iter()
         .next()
         .map(|m| m.benchmarks)
         .unwrap_or_default();
-    let counter_labels: Vec<String> = std::iter::once(reference.clone()).chain(compared.iter().cloned()).collect();
-    let counters = counter_table(&samples, &counter_labels, &options.metric);
-    let machines = machine_groups(&experiments, &labels);
-    Ok(ReportData {
-        title: options.title.clone(),
-        generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        metric: options.metric.clone(),
-        reference,
+    let counter_labels: Vec<String> = shown.into_iter().filter(|l| has(l)).collect();
+    let counters = counter_table(&samples, &counter_labels, metric);
+    let machines = machine_groups(experiments, &labels);
+    Some(MachinePage {
+        description,
+        reference: reference.to_string(),
         labels,
         comparisons,
         histories,
         counters,
         machines,
-        notes,
     })
 }
 
-fn check_one_machine(experiments: &[StoredExperiment]) -> Result<(), Failure> {
-    let mut machines: BTreeMap<&str, &crate::model::Machine> = BTreeMap::new();
-    for e in experiments {
-        machines.insert(&e.machine_fingerprint, &e.experiment.machine);
-    }
-    if machines.len() > 1 {
-        let list: Vec<String> = machines.iter().map(|(fp, m)| store::describe_machine(fp, m)).collect();
-        return Err(usage!(
-            "the results come from {} machines, which are never mixed in one report: {}; choose one with --machine FINGERPRINT|HOSTNAME",
-            machines.len(),
-            list.join("; ")
-        ));
-    }
-    Ok(())
-}
-
 /// Labels by stored order (`label_order`), ties in order of appearance.
-fn ordered_labels(experiments: &[StoredExperiment]) -> Vec<String> {
+fn ordered_labels(experiments: &[&StoredExperiment]) -> Vec<String> {
     let mut first: Vec<(i64, usize, &str)> = Vec::new();
     let mut seen = BTreeSet::new();
     for (i, e) in experiments.iter().enumerate() {
@@ -218,7 +274,7 @@ struct Samples<'a> {
 }
 
 impl<'a> Samples<'a> {
-    fn collect(experiments: &'a [StoredExperiment], primary: &str) -> Samples<'a> {
+    fn collect(experiments: &[&'a StoredExperiment], primary: &str) -> Samples<'a> {
         let mut runs: BTreeMap<(&str, &str), Vec<&Run>> = BTreeMap::new();
         let mut benchmarks = BTreeSet::new();
         for e in experiments {
@@ -273,7 +329,7 @@ fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> Counter
 }
 
 /// Labels grouped by the machine, perflab version and environment they ran with.
-fn machine_groups(experiments: &[StoredExperiment], labels: &[String]) -> Vec<MachineGroup> {
+fn machine_groups(experiments: &[&StoredExperiment], labels: &[String]) -> Vec<MachineGroup> {
     let mut latest: BTreeMap<&str, &Experiment> = BTreeMap::new();
     for e in experiments {
         latest.insert(&e.label, &e.experiment);
@@ -375,15 +431,15 @@ mod tests {
             stored("new", 2, "b", &[("./bench", 1.5)], vec![]),
         ];
         let data = build(experiments, &options()).unwrap();
-        assert_eq!((data.reference.as_str(), data.labels.len()), ("old", 3));
-        assert_eq!(data.comparisons.len(), 1);
-        let row = &data.comparisons[0].rows[0].change;
+        assert_eq!((data.pages[0].reference.as_str(), data.pages[0].labels.len()), ("old", 3));
+        assert_eq!(data.pages[0].comparisons.len(), 1);
+        let row = &data.pages[0].comparisons[0].rows[0].change;
         assert_eq!(
-            (data.comparisons[0].label.as_str(), row.method, row.verdict),
+            (data.pages[0].comparisons[0].label.as_str(), row.method, row.verdict),
             ("new", CiMethod::Independent, Verdict::Slower)
         );
         assert!(row.ci_low <= 1.5 && 1.5 <= row.ci_high * 1.01, "{row:?}");
-        assert_eq!(data.histories[0].points.len(), 3);
+        assert_eq!(data.pages[0].histories[0].points.len(), 3);
     }
 
     #[test]
@@ -411,7 +467,7 @@ mod tests {
         ];
         let opts = Options { reference: Some("old".into()), labels: vec!["new".into()], ..options() };
         let data = build(experiments, &opts).unwrap();
-        let row = &data.comparisons[0].rows[0].change;
+        let row = &data.pages[0].comparisons[0].rows[0].change;
         assert_eq!((row.method, row.verdict, row.n), (CiMethod::Paired, Verdict::Slower, 8));
         assert!((row.ratio - 1.25).abs() < 1e-12);
         assert!((row.ci_low - 1.0 / 0.82).abs() < 1e-12 && (row.ci_high - 1.0 / 0.78).abs() < 1e-12);
@@ -426,7 +482,7 @@ mod tests {
             })
             .collect();
         let data = build(experiments, &options()).unwrap();
-        let cps = &data.histories[0].change_points;
+        let cps = &data.pages[0].histories[0].change_points;
         assert_eq!(cps.len(), 1, "{cps:?}");
         assert_eq!(cps[0].label, "v06");
         assert!(cps[0].ratio > 1.25 && cps[0].ratio < 1.35);
@@ -459,7 +515,7 @@ mod tests {
         assert!(experiments.iter().all(|e| e.benchmark == "parse"));
         assert_eq!(experiments[1].experiment.commands.len(), 2, "the candidate keeps its baseline");
         let data = build(experiments, &options()).unwrap();
-        assert_eq!(data.comparisons[0].rows[0].change.method, CiMethod::Paired);
-        assert_eq!(data.histories[0].points.len(), 2);
+        assert_eq!(data.pages[0].comparisons[0].rows[0].change.method, CiMethod::Paired);
+        assert_eq!(data.pages[0].histories[0].points.len(), 2);
     }
 }

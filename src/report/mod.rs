@@ -42,9 +42,25 @@ pub struct ReportData {
     pub generated_at: String,
     /// The metric compared and plotted (`wall_s`, `instructions`, ...).
     pub metric: String,
+    /// With results from several machines: each compared label ÷ the reference, per
+    /// benchmark, on every machine side by side.
+    pub matrices: Vec<crate::history::matrix::Matrix>,
+    /// One part per machine fingerprint, each as the page would be for that machine alone:
+    /// machines are never pooled.
+    pub pages: Vec<MachinePage>,
+    /// Caveats shown at the top (skipped benchmarks, machines without a label, ...).
+    pub notes: Vec<String>,
+}
+
+/// The results of one machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MachinePage {
+    /// The machine, as `store::describe_machine` names it.
+    pub description: String,
     /// The label every ratio is relative to.
     pub reference: String,
-    /// Every label in history order (oldest first): the x axis of the history charts.
+    /// Every label of this machine in history order (oldest first): the x axis of the
+    /// history charts.
     pub labels: Vec<String>,
     /// One forest plot per compared label.
     pub comparisons: Vec<LabelComparison>,
@@ -52,8 +68,6 @@ pub struct ReportData {
     pub histories: Vec<crate::history::BenchmarkHistory>,
     pub counters: CounterTable,
     pub machines: Vec<MachineGroup>,
-    /// Caveats shown at the top (mixed machines, skipped benchmarks, ...).
-    pub notes: Vec<String>,
 }
 
 /// Every benchmark's time under `label` relative to the reference label.

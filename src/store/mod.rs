@@ -292,6 +292,16 @@ impl Store {
             .with_context(|| format!("reading {}", self.location))
             .map_err(Failure::from)
     }
+
+    /// The lean read for history and reports of one `metric`: the experiments matching
+    /// `query`, whose commands' runs carry only that metric's values over their successful
+    /// runs (read from the summaries where stored); no other metric, no summaries, no
+    /// warnings.
+    pub fn metric_experiments(&mut self, query: &Query, metric: &str) -> Result<Vec<StoredExperiment>, Failure> {
+        read::metric_experiments(self.db.as_mut(), query, metric)
+            .with_context(|| format!("reading {}", self.location))
+            .map_err(Failure::from)
+    }
 }
 
 /// Remove a password from a URL before it is shown.

@@ -1,8 +1,11 @@
 //! Reading experiments back into the one data model. Each child table is read with the
 //! experiments' filter in one query and grouped in memory (six queries however many
-//! experiments match); columns are taken by name, never by position.
+//! experiments match); columns are taken by name, never by position. [`metric_experiments`]
+//! is the lean read for history and reports: one metric's samples from the summaries
+//! instead of every run.
 
-use super::backend::{opt_text, Backend, Value};
+use super::backend::{opt_text, text, Backend, Value};
+use super::write::sample_values;
 use super::{Query, StoredExperiment};
 use crate::model::{
     CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, StopReason, Summary, Verdict,
@@ -81,49 +84,27 @@ impl Row<'_> {
     }
 }
 
+/// The experiments' filter of a [`Query`]: `$1`–`$3` are its parameters, the joins name
+/// the label, benchmark and machine of experiment `e`.
+const FILTER: &str = "l.name = COALESCE($1, l.name) AND b.name = COALESCE($2, b.name) \
+     AND (CAST($3 AS TEXT) IS NULL OR m.fingerprint LIKE $3 || '%' OR m.hostname = $3)";
+const JOINS: &str = "JOIN labels l ON l.id = e.label_id JOIN benchmarks b ON b.id = e.benchmark_id \
+     JOIN machines m ON m.id = e.machine_id";
+
+fn filter_params(query: &Query) -> Vec<Value> {
+    vec![opt_text(query.label.as_deref()), opt_text(query.benchmark.as_deref()), opt_text(query.machine.as_deref())]
+}
+
+/// `FROM <table> t` joined to its experiment, filtered, ordered by `order`.
+fn child(table: &str, order: &str) -> String {
+    format!("FROM {table} t JOIN experiments e ON e.id = t.experiment_id {JOINS} WHERE {FILTER} ORDER BY {order}")
+}
+
 /// The experiments matching `query`, oldest label first, then in storing order.
 pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result<Vec<StoredExperiment>> {
-    let filter = "l.name = COALESCE($1, l.name) AND b.name = COALESCE($2, b.name) \
-         AND (CAST($3 AS TEXT) IS NULL OR m.fingerprint LIKE $3 || '%' OR m.hostname = $3)";
-    let joins = "JOIN labels l ON l.id = e.label_id JOIN benchmarks b ON b.id = e.benchmark_id \
-                 JOIN machines m ON m.id = e.machine_id";
-    let params =
-        [opt_text(query.label.as_deref()), opt_text(query.benchmark.as_deref()), opt_text(query.machine.as_deref())];
-    let child = |table: &str, order: &str| {
-        format!("FROM {table} t JOIN experiments e ON e.id = t.experiment_id {joins} WHERE {filter} ORDER BY {order}")
-    };
-    let experiments = Rows::query(
-        db,
-        &[
-            "e.id",
-            "l.name AS label",
-            "l.id AS label_order",
-            "b.name AS benchmark",
-            "e.git_commit",
-            "e.source",
-            "e.recorded_at",
-            "m.fingerprint",
-            "m.json AS machine",
-            "e.complete",
-            "e.perflab_version",
-            "e.started_at",
-            "e.settings",
-            "e.rounds",
-            "e.stop_reason",
-            "e.warnings",
-            "e.environment",
-            "e.duration_s",
-            "e.failure",
-        ],
-        &format!("FROM experiments e {joins} WHERE {filter} ORDER BY l.id, e.id"),
-        &params,
-    )?;
-    let commands = Rows::query(
-        db,
-        &["t.experiment_id", "t.idx", "t.name", "t.argv", "t.command_line"],
-        &child("commands", "t.experiment_id, t.idx"),
-        &params,
-    )?;
+    let params = filter_params(query);
+    let experiments = experiment_rows(db, &params)?;
+    let commands = command_rows(db, &params)?;
     let runs = Rows::query(
         db,
         &[
@@ -152,8 +133,8 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
         db,
         &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason"],
         &format!(
-            "FROM counters c JOIN runs t ON t.id = c.run_id JOIN experiments e ON e.id = t.experiment_id {joins} \
-             WHERE {filter} ORDER BY c.run_id, c.name"
+            "FROM counters c JOIN runs t ON t.id = c.run_id JOIN experiments e ON e.id = t.experiment_id {JOINS} \
+             WHERE {FILTER} ORDER BY c.run_id, c.name"
         ),
         &params,
     )?;
@@ -177,28 +158,6 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
         &child("summaries", "t.experiment_id, t.command_idx, t.metric"),
         &params,
     )?;
-    let comparisons = Rows::query(
-        db,
-        &[
-            "t.experiment_id",
-            "t.idx",
-            "t.baseline",
-            "t.candidate",
-            "t.metric",
-            "t.ratio",
-            "t.ci_low",
-            "t.ci_high",
-            "t.confidence",
-            "t.look_confidence",
-            "t.p_value",
-            "t.verdict",
-            "t.below_threshold",
-            "t.n",
-            "t.flags",
-        ],
-        &child("comparisons", "t.experiment_id, t.idx"),
-        &params,
-    )?;
 
     let mut counters_by_run: BTreeMap<i64, BTreeMap<String, CounterReading>> = BTreeMap::new();
     for r in counters.iter() {
@@ -212,16 +171,7 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             },
         );
     }
-    let mut commands_by_experiment: BTreeMap<i64, Vec<CommandResult>> = BTreeMap::new();
-    for r in commands.iter() {
-        commands_by_experiment.entry(r.id("experiment_id")).or_default().push(CommandResult {
-            name: r.text("name"),
-            argv: r.json("argv", "[]").context("command argv")?,
-            command_line: r.text("command_line"),
-            runs: Vec::new(),
-            summary: BTreeMap::new(),
-        });
-    }
+    let mut commands_by_experiment = group_commands(&commands)?;
     for r in runs.iter() {
         let run = Run {
             round: r.count("round") as u32,
@@ -262,9 +212,164 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             command.summary.insert(r.text("metric"), summary);
         }
     }
-    let mut comparisons_by_experiment: BTreeMap<i64, Vec<Comparison>> = BTreeMap::new();
+    let comparisons = comparisons_by_experiment(db, &params)?;
+    assemble(&experiments, commands_by_experiment, comparisons, false)
+}
+
+/// The experiments matching `query` for history and reports of one `metric`: as
+/// [`experiments`], but each command's runs are the metric's sample — its values over the
+/// successful runs, from the stored summary, or from the runs when no summary holds one
+/// (an experiment that did not finish, an older database) — as [`Run::of_metric`] runs
+/// carrying only that metric. Other metrics, summaries and warnings are not read.
+pub(super) fn metric_experiments(
+    db: &mut dyn Backend,
+    query: &Query,
+    metric: &str,
+) -> anyhow::Result<Vec<StoredExperiment>> {
+    let mut params = filter_params(query);
+    let experiments = experiment_rows(db, &params)?;
+    let commands = command_rows(db, &params)?;
+    let mut commands_by_experiment = group_commands(&commands)?;
+    let comparisons = comparisons_by_experiment(db, &params)?;
+    params.push(text(metric));
+    let samples = Rows::query(
+        db,
+        &["t.experiment_id", "t.command_idx", "t.sample"],
+        &format!(
+            "FROM summaries t JOIN experiments e ON e.id = t.experiment_id {JOINS} \
+             WHERE {FILTER} AND t.metric = $4 AND t.sample IS NOT NULL"
+        ),
+        &params,
+    )?;
+    for r in samples.iter() {
+        let values = r.value("sample").as_bytes().map(sample_values).unwrap_or_default();
+        if let Some(command) = command_mut(&mut commands_by_experiment, &r, "command_idx") {
+            command.runs = values.into_iter().map(|v| Run::of_metric(metric, v)).collect();
+        }
+    }
+    // Commands without a stored sample: their successful runs' values.
+    let (value, counter_join) = match run_column(metric) {
+        Some(column) => (column, ""),
+        None => ("c.value AS value", "JOIN counters c ON c.run_id = t.id AND c.name = $4"),
+    };
+    let runs = Rows::query(
+        db,
+        &["t.experiment_id", "t.command_idx", value],
+        &format!(
+            "FROM runs t {counter_join} JOIN experiments e ON e.id = t.experiment_id {JOINS} \
+             WHERE {FILTER} AND t.exit_code = 0 AND t.timed_out = 0 AND NOT EXISTS (SELECT 1 FROM summaries s \
+             WHERE s.experiment_id = t.experiment_id AND s.command_idx = t.command_idx AND s.metric = $4 \
+             AND s.sample IS NOT NULL) ORDER BY t.id"
+        ),
+        &params,
+    )?;
+    for r in runs.iter() {
+        let v = r.real("value");
+        if let (true, Some(command)) = (v.is_finite(), command_mut(&mut commands_by_experiment, &r, "command_idx")) {
+            command.runs.push(Run::of_metric(metric, v));
+        }
+    }
+    assemble(&experiments, commands_by_experiment, comparisons, true)
+}
+
+/// The runs column (an expression `… AS value`) holding a harness metric, as
+/// [`Run::metric`] computes it; None for counters (and any other metric).
+fn run_column(metric: &str) -> Option<&'static str> {
+    use crate::model::metric::*;
+    Some(match metric {
+        WALL => "t.wall_s AS value",
+        CPU => "t.user_s + t.sys_s AS value",
+        USER => "t.user_s AS value",
+        SYS => "t.sys_s AS value",
+        MAX_RSS => "t.max_rss_kib AS value",
+        MINOR_FAULTS => "t.minor_faults AS value",
+        MAJOR_FAULTS => "t.major_faults AS value",
+        VOLUNTARY_CS => "t.voluntary_cs AS value",
+        INVOLUNTARY_CS => "t.involuntary_cs AS value",
+        _ => return None,
+    })
+}
+
+const EXPERIMENT_COLUMNS: &[&str] = &[
+    "e.id",
+    "l.name AS label",
+    "l.id AS label_order",
+    "b.name AS benchmark",
+    "e.git_commit",
+    "e.source",
+    "e.recorded_at",
+    "m.fingerprint",
+    "m.json AS machine",
+    "e.complete",
+    "e.perflab_version",
+    "e.started_at",
+    "e.settings",
+    "e.rounds",
+    "e.stop_reason",
+    "e.warnings",
+    "e.environment",
+    "e.duration_s",
+    "e.failure",
+];
+
+fn experiment_rows(db: &mut dyn Backend, params: &[Value]) -> anyhow::Result<Rows> {
+    Rows::query(
+        db,
+        EXPERIMENT_COLUMNS,
+        &format!("FROM experiments e {JOINS} WHERE {FILTER} ORDER BY l.id, e.id"),
+        params,
+    )
+}
+
+fn command_rows(db: &mut dyn Backend, params: &[Value]) -> anyhow::Result<Rows> {
+    Rows::query(
+        db,
+        &["t.experiment_id", "t.idx", "t.name", "t.argv", "t.command_line"],
+        &child("commands", "t.experiment_id, t.idx"),
+        params,
+    )
+}
+
+fn group_commands(commands: &Rows) -> anyhow::Result<BTreeMap<i64, Vec<CommandResult>>> {
+    let mut by_experiment: BTreeMap<i64, Vec<CommandResult>> = BTreeMap::new();
+    for r in commands.iter() {
+        by_experiment.entry(r.id("experiment_id")).or_default().push(CommandResult {
+            name: r.text("name"),
+            argv: r.json("argv", "[]").context("command argv")?,
+            command_line: r.text("command_line"),
+            runs: Vec::new(),
+            summary: BTreeMap::new(),
+        });
+    }
+    Ok(by_experiment)
+}
+
+fn comparisons_by_experiment(db: &mut dyn Backend, params: &[Value]) -> anyhow::Result<BTreeMap<i64, Vec<Comparison>>> {
+    let comparisons = Rows::query(
+        db,
+        &[
+            "t.experiment_id",
+            "t.idx",
+            "t.baseline",
+            "t.candidate",
+            "t.metric",
+            "t.ratio",
+            "t.ci_low",
+            "t.ci_high",
+            "t.confidence",
+            "t.look_confidence",
+            "t.p_value",
+            "t.verdict",
+            "t.below_threshold",
+            "t.n",
+            "t.flags",
+        ],
+        &child("comparisons", "t.experiment_id, t.idx"),
+        params,
+    )?;
+    let mut by_experiment: BTreeMap<i64, Vec<Comparison>> = BTreeMap::new();
     for r in comparisons.iter() {
-        comparisons_by_experiment.entry(r.id("experiment_id")).or_default().push(Comparison {
+        by_experiment.entry(r.id("experiment_id")).or_default().push(Comparison {
             baseline: r.text("baseline"),
             candidate: r.text("candidate"),
             metric: r.text("metric"),
@@ -281,7 +386,36 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             flags: r.json("flags", "[]").unwrap_or_default(),
         });
     }
+    Ok(by_experiment)
+}
 
+/// A JSON document parsed once per distinct text: experiments mostly repeat the same
+/// machine, settings and environment, and parsing each once saves most of the reading.
+fn parsed<T: serde::de::DeserializeOwned + Clone>(
+    cache: &mut HashMap<String, T>,
+    text: Option<&str>,
+    empty: &str,
+) -> serde_json::Result<T> {
+    let text = text.unwrap_or(empty);
+    if let Some(v) = cache.get(text) {
+        return Ok(v.clone());
+    }
+    let v: T = serde_json::from_str(text)?;
+    cache.insert(text.to_string(), v.clone());
+    Ok(v)
+}
+
+/// The stored experiments of `experiments` rows with their commands and comparisons;
+/// `lean` leaves the warnings out.
+fn assemble(
+    experiments: &Rows,
+    mut commands_by_experiment: BTreeMap<i64, Vec<CommandResult>>,
+    mut comparisons_by_experiment: BTreeMap<i64, Vec<Comparison>>,
+    lean: bool,
+) -> anyhow::Result<Vec<StoredExperiment>> {
+    let mut machines: HashMap<String, crate::model::Machine> = HashMap::new();
+    let mut settings: HashMap<String, crate::model::Settings> = HashMap::new();
+    let mut environments: HashMap<String, BTreeMap<String, String>> = HashMap::new();
     let mut out = Vec::with_capacity(experiments.rows.len());
     for r in experiments.iter() {
         let id = r.id("id");
@@ -301,15 +435,15 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
         let experiment = Experiment {
             perflab_version: r.text("perflab_version"),
             started_at: r.text("started_at"),
-            machine: r.json("machine", "").context("machine record")?,
-            settings: r.json("settings", "").context("settings record")?,
+            machine: parsed(&mut machines, r.value("machine").as_str(), "").context("machine record")?,
+            settings: parsed(&mut settings, r.value("settings").as_str(), "").context("settings record")?,
             rounds,
             duration_s: r.opt_real("duration_s").unwrap_or(0.0),
             stop_reason,
             commands,
             comparisons: comparisons_by_experiment.remove(&id).unwrap_or_default(),
-            warnings: r.json("warnings", "[]").unwrap_or_default(),
-            environment: r.json("environment", "{}").unwrap_or_default(),
+            warnings: if lean { Vec::new() } else { r.json("warnings", "[]").unwrap_or_default() },
+            environment: parsed(&mut environments, r.value("environment").as_str(), "{}").unwrap_or_default(),
             failure: r.opt_text("failure"),
             ..Experiment::default()
         };

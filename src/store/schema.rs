@@ -10,6 +10,10 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "initial schema", SCHEMA_V1),
     (2, "index experiments by machine", "CREATE INDEX experiments_by_machine ON experiments(machine_id, label_id);"),
     (3, "fleet job queue", SCHEMA_FLEET),
+    // The metric's values over the command's successful runs (little-endian f64s): history
+    // and the report read summaries instead of every run. Older rows stay NULL and are
+    // read from their runs.
+    (4, "samples in summaries", "ALTER TABLE summaries ADD COLUMN sample {blob};"),
 ];
 
 /// `perflab queue` and `perflab agent`: jobs, and one claim per job and machine (its

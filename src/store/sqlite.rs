@@ -41,7 +41,10 @@ impl ToSql for Value {
             Value::Real(Some(v)) if v.is_nan() => ToSqlOutput::from(rusqlite::types::Null),
             Value::Real(Some(v)) => ToSqlOutput::from(*v),
             Value::Text(Some(v)) => ToSqlOutput::from(v.as_str()),
-            Value::Int(None) | Value::Real(None) | Value::Text(None) => ToSqlOutput::from(rusqlite::types::Null),
+            Value::Bytes(Some(v)) => ToSqlOutput::from(v.as_slice()),
+            Value::Int(None) | Value::Real(None) | Value::Text(None) | Value::Bytes(None) => {
+                ToSqlOutput::from(rusqlite::types::Null)
+            }
         })
     }
 }
@@ -62,6 +65,7 @@ impl Backend for Sqlite {
         ddl.replace("{id}", "INTEGER PRIMARY KEY")
             .replace("{int}", "INTEGER")
             .replace("{real}", "REAL")
+            .replace("{blob}", "BLOB")
             .replace("{without_rowid}", " WITHOUT ROWID")
             .replace("{now}", "((julianday('now') - 2440587.5) * 86400.0)")
     }
@@ -83,7 +87,8 @@ impl Backend for Sqlite {
                     ValueRef::Integer(v) => Value::Int(Some(v)),
                     ValueRef::Real(v) => Value::Real(Some(v)),
                     ValueRef::Text(v) => Value::Text(Some(String::from_utf8_lossy(v).into_owned())),
-                    ValueRef::Blob(_) | ValueRef::Null => Value::Text(None),
+                    ValueRef::Blob(v) => Value::Bytes(Some(v.to_vec())),
+                    ValueRef::Null => Value::Text(None),
                 });
             }
             out.push(values);

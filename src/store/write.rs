@@ -3,7 +3,7 @@
 //! completes (a `kill -9` loses at most the run in flight), then summaries and
 //! comparisons when it finishes.
 
-use super::backend::{int, opt_int, opt_real, opt_text, real, text, Backend, Value};
+use super::backend::{bytes, int, opt_int, opt_real, opt_text, real, text, Backend, Value};
 use super::{fingerprint, Meta, Store};
 use crate::error::Failure;
 use crate::model::{CommandSpec, Experiment, Machine, Run, Settings};
@@ -241,6 +241,22 @@ fn insert_run(db: &mut dyn Backend, experiment: i64, command_idx: usize, run: &R
     Ok(())
 }
 
+/// The sample stored with a summary: the metric's values over the successful runs as
+/// little-endian f64s, for the metrics history and reports follow (the compared harness
+/// metrics and every counter); NULL for the rest, which are read from their runs.
+fn sample(metric: &str, command: &crate::model::CommandResult) -> Value {
+    use crate::model::metric;
+    if metric::ALL.contains(&metric) && !metric::COMPARED.contains(&metric) {
+        return Value::Bytes(None);
+    }
+    bytes(command.values(metric).iter().flat_map(|v| v.to_le_bytes()).collect())
+}
+
+/// The values of a stored [`sample`].
+pub(super) fn sample_values(bytes: &[u8]) -> Vec<f64> {
+    bytes.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().expect("chunks of 8"))).collect()
+}
+
 pub(super) fn finish_experiment(
     db: &mut dyn Backend,
     id: i64,
@@ -255,7 +271,7 @@ pub(super) fn finish_experiment(
         for (metric, s) in &command.summary {
             db.execute(
                 "INSERT INTO summaries (experiment_id, command_idx, metric, n, median, mean, stddev, mad, min_value, max_value, \
-                 outliers, ci_low, ci_high) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                 outliers, ci_low, ci_high, sample) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
                 &[
                     int(id),
                     int(idx),
@@ -270,6 +286,7 @@ pub(super) fn finish_experiment(
                     int(s.outliers),
                     opt_real(s.median_ci.map(|c| c.0)),
                     opt_real(s.median_ci.map(|c| c.1)),
+                    sample(metric, command),
                 ],
             )?;
         }
