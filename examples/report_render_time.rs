@@ -55,7 +55,7 @@ fn main() {
         ..Options::default()
     };
     let start = Instant::now();
-    let data = build(sources, &options).expect("build the report data");
+    let data = build(&sources, &options).expect("build the report data");
     let arranged = start.elapsed();
     let start = Instant::now();
     let html = render_html(&data);
@@ -111,6 +111,19 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                     }
                 })
                 .collect();
+            let mut command = CommandResult {
+                name: name.clone(),
+                argv: vec!["bench".into()],
+                command_line: "bench".into(),
+                runs,
+                summary: Default::default(),
+            };
+            // As the engine summarizes every run of a command (the store keeps the
+            // samples of the compared metrics with them).
+            for metric in metric::ALL.iter().copied().chain(["task-clock"]) {
+                let values: Vec<f64> = command.runs.iter().filter_map(|r| r.metric(metric)).collect();
+                command.summary.insert(metric.to_string(), perflab::stats::summary::summarize(&values));
+            }
             let experiment = Experiment {
                 schema_version: SCHEMA_VERSION,
                 perflab_version: env!("CARGO_PKG_VERSION").into(),
@@ -121,13 +134,7 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                 duration_s: 1.0,
                 failure: None,
                 stop_reason: StopReason::FixedRounds,
-                commands: vec![CommandResult {
-                    name: name.clone(),
-                    argv: vec!["bench".into()],
-                    command_line: "bench".into(),
-                    runs,
-                    summary: Default::default(),
-                }],
+                commands: vec![command],
                 comparisons: vec![],
                 warnings: vec![],
                 environment: Default::default(),
@@ -142,6 +149,7 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                 recorded_at: String::new(),
                 machine_fingerprint: "synthetic".into(),
                 complete: true,
+                sample: None,
                 experiment,
             });
         }

@@ -160,27 +160,6 @@ impl Run {
             other => return self.counters.get(other).and_then(|c| c.value),
         })
     }
-
-    /// A successful run of which only `metric` is known (`value`): how a sample read back
-    /// without its runs (a stored summary's values) is handed to code that reads runs.
-    pub fn of_metric(name: &str, value: f64) -> Run {
-        use metric::*;
-        let mut run = Run { exit: ExitInfo { exit_code: Some(0), ..ExitInfo::default() }, ..Run::default() };
-        match name {
-            WALL => run.wall_s = value,
-            CPU | USER => run.user_s = value,
-            SYS => run.sys_s = value,
-            MAX_RSS => run.max_rss_kib = value as u64,
-            MINOR_FAULTS => run.minor_faults = value as u64,
-            MAJOR_FAULTS => run.major_faults = value as u64,
-            VOLUNTARY_CS => run.voluntary_cs = value as u64,
-            INVOLUNTARY_CS => run.involuntary_cs = value as u64,
-            other => {
-                run.counters.insert(other.to_string(), CounterReading::value(value, false));
-            }
-        }
-        run
-    }
 }
 
 /// Descriptive statistics of one metric over one command's runs.
@@ -477,15 +456,6 @@ impl Default for Experiment {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_run_of_one_metric_gives_that_metric_back() {
-        for name in metric::ALL.iter().copied().chain(["instructions", "tps"]) {
-            let run = Run::of_metric(name, 1234.0);
-            assert_eq!(run.metric(name), Some(1234.0), "{name}");
-            assert!(run.exit.success());
-        }
-    }
 
     #[test]
     fn a_comparison_without_interval_round_trips_through_json() {

@@ -7,7 +7,7 @@ use crate::history;
 use crate::model::metric;
 use crate::report;
 use crate::store::exchange::{self, ImportOptions};
-use crate::store::Query;
+use crate::store::{Query, StoredExperiment};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -140,7 +140,7 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
         let first_kept = orders[orders.len().saturating_sub(n as usize)];
         experiments.retain(|e| e.label_order >= first_kept);
     }
-    let mut history = history::build(&experiments, &args.metric);
+    let mut history = history::build(&experiments, &args.metric, history::Steps::Compare);
     if history.machines.is_empty() {
         return Err(crate::usage!("no successful stored run has the metric `{}`", args.metric));
     }
@@ -161,7 +161,8 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
         let reference = pick(&args.reference, labels[0])?;
         let label = pick(&args.label, labels[labels.len() - 1])?;
         if reference != label {
-            history.matrix = Some(history::matrix::matrix(&experiments, &args.metric, &reference, &label));
+            let all: Vec<&StoredExperiment> = experiments.iter().collect();
+            history.matrix = Some(history::matrix::matrix(&all, &args.metric, &reference, &label));
         }
     }
     if let Some(path) = &args.json {
@@ -216,8 +217,12 @@ pub fn main_report(args: ReportArgs) -> Result<(), Failure> {
     } else {
         report::load::from_json_files(&args.from)?
     };
-    let data = report::load::build(experiments, &options)?;
+    let data = report::load::build(&experiments, &options)?;
+    // Freeing a large history's experiments one by one takes as long as drawing half the
+    // page: it happens beside the writing.
+    let freeing = std::thread::spawn(move || drop(experiments));
     report::write(&data, &args.out)?;
+    let _ = freeing.join();
     let benchmarks = data.pages.iter().map(|p| p.histories.len()).max().unwrap_or(0);
     let labels = data.pages.iter().map(|p| p.labels.len()).max().unwrap_or(0);
     eprintln!(

@@ -40,7 +40,7 @@ pub struct MatrixRow {
 
 /// `label` ÷ `reference` of `metric` for every benchmark on every machine of `experiments`
 /// (stored order, oldest label first).
-pub fn matrix(experiments: &[StoredExperiment], metric: &str, reference: &str, label: &str) -> Matrix {
+pub fn matrix(experiments: &[&StoredExperiment], metric: &str, reference: &str, label: &str) -> Matrix {
     let mut labels: Vec<String> = Vec::new();
     let mut machines: Vec<MachineColumn> = Vec::new();
     let mut benchmarks: Vec<&str> = Vec::new();
@@ -80,8 +80,11 @@ pub fn matrix(experiments: &[StoredExperiment], metric: &str, reference: &str, l
                 .map(|m| {
                     let own = by_cell.get(&(benchmark, m.fingerprint.as_str()))?;
                     let values = |l: &str| {
-                        let pooled: Vec<f64> =
-                            own.iter().filter(|e| e.label == l).flat_map(|e| measured_values(e, metric)).collect();
+                        let pooled: Vec<f64> = own
+                            .iter()
+                            .filter(|e| e.label == l)
+                            .flat_map(|e| measured_values(e, metric).into_owned())
+                            .collect();
                         (!pooled.is_empty()).then_some(pooled)
                     };
                     ratio::between_labels(own, &labels, reference, label, metric, values)
@@ -146,7 +149,7 @@ mod tests {
             stored("gcc54", 2, "vm_insns", "sandy", &runs(1.1)),
             stored("gcc54", 2, "vm_insns", "haswell", &runs(0.8)),
         ];
-        let m = matrix(&exps, "wall_s", "gcc48", "gcc54");
+        let m = matrix(&exps.iter().collect::<Vec<_>>(), "wall_s", "gcc48", "gcc54");
         let names: Vec<&str> = m.machines.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["haswell", "sandy", "skylake"]);
         let row = &m.rows[0];

@@ -13,6 +13,8 @@ use crate::store::{describe_machine, StoredExperiment};
 use crate::units::format_value;
 use ratio::Ratio;
 use serde::Serialize;
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// A metric's history, per machine (never mixed across machine fingerprints).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -26,9 +28,12 @@ pub struct History {
 }
 
 /// The metric's values of the successful runs of an experiment's measured (last)
-/// command: what a label's point pools.
-pub fn measured_values(e: &StoredExperiment, metric_name: &str) -> Vec<f64> {
-    e.experiment.commands.last().map_or_else(Vec::new, |measured| measured.values(metric_name))
+/// command: what a label's point pools (from the lean read's sample, when it has one).
+pub fn measured_values<'a>(e: &'a StoredExperiment, metric_name: &str) -> Cow<'a, [f64]> {
+    match &e.sample {
+        Some(sample) if &*sample.metric == metric_name => Cow::Borrowed(&sample.values),
+        _ => Cow::Owned(e.experiment.commands.last().map_or_else(Vec::new, |measured| measured.values(metric_name))),
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -81,8 +86,20 @@ pub struct Shift {
     pub p_value: f64,
 }
 
+/// Whether [`build`] compares each label with the previous one (`Point::vs_previous`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Steps {
+    Compare,
+    /// For a report that does not show them (100,000 comparisons saved).
+    Skip,
+}
+
 /// The history of `metric` in `experiments` (as read from the store, oldest label first).
-pub fn build<'a>(experiments: impl IntoIterator<Item = &'a StoredExperiment>, metric_name: &str) -> History {
+pub fn build<'a>(
+    experiments: impl IntoIterator<Item = &'a StoredExperiment>,
+    metric_name: &str,
+    steps: Steps,
+) -> History {
     // Runs pooled per (machine, benchmark, label), in first-seen order.
     struct Pool<'a> {
         label: &'a str,
@@ -94,74 +111,96 @@ pub fn build<'a>(experiments: impl IntoIterator<Item = &'a StoredExperiment>, me
     /// A machine's first experiment (for its description) and its benchmarks' pools.
     type MachineGroup<'a> = (&'a StoredExperiment, Vec<(&'a str, Vec<Pool<'a>>)>);
     let mut groups: Vec<MachineGroup> = Vec::new();
+    // Positions in `groups`, found by key: a report reads 100,000 experiments.
+    let mut machine_at: HashMap<&str, usize> = HashMap::new();
+    let mut benchmark_at: HashMap<(usize, &str), usize> = HashMap::new();
+    let mut pool_at: HashMap<(usize, usize, &str), usize> = HashMap::new();
     for e in experiments {
         let values = measured_values(e, metric_name);
         if values.is_empty() {
             continue;
         }
-        let m = match groups.iter().position(|(first, _)| first.machine_fingerprint == e.machine_fingerprint) {
-            Some(i) => i,
-            None => {
-                groups.push((e, Vec::new()));
-                groups.len() - 1
-            }
-        };
+        let m = *machine_at.entry(&e.machine_fingerprint).or_insert_with(|| {
+            groups.push((e, Vec::new()));
+            groups.len() - 1
+        });
         let benchmarks = &mut groups[m].1;
-        let b = match benchmarks.iter().position(|(name, _)| *name == e.benchmark) {
-            Some(i) => i,
-            None => {
-                benchmarks.push((&e.benchmark, Vec::new()));
-                benchmarks.len() - 1
-            }
-        };
+        let b = *benchmark_at.entry((m, &e.benchmark)).or_insert_with(|| {
+            benchmarks.push((&e.benchmark, Vec::new()));
+            benchmarks.len() - 1
+        });
         let pools = &mut benchmarks[b].1;
         let threshold = e.experiment.settings.threshold;
-        match pools.iter_mut().find(|p| p.label == e.label) {
-            Some(p) => {
-                p.incomplete |= !e.complete;
-                p.threshold = threshold;
-                p.values.extend(values);
+        match pool_at.get(&(m, b, e.label.as_str())) {
+            Some(&p) => {
+                let pool = &mut pools[p];
+                pool.incomplete |= !e.complete;
+                pool.threshold = threshold;
+                pool.values.extend_from_slice(&values);
             }
-            None => pools.push(Pool { label: &e.label, incomplete: !e.complete, threshold, values }),
+            None => {
+                pool_at.insert((m, b, &e.label), pools.len());
+                pools.push(Pool { label: &e.label, incomplete: !e.complete, threshold, values: values.into_owned() });
+            }
         }
     }
-    // One detector for every series: benchmarks with the same run counts share the
-    // permutation null distributions.
-    let mut detector = Detector::new(ChangePointConfig::for_groups());
     let machines = groups
         .into_iter()
         .map(|(first, benchmarks)| MachineHistory {
             fingerprint: first.machine_fingerprint.clone(),
             description: describe_machine(&first.machine_fingerprint, &first.experiment.machine),
             machine: first.experiment.machine.clone(),
-            benchmarks: benchmarks
-                .into_iter()
-                .map(|(name, pools)| {
-                    let points: Vec<Point> = pools
-                        .iter()
-                        .enumerate()
-                        .map(|(i, p)| {
-                            let s = crate::stats::summary::summarize(&p.values);
-                            Point {
-                                label: p.label.to_string(),
-                                n: s.n,
-                                median: s.median,
-                                median_ci: s.median_ci,
-                                incomplete: p.incomplete,
-                                vs_previous: i
-                                    .checked_sub(1)
-                                    .and_then(|prev| ratio::independent(&pools[prev].values, &p.values, p.threshold)),
-                            }
-                        })
-                        .collect();
-                    let groups: Vec<&[f64]> = pools.iter().map(|p| p.values.as_slice()).collect();
-                    let change_points = shifts(&mut detector, &groups, &points);
-                    BenchmarkHistory { name: name.to_string(), points, change_points }
-                })
-                .collect(),
+            benchmarks: in_parallel(benchmarks, |(name, pools), detector| {
+                let points: Vec<Point> = pools
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        let (median, median_ci) = crate::stats::summary::median_and_ci(&p.values, ratio::CONFIDENCE);
+                        Point {
+                            label: p.label.to_string(),
+                            n: p.values.len(),
+                            median,
+                            median_ci,
+                            incomplete: p.incomplete,
+                            vs_previous: i
+                                .checked_sub(1)
+                                .filter(|_| steps == Steps::Compare)
+                                .and_then(|prev| ratio::independent(&pools[prev].values, &p.values, p.threshold)),
+                        }
+                    })
+                    .collect();
+                let groups: Vec<&[f64]> = pools.iter().map(|p| p.values.as_slice()).collect();
+                let change_points = shifts(detector, &groups, &points);
+                BenchmarkHistory { name: name.to_string(), points, change_points }
+            }),
         })
         .collect();
     History { metric: metric_name.to_string(), machines, matrix: None }
+}
+
+/// `f` over `items`, in order, on as many threads as there are cores (a report's thousand
+/// benchmarks are independent), each thread with one change-point detector for all its
+/// series: series of the same shape share the permutation null distributions.
+fn in_parallel<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T, &mut Detector) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len()).max(1);
+    let per_thread = items.len().div_ceil(threads).max(1);
+    let mut chunks: Vec<Vec<T>> = Vec::new();
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        chunks.push(items.by_ref().take(per_thread).collect());
+    }
+    let work = |chunk: Vec<T>| {
+        let mut detector = Detector::new(ChangePointConfig::for_groups());
+        chunk.into_iter().map(|item| f(item, &mut detector)).collect::<Vec<R>>()
+    };
+    if chunks.len() <= 1 {
+        return chunks.into_iter().flat_map(work).collect();
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks.into_iter().map(|chunk| scope.spawn(|| work(chunk))).collect();
+        // A worker only panics on a bug; carry the panic over.
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    })
 }
 
 /// Change points between the labels' runs (`groups`, aligned with `points`).
@@ -338,6 +377,7 @@ pub(crate) mod tests {
             recorded_at: String::new(),
             machine_fingerprint: crate::store::fingerprint(&machine),
             complete: true,
+            sample: None,
             experiment: Experiment {
                 perflab_version: String::new(),
                 machine,
@@ -387,7 +427,7 @@ pub(crate) mod tests {
             stored("v1", 1, "a", "h2", &[9.0]),
             stored("v2", 2, "a", "h1", &[6.0]),
         ];
-        let h = build(&exps, "wall_s");
+        let h = build(&exps, "wall_s", Steps::Compare);
         assert_eq!(h.machines.len(), 2);
         let a = &h.machines[0].benchmarks[0];
         assert_eq!(a.points.len(), 2);
@@ -401,7 +441,7 @@ pub(crate) mod tests {
     fn failed_runs_are_left_out() {
         let mut failing = stored("v1", 1, "a", "h1", &[1.0, 2.0, 100.0]);
         failing.experiment.commands[1].runs[2].exit = ExitInfo { exit_code: Some(1), ..ExitInfo::default() };
-        let h = build(&[failing], "wall_s");
+        let h = build(&[failing], "wall_s", Steps::Compare);
         let point = &h.machines[0].benchmarks[0].points[0];
         assert_eq!((point.n, point.median), (2, 1.5));
     }
@@ -415,7 +455,7 @@ pub(crate) mod tests {
             let walls: Vec<f64> = (0..7).map(|k| level + jitter + k as f64 * 1e-4).collect();
             exps.push(stored(&format!("v{i}"), i, "a", "h1", &walls));
         }
-        let h = build(&exps, "wall_s");
+        let h = build(&exps, "wall_s", Steps::Compare);
         let shifts = &h.machines[0].benchmarks[0].change_points;
         assert_eq!(shifts.len(), 1, "{shifts:?}");
         assert_eq!(shifts[0].label, "v9");
@@ -434,7 +474,7 @@ pub(crate) mod tests {
                 stored(&format!("v{i}"), i as i64, "xchg", "h1", &walls)
             })
             .collect();
-        let h = build(&exps, "wall_s");
+        let h = build(&exps, "wall_s", Steps::Compare);
         let bench = &h.machines[0].benchmarks[0];
         assert_eq!(bench.change_points.len(), 1, "{:?}", bench.change_points);
         assert_eq!(bench.change_points[0].label, "v5");

@@ -128,8 +128,7 @@ pub fn independent(base: &[f64], cand: &[f64], threshold: f64) -> Option<Ratio> 
     }
     let ln_base: Vec<f64> = base.iter().map(|v| v.ln()).collect();
     let ln_cand: Vec<f64> = cand.iter().map(|v| v.ln()).collect();
-    let interval = crate::stats::rank_sum::shift_interval(&ln_base, &ln_cand, CONFIDENCE)?;
-    let shift = crate::stats::rank_sum::hodges_lehmann_shift(&ln_base, &ln_cand);
+    let (shift, interval) = crate::stats::rank_sum::shift_with_interval(&ln_base, &ln_cand, CONFIDENCE)?;
     let (lo, hi) = (interval.low.exp(), interval.high.exp());
     Some(Ratio {
         ratio: shift.exp(),

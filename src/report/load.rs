@@ -52,6 +52,7 @@ pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperimen
                 recorded_at: String::new(),
                 machine_fingerprint: fingerprint.clone(),
                 complete: true,
+                sample: None,
                 experiment: Experiment { commands, comparisons, ..experiment.clone() },
             });
         }
@@ -107,17 +108,17 @@ pub fn from_store(store: &mut store::Store, options: &Options) -> Result<Vec<Sto
         return Ok(lean);
     }
     let (reference, compared) = chosen_labels(&labels, options)?;
-    let detailed: Vec<String> = std::iter::once(reference).chain(compared).collect();
-    let mut experiments: Vec<StoredExperiment> = lean.into_iter().filter(|e| !detailed.contains(&e.label)).collect();
-    for label in detailed {
-        experiments.extend(store.experiments(&store::Query { label: Some(label), ..query.clone() })?);
+    let mut detailed: HashMap<i64, StoredExperiment> = HashMap::new();
+    for label in std::iter::once(reference).chain(compared) {
+        let full = store.experiments(&store::Query { label: Some(label), ..query.clone() })?;
+        detailed.extend(full.into_iter().map(|e| (e.id, e)));
     }
-    experiments.sort_by_key(|e| (e.label_order, e.id));
-    Ok(experiments)
+    Ok(lean.into_iter().map(|e| detailed.remove(&e.id).unwrap_or(e)).collect())
 }
 
 /// Arrange stored experiments (oldest label first, as the store returns them) for the page.
-pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Result<ReportData, Failure> {
+pub fn build(experiments: &[StoredExperiment], options: &Options) -> Result<ReportData, Failure> {
+    let mut experiments: Vec<&StoredExperiment> = experiments.iter().collect();
     if let Some(wanted) = &options.machine {
         experiments
             .retain(|e| e.machine_fingerprint.starts_with(wanted.as_str()) || e.experiment.machine.hostname == *wanted);
@@ -130,7 +131,7 @@ pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Resul
             "no results to report: store some with `perflab run` or `perflab compare --save`, or pass --from FILE.json"
         ));
     }
-    let labels = ordered_labels(&experiments.iter().collect::<Vec<_>>());
+    let labels = ordered_labels(&experiments);
     let (reference, compared) = chosen_labels(&labels, options)?;
     if !experiments.iter().any(|e| !measured_values(e, &options.metric).is_empty()) {
         return Err(usage!(
@@ -159,7 +160,7 @@ pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Resul
     let mut pages = Vec::new();
     for fingerprint in &fingerprints {
         let group: Vec<&StoredExperiment> =
-            experiments.iter().filter(|e| e.machine_fingerprint == *fingerprint).collect();
+            experiments.iter().copied().filter(|e| e.machine_fingerprint == *fingerprint).collect();
         let description = store::describe_machine(fingerprint, &group[0].experiment.machine);
         let prefix = if several { format!("{description}: ") } else { String::new() };
         match machine_page(&group, &reference, &compared, &options.metric, description, &mut notes, &prefix) {
@@ -189,7 +190,8 @@ fn machine_page(
     prefix: &str,
 ) -> Option<MachinePage> {
     let labels = ordered_labels(experiments);
-    let samples = Samples::collect(experiments, metric);
+    let shown: Vec<String> = std::iter::once(reference.to_string()).chain(compared.iter().cloned()).collect();
+    let samples = Samples::collect(experiments, metric, &shown);
     if samples.benchmarks.is_empty() {
         return None;
     }
@@ -202,12 +204,12 @@ fn machine_page(
     for label in compared.iter().filter(|l| has(reference) && has(l)) {
         let mut rows = Vec::new();
         let mut missing = Vec::new();
-        for benchmark in &samples.benchmarks {
-            let own = by_benchmark.get(benchmark.as_str()).map_or(&[][..], Vec::as_slice);
+        for &benchmark in &samples.benchmarks {
+            let own = by_benchmark.get(benchmark).map_or(&[][..], Vec::as_slice);
             let values = |l: &str| samples.values(benchmark, l, metric);
             match ratio::between_labels(own, &labels, reference, label, metric, values) {
-                Some(change) => rows.push(RelativeTime { benchmark: benchmark.clone(), change }),
-                None => missing.push(benchmark.as_str()),
+                Some(change) => rows.push(RelativeTime { benchmark: benchmark.to_string(), change }),
+                None => missing.push(benchmark),
             }
         }
         if !missing.is_empty() {
@@ -219,12 +221,11 @@ fn machine_page(
         }
         comparisons.push(LabelComparison { label: label.clone(), rows });
     }
-    let shown: Vec<String> = std::iter::once(reference.to_string()).chain(compared.iter().cloned()).collect();
     for label in shown.iter().filter(|l| !has(l)) {
         notes.push(format!("{prefix}no results under label {label}"));
     }
     // One machine here, so the history has at most one.
-    let histories = crate::history::build(experiments.iter().copied(), metric)
+    let histories = crate::history::build(experiments.iter().copied(), metric, crate::history::Steps::Skip)
         .machines
         .into_iter()
         .next()
@@ -269,21 +270,27 @@ fn abbreviate(names: &[&str]) -> String {
 /// Successful runs of each experiment's measured (last) command, pooled per benchmark
 /// and label — the runs `perflab history` summarizes.
 struct Samples<'a> {
-    benchmarks: BTreeSet<String>,
-    runs: BTreeMap<(&'a str, &'a str), Vec<&'a Run>>,
+    benchmarks: BTreeSet<&'a str>,
+    runs: HashMap<(&'a str, &'a str), Vec<&'a Run>>,
 }
 
 impl<'a> Samples<'a> {
-    fn collect(experiments: &[&'a StoredExperiment], primary: &str) -> Samples<'a> {
-        let mut runs: BTreeMap<(&str, &str), Vec<&Run>> = BTreeMap::new();
+    /// Every benchmark with a successful run, and the runs of the `shown` labels.
+    fn collect(experiments: &[&'a StoredExperiment], primary: &str, shown: &[String]) -> Samples<'a> {
+        let mut runs: HashMap<(&str, &str), Vec<&Run>> = HashMap::new();
         let mut benchmarks = BTreeSet::new();
+        let usable = |r: &Run| r.exit.success() && r.metric(primary).is_some();
         for e in experiments {
             let Some(command) = e.experiment.commands.last() else { continue };
-            let ok: Vec<&Run> =
-                command.runs.iter().filter(|r| r.exit.success() && r.metric(primary).is_some()).collect();
-            if !ok.is_empty() {
-                benchmarks.insert(e.benchmark.clone());
-                runs.entry((e.benchmark.as_str(), e.label.as_str())).or_default().extend(ok);
+            if measured_values(e, primary).is_empty() {
+                continue;
+            }
+            benchmarks.insert(e.benchmark.as_str());
+            // The shown labels were read in full (with every metric's runs).
+            if shown.contains(&e.label) {
+                runs.entry((e.benchmark.as_str(), e.label.as_str()))
+                    .or_default()
+                    .extend(command.runs.iter().filter(|r| usable(r)));
             }
         }
         Samples { benchmarks, runs }
@@ -321,7 +328,7 @@ fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> Counter
                 .map(|l| samples.values(benchmark, l, &name).map(|v| crate::stats::summary::median(&v)))
                 .collect();
             if values.iter().any(Option::is_some) {
-                rows.push(CounterRow { benchmark: benchmark.clone(), metric: name, values });
+                rows.push(CounterRow { benchmark: benchmark.to_string(), metric: name, values });
             }
         }
     }
@@ -415,6 +422,7 @@ mod tests {
             recorded_at: String::new(),
             machine_fingerprint: "fp".into(),
             complete: true,
+            sample: None,
             experiment: experiment(commands, comparisons),
         }
     }
@@ -430,7 +438,7 @@ mod tests {
             stored("mid", 1, "b", &[("./bench", 1.0)], vec![]),
             stored("new", 2, "b", &[("./bench", 1.5)], vec![]),
         ];
-        let data = build(experiments, &options()).unwrap();
+        let data = build(&experiments, &options()).unwrap();
         assert_eq!((data.pages[0].reference.as_str(), data.pages[0].labels.len()), ("old", 3));
         assert_eq!(data.pages[0].comparisons.len(), 1);
         let row = &data.pages[0].comparisons[0].rows[0].change;
@@ -466,7 +474,7 @@ mod tests {
             stored("old", 1, "b", &[("new", 1.25), ("./old", 1.0)], vec![c]),
         ];
         let opts = Options { reference: Some("old".into()), labels: vec!["new".into()], ..options() };
-        let data = build(experiments, &opts).unwrap();
+        let data = build(&experiments, &opts).unwrap();
         let row = &data.pages[0].comparisons[0].rows[0].change;
         assert_eq!((row.method, row.verdict, row.n), (CiMethod::Paired, Verdict::Slower, 8));
         assert!((row.ratio - 1.25).abs() < 1e-12);
@@ -481,7 +489,7 @@ mod tests {
                 stored(&format!("v{i:02}"), i, "b", &[("./bench", level)], vec![])
             })
             .collect();
-        let data = build(experiments, &options()).unwrap();
+        let data = build(&experiments, &options()).unwrap();
         let cps = &data.pages[0].histories[0].change_points;
         assert_eq!(cps.len(), 1, "{cps:?}");
         assert_eq!(cps[0].label, "v06");
@@ -514,7 +522,7 @@ mod tests {
         assert_eq!(labels, ["old", "new"]);
         assert!(experiments.iter().all(|e| e.benchmark == "parse"));
         assert_eq!(experiments[1].experiment.commands.len(), 2, "the candidate keeps its baseline");
-        let data = build(experiments, &options()).unwrap();
+        let data = build(&experiments, &options()).unwrap();
         assert_eq!(data.pages[0].comparisons[0].rows[0].change.method, CiMethod::Paired);
         assert_eq!(data.pages[0].histories[0].points.len(), 2);
     }

@@ -76,6 +76,18 @@ pub struct StoredExperiment {
     /// are no summaries or comparisons, and `stop_reason` reads `interrupted`.
     pub complete: bool,
     pub experiment: Experiment,
+    /// Set by the lean read ([`Store::metric_experiments`]), which reads no runs: one
+    /// metric's values over the measured (last) command's successful runs.
+    #[serde(skip)]
+    pub sample: Option<MetricSample>,
+}
+
+/// A metric's values over a command's successful runs, as stored with its summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricSample {
+    /// Shared by every experiment of one read.
+    pub metric: std::sync::Arc<str>,
+    pub values: Vec<f64>,
 }
 
 /// A stored label, in stored order.
@@ -294,9 +306,8 @@ impl Store {
     }
 
     /// The lean read for history and reports of one `metric`: the experiments matching
-    /// `query`, whose commands' runs carry only that metric's values over their successful
-    /// runs (read from the summaries where stored); no other metric, no summaries, no
-    /// warnings.
+    /// `query` without their runs, each with its [`StoredExperiment::sample`] of `metric`
+    /// (stored with the summaries, else read from the runs); no summaries, no warnings.
     pub fn metric_experiments(&mut self, query: &Query, metric: &str) -> Result<Vec<StoredExperiment>, Failure> {
         read::metric_experiments(self.db.as_mut(), query, metric)
             .with_context(|| format!("reading {}", self.location))

@@ -10,10 +10,10 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "initial schema", SCHEMA_V1),
     (2, "index experiments by machine", "CREATE INDEX experiments_by_machine ON experiments(machine_id, label_id);"),
     (3, "fleet job queue", SCHEMA_FLEET),
-    // The metric's values over the command's successful runs (little-endian f64s): history
-    // and the report read summaries instead of every run. Older rows stay NULL and are
-    // read from their runs.
-    (4, "samples in summaries", "ALTER TABLE summaries ADD COLUMN sample {blob};"),
+    (4, "metric samples", SCHEMA_METRIC_SAMPLES),
+    // Reading one label's experiments (the report's reference and compared labels) without
+    // scanning every experiment.
+    (5, "index experiments by label", "CREATE INDEX experiments_by_label ON experiments(label_id);"),
 ];
 
 /// `perflab queue` and `perflab agent`: jobs, and one claim per job and machine (its
@@ -44,6 +44,20 @@ CREATE TABLE fleet_claims (
     finished_at {real},
     message TEXT,
     PRIMARY KEY (job_id, machine_id)
+){without_rowid};
+"#;
+
+/// A summary's sample: the metric's values over the command's successful runs
+/// (little-endian f64s), so history and the report read one metric's values instead of
+/// every run. Keyed by metric first: a report reads one metric of every experiment. Older
+/// experiments have none and are read from their runs.
+const SCHEMA_METRIC_SAMPLES: &str = r#"
+CREATE TABLE metric_samples (
+    metric TEXT NOT NULL,
+    experiment_id {int} NOT NULL REFERENCES experiments(id),
+    command_idx {int} NOT NULL,
+    sample {blob} NOT NULL,
+    PRIMARY KEY (metric, experiment_id, command_idx)
 ){without_rowid};
 "#;
 

@@ -28,7 +28,9 @@ impl Sqlite {
         if !mode.eq_ignore_ascii_case("wal") {
             anyhow::bail!("could not switch to WAL journaling (got {mode})");
         }
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+        // Reading through a memory map saves copying every page out of the page cache
+        // (a report reads a few hundred MB).
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA mmap_size = 1073741824;")?;
         Ok(Sqlite { conn })
     }
 }

@@ -241,18 +241,16 @@ fn insert_run(db: &mut dyn Backend, experiment: i64, command_idx: usize, run: &R
     Ok(())
 }
 
-/// The sample stored with a summary: the metric's values over the successful runs as
-/// little-endian f64s, for the metrics history and reports follow (the compared harness
-/// metrics and every counter); NULL for the rest, which are read from their runs.
-fn sample(metric: &str, command: &crate::model::CommandResult) -> Value {
+/// Whether a summary's sample is stored (in `metric_samples`): for the metrics history and
+/// reports follow — the compared harness metrics and every counter; the rest are read from
+/// their runs.
+fn keeps_sample(metric: &str) -> bool {
     use crate::model::metric;
-    if metric::ALL.contains(&metric) && !metric::COMPARED.contains(&metric) {
-        return Value::Bytes(None);
-    }
-    bytes(command.values(metric).iter().flat_map(|v| v.to_le_bytes()).collect())
+    !metric::ALL.contains(&metric) || metric::COMPARED.contains(&metric)
 }
 
-/// The values of a stored [`sample`].
+/// The values of a stored sample: the metric's values over the successful runs as
+/// little-endian f64s.
 pub(super) fn sample_values(bytes: &[u8]) -> Vec<f64> {
     bytes.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().expect("chunks of 8"))).collect()
 }
@@ -271,7 +269,7 @@ pub(super) fn finish_experiment(
         for (metric, s) in &command.summary {
             db.execute(
                 "INSERT INTO summaries (experiment_id, command_idx, metric, n, median, mean, stddev, mad, min_value, max_value, \
-                 outliers, ci_low, ci_high, sample) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                 outliers, ci_low, ci_high) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
                 &[
                     int(id),
                     int(idx),
@@ -286,9 +284,19 @@ pub(super) fn finish_experiment(
                     int(s.outliers),
                     opt_real(s.median_ci.map(|c| c.0)),
                     opt_real(s.median_ci.map(|c| c.1)),
-                    sample(metric, command),
                 ],
             )?;
+            if keeps_sample(metric) {
+                db.execute(
+                    "INSERT INTO metric_samples (metric, experiment_id, command_idx, sample) VALUES ($1, $2, $3, $4)",
+                    &[
+                        text(metric),
+                        int(id),
+                        int(idx),
+                        bytes(command.values(metric).iter().flat_map(|v| v.to_le_bytes()).collect()),
+                    ],
+                )?;
+            }
         }
     }
     for (idx, c) in exp.comparisons.iter().enumerate() {
