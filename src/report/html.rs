@@ -5,6 +5,7 @@ use super::svg::{esc, format_change, format_ratio, format_value, num, truncate, 
 use super::{geomean, CounterTable, Geomean, LabelComparison, MachineGroup, RelativeTime, ReportData};
 use crate::history::{BenchmarkHistory, Point};
 use crate::model::{metric, Verdict};
+use crate::units::format_p;
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -456,14 +457,6 @@ fn geomean_svg(out: &mut String, g: &Geomean, scale: &LogScale, ticks: &[f64]) {
         num(x), num(cy - 7.0), num(x + 6.0), num(cy), num(x), num(cy + 7.0), num(x - 6.0), num(cy),
         num(PLOT_RIGHT + 14.0), num(cy + 4.0), format_ratio(g.ratio), format_ratio(g.ci_low), format_ratio(g.ci_high)
     );
-}
-
-fn format_p(p: f64) -> String {
-    if p < 0.001 {
-        "< 0.001".into()
-    } else {
-        format!("{p:.3}")
-    }
 }
 
 fn history_section(out: &mut String, data: &ReportData, unit: &str) {
