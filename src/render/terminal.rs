@@ -163,3 +163,47 @@ pub fn unsupported_counters(e: &Experiment) -> Vec<(String, String)> {
     }
     seen.into_iter().collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::simulate::{Noise, Simulated};
+    use crate::experiment::{run_experiment, Plan, Quiet};
+    use crate::measure::MeasureOptions;
+    use crate::model::{CommandSpec, Settings};
+
+    /// An experiment from the engine on a simulated machine: B is 10 % slower than A.
+    fn experiment() -> Experiment {
+        let plan = Plan {
+            commands: ["A", "B\u{1b}[2J"]
+                .iter()
+                .map(|c| CommandSpec { name: c.to_string(), argv: vec![c.to_string()], command_line: c.to_string() })
+                .collect(),
+            settings: Settings { seed: 5, ..Settings::default() },
+            metrics: vec![metric::WALL.into(), metric::CPU.into()],
+            primary_metric: metric::WALL.into(),
+            show_output: false,
+            ignore_failure: false,
+            measure: MeasureOptions::default(),
+        };
+        let mut machine = Simulated::new(5, vec![0.05, 0.055], Noise::gaussian(0.01));
+        run_experiment(&plan, &mut machine, &mut Quiet).unwrap()
+    }
+
+    #[test]
+    fn the_report_has_the_table_the_verdict_line_and_escaped_names() {
+        crate::render::color::init("never");
+        let e = experiment();
+        let text = render(&e, metric::WALL);
+        let header = format!("perflab {} rounds (+1 warm-up)", e.rounds);
+        assert!(text.starts_with(&header), "{text}");
+        assert!(text.contains("stopped: every comparison decided (seed 5)"), "{text}");
+        assert!(text.contains("A (baseline)") && text.contains("B\\u{1b}[2J"), "{text}");
+        assert!(!text.contains('\u{1b}'), "no raw escape byte: {text:?}");
+        let c = e.comparisons.iter().find(|c| c.metric == metric::WALL).unwrap();
+        assert!(
+            text.contains(&format!("{:.4}", c.ratio)) && text.contains(&format!("[{:.4}, {:.4}]", c.ci_low, c.ci_high))
+        );
+        assert!(text.contains("% slower than A ["), "the verdict sentence: {text}");
+    }
+}
