@@ -95,6 +95,7 @@ fn experiment(host: &str) -> Experiment {
             baseline: "old".into(),
             candidate: "new".into(),
             metric: "wall_s".into(),
+            better: Default::default(),
             ratio: 0.8,
             ci_low: 0.78,
             ci_high: 0.82,

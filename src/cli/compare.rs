@@ -6,6 +6,7 @@ use super::args::{confidence, percent, ExperimentArgs, MeasureArgs, SaveArgs};
 use crate::command::{parse_commands, resolve_program};
 use crate::error::Failure;
 use crate::experiment::{self, plan, Fanout, Observer, Plan};
+use crate::model::metric::Better;
 use crate::model::{metric, Comparison, Experiment, Machine, Settings};
 use crate::render;
 use crate::store::{current_git_commit, default_label, Meta, Recorder, Store};
@@ -167,18 +168,24 @@ fn write_outputs(args: &CompareArgs, plan: &Plan, e: &Experiment, stdout_taken: 
     Ok(())
 }
 
-/// `--fail-if-slower`: a candidate whose whole interval lies above 1 + PCT trips it.
+/// `--fail-if-slower`: a candidate whose whole interval lies beyond 1 + PCT on the worse
+/// side trips it (above 1 + PCT for a time, below 1 − PCT for a higher-is-better metric).
 fn gate(fail_if_slower: Option<f64>, plan: &Plan, e: &Experiment) -> Result<(), Failure> {
     let Some(pct) = fail_if_slower else { return Ok(()) };
+    let worse = |c: &Comparison| match c.better {
+        Better::Lower => c.ci_low > 1.0 + pct,
+        Better::Higher => c.ci_high < 1.0 - pct,
+    };
     let tripped: Vec<String> = e
         .comparisons
         .iter()
-        .filter(|c| c.metric == plan.primary_metric && c.ci_low > 1.0 + pct)
+        .filter(|c| c.metric == plan.primary_metric && worse(c))
         .map(|c: &Comparison| {
             format!(
-                "`{}` is slower than `{}` by more than {} % (CI [{:.4}, {:.4}])",
+                "`{}` is worse than `{}` in {} by more than {} % (CI [{:.4}, {:.4}])",
                 c.candidate,
                 c.baseline,
+                c.metric,
                 format_percent(pct * 100.0),
                 c.ci_low,
                 c.ci_high

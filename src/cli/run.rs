@@ -106,7 +106,7 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
                 }
                 failed.push(bench.name.clone());
             }
-            records.push((bench.name.clone(), experiment.clone()));
+            records.push((bench.name.clone(), (**experiment).clone()));
         }
         Outcome::Failed(message) => {
             eprintln!("  {}: {message}", bench.name);

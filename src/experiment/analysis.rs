@@ -5,7 +5,7 @@
 use super::plan::Plan;
 use super::{crosscheck, multiplicity};
 use crate::measure::Mode;
-use crate::model::{metric, CommandResult, Comparison, Experiment, Verdict, Warning, WarningKind};
+use crate::model::{metric, CommandResult, Comparison, Experiment, Settings, Verdict, Warning, WarningKind};
 use crate::stats::{changepoint, summary};
 use crate::units::format_seconds;
 use crate::verdict;
@@ -24,21 +24,22 @@ pub fn primary_comparisons(plan: &Plan, experiment: &Experiment, look_level: f64
     experiment.commands[1..]
         .iter()
         .map(|cand| {
-            verdict::compare(base, cand, &plan.primary_metric, level, plan.settings.confidence, plan.settings.threshold)
-                .unwrap_or_else(|| undecided(base, cand, &plan.primary_metric, plan.settings.confidence, level))
+            verdict::compare(base, cand, &plan.primary_metric, level, &plan.settings)
+                .unwrap_or_else(|| undecided(base, cand, &plan.primary_metric, &plan.settings, level))
         })
         .collect()
 }
 
-fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, confidence: f64, level: f64) -> Comparison {
+fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, settings: &Settings, level: f64) -> Comparison {
     Comparison {
         baseline: base.name.clone(),
         candidate: cand.name.clone(),
         metric: metric.to_string(),
+        better: settings.metric_info(metric).better,
         ratio: f64::NAN,
         ci_low: 0.0,
         ci_high: f64::INFINITY,
-        confidence,
+        confidence: settings.confidence,
         look_confidence: level,
         p_value: 1.0,
         verdict: Verdict::Inconclusive,
@@ -65,9 +66,7 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
         for cand in candidates {
             for name in &plan.metrics {
                 let level = if counters.contains(name) { secondary_level } else { level };
-                if let Some(c) =
-                    verdict::compare(base, cand, name, level, plan.settings.confidence, plan.settings.threshold)
-                {
+                if let Some(c) = verdict::compare(base, cand, name, level, &plan.settings) {
                     experiment.comparisons.push(c);
                 }
             }

@@ -5,7 +5,7 @@
 use super::backend::{opt_text, Backend, Value};
 use super::{Query, StoredExperiment};
 use crate::model::{
-    CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, StopReason, Summary, Verdict,
+    CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, Settings, StopReason, Summary, Verdict,
 };
 use anyhow::Context;
 use std::collections::{BTreeMap, HashMap};
@@ -268,6 +268,8 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             baseline: r.text("baseline"),
             candidate: r.text("candidate"),
             metric: r.text("metric"),
+            // Set from the experiment's settings below (the direction is not a column).
+            better: Default::default(),
             ratio: r.real("ratio"),
             ci_low: r.real("ci_low"),
             ci_high: r.real("ci_high"),
@@ -298,16 +300,21 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             // A writer that died left only runs: count the rounds every command finished.
             _ => commands.iter().map(|c| c.runs.len() as u32).min().unwrap_or(0),
         };
+        let settings: Settings = r.json("settings", "").context("settings record")?;
+        let mut comparisons = comparisons_by_experiment.remove(&id).unwrap_or_default();
+        for c in &mut comparisons {
+            c.better = settings.metric_info(&c.metric).better;
+        }
         let experiment = Experiment {
             perflab_version: r.text("perflab_version"),
             started_at: r.text("started_at"),
             machine: r.json("machine", "").context("machine record")?,
-            settings: r.json("settings", "").context("settings record")?,
+            settings,
             rounds,
             duration_s: r.opt_real("duration_s").unwrap_or(0.0),
             stop_reason,
             commands,
-            comparisons: comparisons_by_experiment.remove(&id).unwrap_or_default(),
+            comparisons,
             warnings: r.json("warnings", "[]").unwrap_or_default(),
             environment: r.json("environment", "{}").unwrap_or_default(),
             failure: r.opt_text("failure"),

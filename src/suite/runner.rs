@@ -29,7 +29,7 @@ pub struct RunOptions {
 #[derive(Debug)]
 pub enum Outcome {
     /// Measured (possibly stopped early: see the experiment's `stop_reason`).
-    Measured(Experiment),
+    Measured(Box<Experiment>),
     /// Its setup or a command failed before anything was measured.
     Failed(String),
 }
@@ -130,7 +130,7 @@ pub fn run_suite(
         let outcome = match result {
             Ok(experiment) => {
                 recorder.finish(&experiment)?;
-                Outcome::Measured(experiment)
+                Outcome::Measured(Box::new(experiment))
             }
             Err(Failure::CommandFailed(message)) => Outcome::Failed(message),
             Err(other) => return Err(other),
