@@ -201,14 +201,76 @@ pub struct CounterReading {
     /// Why the counter could not be read (when `supported` is false).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Every value a self-reporting command printed for this metric in this run, in
+    /// order (per-iteration samples); `value` is their aggregate (see [`Iterations`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<f64>,
 }
 
 impl CounterReading {
     pub fn value(value: f64, scaled: bool) -> Self {
-        CounterReading { supported: true, value: Some(value), scaled, reason: None }
+        CounterReading { supported: true, value: Some(value), scaled, reason: None, samples: Vec::new() }
     }
     pub fn unsupported(reason: impl Into<String>) -> Self {
-        CounterReading { supported: false, value: None, scaled: false, reason: Some(reason.into()) }
+        CounterReading {
+            supported: false,
+            value: None,
+            scaled: false,
+            reason: Some(reason.into()),
+            samples: Vec::new(),
+        }
+    }
+    /// A metric printed `samples.len()` times in one run, aggregated as `iterations` says.
+    pub fn sampled(samples: Vec<f64>, iterations: Iterations) -> Result<Self, String> {
+        let value = iterations.aggregate(&samples)?;
+        Ok(CounterReading { supported: true, value: Some(value), scaled: false, reason: None, samples })
+    }
+}
+
+/// Which of a run's per-iteration samples make its value. The run — one process — stays
+/// the unit of replication: iterations inside one process share its layout, heap and
+/// caches and are not independent, so they are aggregated into one value per run before
+/// the paired statistics (docs/statistics.md).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Iterations {
+    /// The mean of every iteration: what the whole run cost per iteration, first
+    /// (cold) iterations included.
+    #[default]
+    All,
+    /// The mean of the iterations after the first N: the steady state.
+    Steady(u32),
+}
+
+impl Iterations {
+    pub fn is_all(&self) -> bool {
+        *self == Iterations::All
+    }
+
+    /// The value of a run that printed `samples`; an error says why there is none.
+    pub fn aggregate(&self, samples: &[f64]) -> Result<f64, String> {
+        let kept = match *self {
+            Iterations::All => samples,
+            Iterations::Steady(skip) => samples.get(skip as usize..).unwrap_or_default(),
+        };
+        if kept.is_empty() {
+            return Err(match *self {
+                Iterations::Steady(skip) if !samples.is_empty() => format!(
+                    "the steady state leaves out the first {skip} iteration(s), and the run printed only {}",
+                    samples.len()
+                ),
+                _ => "no value was printed".to_string(),
+            });
+        }
+        Ok(kept.iter().sum::<f64>() / kept.len() as f64)
+    }
+
+    /// The 1-based iterations that make the value, for the terminal ("2–10").
+    pub fn describe(&self) -> String {
+        match self {
+            Iterations::All => "all iterations".to_string(),
+            Iterations::Steady(skip) => format!("steady state: iterations after the first {skip}"),
+        }
     }
 }
 
@@ -455,6 +517,9 @@ pub struct Settings {
     /// Metrics whose direction the user set (`--higher-is-better`, `--lower-is-better`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub better: BTreeMap<String, metric::Better>,
+    /// Which per-iteration samples of a self-reported metric make a run's value.
+    #[serde(default, skip_serializing_if = "Iterations::is_all")]
+    pub iterations: Iterations,
 }
 
 impl Settings {
@@ -482,6 +547,7 @@ impl Default for Settings {
             mode: "wall".into(),
             timeout_s: None,
             better: BTreeMap::new(),
+            iterations: Iterations::All,
         }
     }
 }
@@ -587,6 +653,20 @@ mod tests {
         settings.better.insert("score".into(), Better::Higher);
         assert_eq!(settings.metric_info("score").better, Better::Higher);
         assert_eq!(settings.metric_info("tps").better, Better::Higher);
+    }
+
+    #[test]
+    fn iterations_aggregate_all_or_the_steady_state() {
+        let samples = [4.0, 1.0, 1.0, 2.0];
+        assert_eq!(Iterations::All.aggregate(&samples), Ok(2.0));
+        assert_eq!(Iterations::Steady(1).aggregate(&samples), Ok(4.0 / 3.0));
+        let err = Iterations::Steady(4).aggregate(&samples).unwrap_err();
+        assert!(err.contains("leaves out the first 4") && err.contains("only 4"), "{err}");
+        assert!(Iterations::All.aggregate(&[]).is_err());
+        let reading = CounterReading::sampled(samples.to_vec(), Iterations::All).unwrap();
+        assert_eq!((reading.value, reading.samples.len()), (Some(2.0), 4));
+        assert_eq!(serde_json::to_string(&Iterations::Steady(2)).unwrap(), r#"{"steady":2}"#);
+        assert_eq!(serde_json::to_string(&Iterations::All).unwrap(), r#""all""#);
     }
 
     #[test]

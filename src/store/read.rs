@@ -150,7 +150,7 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
     )?;
     let counters = Rows::query(
         db,
-        &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason"],
+        &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason", "c.samples"],
         &format!(
             "FROM counters c JOIN runs t ON t.id = c.run_id JOIN experiments e ON e.id = t.experiment_id {joins} \
              WHERE {filter} ORDER BY c.run_id, c.name"
@@ -209,6 +209,7 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
                 value: r.opt_real("value"),
                 scaled: r.flag("scaled"),
                 reason: r.opt_text("reason"),
+                samples: r.json("samples", "[]").context("per-iteration samples")?,
             },
         );
     }
