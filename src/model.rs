@@ -243,6 +243,18 @@ pub enum Iterations {
 }
 
 impl Iterations {
+    /// The choices as the command line and suite files spell them.
+    pub const NAMES: [&'static str; 2] = ["all", "steady"];
+
+    /// `all`, or `steady` leaving out the first `warmup` iterations.
+    pub fn named(name: &str, warmup: u32) -> Result<Iterations, String> {
+        match name {
+            "all" => Ok(Iterations::All),
+            "steady" => Ok(Iterations::Steady(warmup)),
+            other => Err(format!("expected `iterations` \"all\" or \"steady\", found \"{other}\"")),
+        }
+    }
+
     pub fn is_all(&self) -> bool {
         *self == Iterations::All
     }
@@ -265,11 +277,11 @@ impl Iterations {
         Ok(kept.iter().sum::<f64>() / kept.len() as f64)
     }
 
-    /// The 1-based iterations that make the value, for the terminal ("2–10").
+    /// How a run's value is made, for the terminal.
     pub fn describe(&self) -> String {
         match self {
-            Iterations::All => "all iterations".to_string(),
-            Iterations::Steady(skip) => format!("steady state: iterations after the first {skip}"),
+            Iterations::All => "the mean of all iterations".to_string(),
+            Iterations::Steady(skip) => format!("the steady state, the mean of iterations {}…", skip + 1),
         }
     }
 }
@@ -520,6 +532,51 @@ pub struct Settings {
     /// Which per-iteration samples of a self-reported metric make a run's value.
     #[serde(default, skip_serializing_if = "Iterations::is_all")]
     pub iterations: Iterations,
+    /// How the metrics the commands print were read (`pgbench`, `regex:…`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_parsers: Vec<String>,
+    /// Commands run around each measured command, one entry per command (empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<Hooks>,
+    /// The file every run read as its standard input (`--input`; default /dev/null).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+}
+
+/// Shell commands run around one measured command, never timed: to restart a server,
+/// drop caches or reset state (hyperfine's `--prepare`, `--conclude`, `--setup`,
+/// `--cleanup`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Hooks {
+    /// Before every run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepare: Option<String>,
+    /// After every run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conclude: Option<String>,
+    /// Once, before the first round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    /// Once, after the last round (also after a failure or an interrupt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup: Option<String>,
+}
+
+impl Hooks {
+    pub fn is_empty(&self) -> bool {
+        *self == Hooks::default()
+    }
+
+    /// Every hook rewritten by `f` (placeholders substituted).
+    pub fn map(&self, f: impl Fn(&str) -> String) -> Hooks {
+        let each = |hook: &Option<String>| hook.as_deref().map(&f);
+        Hooks {
+            prepare: each(&self.prepare),
+            conclude: each(&self.conclude),
+            setup: each(&self.setup),
+            cleanup: each(&self.cleanup),
+        }
+    }
 }
 
 impl Settings {
@@ -548,6 +605,9 @@ impl Default for Settings {
             timeout_s: None,
             better: BTreeMap::new(),
             iterations: Iterations::All,
+            output_parsers: Vec::new(),
+            hooks: Vec::new(),
+            input: None,
         }
     }
 }
@@ -566,6 +626,10 @@ pub struct Experiment {
     #[serde(default)]
     pub duration_s: f64,
     pub stop_reason: StopReason,
+    /// The metric whose verdicts decided when to stop (`wall_s` unless another was
+    /// asked for or the commands print their own).
+    #[serde(default = "default_primary_metric")]
+    pub primary_metric: String,
     pub commands: Vec<CommandResult>,
     pub comparisons: Vec<Comparison>,
     #[serde(default)]
@@ -576,6 +640,10 @@ pub struct Experiment {
     /// Extra facts about the environment that can shift results (valgrind version, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub environment: BTreeMap<String, String>,
+}
+
+fn default_primary_metric() -> String {
+    metric::WALL.to_string()
 }
 
 impl Default for Experiment {
@@ -591,6 +659,7 @@ impl Default for Experiment {
             rounds: 0,
             duration_s: 0.0,
             stop_reason: StopReason::Decided,
+            primary_metric: default_primary_metric(),
             commands: Vec::new(),
             comparisons: Vec::new(),
             warnings: Vec::new(),

@@ -3,7 +3,7 @@
 use super::args::{duration, DbArgs, ExperimentArgs};
 use crate::bisect::{self, BisectRequest};
 use crate::error::Failure;
-use crate::experiment::{plan, Plan};
+use crate::experiment::plan;
 use crate::model::{Experiment, StopReason};
 use crate::render::color;
 use crate::suite::runner::{run_suite, Outcome, RunOptions};
@@ -88,9 +88,9 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
     let json_to_stdout = args.experiment.runner.json.as_deref() == Some("-");
     let mut records: Vec<(String, Experiment)> = Vec::new();
     let mut failed: Vec<String> = Vec::new();
-    let mut on_outcome = |bench: &Benchmark, plan: &Plan, outcome: &Outcome| match outcome {
+    let mut on_outcome = |bench: &Benchmark, outcome: &Outcome| match outcome {
         Outcome::Measured(experiment) => {
-            let line = summary_line(&bench.name, experiment, &plan.primary_metric);
+            let line = summary_line(&bench.name, experiment, &experiment.primary_metric);
             // `--json -` owns stdout.
             if json_to_stdout {
                 eprintln!("{line}");

@@ -5,7 +5,8 @@
 use super::backend::{opt_text, Backend, Value};
 use super::{Query, StoredExperiment};
 use crate::model::{
-    CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, Settings, StopReason, Summary, Verdict,
+    metric, CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, Settings, StopReason, Summary,
+    Verdict,
 };
 use anyhow::Context;
 use std::collections::{BTreeMap, HashMap};
@@ -306,7 +307,10 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
         for c in &mut comparisons {
             c.better = settings.metric_info(&c.metric).better;
         }
+        // Comparisons are stored primary metric first (the direction is not a column either).
+        let primary_metric = comparisons.first().map_or_else(|| metric::WALL.to_string(), |c| c.metric.clone());
         let experiment = Experiment {
+            primary_metric,
             perflab_version: r.text("perflab_version"),
             started_at: r.text("started_at"),
             machine: r.json("machine", "").context("machine record")?,
