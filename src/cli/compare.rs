@@ -17,8 +17,9 @@ use clap::Args;
 #[derive(Debug, Args, Clone)]
 pub struct CompareArgs {
     /// Commands to compare; the first is the baseline. The same command may be given
-    /// twice (an A/A check): identical commands are named `#1`, `#2`, ...
-    #[arg(required = true, num_args = 2.., value_name = "CMD")]
+    /// twice (an A/A check): identical commands are named `#1`, `#2`, ... One command
+    /// is enough with parameters (-L, -P) that make several of it.
+    #[arg(required = true, num_args = 1.., value_name = "CMD")]
     pub commands: Vec<String>,
     /// Name of a command, in order (repeat for each command).
     #[arg(short = 'n', long = "name", visible_alias = "command-name", value_name = "NAME")]
@@ -72,6 +73,9 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
     // Every command (its name and hooks alike) once per combination of parameters.
     let expanded = expand_parameters(&args.commands, &args.parameters.parameters()?)?;
     let texts: Vec<String> = expanded.iter().map(|(i, c)| substitute(&args.commands[*i], c)).collect();
+    if texts.len() < 2 {
+        return Err(usage!("compare needs at least two commands (or one that -L/-P parameters make several of)"));
+    }
     let names: Vec<String> = expanded
         .iter()
         .take_while(|(i, _)| *i < args.names.len())
