@@ -352,6 +352,46 @@ mod tests {
     }
 
     #[test]
+    fn a_failing_hook_stops_even_the_first_round_as_a_failure_and_cleanup_still_runs() {
+        let plan = plan(2, Settings::default());
+        let mut machine =
+            Simulated::new(7, vec![0.01, 0.01], Noise::none()).with(Event::HookFails { command: 1, nth: 0 });
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::CommandFailed, "a hook is no bad input: exit 3, not 2");
+        assert!(e.failure.unwrap().contains("`c1`: --prepare `simulated` exited with code 1"));
+        assert_eq!(machine.cleanups, 1);
+        let mut interrupted = Simulated::new(7, vec![0.1, 0.1], Noise::none()).with(Event::InterruptAfter(0.5));
+        run_experiment(&plan, &mut interrupted, &mut Quiet).unwrap();
+        assert_eq!(interrupted.cleanups, 1, "cleanup after an interrupt too");
+    }
+
+    #[test]
+    fn metrics_printed_by_the_commands_are_learned_from_the_baseline_and_decide_in_their_direction() {
+        let mut plan = plan(2, Settings::default());
+        plan.measure.output = vec![crate::measure::output::Parser::JsonLines];
+        // The candidate takes 10 % longer, so its printed rate is 10 % lower: worse.
+        let mut machine = Simulated::new(8, vec![0.05, 0.055], Noise::gaussian(0.01)).printing("ops_per_s", 5);
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.primary_metric, "ops_per_s");
+        let c = e.comparisons.iter().find(|c| c.metric == "ops_per_s").unwrap();
+        assert_eq!((c.verdict, c.better), (Verdict::Slower, metric::Better::Higher));
+        assert!(c.ci_low <= 1.0 / 1.1 && 1.0 / 1.1 <= c.ci_high, "{c:?}");
+        assert_eq!(e.comparisons[0].metric, "ops_per_s", "compared first");
+        assert_eq!(e.commands[0].runs[0].counters["ops_per_s"].samples.len(), 5);
+
+        // A candidate that stops printing it fails the experiment, naming the metric;
+        // the run is kept, without a value (never a zero).
+        let mut silent = Simulated::new(8, vec![0.05, 0.05], Noise::none())
+            .printing("ops_per_s", 1)
+            .with(Event::Silent { command: 1, nth: 3 });
+        let e = run_experiment(&plan, &mut silent, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::CommandFailed);
+        assert_eq!(e.failure.as_deref(), Some("`c1` printed no value of `ops_per_s`, which `c0` printed"));
+        let last = e.commands[1].runs.last().unwrap();
+        assert_eq!((e.commands[1].runs.len(), last.metric("ops_per_s")), (3, None));
+    }
+
+    #[test]
     fn the_same_seed_replays_the_same_experiment() {
         let plan = plan(2, Settings::default());
         let run = || {

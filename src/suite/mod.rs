@@ -521,6 +521,52 @@ mode = "instructions"
     }
 
     #[test]
+    fn benchmarks_can_read_what_they_print_and_run_hooks() {
+        let s = parse_str(
+            r#"
+[defaults]
+parse = "pgbench"
+prepare = "pg_ctl restart -D {build}"
+[builds]
+small = "/srv/a"
+[[benchmark]]
+name = "select"
+command = "pgbench -S -T 2 -c {clients} --host {build}"
+params = { clients = [1, 4] }
+conclude = "echo {clients} done"
+[[benchmark]]
+name = "explain"
+command = "psql -c 'EXPLAIN ANALYZE SELECT 1'"
+output_metric = ['Execution Time: (?<exec_ms>[0-9.]+) ms']
+higher_is_better = ["throughput"]
+iterations = "steady"
+warmup_iterations = 2
+input = "queries.sql"
+"#,
+        )
+        .unwrap();
+        let select = &s.benchmarks[1];
+        assert_eq!(select.options.output, Some(vec![Parser::Pgbench]));
+        let hooks = select.hooks_for(s.build("small"));
+        assert_eq!(hooks.prepare.as_deref(), Some("pg_ctl restart -D /srv/a"), "{{build}} as in the command");
+        assert_eq!(hooks.conclude.as_deref(), Some("echo 4 done"), "parameters as in the command");
+        let explain = &s.benchmarks[2];
+        assert_eq!(explain.options.output.as_ref().unwrap()[0].known_names().unwrap(), ["exec_ms"]);
+        assert_eq!(explain.options.iterations, Some(Iterations::Steady(2)));
+        assert_eq!(explain.options.better.as_ref().unwrap()["throughput"], Better::Higher);
+        assert_eq!(explain.options.input.as_deref(), Some("queries.sql"));
+        for (text, expected) in [
+            ("output_metric = \"([0-9]+)\"", "perflab.toml:4: --output-metric `([0-9]+)` has no named capture"),
+            ("parse = \"csv\"", "perflab.toml:4: unknown output format `csv`"),
+            ("parse = 3", "perflab.toml:4: expected `parse` to be a string or a list of strings"),
+            ("iterations = \"first\"", "perflab.toml:4: expected `iterations` \"all\" or \"steady\""),
+        ] {
+            let err = parse_str(&format!("[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n{text}\n")).unwrap_err();
+            assert!(err.contains(expected), "{err}");
+        }
+    }
+
+    #[test]
     fn build_placeholder_needs_a_build() {
         let s = parse_str("[[benchmark]]\nname = \"a\"\ncommand = \"{build} -x\"\n").unwrap();
         let err = s.benchmarks[0].command_for(None).unwrap_err().to_string();

@@ -255,6 +255,18 @@ command = "true"
     }
 
     #[test]
+    fn a_benchmark_that_prints_its_metric_compares_it_first_with_its_hooks() {
+        let suite = "[builds]\nold = \"old\"\nnew = \"new\"\n[[benchmark]]\nname = \"b\"\ncommand = \"true {build}\"\n\
+                     parse = \"pgbench\"\nprepare = \"echo {build}\"\n";
+        let plan = plan_of(suite, "b", &seeded());
+        assert_eq!(plan.primary_metric, "tps");
+        assert_eq!(&plan.metrics[..3], ["tps", "latency_ms", crate::model::metric::WALL]);
+        let prepares: Vec<_> = plan.settings.hooks.iter().map(|h| h.prepare.as_deref().unwrap()).collect();
+        assert_eq!(prepares, ["echo old", "echo new"], "baseline first");
+        assert_eq!(plan.settings.output_parsers, ["pgbench"]);
+    }
+
+    #[test]
     fn instruction_mode_compares_counts_from_one_round_without_warm_up_or_padding() {
         let suite = "[defaults]\nmode = \"instructions\"\n[[benchmark]]\nname = \"b\"\ncommand = \"true\"\n";
         let plan = plan_of(suite, "b", &seeded());
