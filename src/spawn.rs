@@ -635,6 +635,29 @@ mod tests {
     }
 
     #[test]
+    fn capture_keeps_stdout_and_stderr_whole_and_input_is_read_from_its_start() {
+        let w = crate::interrupt::watcher();
+        let input = std::env::temp_dir().join(format!("perflab-input-{}", std::process::id()));
+        std::fs::write(&input, "line one\nline two\n").unwrap();
+        let program = crate::command::resolve_program("sh").unwrap();
+        let argv = ["sh", "-c", "cat; echo err >&2"].map(String::from);
+        for gated in [false, true] {
+            let p = Prepared::with_input(&program, &argv, Output::Capture, Some(&input)).unwrap();
+            for _ in 0..2 {
+                let mut gate = |_pid: libc::pid_t| Ok(());
+                let gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>> =
+                    if gated { Some(&mut gate) } else { None };
+                start(&p, &env(), gate).unwrap().wait(None, w).unwrap();
+                let (stdout, stderr) = p.captured();
+                assert_eq!((stdout.as_slice(), stderr.as_slice()), (&b"line one\nline two\n"[..], &b"err\n"[..]));
+            }
+        }
+        std::fs::remove_file(&input).ok();
+        let err = Prepared::with_input(&program, &argv, Output::Capture, Some(Path::new("/dev/stdin"))).err();
+        assert!(err.is_some_and(|e| e.contains("not a regular file") || e.contains("cannot read")));
+    }
+
+    #[test]
     fn passes_the_environment_padding_and_takes_it_away() {
         let w = crate::interrupt::watcher();
         // $0 carries perflab's own HOME, which the child must have inherited.
