@@ -46,8 +46,13 @@ pub struct Benchmark {
 }
 
 impl Benchmark {
+    /// True when the command or a per-run hook names `{build}` (a build may differ in
+    /// how the server is configured before each run, not only in the command).
     pub fn uses_build(&self) -> bool {
-        expand(&self.command, &|_| None).1.iter().any(|p| p == "build")
+        [Some(&self.command), self.options.prepare.as_ref(), self.options.conclude.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|text| expand(text, &|_| None).1.iter().any(|p| p == "build"))
     }
 
     /// The per-run hooks for `build` (`{build}` substituted as in the command).

@@ -65,6 +65,7 @@ pub fn fixture_with(name: &str, extra: &[&str]) -> PathBuf {
     out
 }
 
+pub mod cluster;
 pub mod pg;
 
 /// True when valgrind is usable; on CI (`CI=true`) its absence fails the test instead of
