@@ -87,7 +87,11 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     if instructions {
         notes.push("instruction mode: counts under valgrind cachegrind with fixed caches (docs/counters.md)".into());
     }
-    let text = render_terminal(&plan.commands[0].command_line, experiment.rounds as usize, &metrics, &notes);
+    let mut text = render_terminal(&plan.commands[0].command_line, experiment.rounds as usize, &metrics, &notes);
+    let profile = render::terminal::iteration_profile(&experiment);
+    if !profile.is_empty() {
+        text = format!("{text}\n{profile}");
+    }
     if stdout_taken {
         eprint!("{text}");
     } else {
