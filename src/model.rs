@@ -122,7 +122,7 @@ pub mod metric {
         } else if lower.ends_with("_s") {
             time("s")
         } else {
-            Info { unit: "", better: Better::Lower, description: DESCRIPTION }
+            Info { unit: "", better: Better::Lower, description: "a count: a counter, or a number the command printed" }
         }
     }
 

@@ -353,6 +353,13 @@ fn printed_metrics_reach_csv_markdown_the_store_and_history() {
         .clone();
     let text = String::from_utf8_lossy(&history.stdout);
     assert!(text.contains("\"median\": 8.0") || text.contains("\"median\":8.0"), "{text}");
+    let html = dir.path().join("report.html");
+    perflab()
+        .args(["report", "--db", db.to_str().unwrap(), "--metric", "q_per_s", "-o", html.to_str().unwrap()])
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains("higher q_per_s is better: a ratio above 1× is an improvement"), "the report says which way");
     let export = perflab().args(["export", "--db", db.to_str().unwrap()]).assert().success().get_output().clone();
     let json = json_of(&export.stdout);
     let run = &json["experiments"][0]["experiment"]["commands"][0]["runs"][0];

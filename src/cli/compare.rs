@@ -82,9 +82,10 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
         .map(|(i, c)| substitute(&args.names[*i], c))
         .collect();
     let given = args.hooks.per_command(args.commands.len())?;
-    let hooks: Vec<Hooks> = match given.is_empty() {
-        true => Vec::new(),
-        false => expanded.iter().map(|(i, c)| given[*i].map(|text| substitute(text, c))).collect(),
+    let hooks: Vec<Hooks> = if given.is_empty() {
+        Vec::new()
+    } else {
+        expanded.iter().map(|(i, c)| given[*i].map(|text| substitute(text, c))).collect()
     };
     let commands = parse_commands(&texts, &names, args.shell.as_deref())?;
     for spec in &commands {

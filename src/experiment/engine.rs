@@ -148,7 +148,7 @@ fn rounds(
                 break 'rounds StopReason::CommandFailed;
             }
         }
-        if measured == 0 && warmups_left == settings.warmup_rounds && plan.learns_metrics_from_output() {
+        if first_round && plan.learns_metrics_from_output() {
             let printed = executor.printed_metrics();
             if printed.is_empty() {
                 experiment.failure =

@@ -77,10 +77,10 @@ struct Subject {
     name: String,
     prepared: Prepared,
     probes: Vec<Box<dyn Probe>>,
-    /// `--prepare` and `--conclude`, ready to run like the command.
+    /// `--prepare`, `--conclude` and `--setup`, ready to run like the command.
     prepare: Option<Hook>,
     conclude: Option<Hook>,
-    setup: Option<String>,
+    setup: Option<Hook>,
     cleanup: Option<String>,
 }
 
@@ -168,7 +168,7 @@ impl ProcessExecutor {
                     probes,
                     prepare: hook(&hooks.prepare)?,
                     conclude: hook(&hooks.conclude)?,
-                    setup: hooks.setup,
+                    setup: hook(&hooks.setup)?,
                     cleanup: hooks.cleanup,
                 })
             })
@@ -251,8 +251,7 @@ impl Executor for ProcessExecutor {
 
     fn setup(&mut self) -> Result<(), RunError> {
         for subject in &self.subjects {
-            if let Some(text) = &subject.setup {
-                let hook = Hook::new(text, Output::Inherit).map_err(|e| RunError::Failed(e.to_string()))?;
+            if let Some(hook) = &subject.setup {
                 hook.run(&format!("--setup of `{}`", subject.name), &self.env, self.timeout)?;
             }
         }
@@ -261,16 +260,25 @@ impl Executor for ProcessExecutor {
 
     /// Runs every cleanup even after an interrupt — when the harness's spawner kills
     /// whatever it starts — so it uses a plain blocking child in perflab's own process
-    /// group (a second Ctrl-C reaches it).
+    /// group (a second Ctrl-C reaches it). Its output is discarded unless shown, like
+    /// the other hooks' (stdout may carry the JSON report).
     fn cleanup(&mut self) -> Result<(), String> {
         let mut failures = Vec::new();
         for subject in &self.subjects {
-            if let Some(text) = &subject.cleanup {
-                match std::process::Command::new("/bin/sh").args(["-c", text]).status() {
-                    Ok(status) if status.success() => {}
-                    Ok(status) => failures.push(format!("--cleanup of `{}` `{text}` {status}", subject.name)),
-                    Err(e) => failures.push(format!("--cleanup of `{}`: cannot run /bin/sh: {e}", subject.name)),
+            let Some(text) = &subject.cleanup else { continue };
+            let mut command = std::process::Command::new("/bin/sh");
+            command.args(["-c", text]);
+            if !self.show_output {
+                command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+            }
+            match command.output() {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => {
+                    let stderr = String::from_utf8_lossy(&out.stderr);
+                    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+                    failures.push(format!("--cleanup of `{}` `{text}` failed ({}) {last}", subject.name, out.status));
                 }
+                Err(e) => failures.push(format!("--cleanup of `{}`: cannot run /bin/sh: {e}", subject.name)),
             }
         }
         if failures.is_empty() {

@@ -18,6 +18,8 @@ pub struct StatMetric {
     pub scaled: bool,
     #[serde(skip_serializing_if = "str::is_empty")]
     pub unit: &'static str,
+    /// What the metric measures (the registry's one line).
+    pub description: &'static str,
     /// The median over runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<f64>,
@@ -43,7 +45,7 @@ pub fn stat_metrics(result: &CommandResult, names: &[String]) -> Vec<StatMetric>
         .map(|name| {
             let readings: Vec<_> = result.runs.iter().filter_map(|r| r.counters.get(name)).collect();
             let values: Vec<f64> = result.runs.iter().filter_map(|r| r.metric(name)).collect();
-            let unit = metric::unit(name);
+            let metric::Info { unit, description, .. } = metric::info(name);
             if values.is_empty() {
                 let reason = readings
                     .iter()
@@ -55,6 +57,7 @@ pub fn stat_metrics(result: &CommandResult, names: &[String]) -> Vec<StatMetric>
                     reason: Some(reason),
                     scaled: false,
                     unit,
+                    description,
                     value: None,
                     exact: false,
                     summary: None,
@@ -68,6 +71,7 @@ pub fn stat_metrics(result: &CommandResult, names: &[String]) -> Vec<StatMetric>
                 reason: None,
                 scaled: readings.iter().any(|c| c.scaled),
                 unit,
+                description,
                 value: Some(summary.median),
                 exact: values.iter().all(|v| *v == values[0]),
                 summary: Some(summary),

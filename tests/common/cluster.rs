@@ -88,9 +88,11 @@ impl Cluster {
         assert!(out.status.success(), "`{command}` failed: {}", String::from_utf8_lossy(&out.stderr));
     }
 
-    /// A shell command line restarting the server (fast shutdown, waiting until it is up).
+    /// A shell command line restarting the server (fast shutdown, waiting until it is
+    /// up; its log to the log file, not to the hook's captured stderr).
     pub fn restart(&self) -> String {
-        self.as_owner(&format!("{} -D {} -m fast -w restart", self.tool("pg_ctl"), self.data()))
+        let log = self.dir.path().join("log");
+        self.as_owner(&format!("{} -D {} -l {} -m fast -w restart", self.tool("pg_ctl"), self.data(), log.display()))
     }
 
     /// The connection options of psql and pgbench, database last (GNU getopt takes
