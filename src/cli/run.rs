@@ -90,7 +90,7 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
     let mut failed: Vec<String> = Vec::new();
     let mut on_outcome = |bench: &Benchmark, outcome: &Outcome| match outcome {
         Outcome::Measured(experiment) => {
-            let line = summary_line(&bench.name, experiment, &experiment.primary_metric);
+            let line = summary_line(&bench.name, experiment);
             // `--json -` owns stdout.
             if json_to_stdout {
                 eprintln!("{line}");
@@ -201,7 +201,8 @@ fn builds<'s>(suite: &'s Suite, args: &RunArgs) -> Result<(Option<&'s Build>, Op
 }
 
 /// `name  median [CI] (n runs)` of the primary metric and, against a baseline, the verdict.
-fn summary_line(name: &str, experiment: &Experiment, primary: &str) -> String {
+fn summary_line(name: &str, experiment: &Experiment) -> String {
+    let primary = experiment.primary_metric.as_str();
     let name = crate::render::terminal::escape(name);
     let Some(measured) = experiment.commands.last() else { return format!("{name}: no runs") };
     let value = |v| format_value(primary, v);
