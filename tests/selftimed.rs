@@ -92,7 +92,7 @@ fn malformed_json_lines_and_missing_pgbench_reports_fail_clearly() {
 
     let silent = perflab().args(["compare", "--shell", "-r", "2", "--parse", "jsonl", "true", "true"]).assert().code(3);
     let stderr = String::from_utf8_lossy(&silent.get_output().stderr).into_owned();
-    assert!(stderr.contains("printed no metric"), "{stderr}");
+    assert!(stderr.contains(r#"printed no metric: expected lines {"metric": NAME, "value": NUMBER}"#), "{stderr}");
 
     let pg = perflab().args(["stat", "-r", "2", "--parse", "pgbench", "--", "echo", "pgbench: error"]).assert().code(3);
     let stderr = String::from_utf8_lossy(&pg.get_output().stderr).into_owned();

@@ -151,8 +151,8 @@ fn rounds(
         if first_round && plan.learns_metrics_from_output() {
             let printed = executor.printed_metrics();
             if printed.is_empty() {
-                experiment.failure =
-                    Some(format!("`{}` printed no metric its output format has", plan.commands[0].name));
+                let expected = crate::measure::output::expected_output(&plan.measure.output);
+                experiment.failure = Some(format!("`{}` printed no metric: {expected}", plan.commands[0].name));
                 break StopReason::CommandFailed;
             }
             *plan = plan.with_printed_metrics(&printed);

@@ -163,10 +163,6 @@ impl Samples {
     fn get(&self, name: &str) -> Option<&[f64]> {
         self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
     }
-
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().map(|(n, _)| n.as_str())
-    }
 }
 
 fn json_line(line: &str, out: &mut Samples) -> Result<(), String> {
@@ -261,6 +257,20 @@ fn google_benchmark(stdout: &str, out: &mut Samples) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// What was expected of a command that printed no metric at all (for the formats whose
+/// metric names come from the output).
+pub fn expected_output(parsers: &[Parser]) -> String {
+    let expected: Vec<&str> = parsers
+        .iter()
+        .filter_map(|p| match p {
+            Parser::JsonLines => Some("lines {\"metric\": NAME, \"value\": NUMBER}"),
+            Parser::GoogleBenchmark => Some("Google Benchmark's JSON on stdout (--benchmark_format=json)"),
+            Parser::Regex(_) | Parser::Pgbench => None,
+        })
+        .collect();
+    format!("expected {}", expected.join(" or "))
 }
 
 /// Read the metrics `parsers` find in a run's output into `run.counters`. A metric a
@@ -361,7 +371,7 @@ progress: 2.0 s, 11746.5 tps, lat 0.085 ms stddev 0.250, 0 failed
             Parser::regex(r"Planning Time: (?<plan_ms>[0-9.]+) ms|Execution Time: (?<exec_ms>[0-9.]+) ms").unwrap();
         let s = parse(&two, " Planning Time: 0.360 ms\n Execution Time: 42.350 ms\n", "").unwrap();
         assert_eq!((s.get("plan_ms"), s.get("exec_ms")), (Some(&[0.36][..]), Some(&[42.35][..])));
-        assert_eq!(s.names().collect::<Vec<_>>(), ["plan_ms", "exec_ms"]);
+        assert_eq!(s.0.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["plan_ms", "exec_ms"]);
         assert_eq!(two.known_names().unwrap(), ["plan_ms", "exec_ms"]);
     }
 
