@@ -225,6 +225,6 @@ fn compare(plan: &Plan) -> Result<Comparison, Failure> {
     experiment
         .comparisons
         .into_iter()
-        .find(|c| c.metric == plan.primary_metric)
+        .find(|c| c.metric == experiment.primary_metric)
         .ok_or_else(|| Failure::CommandFailed("the comparison produced no verdict (did a command fail?)".into()))
 }

@@ -27,7 +27,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Compare two or more commands in randomized interleaved rounds (the first is the baseline).
-    Compare(compare::CompareArgs),
+    Compare(Box<compare::CompareArgs>),
     /// Run one command N times and report every metric and counter: median, 95 % CI, spread.
     Stat(stat::StatArgs),
     /// Sample a command (cpu-clock by default, no PMU needed), save and report its profile.
@@ -76,7 +76,7 @@ pub fn main() -> i32 {
         return EXIT_OK;
     };
     let result = match command {
-        Command::Compare(args) => compare::main(args),
+        Command::Compare(args) => compare::main(*args),
         Command::Stat(args) => stat::main(args),
         Command::Profile(args) => profile::main_profile(args),
         Command::Show(args) => profile::main_show(args),

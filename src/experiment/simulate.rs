@@ -8,7 +8,7 @@
 //! noise measured on its VM (docs/statistics.md), not a claim about any other machine.
 
 use super::executor::{Executor, RunError};
-use crate::model::{ExitInfo, Machine, Run};
+use crate::model::{CounterReading, ExitInfo, Iterations, Machine, Run};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal, StudentT};
@@ -49,6 +49,10 @@ pub enum Event {
     Fails { command: usize, nth: usize, code: i32 },
     /// The `nth` run of `command` cannot be started.
     CannotStart { command: usize, nth: usize },
+    /// The hook before the `nth` run of `command` fails (the run does not happen).
+    HookFails { command: usize, nth: usize },
+    /// The `nth` run of `command` prints nothing about itself.
+    Silent { command: usize, nth: usize },
     /// The user interrupts once the clock passes this many seconds.
     InterruptAfter(f64),
 }
@@ -65,6 +69,11 @@ pub struct Simulated {
     log_speed: f64,
     clock_s: f64,
     runs_of: Vec<usize>,
+    /// A rate every run prints about itself (runs per second of its own time), with
+    /// `iterations` samples; `None`: nothing is printed.
+    printed: Option<(String, usize)>,
+    /// How often the cleanup was called.
+    pub cleanups: usize,
 }
 
 impl Simulated {
@@ -80,7 +89,15 @@ impl Simulated {
             log_speed: 0.0,
             clock_s: 0.0,
             runs_of: vec![0; n],
+            printed: None,
+            cleanups: 0,
         }
+    }
+
+    /// Every run also prints `name`, its own rate (1 / its time), `iterations` times.
+    pub fn printing(mut self, name: &str, iterations: usize) -> Simulated {
+        self.printed = Some((name.to_string(), iterations));
+        self
     }
 
     /// Add a scripted event.
@@ -133,6 +150,9 @@ impl Executor for Simulated {
         if self.events.contains(&Event::CannotStart { command: index, nth }) {
             return Err(RunError::Failed("cannot execute: simulated".into()));
         }
+        if self.events.contains(&Event::HookFails { command: index, nth }) {
+            return Err(RunError::Incomplete { run: None, why: "--prepare `simulated` exited with code 1".into() });
+        }
         let wall = self.noisy_seconds(index);
         self.clock_s += wall;
         let code = self
@@ -143,14 +163,32 @@ impl Executor for Simulated {
                 _ => None,
             })
             .unwrap_or(0);
-        Ok(Run {
+        let mut run = Run {
             wall_s: wall,
             user_s: wall * 0.98,
             sys_s: wall * 0.01,
             max_rss_kib: 2048 + index as u64,
             exit: ExitInfo { exit_code: Some(code), signal: None, timed_out: false },
             ..Run::default()
-        })
+        };
+        let silent = self.events.contains(&Event::Silent { command: index, nth });
+        if let Some((name, iterations)) = self.printed.as_ref().filter(|_| !silent) {
+            let reading = CounterReading::sampled(vec![1.0 / wall; *iterations], Iterations::All).expect("samples");
+            run.counters.insert(name.clone(), reading);
+        }
+        Ok(run)
+    }
+
+    fn cleanup(&mut self) -> Result<(), String> {
+        self.cleanups += 1;
+        Ok(())
+    }
+
+    fn printed_metrics(&self) -> Vec<String> {
+        match &self.printed {
+            Some((name, _)) if self.runs_of[0] > 0 => vec![name.clone()],
+            _ => Vec::new(),
+        }
     }
 
     fn stderr_tail(&self, _index: usize) -> String {

@@ -3,6 +3,7 @@
 
 use super::color::{bold, dim, green, red, yellow};
 use crate::model::{metric, Comparison, Experiment, StopReason, Verdict};
+use crate::stats::summary;
 use crate::units::{format_level, format_p, format_seconds, format_value};
 use crate::verdict::sentence;
 use comfy_table::{presets, CellAlignment, Table};
@@ -45,7 +46,8 @@ fn new_table() -> Table {
 }
 
 /// The whole human-readable report.
-pub fn render(e: &Experiment, primary: &str) -> String {
+pub fn render(e: &Experiment) -> String {
+    let primary = e.primary_metric.as_str();
     let mut out = String::new();
     out.push_str(&format!(
         "{} {} rounds{} in {:.1} s — stopped: {} {}\n",
@@ -92,6 +94,7 @@ pub fn render(e: &Experiment, primary: &str) -> String {
     }
     out.push_str(&table.to_string());
     out.push('\n');
+    out.push_str(&iteration_profile(e));
 
     if !e.comparisons.is_empty() {
         let mut table = new_table();
@@ -147,6 +150,77 @@ pub fn render(e: &Experiment, primary: &str) -> String {
     }
     for w in &e.warnings {
         out.push_str(&yellow(&format!("warning: {}\n", escape(&w.message))));
+    }
+    out
+}
+
+/// Iterations shown in a per-iteration profile before the last one.
+const PROFILE_ITERATIONS: usize = 4;
+
+/// For every metric the commands printed several times per run: each command's median
+/// over runs of iteration 1, 2, …, the last, and first ÷ rest, so a slow first
+/// iteration (or a warm-up) shows — one table per metric.
+pub fn iteration_profile(e: &Experiment) -> String {
+    let mut metrics: Vec<&String> = Vec::new();
+    for run in e.commands.iter().flat_map(|c| &c.runs) {
+        for (name, reading) in &run.counters {
+            if reading.samples.len() > 1 && !metrics.contains(&name) {
+                metrics.push(name);
+            }
+        }
+    }
+    let mut out = String::new();
+    for name in metrics {
+        let per_command: Vec<Vec<Vec<f64>>> = e
+            .commands
+            .iter()
+            .map(|c| {
+                let runs: Vec<&Vec<f64>> =
+                    c.runs.iter().filter_map(|r| r.counters.get(name)).map(|r| &r.samples).collect();
+                let longest = runs.iter().map(|s| s.len()).max().unwrap_or(0);
+                (0..longest).map(|i| runs.iter().filter_map(|s| s.get(i).copied()).collect()).collect()
+            })
+            .collect();
+        let longest = per_command.iter().map(Vec::len).max().unwrap_or(0);
+        let shown: Vec<usize> = if longest <= PROFILE_ITERATIONS + 1 {
+            (0..longest).collect()
+        } else {
+            (0..PROFILE_ITERATIONS).chain([longest - 1]).collect()
+        };
+        let mut table = new_table();
+        let mut header = vec!["command".to_string()];
+        for (k, &i) in shown.iter().enumerate() {
+            let gap = if k > 0 && i > shown[k - 1] + 1 { "… " } else { "" };
+            header.push(format!("{gap}#{}", i + 1));
+        }
+        header.push("first ÷ rest".into());
+        table.set_header(header);
+        for (c, iterations) in e.commands.iter().zip(&per_command) {
+            let mut row = vec![escape(&c.name)];
+            for &i in &shown {
+                row.push(
+                    iterations
+                        .get(i)
+                        .filter(|v| !v.is_empty())
+                        .map_or("-".into(), |v| format_value(name, summary::median(v))),
+                );
+            }
+            let rest: Vec<f64> = iterations.iter().skip(1).flatten().copied().collect();
+            let ratio = match (iterations.first(), rest.is_empty()) {
+                (Some(first), false) if !first.is_empty() => {
+                    format!("{:.2}×", summary::median(first) / summary::median(&rest))
+                }
+                _ => "-".into(),
+            };
+            row.push(ratio);
+            table.add_row(row);
+        }
+        out.push_str(&format!(
+            "{name} per iteration (median over runs; a run's value is {}):\n",
+            e.settings.iterations.describe()
+        ));
+        out.push_str(&table.to_string());
+        out.push('\n');
     }
     out
 }

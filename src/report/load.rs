@@ -133,6 +133,15 @@ pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Resul
         ));
     }
     let mut notes = Vec::new();
+    let info = experiments
+        .last()
+        .map_or(metric::info(&options.metric), |e| e.experiment.settings.metric_info(&options.metric));
+    if info.better == metric::Better::Higher {
+        notes.push(format!(
+            "higher {} is better: a ratio above 1× is an improvement, counted as faster",
+            options.metric
+        ));
+    }
     let incomplete = experiments.iter().filter(|e| stopped_early(e)).count();
     if incomplete > 0 {
         notes.push(format!("{incomplete} experiment(s) stopped early; their completed runs are included"));
@@ -294,12 +303,10 @@ fn relative_time(
     }
     let base = samples.values(benchmark, reference, name)?;
     let cand = samples.values(benchmark, label, name)?;
-    let threshold = experiments
-        .iter()
-        .rev()
-        .find(|e| e.label == label)
-        .map_or(DEFAULT_THRESHOLD, |e| e.experiment.settings.threshold);
-    independent_row(benchmark, &base, &cand, threshold)
+    let settings = experiments.iter().rev().find(|e| e.label == label).map(|e| &e.experiment.settings);
+    let threshold = settings.map_or(DEFAULT_THRESHOLD, |s| s.threshold);
+    let better = settings.map_or(metric::info(name).better, |s| s.metric_info(name).better);
+    independent_row(benchmark, &base, &cand, threshold, better)
 }
 
 fn paired_row(benchmark: &str, c: &Comparison, inverted: bool) -> RelativeTime {
@@ -328,7 +335,13 @@ fn paired_row(benchmark: &str, c: &Comparison, inverted: bool) -> RelativeTime {
 
 /// Ratio of locations from separately measured runs: the Hodges–Lehmann shift of the
 /// log values and its Mann–Whitney interval, exponentiated.
-fn independent_row(benchmark: &str, base: &[f64], cand: &[f64], threshold: f64) -> Option<RelativeTime> {
+fn independent_row(
+    benchmark: &str,
+    base: &[f64],
+    cand: &[f64],
+    threshold: f64,
+    better: metric::Better,
+) -> Option<RelativeTime> {
     if base.iter().chain(cand).any(|&v| v <= 0.0) {
         return None;
     }
@@ -344,7 +357,7 @@ fn independent_row(benchmark: &str, base: &[f64], cand: &[f64], threshold: f64) 
         ci_high: hi,
         confidence: interval.achieved_confidence,
         p_value: Some(crate::stats::rank_sum::mann_whitney(&ln_base, &ln_cand).p_value),
-        verdict: crate::verdict::classify(lo, hi, threshold).0,
+        verdict: crate::verdict::classify(lo, hi, threshold, better).0,
         method: CiMethod::Independent,
         n: base.len().min(cand.len()),
     })
@@ -485,6 +498,7 @@ mod tests {
             baseline: "new".into(),
             candidate: "./old".into(),
             metric: metric::WALL.into(),
+            better: Default::default(),
             ratio: 0.8,
             ci_low: 0.78,
             ci_high: 0.82,
@@ -532,6 +546,7 @@ mod tests {
             baseline: "old".into(),
             candidate: "new".into(),
             metric: metric::WALL.into(),
+            better: Default::default(),
             ratio: 1.1,
             ci_low: 1.05,
             ci_high: 1.15,

@@ -339,6 +339,7 @@ fn imported_settings(rounds: usize) -> Settings {
         env_padding: false,
         mode: "wall".into(),
         timeout_s: None,
+        ..Settings::default()
     }
 }
 

@@ -5,7 +5,8 @@
 use super::backend::{opt_text, Backend, Value};
 use super::{Query, StoredExperiment};
 use crate::model::{
-    CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, StopReason, Summary, Verdict,
+    metric, CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, Settings, StopReason, Summary,
+    Verdict,
 };
 use anyhow::Context;
 use std::collections::{BTreeMap, HashMap};
@@ -150,7 +151,7 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
     )?;
     let counters = Rows::query(
         db,
-        &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason"],
+        &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason", "c.samples"],
         &format!(
             "FROM counters c JOIN runs t ON t.id = c.run_id JOIN experiments e ON e.id = t.experiment_id {joins} \
              WHERE {filter} ORDER BY c.run_id, c.name"
@@ -209,6 +210,7 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
                 value: r.opt_real("value"),
                 scaled: r.flag("scaled"),
                 reason: r.opt_text("reason"),
+                samples: r.json("samples", "[]").context("per-iteration samples")?,
             },
         );
     }
@@ -268,6 +270,8 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             baseline: r.text("baseline"),
             candidate: r.text("candidate"),
             metric: r.text("metric"),
+            // Set from the experiment's settings below (the direction is not a column).
+            better: Default::default(),
             ratio: r.real("ratio"),
             ci_low: r.real("ci_low"),
             ci_high: r.real("ci_high"),
@@ -298,16 +302,24 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             // A writer that died left only runs: count the rounds every command finished.
             _ => commands.iter().map(|c| c.runs.len() as u32).min().unwrap_or(0),
         };
+        let settings: Settings = r.json("settings", "").context("settings record")?;
+        let mut comparisons = comparisons_by_experiment.remove(&id).unwrap_or_default();
+        for c in &mut comparisons {
+            c.better = settings.metric_info(&c.metric).better;
+        }
+        // Comparisons are stored primary metric first (the direction is not a column either).
+        let primary_metric = comparisons.first().map_or_else(|| metric::WALL.to_string(), |c| c.metric.clone());
         let experiment = Experiment {
+            primary_metric,
             perflab_version: r.text("perflab_version"),
             started_at: r.text("started_at"),
             machine: r.json("machine", "").context("machine record")?,
-            settings: r.json("settings", "").context("settings record")?,
+            settings,
             rounds,
             duration_s: r.opt_real("duration_s").unwrap_or(0.0),
             stop_reason,
             commands,
-            comparisons: comparisons_by_experiment.remove(&id).unwrap_or_default(),
+            comparisons,
             warnings: r.json("warnings", "[]").unwrap_or_default(),
             environment: r.json("environment", "{}").unwrap_or_default(),
             failure: r.opt_text("failure"),

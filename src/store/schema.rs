@@ -9,6 +9,7 @@ use anyhow::{anyhow, Context};
 pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "initial schema", SCHEMA_V1),
     (2, "index experiments by machine", "CREATE INDEX experiments_by_machine ON experiments(machine_id, label_id);"),
+    (3, "per-iteration samples of self-reported metrics", "ALTER TABLE counters ADD COLUMN samples TEXT;"),
 ];
 
 const SCHEMA_V1: &str = r#"

@@ -221,8 +221,10 @@ fn insert_run(db: &mut dyn Backend, experiment: i64, command_idx: usize, run: &R
         .and_then(|r| r[0].as_i64())
         .ok_or_else(|| anyhow!("INSERT … RETURNING id gave no id"))?;
     for (name, c) in &run.counters {
+        let samples = (!c.samples.is_empty()).then(|| serde_json::to_string(&c.samples)).transpose()?;
         db.execute(
-            "INSERT INTO counters (run_id, name, supported, value, scaled, reason) VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO counters (run_id, name, supported, value, scaled, reason, samples) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
             &[
                 int(run_id),
                 text(name),
@@ -230,6 +232,7 @@ fn insert_run(db: &mut dyn Backend, experiment: i64, command_idx: usize, run: &R
                 opt_real(c.value),
                 int(c.scaled as i64),
                 opt_text(c.reason.as_deref()),
+                opt_text(samples.as_deref()),
             ],
         )?;
     }
