@@ -268,7 +268,7 @@ mod tests {
     fn the_report_has_the_table_the_verdict_line_and_escaped_names() {
         crate::render::color::init("never");
         let e = experiment();
-        let text = render(&e, metric::WALL);
+        let text = render(&e);
         let header = format!("perflab {} rounds (+1 warm-up)", e.rounds);
         assert!(text.starts_with(&header), "{text}");
         assert!(text.contains("stopped: every comparison decided (seed 5)"), "{text}");
