@@ -82,7 +82,7 @@ impl Resolver<'_> {
                     .or_insert_with(|| symbolizer.resolve(&profile.objects[object as usize].path, offset))
                     .clone()
             }
-            (Space::Kernel, _) => special("[kernel]"),
+            (Space::Kernel, _) => self.symbolizer.resolve_kernel(&self.profile.kernel_symbols, offset),
             _ => special("[unknown]"),
         }
     }

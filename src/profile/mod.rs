@@ -9,6 +9,7 @@ pub mod annotate;
 pub mod diff;
 pub mod format;
 pub mod hints;
+pub mod kernel;
 pub mod mca;
 pub mod record;
 pub mod symbolize;
@@ -165,6 +166,7 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
         }
     };
     let mut warnings = std::mem::take(&mut symbolizer.warnings);
+    warnings.extend(kernel::missing_symbols_warning(profile));
     let region_rows = regions.map(|mut r| {
         let rows = r.rows(&located);
         warnings.extend(r.warnings);
@@ -274,6 +276,21 @@ pub fn paint_share(share: f64, text: &str) -> String {
     }
 }
 
+/// A row's name with its object: `[k] name` for kernel functions (like perf), the
+/// module dimmed after it; user functions get their object dimmed in brackets.
+fn row_label(row: &Row) -> String {
+    let name = crate::render::terminal::escape(&row.name);
+    if row.object.is_empty() || row.object == row.name {
+        return name;
+    }
+    if kernel::is_kernel_object(&row.object) {
+        let module =
+            if row.object == kernel::KERNEL_OBJECT { String::new() } else { color::dim(&format!("  {}", row.object)) };
+        return format!("[k] {name}{module}");
+    }
+    format!("{name}{}", color::dim(&format!("  [{}]", crate::render::terminal::escape(&row.object))))
+}
+
 fn print_table(profile: &Profile, rows: &[Row], args: &ReportOptions, regions: bool) {
     let what = match (regions, args.by) {
         (true, _) => "region",
@@ -307,12 +324,7 @@ fn print_table(profile: &Profile, rows: &[Row], args: &ReportOptions, regions: b
         if let Some(total) = row.total_share {
             share = format!("{} {share}", paint_share(total, &format!("{:>6.2}%", total * 100.0)));
         }
-        let object = if row.object.is_empty() || row.object == row.name {
-            String::new()
-        } else {
-            color::dim(&format!("  [{}]", row.object))
-        };
-        println!("{share} {:>9}  {}{object}", row.self_samples, row.name);
+        println!("{share} {:>9}  {}", row.self_samples, row_label(row));
     }
     if rows.len() > args.limit {
         let rest: u64 = rows[args.limit..].iter().map(|r| r.self_samples).sum();

@@ -360,6 +360,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
         ..Profile::default()
     };
     replay(events, &mut profile, opts.call_graph);
+    super::kernel::attach_symbols(&mut profile);
     Ok(Recording { profile, interrupted })
 }
 
@@ -481,19 +482,13 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
                 entry.0 += 1;
                 entry.1 += period;
                 if call_graph {
-                    let mut ids: Vec<u32> = Vec::new();
-                    let mut previous: Option<Space> = None;
-                    for frame in std::iter::once(leaf)
+                    let ids: Vec<u32> = std::iter::once(leaf)
                         .chain(callers(&chain).map(|(address, kernel)| normalise(&spaces, pid, address, kernel)))
-                    {
-                        // Kernel frames are all reported as `[kernel]`: keep one per run.
-                        if frame.space == Space::Kernel && previous == Some(Space::Kernel) {
-                            continue;
-                        }
-                        previous = Some(frame.space);
-                        let next = frame_ids.len() as u32;
-                        ids.push(*frame_ids.entry(frame).or_insert(next));
-                    }
+                        .map(|frame| {
+                            let next = frame_ids.len() as u32;
+                            *frame_ids.entry(frame).or_insert(next)
+                        })
+                        .collect();
                     let entry = stacks.entry((pid, tid, ids)).or_default();
                     entry.0 += 1;
                     entry.1 += period;
@@ -582,8 +577,8 @@ mod tests {
             // User leaf 0x1800 called from 0x1205 (return address) called from 0x1105.
             (2, sample(0x1800, false, vec![u, 0x1800, 0x1205, 0x1105])),
             (3, sample(0x1800, false, vec![u, 0x1800, 0x1205, 0x1105])),
-            // In the kernel: two kernel frames collapse into one; the first user address
-            // is the interrupted IP (exact), the next a return address.
+            // In the kernel: every kernel frame is kept (the callers as return address − 1);
+            // the first user address is the interrupted IP (exact), the next a return address.
             (4, sample(0xffff_0010, true, vec![k, 0xffff_0010, 0xffff_0020, u, 0x1900, 0x1205, 0x9_0000])),
         ];
         let mut p = empty();
@@ -599,6 +594,7 @@ mod tests {
             frames(by_count(1)),
             [
                 FrameRef { space: Space::Kernel, object: None, offset: 0xffff_0010 },
+                FrameRef { space: Space::Kernel, object: None, offset: 0xffff_001f },
                 user(0x900),
                 user(0x204),
                 FrameRef { space: Space::Unmapped, object: None, offset: 0x8_ffff },
