@@ -65,11 +65,39 @@ pub struct ProfileArgs {
     /// -fno-omit-frame-pointer) for inclusive counts and --folded.
     #[arg(short = 'g', long = "call-graph")]
     pub call_graph: bool,
+    /// Also record where threads block and for how long (context switches with call
+    /// stacks; implies -g; needs root or perf_event_paranoid ≤ 1), shown beside on-CPU time.
+    #[arg(long)]
+    pub off_cpu: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// With -p or -a: stop after this long (e.g. 10, 1.5s, 2m) instead of at Ctrl-C.
+    #[arg(long, value_name = "DURATION", value_parser = super::args::duration)]
+    pub duration: Option<f64>,
     #[command(flatten)]
     pub report: ReportArgs,
-    /// The command to profile, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The command to profile, after `--` (or -p / -a).
+    #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// What to sample instead of a command: running processes or every CPU.
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// Attach to running processes: every thread, and the threads and processes they start.
+    #[arg(short = 'p', long = "pid", value_name = "PID[,PID...]")]
+    pub pid: Option<String>,
+    /// Sample every task on every CPU (needs root or perf_event_paranoid ≤ 0).
+    #[arg(short = 'a', long = "all-cpus", conflicts_with = "pid")]
+    pub all_cpus: bool,
+}
+
+impl TargetArgs {
+    fn pids(&self) -> Result<Vec<u32>, Failure> {
+        self.pid
+            .as_deref()
+            .map_or(Ok(Vec::new()), |p| profile::target::parse_pids(p).map_err(|e| crate::usage!("-p: {e}")))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -124,10 +152,14 @@ pub struct DiffArgs {
 pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
     profile::main_profile(&ProfileOptions {
         record: RecordOptions {
+            pids: args.target.pids()?,
+            all_cpus: args.target.all_cpus,
             argv: args.command,
             event: args.event,
             frequency_hz: args.frequency,
             call_graph: args.call_graph,
+            off_cpu: args.off_cpu,
+            duration: args.duration.map(std::time::Duration::from_secs_f64),
             ..RecordOptions::default()
         },
         output: args.output,

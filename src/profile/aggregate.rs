@@ -2,7 +2,7 @@
 //! source regions (`--group-by-source 'GLOB:REGEX'`), each row with its share; with
 //! call stacks (`profile -g`), inclusive counts per function and folded stacks.
 
-use super::format::{Profile, Space};
+use super::format::{Profile, Space, StackCount};
 use super::symbolize::{basename, Location, Symbolizer};
 use crate::error::Failure;
 use crate::usage;
@@ -125,7 +125,7 @@ pub struct CallGraph {
 impl CallGraph {
     /// None when the profile was recorded without call stacks.
     fn new(profile: &Profile, resolver: &mut Resolver) -> Option<CallGraph> {
-        if profile.stacks.is_empty() {
+        if profile.stacks.is_empty() && profile.off_cpu.is_empty() {
             return None;
         }
         let functions = profile
@@ -143,9 +143,16 @@ impl CallGraph {
         Some(CallGraph { functions, stacks, samples })
     }
 
+    /// The same symbolised frames with other stacks of the profile (its off-CPU intervals).
+    pub fn with_stacks(&self, stacks: &[StackCount]) -> CallGraph {
+        let stacks: Vec<(Vec<u32>, u64, u64)> = stacks.iter().map(|s| (s.frames.clone(), s.count, s.period)).collect();
+        let samples = stacks.iter().map(|s| s.1).sum();
+        CallGraph { functions: self.functions.clone(), stacks, samples }
+    }
+
     /// Inclusive (samples, period) per (function, object basename): a function counts
     /// once per stack however often it recurses.
-    fn inclusive(&self) -> HashMap<&(String, String), (u64, u64)> {
+    pub fn inclusive(&self) -> HashMap<&(String, String), (u64, u64)> {
         let mut totals: HashMap<&(String, String), (u64, u64)> = HashMap::new();
         let mut seen = HashSet::new();
         for (frames, count, period) in &self.stacks {
@@ -195,13 +202,28 @@ impl CallGraph {
     /// Brendan Gregg's folded stacks: `root;caller;leaf COUNT` per distinct stack of
     /// function names, sorted. `;` inside a name would split a frame, so it becomes `:`.
     pub fn folded(&self) -> String {
-        let mut lines: BTreeMap<String, u64> = BTreeMap::new();
-        for (frames, count, _) in &self.stacks {
-            let names: Vec<String> =
-                frames.iter().rev().map(|&f| self.functions[f as usize].0.replace(';', ":")).collect();
-            *lines.entry(names.join(";")).or_default() += count;
-        }
+        let lines: BTreeMap<String, u64> = self
+            .by_names()
+            .into_iter()
+            .map(|(names, (count, _))| {
+                let names: Vec<String> = names.iter().map(|n| n.replace(';', ":")).collect();
+                (names.join(";"), count)
+            })
+            .collect();
         lines.into_iter().map(|(stack, n)| format!("{stack} {n}\n")).collect()
+    }
+
+    /// (samples, period) per distinct stack of function names, outermost caller first
+    /// (stacks differing only in addresses within the same functions merge).
+    pub fn by_names(&self) -> HashMap<Vec<String>, (u64, u64)> {
+        let mut stacks: HashMap<Vec<String>, (u64, u64)> = HashMap::new();
+        for (frames, count, period) in &self.stacks {
+            let names = frames.iter().rev().map(|&f| self.functions[f as usize].0.clone()).collect();
+            let e = stacks.entry(names).or_default();
+            e.0 += count;
+            e.1 += period;
+        }
+        stacks
     }
 }
 

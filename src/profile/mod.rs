@@ -11,8 +11,10 @@ pub mod format;
 pub mod hints;
 pub mod kernel;
 pub mod mca;
+pub mod offcpu;
 pub mod record;
 pub mod symbolize;
+pub mod target;
 
 use crate::error::Failure;
 use crate::render::color;
@@ -61,7 +63,7 @@ pub fn main_profile(args: &ProfileOptions) -> Result<(), Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
     // Fail before the run, not after it, when the results could not be written.
     check_writable(&args.output)?;
-    if args.report.folded.is_some() && !args.record.call_graph {
+    if args.report.folded.is_some() && !args.record.call_graph && !args.record.off_cpu {
         return Err(usage!("--folded needs call stacks: add -g"));
     }
     if args.report.json.is_some() && args.report.json == args.report.folded {
@@ -90,6 +92,9 @@ pub fn main_profile(args: &ProfileOptions) -> Result<(), Failure> {
     report(&profile, &args.report, regions)?;
     if recording.interrupted {
         return Err(Failure::Interrupted(format!("interrupted; the profile so far is in {}", args.output.display())));
+    }
+    if !profile.target.is_command() {
+        return Ok(());
     }
     match profile.exit_code {
         Some(0) => Ok(()),
@@ -144,6 +149,9 @@ struct FlatJson<'a> {
     objects: Vec<Row>,
     #[serde(skip_serializing_if = "Option::is_none")]
     regions: Option<Vec<Row>>,
+    /// On- and off-CPU time per function and per blocked stack (`--off-cpu`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    off_cpu: Option<offcpu::OffCpuReport>,
     warnings: Vec<String>,
 }
 
@@ -183,9 +191,13 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
         eprintln!("perflab: warning: {w}");
     }
     let tasks = tasks_json(profile, &located);
+    let off_cpu = offcpu::report(profile, graph.as_ref());
     if !to_stdout {
         print_table(profile, &table, args, region_rows.is_some());
         print_tasks(&tasks);
+        if let Some(off_cpu) = &off_cpu {
+            offcpu::print(off_cpu, args.limit);
+        }
     }
     if let Some(path) = &args.json {
         let doc = FlatJson {
@@ -202,6 +214,7 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
             lines: aggregate::flat(&located, By::Line),
             objects: aggregate::flat(&located, By::Object),
             regions: region_rows,
+            off_cpu,
             warnings,
         };
         crate::render::json::write(path, &doc)?;
@@ -278,17 +291,16 @@ pub fn paint_share(share: f64, text: &str) -> String {
 
 /// A row's name with its object: `[k] name` for kernel functions (like perf), the
 /// module dimmed after it; user functions get their object dimmed in brackets.
-fn row_label(row: &Row) -> String {
-    let name = crate::render::terminal::escape(&row.name);
-    if row.object.is_empty() || row.object == row.name {
-        return name;
+fn function_label(name: &str, object: &str) -> String {
+    let escaped = crate::render::terminal::escape(name);
+    if object.is_empty() || object == name {
+        return escaped;
     }
-    if kernel::is_kernel_object(&row.object) {
-        let module =
-            if row.object == kernel::KERNEL_OBJECT { String::new() } else { color::dim(&format!("  {}", row.object)) };
-        return format!("[k] {name}{module}");
+    if kernel::is_kernel_object(object) {
+        let module = if object == kernel::KERNEL_OBJECT { String::new() } else { color::dim(&format!("  {object}")) };
+        return format!("[k] {escaped}{module}");
     }
-    format!("{name}{}", color::dim(&format!("  [{}]", crate::render::terminal::escape(&row.object))))
+    format!("{escaped}{}", color::dim(&format!("  [{}]", crate::render::terminal::escape(object))))
 }
 
 fn print_table(profile: &Profile, rows: &[Row], args: &ReportOptions, regions: bool) {
@@ -324,7 +336,7 @@ fn print_table(profile: &Profile, rows: &[Row], args: &ReportOptions, regions: b
         if let Some(total) = row.total_share {
             share = format!("{} {share}", paint_share(total, &format!("{:>6.2}%", total * 100.0)));
         }
-        println!("{share} {:>9}  {}", row.self_samples, row_label(row));
+        println!("{share} {:>9}  {}", row.self_samples, function_label(&row.name, &row.object));
     }
     if rows.len() > args.limit {
         let rest: u64 = rows[args.limit..].iter().map(|r| r.self_samples).sum();

@@ -4,7 +4,8 @@
 //! the command runs, and the records replayed in time order so that every sample is
 //! normalised to (object, file offset) against the address space it was taken in.
 
-use super::format::{FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount, Task};
+use super::format::{FrameRef, ObjectRef, Profile, RecordTarget, SampleCount, Space, StackCount, Task};
+use super::target;
 use crate::error::Failure;
 use crate::spawn;
 use crate::usage;
@@ -22,6 +23,8 @@ const RING_SIZES: [usize; 4] = [512 * 1024, 128 * 1024, 32 * 1024, 8 * 1024];
 const PERF_RECORD_MISC_COMM_EXEC: u16 = 1 << 13;
 const PERF_RECORD_MISC_CPUMODE_MASK: u16 = 7;
 const PERF_RECORD_MISC_KERNEL: u16 = 1;
+const PERF_RECORD_MISC_SWITCH_OUT: u16 = 1 << 13;
+const PERF_RECORD_MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 /// Callchain entries at or above this (PERF_CONTEXT_MAX = -4095) are context markers.
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
@@ -39,6 +42,15 @@ pub struct RecordOptions {
     pub call_graph: bool,
     /// Send the program's stdout to stderr (when perflab's own report goes to stdout).
     pub stdout_to_stderr: bool,
+    /// Attach to these running processes (every thread, and the tasks they start)
+    /// instead of running a command.
+    pub pids: Vec<u32>,
+    /// Sample every task on every CPU instead of running a command.
+    pub all_cpus: bool,
+    /// Stop after this long (`pids` and `all_cpus` only; a command runs to its end).
+    pub duration: Option<std::time::Duration>,
+    /// Also record where threads block and for how long (implies call stacks).
+    pub off_cpu: bool,
 }
 
 /// What a recording produced; `interrupted` means the profile holds what was sampled
@@ -50,7 +62,7 @@ pub struct Recording {
 
 /// A record copied out of the ring buffer, kept until the run ends so records from all
 /// CPUs can be merged by timestamp.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum RingRecord {
     Sample {
         pid: u32,
@@ -85,9 +97,26 @@ enum RingRecord {
         tid: u32,
     },
     Lost(u64),
+    /// A thread leaving the CPU (a context-switch sample), with its call chain.
+    SwitchedOut {
+        pid: u32,
+        tid: u32,
+        ip: u64,
+        chain: Vec<u64>,
+    },
+    /// PERF_RECORD_SWITCH(_CPU_WIDE) for the thread in its sample id: `out` when it
+    /// leaves the CPU, `preempted` when it left still runnable.
+    Switch {
+        tid: u32,
+        out: bool,
+        preempted: bool,
+    },
 }
 
-struct Collect;
+/// Turns ring records into [`RingRecord`]s; samples of an off-CPU ring are switch-outs.
+struct Collect {
+    off_cpu: bool,
+}
 
 impl<'a> Visitor<'a> for Collect {
     type Output = Option<(u64, RingRecord)>;
@@ -97,13 +126,18 @@ impl<'a> Visitor<'a> for Collect {
     }
     fn visit_sample(self, s: pdata::Sample<'a>, meta: RecordMetadata) -> Self::Output {
         let kernel = meta.misc() & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_KERNEL;
+        let chain = || s.callchain().map(<[u64]>::to_vec).unwrap_or_default();
+        if self.off_cpu {
+            let ev = RingRecord::SwitchedOut { pid: s.pid()?, tid: s.tid()?, ip: s.ip()?, chain: chain() };
+            return Some((s.time().unwrap_or(0), ev));
+        }
         let ev = RingRecord::Sample {
             pid: s.pid()?,
             tid: s.tid()?,
             ip: s.ip()?,
             period: s.period().unwrap_or(1),
             kernel,
-            chain: s.callchain().map(<[u64]>::to_vec).unwrap_or_default(),
+            chain: chain(),
         };
         Some((s.time().unwrap_or(0), ev))
     }
@@ -126,6 +160,17 @@ impl<'a> Visitor<'a> for Collect {
     fn visit_lost(self, l: pdata::Lost, meta: RecordMetadata) -> Self::Output {
         Some((meta.sample_id().time().unwrap_or(0), RingRecord::Lost(l.lost)))
     }
+    fn visit_switch_cpu_wide(self, _: pdata::SwitchCpuWide, meta: RecordMetadata) -> Self::Output {
+        switch(&meta)
+    }
+}
+
+/// A switch record describes the task in its sample id (the one leaving or arriving).
+fn switch(meta: &RecordMetadata) -> Option<(u64, RingRecord)> {
+    let out = meta.misc() & PERF_RECORD_MISC_SWITCH_OUT != 0;
+    let preempted = meta.misc() & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT != 0;
+    let id = meta.sample_id();
+    Some((id.time()?, RingRecord::Switch { tid: id.tid()?, out, preempted }))
 }
 
 /// The sampled event, chosen at run time (perf-event2's `Event` is not object safe).
@@ -187,77 +232,151 @@ fn max_stack() -> u16 {
         .map_or(MAX_STACK, |limit| limit.min(MAX_STACK))
 }
 
-fn open_samplers(pid: i32, opts: &RecordOptions) -> Result<Vec<Sampler>, Failure> {
-    let event = event_for(&opts.event)?;
-    let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::PERIOD;
-    if opts.call_graph {
-        flags |= SampleFlag::CALLCHAIN;
-    }
-    let max_stack = max_stack();
-    let mut samplers = Vec::new();
-    for cpu in online_cpus() {
-        let open = |include_kernel: bool, ring: usize| -> std::io::Result<Sampler> {
-            let mut b = Builder::new(event);
-            b.observe_pid(pid)
-                .one_cpu(cpu)
-                .sample_frequency(opts.frequency_hz)
-                .sample(flags)
-                .mmap(true)
-                .mmap2(true)
-                .comm(true)
-                .comm_exec(true)
-                .task(true)
-                .sample_id_all(true)
-                .inherit(true)
-                .enabled(false)
-                .enable_on_exec(true)
-                .exclude_kernel(!include_kernel)
-                .exclude_hv(true)
-                .wakeup_watermark(ring / 4);
-            if opts.call_graph {
-                b.sample_max_stack(max_stack);
-            }
-            b.build()?.sampled(ring)
-        };
-        // Kernel samples need perf_event_paranoid < 2 or privileges: fall back to user only.
-        // Unprivileged users may lock only perf_event_mlock_kb (516 KiB by default) of
-        // ring buffers across all CPUs: fall back to smaller rings (drained more often).
-        let mut result = Err(std::io::Error::from_raw_os_error(libc::EINVAL));
-        'found: for include_kernel in [true, false] {
-            for ring in RING_SIZES {
-                result = open(include_kernel, ring);
-                match &result {
-                    Ok(_) => break 'found,
-                    Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::ENOMEM)) => continue,
-                    Err(e) if include_kernel && e.raw_os_error() == Some(libc::EACCES) => continue 'found,
-                    Err(_) => break 'found,
-                }
-            }
-        }
-        match result {
-            Ok(s) => samplers.push(s),
-            Err(e) => {
-                return Err(match e.raw_os_error() {
-                    Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) => usage!(
-                        "event `{}` is not supported on this machine ({e}); cpu-clock works without a hardware PMU",
-                        opts.event
-                    ),
-                    Some(libc::EACCES) | Some(libc::EPERM) => usage!(
-                        "not allowed to sample (perf_event_paranoid is {}); run as root or lower /proc/sys/kernel/perf_event_paranoid",
-                        crate::measure::counters::paranoid_level().map_or("unknown".into(), |l| l.to_string())
-                    ),
-                    _ => usage!("cannot open event `{}` on CPU {cpu}: {e}", opts.event),
-                })
-            }
-        }
-    }
-    Ok(samplers)
+/// Whose events to open.
+#[derive(Clone, Copy)]
+enum Observe {
+    /// A child held between fork and exec: sampling starts at its exec.
+    Exec(i32),
+    /// A running thread: sampling starts now; threads it creates later inherit it.
+    Thread(i32),
+    /// Every task (one CPU at a time).
+    AllTasks,
 }
 
-fn drain(samplers: &mut [Sampler], events: &mut Vec<(u64, RingRecord)>) {
-    for sampler in samplers.iter_mut() {
-        let config = sampler.config().clone();
-        while let Some(record) = sampler.next_record() {
+/// One CPU's ring buffer for one kind of event, with the same event of further threads
+/// redirected into it (PERF_EVENT_IOC_SET_OUTPUT): attaching to a process with many
+/// threads costs one ring per CPU, not one per thread.
+struct Ring {
+    sampler: Sampler,
+    redirected: Vec<perf_event::Counter>,
+    cpu: usize,
+    /// Whether this ring holds context-switch samples (off-CPU), not the sampled event.
+    off_cpu: bool,
+    include_kernel: bool,
+}
+
+fn configure(b: &mut Builder, opts: &RecordOptions, off_cpu: bool, who: Observe, include_kernel: bool) {
+    match who {
+        Observe::Exec(pid) => b.observe_pid(pid).enabled(false).enable_on_exec(true).inherit(true),
+        Observe::Thread(tid) => b.observe_pid(tid).enabled(true).inherit(true),
+        Observe::AllTasks => b.any_pid().enabled(true),
+    };
+    let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::PERIOD;
+    if opts.call_graph || off_cpu {
+        flags |= SampleFlag::CALLCHAIN;
+        b.sample_max_stack(max_stack());
+    }
+    if off_cpu {
+        // Every switch-out, with PERF_RECORD_SWITCH records for the switch-ins; the
+        // mappings and task records come through the sampling rings.
+        b.sample_period(1).context_switch(true);
+    } else {
+        b.sample_frequency(opts.frequency_hz).mmap(true).mmap2(true).comm(true).comm_exec(true).task(true);
+    }
+    b.sample(flags).sample_id_all(true).exclude_kernel(!include_kernel).exclude_hv(true);
+}
+
+/// Why an event could not be opened, as the one line the user sees.
+fn open_failure(e: &std::io::Error, opts: &RecordOptions, off_cpu: bool, who: Observe, cpu: usize) -> Failure {
+    let paranoid = crate::measure::counters::paranoid_level().map_or("unknown".into(), |l| l.to_string());
+    let event = if off_cpu { "context-switches" } else { opts.event.as_str() };
+    match (e.raw_os_error(), who) {
+        (Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV), _) => usage!(
+            "event `{event}` is not supported on this machine ({e}); cpu-clock works without a hardware PMU"
+        ),
+        (Some(libc::EACCES) | Some(libc::EPERM), _) if off_cpu => usage!(
+            "--off-cpu needs kernel samples (perf_event_paranoid is {paranoid}); run as root or set /proc/sys/kernel/perf_event_paranoid to 1"
+        ),
+        (Some(libc::EACCES) | Some(libc::EPERM), Observe::AllTasks) => usage!(
+            "not allowed to sample every CPU (perf_event_paranoid is {paranoid}); -a needs root, CAP_PERFMON or perf_event_paranoid ≤ 0"
+        ),
+        (Some(libc::EACCES) | Some(libc::EPERM), Observe::Thread(tid)) => usage!(
+            "not allowed to attach to thread {tid} (perf_event_paranoid is {paranoid}); another user's process needs root or CAP_PERFMON, your own needs perf_event_paranoid ≤ 2"
+        ),
+        (Some(libc::EACCES) | Some(libc::EPERM), Observe::Exec(_)) => usage!(
+            "not allowed to sample (perf_event_paranoid is {paranoid}); run as root or lower /proc/sys/kernel/perf_event_paranoid"
+        ),
+        _ => usage!("cannot open event `{event}` on CPU {cpu}: {e}"),
+    }
+}
+
+/// Open one kind of event for every observed task on every online CPU. A thread that
+/// exits meanwhile is skipped; None when every observed thread is gone.
+fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Result<Vec<Ring>, Failure> {
+    let event = if off_cpu { ChosenEvent::Software(Software::CONTEXT_SWITCHES) } else { event_for(&opts.event)? };
+    let mut rings = Vec::new();
+    for cpu in online_cpus() {
+        let mut ring: Option<Ring> = None;
+        for &who in observed {
+            let open = |include_kernel: bool| -> std::io::Result<perf_event::Counter> {
+                let mut b = Builder::new(event);
+                b.one_cpu(cpu);
+                configure(&mut b, opts, off_cpu, who, include_kernel);
+                b.build()
+            };
+            let gone = |e: &std::io::Error| matches!(who, Observe::Thread(_)) && e.raw_os_error() == Some(libc::ESRCH);
+            if let Some(ring) = &mut ring {
+                match open(ring.include_kernel) {
+                    Ok(counter) => {
+                        // SAFETY: both descriptors are perf events on the same CPU that we own.
+                        let redirected = unsafe {
+                            perf_event_open_sys::ioctls::SET_OUTPUT(counter.as_raw_fd(), ring.sampler.as_raw_fd())
+                        };
+                        if redirected < 0 {
+                            let e = std::io::Error::last_os_error();
+                            return Err(usage!("cannot share a ring buffer between threads: {e}"));
+                        }
+                        ring.redirected.push(counter);
+                    }
+                    Err(e) if gone(&e) => {}
+                    Err(e) => return Err(open_failure(&e, opts, off_cpu, who, cpu)),
+                }
+                continue;
+            }
+            // Kernel samples need perf_event_paranoid < 2 or privileges: fall back to user
+            // only (off-CPU samples are taken in the kernel: no fallback). Unprivileged
+            // users may lock only perf_event_mlock_kb (516 KiB by default) of ring buffers
+            // across all CPUs: fall back to smaller rings (drained more often).
+            let mut result = Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+            let kernel_choices: &[bool] = if off_cpu { &[true] } else { &[true, false] };
+            'found: for &include_kernel in kernel_choices {
+                for size in RING_SIZES {
+                    result = open(include_kernel).and_then(|c| {
+                        let sampler = c.sampled(size)?;
+                        Ok(Ring { sampler, redirected: Vec::new(), cpu, off_cpu, include_kernel })
+                    });
+                    match &result {
+                        Ok(_) => break 'found,
+                        Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::ENOMEM)) => continue,
+                        Err(e) if include_kernel && e.raw_os_error() == Some(libc::EACCES) => continue 'found,
+                        Err(_) => break 'found,
+                    }
+                }
+            }
+            match result {
+                Ok(r) => ring = Some(r),
+                Err(e) if gone(&e) => {}
+                Err(e) => return Err(open_failure(&e, opts, off_cpu, who, cpu)),
+            }
+        }
+        rings.extend(ring);
+    }
+    Ok(rings)
+}
+
+/// The sampling rings and, with `--off-cpu`, the context-switch rings.
+fn open_all(observed: &[Observe], opts: &RecordOptions) -> Result<Vec<Ring>, Failure> {
+    let mut rings = open_rings(observed, false, opts)?;
+    if opts.off_cpu {
+        rings.extend(open_rings(observed, true, opts)?);
+    }
+    Ok(rings)
+}
+
+fn drain(rings: &mut [Ring], events: &mut Vec<(u64, RingRecord)>) {
+    for ring in rings.iter_mut() {
+        let config = ring.sampler.config().clone();
+        while let Some(record) = ring.sampler.next_record() {
             let header = perf_event_open_sys::bindings::perf_event_header {
                 type_: record.ty(),
                 misc: record.misc(),
@@ -265,103 +384,362 @@ fn drain(samplers: &mut [Sampler], events: &mut Vec<(u64, RingRecord)>) {
             };
             let bytes = record.to_contiguous();
             let mut parser = Parser::new(bytes.as_ref(), config.clone());
+            if header.type_ == perf_event_open_sys::bindings::PERF_RECORD_SWITCH {
+                // perf-event-data 0.1.8 fails on a SWITCH record's empty body (it reads
+                // "the rest" of nothing); all it carries is the sample id.
+                if let Ok((_, meta)) = parser.parse_metadata_with_header(header) {
+                    events.extend(switch(&meta));
+                }
+                continue;
+            }
             // A record we cannot parse is skipped rather than aborting the whole recording.
-            if let Ok(Some(ev)) = parser.parse_record_with_header(Collect, header) {
+            if let Ok(Some(ev)) = parser.parse_record_with_header(Collect { off_cpu: ring.off_cpu }, header) {
                 events.push(ev);
             }
         }
     }
 }
 
-/// Run the command under the sampler and build the profile.
-pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
-    if opts.argv.is_empty() {
-        return Err(usage!("no command to profile (put it after `--`)"));
+/// How often records below the wake-up watermark are drained.
+const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Why a recording stops (or that it goes on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    Running,
+    /// The command exited, or every attached process did.
+    TargetEnded,
+    /// `--duration` passed.
+    DurationElapsed,
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+/// A recording in progress: the target, its open events and the records drained so far.
+pub struct Session {
+    opts: RecordOptions,
+    rings: Vec<Ring>,
+    /// The profiled command (command target).
+    child: Option<spawn::Child>,
+    child_pidfd: Option<std::os::fd::RawFd>,
+    /// Attached processes still running, with their CPU time when recording began.
+    watched: Vec<(u32, std::os::fd::OwnedFd, Option<f64>)>,
+    cpu_of_exited: f64,
+    started: String,
+    start: std::time::Instant,
+    /// Records drained and not yet replayed.
+    events: Vec<(u64, RingRecord)>,
+    /// Mapping and task records already replayed for a live view, kept so that later
+    /// samples still resolve (samples are dropped once shown).
+    history: Vec<(u64, RingRecord)>,
+}
+
+impl Session {
+    /// Open the events on the target (starting the command, if that is the target).
+    pub fn start(opts: &RecordOptions) -> Result<Session, Failure> {
+        check_options(opts)?;
+        let mut opts = opts.clone();
+        opts.call_graph |= opts.off_cpu;
+        let started = chrono::Utc::now().to_rfc3339();
+        let mut session = Session {
+            opts,
+            rings: Vec::new(),
+            child: None,
+            child_pidfd: None,
+            watched: Vec::new(),
+            cpu_of_exited: 0.0,
+            started,
+            start: std::time::Instant::now(),
+            events: Vec::new(),
+            history: Vec::new(),
+        };
+        if session.opts.all_cpus {
+            session.rings = open_all(&[Observe::AllTasks], &session.opts)?;
+            session.add_existing(&target::all_pids());
+        } else if !session.opts.pids.is_empty() {
+            session.attach()?;
+        } else {
+            session.spawn()?;
+        }
+        session.start = std::time::Instant::now();
+        Ok(session)
+    }
+
+    /// Start the command, held between fork and exec while the events are opened on it.
+    fn spawn(&mut self) -> Result<(), Failure> {
+        let opts = &self.opts;
+        let program = crate::command::resolve_program(&opts.argv[0])?;
+        let output = if opts.stdout_to_stderr { spawn::Output::StdoutToStderr } else { spawn::Output::Inherit };
+        let prepared = spawn::Prepared::new(&program, &opts.argv, output).map_err(|e| usage!("{e}"))?;
+        let mut rings = Vec::new();
+        let mut open_failure = None;
+        let mut gate = |pid: libc::pid_t| match open_all(&[Observe::Exec(pid)], opts) {
+            Ok(r) => {
+                rings = r;
+                Ok(())
+            }
+            Err(failure) => {
+                let message = failure.to_string();
+                open_failure = Some(failure);
+                Err(anyhow::anyhow!(message))
+            }
+        };
+        let mut child = match spawn::start(&prepared, &spawn::Environment::inherited(), Some(&mut gate)) {
+            Ok(child) => child,
+            Err(spawn::SpawnError::Probe(e)) => return Err(open_failure.unwrap_or_else(|| usage!("{e:#}"))),
+            Err(spawn::SpawnError::Interrupted) => {
+                return Err(Failure::Interrupted("interrupted before the profiled command started".into()))
+            }
+            Err(spawn::SpawnError::Exec(e)) => return Err(usage!("{e}")),
+        };
+        self.child_pidfd = Some(child.pidfd().map_err(|e| Failure::Other(anyhow::anyhow!("{e}")))?);
+        self.child = Some(child);
+        self.rings = rings;
+        Ok(())
+    }
+
+    /// Open the events on every thread of the attached processes. Threads started
+    /// before their creator's event was open do not inherit it: list again until no
+    /// new thread appears.
+    fn attach(&mut self) -> Result<(), Failure> {
+        let pids = self.opts.pids.clone();
+        for &pid in &pids {
+            self.watched.push((pid, target::pidfd(pid)?, target::cpu_seconds(pid)));
+        }
+        let mut opened: std::collections::HashSet<u32> = std::collections::HashSet::new();
+        for _ in 0..10 {
+            let mut new = Vec::new();
+            for &pid in &pids {
+                new.extend(target::threads(pid).unwrap_or_default().into_iter().filter(|t| !opened.contains(t)));
+            }
+            if new.is_empty() {
+                break;
+            }
+            let observed: Vec<Observe> = new.iter().map(|&t| Observe::Thread(t as i32)).collect();
+            // Later threads join the first rings opened (one per CPU and kind).
+            let rings = open_all(&observed, &self.opts)?;
+            self.join_rings(rings)?;
+            opened.extend(new);
+        }
+        if self.rings.is_empty() {
+            return Err(usage!("no thread of PID {} is left to attach to", join(&pids)));
+        }
+        self.add_existing(&pids);
+        Ok(())
+    }
+
+    /// Redirect newly opened rings into the existing ones of the same CPU and kind.
+    fn join_rings(&mut self, rings: Vec<Ring>) -> Result<(), Failure> {
+        if self.rings.is_empty() {
+            self.rings = rings;
+            return Ok(());
+        }
+        for new in rings {
+            let target = self
+                .rings
+                .iter_mut()
+                .find(|r| r.off_cpu == new.off_cpu && r.cpu == new.cpu)
+                .ok_or_else(|| usage!("a CPU went offline while attaching"))?;
+            let Ring { sampler, redirected, .. } = new;
+            let counter = sampler.into_counter();
+            // SAFETY: both descriptors are perf events on the same CPU that we own.
+            if unsafe { perf_event_open_sys::ioctls::SET_OUTPUT(counter.as_raw_fd(), target.sampler.as_raw_fd()) } < 0 {
+                let e = std::io::Error::last_os_error();
+                return Err(usage!("cannot share a ring buffer between threads: {e}"));
+            }
+            target.redirected.push(counter);
+            target.redirected.extend(redirected);
+        }
+        Ok(())
+    }
+
+    /// Mappings and thread names that existed before the events were opened, placed
+    /// before every real record (time 0).
+    fn add_existing(&mut self, pids: &[u32]) {
+        let (mappings, threads) = target::existing(pids);
+        for t in threads {
+            self.events.push((0, RingRecord::Comm { pid: t.pid, tid: t.tid, comm: t.comm, exec: false }));
+        }
+        for m in mappings {
+            self.events
+                .push((0, RingRecord::Mmap { pid: m.pid, start: m.start, len: m.len, pgoff: m.pgoff, path: m.path }));
+        }
+    }
+
+    /// Wait up to `timeout` for records, Ctrl-C or the target's end, and drain the rings.
+    pub fn poll(&mut self, timeout: std::time::Duration, interrupt: &crate::interrupt::Interrupt) -> Progress {
+        let deadline = self.opts.duration.map(|d| d.saturating_sub(self.start.elapsed()));
+        let timeout = deadline.map_or(timeout, |left| left.min(timeout));
+        let mut fds = vec![libc::pollfd { fd: interrupt.fd(), events: libc::POLLIN, revents: 0 }];
+        fds.extend(self.child_pidfd.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }));
+        fds.extend(self.watched.iter().map(|(_, fd, _)| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        fds.extend(self.rings.iter().map(|r| libc::pollfd {
+            fd: r.sampler.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        // SAFETY: fds is a valid array for the duration of the call.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout.as_millis() as i32) };
+        drain(&mut self.rings, &mut self.events);
+        if interrupt.requested() {
+            return Progress::Interrupted;
+        }
+        let mut next = 1;
+        if self.child_pidfd.is_some() {
+            if fds[1].revents != 0 {
+                return Progress::TargetEnded;
+            }
+            next = 2;
+        }
+        let exited: Vec<bool> = fds[next..next + self.watched.len()].iter().map(|f| f.revents != 0).collect();
+        if exited.iter().any(|&e| e) {
+            let mut i = 0;
+            let mut cpu_of_exited = 0.0;
+            self.watched.retain(|(pid, _, before)| {
+                i += 1;
+                if exited[i - 1] {
+                    // An exited process stays readable in /proc until its parent reaps it.
+                    cpu_of_exited += target::cpu_seconds(*pid).zip(*before).map_or(0.0, |(now, b)| now - b);
+                }
+                !exited[i - 1]
+            });
+            self.cpu_of_exited += cpu_of_exited;
+            if self.watched.is_empty() {
+                return Progress::TargetEnded;
+            }
+        }
+        if self.opts.duration.is_some_and(|d| self.start.elapsed() >= d) {
+            return Progress::DurationElapsed;
+        }
+        Progress::Running
+    }
+
+    fn empty_profile(&self) -> Profile {
+        let target = if self.opts.all_cpus {
+            RecordTarget::AllCpus
+        } else if !self.opts.pids.is_empty() {
+            RecordTarget::Pids(self.opts.pids.clone())
+        } else {
+            RecordTarget::Command
+        };
+        Profile {
+            event: self.opts.event.clone(),
+            frequency_hz: self.opts.frequency_hz,
+            command: self.opts.argv.clone(),
+            started: self.started.clone(),
+            target,
+            off_cpu_recorded: self.opts.off_cpu,
+            ..Profile::default()
+        }
+    }
+
+    /// The samples drained since the last call as a profile (mappings and task records
+    /// are kept for the next call), for a live view.
+    pub fn take_window(&mut self) -> Profile {
+        let (samples, others): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.events).into_iter().partition(|(_, r)| matches!(r, RingRecord::Sample { .. }));
+        self.history.extend(others);
+        let mut events = self.history.clone();
+        events.extend(samples);
+        let mut profile = self.empty_profile();
+        profile.duration_s = self.start.elapsed().as_secs_f64();
+        replay(events, &mut profile, self.opts.call_graph);
+        profile
+    }
+
+    /// Stop recording (a command is waited for; after an interrupt its process group is
+    /// killed) and build the profile.
+    pub fn finish(mut self, ending: Progress, interrupt: &crate::interrupt::Interrupt) -> Result<Recording, Failure> {
+        let mut profile = self.empty_profile();
+        let interrupted = match self.child.take() {
+            Some(child) => {
+                let outcome = child.wait(None, interrupt);
+                match &outcome {
+                    Ok(o) => {
+                        profile.duration_s = o.wall.as_secs_f64();
+                        profile.cpu_s = spawn::seconds(o.rusage.ru_utime) + spawn::seconds(o.rusage.ru_stime);
+                        profile.exit_code = o.exit.exit_code;
+                    }
+                    // Interrupted: the group was killed and reaped without rusage.
+                    Err(_) => profile.duration_s = self.start.elapsed().as_secs_f64(),
+                }
+                match outcome {
+                    Err(spawn::SpawnError::Exec(e)) => return Err(Failure::Other(anyhow::anyhow!(e))),
+                    Err(spawn::SpawnError::Probe(e)) => return Err(Failure::Other(e)),
+                    Err(spawn::SpawnError::Interrupted) | Ok(_) => {}
+                }
+                ending == Progress::Interrupted
+            }
+            None => {
+                profile.duration_s = self.start.elapsed().as_secs_f64();
+                profile.cpu_s = self.cpu_of_exited
+                    + self
+                        .watched
+                        .iter()
+                        .filter_map(|(pid, _, before)| Some(target::cpu_seconds(*pid)? - (*before)?))
+                        .sum::<f64>();
+                // Without --duration, Ctrl-C is how an attached recording ends.
+                ending == Progress::Interrupted && self.opts.duration.is_some()
+            }
+        };
+        drain(&mut self.rings, &mut self.events);
+        drop(std::mem::take(&mut self.rings));
+        let mut events = std::mem::take(&mut self.history);
+        events.append(&mut self.events);
+        replay(events, &mut profile, self.opts.call_graph);
+        super::kernel::attach_symbols(&mut profile);
+        Ok(Recording { profile, interrupted })
+    }
+}
+
+fn join(pids: &[u32]) -> String {
+    pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn check_options(opts: &RecordOptions) -> Result<(), Failure> {
+    let targets = usize::from(!opts.argv.is_empty()) + usize::from(!opts.pids.is_empty()) + usize::from(opts.all_cpus);
+    if targets == 0 {
+        return Err(usage!("nothing to profile: put a command after `--`, or attach with -p PID or -a"));
+    }
+    if targets > 1 {
+        return Err(usage!("profile one target: a command after `--`, -p PID or -a"));
+    }
+    if opts.duration.is_some() && !opts.argv.is_empty() {
+        return Err(usage!("--duration is for -p and -a; a command is profiled until it exits"));
+    }
+    if opts.duration.is_some_and(|d| d.is_zero()) {
+        return Err(usage!("--duration must be more than 0"));
     }
     if opts.frequency_hz == 0 || opts.frequency_hz > 100_000 {
         return Err(usage!("-F must be between 1 and 100000 Hz, got {}", opts.frequency_hz));
     }
     event_for(&opts.event)?;
-    let program = crate::command::resolve_program(&opts.argv[0])?;
-    let output = if opts.stdout_to_stderr { spawn::Output::StdoutToStderr } else { spawn::Output::Inherit };
-    let prepared = spawn::Prepared::new(&program, &opts.argv, output).map_err(|e| usage!("{e}"))?;
+    Ok(())
+}
+
+/// Run the command (or attach) under the sampler until it ends and build the profile.
+pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     let interrupt = crate::interrupt::watcher();
-    let started = chrono::Utc::now().to_rfc3339();
-    // The child is held between fork and exec while the events are opened on its pid.
-    let mut samplers = Vec::new();
-    let mut open_failure = None;
-    let mut gate = |pid: libc::pid_t| match open_samplers(pid, opts) {
-        Ok(s) => {
-            samplers = s;
-            Ok(())
-        }
-        Err(failure) => {
-            let message = failure.to_string();
-            open_failure = Some(failure);
-            Err(anyhow::anyhow!(message))
-        }
-    };
-    let mut child = match spawn::start(&prepared, &spawn::Environment::inherited(), Some(&mut gate)) {
-        Ok(child) => child,
-        Err(spawn::SpawnError::Probe(e)) => return Err(open_failure.unwrap_or_else(|| usage!("{e:#}"))),
-        Err(spawn::SpawnError::Interrupted) => {
-            return Err(Failure::Interrupted("interrupted before the profiled command started".into()))
-        }
-        Err(spawn::SpawnError::Exec(e)) => return Err(usage!("{e}")),
-    };
-    let exec_time = std::time::Instant::now();
-    let mut events = Vec::new();
-    let mut interrupted = false;
-    let pidfd = child.pidfd().map_err(|e| Failure::Other(anyhow::anyhow!("{e}")))?;
-    // Sleep until the child exits, a ring buffer passes its watermark, Ctrl-C, or 50 ms
-    // pass (so records below the watermark are drained promptly too).
-    loop {
-        let mut fds = vec![
-            libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: interrupt.fd(), events: libc::POLLIN, revents: 0 },
-        ];
-        fds.extend(samplers.iter().map(|s| libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
-        // SAFETY: fds is a valid array for the duration of the call.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 50) };
-        drain(&mut samplers, &mut events);
-        if interrupt.requested() {
-            interrupted = true;
-            break;
-        }
-        if fds[0].revents != 0 {
-            break;
-        }
+    let mut session = Session::start(opts)?;
+    if opts.argv.is_empty() {
+        let what = if opts.all_cpus { "every CPU".to_string() } else { format!("PID {}", join(&opts.pids)) };
+        let until = match opts.duration {
+            Some(d) => format!("for {}", crate::units::format_seconds(d.as_secs_f64())),
+            None => "until Ctrl-C".to_string(),
+        };
+        eprintln!("perflab: sampling {what} {until}");
     }
-    // After an interrupt, wait() kills the command's process group and reaps it.
-    let outcome = child.wait(None, interrupt);
-    drain(&mut samplers, &mut events);
-    let (duration_s, cpu_s, exit_code) = match &outcome {
-        Ok(o) => (
-            o.wall.as_secs_f64(),
-            spawn::seconds(o.rusage.ru_utime) + spawn::seconds(o.rusage.ru_stime),
-            o.exit.exit_code,
-        ),
-        // Interrupted: the group was killed and reaped without rusage.
-        Err(_) => (exec_time.elapsed().as_secs_f64(), 0.0, None),
+    let ending = loop {
+        match session.poll(POLL_INTERVAL, interrupt) {
+            Progress::Running => {}
+            ending => break ending,
+        }
     };
-    match outcome {
-        Err(spawn::SpawnError::Exec(e)) => return Err(Failure::Other(anyhow::anyhow!(e))),
-        Err(spawn::SpawnError::Probe(e)) => return Err(Failure::Other(e)),
-        Err(spawn::SpawnError::Interrupted) | Ok(_) => {}
-    }
-    let mut profile = Profile {
-        event: opts.event.clone(),
-        frequency_hz: opts.frequency_hz,
-        command: opts.argv.clone(),
-        started,
-        duration_s,
-        cpu_s,
-        exit_code,
-        ..Profile::default()
-    };
-    replay(events, &mut profile, opts.call_graph);
-    super::kernel::attach_symbols(&mut profile);
-    Ok(Recording { profile, interrupted })
+    session.finish(ending, interrupt)
 }
 
 #[derive(Clone)]
@@ -413,6 +791,24 @@ fn callers(chain: &[u64]) -> impl Iterator<Item = (u64, bool)> + '_ {
     })
 }
 
+/// Frame ids (leaf first) of a sampled location and its callers, each frame
+/// normalised against the address space live now and numbered once per profile.
+fn stack_ids(
+    frame_ids: &mut HashMap<FrameRef, u32>,
+    spaces: &HashMap<u32, BTreeMap<u64, Mapping>>,
+    pid: u32,
+    leaf: FrameRef,
+    chain: &[u64],
+) -> Vec<u32> {
+    std::iter::once(leaf)
+        .chain(callers(chain).map(|(address, kernel)| normalise(spaces, pid, address, kernel)))
+        .map(|frame| {
+            let next = frame_ids.len() as u32;
+            *frame_ids.entry(frame).or_insert(next)
+        })
+        .collect()
+}
+
 /// Replay the merged records: maintain each process's executable mappings and turn each
 /// sample (and with `call_graph`, each frame of its call chain) into (object, file
 /// offset) against the mappings live at that moment.
@@ -429,7 +825,9 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
     let mut frame_ids: HashMap<FrameRef, u32> = HashMap::new();
     // (pid, tid, frame ids leaf first) → (samples, summed period)
     let mut stacks: HashMap<(u32, u32, Vec<u32>), (u64, u64)> = HashMap::new();
-    for (_, ev) in events {
+    let mut off_cpu = super::offcpu::Tracker::default();
+    let end = events.last().map_or(0, |(time, _)| *time);
+    for (time, ev) in events {
         match ev {
             RingRecord::Mmap { pid, start, len, pgoff, path } => {
                 let next = object_ids.len() as u32;
@@ -457,6 +855,7 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
             // The address space dies with the process's last thread (the main thread may
             // exit first); a later process reusing the pid gets its own from FORK/MMAP2.
             RingRecord::Exit { pid, tid } => {
+                off_cpu.exited(tid);
                 let threads = live.entry(pid).or_default();
                 threads.remove(&tid);
                 if threads.is_empty() {
@@ -482,20 +881,23 @@ fn replay(mut events: Vec<(u64, RingRecord)>, profile: &mut Profile, call_graph:
                 entry.0 += 1;
                 entry.1 += period;
                 if call_graph {
-                    let ids: Vec<u32> = std::iter::once(leaf)
-                        .chain(callers(&chain).map(|(address, kernel)| normalise(&spaces, pid, address, kernel)))
-                        .map(|frame| {
-                            let next = frame_ids.len() as u32;
-                            *frame_ids.entry(frame).or_insert(next)
-                        })
-                        .collect();
+                    let ids = stack_ids(&mut frame_ids, &spaces, pid, leaf, &chain);
                     let entry = stacks.entry((pid, tid, ids)).or_default();
                     entry.0 += 1;
                     entry.1 += period;
                 }
             }
+            RingRecord::SwitchedOut { pid, tid, ip, chain } => {
+                tasks.entry((pid, tid)).or_default();
+                let leaf = normalise(&spaces, pid, ip, true);
+                off_cpu.switched_out(time, pid, tid, stack_ids(&mut frame_ids, &spaces, pid, leaf, &chain));
+            }
+            RingRecord::Switch { tid, out: true, preempted: true } => off_cpu.preempted(tid),
+            RingRecord::Switch { out: true, .. } => {}
+            RingRecord::Switch { tid, out: false, .. } => off_cpu.switched_in(time, tid),
         }
     }
+    profile.off_cpu = off_cpu.finish(end);
     profile.tasks = tasks.into_iter().map(|((pid, tid), comm)| Task { pid, tid, comm }).collect();
     let mut samples: Vec<SampleCount> = counts
         .into_iter()
