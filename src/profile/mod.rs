@@ -139,6 +139,8 @@ struct FlatJson<'a> {
     event: &'a str,
     frequency_hz: u64,
     command: &'a [String],
+    /// `command`, `{"pids": [...]}` (-p) or `all_cpus` (-a).
+    target: &'a format::RecordTarget,
     duration_s: f64,
     cpu_s: f64,
     samples: u64,
@@ -205,6 +207,7 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
             event: &profile.event,
             frequency_hz: profile.frequency_hz,
             command: &profile.command,
+            target: &profile.target,
             duration_s: profile.duration_s,
             cpu_s: profile.cpu_s,
             samples: profile.total_samples(),
