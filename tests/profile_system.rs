@@ -304,3 +304,96 @@ fn attaching_to_a_postgres_backend_during_pgbench_names_postgres_functions() {
         .count();
     assert!(named >= 10, "{report:#}");
 }
+
+#[test]
+fn top_in_batch_mode_prints_plain_frames_of_a_command_and_of_an_attached_process() {
+    let exe = common::fixture("profile_ratio");
+    let out = perflab()
+        .args([
+            "top",
+            "--iterations",
+            "2",
+            "--interval",
+            "0.4",
+            "--limit",
+            "5",
+            "--",
+            exe.to_str().unwrap(),
+            "100000000000",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(text.matches("perflab top — ").count(), 2, "{text}");
+    assert!(!text.contains('\u{1b}'), "plain text without a terminal: {text}");
+    let first_row = text.lines().nth(2).unwrap();
+    assert!(first_row.contains("heavy_work") && first_row.contains("[profile_ratio]"), "{text}");
+    // The command was stopped with the view.
+    assert!(!running_with_arg("100000000000", &exe), "the watched command outlived top");
+
+    let target = Running::start(&[exe.to_str().unwrap(), "100000000001"]);
+    wait_until_running(target.pid());
+    let out = perflab()
+        .args(["top", "--batch", "--iterations", "1", "--interval", "0.5", "-p", &target.pid().to_string()])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains(&format!("PID {}", target.pid())) && text.contains("heavy_work"), "{text}");
+}
+
+/// Whether a process runs `exe` with `arg` (found through /proc).
+fn running_with_arg(arg: &str, exe: &std::path::Path) -> bool {
+    std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()).any(|e| {
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+        args.first().is_some_and(|a| *a == exe.as_os_str().as_encoded_bytes()) && args.contains(&arg.as_bytes())
+    })
+}
+
+/// tmux drives the live view on a real terminal: it draws, quits on the key, stops the
+/// command and gives the screen back.
+#[test]
+fn top_on_a_terminal_quits_on_q_and_ctrl_c_and_restores_the_screen() {
+    if which::which("tmux").is_err() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "tmux is required in CI (apt-get install tmux)");
+        eprintln!("tmux not installed: skipping the terminal test");
+        return;
+    }
+    let exe = common::fixture("profile_ratio");
+    let perflab = assert_cmd::cargo::cargo_bin("perflab");
+    for (n, key) in [("q", "q"), ("ctrl-c", "C-c")] {
+        let session = format!("perflab-top-{}-{n}", std::process::id());
+        let arg = format!("10000000000{}", if n == "q" { 2 } else { 3 });
+        let script = format!(
+            "echo BEFORE; {} top --interval 0.3 -- {} {arg}; echo EXIT=$?; sleep 30",
+            perflab.display(),
+            exe.display()
+        );
+        let tmux = |args: &[&str]| std::process::Command::new("tmux").args(args).output().unwrap();
+        let started = tmux(&["new-session", "-d", "-s", &session, "-x", "120", "-y", "30", "sh", "-c", &script]);
+        assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+        let screen = || String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", &session]).stdout).into_owned();
+        let wait_for = |text: &str| {
+            let start = Instant::now();
+            while !screen().contains(text) {
+                assert!(start.elapsed() < Duration::from_secs(20), "never saw {text:?}:\n{}", screen());
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        };
+        wait_for("heavy_work");
+        let live = screen();
+        assert!(live.contains("perflab top — ") && !live.contains("BEFORE"), "the view has the screen:\n{live}");
+        tmux(&["send-keys", "-t", &session, key]);
+        wait_for("EXIT=0");
+        let after = screen();
+        tmux(&["kill-session", "-t", &session]);
+        assert!(after.contains("BEFORE") && !after.contains("perflab top — "), "screen not restored:\n{after}");
+        assert!(!running_with_arg(&arg, &exe), "the watched command outlived top");
+    }
+}

@@ -6,6 +6,7 @@ use crate::profile::aggregate::By;
 use crate::profile::annotate::{AnnotateOptions, Syntax};
 use crate::profile::diff::DiffOptions;
 use crate::profile::record::RecordOptions;
+use crate::profile::top::TopOptions;
 use crate::profile::{self, ProfileOptions, ReportOptions, ShowOptions};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
@@ -101,6 +102,34 @@ impl TargetArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Sampling frequency in Hz (per CPU or task).
+    #[arg(short = 'F', long = "frequency", default_value_t = 997)]
+    pub frequency: u64,
+    /// Event to sample: cpu-clock (default, needs no PMU), task-clock, cycles, instructions,
+    /// cache-misses, branch-misses.
+    #[arg(short = 'e', long = "event", default_value = "cpu-clock")]
+    pub event: String,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Seconds between refreshes; each shows the samples of the last interval.
+    #[arg(long, value_name = "DURATION", default_value = "1", value_parser = super::args::duration)]
+    pub interval: f64,
+    /// Stop after N refreshes (default: until q, Ctrl-C or the target's end).
+    #[arg(long, value_name = "N")]
+    pub iterations: Option<u32>,
+    /// Print plain-text frames instead of taking the screen (automatic when stdout is not a terminal).
+    #[arg(long)]
+    pub batch: bool,
+    /// Rows per refresh.
+    #[arg(long, default_value_t = 25)]
+    pub limit: usize,
+    /// A command to run and watch, after `--` (default: -a, every CPU).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct ShowArgs {
     /// A profile saved by `perflab profile`.
     pub profile: PathBuf,
@@ -164,6 +193,23 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
         },
         output: args.output,
         report: args.report.options(),
+    })
+}
+
+pub fn main_top(args: TopArgs) -> Result<(), Failure> {
+    profile::top::main_top(&TopOptions {
+        record: RecordOptions {
+            pids: args.target.pids()?,
+            all_cpus: args.target.all_cpus,
+            argv: args.command,
+            event: args.event,
+            frequency_hz: args.frequency,
+            ..RecordOptions::default()
+        },
+        interval: std::time::Duration::from_secs_f64(args.interval),
+        iterations: args.iterations,
+        batch: args.batch,
+        limit: args.limit,
     })
 }
 

@@ -15,6 +15,7 @@ pub mod offcpu;
 pub mod record;
 pub mod symbolize;
 pub mod target;
+pub mod top;
 
 use crate::error::Failure;
 use crate::render::color;

@@ -42,6 +42,8 @@ pub struct RecordOptions {
     pub call_graph: bool,
     /// Send the program's stdout to stderr (when perflab's own report goes to stdout).
     pub stdout_to_stderr: bool,
+    /// Send the program's stdout to /dev/null and keep its stderr (under a live view).
+    pub discard_output: bool,
     /// Attach to these running processes (every thread, and the tasks they start)
     /// instead of running a command.
     pub pids: Vec<u32>,
@@ -469,7 +471,11 @@ impl Session {
     fn spawn(&mut self) -> Result<(), Failure> {
         let opts = &self.opts;
         let program = crate::command::resolve_program(&opts.argv[0])?;
-        let output = if opts.stdout_to_stderr { spawn::Output::StdoutToStderr } else { spawn::Output::Inherit };
+        let output = match (opts.discard_output, opts.stdout_to_stderr) {
+            (true, _) => spawn::Output::Discard,
+            (false, true) => spawn::Output::StdoutToStderr,
+            (false, false) => spawn::Output::Inherit,
+        };
         let prepared = spawn::Prepared::new(&program, &opts.argv, output).map_err(|e| usage!("{e}"))?;
         let mut rings = Vec::new();
         let mut open_failure = None;
@@ -616,6 +622,14 @@ impl Session {
             return Progress::DurationElapsed;
         }
         Progress::Running
+    }
+
+    /// Kill the command's process group if it is still running (a live view was quit).
+    pub fn stop_command(&self) {
+        if let Some(child) = &self.child {
+            // SAFETY: signalling the process group of our own unreaped child.
+            unsafe { libc::kill(-child.pid, libc::SIGKILL) };
+        }
     }
 
     fn empty_profile(&self) -> Profile {
