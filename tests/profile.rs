@@ -477,6 +477,19 @@ fn kernel_samples_are_named_from_kallsyms_when_the_kernel_may_be_sampled() {
     // The terminal table marks them like perf.
     let text = perflab().arg("show").arg(&path).assert().success().get_output().stdout.clone();
     assert!(String::from_utf8_lossy(&text).contains("[k] "), "{}", String::from_utf8_lossy(&text));
+    // Annotating a kernel function needs the kernel image; without one, the reason.
+    if perflab::profile::kernel::find_vmlinux().is_none() {
+        let name = kernel[0]["name"].as_str().unwrap();
+        perflab().arg("annotate").arg(&path).args(["--symbol", name]).assert().code(2).stderr(
+            predicates::str::contains(format!("cannot annotate kernel function `{name}`: no readable kernel image")),
+        );
+        perflab()
+            .arg("annotate")
+            .arg(&path)
+            .assert()
+            .success()
+            .stderr(predicates::str::contains("hot kernel functions are not annotated: no readable kernel image"));
+    }
 }
 
 /// perf's kernel names without the compiler's clone suffixes, as perflab reports them.

@@ -159,6 +159,10 @@ pub struct AnnotateArgs {
     /// latency and throughput; CPU is an LLVM -mcpu name (default: this machine's family).
     #[arg(long, value_name = "CPU", num_args = 0..=1, require_equals = true, default_missing_value = "auto")]
     pub mca: Option<String>,
+    /// The running kernel's image with symbols, to annotate kernel functions (default:
+    /// where perf looks, e.g. /usr/lib/debug/boot/vmlinux-RELEASE).
+    #[arg(long, value_name = "FILE")]
+    pub vmlinux: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -225,6 +229,7 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
         syntax: args.syntax,
         json: args.json,
         mca: args.mca,
+        vmlinux: args.vmlinux,
     })
 }
 
