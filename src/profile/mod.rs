@@ -197,7 +197,7 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
     let off_cpu = offcpu::report(profile, graph.as_ref());
     if !to_stdout {
         print_table(profile, &table, args, region_rows.is_some());
-        print_tasks(&tasks);
+        print_tasks(&tasks, args.limit);
         if let Some(off_cpu) = &off_cpu {
             offcpu::print(off_cpu, args.limit);
         }
@@ -243,15 +243,21 @@ fn tasks_json<'a>(profile: &'a Profile, located: &[Located]) -> Vec<TaskJson<'a>
         .collect()
 }
 
-/// One line per process for multi-task commands: how the samples split between tasks.
-fn print_tasks(tasks: &[TaskJson]) {
+/// One line per process for multi-task targets: how the samples split between tasks,
+/// busiest process first, at most `limit` processes (system-wide profiles have hundreds).
+fn print_tasks(tasks: &[TaskJson], limit: usize) {
     if tasks.len() < 2 {
         return;
     }
     let mut pids: Vec<u32> = tasks.iter().map(|t| t.pid).collect();
+    pids.sort_unstable();
     pids.dedup();
-    println!("{}", color::dim(&format!("{} tasks in {} processes:", tasks.len(), pids.len())));
-    for pid in pids {
+    let samples_of = |pid: u32| tasks.iter().filter(|t| t.pid == pid).map(|t| t.samples).sum::<u64>();
+    let all = pids.len();
+    pids.retain(|&pid| samples_of(pid) > 0);
+    pids.sort_by_key(|&pid| std::cmp::Reverse(samples_of(pid)));
+    println!("{}", color::dim(&format!("{} tasks in {all} processes:", tasks.len())));
+    for &pid in pids.iter().take(limit) {
         let threads: Vec<String> = tasks
             .iter()
             .filter(|t| t.pid == pid)
@@ -263,8 +269,13 @@ fn print_tasks(tasks: &[TaskJson]) {
                 }
             })
             .collect();
-        let comm = tasks.iter().find(|t| t.pid == pid).map_or("", |t| t.comm);
+        let comm =
+            tasks.iter().find(|t| t.pid == pid).map_or(String::new(), |t| crate::render::terminal::escape(t.comm));
         println!("{}", color::dim(&format!("  pid {pid} {comm}: {}", threads.join(", "))));
+    }
+    let hidden = all - pids.len().min(limit);
+    if hidden > 0 {
+        println!("{}", color::dim(&format!("  ({hidden} more processes, {} without samples)", all - pids.len())));
     }
 }
 
