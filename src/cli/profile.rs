@@ -94,10 +94,20 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    fn pids(&self) -> Result<Vec<u32>, Failure> {
-        self.pid
+    /// What to sample and how often, shared by `profile` and `top`.
+    fn sampling(self, command: Vec<String>, event: String, frequency_hz: u64) -> Result<RecordOptions, Failure> {
+        let pids = self
+            .pid
             .as_deref()
-            .map_or(Ok(Vec::new()), |p| profile::target::parse_pids(p).map_err(|e| crate::usage!("-p: {e}")))
+            .map_or(Ok(Vec::new()), |p| profile::target::parse_pids(p).map_err(|e| crate::usage!("-p: {e}")))?;
+        Ok(RecordOptions {
+            pids,
+            all_cpus: self.all_cpus,
+            argv: command,
+            event,
+            frequency_hz,
+            ..RecordOptions::default()
+        })
     }
 }
 
@@ -185,15 +195,10 @@ pub struct DiffArgs {
 pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
     profile::main_profile(&ProfileOptions {
         record: RecordOptions {
-            pids: args.target.pids()?,
-            all_cpus: args.target.all_cpus,
-            argv: args.command,
-            event: args.event,
-            frequency_hz: args.frequency,
             call_graph: args.call_graph,
             off_cpu: args.off_cpu,
             duration: args.duration.map(std::time::Duration::from_secs_f64),
-            ..RecordOptions::default()
+            ..args.target.sampling(args.command, args.event, args.frequency)?
         },
         output: args.output,
         report: args.report.options(),
@@ -202,14 +207,7 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
 
 pub fn main_top(args: TopArgs) -> Result<(), Failure> {
     profile::top::main_top(&TopOptions {
-        record: RecordOptions {
-            pids: args.target.pids()?,
-            all_cpus: args.target.all_cpus,
-            argv: args.command,
-            event: args.event,
-            frequency_hz: args.frequency,
-            ..RecordOptions::default()
-        },
+        record: args.target.sampling(args.command, args.event, args.frequency)?,
         interval: std::time::Duration::from_secs_f64(args.interval),
         iterations: args.iterations,
         batch: args.batch,
