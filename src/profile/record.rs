@@ -303,22 +303,27 @@ fn open_failure(e: &std::io::Error, opts: &RecordOptions, off_cpu: bool, who: Ob
 }
 
 /// Open one kind of event for every observed task on every online CPU. A thread that
-/// exits meanwhile is skipped; None when every observed thread is gone.
+/// exits meanwhile is skipped (no ring at all when every observed thread is gone).
 fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Result<Vec<Ring>, Failure> {
     let event = if off_cpu { ChosenEvent::Software(Software::CONTEXT_SWITCHES) } else { event_for(&opts.event)? };
     let mut rings = Vec::new();
     for cpu in online_cpus() {
         let mut ring: Option<Ring> = None;
         for &who in observed {
-            let open = |include_kernel: bool| -> std::io::Result<perf_event::Counter> {
+            // `ring`: the size of the ring this event gets, None when it writes to another's.
+            let open = |include_kernel: bool, ring: Option<usize>| -> std::io::Result<perf_event::Counter> {
                 let mut b = Builder::new(event);
                 b.one_cpu(cpu);
                 configure(&mut b, opts, off_cpu, who, include_kernel);
+                if let Some(size) = ring {
+                    // Wake up at a quarter full: headroom for bursts between drains.
+                    b.wakeup_watermark(size / 4);
+                }
                 b.build()
             };
             let gone = |e: &std::io::Error| matches!(who, Observe::Thread(_)) && e.raw_os_error() == Some(libc::ESRCH);
             if let Some(ring) = &mut ring {
-                match open(ring.include_kernel) {
+                match open(ring.include_kernel, None) {
                     Ok(counter) => {
                         // SAFETY: both descriptors are perf events on the same CPU that we own.
                         let redirected = unsafe {
@@ -343,7 +348,7 @@ fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Resu
             let kernel_choices: &[bool] = if off_cpu { &[true] } else { &[true, false] };
             'found: for &include_kernel in kernel_choices {
                 for size in RING_SIZES {
-                    result = open(include_kernel).and_then(|c| {
+                    result = open(include_kernel, Some(size)).and_then(|c| {
                         let sampler = c.sampled(size)?;
                         Ok(Ring { sampler, redirected: Vec::new(), cpu, off_cpu, include_kernel })
                     });
@@ -651,11 +656,12 @@ impl Session {
         }
     }
 
-    /// The samples drained since the last call as a profile (mappings and task records
-    /// are kept for the next call), for a live view.
+    /// The samples (and losses) drained since the last call as a profile; mapping and
+    /// task records are kept for the next call. For a live view.
     pub fn take_window(&mut self) -> Profile {
-        let (samples, others): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.events).into_iter().partition(|(_, r)| matches!(r, RingRecord::Sample { .. }));
+        let (samples, others): (Vec<_>, Vec<_>) = std::mem::take(&mut self.events)
+            .into_iter()
+            .partition(|(_, r)| matches!(r, RingRecord::Sample { .. } | RingRecord::Lost(_)));
         self.history.extend(others);
         let mut events = self.history.clone();
         events.extend(samples);
