@@ -123,7 +123,7 @@ pub struct CallGraph {
 }
 
 impl CallGraph {
-    /// None when the profile was recorded without call stacks.
+    /// None when the profile has no call stacks (recorded without `-g` or `--off-cpu`).
     fn new(profile: &Profile, resolver: &mut Resolver) -> Option<CallGraph> {
         if profile.stacks.is_empty() && profile.off_cpu.is_empty() {
             return None;

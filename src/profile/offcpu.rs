@@ -123,8 +123,8 @@ pub fn report(profile: &Profile, on_cpu: Option<&CallGraph>) -> Option<OffCpuRep
     if !profile.off_cpu_recorded {
         return None;
     }
-    let off_cpu = on_cpu.map(|g| g.with_stacks(&profile.off_cpu))?;
     let on_graph = on_cpu?;
+    let off_cpu = on_graph.with_stacks(&profile.off_cpu);
     let on_total = on_cpu_seconds(profile, profile.total_samples(), profile.total_period());
     let off_total = profile.off_cpu.iter().map(|s| s.period).sum::<u64>() as f64 / 1e9;
     let all = on_total + off_total;
