@@ -278,21 +278,20 @@ fn attaching_to_a_postgres_backend_during_pgbench_names_postgres_functions() {
     let init = std::process::Command::new("pgbench").args(["-q", "-i", "-s", "1", &url]).output().unwrap();
     assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
     let bench = Running::start(&["pgbench", "-n", "-c", "1", "-T", "20", &url]);
-    // pgbench's backend: the server process serving the client named `pgbench`.
+    // pgbench's backend: the server process serving the client named `pgbench`. pgbench
+    // first opens and closes a setup connection: take a backend that stays.
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let query = "SELECT pid FROM pg_stat_activity WHERE application_name = 'pgbench' AND datname = current_database()";
     let start = Instant::now();
+    let mut seen: Vec<i32> = Vec::new();
     let backend: i32 = loop {
-        let rows = client
-            .query(
-                "SELECT pid FROM pg_stat_activity WHERE application_name = 'pgbench' AND datname = current_database()",
-                &[],
-            )
-            .unwrap();
-        if let Some(row) = rows.first() {
-            break row.get(0);
+        let now: Vec<i32> = client.query(query, &[]).unwrap().iter().map(|row| row.get(0)).collect();
+        if let Some(&pid) = now.iter().find(|pid| seen.contains(pid)) {
+            break pid;
         }
-        assert!(start.elapsed() < Duration::from_secs(10), "pgbench never connected");
-        std::thread::sleep(Duration::from_millis(50));
+        seen = now;
+        assert!(start.elapsed() < Duration::from_secs(10), "pgbench never kept a connection");
+        std::thread::sleep(Duration::from_millis(500));
     };
     let dir = tempfile::tempdir().unwrap();
     let report = profile_json(&["-p", &backend.to_string(), "--duration", "1.5", "-F", "2000"], dir.path());
