@@ -84,9 +84,8 @@ fn key(ev: Event) -> Key {
 
 pub fn main_top(opts: &TopOptions) -> Result<(), Failure> {
     let mut record = opts.record.clone();
-    if record.argv.is_empty() && record.pids.is_empty() {
-        record.all_cpus = true;
-    }
+    let every_cpu_by_default = record.argv.is_empty() && record.pids.is_empty() && !record.all_cpus;
+    record.all_cpus |= every_cpu_by_default;
     if opts.interval < Duration::from_millis(100) {
         return Err(usage!("--interval must be at least 0.1 s"));
     }
@@ -94,7 +93,12 @@ pub fn main_top(opts: &TopOptions) -> Result<(), Failure> {
     // The command's output would scribble over the view.
     record.discard_output = interactive;
     let interrupt = crate::interrupt::watcher();
-    let mut session = Session::start(&record)?;
+    let mut session = Session::start(&record).map_err(|failure| match failure {
+        Failure::Usage(why) if every_cpu_by_default => {
+            Failure::Usage(format!("{why} (top watches every CPU unless given -p PID or a command)"))
+        }
+        other => other,
+    })?;
     let screen = if interactive { Some(Screen::take()?) } else { None };
     let outcome = run(&mut session, opts, &record, interrupt, screen.is_some());
     drop(screen);
