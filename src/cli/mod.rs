@@ -32,6 +32,8 @@ pub enum Command {
     Stat(stat::StatArgs),
     /// Sample a command (cpu-clock by default, no PMU needed), save and report its profile.
     Profile(profile::ProfileArgs),
+    /// Live view of the hottest functions (kernel and user) of every CPU, -p PID or a command.
+    Top(profile::TopArgs),
     /// Report a saved profile (by function, source line, object or source region).
     Show(profile::ShowArgs),
     /// Disassemble hot functions of a saved profile with per-instruction samples and cost hints.
@@ -79,6 +81,7 @@ pub fn main() -> i32 {
         Command::Compare(args) => compare::main(*args),
         Command::Stat(args) => stat::main(args),
         Command::Profile(args) => profile::main_profile(args),
+        Command::Top(args) => profile::main_top(args),
         Command::Show(args) => profile::main_show(args),
         Command::Annotate(args) => profile::main_annotate(args),
         Command::Diff(args) => profile::main_diff(args),
