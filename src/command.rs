@@ -212,6 +212,30 @@ pub fn substitute(template: &str, combination: &[(String, String)]) -> String {
     expand(template, &|name| combination.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())).0
 }
 
+/// Run a helper script (a build step, a suite's setup or cleanup) through `sh -c`,
+/// untimed, in `dir` (default: here). With `show_output` its output is passed through;
+/// otherwise it is discarded and the last line it wrote to stderr explains a failure.
+pub fn run_shell(script: &str, dir: Option<&std::path::Path>, show_output: bool) -> Result<(), String> {
+    use std::process::{Command, Stdio};
+    let mut command = Command::new("/bin/sh");
+    command.args(["-c", script]).stdin(Stdio::null());
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    if !show_output {
+        command.stdout(Stdio::null()).stderr(Stdio::piped());
+    }
+    let out = command.output().map_err(|e| format!("cannot run /bin/sh: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match stderr.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(last) => Err(format!("`{script}` {}: {}", out.status, last.trim())),
+        None => Err(format!("`{script}` {}", out.status)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,6 +269,18 @@ mod tests {
         assert!(scan_values("1", "x", None).unwrap_err().contains("not a number"));
         assert!(scan_values("1", "2", Some("0")).unwrap_err().contains("must be positive"));
         assert!(scan_values("0", "1e9", None).unwrap_err().contains("at most"));
+    }
+
+    #[test]
+    fn helper_scripts_report_their_last_error_line() {
+        assert_eq!(run_shell("true", None, false), Ok(()));
+        let err = run_shell("echo first >&2; echo 'the reason' >&2; exit 4", None, false).unwrap_err();
+        assert!(err.contains("exit status: 4") && err.ends_with("the reason"), "{err}");
+        let dir = std::env::temp_dir().join(format!("perflab-shell-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("marker"), "").unwrap();
+        assert!(run_shell("test -f marker", Some(&dir), false).is_ok(), "runs in the given directory");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -266,19 +266,8 @@ impl Executor for ProcessExecutor {
         let mut failures = Vec::new();
         for subject in &self.subjects {
             let Some(text) = &subject.cleanup else { continue };
-            let mut command = std::process::Command::new("/bin/sh");
-            command.args(["-c", text]);
-            if !self.show_output {
-                command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
-            }
-            match command.output() {
-                Ok(out) if out.status.success() => {}
-                Ok(out) => {
-                    let stderr = String::from_utf8_lossy(&out.stderr);
-                    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
-                    failures.push(format!("--cleanup of `{}` `{text}` failed ({}) {last}", subject.name, out.status));
-                }
-                Err(e) => failures.push(format!("--cleanup of `{}`: cannot run /bin/sh: {e}", subject.name)),
+            if let Err(e) = crate::command::run_shell(text, None, self.show_output) {
+                failures.push(format!("--cleanup of `{}` failed: {e}", subject.name));
             }
         }
         if failures.is_empty() {

@@ -14,11 +14,12 @@ use super::jitmap::{self, JitMap};
 use super::target;
 use super::unwind::{self, DwarfUnwinder, Unwinding, UserStack};
 use crate::error::Failure;
+use crate::measure::counters::{self, EventKind};
 use crate::spawn;
 use crate::usage;
 use perf_event::data::parse::Parser;
 use perf_event::data::{self as pdata, RecordMetadata, Visitor};
-use perf_event::events::{Event, Hardware, Software};
+use perf_event::events::Software;
 use perf_event::{Builder, SampleFlag, Sampler};
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::AsRawFd;
@@ -207,38 +208,6 @@ fn switch(meta: &RecordMetadata) -> Option<(u64, RingRecord)> {
     Some((id.time()?, RingRecord::Switch { tid: id.tid()?, out, preempted }))
 }
 
-/// The sampled event, chosen at run time (perf-event2's `Event` is not object safe).
-#[derive(Clone, Copy)]
-enum ChosenEvent {
-    Software(Software),
-    Hardware(Hardware),
-}
-
-impl Event for ChosenEvent {
-    fn update_attrs(self, attr: &mut perf_event_open_sys::bindings::perf_event_attr) {
-        match self {
-            ChosenEvent::Software(e) => e.update_attrs(attr),
-            ChosenEvent::Hardware(e) => e.update_attrs(attr),
-        }
-    }
-}
-
-fn event_for(name: &str) -> Result<ChosenEvent, Failure> {
-    Ok(match name {
-        "cpu-clock" => ChosenEvent::Software(Software::CPU_CLOCK),
-        "task-clock" => ChosenEvent::Software(Software::TASK_CLOCK),
-        "cycles" | "cpu-cycles" => ChosenEvent::Hardware(Hardware::CPU_CYCLES),
-        "instructions" => ChosenEvent::Hardware(Hardware::INSTRUCTIONS),
-        "cache-misses" => ChosenEvent::Hardware(Hardware::CACHE_MISSES),
-        "branch-misses" => ChosenEvent::Hardware(Hardware::BRANCH_MISSES),
-        other => {
-            return Err(usage!(
-            "unknown event `{other}` (use cpu-clock, task-clock, cycles, instructions, cache-misses or branch-misses)"
-        ))
-        }
-    })
-}
-
 /// Online CPU ids from sysfs ("0-3,6").
 fn online_cpus() -> Vec<usize> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
@@ -342,7 +311,8 @@ fn open_failure(e: &std::io::Error, opts: &RecordOptions, off_cpu: bool, who: Ob
 /// Open one kind of event for every observed task on every online CPU. A thread that
 /// exits meanwhile is skipped (no ring at all when every observed thread is gone).
 fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Result<Vec<Ring>, Failure> {
-    let event = if off_cpu { ChosenEvent::Software(Software::CONTEXT_SWITCHES) } else { event_for(&opts.event)? };
+    let event =
+        if off_cpu { EventKind::Software(Software::CONTEXT_SWITCHES) } else { counters::event(&opts.event)?.kind };
     let mut rings = Vec::new();
     for cpu in online_cpus() {
         let mut ring: Option<Ring> = None;
@@ -802,7 +772,7 @@ fn check_options(opts: &RecordOptions) -> Result<(), Failure> {
             opts.stack_bytes
         ));
     }
-    event_for(&opts.event)?;
+    counters::event(&opts.event)?;
     Ok(())
 }
 

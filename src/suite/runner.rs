@@ -108,7 +108,7 @@ pub fn run_suite(
     for build in [baseline, candidate].into_iter().flatten() {
         if let Some(prepare) = &build.prepare {
             eprintln!("preparing build `{}`: {prepare}", build.name);
-            shell(prepare)
+            crate::command::run_shell(prepare, None, true)
                 .map_err(|e| Failure::CommandFailed(format!("preparing build `{}` failed: {e}", build.name)))?;
         }
     }
@@ -122,7 +122,7 @@ pub fn run_suite(
         }
         eprintln!("[{}/{total}] {}", i + 1, bench.name);
         if let Some(setup) = &bench.setup {
-            if let Err(e) = shell(setup) {
+            if let Err(e) = crate::command::run_shell(setup, None, true) {
                 on_outcome(bench, &Outcome::Failed(format!("setup failed ({e}); skipped")));
                 continue;
             }
@@ -146,7 +146,7 @@ pub fn run_suite(
             Err(other) => return Err(other),
         };
         if let Some(cleanup) = &bench.cleanup {
-            if let Err(e) = shell(cleanup) {
+            if let Err(e) = crate::command::run_shell(cleanup, None, true) {
                 eprintln!("  cleanup failed: {e}");
             }
         }
@@ -157,20 +157,6 @@ pub fn run_suite(
         }
     }
     Ok(())
-}
-
-/// Run a setup, cleanup or prepare command through `sh -c`, output passed through.
-pub fn shell(command: &str) -> Result<(), String> {
-    let status = std::process::Command::new("/bin/sh")
-        .args(["-c", command])
-        .stdout(std::process::Stdio::inherit())
-        .status()
-        .map_err(|e| format!("cannot run /bin/sh: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`{command}` {status}"))
-    }
 }
 
 #[cfg(test)]
