@@ -28,15 +28,50 @@ pub mod metric {
     pub const ALL: [&str; 9] =
         [WALL, CPU, USER, SYS, MAX_RSS, MINOR_FAULTS, MAJOR_FAULTS, VOLUNTARY_CS, INVOLUNTARY_CS];
 
+    /// Whether a smaller or a larger value of a metric is the better one.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Direction {
+        LowerIsBetter,
+        HigherIsBetter,
+    }
+
+    /// What every renderer needs to know about a metric.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Info {
+        /// Unit shown next to its values ("" for plain counts).
+        pub unit: &'static str,
+        pub direction: Direction,
+        /// One line saying what it measures (empty for metrics perflab does not know).
+        pub description: &'static str,
+    }
+
+    /// The one registry of metric metadata: unit, direction and description of harness
+    /// metrics, perf counters, derived rates and instruction-mode counts. A name not
+    /// listed (a counter perflab does not know) is a plain count where lower is better.
+    pub fn info(name: &str) -> Info {
+        use Direction::*;
+        let (unit, direction, description) = match name {
+            WALL => ("s", LowerIsBetter, "wall-clock time from spawn to reaping the process"),
+            CPU => ("s", LowerIsBetter, "user + system CPU time of the process and its reaped children"),
+            USER => ("s", LowerIsBetter, "user-mode CPU time"),
+            SYS => ("s", LowerIsBetter, "kernel-mode CPU time"),
+            MAX_RSS => ("KiB", LowerIsBetter, "peak resident set size of the largest process of the run"),
+            MINOR_FAULTS => ("", LowerIsBetter, "page faults served without I/O"),
+            MAJOR_FAULTS => ("", LowerIsBetter, "page faults that needed I/O"),
+            VOLUNTARY_CS => ("", LowerIsBetter, "context switches because the process blocked"),
+            INVOLUNTARY_CS => ("", LowerIsBetter, "context switches because the process was preempted"),
+            "task-clock" | "cpu-clock" => ("ns", LowerIsBetter, "CPU time counted by perf"),
+            "ipc" => ("", HigherIsBetter, "instructions per cycle"),
+            "branch-miss-rate" => ("%", LowerIsBetter, "branch misses per branch"),
+            "cache-miss-rate" => ("%", LowerIsBetter, "cache misses per cache reference"),
+            _ => ("", LowerIsBetter, ""),
+        };
+        Info { unit, direction, description }
+    }
+
     /// Unit shown next to a metric's values.
     pub fn unit(name: &str) -> &'static str {
-        match name {
-            WALL | CPU | USER | SYS => "s",
-            MAX_RSS => "KiB",
-            "task-clock" | "cpu-clock" => "ns",
-            "branch-miss-rate" | "cache-miss-rate" => "%",
-            _ => "",
-        }
+        info(name).unit
     }
 }
 
@@ -458,6 +493,17 @@ mod tests {
         assert_eq!(serde_json::from_str::<Warning>(&text).unwrap(), w);
         let old: Warning = serde_json::from_str(r#""an old warning""#).unwrap();
         assert_eq!((old.kind, old.message.as_str()), (WarningKind::Other, "an old warning"));
+    }
+
+    #[test]
+    fn the_metric_registry_knows_units_and_directions() {
+        use metric::{info, Direction};
+        assert_eq!((info(metric::WALL).unit, info(metric::WALL).direction), ("s", Direction::LowerIsBetter));
+        assert_eq!(info(metric::MAX_RSS).unit, "KiB");
+        assert_eq!(info("ipc").direction, Direction::HigherIsBetter);
+        assert!(metric::ALL.iter().all(|m| !info(m).description.is_empty()), "every harness metric is described");
+        let unknown = info("some-new-event");
+        assert_eq!((unknown.unit, unknown.direction, unknown.description), ("", Direction::LowerIsBetter, ""));
     }
 
     #[test]
