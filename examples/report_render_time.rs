@@ -111,8 +111,6 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                 })
                 .collect();
             let experiment = Experiment {
-                schema_version: SCHEMA_VERSION,
-                perflab_version: env!("CARGO_PKG_VERSION").into(),
                 started_at: "2026-11-22T03:00:00Z".into(),
                 machine: machine.clone(),
                 settings: settings.clone(),
@@ -127,9 +125,7 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                     runs,
                     summary: Default::default(),
                 }],
-                comparisons: vec![],
-                warnings: vec![],
-                environment: Default::default(),
+                ..Experiment::default()
             };
             sources.push(StoredExperiment {
                 id: 0,

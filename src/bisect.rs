@@ -222,9 +222,10 @@ fn compare(plan: &Plan) -> Result<Comparison, Failure> {
     if crate::interrupt::watcher().requested() {
         return Err(Failure::Interrupted("interrupted; bisect stopped".into()));
     }
+    let primary = experiment.primary_metric.clone();
     experiment
         .comparisons
         .into_iter()
-        .find(|c| c.metric == plan.primary_metric)
+        .find(|c| c.metric == primary)
         .ok_or_else(|| Failure::CommandFailed("the comparison produced no verdict (did a command fail?)".into()))
 }

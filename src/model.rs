@@ -21,12 +21,19 @@ pub mod metric {
     pub const MAJOR_FAULTS: &str = "major_faults";
     pub const VOLUNTARY_CS: &str = "voluntary_cs";
     pub const INVOLUNTARY_CS: &str = "involuntary_cs";
+    /// Time the run was ready to run but waited for a CPU (see `contention`).
+    pub const RUNQ_WAIT: &str = "runq_wait_s";
+    /// Wall time minus run-queue wait: the run with the neighbours' share removed.
+    pub const UNCONTENDED: &str = "uncontended_s";
 
     /// Metrics compared by default, in display order.
     pub const COMPARED: [&str; 3] = [WALL, CPU, MAX_RSS];
-    /// Every harness metric, in display order.
+    /// Every harness metric kept in a field of `Run`, in display order.
     pub const ALL: [&str; 9] =
         [WALL, CPU, USER, SYS, MAX_RSS, MINOR_FAULTS, MAJOR_FAULTS, VOLUNTARY_CS, INVOLUNTARY_CS];
+    /// Harness metrics kept in `Run::counters` (a reading may be unsupported, with the
+    /// reason): how much a busy machine delayed each run.
+    pub const CONTENTION: [&str; 2] = [RUNQ_WAIT, UNCONTENDED];
 
     /// Whether a smaller or a larger value of a metric is the better one.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +67,8 @@ pub mod metric {
             MAJOR_FAULTS => ("", LowerIsBetter, "page faults that needed I/O"),
             VOLUNTARY_CS => ("", LowerIsBetter, "context switches because the process blocked"),
             INVOLUNTARY_CS => ("", LowerIsBetter, "context switches because the process was preempted"),
+            RUNQ_WAIT => ("s", LowerIsBetter, "time the run was ready to run but waited for a CPU"),
+            UNCONTENDED => ("s", LowerIsBetter, "wall time minus run-queue wait: the neighbours' share removed"),
             "task-clock" | "cpu-clock" => ("ns", LowerIsBetter, "CPU time counted by perf"),
             "ipc" => ("", HigherIsBetter, "instructions per cycle"),
             "branch-miss-rate" => ("%", LowerIsBetter, "branch misses per branch"),
@@ -317,6 +326,8 @@ pub enum WarningKind {
     Unstable,
     /// High round-to-round spread of the paired ratio.
     Noisy,
+    /// The machine was busy: runs waited for a CPU (and which metric decided).
+    Busy,
     /// Something about importing (missing fields in the source, ...).
     Import,
     /// A warning of an older file, read back as text.
@@ -420,6 +431,10 @@ pub struct Experiment {
     pub settings: Settings,
     /// Measured rounds completed (warm-up excluded).
     pub rounds: u32,
+    /// The metric whose verdicts decided when to stop (empty in files that predate it:
+    /// then `wall_s`, or the first instruction-mode count).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub primary_metric: String,
     /// Wall-clock seconds the whole experiment took, warm-up included.
     #[serde(default)]
     pub duration_s: f64,
@@ -436,6 +451,17 @@ pub struct Experiment {
     pub environment: BTreeMap<String, String>,
 }
 
+impl Experiment {
+    /// The metric whose verdicts decided (older files do not say: their default).
+    pub fn primary(&self) -> &str {
+        match self.primary_metric.as_str() {
+            "" if self.settings.mode == "instructions" => "instructions",
+            "" => metric::WALL,
+            name => name,
+        }
+    }
+}
+
 impl Default for Experiment {
     /// An experiment of this perflab version that has not run a round yet (its
     /// `stop_reason` is set when it ends).
@@ -447,6 +473,7 @@ impl Default for Experiment {
             machine: Machine::default(),
             settings: Settings::default(),
             rounds: 0,
+            primary_metric: String::new(),
             duration_s: 0.0,
             stop_reason: StopReason::Decided,
             commands: Vec::new(),

@@ -8,6 +8,7 @@
 //! at once to an interrupt (whose handler kills the child's group) or a timeout (a
 //! pidfd polled with a deadline, opened only then: it costs ~4 µs per run).
 
+use crate::contention::{self, Schedstat};
 use crate::interrupt::Interrupt;
 use crate::model::{ExitInfo, Run};
 use std::ffi::{CString, OsStr};
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 pub const PAD_VARIABLE: &str = "PERFLAB_PAD";
 
 /// Where a command's stdout and stderr go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Output {
     /// stdout to /dev/null, stderr captured (its tail explains a failure).
     Discard,
@@ -121,6 +122,12 @@ pub struct Outcome {
     pub wall: Duration,
     pub rusage: libc::rusage,
     pub exit: ExitInfo,
+    /// The main thread's scheduler statistics, read after it exited and before it was
+    /// reaped (None when the kernel does not provide them).
+    pub main_thread: Option<Schedstat>,
+    /// How long the harness itself waited for a CPU within the timed window — to wake
+    /// up when the command ended, mostly: wall time the command's own figures miss.
+    pub harness_waited: Option<Duration>,
 }
 
 /// Why a run did not produce an [`Outcome`].
@@ -260,6 +267,8 @@ pub struct Child {
     /// profiler's ring buffers): it costs ~4 µs per run.
     pidfd: Option<OwnedFd>,
     started: Instant,
+    /// The harness thread's run-queue wait when the timed window opened.
+    harness_waited_before: Option<Duration>,
 }
 
 /// Start `prepared` with `env`. When `gate` is given the child is held between fork
@@ -271,11 +280,12 @@ pub fn start(
 ) -> Result<Child, SpawnError> {
     prepared.reset_stderr_capture();
     let (argv, envp) = (&prepared.argv_pointers, &env.pointers);
+    let harness_waited_before = contention::own_thread_waited();
     let (pid, started) = match gate {
         None => spawn_fast(prepared, argv, envp)?,
         Some(gate) => spawn_gated(prepared, argv, envp, gate)?,
     };
-    Ok(Child { pid, pidfd: None, started })
+    Ok(Child { pid, pidfd: None, started, harness_waited_before })
 }
 
 fn spawn_fast(
@@ -426,26 +436,43 @@ impl Child {
     }
 
     /// Sleep until the child exits, the timeout passes, or an interrupt arrives; then
-    /// reap it with `wait4` and return its measurements. Without a timeout the harness
-    /// just blocks in `wait4` (an interrupt kills the child's group, which ends it).
+    /// read its main thread's scheduler statistics, reap it with `wait4` and return its
+    /// measurements. Without a timeout the harness just blocks in `waitid` (an interrupt
+    /// kills the child's group, which ends it).
     pub fn wait(mut self, timeout: Option<Duration>, interrupt: &Interrupt) -> Result<Outcome, SpawnError> {
         let timed_out = match timeout {
             Some(timeout) => self.sleep_until_exit(self.started + timeout, interrupt)?,
             None => false,
         };
         let guard = interrupt.kill_on_interrupt(self.pid);
-        let mut status = 0;
-        // SAFETY: rusage is plain data; wait4 fills it for this child only.
-        let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
-        let rc = loop {
-            // SAFETY: waiting for our own child.
-            let rc = unsafe { libc::wait4(self.pid, &mut status, 0, &mut rusage) };
+        // Wait for the exit but leave the child a zombie: its /proc entry still holds the
+        // main thread's run-queue wait, which reaping discards.
+        let exited = loop {
+            // SAFETY: siginfo is plain data; waitid only observes our own child.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let rc =
+                unsafe { libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
             if rc >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
                 break rc;
             }
         };
         let wall = self.started.elapsed();
         drop(guard);
+        let harness_waited = self
+            .harness_waited_before
+            .zip(contention::own_thread_waited())
+            .map(|(before, after)| after.saturating_sub(before));
+        let main_thread = if exited == 0 { contention::schedstat(self.pid).ok() } else { None };
+        let mut status = 0;
+        // SAFETY: rusage is plain data; wait4 fills it for this child only.
+        let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
+        let rc = loop {
+            // SAFETY: reaping our own child, which has exited.
+            let rc = unsafe { libc::wait4(self.pid, &mut status, 0, &mut rusage) };
+            if rc >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                break rc;
+            }
+        };
         if rc < 0 {
             return Err(SpawnError::Exec(format!("wait4: {}", io::Error::last_os_error())));
         }
@@ -459,7 +486,7 @@ impl Child {
         } else {
             ExitInfo { exit_code: None, signal: None, timed_out }
         };
-        Ok(Outcome { wall, rusage, exit })
+        Ok(Outcome { wall, rusage, exit, main_thread, harness_waited })
     }
 
     /// Poll the pidfd until the child exits (false) or `deadline` passes, when the

@@ -34,8 +34,10 @@ pub struct CompareArgs {
     /// Confidence level of the intervals, in percent.
     #[arg(long, default_value = "95", value_name = "PCT", value_parser = confidence)]
     pub confidence: f64,
-    /// Metrics to compare (wall_s, cpu_s, user_s, sys_s, max_rss_kib, minor_faults, ...).
-    #[arg(long = "metric", value_delimiter = ',', default_values = ["wall_s", "cpu_s", "max_rss_kib"])]
+    /// Metrics to compare; the first decides when to stop (wall_s, cpu_s, uncontended_s,
+    /// runq_wait_s, max_rss_kib, minor_faults, ...). Default: wall_s,cpu_s,max_rss_kib,
+    /// deciding on wall_s — or on uncontended_s when the machine is busy.
+    #[arg(short = 'm', long = "metric", value_delimiter = ',', value_name = "METRICS")]
     pub metrics: Vec<String>,
     /// Do not pad the environment with a random variable each round.
     #[arg(long)]
@@ -64,15 +66,16 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
     let options = plan::Options { mode: Some(args.measure.mode), ..args.experiment.options() };
     plan::check(&options)?;
     let measure = args.measure.options();
-    let (metrics, primary) = plan::compared_metrics(&args.metrics, &measure)?;
+    let compared = plan::compared_metrics(&args.metrics, &measure)?;
     let defaults = plan::settings(&options, args.experiment.seed);
     let settings =
         Settings { confidence: args.confidence, env_padding: defaults.env_padding && !args.no_env_padding, ..defaults };
     Ok(Plan {
         commands,
         settings,
-        metrics,
-        primary_metric: primary,
+        metrics: compared.metrics,
+        primary_metric: compared.primary,
+        auto_primary: compared.auto_primary,
         show_output: args.experiment.runner.show_output,
         ignore_failure: args.experiment.ignore_failure,
         measure,
@@ -95,7 +98,7 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
         Some(path) => Some(render::csv::CsvWriter::create(
             path,
             plan.commands.iter().map(|c| c.name.clone()).collect(),
-            plan.metrics.iter().filter(|m| !metric::ALL.contains(&m.as_str())).cloned().collect(),
+            counter_columns(&plan.metrics),
         )?),
         None => None,
     };
@@ -115,9 +118,16 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     if let Some(recorder) = recorder {
         finish_saving(recorder, &experiment)?;
     }
-    write_outputs(&args, &plan, &experiment, stdout_taken)?;
+    write_outputs(&args, &experiment, stdout_taken)?;
     super::outcome(&experiment, "rounds")?;
-    gate(args.fail_if_slower, &plan, &experiment)
+    gate(args.fail_if_slower, &experiment)
+}
+
+/// The CSV's columns beyond the run's own fields: every metric kept in `Run::counters`.
+fn counter_columns(metrics: &[String]) -> Vec<String> {
+    let has_column = |m: &str| metric::ALL.contains(&m) || metric::CONTENTION.contains(&m);
+    let counters = metrics.iter().filter(|m| !has_column(m)).cloned();
+    metric::CONTENTION.iter().map(|m| m.to_string()).chain(counters).collect()
 }
 
 /// A recorder committing each run of `plan` as it completes (`--save`).
@@ -148,8 +158,8 @@ fn finish_saving(recorder: Recorder, experiment: &Experiment) -> Result<(), Fail
     Ok(())
 }
 
-fn write_outputs(args: &CompareArgs, plan: &Plan, e: &Experiment, stdout_taken: bool) -> Result<(), Failure> {
-    let text = render::terminal::render(e, &plan.primary_metric);
+fn write_outputs(args: &CompareArgs, e: &Experiment, stdout_taken: bool) -> Result<(), Failure> {
+    let text = render::terminal::render(e);
     if stdout_taken {
         eprint!("{text}");
     } else {
@@ -160,7 +170,7 @@ fn write_outputs(args: &CompareArgs, plan: &Plan, e: &Experiment, stdout_taken: 
     }
     if let Some(path) = &args.markdown {
         let mut out = render::open_output(path)?;
-        std::io::Write::write_all(&mut out, render::markdown::render(e, &plan.primary_metric).as_bytes())
+        std::io::Write::write_all(&mut out, render::markdown::render(e).as_bytes())
             .and_then(|_| std::io::Write::flush(&mut out))
             .map_err(|err| usage!("cannot write `{path}`: {err}"))?;
     }
@@ -168,12 +178,12 @@ fn write_outputs(args: &CompareArgs, plan: &Plan, e: &Experiment, stdout_taken: 
 }
 
 /// `--fail-if-slower`: a candidate whose whole interval lies above 1 + PCT trips it.
-fn gate(fail_if_slower: Option<f64>, plan: &Plan, e: &Experiment) -> Result<(), Failure> {
+fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
     let Some(pct) = fail_if_slower else { return Ok(()) };
     let tripped: Vec<String> = e
         .comparisons
         .iter()
-        .filter(|c| c.metric == plan.primary_metric && c.ci_low > 1.0 + pct)
+        .filter(|c| c.metric == e.primary_metric && c.ci_low > 1.0 + pct)
         .map(|c: &Comparison| {
             format!(
                 "`{}` is slower than `{}` by more than {} % (CI [{:.4}, {:.4}])",

@@ -57,6 +57,7 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     let plan = Plan {
         settings: plan::settings(&options, None),
         primary_metric: names[0].clone(),
+        auto_primary: false,
         metrics: names.clone(),
         commands,
         show_output: args.runner.show_output,

@@ -2,7 +2,7 @@
 //! [`Executor`], looks at the primary metric on the planned schedule, and a stop as soon
 //! as every candidate has a verdict (or a limit, a failure or an interrupt ends it).
 
-use super::analysis::{finish, primary_comparisons};
+use super::analysis::{choose_primary, finish, primary_comparisons};
 use super::executor::{Executor, RunError};
 use super::observer::{Observer, Progress};
 use super::plan::Plan;
@@ -37,6 +37,7 @@ pub fn run_experiment(
             })
             .collect(),
         environment: executor.environment_facts(),
+        primary_metric: plan.primary_metric.clone(),
         ..Experiment::default()
     };
     let mut planner = RoundPlanner::new(settings.seed, plan.commands.len(), settings.env_padding);
@@ -46,6 +47,8 @@ pub fn run_experiment(
     };
     // The round count and level of the last look, reused when the experiment ends on it.
     let mut last_look: Option<(u32, f64)> = None;
+    // The primary metric is settled at the first look (see `choose_primary`).
+    let mut primary_chosen = false;
     let mut warmups_left = settings.warmup_rounds;
     let mut measured: u32 = 0;
 
@@ -96,6 +99,10 @@ pub fn run_experiment(
         experiment.rounds = measured;
         let mut latest = Vec::new();
         if looks.is_look(measured) {
+            if !primary_chosen {
+                choose_primary(plan, &mut experiment);
+                primary_chosen = true;
+            }
             if let Some(level) = looks.take_look(measured) {
                 last_look = Some((measured, level));
                 latest = primary_comparisons(plan, &experiment, level);
@@ -119,6 +126,9 @@ pub fn run_experiment(
     };
     experiment.stop_reason = stop_reason;
     experiment.duration_s = executor.elapsed().as_secs_f64();
+    if !primary_chosen {
+        choose_primary(plan, &mut experiment);
+    }
     let level = match last_look {
         Some((rounds, level)) if rounds == measured => level,
         _ => looks.final_look(),
@@ -147,6 +157,7 @@ mod tests {
             settings: Settings { seed: 11, ..settings },
             metrics: vec![metric::WALL.into(), metric::CPU.into()],
             primary_metric: metric::WALL.into(),
+            auto_primary: true,
             show_output: false,
             ignore_failure: false,
             measure: MeasureOptions::default(),
@@ -275,6 +286,42 @@ mod tests {
         let e = run_experiment(&rounds, &mut machine, &mut Quiet).unwrap();
         assert_eq!(e.stop_reason, StopReason::Interrupted);
         assert!(e.rounds >= 3 && e.commands[1].runs.len() == e.rounds as usize, "{}", e.rounds);
+    }
+
+    #[test]
+    fn a_busy_machine_decides_on_uncontended_time_and_says_why() {
+        // Half of every run's wall time is spent waiting, at random: wall time is noisy,
+        // the run's own time is not.
+        let busy = Noise { busy: 0.5, ..Noise::gaussian(0.005) };
+        let e = run_experiment(
+            &plan(2, Settings::default()),
+            &mut Simulated::new(12, vec![0.05, 0.0505], busy.clone()),
+            &mut Quiet,
+        )
+        .unwrap();
+        assert_eq!(e.primary_metric, metric::UNCONTENDED);
+        let warning = e.warnings.iter().find(|w| w.kind == crate::model::WarningKind::Busy).expect("a busy warning");
+        assert!(
+            warning.message.contains("% of wall time was waiting for a CPU; deciding on uncontended_s"),
+            "{warning}"
+        );
+        let decided = e.comparisons.iter().find(|c| c.metric == metric::UNCONTENDED).unwrap();
+        assert_eq!((e.stop_reason, decided.verdict), (StopReason::Decided, Verdict::Slower));
+        assert!(decided.ci_low <= 1.01 && 1.01 <= decided.ci_high, "{decided:?}");
+
+        let asked = Plan { auto_primary: false, ..plan(2, Settings { max_rounds: 20, ..Settings::default() }) };
+        let e = run_experiment(&asked, &mut Simulated::new(12, vec![0.05, 0.0505], busy), &mut Quiet).unwrap();
+        assert_eq!(e.primary_metric, metric::WALL, "a metric the user named is kept");
+        assert!(e.warnings.iter().any(|w| w.message.contains("deciding on wall_s as asked")), "{:?}", e.warnings);
+
+        let quiet = run_experiment(
+            &plan(2, Settings::default()),
+            &mut Simulated::new(12, vec![0.05, 0.05], Noise::gaussian(0.01)),
+            &mut Quiet,
+        )
+        .unwrap();
+        assert_eq!(quiet.primary_metric, metric::WALL);
+        assert!(quiet.warnings.iter().all(|w| w.kind != crate::model::WarningKind::Busy));
     }
 
     #[test]

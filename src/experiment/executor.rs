@@ -8,7 +8,8 @@ use crate::error::Failure;
 use crate::interrupt;
 use crate::measure::{build_probes, Probe};
 use crate::model::{Machine, Run};
-use crate::spawn::{self, Output, Prepared, SpawnError};
+use crate::spawn::{Output, SpawnError};
+use crate::spawner::Spawner;
 use crate::usage;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -52,17 +53,11 @@ pub trait Executor {
     }
 }
 
-/// One command, ready to run repeatedly.
-struct Subject {
-    prepared: Prepared,
-    probes: Vec<Box<dyn Probe>>,
-}
-
 /// The real executor: every run is a process on this machine.
 pub struct ProcessExecutor {
-    subjects: Vec<Subject>,
-    env: spawn::Environment,
-    timeout: Option<Duration>,
+    /// Each command's probes, by command index.
+    probes: Vec<Vec<Box<dyn Probe>>>,
+    spawner: Spawner,
     started: Instant,
     facts: BTreeMap<String, String>,
 }
@@ -71,62 +66,54 @@ impl ProcessExecutor {
     /// Prepare every command of `plan` (programs resolved, probes built); fails before
     /// anything runs.
     pub fn new(plan: &Plan) -> Result<ProcessExecutor, Failure> {
-        let subjects = plan
-            .commands
-            .iter()
-            .map(|spec| {
-                let probes = build_probes(&plan.measure)?;
-                let mut argv = spec.argv.clone();
-                for probe in &probes {
-                    argv = probe.wrap(argv).map_err(|e| usage!("{}: {e:#}", spec.name))?;
-                }
-                let program = resolve_program(&argv[0])?;
-                let prepared =
-                    Prepared::new(&program, &argv, if plan.show_output { Output::Inherit } else { Output::Discard })
-                        .map_err(|e| usage!("{}: {e}", spec.name))?;
-                Ok(Subject { prepared, probes })
-            })
-            .collect::<Result<Vec<_>, Failure>>()?;
-        Ok(ProcessExecutor {
-            subjects,
-            env: spawn::Environment::inherited(),
-            timeout: plan.settings.timeout_s.map(Duration::from_secs_f64),
-            started: Instant::now(),
-            facts: crate::measure::environment_facts(&plan.measure, &plan.commands),
-        })
+        let mut probes = Vec::new();
+        let mut commands = Vec::new();
+        for spec in &plan.commands {
+            let command_probes = build_probes(&plan.measure)?;
+            let mut argv = spec.argv.clone();
+            for probe in &command_probes {
+                argv = probe.wrap(argv).map_err(|e| usage!("{}: {e:#}", spec.name))?;
+            }
+            let program = resolve_program(&argv[0])?;
+            crate::spawn::Prepared::new(&program, &argv, Output::Discard).map_err(|e| usage!("{}: {e}", spec.name))?;
+            commands.push((program, argv));
+            probes.push(command_probes);
+        }
+        let output = if plan.show_output { Output::Inherit } else { Output::Discard };
+        let timeout = plan.settings.timeout_s.map(Duration::from_secs_f64);
+        let spawner = Spawner::new(&commands, output, timeout).map_err(|e| Failure::Other(anyhow::anyhow!(e)))?;
+        let mut facts = crate::measure::environment_facts(&plan.measure, &plan.commands);
+        facts.extend(spawner.facts());
+        Ok(ProcessExecutor { probes, spawner, started: Instant::now(), facts })
     }
 }
 
 impl Executor for ProcessExecutor {
     fn run(&mut self, index: usize, pad_bytes: Option<usize>) -> Result<Run, RunError> {
-        self.env.pad(pad_bytes);
-        let subject = &mut self.subjects[index];
-        let watcher = interrupt::watcher();
-        let started = if subject.probes.iter().any(|p| p.needs_gate()) {
-            let probes = &mut subject.probes;
+        let probes = &mut self.probes[index];
+        let result = if probes.iter().any(|p| p.needs_gate()) {
             let mut gate = |pid: libc::pid_t| -> anyhow::Result<()> {
                 for probe in probes.iter_mut().filter(|p| p.needs_gate()) {
                     probe.attach(pid)?;
                 }
                 Ok(())
             };
-            spawn::start(&subject.prepared, &self.env, Some(&mut gate))
+            self.spawner.run(index, pad_bytes, Some(&mut gate))
         } else {
-            spawn::start(&subject.prepared, &self.env, None)
+            self.spawner.run(index, pad_bytes, None)
         };
-        let outcome = started.and_then(|child| child.wait(self.timeout, watcher)).map_err(|e| match e {
+        let mut run = result.map_err(|e| match e {
             SpawnError::Interrupted => RunError::Interrupted,
             other => RunError::Failed(other.to_string()),
         })?;
-        let mut run = outcome.run();
-        for probe in &mut subject.probes {
+        for probe in &mut self.probes[index] {
             probe.collect(&mut run).map_err(|e| RunError::Failed(SpawnError::Probe(e).to_string()))?;
         }
         Ok(run)
     }
 
     fn stderr_tail(&self, index: usize) -> String {
-        self.subjects[index].prepared.stderr_tail(5)
+        self.spawner.stderr_tail(index, 5)
     }
 
     fn elapsed(&self) -> Duration {

@@ -26,7 +26,7 @@ pub fn corrected_metrics(plan: &Plan, experiment: &Experiment) -> Vec<String> {
     let Some(baseline) = experiment.commands.first() else { return Vec::new() };
     counters
         .into_iter()
-        .filter(|name| *name != plan.primary_metric && plan.metrics.contains(name))
+        .filter(|name| *name != experiment.primary_metric && plan.metrics.contains(name))
         .filter(|name| baseline.runs.iter().any(|run| run.metric(name).is_some()))
         .collect()
 }

@@ -16,6 +16,9 @@ pub struct Plan {
     pub metrics: Vec<String>,
     /// The metric whose verdicts decide when to stop.
     pub primary_metric: String,
+    /// Decide on `uncontended_s` instead of `wall_s` when the first look finds the
+    /// machine busy (the user named no metric).
+    pub auto_primary: bool,
     pub show_output: bool,
     pub ignore_failure: bool,
     pub measure: MeasureOptions,
@@ -97,24 +100,42 @@ pub fn check(options: &Options) -> Result<(), Failure> {
 /// Instruction-mode metrics, in display order (named by the cachegrind probe).
 pub use crate::measure::cachegrind::COMPARED as INSTRUCTION_METRICS;
 
+/// What an experiment compares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compared {
+    /// In display order; the first is the primary one.
+    pub metrics: Vec<String>,
+    pub primary: String,
+    /// True when no metric was asked for: the primary one is `wall_s`, or
+    /// `uncontended_s` when the machine turns out to be busy.
+    pub auto_primary: bool,
+}
+
 /// The metrics to compare and the primary one (whose verdict decides when to stop):
-/// in instruction mode the cachegrind counts; otherwise `requested` plus any counters.
-pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Result<(Vec<String>, String), Failure> {
+/// in instruction mode the cachegrind counts; otherwise `requested` (the default set
+/// when empty) plus any counters.
+pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Result<Compared, Failure> {
     if measure.mode == Mode::Instructions {
         let metrics: Vec<String> = INSTRUCTION_METRICS.iter().map(|s| s.to_string()).collect();
         let primary = metrics[0].clone();
-        return Ok((metrics, primary));
+        return Ok(Compared { metrics, primary, auto_primary: false });
     }
+    let known = || metric::ALL.iter().chain(&metric::CONTENTION);
     for m in requested {
-        if !metric::ALL.contains(&m.as_str()) {
-            return Err(usage!("unknown metric `{m}`; choose from {}", metric::ALL.join(", ")));
+        if !known().any(|k| k == m) {
+            return Err(usage!(
+                "unknown metric `{m}`; choose from {}",
+                known().copied().collect::<Vec<_>>().join(", ")
+            ));
         }
     }
-    let mut metrics = requested.to_vec();
+    let auto_primary = requested.is_empty();
+    let mut metrics: Vec<String> =
+        if auto_primary { metric::COMPARED.map(String::from).to_vec() } else { requested.to_vec() };
     let counters = crate::measure::metric_names(measure)?;
     metrics.extend(counters.into_iter().filter(|e| !metrics.contains(e)).collect::<Vec<_>>());
     let primary = metrics.first().cloned().unwrap_or_else(|| metric::WALL.to_string());
-    Ok((metrics, primary))
+    Ok(Compared { metrics, primary, auto_primary })
 }
 
 /// The metrics `stat` reports for these options: harness metrics, then counters.
@@ -122,7 +143,11 @@ pub fn stat_metrics(measure: &MeasureOptions) -> Result<Vec<String>, Failure> {
     let mut names: Vec<String> = match measure.mode {
         // Under valgrind, time and memory describe the simulator, not the program.
         Mode::Instructions => vec![metric::WALL.to_string()],
-        Mode::Wall => [metric::WALL, metric::USER, metric::SYS, metric::MAX_RSS].map(String::from).to_vec(),
+        Mode::Wall => {
+            [metric::WALL, metric::USER, metric::SYS, metric::MAX_RSS, metric::RUNQ_WAIT, metric::UNCONTENDED]
+                .map(String::from)
+                .to_vec()
+        }
     };
     names.extend(crate::measure::metric_names(measure)?);
     Ok(names)

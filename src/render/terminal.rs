@@ -45,7 +45,8 @@ fn new_table() -> Table {
 }
 
 /// The whole human-readable report.
-pub fn render(e: &Experiment, primary: &str) -> String {
+pub fn render(e: &Experiment) -> String {
+    let primary = e.primary();
     let mut out = String::new();
     out.push_str(&format!(
         "{} {} rounds{} in {:.1} s — stopped: {} {}\n",
@@ -61,7 +62,9 @@ pub fn render(e: &Experiment, primary: &str) -> String {
     let show_wall = primary == metric::WALL || e.commands.iter().any(|c| c.summary.contains_key(metric::WALL));
     let mut header = vec!["command".to_string()];
     if show_wall {
-        header.extend(["wall median ± MAD", "mean ± σ", "min … max", "cpu", "max RSS", "outliers"].map(String::from));
+        header.extend(
+            ["wall median ± MAD", "mean ± σ", "min … max", "cpu", "runq wait", "max RSS", "outliers"].map(String::from),
+        );
     }
     if primary != metric::WALL {
         header.push(format!("{primary} (median)"));
@@ -77,12 +80,13 @@ pub fn render(e: &Experiment, primary: &str) -> String {
                     row.push(format!("{} ± {}", format_seconds(w.mean), format_seconds(w.stddev)));
                     row.push(format!("{} … {}", format_seconds(w.min), format_seconds(w.max)));
                     row.push(c.summary.get(metric::CPU).map_or("-".into(), |s| format_seconds(s.median)));
+                    row.push(c.summary.get(metric::RUNQ_WAIT).map_or("-".into(), |s| format_seconds(s.median)));
                     row.push(
                         c.summary.get(metric::MAX_RSS).map_or("-".into(), |s| format_value(metric::MAX_RSS, s.median)),
                     );
                     row.push(w.outliers.to_string());
                 }
-                None => row.extend(std::iter::repeat("-".to_string()).take(6)),
+                None => row.extend(std::iter::repeat("-".to_string()).take(7)),
             }
         }
         if primary != metric::WALL {

@@ -6,7 +6,7 @@ use super::{Benchmark, Build};
 use crate::error::Failure;
 use crate::experiment::{self, plan, Fanout, Options, Plan};
 use crate::measure::{MeasureOptions, Mode};
-use crate::model::{metric, Experiment, Machine, StopReason};
+use crate::model::{Experiment, Machine, StopReason};
 use crate::store::{current_git_commit, Meta, Store};
 use crate::usage;
 
@@ -29,7 +29,7 @@ pub struct RunOptions {
 #[derive(Debug)]
 pub enum Outcome {
     /// Measured (possibly stopped early: see the experiment's `stop_reason`).
-    Measured(Experiment),
+    Measured(Box<Experiment>),
     /// Its setup or a command failed before anything was measured.
     Failed(String),
 }
@@ -66,14 +66,13 @@ pub fn plan_for(
     }
     let settings = plan::settings(&o, run.seed);
     let measure = MeasureOptions { events: o.events.unwrap_or_default(), mode, ..MeasureOptions::default() };
-    let requested: Vec<String> = metric::COMPARED.iter().map(|m| m.to_string()).collect();
-    let (metrics, primary_metric) =
-        plan::compared_metrics(&requested, &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+    let compared = plan::compared_metrics(&[], &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
     Ok(Plan {
         commands,
         settings,
-        primary_metric,
-        metrics,
+        primary_metric: compared.primary,
+        auto_primary: compared.auto_primary,
+        metrics: compared.metrics,
         show_output: run.show_output,
         ignore_failure: run.ignore_failure,
         measure,
@@ -89,7 +88,7 @@ pub fn run_suite(
     (candidate, baseline): (Option<&Build>, Option<&Build>),
     options: &RunOptions,
     store: &mut Store,
-    on_outcome: &mut dyn FnMut(&Benchmark, &Plan, &Outcome),
+    on_outcome: &mut dyn FnMut(&Benchmark, &Outcome),
 ) -> Result<(), Failure> {
     let mut prepared = Vec::new();
     for bench in benchmarks {
@@ -113,7 +112,7 @@ pub fn run_suite(
         eprintln!("[{}/{total}] {}", i + 1, bench.name);
         if let Some(setup) = &bench.setup {
             if let Err(e) = shell(setup) {
-                on_outcome(bench, plan, &Outcome::Failed(format!("setup failed ({e}); skipped")));
+                on_outcome(bench, &Outcome::Failed(format!("setup failed ({e}); skipped")));
                 continue;
             }
         }
@@ -130,7 +129,7 @@ pub fn run_suite(
         let outcome = match result {
             Ok(experiment) => {
                 recorder.finish(&experiment)?;
-                Outcome::Measured(experiment)
+                Outcome::Measured(Box::new(experiment))
             }
             Err(Failure::CommandFailed(message)) => Outcome::Failed(message),
             Err(other) => return Err(other),
@@ -141,7 +140,7 @@ pub fn run_suite(
             }
         }
         let interrupted = matches!(&outcome, Outcome::Measured(e) if e.stop_reason == StopReason::Interrupted);
-        on_outcome(bench, plan, &outcome);
+        on_outcome(bench, &outcome);
         if interrupted {
             break;
         }
@@ -249,7 +248,7 @@ command = "true"
         let suite = "[defaults]\nmode = \"instructions\"\n[[benchmark]]\nname = \"b\"\ncommand = \"true\"\n";
         let plan = plan_of(suite, "b", &seeded());
         assert_eq!(plan.primary_metric, crate::experiment::plan::INSTRUCTION_METRICS[0]);
-        assert!(!plan.metrics.iter().any(|m| m == metric::WALL), "{:?}", plan.metrics);
+        assert!(!plan.metrics.iter().any(|m| m == crate::model::metric::WALL), "{:?}", plan.metrics);
         let s = plan.settings;
         assert_eq!(
             (s.fixed_rounds, s.warmup_rounds, s.env_padding, s.mode.as_str()),
