@@ -379,8 +379,33 @@ pub enum StopReason {
     FixedRounds,
     MaxRounds,
     MaxTime,
+    /// The rounds the sequential design planned for the limits were run (rounds went
+    /// faster than the first ones): α is spent.
+    PlannedRounds,
     Interrupted,
     CommandFailed,
+}
+
+/// How the looks of a sequential experiment spend the error rate α (docs/statistics.md).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LookDesign {
+    /// α/(k(k+1)) at the k-th look, over any number of looks (the union bound); what
+    /// perflab used before group-sequential boundaries, and what files without the
+    /// field were measured with.
+    UnionBound,
+    /// Lan–DeMets group-sequential boundaries with Pocock-type spending over the rounds
+    /// that fit in the limits.
+    Pocock,
+    /// The same spending α evenly over the doublings of the rounds, from `--min-rounds`
+    /// to the horizon.
+    Logarithmic,
+}
+
+impl LookDesign {
+    fn before_group_sequential() -> LookDesign {
+        LookDesign::UnionBound
+    }
 }
 
 /// The settings an experiment ran with (recorded so results can be reproduced).
@@ -396,6 +421,9 @@ pub struct Settings {
     /// Equivalence margin as a fraction (0.01 = 1 %).
     pub threshold: f64,
     pub confidence: f64,
+    /// How sequential looks spend α (not used with `fixed_rounds`).
+    #[serde(default = "LookDesign::before_group_sequential")]
+    pub looks: LookDesign,
     pub env_padding: bool,
     pub mode: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -414,6 +442,7 @@ impl Default for Settings {
             max_time_s: 60.0,
             threshold: 0.01,
             confidence: 0.95,
+            looks: LookDesign::Logarithmic,
             env_padding: true,
             mode: "wall".into(),
             timeout_s: None,

@@ -11,6 +11,11 @@ use crate::error::Failure;
 use crate::model::{CommandResult, Experiment, StopReason};
 use crate::usage;
 
+/// The group-sequential horizon is planned this much beyond the rounds that fit in
+/// `--max-time` at the first rounds' pace, so that later rounds a little faster than
+/// those rarely exhaust it first (a limit reached before it spends what is left).
+const HORIZON_MARGIN: f64 = 1.1;
+
 /// Run the experiment described by `plan`. Returns the experiment also when it stopped
 /// early (interrupt, failing command): callers save what was measured and pick the
 /// outcome from `stop_reason`. Fails only before the first run (a command that cannot
@@ -41,10 +46,13 @@ pub fn run_experiment(
         ..Experiment::default()
     };
     let mut planner = RoundPlanner::new(settings.seed, plan.commands.len(), settings.env_padding);
+    let candidates = plan.commands.len().saturating_sub(1);
     let mut looks = match settings.fixed_rounds {
-        Some(n) => LookSchedule::fixed(settings.confidence, n),
-        None => LookSchedule::sequential(settings.confidence, settings.min_rounds),
+        Some(n) => LookSchedule::fixed(settings.confidence, candidates, n),
+        None => LookSchedule::sequential(settings.looks, settings.confidence, candidates, settings.min_rounds),
     };
+    // When the measured rounds began, to plan how many fit in the limits.
+    let mut measuring_since = None;
     // The round count and level of the last look, reused when the experiment ends on it.
     let mut last_look: Option<(u32, f64)> = None;
     // The primary metric is settled at the first look (see `choose_primary`).
@@ -59,6 +67,7 @@ pub fn run_experiment(
         let warmup = warmups_left > 0;
         let first_round = measured == 0 && warmups_left == settings.warmup_rounds;
         let round = planner.next_round();
+        let round_started = executor.elapsed();
         for (position, &index) in round.order.iter().enumerate() {
             let mut run = match executor.run(index, round.pad_bytes) {
                 Ok(run) => run,
@@ -95,6 +104,7 @@ pub fn run_experiment(
             observer.round_finished(&Progress { rounds: 0, warmup: true, elapsed: executor.elapsed(), latest: vec![] });
             continue;
         }
+        let since = *measuring_since.get_or_insert(round_started);
         measured += 1;
         experiment.rounds = measured;
         let mut latest = Vec::new();
@@ -103,7 +113,11 @@ pub fn run_experiment(
                 choose_primary(plan, &mut experiment);
                 primary_chosen = true;
             }
-            if let Some(level) = looks.take_look(measured) {
+            let pace = (executor.elapsed() - since).as_secs_f64() / measured as f64;
+            let time_left = settings.max_time_s - executor.elapsed().as_secs_f64();
+            let affordable = (measured as f64 + HORIZON_MARGIN * (time_left / pace.max(1e-9)).max(0.0))
+                .min(settings.max_rounds as f64);
+            if let Some(level) = looks.take_look(measured, affordable as u32) {
                 last_look = Some((measured, level));
                 latest = primary_comparisons(plan, &experiment, level);
             }
@@ -123,6 +137,9 @@ pub fn run_experiment(
         if settings.fixed_rounds.is_none() && executor.elapsed().as_secs_f64() >= settings.max_time_s {
             break StopReason::MaxTime;
         }
+        if looks.planned_rounds_done(measured) {
+            break StopReason::PlannedRounds;
+        }
     };
     experiment.stop_reason = stop_reason;
     experiment.duration_s = executor.elapsed().as_secs_f64();
@@ -131,7 +148,7 @@ pub fn run_experiment(
     }
     let level = match last_look {
         Some((rounds, level)) if rounds == measured => level,
-        _ => looks.final_look(),
+        _ => looks.final_look(measured),
     };
     finish(plan, &mut experiment, level);
     Ok(experiment)
@@ -192,14 +209,15 @@ mod tests {
         let mut log = Log::default();
         let e = run_experiment(&plan, &mut machine, &mut log).unwrap();
         assert_eq!(e.stop_reason, StopReason::Decided);
-        // 6 rounds cannot give the first look's 97.5 % interval; 9 can (see schedule).
-        assert_eq!(e.rounds, 9);
+        // Looks come at 6, 8, 10, … rounds; the first two spend too little α for a
+        // Wilcoxon interval of so few rounds (the smallest level 2/2ⁿ is not reached), 10 do.
+        assert_eq!(e.rounds, 10);
         assert_eq!(wall(&e).verdict, Verdict::Equivalent);
         assert_eq!(wall(&e).ratio, 1.0);
         // One warm-up round is run and reported, never recorded.
         assert_eq!(log.rounds.first(), Some(&(0, true)));
-        assert_eq!(log.rounds.iter().filter(|r| !r.1).map(|r| r.0).collect::<Vec<_>>(), (1..=9).collect::<Vec<_>>());
-        assert_eq!(log.runs.len(), 18, "warm-up runs are not observed");
+        assert_eq!(log.rounds.iter().filter(|r| !r.1).map(|r| r.0).collect::<Vec<_>>(), (1..=10).collect::<Vec<_>>());
+        assert_eq!(log.runs.len(), 20, "warm-up runs are not observed");
     }
 
     #[test]

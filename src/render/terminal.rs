@@ -22,6 +22,7 @@ fn stop_text(reason: StopReason) -> &'static str {
         StopReason::FixedRounds => "fixed number of rounds",
         StopReason::MaxRounds => "--max-rounds reached",
         StopReason::MaxTime => "--max-time reached",
+        StopReason::PlannedRounds => "the rounds planned for --max-time were run",
         StopReason::Interrupted => "interrupted",
         StopReason::CommandFailed => "a command failed",
     }
