@@ -17,6 +17,7 @@ pub mod bisect;
 pub mod cli;
 pub mod command;
 pub mod contention;
+pub mod doctor;
 pub mod error;
 pub mod experiment;
 pub mod history;

@@ -450,6 +450,38 @@ impl Default for Settings {
     }
 }
 
+/// What a machine resolves for one command: its round-to-round noise measured by an A/A
+/// experiment (`perflab doctor CMD`), stored with the machine fingerprint.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    pub measured_at: String,
+    pub command_line: String,
+    /// The metric compare would decide on (`uncontended_s` on a busy machine).
+    pub metric: String,
+    pub rounds: u32,
+    /// Seconds per round (both runs and the harness).
+    pub round_s: f64,
+    /// Robust σ (scaled MAD) of the paired log ratio.
+    pub paired_sigma: f64,
+    /// Share of wall time the runs waited for a CPU (None when not measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_share: Option<f64>,
+    /// What a comparison resolves in 10, 30 and 60 s.
+    pub resolution: Vec<Resolution>,
+}
+
+/// What a comparison of a calibrated noise resolves within a time budget.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Resolution {
+    pub budget_s: f64,
+    pub rounds: u32,
+    /// Half-width of the interval at the last look (as a fraction): a `--threshold`
+    /// below it can hardly be confirmed as `equivalent`. None when no look is possible.
+    pub equivalence_margin: Option<f64>,
+    /// The effect (a fraction) detected in 80 % of comparisons by then.
+    pub detectable_effect: Option<f64>,
+}
+
 /// Everything one `compare` (or `stat`, or one suite benchmark) produced.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Experiment {

@@ -6,7 +6,7 @@ use super::args::{confidence, percent, ExperimentArgs, MeasureArgs, SaveArgs};
 use crate::command::{parse_commands, resolve_program};
 use crate::error::Failure;
 use crate::experiment::{self, plan, Fanout, Observer, Plan};
-use crate::model::{metric, Comparison, Experiment, Machine, Settings};
+use crate::model::{metric, Comparison, Experiment, Machine, Settings, Warning, WarningKind};
 use crate::render;
 use crate::store::{current_git_commit, default_label, Meta, Recorder, Store};
 use crate::units::format_percent;
@@ -114,7 +114,8 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
         experiment::run(&plan, &mut Fanout(observers))
     };
     progress.finish();
-    let experiment = experiment?;
+    let mut experiment = experiment?;
+    experiment.warnings.extend(threshold_warning(&args, &plan));
     if let Some(recorder) = recorder {
         finish_saving(recorder, &experiment)?;
     }
@@ -128,6 +129,19 @@ fn counter_columns(metrics: &[String]) -> Vec<String> {
     let has_column = |m: &str| metric::ALL.contains(&m) || metric::CONTENTION.contains(&m);
     let counters = metrics.iter().filter(|m| !has_column(m)).cloned();
     metric::CONTENTION.iter().map(|m| m.to_string()).chain(counters).collect()
+}
+
+/// A warning when `--threshold` is finer than this machine resolved within `--max-time`
+/// in its latest calibration (`perflab doctor CMD`), from the history database if there
+/// is one; never creates one.
+fn threshold_warning(args: &CompareArgs, plan: &Plan) -> Option<Warning> {
+    if plan.settings.fixed_rounds.is_some() {
+        return None;
+    }
+    let mut store = args.save.db.open_existing().ok()?;
+    let calibration = store.latest_calibration(&Machine::detect()).ok()??;
+    let message = crate::doctor::threshold_warning(&calibration, plan.settings.threshold, plan.settings.max_time_s)?;
+    Some(Warning::new(WarningKind::Noisy, message))
 }
 
 /// A recorder committing each run of `plan` as it completes (`--save`).

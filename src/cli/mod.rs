@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod compare;
+pub mod doctor;
 pub mod profile;
 pub mod run;
 pub mod stat;
@@ -30,6 +31,8 @@ pub enum Command {
     Compare(compare::CompareArgs),
     /// Run one command N times and report every metric and counter: median, 95 % CI, spread.
     Stat(stat::StatArgs),
+    /// What on this machine disturbs measurements, with fixes; given a command, calibrate its noise.
+    Doctor(doctor::DoctorArgs),
     /// Sample a command (cpu-clock by default, no PMU needed), save and report its profile.
     Profile(profile::ProfileArgs),
     /// Report a saved profile (by function, source line, object or source region).
@@ -78,6 +81,7 @@ pub fn main() -> i32 {
     let result = match command {
         Command::Compare(args) => compare::main(args),
         Command::Stat(args) => stat::main(args),
+        Command::Doctor(args) => doctor::main(args),
         Command::Profile(args) => profile::main_profile(args),
         Command::Show(args) => profile::main_show(args),
         Command::Annotate(args) => profile::main_annotate(args),
