@@ -125,8 +125,8 @@ pub struct Outcome {
     /// The main thread's scheduler statistics, read after it exited and before it was
     /// reaped (None when the kernel does not provide them).
     pub main_thread: Option<Schedstat>,
-    /// How long the harness itself waited for a CPU within the timed window — to wake
-    /// up when the command ended, mostly: wall time the command's own figures miss.
+    /// How long the harness itself waited for a CPU to wake up when the command ended:
+    /// wall time the command's own figures miss.
     pub harness_waited: Option<Duration>,
 }
 
@@ -267,8 +267,6 @@ pub struct Child {
     /// profiler's ring buffers): it costs ~4 µs per run.
     pidfd: Option<OwnedFd>,
     started: Instant,
-    /// The harness thread's run-queue wait when the timed window opened.
-    harness_waited_before: Option<Duration>,
 }
 
 /// Start `prepared` with `env`. When `gate` is given the child is held between fork
@@ -280,12 +278,11 @@ pub fn start(
 ) -> Result<Child, SpawnError> {
     prepared.reset_stderr_capture();
     let (argv, envp) = (&prepared.argv_pointers, &env.pointers);
-    let harness_waited_before = contention::own_thread_waited();
     let (pid, started) = match gate {
         None => spawn_fast(prepared, argv, envp)?,
         Some(gate) => spawn_gated(prepared, argv, envp, gate)?,
     };
-    Ok(Child { pid, pidfd: None, started, harness_waited_before })
+    Ok(Child { pid, pidfd: None, started })
 }
 
 fn spawn_fast(
@@ -440,6 +437,10 @@ impl Child {
     /// measurements. Without a timeout the harness just blocks in `waitid` (an interrupt
     /// kills the child's group, which ends it).
     pub fn wait(mut self, timeout: Option<Duration>, interrupt: &Interrupt) -> Result<Outcome, SpawnError> {
+        // The harness sleeps from here until the command ends, so what it waits for a CPU
+        // from now on is the wake-up after the exit: wall time the command's own
+        // statistics miss, and never overlapping with its own wait.
+        let harness_waited_before = contention::own_thread_waited();
         let timed_out = match timeout {
             Some(timeout) => self.sleep_until_exit(self.started + timeout, interrupt)?,
             None => false,
@@ -458,8 +459,7 @@ impl Child {
         };
         let wall = self.started.elapsed();
         drop(guard);
-        let harness_waited = self
-            .harness_waited_before
+        let harness_waited = harness_waited_before
             .zip(contention::own_thread_waited())
             .map(|(before, after)| after.saturating_sub(before));
         let main_thread = if exited == 0 { contention::schedstat(self.pid).ok() } else { None };

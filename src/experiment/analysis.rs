@@ -48,7 +48,9 @@ pub fn choose_primary(plan: &Plan, experiment: &mut Experiment) {
     let busy = format!("the machine was busy: {:.0} % of wall time was waiting for a CPU", share * 100.0);
     let uncontended_everywhere =
         experiment.commands.iter().flat_map(|c| &c.runs).all(|r| r.metric(metric::UNCONTENDED).is_some());
-    let message = if !plan.auto_primary {
+    let message = if plan.commands.len() < 2 {
+        format!("{busy} (uncontended_s is wall time without that wait)")
+    } else if !plan.auto_primary {
         format!("{busy}; deciding on {} as asked (--metric uncontended_s removes the wait)", experiment.primary_metric)
     } else if !uncontended_everywhere {
         format!("{busy}; deciding on wall_s: some runs have no run-queue wait (see `not supported here`)")
