@@ -401,7 +401,7 @@ pub fn rounds_for_effect(paired_sigma: f64, round_s: f64, effect: f64) -> Option
 /// metric `compare` would decide on, and what that resolves in 10, 30 and 60 s.
 pub fn calibrate(experiment: &Experiment, command_line: &str) -> Option<Calibration> {
     let [first, second] = experiment.commands.as_slice() else { return None };
-    let metric = experiment.primary().to_string();
+    let metric = experiment.primary_metric.clone();
     let (a, b) = crate::verdict::pairs(first, second, &metric);
     let d: Vec<f64> = a.iter().zip(&b).filter(|(x, y)| **x > 0.0 && **y > 0.0).map(|(x, y)| (y / x).ln()).collect();
     if d.len() < 6 {

@@ -9,9 +9,13 @@ use std::collections::BTreeMap;
 
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// Metric names measured by the harness for every run. Counter metrics use perf's
-/// event names (`instructions`, `task-clock`, ...) or the instruction-mode names.
+/// Metric names measured by the harness for every run, and the one registry of what
+/// every metric is: its unit, which way is better, and what it measures. Counter metrics
+/// use perf's event names (`instructions`, `task-clock`, ...) or the instruction-mode
+/// names; metrics a command reports itself are known by the conventions of [`info`].
 pub mod metric {
+    use serde::{Deserialize, Serialize};
+
     pub const WALL: &str = "wall_s";
     pub const CPU: &str = "cpu_s";
     pub const USER: &str = "user_s";
@@ -35,47 +39,99 @@ pub mod metric {
     /// reason): how much a busy machine delayed each run.
     pub const CONTENTION: [&str; 2] = [RUNQ_WAIT, UNCONTENDED];
 
-    /// Whether a smaller or a larger value of a metric is the better one.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum Direction {
-        LowerIsBetter,
-        HigherIsBetter,
+    /// Which way a metric improves. Ratios are always candidate / baseline; this says
+    /// whether a ratio above 1 is worse (`lower`: times, counts) or better (`higher`:
+    /// throughput).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Better {
+        #[default]
+        Lower,
+        Higher,
     }
 
-    /// What every renderer needs to know about a metric.
+    impl Better {
+        pub fn is_lower(&self) -> bool {
+            *self == Better::Lower
+        }
+    }
+
+    /// What a metric is.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Info {
-        /// Unit shown next to its values ("" for plain counts).
+        /// Unit shown next to its values (`s`, `ns`, `ms`, `KiB`, `%`, `tps`, `/s`, or none).
         pub unit: &'static str,
-        pub direction: Direction,
-        /// One line saying what it measures (empty for metrics perflab does not know).
+        pub better: Better,
+        /// One line saying what it measures.
         pub description: &'static str,
     }
 
-    /// The one registry of metric metadata: unit, direction and description of harness
-    /// metrics, perf counters, derived rates and instruction-mode counts. A name not
-    /// listed (a counter perflab does not know) is a plain count where lower is better.
+    impl Info {
+        /// True for a duration (its values are formatted as times, its changes as
+        /// "faster"/"slower").
+        pub fn is_time(&self) -> bool {
+            to_seconds(self.unit).is_some()
+        }
+    }
+
+    /// Seconds per unit for the time units.
+    pub fn to_seconds(unit: &str) -> Option<f64> {
+        match unit {
+            "s" => Some(1.0),
+            "ms" => Some(1e-3),
+            "µs" => Some(1e-6),
+            "ns" => Some(1e-9),
+            _ => None,
+        }
+    }
+
+    /// What `name` is. Harness metrics, counters and instruction-mode counts are listed;
+    /// any other name is a metric a command reported itself, known by its name's ending:
+    /// `_s`, `_ms`, `_us`, `_ns` are times, `_per_s`, `tps` and `qps` rates (higher is
+    /// better); everything else is a lower-is-better number.
     pub fn info(name: &str) -> Info {
-        use Direction::*;
-        let (unit, direction, description) = match name {
-            WALL => ("s", LowerIsBetter, "wall-clock time from spawn to reaping the process"),
-            CPU => ("s", LowerIsBetter, "user + system CPU time of the process and its reaped children"),
-            USER => ("s", LowerIsBetter, "user-mode CPU time"),
-            SYS => ("s", LowerIsBetter, "kernel-mode CPU time"),
-            MAX_RSS => ("KiB", LowerIsBetter, "peak resident set size of the largest process of the run"),
-            MINOR_FAULTS => ("", LowerIsBetter, "page faults served without I/O"),
-            MAJOR_FAULTS => ("", LowerIsBetter, "page faults that needed I/O"),
-            VOLUNTARY_CS => ("", LowerIsBetter, "context switches because the process blocked"),
-            INVOLUNTARY_CS => ("", LowerIsBetter, "context switches because the process was preempted"),
-            RUNQ_WAIT => ("s", LowerIsBetter, "time the run was ready to run but waited for a CPU"),
-            UNCONTENDED => ("s", LowerIsBetter, "wall time minus run-queue wait: the neighbours' share removed"),
-            "task-clock" | "cpu-clock" => ("ns", LowerIsBetter, "CPU time counted by perf"),
-            "ipc" => ("", HigherIsBetter, "instructions per cycle"),
-            "branch-miss-rate" => ("%", LowerIsBetter, "branch misses per branch"),
-            "cache-miss-rate" => ("%", LowerIsBetter, "cache misses per cache reference"),
-            _ => ("", LowerIsBetter, ""),
-        };
-        Info { unit, direction, description }
+        let lower = |unit, description| Info { unit, better: Better::Lower, description };
+        let higher = |unit, description| Info { unit, better: Better::Higher, description };
+        match name {
+            WALL => lower("s", "wall-clock time of the run, from exec to exit"),
+            CPU => lower("s", "user + system CPU time of the run"),
+            USER => lower("s", "user CPU time of the run"),
+            SYS => lower("s", "system CPU time of the run"),
+            MAX_RSS => lower("KiB", "peak resident set size of the largest process of the run"),
+            MINOR_FAULTS => lower("", "minor page faults"),
+            MAJOR_FAULTS => lower("", "major page faults"),
+            VOLUNTARY_CS => lower("", "voluntary context switches (waits)"),
+            INVOLUNTARY_CS => lower("", "involuntary context switches (preemptions)"),
+            RUNQ_WAIT => lower("s", "time the run was ready to run but waited for a CPU"),
+            UNCONTENDED => lower("s", "wall time minus run-queue wait: the neighbours' share removed"),
+            "task-clock" | "cpu-clock" => lower("ns", "CPU time counted by the kernel"),
+            "branch-miss-rate" => lower("%", "branch misses per branch"),
+            "cache-miss-rate" => lower("%", "cache misses per cache reference"),
+            "ipc" => higher("", "instructions per cycle"),
+            _ => self_reported(name),
+        }
+    }
+
+    fn self_reported(name: &str) -> Info {
+        const DESCRIPTION: &str = "reported by the command itself";
+        let rate = Info { unit: "/s", better: Better::Higher, description: DESCRIPTION };
+        let time = |unit| Info { unit, better: Better::Lower, description: DESCRIPTION };
+        let lower = name.to_ascii_lowercase();
+        if lower.ends_with("_per_s") {
+            rate
+        } else if lower == "tps" || lower == "qps" || lower.ends_with("_tps") || lower.ends_with("_qps") {
+            Info { unit: if lower.ends_with("qps") { "qps" } else { "tps" }, ..rate }
+        } else if lower.ends_with("_ns") {
+            time("ns")
+        } else if lower.ends_with("_us") {
+            time("µs")
+        } else if lower.ends_with("_ms") {
+            time("ms")
+        } else if lower.ends_with("_s") {
+            time("s")
+        } else {
+            Info { unit: "", better: Better::Lower, description: "a count: a counter, or a number the command printed" }
+        }
     }
 
     /// Unit shown next to a metric's values.
@@ -492,14 +548,14 @@ pub struct Experiment {
     pub settings: Settings,
     /// Measured rounds completed (warm-up excluded).
     pub rounds: u32,
-    /// The metric whose verdicts decided when to stop (empty in files that predate it:
-    /// then `wall_s`, or the first instruction-mode count).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub primary_metric: String,
     /// Wall-clock seconds the whole experiment took, warm-up included.
     #[serde(default)]
     pub duration_s: f64,
     pub stop_reason: StopReason,
+    /// The metric whose verdicts decided when to stop (`wall_s` unless another was
+    /// asked for, or `uncontended_s` when the machine was busy).
+    #[serde(default = "default_primary_metric")]
+    pub primary_metric: String,
     pub commands: Vec<CommandResult>,
     pub comparisons: Vec<Comparison>,
     #[serde(default)]
@@ -512,15 +568,8 @@ pub struct Experiment {
     pub environment: BTreeMap<String, String>,
 }
 
-impl Experiment {
-    /// The metric whose verdicts decided (older files do not say: their default).
-    pub fn primary(&self) -> &str {
-        match self.primary_metric.as_str() {
-            "" if self.settings.mode == "instructions" => "instructions",
-            "" => metric::WALL,
-            name => name,
-        }
-    }
+fn default_primary_metric() -> String {
+    metric::WALL.to_string()
 }
 
 impl Default for Experiment {
@@ -534,9 +583,9 @@ impl Default for Experiment {
             machine: Machine::default(),
             settings: Settings::default(),
             rounds: 0,
-            primary_metric: String::new(),
             duration_s: 0.0,
             stop_reason: StopReason::Decided,
+            primary_metric: default_primary_metric(),
             commands: Vec::new(),
             comparisons: Vec::new(),
             warnings: Vec::new(),
@@ -584,14 +633,12 @@ mod tests {
     }
 
     #[test]
-    fn the_metric_registry_knows_units_and_directions() {
-        use metric::{info, Direction};
-        assert_eq!((info(metric::WALL).unit, info(metric::WALL).direction), ("s", Direction::LowerIsBetter));
-        assert_eq!(info(metric::MAX_RSS).unit, "KiB");
-        assert_eq!(info("ipc").direction, Direction::HigherIsBetter);
-        assert!(metric::ALL.iter().all(|m| !info(m).description.is_empty()), "every harness metric is described");
-        let unknown = info("some-new-event");
-        assert_eq!((unknown.unit, unknown.direction, unknown.description), ("", Direction::LowerIsBetter, ""));
+    fn the_metric_registry_knows_the_contention_metrics() {
+        use metric::{info, Better};
+        for name in metric::CONTENTION {
+            assert_eq!((info(name).unit, info(name).better), ("s", Better::Lower), "{name}");
+            assert!(!info(name).description.contains("reported by the command"), "{name} is the harness's");
+        }
     }
 
     #[test]

@@ -202,7 +202,7 @@ fn builds<'s>(suite: &'s Suite, args: &RunArgs) -> Result<(Option<&'s Build>, Op
 
 /// `name  median [CI] (n runs)` of the primary metric and, against a baseline, the verdict.
 fn summary_line(name: &str, experiment: &Experiment) -> String {
-    let primary = experiment.primary();
+    let primary = experiment.primary_metric.as_str();
     let name = crate::render::terminal::escape(name);
     let Some(measured) = experiment.commands.last() else { return format!("{name}: no runs") };
     let value = |v| format_value(primary, v);

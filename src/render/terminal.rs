@@ -47,7 +47,7 @@ fn new_table() -> Table {
 
 /// The whole human-readable report.
 pub fn render(e: &Experiment) -> String {
-    let primary = e.primary();
+    let primary = e.primary_metric.as_str();
     let mut out = String::new();
     out.push_str(&format!(
         "{} {} rounds{} in {:.1} s — stopped: {} {}\n",
