@@ -51,7 +51,12 @@ pub fn choose_primary(plan: &Plan, experiment: &mut Experiment) {
     let message = if plan.commands.len() < 2 {
         format!("{busy} (uncontended_s is wall time without that wait)")
     } else if !plan.auto_primary {
-        format!("{busy}; deciding on {} as asked (--metric uncontended_s removes the wait)", experiment.primary_metric)
+        let hint = if experiment.primary_metric == metric::UNCONTENDED {
+            ""
+        } else {
+            " (--metric uncontended_s removes the wait)"
+        };
+        format!("{busy}; deciding on {} as asked{hint}", experiment.primary_metric)
     } else if !uncontended_everywhere {
         format!("{busy}; deciding on wall_s: some runs have no run-queue wait (see `not supported here`)")
     } else {

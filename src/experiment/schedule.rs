@@ -67,9 +67,9 @@ enum Rule {
     Fixed,
     /// α_k = α / (k (k + 1)) at the k-th look that can decide something.
     UnionBound { looks_spent: u32 },
-    /// Lan–DeMets boundaries over `horizon` rounds, set at the first look (when the
-    /// spending, which may depend on it, is fixed too).
-    GroupSequential { spending: Option<Spending>, boundaries: Option<Boundaries>, horizon: Option<u32> },
+    /// Lan–DeMets boundaries over `horizon` rounds, both set at the first look (the
+    /// logarithmic spending's start depends on the horizon).
+    GroupSequential { spending: Spending, boundaries: Option<Boundaries>, horizon: Option<u32> },
 }
 
 /// Rounds grow by this factor between looks. With the union bound every look costs
@@ -95,7 +95,7 @@ impl LookSchedule {
         };
         let rule = match spending {
             None => Rule::UnionBound { looks_spent: 0 },
-            Some(spending) => Rule::GroupSequential { spending: Some(spending), boundaries: None, horizon: None },
+            Some(spending) => Rule::GroupSequential { spending, boundaries: None, horizon: None },
         };
         LookSchedule { alpha, candidates, next_look_at: min_rounds.max(2), rule }
     }
@@ -138,7 +138,7 @@ impl LookSchedule {
             Rule::GroupSequential { spending, boundaries, horizon } => {
                 let horizon = *horizon.get_or_insert(affordable.max(rounds));
                 let boundaries = boundaries.get_or_insert_with(|| {
-                    let spending = match spending.take().expect("set until the first look") {
+                    let spending = match *spending {
                         // Spending starts below the first look, so that look can spend.
                         Spending::Logarithmic { .. } => Spending::Logarithmic {
                             start: (rounds as f64 / LOGARITHMIC_START_BELOW / horizon as f64).min(0.5),
@@ -173,8 +173,8 @@ impl LookSchedule {
                 self.alpha / (k * (k + 1.0))
             }
             Rule::GroupSequential { spending, boundaries, horizon } => {
-                let boundaries = boundaries
-                    .get_or_insert_with(|| Boundaries::new(self.alpha, spending.take().unwrap_or(Spending::Pocock)));
+                // Without an earlier look the final one spends all of α, whatever the spending.
+                let boundaries = boundaries.get_or_insert_with(|| Boundaries::new(self.alpha, *spending));
                 let t = horizon.map_or(1.0, |h| (rounds as f64 / h as f64).min(1.0));
                 let c = boundaries.boundary(t, true);
                 boundaries.take(t, c);
