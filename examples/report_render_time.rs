@@ -125,9 +125,6 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                     runs,
                     summary: Default::default(),
                 }],
-                comparisons: vec![],
-                warnings: vec![],
-                environment: Default::default(),
                 ..Experiment::default()
             };
             sources.push(StoredExperiment {

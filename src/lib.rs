@@ -16,6 +16,8 @@
 pub mod bisect;
 pub mod cli;
 pub mod command;
+pub mod contention;
+pub mod doctor;
 pub mod error;
 pub mod experiment;
 pub mod history;
@@ -27,6 +29,7 @@ pub mod profile;
 pub mod render;
 pub mod report;
 pub mod spawn;
+pub mod spawner;
 pub mod stats;
 pub mod store;
 pub mod suite;

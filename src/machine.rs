@@ -4,6 +4,22 @@
 use crate::model::Machine;
 use std::fs;
 
+/// CPUs online on this machine.
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        1
+    }
+}
+
+/// CPUs this process may run on (its affinity mask).
+pub fn allowed_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 impl Machine {
     /// Read the fingerprint of the machine we run on (best effort, never fails).
     pub fn detect() -> Machine {
@@ -34,7 +50,7 @@ impl Machine {
         Machine {
             hostname: fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string(),
             cpu_model,
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cores: allowed_cpus(),
             kernel: fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string(),
             governor: fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
                 .ok()

@@ -25,12 +25,19 @@ pub mod metric {
     pub const MAJOR_FAULTS: &str = "major_faults";
     pub const VOLUNTARY_CS: &str = "voluntary_cs";
     pub const INVOLUNTARY_CS: &str = "involuntary_cs";
+    /// Time the run was ready to run but waited for a CPU (see `contention`).
+    pub const RUNQ_WAIT: &str = "runq_wait_s";
+    /// Wall time minus run-queue wait: the run with the neighbours' share removed.
+    pub const UNCONTENDED: &str = "uncontended_s";
 
     /// Metrics compared by default, in display order.
     pub const COMPARED: [&str; 3] = [WALL, CPU, MAX_RSS];
-    /// Every harness metric, in display order.
+    /// Every harness metric kept in a field of `Run`, in display order.
     pub const ALL: [&str; 9] =
         [WALL, CPU, USER, SYS, MAX_RSS, MINOR_FAULTS, MAJOR_FAULTS, VOLUNTARY_CS, INVOLUNTARY_CS];
+    /// Harness metrics kept in `Run::counters` (a reading may be unsupported, with the
+    /// reason): how much a busy machine delayed each run.
+    pub const CONTENTION: [&str; 2] = [RUNQ_WAIT, UNCONTENDED];
 
     /// Which way a metric improves. Ratios are always candidate / baseline; this says
     /// whether a ratio above 1 is worse (`lower`: times, counts) or better (`higher`:
@@ -87,15 +94,17 @@ pub mod metric {
         let lower = |unit, description| Info { unit, better: Better::Lower, description };
         let higher = |unit, description| Info { unit, better: Better::Higher, description };
         match name {
-            WALL => lower("s", "wall-clock time of the run, from spawn to exit"),
+            WALL => lower("s", "wall-clock time of the run, from exec to exit"),
             CPU => lower("s", "user + system CPU time of the run"),
             USER => lower("s", "user CPU time of the run"),
             SYS => lower("s", "system CPU time of the run"),
-            MAX_RSS => lower("KiB", "peak resident set size of the run"),
+            MAX_RSS => lower("KiB", "peak resident set size of the run's largest process (as GNU time reports it)"),
             MINOR_FAULTS => lower("", "minor page faults"),
             MAJOR_FAULTS => lower("", "major page faults"),
             VOLUNTARY_CS => lower("", "voluntary context switches (waits)"),
             INVOLUNTARY_CS => lower("", "involuntary context switches (preemptions)"),
+            RUNQ_WAIT => lower("s", "time the run was ready to run but waited for a CPU"),
+            UNCONTENDED => lower("s", "wall time minus run-queue wait: the neighbours' share removed"),
             "task-clock" | "cpu-clock" => lower("ns", "CPU time counted by the kernel"),
             "branch-miss-rate" => lower("%", "branch misses per branch"),
             "cache-miss-rate" => lower("%", "cache misses per cache reference"),
@@ -454,6 +463,8 @@ pub enum WarningKind {
     Unstable,
     /// High round-to-round spread of the paired ratio.
     Noisy,
+    /// The machine was busy: runs waited for a CPU (and which metric decided).
+    Busy,
     /// Something about importing (missing fields in the source, ...).
     Import,
     /// A warning of an older file, read back as text.
@@ -505,8 +516,33 @@ pub enum StopReason {
     FixedRounds,
     MaxRounds,
     MaxTime,
+    /// The rounds the sequential design planned for the limits were run (rounds went
+    /// faster than the first ones): α is spent.
+    PlannedRounds,
     Interrupted,
     CommandFailed,
+}
+
+/// How the looks of a sequential experiment spend the error rate α (docs/statistics.md).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LookDesign {
+    /// α/(k(k+1)) at the k-th look, over any number of looks (the union bound); what
+    /// perflab used before group-sequential boundaries, and what files without the
+    /// field were measured with.
+    UnionBound,
+    /// Lan–DeMets group-sequential boundaries with Pocock-type spending over the rounds
+    /// that fit in the limits.
+    Pocock,
+    /// The same spending α evenly over the doublings of the rounds, from `--min-rounds`
+    /// to the horizon.
+    Logarithmic,
+}
+
+impl LookDesign {
+    fn before_group_sequential() -> LookDesign {
+        LookDesign::UnionBound
+    }
 }
 
 /// The settings an experiment ran with (recorded so results can be reproduced).
@@ -522,6 +558,9 @@ pub struct Settings {
     /// Equivalence margin as a fraction (0.01 = 1 %).
     pub threshold: f64,
     pub confidence: f64,
+    /// How sequential looks spend α (not used with `fixed_rounds`).
+    #[serde(default = "LookDesign::before_group_sequential")]
+    pub looks: LookDesign,
     pub env_padding: bool,
     pub mode: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -600,6 +639,7 @@ impl Default for Settings {
             max_time_s: 60.0,
             threshold: 0.01,
             confidence: 0.95,
+            looks: LookDesign::Logarithmic,
             env_padding: true,
             mode: "wall".into(),
             timeout_s: None,
@@ -610,6 +650,38 @@ impl Default for Settings {
             input: None,
         }
     }
+}
+
+/// What a machine resolves for one command: its round-to-round noise measured by an A/A
+/// experiment (`perflab doctor CMD`), stored with the machine fingerprint.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    pub measured_at: String,
+    pub command_line: String,
+    /// The metric compare would decide on (`uncontended_s` on a busy machine).
+    pub metric: String,
+    pub rounds: u32,
+    /// Seconds per round (both runs and the harness).
+    pub round_s: f64,
+    /// Robust σ (scaled MAD) of the paired log ratio.
+    pub paired_sigma: f64,
+    /// Share of wall time the runs waited for a CPU (None when not measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_share: Option<f64>,
+    /// What a comparison resolves in 10, 30 and 60 s.
+    pub resolution: Vec<Resolution>,
+}
+
+/// What a comparison of a calibrated noise resolves within a time budget.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Resolution {
+    pub budget_s: f64,
+    pub rounds: u32,
+    /// Half-width of the interval at the last look (as a fraction): a `--threshold`
+    /// below it can hardly be confirmed as `equivalent`. None when no look is possible.
+    pub equivalence_margin: Option<f64>,
+    /// The effect (a fraction) detected in 80 % of comparisons by then.
+    pub detectable_effect: Option<f64>,
 }
 
 /// Everything one `compare` (or `stat`, or one suite benchmark) produced.
@@ -627,7 +699,7 @@ pub struct Experiment {
     pub duration_s: f64,
     pub stop_reason: StopReason,
     /// The metric whose verdicts decided when to stop (`wall_s` unless another was
-    /// asked for or the commands print their own).
+    /// asked for, the commands print their own, or `uncontended_s` when the machine was busy).
     #[serde(default = "default_primary_metric")]
     pub primary_metric: String,
     pub commands: Vec<CommandResult>,
@@ -736,6 +808,15 @@ mod tests {
         assert_eq!((reading.value, reading.samples.len()), (Some(2.0), 4));
         assert_eq!(serde_json::to_string(&Iterations::Steady(2)).unwrap(), r#"{"steady":2}"#);
         assert_eq!(serde_json::to_string(&Iterations::All).unwrap(), r#""all""#);
+    }
+
+    #[test]
+    fn the_metric_registry_knows_the_contention_metrics() {
+        use metric::{info, Better};
+        for name in metric::CONTENTION {
+            assert_eq!((info(name).unit, info(name).better), ("s", Better::Lower), "{name}");
+            assert!(!info(name).description.contains("reported by the command"), "{name} is the harness's");
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! at once to an interrupt (whose handler kills the child's group) or a timeout (a
 //! pidfd polled with a deadline, opened only then: it costs ~4 µs per run).
 
+use crate::contention::{self, Schedstat};
 use crate::interrupt::Interrupt;
 use crate::model::{ExitInfo, Run};
 use std::ffi::{CString, OsStr};
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 pub const PAD_VARIABLE: &str = "PERFLAB_PAD";
 
 /// Where a command's stdout and stderr go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Output {
     /// stdout to /dev/null, stderr captured (its tail explains a failure).
     Discard,
@@ -48,10 +49,8 @@ pub struct Prepared {
     /// Owns the strings `argv_pointers` points into.
     _argv: Vec<CString>,
     argv_pointers: Vec<*mut libc::c_char>,
-    /// Receives the child's stderr when output is hidden, so a failure can be explained.
-    stderr_capture: Option<OwnedFd>,
-    /// Receives the child's stdout with [`Output::Capture`].
-    stdout_capture: Option<OwnedFd>,
+    /// What the child's stdout and stderr are captured into.
+    captures: Captures,
     /// The child's stdin: /dev/null, or the `--input` file (rewound before every run).
     /// Opened once here so the child only dup2()s it: no path lookup between fork and exec.
     stdin: OwnedFd,
@@ -131,6 +130,12 @@ pub struct Outcome {
     pub wall: Duration,
     pub rusage: libc::rusage,
     pub exit: ExitInfo,
+    /// The main thread's scheduler statistics, read after it exited and before it was
+    /// reaped (None when the kernel does not provide them).
+    pub main_thread: Option<Schedstat>,
+    /// How long the harness itself waited for a CPU to wake up when the command ended:
+    /// wall time the command's own figures miss.
+    pub harness_waited: Option<Duration>,
 }
 
 /// Why a run did not produce an [`Outcome`].
@@ -177,15 +182,76 @@ fn reset(fd: &OwnedFd) {
     }
 }
 
-/// The bytes of a capture from `start` on.
+/// The bytes of a capture from `start` on (positioned reads: the descriptor's offset
+/// may be shared with a writer).
 fn read_from(fd: &OwnedFd, start: u64) -> Vec<u8> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::from(fd.try_clone().expect("dup capture"));
+    use std::os::unix::fs::FileExt;
+    let Ok(file) = fd.try_clone().map(std::fs::File::from) else { return Vec::new() };
     let mut buf = Vec::new();
-    if file.seek(SeekFrom::Start(start)).is_ok() {
-        let _ = file.read_to_end(&mut buf);
+    let mut chunk = [0u8; 65536];
+    let mut offset = start;
+    while let Ok(n) = file.read_at(&mut chunk, offset) {
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        offset += n as u64;
     }
     buf
+}
+
+/// The memory files a command's stdout and stderr are captured into (each `None` when
+/// that stream is not captured).
+pub struct Captures {
+    /// Receives the child's stdout with [`Output::Capture`].
+    stdout: Option<OwnedFd>,
+    /// Receives the child's stderr when output is hidden, so a failure can be explained.
+    stderr: Option<OwnedFd>,
+}
+
+impl Captures {
+    /// The raw descriptors, to be opened by another process with [`Captures::open_in`].
+    pub fn raw_fds(&self) -> (Option<RawFd>, Option<RawFd>) {
+        (self.stdout.as_ref().map(|f| f.as_raw_fd()), self.stderr.as_ref().map(|f| f.as_raw_fd()))
+    }
+
+    /// The captures process `pid` holds at `fds` (from its [`Captures::raw_fds`]), opened
+    /// here through /proc: the same memory files, read after each of its runs.
+    pub fn open_in(pid: libc::pid_t, fds: (Option<RawFd>, Option<RawFd>)) -> io::Result<Captures> {
+        let open = |fd: Option<RawFd>| -> io::Result<Option<OwnedFd>> {
+            fd.map(|fd| std::fs::File::open(format!("/proc/{pid}/fd/{fd}")).map(OwnedFd::from)).transpose()
+        };
+        Ok(Captures { stdout: open(fds.0)?, stderr: open(fds.1)? })
+    }
+
+    /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output).
+    pub fn stderr_tail(&self, max_lines: usize) -> String {
+        let Some(fd) = &self.stderr else { return String::new() };
+        // SAFETY: fstat on a valid descriptor only reads its size.
+        let len = unsafe {
+            let mut stat: libc::stat = std::mem::zeroed();
+            if libc::fstat(fd.as_raw_fd(), &mut stat) == 0 {
+                stat.st_size.max(0) as u64
+            } else {
+                0
+            }
+        };
+        let text = String::from_utf8_lossy(&read_from(fd, len.saturating_sub(8192))).into_owned();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(max_lines)..].join("\n")
+    }
+
+    /// Everything the last run wrote to stdout and stderr, with [`Output::Capture`].
+    pub fn all(&self) -> (Vec<u8>, Vec<u8>) {
+        let all = |fd: &Option<OwnedFd>| fd.as_ref().map_or_else(Vec::new, |fd| read_from(fd, 0));
+        (all(&self.stdout), all(&self.stderr))
+    }
+
+    fn reset(&self) {
+        for fd in [&self.stderr, &self.stdout].into_iter().flatten() {
+            reset(fd);
+        }
+    }
 }
 
 impl Prepared {
@@ -205,8 +271,10 @@ impl Prepared {
         let path = cstring(program.as_os_str().as_bytes(), "program path")?;
         let argv = argv.iter().map(|a| cstring(a.as_bytes(), "an argument")).collect::<Result<Vec<_>, _>>()?;
         let captured = matches!(output, Output::Discard | Output::Capture);
-        let stderr_capture = if captured { Some(memfd(c"perflab-stderr")?) } else { None };
-        let stdout_capture = if output == Output::Capture { Some(memfd(c"perflab-stdout")?) } else { None };
+        let captures = Captures {
+            stderr: if captured { Some(memfd(c"perflab-stderr")?) } else { None },
+            stdout: if output == Output::Capture { Some(memfd(c"perflab-stdout")?) } else { None },
+        };
         let devnull = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -229,48 +297,30 @@ impl Prepared {
             stdin: stdin.as_raw_fd(),
             stdout: match output {
                 Output::Discard => Some(devnull.as_raw_fd()),
-                Output::Capture => stdout_capture.as_ref().map(|fd| fd.as_raw_fd()),
+                Output::Capture => captures.stdout.as_ref().map(|fd| fd.as_raw_fd()),
                 Output::StdoutToStderr => Some(2),
                 Output::Inherit => None,
             },
-            stderr: stderr_capture.as_ref().map(|fd| fd.as_raw_fd()),
+            stderr: captures.stderr.as_ref().map(|fd| fd.as_raw_fd()),
         };
         let fast = SpawnAttributes::new(redirect);
         let argv_pointers = null_terminated(&argv);
-        Ok(Prepared {
-            path,
-            _argv: argv,
-            argv_pointers,
-            stderr_capture,
-            stdout_capture,
-            stdin,
-            _devnull: devnull,
-            redirect,
-            fast,
-        })
+        Ok(Prepared { path, _argv: argv, argv_pointers, captures, stdin, _devnull: devnull, redirect, fast })
     }
 
     /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output).
     pub fn stderr_tail(&self, max_lines: usize) -> String {
-        let Some(fd) = &self.stderr_capture else { return String::new() };
-        // SAFETY: lseek on a valid descriptor only reads its size.
-        let len = unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_END) }.max(0) as u64;
-        let text = String::from_utf8_lossy(&read_from(fd, len.saturating_sub(8192))).into_owned();
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        lines[lines.len().saturating_sub(max_lines)..].join("\n")
+        self.captures.stderr_tail(max_lines)
     }
 
-    /// Everything the last run wrote to stdout and stderr, with [`Output::Capture`].
-    pub fn captured(&self) -> (Vec<u8>, Vec<u8>) {
-        let all = |fd: &Option<OwnedFd>| fd.as_ref().map_or_else(Vec::new, |fd| read_from(fd, 0));
-        (all(&self.stdout_capture), all(&self.stderr_capture))
+    /// What the last run's output was captured into.
+    pub fn captures(&self) -> &Captures {
+        &self.captures
     }
 
     /// Empty the captures and rewind the input before a run.
     fn reset_for_run(&self) {
-        for fd in [&self.stderr_capture, &self.stdout_capture].into_iter().flatten() {
-            reset(fd);
-        }
+        self.captures.reset();
         // SAFETY: rewinding our own descriptor (/dev/null ignores it).
         unsafe { libc::lseek(self.stdin.as_raw_fd(), 0, libc::SEEK_SET) };
     }
@@ -493,26 +543,46 @@ impl Child {
     }
 
     /// Sleep until the child exits, the timeout passes, or an interrupt arrives; then
-    /// reap it with `wait4` and return its measurements. Without a timeout the harness
-    /// just blocks in `wait4` (an interrupt kills the child's group, which ends it).
+    /// read its main thread's scheduler statistics, reap it with `wait4` and return its
+    /// measurements. Without a timeout the harness just blocks in `waitid` (an interrupt
+    /// kills the child's group, which ends it).
     pub fn wait(mut self, timeout: Option<Duration>, interrupt: &Interrupt) -> Result<Outcome, SpawnError> {
+        // The harness sleeps from here until the command ends, so what it waits for a CPU
+        // from now on is the wake-up after the exit: wall time the command's own
+        // statistics miss, and never overlapping with its own wait.
+        let harness_waited_before = contention::own_thread_waited();
         let timed_out = match timeout {
             Some(timeout) => self.sleep_until_exit(self.started + timeout, interrupt)?,
             None => false,
         };
         let guard = interrupt.kill_on_interrupt(self.pid);
-        let mut status = 0;
-        // SAFETY: rusage is plain data; wait4 fills it for this child only.
-        let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
-        let rc = loop {
-            // SAFETY: waiting for our own child.
-            let rc = unsafe { libc::wait4(self.pid, &mut status, 0, &mut rusage) };
+        // Wait for the exit but leave the child a zombie: its /proc entry still holds the
+        // main thread's run-queue wait, which reaping discards.
+        let exited = loop {
+            // SAFETY: siginfo is plain data; waitid only observes our own child.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let rc =
+                unsafe { libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
             if rc >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
                 break rc;
             }
         };
         let wall = self.started.elapsed();
         drop(guard);
+        let harness_waited = harness_waited_before
+            .zip(contention::own_thread_waited())
+            .map(|(before, after)| after.saturating_sub(before));
+        let main_thread = if exited == 0 { contention::schedstat(self.pid).ok() } else { None };
+        let mut status = 0;
+        // SAFETY: rusage is plain data; wait4 fills it for this child only.
+        let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
+        let rc = loop {
+            // SAFETY: reaping our own child, which has exited.
+            let rc = unsafe { libc::wait4(self.pid, &mut status, 0, &mut rusage) };
+            if rc >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                break rc;
+            }
+        };
         if rc < 0 {
             return Err(SpawnError::Exec(format!("wait4: {}", io::Error::last_os_error())));
         }
@@ -526,7 +596,7 @@ impl Child {
         } else {
             ExitInfo { exit_code: None, signal: None, timed_out }
         };
-        Ok(Outcome { wall, rusage, exit })
+        Ok(Outcome { wall, rusage, exit, main_thread, harness_waited })
     }
 
     /// Poll the pidfd until the child exits (false) or `deadline` passes, when the
@@ -648,7 +718,7 @@ mod tests {
                 let gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>> =
                     if gated { Some(&mut gate) } else { None };
                 start(&p, &env(), gate).unwrap().wait(None, w).unwrap();
-                let (stdout, stderr) = p.captured();
+                let (stdout, stderr) = p.captures().all();
                 assert_eq!((stdout.as_slice(), stderr.as_slice()), (&b"line one\nline two\n"[..], &b"err\n"[..]));
             }
         }

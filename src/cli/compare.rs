@@ -7,7 +7,7 @@ use crate::command::{expand_parameters, parse_commands, resolve_program, substit
 use crate::error::Failure;
 use crate::experiment::{self, plan, Fanout, Observer, Plan};
 use crate::model::metric::Better;
-use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings};
+use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings, Warning, WarningKind};
 use crate::render;
 use crate::store::{current_git_commit, default_label, Meta, Recorder, Store};
 use crate::units::format_percent;
@@ -36,10 +36,11 @@ pub struct CompareArgs {
     /// Confidence level of the intervals, in percent.
     #[arg(long, default_value = "95", value_name = "PCT", value_parser = confidence)]
     pub confidence: f64,
-    /// Metrics to compare, the first deciding when to stop (wall_s, cpu_s, user_s,
-    /// sys_s, max_rss_kib, minor_faults, …, or one the commands print) [default: what
-    /// the commands print, then wall_s, cpu_s, max_rss_kib].
-    #[arg(long = "metric", value_delimiter = ',')]
+    /// Metrics to compare; the first decides when to stop (wall_s, cpu_s, uncontended_s,
+    /// runq_wait_s, max_rss_kib, minor_faults, …, or one the commands print). Default: what
+    /// the commands print, then wall_s, cpu_s, max_rss_kib, deciding on wall_s — or on
+    /// uncontended_s when the machine is busy.
+    #[arg(short = 'm', long = "metric", value_delimiter = ',', value_name = "METRICS")]
     pub metrics: Vec<String>,
     /// Do not pad the environment with a random variable each round.
     #[arg(long)]
@@ -98,7 +99,7 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
     };
     plan::check(&options)?;
     let measure = args.measure.options(&options);
-    let (metrics, primary) = plan::compared_metrics(&args.metrics, &measure)?;
+    let compared = plan::compared_metrics(&args.metrics, &measure)?;
     let defaults = plan::settings(&options, args.experiment.seed);
     let settings = Settings {
         confidence: args.confidence,
@@ -109,8 +110,9 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
     Ok(Plan {
         commands,
         settings,
-        metrics,
-        primary_metric: primary,
+        metrics: compared.metrics,
+        primary_metric: compared.primary,
+        auto_primary: compared.auto_primary,
         show_output: args.experiment.runner.show_output,
         ignore_failure: args.experiment.ignore_failure,
         measure,
@@ -133,8 +135,7 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
         Some(path) => Some(render::csv::CsvWriter::create(
             path,
             plan.commands.iter().map(|c| c.name.clone()).collect(),
-            (!plan.learns_metrics_from_output())
-                .then(|| plan.metrics.iter().filter(|m| !metric::ALL.contains(&m.as_str())).cloned().collect()),
+            (!plan.learns_metrics_from_output()).then(|| counter_columns(&plan.metrics)),
         )?),
         None => None,
     };
@@ -150,13 +151,34 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
         experiment::run(&plan, &mut Fanout(observers))
     };
     progress.finish();
-    let experiment = experiment?;
+    let mut experiment = experiment?;
+    experiment.warnings.extend(threshold_warning(&args, &plan));
     if let Some(recorder) = recorder {
         finish_saving(recorder, &experiment)?;
     }
     write_outputs(&args, &experiment, stdout_taken)?;
     super::outcome(&experiment, "rounds")?;
     gate(args.fail_if_slower, &experiment)
+}
+
+/// The CSV's columns beyond the run's own fields: every metric kept in `Run::counters`.
+fn counter_columns(metrics: &[String]) -> Vec<String> {
+    let has_column = |m: &str| metric::ALL.contains(&m) || metric::CONTENTION.contains(&m);
+    let counters = metrics.iter().filter(|m| !has_column(m)).cloned();
+    metric::CONTENTION.iter().map(|m| m.to_string()).chain(counters).collect()
+}
+
+/// A warning when `--threshold` is finer than this machine resolved within `--max-time`
+/// in its latest calibration (`perflab doctor CMD`), from the history database if there
+/// is one; never creates one.
+fn threshold_warning(args: &CompareArgs, plan: &Plan) -> Option<Warning> {
+    if plan.settings.fixed_rounds.is_some() {
+        return None;
+    }
+    let mut store = args.save.db.open_existing().ok()?;
+    let calibration = store.latest_calibration(&Machine::detect()).ok()??;
+    let message = crate::doctor::threshold_warning(&calibration, plan.settings.threshold, plan.settings.max_time_s)?;
+    Some(Warning::new(WarningKind::Noisy, message))
 }
 
 /// A recorder committing each run of `plan` as it completes (`--save`).

@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod compare;
+pub mod doctor;
 pub mod profile;
 pub mod run;
 pub mod stat;
@@ -30,6 +31,8 @@ pub enum Command {
     Compare(Box<compare::CompareArgs>),
     /// Run one command N times and report every metric and counter: median, 95 % CI, spread.
     Stat(stat::StatArgs),
+    /// What on this machine disturbs measurements, with fixes; given a command, calibrate its noise.
+    Doctor(doctor::DoctorArgs),
     /// Sample a command (cpu-clock by default, no PMU needed), save and report its profile.
     Profile(profile::ProfileArgs),
     /// Live view of the hottest functions (kernel and user) of every CPU, -p PID or a command.
@@ -80,6 +83,7 @@ pub fn main() -> i32 {
     let result = match command {
         Command::Compare(args) => compare::main(*args),
         Command::Stat(args) => stat::main(args),
+        Command::Doctor(args) => doctor::main(args),
         Command::Profile(args) => profile::main_profile(args),
         Command::Top(args) => profile::main_top(args),
         Command::Show(args) => profile::main_show(args),

@@ -65,6 +65,7 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     let plan = Plan {
         settings: Settings { hooks, ..plan::settings(&options, None) },
         primary_metric: names[0].clone(),
+        auto_primary: false,
         metrics: names.clone(),
         commands,
         show_output: args.runner.show_output,

@@ -4,6 +4,7 @@
 
 use super::plan::Plan;
 use super::{crosscheck, multiplicity};
+use crate::contention;
 use crate::measure::Mode;
 use crate::model::{metric, CommandResult, Comparison, Experiment, Settings, Verdict, Warning, WarningKind};
 use crate::stats::{changepoint, summary};
@@ -20,14 +21,49 @@ fn per_comparison_level(plan: &Plan, look_level: f64) -> f64 {
 /// The primary metric's comparisons at a look of level `look_level`.
 pub fn primary_comparisons(plan: &Plan, experiment: &Experiment, look_level: f64) -> Vec<Comparison> {
     let level = per_comparison_level(plan, look_level);
+    let primary = &experiment.primary_metric;
     let base = &experiment.commands[0];
     experiment.commands[1..]
         .iter()
         .map(|cand| {
-            verdict::compare(base, cand, &plan.primary_metric, level, &plan.settings)
-                .unwrap_or_else(|| undecided(base, cand, &plan.primary_metric, &plan.settings, level))
+            verdict::compare(base, cand, primary, level, &plan.settings)
+                .unwrap_or_else(|| undecided(base, cand, primary, &plan.settings, level))
         })
         .collect()
+}
+
+/// A machine where runs spend this share of their wall time waiting for a CPU is busy:
+/// the neighbours' share of wall time would dominate the noise.
+pub const BUSY_SHARE: f64 = 0.05;
+
+/// At the first look: with `auto_primary`, decide on `uncontended_s` instead of
+/// `wall_s` when the runs so far spent at least [`BUSY_SHARE`] of their wall time
+/// waiting for a CPU. Decided once, before any interval is looked at, so the choice
+/// cannot depend on the comparison (docs/statistics.md). Says so in a warning.
+pub fn choose_primary(plan: &Plan, experiment: &mut Experiment) {
+    let Some(share) = contention::busy_share(experiment.commands.iter().flat_map(|c| &c.runs)) else { return };
+    if share < BUSY_SHARE || plan.measure.mode == Mode::Instructions {
+        return;
+    }
+    let busy = format!("the machine was busy: {:.0} % of wall time was waiting for a CPU", share * 100.0);
+    let uncontended_everywhere =
+        experiment.commands.iter().flat_map(|c| &c.runs).all(|r| r.metric(metric::UNCONTENDED).is_some());
+    let message = if plan.commands.len() < 2 {
+        format!("{busy} (uncontended_s is wall time without that wait)")
+    } else if !plan.auto_primary {
+        let hint = if experiment.primary_metric == metric::UNCONTENDED {
+            ""
+        } else {
+            " (--metric uncontended_s removes the wait)"
+        };
+        format!("{busy}; deciding on {} as asked{hint}", experiment.primary_metric)
+    } else if !uncontended_everywhere {
+        format!("{busy}; deciding on wall_s: some runs have no run-queue wait (see `not supported here`)")
+    } else {
+        experiment.primary_metric = metric::UNCONTENDED.to_string();
+        format!("{busy}; deciding on uncontended_s (wall time minus that wait; --metric wall_s decides on wall time)")
+    };
+    experiment.warnings.push(Warning::new(WarningKind::Busy, message));
 }
 
 fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, settings: &Settings, level: f64) -> Comparison {
@@ -53,7 +89,7 @@ fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, settings:
 pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     let level = per_comparison_level(plan, look_level);
     for command in &mut experiment.commands {
-        for name in metric::ALL.iter().map(|s| s.to_string()).chain(plan.metrics.iter().cloned()) {
+        for name in metric::ALL.iter().chain(&metric::CONTENTION).map(|s| s.to_string()).chain(plan.metrics.clone()) {
             let values: Vec<f64> = command.runs.iter().filter_map(|r| r.metric(&name)).collect();
             if !values.is_empty() {
                 command.summary.insert(name, summary::summarize(&values));
@@ -62,9 +98,13 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     }
     let counters = multiplicity::corrected_metrics(plan, experiment);
     let secondary_level = multiplicity::secondary_confidence(look_level, plan.commands.len() - 1, counters.len());
+    let mut compared = plan.metrics.clone();
+    if !compared.contains(&experiment.primary_metric) {
+        compared.insert(1.min(compared.len()), experiment.primary_metric.clone());
+    }
     if let Some((base, candidates)) = experiment.commands.split_first() {
         for cand in candidates {
-            for name in &plan.metrics {
+            for name in &compared {
                 let level = if counters.contains(name) { secondary_level } else { level };
                 if let Some(c) = verdict::compare(base, cand, name, level, &plan.settings) {
                     experiment.comparisons.push(c);
@@ -89,7 +129,7 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
     if plan.measure.mode == Mode::Instructions {
         return out;
     }
-    let primary = plan.primary_metric.as_str();
+    let primary = experiment.primary_metric.as_str();
     let self_timed = plan.printed_metrics().iter().any(|m| m == primary);
     let what = if primary == metric::WALL { "wall time" } else { primary };
     for command in &experiment.commands {

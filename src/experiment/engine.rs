@@ -2,7 +2,7 @@
 //! [`Executor`], looks at the primary metric on the planned schedule, and a stop as soon
 //! as every candidate has a verdict (or a limit, a failure or an interrupt ends it).
 
-use super::analysis::{finish, primary_comparisons};
+use super::analysis::{choose_primary, finish, primary_comparisons};
 use super::executor::{Executor, RunError};
 use super::observer::{Observer, Progress};
 use super::plan::Plan;
@@ -10,6 +10,11 @@ use super::schedule::{LookSchedule, RoundPlanner};
 use crate::error::Failure;
 use crate::model::{CommandResult, Experiment, Run, StopReason};
 use crate::usage;
+
+/// The group-sequential horizon is planned this much beyond the rounds that fit in
+/// `--max-time` at the first rounds' pace, so that later rounds a little faster than
+/// those rarely exhaust it first (a limit reached before it spends what is left).
+const HORIZON_MARGIN: f64 = 1.1;
 
 /// Run the experiment described by `plan`. Returns the experiment also when it stopped
 /// early (interrupt, failing command or hook): callers save what was measured and pick
@@ -38,16 +43,20 @@ pub fn run_experiment(
             })
             .collect(),
         environment: executor.environment_facts(),
+        primary_metric: plan.primary_metric.clone(),
         ..Experiment::default()
     };
+    let candidates = plan.commands.len().saturating_sub(1);
     let mut looks = match settings.fixed_rounds {
-        Some(n) => LookSchedule::fixed(settings.confidence, n),
-        None => LookSchedule::sequential(settings.confidence, settings.min_rounds),
+        Some(n) => LookSchedule::fixed(settings.confidence, candidates, n),
+        None => LookSchedule::sequential(settings.looks, settings.confidence, candidates, settings.min_rounds),
     };
     // The metrics printed by the commands may only be known after their first run.
     let mut plan = plan.clone();
+    // The primary metric is settled at the first look (see `choose_primary`).
+    let mut primary_chosen = false;
     let outcome = match executor.setup() {
-        Ok(()) => rounds(&mut plan, executor, observer, &mut experiment, &mut looks),
+        Ok(()) => rounds(&mut plan, executor, observer, &mut experiment, &mut looks, &mut primary_chosen),
         Err(RunError::Interrupted) => Ok((StopReason::Interrupted, None)),
         Err(err) => {
             experiment.failure = Some(err.to_string());
@@ -66,11 +75,13 @@ pub fn run_experiment(
         }
     }
     experiment.stop_reason = stop_reason;
-    experiment.primary_metric = plan.primary_metric.clone();
     experiment.duration_s = executor.elapsed().as_secs_f64();
+    if !primary_chosen {
+        choose_primary(&plan, &mut experiment);
+    }
     let level = match last_look {
         Some((rounds, level)) if rounds == experiment.rounds => level,
-        _ => looks.final_look(),
+        _ => looks.final_look(experiment.rounds),
     };
     finish(&plan, &mut experiment, level);
     Ok(experiment)
@@ -84,9 +95,12 @@ fn rounds(
     observer: &mut dyn Observer,
     experiment: &mut Experiment,
     looks: &mut LookSchedule,
+    primary_chosen: &mut bool,
 ) -> Result<(StopReason, Option<(u32, f64)>), Failure> {
     let settings = plan.settings.clone();
     let mut planner = RoundPlanner::new(settings.seed, plan.commands.len(), settings.env_padding);
+    // When the measured rounds began, to plan how many fit in the limits.
+    let mut measuring_since = None;
     let mut last_look: Option<(u32, f64)> = None;
     let mut warmups_left = settings.warmup_rounds;
     let mut measured: u32 = 0;
@@ -98,6 +112,7 @@ fn rounds(
         let warmup = warmups_left > 0;
         let first_round = measured == 0 && warmups_left == settings.warmup_rounds;
         let round = planner.next_round();
+        let round_started = executor.elapsed();
         for (position, &index) in round.order.iter().enumerate() {
             let name = plan.commands[index].name.clone();
             let mut keep = |run: Box<Run>, experiment: &mut Experiment| -> Result<(), Failure> {
@@ -156,17 +171,27 @@ fn rounds(
                 break StopReason::CommandFailed;
             }
             *plan = plan.with_printed_metrics(&printed);
+            experiment.primary_metric = plan.primary_metric.clone();
         }
         if warmup {
             warmups_left -= 1;
             observer.round_finished(&Progress { rounds: 0, warmup: true, elapsed: executor.elapsed(), latest: vec![] });
             continue;
         }
+        let since = *measuring_since.get_or_insert(round_started);
         measured += 1;
         experiment.rounds = measured;
         let mut latest = Vec::new();
         if looks.is_look(measured) {
-            if let Some(level) = looks.take_look(measured) {
+            if !*primary_chosen {
+                choose_primary(plan, experiment);
+                *primary_chosen = true;
+            }
+            let pace = (executor.elapsed() - since).as_secs_f64() / measured as f64;
+            let time_left = settings.max_time_s - executor.elapsed().as_secs_f64();
+            let affordable = (measured as f64 + HORIZON_MARGIN * (time_left / pace.max(1e-9)).max(0.0))
+                .min(settings.max_rounds as f64);
+            if let Some(level) = looks.take_look(measured, affordable as u32) {
                 last_look = Some((measured, level));
                 latest = primary_comparisons(plan, experiment, level);
             }
@@ -185,6 +210,9 @@ fn rounds(
         }
         if settings.fixed_rounds.is_none() && executor.elapsed().as_secs_f64() >= settings.max_time_s {
             break StopReason::MaxTime;
+        }
+        if looks.planned_rounds_done(measured) {
+            break StopReason::PlannedRounds;
         }
     };
     Ok((stop_reason, last_look))
@@ -221,6 +249,7 @@ mod tests {
             settings: Settings { seed: 11, ..settings },
             metrics: vec![metric::WALL.into(), metric::CPU.into()],
             primary_metric: metric::WALL.into(),
+            auto_primary: true,
             show_output: false,
             ignore_failure: false,
             measure: MeasureOptions::default(),
@@ -255,14 +284,15 @@ mod tests {
         let mut log = Log::default();
         let e = run_experiment(&plan, &mut machine, &mut log).unwrap();
         assert_eq!(e.stop_reason, StopReason::Decided);
-        // 6 rounds cannot give the first look's 97.5 % interval; 9 can (see schedule).
-        assert_eq!(e.rounds, 9);
+        // Looks come at 6, 8, 10, … rounds; the first two spend too little α for a
+        // Wilcoxon interval of so few rounds (the smallest level 2/2ⁿ is not reached), 10 do.
+        assert_eq!(e.rounds, 10);
         assert_eq!(wall(&e).verdict, Verdict::Equivalent);
         assert_eq!(wall(&e).ratio, 1.0);
         // One warm-up round is run and reported, never recorded.
         assert_eq!(log.rounds.first(), Some(&(0, true)));
-        assert_eq!(log.rounds.iter().filter(|r| !r.1).map(|r| r.0).collect::<Vec<_>>(), (1..=9).collect::<Vec<_>>());
-        assert_eq!(log.runs.len(), 18, "warm-up runs are not observed");
+        assert_eq!(log.rounds.iter().filter(|r| !r.1).map(|r| r.0).collect::<Vec<_>>(), (1..=10).collect::<Vec<_>>());
+        assert_eq!(log.runs.len(), 20, "warm-up runs are not observed");
     }
 
     #[test]
@@ -389,6 +419,42 @@ mod tests {
         assert_eq!(e.failure.as_deref(), Some("`c1` printed no value of `ops_per_s`, which `c0` printed"));
         let last = e.commands[1].runs.last().unwrap();
         assert_eq!((e.commands[1].runs.len(), last.metric("ops_per_s")), (3, None));
+    }
+
+    #[test]
+    fn a_busy_machine_decides_on_uncontended_time_and_says_why() {
+        // Half of every run's wall time is spent waiting, at random: wall time is noisy,
+        // the run's own time is not.
+        let busy = Noise { busy: 0.5, ..Noise::gaussian(0.005) };
+        let e = run_experiment(
+            &plan(2, Settings::default()),
+            &mut Simulated::new(12, vec![0.05, 0.0505], busy.clone()),
+            &mut Quiet,
+        )
+        .unwrap();
+        assert_eq!(e.primary_metric, metric::UNCONTENDED);
+        let warning = e.warnings.iter().find(|w| w.kind == crate::model::WarningKind::Busy).expect("a busy warning");
+        assert!(
+            warning.message.contains("% of wall time was waiting for a CPU; deciding on uncontended_s"),
+            "{warning}"
+        );
+        let decided = e.comparisons.iter().find(|c| c.metric == metric::UNCONTENDED).unwrap();
+        assert_eq!((e.stop_reason, decided.verdict), (StopReason::Decided, Verdict::Slower));
+        assert!(decided.ci_low <= 1.01 && 1.01 <= decided.ci_high, "{decided:?}");
+
+        let asked = Plan { auto_primary: false, ..plan(2, Settings { max_rounds: 20, ..Settings::default() }) };
+        let e = run_experiment(&asked, &mut Simulated::new(12, vec![0.05, 0.0505], busy), &mut Quiet).unwrap();
+        assert_eq!(e.primary_metric, metric::WALL, "a metric the user named is kept");
+        assert!(e.warnings.iter().any(|w| w.message.contains("deciding on wall_s as asked")), "{:?}", e.warnings);
+
+        let quiet = run_experiment(
+            &plan(2, Settings::default()),
+            &mut Simulated::new(12, vec![0.05, 0.05], Noise::gaussian(0.01)),
+            &mut Quiet,
+        )
+        .unwrap();
+        assert_eq!(quiet.primary_metric, metric::WALL);
+        assert!(quiet.warnings.iter().all(|w| w.kind != crate::model::WarningKind::Busy));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::measure::output::{self, Parser};
 use crate::measure::{build_probes, Probe};
 use crate::model::{Iterations, Machine, Run};
 use crate::spawn::{self, Output, Prepared, SpawnError};
+use crate::spawner::Spawner;
 use crate::usage;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -72,10 +73,9 @@ pub trait Executor {
     }
 }
 
-/// One command, ready to run repeatedly.
+/// One command's probes and hooks (the command itself is prepared in the spawner).
 struct Subject {
     name: String,
-    prepared: Prepared,
     probes: Vec<Box<dyn Probe>>,
     /// `--prepare`, `--conclude` and `--setup`, ready to run like the command.
     prepare: Option<Hook>,
@@ -120,7 +120,10 @@ impl Hook {
 
 /// The real executor: every run is a process on this machine.
 pub struct ProcessExecutor {
+    /// Each command's probes and hooks, by command index.
     subjects: Vec<Subject>,
+    spawner: Spawner,
+    /// The hooks' environment (padded like the runs').
     env: spawn::Environment,
     timeout: Option<Duration>,
     started: Instant,
@@ -147,38 +150,41 @@ impl ProcessExecutor {
         };
         let hook_output = if plan.show_output { Output::Inherit } else { Output::Discard };
         let input = plan.settings.input.as_deref().map(Path::new);
-        let subjects = plan
-            .commands
-            .iter()
-            .enumerate()
-            .map(|(i, spec)| {
-                let probes = build_probes(&plan.measure)?;
-                let mut argv = spec.argv.clone();
-                for probe in &probes {
-                    argv = probe.wrap(argv).map_err(|e| usage!("{}: {e:#}", spec.name))?;
-                }
-                let program = resolve_program(&argv[0])?;
-                let prepared =
-                    Prepared::with_input(&program, &argv, output, input).map_err(|e| usage!("{}: {e}", spec.name))?;
-                let hooks = plan.settings.hooks.get(i).cloned().unwrap_or_default();
-                let hook = |text: &Option<String>| text.as_deref().map(|t| Hook::new(t, hook_output)).transpose();
-                Ok(Subject {
-                    name: spec.name.clone(),
-                    prepared,
-                    probes,
-                    prepare: hook(&hooks.prepare)?,
-                    conclude: hook(&hooks.conclude)?,
-                    setup: hook(&hooks.setup)?,
-                    cleanup: hooks.cleanup,
-                })
-            })
-            .collect::<Result<Vec<_>, Failure>>()?;
+        let mut commands = Vec::new();
+        let mut subjects = Vec::new();
+        for (i, spec) in plan.commands.iter().enumerate() {
+            let probes = build_probes(&plan.measure)?;
+            let mut argv = spec.argv.clone();
+            for probe in &probes {
+                argv = probe.wrap(argv).map_err(|e| usage!("{}: {e:#}", spec.name))?;
+            }
+            let program = resolve_program(&argv[0])?;
+            // Checked here for a one-line usage error; the spawner prepares its own copy.
+            Prepared::with_input(&program, &argv, output, input).map_err(|e| usage!("{}: {e}", spec.name))?;
+            commands.push((program, argv));
+            let hooks = plan.settings.hooks.get(i).cloned().unwrap_or_default();
+            let hook = |text: &Option<String>| text.as_deref().map(|t| Hook::new(t, hook_output)).transpose();
+            subjects.push(Subject {
+                name: spec.name.clone(),
+                probes,
+                prepare: hook(&hooks.prepare)?,
+                conclude: hook(&hooks.conclude)?,
+                setup: hook(&hooks.setup)?,
+                cleanup: hooks.cleanup,
+            });
+        }
+        let timeout = plan.settings.timeout_s.map(Duration::from_secs_f64);
+        let spawner =
+            Spawner::new(&commands, output, input, timeout).map_err(|e| Failure::Other(anyhow::anyhow!(e)))?;
+        let mut facts = crate::measure::environment_facts(&plan.measure, &plan.commands);
+        facts.extend(spawner.facts());
         Ok(ProcessExecutor {
             subjects,
+            spawner,
             env: spawn::Environment::inherited(),
-            timeout: plan.settings.timeout_s.map(Duration::from_secs_f64),
+            timeout,
             started: Instant::now(),
-            facts: crate::measure::environment_facts(&plan.measure, &plan.commands),
+            facts,
             parsers,
             iterations: plan.settings.iterations,
             show_output: plan.show_output,
@@ -189,7 +195,7 @@ impl ProcessExecutor {
     /// Read the metrics the run of `index` printed into `run`; replay its output when
     /// asked to show it.
     fn read_output(&mut self, index: usize, run: &mut Run) -> Result<(), String> {
-        let (stdout, stderr) = self.subjects[index].prepared.captured();
+        let (stdout, stderr) = self.spawner.captured(index);
         if self.show_output {
             use std::io::Write;
             let _ = std::io::stdout().write_all(&stdout);
@@ -210,26 +216,23 @@ impl Executor for ProcessExecutor {
         if let Some(hook) = &self.subjects[index].prepare {
             hook.run("--prepare", &self.env, self.timeout)?;
         }
-        let subject = &mut self.subjects[index];
-        let watcher = interrupt::watcher();
-        let started = if subject.probes.iter().any(|p| p.needs_gate()) {
-            let probes = &mut subject.probes;
+        let probes = &mut self.subjects[index].probes;
+        let result = if probes.iter().any(|p| p.needs_gate()) {
             let mut gate = |pid: libc::pid_t| -> anyhow::Result<()> {
                 for probe in probes.iter_mut().filter(|p| p.needs_gate()) {
                     probe.attach(pid)?;
                 }
                 Ok(())
             };
-            spawn::start(&subject.prepared, &self.env, Some(&mut gate))
+            self.spawner.run(index, pad_bytes, Some(&mut gate))
         } else {
-            spawn::start(&subject.prepared, &self.env, None)
+            self.spawner.run(index, pad_bytes, None)
         };
-        let outcome = started.and_then(|child| child.wait(self.timeout, watcher)).map_err(|e| match e {
+        let mut run = result.map_err(|e| match e {
             SpawnError::Interrupted => RunError::Interrupted,
             other => RunError::Failed(other.to_string()),
         })?;
-        let mut run = outcome.run();
-        for probe in &mut subject.probes {
+        for probe in &mut self.subjects[index].probes {
             probe.collect(&mut run).map_err(|e| RunError::Failed(SpawnError::Probe(e).to_string()))?;
         }
         let incomplete = |run: Run, why: String| RunError::Incomplete { run: Some(Box::new(run)), why };
@@ -282,7 +285,7 @@ impl Executor for ProcessExecutor {
     }
 
     fn stderr_tail(&self, index: usize) -> String {
-        self.subjects[index].prepared.stderr_tail(5)
+        self.spawner.stderr_tail(index, 5)
     }
 
     fn elapsed(&self) -> Duration {

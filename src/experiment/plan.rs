@@ -18,6 +18,9 @@ pub struct Plan {
     pub metrics: Vec<String>,
     /// The metric whose verdicts decide when to stop.
     pub primary_metric: String,
+    /// Decide on `uncontended_s` instead of `wall_s` when the first look finds the
+    /// machine busy (the user named no metric).
+    pub auto_primary: bool,
     pub show_output: bool,
     pub ignore_failure: bool,
     pub measure: MeasureOptions,
@@ -119,28 +122,44 @@ pub fn check(options: &Options) -> Result<(), Failure> {
 /// Instruction-mode metrics, in display order (named by the cachegrind probe).
 pub use crate::measure::cachegrind::COMPARED as INSTRUCTION_METRICS;
 
+/// What an experiment compares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compared {
+    /// In display order; the first is the primary one.
+    pub metrics: Vec<String>,
+    pub primary: String,
+    /// True when no metric was asked for: the primary one is `wall_s`, or
+    /// `uncontended_s` when the machine turns out to be busy.
+    pub auto_primary: bool,
+}
+
 /// The metrics to compare and the primary one (whose verdict decides when to stop):
 /// in instruction mode the cachegrind counts; otherwise `requested` (by default the
 /// metrics the commands print, then wall time, CPU time and peak RSS) plus any counters.
-pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Result<(Vec<String>, String), Failure> {
+pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Result<Compared, Failure> {
     if measure.mode == Mode::Instructions {
         let metrics: Vec<String> = INSTRUCTION_METRICS.iter().map(|s| s.to_string()).collect();
         let primary = metrics[0].clone();
-        return Ok((metrics, primary));
+        return Ok(Compared { metrics, primary, auto_primary: false });
     }
     let printed = crate::measure::output_names(measure);
     for m in requested {
         // A format that names its metrics in the output can report any other name.
         let known = metric::ALL.contains(&m.as_str())
+            || metric::CONTENTION.contains(&m.as_str())
             || printed.contains(m)
             || (crate::measure::output_names_discovered(measure) && !m.is_empty());
         if !known {
             let mut choices: Vec<&str> = printed.iter().map(String::as_str).collect();
             choices.extend(metric::ALL);
+            choices.extend(metric::CONTENTION);
             return Err(usage!("unknown metric `{m}`; choose from {}", choices.join(", ")));
         }
     }
-    let mut metrics = if requested.is_empty() {
+    // Wall time may give way to uncontended time only when nobody chose a metric and the
+    // commands print none of their own (or may print some: those decide once known).
+    let auto_primary = requested.is_empty() && printed.is_empty() && !crate::measure::output_names_discovered(measure);
+    let mut metrics: Vec<String> = if requested.is_empty() {
         printed.into_iter().chain(metric::COMPARED.map(String::from)).collect()
     } else {
         requested.to_vec()
@@ -148,7 +167,7 @@ pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Resul
     let counters = crate::measure::metric_names(measure)?;
     metrics.extend(counters.into_iter().filter(|e| !metrics.contains(e)).collect::<Vec<_>>());
     let primary = metrics.first().cloned().unwrap_or_else(|| metric::WALL.to_string());
-    Ok((metrics, primary))
+    Ok(Compared { metrics, primary, auto_primary })
 }
 
 /// The metrics `stat` reports for these options: what the command prints, harness
@@ -158,7 +177,11 @@ pub fn stat_metrics(measure: &MeasureOptions) -> Result<Vec<String>, Failure> {
     names.extend(match measure.mode {
         // Under valgrind, time and memory describe the simulator, not the program.
         Mode::Instructions => vec![metric::WALL.to_string()],
-        Mode::Wall => [metric::WALL, metric::USER, metric::SYS, metric::MAX_RSS].map(String::from).to_vec(),
+        Mode::Wall => {
+            [metric::WALL, metric::USER, metric::SYS, metric::MAX_RSS, metric::RUNQ_WAIT, metric::UNCONTENDED]
+                .map(String::from)
+                .to_vec()
+        }
     });
     names.extend(crate::measure::metric_names(measure)?);
     Ok(names)

@@ -23,6 +23,7 @@ fn stop_text(reason: StopReason) -> &'static str {
         StopReason::FixedRounds => "fixed number of rounds",
         StopReason::MaxRounds => "--max-rounds reached",
         StopReason::MaxTime => "--max-time reached",
+        StopReason::PlannedRounds => "the rounds planned for --max-time were run",
         StopReason::Interrupted => "interrupted",
         StopReason::CommandFailed => "a command failed",
     }
@@ -63,7 +64,9 @@ pub fn render(e: &Experiment) -> String {
     let show_wall = primary == metric::WALL || e.commands.iter().any(|c| c.summary.contains_key(metric::WALL));
     let mut header = vec!["command".to_string()];
     if show_wall {
-        header.extend(["wall median ± MAD", "mean ± σ", "min … max", "cpu", "max RSS", "outliers"].map(String::from));
+        header.extend(
+            ["wall median ± MAD", "mean ± σ", "min … max", "cpu", "runq wait", "max RSS", "outliers"].map(String::from),
+        );
     }
     if primary != metric::WALL {
         header.push(format!("{primary} (median)"));
@@ -79,12 +82,13 @@ pub fn render(e: &Experiment) -> String {
                     row.push(format!("{} ± {}", format_seconds(w.mean), format_seconds(w.stddev)));
                     row.push(format!("{} … {}", format_seconds(w.min), format_seconds(w.max)));
                     row.push(c.summary.get(metric::CPU).map_or("-".into(), |s| format_seconds(s.median)));
+                    row.push(c.summary.get(metric::RUNQ_WAIT).map_or("-".into(), |s| format_seconds(s.median)));
                     row.push(
                         c.summary.get(metric::MAX_RSS).map_or("-".into(), |s| format_value(metric::MAX_RSS, s.median)),
                     );
                     row.push(w.outliers.to_string());
                 }
-                None => row.extend(std::iter::repeat("-".to_string()).take(6)),
+                None => row.extend(std::iter::repeat("-".to_string()).take(7)),
             }
         }
         if primary != metric::WALL {
@@ -256,6 +260,7 @@ mod tests {
             settings: Settings { seed: 5, ..Settings::default() },
             metrics: vec![metric::WALL.into(), metric::CPU.into()],
             primary_metric: metric::WALL.into(),
+            auto_primary: true,
             show_output: false,
             ignore_failure: false,
             measure: MeasureOptions::default(),

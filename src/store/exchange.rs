@@ -336,6 +336,7 @@ fn imported_settings(rounds: usize) -> Settings {
         max_time_s: 0.0,
         threshold: 0.0,
         confidence: 0.95,
+        looks: Settings::default().looks,
         env_padding: false,
         mode: "wall".into(),
         timeout_s: None,

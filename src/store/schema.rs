@@ -10,7 +10,23 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "initial schema", SCHEMA_V1),
     (2, "index experiments by machine", "CREATE INDEX experiments_by_machine ON experiments(machine_id, label_id);"),
     (3, "per-iteration samples of self-reported metrics", "ALTER TABLE counters ADD COLUMN samples TEXT;"),
+    (4, "calibrations of a machine's noise (perflab doctor)", CALIBRATIONS),
 ];
+
+const CALIBRATIONS: &str = r#"
+CREATE TABLE calibrations (
+    id {id},
+    machine_id {int} NOT NULL REFERENCES machines(id),
+    measured_at TEXT NOT NULL,
+    command_line TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    rounds {int} NOT NULL,
+    round_s {real} NOT NULL,
+    paired_sigma {real} NOT NULL,
+    json TEXT NOT NULL
+);
+CREATE INDEX calibrations_by_machine ON calibrations(machine_id, id);
+"#;
 
 const SCHEMA_V1: &str = r#"
 CREATE TABLE labels (

@@ -137,18 +137,9 @@ fn intern(db: &mut dyn Backend, table: &str, name: &str, extra: &[(&str, Value)]
         .ok_or_else(|| anyhow!("{table} row for {name} vanished"))
 }
 
-pub(super) fn insert_experiment(
-    db: &mut dyn Backend,
-    meta: &Meta,
-    machine: &Machine,
-    settings: &Settings,
-    commands: &[CommandSpec],
-    started_at: &str,
-) -> anyhow::Result<i64> {
-    let recorded_at = now();
-    let label = intern(db, "labels", &meta.label, &[("created_at", text(&recorded_at))])?;
-    let benchmark = intern(db, "benchmarks", &meta.benchmark, &[])?;
-    let machine_id = intern(
+/// The id of `machine`'s row, inserted unless present.
+pub(super) fn machine_id(db: &mut dyn Backend, machine: &Machine) -> anyhow::Result<i64> {
+    intern(
         db,
         "machines",
         &fingerprint(machine),
@@ -162,7 +153,21 @@ pub(super) fn insert_experiment(
             ("virtualization", opt_text(machine.virtualization.as_deref())),
             ("json", text(serde_json::to_string(machine)?)),
         ],
-    )?;
+    )
+}
+
+pub(super) fn insert_experiment(
+    db: &mut dyn Backend,
+    meta: &Meta,
+    machine: &Machine,
+    settings: &Settings,
+    commands: &[CommandSpec],
+    started_at: &str,
+) -> anyhow::Result<i64> {
+    let recorded_at = now();
+    let label = intern(db, "labels", &meta.label, &[("created_at", text(&recorded_at))])?;
+    let benchmark = intern(db, "benchmarks", &meta.benchmark, &[])?;
+    let machine_id = machine_id(db, machine)?;
     let id = db
         .query(
             "INSERT INTO experiments (label_id, benchmark_id, machine_id, source, git_commit, perflab_version, started_at, \

@@ -77,13 +77,13 @@ pub fn plan_for(
         output: o.output.unwrap_or_default(),
         ..MeasureOptions::default()
     };
-    let (metrics, primary_metric) =
-        plan::compared_metrics(&[], &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+    let compared = plan::compared_metrics(&[], &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
     Ok(Plan {
         commands,
         settings,
-        primary_metric,
-        metrics,
+        primary_metric: compared.primary,
+        auto_primary: compared.auto_primary,
+        metrics: compared.metrics,
         show_output: run.show_output,
         ignore_failure: run.ignore_failure,
         measure,
