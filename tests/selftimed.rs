@@ -154,7 +154,9 @@ fn the_per_iteration_profile_shows_a_cold_first_iteration_and_steady_state_decid
         .clone();
     let json = json_of(&steady.stdout);
     let c = comparison(&json, "iter_ns");
-    assert!(["equivalent", "inconclusive"].contains(&c["verdict"].as_str().unwrap()), "{c}");
+    // Without the cold iteration the two differ by their warm iterations only: at most a
+    // percent or so (memory placement), which the sequential design may still resolve.
+    assert!(c["ratio"].as_f64().unwrap() < 1.03, "{c}");
     assert_eq!(json["settings"]["iterations"], serde_json::json!({"steady": 1}));
     let stderr = String::from_utf8_lossy(&steady.stderr);
     assert!(stderr.contains("a run's value is the steady state, the mean of iterations 2…"), "{stderr}");
@@ -341,8 +343,11 @@ fn printed_metrics_reach_csv_markdown_the_store_and_history() {
         .assert()
         .success();
     let csv = std::fs::read_to_string(&csv).unwrap();
-    assert!(csv.lines().next().unwrap().ends_with(",q_per_s"), "{csv}");
-    assert_eq!(csv.lines().filter(|l| l.ends_with(",8")).count(), 6, "{csv}");
+    // Counted from the end: the quoted commands hold commas.
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let from_end = header.iter().rev().position(|c| *c == "q_per_s").expect("a q_per_s column");
+    let eights = csv.lines().filter(|l| l.rsplit(',').nth(from_end) == Some("8")).count();
+    assert_eq!(eights, 6, "{csv}");
     let md = std::fs::read_to_string(&md).unwrap();
     assert!(md.contains("has 20.0 % less q_per_s than") && md.contains("(worse)"), "{md}");
     let history = perflab()
