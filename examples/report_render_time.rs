@@ -125,8 +125,6 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                 command.summary.insert(metric.to_string(), perflab::stats::summary::summarize(&values));
             }
             let experiment = Experiment {
-                schema_version: SCHEMA_VERSION,
-                perflab_version: env!("CARGO_PKG_VERSION").into(),
                 started_at: "2026-11-22T03:00:00Z".into(),
                 machine: machine.clone(),
                 settings: settings.clone(),
@@ -135,9 +133,7 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                 failure: None,
                 stop_reason: StopReason::FixedRounds,
                 commands: vec![command],
-                comparisons: vec![],
-                warnings: vec![],
-                environment: Default::default(),
+                ..Experiment::default()
             };
             sources.push(StoredExperiment {
                 id: 0,

@@ -198,20 +198,8 @@ fn checkout_and_build<'r>(
     git(repo, &["worktree", "add", "--detach", "--quiet", dir.to_str().unwrap_or_default(), commit])?;
     let tree = Worktree { repo, dir: dir.clone() };
     let command = build_command.replace("{commit}", commit);
-    let out = Command::new("/bin/sh")
-        .args(["-c", &command])
-        .current_dir(&dir)
-        .output()
-        .map_err(|e| crate::usage!("cannot run /bin/sh: {e}"))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        return Err(Failure::CommandFailed(format!(
-            "building {} failed ({}): {}",
-            short(commit),
-            out.status,
-            stderr.lines().last().unwrap_or("")
-        )));
-    }
+    crate::command::run_shell(&command, Some(&dir), false)
+        .map_err(|e| Failure::CommandFailed(format!("building {} failed: {e}", short(commit))))?;
     let build = Build { name: short(commit).to_string(), value: dir.to_string_lossy().into_owned(), prepare: None };
     Ok((tree, build))
 }
@@ -225,6 +213,6 @@ fn compare(plan: &Plan) -> Result<Comparison, Failure> {
     experiment
         .comparisons
         .into_iter()
-        .find(|c| c.metric == plan.primary_metric)
+        .find(|c| c.metric == experiment.primary_metric)
         .ok_or_else(|| Failure::CommandFailed("the comparison produced no verdict (did a command fail?)".into()))
 }

@@ -1,6 +1,7 @@
-//! Turning what the user typed into something to execute: split like a shell splits
-//! words (or hand it to a shell with `--shell`), resolve the program on PATH, and
-//! fail before anything runs when it does not exist or is not executable.
+//! Turning what the user typed into something to execute: command templates with
+//! `{parameter}` placeholders expanded, split like a shell splits words (or handed to a
+//! shell with `--shell`), the program resolved on PATH, and a failure before anything
+//! runs when it does not exist or is not executable.
 
 use crate::error::Failure;
 use crate::model::CommandSpec;
@@ -68,9 +69,219 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, Failure> {
     Ok(path)
 }
 
+pub fn is_placeholder_name(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Walk a template: `{name}` is a placeholder, `{{name}}` an escaped one; braces
+/// around anything that is not a plain name (awk's `{print $1}`) are plain text.
+/// `lookup` gives the value of the placeholders substituted now; the others, and
+/// their escapes, are kept for a later pass. Also returns the placeholders seen.
+pub fn expand(template: &str, lookup: &dyn Fn(&str) -> Option<String>) -> (String, Vec<String>) {
+    let mut out = String::with_capacity(template.len());
+    let mut seen = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start..];
+        let escaped = after.starts_with("{{");
+        let inner = &after[if escaped { 2 } else { 1 }..];
+        let close = if escaped { "}}" } else { "}" };
+        match inner.find(close).filter(|&end| is_placeholder_name(&inner[..end])) {
+            Some(end) => {
+                let name = &inner[..end];
+                let whole = &after[..(after.len() - inner.len()) + end + close.len()];
+                match (escaped, lookup(name)) {
+                    (true, Some(_)) => out.push_str(&format!("{{{name}}}")),
+                    (false, Some(value)) => out.push_str(&value),
+                    (_, None) => out.push_str(whole),
+                }
+                if !escaped {
+                    seen.push(name.to_string());
+                }
+                rest = &inner[end + close.len()..];
+            }
+            None => {
+                out.push('{');
+                rest = &after[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    (out, seen)
+}
+
+/// Every combination of parameter values, first parameter varying slowest.
+pub fn cartesian(params: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (key, values) in params {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                values.iter().map(move |v| {
+                    let mut next = c.clone();
+                    next.push((key.clone(), v.clone()));
+                    next
+                })
+            })
+            .collect();
+    }
+    combos
+}
+
+/// One value for each parameter: `(name, value)` pairs.
+pub type Combination = Vec<(String, String)>;
+
+/// The most values a parameter scan may have: more is surely a typo of a step.
+const MAX_SCAN_VALUES: usize = 10_000;
+
+/// The values of `-P NAME LO HI [-D STEP]`: LO, LO+STEP, … up to HI. Integers stay
+/// integers; with a decimal step the values are printed with the step's decimals.
+pub fn scan_values(low: &str, high: &str, step: Option<&str>) -> Result<Vec<String>, String> {
+    let parse = |text: &str, what: &str| -> Result<f64, String> {
+        text.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("{what} `{text}` is not a number"))
+    };
+    let (lo, hi) = (parse(low, "--parameter-scan's start")?, parse(high, "--parameter-scan's end")?);
+    let step_text = step.unwrap_or("1");
+    let delta = parse(step_text, "--parameter-step-size")?;
+    if delta <= 0.0 {
+        return Err(format!("--parameter-step-size `{step_text}` must be positive"));
+    }
+    if hi < lo {
+        return Err(format!("--parameter-scan goes from {low} down to {high}: give the smaller value first"));
+    }
+    let count = ((hi - lo) / delta + 1e-9).floor() as usize + 1;
+    if count > MAX_SCAN_VALUES {
+        return Err(format!(
+            "--parameter-scan from {low} to {high} by {step_text} gives {count} values (at most {MAX_SCAN_VALUES})"
+        ));
+    }
+    let decimals = [low, high, step_text].iter().filter_map(|t| t.trim().split_once('.')).map(|(_, f)| f.len()).max();
+    Ok((0..count)
+        .map(|i| {
+            let v = lo + i as f64 * delta;
+            match decimals {
+                Some(d) => format!("{v:.d$}"),
+                None => format!("{}", v.round() as i64),
+            }
+        })
+        .collect())
+}
+
+/// Every command template expanded for every combination of `parameters` (the first
+/// parameter varying slowest), with its name and hooks expanded alike. Returns, per
+/// expanded command, the index of its template and the substituted texts; a placeholder
+/// that is not a parameter is an error (write `{{name}}` for literal braces).
+pub fn expand_parameters(
+    templates: &[String],
+    parameters: &[(String, Vec<String>)],
+) -> Result<Vec<(usize, Combination)>, Failure> {
+    for (name, values) in parameters {
+        if !is_placeholder_name(name) {
+            return Err(usage!("parameter name `{name}`: expected letters, digits, `_` or `-`"));
+        }
+        if values.is_empty() || values.iter().any(String::is_empty) {
+            return Err(usage!("parameter `{name}` needs non-empty values"));
+        }
+    }
+    if !parameters.is_empty() {
+        for template in templates {
+            if let Some(unknown) =
+                expand(template, &|_| None).1.iter().find(|p| !parameters.iter().any(|(n, _)| n == *p))
+            {
+                return Err(usage!(
+                    "`{{{unknown}}}` in `{template}` is not a parameter (-L/-P); write `{{{{{unknown}}}}}` for literal braces"
+                ));
+            }
+        }
+    }
+    let combinations = cartesian(parameters);
+    Ok((0..templates.len()).flat_map(|i| combinations.iter().map(move |c| (i, c.clone()))).collect())
+}
+
+/// `template` with the parameters of `combination` substituted (escaped `{{name}}`
+/// becomes `{name}`).
+pub fn substitute(template: &str, combination: &[(String, String)]) -> String {
+    if combination.is_empty() {
+        return template.to_string();
+    }
+    expand(template, &|name| combination.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())).0
+}
+
+/// Run a helper script (a build step, a suite's setup or cleanup) through `sh -c`,
+/// untimed, in `dir` (default: here). With `show_output` its output is passed through;
+/// otherwise it is discarded and the last line it wrote to stderr explains a failure.
+pub fn run_shell(script: &str, dir: Option<&std::path::Path>, show_output: bool) -> Result<(), String> {
+    use std::process::{Command, Stdio};
+    let mut command = Command::new("/bin/sh");
+    command.args(["-c", script]).stdin(Stdio::null());
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    if !show_output {
+        command.stdout(Stdio::null()).stderr(Stdio::piped());
+    }
+    let out = command.output().map_err(|e| format!("cannot run /bin/sh: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match stderr.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(last) => Err(format!("`{script}` {}: {}", out.status, last.trim())),
+        None => Err(format!("`{script}` {}", out.status)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parameters_expand_every_template_for_every_combination() {
+        let params = vec![
+            ("cc".to_string(), vec!["gcc".to_string(), "clang".to_string()]),
+            ("n".to_string(), vec!["1".to_string()]),
+        ];
+        let templates = vec!["{cc} -O{n} a.c".to_string(), "awk '{print $1}' {cc}".to_string()];
+        let expanded = expand_parameters(&templates, &params).unwrap();
+        let texts: Vec<String> = expanded.iter().map(|(i, c)| substitute(&templates[*i], c)).collect();
+        assert_eq!(texts, ["gcc -O1 a.c", "clang -O1 a.c", "awk '{print $1}' gcc", "awk '{print $1}' clang"]);
+        let err = expand_parameters(&["x {m}".to_string()], &params).unwrap_err().to_string();
+        assert!(err.contains("`{m}` in `x {m}` is not a parameter"), "{err}");
+        // Without parameters every template stands as it is.
+        assert_eq!(expand_parameters(&templates, &[]).unwrap(), vec![(0, vec![]), (1, vec![])]);
+        assert_eq!(
+            substitute("{x} {{cc}}", &params[..1].iter().map(|(k, v)| (k.clone(), v[0].clone())).collect::<Vec<_>>()),
+            "{x} {cc}"
+        );
+    }
+
+    #[test]
+    fn scans_count_in_steps_and_refuse_nonsense() {
+        assert_eq!(scan_values("1", "4", None).unwrap(), ["1", "2", "3", "4"]);
+        assert_eq!(scan_values("0", "1", Some("0.25")).unwrap(), ["0.00", "0.25", "0.50", "0.75", "1.00"]);
+        assert_eq!(scan_values("10", "20", Some("5")).unwrap(), ["10", "15", "20"]);
+        assert!(scan_values("5", "1", None).unwrap_err().contains("smaller value first"));
+        assert!(scan_values("1", "x", None).unwrap_err().contains("not a number"));
+        assert!(scan_values("1", "2", Some("0")).unwrap_err().contains("must be positive"));
+        assert!(scan_values("0", "1e9", None).unwrap_err().contains("at most"));
+    }
+
+    #[test]
+    fn helper_scripts_report_their_last_error_line() {
+        assert_eq!(run_shell("true", None, false), Ok(()));
+        let err = run_shell("echo first >&2; echo 'the reason' >&2; exit 4", None, false).unwrap_err();
+        assert!(err.contains("exit status: 4") && err.ends_with("the reason"), "{err}");
+        let dir = std::env::temp_dir().join(format!("perflab-shell-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("marker"), "").unwrap();
+        assert!(run_shell("test -f marker", Some(&dir), false).is_ok(), "runs in the given directory");
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn splits_like_a_shell() {

@@ -20,6 +20,9 @@ static REQUESTED: AtomicBool = AtomicBool::new(false);
 /// The process group a blocking waiter waits for (0: none). One waiter at a time:
 /// perflab runs one command at a time.
 static WAITED_GROUP: AtomicI32 = AtomicI32::new(0);
+/// A helper process that runs commands for us (see `spawner`) and gets SIGTERM when
+/// we are interrupted, so it kills the command it waits for (0: none).
+static FORWARD_TO: AtomicI32 = AtomicI32::new(0);
 
 /// Install the handlers once and return the shared watcher.
 pub fn watcher() -> &'static Interrupt {
@@ -34,6 +37,7 @@ pub fn watcher() -> &'static Interrupt {
                 signal_hook::low_level::register(sig, || {
                     REQUESTED.store(true, Ordering::SeqCst);
                     kill_group(WAITED_GROUP.load(Ordering::SeqCst));
+                    forward(FORWARD_TO.load(Ordering::SeqCst));
                 })
             };
             let _ = signal_hook::low_level::pipe::register(sig, write_end.try_clone().expect("dup socket"));
@@ -49,6 +53,13 @@ fn kill_group(group: libc::pid_t) {
     }
 }
 
+fn forward(pid: libc::pid_t) {
+    if pid > 0 {
+        // SAFETY: signalling the helper process perflab started.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+}
+
 impl Interrupt {
     pub fn requested(&self) -> bool {
         REQUESTED.load(Ordering::SeqCst)
@@ -57,6 +68,14 @@ impl Interrupt {
     /// A descriptor that becomes readable when a signal arrives.
     pub fn fd(&self) -> RawFd {
         self.read_end.as_raw_fd()
+    }
+
+    /// From now on an interrupt is passed on to process `pid` as SIGTERM (0: to nobody).
+    pub fn forward_to(&self, pid: libc::pid_t) {
+        FORWARD_TO.store(pid, Ordering::SeqCst);
+        if pid > 0 && self.requested() {
+            forward(pid);
+        }
     }
 
     /// Until the guard is dropped, an interrupt SIGKILLs process group `group`.

@@ -17,6 +17,8 @@
 pub mod bisect;
 pub mod cli;
 pub mod command;
+pub mod contention;
+pub mod doctor;
 pub mod error;
 pub mod experiment;
 pub mod fleet;
@@ -29,6 +31,7 @@ pub mod profile;
 pub mod render;
 pub mod report;
 pub mod spawn;
+pub mod spawner;
 pub mod stats;
 pub mod store;
 pub mod suite;

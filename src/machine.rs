@@ -24,6 +24,22 @@ fn read_flag(path: &str) -> Option<bool> {
     }
 }
 
+/// CPUs online on this machine.
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        1
+    }
+}
+
+/// CPUs this process may run on (its affinity mask).
+pub fn allowed_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 impl Machine {
     /// Read the fingerprint of the machine we run on (best effort, never fails).
     pub fn detect() -> Machine {
@@ -46,7 +62,7 @@ impl Machine {
         Machine {
             hostname: read_line("/proc/sys/kernel/hostname").unwrap_or_default(),
             cpu_model,
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cores: allowed_cpus(),
             kernel: read_line("/proc/sys/kernel/osrelease").unwrap_or_default(),
             governor: read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
             // A PMU shows up as the "cpu" event source (core PMU on x86).

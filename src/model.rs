@@ -9,9 +9,13 @@ use std::collections::BTreeMap;
 
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// Metric names measured by the harness for every run. Counter metrics use perf's
-/// event names (`instructions`, `task-clock`, ...) or the instruction-mode names.
+/// Metric names measured by the harness for every run, and the one registry of what
+/// every metric is: its unit, which way is better, and what it measures. Counter metrics
+/// use perf's event names (`instructions`, `task-clock`, ...) or the instruction-mode
+/// names; metrics a command reports itself are known by the conventions of [`info`].
 pub mod metric {
+    use serde::{Deserialize, Serialize};
+
     pub const WALL: &str = "wall_s";
     pub const CPU: &str = "cpu_s";
     pub const USER: &str = "user_s";
@@ -21,22 +25,119 @@ pub mod metric {
     pub const MAJOR_FAULTS: &str = "major_faults";
     pub const VOLUNTARY_CS: &str = "voluntary_cs";
     pub const INVOLUNTARY_CS: &str = "involuntary_cs";
+    /// Time the run was ready to run but waited for a CPU (see `contention`).
+    pub const RUNQ_WAIT: &str = "runq_wait_s";
+    /// Wall time minus run-queue wait: the run with the neighbours' share removed.
+    pub const UNCONTENDED: &str = "uncontended_s";
 
     /// Metrics compared by default, in display order.
     pub const COMPARED: [&str; 3] = [WALL, CPU, MAX_RSS];
-    /// Every harness metric, in display order.
+    /// Every harness metric kept in a field of `Run`, in display order.
     pub const ALL: [&str; 9] =
         [WALL, CPU, USER, SYS, MAX_RSS, MINOR_FAULTS, MAJOR_FAULTS, VOLUNTARY_CS, INVOLUNTARY_CS];
+    /// Harness metrics kept in `Run::counters` (a reading may be unsupported, with the
+    /// reason): how much a busy machine delayed each run.
+    pub const CONTENTION: [&str; 2] = [RUNQ_WAIT, UNCONTENDED];
+
+    /// Which way a metric improves. Ratios are always candidate / baseline; this says
+    /// whether a ratio above 1 is worse (`lower`: times, counts) or better (`higher`:
+    /// throughput).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Better {
+        #[default]
+        Lower,
+        Higher,
+    }
+
+    impl Better {
+        pub fn is_lower(&self) -> bool {
+            *self == Better::Lower
+        }
+    }
+
+    /// What a metric is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Info {
+        /// Unit shown next to its values (`s`, `ns`, `ms`, `KiB`, `%`, `tps`, `/s`, or none).
+        pub unit: &'static str,
+        pub better: Better,
+        /// One line saying what it measures.
+        pub description: &'static str,
+    }
+
+    impl Info {
+        /// True for a duration (its values are formatted as times, its changes as
+        /// "faster"/"slower").
+        pub fn is_time(&self) -> bool {
+            to_seconds(self.unit).is_some()
+        }
+    }
+
+    /// Seconds per unit for the time units.
+    pub fn to_seconds(unit: &str) -> Option<f64> {
+        match unit {
+            "s" => Some(1.0),
+            "ms" => Some(1e-3),
+            "µs" => Some(1e-6),
+            "ns" => Some(1e-9),
+            _ => None,
+        }
+    }
+
+    /// What `name` is. Harness metrics, counters and instruction-mode counts are listed;
+    /// any other name is a metric a command reported itself, known by its name's ending:
+    /// `_s`, `_ms`, `_us`, `_ns` are times, `_per_s`, `tps` and `qps` rates (higher is
+    /// better); everything else is a lower-is-better number. An experiment can turn the
+    /// direction around (`Settings::metric_info`).
+    pub fn info(name: &str) -> Info {
+        let lower = |unit, description| Info { unit, better: Better::Lower, description };
+        let higher = |unit, description| Info { unit, better: Better::Higher, description };
+        match name {
+            WALL => lower("s", "wall-clock time of the run, from exec to exit"),
+            CPU => lower("s", "user + system CPU time of the run"),
+            USER => lower("s", "user CPU time of the run"),
+            SYS => lower("s", "system CPU time of the run"),
+            MAX_RSS => lower("KiB", "peak resident set size of the run's largest process (as GNU time reports it)"),
+            MINOR_FAULTS => lower("", "minor page faults"),
+            MAJOR_FAULTS => lower("", "major page faults"),
+            VOLUNTARY_CS => lower("", "voluntary context switches (waits)"),
+            INVOLUNTARY_CS => lower("", "involuntary context switches (preemptions)"),
+            RUNQ_WAIT => lower("s", "time the run was ready to run but waited for a CPU"),
+            UNCONTENDED => lower("s", "wall time minus run-queue wait: the neighbours' share removed"),
+            "task-clock" | "cpu-clock" => lower("ns", "CPU time counted by the kernel"),
+            "branch-miss-rate" => lower("%", "branch misses per branch"),
+            "cache-miss-rate" => lower("%", "cache misses per cache reference"),
+            "ipc" => higher("", "instructions per cycle"),
+            _ => self_reported(name),
+        }
+    }
+
+    fn self_reported(name: &str) -> Info {
+        const DESCRIPTION: &str = "reported by the command itself";
+        let rate = Info { unit: "/s", better: Better::Higher, description: DESCRIPTION };
+        let time = |unit| Info { unit, better: Better::Lower, description: DESCRIPTION };
+        let lower = name.to_ascii_lowercase();
+        if lower.ends_with("_per_s") {
+            rate
+        } else if lower == "tps" || lower == "qps" || lower.ends_with("_tps") || lower.ends_with("_qps") {
+            Info { unit: if lower.ends_with("qps") { "qps" } else { "tps" }, ..rate }
+        } else if lower.ends_with("_ns") {
+            time("ns")
+        } else if lower.ends_with("_us") {
+            time("µs")
+        } else if lower.ends_with("_ms") {
+            time("ms")
+        } else if lower.ends_with("_s") {
+            time("s")
+        } else {
+            Info { unit: "", better: Better::Lower, description: "a count: a counter, or a number the command printed" }
+        }
+    }
 
     /// Unit shown next to a metric's values.
     pub fn unit(name: &str) -> &'static str {
-        match name {
-            WALL | CPU | USER | SYS => "s",
-            MAX_RSS => "KiB",
-            "task-clock" | "cpu-clock" => "ns",
-            "branch-miss-rate" | "cache-miss-rate" => "%",
-            _ => "",
-        }
+        info(name).unit
     }
 }
 
@@ -109,14 +210,88 @@ pub struct CounterReading {
     /// Why the counter could not be read (when `supported` is false).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Every value a self-reporting command printed for this metric in this run, in
+    /// order (per-iteration samples); `value` is their aggregate (see [`Iterations`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<f64>,
 }
 
 impl CounterReading {
     pub fn value(value: f64, scaled: bool) -> Self {
-        CounterReading { supported: true, value: Some(value), scaled, reason: None }
+        CounterReading { supported: true, value: Some(value), scaled, reason: None, samples: Vec::new() }
     }
     pub fn unsupported(reason: impl Into<String>) -> Self {
-        CounterReading { supported: false, value: None, scaled: false, reason: Some(reason.into()) }
+        CounterReading {
+            supported: false,
+            value: None,
+            scaled: false,
+            reason: Some(reason.into()),
+            samples: Vec::new(),
+        }
+    }
+    /// A metric printed `samples.len()` times in one run, aggregated as `iterations` says.
+    pub fn sampled(samples: Vec<f64>, iterations: Iterations) -> Result<Self, String> {
+        let value = iterations.aggregate(&samples)?;
+        Ok(CounterReading { supported: true, value: Some(value), scaled: false, reason: None, samples })
+    }
+}
+
+/// Which of a run's per-iteration samples make its value. The run — one process — stays
+/// the unit of replication: iterations inside one process share its layout, heap and
+/// caches and are not independent, so they are aggregated into one value per run before
+/// the paired statistics (docs/statistics.md).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Iterations {
+    /// The mean of every iteration: what the whole run cost per iteration, first
+    /// (cold) iterations included.
+    #[default]
+    All,
+    /// The mean of the iterations after the first N: the steady state.
+    Steady(u32),
+}
+
+impl Iterations {
+    /// The choices as the command line and suite files spell them.
+    pub const NAMES: [&'static str; 2] = ["all", "steady"];
+
+    /// `all`, or `steady` leaving out the first `warmup` iterations.
+    pub fn named(name: &str, warmup: u32) -> Result<Iterations, String> {
+        match name {
+            "all" => Ok(Iterations::All),
+            "steady" => Ok(Iterations::Steady(warmup)),
+            other => Err(format!("expected `iterations` \"all\" or \"steady\", found \"{other}\"")),
+        }
+    }
+
+    pub fn is_all(&self) -> bool {
+        *self == Iterations::All
+    }
+
+    /// The value of a run that printed `samples`; an error says why there is none.
+    pub fn aggregate(&self, samples: &[f64]) -> Result<f64, String> {
+        let kept = match *self {
+            Iterations::All => samples,
+            Iterations::Steady(skip) => samples.get(skip as usize..).unwrap_or_default(),
+        };
+        if kept.is_empty() {
+            return Err(match *self {
+                Iterations::Steady(skip) if !samples.is_empty() => format!(
+                    "the steady state leaves out the first {skip} iteration(s), and the run printed only {}",
+                    samples.len()
+                ),
+                _ => "no value was printed".to_string(),
+            });
+        }
+        Ok(kept.iter().sum::<f64>() / kept.len() as f64)
+    }
+
+    /// How a run's value is made, for the terminal.
+    pub fn describe(&self) -> String {
+        match self {
+            Iterations::All => "the mean of all iterations".to_string(),
+            Iterations::Steady(skip) => format!("the steady state, the mean of iterations {}…", skip + 1),
+        }
     }
 }
 
@@ -209,6 +384,8 @@ impl CommandResult {
     }
 }
 
+/// The verdict of a comparison, in the metric's direction: `slower` means worse (a
+/// larger time, fewer transactions per second), `faster` better.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
@@ -238,7 +415,11 @@ pub struct Comparison {
     pub baseline: String,
     pub candidate: String,
     pub metric: String,
-    /// candidate / baseline; > 1 means the candidate is slower (larger).
+    /// Which way the metric improves: `lower` (times, counts; a ratio above 1 is worse)
+    /// or `higher` (throughput; a ratio above 1 is better). The verdict follows it.
+    #[serde(default, skip_serializing_if = "metric::Better::is_lower")]
+    pub better: metric::Better,
+    /// candidate / baseline; > 1 means the candidate's value is larger.
     #[serde(deserialize_with = "null_as_nan")]
     pub ratio: f64,
     pub ci_low: f64,
@@ -312,6 +493,8 @@ pub enum WarningKind {
     Unstable,
     /// High round-to-round spread of the paired ratio.
     Noisy,
+    /// The machine was busy: runs waited for a CPU (and which metric decided).
+    Busy,
     /// Something about importing (missing fields in the source, ...).
     Import,
     /// A warning of an older file, read back as text.
@@ -363,8 +546,33 @@ pub enum StopReason {
     FixedRounds,
     MaxRounds,
     MaxTime,
+    /// The rounds the sequential design planned for the limits were run (rounds went
+    /// faster than the first ones): α is spent.
+    PlannedRounds,
     Interrupted,
     CommandFailed,
+}
+
+/// How the looks of a sequential experiment spend the error rate α (docs/statistics.md).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LookDesign {
+    /// α/(k(k+1)) at the k-th look, over any number of looks (the union bound); what
+    /// perflab used before group-sequential boundaries, and what files without the
+    /// field were measured with.
+    UnionBound,
+    /// Lan–DeMets group-sequential boundaries with Pocock-type spending over the rounds
+    /// that fit in the limits.
+    Pocock,
+    /// The same spending α evenly over the doublings of the rounds, from `--min-rounds`
+    /// to the horizon.
+    Logarithmic,
+}
+
+impl LookDesign {
+    fn before_group_sequential() -> LookDesign {
+        LookDesign::UnionBound
+    }
 }
 
 /// The settings an experiment ran with (recorded so results can be reproduced).
@@ -380,10 +588,73 @@ pub struct Settings {
     /// Equivalence margin as a fraction (0.01 = 1 %).
     pub threshold: f64,
     pub confidence: f64,
+    /// How sequential looks spend α (not used with `fixed_rounds`).
+    #[serde(default = "LookDesign::before_group_sequential")]
+    pub looks: LookDesign,
     pub env_padding: bool,
     pub mode: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<f64>,
+    /// Metrics whose direction the user set (`--higher-is-better`, `--lower-is-better`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub better: BTreeMap<String, metric::Better>,
+    /// Which per-iteration samples of a self-reported metric make a run's value.
+    #[serde(default, skip_serializing_if = "Iterations::is_all")]
+    pub iterations: Iterations,
+    /// How the metrics the commands print were read (`pgbench`, `regex:…`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_parsers: Vec<String>,
+    /// Commands run around each measured command, one entry per command (empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<Hooks>,
+    /// The file every run read as its standard input (`--input`; default /dev/null).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+}
+
+/// Shell commands run around one measured command, never timed: to restart a server,
+/// drop caches or reset state (hyperfine's `--prepare`, `--conclude`, `--setup`,
+/// `--cleanup`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Hooks {
+    /// Before every run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepare: Option<String>,
+    /// After every run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conclude: Option<String>,
+    /// Once, before the first round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    /// Once, after the last round (also after a failure or an interrupt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup: Option<String>,
+}
+
+impl Hooks {
+    pub fn is_empty(&self) -> bool {
+        *self == Hooks::default()
+    }
+
+    /// Every hook rewritten by `f` (placeholders substituted).
+    pub fn map(&self, f: impl Fn(&str) -> String) -> Hooks {
+        let each = |hook: &Option<String>| hook.as_deref().map(&f);
+        Hooks {
+            prepare: each(&self.prepare),
+            conclude: each(&self.conclude),
+            setup: each(&self.setup),
+            cleanup: each(&self.cleanup),
+        }
+    }
+}
+
+impl Settings {
+    /// What `name` is in this experiment: the registry's [`metric::info`], with the
+    /// direction the user set.
+    pub fn metric_info(&self, name: &str) -> metric::Info {
+        let info = metric::info(name);
+        metric::Info { better: self.better.get(name).copied().unwrap_or(info.better), ..info }
+    }
 }
 
 impl Default for Settings {
@@ -398,11 +669,49 @@ impl Default for Settings {
             max_time_s: 60.0,
             threshold: 0.01,
             confidence: 0.95,
+            looks: LookDesign::Logarithmic,
             env_padding: true,
             mode: "wall".into(),
             timeout_s: None,
+            better: BTreeMap::new(),
+            iterations: Iterations::All,
+            output_parsers: Vec::new(),
+            hooks: Vec::new(),
+            input: None,
         }
     }
+}
+
+/// What a machine resolves for one command: its round-to-round noise measured by an A/A
+/// experiment (`perflab doctor CMD`), stored with the machine fingerprint.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    pub measured_at: String,
+    pub command_line: String,
+    /// The metric compare would decide on (`uncontended_s` on a busy machine).
+    pub metric: String,
+    pub rounds: u32,
+    /// Seconds per round (both runs and the harness).
+    pub round_s: f64,
+    /// Robust σ (scaled MAD) of the paired log ratio.
+    pub paired_sigma: f64,
+    /// Share of wall time the runs waited for a CPU (None when not measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_share: Option<f64>,
+    /// What a comparison resolves in 10, 30 and 60 s.
+    pub resolution: Vec<Resolution>,
+}
+
+/// What a comparison of a calibrated noise resolves within a time budget.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Resolution {
+    pub budget_s: f64,
+    pub rounds: u32,
+    /// Half-width of the interval at the last look (as a fraction): a `--threshold`
+    /// below it can hardly be confirmed as `equivalent`. None when no look is possible.
+    pub equivalence_margin: Option<f64>,
+    /// The effect (a fraction) detected in 80 % of comparisons by then.
+    pub detectable_effect: Option<f64>,
 }
 
 /// Everything one `compare` (or `stat`, or one suite benchmark) produced.
@@ -419,6 +728,10 @@ pub struct Experiment {
     #[serde(default)]
     pub duration_s: f64,
     pub stop_reason: StopReason,
+    /// The metric whose verdicts decided when to stop (`wall_s` unless another was
+    /// asked for, the commands print their own, or `uncontended_s` when the machine was busy).
+    #[serde(default = "default_primary_metric")]
+    pub primary_metric: String,
     pub commands: Vec<CommandResult>,
     pub comparisons: Vec<Comparison>,
     #[serde(default)]
@@ -429,6 +742,10 @@ pub struct Experiment {
     /// Extra facts about the environment that can shift results (valgrind version, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub environment: BTreeMap<String, String>,
+}
+
+fn default_primary_metric() -> String {
+    metric::WALL.to_string()
 }
 
 impl Default for Experiment {
@@ -444,6 +761,7 @@ impl Default for Experiment {
             rounds: 0,
             duration_s: 0.0,
             stop_reason: StopReason::Decided,
+            primary_metric: default_primary_metric(),
             commands: Vec::new(),
             comparisons: Vec::new(),
             warnings: Vec::new(),
@@ -463,6 +781,7 @@ mod tests {
             baseline: "A".into(),
             candidate: "B".into(),
             metric: metric::WALL.into(),
+            better: metric::Better::Lower,
             ratio: f64::NAN,
             ci_low: 0.0,
             ci_high: f64::INFINITY,
@@ -488,6 +807,46 @@ mod tests {
         assert_eq!(serde_json::from_str::<Warning>(&text).unwrap(), w);
         let old: Warning = serde_json::from_str(r#""an old warning""#).unwrap();
         assert_eq!((old.kind, old.message.as_str()), (WarningKind::Other, "an old warning"));
+    }
+
+    #[test]
+    fn the_registry_knows_units_and_directions_and_settings_can_turn_them() {
+        use metric::{info, Better};
+        assert_eq!((info(metric::WALL).unit, info(metric::WALL).better), ("s", Better::Lower));
+        assert_eq!(info("ipc").better, Better::Higher);
+        // Self-reported metrics are known by their names' endings.
+        assert_eq!((info("tps").unit, info("tps").better), ("tps", Better::Higher));
+        assert_eq!((info("rows_per_s").unit, info("rows_per_s").better), ("/s", Better::Higher));
+        assert_eq!((info("exec_ms").unit, info("exec_ms").better), ("ms", Better::Lower));
+        assert!(info("iter_ns").is_time() && !info("instructions").is_time());
+        assert_eq!((info("score").unit, info("score").better), ("", Better::Lower));
+        let mut settings = Settings::default();
+        settings.better.insert("score".into(), Better::Higher);
+        assert_eq!(settings.metric_info("score").better, Better::Higher);
+        assert_eq!(settings.metric_info("tps").better, Better::Higher);
+    }
+
+    #[test]
+    fn iterations_aggregate_all_or_the_steady_state() {
+        let samples = [4.0, 1.0, 1.0, 2.0];
+        assert_eq!(Iterations::All.aggregate(&samples), Ok(2.0));
+        assert_eq!(Iterations::Steady(1).aggregate(&samples), Ok(4.0 / 3.0));
+        let err = Iterations::Steady(4).aggregate(&samples).unwrap_err();
+        assert!(err.contains("leaves out the first 4") && err.contains("only 4"), "{err}");
+        assert!(Iterations::All.aggregate(&[]).is_err());
+        let reading = CounterReading::sampled(samples.to_vec(), Iterations::All).unwrap();
+        assert_eq!((reading.value, reading.samples.len()), (Some(2.0), 4));
+        assert_eq!(serde_json::to_string(&Iterations::Steady(2)).unwrap(), r#"{"steady":2}"#);
+        assert_eq!(serde_json::to_string(&Iterations::All).unwrap(), r#""all""#);
+    }
+
+    #[test]
+    fn the_metric_registry_knows_the_contention_metrics() {
+        use metric::{info, Better};
+        for name in metric::CONTENTION {
+            assert_eq!((info(name).unit, info(name).better), ("s", Better::Lower), "{name}");
+            assert!(!info(name).description.contains("reported by the command"), "{name} is the harness's");
+        }
     }
 
     #[test]

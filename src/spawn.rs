@@ -8,6 +8,7 @@
 //! at once to an interrupt (whose handler kills the child's group) or a timeout (a
 //! pidfd polled with a deadline, opened only then: it costs ~4 µs per run).
 
+use crate::contention::{self, Schedstat};
 use crate::interrupt::Interrupt;
 use crate::model::{ExitInfo, Run};
 use std::ffi::{CString, OsStr};
@@ -23,10 +24,12 @@ use std::time::{Duration, Instant};
 pub const PAD_VARIABLE: &str = "PERFLAB_PAD";
 
 /// Where a command's stdout and stderr go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Output {
     /// stdout to /dev/null, stderr captured (its tail explains a failure).
     Discard,
+    /// Both captured whole, to be read after the run (metrics the command prints).
+    Capture,
     /// Both to perflab's own (`--show-output`).
     Inherit,
     /// stdout to perflab's stderr, stderr inherited: perflab's stdout carries a report.
@@ -46,13 +49,25 @@ pub struct Prepared {
     /// Owns the strings `argv_pointers` points into.
     _argv: Vec<CString>,
     argv_pointers: Vec<*mut libc::c_char>,
-    output: Output,
-    /// Receives the child's stderr when output is hidden, so a failure can be explained.
-    stderr_capture: Option<OwnedFd>,
+    /// What the child's stdout and stderr are captured into.
+    captures: Captures,
+    /// The child's stdin: /dev/null, or the `--input` file (rewound before every run).
     /// Opened once here so the child only dup2()s it: no path lookup between fork and exec.
-    devnull: OwnedFd,
-    /// What posix_spawn does to the child: names `devnull` and `stderr_capture` by number.
+    stdin: OwnedFd,
+    /// /dev/null, kept open for a discarded stdout.
+    _devnull: OwnedFd,
+    /// What goes to the child's descriptors 0, 1 and 2.
+    redirect: Redirect,
+    /// What posix_spawn does to the child: `redirect`, a process group, signal defaults.
     fast: SpawnAttributes,
+}
+
+/// The descriptors dup2()ed onto the child's stdin, stdout and stderr (`None`: inherited).
+#[derive(Debug, Clone, Copy)]
+struct Redirect {
+    stdin: RawFd,
+    stdout: Option<RawFd>,
+    stderr: Option<RawFd>,
 }
 
 /// posix_spawn's file actions and attributes for one [`Prepared`] command.
@@ -64,7 +79,7 @@ struct SpawnAttributes {
 impl SpawnAttributes {
     /// stdin (and stdout, stderr when hidden) redirected, a new process group, and the
     /// signal dispositions and mask of a freshly started program.
-    fn new(devnull: RawFd, stderr: Option<RawFd>, output: Output) -> SpawnAttributes {
+    fn new(redirect: Redirect) -> SpawnAttributes {
         // SAFETY: both structures are initialised by their init calls before any use and
         // destroyed exactly once, in Drop.
         unsafe {
@@ -72,18 +87,12 @@ impl SpawnAttributes {
             let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
             libc::posix_spawn_file_actions_init(&mut actions);
             libc::posix_spawnattr_init(&mut attr);
-            libc::posix_spawn_file_actions_adddup2(&mut actions, devnull, 0);
-            match output {
-                Output::Discard => {
-                    libc::posix_spawn_file_actions_adddup2(&mut actions, devnull, 1);
-                    if let Some(fd) = stderr {
-                        libc::posix_spawn_file_actions_adddup2(&mut actions, fd, 2);
-                    }
-                }
-                Output::StdoutToStderr => {
-                    libc::posix_spawn_file_actions_adddup2(&mut actions, 2, 1);
-                }
-                Output::Inherit => {}
+            libc::posix_spawn_file_actions_adddup2(&mut actions, redirect.stdin, 0);
+            if let Some(fd) = redirect.stdout {
+                libc::posix_spawn_file_actions_adddup2(&mut actions, fd, 1);
+            }
+            if let Some(fd) = redirect.stderr {
+                libc::posix_spawn_file_actions_adddup2(&mut actions, fd, 2);
             }
             let mut defaults: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut defaults);
@@ -121,6 +130,12 @@ pub struct Outcome {
     pub wall: Duration,
     pub rusage: libc::rusage,
     pub exit: ExitInfo,
+    /// The main thread's scheduler statistics, read after it exited and before it was
+    /// reaped (None when the kernel does not provide them).
+    pub main_thread: Option<Schedstat>,
+    /// How long the harness itself waited for a CPU to wake up when the command ended:
+    /// wall time the command's own figures miss.
+    pub harness_waited: Option<Duration>,
 }
 
 /// Why a run did not produce an [`Outcome`].
@@ -148,21 +163,117 @@ fn cstring(bytes: &[u8], what: &str) -> Result<CString, String> {
     CString::new(bytes).map_err(|_| format!("{what} contains a NUL byte"))
 }
 
+fn memfd(name: &std::ffi::CStr) -> Result<OwnedFd, String> {
+    // SAFETY: memfd_create with a valid NUL-terminated name.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(format!("memfd_create: {}", io::Error::last_os_error()));
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Truncate and rewind a capture before a run.
+fn reset(fd: &OwnedFd) {
+    // SAFETY: valid descriptor; truncating and rewinding a memfd cannot fail harmfully.
+    unsafe {
+        libc::ftruncate(fd.as_raw_fd(), 0);
+        libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET);
+    }
+}
+
+/// The bytes of a capture from `start` on (positioned reads: the descriptor's offset
+/// may be shared with a writer).
+fn read_from(fd: &OwnedFd, start: u64) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let Ok(file) = fd.try_clone().map(std::fs::File::from) else { return Vec::new() };
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 65536];
+    let mut offset = start;
+    while let Ok(n) = file.read_at(&mut chunk, offset) {
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        offset += n as u64;
+    }
+    buf
+}
+
+/// The memory files a command's stdout and stderr are captured into (each `None` when
+/// that stream is not captured).
+pub struct Captures {
+    /// Receives the child's stdout with [`Output::Capture`].
+    stdout: Option<OwnedFd>,
+    /// Receives the child's stderr when output is hidden, so a failure can be explained.
+    stderr: Option<OwnedFd>,
+}
+
+impl Captures {
+    /// The raw descriptors, to be opened by another process with [`Captures::open_in`].
+    pub fn raw_fds(&self) -> (Option<RawFd>, Option<RawFd>) {
+        (self.stdout.as_ref().map(|f| f.as_raw_fd()), self.stderr.as_ref().map(|f| f.as_raw_fd()))
+    }
+
+    /// The captures process `pid` holds at `fds` (from its [`Captures::raw_fds`]), opened
+    /// here through /proc: the same memory files, read after each of its runs.
+    pub fn open_in(pid: libc::pid_t, fds: (Option<RawFd>, Option<RawFd>)) -> io::Result<Captures> {
+        let open = |fd: Option<RawFd>| -> io::Result<Option<OwnedFd>> {
+            fd.map(|fd| std::fs::File::open(format!("/proc/{pid}/fd/{fd}")).map(OwnedFd::from)).transpose()
+        };
+        Ok(Captures { stdout: open(fds.0)?, stderr: open(fds.1)? })
+    }
+
+    /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output).
+    pub fn stderr_tail(&self, max_lines: usize) -> String {
+        let Some(fd) = &self.stderr else { return String::new() };
+        // SAFETY: fstat on a valid descriptor only reads its size.
+        let len = unsafe {
+            let mut stat: libc::stat = std::mem::zeroed();
+            if libc::fstat(fd.as_raw_fd(), &mut stat) == 0 {
+                stat.st_size.max(0) as u64
+            } else {
+                0
+            }
+        };
+        let text = String::from_utf8_lossy(&read_from(fd, len.saturating_sub(8192))).into_owned();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(max_lines)..].join("\n")
+    }
+
+    /// Everything the last run wrote to stdout and stderr, with [`Output::Capture`].
+    pub fn all(&self) -> (Vec<u8>, Vec<u8>) {
+        let all = |fd: &Option<OwnedFd>| fd.as_ref().map_or_else(Vec::new, |fd| read_from(fd, 0));
+        (all(&self.stdout), all(&self.stderr))
+    }
+
+    fn reset(&self) {
+        for fd in [&self.stderr, &self.stdout].into_iter().flatten() {
+            reset(fd);
+        }
+    }
+}
+
 impl Prepared {
     /// Prepare `argv` (argv[0] is resolved to `program`) for repeated runs.
     pub fn new(program: &Path, argv: &[String], output: Output) -> Result<Prepared, String> {
+        Prepared::with_input(program, argv, output, None)
+    }
+
+    /// Like [`Prepared::new`], with stdin read from `input` (a regular file, read from
+    /// its start in every run) instead of /dev/null.
+    pub fn with_input(
+        program: &Path,
+        argv: &[String],
+        output: Output,
+        input: Option<&Path>,
+    ) -> Result<Prepared, String> {
         let path = cstring(program.as_os_str().as_bytes(), "program path")?;
         let argv = argv.iter().map(|a| cstring(a.as_bytes(), "an argument")).collect::<Result<Vec<_>, _>>()?;
-        let stderr_capture = if output != Output::Discard {
-            None
-        } else {
-            // SAFETY: memfd_create with a valid NUL-terminated name.
-            let fd = unsafe { libc::memfd_create(c"perflab-stderr".as_ptr(), libc::MFD_CLOEXEC) };
-            if fd < 0 {
-                return Err(format!("memfd_create: {}", io::Error::last_os_error()));
-            }
-            // SAFETY: fd is a fresh descriptor we own.
-            Some(unsafe { OwnedFd::from_raw_fd(fd) })
+        let captured = matches!(output, Output::Discard | Output::Capture);
+        let captures = Captures {
+            stderr: if captured { Some(memfd(c"perflab-stderr")?) } else { None },
+            stdout: if output == Output::Capture { Some(memfd(c"perflab-stdout")?) } else { None },
         };
         let devnull = std::fs::OpenOptions::new()
             .read(true)
@@ -170,35 +281,48 @@ impl Prepared {
             .open("/dev/null")
             .map_err(|e| format!("cannot open /dev/null: {e}"))?;
         let devnull = OwnedFd::from(devnull);
-        let fast = SpawnAttributes::new(devnull.as_raw_fd(), stderr_capture.as_ref().map(|fd| fd.as_raw_fd()), output);
+        let stdin = match input {
+            Some(file) => {
+                let opened =
+                    std::fs::File::open(file).map_err(|e| format!("cannot read --input {}: {e}", file.display()))?;
+                // Every run reads it from the start: it must be seekable.
+                if !opened.metadata().is_ok_and(|m| m.is_file()) {
+                    return Err(format!("--input {} is not a regular file", file.display()));
+                }
+                OwnedFd::from(opened)
+            }
+            None => devnull.try_clone().map_err(|e| format!("dup /dev/null: {e}"))?,
+        };
+        let redirect = Redirect {
+            stdin: stdin.as_raw_fd(),
+            stdout: match output {
+                Output::Discard => Some(devnull.as_raw_fd()),
+                Output::Capture => captures.stdout.as_ref().map(|fd| fd.as_raw_fd()),
+                Output::StdoutToStderr => Some(2),
+                Output::Inherit => None,
+            },
+            stderr: captures.stderr.as_ref().map(|fd| fd.as_raw_fd()),
+        };
+        let fast = SpawnAttributes::new(redirect);
         let argv_pointers = null_terminated(&argv);
-        Ok(Prepared { path, _argv: argv, argv_pointers, output, stderr_capture, devnull, fast })
+        Ok(Prepared { path, _argv: argv, argv_pointers, captures, stdin, _devnull: devnull, redirect, fast })
     }
 
     /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output).
     pub fn stderr_tail(&self, max_lines: usize) -> String {
-        let Some(fd) = &self.stderr_capture else { return String::new() };
-        let mut file = std::fs::File::from(fd.try_clone().expect("dup stderr capture"));
-        use std::io::{Read, Seek, SeekFrom};
-        let len = file.seek(SeekFrom::End(0)).unwrap_or(0);
-        let start = len.saturating_sub(8192);
-        let mut buf = Vec::new();
-        if file.seek(SeekFrom::Start(start)).is_ok() {
-            let _ = file.read_to_end(&mut buf);
-        }
-        let text = String::from_utf8_lossy(&buf);
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        lines[lines.len().saturating_sub(max_lines)..].join("\n")
+        self.captures.stderr_tail(max_lines)
     }
 
-    fn reset_stderr_capture(&self) {
-        if let Some(fd) = &self.stderr_capture {
-            // SAFETY: valid descriptor; truncating and rewinding a memfd cannot fail harmfully.
-            unsafe {
-                libc::ftruncate(fd.as_raw_fd(), 0);
-                libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET);
-            }
-        }
+    /// What the last run's output was captured into.
+    pub fn captures(&self) -> &Captures {
+        &self.captures
+    }
+
+    /// Empty the captures and rewind the input before a run.
+    fn reset_for_run(&self) {
+        self.captures.reset();
+        // SAFETY: rewinding our own descriptor (/dev/null ignores it).
+        unsafe { libc::lseek(self.stdin.as_raw_fd(), 0, libc::SEEK_SET) };
     }
 }
 
@@ -269,7 +393,7 @@ pub fn start(
     env: &Environment,
     gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>>,
 ) -> Result<Child, SpawnError> {
-    prepared.reset_stderr_capture();
+    prepared.reset_for_run();
     let (argv, envp) = (&prepared.argv_pointers, &env.pointers);
     let (pid, started) = match gate {
         None => spawn_fast(prepared, argv, envp)?,
@@ -325,8 +449,7 @@ fn spawn_gated(
 ) -> Result<(libc::pid_t, Instant), SpawnError> {
     let (release_read, release_write) = pipe_cloexec()?;
     let (error_read, error_write) = pipe_cloexec()?;
-    let devnull = prepared.devnull.as_raw_fd();
-    let stderr_fd = prepared.stderr_capture.as_ref().map(|fd| fd.as_raw_fd());
+    let redirect = prepared.redirect;
     let (parent_release, parent_error) = (release_write.as_raw_fd(), error_read.as_raw_fd());
     // SAFETY: after fork the child only calls async-signal-safe functions (close, setpgid,
     // dup2, sigaction, sigprocmask, read, execve, write, _exit) on data prepared before.
@@ -340,18 +463,12 @@ fn spawn_gated(
             libc::close(parent_release);
             libc::close(parent_error);
             libc::setpgid(0, 0);
-            libc::dup2(devnull, 0);
-            match prepared.output {
-                Output::Discard => {
-                    libc::dup2(devnull, 1);
-                    if let Some(fd) = stderr_fd {
-                        libc::dup2(fd, 2);
-                    }
-                }
-                Output::StdoutToStderr => {
-                    libc::dup2(2, 1);
-                }
-                Output::Inherit => {}
+            libc::dup2(redirect.stdin, 0);
+            if let Some(fd) = redirect.stdout {
+                libc::dup2(fd, 1);
+            }
+            if let Some(fd) = redirect.stderr {
+                libc::dup2(fd, 2);
             }
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = libc::SIG_DFL;
@@ -426,26 +543,46 @@ impl Child {
     }
 
     /// Sleep until the child exits, the timeout passes, or an interrupt arrives; then
-    /// reap it with `wait4` and return its measurements. Without a timeout the harness
-    /// just blocks in `wait4` (an interrupt kills the child's group, which ends it).
+    /// read its main thread's scheduler statistics, reap it with `wait4` and return its
+    /// measurements. Without a timeout the harness just blocks in `waitid` (an interrupt
+    /// kills the child's group, which ends it).
     pub fn wait(mut self, timeout: Option<Duration>, interrupt: &Interrupt) -> Result<Outcome, SpawnError> {
+        // The harness sleeps from here until the command ends, so what it waits for a CPU
+        // from now on is the wake-up after the exit: wall time the command's own
+        // statistics miss, and never overlapping with its own wait.
+        let harness_waited_before = contention::own_thread_waited();
         let timed_out = match timeout {
             Some(timeout) => self.sleep_until_exit(self.started + timeout, interrupt)?,
             None => false,
         };
         let guard = interrupt.kill_on_interrupt(self.pid);
-        let mut status = 0;
-        // SAFETY: rusage is plain data; wait4 fills it for this child only.
-        let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
-        let rc = loop {
-            // SAFETY: waiting for our own child.
-            let rc = unsafe { libc::wait4(self.pid, &mut status, 0, &mut rusage) };
+        // Wait for the exit but leave the child a zombie: its /proc entry still holds the
+        // main thread's run-queue wait, which reaping discards.
+        let exited = loop {
+            // SAFETY: siginfo is plain data; waitid only observes our own child.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let rc =
+                unsafe { libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
             if rc >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
                 break rc;
             }
         };
         let wall = self.started.elapsed();
         drop(guard);
+        let harness_waited = harness_waited_before
+            .zip(contention::own_thread_waited())
+            .map(|(before, after)| after.saturating_sub(before));
+        let main_thread = if exited == 0 { contention::schedstat(self.pid).ok() } else { None };
+        let mut status = 0;
+        // SAFETY: rusage is plain data; wait4 fills it for this child only.
+        let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
+        let rc = loop {
+            // SAFETY: reaping our own child, which has exited.
+            let rc = unsafe { libc::wait4(self.pid, &mut status, 0, &mut rusage) };
+            if rc >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                break rc;
+            }
+        };
         if rc < 0 {
             return Err(SpawnError::Exec(format!("wait4: {}", io::Error::last_os_error())));
         }
@@ -459,7 +596,7 @@ impl Child {
         } else {
             ExitInfo { exit_code: None, signal: None, timed_out }
         };
-        Ok(Outcome { wall, rusage, exit })
+        Ok(Outcome { wall, rusage, exit, main_thread, harness_waited })
     }
 
     /// Poll the pidfd until the child exits (false) or `deadline` passes, when the
@@ -565,6 +702,29 @@ mod tests {
         assert_eq!(p.stderr_tail(2), "two\nthree");
         start(&p, &env(), None).unwrap().wait(None, w).unwrap();
         assert_eq!(p.stderr_tail(10), "one\ntwo\nthree", "capture is reset between runs");
+    }
+
+    #[test]
+    fn capture_keeps_stdout_and_stderr_whole_and_input_is_read_from_its_start() {
+        let w = crate::interrupt::watcher();
+        let input = std::env::temp_dir().join(format!("perflab-input-{}", std::process::id()));
+        std::fs::write(&input, "line one\nline two\n").unwrap();
+        let program = crate::command::resolve_program("sh").unwrap();
+        let argv = ["sh", "-c", "cat; echo err >&2"].map(String::from);
+        for gated in [false, true] {
+            let p = Prepared::with_input(&program, &argv, Output::Capture, Some(&input)).unwrap();
+            for _ in 0..2 {
+                let mut gate = |_pid: libc::pid_t| Ok(());
+                let gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>> =
+                    if gated { Some(&mut gate) } else { None };
+                start(&p, &env(), gate).unwrap().wait(None, w).unwrap();
+                let (stdout, stderr) = p.captures().all();
+                assert_eq!((stdout.as_slice(), stderr.as_slice()), (&b"line one\nline two\n"[..], &b"err\n"[..]));
+            }
+        }
+        std::fs::remove_file(&input).ok();
+        let err = Prepared::with_input(&program, &argv, Output::Capture, Some(Path::new("/dev/stdin"))).err();
+        assert!(err.is_some_and(|e| e.contains("not a regular file") || e.contains("cannot read")));
     }
 
     #[test]

@@ -74,15 +74,30 @@ pub fn format_seconds(s: f64) -> String {
     }
 }
 
-/// A metric's value with its unit: seconds scaled, KiB as MiB when large, counts plain.
+/// A metric's value with its unit: times in the most readable unit, KiB as MiB when
+/// large, rates and percentages with their unit, counts plain.
 pub fn format_value(metric: &str, v: f64) -> String {
-    match crate::model::metric::unit(metric) {
-        "s" => format_seconds(v),
+    let unit = crate::model::metric::unit(metric);
+    if let Some(seconds) = crate::model::metric::to_seconds(unit) {
+        return format_seconds(v * seconds);
+    }
+    match unit {
         "KiB" if v >= 1024.0 => format!("{:.1} MiB", v / 1024.0),
         "KiB" => format!("{v:.0} KiB"),
-        _ if v.fract() == 0.0 && v.abs() < 1e18 => group_thousands(v as i64),
-        _ => format!("{v:.3}"),
+        "%" => format!("{v:.2} %"),
+        "" => format_number(v),
+        unit => format!("{} {unit}", format_number(v)),
     }
+}
+
+/// A plain number: integers grouped in thousands, others with four significant digits
+/// (at least up to the units).
+fn format_number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e18 {
+        return group_thousands(v as i64);
+    }
+    let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{v:.digits$}")
 }
 
 /// 17123637 → "17,123,637", as perf stat prints counts.
@@ -216,6 +231,11 @@ mod tests {
         assert_eq!(format_value("minor_faults", 120.0), "120");
         assert_eq!(format_value("instructions", 17_123_637.0), "17,123,637");
         assert_eq!(format_value("ipc", 1.25), "1.250");
+        assert_eq!(format_value("task-clock", 812_345.0), "812.3 µs");
+        assert_eq!(format_value("branch-miss-rate", 5.87), "5.87 %");
+        assert_eq!(format_value("exec_ms", 42.35), "42.35 ms");
+        assert_eq!(format_value("tps", 10759.739532), "10760 tps");
+        assert_eq!(format_value("rows_per_s", 0.5), "0.5000 /s");
         assert_eq!(group_thousands(-1000), "-1,000");
     }
 }

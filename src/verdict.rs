@@ -2,22 +2,29 @@
 //! round, estimate the ratio and its interval, and classify it as faster, slower,
 //! equivalent or inconclusive against the equivalence threshold.
 
-use crate::model::{CommandResult, Comparison, Verdict};
+use crate::model::metric::{self, Better};
+use crate::model::{CommandResult, Comparison, Settings, Verdict};
 use crate::stats::signed_rank;
 use crate::units::{format_level, format_percent};
 use std::collections::BTreeMap;
 
-/// Classify an interval of the ratio candidate/baseline.
+/// Classify an interval of the ratio candidate/baseline of a metric that improves in
+/// the direction `better`.
 ///
-/// `slower` when the whole interval lies above 1, `faster` when below 1 (marked
+/// For a lower-is-better metric `slower` when the whole interval lies above 1, `faster`
+/// when below 1 (the other way round for a higher-is-better one; marked
 /// `below_threshold` when it also lies within ±threshold), `equivalent` when it lies
 /// within ±threshold, `inconclusive` otherwise.
-pub fn classify(ci_low: f64, ci_high: f64, threshold: f64) -> (Verdict, bool) {
+pub fn classify(ci_low: f64, ci_high: f64, threshold: f64, better: Better) -> (Verdict, bool) {
     let within = ci_low >= 1.0 - threshold && ci_high <= 1.0 + threshold;
+    let (larger, smaller) = match better {
+        Better::Lower => (Verdict::Slower, Verdict::Faster),
+        Better::Higher => (Verdict::Faster, Verdict::Slower),
+    };
     if ci_low > 1.0 {
-        (Verdict::Slower, within)
+        (larger, within)
     } else if ci_high < 1.0 {
-        (Verdict::Faster, within)
+        (smaller, within)
     } else if within {
         (Verdict::Equivalent, false)
     } else {
@@ -32,17 +39,18 @@ pub fn pairs(baseline: &CommandResult, candidate: &CommandResult, metric: &str) 
     candidate.runs.iter().filter_map(|r| Some((*by_round.get(&r.round)?, r.metric(metric)?))).unzip()
 }
 
-/// Compare `candidate` with `baseline` on `metric` with an interval at `level`
-/// (the per-look level; `nominal` is the family-wise confidence reported with it).
-/// None when no round has both values.
+/// Compare `candidate` with `baseline` on `metric` with an interval at `level` (the
+/// per-look level; the settings' confidence is the family-wise one reported with it,
+/// their threshold the equivalence margin, their metric info the direction). None when
+/// no round has both values.
 pub fn compare(
     baseline: &CommandResult,
     candidate: &CommandResult,
     metric: &str,
     level: f64,
-    nominal: f64,
-    threshold: f64,
+    settings: &Settings,
 ) -> Option<Comparison> {
+    let better = settings.metric_info(metric).better;
     let (base, cand) = pairs(baseline, candidate, metric);
     if base.is_empty() {
         return None;
@@ -50,7 +58,7 @@ pub fn compare(
     let comparison = |ratio: f64, ci: Option<(f64, f64)>, p_value: f64, n: usize, flags: Vec<String>| {
         let (verdict, below_threshold, (ci_low, ci_high)) = match ci {
             Some((lo, hi)) => {
-                let (v, b) = classify(lo, hi, threshold);
+                let (v, b) = classify(lo, hi, settings.threshold, better);
                 (v, b, (lo, hi))
             }
             // No interval at this level exists yet with so few rounds.
@@ -60,10 +68,11 @@ pub fn compare(
             baseline: baseline.name.clone(),
             candidate: candidate.name.clone(),
             metric: metric.to_string(),
+            better,
             ratio,
             ci_low,
             ci_high,
-            confidence: nominal,
+            confidence: settings.confidence,
             look_confidence: level,
             p_value,
             verdict,
@@ -102,13 +111,42 @@ fn exact_ratio(base: &[f64], cand: &[f64]) -> Option<f64> {
 }
 
 /// The one-line verdict a user reads, e.g.
-/// `B is 2.1 % slower than A [1.6 %, 2.5 %], 95 % CI, 24 rounds`.
+/// `B is 2.1 % slower than A [1.6 %, 2.5 %], 95 % CI, 24 rounds` for a time, or
+/// `B has 4.1 % more tps than A (better) [2.0 %, 6.3 %], 95 % CI, 9 rounds` for any
+/// other metric, worded in its direction.
 pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
     let pct = |x: f64| format_percent(x * 100.0);
     let tail = format!("{} % CI, {} rounds", format_level(c.confidence), rounds);
-    let metric = if c.metric == crate::model::metric::WALL { String::new() } else { format!(" in {}", c.metric) };
+    let time = metric::info(&c.metric).is_time() && c.better == Better::Lower;
+    let metric = if c.metric == metric::WALL { String::new() } else { format!(" in {}", c.metric) };
     let times = |x: f64| format!("{x:.2}×");
+    let below = if c.below_threshold { format!(" (below the {} % threshold)", pct(threshold)) } else { String::new() };
+    let judgement = if c.verdict == Verdict::Faster { "better" } else { "worse" };
     match c.verdict {
+        Verdict::Slower | Verdict::Faster if !time => {
+            let (a, b) = (&c.candidate, &c.baseline);
+            let m = &c.metric;
+            if c.ratio >= 2.0 || c.ratio <= 0.5 {
+                format!(
+                    "{a} has {} the {m} of {b} ({judgement}) [{}, {}], {tail}{below}",
+                    times(c.ratio),
+                    times(c.ci_low),
+                    times(c.ci_high)
+                )
+            } else if c.ratio > 1.0 {
+                let (lo, hi) = (pct(c.ci_low - 1.0), pct(c.ci_high - 1.0));
+                format!(
+                    "{a} has {} % more {m} than {b} ({judgement}) [{lo} %, {hi} %], {tail}{below}",
+                    pct(c.ratio - 1.0)
+                )
+            } else {
+                let (lo, hi) = (pct(1.0 - c.ci_high), pct(1.0 - c.ci_low));
+                format!(
+                    "{a} has {} % less {m} than {b} ({judgement}) [{lo} %, {hi} %], {tail}{below}",
+                    pct(1.0 - c.ratio)
+                )
+            }
+        }
         // Large effects read better as factors: "9.28× slower" rather than "828 % slower".
         Verdict::Slower if c.ratio >= 2.0 => format!(
             "{} is {} slower than {}{} [{}, {}], {}",
@@ -130,38 +168,26 @@ pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
             times(1.0 / c.ci_low),
             tail
         ),
-        Verdict::Slower => {
-            let mut s = format!(
-                "{} is {} % slower than {}{} [{} %, {} %], {}",
-                c.candidate,
-                pct(c.ratio - 1.0),
-                c.baseline,
-                metric,
-                pct(c.ci_low - 1.0),
-                pct(c.ci_high - 1.0),
-                tail
-            );
-            if c.below_threshold {
-                s.push_str(&format!(" (below the {} % threshold)", pct(threshold)));
-            }
-            s
-        }
-        Verdict::Faster => {
-            let mut s = format!(
-                "{} is {} % faster than {}{} [{} %, {} %], {}",
-                c.candidate,
-                pct(1.0 - c.ratio),
-                c.baseline,
-                metric,
-                pct(1.0 - c.ci_high),
-                pct(1.0 - c.ci_low),
-                tail
-            );
-            if c.below_threshold {
-                s.push_str(&format!(" (below the {} % threshold)", pct(threshold)));
-            }
-            s
-        }
+        Verdict::Slower => format!(
+            "{} is {} % slower than {}{} [{} %, {} %], {}{below}",
+            c.candidate,
+            pct(c.ratio - 1.0),
+            c.baseline,
+            metric,
+            pct(c.ci_low - 1.0),
+            pct(c.ci_high - 1.0),
+            tail
+        ),
+        Verdict::Faster => format!(
+            "{} is {} % faster than {}{} [{} %, {} %], {}{below}",
+            c.candidate,
+            pct(1.0 - c.ratio),
+            c.baseline,
+            metric,
+            pct(1.0 - c.ci_high),
+            pct(1.0 - c.ci_low),
+            tail
+        ),
         Verdict::Equivalent => format!(
             "{} is equivalent to {}{} within ±{} %: ratio {:.4} [{:.4}, {:.4}], {}",
             c.candidate,
@@ -208,13 +234,50 @@ mod tests {
         }
     }
 
+    fn settings() -> Settings {
+        Settings::default()
+    }
+
     #[test]
     fn classification_follows_the_interval() {
-        assert_eq!(classify(1.02, 1.03, 0.01), (Verdict::Slower, false));
-        assert_eq!(classify(1.002, 1.008, 0.01), (Verdict::Slower, true));
-        assert_eq!(classify(0.95, 0.97, 0.01), (Verdict::Faster, false));
-        assert_eq!(classify(0.995, 1.004, 0.01), (Verdict::Equivalent, false));
-        assert_eq!(classify(0.98, 1.02, 0.01), (Verdict::Inconclusive, false));
+        let lower = Better::Lower;
+        assert_eq!(classify(1.02, 1.03, 0.01, lower), (Verdict::Slower, false));
+        assert_eq!(classify(1.002, 1.008, 0.01, lower), (Verdict::Slower, true));
+        assert_eq!(classify(0.95, 0.97, 0.01, lower), (Verdict::Faster, false));
+        assert_eq!(classify(0.995, 1.004, 0.01, lower), (Verdict::Equivalent, false));
+        assert_eq!(classify(0.98, 1.02, 0.01, lower), (Verdict::Inconclusive, false));
+    }
+
+    #[test]
+    fn more_of_a_higher_is_better_metric_is_faster() {
+        let higher = Better::Higher;
+        assert_eq!(classify(1.02, 1.03, 0.01, higher), (Verdict::Faster, false));
+        assert_eq!(classify(0.95, 0.97, 0.01, higher), (Verdict::Slower, false));
+        assert_eq!(classify(0.995, 1.004, 0.01, higher), (Verdict::Equivalent, false));
+        // The registry knows tps; the settings can turn any metric around.
+        let tps = |values: &[f64]| {
+            let mut r = result("x", &[]);
+            r.runs = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let mut run = Run { round: i as u32, ..Default::default() };
+                    run.counters.insert("tps".into(), crate::model::CounterReading::value(*v, false));
+                    run
+                })
+                .collect();
+            r
+        };
+        let base: Vec<f64> = (0..12).map(|i| 1000.0 + (i * 7 % 5) as f64).collect();
+        let more: Vec<f64> = base.iter().map(|b| b * 1.2).collect();
+        let c = compare(&tps(&base), &tps(&more), "tps", 0.95, &settings()).unwrap();
+        assert_eq!((c.verdict, c.better), (Verdict::Faster, Better::Higher));
+        assert!(c.ratio > 1.15);
+        let text = sentence(&c, 0.01, 12);
+        assert!(text.starts_with("x has 20.0 % more tps than x (better) ["), "{text}");
+        let mut turned = settings();
+        turned.better.insert("tps".into(), Better::Lower);
+        assert_eq!(compare(&tps(&base), &tps(&more), "tps", 0.95, &turned).unwrap().verdict, Verdict::Slower);
     }
 
     #[test]
@@ -230,7 +293,7 @@ mod tests {
         let base: Vec<f64> = (0..12).map(|i| 0.010 * (1.0 + 0.01 * ((i * 7 % 5) as f64))).collect();
         let cand: Vec<f64> =
             base.iter().enumerate().map(|(i, b)| b * 10.0 * (1.0 + 0.005 * ((i % 3) as f64 - 1.0))).collect();
-        let c = compare(&result("A", &base), &result("B", &cand), "wall_s", 0.95, 0.95, 0.01).unwrap();
+        let c = compare(&result("A", &base), &result("B", &cand), "wall_s", 0.95, &settings()).unwrap();
         assert_eq!(c.verdict, Verdict::Slower);
         assert!((c.ratio - 10.0).abs() < 0.06, "{}", c.ratio);
         assert!(c.ci_low <= c.ratio && c.ratio <= c.ci_high);
@@ -240,15 +303,15 @@ mod tests {
 
     #[test]
     fn constant_values_give_an_exact_ratio() {
-        let c = compare(&result("A", &[100.0]), &result("B", &[102.0]), "wall_s", 0.95, 0.95, 0.01).unwrap();
+        let c = compare(&result("A", &[100.0]), &result("B", &[102.0]), "wall_s", 0.95, &settings()).unwrap();
         assert_eq!((c.ci_low, c.ci_high, c.verdict, c.below_threshold), (1.02, 1.02, Verdict::Slower, false));
-        let same = compare(&result("A", &[5.0, 5.0]), &result("B", &[5.0, 5.0]), "wall_s", 0.95, 0.95, 0.01).unwrap();
+        let same = compare(&result("A", &[5.0, 5.0]), &result("B", &[5.0, 5.0]), "wall_s", 0.95, &settings()).unwrap();
         assert_eq!(same.verdict, Verdict::Equivalent);
     }
 
     #[test]
     fn too_few_rounds_is_inconclusive_not_a_guess() {
-        let c = compare(&result("A", &[1.0, 1.1, 0.9]), &result("B", &[2.0, 2.3, 1.8]), "wall_s", 0.95, 0.95, 0.01)
+        let c = compare(&result("A", &[1.0, 1.1, 0.9]), &result("B", &[2.0, 2.3, 1.8]), "wall_s", 0.95, &settings())
             .unwrap();
         assert_eq!(c.verdict, Verdict::Inconclusive);
         assert!(sentence(&c, 0.01, 3).contains("too few rounds"));
@@ -260,6 +323,7 @@ mod tests {
             baseline: "A".into(),
             candidate: "B".into(),
             metric: "wall_s".into(),
+            better: Better::Lower,
             ratio: 1.021,
             ci_low: 1.016,
             ci_high: 1.025,
@@ -277,5 +341,18 @@ mod tests {
         assert_eq!(sentence(&c, 0.01, 24), "B is 3.0 % faster than A [2.0 %, 4.0 %], 95 % CI, 24 rounds");
         (c.ratio, c.ci_low, c.ci_high) = (0.25, 0.2, 0.5);
         assert_eq!(sentence(&c, 0.01, 24), "B is 4.00× faster than A [2.00×, 5.00×], 95 % CI, 24 rounds");
+        c.metric = "instructions".into();
+        c.verdict = Verdict::Slower;
+        (c.ratio, c.ci_low, c.ci_high) = (1.05, 1.04, 1.06);
+        assert_eq!(
+            sentence(&c, 0.01, 24),
+            "B has 5.0 % more instructions than A (worse) [4.0 %, 6.0 %], 95 % CI, 24 rounds"
+        );
+        (c.metric, c.better, c.verdict) = ("tps".into(), Better::Higher, Verdict::Slower);
+        (c.ratio, c.ci_low, c.ci_high) = (0.959, 0.95, 0.97);
+        assert_eq!(sentence(&c, 0.01, 24), "B has 4.1 % less tps than A (worse) [3.0 %, 5.0 %], 95 % CI, 24 rounds");
+        (c.metric, c.verdict) = ("exec_ms".into(), Verdict::Faster);
+        c.better = Better::Lower;
+        assert_eq!(sentence(&c, 0.01, 24), "B is 4.1 % faster than A in exec_ms [3.0 %, 5.0 %], 95 % CI, 24 rounds");
     }
 }

@@ -68,9 +68,10 @@ fn a_tenfold_difference_is_slower_with_the_right_ratio() {
         assert!(command["summary"]["wall_s"]["median"].as_f64().unwrap() > 0.0);
         assert!(command["argv"].as_array().unwrap().len() == 2);
     }
-    // The human report went to stderr because stdout carried the JSON.
+    // The human report went to stderr because stdout carried the JSON (on a busy
+    // machine the verdict is on uncontended_s: "× slower than A in uncontended_s [").
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("B is ") && stderr.contains("× slower than A ["), "{stderr}");
+    assert!(stderr.contains("B is ") && stderr.contains("× slower than A"), "{stderr}");
 }
 
 #[test]

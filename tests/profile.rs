@@ -253,6 +253,12 @@ fn group_by_source_makes_regions_from_matching_lines() {
 
 /// Top-5 user functions by self share from `perf report`, hottest first.
 fn perf_top5(dir: &Path, argv: &[&str]) -> Option<Vec<String>> {
+    perf_top(dir, argv, "[.] ")
+}
+
+/// Top-5 functions of one kind (`[.] ` user, `[k] ` kernel) by self share from `perf
+/// report`, hottest first, None when perf is not installed.
+fn perf_top(dir: &Path, argv: &[&str], kind: &str) -> Option<Vec<String>> {
     let data = dir.join("perf.data");
     let record = std::process::Command::new("perf")
         .args(["record", "-q", "-e", "cpu-clock", "-F", "2000", "-o"])
@@ -268,7 +274,7 @@ fn perf_top5(dir: &Path, argv: &[&str]) -> Option<Vec<String>> {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&report.stdout);
-    Some(text.lines().filter_map(|l| l.split_once("[.] ").map(|(_, name)| name.trim().to_string())).take(5).collect())
+    Some(text.lines().filter_map(|l| l.split_once(kind).map(|(_, name)| name.trim().to_string())).take(5).collect())
 }
 
 #[test]
@@ -425,24 +431,99 @@ fn llvm_mca_describes_the_hot_loop_when_installed() {
     assert!(div["mca"]["latency"].as_u64().unwrap() > add_latency, "{div}");
 }
 
-#[test]
-fn kernel_samples_are_labelled_when_the_kernel_may_be_sampled() {
+/// Whether this user may sample the kernel (root, or perf_event_paranoid < 2); says why
+/// not when skipping.
+fn kernel_sampling_allowed() -> bool {
     let paranoid: i32 =
         std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap().trim().parse().unwrap();
     // SAFETY: geteuid has no preconditions.
-    if paranoid >= 2 && unsafe { libc::geteuid() } != 0 {
+    let allowed = paranoid < 2 || unsafe { libc::geteuid() } == 0;
+    if !allowed {
         eprintln!("perf_event_paranoid={paranoid} and not root: kernel samples are not allowed; skipping");
+    }
+    allowed
+}
+
+fn kernel_rows(report: &Value) -> Vec<&Value> {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["object"].as_str().unwrap().starts_with("[kernel"))
+        .collect()
+}
+
+#[test]
+fn kernel_samples_are_named_from_kallsyms_when_the_kernel_may_be_sampled() {
+    if !kernel_sampling_allowed() {
         return;
     }
     let exe = common::fixture("profile_syscalls");
     let dir = tempfile::tempdir().unwrap();
-    let (_, report) = profile(dir.path(), "syscalls", &[exe.to_str().unwrap(), "3000000"]);
-    let kernel = share_of(&report, "[kernel]");
-    assert!(kernel > 0.3, "kernel share {kernel}");
-    assert_eq!(
-        report["objects"].as_array().unwrap().iter().find(|o| o["name"] == "[kernel]").unwrap()["self_samples"],
-        report["functions"].as_array().unwrap().iter().find(|f| f["name"] == "[kernel]").unwrap()["self_samples"]
-    );
+    let (path, report) = profile(dir.path(), "syscalls", &[exe.to_str().unwrap(), "3000000"]);
+    let kernel = kernel_rows(&report);
+    let share: f64 = kernel.iter().map(|f| f["self_share"].as_f64().unwrap()).sum();
+    assert!(share > 0.3, "kernel share {share}");
+    // Root reads kallsyms addresses: the hottest kernel rows are functions, not `[kernel]`.
+    assert_ne!(kernel[0]["name"], "[kernel]", "{kernel:?}");
+    let object_samples: u64 = report["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["name"].as_str().unwrap().starts_with("[kernel"))
+        .map(|o| o["self_samples"].as_u64().unwrap())
+        .sum();
+    assert_eq!(object_samples, kernel.iter().map(|f| f["self_samples"].as_u64().unwrap()).sum::<u64>());
+    // The terminal table marks them like perf.
+    let text = perflab().arg("show").arg(&path).assert().success().get_output().stdout.clone();
+    assert!(String::from_utf8_lossy(&text).contains("[k] "), "{}", String::from_utf8_lossy(&text));
+    // Annotating a kernel function needs the kernel image; without one, the reason.
+    if perflab::profile::kernel::find_vmlinux().is_none() {
+        let name = kernel[0]["name"].as_str().unwrap();
+        perflab().arg("annotate").arg(&path).args(["--symbol", name]).assert().code(2).stderr(
+            predicates::str::contains(format!("cannot annotate kernel function `{name}`: no readable kernel image")),
+        );
+        perflab()
+            .arg("annotate")
+            .arg(&path)
+            .assert()
+            .success()
+            .stderr(predicates::str::contains("hot kernel functions are not annotated: no readable kernel image"));
+    }
+}
+
+/// perf's kernel names without the compiler's clone suffixes, as perflab reports them.
+fn without_clone_suffix(name: &str) -> String {
+    let mut name = name;
+    for suffix in [".isra.", ".part.", ".constprop.", ".cold"] {
+        if let Some(i) = name.find(suffix) {
+            name = &name[..i];
+        }
+    }
+    name.to_string()
+}
+
+#[test]
+fn pipe_ping_pong_kernel_functions_agree_with_perf() {
+    if !kernel_sampling_allowed() {
+        return;
+    }
+    let exe = common::fixture("pingpong");
+    let argv = [exe.to_str().unwrap(), "150000"];
+    let dir = tempfile::tempdir().unwrap();
+    let Some(perf) = perf_top(dir.path(), &argv, "[k] ") else {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "perf is required in CI (apt-get install linux-perf)");
+        eprintln!("perf not installed: skipping the kernel agreement test");
+        return;
+    };
+    let perf: Vec<String> = perf.iter().map(|n| without_clone_suffix(n)).collect();
+    let (_, report) = profile(dir.path(), "pingpong", &argv);
+    let ours: Vec<String> =
+        kernel_rows(&report).iter().take(5).map(|f| f["name"].as_str().unwrap().to_string()).collect();
+    let common = perf.iter().filter(|n| ours.contains(n)).count();
+    // The ranks below the top two are a few tenths of a percent apart: one may swap.
+    assert!(common >= 4, "perflab {ours:?} vs perf {perf:?}");
+    assert_eq!(ours[0], perf[0]);
 }
 
 #[test]

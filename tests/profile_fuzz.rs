@@ -1,13 +1,13 @@
 //! Fuzzing the object readers: a real fixture ELF (with DWARF) with random bytes
 //! overwritten, truncated or extended, must load as an error or symbolise to
 //! something — never panic. Covers object (ELF headers, segments, symbols), gimli and
-//! addr2line (DWARF units, lines, inlined functions), the call-graph report and the
-//! disassembly path.
+//! addr2line (DWARF units, lines, inlined functions), the call-graph and off-CPU
+//! reports and the disassembly path (also with the mutant as the kernel image).
 
 mod common;
 
 use perflab::profile::aggregate::{self, By};
-use perflab::profile::format::{FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount};
+use perflab::profile::format::{FrameRef, KernelSymbol, ObjectRef, Profile, SampleCount, Space, StackCount};
 use perflab::profile::symbolize::{ObjectInfo, Symbolizer};
 use proptest::prelude::*;
 use std::sync::OnceLock;
@@ -59,20 +59,19 @@ fn exercise(bytes: &[u8]) {
         cpu_s: 1.0,
         exit_code: Some(0),
         objects: vec![ObjectRef { path: path.to_string() }],
-        samples: vec![SampleCount {
-            pid: 1,
-            tid: 1,
-            space: Space::User,
-            object: Some(0),
-            offset: 0x1100,
-            count: 3,
-            period: 3,
-        }],
+        samples: vec![
+            SampleCount { pid: 1, tid: 1, space: Space::User, object: Some(0), offset: 0x1100, count: 3, period: 3 },
+            // "Kernel" code in the mutant, slid by 0x1000 as KASLR would.
+            SampleCount { pid: 1, tid: 1, space: Space::Kernel, object: None, offset: 0x2140, count: 2, period: 2 },
+        ],
+        kernel_symbols: vec![KernelSymbol { start: 0x2100, end: 0x2200, name: "heavy_work".into(), module: None }],
         frames: vec![
             FrameRef { space: Space::User, object: Some(0), offset: 0x1100 },
             FrameRef { space: Space::User, object: Some(0), offset: 0x1200 },
         ],
         stacks: vec![StackCount { pid: 1, tid: 1, frames: vec![0, 1, 1], count: 3, period: 3 }],
+        off_cpu: vec![StackCount { pid: 1, tid: 1, frames: vec![1, 0], count: 1, period: 5_000_000 }],
+        off_cpu_recorded: true,
         ..Profile::default()
     };
     // The call-graph report: every frame symbolised, totals and folded stacks.
@@ -81,6 +80,7 @@ fn exercise(bytes: &[u8]) {
     let graph = graph.expect("the profile has stacks");
     let _ = graph.with_totals(aggregate::flat(&located, By::Function));
     let _ = graph.folded();
+    let _ = perflab::profile::offcpu::report(&profile, Some(&graph));
     let _ = perflab::profile::annotate::annotate(
         &profile,
         &mut Symbolizer::default(),
@@ -88,6 +88,7 @@ fn exercise(bytes: &[u8]) {
         3,
         perflab::profile::annotate::Syntax::Att,
         None,
+        Some(std::path::Path::new(path)),
     );
 }
 

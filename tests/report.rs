@@ -73,6 +73,7 @@ fn comparison(baseline: &str, candidate: &str, ratio: f64, verdict: Verdict) -> 
         baseline: baseline.into(),
         candidate: candidate.into(),
         metric: "wall_s".into(),
+        better: Default::default(),
         ratio,
         ci_low: ratio * 0.99,
         ci_high: ratio * 1.01,

@@ -4,6 +4,7 @@
 mod common;
 
 use perflab::history::measured_values;
+use perflab::model::metric::Better;
 use perflab::model::*;
 use perflab::store::{fingerprint, Meta, Query, Store, StoredExperiment};
 use std::collections::BTreeMap;
@@ -33,13 +34,17 @@ fn machine(host: &str) -> Machine {
 }
 
 fn settings() -> Settings {
-    Settings { seed: 42, fixed_rounds: Some(3), ..Default::default() }
+    let better = [("iter_s".to_string(), Better::Lower)].into();
+    Settings { seed: 42, fixed_rounds: Some(3), better, iterations: Iterations::Steady(1), ..Default::default() }
 }
 
 fn run(round: u32, wall: f64) -> Run {
     let mut counters = BTreeMap::new();
     counters.insert("task-clock".to_string(), CounterReading::value(wall * 1e9, false));
     counters.insert("instructions".to_string(), CounterReading::unsupported("no PMU"));
+    // A self-reported metric with its per-iteration samples (the first one cold).
+    let samples = vec![2.0 * wall, wall, wall * 1.01];
+    counters.insert("iter_s".to_string(), CounterReading::sampled(samples, Iterations::Steady(1)).unwrap());
     Run {
         round,
         position: round % 2,
@@ -97,6 +102,7 @@ fn experiment(host: &str) -> Experiment {
             baseline: "old".into(),
             candidate: "new".into(),
             metric: "wall_s".into(),
+            better: Default::default(),
             ratio: 0.8,
             ci_low: 0.78,
             ci_high: 0.82,

@@ -1,11 +1,16 @@
 //! Option groups several commands share, defined once so they parse, check and default
 //! alike, and their conversion into the library's plain settings.
 
+use crate::command::scan_values;
+use crate::error::Failure;
 use crate::experiment::plan::Options;
 use crate::measure::counters::Scope;
+use crate::measure::output::{Parser, FORMAT_NAMES};
 use crate::measure::{MeasureOptions, Mode};
-use crate::model::Settings;
+use crate::model::metric::Better;
+use crate::model::{Hooks, Iterations, Settings};
 use crate::units;
+use crate::usage;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 
@@ -121,8 +126,155 @@ pub struct MeasureArgs {
 }
 
 impl MeasureArgs {
-    pub fn options(&self) -> MeasureOptions {
-        MeasureOptions { events: self.events.clone(), mode: self.mode, counter_scope: self.counter_scope }
+    /// With the parsers of `output` (see [`OutputArgs::options`]).
+    pub fn options(&self, output: &Options) -> MeasureOptions {
+        MeasureOptions {
+            events: self.events.clone(),
+            mode: self.mode,
+            counter_scope: self.counter_scope,
+            output: output.output.clone().unwrap_or_default(),
+        }
+    }
+}
+
+/// Metrics the commands print about themselves (`compare`, `stat`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct OutputArgs {
+    /// A metric the command prints, as a regular expression whose named captures are
+    /// the metrics, e.g. 'tps = (?<tps>[0-9.]+)'. Every match is one sample (an
+    /// iteration); stdout, then stderr, is searched. Repeatable.
+    #[arg(long = "output-metric", value_name = "REGEX")]
+    pub output_metrics: Vec<String>,
+    /// Read the metrics of a known output: pgbench (tps, latency_ms), google-benchmark
+    /// (NAME:real_ns, NAME:cpu_ns, …), jsonl (lines {"metric": NAME, "value": NUMBER}).
+    #[arg(long = "parse", value_name = "FORMAT", value_parser = PossibleValuesParser::new(FORMAT_NAMES))]
+    pub parse: Vec<String>,
+    /// Metrics where more is better (names ending in _per_s, tps and qps already are).
+    #[arg(long, value_delimiter = ',', value_name = "METRIC")]
+    pub higher_is_better: Vec<String>,
+    /// Metrics where less is better (the default for other names).
+    #[arg(long, value_delimiter = ',', value_name = "METRIC")]
+    pub lower_is_better: Vec<String>,
+    /// Which iterations of a metric printed several times per run make the run's value:
+    /// all (their mean) or steady (the mean of those after --warmup-iterations).
+    #[arg(long, default_value = "all", value_parser = PossibleValuesParser::new(Iterations::NAMES))]
+    pub iterations: String,
+    /// Iterations left out of the steady state.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub warmup_iterations: u32,
+}
+
+impl OutputArgs {
+    /// The parsers, directions and iteration choice, as options to lay over the rest.
+    pub fn options(&self) -> Result<Options, Failure> {
+        let mut parsers = Vec::new();
+        for format in &self.parse {
+            parsers.push(Parser::format(format).map_err(Failure::Usage)?);
+        }
+        for text in &self.output_metrics {
+            parsers.push(Parser::regex(text).map_err(Failure::Usage)?);
+        }
+        let mut better = std::collections::BTreeMap::new();
+        for (names, direction) in [(&self.higher_is_better, Better::Higher), (&self.lower_is_better, Better::Lower)] {
+            for name in names {
+                if better.insert(name.clone(), direction).is_some_and(|d| d != direction) {
+                    return Err(usage!("`{name}` is given both --higher-is-better and --lower-is-better"));
+                }
+            }
+        }
+        Ok(Options {
+            output: (!parsers.is_empty()).then_some(parsers),
+            better: (!better.is_empty()).then_some(better),
+            iterations: Some(Iterations::named(&self.iterations, self.warmup_iterations).map_err(Failure::Usage)?),
+            ..Options::default()
+        })
+    }
+}
+
+/// Commands run around the measured ones, and their input (hyperfine's spellings).
+#[derive(Debug, Clone, Args, Default)]
+pub struct HookArgs {
+    /// Run CMD (through sh -c) before every run, not timed; give it once for all
+    /// commands or once per command. A failure stops with exit 3.
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Vec<String>,
+    /// Run CMD after every run, not timed (once, or once per command).
+    #[arg(short = 'C', long, value_name = "CMD")]
+    pub conclude: Vec<String>,
+    /// Run CMD once before the first round (once, or once per command).
+    #[arg(short = 's', long, value_name = "CMD")]
+    pub setup: Vec<String>,
+    /// Run CMD once after the last round, also after a failure or an interrupt (once, or
+    /// once per command).
+    #[arg(short = 'c', long, value_name = "CMD")]
+    pub cleanup: Vec<String>,
+    /// Give every run FILE as its standard input (default: /dev/null).
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<String>,
+}
+
+impl HookArgs {
+    /// The hooks of each of `count` commands (a hook given once applies to all), or
+    /// none at all.
+    pub fn per_command(&self, count: usize) -> Result<Vec<Hooks>, Failure> {
+        if self.prepare.is_empty() && self.conclude.is_empty() && self.setup.is_empty() && self.cleanup.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pick = |values: &[String], flag: &str| -> Result<Vec<Option<String>>, Failure> {
+            match values.len() {
+                0 => Ok(vec![None; count]),
+                1 => Ok(vec![Some(values[0].clone()); count]),
+                n if n == count => Ok(values.iter().cloned().map(Some).collect()),
+                n => Err(usage!("{flag} is given {n} times for {count} commands: give it once, or once per command")),
+            }
+        };
+        let prepare = pick(&self.prepare, "--prepare")?;
+        let conclude = pick(&self.conclude, "--conclude")?;
+        let setup = pick(&self.setup, "--setup")?;
+        let cleanup = pick(&self.cleanup, "--cleanup")?;
+        Ok((0..count)
+            .map(|i| Hooks {
+                prepare: prepare[i].clone(),
+                conclude: conclude[i].clone(),
+                setup: setup[i].clone(),
+                cleanup: cleanup[i].clone(),
+            })
+            .collect())
+    }
+}
+
+/// Parameters substituted into the command templates (`compare`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct ParameterArgs {
+    /// Run each command once per value: `{NAME}` in a command (its --name and hooks)
+    /// becomes each of the comma-separated VALUES. Repeat for every combination.
+    #[arg(short = 'L', long = "parameter-list", num_args = 2, value_names = ["NAME", "VALUES"])]
+    pub lists: Vec<String>,
+    /// Like --parameter-list with the values LO, LO+STEP, … up to HI.
+    #[arg(short = 'P', long = "parameter-scan", num_args = 3, value_names = ["NAME", "LO", "HI"])]
+    pub scans: Vec<String>,
+    /// The step of --parameter-scan (default 1).
+    #[arg(short = 'D', long = "parameter-step-size", value_name = "STEP", requires = "scans")]
+    pub step: Option<String>,
+}
+
+impl ParameterArgs {
+    /// Every parameter with its values, in the order given (lists first).
+    pub fn parameters(&self) -> Result<Vec<(String, Vec<String>)>, Failure> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        // clap gives every occurrence's values in one list: two per -L, three per -P.
+        for list in self.lists.chunks_exact(2) {
+            out.push((list[0].clone(), list[1].split(',').map(str::to_string).collect()));
+        }
+        for scan in self.scans.chunks_exact(3) {
+            out.push((scan[0].clone(), scan_values(&scan[1], &scan[2], self.step.as_deref()).map_err(Failure::Usage)?));
+        }
+        for (i, (name, _)) in out.iter().enumerate() {
+            if out[..i].iter().any(|(n, _)| n == name) {
+                return Err(usage!("parameter `{name}` is given twice"));
+            }
+        }
+        Ok(out)
     }
 }
 

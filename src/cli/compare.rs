@@ -2,11 +2,12 @@
 //! experiment engine; observers for progress, CSV rows and the store; then the
 //! terminal table, JSON and Markdown, and the outcome.
 
-use super::args::{confidence, percent, ExperimentArgs, MeasureArgs, SaveArgs};
-use crate::command::{parse_commands, resolve_program};
+use super::args::{confidence, percent, ExperimentArgs, HookArgs, MeasureArgs, OutputArgs, ParameterArgs, SaveArgs};
+use crate::command::{expand_parameters, parse_commands, resolve_program, substitute};
 use crate::error::Failure;
 use crate::experiment::{self, plan, Fanout, Observer, Plan};
-use crate::model::{metric, Comparison, Experiment, Machine, Settings};
+use crate::model::metric::Better;
+use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings, Warning, WarningKind};
 use crate::render;
 use crate::store::{current_git_commit, default_label, Meta, Recorder, Store};
 use crate::units::format_percent;
@@ -16,8 +17,9 @@ use clap::Args;
 #[derive(Debug, Args, Clone)]
 pub struct CompareArgs {
     /// Commands to compare; the first is the baseline. The same command may be given
-    /// twice (an A/A check): identical commands are named `#1`, `#2`, ...
-    #[arg(required = true, num_args = 2.., value_name = "CMD")]
+    /// twice (an A/A check): identical commands are named `#1`, `#2`, ... One command
+    /// is enough with parameters (-L, -P) that make several of it.
+    #[arg(required = true, num_args = 1.., value_name = "CMD")]
     pub commands: Vec<String>,
     /// Name of a command, in order (repeat for each command).
     #[arg(short = 'n', long = "name", visible_alias = "command-name", value_name = "NAME")]
@@ -34,8 +36,11 @@ pub struct CompareArgs {
     /// Confidence level of the intervals, in percent.
     #[arg(long, default_value = "95", value_name = "PCT", value_parser = confidence)]
     pub confidence: f64,
-    /// Metrics to compare (wall_s, cpu_s, user_s, sys_s, max_rss_kib, minor_faults, ...).
-    #[arg(long = "metric", value_delimiter = ',', default_values = ["wall_s", "cpu_s", "max_rss_kib"])]
+    /// Metrics to compare; the first decides when to stop (wall_s, cpu_s, uncontended_s,
+    /// runq_wait_s, max_rss_kib, minor_faults, …, or one the commands print). Default: what
+    /// the commands print, then wall_s, cpu_s, max_rss_kib, deciding on wall_s — or on
+    /// uncontended_s when the machine is busy.
+    #[arg(short = 'm', long = "metric", value_delimiter = ',', value_name = "METRICS")]
     pub metrics: Vec<String>,
     /// Do not pad the environment with a random variable each round.
     #[arg(long)]
@@ -52,27 +57,62 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
     #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub hooks: HookArgs,
+    #[command(flatten)]
+    pub parameters: ParameterArgs,
+    #[command(flatten)]
     pub save: SaveArgs,
 }
 
 /// Turn the command line into a plan (everything checked before anything runs).
 pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
-    let commands = parse_commands(&args.commands, &args.names, args.shell.as_deref())?;
+    if args.names.len() > args.commands.len() {
+        return Err(usage!("{} --name given for {} commands", args.names.len(), args.commands.len()));
+    }
+    // Every command (its name and hooks alike) once per combination of parameters.
+    let expanded = expand_parameters(&args.commands, &args.parameters.parameters()?)?;
+    let texts: Vec<String> = expanded.iter().map(|(i, c)| substitute(&args.commands[*i], c)).collect();
+    if texts.len() < 2 {
+        return Err(usage!("compare needs at least two commands (or one that -L/-P parameters make several of)"));
+    }
+    let names: Vec<String> = expanded
+        .iter()
+        .take_while(|(i, _)| *i < args.names.len())
+        .map(|(i, c)| substitute(&args.names[*i], c))
+        .collect();
+    let given = args.hooks.per_command(args.commands.len())?;
+    let hooks: Vec<Hooks> = if given.is_empty() {
+        Vec::new()
+    } else {
+        expanded.iter().map(|(i, c)| given[*i].map(|text| substitute(text, c))).collect()
+    };
+    let commands = parse_commands(&texts, &names, args.shell.as_deref())?;
     for spec in &commands {
         resolve_program(&spec.argv[0])?;
     }
-    let options = plan::Options { mode: Some(args.measure.mode), ..args.experiment.options() };
+    let options = plan::Options {
+        mode: Some(args.measure.mode),
+        input: args.hooks.input.clone(),
+        ..args.output.options()?.or(&args.experiment.options())
+    };
     plan::check(&options)?;
-    let measure = args.measure.options();
-    let (metrics, primary) = plan::compared_metrics(&args.metrics, &measure)?;
+    let measure = args.measure.options(&options);
+    let compared = plan::compared_metrics(&args.metrics, &measure)?;
     let defaults = plan::settings(&options, args.experiment.seed);
-    let settings =
-        Settings { confidence: args.confidence, env_padding: defaults.env_padding && !args.no_env_padding, ..defaults };
+    let settings = Settings {
+        confidence: args.confidence,
+        env_padding: defaults.env_padding && !args.no_env_padding,
+        hooks,
+        ..defaults
+    };
     Ok(Plan {
         commands,
         settings,
-        metrics,
-        primary_metric: primary,
+        metrics: compared.metrics,
+        primary_metric: compared.primary,
+        auto_primary: compared.auto_primary,
         show_output: args.experiment.runner.show_output,
         ignore_failure: args.experiment.ignore_failure,
         measure,
@@ -95,7 +135,7 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
         Some(path) => Some(render::csv::CsvWriter::create(
             path,
             plan.commands.iter().map(|c| c.name.clone()).collect(),
-            plan.metrics.iter().filter(|m| !metric::ALL.contains(&m.as_str())).cloned().collect(),
+            (!plan.learns_metrics_from_output()).then(|| counter_columns(&plan.metrics)),
         )?),
         None => None,
     };
@@ -111,13 +151,34 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
         experiment::run(&plan, &mut Fanout(observers))
     };
     progress.finish();
-    let experiment = experiment?;
+    let mut experiment = experiment?;
+    experiment.warnings.extend(threshold_warning(&args, &plan));
     if let Some(recorder) = recorder {
         finish_saving(recorder, &experiment)?;
     }
-    write_outputs(&args, &plan, &experiment, stdout_taken)?;
+    write_outputs(&args, &experiment, stdout_taken)?;
     super::outcome(&experiment, "rounds")?;
-    gate(args.fail_if_slower, &plan, &experiment)
+    gate(args.fail_if_slower, &experiment)
+}
+
+/// The CSV's columns beyond the run's own fields: every metric kept in `Run::counters`.
+fn counter_columns(metrics: &[String]) -> Vec<String> {
+    let has_column = |m: &str| metric::ALL.contains(&m) || metric::CONTENTION.contains(&m);
+    let counters = metrics.iter().filter(|m| !has_column(m)).cloned();
+    metric::CONTENTION.iter().map(|m| m.to_string()).chain(counters).collect()
+}
+
+/// A warning when `--threshold` is finer than this machine resolved within `--max-time`
+/// in its latest calibration (`perflab doctor CMD`), from the history database if there
+/// is one; never creates one.
+fn threshold_warning(args: &CompareArgs, plan: &Plan) -> Option<Warning> {
+    if plan.settings.fixed_rounds.is_some() {
+        return None;
+    }
+    let mut store = args.save.db.open_existing().ok()?;
+    let calibration = store.latest_calibration(&Machine::detect()).ok()??;
+    let message = crate::doctor::threshold_warning(&calibration, plan.settings.threshold, plan.settings.max_time_s)?;
+    Some(Warning::new(WarningKind::Noisy, message))
 }
 
 /// A recorder committing each run of `plan` as it completes (`--save`).
@@ -148,8 +209,8 @@ fn finish_saving(recorder: Recorder, experiment: &Experiment) -> Result<(), Fail
     Ok(())
 }
 
-fn write_outputs(args: &CompareArgs, plan: &Plan, e: &Experiment, stdout_taken: bool) -> Result<(), Failure> {
-    let text = render::terminal::render(e, &plan.primary_metric);
+fn write_outputs(args: &CompareArgs, e: &Experiment, stdout_taken: bool) -> Result<(), Failure> {
+    let text = render::terminal::render(e);
     if stdout_taken {
         eprint!("{text}");
     } else {
@@ -160,25 +221,31 @@ fn write_outputs(args: &CompareArgs, plan: &Plan, e: &Experiment, stdout_taken: 
     }
     if let Some(path) = &args.markdown {
         let mut out = render::open_output(path)?;
-        std::io::Write::write_all(&mut out, render::markdown::render(e, &plan.primary_metric).as_bytes())
+        std::io::Write::write_all(&mut out, render::markdown::render(e).as_bytes())
             .and_then(|_| std::io::Write::flush(&mut out))
             .map_err(|err| usage!("cannot write `{path}`: {err}"))?;
     }
     Ok(())
 }
 
-/// `--fail-if-slower`: a candidate whose whole interval lies above 1 + PCT trips it.
-fn gate(fail_if_slower: Option<f64>, plan: &Plan, e: &Experiment) -> Result<(), Failure> {
+/// `--fail-if-slower`: a candidate whose whole interval lies beyond 1 + PCT on the worse
+/// side trips it (above 1 + PCT for a time, below 1 − PCT for a higher-is-better metric).
+fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
     let Some(pct) = fail_if_slower else { return Ok(()) };
+    let worse = |c: &Comparison| match c.better {
+        Better::Lower => c.ci_low > 1.0 + pct,
+        Better::Higher => c.ci_high < 1.0 - pct,
+    };
     let tripped: Vec<String> = e
         .comparisons
         .iter()
-        .filter(|c| c.metric == plan.primary_metric && c.ci_low > 1.0 + pct)
+        .filter(|c| c.metric == e.primary_metric && worse(c))
         .map(|c: &Comparison| {
             format!(
-                "`{}` is slower than `{}` by more than {} % (CI [{:.4}, {:.4}])",
+                "`{}` is worse than `{}` in {} by more than {} % (CI [{:.4}, {:.4}])",
                 c.candidate,
                 c.baseline,
+                c.metric,
                 format_percent(pct * 100.0),
                 c.ci_low,
                 c.ci_high
@@ -200,7 +267,7 @@ mod tests {
     fn args(flags: &[&str]) -> CompareArgs {
         let argv = ["perflab", "compare"].iter().chain(flags).chain(&["true", "true 1"]);
         match crate::cli::Cli::try_parse_from(argv).unwrap().command.unwrap() {
-            crate::cli::Command::Compare(args) => args,
+            crate::cli::Command::Compare(args) => *args,
             _ => unreachable!("parsed as compare"),
         }
     }

@@ -135,8 +135,8 @@ pub fn main_agent(args: AgentArgs) -> Result<(), Failure> {
         exit_when_idle: args.exit_when_idle,
         show_output: args.show_output,
     };
-    fleet::agent::run(&options, &mut |bench, plan, outcome| match outcome {
-        Outcome::Measured(experiment) => eprintln!("{}", summary_line(&bench.name, experiment, &plan.primary_metric)),
+    fleet::agent::run(&options, &mut |bench, outcome| match outcome {
+        Outcome::Measured(experiment) => eprintln!("{}", summary_line(&bench.name, experiment)),
         Outcome::Failed(message) => eprintln!("  {}: {message}", crate::render::terminal::escape(&bench.name)),
     })
 }

@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod compare;
+pub mod doctor;
 pub mod fleet;
 pub mod profile;
 pub mod run;
@@ -28,11 +29,15 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Compare two or more commands in randomized interleaved rounds (the first is the baseline).
-    Compare(compare::CompareArgs),
+    Compare(Box<compare::CompareArgs>),
     /// Run one command N times and report every metric and counter: median, 95 % CI, spread.
     Stat(stat::StatArgs),
+    /// What on this machine disturbs measurements, with fixes; given a command, calibrate its noise.
+    Doctor(doctor::DoctorArgs),
     /// Sample a command (cpu-clock by default, no PMU needed), save and report its profile.
     Profile(profile::ProfileArgs),
+    /// Live view of the hottest functions (kernel and user) of every CPU, -p PID or a command.
+    Top(profile::TopArgs),
     /// Report a saved profile (by function, source line, object or source region).
     Show(profile::ShowArgs),
     /// Disassemble hot functions of a saved profile with per-instruction samples and cost hints.
@@ -81,9 +86,11 @@ pub fn main() -> i32 {
         return EXIT_OK;
     };
     let result = match command {
-        Command::Compare(args) => compare::main(args),
+        Command::Compare(args) => compare::main(*args),
         Command::Stat(args) => stat::main(args),
+        Command::Doctor(args) => doctor::main(args),
         Command::Profile(args) => profile::main_profile(args),
+        Command::Top(args) => profile::main_top(args),
         Command::Show(args) => profile::main_show(args),
         Command::Annotate(args) => profile::main_annotate(args),
         Command::Diff(args) => profile::main_diff(args),

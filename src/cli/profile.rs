@@ -6,6 +6,7 @@ use crate::profile::aggregate::By;
 use crate::profile::annotate::{AnnotateOptions, Syntax};
 use crate::profile::diff::DiffOptions;
 use crate::profile::record::RecordOptions;
+use crate::profile::top::TopOptions;
 use crate::profile::unwind::{self, Unwinding};
 use crate::profile::{self, ProfileOptions, ReportOptions, ShowOptions};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -88,10 +89,77 @@ pub struct ProfileArgs {
     /// deeper stacks lose their outermost callers.
     #[arg(long, value_name = "BYTES", default_value_t = unwind::DEFAULT_STACK_BYTES)]
     pub stack_size: u32,
+    /// Also record where threads block and for how long (context switches with call
+    /// stacks; implies -g, unwound like the on-CPU stacks; needs root or
+    /// perf_event_paranoid ≤ 1), shown beside on-CPU time.
+    #[arg(long)]
+    pub off_cpu: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// With -p or -a: stop after this long (e.g. 10, 1.5s, 2m) instead of at Ctrl-C.
+    #[arg(long, value_name = "DURATION", value_parser = super::args::duration)]
+    pub duration: Option<f64>,
     #[command(flatten)]
     pub report: ReportArgs,
-    /// The command to profile, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The command to profile, after `--` (or -p / -a).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// What to sample instead of a command: running processes or every CPU.
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// Attach to running processes: every thread, and the threads and processes they start.
+    #[arg(short = 'p', long = "pid", value_name = "PID[,PID...]")]
+    pub pid: Option<String>,
+    /// Sample every task on every CPU (needs root or perf_event_paranoid ≤ 0).
+    #[arg(short = 'a', long = "all-cpus", conflicts_with = "pid")]
+    pub all_cpus: bool,
+}
+
+impl TargetArgs {
+    /// What to sample and how often, shared by `profile` and `top`.
+    fn sampling(self, command: Vec<String>, event: String, frequency_hz: u64) -> Result<RecordOptions, Failure> {
+        let pids = self
+            .pid
+            .as_deref()
+            .map_or(Ok(Vec::new()), |p| profile::target::parse_pids(p).map_err(|e| crate::usage!("-p: {e}")))?;
+        Ok(RecordOptions {
+            pids,
+            all_cpus: self.all_cpus,
+            argv: command,
+            event,
+            frequency_hz,
+            ..RecordOptions::default()
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Sampling frequency in Hz (per CPU or task).
+    #[arg(short = 'F', long = "frequency", default_value_t = 997)]
+    pub frequency: u64,
+    /// Event to sample: cpu-clock (default, needs no PMU), task-clock, cycles, instructions,
+    /// cache-misses, branch-misses.
+    #[arg(short = 'e', long = "event", default_value = "cpu-clock")]
+    pub event: String,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Seconds between refreshes; each shows the samples of the last interval.
+    #[arg(long, value_name = "DURATION", default_value = "1", value_parser = super::args::duration)]
+    pub interval: f64,
+    /// Stop after N refreshes (default: until q, Ctrl-C or the target's end).
+    #[arg(long, value_name = "N")]
+    pub iterations: Option<u32>,
+    /// Print plain-text frames instead of taking the screen (automatic when stdout is not a terminal).
+    #[arg(long)]
+    pub batch: bool,
+    /// Rows per refresh.
+    #[arg(long, default_value_t = 25)]
+    pub limit: usize,
+    /// A command to run and watch, after `--` (default: -a, every CPU).
+    #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
@@ -125,6 +193,10 @@ pub struct AnnotateArgs {
     /// latency and throughput; CPU is an LLVM -mcpu name (default: this machine's family).
     #[arg(long, value_name = "CPU", num_args = 0..=1, require_equals = true, default_missing_value = "auto")]
     pub mca: Option<String>,
+    /// The running kernel's image with symbols, to annotate kernel functions (default:
+    /// where perf looks, e.g. /usr/lib/debug/boot/vmlinux-RELEASE).
+    #[arg(long, value_name = "FILE")]
+    pub vmlinux: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -155,16 +227,26 @@ pub struct DiffArgs {
 pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
     profile::main_profile(&ProfileOptions {
         record: RecordOptions {
-            argv: args.command,
-            event: args.event,
-            frequency_hz: args.frequency,
-            call_graph: args.call_graph.is_some(),
+            // Off-CPU stacks need call stacks: frame pointers unless -g says otherwise.
+            call_graph: args.call_graph.is_some() || args.off_cpu,
             unwinding: args.call_graph.unwrap_or_default(),
             stack_bytes: args.stack_size,
-            ..RecordOptions::default()
+            off_cpu: args.off_cpu,
+            duration: args.duration.map(std::time::Duration::from_secs_f64),
+            ..args.target.sampling(args.command, args.event, args.frequency)?
         },
         output: args.output,
         report: args.report.options(),
+    })
+}
+
+pub fn main_top(args: TopArgs) -> Result<(), Failure> {
+    profile::top::main_top(&TopOptions {
+        record: args.target.sampling(args.command, args.event, args.frequency)?,
+        interval: std::time::Duration::from_secs_f64(args.interval),
+        iterations: args.iterations,
+        batch: args.batch,
+        limit: args.limit,
     })
 }
 
@@ -180,6 +262,7 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
         syntax: args.syntax,
         json: args.json,
         mca: args.mca,
+        vmlinux: args.vmlinux,
     })
 }
 

@@ -3,7 +3,7 @@
 use super::args::{duration, DbArgs, ExperimentArgs};
 use crate::bisect::{self, BisectRequest};
 use crate::error::Failure;
-use crate::experiment::{plan, Plan};
+use crate::experiment::plan;
 use crate::model::{Experiment, StopReason};
 use crate::render::color;
 use crate::suite::runner::{run_suite, Outcome, RunOptions};
@@ -75,9 +75,9 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
     let json_to_stdout = args.experiment.runner.json.as_deref() == Some("-");
     let mut records: Vec<(String, Experiment)> = Vec::new();
     let mut failed: Vec<String> = Vec::new();
-    let mut on_outcome = |bench: &Benchmark, plan: &Plan, outcome: &Outcome| match outcome {
+    let mut on_outcome = |bench: &Benchmark, outcome: &Outcome| match outcome {
         Outcome::Measured(experiment) => {
-            let line = summary_line(&bench.name, experiment, &plan.primary_metric);
+            let line = summary_line(&bench.name, experiment);
             // `--json -` owns stdout.
             if json_to_stdout {
                 eprintln!("{line}");
@@ -93,7 +93,7 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
                 }
                 failed.push(bench.name.clone());
             }
-            records.push((bench.name.clone(), experiment.clone()));
+            records.push((bench.name.clone(), (**experiment).clone()));
         }
         Outcome::Failed(message) => {
             eprintln!("  {}: {message}", bench.name);
@@ -152,7 +152,8 @@ fn list(benchmarks: &[&Benchmark], candidate: Option<&Build>, baseline: Option<&
 }
 
 /// `name  median [CI] (n runs)` of the primary metric and, against a baseline, the verdict.
-pub(super) fn summary_line(name: &str, experiment: &Experiment, primary: &str) -> String {
+pub(super) fn summary_line(name: &str, experiment: &Experiment) -> String {
+    let primary = experiment.primary_metric.as_str();
     let name = crate::render::terminal::escape(name);
     let Some(measured) = experiment.commands.last() else { return format!("{name}: no runs") };
     let value = |v| format_value(primary, v);

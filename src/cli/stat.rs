@@ -1,10 +1,11 @@
 //! `perflab stat`: one command run N times through the experiment engine, reported per
 //! metric (`render::stat`).
 
-use super::args::{MeasureArgs, RunnerArgs};
+use super::args::{HookArgs, MeasureArgs, OutputArgs, RunnerArgs};
 use crate::error::Failure;
 use crate::experiment::{self, plan, Plan};
 use crate::measure::{counters, Mode};
+use crate::model::Settings;
 use crate::render::stat::{render_terminal, stat_metrics, StatReport};
 use crate::render::{self, color};
 use clap::Args;
@@ -25,13 +26,18 @@ pub struct StatArgs {
     pub runner: RunnerArgs,
     #[command(flatten)]
     pub measure: MeasureArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub hooks: HookArgs,
 }
 
 pub const DEFAULT_RUNS: u32 = 10;
 
 /// `perflab stat`.
 pub fn main(args: StatArgs) -> Result<(), Failure> {
-    let mut measure = args.measure.options();
+    let output = args.output.options()?;
+    let mut measure = args.measure.options(&output);
     let instructions = measure.mode == Mode::Instructions;
     if measure.events.is_empty() && !instructions {
         measure.events = counters::DEFAULT_STAT_EVENTS.map(String::from).to_vec();
@@ -52,11 +58,14 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
         warmup: args.runner.warmup,
         timeout: args.runner.timeout,
         mode: Some(measure.mode),
-        ..plan::Options::default()
+        input: args.hooks.input.clone(),
+        ..output
     };
+    let hooks = args.hooks.per_command(1)?;
     let plan = Plan {
-        settings: plan::settings(&options, None),
+        settings: Settings { hooks, ..plan::settings(&options, None) },
         primary_metric: names[0].clone(),
+        auto_primary: false,
         metrics: names.clone(),
         commands,
         show_output: args.runner.show_output,
@@ -79,7 +88,11 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     if instructions {
         notes.push("instruction mode: counts under valgrind cachegrind with fixed caches (docs/counters.md)".into());
     }
-    let text = render_terminal(&plan.commands[0].command_line, experiment.rounds as usize, &metrics, &notes);
+    let mut text = render_terminal(&plan.commands[0].command_line, experiment.rounds as usize, &metrics, &notes);
+    let profile = render::terminal::iteration_profile(&experiment);
+    if !profile.is_empty() {
+        text = format!("{text}\n{profile}");
+    }
     if stdout_taken {
         eprint!("{text}");
     } else {

@@ -4,10 +4,11 @@
 
 use super::plan::Plan;
 use super::{crosscheck, multiplicity};
+use crate::contention;
 use crate::measure::Mode;
-use crate::model::{metric, CommandResult, Comparison, Experiment, Verdict, Warning, WarningKind};
+use crate::model::{metric, CommandResult, Comparison, Experiment, Settings, Verdict, Warning, WarningKind};
 use crate::stats::{changepoint, summary};
-use crate::units::format_seconds;
+use crate::units::{format_seconds, format_value};
 use crate::verdict;
 
 /// Candidates are compared against the first command; the family-wise error rate is
@@ -20,25 +21,61 @@ fn per_comparison_level(plan: &Plan, look_level: f64) -> f64 {
 /// The primary metric's comparisons at a look of level `look_level`.
 pub fn primary_comparisons(plan: &Plan, experiment: &Experiment, look_level: f64) -> Vec<Comparison> {
     let level = per_comparison_level(plan, look_level);
+    let primary = &experiment.primary_metric;
     let base = &experiment.commands[0];
     experiment.commands[1..]
         .iter()
         .map(|cand| {
-            verdict::compare(base, cand, &plan.primary_metric, level, plan.settings.confidence, plan.settings.threshold)
-                .unwrap_or_else(|| undecided(base, cand, &plan.primary_metric, plan.settings.confidence, level))
+            verdict::compare(base, cand, primary, level, &plan.settings)
+                .unwrap_or_else(|| undecided(base, cand, primary, &plan.settings, level))
         })
         .collect()
 }
 
-fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, confidence: f64, level: f64) -> Comparison {
+/// A machine where runs spend this share of their wall time waiting for a CPU is busy:
+/// the neighbours' share of wall time would dominate the noise.
+pub const BUSY_SHARE: f64 = 0.05;
+
+/// At the first look: with `auto_primary`, decide on `uncontended_s` instead of
+/// `wall_s` when the runs so far spent at least [`BUSY_SHARE`] of their wall time
+/// waiting for a CPU. Decided once, before any interval is looked at, so the choice
+/// cannot depend on the comparison (docs/statistics.md). Says so in a warning.
+pub fn choose_primary(plan: &Plan, experiment: &mut Experiment) {
+    let Some(share) = contention::busy_share(experiment.commands.iter().flat_map(|c| &c.runs)) else { return };
+    if share < BUSY_SHARE || plan.measure.mode == Mode::Instructions {
+        return;
+    }
+    let busy = format!("the machine was busy: {:.0} % of wall time was waiting for a CPU", share * 100.0);
+    let uncontended_everywhere =
+        experiment.commands.iter().flat_map(|c| &c.runs).all(|r| r.metric(metric::UNCONTENDED).is_some());
+    let message = if plan.commands.len() < 2 {
+        format!("{busy} (uncontended_s is wall time without that wait)")
+    } else if !plan.auto_primary {
+        let hint = if experiment.primary_metric == metric::UNCONTENDED {
+            ""
+        } else {
+            " (--metric uncontended_s removes the wait)"
+        };
+        format!("{busy}; deciding on {} as asked{hint}", experiment.primary_metric)
+    } else if !uncontended_everywhere {
+        format!("{busy}; deciding on wall_s: some runs have no run-queue wait (see `not supported here`)")
+    } else {
+        experiment.primary_metric = metric::UNCONTENDED.to_string();
+        format!("{busy}; deciding on uncontended_s (wall time minus that wait; --metric wall_s decides on wall time)")
+    };
+    experiment.warnings.push(Warning::new(WarningKind::Busy, message));
+}
+
+fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, settings: &Settings, level: f64) -> Comparison {
     Comparison {
         baseline: base.name.clone(),
         candidate: cand.name.clone(),
         metric: metric.to_string(),
+        better: settings.metric_info(metric).better,
         ratio: f64::NAN,
         ci_low: 0.0,
         ci_high: f64::INFINITY,
-        confidence,
+        confidence: settings.confidence,
         look_confidence: level,
         p_value: 1.0,
         verdict: Verdict::Inconclusive,
@@ -52,7 +89,7 @@ fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, confidenc
 pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     let level = per_comparison_level(plan, look_level);
     for command in &mut experiment.commands {
-        for name in metric::ALL.iter().map(|s| s.to_string()).chain(plan.metrics.iter().cloned()) {
+        for name in metric::ALL.iter().chain(&metric::CONTENTION).map(|s| s.to_string()).chain(plan.metrics.clone()) {
             let values: Vec<f64> = command.runs.iter().filter_map(|r| r.metric(&name)).collect();
             if !values.is_empty() {
                 command.summary.insert(name, summary::summarize(&values));
@@ -61,13 +98,15 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     }
     let counters = multiplicity::corrected_metrics(plan, experiment);
     let secondary_level = multiplicity::secondary_confidence(look_level, plan.commands.len() - 1, counters.len());
+    let mut compared = plan.metrics.clone();
+    if !compared.contains(&experiment.primary_metric) {
+        compared.insert(1.min(compared.len()), experiment.primary_metric.clone());
+    }
     if let Some((base, candidates)) = experiment.commands.split_first() {
         for cand in candidates {
-            for name in &plan.metrics {
+            for name in &compared {
                 let level = if counters.contains(name) { secondary_level } else { level };
-                if let Some(c) =
-                    verdict::compare(base, cand, name, level, plan.settings.confidence, plan.settings.threshold)
-                {
+                if let Some(c) = verdict::compare(base, cand, name, level, &plan.settings) {
                     experiment.comparisons.push(c);
                 }
             }
@@ -83,18 +122,23 @@ const SHORT_RUN_S: f64 = 0.010;
 /// Paired run-to-run spread (robust, of ln ratios) above which results need many rounds.
 const NOISY_SPREAD: f64 = 0.05;
 
+/// Warnings about the primary metric's runs: process creation dominating short ones
+/// (unless the commands time themselves), shifts during the measurement, noise.
 fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
     let mut out = Vec::new();
     if plan.measure.mode == Mode::Instructions {
         return out;
     }
+    let primary = experiment.primary_metric.as_str();
+    let self_timed = plan.printed_metrics().iter().any(|m| m == primary);
+    let what = if primary == metric::WALL { "wall time" } else { primary };
     for command in &experiment.commands {
         let walls: Vec<f64> = command.runs.iter().map(|r| r.wall_s).collect();
         if walls.is_empty() {
             continue;
         }
         let median = summary::median(&walls);
-        if median < SHORT_RUN_S {
+        if median < SHORT_RUN_S && !self_timed {
             out.push(Warning::new(
                 WarningKind::ShortRun,
                 format!(
@@ -105,26 +149,27 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
                 ),
             ));
         }
-        let shifts = changepoint::detect(&walls, &changepoint::ChangePointConfig::default());
+        let values: Vec<f64> = command.runs.iter().filter_map(|r| r.metric(primary)).collect();
+        let shifts = changepoint::detect(&values, &changepoint::ChangePointConfig::default());
         if let Some(largest) = shifts.iter().max_by(|a, b| a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs())) {
             out.push(Warning::new(
                 WarningKind::Unstable,
                 format!(
-                    "`{}` was not stable: its wall time shifted {} time{} during the measurement (largest {:+.1} % at run {}, median {} → {}); pairing within rounds absorbs slow drift, but a quieter machine narrows the interval",
+                    "`{}` was not stable: its {what} shifted {} time{} during the measurement (largest {:+.1} % at run {}, median {} → {}); pairing within rounds absorbs slow drift, but a quieter machine narrows the interval",
                     command.name,
                     shifts.len(),
                     if shifts.len() == 1 { "" } else { "s" },
                     (largest.ratio - 1.0) * 100.0,
                     largest.index + 1,
-                    format_seconds(largest.before),
-                    format_seconds(largest.after)
+                    format_value(primary, largest.before),
+                    format_value(primary, largest.after)
                 ),
             ));
         }
     }
     if let Some((base, candidates)) = experiment.commands.split_first() {
         for cand in candidates {
-            let (b, c) = verdict::pairs(base, cand, metric::WALL);
+            let (b, c) = verdict::pairs(base, cand, primary);
             let d: Vec<f64> =
                 b.iter().zip(&c).filter(|(b, c)| **b > 0.0 && **c > 0.0).map(|(b, c)| (c / b).ln()).collect();
             if d.len() >= 6 {

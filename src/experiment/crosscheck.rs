@@ -81,6 +81,7 @@ mod tests {
             baseline: "A".into(),
             candidate: candidate.into(),
             metric: metric.into(),
+            better: Default::default(),
             ratio,
             ci_low: ratio * 0.99,
             ci_high: ratio * 1.01,

@@ -2,19 +2,25 @@
 //! [`Executor`], looks at the primary metric on the planned schedule, and a stop as soon
 //! as every candidate has a verdict (or a limit, a failure or an interrupt ends it).
 
-use super::analysis::{finish, primary_comparisons};
+use super::analysis::{choose_primary, finish, primary_comparisons};
 use super::executor::{Executor, RunError};
 use super::observer::{Observer, Progress};
 use super::plan::Plan;
 use super::schedule::{LookSchedule, RoundPlanner};
 use crate::error::Failure;
-use crate::model::{CommandResult, Experiment, StopReason};
+use crate::model::{CommandResult, Experiment, Run, StopReason};
 use crate::usage;
 
+/// The group-sequential horizon is planned this much beyond the rounds that fit in
+/// `--max-time` at the first rounds' pace, so that later rounds a little faster than
+/// those rarely exhaust it first (a limit reached before it spends what is left).
+const HORIZON_MARGIN: f64 = 1.1;
+
 /// Run the experiment described by `plan`. Returns the experiment also when it stopped
-/// early (interrupt, failing command): callers save what was measured and pick the
-/// outcome from `stop_reason`. Fails only before the first run (a command that cannot
-/// start at all) or when an observer cannot record a run.
+/// early (interrupt, failing command or hook): callers save what was measured and pick
+/// the outcome from `stop_reason`. Fails only before the first run (a command that
+/// cannot start at all) or when an observer cannot record a run. The setup hooks run
+/// before the first round, the cleanup hooks after the last whatever ended it.
 pub fn run_experiment(
     plan: &Plan,
     executor: &mut dyn Executor,
@@ -37,14 +43,64 @@ pub fn run_experiment(
             })
             .collect(),
         environment: executor.environment_facts(),
+        primary_metric: plan.primary_metric.clone(),
         ..Experiment::default()
     };
-    let mut planner = RoundPlanner::new(settings.seed, plan.commands.len(), settings.env_padding);
+    let candidates = plan.commands.len().saturating_sub(1);
     let mut looks = match settings.fixed_rounds {
-        Some(n) => LookSchedule::fixed(settings.confidence, n),
-        None => LookSchedule::sequential(settings.confidence, settings.min_rounds),
+        Some(n) => LookSchedule::fixed(settings.confidence, candidates, n),
+        None => LookSchedule::sequential(settings.looks, settings.confidence, candidates, settings.min_rounds),
     };
-    // The round count and level of the last look, reused when the experiment ends on it.
+    // The metrics printed by the commands may only be known after their first run.
+    let mut plan = plan.clone();
+    // The primary metric is settled at the first look (see `choose_primary`).
+    let mut primary_chosen = false;
+    let outcome = match executor.setup() {
+        Ok(()) => rounds(&mut plan, executor, observer, &mut experiment, &mut looks, &mut primary_chosen),
+        Err(RunError::Interrupted) => Ok((StopReason::Interrupted, None)),
+        Err(err) => {
+            experiment.failure = Some(err.to_string());
+            Ok((StopReason::CommandFailed, None))
+        }
+    };
+    let cleanup = executor.cleanup();
+    let (mut stop_reason, last_look) = outcome?;
+    if let Err(why) = cleanup {
+        experiment.failure = Some(match experiment.failure.take() {
+            Some(failure) => format!("{failure}; then {why}"),
+            None => why,
+        });
+        if stop_reason != StopReason::Interrupted {
+            stop_reason = StopReason::CommandFailed;
+        }
+    }
+    experiment.stop_reason = stop_reason;
+    experiment.duration_s = executor.elapsed().as_secs_f64();
+    if !primary_chosen {
+        choose_primary(&plan, &mut experiment);
+    }
+    let level = match last_look {
+        Some((rounds, level)) if rounds == experiment.rounds => level,
+        _ => looks.final_look(experiment.rounds),
+    };
+    finish(&plan, &mut experiment, level);
+    Ok(experiment)
+}
+
+/// The rounds, until something stops them: why, and the round count and level of the
+/// last look (reused when the experiment ends on it).
+fn rounds(
+    plan: &mut Plan,
+    executor: &mut dyn Executor,
+    observer: &mut dyn Observer,
+    experiment: &mut Experiment,
+    looks: &mut LookSchedule,
+    primary_chosen: &mut bool,
+) -> Result<(StopReason, Option<(u32, f64)>), Failure> {
+    let settings = plan.settings.clone();
+    let mut planner = RoundPlanner::new(settings.seed, plan.commands.len(), settings.env_padding);
+    // When the measured rounds began, to plan how many fit in the limits.
+    let mut measuring_since = None;
     let mut last_look: Option<(u32, f64)> = None;
     let mut warmups_left = settings.warmup_rounds;
     let mut measured: u32 = 0;
@@ -56,49 +112,88 @@ pub fn run_experiment(
         let warmup = warmups_left > 0;
         let first_round = measured == 0 && warmups_left == settings.warmup_rounds;
         let round = planner.next_round();
+        let round_started = executor.elapsed();
         for (position, &index) in round.order.iter().enumerate() {
-            let mut run = match executor.run(index, round.pad_bytes) {
+            let name = plan.commands[index].name.clone();
+            let mut keep = |run: Box<Run>, experiment: &mut Experiment| -> Result<(), Failure> {
+                let run = Run {
+                    round: measured,
+                    position: position as u32,
+                    env_pad_bytes: round.pad_bytes.unwrap_or(0) as u32,
+                    ..*run
+                };
+                if !warmup {
+                    observer.run_finished(index, &run).map_err(Failure::Other)?;
+                    experiment.commands[index].runs.push(run);
+                }
+                Ok(())
+            };
+            let run = match executor.run(index, round.pad_bytes) {
                 Ok(run) => run,
                 Err(RunError::Interrupted) => break 'rounds StopReason::Interrupted,
+                Err(RunError::Incomplete { run, why }) => {
+                    if let Some(run) = run {
+                        keep(run, experiment)?;
+                    }
+                    experiment.failure = Some(format!("`{name}`: {why}"));
+                    break 'rounds StopReason::CommandFailed;
+                }
                 // A command that cannot even start in the first round is bad input.
-                Err(err) if first_round => return Err(usage!("{}: {err}", plan.commands[index].name)),
+                Err(err) if first_round => return Err(usage!("{name}: {err}")),
                 Err(err) => {
-                    experiment.failure = Some(format!("{}: {err}", plan.commands[index].name));
+                    experiment.failure = Some(format!("{name}: {err}"));
                     break 'rounds StopReason::CommandFailed;
                 }
             };
-            run.round = measured;
-            run.position = position as u32;
-            run.env_pad_bytes = round.pad_bytes.unwrap_or(0) as u32;
-            let failure = (!run.exit.success() && !plan.ignore_failure).then(|| {
-                let stderr = executor.stderr_tail(index);
-                let mut message = format!("`{}` {}", plan.commands[index].name, run.exit.describe());
-                if !stderr.is_empty() {
-                    message.push_str(&format!("; its last stderr lines:\n{stderr}"));
-                }
-                message
-            });
-            if !warmup {
-                observer.run_finished(index, &run).map_err(Failure::Other)?;
-                experiment.commands[index].runs.push(run);
-            }
+            let failure = if !run.exit.success() {
+                (!plan.ignore_failure).then(|| {
+                    let stderr = executor.stderr_tail(index);
+                    let mut message = format!("`{name}` {}", run.exit.describe());
+                    if !stderr.is_empty() {
+                        message.push_str(&format!("; its last stderr lines:\n{stderr}"));
+                    }
+                    message
+                })
+            } else {
+                missing_printed_metric(plan, &name, &run)
+            };
+            keep(Box::new(run), experiment)?;
             if let Some(message) = failure {
                 experiment.failure = Some(message);
                 break 'rounds StopReason::CommandFailed;
             }
+        }
+        if first_round && plan.learns_metrics_from_output() {
+            let printed = executor.printed_metrics();
+            if printed.is_empty() {
+                let expected = crate::measure::output::expected_output(&plan.measure.output);
+                experiment.failure = Some(format!("`{}` printed no metric: {expected}", plan.commands[0].name));
+                break StopReason::CommandFailed;
+            }
+            *plan = plan.with_printed_metrics(&printed);
+            experiment.primary_metric = plan.primary_metric.clone();
         }
         if warmup {
             warmups_left -= 1;
             observer.round_finished(&Progress { rounds: 0, warmup: true, elapsed: executor.elapsed(), latest: vec![] });
             continue;
         }
+        let since = *measuring_since.get_or_insert(round_started);
         measured += 1;
         experiment.rounds = measured;
         let mut latest = Vec::new();
         if looks.is_look(measured) {
-            if let Some(level) = looks.take_look(measured) {
+            if !*primary_chosen {
+                choose_primary(plan, experiment);
+                *primary_chosen = true;
+            }
+            let pace = (executor.elapsed() - since).as_secs_f64() / measured as f64;
+            let time_left = settings.max_time_s - executor.elapsed().as_secs_f64();
+            let affordable = (measured as f64 + HORIZON_MARGIN * (time_left / pace.max(1e-9)).max(0.0))
+                .min(settings.max_rounds as f64);
+            if let Some(level) = looks.take_look(measured, affordable as u32) {
                 last_look = Some((measured, level));
-                latest = primary_comparisons(plan, &experiment, level);
+                latest = primary_comparisons(plan, experiment, level);
             }
         }
         let decided =
@@ -116,15 +211,22 @@ pub fn run_experiment(
         if settings.fixed_rounds.is_none() && executor.elapsed().as_secs_f64() >= settings.max_time_s {
             break StopReason::MaxTime;
         }
+        if looks.planned_rounds_done(measured) {
+            break StopReason::PlannedRounds;
+        }
     };
-    experiment.stop_reason = stop_reason;
-    experiment.duration_s = executor.elapsed().as_secs_f64();
-    let level = match last_look {
-        Some((rounds, level)) if rounds == measured => level,
-        _ => looks.final_look(),
-    };
-    finish(plan, &mut experiment, level);
-    Ok(experiment)
+    Ok((stop_reason, last_look))
+}
+
+/// Why a successful run of `name` fails the experiment: it lacks a compared metric it
+/// should have printed (never counted as a zero).
+fn missing_printed_metric(plan: &Plan, name: &str, run: &Run) -> Option<String> {
+    let missing = plan.printed_metrics().into_iter().find(|m| run.metric(m).is_none())?;
+    let why = run.counters.get(&missing).and_then(|c| c.reason.clone());
+    Some(match why {
+        Some(why) => format!("`{name}` printed no value of `{missing}`: {why}"),
+        None => format!("`{name}` printed no value of `{missing}`, which `{}` printed", plan.commands[0].name),
+    })
 }
 
 #[cfg(test)]
@@ -147,6 +249,7 @@ mod tests {
             settings: Settings { seed: 11, ..settings },
             metrics: vec![metric::WALL.into(), metric::CPU.into()],
             primary_metric: metric::WALL.into(),
+            auto_primary: true,
             show_output: false,
             ignore_failure: false,
             measure: MeasureOptions::default(),
@@ -181,14 +284,15 @@ mod tests {
         let mut log = Log::default();
         let e = run_experiment(&plan, &mut machine, &mut log).unwrap();
         assert_eq!(e.stop_reason, StopReason::Decided);
-        // 6 rounds cannot give the first look's 97.5 % interval; 9 can (see schedule).
-        assert_eq!(e.rounds, 9);
+        // Looks come at 6, 8, 10, … rounds; the first two spend too little α for a
+        // Wilcoxon interval of so few rounds (the smallest level 2/2ⁿ is not reached), 10 do.
+        assert_eq!(e.rounds, 10);
         assert_eq!(wall(&e).verdict, Verdict::Equivalent);
         assert_eq!(wall(&e).ratio, 1.0);
         // One warm-up round is run and reported, never recorded.
         assert_eq!(log.rounds.first(), Some(&(0, true)));
-        assert_eq!(log.rounds.iter().filter(|r| !r.1).map(|r| r.0).collect::<Vec<_>>(), (1..=9).collect::<Vec<_>>());
-        assert_eq!(log.runs.len(), 18, "warm-up runs are not observed");
+        assert_eq!(log.rounds.iter().filter(|r| !r.1).map(|r| r.0).collect::<Vec<_>>(), (1..=10).collect::<Vec<_>>());
+        assert_eq!(log.runs.len(), 20, "warm-up runs are not observed");
     }
 
     #[test]
@@ -275,6 +379,82 @@ mod tests {
         let e = run_experiment(&rounds, &mut machine, &mut Quiet).unwrap();
         assert_eq!(e.stop_reason, StopReason::Interrupted);
         assert!(e.rounds >= 3 && e.commands[1].runs.len() == e.rounds as usize, "{}", e.rounds);
+    }
+
+    #[test]
+    fn a_failing_hook_stops_even_the_first_round_as_a_failure_and_cleanup_still_runs() {
+        let plan = plan(2, Settings::default());
+        let mut machine =
+            Simulated::new(7, vec![0.01, 0.01], Noise::none()).with(Event::HookFails { command: 1, nth: 0 });
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::CommandFailed, "a hook is no bad input: exit 3, not 2");
+        assert!(e.failure.unwrap().contains("`c1`: --prepare `simulated` exited with code 1"));
+        assert_eq!(machine.cleanups, 1);
+        let mut interrupted = Simulated::new(7, vec![0.1, 0.1], Noise::none()).with(Event::InterruptAfter(0.5));
+        run_experiment(&plan, &mut interrupted, &mut Quiet).unwrap();
+        assert_eq!(interrupted.cleanups, 1, "cleanup after an interrupt too");
+    }
+
+    #[test]
+    fn metrics_printed_by_the_commands_are_learned_from_the_baseline_and_decide_in_their_direction() {
+        let mut plan = plan(2, Settings::default());
+        plan.measure.output = vec![crate::measure::output::Parser::JsonLines];
+        // The candidate takes 10 % longer, so its printed rate is 10 % lower: worse.
+        let mut machine = Simulated::new(8, vec![0.05, 0.055], Noise::gaussian(0.01)).printing("ops_per_s", 5);
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.primary_metric, "ops_per_s");
+        let c = e.comparisons.iter().find(|c| c.metric == "ops_per_s").unwrap();
+        assert_eq!((c.verdict, c.better), (Verdict::Slower, metric::Better::Higher));
+        assert!(c.ci_low <= 1.0 / 1.1 && 1.0 / 1.1 <= c.ci_high, "{c:?}");
+        assert_eq!(e.comparisons[0].metric, "ops_per_s", "compared first");
+        assert_eq!(e.commands[0].runs[0].counters["ops_per_s"].samples.len(), 5);
+
+        // A candidate that stops printing it fails the experiment, naming the metric;
+        // the run is kept, without a value (never a zero).
+        let mut silent = Simulated::new(8, vec![0.05, 0.05], Noise::none())
+            .printing("ops_per_s", 1)
+            .with(Event::Silent { command: 1, nth: 3 });
+        let e = run_experiment(&plan, &mut silent, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::CommandFailed);
+        assert_eq!(e.failure.as_deref(), Some("`c1` printed no value of `ops_per_s`, which `c0` printed"));
+        let last = e.commands[1].runs.last().unwrap();
+        assert_eq!((e.commands[1].runs.len(), last.metric("ops_per_s")), (3, None));
+    }
+
+    #[test]
+    fn a_busy_machine_decides_on_uncontended_time_and_says_why() {
+        // Half of every run's wall time is spent waiting, at random: wall time is noisy,
+        // the run's own time is not.
+        let busy = Noise { busy: 0.5, ..Noise::gaussian(0.005) };
+        let e = run_experiment(
+            &plan(2, Settings::default()),
+            &mut Simulated::new(12, vec![0.05, 0.0505], busy.clone()),
+            &mut Quiet,
+        )
+        .unwrap();
+        assert_eq!(e.primary_metric, metric::UNCONTENDED);
+        let warning = e.warnings.iter().find(|w| w.kind == crate::model::WarningKind::Busy).expect("a busy warning");
+        assert!(
+            warning.message.contains("% of wall time was waiting for a CPU; deciding on uncontended_s"),
+            "{warning}"
+        );
+        let decided = e.comparisons.iter().find(|c| c.metric == metric::UNCONTENDED).unwrap();
+        assert_eq!((e.stop_reason, decided.verdict), (StopReason::Decided, Verdict::Slower));
+        assert!(decided.ci_low <= 1.01 && 1.01 <= decided.ci_high, "{decided:?}");
+
+        let asked = Plan { auto_primary: false, ..plan(2, Settings { max_rounds: 20, ..Settings::default() }) };
+        let e = run_experiment(&asked, &mut Simulated::new(12, vec![0.05, 0.0505], busy), &mut Quiet).unwrap();
+        assert_eq!(e.primary_metric, metric::WALL, "a metric the user named is kept");
+        assert!(e.warnings.iter().any(|w| w.message.contains("deciding on wall_s as asked")), "{:?}", e.warnings);
+
+        let quiet = run_experiment(
+            &plan(2, Settings::default()),
+            &mut Simulated::new(12, vec![0.05, 0.05], Noise::gaussian(0.01)),
+            &mut Quiet,
+        )
+        .unwrap();
+        assert_eq!(quiet.primary_metric, metric::WALL);
+        assert!(quiet.warnings.iter().all(|w| w.kind != crate::model::WarningKind::Busy));
     }
 
     #[test]

@@ -1,32 +1,39 @@
 //! Running one command once: the [`Executor`] the engine asks for every run, and
-//! [`ProcessExecutor`], the real one (posix_spawn or a gated fork, wait4's rusage, and
-//! the probes of `measure`). The engine decides what runs when; an executor only runs.
+//! [`ProcessExecutor`], the real one (posix_spawn or a gated fork, wait4's rusage, the
+//! probes of `measure`, the metrics a command prints, and the hooks around each run).
+//! The engine decides what runs when; an executor only runs.
 
 use super::plan::Plan;
 use crate::command::resolve_program;
 use crate::error::Failure;
 use crate::interrupt;
+use crate::measure::output::{self, Parser};
 use crate::measure::{build_probes, Probe};
-use crate::model::{Machine, Run};
+use crate::model::{Iterations, Machine, Run};
 use crate::spawn::{self, Output, Prepared, SpawnError};
+use crate::spawner::Spawner;
 use crate::usage;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Why a run produced no measurement.
+/// Why a run produced no measurement, or not all of it.
 #[derive(Debug)]
 pub enum RunError {
     /// The user asked to stop; the running command was killed.
     Interrupted,
     /// The command could not be started or measured.
     Failed(String),
+    /// Something around the command failed — a hook, or reading what it printed. `run`
+    /// holds the measured run when the command itself ran.
+    Incomplete { run: Option<Box<Run>>, why: String },
 }
 
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RunError::Interrupted => write!(f, "interrupted"),
-            RunError::Failed(why) => write!(f, "{why}"),
+            RunError::Failed(why) | RunError::Incomplete { why, .. } => write!(f, "{why}"),
         }
     }
 }
@@ -40,6 +47,20 @@ pub trait Executor {
     fn stderr_tail(&self, _index: usize) -> String {
         String::new()
     }
+    /// Called once before the first round (`--setup`).
+    fn setup(&mut self) -> Result<(), RunError> {
+        Ok(())
+    }
+    /// Called once after the last round, whatever ended the experiment (`--cleanup`);
+    /// the error says what failed.
+    fn cleanup(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    /// The metrics the baseline printed about itself in its first run that printed any,
+    /// in its output's order (empty when it printed none yet).
+    fn printed_metrics(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Time since the executor was created (the experiment's clock).
     fn elapsed(&self) -> Duration;
     /// True once the user asked to stop.
@@ -52,81 +73,219 @@ pub trait Executor {
     }
 }
 
-/// One command, ready to run repeatedly.
+/// One command's probes and hooks (the command itself is prepared in the spawner).
 struct Subject {
-    prepared: Prepared,
+    name: String,
     probes: Vec<Box<dyn Probe>>,
+    /// `--prepare`, `--conclude` and `--setup`, ready to run like the command.
+    prepare: Option<Hook>,
+    conclude: Option<Hook>,
+    setup: Option<Hook>,
+    cleanup: Option<String>,
+}
+
+/// A shell command run around the measured one.
+struct Hook {
+    text: String,
+    prepared: Prepared,
+}
+
+impl Hook {
+    fn new(text: &str, output: Output) -> Result<Hook, Failure> {
+        let argv = ["/bin/sh".to_string(), "-c".to_string(), text.to_string()];
+        let prepared = Prepared::new(Path::new("/bin/sh"), &argv, output).map_err(|e| usage!("hook `{text}`: {e}"))?;
+        Ok(Hook { text: text.to_string(), prepared })
+    }
+
+    /// Run it to the end (in its own process group, killed by an interrupt or the
+    /// timeout); an error says how it failed.
+    fn run(&self, what: &str, env: &spawn::Environment, timeout: Option<Duration>) -> Result<(), RunError> {
+        let outcome = spawn::start(&self.prepared, env, None)
+            .and_then(|child| child.wait(timeout, interrupt::watcher()))
+            .map_err(|e| match e {
+                SpawnError::Interrupted => RunError::Interrupted,
+                other => RunError::Incomplete { run: None, why: format!("{what} `{}`: {other}", self.text) },
+            })?;
+        if outcome.exit.success() {
+            return Ok(());
+        }
+        let mut why = format!("{what} `{}` {}", self.text, outcome.exit.describe());
+        let stderr = self.prepared.stderr_tail(5);
+        if !stderr.is_empty() {
+            why.push_str(&format!("; its last stderr lines:\n{stderr}"));
+        }
+        Err(RunError::Incomplete { run: None, why })
+    }
 }
 
 /// The real executor: every run is a process on this machine.
 pub struct ProcessExecutor {
+    /// Each command's probes and hooks, by command index.
     subjects: Vec<Subject>,
+    spawner: Spawner,
+    /// The hooks' environment (padded like the runs').
     env: spawn::Environment,
     timeout: Option<Duration>,
     started: Instant,
     facts: BTreeMap<String, String>,
+    parsers: Vec<Parser>,
+    iterations: Iterations,
+    /// Replay captured output after each run (`--show-output` with printed metrics).
+    show_output: bool,
+    /// What the baseline printed first (see [`Executor::printed_metrics`]).
+    baseline_printed: Vec<String>,
 }
 
 impl ProcessExecutor {
-    /// Prepare every command of `plan` (programs resolved, probes built); fails before
-    /// anything runs.
+    /// Prepare every command of `plan` (programs resolved, probes built, hooks and
+    /// input opened); fails before anything runs.
     pub fn new(plan: &Plan) -> Result<ProcessExecutor, Failure> {
-        let subjects = plan
-            .commands
-            .iter()
-            .map(|spec| {
-                let probes = build_probes(&plan.measure)?;
-                let mut argv = spec.argv.clone();
-                for probe in &probes {
-                    argv = probe.wrap(argv).map_err(|e| usage!("{}: {e:#}", spec.name))?;
-                }
-                let program = resolve_program(&argv[0])?;
-                let prepared =
-                    Prepared::new(&program, &argv, if plan.show_output { Output::Inherit } else { Output::Discard })
-                        .map_err(|e| usage!("{}: {e}", spec.name))?;
-                Ok(Subject { prepared, probes })
-            })
-            .collect::<Result<Vec<_>, Failure>>()?;
+        let parsers = plan.measure.output.clone();
+        // Output is captured only when metrics are read from it: the other runs keep the
+        // cheaper /dev/null.
+        let output = match (parsers.is_empty(), plan.show_output) {
+            (false, _) => Output::Capture,
+            (true, true) => Output::Inherit,
+            (true, false) => Output::Discard,
+        };
+        let hook_output = if plan.show_output { Output::Inherit } else { Output::Discard };
+        let input = plan.settings.input.as_deref().map(Path::new);
+        let mut commands = Vec::new();
+        let mut subjects = Vec::new();
+        for (i, spec) in plan.commands.iter().enumerate() {
+            let probes = build_probes(&plan.measure)?;
+            let mut argv = spec.argv.clone();
+            for probe in &probes {
+                argv = probe.wrap(argv).map_err(|e| usage!("{}: {e:#}", spec.name))?;
+            }
+            let program = resolve_program(&argv[0])?;
+            // Checked here for a one-line usage error; the spawner prepares its own copy.
+            Prepared::with_input(&program, &argv, output, input).map_err(|e| usage!("{}: {e}", spec.name))?;
+            commands.push((program, argv));
+            let hooks = plan.settings.hooks.get(i).cloned().unwrap_or_default();
+            let hook = |text: &Option<String>| text.as_deref().map(|t| Hook::new(t, hook_output)).transpose();
+            subjects.push(Subject {
+                name: spec.name.clone(),
+                probes,
+                prepare: hook(&hooks.prepare)?,
+                conclude: hook(&hooks.conclude)?,
+                setup: hook(&hooks.setup)?,
+                cleanup: hooks.cleanup,
+            });
+        }
+        let timeout = plan.settings.timeout_s.map(Duration::from_secs_f64);
+        let spawner =
+            Spawner::new(&commands, output, input, timeout).map_err(|e| Failure::Other(anyhow::anyhow!(e)))?;
+        let mut facts = crate::measure::environment_facts(&plan.measure, &plan.commands);
+        facts.extend(spawner.facts());
         Ok(ProcessExecutor {
             subjects,
+            spawner,
             env: spawn::Environment::inherited(),
-            timeout: plan.settings.timeout_s.map(Duration::from_secs_f64),
+            timeout,
             started: Instant::now(),
-            facts: crate::measure::environment_facts(&plan.measure, &plan.commands),
+            facts,
+            parsers,
+            iterations: plan.settings.iterations,
+            show_output: plan.show_output,
+            baseline_printed: Vec::new(),
         })
+    }
+
+    /// Read the metrics the run of `index` printed into `run`; replay its output when
+    /// asked to show it.
+    fn read_output(&mut self, index: usize, run: &mut Run) -> Result<(), String> {
+        let (stdout, stderr) = self.spawner.captured(index);
+        if self.show_output {
+            use std::io::Write;
+            let _ = std::io::stdout().write_all(&stdout);
+            let _ = std::io::stderr().write_all(&stderr);
+        }
+        let (stdout, stderr) = (String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
+        let found = output::read_metrics(&self.parsers, &stdout, &stderr, self.iterations, run)?;
+        if index == 0 && self.baseline_printed.is_empty() {
+            self.baseline_printed = found;
+        }
+        Ok(())
     }
 }
 
 impl Executor for ProcessExecutor {
     fn run(&mut self, index: usize, pad_bytes: Option<usize>) -> Result<Run, RunError> {
         self.env.pad(pad_bytes);
-        let subject = &mut self.subjects[index];
-        let watcher = interrupt::watcher();
-        let started = if subject.probes.iter().any(|p| p.needs_gate()) {
-            let probes = &mut subject.probes;
+        if let Some(hook) = &self.subjects[index].prepare {
+            hook.run("--prepare", &self.env, self.timeout)?;
+        }
+        let probes = &mut self.subjects[index].probes;
+        let result = if probes.iter().any(|p| p.needs_gate()) {
             let mut gate = |pid: libc::pid_t| -> anyhow::Result<()> {
                 for probe in probes.iter_mut().filter(|p| p.needs_gate()) {
                     probe.attach(pid)?;
                 }
                 Ok(())
             };
-            spawn::start(&subject.prepared, &self.env, Some(&mut gate))
+            self.spawner.run(index, pad_bytes, Some(&mut gate))
         } else {
-            spawn::start(&subject.prepared, &self.env, None)
+            self.spawner.run(index, pad_bytes, None)
         };
-        let outcome = started.and_then(|child| child.wait(self.timeout, watcher)).map_err(|e| match e {
+        let mut run = result.map_err(|e| match e {
             SpawnError::Interrupted => RunError::Interrupted,
             other => RunError::Failed(other.to_string()),
         })?;
-        let mut run = outcome.run();
-        for probe in &mut subject.probes {
+        for probe in &mut self.subjects[index].probes {
             probe.collect(&mut run).map_err(|e| RunError::Failed(SpawnError::Probe(e).to_string()))?;
+        }
+        let incomplete = |run: Run, why: String| RunError::Incomplete { run: Some(Box::new(run)), why };
+        if !self.parsers.is_empty() {
+            if let Err(why) = self.read_output(index, &mut run) {
+                return Err(incomplete(run, why));
+            }
+        }
+        if let Some(hook) = &self.subjects[index].conclude {
+            if let Err(err) = hook.run("--conclude", &self.env, self.timeout) {
+                return Err(match err {
+                    RunError::Incomplete { why, .. } => incomplete(run, why),
+                    other => other,
+                });
+            }
         }
         Ok(run)
     }
 
+    fn setup(&mut self) -> Result<(), RunError> {
+        for subject in &self.subjects {
+            if let Some(hook) = &subject.setup {
+                hook.run(&format!("--setup of `{}`", subject.name), &self.env, self.timeout)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs every cleanup even after an interrupt — when the harness's spawner kills
+    /// whatever it starts — so it uses a plain blocking child in perflab's own process
+    /// group (a second Ctrl-C reaches it). Its output is discarded unless shown, like
+    /// the other hooks' (stdout may carry the JSON report).
+    fn cleanup(&mut self) -> Result<(), String> {
+        let mut failures = Vec::new();
+        for subject in &self.subjects {
+            let Some(text) = &subject.cleanup else { continue };
+            if let Err(e) = crate::command::run_shell(text, None, self.show_output) {
+                failures.push(format!("--cleanup of `{}` failed: {e}", subject.name));
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("; "))
+        }
+    }
+
+    fn printed_metrics(&self) -> Vec<String> {
+        self.baseline_printed.clone()
+    }
+
     fn stderr_tail(&self, index: usize) -> String {
-        self.subjects[index].prepared.stderr_tail(5)
+        self.spawner.stderr_tail(index, 5)
     }
 
     fn elapsed(&self) -> Duration {

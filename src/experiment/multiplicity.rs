@@ -1,6 +1,6 @@
-//! The multiple-comparison rule for counters: every counter metric other than the primary
-//! one gets a Bonferroni-corrected interval, so that all counter intervals of an
-//! experiment hold together at the nominal confidence however many events were asked for.
+//! The multiple-comparison rule for counters and printed metrics: every one other than the
+//! primary metric gets a Bonferroni-corrected interval, so that all their intervals of an
+//! experiment hold together at the nominal confidence however many were asked for.
 //!
 //! Bonferroni rather than Holm because perflab reports intervals and derives verdicts
 //! from them: Bonferroni intervals are simultaneous, and a verdict read from an interval
@@ -8,7 +8,7 @@
 //! the tests but has no equally simple matching intervals.
 
 use super::plan::Plan;
-use crate::model::Experiment;
+use crate::model::{metric, Experiment};
 
 /// Confidence of each counter's interval: 1 − α / (candidates · counters per candidate),
 /// where α = 1 − `confidence` (the level of the final look). The primary metric keeps its
@@ -18,16 +18,20 @@ pub fn secondary_confidence(confidence: f64, candidates: usize, secondary_metric
     1.0 - (1.0 - confidence) / family
 }
 
-/// The counter metrics of `plan` the correction applies to: those the baseline's runs
-/// could measure (an unsupported counter is not compared, so it costs nothing), minus
-/// the primary metric.
+/// The counter and printed metrics of `plan` the correction applies to: every compared
+/// metric but the harness's own, those the baseline's runs could measure (an
+/// unsupported counter is not compared, so it costs nothing), minus the primary metric.
 pub fn corrected_metrics(plan: &Plan, experiment: &Experiment) -> Vec<String> {
-    let Ok(counters) = crate::measure::metric_names(&plan.measure) else { return Vec::new() };
     let Some(baseline) = experiment.commands.first() else { return Vec::new() };
-    counters
-        .into_iter()
-        .filter(|name| *name != plan.primary_metric && plan.metrics.contains(name))
+    plan.metrics
+        .iter()
+        .filter(|name| {
+            **name != experiment.primary_metric
+                && !metric::ALL.contains(&name.as_str())
+                && !metric::CONTENTION.contains(&name.as_str())
+        })
         .filter(|name| baseline.runs.iter().any(|run| run.metric(name).is_some()))
+        .cloned()
         .collect()
 }
 

@@ -3,9 +3,11 @@
 //! the metrics it compares.
 
 use crate::error::Failure;
+use crate::measure::output::Parser;
 use crate::measure::{MeasureOptions, Mode};
-use crate::model::{metric, CommandSpec, Settings};
+use crate::model::{metric, CommandSpec, Iterations, Settings};
 use crate::usage;
+use std::collections::BTreeMap;
 
 /// Everything an experiment needs to run; built from the command line or a suite.
 #[derive(Debug, Clone)]
@@ -16,6 +18,9 @@ pub struct Plan {
     pub metrics: Vec<String>,
     /// The metric whose verdicts decide when to stop.
     pub primary_metric: String,
+    /// Decide on `uncontended_s` instead of `wall_s` when the first look finds the
+    /// machine busy (the user named no metric).
+    pub auto_primary: bool,
     pub show_output: bool,
     pub ignore_failure: bool,
     pub measure: MeasureOptions,
@@ -39,6 +44,16 @@ pub struct Options {
     pub mode: Option<Mode>,
     /// Run commands through this shell (`shell = true` means `/bin/sh`).
     pub shell: Option<String>,
+    /// How to read the metrics the commands print about themselves.
+    pub output: Option<Vec<Parser>>,
+    /// Metrics whose direction is set (`higher_is_better`, `lower_is_better`).
+    pub better: Option<BTreeMap<String, metric::Better>>,
+    pub iterations: Option<Iterations>,
+    /// Shell commands before and after every run (not timed).
+    pub prepare: Option<String>,
+    pub conclude: Option<String>,
+    /// A file every run reads as its standard input.
+    pub input: Option<String>,
 }
 
 impl Options {
@@ -55,6 +70,12 @@ impl Options {
             events: self.events.clone().or_else(|| fallback.events.clone()),
             mode: self.mode.or(fallback.mode),
             shell: self.shell.clone().or_else(|| fallback.shell.clone()),
+            output: self.output.clone().or_else(|| fallback.output.clone()),
+            better: self.better.clone().or_else(|| fallback.better.clone()),
+            iterations: self.iterations.or(fallback.iterations),
+            prepare: self.prepare.clone().or_else(|| fallback.prepare.clone()),
+            conclude: self.conclude.clone().or_else(|| fallback.conclude.clone()),
+            input: self.input.clone().or_else(|| fallback.input.clone()),
         }
     }
 }
@@ -79,6 +100,10 @@ pub fn settings(options: &Options, seed: Option<u64>) -> Settings {
         env_padding: d.env_padding && !instructions,
         mode: mode.as_str().to_string(),
         timeout_s: options.timeout,
+        better: options.better.clone().unwrap_or_default(),
+        iterations: options.iterations.unwrap_or_default(),
+        output_parsers: options.output.iter().flatten().map(Parser::describe).collect(),
+        input: options.input.clone(),
         ..d
     }
 }
@@ -97,33 +122,97 @@ pub fn check(options: &Options) -> Result<(), Failure> {
 /// Instruction-mode metrics, in display order (named by the cachegrind probe).
 pub use crate::measure::cachegrind::COMPARED as INSTRUCTION_METRICS;
 
+/// What an experiment compares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compared {
+    /// In display order; the first is the primary one.
+    pub metrics: Vec<String>,
+    pub primary: String,
+    /// True when no metric was asked for: the primary one is `wall_s`, or
+    /// `uncontended_s` when the machine turns out to be busy.
+    pub auto_primary: bool,
+}
+
 /// The metrics to compare and the primary one (whose verdict decides when to stop):
-/// in instruction mode the cachegrind counts; otherwise `requested` plus any counters.
-pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Result<(Vec<String>, String), Failure> {
+/// in instruction mode the cachegrind counts; otherwise `requested` (by default the
+/// metrics the commands print, then wall time, CPU time and peak RSS) plus any counters.
+pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Result<Compared, Failure> {
     if measure.mode == Mode::Instructions {
         let metrics: Vec<String> = INSTRUCTION_METRICS.iter().map(|s| s.to_string()).collect();
         let primary = metrics[0].clone();
-        return Ok((metrics, primary));
+        return Ok(Compared { metrics, primary, auto_primary: false });
     }
+    let printed = crate::measure::output_names(measure);
     for m in requested {
-        if !metric::ALL.contains(&m.as_str()) {
-            return Err(usage!("unknown metric `{m}`; choose from {}", metric::ALL.join(", ")));
+        // A format that names its metrics in the output can report any other name.
+        let known = metric::ALL.contains(&m.as_str())
+            || metric::CONTENTION.contains(&m.as_str())
+            || printed.contains(m)
+            || (crate::measure::output_names_discovered(measure) && !m.is_empty());
+        if !known {
+            let mut choices: Vec<&str> = printed.iter().map(String::as_str).collect();
+            choices.extend(metric::ALL);
+            choices.extend(metric::CONTENTION);
+            return Err(usage!("unknown metric `{m}`; choose from {}", choices.join(", ")));
         }
     }
-    let mut metrics = requested.to_vec();
+    // Wall time may give way to uncontended time only when nobody chose a metric and the
+    // commands print none of their own (or may print some: those decide once known).
+    let auto_primary = requested.is_empty() && printed.is_empty() && !crate::measure::output_names_discovered(measure);
+    let mut metrics: Vec<String> = if requested.is_empty() {
+        printed.into_iter().chain(metric::COMPARED.map(String::from)).collect()
+    } else {
+        requested.to_vec()
+    };
     let counters = crate::measure::metric_names(measure)?;
     metrics.extend(counters.into_iter().filter(|e| !metrics.contains(e)).collect::<Vec<_>>());
     let primary = metrics.first().cloned().unwrap_or_else(|| metric::WALL.to_string());
-    Ok((metrics, primary))
+    Ok(Compared { metrics, primary, auto_primary })
 }
 
-/// The metrics `stat` reports for these options: harness metrics, then counters.
+/// The metrics `stat` reports for these options: what the command prints, harness
+/// metrics, then counters.
 pub fn stat_metrics(measure: &MeasureOptions) -> Result<Vec<String>, Failure> {
-    let mut names: Vec<String> = match measure.mode {
+    let mut names = crate::measure::output_names(measure);
+    names.extend(match measure.mode {
         // Under valgrind, time and memory describe the simulator, not the program.
         Mode::Instructions => vec![metric::WALL.to_string()],
-        Mode::Wall => [metric::WALL, metric::USER, metric::SYS, metric::MAX_RSS].map(String::from).to_vec(),
-    };
+        Mode::Wall => {
+            [metric::WALL, metric::USER, metric::SYS, metric::MAX_RSS, metric::RUNQ_WAIT, metric::UNCONTENDED]
+                .map(String::from)
+                .to_vec()
+        }
+    });
     names.extend(crate::measure::metric_names(measure)?);
     Ok(names)
+}
+
+impl Plan {
+    /// The compared metrics the commands print about themselves: a successful run
+    /// whose output lacks one of them fails the experiment.
+    pub fn printed_metrics(&self) -> Vec<String> {
+        if self.measure.output.is_empty() {
+            return Vec::new();
+        }
+        let counters = crate::measure::metric_names(&self.measure).unwrap_or_default();
+        self.metrics.iter().filter(|m| !metric::ALL.contains(&m.as_str()) && !counters.contains(m)).cloned().collect()
+    }
+
+    /// True when the metrics to compare are only known once the baseline printed them
+    /// (`--parse jsonl` or `google-benchmark` without `--metric`).
+    pub fn learns_metrics_from_output(&self) -> bool {
+        crate::measure::output_names_discovered(&self.measure) && self.printed_metrics().is_empty()
+    }
+
+    /// The plan once the baseline printed `names` (in its output's order): they are
+    /// compared first, and the first is the primary metric.
+    pub fn with_printed_metrics(&self, names: &[String]) -> Plan {
+        let mut metrics = names.to_vec();
+        metrics.extend(self.metrics.iter().filter(|m| !names.contains(m)).cloned());
+        Plan {
+            primary_metric: names.first().cloned().unwrap_or_else(|| self.primary_metric.clone()),
+            metrics,
+            ..self.clone()
+        }
+    }
 }

@@ -7,11 +7,14 @@
 //! * Each round pads the environment with a random 0–4095-byte variable, the same for
 //!   every command of the round (Mytkowicz et al., ASPLOS 2009): layouts vary across
 //!   rounds, which averages out the layout bias, but stay paired within a round.
-//! * Looks follow a geometric schedule and spend the error rate α over them
-//!   (`α_k = α / (k (k + 1))`, which sums to α over any number of looks): by the union
-//!   bound the chance that *any* look's interval misses the truth is at most α, so
-//!   stopping at the first decisive look keeps its 95 % promise (see docs/statistics.md).
+//! * Looks follow a geometric schedule and spend the error rate α over them with
+//!   Lan–DeMets group-sequential boundaries over the rounds the limits allow (the
+//!   intervals of all looks hold together with probability 1 − α, so stopping at the
+//!   first decisive look keeps its 95 % promise), or, as before, by the union bound
+//!   `α_k = α / (k (k + 1))` (see docs/statistics.md).
 
+use crate::model::LookDesign;
+use crate::stats::sequential::{nominal_alpha, Boundaries, Spending};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -51,27 +54,56 @@ impl RoundPlanner {
 /// When to look at the statistics, and at what level.
 #[derive(Debug, Clone)]
 pub struct LookSchedule {
-    /// Family-wise error rate over all looks (1 − confidence).
+    /// Error rate per comparison over all looks: α / candidates (Bonferroni).
     alpha: f64,
+    candidates: f64,
     next_look_at: u32,
-    /// Looks that could decide something so far (k in `α_k`).
-    looks_spent: u32,
-    fixed: bool,
+    rule: Rule,
 }
 
-/// Rounds grow by this factor between looks: fewer looks keep each look's level close
-/// to the nominal one, more looks stop sooner; 1.5 balances the two.
-const LOOK_GROWTH: f64 = 1.5;
+#[derive(Debug, Clone)]
+enum Rule {
+    /// One look after exactly `--rounds` rounds at the nominal level.
+    Fixed,
+    /// α_k = α / (k (k + 1)) at the k-th look that can decide something.
+    UnionBound { looks_spent: u32 },
+    /// Lan–DeMets boundaries over `horizon` rounds, both set at the first look (the
+    /// logarithmic spending's start depends on the horizon).
+    GroupSequential { spending: Spending, boundaries: Option<Boundaries>, horizon: Option<u32> },
+}
+
+/// Rounds grow by this factor between looks. With the union bound every look costs
+/// level, so looks were few (×1.5); group-sequential boundaries account for the strong
+/// correlation between close looks, so denser looks cost little and stop sooner.
+const UNION_BOUND_GROWTH: f64 = 1.5;
+const GROUP_SEQUENTIAL_GROWTH: f64 = 1.2;
+/// Logarithmic spending starts at the first look's rounds divided by this (one look
+/// step below it), so the first look spends one look's share.
+const LOGARITHMIC_START_BELOW: f64 = GROUP_SEQUENTIAL_GROWTH;
 
 impl LookSchedule {
-    /// Sequential looks from `min_rounds` on.
-    pub fn sequential(confidence: f64, min_rounds: u32) -> Self {
-        LookSchedule { alpha: 1.0 - confidence, next_look_at: min_rounds.max(2), looks_spent: 0, fixed: false }
+    /// Sequential looks from `min_rounds` on, spending `1 − confidence` per the design,
+    /// split evenly over `candidates` comparisons.
+    pub fn sequential(design: LookDesign, confidence: f64, candidates: usize, min_rounds: u32) -> Self {
+        let candidates = candidates.max(1) as f64;
+        let alpha = (1.0 - confidence) / candidates;
+        let spending = match design {
+            LookDesign::UnionBound => None,
+            LookDesign::Pocock => Some(Spending::Pocock),
+            // Its start depends on the horizon: set at the first look.
+            LookDesign::Logarithmic => Some(Spending::Logarithmic { start: 0.0 }),
+        };
+        let rule = match spending {
+            None => Rule::UnionBound { looks_spent: 0 },
+            Some(spending) => Rule::GroupSequential { spending, boundaries: None, horizon: None },
+        };
+        LookSchedule { alpha, candidates, next_look_at: min_rounds.max(2), rule }
     }
 
     /// A single look after exactly `rounds` rounds, at the nominal level.
-    pub fn fixed(confidence: f64, rounds: u32) -> Self {
-        LookSchedule { alpha: 1.0 - confidence, next_look_at: rounds, looks_spent: 0, fixed: true }
+    pub fn fixed(confidence: f64, candidates: usize, rounds: u32) -> Self {
+        let candidates = candidates.max(1) as f64;
+        LookSchedule { alpha: (1.0 - confidence) / candidates, candidates, next_look_at: rounds, rule: Rule::Fixed }
     }
 
     /// True when the statistics should be looked at after `rounds` rounds.
@@ -79,34 +111,86 @@ impl LookSchedule {
         rounds >= self.next_look_at
     }
 
-    /// The level for a look now at `rounds` rounds, then schedules the next look.
+    /// The level for a look now at `rounds` rounds (family-wise over the candidates:
+    /// each comparison's interval is at 1 − (1 − level)/candidates), then schedules the
+    /// next look. `affordable` is how many rounds the limits allow at the pace so far;
+    /// the first look plans the group-sequential horizon with it.
+    ///
     /// Returns None (and spends nothing) when no distribution-free interval at that level
     /// can exist with this few rounds — that depends only on `rounds`, not on the data,
     /// so skipping such looks keeps the guarantee.
-    pub fn take_look(&mut self, rounds: u32) -> Option<f64> {
-        self.next_look_at = ((rounds as f64 * LOOK_GROWTH).ceil() as u32).max(rounds + 1);
-        let alpha = self.alpha_at(self.looks_spent + 1);
-        if !interval_attainable(rounds, alpha) {
-            return None;
-        }
-        self.looks_spent += 1;
-        Some(1.0 - alpha)
+    pub fn take_look(&mut self, rounds: u32, affordable: u32) -> Option<f64> {
+        let growth = match self.rule {
+            Rule::GroupSequential { .. } => GROUP_SEQUENTIAL_GROWTH,
+            _ => UNION_BOUND_GROWTH,
+        };
+        self.next_look_at = ((rounds as f64 * growth).ceil() as u32).max(rounds + 1);
+        let alpha = match &mut self.rule {
+            Rule::Fixed => self.alpha,
+            Rule::UnionBound { looks_spent } => {
+                let k = (*looks_spent + 1) as f64;
+                let alpha = self.alpha / (k * (k + 1.0));
+                if interval_attainable(rounds, alpha) {
+                    *looks_spent += 1;
+                }
+                alpha
+            }
+            Rule::GroupSequential { spending, boundaries, horizon } => {
+                let horizon = *horizon.get_or_insert(affordable.max(rounds));
+                let boundaries = boundaries.get_or_insert_with(|| {
+                    let spending = match *spending {
+                        // Spending starts below the first look, so that look can spend.
+                        Spending::Logarithmic { .. } => Spending::Logarithmic {
+                            start: (rounds as f64 / LOGARITHMIC_START_BELOW / horizon as f64).min(0.5),
+                        },
+                        other => other,
+                    };
+                    Boundaries::new(self.alpha, spending)
+                });
+                if rounds < horizon {
+                    self.next_look_at = self.next_look_at.min(horizon);
+                }
+                let t = (rounds as f64 / horizon as f64).min(1.0);
+                let c = boundaries.boundary(t, rounds >= horizon);
+                let alpha = nominal_alpha(c);
+                if interval_attainable(rounds, alpha) {
+                    boundaries.take(t, c);
+                }
+                alpha
+            }
+        };
+        interval_attainable(rounds, alpha).then(|| self.family_level(alpha))
     }
 
-    /// The level of a final look forced by a time or round limit (or an interrupt).
-    pub fn final_look(&mut self) -> f64 {
-        let alpha = self.alpha_at(self.looks_spent + 1);
-        self.looks_spent += 1;
-        1.0 - alpha
+    /// The level of a final look at `rounds` forced by a limit (or an interrupt): it
+    /// spends whatever the design has left.
+    pub fn final_look(&mut self, rounds: u32) -> f64 {
+        let alpha = match &mut self.rule {
+            Rule::Fixed => self.alpha,
+            Rule::UnionBound { looks_spent } => {
+                *looks_spent += 1;
+                let k = *looks_spent as f64;
+                self.alpha / (k * (k + 1.0))
+            }
+            Rule::GroupSequential { spending, boundaries, horizon } => {
+                // Without an earlier look the final one spends all of α, whatever the spending.
+                let boundaries = boundaries.get_or_insert_with(|| Boundaries::new(self.alpha, *spending));
+                let t = horizon.map_or(1.0, |h| (rounds as f64 / h as f64).min(1.0));
+                let c = boundaries.boundary(t, true);
+                boundaries.take(t, c);
+                nominal_alpha(c)
+            }
+        };
+        self.family_level(alpha)
     }
 
-    fn alpha_at(&self, k: u32) -> f64 {
-        if self.fixed {
-            self.alpha
-        } else {
-            let k = k as f64;
-            self.alpha / (k * (k + 1.0))
-        }
+    /// True once the group-sequential horizon is reached: its α is spent.
+    pub fn planned_rounds_done(&self, rounds: u32) -> bool {
+        matches!(self.rule, Rule::GroupSequential { horizon: Some(h), .. } if rounds >= h)
+    }
+
+    fn family_level(&self, alpha_per_comparison: f64) -> f64 {
+        1.0 - alpha_per_comparison * self.candidates
     }
 }
 
@@ -153,30 +237,71 @@ mod tests {
         assert_eq!(RoundPlanner::new(1, 2, false).next_round().pad_bytes, None);
     }
 
-    #[test]
-    fn spending_sums_to_alpha_and_looks_grow_geometrically() {
-        let mut s = LookSchedule::sequential(0.95, 6);
-        let mut spent = 0.0;
-        let mut looks = Vec::new();
-        for rounds in 1..=2000 {
+    /// (rounds, level) of every look a schedule takes up to `last` rounds.
+    fn looks(mut s: LookSchedule, last: u32, affordable: u32) -> Vec<(u32, f64)> {
+        let mut taken = Vec::new();
+        for rounds in 1..=last {
             if s.is_look(rounds) {
-                if let Some(level) = s.take_look(rounds) {
-                    spent += 1.0 - level;
-                    looks.push(rounds);
-                }
+                taken.extend(s.take_look(rounds, affordable).map(|level| (rounds, level)));
             }
         }
+        taken
+    }
+
+    #[test]
+    fn union_bound_spending_sums_to_alpha_and_looks_grow_geometrically() {
+        let taken = looks(LookSchedule::sequential(LookDesign::UnionBound, 0.95, 1, 6), 2000, 10_000);
+        let spent: f64 = taken.iter().map(|(_, level)| 1.0 - level).sum();
         assert!(spent < 0.05 && spent > 0.045, "spent {spent}");
         // 6 rounds cannot give a 97.5 % interval (2/64 > 0.025): the first real look is at 9.
-        assert_eq!(&looks[..4], &[9, 14, 21, 32]);
+        assert_eq!(taken[..4].iter().map(|l| l.0).collect::<Vec<_>>(), [9, 14, 21, 32]);
+    }
+
+    #[test]
+    fn group_sequential_looks_are_denser_and_narrower_than_the_union_bound() {
+        let gs = looks(LookSchedule::sequential(LookDesign::Logarithmic, 0.95, 1, 6), 400, 400);
+        let ub = looks(LookSchedule::sequential(LookDesign::UnionBound, 0.95, 1, 6), 400, 400);
+        assert!(gs.len() > ub.len(), "{gs:?}");
+        // From the third union-bound look on, the group-sequential look just before it
+        // already allows a narrower interval (a lower level).
+        for &(rounds, level) in &ub[2..] {
+            let (_, gs_level) = gs.iter().rev().find(|(r, _)| *r <= rounds).unwrap();
+            assert!(*gs_level < level, "at {rounds} rounds: group-sequential {gs_level}, union bound {level}");
+        }
+        // The last look is at the horizon and the design is spent there.
+        assert_eq!(gs.last().unwrap().0, 400);
+        let mut s = LookSchedule::sequential(LookDesign::Logarithmic, 0.95, 1, 6);
+        for rounds in 1..=399 {
+            if s.is_look(rounds) {
+                s.take_look(rounds, 400);
+            }
+        }
+        assert!(!s.planned_rounds_done(399) && s.planned_rounds_done(400));
+    }
+
+    #[test]
+    fn a_limit_before_the_horizon_spends_what_is_left() {
+        let mut s = LookSchedule::sequential(LookDesign::Pocock, 0.95, 1, 6);
+        let level = s.take_look(20, 400).unwrap();
+        let last = s.final_look(30);
+        assert!(last < level, "the final look gets all that is left: {last} vs {level}");
+        assert!(last > 0.95, "but never more than α in total: {last}");
+    }
+
+    #[test]
+    fn candidates_share_alpha() {
+        let one = LookSchedule::sequential(LookDesign::Pocock, 0.95, 1, 6).take_look(50, 400).unwrap();
+        let three = LookSchedule::sequential(LookDesign::Pocock, 0.95, 3, 6).take_look(50, 400).unwrap();
+        // The family level is about the same; each comparison gets a third of its α.
+        assert!(((1.0 - three) - (1.0 - one)).abs() < 0.2 * (1.0 - one), "{one} {three}");
     }
 
     #[test]
     fn fixed_schedule_looks_once_at_the_nominal_level() {
-        let mut s = LookSchedule::fixed(0.95, 20);
+        let mut s = LookSchedule::fixed(0.95, 1, 20);
         assert!(!s.is_look(19));
         assert!(s.is_look(20));
-        assert_eq!(s.take_look(20), Some(0.95));
+        assert_eq!(s.take_look(20, 20), Some(0.95));
     }
 
     #[test]

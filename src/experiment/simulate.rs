@@ -8,10 +8,11 @@
 //! noise measured on its VM (docs/statistics.md), not a claim about any other machine.
 
 use super::executor::{Executor, RunError};
-use crate::model::{ExitInfo, Machine, Run};
+use crate::model::{metric, CounterReading, ExitInfo, Iterations, Machine, Run};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal, StudentT};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The noise of a simulated machine, all in log space (0.01 ≈ 1 %).
@@ -28,12 +29,16 @@ pub struct Noise {
     pub stall_probability: f64,
     /// ... and how much longer a stalled run takes (×(1 + U(0, stall_factor))).
     pub stall_factor: f64,
+    /// Share of wall time runs spend waiting for a CPU behind busy neighbours, on
+    /// average: each run waits its own time × busy/(1 − busy) × U(0, 2), measured
+    /// exactly (`runq_wait_s`), as the kernel does for a single-threaded program.
+    pub busy: f64,
 }
 
 impl Noise {
     /// No noise at all: every run takes its true time.
     pub fn none() -> Noise {
-        Noise { run_sigma: 0.0, tail_df: 1e9, drift_sigma: 0.0, stall_probability: 0.0, stall_factor: 0.0 }
+        Noise { run_sigma: 0.0, tail_df: 1e9, drift_sigma: 0.0, stall_probability: 0.0, stall_factor: 0.0, busy: 0.0 }
     }
 
     /// Gaussian run noise of robust σ `sigma` and nothing else.
@@ -49,6 +54,10 @@ pub enum Event {
     Fails { command: usize, nth: usize, code: i32 },
     /// The `nth` run of `command` cannot be started.
     CannotStart { command: usize, nth: usize },
+    /// The hook before the `nth` run of `command` fails (the run does not happen).
+    HookFails { command: usize, nth: usize },
+    /// The `nth` run of `command` prints nothing about itself.
+    Silent { command: usize, nth: usize },
     /// The user interrupts once the clock passes this many seconds.
     InterruptAfter(f64),
 }
@@ -65,6 +74,11 @@ pub struct Simulated {
     log_speed: f64,
     clock_s: f64,
     runs_of: Vec<usize>,
+    /// A rate every run prints about itself (runs per second of its own time), with
+    /// `iterations` samples; `None`: nothing is printed.
+    printed: Option<(String, usize)>,
+    /// How often the cleanup was called.
+    pub cleanups: usize,
 }
 
 impl Simulated {
@@ -80,7 +94,15 @@ impl Simulated {
             log_speed: 0.0,
             clock_s: 0.0,
             runs_of: vec![0; n],
+            printed: None,
+            cleanups: 0,
         }
+    }
+
+    /// Every run also prints `name`, its own rate (1 / its time), `iterations` times.
+    pub fn printing(mut self, name: &str, iterations: usize) -> Simulated {
+        self.printed = Some((name.to_string(), iterations));
+        self
     }
 
     /// Add a scripted event.
@@ -133,7 +155,13 @@ impl Executor for Simulated {
         if self.events.contains(&Event::CannotStart { command: index, nth }) {
             return Err(RunError::Failed("cannot execute: simulated".into()));
         }
-        let wall = self.noisy_seconds(index);
+        if self.events.contains(&Event::HookFails { command: index, nth }) {
+            return Err(RunError::Incomplete { run: None, why: "--prepare `simulated` exited with code 1".into() });
+        }
+        let own = self.noisy_seconds(index);
+        let busy = self.noise.busy.clamp(0.0, 0.99);
+        let waited = if busy > 0.0 { own * busy / (1.0 - busy) * self.rng.gen_range(0.0..2.0) } else { 0.0 };
+        let wall = own + waited;
         self.clock_s += wall;
         let code = self
             .events
@@ -143,14 +171,37 @@ impl Executor for Simulated {
                 _ => None,
             })
             .unwrap_or(0);
-        Ok(Run {
+        let counters = BTreeMap::from([
+            (metric::RUNQ_WAIT.to_string(), CounterReading::value(waited, false)),
+            (metric::UNCONTENDED.to_string(), CounterReading::value(own, false)),
+        ]);
+        let mut run = Run {
             wall_s: wall,
-            user_s: wall * 0.98,
-            sys_s: wall * 0.01,
+            user_s: own * 0.98,
+            sys_s: own * 0.01,
             max_rss_kib: 2048 + index as u64,
             exit: ExitInfo { exit_code: Some(code), signal: None, timed_out: false },
+            counters,
             ..Run::default()
-        })
+        };
+        let silent = self.events.contains(&Event::Silent { command: index, nth });
+        if let Some((name, iterations)) = self.printed.as_ref().filter(|_| !silent) {
+            let reading = CounterReading::sampled(vec![1.0 / wall; *iterations], Iterations::All).expect("samples");
+            run.counters.insert(name.clone(), reading);
+        }
+        Ok(run)
+    }
+
+    fn cleanup(&mut self) -> Result<(), String> {
+        self.cleanups += 1;
+        Ok(())
+    }
+
+    fn printed_metrics(&self) -> Vec<String> {
+        match &self.printed {
+            Some((name, _)) if self.runs_of[0] > 0 => vec![name.clone()],
+            _ => Vec::new(),
+        }
     }
 
     fn stderr_tail(&self, _index: usize) -> String {

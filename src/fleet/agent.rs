@@ -6,7 +6,6 @@
 
 use super::{selects, Job};
 use crate::error::Failure;
-use crate::experiment::Plan;
 use crate::model::{Machine, StopReason};
 use crate::store::fleet::{Claim, JobEnd};
 use crate::store::{self, Store};
@@ -39,7 +38,7 @@ pub struct AgentOptions {
 
 /// Run the agent until interrupted (or idle with `exit_when_idle`, or after one job with
 /// `once`). `on_outcome` hears about every benchmark as it ends.
-pub fn run(options: &AgentOptions, on_outcome: &mut dyn FnMut(&Benchmark, &Plan, &Outcome)) -> Result<(), Failure> {
+pub fn run(options: &AgentOptions, on_outcome: &mut dyn FnMut(&Benchmark, &Outcome)) -> Result<(), Failure> {
     std::env::set_current_dir(&options.dir)
         .map_err(|e| crate::usage!("cannot work in {}: {e}", options.dir.display()))?;
     let mut store = Store::open(options.db.as_deref())?;
@@ -98,7 +97,7 @@ fn work(
     claim: &Claim,
     fingerprint: &str,
     options: &AgentOptions,
-    on_outcome: &mut dyn FnMut(&Benchmark, &Plan, &Outcome),
+    on_outcome: &mut dyn FnMut(&Benchmark, &Outcome),
 ) -> Result<(), Failure> {
     eprintln!(
         "perflab agent: job {} (attempt {}): suite {}, label `{}`",
@@ -156,7 +155,7 @@ fn execute(
     job: &Job,
     fingerprint: &str,
     options: &AgentOptions,
-    on_outcome: &mut dyn FnMut(&Benchmark, &Plan, &Outcome),
+    on_outcome: &mut dyn FnMut(&Benchmark, &Outcome),
 ) -> Result<Vec<String>, Failure> {
     let suite = suite::parse(&job.spec.suite, &options.dir.join(&job.spec.suite_path))?;
     let selected = suite.select(job.spec.filter.as_deref())?;
@@ -179,7 +178,7 @@ fn execute(
         show_output: options.show_output,
         ..RunOptions::default()
     };
-    let mut on_benchmark = |bench: &Benchmark, plan: &Plan, outcome: &Outcome| {
+    let mut on_benchmark = |bench: &Benchmark, outcome: &Outcome| {
         let bad = match outcome {
             Outcome::Measured(e) => e.stop_reason == StopReason::CommandFailed,
             Outcome::Failed(_) => true,
@@ -187,7 +186,7 @@ fn execute(
         if bad {
             failed.push(bench.name.clone());
         }
-        on_outcome(bench, plan, outcome);
+        on_outcome(bench, outcome);
     };
     run_suite(&todo, &job.spec.label, (candidate, baseline), &run, store, &mut on_benchmark)?;
     if crate::interrupt::watcher().requested() {

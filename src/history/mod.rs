@@ -6,6 +6,7 @@
 pub mod matrix;
 pub mod ratio;
 
+use crate::model::metric::Better;
 use crate::model::Machine;
 use crate::render::terminal::escape;
 use crate::stats::changepoint::{ChangePointConfig, Detector};
@@ -106,6 +107,8 @@ pub fn build<'a>(
         incomplete: bool,
         /// The equivalence margin of the label's latest experiment, for its verdict.
         threshold: f64,
+        /// Which way the metric improves, by that experiment's settings.
+        better: Better,
         values: Vec<f64>,
     }
     /// A machine's first experiment (for its description) and its benchmarks' pools.
@@ -131,16 +134,24 @@ pub fn build<'a>(
         });
         let pools = &mut benchmarks[b].1;
         let threshold = e.experiment.settings.threshold;
+        let better = e.experiment.settings.metric_info(metric_name).better;
         match pool_at.get(&(m, b, e.label.as_str())) {
             Some(&p) => {
                 let pool = &mut pools[p];
                 pool.incomplete |= !e.complete;
                 pool.threshold = threshold;
+                pool.better = better;
                 pool.values.extend_from_slice(&values);
             }
             None => {
                 pool_at.insert((m, b, &e.label), pools.len());
-                pools.push(Pool { label: &e.label, incomplete: !e.complete, threshold, values: values.into_owned() });
+                pools.push(Pool {
+                    label: &e.label,
+                    incomplete: !e.complete,
+                    threshold,
+                    better,
+                    values: values.into_owned(),
+                });
             }
         }
     }
@@ -162,10 +173,9 @@ pub fn build<'a>(
                             median,
                             median_ci,
                             incomplete: p.incomplete,
-                            vs_previous: i
-                                .checked_sub(1)
-                                .filter(|_| steps == Steps::Compare)
-                                .and_then(|prev| ratio::independent(&pools[prev].values, &p.values, p.threshold)),
+                            vs_previous: i.checked_sub(1).filter(|_| steps == Steps::Compare).and_then(|prev| {
+                                ratio::independent(&pools[prev].values, &p.values, p.threshold, p.better)
+                            }),
                         }
                     })
                     .collect();

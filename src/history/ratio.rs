@@ -3,6 +3,7 @@
 //! from the two labels' runs as independent samples. `perflab history` (vs previous, the
 //! builds × machines view) and `perflab report` both ask here, so they always agree.
 
+use crate::model::metric::{self, Better};
 use crate::model::{Comparison, Verdict};
 use crate::store::StoredExperiment;
 use serde::Serialize;
@@ -87,12 +88,10 @@ pub fn between_labels(
             }
         }
     }
-    let threshold = experiments
-        .iter()
-        .rev()
-        .find(|e| e.label == label)
-        .map_or(DEFAULT_THRESHOLD, |e| e.experiment.settings.threshold);
-    independent(&values(reference)?, &values(label)?, threshold)
+    let settings = experiments.iter().rev().find(|e| e.label == label).map(|e| &e.experiment.settings);
+    let threshold = settings.map_or(DEFAULT_THRESHOLD, |s| s.threshold);
+    let better = settings.map_or(metric::info(metric).better, |s| s.metric_info(metric).better);
+    independent(&values(reference)?, &values(label)?, threshold, better)
 }
 
 /// A stored paired comparison as a ratio, `inverted` when it ran the other way round.
@@ -121,8 +120,9 @@ pub fn paired(c: &Comparison, inverted: bool) -> Ratio {
 
 /// Ratio of locations from separately measured runs: the Hodges–Lehmann shift of the log
 /// values and its Mann–Whitney interval, exponentiated; None for values ≤ 0 or samples
-/// too small for an interval (about 4 each at 95 %).
-pub fn independent(base: &[f64], cand: &[f64], threshold: f64) -> Option<Ratio> {
+/// too small for an interval (about 4 each at 95 %). The verdict is for a metric that
+/// improves in the direction `better`.
+pub fn independent(base: &[f64], cand: &[f64], threshold: f64, better: Better) -> Option<Ratio> {
     if base.iter().chain(cand).any(|&v| v <= 0.0) {
         return None;
     }
@@ -136,7 +136,7 @@ pub fn independent(base: &[f64], cand: &[f64], threshold: f64) -> Option<Ratio> 
         ci_high: hi,
         confidence: interval.achieved_confidence,
         p_value: Some(crate::stats::rank_sum::mann_whitney(&ln_base, &ln_cand).p_value),
-        verdict: crate::verdict::classify(lo, hi, threshold).0,
+        verdict: crate::verdict::classify(lo, hi, threshold, better).0,
         method: CiMethod::Independent,
         n: base.len().min(cand.len()),
     })
@@ -150,10 +150,11 @@ mod tests {
     fn independent_ratio_covers_the_true_ratio_and_classifies_it() {
         let base: Vec<f64> = (0..8).map(|i| 1.0 + 0.002 * i as f64).collect();
         let cand: Vec<f64> = base.iter().map(|v| v * 1.5).collect();
-        let r = independent(&base, &cand, 0.01).unwrap();
+        let r = independent(&base, &cand, 0.01, Better::Lower).unwrap();
+        assert_eq!(independent(&base, &cand, 0.01, Better::Higher).unwrap().verdict, Verdict::Faster);
         assert!(r.ci_low <= 1.5 && 1.5 <= r.ci_high && r.significant(), "{r:?}");
         assert_eq!((r.verdict, r.method, r.n), (Verdict::Slower, CiMethod::Independent, 8));
-        assert!(independent(&base[..3], &cand[..3], 0.01).is_none(), "no 95 % interval for 3 and 3");
-        assert!(independent(&[0.0; 8], &cand, 0.01).is_none());
+        assert!(independent(&base[..3], &cand[..3], 0.01, Better::Lower).is_none(), "no 95 % interval for 3 and 3");
+        assert!(independent(&[0.0; 8], &cand, 0.01, Better::Lower).is_none());
     }
 }

@@ -33,6 +33,26 @@ impl EventKind {
     }
 }
 
+/// Lets a builder open whichever kind it is (counting here, sampling in the profiler).
+impl perf_event::events::Event for EventKind {
+    fn update_attrs(self, attr: &mut perf_event_open_sys::bindings::perf_event_attr) {
+        match self {
+            EventKind::Hardware(hw) => hw.update_attrs(attr),
+            EventKind::Software(sw) => sw.update_attrs(attr),
+        }
+    }
+}
+
+/// The event perf calls `name` (or an alias of it); the one table of event names.
+pub fn event(name: &str) -> Result<EventSpec, crate::error::Failure> {
+    let found = EVENTS.iter().find(|(canonical, aliases, _)| *canonical == name || aliases.contains(&name));
+    let Some(&(canonical, _, kind)) = found else {
+        let valid: Vec<&str> = EVENTS.iter().map(|(n, _, _)| *n).collect();
+        return Err(crate::usage!("unknown event `{name}`; valid events: {}", valid.join(", ")));
+    };
+    Ok(EventSpec { name: canonical, kind })
+}
+
 /// Every event `-e` accepts: perf's name, then its aliases.
 const EVENTS: &[(&str, &[&str], EventKind)] = &[
     ("cycles", &["cpu-cycles"], EventKind::Hardware(Hardware::CPU_CYCLES)),
@@ -83,13 +103,9 @@ pub fn parse_events(names: &[String]) -> Result<Vec<EventSpec>, crate::error::Fa
         if name.is_empty() {
             continue;
         }
-        let found = EVENTS.iter().find(|(canonical, aliases, _)| *canonical == name || aliases.contains(&name));
-        let Some(&(canonical, _, kind)) = found else {
-            let valid: Vec<&str> = EVENTS.iter().map(|(n, _, _)| *n).collect();
-            return Err(crate::usage!("unknown event `{name}`; valid events: {}", valid.join(", ")));
-        };
-        if !specs.iter().any(|s| s.name == canonical) {
-            specs.push(EventSpec { name: canonical, kind });
+        let spec = event(name)?;
+        if !specs.iter().any(|s| s.name == spec.name) {
+            specs.push(spec);
         }
     }
     Ok(specs)
@@ -195,8 +211,7 @@ impl OpenCounter for PerfCounter {
 impl CounterOpener for PerfOpener {
     fn open(&self, event: EventSpec, pid: libc::pid_t, exclude_kernel: bool) -> io::Result<Box<dyn OpenCounter>> {
         let mut builder = match event.kind {
-            EventKind::Hardware(hw) => perf_event::Builder::new(hw),
-            EventKind::Software(sw) => perf_event::Builder::new(sw),
+            kind => perf_event::Builder::new(kind),
         };
         builder
             .observe_pid(pid)

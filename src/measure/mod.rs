@@ -1,8 +1,10 @@
 //! Measurement beyond what `wait4` gives: counters (perf_event_open) and simulators
-//! (valgrind). Each is a [`Probe`] that the spawner calls around every run.
+//! (valgrind), each a [`Probe`] that the spawner calls around every run; and the metrics
+//! a command prints about itself ([`output`]).
 
 pub mod cachegrind;
 pub mod counters;
+pub mod output;
 
 use crate::model::{CommandSpec, Run};
 use std::collections::BTreeMap;
@@ -14,6 +16,9 @@ pub struct MeasureOptions {
     pub events: Vec<String>,
     pub mode: Mode,
     pub counter_scope: counters::Scope,
+    /// How to read the metrics a command prints about itself (empty: none; its output
+    /// is then not captured at all).
+    pub output: Vec<output::Parser>,
 }
 
 /// How runs are measured: natively timed, or under valgrind cachegrind.
@@ -53,6 +58,12 @@ impl std::str::FromStr for Mode {
 /// count the simulator's JIT, not the program.
 pub fn build_probes(args: &MeasureOptions) -> Result<Vec<Box<dyn Probe>>, crate::error::Failure> {
     let events = counters::parse_events(&args.events)?;
+    if args.mode == Mode::Instructions && !args.output.is_empty() {
+        return Err(crate::usage!(
+            "--output-metric and --parse cannot be combined with --mode instructions: under valgrind a program's own \
+             timings describe the simulator"
+        ));
+    }
     match args.mode {
         Mode::Instructions if !events.is_empty() => Err(crate::usage!(
             "-e cannot be combined with --mode instructions: perf counters would count valgrind itself; \
@@ -65,6 +76,23 @@ pub fn build_probes(args: &MeasureOptions) -> Result<Vec<Box<dyn Probe>>, crate:
             Ok(vec![Box::new(probe)])
         }
     }
+}
+
+/// The metrics the commands print about themselves that are known before they run, in
+/// display order (formats whose metric names come from the output add theirs later).
+pub fn output_names(args: &MeasureOptions) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for name in args.output.iter().flat_map(|p| p.known_names().unwrap_or_default()) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// True when some metric names are only known from the commands' output.
+pub fn output_names_discovered(args: &MeasureOptions) -> bool {
+    args.output.iter().any(|p| p.known_names().is_none())
 }
 
 /// The counter metrics these options produce per run, in display order.

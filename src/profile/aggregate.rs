@@ -4,7 +4,7 @@
 //! (inlined functions expanded, one root per process) for folded output, flame graphs
 //! and caller/callee trees.
 
-use super::format::{Profile, Space};
+use super::format::{Profile, Space, StackCount};
 use super::jitmap;
 use super::symbolize::{basename, Location, Symbolizer};
 use crate::error::Failure;
@@ -114,7 +114,7 @@ impl Resolver<'_> {
                     .or_insert_with(|| symbolizer.resolve(&profile.objects[object as usize].path, offset))
                     .clone()
             }
-            (Space::Kernel, _) => special("[kernel]"),
+            (Space::Kernel, _) => self.symbolizer.resolve_kernel(&self.profile.kernel_symbols, offset),
             _ => special("[unknown]"),
         }
     }
@@ -174,9 +174,9 @@ pub struct NamedStack {
 }
 
 impl CallGraph {
-    /// None when the profile was recorded without call stacks.
+    /// None when the profile has no call stacks (recorded without `-g` or `--off-cpu`).
     fn new(profile: &Profile, resolver: &mut Resolver) -> Option<CallGraph> {
-        if profile.stacks.is_empty() {
+        if profile.stacks.is_empty() && profile.off_cpu.is_empty() {
             return None;
         }
         let functions = profile
@@ -216,9 +216,23 @@ impl CallGraph {
         })
     }
 
+    /// The same symbolised frames with other stacks of the profile (its off-CPU intervals).
+    pub fn with_stacks(&self, stacks: &[StackCount]) -> CallGraph {
+        let stacks: Vec<(u32, Vec<u32>, u64, u64)> =
+            stacks.iter().map(|s| (s.pid, s.frames.clone(), s.count, s.period)).collect();
+        let samples = stacks.iter().map(|s| s.2).sum();
+        CallGraph {
+            functions: self.functions.clone(),
+            inlined: self.inlined.clone(),
+            stacks,
+            roots: self.roots.clone(),
+            samples,
+        }
+    }
+
     /// Inclusive (samples, period) per (function, object basename): a function counts
     /// once per stack however often it recurses.
-    fn inclusive(&self) -> HashMap<&(String, String), (u64, u64)> {
+    pub fn inclusive(&self) -> HashMap<&(String, String), (u64, u64)> {
         let mut totals: HashMap<&(String, String), (u64, u64)> = HashMap::new();
         let mut seen = HashSet::new();
         for (_, frames, count, period) in &self.stacks {
@@ -273,6 +287,19 @@ impl CallGraph {
             *lines.entry(folded_names(&stack.frames)).or_default() += stack.samples;
         }
         lines.into_iter().map(|(stack, n)| format!("{stack} {n}\n")).collect()
+    }
+
+    /// (samples, period) per distinct stack of function names, outermost caller first
+    /// (stacks differing only in addresses within the same functions merge).
+    pub fn by_names(&self) -> HashMap<Vec<String>, (u64, u64)> {
+        let mut stacks: HashMap<Vec<String>, (u64, u64)> = HashMap::new();
+        for (_, frames, count, period) in &self.stacks {
+            let names = frames.iter().rev().map(|&f| self.functions[f as usize].0.clone()).collect();
+            let e = stacks.entry(names).or_default();
+            e.0 += count;
+            e.1 += period;
+        }
+        stacks
     }
 }
 

@@ -5,6 +5,7 @@
 use super::aggregate::{self, By};
 use super::format::{Profile, Space};
 use super::hints::{self, Hint};
+use super::kernel;
 use super::mca::{self, McaBlock, McaInstruction};
 use super::paint_share;
 use super::symbolize::{basename, normalize, FunctionSymbol, ObjectInfo, Symbolizer};
@@ -14,7 +15,7 @@ use crate::usage;
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Formatter, GasFormatter, Instruction, IntelFormatter};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +54,9 @@ pub struct AnnotateOptions {
     /// Run llvm-mca on each function's hot loop (or hot basic block) for per-instruction
     /// latency and throughput; CPU is an LLVM -mcpu name (default: this machine's family).
     pub mca: Option<String>,
+    /// The running kernel's image with symbols (vmlinux) for kernel functions; default:
+    /// where perf looks (/boot/vmlinux-RELEASE, /usr/lib/debug/boot/vmlinux-RELEASE, ...).
+    pub vmlinux: Option<PathBuf>,
 }
 
 /// Where and for which CPU to run llvm-mca.
@@ -119,8 +123,15 @@ pub fn main_annotate(args: &AnnotateOptions) -> Result<(), Failure> {
         }),
     };
     let mut symbolizer = Symbolizer::default();
-    let functions =
-        annotate(&profile, &mut symbolizer, args.symbol.as_deref(), args.top, args.syntax, mca_request.as_ref())?;
+    let functions = annotate(
+        &profile,
+        &mut symbolizer,
+        args.symbol.as_deref(),
+        args.top,
+        args.syntax,
+        mca_request.as_ref(),
+        args.vmlinux.as_deref(),
+    )?;
     for w in &symbolizer.warnings {
         eprintln!("perflab: warning: {w}");
     }
@@ -159,6 +170,49 @@ pub fn main_annotate(args: &AnnotateOptions) -> Result<(), Failure> {
 struct Target {
     object: Rc<ObjectInfo>,
     symbol: FunctionSymbol,
+    /// For a kernel function: running-kernel address − address in the image (KASLR).
+    kernel_slide: Option<u64>,
+}
+
+/// The kernel image to disassemble kernel functions from: `--vmlinux`, else one where
+/// perf looks. The error says why kernel functions cannot be annotated.
+fn kernel_image(symbolizer: &mut Symbolizer, vmlinux: Option<&Path>) -> Result<Rc<ObjectInfo>, String> {
+    let path = match vmlinux {
+        Some(p) => p.to_path_buf(),
+        None => kernel::find_vmlinux().ok_or_else(|| {
+            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+            format!(
+                "no readable kernel image (no vmlinux in /boot, /usr/lib/debug or /lib/modules/{}/build; \
+                 install the running kernel's debug symbols, e.g. linux-image-{}-dbg, or pass --vmlinux FILE)",
+                release.trim(),
+                release.trim()
+            )
+        })?,
+    };
+    let path = path.to_str().ok_or("the kernel image path is not UTF-8")?.to_string();
+    symbolizer.object(&path).ok_or_else(|| {
+        let why = symbolizer.warnings.pop().unwrap_or_default();
+        format!("cannot use {path} as the kernel image: {why}")
+    })
+}
+
+/// A kernel function of the profile located in the kernel image.
+fn kernel_target(profile: &Profile, image: &Rc<ObjectInfo>, name: &str) -> Result<Target, String> {
+    if profile.kernel_symbols.is_empty() {
+        return Err(profile
+            .kernel_symbols_note
+            .clone()
+            .unwrap_or_else(|| "the profile has no kernel addresses of named functions".to_string()));
+    }
+    let running =
+        profile.kernel_symbols.iter().find(|k| normalize(&k.name) == name).ok_or("not a sampled kernel function")?;
+    if let Some(module) = &running.module {
+        return Err(format!("it is in module {module}, not in the kernel image"));
+    }
+    let symbol =
+        image.symbols_named(name).next().cloned().ok_or_else(|| format!("{} does not define it", image.path))?;
+    let kernel_slide = Some(running.start.wrapping_sub(symbol.start));
+    Ok(Target { object: image.clone(), symbol, kernel_slide })
 }
 
 fn targets(
@@ -166,13 +220,29 @@ fn targets(
     symbolizer: &mut Symbolizer,
     symbol: Option<&str>,
     top: usize,
+    vmlinux: Option<&Path>,
 ) -> Result<Vec<Target>, Failure> {
     let located = aggregate::locate(profile, symbolizer);
     let mut seen = HashSet::new();
     let mut out = Vec::new();
+    let mut kernel_skipped = None;
     // Hottest first: rows are sorted by samples; find one sample of each to get its symbol.
     for row in aggregate::flat(&located, By::Function) {
         if symbol.is_some_and(|s| normalize(s) != row.name) {
+            continue;
+        }
+        if kernel::is_kernel_object(&row.object) && row.name != kernel::KERNEL_OBJECT {
+            let target = kernel_image(symbolizer, vmlinux).and_then(|image| kernel_target(profile, &image, &row.name));
+            match target {
+                Ok(t) => out.push(t),
+                Err(why) if symbol.is_some() => {
+                    return Err(usage!("cannot annotate kernel function `{}`: {why}", row.name))
+                }
+                Err(why) => kernel_skipped = kernel_skipped.or(Some(why)),
+            }
+            if symbol.is_none() && out.len() >= top {
+                break;
+            }
             continue;
         }
         let hit = profile
@@ -184,11 +254,14 @@ fn targets(
         let Some(object) = symbolizer.object(&located.location.object) else { continue };
         let Some(sym) = object.svma(sample.offset).and_then(|a| object.symbol_at(a)).cloned() else { continue };
         if seen.insert((object.path.clone(), sym.start)) {
-            out.push(Target { object, symbol: sym });
+            out.push(Target { object, symbol: sym, kernel_slide: None });
         }
         if symbol.is_none() && out.len() >= top {
             break;
         }
+    }
+    if let Some(why) = kernel_skipped {
+        symbolizer.warnings.push(format!("hot kernel functions are not annotated: {why}"));
     }
     if let Some(name) = symbol {
         if out.is_empty() {
@@ -196,7 +269,7 @@ fn targets(
             for o in &profile.objects {
                 if let Some(object) = symbolizer.object(&o.path) {
                     if let Some(sym) = object.symbols_named(&normalize(name)).next().cloned() {
-                        out.push(Target { object: object.clone(), symbol: sym });
+                        out.push(Target { object: object.clone(), symbol: sym, kernel_slide: None });
                         break;
                     }
                 }
@@ -216,10 +289,11 @@ pub fn annotate(
     top: usize,
     syntax: Syntax,
     mca: Option<&McaRequest>,
+    vmlinux: Option<&Path>,
 ) -> Result<Vec<AnnotatedFunction>, Failure> {
     let total = profile.total_samples();
     let mut out = Vec::new();
-    for target in targets(profile, symbolizer, symbol, top)? {
+    for target in targets(profile, symbolizer, symbol, top, vmlinux)? {
         let (function, warning) = annotate_one(profile, &target, total, syntax, mca);
         symbolizer.warnings.extend(warning);
         out.push(function);
@@ -240,11 +314,14 @@ fn annotate_one(
     let end = sym.start + len;
     let mut counts: HashMap<u64, u64> = HashMap::new();
     for s in &profile.samples {
-        let Some(idx) = s.object else { continue };
-        if profile.objects[idx as usize].path != object.path {
-            continue;
-        }
-        if let Some(a) = object.svma(s.offset).filter(|a| (sym.start..end).contains(a)) {
+        let svma = match (target.kernel_slide, s.space, s.object) {
+            (Some(slide), Space::Kernel, _) => Some(s.offset.wrapping_sub(slide)),
+            (None, Space::User, Some(idx)) if profile.objects[idx as usize].path == object.path => {
+                object.svma(s.offset)
+            }
+            _ => None,
+        };
+        if let Some(a) = svma.filter(|a| (sym.start..end).contains(a)) {
             *counts.entry(a).or_default() += s.count;
         }
     }
@@ -502,7 +579,7 @@ mod tests {
     fn hottest_function_is_disassembled_with_sample_counts() {
         let (p, start) = profile_on_own_code();
         let mut s = Symbolizer::default();
-        let fns = annotate(&p, &mut s, None, 3, Syntax::Intel, None).unwrap();
+        let fns = annotate(&p, &mut s, None, 3, Syntax::Intel, None, None).unwrap();
         assert_eq!(fns[0].name, "perflab::profile::symbolize::normalize");
         assert_eq!(fns[0].samples, 30);
         assert_eq!(fns[0].instructions[0].address, start);
@@ -516,8 +593,56 @@ mod tests {
     fn unknown_symbols_are_usage_errors() {
         let (p, _) = profile_on_own_code();
         let mut s = Symbolizer::default();
-        assert!(annotate(&p, &mut s, Some("no_such_function_xyz"), 3, Syntax::Att, None).is_err());
-        let named = annotate(&p, &mut s, Some("perflab::profile::symbolize::demangle"), 3, Syntax::Att, None).unwrap();
+        assert!(annotate(&p, &mut s, Some("no_such_function_xyz"), 3, Syntax::Att, None, None).is_err());
+        let named =
+            annotate(&p, &mut s, Some("perflab::profile::symbolize::demangle"), 3, Syntax::Att, None, None).unwrap();
         assert_eq!(named[0].samples, 0);
+    }
+
+    #[test]
+    fn kernel_functions_are_disassembled_from_the_kernel_image_with_the_kaslr_slide() {
+        // This test binary stands in for vmlinux: the "running kernel" has it 0x1000_0000 higher.
+        let exe = std::env::current_exe().unwrap();
+        let obj = ObjectInfo::load(exe.to_str().unwrap()).unwrap();
+        let name = "perflab::profile::symbolize::normalize";
+        let sym = obj.symbols_named(name).next().unwrap().clone();
+        let slide = 0x1000_0000;
+        let running = sym.start + slide;
+        let kernel_sample = |offset, count| SampleCount {
+            pid: 1,
+            tid: 1,
+            space: Space::Kernel,
+            object: None,
+            offset,
+            count,
+            period: count,
+        };
+        let mut p = Profile {
+            event: "cpu-clock".into(),
+            frequency_hz: 1000,
+            samples: vec![kernel_sample(running, 7), kernel_sample(running + 1, 0)],
+            kernel_symbols: vec![crate::profile::format::KernelSymbol {
+                start: running,
+                end: running + obj.symbol_len(&sym),
+                name: name.to_string(),
+                module: None,
+            }],
+            ..Profile::default()
+        };
+        let mut s = Symbolizer::default();
+        let fns = annotate(&p, &mut s, Some(name), 3, Syntax::Att, None, Some(&exe)).unwrap();
+        assert_eq!((fns[0].instructions[0].address, fns[0].instructions[0].samples), (sym.start, 7));
+        // Without an image: one clear reason, for a named function an error.
+        let err = annotate(&p, &mut s, Some(name), 3, Syntax::Att, None, Some(Path::new("/nonexistent/vmlinux")));
+        assert!(matches!(err, Err(Failure::Usage(m)) if m.contains("cannot use /nonexistent/vmlinux")));
+        let hottest =
+            annotate(&p, &mut s, None, 3, Syntax::Att, None, Some(Path::new("/nonexistent/vmlinux"))).unwrap();
+        assert!(hottest.is_empty());
+        assert!(s.warnings.last().unwrap().contains("hot kernel functions are not annotated"), "{:?}", s.warnings);
+        // A profile whose kernel addresses were unreadable says so.
+        p.kernel_symbols.clear();
+        p.kernel_symbols_note = Some("/proc/kallsyms shows zero addresses".into());
+        let image = s.object(exe.to_str().unwrap()).unwrap();
+        assert_eq!(kernel_target(&p, &image, name).err().unwrap(), "/proc/kallsyms shows zero addresses");
     }
 }

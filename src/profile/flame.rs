@@ -166,7 +166,7 @@ fn fill(node: &Node, mode: &Mode) -> String {
             let f = &node.frame;
             if f.kind == FrameKind::Process {
                 format!("rgb({},{},{})", 170 + (v1 * 30.0) as u8, 180 + (v2 * 30.0) as u8, 220)
-            } else if f.object == "[kernel]" || f.function.starts_with("[k] ") {
+            } else if super::kernel::is_kernel_object(&f.object) {
                 format!("rgb({},{},{})", 230, 140 + (v1 * 50.0) as u8, 40 + (v2 * 30.0) as u8)
             } else if f.object == "[jit]" {
                 format!("rgb({},{},{})", 60 + (v1 * 40.0) as u8, 190 + (v2 * 40.0) as u8, 120)

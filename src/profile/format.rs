@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Version 2 added the call graph (`frames`, `stacks`, only with `profile -g`);
-//! version 1 files are the same document without them and still load.
+//! version 1 files are the same document without them and still load. Later additions
+//! (`target`, `kernel_symbols`, `off_cpu`) are optional keys that older files lack.
 
 use crate::error::Failure;
 use crate::usage;
@@ -62,6 +63,54 @@ pub struct Profile {
     /// in JIT code refer to the map as their object, with the address as offset.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jit_symbols: Vec<JitSymbol>,
+    /// What was profiled when it was not a command (`-p`, `-a`).
+    #[serde(default, skip_serializing_if = "RecordTarget::is_command")]
+    pub target: RecordTarget,
+    /// Kernel functions covering the profile's kernel addresses, from /proc/kallsyms at
+    /// record time (addresses move with every boot), sorted by start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_symbols: Vec<KernelSymbol>,
+    /// Why kernel addresses could not be named when recording (e.g. kallsyms showed
+    /// zero addresses to an unprivileged user).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_symbols_note: Option<String>,
+    /// Blocked (off-CPU) intervals per call stack (`profile --off-cpu`): `count` blocks,
+    /// `period` nanoseconds off the CPU, frames indexing `frames` like `stacks`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub off_cpu: Vec<StackCount>,
+    /// Whether off-CPU time was recorded (an empty `off_cpu` then means nothing blocked).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub off_cpu_recorded: bool,
+}
+
+/// What a profile sampled.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordTarget {
+    /// The command in `command`, from its exec to its exit.
+    #[default]
+    Command,
+    /// Running processes (all their threads, and tasks they started), attached to.
+    Pids(Vec<u32>),
+    /// Every task on every CPU.
+    AllCpus,
+}
+
+impl RecordTarget {
+    pub fn is_command(&self) -> bool {
+        *self == RecordTarget::Command
+    }
+}
+
+/// One kernel function: `[start, end)` in the running kernel's addresses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelSymbol {
+    pub start: u64,
+    pub end: u64,
+    pub name: String,
+    /// The loadable module defining it; None for the kernel image itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
 }
 
 /// One piece of JIT-compiled code that received samples.
@@ -91,9 +140,10 @@ impl DwarfStats {
         DwarfStats { stack_bytes, unwound: 0, truncated: 0 }
     }
 
-    pub fn count(&mut self, unwound: &super::unwind::Unwound) {
+    /// One more stack unwound; `truncated` when its walk stopped early.
+    pub fn count(&mut self, truncated: bool) {
         self.unwound += 1;
-        self.truncated += u64::from(unwound.truncated);
+        self.truncated += u64::from(truncated);
     }
 }
 
@@ -223,7 +273,7 @@ impl Profile {
         if let Some(j) = self.jit_symbols.iter().find(|j| j.object as usize >= self.objects.len()) {
             return Err(format!("JIT symbol refers to object {}, but there are {}", j.object, self.objects.len()));
         }
-        for s in &self.stacks {
+        for s in self.stacks.iter().chain(&self.off_cpu) {
             if s.frames.is_empty() {
                 return Err("empty call stack".into());
             }
@@ -299,6 +349,16 @@ mod tests {
             ],
             dwarf: Some(DwarfStats { stack_bytes: 16384, unwound: 4, truncated: 1 }),
             jit_symbols: vec![JitSymbol { object: 0, start: 0x7f00_0000, size: 0x40, name: "JS:*hot <a&b>".into() }],
+            target: RecordTarget::Pids(vec![7]),
+            kernel_symbols: vec![KernelSymbol {
+                start: 0xffff_ffff_8100_0000,
+                end: 0xffff_ffff_8100_0100,
+                name: "do_syscall_64".into(),
+                module: None,
+            }],
+            kernel_symbols_note: None,
+            off_cpu: vec![StackCount { pid: 7, tid: 7, frames: vec![2, 1], count: 2, period: 5_000_000 }],
+            off_cpu_recorded: true,
         }
     }
 
@@ -329,6 +389,9 @@ mod tests {
         p.jit_symbols[0].object = 3;
         assert!(Profile::parse(&encode(&p)).unwrap_err().contains("JIT symbol refers to object 3"));
         let mut p = example();
+        p.off_cpu[0].frames.push(9);
+        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("frame 9"));
+        let mut p = example();
         p.frames[1].object = None;
         assert!(Profile::parse(&encode(&p)).unwrap_err().contains("without an object"));
     }
@@ -345,6 +408,7 @@ mod tests {
         // A profile without call graphs is written without the new keys.
         let text = String::from_utf8(encode(&p)).unwrap();
         assert!(text.starts_with("perflab-profile 2\n") && !text.contains("stacks"), "{text}");
+        assert!(!text.contains("target") && !text.contains("kernel_symbols") && !text.contains("off_cpu"), "{text}");
     }
 
     #[test]

@@ -14,9 +14,13 @@ pub mod flame;
 pub mod format;
 pub mod hints;
 pub mod jitmap;
+pub mod kernel;
 pub mod mca;
+pub mod offcpu;
 pub mod record;
 pub mod symbolize;
+pub mod target;
+pub mod top;
 pub mod unwind;
 
 use crate::error::Failure;
@@ -72,7 +76,7 @@ pub fn main_profile(args: &ProfileOptions) -> Result<(), Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
     // Fail before the run, not after it, when the results could not be written.
     check_writable(&args.output)?;
-    if !args.record.call_graph {
+    if !args.record.call_graph && !args.record.off_cpu {
         if let Some(flag) = args.report.needs_stacks() {
             return Err(usage!("{flag} needs call stacks: add -g"));
         }
@@ -100,6 +104,9 @@ pub fn main_profile(args: &ProfileOptions) -> Result<(), Failure> {
     report(&profile, &args.report, regions)?;
     if recording.interrupted {
         return Err(Failure::Interrupted(format!("interrupted; the profile so far is in {}", args.output.display())));
+    }
+    if !profile.target.is_command() {
+        return Ok(());
     }
     match profile.exit_code {
         Some(0) => Ok(()),
@@ -175,6 +182,8 @@ struct FlatJson<'a> {
     event: &'a str,
     frequency_hz: u64,
     command: &'a [String],
+    /// `command`, `{"pids": [...]}` (-p) or `all_cpus` (-a).
+    target: &'a format::RecordTarget,
     duration_s: f64,
     cpu_s: f64,
     samples: u64,
@@ -191,6 +200,9 @@ struct FlatJson<'a> {
     /// With --callees NAME.
     #[serde(skip_serializing_if = "Option::is_none")]
     callees: Option<Vec<callers::JsonNode>>,
+    /// On- and off-CPU time per function and per blocked stack (`--off-cpu`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    off_cpu: Option<offcpu::OffCpuReport>,
     warnings: Vec<String>,
 }
 
@@ -213,6 +225,7 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
         }
     };
     let mut warnings = std::mem::take(&mut symbolizer.warnings);
+    warnings.extend(kernel::missing_symbols_warning(profile));
     let region_rows = regions.map(|mut r| {
         let rows = r.rows(&located);
         warnings.extend(r.warnings);
@@ -239,9 +252,10 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
     };
     let caller_tree = tree(&args.callers, callers::Direction::Callers)?;
     let callee_tree = tree(&args.callees, callers::Direction::Callees)?;
+    let off_cpu = offcpu::report(profile, graph.as_ref());
     if !to_stdout {
         print_table(profile, &table, args, region_rows.is_some());
-        print_tasks(&tasks);
+        print_tasks(&tasks, args.limit);
         for (tree, direction) in
             [(&caller_tree, callers::Direction::Callers), (&callee_tree, callers::Direction::Callees)]
         {
@@ -250,6 +264,9 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
                 callers::print(tree, direction, profile.total_samples(), TREE_MIN_SHARE);
             }
         }
+        if let Some(off_cpu) = &off_cpu {
+            offcpu::print(off_cpu, args.limit);
+        }
     }
     if let Some(path) = &args.json {
         let doc = FlatJson {
@@ -257,6 +274,7 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
             event: &profile.event,
             frequency_hz: profile.frequency_hz,
             command: &profile.command,
+            target: &profile.target,
             duration_s: profile.duration_s,
             cpu_s: profile.cpu_s,
             samples: profile.total_samples(),
@@ -268,6 +286,7 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
             regions: region_rows,
             callers: caller_tree.as_ref().map(callers::flatten),
             callees: callee_tree.as_ref().map(callers::flatten),
+            off_cpu,
             warnings,
         };
         crate::render::json::write(path, &doc)?;
@@ -301,15 +320,21 @@ fn tasks_json<'a>(profile: &'a Profile, located: &[Located]) -> Vec<TaskJson<'a>
         .collect()
 }
 
-/// One line per process for multi-task commands: how the samples split between tasks.
-fn print_tasks(tasks: &[TaskJson]) {
+/// One line per process for multi-task targets: how the samples split between tasks,
+/// busiest process first, at most `limit` processes (system-wide profiles have hundreds).
+fn print_tasks(tasks: &[TaskJson], limit: usize) {
     if tasks.len() < 2 {
         return;
     }
     let mut pids: Vec<u32> = tasks.iter().map(|t| t.pid).collect();
+    pids.sort_unstable();
     pids.dedup();
-    println!("{}", color::dim(&format!("{} tasks in {} processes:", tasks.len(), pids.len())));
-    for pid in pids {
+    let samples_of = |pid: u32| tasks.iter().filter(|t| t.pid == pid).map(|t| t.samples).sum::<u64>();
+    let all = pids.len();
+    pids.retain(|&pid| samples_of(pid) > 0);
+    pids.sort_by_key(|&pid| std::cmp::Reverse(samples_of(pid)));
+    println!("{}", color::dim(&format!("{} tasks in {all} processes:", tasks.len())));
+    for &pid in pids.iter().take(limit) {
         let threads: Vec<String> = tasks
             .iter()
             .filter(|t| t.pid == pid)
@@ -321,8 +346,13 @@ fn print_tasks(tasks: &[TaskJson]) {
                 }
             })
             .collect();
-        let comm = tasks.iter().find(|t| t.pid == pid).map_or("", |t| t.comm);
+        let comm =
+            tasks.iter().find(|t| t.pid == pid).map_or(String::new(), |t| crate::render::terminal::escape(t.comm));
         println!("{}", color::dim(&format!("  pid {pid} {comm}: {}", threads.join(", "))));
+    }
+    let hidden = all - pids.len().min(limit);
+    if hidden > 0 {
+        println!("{}", color::dim(&format!("  ({hidden} more processes, {} without samples)", all - pids.len())));
     }
 }
 
@@ -349,6 +379,20 @@ pub fn paint_share(share: f64, text: &str) -> String {
     } else {
         text.to_string()
     }
+}
+
+/// A row's name with its object: `[k] name` for kernel functions (like perf), the
+/// module dimmed after it; user functions get their object dimmed in brackets.
+fn function_label(name: &str, object: &str) -> String {
+    let escaped = crate::render::terminal::escape(name);
+    if object.is_empty() || object == name {
+        return escaped;
+    }
+    if kernel::is_kernel_object(object) {
+        let module = if object == kernel::KERNEL_OBJECT { String::new() } else { color::dim(&format!("  {object}")) };
+        return format!("[k] {escaped}{module}");
+    }
+    format!("{escaped}{}", color::dim(&format!("  [{}]", crate::render::terminal::escape(object))))
 }
 
 fn print_table(profile: &Profile, rows: &[Row], args: &ReportOptions, regions: bool) {
@@ -384,12 +428,7 @@ fn print_table(profile: &Profile, rows: &[Row], args: &ReportOptions, regions: b
         if let Some(total) = row.total_share {
             share = format!("{} {share}", paint_share(total, &format!("{:>6.2}%", total * 100.0)));
         }
-        let object = if row.object.is_empty() || row.object == row.name {
-            String::new()
-        } else {
-            color::dim(&format!("  [{}]", row.object))
-        };
-        println!("{share} {:>9}  {}{object}", row.self_samples, row.name);
+        println!("{share} {:>9}  {}", row.self_samples, function_label(&row.name, &row.object));
     }
     if rows.len() > args.limit {
         let rest: u64 = rows[args.limit..].iter().map(|r| r.self_samples).sum();

@@ -4,6 +4,8 @@
 //! .gnu_debuglink under /usr/lib/debug; names demangled (Rust, C++) and normalised so
 //! two builds of one program can be matched. Objects are loaded once and cached.
 
+use super::format::KernelSymbol;
+use super::kernel;
 use addr2line::Context;
 use gimli::{EndianRcSlice, RunTimeEndian};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
@@ -386,6 +388,16 @@ impl Symbolizer {
         let mut frames = obj.frames(svma);
         frames.pop();
         frames.into_iter().filter_map(|f| f.function).map(|name| normalize(&name)).collect()
+    }
+
+    /// Resolve a kernel address against the kernel symbols a profile kept; unnamed
+    /// addresses (no symbols recorded, or outside every function) stay `[kernel]`.
+    pub fn resolve_kernel(&self, symbols: &[KernelSymbol], address: u64) -> Location {
+        let (object, function) = match kernel::lookup(symbols, address) {
+            Some(sym) => (kernel::object_name(sym.module.as_deref()), normalize(&sym.name)),
+            None => (kernel::KERNEL_OBJECT.to_string(), kernel::KERNEL_OBJECT.to_string()),
+        };
+        Location { object, function, file: None, line: None }
     }
 }
 

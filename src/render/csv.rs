@@ -8,7 +8,8 @@ use crate::model::Run;
 pub struct CsvWriter {
     writer: csv::Writer<Box<dyn std::io::Write>>,
     names: Vec<String>,
-    counters: Vec<String>,
+    /// The counter columns; `None` until the first run names them.
+    counters: Option<Vec<String>>,
 }
 
 const COLUMNS: [&str; 15] = [
@@ -30,13 +31,24 @@ const COLUMNS: [&str; 15] = [
 ];
 
 impl CsvWriter {
-    /// `counters` become extra columns (empty where a run lacks them).
-    pub fn create(path: &str, names: Vec<String>, counters: Vec<String>) -> Result<CsvWriter, Failure> {
-        let mut writer = csv::Writer::from_writer(super::open_output(path)?);
+    /// `counters` become extra columns (empty where a run lacks them); `None` when they
+    /// are only known from the output (the first run's metrics become the columns, and
+    /// the header is written with it).
+    pub fn create(path: &str, names: Vec<String>, counters: Option<Vec<String>>) -> Result<CsvWriter, Failure> {
+        let writer = csv::Writer::from_writer(super::open_output(path)?);
+        let mut csv = CsvWriter { writer, names, counters: None };
+        if let Some(counters) = counters {
+            csv.header(counters).map_err(|e| crate::usage!("cannot write `{path}`: {e}"))?;
+        }
+        Ok(csv)
+    }
+
+    fn header(&mut self, counters: Vec<String>) -> csv::Result<()> {
         let header = COLUMNS.iter().map(|s| s.to_string()).chain(counters.iter().cloned());
-        writer.write_record(header).map_err(|e| crate::usage!("cannot write `{path}`: {e}"))?;
-        writer.flush().map_err(|e| crate::usage!("cannot write `{path}`: {e}"))?;
-        Ok(CsvWriter { writer, names, counters })
+        self.writer.write_record(header)?;
+        self.writer.flush()?;
+        self.counters = Some(counters);
+        Ok(())
     }
 }
 
@@ -46,6 +58,9 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 
 impl Observer for CsvWriter {
     fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
+        if self.counters.is_none() {
+            self.header(run.counters.keys().cloned().collect())?;
+        }
         let mut row = vec![
             self.names[command].clone(),
             run.round.to_string(),
@@ -63,7 +78,7 @@ impl Observer for CsvWriter {
             run.exit.timed_out.to_string(),
             run.env_pad_bytes.to_string(),
         ];
-        row.extend(self.counters.iter().map(|c| opt(run.counters.get(c).and_then(|r| r.value))));
+        row.extend(self.counters.iter().flatten().map(|c| opt(run.counters.get(c).and_then(|r| r.value))));
         self.writer.write_record(&row)?;
         self.writer.flush()?;
         Ok(())

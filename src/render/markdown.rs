@@ -4,7 +4,8 @@ use crate::model::{metric, Experiment};
 use crate::units::{format_level, format_p, format_seconds};
 use crate::verdict::sentence;
 
-pub fn render(e: &Experiment, primary: &str) -> String {
+pub fn render(e: &Experiment) -> String {
+    let primary = e.primary_metric.as_str();
     let mut out = String::from("### perflab\n\n");
     for c in e.comparisons.iter().filter(|c| c.metric == primary) {
         out.push_str(&format!("- **{}**\n", escape(&sentence(c, e.settings.threshold, e.rounds))));

@@ -3,6 +3,7 @@
 
 use crate::model::{metric, CommandResult, Experiment, Summary};
 use crate::render::color;
+use crate::units::format_value;
 use serde::Serialize;
 
 /// One metric of `perflab stat`, as printed and as written to JSON.
@@ -17,6 +18,8 @@ pub struct StatMetric {
     pub scaled: bool,
     #[serde(skip_serializing_if = "str::is_empty")]
     pub unit: &'static str,
+    /// What the metric measures (the registry's one line).
+    pub description: &'static str,
     /// The median over runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<f64>,
@@ -42,7 +45,7 @@ pub fn stat_metrics(result: &CommandResult, names: &[String]) -> Vec<StatMetric>
         .map(|name| {
             let readings: Vec<_> = result.runs.iter().filter_map(|r| r.counters.get(name)).collect();
             let values: Vec<f64> = result.runs.iter().filter_map(|r| r.metric(name)).collect();
-            let unit = metric::unit(name);
+            let metric::Info { unit, description, .. } = metric::info(name);
             if values.is_empty() {
                 let reason = readings
                     .iter()
@@ -54,6 +57,7 @@ pub fn stat_metrics(result: &CommandResult, names: &[String]) -> Vec<StatMetric>
                     reason: Some(reason),
                     scaled: false,
                     unit,
+                    description,
                     value: None,
                     exact: false,
                     summary: None,
@@ -67,21 +71,13 @@ pub fn stat_metrics(result: &CommandResult, names: &[String]) -> Vec<StatMetric>
                 reason: None,
                 scaled: readings.iter().any(|c| c.scaled),
                 unit,
+                description,
                 value: Some(summary.median),
                 exact: values.iter().all(|v| *v == values[0]),
                 summary: Some(summary),
             }
         })
         .collect()
-}
-
-/// A metric's value for the terminal: render's formats, plus nanosecond clocks and rates.
-pub fn format_metric(name: &str, value: f64) -> String {
-    match metric::unit(name) {
-        "ns" => crate::units::format_seconds(value * 1e-9),
-        "%" => format!("{value:.2} %"),
-        _ => crate::units::format_value(name, value),
-    }
 }
 
 /// The spread column: exact, or the scaled MAD relative to the median.
@@ -91,7 +87,7 @@ fn spread(m: &StatMetric) -> String {
         return if s.n > 1 { format!("exact ({} identical runs)", s.n) } else { "1 run".to_string() };
     }
     if s.median == 0.0 {
-        return format!("MAD {}", format_metric(&m.name, s.mad));
+        return format!("MAD {}", format_value(&m.name, s.mad));
     }
     format!("± {:.2} %", s.mad / s.median.abs() * 100.0)
 }
@@ -102,17 +98,17 @@ pub fn render_terminal(title: &str, runs: usize, metrics: &[StatMetric], notes: 
     for m in metrics.iter().filter(|m| m.supported) {
         let s = m.summary.as_ref().expect("supported metrics have a summary");
         let ci = match s.median_ci {
-            Some((lo, hi)) if !m.exact => format!("[{}, {}]", format_metric(&m.name, lo), format_metric(&m.name, hi)),
+            Some((lo, hi)) if !m.exact => format!("[{}, {}]", format_value(&m.name, lo), format_value(&m.name, hi)),
             _ if m.exact => "exact".to_string(),
             _ => "needs ≥ 6 runs".to_string(),
         };
         let range = if m.exact {
             String::new()
         } else {
-            format!("{} … {}", format_metric(&m.name, s.min), format_metric(&m.name, s.max))
+            format!("{} … {}", format_value(&m.name, s.min), format_value(&m.name, s.max))
         };
         let name = if m.scaled { format!("{} (scaled)", m.name) } else { m.name.clone() };
-        rows.push([name, format_metric(&m.name, s.median), ci, spread(m), range]);
+        rows.push([name, format_value(&m.name, s.median), ci, spread(m), range]);
     }
     let header = ["metric", "median", "95 % CI of median", "spread (MAD)", "min … max"];
     let widths: Vec<usize> = (0..5)
@@ -215,12 +211,5 @@ mod tests {
         assert!(text.contains("exact (8 identical runs)"), "{text}");
         assert!(text.contains("<not supported>") && text.contains("no hardware PMU"), "{text}");
         assert!(text.contains("± "), "{text}");
-    }
-
-    #[test]
-    fn formats_clocks_and_rates() {
-        assert_eq!(format_metric("task-clock", 812_345.0), "812.3 µs");
-        assert_eq!(format_metric("branch-miss-rate", 5.87), "5.87 %");
-        assert_eq!(format_metric("instructions", 17123637.0), "17,123,637");
     }
 }

@@ -140,6 +140,15 @@ pub fn build(experiments: &[StoredExperiment], options: &Options) -> Result<Repo
         ));
     }
     let mut notes = Vec::new();
+    let info = experiments
+        .last()
+        .map_or(metric::info(&options.metric), |e| e.experiment.settings.metric_info(&options.metric));
+    if info.better == metric::Better::Higher {
+        notes.push(format!(
+            "higher {} is better: a ratio above 1× is an improvement, counted as faster",
+            options.metric
+        ));
+    }
     let incomplete = experiments.iter().filter(|e| stopped_early(e)).count();
     if incomplete > 0 {
         notes.push(format!("{incomplete} experiment(s) stopped early; their completed runs are included"));
@@ -456,6 +465,7 @@ mod tests {
             baseline: "new".into(),
             candidate: "./old".into(),
             metric: metric::WALL.into(),
+            better: Default::default(),
             ratio: 0.8,
             ci_low: 0.78,
             ci_high: 0.82,
@@ -503,6 +513,7 @@ mod tests {
             baseline: "old".into(),
             candidate: "new".into(),
             metric: metric::WALL.into(),
+            better: Default::default(),
             ratio: 1.1,
             ci_low: 1.05,
             ci_high: 1.15,

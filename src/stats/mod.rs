@@ -5,6 +5,7 @@
 
 pub mod changepoint;
 pub mod rank_sum;
+pub mod sequential;
 pub mod signed_rank;
 pub mod student;
 pub mod summary;
@@ -37,6 +38,11 @@ fn normal_two_sided_p(z: f64) -> f64 {
 /// (confidence levels of 0.999999 and beyond are used by sequential looks).
 fn normal_upper_quantile(tail: f64) -> f64 {
     std::f64::consts::SQRT_2 * statrs::function::erf::erfc_inv(2.0 * tail)
+}
+
+/// The z of a two-sided interval at `confidence`: Φ⁻¹(1 − (1 − confidence)/2).
+pub fn normal_quantile_two_sided(confidence: f64) -> f64 {
+    normal_upper_quantile((1.0 - confidence) / 2.0)
 }
 
 /// True when `confidence` is a usable level for an interval.

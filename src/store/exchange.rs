@@ -85,6 +85,9 @@ pub fn store_records(store: &mut Store, records: &[StoredExperiment]) -> Result<
 pub fn check_values(experiment: &Experiment) -> Result<(), String> {
     const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
     const MAX_COUNT: f64 = 1e18;
+    if experiment.machine.cores > 1 << 20 {
+        return Err(format!("machine.cores = {} is out of range", experiment.machine.cores));
+    }
     for command in &experiment.commands {
         for (i, run) in command.runs.iter().enumerate() {
             let times = [("wall_s", run.wall_s), ("user_s", run.user_s), ("sys_s", run.sys_s)];
@@ -125,6 +128,9 @@ pub fn check_values(experiment: &Experiment) -> Result<(), String> {
             if let Some(v) = values.iter().chain(&interval).find(|v| !v.is_finite() || v.abs() > MAX_COUNT) {
                 return Err(format!("`{}`: the summary of {metric} holds {v:e}, out of range", command.name));
             }
+            if s.n as f64 > MAX_COUNT || s.outliers > s.n {
+                return Err(format!("`{}`: the summary of {metric} counts {} runs, out of range", command.name, s.n));
+            }
         }
     }
     for c in &experiment.comparisons {
@@ -132,7 +138,7 @@ pub fn check_values(experiment: &Experiment) -> Result<(), String> {
         let ratio_ok = c.ratio.is_nan() || (c.ratio > 0.0 && c.ratio < MAX_COUNT);
         let interval_ok =
             c.ci_low >= 0.0 && c.ci_low <= c.ci_high && (c.ci_high < MAX_COUNT || c.ci_high.is_infinite());
-        if !ratio_ok || !interval_ok {
+        if !ratio_ok || !interval_ok || c.n as f64 > MAX_COUNT {
             return Err(format!(
                 "comparison `{}` vs `{}` on {}: ratio or interval out of range",
                 c.candidate, c.baseline, c.metric
@@ -331,9 +337,11 @@ fn imported_settings(rounds: usize) -> Settings {
         max_time_s: 0.0,
         threshold: 0.0,
         confidence: 0.95,
+        looks: Settings::default().looks,
         env_padding: false,
         mode: "wall".into(),
         timeout_s: None,
+        ..Settings::default()
     }
 }
 

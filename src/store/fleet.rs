@@ -7,7 +7,7 @@
 //! lock held while the job runs.
 
 use super::backend::{int, opt_text, real, text, Value};
-use super::write::{intern_machine, now};
+use super::write::{machine_id, now};
 use super::Store;
 use crate::error::Failure;
 use crate::model::Machine;
@@ -165,7 +165,7 @@ impl Store {
 
     /// The machine's row id (inserted on first use), for claims.
     pub fn register_machine(&mut self, machine: &Machine) -> Result<i64, Failure> {
-        Ok(self.write(|db| intern_machine(db, machine))?)
+        Ok(self.write(|db| machine_id(db, machine))?)
     }
 
     /// Jobs not cancelled that machine `machine_id` has neither finished nor holds a live

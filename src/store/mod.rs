@@ -24,7 +24,7 @@ pub use write::Recorder;
 use write::{finish_experiment, insert_experiment, now};
 
 use crate::error::Failure;
-use crate::model::{CommandResult, CommandSpec, Experiment, Machine, Settings};
+use crate::model::{Calibration, CommandResult, CommandSpec, Experiment, Machine, Settings};
 use anyhow::Context;
 use std::path::Path;
 
@@ -260,6 +260,41 @@ impl Store {
             })
             .with_context(|| format!("storing into {}", self.location))?;
         Ok(id)
+    }
+
+    /// Store a calibration of `machine`'s noise (`perflab doctor CMD`).
+    pub fn save_calibration(&mut self, machine: &Machine, calibration: &Calibration) -> Result<(), Failure> {
+        self.write(|db| {
+            let machine = write::machine_id(db, machine)?;
+            db.execute(
+                "INSERT INTO calibrations (machine_id, measured_at, command_line, metric, rounds, round_s, paired_sigma, json) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                &[
+                    backend::int(machine),
+                    backend::text(&calibration.measured_at),
+                    backend::text(&calibration.command_line),
+                    backend::text(&calibration.metric),
+                    backend::int(calibration.rounds),
+                    backend::real(calibration.round_s),
+                    backend::real(calibration.paired_sigma),
+                    backend::text(serde_json::to_string(calibration)?),
+                ],
+            )?;
+            Ok(())
+        })
+        .with_context(|| format!("storing into {}", self.location))?;
+        Ok(())
+    }
+
+    /// The latest calibration stored for `machine`, if any.
+    pub fn latest_calibration(&mut self, machine: &Machine) -> Result<Option<Calibration>, Failure> {
+        let rows = self.db.query(
+            "SELECT c.json FROM calibrations c JOIN machines m ON m.id = c.machine_id WHERE m.fingerprint = $1 \
+             ORDER BY c.id DESC LIMIT 1",
+            &[backend::text(fingerprint(machine))],
+        )?;
+        let Some(json) = rows.first().and_then(|r| r[0].as_str()) else { return Ok(None) };
+        Ok(Some(serde_json::from_str(json).with_context(|| format!("a calibration in {}", self.location))?))
     }
 
     /// Labels in stored order (first use), with how many experiments carry each.

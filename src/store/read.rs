@@ -8,7 +8,8 @@ use super::backend::{text, Backend, Value};
 use super::write::sample_values;
 use super::{MetricSample, Query, StoredExperiment};
 use crate::model::{
-    CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, StopReason, Summary, Verdict,
+    metric, CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, Settings, StopReason, Summary,
+    Verdict,
 };
 use anyhow::Context;
 use std::collections::{BTreeMap, HashMap};
@@ -186,7 +187,7 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
     )?;
     let counters = Rows::query(
         db,
-        &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason"],
+        &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason", "c.samples"],
         &format!(
             "FROM counters c JOIN runs t ON t.id = c.run_id {} WHERE {} ORDER BY c.run_id, c.name",
             if filter.joined { format!("JOIN experiments e ON e.id = t.experiment_id {JOINS}") } else { String::new() },
@@ -224,6 +225,7 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
                 value: r.opt_real("value"),
                 scaled: r.flag("scaled"),
                 reason: r.opt_text("reason"),
+                samples: r.json("samples", "[]").context("per-iteration samples")?,
             },
         );
     }
@@ -483,6 +485,8 @@ fn comparisons_by_experiment(db: &mut dyn Backend, filter: &Filter) -> anyhow::R
             baseline: r.text("baseline"),
             candidate: r.text("candidate"),
             metric: r.text("metric"),
+            // Set from the experiment's settings below (the direction is not a column).
+            better: Default::default(),
             ratio: r.real("ratio"),
             ci_low: r.real("ci_low"),
             ci_high: r.real("ci_high"),
@@ -537,7 +541,7 @@ fn assemble(
     mut comparisons_by_experiment: BTreeMap<i64, Vec<Comparison>>,
     detail: Detail,
 ) -> anyhow::Result<Vec<StoredExperiment>> {
-    let mut settings: Parsed<crate::model::Settings> = Parsed::new();
+    let mut settings: Parsed<Settings> = Parsed::new();
     let mut environments: Parsed<BTreeMap<String, String>> = Parsed::new();
     let mut out = Vec::with_capacity(experiments.rows.len());
     for r in experiments.iter() {
@@ -560,16 +564,24 @@ fn assemble(
         };
         // A lean read leaves out what history and reports do not use.
         let full = detail == Detail::Full;
+        let settings: Settings = settings.get(r.value("settings").as_str(), "").context("settings record")?;
+        let mut comparisons = comparisons_by_experiment.remove(&id).unwrap_or_default();
+        for c in &mut comparisons {
+            c.better = settings.metric_info(&c.metric).better;
+        }
+        // Comparisons are stored primary metric first (the direction is not a column either).
+        let primary_metric = comparisons.first().map_or_else(|| metric::WALL.to_string(), |c| c.metric.clone());
         let experiment = Experiment {
+            primary_metric,
             perflab_version: r.text("perflab_version"),
             started_at: if full { r.text("started_at") } else { String::new() },
             machine: machine.clone(),
-            settings: settings.get(r.value("settings").as_str(), "").context("settings record")?,
+            settings,
             rounds,
             duration_s: if full { r.opt_real("duration_s").unwrap_or(0.0) } else { 0.0 },
             stop_reason,
             commands,
-            comparisons: comparisons_by_experiment.remove(&id).unwrap_or_default(),
+            comparisons,
             warnings: if full { r.json("warnings", "[]").unwrap_or_default() } else { Vec::new() },
             environment: environments.get(r.value("environment").as_str(), "{}").unwrap_or_default(),
             failure: if full { r.opt_text("failure") } else { None },

@@ -9,12 +9,29 @@ use anyhow::{anyhow, Context};
 pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "initial schema", SCHEMA_V1),
     (2, "index experiments by machine", "CREATE INDEX experiments_by_machine ON experiments(machine_id, label_id);"),
-    (3, "fleet job queue", SCHEMA_FLEET),
-    (4, "metric samples", SCHEMA_METRIC_SAMPLES),
+    (3, "per-iteration samples of self-reported metrics", "ALTER TABLE counters ADD COLUMN samples TEXT;"),
+    (4, "calibrations of a machine's noise (perflab doctor)", CALIBRATIONS),
+    (5, "fleet job queue", SCHEMA_FLEET),
+    (6, "metric samples", SCHEMA_METRIC_SAMPLES),
     // Reading one label's experiments (the report's reference and compared labels) without
     // scanning every experiment.
-    (5, "index experiments by label", "CREATE INDEX experiments_by_label ON experiments(label_id);"),
+    (7, "index experiments by label", "CREATE INDEX experiments_by_label ON experiments(label_id);"),
 ];
+
+const CALIBRATIONS: &str = r#"
+CREATE TABLE calibrations (
+    id {id},
+    machine_id {int} NOT NULL REFERENCES machines(id),
+    measured_at TEXT NOT NULL,
+    command_line TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    rounds {int} NOT NULL,
+    round_s {real} NOT NULL,
+    paired_sigma {real} NOT NULL,
+    json TEXT NOT NULL
+);
+CREATE INDEX calibrations_by_machine ON calibrations(machine_id, id);
+"#;
 
 /// `perflab queue` and `perflab agent`: jobs, and one claim per job and machine (its
 /// primary key is what makes a job run once per machine). Lease times are the database's

@@ -137,8 +137,8 @@ fn intern(db: &mut dyn Backend, table: &str, name: &str, extra: &[(&str, Value)]
         .ok_or_else(|| anyhow!("{table} row for {name} vanished"))
 }
 
-/// The id of `machine`'s row, inserted on first use.
-pub(super) fn intern_machine(db: &mut dyn Backend, machine: &Machine) -> anyhow::Result<i64> {
+/// The id of `machine`'s row, inserted unless present.
+pub(super) fn machine_id(db: &mut dyn Backend, machine: &Machine) -> anyhow::Result<i64> {
     intern(
         db,
         "machines",
@@ -167,7 +167,7 @@ pub(super) fn insert_experiment(
     let recorded_at = now();
     let label = intern(db, "labels", &meta.label, &[("created_at", text(&recorded_at))])?;
     let benchmark = intern(db, "benchmarks", &meta.benchmark, &[])?;
-    let machine_id = intern_machine(db, machine)?;
+    let machine_id = machine_id(db, machine)?;
     let id = db
         .query(
             "INSERT INTO experiments (label_id, benchmark_id, machine_id, source, git_commit, perflab_version, started_at, \
@@ -226,8 +226,10 @@ fn insert_run(db: &mut dyn Backend, experiment: i64, command_idx: usize, run: &R
         .and_then(|r| r[0].as_i64())
         .ok_or_else(|| anyhow!("INSERT … RETURNING id gave no id"))?;
     for (name, c) in &run.counters {
+        let samples = (!c.samples.is_empty()).then(|| serde_json::to_string(&c.samples)).transpose()?;
         db.execute(
-            "INSERT INTO counters (run_id, name, supported, value, scaled, reason) VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO counters (run_id, name, supported, value, scaled, reason, samples) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
             &[
                 int(run_id),
                 text(name),
@@ -235,6 +237,7 @@ fn insert_run(db: &mut dyn Backend, experiment: i64, command_idx: usize, run: &R
                 opt_real(c.value),
                 int(c.scaled as i64),
                 opt_text(c.reason.as_deref()),
+                opt_text(samples.as_deref()),
             ],
         )?;
     }

@@ -5,9 +5,13 @@
 
 pub mod runner;
 
+use crate::command::{cartesian, expand, is_placeholder_name};
 use crate::error::Failure;
 use crate::experiment::plan::Options;
+use crate::measure::output::Parser;
 use crate::measure::Mode;
+use crate::model::metric::Better;
+use crate::model::{Hooks, Iterations};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,8 +46,26 @@ pub struct Benchmark {
 }
 
 impl Benchmark {
+    /// True when the command or a per-run hook names `{build}` (a build may differ in
+    /// how the server is configured before each run, not only in the command).
     pub fn uses_build(&self) -> bool {
-        expand(&self.command, &|_| None).1.iter().any(|p| p == "build")
+        [Some(&self.command), self.options.prepare.as_ref(), self.options.conclude.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|text| expand(text, &|_| None).1.iter().any(|p| p == "build"))
+    }
+
+    /// The per-run hooks for `build` (`{build}` substituted as in the command).
+    pub fn hooks_for(&self, build: Option<&Build>) -> Hooks {
+        let hooks = Hooks {
+            prepare: self.options.prepare.clone(),
+            conclude: self.options.conclude.clone(),
+            ..Hooks::default()
+        };
+        match build {
+            Some(b) => hooks.map(|text| expand(text, &|name| (name == "build").then(|| b.value.clone())).0),
+            None => hooks,
+        }
     }
 
     /// The command line for `build` (`{build}` substituted).
@@ -152,6 +174,15 @@ macro_rules! with_options {
             events: Option<Vec<String>>,
             mode: Option<Spanned<String>>,
             shell: Option<Spanned<toml::Value>>,
+            output_metric: Option<Spanned<toml::Value>>,
+            parse: Option<Spanned<toml::Value>>,
+            higher_is_better: Option<Vec<String>>,
+            lower_is_better: Option<Vec<String>>,
+            iterations: Option<Spanned<String>>,
+            warmup_iterations: Option<Spanned<u32>>,
+            prepare: Option<String>,
+            conclude: Option<String>,
+            input: Option<String>,
         }
 
         impl $name {
@@ -193,7 +224,46 @@ macro_rules! with_options {
                     },
                     None => None,
                 };
+                // A string or a list of strings, each turned into a parser.
+                let parsers = |v: &Option<Spanned<toml::Value>>, key: &str, make: fn(&str) -> Result<Parser, String>|
+                 -> Result<Vec<Parser>, Failure> {
+                    let Some(v) = v else { return Ok(Vec::new()) };
+                    let texts: Vec<&str> = match v.get_ref() {
+                        toml::Value::String(s) => vec![s.as_str()],
+                        toml::Value::Array(items) if items.iter().all(toml::Value::is_str) => {
+                            items.iter().filter_map(toml::Value::as_str).collect()
+                        }
+                        _ => return Err(file.error(v.span(), &format!("expected `{key}` to be a string or a list of strings"))),
+                    };
+                    texts.into_iter().map(|t| make(t).map_err(|e| file.error(v.span(), &e))).collect()
+                };
+                let mut output = parsers(&self.parse, "parse", Parser::format)?;
+                output.extend(parsers(&self.output_metric, "output_metric", Parser::regex)?);
+                let mut better = BTreeMap::new();
+                for name in self.higher_is_better.iter().flatten() {
+                    better.insert(name.clone(), Better::Higher);
+                }
+                for name in self.lower_is_better.iter().flatten() {
+                    better.insert(name.clone(), Better::Lower);
+                }
+                let warmup_iterations = match &self.warmup_iterations {
+                    Some(n) if *n.get_ref() == 0 => {
+                        return Err(file.error(n.span(), "warmup_iterations must be at least 1"))
+                    }
+                    Some(n) => *n.get_ref(),
+                    None => 1,
+                };
+                let iterations = match &self.iterations {
+                    Some(i) => Some(Iterations::named(i.get_ref(), warmup_iterations).map_err(|e| file.error(i.span(), &e))?),
+                    None => None,
+                };
                 Ok(Options {
+                    output: (!output.is_empty()).then_some(output),
+                    better: (!better.is_empty()).then_some(better),
+                    iterations,
+                    prepare: self.prepare.clone(),
+                    conclude: self.conclude.clone(),
+                    input: self.input.clone(),
                     rounds: positive(&self.rounds, "rounds")?,
                     warmup: self.warmup.as_ref().map(|w| *w.get_ref()),
                     min_rounds: positive(&self.min_rounds, "min_rounds")?,
@@ -363,13 +433,17 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, Failure> {
             if benchmarks.iter().any(|b| b.name == full_name) {
                 return Err(file.error(raw_bench.name.span(), &format!("duplicate benchmark `{full_name}`")));
             }
+            let mut options = options.clone();
+            for hook in [&mut options.prepare, &mut options.conclude] {
+                *hook = hook.as_deref().map(|text| expand(text, &lookup).0);
+            }
             benchmarks.push(Benchmark {
                 name: full_name,
                 params: combination.into_iter().collect(),
                 command,
                 setup: raw_bench.setup.clone(),
                 cleanup: raw_bench.cleanup.clone(),
-                options: options.clone(),
+                options,
             });
         }
     }
@@ -418,66 +492,6 @@ fn parse_build(file: &SourceFile, name: &str, value: &Spanned<toml::Value>, base
         }
         _ => Err(file.error(value.span(), &format!("build `{name}`: {expected}"))),
     }
-}
-
-fn is_placeholder_name(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
-
-/// Walk a template: `{name}` is a placeholder, `{{name}}` an escaped one; braces
-/// around anything that is not a plain name (awk's `{print $1}`) are plain text.
-/// `lookup` gives the value of the placeholders substituted now; the others, and
-/// their escapes, are kept for a later pass. Also returns the placeholders seen.
-fn expand(template: &str, lookup: &dyn Fn(&str) -> Option<String>) -> (String, Vec<String>) {
-    let mut out = String::with_capacity(template.len());
-    let mut seen = Vec::new();
-    let mut rest = template;
-    while let Some(start) = rest.find('{') {
-        out.push_str(&rest[..start]);
-        let after = &rest[start..];
-        let escaped = after.starts_with("{{");
-        let inner = &after[if escaped { 2 } else { 1 }..];
-        let close = if escaped { "}}" } else { "}" };
-        match inner.find(close).filter(|&end| is_placeholder_name(&inner[..end])) {
-            Some(end) => {
-                let name = &inner[..end];
-                let whole = &after[..(after.len() - inner.len()) + end + close.len()];
-                match (escaped, lookup(name)) {
-                    (true, Some(_)) => out.push_str(&format!("{{{name}}}")),
-                    (false, Some(value)) => out.push_str(&value),
-                    (_, None) => out.push_str(whole),
-                }
-                if !escaped {
-                    seen.push(name.to_string());
-                }
-                rest = &inner[end + close.len()..];
-            }
-            None => {
-                out.push('{');
-                rest = &after[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    (out, seen)
-}
-
-/// Every combination of parameter values, first parameter varying slowest.
-fn cartesian(params: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
-    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
-    for (key, values) in params {
-        combos = combos
-            .into_iter()
-            .flat_map(|c| {
-                values.iter().map(move |v| {
-                    let mut next = c.clone();
-                    next.push((key.clone(), v.clone()));
-                    next
-                })
-            })
-            .collect();
-    }
-    combos
 }
 
 #[cfg(test)]
@@ -585,6 +599,52 @@ mode = "instructions"
             let err = parse_str(text).unwrap_err();
             assert!(err.starts_with(expected), "for {text:?}: got {err:?}, expected {expected:?}");
             assert!(!err.contains('\n'), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn benchmarks_can_read_what_they_print_and_run_hooks() {
+        let s = parse_str(
+            r#"
+[defaults]
+parse = "pgbench"
+prepare = "pg_ctl restart -D {build}"
+[builds]
+small = "/srv/a"
+[[benchmark]]
+name = "select"
+command = "pgbench -S -T 2 -c {clients} --host {build}"
+params = { clients = [1, 4] }
+conclude = "echo {clients} done"
+[[benchmark]]
+name = "explain"
+command = "psql -c 'EXPLAIN ANALYZE SELECT 1'"
+output_metric = ['Execution Time: (?<exec_ms>[0-9.]+) ms']
+higher_is_better = ["throughput"]
+iterations = "steady"
+warmup_iterations = 2
+input = "queries.sql"
+"#,
+        )
+        .unwrap();
+        let select = &s.benchmarks[1];
+        assert_eq!(select.options.output, Some(vec![Parser::Pgbench]));
+        let hooks = select.hooks_for(s.build("small"));
+        assert_eq!(hooks.prepare.as_deref(), Some("pg_ctl restart -D /srv/a"), "{{build}} as in the command");
+        assert_eq!(hooks.conclude.as_deref(), Some("echo 4 done"), "parameters as in the command");
+        let explain = &s.benchmarks[2];
+        assert_eq!(explain.options.output.as_ref().unwrap()[0].known_names().unwrap(), ["exec_ms"]);
+        assert_eq!(explain.options.iterations, Some(Iterations::Steady(2)));
+        assert_eq!(explain.options.better.as_ref().unwrap()["throughput"], Better::Higher);
+        assert_eq!(explain.options.input.as_deref(), Some("queries.sql"));
+        for (text, expected) in [
+            ("output_metric = \"([0-9]+)\"", "perflab.toml:4: --output-metric `([0-9]+)` has no named capture"),
+            ("parse = \"csv\"", "perflab.toml:4: unknown output format `csv`"),
+            ("parse = 3", "perflab.toml:4: expected `parse` to be a string or a list of strings"),
+            ("iterations = \"first\"", "perflab.toml:4: expected `iterations` \"all\" or \"steady\""),
+        ] {
+            let err = parse_str(&format!("[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n{text}\n")).unwrap_err();
+            assert!(err.contains(expected), "{err}");
         }
     }
 

@@ -6,7 +6,7 @@ use super::{Benchmark, Build};
 use crate::error::Failure;
 use crate::experiment::{self, plan, Fanout, Options, Plan};
 use crate::measure::{MeasureOptions, Mode};
-use crate::model::{metric, Experiment, Machine, StopReason};
+use crate::model::{Experiment, Hooks, Machine, Settings, StopReason};
 use crate::store::{current_git_commit, Meta, Store};
 use crate::usage;
 
@@ -33,7 +33,7 @@ pub struct RunOptions {
 #[derive(Debug)]
 pub enum Outcome {
     /// Measured (possibly stopped early: see the experiment's `stop_reason`).
-    Measured(Experiment),
+    Measured(Box<Experiment>),
     /// Its setup or a command failed before anything was measured.
     Failed(String),
 }
@@ -49,12 +49,15 @@ pub fn plan_for(
     let mut o = run.overrides.or(&bench.options);
     let mut texts = Vec::new();
     let mut names = Vec::new();
+    let mut hooks = Vec::new();
     // A benchmark without {build} runs the same command for every build: measure it once.
     if let Some(b) = baseline.filter(|_| bench.uses_build()) {
         texts.push(bench.command_for(Some(b))?);
         names.push(b.name.clone());
+        hooks.push(bench.hooks_for(Some(b)));
     }
     texts.push(bench.command_for(candidate)?);
+    hooks.push(bench.hooks_for(candidate));
     names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
     let commands = crate::command::parse_commands(&texts, &names, o.shell.as_deref())
         .map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
@@ -63,16 +66,23 @@ pub fn plan_for(
     if solo && o.rounds.is_none() && o.max_time.is_none() && o.max_rounds.is_none() {
         o.rounds = Some(DEFAULT_SOLO_ROUNDS);
     }
-    let settings = plan::settings(&o, run.seed);
-    let measure = MeasureOptions { events: o.events.unwrap_or_default(), mode, ..MeasureOptions::default() };
-    let requested: Vec<String> = metric::COMPARED.iter().map(|m| m.to_string()).collect();
-    let (metrics, primary_metric) =
-        plan::compared_metrics(&requested, &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+    let settings = Settings {
+        hooks: if hooks.iter().all(Hooks::is_empty) { Vec::new() } else { hooks },
+        ..plan::settings(&o, run.seed)
+    };
+    let measure = MeasureOptions {
+        events: o.events.unwrap_or_default(),
+        mode,
+        output: o.output.unwrap_or_default(),
+        ..MeasureOptions::default()
+    };
+    let compared = plan::compared_metrics(&[], &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
     Ok(Plan {
         commands,
         settings,
-        primary_metric,
-        metrics,
+        primary_metric: compared.primary,
+        auto_primary: compared.auto_primary,
+        metrics: compared.metrics,
         show_output: run.show_output,
         ignore_failure: run.ignore_failure,
         measure,
@@ -89,7 +99,7 @@ pub fn run_suite(
     (candidate, baseline): (Option<&Build>, Option<&Build>),
     options: &RunOptions,
     store: &mut Store,
-    on_outcome: &mut dyn FnMut(&Benchmark, &Plan, &Outcome),
+    on_outcome: &mut dyn FnMut(&Benchmark, &Outcome),
 ) -> Result<(), Failure> {
     let mut prepared = Vec::new();
     for bench in benchmarks {
@@ -98,7 +108,7 @@ pub fn run_suite(
     for build in [baseline, candidate].into_iter().flatten() {
         if let Some(prepare) = &build.prepare {
             eprintln!("preparing build `{}`: {prepare}", build.name);
-            shell(prepare)
+            crate::command::run_shell(prepare, None, true)
                 .map_err(|e| Failure::CommandFailed(format!("preparing build `{}` failed: {e}", build.name)))?;
         }
     }
@@ -118,8 +128,8 @@ pub fn run_suite(
         }
         eprintln!("[{}/{total}] {}", i + 1, bench.name);
         if let Some(setup) = &bench.setup {
-            if let Err(e) = shell(setup) {
-                on_outcome(bench, plan, &Outcome::Failed(format!("setup failed ({e}); skipped")));
+            if let Err(e) = crate::command::run_shell(setup, None, true) {
+                on_outcome(bench, &Outcome::Failed(format!("setup failed ({e}); skipped")));
                 continue;
             }
         }
@@ -136,37 +146,23 @@ pub fn run_suite(
         let outcome = match result {
             Ok(experiment) => {
                 recorder.finish(&experiment)?;
-                Outcome::Measured(experiment)
+                Outcome::Measured(Box::new(experiment))
             }
             Err(Failure::CommandFailed(message)) => Outcome::Failed(message),
             Err(other) => return Err(other),
         };
         if let Some(cleanup) = &bench.cleanup {
-            if let Err(e) = shell(cleanup) {
+            if let Err(e) = crate::command::run_shell(cleanup, None, true) {
                 eprintln!("  cleanup failed: {e}");
             }
         }
         let interrupted = matches!(&outcome, Outcome::Measured(e) if e.stop_reason == StopReason::Interrupted);
-        on_outcome(bench, plan, &outcome);
+        on_outcome(bench, &outcome);
         if interrupted {
             break;
         }
     }
     Ok(())
-}
-
-/// Run a setup, cleanup or prepare command through `sh -c`, output passed through.
-pub fn shell(command: &str) -> Result<(), String> {
-    let status = std::process::Command::new("/bin/sh")
-        .args(["-c", command])
-        .stdout(std::process::Stdio::inherit())
-        .status()
-        .map_err(|e| format!("cannot run /bin/sh: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`{command}` {status}"))
-    }
 }
 
 #[cfg(test)]
@@ -251,11 +247,23 @@ command = "true"
     }
 
     #[test]
+    fn a_benchmark_that_prints_its_metric_compares_it_first_with_its_hooks() {
+        let suite = "[builds]\nold = \"old\"\nnew = \"new\"\n[[benchmark]]\nname = \"b\"\ncommand = \"true {build}\"\n\
+                     parse = \"pgbench\"\nprepare = \"echo {build}\"\n";
+        let plan = plan_of(suite, "b", &seeded());
+        assert_eq!(plan.primary_metric, "tps");
+        assert_eq!(&plan.metrics[..3], ["tps", "latency_ms", crate::model::metric::WALL]);
+        let prepares: Vec<_> = plan.settings.hooks.iter().map(|h| h.prepare.as_deref().unwrap()).collect();
+        assert_eq!(prepares, ["echo old", "echo new"], "baseline first");
+        assert_eq!(plan.settings.output_parsers, ["pgbench"]);
+    }
+
+    #[test]
     fn instruction_mode_compares_counts_from_one_round_without_warm_up_or_padding() {
         let suite = "[defaults]\nmode = \"instructions\"\n[[benchmark]]\nname = \"b\"\ncommand = \"true\"\n";
         let plan = plan_of(suite, "b", &seeded());
         assert_eq!(plan.primary_metric, crate::experiment::plan::INSTRUCTION_METRICS[0]);
-        assert!(!plan.metrics.iter().any(|m| m == metric::WALL), "{:?}", plan.metrics);
+        assert!(!plan.metrics.iter().any(|m| m == crate::model::metric::WALL), "{:?}", plan.metrics);
         let s = plan.settings;
         assert_eq!(
             (s.fixed_rounds, s.warmup_rounds, s.env_padding, s.mode.as_str()),

@@ -65,6 +65,7 @@ pub fn fixture_with(name: &str, extra: &[&str]) -> PathBuf {
     out
 }
 
+pub mod cluster;
 pub mod pg;
 
 /// Samples of folded stacks (`root;…;leaf COUNT` lines) that end with `suffix`.

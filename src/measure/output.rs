@@ -1,0 +1,455 @@
+//! Metrics a command reports about itself, read from what it printed: a regular
+//! expression with named captures, a JSON-lines protocol, pgbench's report and Google
+//! Benchmark's JSON. Every value found is one sample (an iteration); a run's value is
+//! their aggregate ([`crate::model::Iterations`]).
+//!
+//! The output of a run is captured whole (stdout, then stderr) and parsed after the
+//! process was reaped, so parsing never competes with the measured program.
+
+use crate::model::{metric, CounterReading, Iterations, Run};
+use regex::Regex;
+use serde_json::Value;
+
+/// One way of finding metrics in a command's output.
+#[derive(Debug, Clone)]
+pub enum Parser {
+    /// Every match gives one sample of each named capture (`tps = (?<tps>[0-9.]+)`).
+    Regex(Regex),
+    /// The JSON-lines protocol: `{"metric": "NAME", "value": NUMBER}`, one sample a line.
+    JsonLines,
+    /// pgbench's report: `tps` and `latency_ms`, per interval from `-P` progress lines.
+    Pgbench,
+    /// Google Benchmark's `--benchmark_format=json`: `NAME:real_ns`, `NAME:cpu_ns`
+    /// (and `NAME:items_per_s`, `NAME:bytes_per_s`), one sample per repetition.
+    GoogleBenchmark,
+}
+
+impl PartialEq for Parser {
+    fn eq(&self, other: &Parser) -> bool {
+        self.describe() == other.describe()
+    }
+}
+
+/// The ready-made formats, as `--parse` spells them.
+pub const FORMAT_NAMES: [&str; 3] = ["pgbench", "google-benchmark", "jsonl"];
+
+/// pgbench's metrics, in display order (the first is the primary one).
+const PGBENCH_METRICS: [&str; 2] = ["tps", "latency_ms"];
+
+impl Parser {
+    /// A `--parse` format by name.
+    pub fn format(name: &str) -> Result<Parser, String> {
+        match name {
+            "pgbench" => Ok(Parser::Pgbench),
+            "google-benchmark" | "gbench" => Ok(Parser::GoogleBenchmark),
+            "jsonl" | "json-lines" => Ok(Parser::JsonLines),
+            other => Err(format!("unknown output format `{other}`; expected one of {}", FORMAT_NAMES.join(", "))),
+        }
+    }
+
+    /// A `--output-metric` expression: a regular expression whose named captures are
+    /// the metrics.
+    pub fn regex(text: &str) -> Result<Parser, String> {
+        let regex = regex::RegexBuilder::new(text)
+            .multi_line(true)
+            .build()
+            .map_err(|e| format!("--output-metric `{text}` is not a regular expression: {e}"))?;
+        let names: Vec<&str> = regex.capture_names().flatten().collect();
+        if names.is_empty() {
+            return Err(format!(
+                "--output-metric `{text}` has no named capture: name the value, e.g. `tps = (?<tps>[0-9.]+)`"
+            ));
+        }
+        for name in names {
+            check_name(name)?;
+        }
+        Ok(Parser::Regex(regex))
+    }
+
+    /// How the parser was asked for (recorded in the settings).
+    pub fn describe(&self) -> String {
+        match self {
+            Parser::Regex(r) => format!("regex:{}", r.as_str()),
+            Parser::JsonLines => "jsonl".into(),
+            Parser::Pgbench => "pgbench".into(),
+            Parser::GoogleBenchmark => "google-benchmark".into(),
+        }
+    }
+
+    /// The metrics this parser reports whatever the output, in display order; `None`
+    /// when the names come from the output itself.
+    pub fn known_names(&self) -> Option<Vec<String>> {
+        match self {
+            Parser::Regex(r) => Some(r.capture_names().flatten().map(String::from).collect()),
+            Parser::Pgbench => Some(PGBENCH_METRICS.map(String::from).to_vec()),
+            Parser::JsonLines | Parser::GoogleBenchmark => None,
+        }
+    }
+
+    /// What the output lacked when `name` has no value.
+    fn expectation(&self, name: &str) -> String {
+        match self {
+            Parser::Regex(r) => format!("no line matched `{}`", r.as_str()),
+            Parser::Pgbench if name == "tps" => {
+                "no `tps = …` line (pgbench's report) and no `progress: … tps` lines".into()
+            }
+            Parser::Pgbench => "no `latency average = … ms` line (pgbench's report) and no `progress:` lines".into(),
+            Parser::JsonLines => format!("no line `{{\"metric\": \"{name}\", \"value\": …}}`"),
+            Parser::GoogleBenchmark => format!("no benchmark `{}` in the JSON", name.split(':').next().unwrap_or(name)),
+        }
+    }
+
+    /// The samples in `stdout` and `stderr`, in order of first appearance.
+    fn samples(&self, stdout: &str, stderr: &str, out: &mut Samples) -> Result<(), String> {
+        match self {
+            Parser::Regex(regex) => {
+                for text in [stdout, stderr] {
+                    for captures in regex.captures_iter(text) {
+                        for name in regex.capture_names().flatten() {
+                            if let Some(found) = captures.name(name) {
+                                out.push(name, number(found.as_str()).map_err(|e| format!("`{name}`: {e}"))?);
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Parser::JsonLines => {
+                for line in stdout.lines().chain(stderr.lines()) {
+                    json_line(line, out)?;
+                }
+                Ok(())
+            }
+            Parser::Pgbench => pgbench(stdout, stderr, out),
+            Parser::GoogleBenchmark => google_benchmark(stdout, out),
+        }
+    }
+}
+
+/// Names a command may give its metrics: not one perflab measures itself.
+fn check_name(name: &str) -> Result<(), String> {
+    if metric::ALL.contains(&name) {
+        return Err(format!("`{name}` is measured by perflab itself; give the printed metric another name"));
+    }
+    if name.is_empty() || name.chars().any(|c| c.is_control() || c == ',') {
+        return Err(format!("`{}` is not a metric name (no commas or control characters)", name.escape_debug()));
+    }
+    Ok(())
+}
+
+/// A number as programs print them: `1234.5`, `1.2e3`; thousands separators (`1,234`)
+/// are taken out. Never infinite or NaN.
+fn number(text: &str) -> Result<f64, String> {
+    let cleaned: String = text.trim().chars().filter(|c| *c != ',' && *c != '_').collect();
+    match cleaned.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!("`{}` is not a number", text.escape_debug())),
+    }
+}
+
+/// Samples per metric in order of first appearance (a run's output order decides the
+/// order metrics are shown in).
+#[derive(Debug, Default, PartialEq)]
+pub struct Samples(Vec<(String, Vec<f64>)>);
+
+impl Samples {
+    fn push(&mut self, name: &str, value: f64) {
+        match self.0.iter_mut().find(|(n, _)| n == name) {
+            Some((_, values)) => values.push(value),
+            None => self.0.push((name.to_string(), vec![value])),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&[f64]> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
+    }
+}
+
+fn json_line(line: &str, out: &mut Samples) -> Result<(), String> {
+    let trimmed = line.trim();
+    if !trimmed.starts_with('{') {
+        return Ok(());
+    }
+    // Other JSON a program prints is not for perflab; only objects naming a metric are.
+    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(trimmed) else { return Ok(()) };
+    let Some(name) = object.get("metric") else { return Ok(()) };
+    let malformed = |why: &str| format!("malformed metric line ({why}): {}", truncate(trimmed));
+    let name = name.as_str().ok_or_else(|| malformed("`metric` must be a string"))?;
+    check_name(name).map_err(|e| malformed(&e))?;
+    let value = object.get("value").and_then(Value::as_f64).ok_or_else(|| malformed("`value` must be a number"))?;
+    out.push(name, value);
+    Ok(())
+}
+
+fn truncate(text: &str) -> String {
+    match text.char_indices().nth(120) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+/// pgbench's report (stdout) and its `-P` progress lines (stderr). With progress lines
+/// each interval is one sample of `tps` and `latency_ms`; without, the report's
+/// figures are one sample each. pgbench ≥ 14 prints `tps = N (without initial
+/// connection time)`, older versions a line `(including …)` and one `(excluding …)`:
+/// the latter is taken, as the connection is not what a select-only load measures.
+fn pgbench(stdout: &str, stderr: &str, out: &mut Samples) -> Result<(), String> {
+    let progress = Regex::new(r"(?m)^progress: [0-9.]+ s, ([0-9.]+) tps, lat ([0-9.]+) ms").expect("valid regex");
+    for c in progress.captures_iter(stderr) {
+        out.push("tps", number(&c[1])?);
+        out.push("latency_ms", number(&c[2])?);
+    }
+    if out.get("tps").is_some() {
+        return Ok(());
+    }
+    let tps =
+        Regex::new(r"(?m)^tps = ([0-9.]+) \((without initial connection time|excluding connections establishing)\)")
+            .expect("valid regex");
+    if let Some(c) = tps.captures(stdout) {
+        out.push("tps", number(&c[1])?);
+    }
+    let latency = Regex::new(r"(?m)^latency average = ([0-9.]+) ms").expect("valid regex");
+    if let Some(c) = latency.captures(stdout) {
+        out.push("latency_ms", number(&c[1])?);
+    }
+    Ok(())
+}
+
+/// Google Benchmark's JSON report: per benchmark run (aggregates skipped: perflab makes
+/// its own), its times in nanoseconds and its rates.
+fn google_benchmark(stdout: &str, out: &mut Samples) -> Result<(), String> {
+    let Some(start) = stdout.find('{') else { return Ok(()) };
+    let document = serde_json::Deserializer::from_str(&stdout[start..])
+        .into_iter::<Value>()
+        .next()
+        .ok_or("no JSON document")?
+        .map_err(|e| format!("Google Benchmark's JSON does not parse: {e}"))?;
+    let benchmarks = document
+        .get("benchmarks")
+        .and_then(Value::as_array)
+        .ok_or("Google Benchmark's JSON has no `benchmarks` list")?;
+    for b in benchmarks {
+        if b.get("run_type").and_then(Value::as_str) == Some("aggregate") {
+            continue;
+        }
+        let name = b.get("name").and_then(Value::as_str).ok_or("a benchmark without a `name`")?;
+        if b.get("error_occurred").and_then(Value::as_bool) == Some(true) {
+            let message = b.get("error_message").and_then(Value::as_str).unwrap_or("no message");
+            return Err(format!("benchmark `{name}` reported an error: {message}"));
+        }
+        let unit = b.get("time_unit").and_then(Value::as_str).unwrap_or("ns");
+        let to_ns = match unit {
+            "ns" => 1.0,
+            "us" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            other => return Err(format!("benchmark `{name}`: unknown time_unit `{other}`")),
+        };
+        for (field, suffix, scale) in [
+            ("real_time", "real_ns", to_ns),
+            ("cpu_time", "cpu_ns", to_ns),
+            ("items_per_second", "items_per_s", 1.0),
+            ("bytes_per_second", "bytes_per_s", 1.0),
+        ] {
+            if let Some(v) = b.get(field).and_then(Value::as_f64) {
+                out.push(&format!("{name}:{suffix}"), v * scale);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What was expected of a command that printed no metric at all (for the formats whose
+/// metric names come from the output).
+pub fn expected_output(parsers: &[Parser]) -> String {
+    let expected: Vec<&str> = parsers
+        .iter()
+        .filter_map(|p| match p {
+            Parser::JsonLines => Some("lines {\"metric\": NAME, \"value\": NUMBER}"),
+            Parser::GoogleBenchmark => Some("Google Benchmark's JSON on stdout (--benchmark_format=json)"),
+            Parser::Regex(_) | Parser::Pgbench => None,
+        })
+        .collect();
+    format!("expected {}", expected.join(" or "))
+}
+
+/// Read the metrics `parsers` find in a run's output into `run.counters`. A metric a
+/// parser always reports but the output lacked is recorded as unsupported with what was
+/// expected (never a zero); so is one whose samples give no value. Returns the names
+/// found, in output order.
+pub fn read_metrics(
+    parsers: &[Parser],
+    stdout: &str,
+    stderr: &str,
+    iterations: Iterations,
+    run: &mut Run,
+) -> Result<Vec<String>, String> {
+    let mut found = Vec::new();
+    for parser in parsers {
+        let mut samples = Samples::default();
+        parser.samples(stdout, stderr, &mut samples)?;
+        for (name, values) in samples.0 {
+            let reading = CounterReading::sampled(values, iterations)
+                .unwrap_or_else(|why| CounterReading::unsupported(format!("{name}: {why}")));
+            if !found.contains(&name) {
+                found.push(name.clone());
+            }
+            run.counters.insert(name, reading);
+        }
+        for name in parser.known_names().unwrap_or_default() {
+            if !found.contains(&name) {
+                run.counters.insert(name.clone(), CounterReading::unsupported(parser.expectation(&name)));
+            }
+        }
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(parser: &Parser, stdout: &str, stderr: &str) -> Result<Samples, String> {
+        let mut out = Samples::default();
+        parser.samples(stdout, stderr, &mut out)?;
+        Ok(out)
+    }
+
+    const PGBENCH_15: &str = "pgbench (15.18 (Debian 15.18-0+deb12u1))
+transaction type: <builtin: select only>
+scaling factor: 1
+query mode: simple
+number of clients: 1
+number of threads: 1
+maximum number of tries: 1
+duration: 2 s
+number of transactions actually processed: 21494
+number of failed transactions: 0 (0.000%)
+latency average = 0.093 ms
+latency stddev = 0.293 ms
+initial connection time = 2.508 ms
+tps = 10759.739532 (without initial connection time)
+";
+
+    const PGBENCH_PROGRESS: &str = "starting vacuum...end.
+progress: 1.0 s, 9746.4 tps, lat 0.102 ms stddev 0.337, 0 failed
+progress: 2.0 s, 11746.5 tps, lat 0.085 ms stddev 0.250, 0 failed
+";
+
+    #[test]
+    fn pgbench_reports_tps_and_latency_or_per_interval_progress() {
+        let s = parse(&Parser::Pgbench, PGBENCH_15, "").unwrap();
+        assert_eq!(s.get("tps"), Some(&[10759.739532][..]));
+        assert_eq!(s.get("latency_ms"), Some(&[0.093][..]));
+        let s = parse(&Parser::Pgbench, PGBENCH_15, PGBENCH_PROGRESS).unwrap();
+        assert_eq!(s.get("tps"), Some(&[9746.4, 11746.5][..]), "one sample per progress interval");
+        assert_eq!(s.get("latency_ms"), Some(&[0.102, 0.085][..]));
+        // pgbench 13 and older print the figure with and without connection time.
+        let old = "latency average = 3.1 ms\ntps = 320.1 (including connections establishing)\n\
+                   tps = 321.5 (excluding connections establishing)\n";
+        assert_eq!(parse(&Parser::Pgbench, old, "").unwrap().get("tps"), Some(&[321.5][..]));
+    }
+
+    #[test]
+    fn pgbench_without_a_report_is_a_missing_metric_with_the_expected_line() {
+        let mut run = Run::default();
+        let found =
+            read_metrics(&[Parser::Pgbench], "pgbench: error: connection refused\n", "", Iterations::All, &mut run)
+                .unwrap();
+        assert!(found.is_empty());
+        assert_eq!(run.metric("tps"), None, "never a zero");
+        let reason = run.counters["tps"].reason.as_deref().unwrap();
+        assert!(reason.contains("no `tps = …` line"), "{reason}");
+    }
+
+    #[test]
+    fn regex_named_captures_give_one_sample_per_match_from_stdout_then_stderr() {
+        let p = Parser::regex(r"^iteration \d+: (?<iter_ns>[0-9,]+) ns").unwrap();
+        let s = parse(&p, "iteration 1: 2,000 ns\nnoise\niteration 2: 1000 ns\n", "iteration 3: 1001 ns\n").unwrap();
+        assert_eq!(s.get("iter_ns"), Some(&[2000.0, 1000.0, 1001.0][..]));
+        let two =
+            Parser::regex(r"Planning Time: (?<plan_ms>[0-9.]+) ms|Execution Time: (?<exec_ms>[0-9.]+) ms").unwrap();
+        let s = parse(&two, " Planning Time: 0.360 ms\n Execution Time: 42.350 ms\n", "").unwrap();
+        assert_eq!((s.get("plan_ms"), s.get("exec_ms")), (Some(&[0.36][..]), Some(&[42.35][..])));
+        assert_eq!(s.0.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["plan_ms", "exec_ms"]);
+        assert_eq!(two.known_names().unwrap(), ["plan_ms", "exec_ms"]);
+    }
+
+    #[test]
+    fn bad_expressions_and_values_are_clear_errors() {
+        assert!(Parser::regex("tps = ([0-9.]+)").unwrap_err().contains("no named capture"));
+        assert!(Parser::regex("(?<x>[0-9").unwrap_err().contains("not a regular expression"));
+        assert!(Parser::regex("(?<wall_s>[0-9.]+)").unwrap_err().contains("measured by perflab itself"));
+        let p = Parser::regex(r"v=(?<v>\S+)").unwrap();
+        let err = parse(&p, "v=fast\n", "").unwrap_err();
+        assert!(err.contains("`v`: `fast` is not a number"), "{err}");
+        assert!(parse(&p, "v=inf\n", "").is_err(), "infinite values are refused");
+        assert!(Parser::format("csv").unwrap_err().contains("pgbench, google-benchmark, jsonl"));
+    }
+
+    #[test]
+    fn json_lines_take_metric_lines_and_ignore_other_output() {
+        let out = "starting\n{\"metric\": \"parse_ns\", \"value\": 812.5}\n{\"other\": 1}\n[1,2]\n\
+                   {\"metric\": \"parse_ns\", \"value\": 790}\n{not json\n";
+        let s = parse(&Parser::JsonLines, out, "{\"metric\": \"rows_per_s\", \"value\": 1e6}\n").unwrap();
+        assert_eq!(s.get("parse_ns"), Some(&[812.5, 790.0][..]));
+        assert_eq!(s.get("rows_per_s"), Some(&[1e6][..]));
+        for bad in [r#"{"metric": "x", "value": "fast"}"#, r#"{"metric": 3, "value": 1}"#, r#"{"metric": "x"}"#] {
+            let err = parse(&Parser::JsonLines, bad, "").unwrap_err();
+            assert!(err.starts_with("malformed metric line") && err.contains(bad), "{err}");
+        }
+        let err = parse(&Parser::JsonLines, r#"{"metric": "wall_s", "value": 1}"#, "").unwrap_err();
+        assert!(err.contains("measured by perflab itself"), "{err}");
+    }
+
+    const GBENCH: &str = r#"{
+  "context": {"date": "2026-01-01", "library_build_type": "release"},
+  "benchmarks": [
+    {"name": "BM_copy/8", "run_name": "BM_copy/8", "run_type": "iteration", "repetitions": 2,
+     "repetition_index": 0, "iterations": 1000, "real_time": 1.5, "cpu_time": 1.4, "time_unit": "us",
+     "bytes_per_second": 5.0e9},
+    {"name": "BM_copy/8", "run_name": "BM_copy/8", "run_type": "iteration", "repetitions": 2,
+     "repetition_index": 1, "iterations": 1000, "real_time": 1.25, "cpu_time": 1.2, "time_unit": "us"},
+    {"name": "BM_copy/8_mean", "run_name": "BM_copy/8", "run_type": "aggregate", "aggregate_name": "mean",
+     "real_time": 1.375, "cpu_time": 1.3, "time_unit": "us"}
+  ]
+}"#;
+
+    #[test]
+    fn google_benchmark_json_gives_times_in_ns_per_repetition() {
+        let s = parse(&Parser::GoogleBenchmark, &format!("some banner\n{GBENCH}\n"), "").unwrap();
+        assert_eq!(s.get("BM_copy/8:real_ns"), Some(&[1500.0, 1250.0][..]));
+        assert_eq!(s.get("BM_copy/8:cpu_ns"), Some(&[1400.0, 1200.0][..]));
+        assert_eq!(s.get("BM_copy/8:bytes_per_s"), Some(&[5.0e9][..]));
+        assert!(s.get("BM_copy/8_mean:real_ns").is_none(), "aggregates are perflab's to make");
+        assert_eq!(metric::info("BM_copy/8:bytes_per_s").better, metric::Better::Higher);
+        assert!(metric::info("BM_copy/8:real_ns").is_time());
+    }
+
+    #[test]
+    fn google_benchmark_errors_and_broken_json_are_reported() {
+        let failed = r#"{"benchmarks": [{"name": "BM_x", "run_type": "iteration", "error_occurred": true,
+                         "error_message": "out of memory", "real_time": 0, "cpu_time": 0, "time_unit": "ns"}]}"#;
+        assert!(parse(&Parser::GoogleBenchmark, failed, "")
+            .unwrap_err()
+            .contains("`BM_x` reported an error: out of memory"));
+        assert!(parse(&Parser::GoogleBenchmark, "{\"benchmarks\": [", "").unwrap_err().contains("does not parse"));
+        assert!(parse(&Parser::GoogleBenchmark, "{\"context\": {}}", "").unwrap_err().contains("no `benchmarks`"));
+        assert_eq!(parse(&Parser::GoogleBenchmark, "no json at all", "").unwrap(), Samples::default());
+    }
+
+    #[test]
+    fn read_metrics_aggregates_and_keeps_every_sample() {
+        let mut run = Run::default();
+        let p = Parser::regex(r"^(?<iter_ns>[0-9]+)$").unwrap();
+        let found =
+            read_metrics(std::slice::from_ref(&p), "300\n100\n100\n", "", Iterations::Steady(1), &mut run).unwrap();
+        assert_eq!(found, ["iter_ns"]);
+        let reading = &run.counters["iter_ns"];
+        assert_eq!((reading.value, reading.samples.as_slice()), (Some(100.0), &[300.0, 100.0, 100.0][..]));
+        let mut short = Run::default();
+        read_metrics(&[p], "300\n", "", Iterations::Steady(1), &mut short).unwrap();
+        let reason = short.counters["iter_ns"].reason.clone().unwrap();
+        assert!(reason.contains("printed only 1"), "{reason}");
+    }
+}

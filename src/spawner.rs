@@ -1,0 +1,473 @@
+//! Runs an experiment's commands from a small helper process — the perflab binary
+//! started again as a spawner — so that what the kernel reports about a run is the
+//! command's own.
+//!
+//! Why a helper: Linux folds the peak RSS of the address space a process had *before*
+//! `execve` into its `ru_maxrss`; after posix_spawn that address space is the spawner's
+//! (after a fork, a copy of it). Spawned by perflab itself every command "used" at least
+//! perflab's ~6 MiB. The helper drops its clean file-backed pages once started and
+//! resets its own peak, so the floor is ~1 MiB, that of GNU time. It also moves into a
+//! cgroup of its own when it can create one, so that cgroup's CPU pressure is the run's
+//! process tree's (see `contention`).
+//!
+//! The helper runs the same spawn code as perflab would (posix_spawn, or the gated fork
+//! while perflab attaches counters to the held child's pid) and times the same window;
+//! messages travel over a SOCK_SEQPACKET socket, outside that window. A binary that
+//! cannot serve as a helper (a program using the library, unit tests) runs commands
+//! in-process: the same measurements, with its own footprint as the floor.
+
+use crate::contention::{self, PressureGroup};
+use crate::interrupt::{self, Interrupt};
+use crate::model::Run;
+use crate::spawn::{self, Captures, Environment, Output, Prepared, SpawnError};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Names the helper's end of the socket in its environment.
+const FD_ENV: &str = "PERFLAB_SPAWNER_FD";
+/// The descriptor number the helper finds its socket at.
+const HELPER_FD: RawFd = 3;
+
+/// Set by the perflab binary: it can serve as its own helper.
+static BINARY_SERVES: AtomicBool = AtomicBool::new(false);
+
+/// Called first thing by the perflab binary. When this process was started as a
+/// helper, serve and return the exit code; otherwise remember that the binary can be
+/// started as one.
+pub fn serve_if_requested() -> Option<i32> {
+    BINARY_SERVES.store(true, Ordering::SeqCst);
+    let fd: RawFd = std::env::var(FD_ENV).ok()?.parse().ok()?;
+    // Not passed on to the commands. Nothing else runs yet, so changing the
+    // environment races with no one.
+    std::env::remove_var(FD_ENV);
+    // SAFETY: perflab handed us this descriptor when it started us; nothing else owns it.
+    Some(serve(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// One command as the helper prepares it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CommandSetup {
+    program: Vec<u8>,
+    argv: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Setup {
+    commands: Vec<CommandSetup>,
+    output: Output,
+    /// The commands' stdin (`--input`), else /dev/null.
+    input: Option<Vec<u8>>,
+    timeout_s: Option<f64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum Request {
+    Run {
+        command: usize,
+        pad_bytes: Option<usize>,
+        gated: bool,
+    },
+    /// Let the held child exec (its probes are attached).
+    Release,
+    /// Kill the held child: a probe could not be attached.
+    Abort(String),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum Reply {
+    Ready(Ready),
+    SetupFailed(String),
+    /// A gated run's child, held before exec.
+    Held(libc::pid_t),
+    Done(Run),
+    Interrupted,
+    ExecFailed(String),
+    ProbeFailed(String),
+}
+
+/// What the helper reports once it is ready.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Ready {
+    /// The helper's own peak RSS after shrinking: no run can report less.
+    rss_floor_kib: Option<u64>,
+    /// Where runs' run-queue wait comes from (for `Experiment.environment`).
+    run_queue_source: String,
+    /// The cgroup the helper lives in, to remove should it die.
+    cgroup: Option<PathBuf>,
+    /// Each command's capture descriptors (stdout, stderr) in the helper, which perflab
+    /// opens through /proc: output of any size is read in place, not sent as messages.
+    captures: Vec<(Option<RawFd>, Option<RawFd>)>,
+}
+
+/// Starts the runs of one experiment's commands.
+pub struct Spawner {
+    inner: Inner,
+}
+
+enum Inner {
+    Helper { socket: OwnedFd, pid: libc::pid_t, ready: Ready, captures: Vec<Captures> },
+    InProcess { prepared: Vec<Prepared>, env: Environment, timeout: Option<Duration> },
+}
+
+impl Spawner {
+    /// Prepare `commands` (program and argv each) for repeated runs: in a helper when
+    /// this binary can be one, else in this process.
+    pub fn new(
+        commands: &[(PathBuf, Vec<String>)],
+        output: Output,
+        input: Option<&Path>,
+        timeout: Option<Duration>,
+    ) -> Result<Spawner, String> {
+        if !BINARY_SERVES.load(Ordering::SeqCst) {
+            let prepared = commands
+                .iter()
+                .map(|(program, argv)| Prepared::with_input(program, argv, output, input))
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(Spawner { inner: Inner::InProcess { prepared, env: Environment::inherited(), timeout } });
+        }
+        let setup = Setup {
+            commands: commands
+                .iter()
+                .map(|(program, argv)| CommandSetup {
+                    program: program.as_os_str().as_bytes().to_vec(),
+                    argv: argv.clone(),
+                })
+                .collect(),
+            output,
+            input: input.map(|p| p.as_os_str().as_bytes().to_vec()),
+            timeout_s: timeout.map(|t| t.as_secs_f64()),
+        };
+        let (socket, pid) = start_helper().map_err(|e| format!("cannot start perflab's spawner process: {e}"))?;
+        let mut spawner =
+            Spawner { inner: Inner::Helper { socket, pid, ready: Ready::default(), captures: Vec::new() } };
+        let Inner::Helper { socket, ready, captures, .. } = &mut spawner.inner else { unreachable!("just built") };
+        send(socket.as_raw_fd(), &setup).map_err(|e| format!("cannot set up perflab's spawner process: {e}"))?;
+        match recv::<Reply>(socket.as_raw_fd()) {
+            Ok(Some(Reply::Ready(r))) => *ready = r,
+            Ok(Some(Reply::SetupFailed(why))) => return Err(why),
+            other => return Err(format!("perflab's spawner process did not start: {other:?}")),
+        }
+        for fds in &ready.captures {
+            captures.push(
+                Captures::open_in(pid, *fds).map_err(|e| format!("cannot read the spawner process's captures: {e}"))?,
+            );
+        }
+        interrupt::watcher().forward_to(pid);
+        Ok(spawner)
+    }
+
+    /// Run `command` once with `pad_bytes` of environment padding. With `gate`, the
+    /// child is held before exec while `gate(pid)` attaches probes to it.
+    pub fn run(
+        &mut self,
+        command: usize,
+        pad_bytes: Option<usize>,
+        gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>>,
+    ) -> Result<Run, SpawnError> {
+        match &mut self.inner {
+            Inner::InProcess { prepared, env, timeout } => {
+                env.pad(pad_bytes);
+                measure(&prepared[command], env, *timeout, gate, interrupt::watcher(), None)
+            }
+            Inner::Helper { socket, .. } => run_in_helper(socket.as_raw_fd(), command, pad_bytes, gate),
+        }
+    }
+
+    fn captures(&self, command: usize) -> &Captures {
+        match &self.inner {
+            Inner::InProcess { prepared, .. } => prepared[command].captures(),
+            Inner::Helper { captures, .. } => &captures[command],
+        }
+    }
+
+    /// The last `lines` lines `command` wrote to stderr in its latest run.
+    pub fn stderr_tail(&self, command: usize, lines: usize) -> String {
+        self.captures(command).stderr_tail(lines)
+    }
+
+    /// Everything `command`'s latest run wrote to stdout and stderr (with [`Output::Capture`]).
+    pub fn captured(&self, command: usize) -> (Vec<u8>, Vec<u8>) {
+        self.captures(command).all()
+    }
+
+    /// How runs are measured here, for `Experiment.environment`.
+    pub fn facts(&self) -> BTreeMap<String, String> {
+        let (floor, source) = match &self.inner {
+            Inner::Helper { ready, .. } => (ready.rss_floor_kib, ready.run_queue_source.clone()),
+            Inner::InProcess { .. } => (own_peak_rss_kib(), format!("{MAIN_THREAD} (runs in-process)")),
+        };
+        let mut facts = BTreeMap::from([("run_queue_wait".to_string(), source)]);
+        if let Some(kib) = floor {
+            facts.insert("max_rss_floor_kib".to_string(), kib.to_string());
+        }
+        facts
+    }
+}
+
+impl Drop for Spawner {
+    fn drop(&mut self) {
+        if let Inner::Helper { socket, pid, ready, .. } = &mut self.inner {
+            interrupt::watcher().forward_to(0);
+            // SAFETY: shutting down our end makes the helper read EOF and exit; then it
+            // is reaped (it is our child).
+            unsafe {
+                libc::shutdown(socket.as_raw_fd(), libc::SHUT_RDWR);
+                libc::waitpid(*pid, std::ptr::null_mut(), 0);
+            }
+            // Normally gone already; left behind only if the helper was killed.
+            if let Some(dir) = &ready.cgroup {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+    }
+}
+
+const MAIN_THREAD: &str = "the main thread's /proc/PID/schedstat";
+
+/// Start this binary as a helper, with its end of a socket pair at [`HELPER_FD`].
+fn start_helper() -> io::Result<(OwnedFd, libc::pid_t)> {
+    let (ours, theirs) = socket_pair()?;
+    let theirs_raw = theirs.as_raw_fd();
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command.env(FD_ENV, HELPER_FD.to_string()).stdin(std::process::Stdio::null());
+    // SAFETY: only dup2/fcntl, async-signal-safe, between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            // dup2 onto itself would keep close-on-exec set: clear it instead.
+            let rc = if theirs_raw == HELPER_FD {
+                libc::fcntl(HELPER_FD, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(theirs_raw, HELPER_FD)
+            };
+            if rc < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn()?;
+    drop(theirs);
+    Ok((ours, child.id() as libc::pid_t))
+}
+
+fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: fds has room for the two descriptors.
+    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fresh descriptors we own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// One message per packet; a peer that is gone is an error, not a signal.
+fn send<T: Serialize>(fd: RawFd, message: &T) -> io::Result<()> {
+    let bytes = serde_json::to_vec(message).map_err(io::Error::other)?;
+    loop {
+        // SAFETY: sending from a live buffer of the given length.
+        let rc = unsafe { libc::send(fd, bytes.as_ptr() as *const libc::c_void, bytes.len(), libc::MSG_NOSIGNAL) };
+        if rc >= 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// The next message; `None` when the peer closed the socket.
+fn recv<T: DeserializeOwned>(fd: RawFd) -> io::Result<Option<T>> {
+    let size = retry_interrupted(|| {
+        // SAFETY: with MSG_PEEK | MSG_TRUNC and no buffer, recv only reports the packet's size.
+        unsafe { libc::recv(fd, std::ptr::null_mut(), 0, libc::MSG_PEEK | libc::MSG_TRUNC) }
+    })?;
+    let mut buffer = vec![0u8; size];
+    // SAFETY: receiving into a buffer of exactly the packet's size.
+    let got = retry_interrupted(|| unsafe { libc::recv(fd, buffer.as_mut_ptr() as *mut libc::c_void, size, 0) })?;
+    if got == 0 {
+        return Ok(None);
+    }
+    serde_json::from_slice(&buffer[..got]).map(Some).map_err(io::Error::other)
+}
+
+fn retry_interrupted(mut call: impl FnMut() -> isize) -> io::Result<usize> {
+    loop {
+        let rc = call();
+        if rc >= 0 {
+            return Ok(rc as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// perflab's side of one run in the helper.
+fn run_in_helper(
+    fd: RawFd,
+    command: usize,
+    pad_bytes: Option<usize>,
+    mut gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>>,
+) -> Result<Run, SpawnError> {
+    let lost = |err: io::Error| {
+        if interrupt::watcher().requested() {
+            SpawnError::Interrupted
+        } else {
+            SpawnError::Exec(format!("perflab's spawner process failed: {err}"))
+        }
+    };
+    send(fd, &Request::Run { command, pad_bytes, gated: gate.is_some() }).map_err(lost)?;
+    loop {
+        let reply = recv::<Reply>(fd).map_err(lost)?;
+        match reply {
+            Some(Reply::Held(pid)) => {
+                let attached = gate.as_mut().map_or(Ok(()), |gate| gate(pid));
+                let answer = match &attached {
+                    Ok(()) => Request::Release,
+                    Err(err) => Request::Abort(format!("{err:#}")),
+                };
+                send(fd, &answer).map_err(lost)?;
+            }
+            Some(Reply::Done(run)) => return Ok(run),
+            Some(Reply::Interrupted) => return Err(SpawnError::Interrupted),
+            Some(Reply::ExecFailed(why)) => return Err(SpawnError::Exec(why)),
+            Some(Reply::ProbeFailed(why)) => return Err(SpawnError::Probe(anyhow::anyhow!(why))),
+            None => return Err(lost(io::Error::from(io::ErrorKind::UnexpectedEof))),
+            Some(other) => return Err(lost(io::Error::other(format!("unexpected reply {other:?}")))),
+        }
+    }
+}
+
+/// Run `prepared` once and measure it, with the run-queue wait of its main thread and,
+/// when runs have a cgroup of their own, of the whole process tree.
+fn measure(
+    prepared: &Prepared,
+    env: &Environment,
+    timeout: Option<Duration>,
+    gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>>,
+    interrupt: &Interrupt,
+    group: Option<&PressureGroup>,
+) -> Result<Run, SpawnError> {
+    let stalled_before = group.map(|g| g.stalled());
+    let outcome = spawn::start(prepared, env, gate)?.wait(timeout, interrupt)?;
+    let mut run = outcome.run();
+    let tree_stall = match (group, stalled_before) {
+        (Some(group), Some(Ok(before))) => group.stalled().map(|after| after.saturating_sub(before)).ok(),
+        _ => None,
+    };
+    contention::add_readings(&mut run, outcome.main_thread, outcome.harness_waited, tree_stall.ok_or(NO_CGROUP));
+    Ok(run)
+}
+
+const NO_CGROUP: &str = "runs have no cgroup of their own (that needs root or a delegated cgroup v2)";
+
+/// The helper: prepare the commands, then run them on request until perflab hangs up.
+fn serve(socket: OwnedFd) -> i32 {
+    let fd = socket.as_raw_fd();
+    // SAFETY: plain fcntl/prctl calls on our own descriptor and process.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        // If perflab dies, SIGTERM reaches our interrupt handler, which kills the command.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+    }
+    let interrupt = interrupt::watcher();
+    let Ok(Some(setup)) = recv::<Setup>(fd) else { return crate::error::EXIT_USAGE };
+    let prepared = setup
+        .commands
+        .iter()
+        .map(|c| {
+            let input = setup.input.as_deref().map(|p| Path::new(OsStr::from_bytes(p)));
+            Prepared::with_input(Path::new(OsStr::from_bytes(&c.program)), &c.argv, setup.output, input)
+        })
+        .collect::<Result<Vec<_>, _>>();
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(why) => {
+            let _ = send(fd, &Reply::SetupFailed(why));
+            return crate::error::EXIT_USAGE;
+        }
+    };
+    let mut env = Environment::inherited();
+    let timeout = setup.timeout_s.map(Duration::from_secs_f64);
+    let group = PressureGroup::join();
+    let run_queue_source = match &group {
+        Ok(g) => format!("{MAIN_THREAD}; for runs with other threads or processes, {}/cpu.pressure", g.dir().display()),
+        Err(why) => format!("{MAIN_THREAD} (runs with other threads or processes have none: {why})"),
+    };
+    let ready = Ready {
+        rss_floor_kib: fork_floor_kib(),
+        run_queue_source,
+        cgroup: group.as_ref().ok().map(|g| g.dir().to_path_buf()),
+        captures: prepared.iter().map(|p| p.captures().raw_fds()).collect(),
+    };
+    if send(fd, &Reply::Ready(ready)).is_err() {
+        return 0;
+    }
+    while let Ok(Some(request)) = recv::<Request>(fd) {
+        let reply = match request {
+            Request::Run { command, pad_bytes, gated } if command < prepared.len() => {
+                env.pad(pad_bytes);
+                // Every run is a fork of this small process held before exec, never a
+                // vfork: a vfork child would share (and fold into its peak RSS) every page
+                // of perflab's code this process ever touched. Probes attach meanwhile.
+                let mut hold = |pid: libc::pid_t| -> anyhow::Result<()> {
+                    if !gated {
+                        return Ok(());
+                    }
+                    send(fd, &Reply::Held(pid))?;
+                    match recv::<Request>(fd)? {
+                        Some(Request::Release) => Ok(()),
+                        Some(Request::Abort(why)) => Err(anyhow::anyhow!(why)),
+                        other => Err(anyhow::anyhow!("perflab sent {other:?} instead of releasing the command")),
+                    }
+                };
+                match measure(&prepared[command], &env, timeout, Some(&mut hold), interrupt, group.as_ref().ok()) {
+                    Ok(run) => Reply::Done(run),
+                    Err(SpawnError::Interrupted) => Reply::Interrupted,
+                    Err(SpawnError::Exec(why)) => Reply::ExecFailed(why),
+                    Err(SpawnError::Probe(err)) => Reply::ProbeFailed(format!("{err:#}")),
+                }
+            }
+            other => Reply::ExecFailed(format!("perflab's spawner process got a request it cannot serve: {other:?}")),
+        };
+        if send(fd, &reply).is_err() {
+            break;
+        }
+    }
+    if let Ok(group) = group {
+        group.leave();
+    }
+    0
+}
+
+/// The peak RSS every run starts from: that of a fork of this process which exits at
+/// once (a run's child is such a fork until it execs).
+fn fork_floor_kib() -> Option<u64> {
+    // SAFETY: the child only calls _exit; the parent reaps it.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            libc::_exit(0);
+        }
+        let mut usage: libc::rusage = std::mem::zeroed();
+        let mut status = 0;
+        (pid > 0 && libc::wait4(pid, &mut status, 0, &mut usage) == pid).then(|| usage.ru_maxrss.max(0) as u64)
+    }
+}
+
+/// This process's peak RSS (VmHWM) in KiB.
+fn own_peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim().parse().ok()
+}
