@@ -146,6 +146,7 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                 machine_fingerprint: "synthetic".into(),
                 complete: true,
                 sample: None,
+                profile_change: None,
                 experiment,
             });
         }

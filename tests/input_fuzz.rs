@@ -387,6 +387,7 @@ fn history() -> impl Strategy<Value = Vec<perflab::store::StoredExperiment>> {
                     machine_fingerprint: perflab::store::fingerprint(&experiment.machine),
                     complete,
                     sample: None,
+                    profile_change: None,
                     experiment,
                 }
             })

@@ -240,38 +240,9 @@ fn bad_input_is_one_line_with_exit_code_2() {
     assert!(!std::fs::read_to_string(&one).unwrap().contains("<section id=\"matrix\">"));
 }
 
-/// Chromium from Debian (`apt-get install chromium`); under CI=true its absence fails.
-fn chromium() -> Option<PathBuf> {
-    let found = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|n| which::which(n).ok());
-    if found.is_none() && std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("CI=true but chromium is not installed (apt-get install chromium)");
-    }
-    found
-}
-
-fn run_chromium(browser: &Path, profile: &Path, extra: &[&str], page: &Path) -> std::process::Output {
-    std::process::Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--virtual-time-budget=5000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(extra)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium")
-}
-
 #[test]
 fn report_renders_in_headless_chromium_without_errors_or_injected_script() {
-    let Some(browser) = chromium() else {
+    let Some(browser) = common::chromium() else {
         eprintln!("SKIPPED: chromium is not installed (CI would fail here)");
         return;
     };
@@ -296,7 +267,7 @@ fn report_renders_in_headless_chromium_without_errors_or_injected_script() {
     std::fs::write(&page, probed).unwrap();
 
     let profile = tempfile::tempdir().unwrap();
-    let dom = run_chromium(&browser, profile.path(), &["--dump-dom"], &page);
+    let dom = common::run_chromium(&browser, profile.path(), &["--dump-dom"], &page);
     assert!(dom.status.success(), "chromium failed: {}", String::from_utf8_lossy(&dom.stderr));
     let dom = String::from_utf8_lossy(&dom.stdout);
     let root = &dom[dom.find("<html").expect("a DOM")..];
@@ -315,7 +286,7 @@ fn report_renders_in_headless_chromium_without_errors_or_injected_script() {
     // A screenshot of the unmodified page, kept for people to look at.
     let shot = out.with_extension("png");
     let profile = tempfile::tempdir().unwrap();
-    let res = run_chromium(
+    let res = common::run_chromium(
         &browser,
         profile.path(),
         &["--window-size=1100,1600", &format!("--screenshot={}", shot.display())],

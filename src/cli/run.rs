@@ -33,6 +33,11 @@ pub struct RunArgs {
     /// List the benchmarks and their commands without running them.
     #[arg(long)]
     pub list: bool,
+    /// For every benchmark found slower than --baseline beyond the threshold, profile one
+    /// run of each build and store the per-function diff and differential flame graph
+    /// (shown by `perflab report`).
+    #[arg(long, requires = "baseline")]
+    pub profile_changes: bool,
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten, next_help_heading = "Experiment (overrides the suite file)")]
@@ -47,6 +52,7 @@ impl RunArgs {
             show_output: self.experiment.runner.show_output,
             ignore_failure: self.experiment.ignore_failure,
             hide_progress: self.experiment.runner.progress_hidden(),
+            profile_changes: self.profile_changes,
             ..RunOptions::default()
         }
     }

@@ -388,6 +388,7 @@ pub(crate) mod tests {
             machine_fingerprint: crate::store::fingerprint(&machine),
             complete: true,
             sample: None,
+            profile_change: None,
             experiment: Experiment {
                 perflab_version: String::new(),
                 machine,

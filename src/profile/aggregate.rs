@@ -167,6 +167,18 @@ pub struct CallGraph {
 }
 
 /// A call stack as names, outermost first, with what it stands for.
+/// The object name comparisons give the profiled program itself, so two builds whose
+/// programs have different file names still match (`perflab diff`, the differential
+/// flame graph): `object` when it is the program `profile` ran, else `object` unchanged.
+pub fn matching_object<'a>(profile: &Profile, object: &'a str) -> &'a str {
+    let program = profile.command.first().map(|c| basename(c)).unwrap_or("");
+    if !program.is_empty() && object == program {
+        "[command]"
+    } else {
+        object
+    }
+}
+
 pub struct NamedStack {
     pub frames: Vec<StackFrame>,
     pub samples: u64,

@@ -7,11 +7,11 @@
 use super::aggregate::{self, By, Row};
 use super::flame;
 use super::format::Profile;
-use super::symbolize::{basename, Symbolizer};
+use super::symbolize::Symbolizer;
 use crate::error::Failure;
 use crate::render::color;
 use crate::usage;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -34,7 +34,7 @@ pub struct DiffOptions {
 }
 
 /// One matched row.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Change {
     pub name: String,
     pub object: String,
@@ -88,12 +88,8 @@ fn total_seconds(profile: &Profile) -> f64 {
     }
 }
 
-/// Name the main program's object `[command]` so builds with different file names match.
 fn matching_key(profile: &Profile, row: &Row) -> (String, String) {
-    let program = profile.command.first().map(|c| basename(c)).unwrap_or("");
-    let object =
-        if !program.is_empty() && row.object == program { "[command]".to_string() } else { row.object.clone() };
-    (object, row.name.clone())
+    (aggregate::matching_object(profile, &row.object).to_string(), row.name.clone())
 }
 
 pub fn diff(old: &Profile, new: &Profile, by: By) -> (Vec<Change>, Vec<String>) {

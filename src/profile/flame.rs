@@ -146,10 +146,16 @@ fn seconds(profile: &Profile, stack: &NamedStack) -> f64 {
     }
 }
 
+/// The profile's call stacks, its program's frames named as `perflab diff` matches them.
 fn named_stacks(profile: &Profile) -> Option<Vec<NamedStack>> {
     let mut symbolizer = Symbolizer::default();
     let (_, graph) = aggregate::locate_with_graph(profile, &mut symbolizer);
-    let stacks: Vec<NamedStack> = graph?.named_stacks().collect();
+    let mut stacks: Vec<NamedStack> = graph?.named_stacks().collect();
+    for frame in stacks.iter_mut().flat_map(|s| s.frames.iter_mut()) {
+        if frame.kind == FrameKind::Code {
+            frame.object = aggregate::matching_object(profile, &frame.object).to_string();
+        }
+    }
     (!stacks.is_empty()).then_some(stacks)
 }
 

@@ -229,13 +229,24 @@ impl Profile {
         let tmp = path.with_extension("profile.tmp");
         let write = || -> std::io::Result<()> {
             let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-            writeln!(out, "{MAGIC} {VERSION}")?;
-            serde_json::to_writer(&mut out, self)?;
-            writeln!(out)?;
+            self.write_to(&mut out)?;
             out.flush()?;
             std::fs::rename(&tmp, path)
         };
         write().map_err(|e| usage!("cannot write profile {}: {e}", path.display()))
+    }
+
+    /// The bytes of the profile file (what [`Profile::parse`] reads).
+    pub fn to_bytes(&self) -> std::io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.write_to(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
+        writeln!(out, "{MAGIC} {VERSION}")?;
+        serde_json::to_writer(&mut *out, self)?;
+        writeln!(out)
     }
 
     pub fn load(path: &Path) -> Result<Profile, Failure> {

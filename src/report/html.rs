@@ -3,7 +3,8 @@
 
 use super::svg::{esc, format_change, format_value, num, truncate, LinearScale, LogScale};
 use super::{
-    geomean, CounterTable, Geomean, LabelComparison, MachineGroup, MachinePage, Ratio, RelativeTime, ReportData,
+    geomean, CounterTable, Explained, Geomean, LabelComparison, MachineGroup, MachinePage, Ratio, RelativeTime,
+    ReportData,
 };
 use crate::history::matrix::Matrix;
 use crate::history::{BenchmarkHistory, Point};
@@ -49,7 +50,7 @@ input[type=search]{width:100%;max-width:420px;padding:6px 10px;font:inherit;bord
 .summary{font-size:15px}.summary b.faster{color:var(--faster)}.summary b.slower{color:var(--slower)}
 .legend span{display:inline-block;margin-right:16px}.legend i{display:inline-block;width:10px;height:10px;border-radius:50%;margin-right:5px;vertical-align:-1px}
 .scroll{max-height:72vh;overflow:auto;border:1px solid var(--line);border-radius:6px}
-.wide{overflow-x:auto}
+.wide{overflow-x:auto}details.explained{margin:10px 0 22px}details.explained summary{cursor:pointer;font-size:15px}.flame svg{max-width:100%;height:auto}
 svg{display:block;font:12px system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
 svg text{fill:var(--fg)}svg .tick{fill:var(--muted);font-size:11px}
 .grid{stroke:var(--grid);stroke-width:1;fill:none}.unity{stroke:var(--muted);stroke-width:1.2}
@@ -164,7 +165,13 @@ pub fn render_html(data: &ReportData) -> String {
             );
         }
     } else {
-        out.push_str("<a href=\"#relative\">Relative time</a><a href=\"#history\">History</a><a href=\"#counters\">Counters</a><a href=\"#machine\">Machine</a>");
+        out.push_str("<a href=\"#relative\">Relative time</a>");
+        if data.pages.iter().any(|p| !p.explained.is_empty()) {
+            out.push_str("<a href=\"#explained\">Why slower</a>");
+        }
+        out.push_str(
+            "<a href=\"#history\">History</a><a href=\"#counters\">Counters</a><a href=\"#machine\">Machine</a>",
+        );
     }
     out.push_str("</nav></header>\n");
     if !data.notes.is_empty() {
@@ -232,6 +239,11 @@ fn page_sections(out: &mut String, page: &MachinePage, metric: &str, index: usiz
         forest_section(out, comparison, page, metric);
     }
     out.push_str("</section>\n");
+    if !page.explained.is_empty() {
+        let _ = writeln!(out, "<section id=\"{}\"><h2>Why slower</h2>", section_id("explained", index));
+        explained_section(out, &page.explained);
+        out.push_str("</section>\n");
+    }
     let _ = writeln!(out, "<section id=\"{}\"><h2>History</h2>", section_id("history", index));
     history_section(out, page, metric);
     out.push_str("</section>\n");
@@ -749,6 +761,69 @@ fn history_chart(
     out.push_str("</svg></figure>");
 }
 
+/// Functions listed per explained benchmark (all of them are in the stored profiles).
+const PROFILE_ROWS: usize = 12;
+
+/// Per benchmark found slower: the functions whose own time changed most, then the
+/// differential flame graph.
+fn explained_section(out: &mut String, explained: &[Explained]) {
+    out.push_str(
+        "<p class=\"muted\">One run of each build profiled after the benchmark was found slower \
+         (<code>perflab run --profile-changes</code>): functions matched by name, their own CPU time estimated \
+         from cpu-clock samples, sorted by their part of the change. In the flame graph, red frames spent more \
+         time of their own in the slower build, blue ones less; click to zoom.</p>\n",
+    );
+    for x in explained {
+        let (c, change) = (&x.comparison, &x.change);
+        let name = esc(&x.benchmark);
+        let _ = write!(
+            out,
+            "<details class=\"explained\" data-filter=\"{name}\" open><summary><b>{}</b> · {} vs {}: {} [{} – {}] in {}</summary>",
+            esc(&truncate(&x.benchmark, NAME_CHARS)),
+            esc(&change.candidate),
+            esc(&change.baseline),
+            format_ratio(c.ratio),
+            format_ratio(c.ci_low),
+            format_ratio(c.ci_high),
+            esc(&c.metric)
+        );
+        for warning in &change.warnings {
+            let _ = write!(out, "<p class=\"muted\">{}</p>", esc(warning));
+        }
+        let _ = write!(
+            out,
+            "<div class=\"wide\"><table class=\"sortable profile\"><thead><tr><th>function</th><th>object</th>\
+             <th>{} (s)</th><th>{} (s)</th><th>change (s)</th><th>part of the change</th></tr></thead><tbody>",
+            esc(&change.baseline),
+            esc(&change.candidate)
+        );
+        for f in change.functions.iter().take(PROFILE_ROWS) {
+            let _ = write!(
+                out,
+                "<tr><td class=\"name\" title=\"{name}\">{}</td><td>{}</td><td data-v=\"{}\">{:.3}</td>\
+                 <td data-v=\"{}\">{:.3}</td><td data-v=\"{}\">{:+.3}</td><td data-v=\"{}\">{:.0} %</td></tr>",
+                esc(&truncate(&f.name, NAME_CHARS)),
+                esc(&f.object),
+                f.old_s,
+                f.old_s,
+                f.new_s,
+                f.new_s,
+                f.change_s,
+                f.change_s,
+                f.contribution,
+                f.contribution * 100.0,
+                name = esc(&f.name)
+            );
+        }
+        out.push_str("</tbody></table></div>");
+        if let Some(svg) = &change.flame_graph {
+            // Self-contained, escaped, and its script finds its own elements: safe inline.
+            let _ = write!(out, "<div class=\"flame\">{svg}</div>");
+        }
+        out.push_str("</details>\n");
+    }
+}
+
 fn counter_section(out: &mut String, table: &CounterTable) {
     if table.rows.is_empty() {
         out.push_str("<p class=\"muted\">No counters were recorded for these labels.</p>\n");
@@ -907,6 +982,7 @@ mod tests {
                     })
                     .collect(),
             },
+            explained: Vec::new(),
             machines: vec![MachineGroup {
                 labels: labels.clone(),
                 machine: Machine {
@@ -1018,6 +1094,7 @@ mod tests {
                 histories: vec![],
                 counters: CounterTable::default(),
                 machines: vec![],
+                explained: Vec::new(),
             }],
             notes: vec![],
         };

@@ -3,7 +3,9 @@
 //! machines. History points and change points come from [`crate::history::build`], so
 //! the page and `perflab history` always agree.
 
-use super::{CounterRow, CounterTable, LabelComparison, MachineGroup, MachinePage, RelativeTime, ReportData};
+use super::{
+    CounterRow, CounterTable, Explained, LabelComparison, MachineGroup, MachinePage, RelativeTime, ReportData,
+};
 use crate::error::Failure;
 use crate::history::{matrix, measured_values, ratio};
 use crate::model::{metric, Comparison, Experiment, Run, StopReason};
@@ -53,6 +55,7 @@ pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperimen
                 machine_fingerprint: fingerprint.clone(),
                 complete: true,
                 sample: None,
+                profile_change: None,
                 experiment: Experiment { commands, comparisons, ..experiment.clone() },
             });
         }
@@ -110,8 +113,13 @@ pub fn from_store(store: &mut store::Store, options: &Options) -> Result<Vec<Sto
     let (reference, compared) = chosen_labels(&labels, options)?;
     let mut detailed: HashMap<i64, StoredExperiment> = HashMap::new();
     for label in std::iter::once(reference).chain(compared) {
-        let full = store.experiments(&store::Query { label: Some(label), ..query.clone() })?;
-        detailed.extend(full.into_iter().map(|e| (e.id, e)));
+        let query = store::Query { label: Some(label), ..query.clone() };
+        let mut changes: HashMap<i64, store::ProfileChange> =
+            store.profile_changes(&query, false)?.into_iter().collect();
+        for mut e in store.experiments(&query)? {
+            e.profile_change = changes.remove(&e.id);
+            detailed.insert(e.id, e);
+        }
     }
     Ok(lean.into_iter().map(|e| detailed.remove(&e.id).unwrap_or(e)).collect())
 }
@@ -240,6 +248,7 @@ fn machine_page(
         .next()
         .map(|m| m.benchmarks)
         .unwrap_or_default();
+    let explained = explained(experiments, &shown);
     let counter_labels: Vec<String> = shown.into_iter().filter(|l| has(l)).collect();
     let counters = counter_table(&samples, &counter_labels, metric);
     let machines = machine_groups(experiments, &labels);
@@ -251,7 +260,32 @@ fn machine_page(
         histories,
         counters,
         machines,
+        explained,
     })
+}
+
+/// The profile changes stored for experiments of the `shown` labels (a label's experiment
+/// may have compared it with a baseline build), with the comparisons they explain,
+/// largest ratio first.
+fn explained(experiments: &[&StoredExperiment], shown: &[String]) -> Vec<Explained> {
+    let mut explained: Vec<Explained> = experiments
+        .iter()
+        .filter(|e| shown.contains(&e.label))
+        .filter_map(|e| {
+            let change = e.profile_change.clone()?;
+            let comparison = e.experiment.comparisons.iter().find(|c| {
+                c.metric == change.metric && c.baseline == change.baseline && c.candidate == change.candidate
+            })?;
+            Some(Explained {
+                benchmark: e.benchmark.clone(),
+                label: e.label.clone(),
+                comparison: comparison.clone(),
+                change,
+            })
+        })
+        .collect();
+    explained.sort_by(|a, b| b.comparison.ratio.total_cmp(&a.comparison.ratio));
+    explained
 }
 
 /// Labels by stored order (`label_order`), ties in order of appearance.
@@ -432,6 +466,7 @@ mod tests {
             machine_fingerprint: "fp".into(),
             complete: true,
             sample: None,
+            profile_change: None,
             experiment: experiment(commands, comparisons),
         }
     }

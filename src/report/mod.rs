@@ -68,6 +68,18 @@ pub struct MachinePage {
     pub histories: Vec<crate::history::BenchmarkHistory>,
     pub counters: CounterTable,
     pub machines: Vec<MachineGroup>,
+    /// Benchmarks found slower than a baseline build under a shown label, with profiles
+    /// of both builds (`run --profile-changes`), largest ratio first.
+    pub explained: Vec<Explained>,
+}
+
+/// Why a benchmark got slower under a label: its comparison and the profiles' diff.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explained {
+    pub benchmark: String,
+    pub label: String,
+    pub comparison: crate::model::Comparison,
+    pub change: crate::store::ProfileChange,
 }
 
 /// Every benchmark's time under `label` relative to the reference label.

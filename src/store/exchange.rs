@@ -226,6 +226,7 @@ fn record(label: String, benchmark: String, source: &str, experiment: Experiment
         machine_fingerprint: super::fingerprint(&experiment.machine),
         complete: true,
         sample: None,
+        profile_change: None,
         experiment,
     }
 }

@@ -80,6 +80,28 @@ pub struct StoredExperiment {
     /// metric's values over the measured (last) command's successful runs.
     #[serde(skip)]
     pub sample: Option<MetricSample>,
+    /// Set for a report: the profiles explaining why this experiment found its candidate
+    /// slower (without the profile files).
+    #[serde(skip)]
+    pub profile_change: Option<ProfileChange>,
+}
+
+/// Why a benchmark got slower (`run --profile-changes`): one profile of each command of
+/// its comparison, and what they show, computed when they were recorded.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProfileChange {
+    /// The compared metric and the two commands (the baseline first).
+    pub metric: String,
+    pub baseline: String,
+    pub candidate: String,
+    /// Per function, sorted by contribution to the total change (`perflab diff`).
+    pub functions: Vec<crate::profile::diff::Change>,
+    /// The differential flame graph (self-contained SVG), when both had call stacks.
+    pub flame_graph: Option<String>,
+    pub warnings: Vec<String>,
+    /// The profile files (empty when read for a report).
+    pub baseline_profile: Vec<u8>,
+    pub candidate_profile: Vec<u8>,
 }
 
 /// A metric's values over a command's successful runs, as stored with its summary.
@@ -343,6 +365,25 @@ impl Store {
     /// The lean read for history and reports of one `metric`: the experiments matching
     /// `query` without their runs, each with its [`StoredExperiment::sample`] of `metric`
     /// (stored with the summaries, else read from the runs); no summaries, no warnings.
+    /// Store why experiment `experiment_id` found its candidate slower.
+    pub fn save_profile_change(&mut self, experiment_id: i64, change: &ProfileChange) -> Result<(), Failure> {
+        self.write(|db| write::insert_profile_change(db, experiment_id, change))
+            .with_context(|| format!("storing profiles in {}", self.location))
+            .map_err(Failure::from)
+    }
+
+    /// The profile changes of the experiments matching `query`, by experiment id; the
+    /// profile files are read only `with_profiles`.
+    pub fn profile_changes(
+        &mut self,
+        query: &Query,
+        with_profiles: bool,
+    ) -> Result<Vec<(i64, ProfileChange)>, Failure> {
+        read::profile_changes(self.db.as_mut(), query, with_profiles)
+            .with_context(|| format!("reading {}", self.location))
+            .map_err(Failure::from)
+    }
+
     pub fn metric_experiments(&mut self, query: &Query, metric: &str) -> Result<Vec<StoredExperiment>, Failure> {
         read::metric_experiments(self.db.as_mut(), query, metric)
             .with_context(|| format!("reading {}", self.location))

@@ -6,7 +6,7 @@
 
 use super::backend::{text, Backend, Value};
 use super::write::sample_values;
-use super::{MetricSample, Query, StoredExperiment};
+use super::{MetricSample, ProfileChange, Query, StoredExperiment};
 use crate::model::{
     metric, CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, Settings, StopReason, Summary,
     Verdict,
@@ -347,6 +347,43 @@ pub(super) fn metric_experiments(
     Ok(out)
 }
 
+/// See [`super::Store::profile_changes`].
+pub(super) fn profile_changes(
+    db: &mut dyn Backend,
+    query: &Query,
+    with_profiles: bool,
+) -> anyhow::Result<Vec<(i64, ProfileChange)>> {
+    let filter = Filter::new(query);
+    let mut columns =
+        vec!["t.experiment_id", "t.metric", "t.baseline", "t.candidate", "t.functions", "t.flame_graph", "t.warnings"];
+    if with_profiles {
+        columns.extend(["t.baseline_profile", "t.candidate_profile"]);
+    }
+    let rows = Rows::query(db, &columns, &filter.child("profile_changes", "t.experiment_id"), &filter.params)?;
+    let profile = |r: &Row, column: &str| {
+        if with_profiles {
+            r.value(column).as_bytes().unwrap_or_default().to_vec()
+        } else {
+            Vec::new()
+        }
+    };
+    rows.iter()
+        .map(|r| {
+            let change = ProfileChange {
+                metric: r.text("metric"),
+                baseline: r.text("baseline"),
+                candidate: r.text("candidate"),
+                functions: r.json("functions", "[]").context("profile change functions")?,
+                flame_graph: r.opt_text("flame_graph"),
+                warnings: r.json("warnings", "[]").context("profile change warnings")?,
+                baseline_profile: profile(&r, "baseline_profile"),
+                candidate_profile: profile(&r, "candidate_profile"),
+            };
+            Ok((r.id("experiment_id"), change))
+        })
+        .collect()
+}
+
 /// The runs column (an expression `… AS value`) holding a harness metric, as
 /// [`Run::metric`] computes it; None for counters (and any other metric).
 fn run_column(metric: &str) -> Option<&'static str> {
@@ -599,6 +636,7 @@ fn assemble(
             complete,
             experiment,
             sample: None,
+            profile_change: None,
         });
     }
     Ok(out)

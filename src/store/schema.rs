@@ -16,6 +16,7 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
     // Reading one label's experiments (the report's reference and compared labels) without
     // scanning every experiment.
     (7, "index experiments by label", "CREATE INDEX experiments_by_label ON experiments(label_id);"),
+    (8, "profiles of regressions", SCHEMA_PROFILE_CHANGES),
 ];
 
 const CALIBRATIONS: &str = r#"
@@ -75,6 +76,27 @@ CREATE TABLE metric_samples (
     command_idx {int} NOT NULL,
     sample {blob} NOT NULL,
     PRIMARY KEY (metric, experiment_id, command_idx)
+){without_rowid};
+"#;
+
+/// `run --profile-changes`: a profile of each build of a benchmark found slower, with the
+/// per-function diff (JSON rows of `profile::diff::Change`) and the differential flame
+/// graph (SVG) computed when recorded — naming the sampled addresses reads the builds'
+/// binaries, which a later build may replace. The profiles are kept as the bytes of
+/// their files, not as paths: the store is shared (a fleet on PostgreSQL, a report made
+/// on another machine) and a file on the agent's disk would not be.
+const SCHEMA_PROFILE_CHANGES: &str = r#"
+CREATE TABLE profile_changes (
+    experiment_id {int} NOT NULL REFERENCES experiments(id),
+    metric TEXT NOT NULL,
+    baseline TEXT NOT NULL,
+    candidate TEXT NOT NULL,
+    functions TEXT NOT NULL,
+    flame_graph TEXT,
+    warnings TEXT NOT NULL,
+    baseline_profile {blob} NOT NULL,
+    candidate_profile {blob} NOT NULL,
+    PRIMARY KEY (experiment_id)
 ){without_rowid};
 "#;
 

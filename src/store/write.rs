@@ -258,6 +258,29 @@ pub(super) fn sample_values(bytes: &[u8]) -> Vec<f64> {
     bytes.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().expect("chunks of 8"))).collect()
 }
 
+pub(super) fn insert_profile_change(
+    db: &mut dyn Backend,
+    experiment_id: i64,
+    change: &super::ProfileChange,
+) -> anyhow::Result<()> {
+    db.execute(
+        "INSERT INTO profile_changes (experiment_id, metric, baseline, candidate, functions, flame_graph, warnings, \
+         baseline_profile, candidate_profile) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        &[
+            int(experiment_id),
+            text(&change.metric),
+            text(&change.baseline),
+            text(&change.candidate),
+            text(serde_json::to_string(&change.functions)?),
+            opt_text(change.flame_graph.as_deref()),
+            text(serde_json::to_string(&change.warnings)?),
+            bytes(change.baseline_profile.clone()),
+            bytes(change.candidate_profile.clone()),
+        ],
+    )?;
+    Ok(())
+}
+
 pub(super) fn finish_experiment(
     db: &mut dyn Backend,
     id: i64,

@@ -3,6 +3,7 @@
 //!
 //! See docs/suites.md for the format.
 
+pub mod explain;
 pub mod runner;
 
 use crate::command::{cartesian, expand, is_placeholder_name};

@@ -6,7 +6,7 @@ use super::{Benchmark, Build};
 use crate::error::Failure;
 use crate::experiment::{self, plan, Fanout, Options, Plan};
 use crate::measure::{MeasureOptions, Mode};
-use crate::model::{Experiment, Hooks, Machine, Settings, StopReason};
+use crate::model::{CommandSpec, Experiment, Hooks, Machine, Settings, StopReason};
 use crate::store::{current_git_commit, Meta, Store};
 use crate::usage;
 
@@ -27,6 +27,8 @@ pub struct RunOptions {
     pub source: Option<String>,
     /// The machine the results are stored under (default: the one detected).
     pub machine: Option<Machine>,
+    /// Profile both builds of every benchmark found slower and store why (see `explain`).
+    pub profile_changes: bool,
 }
 
 /// What happened to one benchmark.
@@ -145,7 +147,10 @@ pub fn run_suite(
         progress.finish();
         let outcome = match result {
             Ok(experiment) => {
-                recorder.finish(&experiment)?;
+                let id = recorder.finish(&experiment)?;
+                if options.profile_changes {
+                    explain_regression(store, id, &plan.commands, &experiment)?;
+                }
                 Outcome::Measured(Box::new(experiment))
             }
             Err(Failure::CommandFailed(message)) => Outcome::Failed(message),
@@ -161,6 +166,33 @@ pub fn run_suite(
         if interrupted {
             break;
         }
+    }
+    Ok(())
+}
+
+/// With the experiment (stored as `id`) slower than its baseline, profile both and store
+/// why. A profile that cannot be made is a warning: the measurements are stored already.
+fn explain_regression(
+    store: &mut Store,
+    id: i64,
+    commands: &[CommandSpec],
+    experiment: &Experiment,
+) -> Result<(), Failure> {
+    let Some(slower) = super::explain::regression(experiment) else { return Ok(()) };
+    eprintln!("  slower than `{}`: profiling both", crate::render::terminal::escape(&slower.baseline));
+    match super::explain::profile_change(commands, slower) {
+        Ok(Some(change)) => {
+            store.save_profile_change(id, &change)?;
+            if let Some(top) = change.functions.first() {
+                eprintln!(
+                    "  most of the change: {} ({:+.3} s)",
+                    crate::render::terminal::escape(&top.name),
+                    top.change_s
+                );
+            }
+        }
+        Ok(None) => {}
+        Err(e) => eprintln!("  {}", crate::render::color::yellow(&format!("warning: no profiles: {e:#}"))),
     }
     Ok(())
 }

@@ -68,6 +68,35 @@ pub fn fixture_with(name: &str, extra: &[&str]) -> PathBuf {
 pub mod cluster;
 pub mod pg;
 
+/// Chromium from Debian (`apt-get install chromium`); under CI=true its absence fails.
+pub fn chromium() -> Option<PathBuf> {
+    let found = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|n| which::which(n).ok());
+    if found.is_none() && std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("CI=true but chromium is not installed (apt-get install chromium)");
+    }
+    found
+}
+
+pub fn run_chromium(browser: &Path, profile: &Path, extra: &[&str], page: &Path) -> std::process::Output {
+    std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium")
+}
+
 /// Samples of folded stacks (`root;…;leaf COUNT` lines) that end with `suffix`.
 pub fn folded_ending_with(folded: &str, suffix: &[&str]) -> u64 {
     folded
