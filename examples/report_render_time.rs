@@ -4,8 +4,9 @@
 //! Without `--db`: builds the experiments in memory and times the two steps after the
 //! database read — arranging them (`report::load::build`: pooling runs, medians and
 //! their CIs, intervals, change-point detection) and `report::render_html`.
-//! With `--db FILE`: stores the experiments into a fresh SQLite history instead (then
-//! time `perflab report --db FILE`, as scripts/report-render-time.sh does).
+//! With `--db FILE`: stores the experiments into a fresh SQLite history instead, label
+//! after label as a suite run stores them (then time `perflab report --db FILE`, as
+//! scripts/report-render-time.sh does).
 //!
 //! `cargo run --release --example report_render_time -- [BENCHMARKS] [LABELS] [--out FILE.html] [--db FILE]`
 
@@ -36,7 +37,10 @@ fn main() {
         let _ = std::fs::remove_file(&path);
         let mut store = Store::open(Some(&path)).expect("open the database");
         let start = Instant::now();
-        for e in &sources {
+        // Label after label, as `perflab run` (or a fleet's agents) store a suite.
+        let mut in_storing_order: Vec<&StoredExperiment> = sources.iter().collect();
+        in_storing_order.sort_by_key(|e| e.label_order);
+        for e in in_storing_order {
             let meta = Meta {
                 label: e.label.clone(),
                 benchmark: e.benchmark.clone(),

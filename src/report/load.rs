@@ -117,7 +117,7 @@ pub fn from_store(store: &mut store::Store, options: &Options) -> Result<Vec<Sto
         let mut changes: HashMap<i64, store::ProfileChange> =
             store.profile_changes(&query, false)?.into_iter().collect();
         for mut e in store.experiments(&query)? {
-            e.profile_change = changes.remove(&e.id);
+            e.profile_change = changes.remove(&e.id).map(Box::new);
             detailed.insert(e.id, e);
         }
     }
@@ -272,7 +272,7 @@ fn explained(experiments: &[&StoredExperiment], shown: &[String]) -> Vec<Explain
         .iter()
         .filter(|e| shown.contains(&e.label))
         .filter_map(|e| {
-            let change = e.profile_change.clone()?;
+            let change = (**e.profile_change.as_ref()?).clone();
             let comparison = e.experiment.comparisons.iter().find(|c| {
                 c.metric == change.metric && c.baseline == change.baseline && c.candidate == change.candidate
             })?;

@@ -7,7 +7,6 @@
 //! `<title>` tooltips we rely on.
 
 use std::borrow::Cow;
-use std::fmt::Write;
 
 /// Escape text for HTML/SVG element content and for quoted attribute values.
 pub fn esc(text: &str) -> Cow<'_, str> {
@@ -245,14 +244,16 @@ fn significant(value: f64, digits: i32) -> String {
 
 /// `n` as a coordinate with at most one decimal: SVG size matters for 1,000-row charts.
 pub fn num(n: f64) -> String {
-    let mut s = String::new();
-    let rounded = (n * 10.0).round() / 10.0;
-    if rounded.fract() == 0.0 {
-        let _ = write!(s, "{}", rounded as i64);
+    // In tenths as an integer: formatting a float with a precision costs several times
+    // more, and a report writes a few hundred thousand coordinates.
+    let tenths = (n * 10.0).round() as i64;
+    let sign = if tenths < 0 { "-" } else { "" };
+    let (whole, tenth) = (tenths.unsigned_abs() / 10, tenths.unsigned_abs() % 10);
+    if tenth == 0 {
+        format!("{sign}{whole}")
     } else {
-        let _ = write!(s, "{rounded:.1}");
+        format!("{sign}{whole}.{tenth}")
     }
-    s
 }
 
 #[cfg(test)]
@@ -331,5 +332,9 @@ mod tests {
         assert_eq!(format_value(f64::NAN, ""), "n/a");
         assert_eq!(num(12.34), "12.3");
         assert_eq!(num(12.0), "12");
+        assert_eq!(
+            (num(-0.26), num(-0.04), num(-7.0), num(0.95)),
+            ("-0.3".into(), "0".into(), "-7".into(), "1".into())
+        );
     }
 }

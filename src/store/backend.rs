@@ -75,6 +75,17 @@ pub trait Backend {
     fn dialect(&self, ddl: &str) -> String;
     fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64>;
     fn query(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<Vec<Vec<Value>>>;
+    /// Run a query and hand its rows to `each` one at a time, without keeping them (a
+    /// report reads 100,000 experiments: holding every row costs as much as reading it).
+    /// A backend may reuse the row's buffers from one row to the next.
+    fn query_each(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        each: &mut dyn FnMut(&[Value]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        self.query(sql, params)?.iter().try_for_each(|row| each(row))
+    }
     /// Run several `;`-separated statements without parameters.
     fn batch(&mut self, sql: &str) -> anyhow::Result<()>;
     /// Start a write transaction that holds the write lock from the start (so two

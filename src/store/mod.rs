@@ -81,9 +81,10 @@ pub struct StoredExperiment {
     #[serde(skip)]
     pub sample: Option<MetricSample>,
     /// Set for a report: the profiles explaining why this experiment found its candidate
-    /// slower (without the profile files).
+    /// slower (without the profile files). Boxed: a report holds 100,000 experiments and
+    /// a handful of these.
     #[serde(skip)]
-    pub profile_change: Option<ProfileChange>,
+    pub profile_change: Option<Box<ProfileChange>>,
 }
 
 /// Why a benchmark got slower (`run --profile-changes`): one profile of each command of

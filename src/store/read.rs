@@ -41,6 +41,19 @@ impl Rows {
     fn iter(&self) -> impl Iterator<Item = Row<'_>> {
         self.rows.iter().map(|values| Row { names: &self.names, values })
     }
+
+    /// [`Rows::query`] handing each row to `each` as it is read, keeping none.
+    fn each(
+        db: &mut dyn Backend,
+        columns: &[&'static str],
+        rest: &str,
+        params: &[Value],
+        mut each: impl FnMut(&Row) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let names: Vec<&str> = columns.iter().map(|c| column_name(c)).collect();
+        let sql = format!("SELECT {} {rest}", columns.join(", "));
+        db.query_each(&sql, params, &mut |values| each(&Row { names: &names, values }))
+    }
 }
 
 /// `t.wall_s` → `wall_s`; `l.name AS label` → `label`.
@@ -159,8 +172,7 @@ impl Filter {
 /// The experiments matching `query`, oldest label first, then in storing order.
 pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result<Vec<StoredExperiment>> {
     let filter = Filter::new(query);
-    let experiments = experiment_rows(db, &filter, Detail::Full)?;
-    let commands = command_rows(db, &filter, Detail::Full)?;
+    let mut commands_by_experiment = commands(db, &filter, Detail::Full)?;
     let runs = Rows::query(
         db,
         &[
@@ -229,7 +241,6 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             },
         );
     }
-    let mut commands_by_experiment = group_commands(&commands, Detail::Full)?;
     for r in runs.iter() {
         let run = Run {
             round: r.count("round") as u32,
@@ -271,8 +282,7 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
         }
     }
     let comparisons = comparisons_by_experiment(db, &filter)?;
-    let shared = Shared::read(db)?;
-    assemble(&experiments, &shared, commands_by_experiment, comparisons, Detail::Full)
+    read_experiments(db, &filter, Detail::Full, commands_by_experiment, comparisons)
 }
 
 /// The experiments matching `query` for history and reports of one `metric`: as
@@ -286,24 +296,26 @@ pub(super) fn metric_experiments(
     metric: &str,
 ) -> anyhow::Result<Vec<StoredExperiment>> {
     let filter = Filter::new(query);
-    let experiments = experiment_rows(db, &filter, Detail::Lean)?;
-    let commands = command_rows(db, &filter, Detail::Lean)?;
-    let commands_by_experiment = group_commands(&commands, Detail::Lean)?;
+    let commands_by_experiment = commands(db, &filter, Detail::Lean)?;
     let comparisons = comparisons_by_experiment(db, &filter)?;
     let measured: HashMap<i64, i64> =
         commands_by_experiment.iter().map(|(&id, commands)| (id, commands.len() as i64 - 1)).collect();
     let is_measured = |r: &Row| measured.get(&r.id("experiment_id")) == r.int("command_idx").as_ref();
     let (with_metric, name) = filter.and(text(metric));
-    let stored = Rows::query(
+    let mut samples: HashMap<i64, Vec<f64>> = HashMap::with_capacity(measured.len());
+    Rows::each(
         db,
         &["t.experiment_id", "t.command_idx", "t.sample"],
         &format!("{} WHERE {} AND t.metric = {name}", filter.from("metric_samples"), filter.sql),
         &with_metric,
+        |r| {
+            if is_measured(r) {
+                samples
+                    .insert(r.id("experiment_id"), r.value("sample").as_bytes().map(sample_values).unwrap_or_default());
+            }
+            Ok(())
+        },
     )?;
-    let mut samples: HashMap<i64, Vec<f64>> = HashMap::with_capacity(measured.len());
-    for r in stored.iter().filter(|r| is_measured(r)) {
-        samples.insert(r.id("experiment_id"), r.value("sample").as_bytes().map(sample_values).unwrap_or_default());
-    }
     let unsampled: Vec<i64> = measured.keys().filter(|id| !samples.contains_key(id)).copied().collect();
     if !unsampled.is_empty() {
         let (value, counter_join, params) = match run_column(metric) {
@@ -337,8 +349,7 @@ pub(super) fn metric_experiments(
             samples.entry(id).or_insert(values);
         }
     }
-    let shared = Shared::read(db)?;
-    let mut out = assemble(&experiments, &shared, commands_by_experiment, comparisons, Detail::Lean)?;
+    let mut out = read_experiments(db, &filter, Detail::Lean, commands_by_experiment, comparisons)?;
     let metric: std::sync::Arc<str> = metric.into();
     for e in &mut out {
         let values = samples.remove(&e.id).unwrap_or_default();
@@ -410,7 +421,8 @@ enum Detail {
     Lean,
 }
 
-fn experiment_rows(db: &mut dyn Backend, filter: &Filter, detail: Detail) -> anyhow::Result<Rows> {
+/// The columns of experiment `e` a read of this detail uses.
+fn experiment_columns(detail: Detail) -> Vec<&'static str> {
     let mut columns = vec![
         "e.id",
         "e.label_id",
@@ -434,24 +446,63 @@ fn experiment_rows(db: &mut dyn Backend, filter: &Filter, detail: Detail) -> any
             "e.warnings",
         ]);
     }
-    // Sorted here rather than by the database: walking the label index visits the table
-    // in label order, page by page at random when labels were not stored one after another.
-    let mut rows = Rows::query(
-        db,
-        &columns,
-        &format!("FROM experiments e {} WHERE {}", filter.joins(), filter.sql),
-        &filter.params,
-    )?;
-    rows.rows.sort_unstable_by_key(|r| (r[1].as_i64(), r[0].as_i64()));
-    Ok(rows)
+    columns
 }
 
-fn command_rows(db: &mut dyn Backend, filter: &Filter, detail: Detail) -> anyhow::Result<Rows> {
-    let columns: &[&str] = match detail {
-        Detail::Full => &["t.experiment_id", "t.idx", "t.name", "t.argv", "t.command_line"],
-        Detail::Lean => &["t.experiment_id", "t.idx", "t.name"],
-    };
-    Rows::query(db, columns, &filter.child("commands", "t.experiment_id, t.idx"), &filter.params)
+/// The experiments matching `filter` with their `commands` and `comparisons` (by
+/// experiment id), oldest label first, then in storing order.
+fn read_experiments(
+    db: &mut dyn Backend,
+    filter: &Filter,
+    detail: Detail,
+    mut commands: BTreeMap<i64, Vec<CommandResult>>,
+    mut comparisons: BTreeMap<i64, Vec<Comparison>>,
+) -> anyhow::Result<Vec<StoredExperiment>> {
+    let shared = Shared::read(db)?;
+    let mut documents = Documents::default();
+    // Nearly every experiment has commands: their count is the size to expect.
+    let mut out = Vec::with_capacity(commands.len());
+    Rows::each(
+        db,
+        &experiment_columns(detail),
+        &format!("FROM experiments e {} WHERE {}", filter.joins(), filter.sql),
+        &filter.params,
+        |r| {
+            let id = r.id("id");
+            let (commands, comparisons) =
+                (commands.remove(&id).unwrap_or_default(), comparisons.remove(&id).unwrap_or_default());
+            out.push(stored_experiment(r, &shared, &mut documents, commands, comparisons, detail)?);
+            Ok(())
+        },
+    )?;
+    Ok(in_label_order(out))
+}
+
+/// Oldest label first, then in storing order. Sorted here rather than by the database:
+/// walking the label index visits the table page by page at random when labels were not
+/// stored one after another. The experiments (a kilobyte each) are swapped into place
+/// along the permutation's cycles, without a second vector.
+fn in_label_order(mut experiments: Vec<StoredExperiment>) -> Vec<StoredExperiment> {
+    let key = |e: &StoredExperiment| (e.label_order, e.id);
+    if experiments.is_sorted_by_key(key) {
+        return experiments;
+    }
+    // from[k]: the position of the experiment that belongs at position k.
+    let mut from: Vec<usize> = (0..experiments.len()).collect();
+    from.sort_unstable_by_key(|&i| key(&experiments[i]));
+    let mut placed = vec![false; experiments.len()];
+    for start in 0..experiments.len() {
+        let mut k = start;
+        while !placed[k] {
+            placed[k] = true;
+            if from[k] == start {
+                break;
+            }
+            experiments.swap(k, from[k]);
+            k = from[k];
+        }
+    }
+    experiments
 }
 
 /// The names, machines and parsed documents experiments refer to, each read or parsed
@@ -479,17 +530,28 @@ impl Shared {
     }
 }
 
-fn group_commands(commands: &Rows, detail: Detail) -> anyhow::Result<BTreeMap<i64, Vec<CommandResult>>> {
+/// The commands of the experiments matching `filter`, by experiment id (without runs).
+fn commands(
+    db: &mut dyn Backend,
+    filter: &Filter,
+    detail: Detail,
+) -> anyhow::Result<BTreeMap<i64, Vec<CommandResult>>> {
+    let columns: &[&str] = match detail {
+        Detail::Full => &["t.experiment_id", "t.idx", "t.name", "t.argv", "t.command_line"],
+        Detail::Lean => &["t.experiment_id", "t.idx", "t.name"],
+    };
+    let full = detail == Detail::Full;
     let mut by_experiment: BTreeMap<i64, Vec<CommandResult>> = BTreeMap::new();
-    for r in commands.iter() {
+    Rows::each(db, columns, &filter.child("commands", "t.experiment_id, t.idx"), &filter.params, |r| {
         by_experiment.entry(r.id("experiment_id")).or_default().push(CommandResult {
             name: r.text("name"),
-            argv: if detail == Detail::Full { r.json("argv", "[]").context("command argv")? } else { Vec::new() },
-            command_line: if detail == Detail::Full { r.text("command_line") } else { String::new() },
+            argv: if full { r.json("argv", "[]").context("command argv")? } else { Vec::new() },
+            command_line: if full { r.text("command_line") } else { String::new() },
             runs: Vec::new(),
             summary: BTreeMap::new(),
         });
-    }
+        Ok(())
+    })?;
     Ok(by_experiment)
 }
 
@@ -540,18 +602,20 @@ fn comparisons_by_experiment(db: &mut dyn Backend, filter: &Filter) -> anyhow::R
     Ok(by_experiment)
 }
 
-/// JSON documents parsed once per distinct text: experiments mostly repeat the same
+/// A JSON document parsed once per distinct text: experiments mostly repeat the same
 /// settings and environment, usually from one row to the next.
 struct Parsed<T> {
     last: Option<(String, T)>,
     all: HashMap<String, T>,
 }
 
-impl<T: serde::de::DeserializeOwned + Clone> Parsed<T> {
-    fn new() -> Self {
+impl<T> Default for Parsed<T> {
+    fn default() -> Self {
         Parsed { last: None, all: HashMap::new() }
     }
+}
 
+impl<T: serde::de::DeserializeOwned + Clone> Parsed<T> {
     fn get(&mut self, text: Option<&str>, empty: &str) -> serde_json::Result<T> {
         let text = text.unwrap_or(empty);
         if let Some((last, v)) = &self.last {
@@ -569,46 +633,61 @@ impl<T: serde::de::DeserializeOwned + Clone> Parsed<T> {
     }
 }
 
-/// The stored experiments of `experiments` rows with their machines, commands and
-/// comparisons.
-fn assemble(
-    experiments: &Rows,
+/// The documents experiments repeat, parsed once (see [`Parsed`]).
+#[derive(Default)]
+struct Documents {
+    settings: Parsed<Settings>,
+    environments: Parsed<BTreeMap<String, String>>,
+}
+
+/// The stored experiment of an `experiments` row (its columns as [`experiment_columns`]
+/// lists them), with its machine, commands and comparisons.
+fn stored_experiment(
+    r: &Row,
     shared: &Shared,
-    mut commands_by_experiment: BTreeMap<i64, Vec<CommandResult>>,
-    mut comparisons_by_experiment: BTreeMap<i64, Vec<Comparison>>,
+    documents: &mut Documents,
+    commands: Vec<CommandResult>,
+    mut comparisons: Vec<Comparison>,
     detail: Detail,
-) -> anyhow::Result<Vec<StoredExperiment>> {
-    let mut settings: Parsed<Settings> = Parsed::new();
-    let mut environments: Parsed<BTreeMap<String, String>> = Parsed::new();
-    let mut out = Vec::with_capacity(experiments.rows.len());
-    for r in experiments.iter() {
-        let id = r.id("id");
-        let (fingerprint, machine) =
-            shared.machines.get(&r.id("machine_id")).with_context(|| format!("experiment {id} has no machine"))?;
-        let name = |names: &HashMap<i64, String>, column: &str| names.get(&r.id(column)).cloned().unwrap_or_default();
-        let complete = r.flag("complete");
-        let commands = commands_by_experiment.remove(&id).unwrap_or_default();
-        let stop_reason = match r.opt_text("stop_reason") {
-            Some(reason) if complete => {
-                serde_json::from_value(serde_json::Value::String(reason)).unwrap_or(StopReason::Interrupted)
-            }
-            _ => StopReason::Interrupted,
-        };
-        let rounds = match r.int("rounds") {
-            Some(n) if complete => n as u32,
-            // A writer that died left only runs: count the rounds every command finished.
-            _ => commands.iter().map(|c| c.runs.len() as u32).min().unwrap_or(0),
-        };
-        // A lean read leaves out what history and reports do not use.
-        let full = detail == Detail::Full;
-        let settings: Settings = settings.get(r.value("settings").as_str(), "").context("settings record")?;
-        let mut comparisons = comparisons_by_experiment.remove(&id).unwrap_or_default();
-        for c in &mut comparisons {
-            c.better = settings.metric_info(&c.metric).better;
+) -> anyhow::Result<StoredExperiment> {
+    let id = r.id("id");
+    let (fingerprint, machine) =
+        shared.machines.get(&r.id("machine_id")).with_context(|| format!("experiment {id} has no machine"))?;
+    let name = |names: &HashMap<i64, String>, column: &str| names.get(&r.id(column)).cloned().unwrap_or_default();
+    let complete = r.flag("complete");
+    let stop_reason = match r.value("stop_reason").as_str() {
+        Some(reason) if complete => {
+            use serde::de::{value::StrDeserializer, Deserialize};
+            StopReason::deserialize(StrDeserializer::<serde::de::value::Error>::new(reason))
+                .unwrap_or(StopReason::Interrupted)
         }
-        // Comparisons are stored primary metric first (the direction is not a column either).
-        let primary_metric = comparisons.first().map_or_else(|| metric::WALL.to_string(), |c| c.metric.clone());
-        let experiment = Experiment {
+        _ => StopReason::Interrupted,
+    };
+    let rounds = match r.int("rounds") {
+        Some(n) if complete => n as u32,
+        // A writer that died left only runs: count the rounds every command finished.
+        _ => commands.iter().map(|c| c.runs.len() as u32).min().unwrap_or(0),
+    };
+    let settings = documents.settings.get(r.value("settings").as_str(), "").context("settings record")?;
+    for c in &mut comparisons {
+        c.better = settings.metric_info(&c.metric).better;
+    }
+    // Comparisons are stored primary metric first (the direction is not a column either).
+    let primary_metric = comparisons.first().map_or_else(|| metric::WALL.to_string(), |c| c.metric.clone());
+    // A lean read leaves out what history and reports do not use.
+    let full = detail == Detail::Full;
+    Ok(StoredExperiment {
+        id,
+        label: name(&shared.labels, "label_id"),
+        label_order: r.id("label_id"),
+        benchmark: name(&shared.benchmarks, "benchmark_id"),
+        git_commit: if full { r.opt_text("git_commit") } else { None },
+        source: if full { r.text("source") } else { String::new() },
+        recorded_at: if full { r.text("recorded_at") } else { String::new() },
+        machine_fingerprint: fingerprint.clone(),
+        complete,
+        experiment: Experiment {
+            schema_version: crate::model::SCHEMA_VERSION,
             primary_metric,
             perflab_version: r.text("perflab_version"),
             started_at: if full { r.text("started_at") } else { String::new() },
@@ -620,26 +699,12 @@ fn assemble(
             commands,
             comparisons,
             warnings: if full { r.json("warnings", "[]").unwrap_or_default() } else { Vec::new() },
-            environment: environments.get(r.value("environment").as_str(), "{}").unwrap_or_default(),
+            environment: documents.environments.get(r.value("environment").as_str(), "{}").unwrap_or_default(),
             failure: if full { r.opt_text("failure") } else { None },
-            ..Experiment::default()
-        };
-        out.push(StoredExperiment {
-            id,
-            label: name(&shared.labels, "label_id"),
-            label_order: r.id("label_id"),
-            benchmark: name(&shared.benchmarks, "benchmark_id"),
-            git_commit: if full { r.opt_text("git_commit") } else { None },
-            source: if full { r.text("source") } else { String::new() },
-            recorded_at: if full { r.text("recorded_at") } else { String::new() },
-            machine_fingerprint: fingerprint.clone(),
-            complete,
-            experiment,
-            sample: None,
-            profile_change: None,
-        });
-    }
-    Ok(out)
+        },
+        sample: None,
+        profile_change: None,
+    })
 }
 
 /// The command of the row's experiment at the row's `idx_column` among those read so far.
@@ -650,4 +715,29 @@ fn command_mut<'a>(
 ) -> Option<&'a mut CommandResult> {
     let idx = usize::try_from(row.int(idx_column)?).ok()?;
     map.get_mut(&row.id("experiment_id"))?.get_mut(idx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn experiments_are_put_in_label_order_along_the_cycles() {
+        // Stored benchmark after benchmark: labels 0, 1, 2 of each of three benchmarks,
+        // shuffled further so the permutation has cycles of several lengths.
+        let keys = [(2, 9), (0, 1), (1, 5), (0, 4), (2, 3), (1, 2), (0, 7), (2, 6), (1, 8)];
+        let experiments: Vec<StoredExperiment> = keys
+            .iter()
+            .map(|&(label, id)| StoredExperiment {
+                id,
+                ..crate::history::tests::stored(&format!("v{label}"), label, "b", "h", &[1.0])
+            })
+            .collect();
+        let sorted = in_label_order(experiments);
+        let got: Vec<(i64, i64)> = sorted.iter().map(|e| (e.label_order, e.id)).collect();
+        let mut want = keys.to_vec();
+        want.sort();
+        assert_eq!(got, want);
+        assert_eq!(sorted[0].label, "v0");
+    }
 }

@@ -28,9 +28,7 @@ impl Sqlite {
         if !mode.eq_ignore_ascii_case("wal") {
             anyhow::bail!("could not switch to WAL journaling (got {mode})");
         }
-        // Reading through a memory map saves copying every page out of the page cache
-        // (a report reads a few hundred MB).
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA mmap_size = 1073741824;")?;
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
         Ok(Sqlite { conn })
     }
 }
@@ -48,6 +46,29 @@ impl ToSql for Value {
                 ToSqlOutput::from(rusqlite::types::Null)
             }
         })
+    }
+}
+
+/// Set `slot` to `value`, reusing the slot's text or byte buffer when it has one.
+fn overwrite(slot: &mut Value, value: ValueRef) {
+    match (slot, value) {
+        (Value::Text(Some(text)), ValueRef::Text(v)) => {
+            text.clear();
+            text.push_str(&String::from_utf8_lossy(v));
+        }
+        (Value::Bytes(Some(bytes)), ValueRef::Blob(v)) => {
+            bytes.clear();
+            bytes.extend_from_slice(v);
+        }
+        (slot, value) => {
+            *slot = match value {
+                ValueRef::Integer(v) => Value::Int(Some(v)),
+                ValueRef::Real(v) => Value::Real(Some(v)),
+                ValueRef::Text(v) => Value::Text(Some(String::from_utf8_lossy(v).into_owned())),
+                ValueRef::Blob(v) => Value::Bytes(Some(v.to_vec())),
+                ValueRef::Null => Value::Text(None),
+            }
+        }
     }
 }
 
@@ -78,24 +99,30 @@ impl Backend for Sqlite {
     }
 
     fn query(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<Vec<Vec<Value>>> {
-        let mut stmt = self.conn.prepare_cached(&placeholders(sql))?;
-        let columns = stmt.column_count();
-        let mut rows = stmt.query(params_from_iter(params.iter()))?;
         let mut out = Vec::new();
-        while let Some(row) = rows.next()? {
-            let mut values = Vec::with_capacity(columns);
-            for i in 0..columns {
-                values.push(match row.get_ref(i)? {
-                    ValueRef::Integer(v) => Value::Int(Some(v)),
-                    ValueRef::Real(v) => Value::Real(Some(v)),
-                    ValueRef::Text(v) => Value::Text(Some(String::from_utf8_lossy(v).into_owned())),
-                    ValueRef::Blob(v) => Value::Bytes(Some(v.to_vec())),
-                    ValueRef::Null => Value::Text(None),
-                });
-            }
-            out.push(values);
-        }
+        self.query_each(sql, params, &mut |row| {
+            out.push(row.to_vec());
+            Ok(())
+        })?;
         Ok(out)
+    }
+
+    fn query_each(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        each: &mut dyn FnMut(&[Value]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let mut stmt = self.conn.prepare_cached(&placeholders(sql))?;
+        let mut values = vec![Value::Text(None); stmt.column_count()];
+        let mut rows = stmt.query(params_from_iter(params.iter()))?;
+        while let Some(row) = rows.next()? {
+            for (i, slot) in values.iter_mut().enumerate() {
+                overwrite(slot, row.get_ref(i)?);
+            }
+            each(&values)?;
+        }
+        Ok(())
     }
 
     fn batch(&mut self, sql: &str) -> anyhow::Result<()> {
