@@ -102,9 +102,47 @@ pub(crate) fn kth_difference(x: &[f64], y: &[f64], k: usize) -> f64 {
         let mut all: Vec<f64> = y.iter().flat_map(|yj| x.iter().map(move |xi| yj - xi)).collect();
         return *all.select_nth_unstable_by(k - 1, f64::total_cmp).1;
     }
-    let lo = y[0] - x[x.len() - 1];
-    let hi = y[y.len() - 1] - x[0];
-    kth_smallest(k, lo, hi, |t| count_differences_le(x, y, t))
+    // Halve the range of values until few differences lie in it, then list those: about
+    // ten counts instead of up to 64 when the differences are spread smoothly.
+    let window_limit = x.len() + y.len();
+    let floor = y[0] - x[x.len() - 1];
+    // Invariant: `below` differences are ≤ lo (none while lo is −∞), `up_to` are ≤ hi,
+    // and below < k ≤ up_to.
+    let (mut lo, mut below) = (f64::NEG_INFINITY, 0);
+    let (mut hi, mut up_to) = (y[y.len() - 1] - x[0], x.len() * y.len());
+    while up_to - below > window_limit {
+        let from = if below == 0 { floor } else { lo };
+        let mid = from + (hi - from) / 2.0;
+        if !(mid > from && mid < hi) {
+            // The values are too close to split further: search their bit patterns.
+            return kth_smallest(k, from, hi, |t| count_differences_le(x, y, t));
+        }
+        match count_differences_le(x, y, mid) {
+            c if c >= k => (hi, up_to) = (mid, c),
+            c => (lo, below) = (mid, c),
+        }
+    }
+    let mut window = differences_between(x, y, lo, hi);
+    *window.select_nth_unstable_by(k - below - 1, f64::total_cmp).1
+}
+
+/// The differences y_j − x_i in (lo, hi], computed as [`count_differences_le`] compares
+/// them; both slices ascending.
+fn differences_between(x: &[f64], y: &[f64], lo: f64, hi: f64) -> Vec<f64> {
+    let mut window = Vec::new();
+    // For each y_j, the x_i with y_j − x_i ≤ hi start at `above_hi`, those with
+    // y_j − x_i ≤ lo at `above_lo`; both only move right as y_j grows.
+    let (mut above_hi, mut above_lo) = (0, 0);
+    for &yj in y {
+        while above_hi < x.len() && yj - x[above_hi] > hi {
+            above_hi += 1;
+        }
+        while above_lo < x.len() && yj - x[above_lo] > lo {
+            above_lo += 1;
+        }
+        window.extend(x[above_hi..above_lo.max(above_hi)].iter().map(|xi| yj - xi));
+    }
+    window
 }
 
 /// Median of the `total` elements reachable through `kth` (1-based), as numpy defines it:
@@ -151,11 +189,26 @@ mod tests {
 
         #[test]
         fn kth_difference_matches_sorting(
-            x in prop::collection::vec(-5.0f64..5.0, 1..30),
-            y in prop::collection::vec(-5.0f64..5.0, 1..30),
+            x in prop::collection::vec(-5.0f64..5.0, 1..90),
+            y in prop::collection::vec(-5.0f64..5.0, 1..90),
             pick in 0.0f64..1.0,
         ) {
             let (x, y) = (sorted(x), sorted(y));
+            let mut all: Vec<f64> = y.iter().flat_map(|b| x.iter().map(move |a| b - a)).collect();
+            all.sort_by(f64::total_cmp);
+            let k = 1 + ((all.len() - 1) as f64 * pick) as usize;
+            prop_assert_eq!(kth_difference(&x, &y, k), all[k - 1]);
+        }
+
+        #[test]
+        fn kth_difference_handles_ties_and_clusters(
+            x in prop::collection::vec(0u8..4, 20..80),
+            y in prop::collection::vec(0u8..4, 20..80),
+            spread in prop::sample::select(vec![1.0, 1e-9, 1e-300]),
+            pick in 0.0f64..1.0,
+        ) {
+            let x = sorted(x.into_iter().map(|v| 1.0 + f64::from(v) * spread).collect());
+            let y = sorted(y.into_iter().map(|v| 1.0 + f64::from(v) * spread).collect());
             let mut all: Vec<f64> = y.iter().flat_map(|b| x.iter().map(move |a| b - a)).collect();
             all.sort_by(f64::total_cmp);
             let k = 1 + ((all.len() - 1) as f64 * pick) as usize;
