@@ -1,5 +1,5 @@
 //! `perflab run --profile-changes` end to end: a suite whose second build is slower in one
-//! function (tests/fixtures/regress.c) is measured, both builds are profiled, and the
+//! function (tests/fixtures/profile_ratio.c built with -DSLOW_LIGHT) is measured, both builds are profiled, and the
 //! stored diff, flame graph and profiles name that function; the report shows them and
 //! opens in headless Chromium. Sampling is statistical: the assertions are on shares of
 //! the change, with wide margins, never on times.
@@ -12,13 +12,13 @@ use perflab::store::{Query, Store};
 
 #[test]
 fn a_build_slower_in_one_function_is_profiled_and_the_report_says_which() {
-    let fast = common::fixture("regress");
-    let slow = common::fixture_with("regress", &["-DSLOW_CHECKSUM"]);
+    let fast = common::fixture("profile_ratio");
+    let slow = common::fixture_with("profile_ratio", &["-DSLOW_LIGHT"]);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("history.db");
     let suite = format!(
         "[builds]\nfast = {{ command = \"{}\" }}\nslow = {{ command = \"{}\" }}\n\n\
-         [[benchmark]]\nname = \"items\"\ncommand = \"{{build}} 50000000\"\n",
+         [[benchmark]]\nname = \"items\"\ncommand = \"{{build}} 30000000\"\n",
         fast.display(),
         slow.display()
     );
@@ -47,22 +47,22 @@ fn a_build_slower_in_one_function_is_profiled_and_the_report_says_which() {
     let (id, change) = &changes[0];
     assert_eq!(*id, experiments[0].id);
     assert_eq!((change.baseline.as_str(), change.candidate.as_str()), ("fast", "slow"));
-    // checksum_item does 3× the work in the slow build, parse_item the same: the whole
-    // change is checksum_item's.
+    // light_work does 3× the work in the slow build, heavy_work the same: the whole
+    // change is light_work's.
     let top = &change.functions[0];
-    assert_eq!(top.name, "checksum_item", "{:?}", &change.functions[..3.min(change.functions.len())]);
+    assert_eq!(top.name, "light_work", "{:?}", &change.functions[..3.min(change.functions.len())]);
     assert!(top.change_s > 0.0 && top.contribution > 0.7, "{top:?}");
-    let parse = change.functions.iter().find(|f| f.name == "parse_item").expect("parse_item was sampled");
-    assert!(parse.contribution.abs() < 0.25, "{parse:?}");
+    let heavy = change.functions.iter().find(|f| f.name == "heavy_work").expect("heavy_work was sampled");
+    assert!(heavy.contribution.abs() < 0.25, "{heavy:?}");
     // The stored files are profiles again, with call stacks.
     for bytes in [&change.baseline_profile, &change.candidate_profile] {
         let profile = Profile::parse(bytes).expect("a stored profile parses");
         assert!(profile.total_samples() > 100 && !profile.stacks.is_empty(), "{} samples", profile.total_samples());
     }
     let flame = change.flame_graph.as_deref().expect("a differential flame graph");
-    assert!(flame.contains("checksum_item") && flame.contains("parse_item"));
+    assert!(flame.contains("light_work") && flame.contains("heavy_work"));
     // The two programs have different file names; their frames still merge.
-    assert_eq!(flame.matches("data-n=\"checksum_item\"").count(), 1, "one checksum_item frame for both builds");
+    assert_eq!(flame.matches("data-n=\"light_work\"").count(), 1, "one light_work frame for both builds");
 
     let page = dir.path().join("report.html");
     perflab().arg("report").arg("--out").arg(&page).assert().success();
@@ -71,7 +71,7 @@ fn a_build_slower_in_one_function_is_profiled_and_the_report_says_which() {
     let section = &section[..section.find("</section>").unwrap()];
     assert!(section.contains("<b>items</b> · slow vs fast"), "{section:.400}");
     let first_row = &section[section.find("<tbody><tr>").unwrap()..];
-    assert!(first_row[..first_row.find("</tr>").unwrap()].contains("checksum_item"));
+    assert!(first_row[..first_row.find("</tr>").unwrap()].contains("light_work"));
     assert!(section.contains("<svg") && section.contains("perflab-flame"));
 
     let Some(browser) = common::chromium() else {
