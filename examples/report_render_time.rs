@@ -55,7 +55,7 @@ fn main() {
         ..Options::default()
     };
     let start = Instant::now();
-    let data = build(sources, &options).expect("build the report data");
+    let data = build(&sources, &options).expect("build the report data");
     let arranged = start.elapsed();
     let start = Instant::now();
     let html = render_html(&data);
@@ -83,6 +83,7 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
         governor: Some("performance".into()),
         pmu: false,
         virtualization: Some("kvm".into()),
+        ..Machine::default()
     };
     let settings = Settings { seed: 1, fixed_rounds: Some(RUNS), max_rounds: RUNS, ..Default::default() };
     let mut sources = Vec::with_capacity(benchmarks * labels.len());
@@ -110,6 +111,19 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                     }
                 })
                 .collect();
+            let mut command = CommandResult {
+                name: name.clone(),
+                argv: vec!["bench".into()],
+                command_line: "bench".into(),
+                runs,
+                summary: Default::default(),
+            };
+            // As the engine summarizes every run of a command (the store keeps the
+            // samples of the compared metrics with them).
+            for metric in metric::ALL.iter().copied().chain(["task-clock"]) {
+                let values: Vec<f64> = command.runs.iter().filter_map(|r| r.metric(metric)).collect();
+                command.summary.insert(metric.to_string(), perflab::stats::summary::summarize(&values));
+            }
             let experiment = Experiment {
                 started_at: "2026-11-22T03:00:00Z".into(),
                 machine: machine.clone(),
@@ -118,13 +132,7 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                 duration_s: 1.0,
                 failure: None,
                 stop_reason: StopReason::FixedRounds,
-                commands: vec![CommandResult {
-                    name: name.clone(),
-                    argv: vec!["bench".into()],
-                    command_line: "bench".into(),
-                    runs,
-                    summary: Default::default(),
-                }],
+                commands: vec![command],
                 ..Experiment::default()
             };
             sources.push(StoredExperiment {
@@ -137,6 +145,7 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                 recorded_at: String::new(),
                 machine_fingerprint: "synthetic".into(),
                 complete: true,
+                sample: None,
                 experiment,
             });
         }

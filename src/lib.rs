@@ -7,7 +7,8 @@
 //!   [`suite`] runs a suite file's benchmarks through it, [`bisect`] a commit range;
 //! * profiles: [`profile::record`] (sample) → [`profile::symbolize`] →
 //!   [`profile::aggregate`] → [`profile::annotate`];
-//! * history: [`store`] → [`history`] → [`report`].
+//! * history: [`store`] → [`history`] → [`report`]; [`fleet`] queues suites for many
+//!   machines sharing one store and runs them there.
 //!
 //! [`model`] is the one data model all of them share; [`units`] parses and formats
 //! numbers with units; [`error`] maps failures to the documented exit codes. [`cli`] is
@@ -20,6 +21,7 @@ pub mod contention;
 pub mod doctor;
 pub mod error;
 pub mod experiment;
+pub mod fleet;
 pub mod history;
 pub mod interrupt;
 pub mod machine;

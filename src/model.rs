@@ -370,6 +370,18 @@ impl CommandResult {
     pub fn spec(&self) -> CommandSpec {
         CommandSpec { name: self.name.clone(), argv: self.argv.clone(), command_line: self.command_line.clone() }
     }
+
+    /// A metric's finite values over the successful runs, in run order: the sample history
+    /// and the report pool per label (a failed run's time is not the benchmark's; it may
+    /// have stopped half-way).
+    pub fn values(&self, metric: &str) -> Vec<f64> {
+        self.runs
+            .iter()
+            .filter(|r| r.exit.success())
+            .filter_map(|r| r.metric(metric))
+            .filter(|v| v.is_finite())
+            .collect()
+    }
 }
 
 /// The verdict of a comparison, in the metric's direction: `slower` means worse (a
@@ -451,6 +463,24 @@ pub struct Machine {
     pub pmu: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub virtualization: Option<String>,
+    // Added with the fleet; absent (None) in older records, and left out of the JSON when
+    // unknown so an older record's fingerprint does not change.
+    /// The name an operator gave this machine (`PERFLAB_MACHINE_ID`, `perflab agent
+    /// --machine-id`): look-alike machines stay apart, and one host can pose as several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// CPU microcode revision: an update (e.g. a speculation fix) can change performance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microcode: Option<String>,
+    /// Turbo/boost enabled; None when the system does not say (most VMs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boost: Option<bool>,
+    /// Simultaneous multithreading (hyper-threading) active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smt: Option<bool>,
+    /// Installed memory the kernel manages (MemTotal), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u64>,
 }
 
 /// What a warning is about, for programs reading the JSON.

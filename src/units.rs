@@ -138,6 +138,28 @@ pub fn format_percent(p: f64) -> String {
     }
 }
 
+/// A ratio as `1.05×`: three significant digits (0.0761×, 13.1×, 243×), and three or four
+/// decimals near 1× so the ends of a narrow interval stay apart (1.198× – 1.203×).
+pub fn format_ratio(ratio: f64) -> String {
+    if !ratio.is_finite() {
+        return "n/a".into();
+    }
+    let decimals = if ratio == 1.0 {
+        0
+    } else if (0.9995..1.0005).contains(&ratio) {
+        4
+    } else if (0.5..2.0).contains(&ratio) {
+        3
+    } else if ratio > 0.0 {
+        (2 - ratio.log10().floor() as i32).clamp(0, 12) as usize
+    } else {
+        3
+    };
+    let text = format!("{ratio:.decimals$}");
+    let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.') } else { &text };
+    format!("{text}×")
+}
+
 /// A p-value for tables: three decimals, or `<0.001`.
 pub fn format_p(p: f64) -> String {
     if p < 0.001 {
@@ -150,6 +172,28 @@ pub fn format_p(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_have_three_significant_digits_and_more_near_one() {
+        for (ratio, text) in [
+            (1.0, "1×"),
+            (1.00031, "1.0003×"),
+            (1.05, "1.05×"),
+            (0.95, "0.95×"),
+            (1.5, "1.5×"),
+            (1.1984, "1.198×"),
+            (3.256, "3.26×"),
+            (0.0761, "0.0761×"),
+            (0.07634, "0.0763×"),
+            (13.07, "13.1×"),
+            (243.2, "243×"),
+            (0.25, "0.25×"),
+            (0.001234, "0.00123×"),
+            (f64::NAN, "n/a"),
+        ] {
+            assert_eq!(format_ratio(ratio), text, "{ratio}");
+        }
+    }
 
     #[test]
     fn durations_in_every_unit() {

@@ -200,7 +200,10 @@ fn import_store_report(doc: &Value) {
         store.save(&meta, &r.experiment).expect("an accepted import can be stored");
     }
     let stored = store.experiments(&Default::default()).unwrap();
-    let _ = perflab::history::render(&perflab::history::build(&stored, metric::WALL), true);
+    let _ = perflab::history::render(
+        &perflab::history::build(&stored, metric::WALL, perflab::history::Steps::Compare),
+        true,
+    );
     for reference in [None, Some("v2".to_string()), Some("nope".to_string())] {
         let options = load::Options {
             title: "fuzz".into(),
@@ -209,7 +212,7 @@ fn import_store_report(doc: &Value) {
             metric: metric::WALL.into(),
             machine: None,
         };
-        if let Ok(data) = load::build(stored.clone(), &options) {
+        if let Ok(data) = load::build(&stored, &options) {
             let html = render_html(&data);
             assert!(html.trim_end().ends_with("</html>"), "the page is complete");
             assert!(!html.contains("<script>alert(1)"), "names are escaped");
@@ -383,6 +386,7 @@ fn history() -> impl Strategy<Value = Vec<perflab::store::StoredExperiment>> {
                     recorded_at: String::new(),
                     machine_fingerprint: perflab::store::fingerprint(&experiment.machine),
                     complete,
+                    sample: None,
                     experiment,
                 }
             })
@@ -403,7 +407,7 @@ fn reports_render_any_history() {
             metric: metric::WALL.into(),
             machine: one_machine.then(|| "host0".to_string()),
         };
-        if let Ok(data) = load::build(experiments, &options) {
+        if let Ok(data) = load::build(&experiments, &options) {
             ACCEPTED[REPORT].fetch_add(1, Ordering::Relaxed);
             let html = render_html(&data);
             assert!(html.trim_end().ends_with("</html>"), "the page is complete");

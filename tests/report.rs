@@ -19,6 +19,7 @@ fn machine(hostname: &str) -> Machine {
         governor: None,
         pmu: false,
         virtualization: Some("kvm".into()),
+        ..Machine::default()
     }
 }
 
@@ -221,17 +222,22 @@ fn bad_input_is_one_line_with_exit_code_2() {
     drop(Store::open(Some(empty.to_str().unwrap())).unwrap());
     fails(&["--db", empty.to_str().unwrap()], "no results to report");
 
-    // A second machine in the same history must be chosen explicitly.
+    // A second machine gets its own part of the page and the builds × machines table;
+    // --machine keeps one.
     let mut store = Store::open(Some(db_arg)).unwrap();
-    let meta = Meta { label: "v4".into(), benchmark: "bench-00".into(), git_commit: None, source: "test".into() };
-    store.save(&meta, &experiment(vec![command("v4", 0.001)], vec![], "other-box")).unwrap();
+    for (label, level) in [("v1", 0.002), ("v3", 0.003)] {
+        let meta = Meta { label: label.into(), benchmark: "bench-00".into(), git_commit: None, source: "test".into() };
+        store.save(&meta, &experiment(vec![command(label, level)], vec![], "other-box")).unwrap();
+    }
     drop(store);
-    fails(&["--db", db_arg], "never mixed");
-    perflab()
-        .args(["report", "--db", db_arg, "--machine", "box", "--out"])
-        .arg(dir.path().join("ok.html"))
-        .assert()
-        .success();
+    let both = dir.path().join("both.html");
+    perflab().args(["report", "--db", db_arg, "--out"]).arg(&both).assert().success();
+    let html = std::fs::read_to_string(&both).unwrap();
+    assert!(html.contains("<section id=\"matrix\">") && html.contains("v3 vs v1"), "a builds × machines table");
+    assert!(html.contains("Machine 2: other-box"), "a part per machine");
+    let one = dir.path().join("one.html");
+    perflab().args(["report", "--db", db_arg, "--machine", "box", "--out"]).arg(&one).assert().success();
+    assert!(!std::fs::read_to_string(&one).unwrap().contains("<section id=\"matrix\">"));
 }
 
 /// Chromium from Debian (`apt-get install chromium`); under CI=true its absence fails.

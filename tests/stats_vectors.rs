@@ -1,7 +1,7 @@
 //! Every field of every case in tests/data/scipy_stats.json (SciPy 1.17.1 reference values)
 //! against perflab's statistics.
 
-use perflab::stats::{rank_sum, signed_rank, summary, welch};
+use perflab::stats::{rank_sum, signed_rank, student, summary, welch};
 use serde_json::Value;
 
 const ESTIMATE_TOLERANCE: f64 = 1e-9;
@@ -132,6 +132,23 @@ fn ties_and_zeros() {
         assert_eq!(mw.method, rank_sum::Method::Normal, "{name}");
         assert_close(&format!("{name} U"), mw.u, num(case, "mann_whitney_u"), ESTIMATE_TOLERANCE);
         assert_close(&format!("{name} Mann-Whitney p"), mw.p_value, num(case, "mann_whitney_p"), P_TOLERANCE);
+    }
+}
+
+/// Student's pooled t-test on label medians (tests/data/scipy_student.json,
+/// scripts/gen-scipy-student.py).
+#[test]
+fn pooled_student_t() {
+    let root: Value = serde_json::from_str(include_str!("data/scipy_student.json")).expect("valid JSON");
+    for case in root["cases"].as_array().expect("cases") {
+        let name = case["name"].as_str().unwrap().to_string();
+        let t = student::pooled_t(&floats(&case["a"]), &floats(&case["b"])).expect("defined for these samples");
+        assert_close(&format!("{name} difference"), t.difference, num(case, "difference"), ESTIMATE_TOLERANCE);
+        assert_close(&format!("{name} df"), t.df, num(case, "df"), ESTIMATE_TOLERANCE);
+        assert_close(&format!("{name} p"), t.p_value, num(case, "p"), P_TOLERANCE);
+        let (lo, hi) = t.interval(0.95).unwrap();
+        assert_close(&format!("{name} CI low"), lo, num(case, "ci95_low"), P_TOLERANCE);
+        assert_close(&format!("{name} CI high"), hi, num(case, "ci95_high"), P_TOLERANCE);
     }
 }
 

@@ -3,9 +3,10 @@
 
 mod common;
 
+use perflab::history::measured_values;
 use perflab::model::metric::Better;
 use perflab::model::*;
-use perflab::store::{fingerprint, Meta, Query, Store};
+use perflab::store::{fingerprint, Meta, Query, Store, StoredExperiment};
 use std::collections::BTreeMap;
 
 /// Each test body runs once per backend, on an empty database.
@@ -28,6 +29,7 @@ fn machine(host: &str) -> Machine {
         governor: None,
         pmu: false,
         virtualization: Some("KVM".into()),
+        ..Machine::default()
     }
 }
 
@@ -295,5 +297,43 @@ fn non_finite_values_survive_storage_and_json() {
         let json = serde_json::to_string(&back).unwrap();
         let again: Experiment = serde_json::from_str(&json).unwrap();
         assert!(again.comparisons[0].ratio.is_nan());
+    });
+}
+
+/// The lean read gives the measured command the same values the full read does, whether
+/// they come from a stored sample (a finished experiment's summaries) or from the runs (an
+/// experiment cut short, a metric without a sample, a counter).
+#[test]
+fn metric_samples_match_the_runs() {
+    each_backend("metric_samples", |url| {
+        let mut store = Store::open(Some(url)).unwrap();
+        let mut finished = experiment("h1");
+        finished.commands[1].runs[1].exit = ExitInfo { exit_code: Some(1), signal: None, timed_out: false };
+        for command in &mut finished.commands {
+            for name in ["wall_s", "cpu_s", "max_rss_kib", "minor_faults", "task-clock"] {
+                command.summary.insert(name.to_string(), perflab::stats::summary::summarize(&command.values(name)));
+            }
+        }
+        store.save(&meta("v1", "b"), &finished).unwrap();
+        let spec: Vec<CommandSpec> = finished.commands.iter().map(CommandResult::spec).collect();
+        let mut cut_short = store.begin(&meta("v2", "b"), &machine("h1"), &settings(), &spec);
+        cut_short.record_run(0, &run(0, 0.3)).unwrap();
+        cut_short.record_run(1, &run(0, 0.2)).unwrap();
+        drop(cut_short);
+
+        let full = store.experiments(&Query::default()).unwrap();
+        for name in ["wall_s", "cpu_s", "max_rss_kib", "minor_faults", "task-clock", "instructions"] {
+            let lean = store.metric_experiments(&Query::default(), name).unwrap();
+            assert_eq!(lean.len(), full.len());
+            for (l, f) in lean.iter().zip(&full) {
+                assert_eq!((l.id, &l.label, l.complete), (f.id, &f.label, f.complete));
+                assert_eq!(l.experiment.comparisons, f.experiment.comparisons);
+                let names =
+                    |e: &StoredExperiment| e.experiment.commands.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+                assert_eq!(names(l), names(f));
+                assert!(l.experiment.commands.iter().all(|c| c.runs.is_empty()), "the lean read reads no runs");
+                assert_eq!(measured_values(l, name), measured_values(f, name), "{url} {name} {}", l.label);
+            }
+        }
     });
 }

@@ -6,6 +6,7 @@
 pub mod args;
 pub mod compare;
 pub mod doctor;
+pub mod fleet;
 pub mod profile;
 pub mod run;
 pub mod stat;
@@ -55,6 +56,10 @@ pub enum Command {
     Bisect(run::BisectArgs),
     /// Write one self-contained HTML report: relative time vs a reference label, history, counters, machine.
     Report(store::ReportArgs),
+    /// Queue a suite run for a fleet of machines sharing the database (or list, cancel jobs).
+    Queue(fleet::QueueArgs),
+    /// Run queued jobs on this machine: claim, build, run, store under this machine's fingerprint.
+    Agent(fleet::AgentArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -95,6 +100,8 @@ pub fn main() -> i32 {
         Command::History(args) => store::main_history(args),
         Command::Bisect(args) => run::main_bisect(args),
         Command::Report(args) => store::main_report(args),
+        Command::Queue(args) => fleet::main_queue(args),
+        Command::Agent(args) => fleet::main_agent(args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "perflab", &mut std::io::stdout());
             Ok(())

@@ -7,7 +7,7 @@ use crate::experiment::plan;
 use crate::model::{Experiment, StopReason};
 use crate::render::color;
 use crate::suite::runner::{run_suite, Outcome, RunOptions};
-use crate::suite::{self, Benchmark, Build, Suite};
+use crate::suite::{self, Benchmark, Build};
 use crate::units::format_value;
 use clap::Args;
 use serde::Serialize;
@@ -47,6 +47,7 @@ impl RunArgs {
             show_output: self.experiment.runner.show_output,
             ignore_failure: self.experiment.ignore_failure,
             hide_progress: self.experiment.runner.progress_hidden(),
+            ..RunOptions::default()
         }
     }
 }
@@ -64,22 +65,8 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
     let options = args.run_options();
     plan::check(&options.overrides)?;
     let suite = suite::load(&args.suite)?;
-    let filter = match &args.filter {
-        Some(re) => {
-            Some(regex::Regex::new(re).map_err(|e| crate::usage!("--filter `{re}` is not a regular expression: {e}"))?)
-        }
-        None => None,
-    };
-    let benchmarks: Vec<&Benchmark> =
-        suite.benchmarks.iter().filter(|b| filter.as_ref().map_or(true, |re| re.is_match(&b.name))).collect();
-    if benchmarks.is_empty() {
-        return Err(crate::usage!(
-            "no benchmark in {} matches --filter {}",
-            args.suite.display(),
-            args.filter.as_deref().unwrap_or("")
-        ));
-    }
-    let (candidate, baseline) = builds(&suite, &args)?;
+    let benchmarks = suite.select(args.filter.as_deref())?;
+    let (candidate, baseline) = suite.builds(args.build.as_deref(), args.baseline.as_deref(), args.label.as_deref())?;
     if args.list {
         return list(&benchmarks, candidate, baseline);
     }
@@ -164,44 +151,8 @@ fn list(benchmarks: &[&Benchmark], candidate: Option<&Build>, baseline: Option<&
     Ok(())
 }
 
-/// The measured build and the baseline build named on the command line.
-fn builds<'s>(suite: &'s Suite, args: &RunArgs) -> Result<(Option<&'s Build>, Option<&'s Build>), Failure> {
-    let known = || suite.builds.iter().map(|b| format!("`{}`", b.name)).collect::<Vec<_>>().join(", ");
-    let find = |name: &str, what: &str| {
-        suite.build(name).ok_or_else(|| {
-            if suite.builds.is_empty() {
-                crate::usage!(
-                    "{what} `{name}` is not a build: {} defines no [builds] (to compare with a stored label, use `perflab history` or `perflab report --reference`)",
-                    suite.path.display()
-                )
-            } else {
-                crate::usage!("{what} `{name}` is not a build in {} (builds: {})", suite.path.display(), known())
-            }
-        })
-    };
-    let candidate = match &args.build {
-        Some(name) => Some(find(name, "--build")?),
-        None => args.label.as_deref().and_then(|l| suite.build(l)),
-    };
-    let baseline = match &args.baseline {
-        Some(name) => Some(find(name, "--baseline")?),
-        None => None,
-    };
-    if baseline.is_some() && candidate.is_none() && suite.benchmarks.iter().any(Benchmark::uses_build) {
-        return Err(crate::usage!(
-            "--baseline needs a build to compare with: pass --build or a --label naming a build"
-        ));
-    }
-    if let (Some(b), Some(c)) = (baseline, candidate) {
-        if b.name == c.name {
-            return Err(crate::usage!("--baseline and the measured build are both `{}`", b.name));
-        }
-    }
-    Ok((candidate, baseline))
-}
-
 /// `name  median [CI] (n runs)` of the primary metric and, against a baseline, the verdict.
-fn summary_line(name: &str, experiment: &Experiment) -> String {
+pub(super) fn summary_line(name: &str, experiment: &Experiment) -> String {
     let primary = experiment.primary_metric.as_str();
     let name = crate::render::terminal::escape(name);
     let Some(measured) = experiment.commands.last() else { return format!("{name}: no runs") };

@@ -7,7 +7,7 @@ use crate::history;
 use crate::model::metric;
 use crate::report;
 use crate::store::exchange::{self, ImportOptions};
-use crate::store::Query;
+use crate::store::{Query, StoredExperiment};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -97,6 +97,13 @@ pub struct HistoryArgs {
     /// Only the last N labels (in stored order); change points are looked for among them.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub last: Option<u32>,
+    /// Compare --label with this label on every machine side by side (default with
+    /// results from several machines: the oldest label).
+    #[arg(long, value_name = "LABEL")]
+    pub reference: Option<String>,
+    /// The label compared with --reference (default: the newest label).
+    #[arg(short = 'l', long, value_name = "LABEL")]
+    pub label: Option<String>,
     /// Also write the history as JSON (`-` for stdout instead of the table).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
@@ -106,7 +113,8 @@ pub struct HistoryArgs {
 
 pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
     let mut store = args.db.open_existing()?;
-    let mut experiments = store.experiments(&Query { label: None, benchmark: None, machine: args.machine.clone() })?;
+    let query = Query { label: None, benchmark: None, machine: args.machine.clone() };
+    let mut experiments = store.metric_experiments(&query, &args.metric)?;
     if let Some(bench) = &args.bench {
         let exact = experiments.iter().any(|e| &e.benchmark == bench);
         experiments.retain(|e| if exact { &e.benchmark == bench } else { e.benchmark.contains(bench.as_str()) });
@@ -132,9 +140,30 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
         let first_kept = orders[orders.len().saturating_sub(n as usize)];
         experiments.retain(|e| e.label_order >= first_kept);
     }
-    let history = history::build(&experiments, &args.metric);
+    let mut history = history::build(&experiments, &args.metric, history::Steps::Compare);
     if history.machines.is_empty() {
         return Err(crate::usage!("no successful stored run has the metric `{}`", args.metric));
+    }
+    if args.reference.is_some() || args.label.is_some() || history.machines.len() > 1 {
+        let mut labels: Vec<&str> = Vec::new();
+        for e in &experiments {
+            if !labels.contains(&e.label.as_str()) {
+                labels.push(&e.label);
+            }
+        }
+        let pick = |given: &Option<String>, default: &str| -> Result<String, Failure> {
+            match given {
+                Some(l) if labels.contains(&l.as_str()) => Ok(l.clone()),
+                Some(l) => Err(crate::usage!("label `{l}` has no results here (labels: {})", labels.join(", "))),
+                None => Ok(default.to_string()),
+            }
+        };
+        let reference = pick(&args.reference, labels[0])?;
+        let label = pick(&args.label, labels[labels.len() - 1])?;
+        if reference != label {
+            let all: Vec<&StoredExperiment> = experiments.iter().collect();
+            history.matrix = Some(history::matrix::matrix(&all, &args.metric, &reference, &label));
+        }
     }
     if let Some(path) = &args.json {
         crate::render::json::write(path, &history)?;
@@ -184,21 +213,25 @@ pub fn main_report(args: ReportArgs) -> Result<(), Failure> {
         machine: args.machine.clone(),
     };
     let experiments = if args.from.is_empty() {
-        let query = Query { machine: args.machine.clone(), ..Default::default() };
-        args.db.open_existing()?.experiments(&query)?
+        report::load::from_store(&mut args.db.open_existing()?, &options)?
     } else {
         report::load::from_json_files(&args.from)?
     };
-    let data = report::load::build(experiments, &options)?;
+    let data = report::load::build(&experiments, &options)?;
+    // Freeing a large history's experiments one by one takes as long as drawing half the
+    // page: it happens beside the writing.
+    let freeing = std::thread::spawn(move || drop(experiments));
     report::write(&data, &args.out)?;
-    let benchmarks = data.histories.len();
+    let _ = freeing.join();
+    let benchmarks = data.pages.iter().map(|p| p.histories.len()).max().unwrap_or(0);
+    let labels = data.pages.iter().map(|p| p.labels.len()).max().unwrap_or(0);
     eprintln!(
-        "perflab: wrote {} ({benchmarks} benchmark{}, {} label{}, reference {})",
+        "perflab: wrote {} ({benchmarks} benchmark{}, {labels} label{}, {} machine{})",
         args.out.display(),
         if benchmarks == 1 { "" } else { "s" },
-        data.labels.len(),
-        if data.labels.len() == 1 { "" } else { "s" },
-        data.reference
+        if labels == 1 { "" } else { "s" },
+        data.pages.len(),
+        if data.pages.len() == 1 { "" } else { "s" }
     );
     Ok(())
 }

@@ -1,11 +1,14 @@
 //! The report page: one self-contained HTML file (inline CSS, inline SVG, a few lines
 //! of inline JS for the name filter) that opens offline and from a file: URL.
 
-use super::svg::{esc, format_change, format_ratio, format_value, num, truncate, LinearScale, LogScale};
-use super::{geomean, CounterTable, Geomean, LabelComparison, MachineGroup, RelativeTime, ReportData};
+use super::svg::{esc, format_change, format_value, num, truncate, LinearScale, LogScale};
+use super::{
+    geomean, CounterTable, Geomean, LabelComparison, MachineGroup, MachinePage, Ratio, RelativeTime, ReportData,
+};
+use crate::history::matrix::Matrix;
 use crate::history::{BenchmarkHistory, Point};
 use crate::model::{metric, Verdict};
-use crate::units::format_p;
+use crate::units::{format_p, format_ratio};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -70,11 +73,16 @@ th,td{padding:4px 10px;border-bottom:1px solid var(--line);text-align:right;whit
 th{background:var(--panel);position:sticky;top:0}th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){text-align:left}
 td.name{max-width:320px;overflow:hidden;text-overflow:ellipsis}
 table.kv{width:auto}table.kv th{text-align:left;position:static}table.kv td{text-align:left;white-space:normal}
+table.sortable th{cursor:pointer;user-select:none}table.sortable th::after{content:" ↕";color:var(--muted);font-size:11px}
+table.sortable th[aria-sort=ascending]::after{content:" ↑"}table.sortable th[aria-sort=descending]::after{content:" ↓"}
+table.matrix td.slower{color:var(--slower)}table.matrix td.faster{color:var(--faster)}table.matrix td.inconclusive{color:var(--muted)}
+h2.part{font-size:22px;margin:48px 0 0;padding:8px 12px;background:var(--panel);border:1px solid var(--line);border-radius:6px}
 footer{margin-top:40px;color:var(--muted);font-size:12px}
 @media print{.scroll{max-height:none;overflow:visible}input[type=search]{display:none}figure.h{break-inside:avoid}}
 "#;
 
-/// The page script: a benchmark-name filter that re-packs the forest plots' rows, and
+/// The page script: a benchmark-name filter that re-packs the forest plots' rows, tables
+/// sorted by the column clicked (numbers by their `data-v` value, missing ones last), and
 /// `data-ready` on <html> once the page has loaded (tests and screenshots wait for it).
 const SCRIPT: &str = r#"
 (function(){
@@ -95,16 +103,34 @@ function apply(){
  });
 }
 if(box)box.addEventListener('input',apply);
+document.querySelectorAll('table.sortable').forEach(function(t){
+ var heads=t.tHead.rows[0].cells;
+ [].forEach.call(heads,function(th,i){
+  th.addEventListener('click',function(){
+   var dir=th.getAttribute('aria-sort')==='ascending'?-1:1,body=t.tBodies[0],rows=[].slice.call(body.rows);
+   [].forEach.call(heads,function(h){h.removeAttribute('aria-sort');});
+   th.setAttribute('aria-sort',dir>0?'ascending':'descending');
+   function key(r){var c=r.cells[i],v=c?c.getAttribute('data-v'):null;return v===null?(c?c.textContent:''):parseFloat(v);}
+   rows.sort(function(a,b){var x=key(a),y=key(b);
+    if(typeof x==='number'){if(isNaN(x))return isNaN(y)?0:1;if(isNaN(y))return -1;return dir*(x-y);}
+    return dir*String(x).localeCompare(String(y));});
+   rows.forEach(function(r){body.appendChild(r);});
+  });
+ });
+});
 window.addEventListener('load',function(){root.setAttribute('data-ready','1');});
 })();
 "#;
 
 /// Render the whole report as one self-contained HTML document.
 pub fn render_html(data: &ReportData) -> String {
-    let benchmarks = data.histories.len().max(data.comparisons.iter().map(|c| c.rows.len()).max().unwrap_or(0));
+    let most = |f: fn(&MachinePage) -> usize| data.pages.iter().map(f).max().unwrap_or(0);
+    let benchmarks = most(|p| p.histories.len().max(p.comparisons.iter().map(|c| c.rows.len()).max().unwrap_or(0)));
+    let labels = most(|p| p.labels.len());
     // Roughly 600 bytes per forest row and 1.5 kB per history chart.
-    let mut out = String::with_capacity(8192 + benchmarks * (2048 + 600 * data.comparisons.len()));
-    let unit = metric::unit(&data.metric);
+    let charts: usize =
+        data.pages.iter().map(|p| p.histories.len() * 2048 + p.comparisons.len() * 600 * benchmarks).sum();
+    let mut out = String::with_capacity(8192 + charts);
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -112,19 +138,35 @@ pub fn render_html(data: &ReportData) -> String {
          <title>{}</title><style>{STYLE}</style></head><body>\n",
         esc(&data.title)
     );
-    let _ = writeln!(
+    let several = data.pages.len() > 1;
+    let reference = data.pages.first().map(|p| esc(&p.reference).into_owned()).unwrap_or_default();
+    let _ = write!(
         out,
-        "<header><h1>{}</h1><p class=\"meta\">Metric <b>{}</b> · reference label <b>{}</b> · {} benchmark{} · {} label{} · generated {}</p>\
-         <nav><a href=\"#relative\">Relative time</a><a href=\"#history\">History</a><a href=\"#counters\">Counters</a><a href=\"#machine\">Machine</a></nav></header>",
+        "<header><h1>{}</h1><p class=\"meta\">Metric <b>{}</b> · reference label <b>{reference}</b> · {} benchmark{} · {} label{}{} · generated {}</p><nav>",
         esc(&data.title),
         esc(&data.metric),
-        esc(&data.reference),
         benchmarks,
         plural(benchmarks),
-        data.labels.len(),
-        plural(data.labels.len()),
+        labels,
+        plural(labels),
+        if several { format!(" · {} machines, never pooled", data.pages.len()) } else { String::new() },
         esc(&data.generated_at),
     );
+    if several {
+        out.push_str("<a href=\"#matrix\">Builds × machines</a>");
+        for (i, page) in data.pages.iter().enumerate() {
+            let _ = write!(
+                out,
+                "<a href=\"#{}\" title=\"{}\">Machine {}</a>",
+                section_id("part", i),
+                esc(&page.description),
+                i + 1
+            );
+        }
+    } else {
+        out.push_str("<a href=\"#relative\">Relative time</a><a href=\"#history\">History</a><a href=\"#counters\">Counters</a><a href=\"#machine\">Machine</a>");
+    }
+    out.push_str("</nav></header>\n");
     if !data.notes.is_empty() {
         out.push_str("<ul class=\"notes\">");
         for note in &data.notes {
@@ -135,32 +177,19 @@ pub fn render_html(data: &ReportData) -> String {
     if benchmarks > 1 {
         out.push_str("<input type=\"search\" id=\"filter\" placeholder=\"Filter benchmarks by name\" aria-label=\"Filter benchmarks by name\">\n");
     }
-
-    out.push_str("<section id=\"relative\"><h2>Relative execution time</h2>\n");
-    if data.comparisons.is_empty() {
-        let _ = write!(
-            out,
-            "<p class=\"muted\">No other label to compare with the reference label <b>{}</b>.</p>",
-            esc(&data.reference)
-        );
+    if several {
+        out.push_str("<section id=\"matrix\"><h2>Builds × machines</h2>\n");
+        for m in &data.matrices {
+            matrix_section(&mut out, m);
+        }
+        if data.matrices.is_empty() {
+            out.push_str("<p class=\"muted\">No other label to compare with the reference label.</p>");
+        }
+        out.push_str("</section>\n");
     }
-    for comparison in &data.comparisons {
-        forest_section(&mut out, comparison, data);
+    for (i, page) in data.pages.iter().enumerate() {
+        page_sections(&mut out, page, &data.metric, i, several);
     }
-    out.push_str("</section>\n");
-
-    out.push_str("<section id=\"history\"><h2>History</h2>\n");
-    history_section(&mut out, data, unit);
-    out.push_str("</section>\n");
-
-    out.push_str("<section id=\"counters\"><h2>Counters</h2>\n");
-    counter_section(&mut out, &data.counters);
-    out.push_str("</section>\n");
-
-    out.push_str("<section id=\"machine\"><h2>Machine and environment</h2>\n");
-    machine_section(&mut out, &data.machines);
-    out.push_str("</section>\n");
-
     let _ = write!(
         out,
         "<footer>Generated by perflab {} · ratios are label ÷ reference: above 1× is a larger value (slower for a time, better for a higher-is-better metric such as tps) · \
@@ -169,6 +198,96 @@ pub fn render_html(data: &ReportData) -> String {
         esc(env!("CARGO_PKG_VERSION"))
     );
     out
+}
+
+/// The id of section `name` of part `index`: the first machine's keep the plain names.
+fn section_id(name: &str, index: usize) -> String {
+    if index == 0 {
+        name.to_string()
+    } else {
+        format!("{name}-{}", index + 1)
+    }
+}
+
+/// One machine's sections: relative time, history, counters, machine.
+fn page_sections(out: &mut String, page: &MachinePage, metric: &str, index: usize, several: bool) {
+    if several {
+        let _ = writeln!(
+            out,
+            "<h2 class=\"part\" id=\"{}\">Machine {}: {}</h2>",
+            section_id("part", index),
+            index + 1,
+            esc(&page.description)
+        );
+    }
+    let _ = writeln!(out, "<section id=\"{}\"><h2>Relative execution time</h2>", section_id("relative", index));
+    if page.comparisons.is_empty() {
+        let _ = write!(
+            out,
+            "<p class=\"muted\">No other label to compare with the reference label <b>{}</b>.</p>",
+            esc(&page.reference)
+        );
+    }
+    for comparison in &page.comparisons {
+        forest_section(out, comparison, page, metric);
+    }
+    out.push_str("</section>\n");
+    let _ = writeln!(out, "<section id=\"{}\"><h2>History</h2>", section_id("history", index));
+    history_section(out, page, metric);
+    out.push_str("</section>\n");
+    let _ = writeln!(out, "<section id=\"{}\"><h2>Counters</h2>", section_id("counters", index));
+    counter_section(out, &page.counters);
+    out.push_str("</section>\n");
+    let _ = writeln!(out, "<section id=\"{}\"><h2>Machine and environment</h2>", section_id("machine", index));
+    machine_section(out, &page.machines);
+    out.push_str("</section>\n");
+}
+
+/// label ÷ reference per benchmark on every machine, side by side; sortable by any column.
+fn matrix_section(out: &mut String, m: &Matrix) {
+    let _ = write!(
+        out,
+        "<h3>{} vs {} <span class=\"muted\">({}, each machine on its own)</span></h3><div class=\"wide\">\
+         <table class=\"sortable matrix\"><thead><tr><th>benchmark</th>",
+        esc(&m.label),
+        esc(&m.reference),
+        esc(&m.metric)
+    );
+    for c in &m.machines {
+        let _ = write!(out, "<th title=\"{}\">{}</th>", esc(&c.description), esc(&c.name));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for row in &m.rows {
+        let name = esc(&row.benchmark);
+        let _ = write!(
+            out,
+            "<tr data-filter=\"{name}\"><td class=\"name\" title=\"{name}\">{}</td>",
+            esc(&truncate(&row.benchmark, NAME_CHARS))
+        );
+        for cell in &row.cells {
+            match cell {
+                Some(r) => {
+                    let _ = write!(
+                        out,
+                        "<td class=\"{}\" data-v=\"{}\" title=\"{}, {} – {} ({}), {}\">{} <span class=\"tick\">{} – {}</span></td>",
+                        verdict_class(r.verdict),
+                        r.ratio,
+                        verdict_class(r.verdict),
+                        format_ratio(r.ci_low),
+                        format_ratio(r.ci_high),
+                        r.method.describe(),
+                        format_change(r.ratio),
+                        format_ratio(r.ratio),
+                        format_ratio(r.ci_low),
+                        format_ratio(r.ci_high)
+                    );
+                }
+                None => out.push_str("<td data-v=\"NaN\">—</td>"),
+            }
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table></div>\n");
 }
 
 fn plural(n: usize) -> &'static str {
@@ -186,20 +305,26 @@ fn verdict_class(verdict: Verdict) -> &'static str {
 /// Largest slowdown first, largest speed-up last; rows without a usable ratio at the end.
 fn sorted_by_change(rows: &[RelativeTime]) -> Vec<&RelativeTime> {
     let mut sorted: Vec<&RelativeTime> = rows.iter().collect();
-    let key = |r: &RelativeTime| if r.ratio.is_finite() && r.ratio > 0.0 { r.ratio.ln() } else { f64::NEG_INFINITY };
+    let key = |r: &RelativeTime| {
+        if r.change.ratio.is_finite() && r.change.ratio > 0.0 {
+            r.change.ratio.ln()
+        } else {
+            f64::NEG_INFINITY
+        }
+    };
     sorted.sort_by(|a, b| key(b).total_cmp(&key(a)).then_with(|| a.benchmark.cmp(&b.benchmark)));
     sorted
 }
 
-fn forest_section(out: &mut String, comparison: &LabelComparison, data: &ReportData) {
+fn forest_section(out: &mut String, comparison: &LabelComparison, page: &MachinePage, metric: &str) {
     let rows = sorted_by_change(&comparison.rows);
     let gm = geomean(&comparison.rows);
     let _ = writeln!(
         out,
         "<h3>{} vs {} <span class=\"muted\">({})</span></h3>",
         esc(&comparison.label),
-        esc(&data.reference),
-        esc(&data.metric)
+        esc(&page.reference),
+        esc(metric)
     );
     summary_line(out, &comparison.rows, gm);
     out.push_str(
@@ -213,7 +338,7 @@ fn forest_section(out: &mut String, comparison: &LabelComparison, data: &ReportD
         comparison
             .rows
             .iter()
-            .flat_map(|r| [r.ci_low, r.ci_high, r.ratio])
+            .flat_map(|r| [r.change.ci_low, r.change.ci_high, r.change.ratio])
             .chain(gm.iter().flat_map(|g| [g.ci_low, g.ci_high])),
         PLOT_LEFT,
         PLOT_RIGHT,
@@ -226,7 +351,7 @@ fn forest_section(out: &mut String, comparison: &LabelComparison, data: &ReportD
         overview_svg(out, &rows);
     }
     // The axis sits outside the scrolling box so it stays visible for long suites.
-    axis_svg(out, &scale, &ticks, &format!("{} ÷ {}", comparison.label, data.reference));
+    axis_svg(out, &scale, &ticks, &format!("{} ÷ {}", comparison.label, page.reference));
 
     let top = 4.0;
     let height = top * 2.0 + rows.len().max(1) as f64 * row_height;
@@ -238,7 +363,7 @@ fn forest_section(out: &mut String, comparison: &LabelComparison, data: &ReportD
         h = num(height),
         rh = num(row_height),
         top = num(top),
-        m = esc(&data.metric),
+        m = esc(metric),
     );
     grid_lines(out, &scale, &ticks, 0.0, height.max(4000.0 * row_height));
     for (i, row) in rows.iter().enumerate() {
@@ -254,7 +379,7 @@ fn forest_section(out: &mut String, comparison: &LabelComparison, data: &ReportD
 /// with the CI band, so the share of regressions shows before any scrolling.
 fn overview_svg(out: &mut String, rows: &[&RelativeTime]) {
     let (width, height, left, right, top, bottom) = (FOREST_WIDTH, 150.0, 64.0, 12.0, 10.0, 22.0);
-    let usable: Vec<&&RelativeTime> = rows.iter().filter(|r| r.ratio.is_finite() && r.ratio > 0.0).collect();
+    let usable: Vec<&Ratio> = rows.iter().map(|r| &r.change).filter(|r| r.ratio.is_finite() && r.ratio > 0.0).collect();
     if usable.len() < 2 {
         return;
     }
@@ -311,7 +436,7 @@ fn overview_svg(out: &mut String, rows: &[&RelativeTime]) {
 }
 
 fn summary_line(out: &mut String, rows: &[RelativeTime], gm: Option<Geomean>) {
-    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+    let count = |v: Verdict| rows.iter().filter(|r| r.change.verdict == v).count();
     out.push_str("<p class=\"summary\">");
     if let Some(g) = gm {
         let _ = write!(
@@ -398,7 +523,8 @@ fn ratio_marks(out: &mut String, scale: &LogScale, ratio: f64, lo: f64, hi: f64,
     );
 }
 
-fn forest_row(out: &mut String, row: &RelativeTime, scale: &LogScale, y: f64, row_height: f64, compact: bool) {
+fn forest_row(out: &mut String, relative: &RelativeTime, scale: &LogScale, y: f64, row_height: f64, compact: bool) {
+    let row = &relative.change;
     let cy = row_height / 2.0;
     let text_y = num(cy + 4.0);
     let p = row.p_value.map(|p| format!(", p = {}", format_p(p))).unwrap_or_default();
@@ -408,7 +534,7 @@ fn forest_row(out: &mut String, row: &RelativeTime, scale: &LogScale, y: f64, ro
          <rect class=\"hit\" x=\"0\" y=\"0\" width=\"{w}\" height=\"{rh}\"/>\
          <text x=\"{nx}\" y=\"{text_y}\" text-anchor=\"end\">{short}</text>",
         cls = verdict_class(row.verdict),
-        name = esc(&row.benchmark),
+        name = esc(&relative.benchmark),
         y = num(y),
         ratio = format_ratio(row.ratio),
         change = format_change(row.ratio),
@@ -421,7 +547,7 @@ fn forest_row(out: &mut String, row: &RelativeTime, scale: &LogScale, y: f64, ro
         w = num(FOREST_WIDTH),
         rh = num(row_height),
         nx = num(NAME_WIDTH),
-        short = esc(&truncate(&row.benchmark, NAME_CHARS)),
+        short = esc(&truncate(&relative.benchmark, NAME_CHARS)),
     );
     ratio_marks(out, scale, row.ratio, row.ci_low, row.ci_high, cy, row_height);
     let _ = write!(
@@ -459,8 +585,9 @@ fn geomean_svg(out: &mut String, g: &Geomean, scale: &LogScale, ticks: &[f64]) {
     );
 }
 
-fn history_section(out: &mut String, data: &ReportData, unit: &str) {
-    if data.histories.iter().all(|h| h.points.is_empty()) {
+fn history_section(out: &mut String, page: &MachinePage, metric: &str) {
+    let unit = metric::unit(metric);
+    if page.histories.iter().all(|h| h.points.is_empty()) {
         out.push_str("<p class=\"muted\">No history yet: store results under more labels to see trends.</p>\n");
         return;
     }
@@ -468,14 +595,14 @@ fn history_section(out: &mut String, data: &ReportData, unit: &str) {
         out,
         "<p class=\"muted\">Median {} per label (oldest left) with its 95 % CI band; dashed lines mark change points \
          (the first label after a shift), dotted the reference label. Benchmarks with change points come first.</p>\n<div class=\"histories\">",
-        esc(&data.metric)
+        esc(metric)
     );
-    let label_index: HashMap<&str, usize> = data.labels.iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
-    let mut order: Vec<&BenchmarkHistory> = data.histories.iter().collect();
+    let label_index: HashMap<&str, usize> = page.labels.iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
+    let mut order: Vec<&BenchmarkHistory> = page.histories.iter().collect();
     let biggest_shift = |h: &BenchmarkHistory| h.change_points.iter().map(|c| c.ratio.ln().abs()).fold(0.0, f64::max);
     order.sort_by(|a, b| biggest_shift(b).total_cmp(&biggest_shift(a)).then_with(|| a.name.cmp(&b.name)));
     for history in order {
-        history_chart(out, history, data, &label_index, unit);
+        history_chart(out, history, page, &label_index, unit);
     }
     out.push_str("</div>\n");
 }
@@ -483,7 +610,7 @@ fn history_section(out: &mut String, data: &ReportData, unit: &str) {
 fn history_chart(
     out: &mut String,
     history: &BenchmarkHistory,
-    data: &ReportData,
+    page: &MachinePage,
     label_index: &HashMap<&str, usize>,
     unit: &str,
 ) {
@@ -495,7 +622,7 @@ fn history_chart(
         .enumerate()
         .map(|(i, p)| (label_index.get(p.label.as_str()).copied().unwrap_or(i) as f64, p))
         .collect();
-    let last_x = (data.labels.len().max(history.points.len()).max(2) - 1) as f64;
+    let last_x = (page.labels.len().max(history.points.len()).max(2) - 1) as f64;
     let x = |i: f64| HIST_LEFT + i / last_x * (HIST_WIDTH - HIST_LEFT - HIST_RIGHT);
     let y_scale = LinearScale::covering(
         points.iter().flat_map(|(_, p)| {
@@ -539,11 +666,11 @@ fn history_chart(
         );
     }
     let _ = write!(out, "<path class=\"grid\" d=\"{grid}\"/>");
-    if let Some(&r) = label_index.get(data.reference.as_str()) {
+    if let Some(&r) = label_index.get(page.reference.as_str()) {
         let rx = num(x(r as f64));
-        let _ = write!(out, "<line class=\"refline\" x1=\"{rx}\" x2=\"{rx}\" y1=\"{}\" y2=\"{}\"><title>reference label {}</title></line>", num(HIST_TOP), num(HIST_HEIGHT - HIST_BOTTOM), esc(&data.reference));
+        let _ = write!(out, "<line class=\"refline\" x1=\"{rx}\" x2=\"{rx}\" y1=\"{}\" y2=\"{}\"><title>reference label {}</title></line>", num(HIST_TOP), num(HIST_HEIGHT - HIST_BOTTOM), esc(&page.reference));
     }
-    if let (Some(first), Some(last)) = (data.labels.first(), data.labels.last()) {
+    if let (Some(first), Some(last)) = (page.labels.first(), page.labels.last()) {
         let base = num(HIST_HEIGHT - 5.0);
         let _ = write!(
             out,
@@ -551,7 +678,7 @@ fn history_chart(
             num(HIST_LEFT),
             esc(&truncate(first, 18))
         );
-        if data.labels.len() > 1 {
+        if page.labels.len() > 1 {
             let _ = write!(
                 out,
                 "<text class=\"tick\" x=\"{}\" y=\"{base}\" text-anchor=\"end\">{}</text>",
@@ -629,7 +756,7 @@ fn counter_section(out: &mut String, table: &CounterTable) {
     }
     let compact = table.rows.len() > COMPACT_ROWS;
     out.push_str(if compact { "<div class=\"scroll\">" } else { "<div class=\"wide\">" });
-    out.push_str("<table class=\"counters\"><thead><tr><th>benchmark</th><th>metric</th>");
+    out.push_str("<table class=\"sortable counters\"><thead><tr><th>benchmark</th><th>metric</th>");
     for label in &table.labels {
         let _ = write!(out, "<th>{}</th>", esc(label));
     }
@@ -649,19 +776,21 @@ fn counter_section(out: &mut String, table: &CounterTable) {
             esc(&row.metric)
         );
         for value in &row.values {
-            let _ = write!(
-                out,
-                "<td>{}</td>",
-                value.map(|v| esc(&format_value(v, unit)).into_owned()).unwrap_or_else(|| "—".into())
-            );
+            match value {
+                Some(v) => {
+                    let _ = write!(out, "<td data-v=\"{v}\">{}</td>", esc(&format_value(*v, unit)));
+                }
+                None => out.push_str("<td data-v=\"NaN\">—</td>"),
+            }
         }
         let reference = row.values.first().copied().flatten();
         for value in row.values.iter().skip(1) {
-            let cell = match (reference, value) {
-                (Some(r), Some(v)) if r > 0.0 => format_ratio(v / r),
-                _ => "—".into(),
-            };
-            let _ = write!(out, "<td>{cell}</td>");
+            match (reference, value) {
+                (Some(r), Some(v)) if r > 0.0 => {
+                    let _ = write!(out, "<td data-v=\"{}\">{}</td>", v / r, format_ratio(v / r));
+                }
+                _ => out.push_str("<td data-v=\"NaN\">—</td>"),
+            }
         }
         out.push_str("</tr>");
     }
@@ -682,12 +811,24 @@ fn machine_section(out: &mut String, machines: &[MachineGroup]) {
         let mut kv = |key: &str, value: &str| {
             let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(key), esc(value));
         };
+        let flag = |f: Option<bool>| match f {
+            Some(true) => "on",
+            Some(false) => "off",
+            None => "unknown",
+        };
         kv("labels", &info.labels.join(", "));
+        if let Some(id) = &m.id {
+            kv("machine id", id);
+        }
         kv("hostname", &m.hostname);
         kv("CPU", &m.cpu_model);
+        kv("microcode", m.microcode.as_deref().unwrap_or("unknown"));
         kv("cores", &m.cores.to_string());
+        kv("SMT", flag(m.smt));
+        kv("memory", &m.memory_mib.map_or("unknown".into(), |mib| format!("{mib} MiB")));
         kv("kernel", &m.kernel);
         kv("CPU frequency governor", m.governor.as_deref().unwrap_or("unknown"));
+        kv("boost", flag(m.boost));
         kv("hardware PMU", if m.pmu { "available" } else { "not available" });
         kv("virtualization", m.virtualization.as_deref().unwrap_or("none detected"));
         kv("perflab version", &info.perflab_version);
@@ -723,10 +864,8 @@ mod tests {
                 row(n, r, r * 0.97, r * 1.03, verdict)
             })
             .collect();
-        ReportData {
-            title: "suite <b>".into(),
-            generated_at: "2026-11-22T03:00:00Z".into(),
-            metric: "wall_s".into(),
+        let page = MachinePage {
+            description: "box (EPYC, 2 cores, Linux 6.1) [abc]".into(),
             reference: "v1".into(),
             labels: labels.clone(),
             comparisons: vec![LabelComparison { label: "v3".into(), rows }],
@@ -743,6 +882,7 @@ mod tests {
                             median: 0.01 * (1.0 + i as f64 * 0.1),
                             median_ci: Some((0.0099, 0.0102 + i as f64 * 0.001)),
                             incomplete: false,
+                            vs_previous: None,
                         })
                         .collect(),
                     change_points: vec![Shift {
@@ -777,10 +917,18 @@ mod tests {
                     governor: None,
                     pmu: false,
                     virtualization: Some("kvm".into()),
+                    ..Machine::default()
                 },
                 perflab_version: "0.1.0".into(),
                 environment: [("GLIBC_TUNABLES".to_string(), "<none>".to_string())].into(),
             }],
+        };
+        ReportData {
+            title: "suite <b>".into(),
+            generated_at: "2026-11-22T03:00:00Z".into(),
+            metric: "wall_s".into(),
+            matrices: vec![],
+            pages: vec![page],
             notes: vec!["note & caveat".into()],
         }
     }
@@ -789,10 +937,12 @@ mod tests {
     fn every_user_string_is_escaped() {
         let evil = "<script>alert(1)</script>";
         let mut data = sample(&[evil, "x\" onmouseover=\"alert(2)"]);
-        data.labels.push(evil.into());
-        data.reference = evil.into();
-        data.comparisons[0].label = evil.into();
-        data.machines[0].environment.insert(evil.into(), evil.into());
+        let page = &mut data.pages[0];
+        page.labels.push(evil.into());
+        page.reference = evil.into();
+        page.description = evil.into();
+        page.comparisons[0].label = evil.into();
+        page.machines[0].environment.insert(evil.into(), evil.into());
         let html = render_html(&data);
         assert!(!html.contains("<script>alert"), "raw script tag in output");
         assert!(!html.contains("\" onmouseover="), "attribute injection");
@@ -828,13 +978,13 @@ mod tests {
     fn error_bar_spans_the_ci_on_the_log_axis() {
         let data = sample(&["only"]);
         let html = render_html(&data);
-        let r = &data.comparisons[0].rows[0];
+        let r = &data.pages[0].comparisons[0].rows[0].change;
         let scale = LogScale::covering(
-            data.comparisons[0]
+            data.pages[0].comparisons[0]
                 .rows
                 .iter()
-                .flat_map(|r| [r.ci_low, r.ci_high, r.ratio])
-                .chain(geomean(&data.comparisons[0].rows).iter().flat_map(|g| [g.ci_low, g.ci_high])),
+                .flat_map(|r| [r.change.ci_low, r.change.ci_high, r.change.ratio])
+                .chain(geomean(&data.pages[0].comparisons[0].rows).iter().flat_map(|g| [g.ci_low, g.ci_high])),
             PLOT_LEFT,
             PLOT_RIGHT,
         );
@@ -859,12 +1009,16 @@ mod tests {
             title: "empty".into(),
             generated_at: String::new(),
             metric: "wall_s".into(),
-            reference: "base".into(),
-            labels: vec![],
-            comparisons: vec![],
-            histories: vec![],
-            counters: CounterTable::default(),
-            machines: vec![],
+            matrices: vec![],
+            pages: vec![MachinePage {
+                description: String::new(),
+                reference: "base".into(),
+                labels: vec![],
+                comparisons: vec![],
+                histories: vec![],
+                counters: CounterTable::default(),
+                machines: vec![],
+            }],
             notes: vec![],
         };
         let html = render_html(&data);
@@ -875,9 +1029,44 @@ mod tests {
     }
 
     #[test]
+    fn several_machines_get_a_matrix_and_a_part_each_with_their_own_section_ids() {
+        let mut data = sample(&["a", "b"]);
+        let mut second = data.pages[0].clone();
+        second.description = "other box".into();
+        data.pages.push(second);
+        let columns = ["sandy", "haswell"].map(|name| crate::history::matrix::MachineColumn {
+            fingerprint: format!("{name}-fp"),
+            name: name.into(),
+            description: format!("{name} description"),
+            machine: Machine::default(),
+        });
+        let cell = |r: f64, v: Verdict| Some(row("x", r, r * 0.98, r * 1.02, v).change);
+        data.matrices.push(Matrix {
+            metric: "wall_s".into(),
+            reference: "gcc48".into(),
+            label: "gcc54".into(),
+            machines: columns.to_vec(),
+            rows: vec![crate::history::matrix::MatrixRow {
+                benchmark: "vm_insns".into(),
+                cells: vec![cell(1.059, Verdict::Slower), None],
+            }],
+        });
+        let html = render_html(&data);
+        assert!(html.contains("<section id=\"matrix\">") && html.contains("gcc54 vs gcc48"));
+        assert!(html.contains("<td class=\"slower\" data-v=\"1.059\"") && html.contains("<td data-v=\"NaN\">—</td>"));
+        assert!(html.contains("<h2 class=\"part\" id=\"part-2\">Machine 2: other box</h2>"));
+        for id in ["relative", "history", "counters", "machine"] {
+            assert!(
+                html.contains(&format!("<section id=\"{id}\">")) && html.contains(&format!("<section id=\"{id}-2\">"))
+            );
+        }
+        assert_eq!(html.matches("<table class=\"sortable").count(), 3, "the matrix and each machine's counters");
+    }
+
+    #[test]
     fn independent_intervals_say_so_in_the_tooltip() {
         let mut data = sample(&["a"]);
-        data.comparisons[0].rows[0].method = CiMethod::Independent;
+        data.pages[0].comparisons[0].rows[0].change.method = CiMethod::Independent;
         assert!(render_html(&data).contains("independent runs"));
     }
 }

@@ -3,19 +3,14 @@
 //! machines. History points and change points come from [`crate::history::build`], so
 //! the page and `perflab history` always agree.
 
-use super::{CiMethod, CounterRow, CounterTable, LabelComparison, MachineGroup, RelativeTime, ReportData};
+use super::{CounterRow, CounterTable, LabelComparison, MachineGroup, MachinePage, RelativeTime, ReportData};
 use crate::error::Failure;
-use crate::model::{metric, Comparison, Experiment, Run, StopReason, Verdict};
+use crate::history::{matrix, measured_values, ratio};
+use crate::model::{metric, Comparison, Experiment, Run, StopReason};
 use crate::store::{self, StoredExperiment};
 use crate::usage;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
-
-/// The confidence of every interval the report computes itself.
-pub const CONFIDENCE: f64 = 0.95;
-/// Equivalence margin used for independent comparisons when the experiments do not
-/// record one.
-const DEFAULT_THRESHOLD: f64 = 0.01;
 
 /// perflab JSON results (`compare --json`) as stored experiments: each file is one
 /// benchmark named after the file, each command one label named after the command
@@ -57,6 +52,7 @@ pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperimen
                 recorded_at: String::new(),
                 machine_fingerprint: fingerprint.clone(),
                 complete: true,
+                sample: None,
                 experiment: Experiment { commands, comparisons, ..experiment.clone() },
             });
         }
@@ -66,17 +62,6 @@ pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperimen
 
 fn stopped_early(e: &StoredExperiment) -> bool {
     !e.complete || matches!(e.experiment.stop_reason, StopReason::Interrupted | StopReason::CommandFailed)
-}
-
-/// The label a command of a stored experiment measured: the measured (last) command is
-/// the experiment's label, as in `perflab history`; another command named like a stored
-/// label (an interleaved baseline) measured that label.
-fn label_of<'a>(e: &'a StoredExperiment, command_name: &'a str, labels: &[String]) -> Option<&'a str> {
-    if e.experiment.commands.last().is_some_and(|c| c.name == command_name) {
-        Some(&e.label)
-    } else {
-        labels.iter().any(|l| l == command_name).then_some(command_name)
-    }
 }
 
 /// What to show.
@@ -92,23 +77,8 @@ pub struct Options {
     pub machine: Option<String>,
 }
 
-/// Arrange stored experiments (oldest label first, as the store returns them) for the page.
-pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Result<ReportData, Failure> {
-    if let Some(wanted) = &options.machine {
-        experiments
-            .retain(|e| e.machine_fingerprint.starts_with(wanted.as_str()) || e.experiment.machine.hostname == *wanted);
-        if experiments.is_empty() {
-            return Err(usage!("no results from machine {wanted}"));
-        }
-    }
-    if experiments.is_empty() {
-        return Err(usage!(
-            "no results to report: store some with `perflab run` or `perflab compare --save`, or pass --from FILE.json"
-        ));
-    }
-    check_one_machine(&experiments)?;
-
-    let labels = ordered_labels(&experiments);
+/// The reference label and the compared labels the options ask for among `labels`.
+fn chosen_labels(labels: &[String], options: &Options) -> Result<(String, Vec<String>), Failure> {
     let reference = match &options.reference {
         Some(r) if labels.contains(r) => r.clone(),
         Some(r) => return Err(usage!("reference label {r} has no results (labels: {})", labels.join(", "))),
@@ -124,9 +94,46 @@ pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Resul
         }
         options.labels.iter().filter(|l| **l != reference).cloned().collect()
     };
+    Ok((reference, compared))
+}
 
-    let samples = Samples::collect(&experiments, &options.metric);
-    if samples.benchmarks.is_empty() {
+/// The experiments the report of `options` needs from `store`: the lean read of the
+/// metric for every label (history, ratios), and in full for the reference and compared
+/// labels (their counters table shows every other metric).
+pub fn from_store(store: &mut store::Store, options: &Options) -> Result<Vec<StoredExperiment>, Failure> {
+    let query = store::Query { machine: options.machine.clone(), ..Default::default() };
+    let lean = store.metric_experiments(&query, &options.metric)?;
+    let labels = ordered_labels(&lean.iter().collect::<Vec<_>>());
+    if labels.is_empty() {
+        return Ok(lean);
+    }
+    let (reference, compared) = chosen_labels(&labels, options)?;
+    let mut detailed: HashMap<i64, StoredExperiment> = HashMap::new();
+    for label in std::iter::once(reference).chain(compared) {
+        let full = store.experiments(&store::Query { label: Some(label), ..query.clone() })?;
+        detailed.extend(full.into_iter().map(|e| (e.id, e)));
+    }
+    Ok(lean.into_iter().map(|e| detailed.remove(&e.id).unwrap_or(e)).collect())
+}
+
+/// Arrange stored experiments (oldest label first, as the store returns them) for the page.
+pub fn build(experiments: &[StoredExperiment], options: &Options) -> Result<ReportData, Failure> {
+    let mut experiments: Vec<&StoredExperiment> = experiments.iter().collect();
+    if let Some(wanted) = &options.machine {
+        experiments
+            .retain(|e| e.machine_fingerprint.starts_with(wanted.as_str()) || e.experiment.machine.hostname == *wanted);
+        if experiments.is_empty() {
+            return Err(usage!("no results from machine {wanted}"));
+        }
+    }
+    if experiments.is_empty() {
+        return Err(usage!(
+            "no results to report: store some with `perflab run` or `perflab compare --save`, or pass --from FILE.json"
+        ));
+    }
+    let labels = ordered_labels(&experiments);
+    let (reference, compared) = chosen_labels(&labels, options)?;
+    if !experiments.iter().any(|e| !measured_values(e, &options.metric).is_empty()) {
         return Err(usage!(
             "no successful run has the metric {} (try wall_s, cpu_s, max_rss_kib or a recorded counter)",
             options.metric
@@ -146,74 +153,109 @@ pub fn build(mut experiments: Vec<StoredExperiment>, options: &Options) -> Resul
     if incomplete > 0 {
         notes.push(format!("{incomplete} experiment(s) stopped early; their completed runs are included"));
     }
-
-    let mut by_benchmark: BTreeMap<&str, Vec<&StoredExperiment>> = BTreeMap::new();
+    // Machines in order of first appearance, never pooled.
+    let mut fingerprints: Vec<&str> = Vec::new();
     for e in &experiments {
+        if !fingerprints.contains(&e.machine_fingerprint.as_str()) {
+            fingerprints.push(&e.machine_fingerprint);
+        }
+    }
+    let several = fingerprints.len() > 1;
+    let matrices = if several {
+        compared.iter().map(|l| matrix::matrix(&experiments, &options.metric, &reference, l)).collect()
+    } else {
+        Vec::new()
+    };
+    let mut pages = Vec::new();
+    for fingerprint in &fingerprints {
+        let group: Vec<&StoredExperiment> =
+            experiments.iter().copied().filter(|e| e.machine_fingerprint == *fingerprint).collect();
+        let description = store::describe_machine(fingerprint, &group[0].experiment.machine);
+        let prefix = if several { format!("{description}: ") } else { String::new() };
+        match machine_page(&group, &reference, &compared, &options.metric, description, &mut notes, &prefix) {
+            Some(page) => pages.push(page),
+            None => notes.push(format!("{prefix}no successful run has the metric {}", options.metric)),
+        }
+    }
+    Ok(ReportData {
+        title: options.title.clone(),
+        generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        metric: options.metric.clone(),
+        matrices,
+        pages,
+        notes,
+    })
+}
+
+/// One machine's part of the page (None when none of its runs has the metric); what it
+/// lacks goes to `notes`, each starting with `prefix`.
+fn machine_page(
+    experiments: &[&StoredExperiment],
+    reference: &str,
+    compared: &[String],
+    metric: &str,
+    description: String,
+    notes: &mut Vec<String>,
+    prefix: &str,
+) -> Option<MachinePage> {
+    let labels = ordered_labels(experiments);
+    let shown: Vec<String> = std::iter::once(reference.to_string()).chain(compared.iter().cloned()).collect();
+    let samples = Samples::collect(experiments, metric, &shown);
+    if samples.benchmarks.is_empty() {
+        return None;
+    }
+    let mut by_benchmark: HashMap<&str, Vec<&StoredExperiment>> = HashMap::new();
+    for e in experiments {
         by_benchmark.entry(e.benchmark.as_str()).or_default().push(e);
     }
+    let has = |l: &str| labels.iter().any(|x| x == l);
     let mut comparisons = Vec::new();
-    for label in &compared {
+    for label in compared.iter().filter(|l| has(reference) && has(l)) {
         let mut rows = Vec::new();
         let mut missing = Vec::new();
-        for benchmark in &samples.benchmarks {
-            let own = by_benchmark.get(benchmark.as_str()).map_or(&[][..], Vec::as_slice);
-            match relative_time(own, &samples, &labels, benchmark, &reference, label, &options.metric) {
-                Some(row) => rows.push(row),
-                None => missing.push(benchmark.as_str()),
+        for &benchmark in &samples.benchmarks {
+            let own = by_benchmark.get(benchmark).map_or(&[][..], Vec::as_slice);
+            let values = |l: &str| samples.values(benchmark, l, metric);
+            match ratio::between_labels(own, &labels, reference, label, metric, values) {
+                Some(change) => rows.push(RelativeTime { benchmark: benchmark.to_string(), change }),
+                None => missing.push(benchmark),
             }
         }
         if !missing.is_empty() {
             notes.push(format!(
-                "{} benchmark(s) lack results for {reference} or {label} (or too few runs for a 95 % interval, about 4 each) and are not in its chart: {}",
+                "{prefix}{} benchmark(s) lack results for {reference} or {label} (or too few runs for a 95 % interval, about 4 each) and are not in its chart: {}",
                 missing.len(),
                 abbreviate(&missing)
             ));
         }
         comparisons.push(LabelComparison { label: label.clone(), rows });
     }
-
-    // One machine is left (checked above), so the history has at most one.
-    let histories = crate::history::build(&experiments, &options.metric)
+    for label in shown.iter().filter(|l| !has(l)) {
+        notes.push(format!("{prefix}no results under label {label}"));
+    }
+    // One machine here, so the history has at most one.
+    let histories = crate::history::build(experiments.iter().copied(), metric, crate::history::Steps::Skip)
         .machines
         .into_iter()
         .next()
         .map(|m| m.benchmarks)
         .unwrap_or_default();
-    let counter_labels: Vec<String> = std::iter::once(reference.clone()).chain(compared.iter().cloned()).collect();
-    let counters = counter_table(&samples, &counter_labels, &options.metric);
-    let machines = machine_groups(&experiments, &labels);
-    Ok(ReportData {
-        title: options.title.clone(),
-        generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        metric: options.metric.clone(),
-        reference,
+    let counter_labels: Vec<String> = shown.into_iter().filter(|l| has(l)).collect();
+    let counters = counter_table(&samples, &counter_labels, metric);
+    let machines = machine_groups(experiments, &labels);
+    Some(MachinePage {
+        description,
+        reference: reference.to_string(),
         labels,
         comparisons,
         histories,
         counters,
         machines,
-        notes,
     })
 }
 
-fn check_one_machine(experiments: &[StoredExperiment]) -> Result<(), Failure> {
-    let mut machines: BTreeMap<&str, &crate::model::Machine> = BTreeMap::new();
-    for e in experiments {
-        machines.insert(&e.machine_fingerprint, &e.experiment.machine);
-    }
-    if machines.len() > 1 {
-        let list: Vec<String> = machines.iter().map(|(fp, m)| store::describe_machine(fp, m)).collect();
-        return Err(usage!(
-            "the results come from {} machines, which are never mixed in one report: {}; choose one with --machine FINGERPRINT|HOSTNAME",
-            machines.len(),
-            list.join("; ")
-        ));
-    }
-    Ok(())
-}
-
 /// Labels by stored order (`label_order`), ties in order of appearance.
-fn ordered_labels(experiments: &[StoredExperiment]) -> Vec<String> {
+fn ordered_labels(experiments: &[&StoredExperiment]) -> Vec<String> {
     let mut first: Vec<(i64, usize, &str)> = Vec::new();
     let mut seen = BTreeSet::new();
     for (i, e) in experiments.iter().enumerate() {
@@ -237,21 +279,27 @@ fn abbreviate(names: &[&str]) -> String {
 /// Successful runs of each experiment's measured (last) command, pooled per benchmark
 /// and label — the runs `perflab history` summarizes.
 struct Samples<'a> {
-    benchmarks: BTreeSet<String>,
-    runs: BTreeMap<(&'a str, &'a str), Vec<&'a Run>>,
+    benchmarks: BTreeSet<&'a str>,
+    runs: HashMap<(&'a str, &'a str), Vec<&'a Run>>,
 }
 
 impl<'a> Samples<'a> {
-    fn collect(experiments: &'a [StoredExperiment], primary: &str) -> Samples<'a> {
-        let mut runs: BTreeMap<(&str, &str), Vec<&Run>> = BTreeMap::new();
+    /// Every benchmark with a successful run, and the runs of the `shown` labels.
+    fn collect(experiments: &[&'a StoredExperiment], primary: &str, shown: &[String]) -> Samples<'a> {
+        let mut runs: HashMap<(&str, &str), Vec<&Run>> = HashMap::new();
         let mut benchmarks = BTreeSet::new();
+        let usable = |r: &Run| r.exit.success() && r.metric(primary).is_some();
         for e in experiments {
             let Some(command) = e.experiment.commands.last() else { continue };
-            let ok: Vec<&Run> =
-                command.runs.iter().filter(|r| r.exit.success() && r.metric(primary).is_some()).collect();
-            if !ok.is_empty() {
-                benchmarks.insert(e.benchmark.clone());
-                runs.entry((e.benchmark.as_str(), e.label.as_str())).or_default().extend(ok);
+            if measured_values(e, primary).is_empty() {
+                continue;
+            }
+            benchmarks.insert(e.benchmark.as_str());
+            // The shown labels were read in full (with every metric's runs).
+            if shown.contains(&e.label) {
+                runs.entry((e.benchmark.as_str(), e.label.as_str()))
+                    .or_default()
+                    .extend(command.runs.iter().filter(|r| usable(r)));
             }
         }
         Samples { benchmarks, runs }
@@ -280,89 +328,6 @@ impl<'a> Samples<'a> {
     }
 }
 
-/// The label/reference ratio for one benchmark, from `experiments` (that benchmark's):
-/// the paired comparison of the latest experiment that ran both interleaved, else an
-/// independent-samples interval.
-fn relative_time(
-    experiments: &[&StoredExperiment],
-    samples: &Samples,
-    labels: &[String],
-    benchmark: &str,
-    reference: &str,
-    label: &str,
-    name: &str,
-) -> Option<RelativeTime> {
-    for e in experiments.iter().rev() {
-        for c in e.experiment.comparisons.iter().filter(|c| c.metric == name) {
-            match (label_of(e, &c.baseline, labels), label_of(e, &c.candidate, labels)) {
-                (Some(b), Some(k)) if b == reference && k == label => return Some(paired_row(benchmark, c, false)),
-                (Some(b), Some(k)) if b == label && k == reference => return Some(paired_row(benchmark, c, true)),
-                _ => {}
-            }
-        }
-    }
-    let base = samples.values(benchmark, reference, name)?;
-    let cand = samples.values(benchmark, label, name)?;
-    let settings = experiments.iter().rev().find(|e| e.label == label).map(|e| &e.experiment.settings);
-    let threshold = settings.map_or(DEFAULT_THRESHOLD, |s| s.threshold);
-    let better = settings.map_or(metric::info(name).better, |s| s.metric_info(name).better);
-    independent_row(benchmark, &base, &cand, threshold, better)
-}
-
-fn paired_row(benchmark: &str, c: &Comparison, inverted: bool) -> RelativeTime {
-    let (ratio, ci_low, ci_high, verdict) = if inverted {
-        let flipped = match c.verdict {
-            Verdict::Faster => Verdict::Slower,
-            Verdict::Slower => Verdict::Faster,
-            v => v,
-        };
-        (1.0 / c.ratio, 1.0 / c.ci_high, 1.0 / c.ci_low, flipped)
-    } else {
-        (c.ratio, c.ci_low, c.ci_high, c.verdict)
-    };
-    RelativeTime {
-        benchmark: benchmark.to_string(),
-        ratio,
-        ci_low,
-        ci_high,
-        confidence: c.confidence,
-        p_value: Some(c.p_value),
-        verdict,
-        method: CiMethod::Paired,
-        n: c.n,
-    }
-}
-
-/// Ratio of locations from separately measured runs: the Hodges–Lehmann shift of the
-/// log values and its Mann–Whitney interval, exponentiated.
-fn independent_row(
-    benchmark: &str,
-    base: &[f64],
-    cand: &[f64],
-    threshold: f64,
-    better: metric::Better,
-) -> Option<RelativeTime> {
-    if base.iter().chain(cand).any(|&v| v <= 0.0) {
-        return None;
-    }
-    let ln_base: Vec<f64> = base.iter().map(|v| v.ln()).collect();
-    let ln_cand: Vec<f64> = cand.iter().map(|v| v.ln()).collect();
-    let interval = crate::stats::rank_sum::shift_interval(&ln_base, &ln_cand, CONFIDENCE)?;
-    let shift = crate::stats::rank_sum::hodges_lehmann_shift(&ln_base, &ln_cand);
-    let (lo, hi) = (interval.low.exp(), interval.high.exp());
-    Some(RelativeTime {
-        benchmark: benchmark.to_string(),
-        ratio: shift.exp(),
-        ci_low: lo,
-        ci_high: hi,
-        confidence: interval.achieved_confidence,
-        p_value: Some(crate::stats::rank_sum::mann_whitney(&ln_base, &ln_cand).p_value),
-        verdict: crate::verdict::classify(lo, hi, threshold, better).0,
-        method: CiMethod::Independent,
-        n: base.len().min(cand.len()),
-    })
-}
-
 fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> CounterTable {
     let mut rows = Vec::new();
     for benchmark in &samples.benchmarks {
@@ -372,7 +337,7 @@ fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> Counter
                 .map(|l| samples.values(benchmark, l, &name).map(|v| crate::stats::summary::median(&v)))
                 .collect();
             if values.iter().any(Option::is_some) {
-                rows.push(CounterRow { benchmark: benchmark.clone(), metric: name, values });
+                rows.push(CounterRow { benchmark: benchmark.to_string(), metric: name, values });
             }
         }
     }
@@ -380,7 +345,7 @@ fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> Counter
 }
 
 /// Labels grouped by the machine, perflab version and environment they ran with.
-fn machine_groups(experiments: &[StoredExperiment], labels: &[String]) -> Vec<MachineGroup> {
+fn machine_groups(experiments: &[&StoredExperiment], labels: &[String]) -> Vec<MachineGroup> {
     let mut latest: BTreeMap<&str, &Experiment> = BTreeMap::new();
     for e in experiments {
         latest.insert(&e.label, &e.experiment);
@@ -406,7 +371,8 @@ fn machine_groups(experiments: &[StoredExperiment], labels: &[String]) -> Vec<Ma
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CommandResult, ExitInfo, Machine, Settings};
+    use crate::history::ratio::CiMethod;
+    use crate::model::{CommandResult, ExitInfo, Machine, Settings, Verdict};
 
     fn runs(level: f64) -> Vec<Run> {
         (0..8)
@@ -465,6 +431,7 @@ mod tests {
             recorded_at: String::new(),
             machine_fingerprint: "fp".into(),
             complete: true,
+            sample: None,
             experiment: experiment(commands, comparisons),
         }
     }
@@ -480,16 +447,16 @@ mod tests {
             stored("mid", 1, "b", &[("./bench", 1.0)], vec![]),
             stored("new", 2, "b", &[("./bench", 1.5)], vec![]),
         ];
-        let data = build(experiments, &options()).unwrap();
-        assert_eq!((data.reference.as_str(), data.labels.len()), ("old", 3));
-        assert_eq!(data.comparisons.len(), 1);
-        let row = &data.comparisons[0].rows[0];
+        let data = build(&experiments, &options()).unwrap();
+        assert_eq!((data.pages[0].reference.as_str(), data.pages[0].labels.len()), ("old", 3));
+        assert_eq!(data.pages[0].comparisons.len(), 1);
+        let row = &data.pages[0].comparisons[0].rows[0].change;
         assert_eq!(
-            (data.comparisons[0].label.as_str(), row.method, row.verdict),
+            (data.pages[0].comparisons[0].label.as_str(), row.method, row.verdict),
             ("new", CiMethod::Independent, Verdict::Slower)
         );
         assert!(row.ci_low <= 1.5 && 1.5 <= row.ci_high * 1.01, "{row:?}");
-        assert_eq!(data.histories[0].points.len(), 3);
+        assert_eq!(data.pages[0].histories[0].points.len(), 3);
     }
 
     #[test]
@@ -517,8 +484,8 @@ mod tests {
             stored("old", 1, "b", &[("new", 1.25), ("./old", 1.0)], vec![c]),
         ];
         let opts = Options { reference: Some("old".into()), labels: vec!["new".into()], ..options() };
-        let data = build(experiments, &opts).unwrap();
-        let row = &data.comparisons[0].rows[0];
+        let data = build(&experiments, &opts).unwrap();
+        let row = &data.pages[0].comparisons[0].rows[0].change;
         assert_eq!((row.method, row.verdict, row.n), (CiMethod::Paired, Verdict::Slower, 8));
         assert!((row.ratio - 1.25).abs() < 1e-12);
         assert!((row.ci_low - 1.0 / 0.82).abs() < 1e-12 && (row.ci_high - 1.0 / 0.78).abs() < 1e-12);
@@ -532,8 +499,8 @@ mod tests {
                 stored(&format!("v{i:02}"), i, "b", &[("./bench", level)], vec![])
             })
             .collect();
-        let data = build(experiments, &options()).unwrap();
-        let cps = &data.histories[0].change_points;
+        let data = build(&experiments, &options()).unwrap();
+        let cps = &data.pages[0].histories[0].change_points;
         assert_eq!(cps.len(), 1, "{cps:?}");
         assert_eq!(cps[0].label, "v06");
         assert!(cps[0].ratio > 1.25 && cps[0].ratio < 1.35);
@@ -566,8 +533,8 @@ mod tests {
         assert_eq!(labels, ["old", "new"]);
         assert!(experiments.iter().all(|e| e.benchmark == "parse"));
         assert_eq!(experiments[1].experiment.commands.len(), 2, "the candidate keeps its baseline");
-        let data = build(experiments, &options()).unwrap();
-        assert_eq!(data.comparisons[0].rows[0].method, CiMethod::Paired);
-        assert_eq!(data.histories[0].points.len(), 2);
+        let data = build(&experiments, &options()).unwrap();
+        assert_eq!(data.pages[0].comparisons[0].rows[0].change.method, CiMethod::Paired);
+        assert_eq!(data.pages[0].histories[0].points.len(), 2);
     }
 }

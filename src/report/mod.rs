@@ -12,7 +12,8 @@ pub mod svg;
 pub use html::render_html;
 
 use crate::error::Failure;
-use crate::model::{Machine, Verdict};
+pub use crate::history::ratio::{CiMethod, Ratio};
+use crate::model::Machine;
 use crate::usage;
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::BTreeMap;
@@ -41,9 +42,25 @@ pub struct ReportData {
     pub generated_at: String,
     /// The metric compared and plotted (`wall_s`, `instructions`, ...).
     pub metric: String,
+    /// With results from several machines: each compared label ÷ the reference, per
+    /// benchmark, on every machine side by side.
+    pub matrices: Vec<crate::history::matrix::Matrix>,
+    /// One part per machine fingerprint, each as the page would be for that machine alone:
+    /// machines are never pooled.
+    pub pages: Vec<MachinePage>,
+    /// Caveats shown at the top (skipped benchmarks, machines without a label, ...).
+    pub notes: Vec<String>,
+}
+
+/// The results of one machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MachinePage {
+    /// The machine, as `store::describe_machine` names it.
+    pub description: String,
     /// The label every ratio is relative to.
     pub reference: String,
-    /// Every label in history order (oldest first): the x axis of the history charts.
+    /// Every label of this machine in history order (oldest first): the x axis of the
+    /// history charts.
     pub labels: Vec<String>,
     /// One forest plot per compared label.
     pub comparisons: Vec<LabelComparison>,
@@ -51,8 +68,6 @@ pub struct ReportData {
     pub histories: Vec<crate::history::BenchmarkHistory>,
     pub counters: CounterTable,
     pub machines: Vec<MachineGroup>,
-    /// Caveats shown at the top (mixed machines, skipped benchmarks, ...).
-    pub notes: Vec<String>,
 }
 
 /// Every benchmark's time under `label` relative to the reference label.
@@ -62,40 +77,11 @@ pub struct LabelComparison {
     pub rows: Vec<RelativeTime>,
 }
 
-/// How a ratio's confidence interval was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CiMethod {
-    /// Both labels ran interleaved in one experiment: the paired comparison's interval
-    /// (Hodges–Lehmann with the Wilcoxon signed-rank interval on per-round log ratios).
-    Paired,
-    /// The labels were measured separately: the independent-samples Hodges–Lehmann
-    /// interval on log values (Mann–Whitney), i.e. a CI of the ratio of locations.
-    Independent,
-}
-
-impl CiMethod {
-    pub fn describe(self) -> &'static str {
-        match self {
-            CiMethod::Paired => "paired, interleaved runs",
-            CiMethod::Independent => "independent runs",
-        }
-    }
-}
-
 /// One benchmark's label/reference ratio of the metric (> 1: slower than the reference).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RelativeTime {
     pub benchmark: String,
-    pub ratio: f64,
-    pub ci_low: f64,
-    pub ci_high: f64,
-    /// Confidence of [`ci_low`, `ci_high`] (0.95 for 95 %).
-    pub confidence: f64,
-    pub p_value: Option<f64>,
-    pub verdict: Verdict,
-    pub method: CiMethod,
-    /// Runs (or paired rounds) behind the ratio.
-    pub n: usize,
+    pub change: Ratio,
 }
 
 /// Counter values per benchmark and label; ratios are taken against `labels[0]`.
@@ -146,7 +132,7 @@ pub fn geomean(rows: &[RelativeTime]) -> Option<Geomean> {
     let mut sum_ln = 0.0;
     let mut sum_var = 0.0;
     let mut n = 0usize;
-    for row in rows {
+    for row in rows.iter().map(|r| &r.change) {
         let valid = [row.ratio, row.ci_low, row.ci_high].iter().all(|v| v.is_finite() && *v > 0.0)
             && row.confidence > 0.0
             && row.confidence < 1.0;
@@ -170,18 +156,21 @@ pub fn geomean(rows: &[RelativeTime]) -> Option<Geomean> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::model::Verdict;
 
     pub fn row(name: &str, ratio: f64, lo: f64, hi: f64, verdict: Verdict) -> RelativeTime {
         RelativeTime {
             benchmark: name.into(),
-            ratio,
-            ci_low: lo,
-            ci_high: hi,
-            confidence: 0.95,
-            p_value: Some(0.01),
-            verdict,
-            method: CiMethod::Paired,
-            n: 20,
+            change: Ratio {
+                ratio,
+                ci_low: lo,
+                ci_high: hi,
+                confidence: 0.95,
+                p_value: Some(0.01),
+                verdict,
+                method: CiMethod::Paired,
+                n: 20,
+            },
         }
     }
 

@@ -168,28 +168,6 @@ fn nice_step(raw: f64) -> f64 {
     [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * magnitude).find(|&s| s >= raw * (1.0 - 1e-9)).unwrap_or(10.0 * magnitude)
 }
 
-/// A ratio as the axis and tooltips show it: `0.95×`, `1.25×`.
-pub fn format_ratio(ratio: f64) -> String {
-    if !ratio.is_finite() {
-        return "n/a".into();
-    }
-    // Three decimals (four within 0.05 % of 1×) keep the ends of a narrow interval apart (1.198× – 1.203×).
-    let digits = if ratio == 1.0 {
-        0
-    } else if (0.9995..1.0005).contains(&ratio) {
-        4
-    } else if (0.5..2.0).contains(&ratio) {
-        3
-    } else if (0.1..10.0).contains(&ratio) {
-        2
-    } else {
-        1
-    };
-    let text = format!("{ratio:.digits$}");
-    let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text };
-    format!("{text}×")
-}
-
 /// A ratio as a signed percentage change: `+5.2 %`, `−10 %`.
 pub fn format_change(ratio: f64) -> String {
     if !ratio.is_finite() {
@@ -341,13 +319,6 @@ mod tests {
 
     #[test]
     fn formats_ratios_changes_and_values() {
-        assert_eq!(format_ratio(1.0), "1×");
-        assert_eq!(format_ratio(1.00031), "1.0003×");
-        assert_eq!(format_ratio(1.05), "1.05×");
-        assert_eq!(format_ratio(0.95), "0.95×");
-        assert_eq!(format_ratio(1.5), "1.5×");
-        assert_eq!(format_ratio(1.1984), "1.198×");
-        assert_eq!(format_ratio(3.256), "3.26×");
         assert_eq!(format_change(1.052), "+5.2 %");
         assert_eq!(format_change(0.75), "−25 %");
         assert_eq!(format_change(1.0), "±0.0 %");

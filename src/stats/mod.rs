@@ -7,6 +7,7 @@ pub mod changepoint;
 pub mod rank_sum;
 pub mod sequential;
 pub mod signed_rank;
+pub mod student;
 pub mod summary;
 pub mod synthetic;
 pub mod welch;

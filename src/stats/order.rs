@@ -82,8 +82,26 @@ pub(crate) fn count_differences_le(x: &[f64], y: &[f64], t: f64) -> usize {
     count
 }
 
+/// Up to this many differences, materializing them beats 64 counting passes.
+const MATERIALIZE_DIFFERENCES: usize = 1024;
+
+/// Every difference y_j − x_i, sorted, when there are at most [`MATERIALIZE_DIFFERENCES`]
+/// (for several order statistics of the same small samples).
+pub(crate) fn small_sorted_differences(x: &[f64], y: &[f64]) -> Option<Vec<f64>> {
+    if x.len() * y.len() > MATERIALIZE_DIFFERENCES {
+        return None;
+    }
+    let mut all: Vec<f64> = y.iter().flat_map(|yj| x.iter().map(move |xi| yj - xi)).collect();
+    all.sort_unstable_by(f64::total_cmp);
+    Some(all)
+}
+
 /// The `k`-th smallest (1-based) difference y_j − x_i; both slices ascending, finite, non-empty.
 pub(crate) fn kth_difference(x: &[f64], y: &[f64], k: usize) -> f64 {
+    if x.len() * y.len() <= MATERIALIZE_DIFFERENCES {
+        let mut all: Vec<f64> = y.iter().flat_map(|yj| x.iter().map(move |xi| yj - xi)).collect();
+        return *all.select_nth_unstable_by(k - 1, f64::total_cmp).1;
+    }
     let lo = y[0] - x[x.len() - 1];
     let hi = y[y.len() - 1] - x[0];
     kth_smallest(k, lo, hi, |t| count_differences_le(x, y, t))

@@ -5,7 +5,7 @@
 //!
 //! Order statistics of the m·n differences are found by counting (see `order`).
 
-use super::order::{kth_difference, median_by_rank};
+use super::order::{kth_difference, median_by_rank, small_sorted_differences};
 use super::ranks::midranks;
 use super::{normal_upper_quantile, standard_normal_cdf, valid_confidence, Interval};
 
@@ -79,10 +79,26 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> MannWhitney {
     MannWhitney { u, p_value, method: Method::Normal }
 }
 
+/// [`compute_exact_u_cdf`], computed once per pair of sizes: histories ask for the same
+/// few sizes 100,000 times.
+fn exact_u_cdf(m: usize, n: usize) -> std::sync::Arc<Vec<f64>> {
+    type Cache = std::sync::Mutex<std::collections::HashMap<(usize, usize), std::sync::Arc<Vec<f64>>>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(cdf) = cache.lock().map(|c| c.get(&(m, n)).cloned()).ok().flatten() {
+        return cdf;
+    }
+    let cdf = std::sync::Arc::new(compute_exact_u_cdf(m, n));
+    if let Ok(mut c) = cache.lock() {
+        c.insert((m, n), cdf.clone());
+    }
+    cdf
+}
+
 /// P(U ≤ u), u = 0..=m·n, under H₀ without ties: counts of the C(m+n, m) equally likely
 /// arrangements by dynamic programming over the largest element (it belongs to one sample
 /// or the other), normalized. Counts stay exact in f64 for m, n ≤ 20 (C(40, 20) < 2⁵³).
-fn exact_u_cdf(m: usize, n: usize) -> Vec<f64> {
+fn compute_exact_u_cdf(m: usize, n: usize) -> Vec<f64> {
     // previous[j]: counts for sizes (i − 1, j); current[j]: for sizes (i, j).
     let mut previous: Vec<Vec<f64>> = vec![vec![1.0]; n + 1];
     for i in 1..=m {
@@ -167,6 +183,27 @@ pub fn shift_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<Interval>
     Some(Interval { low: kth_difference(&a, &b, k), high: kth_difference(&a, &b, total + 1 - k), achieved_confidence })
 }
 
+/// [`hodges_lehmann_shift`] and [`shift_interval`] at once, sorting the differences of small
+/// samples once (histories compare 100,000 pairs of labels); None without an interval.
+pub fn shift_with_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<(f64, Interval)> {
+    if !valid_confidence(confidence) {
+        return None;
+    }
+    let (a, b) = (finite_sorted(a), finite_sorted(b));
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let (k, achieved_confidence) = critical_rank(a.len(), b.len(), confidence)?;
+    let total = a.len() * b.len();
+    let sorted = small_sorted_differences(&a, &b);
+    let kth = |i: usize| match &sorted {
+        Some(d) => d[i - 1],
+        None => kth_difference(&a, &b, i),
+    };
+    let interval = Interval { low: kth(k), high: kth(total + 1 - k), achieved_confidence };
+    Some((median_by_rank(total, kth), interval))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +226,18 @@ mod tests {
                 assert!((below - above).abs() < 1e-12, "({m},{n}) u={u}");
             }
         }
+    }
+
+    #[test]
+    fn shift_with_interval_agrees_with_the_separate_functions() {
+        for (m, n) in [(4, 4), (10, 10), (8, 13), (40, 30), (200, 150)] {
+            let a: Vec<f64> = (0..m).map(|i| ((i * 7919) % 97) as f64 / 97.0).collect();
+            let b: Vec<f64> = (0..n).map(|i| 0.1 + ((i * 104729) % 89) as f64 / 89.0).collect();
+            let (shift, interval) = shift_with_interval(&a, &b, 0.95).unwrap();
+            assert_eq!(shift, hodges_lehmann_shift(&a, &b), "{m}×{n}");
+            assert_eq!(Some(interval), shift_interval(&a, &b, 0.95), "{m}×{n}");
+        }
+        assert!(shift_with_interval(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0], 0.95).is_none());
     }
 
     #[test]

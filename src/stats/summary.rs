@@ -76,21 +76,47 @@ pub fn quantile(values: &[f64], q: f64) -> f64 {
 /// `confidence`. None when k = 0 (n too small: n < 6 at 95 %), when `values` is empty, or
 /// when `confidence` is not in (0, 1).
 pub fn median_ci(values: &[f64], confidence: f64) -> Option<(f64, f64)> {
-    if !super::valid_confidence(confidence) || values.is_empty() {
+    median_ci_of_sorted(&sorted(values), confidence)
+}
+
+/// [`median_ci`] of values sorted ascending.
+fn median_ci_of_sorted(s: &[f64], confidence: f64) -> Option<(f64, f64)> {
+    if !super::valid_confidence(confidence) || s.is_empty() {
         return None;
     }
-    let n = values.len();
+    let n = s.len();
     let k = binomial_half_ppf((1.0 - confidence) / 2.0, n as u64)? as usize;
     if k == 0 {
         return None;
     }
-    let s = sorted(values);
     let (low, high) = (k.min(n + 1 - k), k.max(n + 1 - k));
     Some((s[low - 1], s[high - 1]))
 }
 
-/// Smallest k with P(B ≤ k) ≥ q for B ~ Binomial(n, ½).
+/// The median and [`median_ci`] of finite `values`, sorting them once (what a history
+/// point shows).
+pub fn median_and_ci(values: &[f64], confidence: f64) -> (f64, Option<(f64, f64)>) {
+    let s = sorted(values);
+    (median_of_sorted(&s), median_ci_of_sorted(&s, confidence))
+}
+
+/// Smallest k with P(B ≤ k) ≥ q for B ~ Binomial(n, ½); computed once per (q, n): a
+/// history summarizes 100,000 labels of a few sizes.
 fn binomial_half_ppf(q: f64, n: u64) -> Option<u64> {
+    type Cache = std::sync::Mutex<std::collections::HashMap<(u64, u64), Option<u64>>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(k) = cache.lock().ok().and_then(|c| c.get(&(q.to_bits(), n)).copied()) {
+        return k;
+    }
+    let k = compute_binomial_half_ppf(q, n);
+    if let Ok(mut c) = cache.lock() {
+        c.insert((q.to_bits(), n), k);
+    }
+    k
+}
+
+fn compute_binomial_half_ppf(q: f64, n: u64) -> Option<u64> {
     let binomial = Binomial::new(0.5, n).ok()?;
     let (mut lo, mut hi) = (0u64, n);
     while lo < hi {
@@ -148,7 +174,7 @@ pub fn summarize(values: &[f64]) -> Summary {
         min: s[0],
         max: s[n - 1],
         outliers: count_outliers(&s, median, mad),
-        median_ci: median_ci(&s, 0.95),
+        median_ci: median_ci_of_sorted(&s, 0.95),
     }
 }
 

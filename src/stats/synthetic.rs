@@ -44,3 +44,24 @@ pub fn series(seed: u64, n: usize, shifts: &[(usize, f64)], kind: Noise) -> Vec<
         })
         .collect()
 }
+
+/// A history: `labels` groups of `runs` values each, 0.1 · noise (σ = 2 %) per run times a
+/// label effect exp(`label_sigma` · Z) per label (the machine state a label was measured
+/// in), multiplied by `factor` from each `(label, factor)` shift on. Deterministic for a seed.
+pub fn history(
+    seed: u64,
+    labels: usize,
+    runs: usize,
+    shifts: &[(usize, f64)],
+    kind: Noise,
+    label_sigma: f64,
+) -> Vec<Vec<f64>> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..labels)
+        .map(|l| {
+            let level: f64 = shifts.iter().filter(|(at, _)| l >= *at).map(|(_, f)| f).product();
+            let label_effect = (label_sigma * standard_normal(&mut rng)).exp();
+            (0..runs).map(|_| 0.1 * level * label_effect * noise(&mut rng, kind, 0.02)).collect()
+        })
+        .collect()
+}

@@ -9,6 +9,7 @@ pub enum Value {
     Int(Option<i64>),
     Real(Option<f64>),
     Text(Option<String>),
+    Bytes(Option<Vec<u8>>),
 }
 
 impl Value {
@@ -16,19 +17,25 @@ impl Value {
         match self {
             Value::Int(v) => *v,
             Value::Real(v) => v.map(|v| v as i64),
-            Value::Text(_) => None,
+            Value::Text(_) | Value::Bytes(_) => None,
         }
     }
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Int(v) => v.map(|v| v as f64),
             Value::Real(v) => *v,
-            Value::Text(_) => None,
+            Value::Text(_) | Value::Bytes(_) => None,
         }
     }
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::Text(v) => v.as_deref(),
+            _ => None,
+        }
+    }
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Value::Bytes(v) => v.as_deref(),
             _ => None,
         }
     }
@@ -52,15 +59,19 @@ pub(crate) fn text(v: impl Into<String>) -> Value {
 pub(crate) fn opt_text(v: Option<&str>) -> Value {
     Value::Text(v.map(str::to_string))
 }
+pub(crate) fn bytes(v: Vec<u8>) -> Value {
+    Value::Bytes(Some(v))
+}
 
 /// What a database must do for the store; everything else is shared SQL.
 ///
 /// Statements use `$1, $2, …` placeholders (in order of first use) and the DDL uses
-/// `{id}`, `{int}`, `{real}` for the types that differ between databases.
+/// `{id}`, `{int}`, `{real}`, `{blob}` for the types that differ between databases; `{now}` (through
+/// [`Backend::dialect`]) is the database's clock in seconds since the epoch.
 pub trait Backend {
     /// `sqlite` or `postgres`.
     fn kind(&self) -> &'static str;
-    /// Replace the `{id}`/`{int}`/`{real}`/`{without_rowid}` tokens in DDL.
+    /// Replace the `{id}`/`{int}`/`{real}`/`{blob}`/`{without_rowid}`/`{now}` tokens.
     fn dialect(&self, ddl: &str) -> String;
     fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64>;
     fn query(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<Vec<Vec<Value>>>;

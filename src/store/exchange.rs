@@ -225,6 +225,7 @@ fn record(label: String, benchmark: String, source: &str, experiment: Experiment
         recorded_at: String::new(),
         machine_fingerprint: super::fingerprint(&experiment.machine),
         complete: true,
+        sample: None,
         experiment,
     }
 }

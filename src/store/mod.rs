@@ -11,6 +11,7 @@
 
 mod backend;
 pub mod exchange;
+pub mod fleet;
 pub mod postgres;
 mod read;
 mod schema;
@@ -75,6 +76,18 @@ pub struct StoredExperiment {
     /// are no summaries or comparisons, and `stop_reason` reads `interrupted`.
     pub complete: bool,
     pub experiment: Experiment,
+    /// Set by the lean read ([`Store::metric_experiments`]), which reads no runs: one
+    /// metric's values over the measured (last) command's successful runs.
+    #[serde(skip)]
+    pub sample: Option<MetricSample>,
+}
+
+/// A metric's values over a command's successful runs, as stored with its summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricSample {
+    /// Shared by every experiment of one read.
+    pub metric: std::sync::Arc<str>,
+    pub values: Vec<f64>,
 }
 
 /// A stored label, in stored order.
@@ -103,10 +116,11 @@ pub fn fingerprint(machine: &Machine) -> String {
     digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
 }
 
-/// One line naming a machine for people: `host (CPU, N cores, kernel) [fingerprint]`.
+/// One line naming a machine for people: `[id on] host (CPU, N cores, kernel) [fingerprint]`.
 pub fn describe_machine(fingerprint: &str, machine: &Machine) -> String {
+    let id = machine.id.as_deref().map(|id| format!("{id} on ")).unwrap_or_default();
     format!(
-        "{} ({}, {} cores, Linux {}) [{}]",
+        "{id}{} ({}, {} cores, Linux {}) [{}]",
         machine.hostname, machine.cpu_model, machine.cores, machine.kernel, fingerprint
     )
 }
@@ -322,6 +336,15 @@ impl Store {
     /// The experiments matching `query`, oldest label first, then in storing order.
     pub fn experiments(&mut self, query: &Query) -> Result<Vec<StoredExperiment>, Failure> {
         read::experiments(self.db.as_mut(), query)
+            .with_context(|| format!("reading {}", self.location))
+            .map_err(Failure::from)
+    }
+
+    /// The lean read for history and reports of one `metric`: the experiments matching
+    /// `query` without their runs, each with its [`StoredExperiment::sample`] of `metric`
+    /// (stored with the summaries, else read from the runs); no summaries, no warnings.
+    pub fn metric_experiments(&mut self, query: &Query, metric: &str) -> Result<Vec<StoredExperiment>, Failure> {
+        read::metric_experiments(self.db.as_mut(), query, metric)
             .with_context(|| format!("reading {}", self.location))
             .map_err(Failure::from)
     }

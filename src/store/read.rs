@@ -1,9 +1,12 @@
 //! Reading experiments back into the one data model. Each child table is read with the
 //! experiments' filter in one query and grouped in memory (six queries however many
-//! experiments match); columns are taken by name, never by position.
+//! experiments match); columns are taken by name, never by position. [`metric_experiments`]
+//! is the lean read for history and reports: one metric's samples from the summaries
+//! instead of every run.
 
-use super::backend::{opt_text, Backend, Value};
-use super::{Query, StoredExperiment};
+use super::backend::{text, Backend, Value};
+use super::write::sample_values;
+use super::{MetricSample, Query, StoredExperiment};
 use crate::model::{
     metric, CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, Settings, StopReason, Summary,
     Verdict,
@@ -13,13 +16,15 @@ use std::collections::{BTreeMap, HashMap};
 
 /// The result of a query whose columns are known by name.
 struct Rows {
-    index: HashMap<&'static str, usize>,
+    /// Column names in order (a linear search over a few short names beats hashing them
+    /// for every field of 100,000 rows).
+    names: Vec<&'static str>,
     rows: Vec<Vec<Value>>,
 }
 
 /// One row; a value is asked for by its column's name.
 struct Row<'a> {
-    index: &'a HashMap<&'static str, usize>,
+    names: &'a [&'static str],
     values: &'a [Value],
 }
 
@@ -28,13 +33,13 @@ const NULL: Value = Value::Text(None);
 impl Rows {
     /// Run `SELECT <columns> <rest>`; each column is `expr AS name` or `alias.name`.
     fn query(db: &mut dyn Backend, columns: &[&'static str], rest: &str, params: &[Value]) -> anyhow::Result<Rows> {
-        let index = columns.iter().enumerate().map(|(i, c)| (column_name(c), i)).collect();
+        let names = columns.iter().map(|c| column_name(c)).collect();
         let rows = db.query(&format!("SELECT {} {rest}", columns.join(", ")), params)?;
-        Ok(Rows { index, rows })
+        Ok(Rows { names, rows })
     }
 
     fn iter(&self) -> impl Iterator<Item = Row<'_>> {
-        self.rows.iter().map(|values| Row { index: &self.index, values })
+        self.rows.iter().map(|values| Row { names: &self.names, values })
     }
 }
 
@@ -48,8 +53,9 @@ fn column_name(column: &'static str) -> &'static str {
 
 impl Row<'_> {
     fn value(&self, name: &str) -> &Value {
-        debug_assert!(self.index.contains_key(name), "column {name} was not selected");
-        self.index.get(name).and_then(|&i| self.values.get(i)).unwrap_or(&NULL)
+        let at = self.names.iter().position(|n| *n == name);
+        debug_assert!(at.is_some(), "column {name} was not selected");
+        at.and_then(|i| self.values.get(i)).unwrap_or(&NULL)
     }
     fn text(&self, name: &str) -> String {
         self.value(name).as_str().unwrap_or_default().to_string()
@@ -82,49 +88,79 @@ impl Row<'_> {
     }
 }
 
+/// Joins naming the label `l`, benchmark `b` and machine `m` of experiment `e`.
+const JOINS: &str = "JOIN labels l ON l.id = e.label_id JOIN benchmarks b ON b.id = e.benchmark_id \
+     JOIN machines m ON m.id = e.machine_id";
+
+/// The experiments' filter of a [`Query`]: only the conditions it sets, so the database
+/// can use its indexes (a label's experiments, then their runs); its parameters come first.
+struct Filter {
+    sql: String,
+    params: Vec<Value>,
+    /// The conditions need the experiment's label, benchmark or machine (without any, the
+    /// tables are read without joins).
+    joined: bool,
+}
+
+impl Filter {
+    fn new(query: &Query) -> Filter {
+        let mut conditions = Vec::new();
+        let mut params = Vec::new();
+        if let Some(label) = &query.label {
+            params.push(text(label));
+            conditions.push(format!("l.name = ${}", params.len()));
+        }
+        if let Some(benchmark) = &query.benchmark {
+            params.push(text(benchmark));
+            conditions.push(format!("b.name = ${}", params.len()));
+        }
+        if let Some(machine) = &query.machine {
+            params.push(text(machine));
+            let n = params.len();
+            conditions.push(format!("(m.fingerprint LIKE CAST(${n} AS TEXT) || '%' OR m.hostname = ${n})"));
+        }
+        let joined = !conditions.is_empty();
+        let sql = if joined { conditions.join(" AND ") } else { "1 = 1".to_string() };
+        Filter { sql, params, joined }
+    }
+
+    /// The joins from experiment `e` that the conditions need.
+    fn joins(&self) -> &'static str {
+        if self.joined {
+            JOINS
+        } else {
+            ""
+        }
+    }
+
+    /// `FROM <table> t`, joined to its experiment when the conditions need it.
+    fn from(&self, table: &str) -> String {
+        if self.joined {
+            format!("FROM {table} t JOIN experiments e ON e.id = t.experiment_id {JOINS}")
+        } else {
+            format!("FROM {table} t")
+        }
+    }
+
+    /// The filter's parameters and one more after them, with that one's placeholder.
+    fn and(&self, value: Value) -> (Vec<Value>, String) {
+        let mut params = self.params.clone();
+        params.push(value);
+        let placeholder = format!("${}", params.len());
+        (params, placeholder)
+    }
+
+    /// `FROM <table> t` joined to its experiment, filtered, ordered by `order`.
+    fn child(&self, table: &str, order: &str) -> String {
+        format!("{} WHERE {} ORDER BY {order}", self.from(table), self.sql)
+    }
+}
+
 /// The experiments matching `query`, oldest label first, then in storing order.
 pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result<Vec<StoredExperiment>> {
-    let filter = "l.name = COALESCE($1, l.name) AND b.name = COALESCE($2, b.name) \
-         AND (CAST($3 AS TEXT) IS NULL OR m.fingerprint LIKE $3 || '%' OR m.hostname = $3)";
-    let joins = "JOIN labels l ON l.id = e.label_id JOIN benchmarks b ON b.id = e.benchmark_id \
-                 JOIN machines m ON m.id = e.machine_id";
-    let params =
-        [opt_text(query.label.as_deref()), opt_text(query.benchmark.as_deref()), opt_text(query.machine.as_deref())];
-    let child = |table: &str, order: &str| {
-        format!("FROM {table} t JOIN experiments e ON e.id = t.experiment_id {joins} WHERE {filter} ORDER BY {order}")
-    };
-    let experiments = Rows::query(
-        db,
-        &[
-            "e.id",
-            "l.name AS label",
-            "l.id AS label_order",
-            "b.name AS benchmark",
-            "e.git_commit",
-            "e.source",
-            "e.recorded_at",
-            "m.fingerprint",
-            "m.json AS machine",
-            "e.complete",
-            "e.perflab_version",
-            "e.started_at",
-            "e.settings",
-            "e.rounds",
-            "e.stop_reason",
-            "e.warnings",
-            "e.environment",
-            "e.duration_s",
-            "e.failure",
-        ],
-        &format!("FROM experiments e {joins} WHERE {filter} ORDER BY l.id, e.id"),
-        &params,
-    )?;
-    let commands = Rows::query(
-        db,
-        &["t.experiment_id", "t.idx", "t.name", "t.argv", "t.command_line"],
-        &child("commands", "t.experiment_id, t.idx"),
-        &params,
-    )?;
+    let filter = Filter::new(query);
+    let experiments = experiment_rows(db, &filter, Detail::Full)?;
+    let commands = command_rows(db, &filter, Detail::Full)?;
     let runs = Rows::query(
         db,
         &[
@@ -146,17 +182,18 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             "t.timed_out",
             "t.env_pad_bytes",
         ],
-        &child("runs", "t.id"),
-        &params,
+        &filter.child("runs", "t.experiment_id, t.id"),
+        &filter.params,
     )?;
     let counters = Rows::query(
         db,
         &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason", "c.samples"],
         &format!(
-            "FROM counters c JOIN runs t ON t.id = c.run_id JOIN experiments e ON e.id = t.experiment_id {joins} \
-             WHERE {filter} ORDER BY c.run_id, c.name"
+            "FROM counters c JOIN runs t ON t.id = c.run_id {} WHERE {} ORDER BY c.run_id, c.name",
+            if filter.joined { format!("JOIN experiments e ON e.id = t.experiment_id {JOINS}") } else { String::new() },
+            filter.sql
         ),
-        &params,
+        &filter.params,
     )?;
     let summaries = Rows::query(
         db,
@@ -175,30 +212,8 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             "t.ci_low",
             "t.ci_high",
         ],
-        &child("summaries", "t.experiment_id, t.command_idx, t.metric"),
-        &params,
-    )?;
-    let comparisons = Rows::query(
-        db,
-        &[
-            "t.experiment_id",
-            "t.idx",
-            "t.baseline",
-            "t.candidate",
-            "t.metric",
-            "t.ratio",
-            "t.ci_low",
-            "t.ci_high",
-            "t.confidence",
-            "t.look_confidence",
-            "t.p_value",
-            "t.verdict",
-            "t.below_threshold",
-            "t.n",
-            "t.flags",
-        ],
-        &child("comparisons", "t.experiment_id, t.idx"),
-        &params,
+        &filter.child("summaries", "t.experiment_id, t.command_idx, t.metric"),
+        &filter.params,
     )?;
 
     let mut counters_by_run: BTreeMap<i64, BTreeMap<String, CounterReading>> = BTreeMap::new();
@@ -214,16 +229,7 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             },
         );
     }
-    let mut commands_by_experiment: BTreeMap<i64, Vec<CommandResult>> = BTreeMap::new();
-    for r in commands.iter() {
-        commands_by_experiment.entry(r.id("experiment_id")).or_default().push(CommandResult {
-            name: r.text("name"),
-            argv: r.json("argv", "[]").context("command argv")?,
-            command_line: r.text("command_line"),
-            runs: Vec::new(),
-            summary: BTreeMap::new(),
-        });
-    }
+    let mut commands_by_experiment = group_commands(&commands, Detail::Full)?;
     for r in runs.iter() {
         let run = Run {
             round: r.count("round") as u32,
@@ -264,9 +270,218 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             command.summary.insert(r.text("metric"), summary);
         }
     }
-    let mut comparisons_by_experiment: BTreeMap<i64, Vec<Comparison>> = BTreeMap::new();
+    let comparisons = comparisons_by_experiment(db, &filter)?;
+    let shared = Shared::read(db)?;
+    assemble(&experiments, &shared, commands_by_experiment, comparisons, Detail::Full)
+}
+
+/// The experiments matching `query` for history and reports of one `metric`: as
+/// [`experiments`] but without runs, summaries or warnings; instead each carries the
+/// metric's sample of its measured (last) command — its values over the successful runs,
+/// as stored with the summary, or from the runs where none is stored (an experiment that
+/// did not finish, an older database).
+pub(super) fn metric_experiments(
+    db: &mut dyn Backend,
+    query: &Query,
+    metric: &str,
+) -> anyhow::Result<Vec<StoredExperiment>> {
+    let filter = Filter::new(query);
+    let experiments = experiment_rows(db, &filter, Detail::Lean)?;
+    let commands = command_rows(db, &filter, Detail::Lean)?;
+    let commands_by_experiment = group_commands(&commands, Detail::Lean)?;
+    let comparisons = comparisons_by_experiment(db, &filter)?;
+    let measured: HashMap<i64, i64> =
+        commands_by_experiment.iter().map(|(&id, commands)| (id, commands.len() as i64 - 1)).collect();
+    let is_measured = |r: &Row| measured.get(&r.id("experiment_id")) == r.int("command_idx").as_ref();
+    let (with_metric, name) = filter.and(text(metric));
+    let stored = Rows::query(
+        db,
+        &["t.experiment_id", "t.command_idx", "t.sample"],
+        &format!("{} WHERE {} AND t.metric = {name}", filter.from("metric_samples"), filter.sql),
+        &with_metric,
+    )?;
+    let mut samples: HashMap<i64, Vec<f64>> = HashMap::with_capacity(measured.len());
+    for r in stored.iter().filter(|r| is_measured(r)) {
+        samples.insert(r.id("experiment_id"), r.value("sample").as_bytes().map(sample_values).unwrap_or_default());
+    }
+    let unsampled: Vec<i64> = measured.keys().filter(|id| !samples.contains_key(id)).copied().collect();
+    if !unsampled.is_empty() {
+        let (value, counter_join, params) = match run_column(metric) {
+            Some(column) => (column, String::new(), &filter.params),
+            None => {
+                ("c.value AS value", format!("JOIN counters c ON c.run_id = t.id AND c.name = {name}"), &with_metric)
+            }
+        };
+        // A few experiments by id (integers from the database); many by the filter.
+        let only = if unsampled.len() <= 500 {
+            let ids: Vec<String> = unsampled.iter().map(i64::to_string).collect();
+            format!(" AND t.experiment_id IN ({})", ids.join(", "))
+        } else {
+            String::new()
+        };
+        let runs = Rows::query(
+            db,
+            &["t.experiment_id", "t.command_idx", value],
+            &format!(
+                "{} {counter_join} WHERE {}{only} AND t.exit_code = 0 AND t.timed_out = 0 ORDER BY t.experiment_id, t.id",
+                filter.from("runs"),
+                filter.sql
+            ),
+            params,
+        )?;
+        let mut from_runs: HashMap<i64, Vec<f64>> = HashMap::new();
+        for r in runs.iter().filter(|r| is_measured(r) && r.real("value").is_finite()) {
+            from_runs.entry(r.id("experiment_id")).or_default().push(r.real("value"));
+        }
+        for (id, values) in from_runs {
+            samples.entry(id).or_insert(values);
+        }
+    }
+    let shared = Shared::read(db)?;
+    let mut out = assemble(&experiments, &shared, commands_by_experiment, comparisons, Detail::Lean)?;
+    let metric: std::sync::Arc<str> = metric.into();
+    for e in &mut out {
+        let values = samples.remove(&e.id).unwrap_or_default();
+        e.sample = Some(MetricSample { metric: metric.clone(), values });
+    }
+    Ok(out)
+}
+
+/// The runs column (an expression `… AS value`) holding a harness metric, as
+/// [`Run::metric`] computes it; None for counters (and any other metric).
+fn run_column(metric: &str) -> Option<&'static str> {
+    use crate::model::metric::*;
+    Some(match metric {
+        WALL => "t.wall_s AS value",
+        CPU => "t.user_s + t.sys_s AS value",
+        USER => "t.user_s AS value",
+        SYS => "t.sys_s AS value",
+        MAX_RSS => "t.max_rss_kib AS value",
+        MINOR_FAULTS => "t.minor_faults AS value",
+        MAJOR_FAULTS => "t.major_faults AS value",
+        VOLUNTARY_CS => "t.voluntary_cs AS value",
+        INVOLUNTARY_CS => "t.involuntary_cs AS value",
+        _ => return None,
+    })
+}
+
+/// How much of an experiment a read fills in: everything, or what history and reports
+/// of one metric use (no warnings, no command argv).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Detail {
+    Full,
+    Lean,
+}
+
+fn experiment_rows(db: &mut dyn Backend, filter: &Filter, detail: Detail) -> anyhow::Result<Rows> {
+    let mut columns = vec![
+        "e.id",
+        "e.label_id",
+        "e.benchmark_id",
+        "e.machine_id",
+        "e.complete",
+        "e.perflab_version",
+        "e.settings",
+        "e.rounds",
+        "e.stop_reason",
+        "e.environment",
+    ];
+    if detail == Detail::Full {
+        columns.extend([
+            "e.git_commit",
+            "e.source",
+            "e.recorded_at",
+            "e.started_at",
+            "e.duration_s",
+            "e.failure",
+            "e.warnings",
+        ]);
+    }
+    // Sorted here rather than by the database: walking the label index visits the table
+    // in label order, page by page at random when labels were not stored one after another.
+    let mut rows = Rows::query(
+        db,
+        &columns,
+        &format!("FROM experiments e {} WHERE {}", filter.joins(), filter.sql),
+        &filter.params,
+    )?;
+    rows.rows.sort_unstable_by_key(|r| (r[1].as_i64(), r[0].as_i64()));
+    Ok(rows)
+}
+
+fn command_rows(db: &mut dyn Backend, filter: &Filter, detail: Detail) -> anyhow::Result<Rows> {
+    let columns: &[&str] = match detail {
+        Detail::Full => &["t.experiment_id", "t.idx", "t.name", "t.argv", "t.command_line"],
+        Detail::Lean => &["t.experiment_id", "t.idx", "t.name"],
+    };
+    Rows::query(db, columns, &filter.child("commands", "t.experiment_id, t.idx"), &filter.params)
+}
+
+/// The names, machines and parsed documents experiments refer to, each read or parsed
+/// once instead of per experiment.
+struct Shared {
+    labels: HashMap<i64, String>,
+    benchmarks: HashMap<i64, String>,
+    /// Fingerprint and record.
+    machines: HashMap<i64, (String, crate::model::Machine)>,
+}
+
+impl Shared {
+    fn read(db: &mut dyn Backend) -> anyhow::Result<Shared> {
+        let mut names = |table: &str| -> anyhow::Result<HashMap<i64, String>> {
+            let rows = Rows::query(db, &["t.id", "t.name"], &format!("FROM {table} t"), &[])?;
+            Ok(rows.iter().map(|r| (r.id("id"), r.text("name"))).collect())
+        };
+        let (labels, benchmarks) = (names("labels")?, names("benchmarks")?);
+        let rows = Rows::query(db, &["m.id", "m.fingerprint", "m.json"], "FROM machines m", &[])?;
+        let machines = rows
+            .iter()
+            .map(|r| Ok((r.id("id"), (r.text("fingerprint"), r.json("json", "").context("machine record")?))))
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Shared { labels, benchmarks, machines })
+    }
+}
+
+fn group_commands(commands: &Rows, detail: Detail) -> anyhow::Result<BTreeMap<i64, Vec<CommandResult>>> {
+    let mut by_experiment: BTreeMap<i64, Vec<CommandResult>> = BTreeMap::new();
+    for r in commands.iter() {
+        by_experiment.entry(r.id("experiment_id")).or_default().push(CommandResult {
+            name: r.text("name"),
+            argv: if detail == Detail::Full { r.json("argv", "[]").context("command argv")? } else { Vec::new() },
+            command_line: if detail == Detail::Full { r.text("command_line") } else { String::new() },
+            runs: Vec::new(),
+            summary: BTreeMap::new(),
+        });
+    }
+    Ok(by_experiment)
+}
+
+fn comparisons_by_experiment(db: &mut dyn Backend, filter: &Filter) -> anyhow::Result<BTreeMap<i64, Vec<Comparison>>> {
+    let comparisons = Rows::query(
+        db,
+        &[
+            "t.experiment_id",
+            "t.idx",
+            "t.baseline",
+            "t.candidate",
+            "t.metric",
+            "t.ratio",
+            "t.ci_low",
+            "t.ci_high",
+            "t.confidence",
+            "t.look_confidence",
+            "t.p_value",
+            "t.verdict",
+            "t.below_threshold",
+            "t.n",
+            "t.flags",
+        ],
+        &filter.child("comparisons", "t.experiment_id, t.idx"),
+        &filter.params,
+    )?;
+    let mut by_experiment: BTreeMap<i64, Vec<Comparison>> = BTreeMap::new();
     for r in comparisons.iter() {
-        comparisons_by_experiment.entry(r.id("experiment_id")).or_default().push(Comparison {
+        by_experiment.entry(r.id("experiment_id")).or_default().push(Comparison {
             baseline: r.text("baseline"),
             candidate: r.text("candidate"),
             metric: r.text("metric"),
@@ -285,10 +500,55 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             flags: r.json("flags", "[]").unwrap_or_default(),
         });
     }
+    Ok(by_experiment)
+}
 
+/// JSON documents parsed once per distinct text: experiments mostly repeat the same
+/// settings and environment, usually from one row to the next.
+struct Parsed<T> {
+    last: Option<(String, T)>,
+    all: HashMap<String, T>,
+}
+
+impl<T: serde::de::DeserializeOwned + Clone> Parsed<T> {
+    fn new() -> Self {
+        Parsed { last: None, all: HashMap::new() }
+    }
+
+    fn get(&mut self, text: Option<&str>, empty: &str) -> serde_json::Result<T> {
+        let text = text.unwrap_or(empty);
+        if let Some((last, v)) = &self.last {
+            if last == text {
+                return Ok(v.clone());
+            }
+        }
+        let v: T = match self.all.get(text) {
+            Some(v) => v.clone(),
+            None => serde_json::from_str(text)?,
+        };
+        self.all.entry(text.to_string()).or_insert_with(|| v.clone());
+        self.last = Some((text.to_string(), v.clone()));
+        Ok(v)
+    }
+}
+
+/// The stored experiments of `experiments` rows with their machines, commands and
+/// comparisons.
+fn assemble(
+    experiments: &Rows,
+    shared: &Shared,
+    mut commands_by_experiment: BTreeMap<i64, Vec<CommandResult>>,
+    mut comparisons_by_experiment: BTreeMap<i64, Vec<Comparison>>,
+    detail: Detail,
+) -> anyhow::Result<Vec<StoredExperiment>> {
+    let mut settings: Parsed<Settings> = Parsed::new();
+    let mut environments: Parsed<BTreeMap<String, String>> = Parsed::new();
     let mut out = Vec::with_capacity(experiments.rows.len());
     for r in experiments.iter() {
         let id = r.id("id");
+        let (fingerprint, machine) =
+            shared.machines.get(&r.id("machine_id")).with_context(|| format!("experiment {id} has no machine"))?;
+        let name = |names: &HashMap<i64, String>, column: &str| names.get(&r.id(column)).cloned().unwrap_or_default();
         let complete = r.flag("complete");
         let commands = commands_by_experiment.remove(&id).unwrap_or_default();
         let stop_reason = match r.opt_text("stop_reason") {
@@ -302,7 +562,9 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             // A writer that died left only runs: count the rounds every command finished.
             _ => commands.iter().map(|c| c.runs.len() as u32).min().unwrap_or(0),
         };
-        let settings: Settings = r.json("settings", "").context("settings record")?;
+        // A lean read leaves out what history and reports do not use.
+        let full = detail == Detail::Full;
+        let settings: Settings = settings.get(r.value("settings").as_str(), "").context("settings record")?;
         let mut comparisons = comparisons_by_experiment.remove(&id).unwrap_or_default();
         for c in &mut comparisons {
             c.better = settings.metric_info(&c.metric).better;
@@ -312,30 +574,31 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
         let experiment = Experiment {
             primary_metric,
             perflab_version: r.text("perflab_version"),
-            started_at: r.text("started_at"),
-            machine: r.json("machine", "").context("machine record")?,
+            started_at: if full { r.text("started_at") } else { String::new() },
+            machine: machine.clone(),
             settings,
             rounds,
-            duration_s: r.opt_real("duration_s").unwrap_or(0.0),
+            duration_s: if full { r.opt_real("duration_s").unwrap_or(0.0) } else { 0.0 },
             stop_reason,
             commands,
             comparisons,
-            warnings: r.json("warnings", "[]").unwrap_or_default(),
-            environment: r.json("environment", "{}").unwrap_or_default(),
-            failure: r.opt_text("failure"),
+            warnings: if full { r.json("warnings", "[]").unwrap_or_default() } else { Vec::new() },
+            environment: environments.get(r.value("environment").as_str(), "{}").unwrap_or_default(),
+            failure: if full { r.opt_text("failure") } else { None },
             ..Experiment::default()
         };
         out.push(StoredExperiment {
             id,
-            label: r.text("label"),
-            label_order: r.int("label_order").unwrap_or(0),
-            benchmark: r.text("benchmark"),
-            git_commit: r.opt_text("git_commit"),
-            source: r.text("source"),
-            recorded_at: r.text("recorded_at"),
-            machine_fingerprint: r.text("fingerprint"),
+            label: name(&shared.labels, "label_id"),
+            label_order: r.id("label_id"),
+            benchmark: name(&shared.benchmarks, "benchmark_id"),
+            git_commit: if full { r.opt_text("git_commit") } else { None },
+            source: if full { r.text("source") } else { String::new() },
+            recorded_at: if full { r.text("recorded_at") } else { String::new() },
+            machine_fingerprint: fingerprint.clone(),
             complete,
             experiment,
+            sample: None,
         });
     }
     Ok(out)

@@ -11,6 +11,11 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, "index experiments by machine", "CREATE INDEX experiments_by_machine ON experiments(machine_id, label_id);"),
     (3, "per-iteration samples of self-reported metrics", "ALTER TABLE counters ADD COLUMN samples TEXT;"),
     (4, "calibrations of a machine's noise (perflab doctor)", CALIBRATIONS),
+    (5, "fleet job queue", SCHEMA_FLEET),
+    (6, "metric samples", SCHEMA_METRIC_SAMPLES),
+    // Reading one label's experiments (the report's reference and compared labels) without
+    // scanning every experiment.
+    (7, "index experiments by label", "CREATE INDEX experiments_by_label ON experiments(label_id);"),
 ];
 
 const CALIBRATIONS: &str = r#"
@@ -26,6 +31,51 @@ CREATE TABLE calibrations (
     json TEXT NOT NULL
 );
 CREATE INDEX calibrations_by_machine ON calibrations(machine_id, id);
+"#;
+
+/// `perflab queue` and `perflab agent`: jobs, and one claim per job and machine (its
+/// primary key is what makes a job run once per machine). Lease times are the database's
+/// clock (`{now}`), so agents on machines with skewed clocks agree.
+const SCHEMA_FLEET: &str = r#"
+CREATE TABLE fleet_jobs (
+    id {id},
+    suite_path TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    label TEXT NOT NULL,
+    git_commit TEXT,
+    build TEXT,
+    baseline TEXT,
+    filter TEXT,
+    machines TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    cancelled {int} NOT NULL
+);
+CREATE TABLE fleet_claims (
+    job_id {int} NOT NULL REFERENCES fleet_jobs(id),
+    machine_id {int} NOT NULL REFERENCES machines(id),
+    state TEXT NOT NULL,
+    attempt {int} NOT NULL,
+    agent TEXT NOT NULL,
+    claimed_at {real} NOT NULL,
+    lease_until {real} NOT NULL,
+    finished_at {real},
+    message TEXT,
+    PRIMARY KEY (job_id, machine_id)
+){without_rowid};
+"#;
+
+/// A summary's sample: the metric's values over the command's successful runs
+/// (little-endian f64s), so history and the report read one metric's values instead of
+/// every run. Keyed by metric first: a report reads one metric of every experiment. Older
+/// experiments have none and are read from their runs.
+const SCHEMA_METRIC_SAMPLES: &str = r#"
+CREATE TABLE metric_samples (
+    metric TEXT NOT NULL,
+    experiment_id {int} NOT NULL REFERENCES experiments(id),
+    command_idx {int} NOT NULL,
+    sample {blob} NOT NULL,
+    PRIMARY KEY (metric, experiment_id, command_idx)
+){without_rowid};
 "#;
 
 const SCHEMA_V1: &str = r#"

@@ -3,7 +3,7 @@
 //! completes (a `kill -9` loses at most the run in flight), then summaries and
 //! comparisons when it finishes.
 
-use super::backend::{int, opt_int, opt_real, opt_text, real, text, Backend, Value};
+use super::backend::{bytes, int, opt_int, opt_real, opt_text, real, text, Backend, Value};
 use super::{fingerprint, Meta, Store};
 use crate::error::Failure;
 use crate::model::{CommandSpec, Experiment, Machine, Run, Settings};
@@ -244,6 +244,20 @@ fn insert_run(db: &mut dyn Backend, experiment: i64, command_idx: usize, run: &R
     Ok(())
 }
 
+/// Whether a summary's sample is stored (in `metric_samples`): for the metrics history and
+/// reports follow — the compared harness metrics and every counter; the rest are read from
+/// their runs.
+fn keeps_sample(metric: &str) -> bool {
+    use crate::model::metric;
+    !metric::ALL.contains(&metric) || metric::COMPARED.contains(&metric)
+}
+
+/// The values of a stored sample: the metric's values over the successful runs as
+/// little-endian f64s.
+pub(super) fn sample_values(bytes: &[u8]) -> Vec<f64> {
+    bytes.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().expect("chunks of 8"))).collect()
+}
+
 pub(super) fn finish_experiment(
     db: &mut dyn Backend,
     id: i64,
@@ -275,6 +289,17 @@ pub(super) fn finish_experiment(
                     opt_real(s.median_ci.map(|c| c.1)),
                 ],
             )?;
+            if keeps_sample(metric) {
+                db.execute(
+                    "INSERT INTO metric_samples (metric, experiment_id, command_idx, sample) VALUES ($1, $2, $3, $4)",
+                    &[
+                        text(metric),
+                        int(id),
+                        int(idx),
+                        bytes(command.values(metric).iter().flat_map(|v| v.to_le_bytes()).collect()),
+                    ],
+                )?;
+            }
         }
     }
     for (idx, c) in exp.comparisons.iter().enumerate() {

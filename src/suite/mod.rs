@@ -92,6 +92,71 @@ impl Suite {
     pub fn build(&self, name: &str) -> Option<&Build> {
         self.builds.iter().find(|b| b.name == name)
     }
+
+    /// The benchmarks whose name matches the regular expression `filter` (all without one).
+    pub fn select(&self, filter: Option<&str>) -> Result<Vec<&Benchmark>, Failure> {
+        let re = match filter {
+            Some(re) => Some(regex::Regex::new(re).map_err(|e| {
+                // regex quotes the pattern over several lines; its last line says what is wrong.
+                let why = e.to_string();
+                let why = why.lines().last().unwrap_or_default().trim_start_matches("error: ").to_string();
+                crate::usage!("--filter `{re}` is not a regular expression: {why}")
+            })?),
+            None => None,
+        };
+        let selected: Vec<&Benchmark> =
+            self.benchmarks.iter().filter(|b| re.as_ref().map_or(true, |re| re.is_match(&b.name))).collect();
+        if selected.is_empty() {
+            return Err(crate::usage!(
+                "no benchmark in {} matches --filter {}",
+                self.path.display(),
+                filter.unwrap_or("")
+            ));
+        }
+        Ok(selected)
+    }
+
+    /// The measured build — `build`, else the build named like `label` — and the baseline
+    /// build, checked against the suite's `[builds]`.
+    pub fn builds(
+        &self,
+        build: Option<&str>,
+        baseline: Option<&str>,
+        label: Option<&str>,
+    ) -> Result<(Option<&Build>, Option<&Build>), Failure> {
+        let known = || self.builds.iter().map(|b| format!("`{}`", b.name)).collect::<Vec<_>>().join(", ");
+        let find = |name: &str, what: &str| {
+            self.build(name).ok_or_else(|| {
+                if self.builds.is_empty() {
+                    crate::usage!(
+                        "{what} `{name}` is not a build: {} defines no [builds] (to compare with a stored label, use `perflab history` or `perflab report --reference`)",
+                        self.path.display()
+                    )
+                } else {
+                    crate::usage!("{what} `{name}` is not a build in {} (builds: {})", self.path.display(), known())
+                }
+            })
+        };
+        let candidate = match build {
+            Some(name) => Some(find(name, "--build")?),
+            None => label.and_then(|l| self.build(l)),
+        };
+        let baseline = match baseline {
+            Some(name) => Some(find(name, "--baseline")?),
+            None => None,
+        };
+        if baseline.is_some() && candidate.is_none() && self.benchmarks.iter().any(Benchmark::uses_build) {
+            return Err(crate::usage!(
+                "--baseline needs a build to compare with: pass --build or a --label naming a build"
+            ));
+        }
+        if let (Some(b), Some(c)) = (baseline, candidate) {
+            if b.name == c.name {
+                return Err(crate::usage!("--baseline and the measured build are both `{}`", b.name));
+            }
+        }
+        Ok((candidate, baseline))
+    }
 }
 
 macro_rules! with_options {

@@ -23,6 +23,10 @@ pub struct RunOptions {
     pub show_output: bool,
     pub ignore_failure: bool,
     pub hide_progress: bool,
+    /// What produced the results, as stored (default `run`; a fleet agent says which job).
+    pub source: Option<String>,
+    /// The machine the results are stored under (default: the one detected).
+    pub machine: Option<Machine>,
 }
 
 /// What happened to one benchmark.
@@ -57,11 +61,6 @@ pub fn plan_for(
     names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
     let commands = crate::command::parse_commands(&texts, &names, o.shell.as_deref())
         .map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
-    if o.shell.is_none() {
-        for c in &commands {
-            crate::command::resolve_program(&c.argv[0]).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
-        }
-    }
     let mode = o.mode.unwrap_or_default();
     let solo = commands.len() == 1 && mode != Mode::Instructions;
     if solo && o.rounds.is_none() && o.max_time.is_none() && o.max_rounds.is_none() {
@@ -91,8 +90,9 @@ pub fn plan_for(
 }
 
 /// Run `benchmarks` of `suite` and store every run under `label`. Every plan is made
-/// before anything runs, so a typo fails in a second. `on_outcome` hears about each
-/// benchmark as it ends; an interrupt stops after the benchmark in flight (its runs kept).
+/// before anything runs, so a typo fails in a second, and every program is looked up
+/// once the builds are prepared, before the first measurement. `on_outcome` hears about
+/// each benchmark as it ends; an interrupt stops after the benchmark in flight (its runs kept).
 pub fn run_suite(
     benchmarks: &[&Benchmark],
     label: &str,
@@ -112,8 +112,14 @@ pub fn run_suite(
                 .map_err(|e| Failure::CommandFailed(format!("preparing build `{}` failed: {e}", build.name)))?;
         }
     }
+    // Checked once the builds are prepared: a prepare may make the programs.
+    for (bench, plan) in &prepared {
+        for c in &plan.commands {
+            crate::command::resolve_program(&c.argv[0]).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+        }
+    }
     let git_commit = current_git_commit();
-    let machine = Machine::detect();
+    let machine = options.machine.clone().unwrap_or_else(Machine::detect);
     let interrupt = crate::interrupt::watcher();
     let total = prepared.len();
     for (i, (bench, plan)) in prepared.iter().enumerate() {
@@ -131,7 +137,7 @@ pub fn run_suite(
             label: label.to_string(),
             benchmark: bench.name.clone(),
             git_commit: git_commit.clone(),
-            source: "run".into(),
+            source: options.source.clone().unwrap_or_else(|| "run".into()),
         };
         let mut recorder = store.begin(&meta, &machine, &plan.settings, &plan.commands);
         let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, options.hide_progress);

@@ -1,18 +1,40 @@
 //! `perflab history`: each benchmark's metric over labels (in stored order), per
-//! machine, with sparklines, median and CI per label, and the change points where a
-//! shift began. [`build`] is also what the HTML report draws its history lines from.
+//! machine, with sparklines, median and CI per label, the change from the previous label,
+//! and the change points where a shift began. [`build`] is also what the HTML report
+//! draws its history lines from.
 
+pub mod matrix;
+pub mod ratio;
+
+use crate::model::metric::Better;
 use crate::model::Machine;
-use crate::stats::changepoint::{self, ChangePointConfig};
+use crate::render::terminal::escape;
+use crate::stats::changepoint::{ChangePointConfig, Detector};
 use crate::store::{describe_machine, StoredExperiment};
 use crate::units::format_value;
+use ratio::Ratio;
 use serde::Serialize;
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// A metric's history, per machine (never mixed across machine fingerprints).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct History {
     pub metric: String,
     pub machines: Vec<MachineHistory>,
+    /// Two labels compared on every machine side by side (when asked for, or when the
+    /// results come from several machines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<matrix::Matrix>,
+}
+
+/// The metric's values of the successful runs of an experiment's measured (last)
+/// command: what a label's point pools (from the lean read's sample, when it has one).
+pub fn measured_values<'a>(e: &'a StoredExperiment, metric_name: &str) -> Cow<'a, [f64]> {
+    match &e.sample {
+        Some(sample) if &*sample.metric == metric_name => Cow::Borrowed(&sample.values),
+        _ => Cow::Owned(e.experiment.commands.last().map_or_else(Vec::new, |measured| measured.values(metric_name))),
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -42,9 +64,14 @@ pub struct Point {
     pub median_ci: Option<(f64, f64)>,
     /// True when some of these runs come from an experiment that did not finish.
     pub incomplete: bool,
+    /// These runs against the previous label's, as independent samples (95 % interval);
+    /// None for the first label or with too few runs for an interval (about 4 each).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vs_previous: Option<Ratio>,
 }
 
-/// A shift in the series of label medians.
+/// A shift in the series: where the runs of the labels from here on differ from those
+/// before (see `stats::changepoint::detect_groups`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Shift {
     /// The first label after the shift.
@@ -60,53 +87,72 @@ pub struct Shift {
     pub p_value: f64,
 }
 
+/// Whether [`build`] compares each label with the previous one (`Point::vs_previous`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Steps {
+    Compare,
+    /// For a report that does not show them (100,000 comparisons saved).
+    Skip,
+}
+
 /// The history of `metric` in `experiments` (as read from the store, oldest label first).
-pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
+pub fn build<'a>(
+    experiments: impl IntoIterator<Item = &'a StoredExperiment>,
+    metric_name: &str,
+    steps: Steps,
+) -> History {
     // Runs pooled per (machine, benchmark, label), in first-seen order.
     struct Pool<'a> {
         label: &'a str,
         incomplete: bool,
+        /// The equivalence margin of the label's latest experiment, for its verdict.
+        threshold: f64,
+        /// Which way the metric improves, by that experiment's settings.
+        better: Better,
         values: Vec<f64>,
     }
     /// A machine's first experiment (for its description) and its benchmarks' pools.
     type MachineGroup<'a> = (&'a StoredExperiment, Vec<(&'a str, Vec<Pool<'a>>)>);
     let mut groups: Vec<MachineGroup> = Vec::new();
+    // Positions in `groups`, found by key: a report reads 100,000 experiments.
+    let mut machine_at: HashMap<&str, usize> = HashMap::new();
+    let mut benchmark_at: HashMap<(usize, &str), usize> = HashMap::new();
+    let mut pool_at: HashMap<(usize, usize, &str), usize> = HashMap::new();
     for e in experiments {
-        let Some(measured) = e.experiment.commands.last() else { continue };
-        // A failed run's time is not the benchmark's (it may have stopped half-way); the
-        // report leaves such runs out too.
-        let values: Vec<f64> = measured
-            .runs
-            .iter()
-            .filter(|r| r.exit.success())
-            .filter_map(|r| r.metric(metric_name))
-            .filter(|v| v.is_finite())
-            .collect();
+        let values = measured_values(e, metric_name);
         if values.is_empty() {
             continue;
         }
-        let m = match groups.iter().position(|(first, _)| first.machine_fingerprint == e.machine_fingerprint) {
-            Some(i) => i,
-            None => {
-                groups.push((e, Vec::new()));
-                groups.len() - 1
-            }
-        };
+        let m = *machine_at.entry(&e.machine_fingerprint).or_insert_with(|| {
+            groups.push((e, Vec::new()));
+            groups.len() - 1
+        });
         let benchmarks = &mut groups[m].1;
-        let b = match benchmarks.iter().position(|(name, _)| *name == e.benchmark) {
-            Some(i) => i,
-            None => {
-                benchmarks.push((&e.benchmark, Vec::new()));
-                benchmarks.len() - 1
-            }
-        };
+        let b = *benchmark_at.entry((m, &e.benchmark)).or_insert_with(|| {
+            benchmarks.push((&e.benchmark, Vec::new()));
+            benchmarks.len() - 1
+        });
         let pools = &mut benchmarks[b].1;
-        match pools.iter_mut().find(|p| p.label == e.label) {
-            Some(p) => {
-                p.incomplete |= !e.complete;
-                p.values.extend(values);
+        let threshold = e.experiment.settings.threshold;
+        let better = e.experiment.settings.metric_info(metric_name).better;
+        match pool_at.get(&(m, b, e.label.as_str())) {
+            Some(&p) => {
+                let pool = &mut pools[p];
+                pool.incomplete |= !e.complete;
+                pool.threshold = threshold;
+                pool.better = better;
+                pool.values.extend_from_slice(&values);
             }
-            None => pools.push(Pool { label: &e.label, incomplete: !e.complete, values }),
+            None => {
+                pool_at.insert((m, b, &e.label), pools.len());
+                pools.push(Pool {
+                    label: &e.label,
+                    incomplete: !e.complete,
+                    threshold,
+                    better,
+                    values: values.into_owned(),
+                });
+            }
         }
     }
     let machines = groups
@@ -115,35 +161,62 @@ pub fn build(experiments: &[StoredExperiment], metric_name: &str) -> History {
             fingerprint: first.machine_fingerprint.clone(),
             description: describe_machine(&first.machine_fingerprint, &first.experiment.machine),
             machine: first.experiment.machine.clone(),
-            benchmarks: benchmarks
-                .into_iter()
-                .map(|(name, pools)| {
-                    let points: Vec<Point> = pools
-                        .into_iter()
-                        .map(|p| {
-                            let s = crate::stats::summary::summarize(&p.values);
-                            Point {
-                                label: p.label.to_string(),
-                                n: s.n,
-                                median: s.median,
-                                median_ci: s.median_ci,
-                                incomplete: p.incomplete,
-                            }
-                        })
-                        .collect();
-                    let change_points = shifts(&points);
-                    BenchmarkHistory { name: name.to_string(), points, change_points }
-                })
-                .collect(),
+            benchmarks: in_parallel(benchmarks, |(name, pools), detector| {
+                let points: Vec<Point> = pools
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        let (median, median_ci) = crate::stats::summary::median_and_ci(&p.values, ratio::CONFIDENCE);
+                        Point {
+                            label: p.label.to_string(),
+                            n: p.values.len(),
+                            median,
+                            median_ci,
+                            incomplete: p.incomplete,
+                            vs_previous: i.checked_sub(1).filter(|_| steps == Steps::Compare).and_then(|prev| {
+                                ratio::independent(&pools[prev].values, &p.values, p.threshold, p.better)
+                            }),
+                        }
+                    })
+                    .collect();
+                let groups: Vec<&[f64]> = pools.iter().map(|p| p.values.as_slice()).collect();
+                let change_points = shifts(detector, &groups, &points);
+                BenchmarkHistory { name: name.to_string(), points, change_points }
+            }),
         })
         .collect();
-    History { metric: metric_name.to_string(), machines }
+    History { metric: metric_name.to_string(), machines, matrix: None }
 }
 
-/// Change points in the series of label medians.
-fn shifts(points: &[Point]) -> Vec<Shift> {
-    let medians: Vec<f64> = points.iter().map(|p| p.median).collect();
-    changepoint::detect(&medians, &ChangePointConfig::default())
+/// `f` over `items`, in order, on as many threads as there are cores (a report's thousand
+/// benchmarks are independent), each thread with one change-point detector for all its
+/// series: series of the same shape share the permutation null distributions.
+fn in_parallel<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T, &mut Detector) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len()).max(1);
+    let per_thread = items.len().div_ceil(threads).max(1);
+    let mut chunks: Vec<Vec<T>> = Vec::new();
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        chunks.push(items.by_ref().take(per_thread).collect());
+    }
+    let work = |chunk: Vec<T>| {
+        let mut detector = Detector::new(ChangePointConfig::for_groups());
+        chunk.into_iter().map(|item| f(item, &mut detector)).collect::<Vec<R>>()
+    };
+    if chunks.len() <= 1 {
+        return chunks.into_iter().flat_map(work).collect();
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks.into_iter().map(|chunk| scope.spawn(|| work(chunk))).collect();
+        // A worker only panics on a bug; carry the panic over.
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    })
+}
+
+/// Change points between the labels' runs (`groups`, aligned with `points`).
+fn shifts(detector: &mut Detector, groups: &[&[f64]], points: &[Point]) -> Vec<Shift> {
+    detector
+        .detect_groups(groups)
         .into_iter()
         .filter_map(|c| {
             Some(Shift {
@@ -172,7 +245,7 @@ pub fn render(history: &History, detail: bool) -> String {
         );
     }
     for machine in &history.machines {
-        let _ = writeln!(out, "machine {}", machine.description);
+        let _ = writeln!(out, "machine {}", escape(&machine.description));
         for bench in &machine.benchmarks {
             let detailed = detail || machine.benchmarks.len() == 1;
             if detailed {
@@ -183,6 +256,9 @@ pub fn render(history: &History, detail: bool) -> String {
             out.push_str(&render_overview(&machine.benchmarks, &history.metric));
         }
         out.push('\n');
+    }
+    if let Some(m) = &history.matrix {
+        out.push_str(&matrix::render(m));
     }
     out
 }
@@ -198,7 +274,7 @@ fn render_overview(benchmarks: &[BenchmarkHistory], metric_name: &str) -> String
         let latest = b.points.last().map_or(String::new(), |p| format_point(p, metric_name));
         let medians: Vec<f64> = b.points.iter().map(|p| p.median).collect();
         table.add_row(vec![
-            b.name.clone(),
+            escape(&b.name),
             b.points.len().to_string(),
             sparkline(&medians[medians.len().saturating_sub(SPARKLINE_WIDTH)..]),
             latest,
@@ -210,15 +286,19 @@ fn render_overview(benchmarks: &[BenchmarkHistory], metric_name: &str) -> String
 
 fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
     let medians: Vec<f64> = bench.points.iter().map(|p| p.median).collect();
-    let mut out = format!("{}  {}\n", bench.name, sparkline(&medians));
+    let mut out = format!("{}  {}\n", escape(&bench.name), sparkline(&medians));
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(vec!["label", "runs", &format!("median {metric_name}"), "95% CI", "vs previous", ""]);
+    table.set_header(vec!["label", "runs", &format!("median {metric_name}"), "95% CI", "vs previous [95% CI]", ""]);
     for (i, p) in bench.points.iter().enumerate() {
-        let change = if i == 0 {
-            String::new()
-        } else {
-            format!("{:+.1} %", (p.median / bench.points[i - 1].median - 1.0) * 100.0)
+        let change = match &p.vs_previous {
+            Some(r) => {
+                let [ratio, lo, hi] = percents([r.ratio, r.ci_low, r.ci_high]);
+                format!("{ratio} [{lo} … {hi}]{}", if r.significant() { " *" } else { "" })
+            }
+            // Too few runs for an interval: the medians' change alone.
+            None if i > 0 => format!("{:+.1} % (n < 4)", (p.median / bench.points[i - 1].median - 1.0) * 100.0),
+            None => String::new(),
         };
         let mark = bench
             .change_points
@@ -226,7 +306,7 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
             .find(|c| c.index == i)
             .map_or(String::new(), |c| format!("◀ shift {}", describe_shift(c)));
         table.add_row(vec![
-            p.label.clone() + if p.incomplete { " (incomplete)" } else { "" },
+            escape(&p.label) + if p.incomplete { " (incomplete)" } else { "" },
             p.n.to_string(),
             format_value(metric_name, p.median),
             p.median_ci.map_or("n < 6".into(), |(lo, hi)| {
@@ -236,25 +316,27 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
             mark,
         ]);
     }
+    out.push_str(&table.to_string());
+    out.push_str(
+        "\n* the change's 95 % interval excludes 0 (this label's runs against the previous label's; \
+         one test per row, so about 1 row in 20 is marked by chance — change points are tested for the whole series)\n",
+    );
     if bench.change_points.is_empty() {
-        out.push_str(&table.to_string());
-        out.push_str("\nno change point\n");
-    } else {
-        out.push_str(&table.to_string());
-        out.push('\n');
+        out.push_str("no change point\n");
     }
     out
 }
 
+/// An estimate and its interval as percentage changes, with as many decimals (1 to 4) as
+/// it takes for the interval's ends to differ.
+fn percents(ratios: [f64; 3]) -> [String; 3] {
+    let with = |decimals: usize| ratios.map(|r| format!("{:+.decimals$} %", (r - 1.0) * 100.0));
+    (1..=4).map(with).find(|[_, lo, hi]| lo != hi).unwrap_or_else(|| with(1))
+}
+
 fn describe_shift(c: &Shift) -> String {
-    format!(
-        "{:+.1} % at `{}` (CI {:+.1} … {:+.1} %, p = {:.3})",
-        (c.ratio - 1.0) * 100.0,
-        c.label,
-        (c.ratio_ci.0 - 1.0) * 100.0,
-        (c.ratio_ci.1 - 1.0) * 100.0,
-        c.p_value
-    )
+    let [ratio, lo, hi] = percents([c.ratio, c.ratio_ci.0, c.ratio_ci.1]);
+    format!("{ratio} at `{}` (CI {lo} … {hi}, p = {:.3})", escape(&c.label), c.p_value)
 }
 
 fn format_point(p: &Point, metric_name: &str) -> String {
@@ -264,9 +346,9 @@ fn format_point(p: &Point, metric_name: &str) -> String {
             format_value(metric_name, p.median),
             format_value(metric_name, lo),
             format_value(metric_name, hi),
-            p.label
+            escape(&p.label)
         ),
-        None => format!("{} ({})", format_value(metric_name, p.median), p.label),
+        None => format!("{} ({})", format_value(metric_name, p.median), escape(&p.label)),
     }
 }
 
@@ -289,11 +371,11 @@ pub fn sparkline(values: &[f64]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::{CommandResult, ExitInfo, Experiment, Run, Settings, StopReason};
 
-    fn stored(label: &str, order: i64, bench: &str, host: &str, walls: &[f64]) -> StoredExperiment {
+    pub(crate) fn stored(label: &str, order: i64, bench: &str, host: &str, walls: &[f64]) -> StoredExperiment {
         let machine = Machine { hostname: host.into(), ..Machine::default() };
         StoredExperiment {
             id: 0,
@@ -305,6 +387,7 @@ mod tests {
             recorded_at: String::new(),
             machine_fingerprint: crate::store::fingerprint(&machine),
             complete: true,
+            sample: None,
             experiment: Experiment {
                 perflab_version: String::new(),
                 machine,
@@ -354,7 +437,7 @@ mod tests {
             stored("v1", 1, "a", "h2", &[9.0]),
             stored("v2", 2, "a", "h1", &[6.0]),
         ];
-        let h = build(&exps, "wall_s");
+        let h = build(&exps, "wall_s", Steps::Compare);
         assert_eq!(h.machines.len(), 2);
         let a = &h.machines[0].benchmarks[0];
         assert_eq!(a.points.len(), 2);
@@ -368,7 +451,7 @@ mod tests {
     fn failed_runs_are_left_out() {
         let mut failing = stored("v1", 1, "a", "h1", &[1.0, 2.0, 100.0]);
         failing.experiment.commands[1].runs[2].exit = ExitInfo { exit_code: Some(1), ..ExitInfo::default() };
-        let h = build(&[failing], "wall_s");
+        let h = build(&[failing], "wall_s", Steps::Compare);
         let point = &h.machines[0].benchmarks[0].points[0];
         assert_eq!((point.n, point.median), (2, 1.5));
     }
@@ -382,13 +465,38 @@ mod tests {
             let walls: Vec<f64> = (0..7).map(|k| level + jitter + k as f64 * 1e-4).collect();
             exps.push(stored(&format!("v{i}"), i, "a", "h1", &walls));
         }
-        let h = build(&exps, "wall_s");
+        let h = build(&exps, "wall_s", Steps::Compare);
         let shifts = &h.machines[0].benchmarks[0].change_points;
         assert_eq!(shifts.len(), 1, "{shifts:?}");
         assert_eq!(shifts[0].label, "v9");
         assert!((shifts[0].ratio - 1.3).abs() < 0.05, "{shifts:?}");
         let text = render(&h, true);
         assert!(text.contains("◀ shift"), "{text}");
+    }
+
+    #[test]
+    fn six_labels_of_eight_runs_show_a_tenfold_step_with_its_interval() {
+        // The locked xchg replaced by a mov at v5: 243 ms → 18.5 ms.
+        let exps: Vec<StoredExperiment> = (1..=6)
+            .map(|i| {
+                let level = if i < 5 { 0.243 } else { 0.0185 };
+                let walls: Vec<f64> = (0..8).map(|k| level * (1.0 + 0.003 * ((i * 3 + k) % 5) as f64)).collect();
+                stored(&format!("v{i}"), i as i64, "xchg", "h1", &walls)
+            })
+            .collect();
+        let h = build(&exps, "wall_s", Steps::Compare);
+        let bench = &h.machines[0].benchmarks[0];
+        assert_eq!(bench.change_points.len(), 1, "{:?}", bench.change_points);
+        assert_eq!(bench.change_points[0].label, "v5");
+        let step = bench.points[4].vs_previous.as_ref().unwrap();
+        assert!(step.significant() && step.ci_low <= step.ratio && step.ratio <= step.ci_high, "{step:?}");
+        assert!((step.ratio - 0.0185 / 0.243).abs() < 0.002, "{step:?}");
+        let quiet = bench.points[2].vs_previous.as_ref().unwrap();
+        assert!(!quiet.significant(), "{quiet:?}");
+        let text = render(&h, true);
+        assert!(text.contains("◀ shift -92.") && text.contains("at `v5`"), "{text}");
+        assert!(text.contains("-92.41 % [-92.43 % … -92.36 %] *"), "{text}");
+        assert!(!text.contains("no change point"), "{text}");
     }
 
     #[test]

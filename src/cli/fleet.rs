@@ -1,0 +1,142 @@
+//! `perflab queue` (add, list and cancel fleet jobs) and `perflab agent` (run them on
+//! this machine).
+
+use super::args::{duration, DbArgs};
+use super::run::summary_line;
+use crate::error::Failure;
+use crate::fleet::{self, agent::AgentOptions, QueueRequest};
+use crate::model::Machine;
+use crate::suite;
+use crate::suite::runner::Outcome;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    /// The suite file (its text is stored with the job; agents resolve its path and the
+    /// builds' relative paths in their own working directory).
+    #[arg(long, value_name = "FILE", default_value = suite::DEFAULT_FILE)]
+    pub suite: PathBuf,
+    /// Label to store the results under.
+    #[arg(short = 'l', long, value_name = "LABEL", required_unless_present_any = ["list", "cancel"])]
+    pub label: Option<String>,
+    /// The build measured (default: the build named like --label, if any).
+    #[arg(long, value_name = "BUILD")]
+    pub build: Option<String>,
+    /// A build to compare against in interleaved rounds.
+    #[arg(long, value_name = "BUILD")]
+    pub baseline: Option<String>,
+    /// Only benchmarks whose name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+    /// A commit for the builds' `prepare` commands (given to them as PERFLAB_COMMIT).
+    #[arg(long, value_name = "REV")]
+    pub commit: Option<String>,
+    /// Only machines whose id, hostname or fingerprint matches this glob (repeat for
+    /// several; default: every machine). Each matching machine runs the job once.
+    #[arg(long = "machine", value_name = "PATTERN")]
+    pub machines: Vec<String>,
+    /// List the jobs and each machine's state of them instead.
+    #[arg(long, conflicts_with_all = ["label", "cancel"])]
+    pub list: bool,
+    /// Cancel a job: no machine claims it any more.
+    #[arg(long, value_name = "JOB")]
+    pub cancel: Option<i64>,
+    /// With --list: write the queue as JSON (`-` for stdout).
+    #[arg(long, value_name = "FILE", requires = "list")]
+    pub json: Option<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `perflab queue`.
+pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
+    if args.list {
+        let status = fleet::status(&mut args.db.open_existing()?)?;
+        if let Some(path) = &args.json {
+            crate::render::json::write(path, &status)?;
+            if path == "-" {
+                return Ok(());
+            }
+        }
+        print!("{}", fleet::render_status(&status));
+        return Ok(());
+    }
+    if let Some(job) = args.cancel {
+        let mut store = args.db.open_existing()?;
+        if !store.cancel_job(job)? {
+            return Err(crate::usage!("no job {job} in {}", store.location()));
+        }
+        eprintln!("cancelled job {job}");
+        return Ok(());
+    }
+    let request = QueueRequest {
+        label: args.label.unwrap_or_default(),
+        git_commit: args.commit,
+        build: args.build,
+        baseline: args.baseline,
+        filter: args.filter,
+        machines: args.machines,
+    };
+    let mut store = args.db.open()?;
+    let id = fleet::queue(&mut store, &args.suite, &request)?;
+    eprintln!(
+        "queued job {id}: {} under label `{}` on {} ({})",
+        args.suite.display(),
+        crate::render::terminal::escape(&request.label),
+        if request.machines.is_empty() { "every machine".to_string() } else { request.machines.join(", ") },
+        store.location()
+    );
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Store results under this machine id (also PERFLAB_MACHINE_ID): look-alike machines
+    /// stay apart, and one host can pose as several machines (for testing a fleet).
+    #[arg(long, value_name = "ID")]
+    pub machine_id: Option<String>,
+    /// Working directory for suites and builds.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+    /// How long a claimed job stays reserved without a heartbeat (renewed every third of
+    /// it); a killed agent's job is claimable again after this.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "5m")]
+    pub lease: f64,
+    /// Time between looks at the queue when there is nothing to do.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "30s")]
+    pub poll: f64,
+    /// Run one job, then exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Exit when no job is waiting for this machine.
+    #[arg(long)]
+    pub exit_when_idle: bool,
+    /// Let the commands' output through.
+    #[arg(long)]
+    pub show_output: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `perflab agent`.
+pub fn main_agent(args: AgentArgs) -> Result<(), Failure> {
+    let mut machine = Machine::detect();
+    if let Some(id) = args.machine_id.filter(|id| !id.is_empty()) {
+        machine.id = Some(id);
+    }
+    let options = AgentOptions {
+        db: args.db.db,
+        machine,
+        dir: args.dir,
+        lease_s: args.lease,
+        poll_s: args.poll,
+        once: args.once,
+        exit_when_idle: args.exit_when_idle,
+        show_output: args.show_output,
+    };
+    fleet::agent::run(&options, &mut |bench, outcome| match outcome {
+        Outcome::Measured(experiment) => eprintln!("{}", summary_line(&bench.name, experiment)),
+        Outcome::Failed(message) => eprintln!("  {}: {message}", crate::render::terminal::escape(&bench.name)),
+    })
+}

@@ -1,0 +1,163 @@
+//! The builds × machines view: each benchmark's label ÷ reference ratio on every machine,
+//! side by side and never pooled — whether a change holds on every CPU generation or only
+//! on some (the same binary can lose 6 % to branch misses on one and nothing on another).
+
+use super::measured_values;
+use super::ratio::{self, Ratio};
+use crate::model::Machine;
+use crate::render::terminal::escape;
+use crate::store::{describe_machine, StoredExperiment};
+use crate::units::format_ratio;
+use serde::Serialize;
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Matrix {
+    pub metric: String,
+    pub reference: String,
+    pub label: String,
+    /// One column per machine fingerprint, by name.
+    pub machines: Vec<MachineColumn>,
+    pub rows: Vec<MatrixRow>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MachineColumn {
+    pub fingerprint: String,
+    /// A short name for a column header: the machine id, else the hostname.
+    pub name: String,
+    pub description: String,
+    pub machine: Machine,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MatrixRow {
+    pub benchmark: String,
+    /// label ÷ reference on each machine (aligned with [`Matrix::machines`]); None when
+    /// that machine lacks either label or has too few runs for an interval.
+    pub cells: Vec<Option<Ratio>>,
+}
+
+/// `label` ÷ `reference` of `metric` for every benchmark on every machine of `experiments`
+/// (stored order, oldest label first).
+pub fn matrix(experiments: &[&StoredExperiment], metric: &str, reference: &str, label: &str) -> Matrix {
+    let mut labels: Vec<String> = Vec::new();
+    let mut machines: Vec<MachineColumn> = Vec::new();
+    let mut benchmarks: Vec<&str> = Vec::new();
+    let mut by_cell: HashMap<(&str, &str), Vec<&StoredExperiment>> = HashMap::new();
+    for e in experiments {
+        if !labels.contains(&e.label) {
+            labels.push(e.label.clone());
+        }
+        if !machines.iter().any(|m| m.fingerprint == e.machine_fingerprint) {
+            let m = &e.experiment.machine;
+            machines.push(MachineColumn {
+                fingerprint: e.machine_fingerprint.clone(),
+                name: m.id.clone().unwrap_or_else(|| m.hostname.clone()),
+                description: describe_machine(&e.machine_fingerprint, m),
+                machine: m.clone(),
+            });
+        }
+        let cell = by_cell.entry((&e.benchmark, &e.machine_fingerprint)).or_default();
+        if cell.is_empty() && !benchmarks.contains(&e.benchmark.as_str()) {
+            benchmarks.push(&e.benchmark);
+        }
+        cell.push(e);
+    }
+    // Two machines with the same id or hostname are told apart by their fingerprints.
+    for i in 0..machines.len() {
+        if machines.iter().filter(|m| m.name == machines[i].name).count() > 1 {
+            machines[i].name = format!("{} [{}]", machines[i].name, &machines[i].fingerprint);
+        }
+    }
+    machines.sort_by(|a, b| a.name.cmp(&b.name));
+    let rows = benchmarks
+        .iter()
+        .map(|&benchmark| MatrixRow {
+            benchmark: benchmark.to_string(),
+            cells: machines
+                .iter()
+                .map(|m| {
+                    let own = by_cell.get(&(benchmark, m.fingerprint.as_str()))?;
+                    let values = |l: &str| {
+                        let pooled: Vec<f64> = own
+                            .iter()
+                            .filter(|e| e.label == l)
+                            .flat_map(|e| measured_values(e, metric).into_owned())
+                            .collect();
+                        (!pooled.is_empty()).then_some(pooled)
+                    };
+                    ratio::between_labels(own, &labels, reference, label, metric, values)
+                })
+                .collect(),
+        })
+        .collect();
+    Matrix { metric: metric.to_string(), reference: reference.to_string(), label: label.to_string(), machines, rows }
+}
+
+/// The terminal table: one row per benchmark, one column per machine.
+pub fn render(m: &Matrix) -> String {
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::NOTHING);
+    table.set_header(
+        std::iter::once("benchmark".to_string()).chain(m.machines.iter().map(|c| escape(&c.name))).collect::<Vec<_>>(),
+    );
+    for row in &m.rows {
+        let cells = row.cells.iter().map(|c| match c {
+            Some(r) => format!(
+                "{} [{} – {}] {}",
+                format_ratio(r.ratio),
+                format_ratio(r.ci_low),
+                format_ratio(r.ci_high),
+                r.verdict.as_str()
+            ),
+            None => "—".into(),
+        });
+        table.add_row(std::iter::once(escape(&row.benchmark)).chain(cells).collect::<Vec<_>>());
+    }
+    let mut out = format!(
+        "{} ÷ {} ({}) on each machine, never pooled (95 % CI; paired where both ran interleaved):\n",
+        escape(&m.label),
+        escape(&m.reference),
+        m.metric
+    );
+    out += &table.to_string();
+    out.push('\n');
+    for c in &m.machines {
+        out += &format!("  {}: {}\n", escape(&c.name), escape(&c.description));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::stored;
+    use super::*;
+    use crate::model::Verdict;
+
+    fn runs(level: f64) -> Vec<f64> {
+        (0..8).map(|k| level * (1.0 + 0.001 * k as f64)).collect()
+    }
+
+    #[test]
+    fn each_machine_gets_its_own_ratio_and_none_is_pooled() {
+        // gcc54 ÷ gcc48: 10 % slower on "sandy", unchanged on "haswell"; "skylake" lacks gcc54.
+        let exps = vec![
+            stored("gcc48", 1, "vm_insns", "sandy", &runs(1.0)),
+            stored("gcc48", 1, "vm_insns", "haswell", &runs(0.8)),
+            stored("gcc48", 1, "vm_insns", "skylake", &runs(0.7)),
+            stored("gcc54", 2, "vm_insns", "sandy", &runs(1.1)),
+            stored("gcc54", 2, "vm_insns", "haswell", &runs(0.8)),
+        ];
+        let m = matrix(&exps.iter().collect::<Vec<_>>(), "wall_s", "gcc48", "gcc54");
+        let names: Vec<&str> = m.machines.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["haswell", "sandy", "skylake"]);
+        let row = &m.rows[0];
+        let (haswell, sandy) = (row.cells[0].as_ref().unwrap(), row.cells[1].as_ref().unwrap());
+        assert!((sandy.ratio - 1.1).abs() < 1e-9 && sandy.verdict == Verdict::Slower, "{sandy:?}");
+        assert!((haswell.ratio - 1.0).abs() < 1e-9 && haswell.verdict == Verdict::Equivalent, "{haswell:?}");
+        assert_eq!(row.cells[2], None);
+        let text = render(&m);
+        assert!(text.contains("gcc54 ÷ gcc48") && text.contains("1.1× [") && text.contains("—"), "{text}");
+    }
+}
