@@ -103,14 +103,14 @@ fn peak_memory_is_the_programs_own_in_every_command() {
     }
 }
 
-/// Processes keeping every CPU busy until dropped.
+/// Two spinning processes per CPU until dropped.
 struct Neighbours(Vec<std::process::Child>);
 
 impl Neighbours {
     fn start() -> Neighbours {
         let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
         let spin = common::fixture("spin");
-        Neighbours((0..cpus).map(|_| std::process::Command::new(&spin).arg("100000000000").spawn().unwrap()).collect())
+        Neighbours((0..2 * cpus).map(|_| std::process::Command::new(&spin).arg("100000000000").spawn().unwrap()).collect())
     }
 }
 
