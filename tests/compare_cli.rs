@@ -330,7 +330,10 @@ fn ctrl_c_kills_the_running_command_at_once() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let running = || std::process::Command::new("pgrep").args(["-f", &marker]).output().unwrap().status.success();
+    // Anchored: perflab's own command line holds the marker too, and a signal sent before
+    // perflab is under way ends it the default way, not with 130.
+    let pattern = format!("^{marker}$");
+    let running = || std::process::Command::new("pgrep").args(["-f", &pattern]).output().unwrap().status.success();
     for _ in 0..100 {
         if running() {
             break;
