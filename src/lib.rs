@@ -27,6 +27,7 @@ pub mod interrupt;
 pub mod machine;
 pub mod measure;
 pub mod model;
+pub mod parallel;
 pub mod profile;
 pub mod render;
 pub mod report;

@@ -161,7 +161,9 @@ pub fn build<'a>(
             fingerprint: first.machine_fingerprint.clone(),
             description: describe_machine(&first.machine_fingerprint, &first.experiment.machine),
             machine: first.experiment.machine.clone(),
-            benchmarks: in_parallel(benchmarks, |(name, pools), detector| {
+            // A report's thousand benchmarks are independent; each thread keeps one
+            // detector, so series of the same shape share the permutation null distributions.
+            benchmarks: crate::parallel::map(&benchmarks, detector, |(name, pools), detector| {
                 let points: Vec<Point> = pools
                     .iter()
                     .enumerate()
@@ -188,29 +190,8 @@ pub fn build<'a>(
     History { metric: metric_name.to_string(), machines, matrix: None }
 }
 
-/// `f` over `items`, in order, on as many threads as there are cores (a report's thousand
-/// benchmarks are independent), each thread with one change-point detector for all its
-/// series: series of the same shape share the permutation null distributions.
-fn in_parallel<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T, &mut Detector) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len()).max(1);
-    let per_thread = items.len().div_ceil(threads).max(1);
-    let mut chunks: Vec<Vec<T>> = Vec::new();
-    let mut items = items.into_iter().peekable();
-    while items.peek().is_some() {
-        chunks.push(items.by_ref().take(per_thread).collect());
-    }
-    let work = |chunk: Vec<T>| {
-        let mut detector = Detector::new(ChangePointConfig::for_groups());
-        chunk.into_iter().map(|item| f(item, &mut detector)).collect::<Vec<R>>()
-    };
-    if chunks.len() <= 1 {
-        return chunks.into_iter().flat_map(work).collect();
-    }
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = chunks.into_iter().map(|chunk| scope.spawn(|| work(chunk))).collect();
-        // A worker only panics on a bug; carry the panic over.
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-    })
+fn detector() -> Detector {
+    Detector::new(ChangePointConfig::for_groups())
 }
 
 /// Change points between the labels' runs (`groups`, aligned with `points`).

@@ -613,9 +613,17 @@ fn history_section(out: &mut String, page: &MachinePage, metric: &str) {
     let mut order: Vec<&BenchmarkHistory> = page.histories.iter().collect();
     let biggest_shift = |h: &BenchmarkHistory| h.change_points.iter().map(|c| c.ratio.ln().abs()).fold(0.0, f64::max);
     order.sort_by(|a, b| biggest_shift(b).total_cmp(&biggest_shift(a)).then_with(|| a.name.cmp(&b.name)));
-    for history in order {
-        history_chart(out, history, page, &label_index, unit);
-    }
+    // A thousand charts are drawn on every core.
+    let charts = crate::parallel::map(
+        &order,
+        || (),
+        |history, ()| {
+            let mut chart = String::new();
+            history_chart(&mut chart, history, page, &label_index, unit);
+            chart
+        },
+    );
+    out.extend(charts);
     out.push_str("</div>\n");
 }
 
