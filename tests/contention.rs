@@ -110,7 +110,9 @@ impl Neighbours {
     fn start() -> Neighbours {
         let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
         let spin = common::fixture("spin");
-        Neighbours((0..2 * cpus).map(|_| std::process::Command::new(&spin).arg("100000000000").spawn().unwrap()).collect())
+        Neighbours(
+            (0..2 * cpus).map(|_| std::process::Command::new(&spin).arg("100000000000").spawn().unwrap()).collect(),
+        )
     }
 }
 
