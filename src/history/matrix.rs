@@ -142,7 +142,7 @@ mod tests {
     #[test]
     fn each_machine_gets_its_own_ratio_and_none_is_pooled() {
         // gcc54 ÷ gcc48: 10 % slower on "sandy", unchanged on "haswell"; "skylake" lacks gcc54.
-        let exps = vec![
+        let exps = [
             stored("gcc48", 1, "vm_insns", "sandy", &runs(1.0)),
             stored("gcc48", 1, "vm_insns", "haswell", &runs(0.8)),
             stored("gcc48", 1, "vm_insns", "skylake", &runs(0.7)),

@@ -243,7 +243,7 @@ impl Detector {
         let (ranks, tie_term) = midranks(segment);
         let n = segment.len() as f64;
         let scale = ((n + 1.0) - tie_term / (n * (n - 1.0))) / 12.0;
-        if !(scale > 0.0) {
+        if scale.is_nan() || scale <= 0.0 {
             return None;
         }
         let (observed, best) = max_statistic(&ranks, &taus, scale);
@@ -252,7 +252,7 @@ impl Detector {
         if layout.label_check {
             // Bonferroni over the splits the run statistic chose among.
             let corrected = (layout.label_test(a, split, b)?.p_value * boundaries.len() as f64).min(1.0);
-            if !(corrected <= self.config.alpha) {
+            if corrected.is_nan() || corrected > self.config.alpha {
                 return None;
             }
             p_value = corrected;
@@ -267,7 +267,7 @@ impl Detector {
     fn permutation_p(&mut self, ranks: &[f64], untied: bool, taus: &[usize], scale: f64, observed: f64) -> Option<f64> {
         let permutations = self.config.permutations.max(1);
         let allowed = (self.config.alpha * (permutations + 1) as f64 - 1.0).floor();
-        if !(allowed >= 0.0) {
+        if allowed.is_nan() || allowed < 0.0 {
             return None;
         }
         let threshold = observed * (1.0 - 1e-12);
@@ -437,7 +437,7 @@ fn drop_weak_changes(
                 !layout.label_check || layout.label_test(a, k, b).is_some_and(|t| t.p_value <= config.alpha);
             match estimate {
                 Some(estimate) if size >= threshold && excludes_zero && labels_differ => kept.push(estimate),
-                _ if weakest.is_none_or(|(_, smallest)| size < smallest) => weakest = Some((i, size)),
+                _ if weakest.map_or(true, |(_, smallest)| size < smallest) => weakest = Some((i, size)),
                 _ => {}
             }
         }

@@ -484,7 +484,7 @@ fn read_experiments(
 /// along the permutation's cycles, without a second vector.
 fn in_label_order(mut experiments: Vec<StoredExperiment>) -> Vec<StoredExperiment> {
     let key = |e: &StoredExperiment| (e.label_order, e.id);
-    if experiments.is_sorted_by_key(key) {
+    if experiments.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
         return experiments;
     }
     // from[k]: the position of the experiment that belongs at position k.
