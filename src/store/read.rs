@@ -101,57 +101,49 @@ impl Row<'_> {
     }
 }
 
-/// Joins naming the label `l`, benchmark `b` and machine `m` of experiment `e`.
-const JOINS: &str = "JOIN labels l ON l.id = e.label_id JOIN benchmarks b ON b.id = e.benchmark_id \
-     JOIN machines m ON m.id = e.machine_id";
-
-/// The experiments' filter of a [`Query`]: only the conditions it sets, so the database
-/// can use its indexes (a label's experiments, then their runs); its parameters come first.
+/// The experiments' filter of a [`Query`]: only the conditions it sets, joined only to the
+/// tables they name (the label `l`, benchmark `b` and machine `m` of experiment `e`), so
+/// the database uses its indexes (a label's experiments, then their runs) and looks up
+/// nothing else per row; its parameters come first.
 struct Filter {
     sql: String,
     params: Vec<Value>,
-    /// The conditions need the experiment's label, benchmark or machine (without any, the
-    /// tables are read without joins).
-    joined: bool,
+    /// The joins from experiment `e` the conditions need (empty without conditions: the
+    /// tables are then read without joins).
+    joins: String,
 }
 
 impl Filter {
     fn new(query: &Query) -> Filter {
         let mut conditions = Vec::new();
         let mut params = Vec::new();
+        let mut joins = Vec::new();
         if let Some(label) = &query.label {
             params.push(text(label));
             conditions.push(format!("l.name = ${}", params.len()));
+            joins.push("JOIN labels l ON l.id = e.label_id");
         }
         if let Some(benchmark) = &query.benchmark {
             params.push(text(benchmark));
             conditions.push(format!("b.name = ${}", params.len()));
+            joins.push("JOIN benchmarks b ON b.id = e.benchmark_id");
         }
         if let Some(machine) = &query.machine {
             params.push(text(machine));
             let n = params.len();
             conditions.push(format!("(m.fingerprint LIKE CAST(${n} AS TEXT) || '%' OR m.hostname = ${n})"));
+            joins.push("JOIN machines m ON m.id = e.machine_id");
         }
-        let joined = !conditions.is_empty();
-        let sql = if joined { conditions.join(" AND ") } else { "1 = 1".to_string() };
-        Filter { sql, params, joined }
+        let sql = if conditions.is_empty() { "1 = 1".to_string() } else { conditions.join(" AND ") };
+        Filter { sql, params, joins: joins.join(" ") }
     }
 
-    /// The joins from experiment `e` that the conditions need.
-    fn joins(&self) -> &'static str {
-        if self.joined {
-            JOINS
-        } else {
-            ""
-        }
-    }
-
-    /// `FROM <table> t`, joined to its experiment when the conditions need it.
+    /// `FROM <table> t`, joined to its experiment `e` when the conditions need it.
     fn from(&self, table: &str) -> String {
-        if self.joined {
-            format!("FROM {table} t JOIN experiments e ON e.id = t.experiment_id {JOINS}")
-        } else {
+        if self.joins.is_empty() {
             format!("FROM {table} t")
+        } else {
+            format!("FROM {table} t JOIN experiments e ON e.id = t.experiment_id {}", self.joins)
         }
     }
 
@@ -202,7 +194,11 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
         &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason", "c.samples"],
         &format!(
             "FROM counters c JOIN runs t ON t.id = c.run_id {} WHERE {} ORDER BY c.run_id, c.name",
-            if filter.joined { format!("JOIN experiments e ON e.id = t.experiment_id {JOINS}") } else { String::new() },
+            if filter.joins.is_empty() {
+                String::new()
+            } else {
+                format!("JOIN experiments e ON e.id = t.experiment_id {}", filter.joins)
+            },
             filter.sql
         ),
         &filter.params,
@@ -465,7 +461,7 @@ fn read_experiments(
     Rows::each(
         db,
         &experiment_columns(detail),
-        &format!("FROM experiments e {} WHERE {}", filter.joins(), filter.sql),
+        &format!("FROM experiments e {} WHERE {}", filter.joins, filter.sql),
         &filter.params,
         |r| {
             let id = r.id("id");
