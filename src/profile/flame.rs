@@ -14,7 +14,7 @@
 use super::aggregate::{self, CallGraph, FrameKind, NamedStack, StackFrame};
 use super::format::Profile;
 use super::symbolize::Symbolizer;
-use crate::report::svg::esc;
+use crate::render::markup::esc;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 

@@ -1,10 +1,11 @@
 //! Output: the terminal table, JSON, Markdown and CSV renderings of an experiment, the
-//! `stat` table, and the progress display.
+//! `stat` table, the progress display, and markup escaping for HTML and SVG.
 
 pub mod color;
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod markup;
 pub mod progress;
 pub mod stat;
 pub mod terminal;

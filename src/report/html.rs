@@ -1,7 +1,7 @@
 //! The report page: one self-contained HTML file (inline CSS, inline SVG, a few lines
 //! of inline JS for the name filter) that opens offline and from a file: URL.
 
-use super::svg::{esc, format_change, format_value, num, truncate, LinearScale, LogScale};
+use super::svg::{format_change, format_value, num, truncate, LinearScale, LogScale};
 use super::{
     geomean, CounterTable, Explained, Geomean, LabelComparison, MachineGroup, MachinePage, Ratio, RelativeTime,
     ReportData,
@@ -9,6 +9,7 @@ use super::{
 use crate::history::matrix::Matrix;
 use crate::history::{BenchmarkHistory, Point};
 use crate::model::{metric, Verdict};
+use crate::render::markup::esc;
 use crate::units::{format_p, format_ratio};
 use std::collections::HashMap;
 use std::fmt::Write;

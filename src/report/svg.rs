@@ -1,4 +1,4 @@
-//! Hand-written SVG building blocks for the HTML report: escaping, scales, ticks.
+//! Hand-written SVG building blocks for the HTML report: scales, ticks, number formats.
 //!
 //! Why no plotting crate: the report's charts are a forest plot and small line charts,
 //! a few hundred lines of SVG text. Plotting crates (plotters and friends) bring font
@@ -7,25 +7,6 @@
 //! `<title>` tooltips we rely on.
 
 use std::borrow::Cow;
-
-/// Escape text for HTML/SVG element content and for quoted attribute values.
-pub fn esc(text: &str) -> Cow<'_, str> {
-    if !text.contains(['&', '<', '>', '"', '\'']) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
-}
 
 /// Shorten a label for display to `max_chars` characters, ending in an ellipsis.
 /// The full name stays available in the element's `<title>` tooltip.
@@ -259,13 +240,6 @@ pub fn num(n: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes_markup_in_text_and_attributes() {
-        assert_eq!(esc("<script>alert(1)</script>"), "&lt;script&gt;alert(1)&lt;/script&gt;");
-        assert_eq!(esc(r#"a"b'c&d"#), "a&quot;b&#39;c&amp;d");
-        assert!(matches!(esc("plain name"), Cow::Borrowed(_)));
-    }
 
     #[test]
     fn truncation_keeps_short_names_and_marks_cut_ones() {
