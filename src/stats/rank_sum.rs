@@ -171,14 +171,7 @@ fn critical_rank(m: usize, n: usize, confidence: f64) -> Option<(usize, f64)> {
 /// approximation. None when `confidence` is not in (0, 1), a sample is empty, or no interval
 /// of that confidence exists for these sizes (e.g. 3 and 3 at 95 %).
 pub fn shift_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<Interval> {
-    if !valid_confidence(confidence) {
-        return None;
-    }
-    let (a, b) = (finite_sorted(a), finite_sorted(b));
-    if a.is_empty() || b.is_empty() {
-        return None;
-    }
-    let (k, achieved_confidence) = critical_rank(a.len(), b.len(), confidence)?;
+    let (a, b, k, achieved_confidence) = interval_ranks(a, b, confidence)?;
     let total = a.len() * b.len();
     Some(Interval { low: kth_difference(&a, &b, k), high: kth_difference(&a, &b, total + 1 - k), achieved_confidence })
 }
@@ -186,14 +179,7 @@ pub fn shift_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<Interval>
 /// [`hodges_lehmann_shift`] and [`shift_interval`] at once, sorting the differences of small
 /// samples once (histories compare 100,000 pairs of labels); None without an interval.
 pub fn shift_with_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<(f64, Interval)> {
-    if !valid_confidence(confidence) {
-        return None;
-    }
-    let (a, b) = (finite_sorted(a), finite_sorted(b));
-    if a.is_empty() || b.is_empty() {
-        return None;
-    }
-    let (k, achieved_confidence) = critical_rank(a.len(), b.len(), confidence)?;
+    let (a, b, k, achieved_confidence) = interval_ranks(a, b, confidence)?;
     let total = a.len() * b.len();
     let sorted = small_sorted_differences(&a, &b);
     let kth = |i: usize| match &sorted {
@@ -202,6 +188,20 @@ pub fn shift_with_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<(f64
     };
     let interval = Interval { low: kth(k), high: kth(total + 1 - k), achieved_confidence };
     Some((median_by_rank(total, kth), interval))
+}
+
+/// The finite values of `a` and `b` sorted, with the rank of the interval's lower end and
+/// its achieved confidence; None as [`shift_interval`] says.
+fn interval_ranks(a: &[f64], b: &[f64], confidence: f64) -> Option<(Vec<f64>, Vec<f64>, usize, f64)> {
+    if !valid_confidence(confidence) {
+        return None;
+    }
+    let (a, b) = (finite_sorted(a), finite_sorted(b));
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let (k, achieved_confidence) = critical_rank(a.len(), b.len(), confidence)?;
+    Some((a, b, k, achieved_confidence))
 }
 
 #[cfg(test)]
