@@ -1,7 +1,7 @@
 //! The report page: one self-contained HTML file (inline CSS, inline SVG, a few lines
 //! of inline JS for the name filter) that opens offline and from a file: URL.
 
-use super::svg::{format_change, format_value, num, truncate, LinearScale, LogScale};
+use super::svg::{format_change, format_value, num, tick_labels, truncate, LinearScale, LogScale};
 use super::{
     geomean, CounterTable, Explained, Geomean, LabelComparison, MachineGroup, MachinePage, Ratio, RelativeTime,
     ReportData,
@@ -675,7 +675,8 @@ fn history_chart(
         );
     }
     let mut grid = String::new();
-    for t in y_scale.ticks(3) {
+    let ticks = y_scale.ticks(3);
+    for (&t, label) in ticks.iter().zip(tick_labels(&ticks, unit)) {
         let y = num(y_scale.px(t));
         let _ = write!(grid, "M{} {y}H{}", num(HIST_LEFT), num(HIST_WIDTH - HIST_RIGHT));
         let _ = write!(
@@ -683,7 +684,7 @@ fn history_chart(
             "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
             num(HIST_LEFT - 4.0),
             num(y_scale.px(t) + 4.0),
-            esc(&format_value(t, unit))
+            esc(&label)
         );
     }
     let _ = write!(out, "<path class=\"grid\" d=\"{grid}\"/>");

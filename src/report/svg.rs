@@ -167,6 +167,18 @@ pub fn format_change(ratio: f64) -> String {
 
 /// A measured value in its metric's unit with an SI prefix for seconds (`1.23 ms`).
 pub fn format_value(value: f64, unit: &str) -> String {
+    format_value_with(value, unit, 0)
+}
+
+/// Labels for an axis's ticks: as [`format_value`], with as many more digits as it takes
+/// (up to three) for neighbouring ticks not to read alike (226 ms, 226.5 ms, 227 ms).
+pub fn tick_labels(ticks: &[f64], unit: &str) -> Vec<String> {
+    let labels = |extra: i32| ticks.iter().map(|&t| format_value_with(t, unit, extra)).collect::<Vec<_>>();
+    (0..=3).map(labels).find(|l| l.windows(2).all(|w| w[0] != w[1])).unwrap_or_else(|| labels(0))
+}
+
+/// [`format_value`] with `extra` significant digits more than usual.
+fn format_value_with(value: f64, unit: &str, extra: i32) -> String {
     if !value.is_finite() {
         return "n/a".into();
     }
@@ -181,9 +193,9 @@ pub fn format_value(value: f64, unit: &str) -> String {
         } else {
             (value * 1e9, "n")
         };
-        return format!("{} {prefix}s", significant(scaled, 3));
+        return format!("{} {prefix}s", significant(scaled, 3 + extra));
     }
-    let text = if value.abs() >= 10_000.0 { grouped(value.round()) } else { significant(value, 4) };
+    let text = if value.abs() >= 10_000.0 { grouped(value.round()) } else { significant(value, 4 + extra) };
     if unit.is_empty() {
         text
     } else {
@@ -306,6 +318,8 @@ mod tests {
         assert_eq!(format_value(f64::NAN, ""), "n/a");
         assert_eq!(num(12.34), "12.3");
         assert_eq!(num(12.0), "12");
+        assert_eq!(tick_labels(&[0.226, 0.2265, 0.227], "s"), ["226 ms", "226.5 ms", "227 ms"]);
+        assert_eq!(tick_labels(&[0.2, 0.4], "s"), ["200 ms", "400 ms"]);
         assert_eq!(
             (num(-0.26), num(-0.04), num(-7.0), num(0.95)),
             ("-0.3".into(), "0".into(), "-7".into(), "1".into())
