@@ -314,3 +314,17 @@ pub struct SaveArgs {
     #[command(flatten)]
     pub db: DbArgs,
 }
+
+/// Which builds and benchmarks of a suite run (`run` and `queue`).
+#[derive(Debug, Args)]
+pub struct SelectionArgs {
+    /// The build measured (default: the build named like --label, if any).
+    #[arg(long, value_name = "BUILD")]
+    pub build: Option<String>,
+    /// A build to compare against in interleaved rounds (a name from [builds]).
+    #[arg(long, value_name = "BUILD")]
+    pub baseline: Option<String>,
+    /// Only benchmarks whose name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+}

@@ -1,7 +1,7 @@
 //! `perflab queue` (add, list and cancel fleet jobs) and `perflab agent` (run them on
 //! this machine).
 
-use super::args::{duration, DbArgs};
+use super::args::{duration, DbArgs, SelectionArgs};
 use super::run::summary_line;
 use crate::error::Failure;
 use crate::fleet::{self, agent::AgentOptions, QueueRequest};
@@ -20,15 +20,8 @@ pub struct QueueArgs {
     /// Label to store the results under.
     #[arg(short = 'l', long, value_name = "LABEL", required_unless_present_any = ["list", "cancel"])]
     pub label: Option<String>,
-    /// The build measured (default: the build named like --label, if any).
-    #[arg(long, value_name = "BUILD")]
-    pub build: Option<String>,
-    /// A build to compare against in interleaved rounds.
-    #[arg(long, value_name = "BUILD")]
-    pub baseline: Option<String>,
-    /// Only benchmarks whose name matches this regular expression.
-    #[arg(long, value_name = "REGEX")]
-    pub filter: Option<String>,
+    #[command(flatten)]
+    pub selection: SelectionArgs,
     /// A commit for the builds' `prepare` commands (given to them as PERFLAB_COMMIT).
     #[arg(long, value_name = "REV")]
     pub commit: Option<String>,
@@ -73,9 +66,9 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
     let request = QueueRequest {
         label: args.label.unwrap_or_default(),
         git_commit: args.commit,
-        build: args.build,
-        baseline: args.baseline,
-        filter: args.filter,
+        build: args.selection.build,
+        baseline: args.selection.baseline,
+        filter: args.selection.filter,
         machines: args.machines,
     };
     let mut store = args.db.open()?;

@@ -1,6 +1,6 @@
 //! `perflab run` (a suite's benchmarks, stored under a label) and `perflab bisect`.
 
-use super::args::{duration, DbArgs, ExperimentArgs};
+use super::args::{duration, DbArgs, ExperimentArgs, SelectionArgs};
 use crate::bisect::{self, BisectRequest};
 use crate::error::Failure;
 use crate::experiment::plan;
@@ -21,15 +21,8 @@ pub struct RunArgs {
     /// Label to store these results under (a version, a commit, a build name).
     #[arg(short = 'l', long, value_name = "LABEL", required_unless_present = "list")]
     pub label: Option<String>,
-    /// The build measured (default: the build named like --label, if any).
-    #[arg(long, value_name = "BUILD")]
-    pub build: Option<String>,
-    /// A build to compare against in interleaved rounds (a name from [builds]).
-    #[arg(long, value_name = "BUILD")]
-    pub baseline: Option<String>,
-    /// Only benchmarks whose name matches this regular expression.
-    #[arg(long, value_name = "REGEX")]
-    pub filter: Option<String>,
+    #[command(flatten)]
+    pub selection: SelectionArgs,
     /// List the benchmarks and their commands without running them.
     #[arg(long)]
     pub list: bool,
@@ -71,8 +64,9 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
     let options = args.run_options();
     plan::check(&options.overrides)?;
     let suite = suite::load(&args.suite)?;
-    let benchmarks = suite.select(args.filter.as_deref())?;
-    let (candidate, baseline) = suite.builds(args.build.as_deref(), args.baseline.as_deref(), args.label.as_deref())?;
+    let benchmarks = suite.select(args.selection.filter.as_deref())?;
+    let (candidate, baseline) =
+        suite.builds(args.selection.build.as_deref(), args.selection.baseline.as_deref(), args.label.as_deref())?;
     if args.list {
         return list(&benchmarks, candidate, baseline);
     }
