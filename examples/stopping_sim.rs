@@ -1,6 +1,6 @@
 //! Simulates perflab's stopping rule: thousands of whole experiments — the real engine,
 //! warm-up, rounds, looks, verdicts — on the simulated machine of
-//! `experiment::simulate` (heavy-tailed run noise, drift, stalls), once per look design,
+//! `executor::simulated` (heavy-tailed run noise, drift, stalls), once per look design,
 //! on the same series. Reports per design and true effect: the share of each verdict,
 //! how often the interval covered the true ratio, and the median rounds and (simulated)
 //! seconds to the end.
@@ -9,11 +9,12 @@
 //! (defaults 1000, 3.0, 0.065, 1,1.005,1.01,1.02: the ~65 ms pair of the evaluation at
 //! the noise measured on this VM; docs/statistics.md has the figures).
 
+use perflab::executor::simulated::{Noise, Simulated};
 use perflab::experiment::run_experiment;
-use perflab::experiment::simulate::{Noise, Simulated};
-use perflab::experiment::{Plan, Quiet};
+use perflab::experiment::Quiet;
 use perflab::measure::MeasureOptions;
 use perflab::model::{metric, CommandSpec, LookDesign, Settings, Verdict};
+use perflab::plan::Plan;
 
 fn plan(design: LookDesign, seed: u64) -> Plan {
     let command = |name: &str| CommandSpec { name: name.into(), argv: vec![name.into()], command_line: name.into() };

@@ -1,8 +1,8 @@
 //! `perflab` binary: a thin shell over the library (see `perflab::cli`).
 
 fn main() {
-    // perflab runs benchmarked commands from a copy of itself (see `perflab::spawner`).
-    if let Some(code) = perflab::spawner::serve_if_requested() {
+    // perflab runs benchmarked commands from a copy of itself (see `perflab::executor::launcher`).
+    if let Some(code) = perflab::executor::launcher::serve_if_requested() {
         std::process::exit(code);
     }
     // Rust ignores SIGPIPE, which turns `perflab show ... | head` into a panic on the

@@ -9,10 +9,11 @@
 //! input_fuzz -- --test-threads 1 --nocapture` runs each for that long and prints how
 //! many cases it tried (`scripts/fuzz`).
 
-use perflab::experiment::simulate::{Noise, Simulated};
-use perflab::experiment::{run_experiment, Plan, Quiet};
+use perflab::executor::simulated::{Noise, Simulated};
+use perflab::experiment::{run_experiment, Quiet};
 use perflab::measure::MeasureOptions;
 use perflab::model::{metric, CommandSpec, Settings};
+use perflab::plan::Plan;
 use perflab::report::{load, render_html};
 use perflab::store::exchange::{read_import, ImportOptions};
 use perflab::store::{Meta, Store};

@@ -1,14 +1,14 @@
 //! Option groups several commands share, defined once so they parse, check and default
 //! alike, and their conversion into the library's plain settings.
 
-use crate::command::scan_values;
 use crate::error::Failure;
-use crate::experiment::plan::Options;
 use crate::measure::counters::Scope;
 use crate::measure::output::{Parser, FORMAT_NAMES};
 use crate::measure::{MeasureOptions, Mode};
 use crate::model::metric::Better;
 use crate::model::{Hooks, Iterations, Settings};
+use crate::plan::command::scan_values;
+use crate::plan::Options;
 use crate::units;
 use crate::usage;
 use clap::builder::{PossibleValuesParser, TypedValueParser};

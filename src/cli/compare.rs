@@ -3,11 +3,12 @@
 //! terminal table, JSON and Markdown, and the outcome.
 
 use super::args::{confidence, percent, ExperimentArgs, HookArgs, MeasureArgs, OutputArgs, ParameterArgs, SaveArgs};
-use crate::command::{expand_parameters, parse_commands, resolve_program, substitute};
 use crate::error::Failure;
-use crate::experiment::{self, plan, Fanout, Observer, Plan};
+use crate::experiment::{self, Fanout, Observer};
 use crate::model::metric::Better;
 use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings, Warning, WarningKind};
+use crate::plan::command::{expand_parameters, parse_commands, resolve_program, substitute};
+use crate::plan::{self, Plan};
 use crate::render;
 use crate::store::{current_git_commit, default_label, Meta, Recorder, Store};
 use crate::units::format_percent;

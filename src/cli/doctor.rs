@@ -4,9 +4,10 @@
 use super::args::{duration, percent, DbArgs};
 use crate::doctor::{self, Finding, Status};
 use crate::error::Failure;
-use crate::experiment::{self, plan, Plan};
+use crate::experiment;
 use crate::measure::MeasureOptions;
 use crate::model::{Calibration, Experiment, Machine, Settings};
+use crate::plan::{self, Plan};
 use crate::render::color::{bold, dim, green, yellow};
 use crate::render::terminal::escape;
 use crate::units::format_seconds;
@@ -127,8 +128,8 @@ fn calibration_plan(command: &[String], shell: Option<&str>) -> Result<Plan, Fai
         many if shell.is_some() => many.join(" "),
         many => shell_words::join(many),
     };
-    let commands = crate::command::parse_commands(&[text.clone(), text], &[], shell)?;
-    crate::command::resolve_program(&commands[0].argv[0])?;
+    let commands = crate::plan::command::parse_commands(&[text.clone(), text], &[], shell)?;
+    crate::plan::command::resolve_program(&commands[0].argv[0])?;
     let measure = MeasureOptions::default();
     let compared = plan::compared_metrics(&[], &measure)?;
     Ok(Plan {

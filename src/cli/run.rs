@@ -1,11 +1,11 @@
 //! `perflab run` (a suite's benchmarks, stored under a label) and `perflab bisect`.
 
 use super::args::{duration, DbArgs, ExperimentArgs, SelectionArgs};
-use crate::bisect::{self, BisectRequest};
 use crate::error::Failure;
-use crate::experiment::plan;
 use crate::model::{Experiment, StopReason};
+use crate::plan;
 use crate::render::color;
+use crate::suite::bisect::{self, BisectRequest};
 use crate::suite::runner::{run_suite, Outcome, RunOptions};
 use crate::suite::{self, Benchmark, Build};
 use crate::units::format_value;

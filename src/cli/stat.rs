@@ -3,9 +3,10 @@
 
 use super::args::{HookArgs, MeasureArgs, OutputArgs, RunnerArgs};
 use crate::error::Failure;
-use crate::experiment::{self, plan, Plan};
+use crate::experiment;
 use crate::measure::{counters, Mode};
 use crate::model::Settings;
+use crate::plan::{self, Plan};
 use crate::render::stat::{render_terminal, stat_metrics, StatReport};
 use crate::render::{self, color};
 use clap::Args;
@@ -50,8 +51,8 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
         many if args.shell.is_some() => many.join(" "),
         many => shell_words::join(many),
     };
-    let commands = crate::command::parse_commands(&[text], &[], args.shell.as_deref())?;
-    crate::command::resolve_program(&commands[0].argv[0])?;
+    let commands = crate::plan::command::parse_commands(&[text], &[], args.shell.as_deref())?;
+    crate::plan::command::resolve_program(&commands[0].argv[0])?;
     let runs = args.runs.unwrap_or(if instructions { 1 } else { DEFAULT_RUNS });
     let options = plan::Options {
         rounds: Some(runs),

@@ -2,13 +2,13 @@
 //! [`Executor`], looks at the primary metric on the planned schedule, and a stop as soon
 //! as every candidate has a verdict (or a limit, a failure or an interrupt ends it).
 
-use super::analysis::{choose_primary, finish, primary_comparisons};
-use super::executor::{Executor, RunError};
 use super::observer::{Observer, Progress};
-use super::plan::Plan;
-use super::schedule::{LookSchedule, RoundPlanner};
+use crate::analysis::{choose_primary, finish, primary_comparisons};
 use crate::error::Failure;
+use crate::executor::{Executor, RunError};
 use crate::model::{CommandResult, Experiment, Run, StopReason};
+use crate::plan::schedule::{LookSchedule, RoundPlanner};
+use crate::plan::Plan;
 use crate::usage;
 
 /// The group-sequential horizon is planned this much beyond the rounds that fit in
@@ -232,8 +232,8 @@ fn missing_printed_metric(plan: &Plan, name: &str, run: &Run) -> Option<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::executor::simulated::{Event, Noise, Simulated};
     use crate::experiment::observer::Quiet;
-    use crate::experiment::simulate::{Event, Noise, Simulated};
     use crate::measure::MeasureOptions;
     use crate::model::{metric, CommandSpec, Run, Settings, Verdict};
 

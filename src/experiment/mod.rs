@@ -1,26 +1,21 @@
 //! The experiment engine, shared by `compare`, `stat`, `run` and `bisect`: a [`Plan`]
 //! (commands, settings, metrics) is run by [`run_experiment`] in randomized interleaved
-//! rounds through an [`Executor`] — real processes, or a [`simulate::Simulated`] machine —
-//! while [`Observer`]s watch, and [`analysis`] turns the runs into summaries, verdicts
-//! and warnings. Nothing here knows the command line.
+//! rounds through an [`Executor`](crate::executor::Executor) — real processes, or a
+//! [`Simulated`](crate::executor::simulated::Simulated) machine — while [`Observer`]s
+//! watch, and [`crate::analysis`] turns the runs into summaries, verdicts and warnings.
+//! Nothing here knows the command line.
 //!
 //! plan → schedule (rounds, looks) → executor (spawn, measure) → analysis
 //! (stats, verdict, multiplicity, cross-check).
 
-pub mod analysis;
-pub mod crosscheck;
 pub mod engine;
-pub mod executor;
-pub mod multiplicity;
 pub mod observer;
-pub mod plan;
-pub mod schedule;
-pub mod simulate;
 
 pub use engine::run_experiment;
-pub use executor::{Executor, ProcessExecutor};
 pub use observer::{Fanout, Observer, Progress, Quiet};
-pub use plan::{Options, Plan};
+
+use crate::executor::ProcessExecutor;
+use crate::plan::Plan;
 
 use crate::error::Failure;
 use crate::model::Experiment;

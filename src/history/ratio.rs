@@ -136,7 +136,7 @@ pub fn independent(base: &[f64], cand: &[f64], threshold: f64, better: Better) -
         ci_high: hi,
         confidence: interval.achieved_confidence,
         p_value: Some(crate::stats::rank_sum::mann_whitney(&ln_base, &ln_cand).p_value),
-        verdict: crate::verdict::classify(lo, hi, threshold, better).0,
+        verdict: crate::analysis::verdict::classify(lo, hi, threshold, better).0,
         method: CiMethod::Independent,
         n: base.len().min(cand.len()),
     })

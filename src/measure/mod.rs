@@ -122,7 +122,7 @@ pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTr
         let per_command: Vec<(&str, BTreeMap<String, String>)> = commands
             .iter()
             .filter_map(|c| {
-                let program = crate::command::resolve_program(c.argv.first()?).ok()?;
+                let program = crate::plan::command::resolve_program(c.argv.first()?).ok()?;
                 Some((c.name.as_str(), cachegrind::environment_facts(&program)))
             })
             .collect();

@@ -14,8 +14,8 @@ use super::jitmap::{self, JitMap};
 use super::target;
 use super::unwind::{self, DwarfUnwinder, Unwinding, UserStack};
 use crate::error::Failure;
+use crate::executor::process;
 use crate::measure::counters::{self, EventKind};
-use crate::spawn;
 use crate::usage;
 use perf_event::data::parse::Parser;
 use perf_event::data::{self as pdata, RecordMetadata, Visitor};
@@ -441,7 +441,7 @@ pub struct Session {
     opts: RecordOptions,
     rings: Vec<Ring>,
     /// The profiled command (command target).
-    child: Option<spawn::Child>,
+    child: Option<process::Child>,
     child_pidfd: Option<std::os::fd::RawFd>,
     /// Attached processes still running, with their CPU time when recording began.
     watched: Vec<(u32, std::os::fd::OwnedFd, Option<f64>)>,
@@ -494,13 +494,13 @@ impl Session {
     /// Start the command, held between fork and exec while the events are opened on it.
     fn spawn(&mut self) -> Result<(), Failure> {
         let opts = &self.opts;
-        let program = crate::command::resolve_program(&opts.argv[0])?;
+        let program = crate::plan::command::resolve_program(&opts.argv[0])?;
         let output = match (opts.discard_output, opts.stdout_to_stderr) {
-            (true, _) => spawn::Output::Discard,
-            (false, true) => spawn::Output::StdoutToStderr,
-            (false, false) => spawn::Output::Inherit,
+            (true, _) => process::Output::Discard,
+            (false, true) => process::Output::StdoutToStderr,
+            (false, false) => process::Output::Inherit,
         };
-        let prepared = spawn::Prepared::new(&program, &opts.argv, output).map_err(|e| usage!("{e}"))?;
+        let prepared = process::Prepared::new(&program, &opts.argv, output).map_err(|e| usage!("{e}"))?;
         let mut rings = Vec::new();
         let mut open_failure = None;
         let mut gate = |pid: libc::pid_t| match open_all(&[Observe::Exec(pid)], opts) {
@@ -514,13 +514,13 @@ impl Session {
                 Err(anyhow::anyhow!(message))
             }
         };
-        let mut child = match spawn::start(&prepared, &spawn::Environment::inherited(), Some(&mut gate)) {
+        let mut child = match process::start(&prepared, &process::Environment::inherited(), Some(&mut gate)) {
             Ok(child) => child,
-            Err(spawn::SpawnError::Probe(e)) => return Err(open_failure.unwrap_or_else(|| usage!("{e:#}"))),
-            Err(spawn::SpawnError::Interrupted) => {
+            Err(process::SpawnError::Probe(e)) => return Err(open_failure.unwrap_or_else(|| usage!("{e:#}"))),
+            Err(process::SpawnError::Interrupted) => {
                 return Err(Failure::Interrupted("interrupted before the profiled command started".into()))
             }
-            Err(spawn::SpawnError::Exec(e)) => return Err(usage!("{e}")),
+            Err(process::SpawnError::Exec(e)) => return Err(usage!("{e}")),
         };
         self.child_pidfd = Some(child.pidfd().map_err(|e| Failure::Other(anyhow::anyhow!("{e}")))?);
         self.child = Some(child);
@@ -704,16 +704,16 @@ impl Session {
                 match &outcome {
                     Ok(o) => {
                         profile.duration_s = o.wall.as_secs_f64();
-                        profile.cpu_s = spawn::seconds(o.rusage.ru_utime) + spawn::seconds(o.rusage.ru_stime);
+                        profile.cpu_s = process::seconds(o.rusage.ru_utime) + process::seconds(o.rusage.ru_stime);
                         profile.exit_code = o.exit.exit_code;
                     }
                     // Interrupted: the group was killed and reaped without rusage.
                     Err(_) => profile.duration_s = self.start.elapsed().as_secs_f64(),
                 }
                 match outcome {
-                    Err(spawn::SpawnError::Exec(e)) => return Err(Failure::Other(anyhow::anyhow!(e))),
-                    Err(spawn::SpawnError::Probe(e)) => return Err(Failure::Other(e)),
-                    Err(spawn::SpawnError::Interrupted) | Ok(_) => {}
+                    Err(process::SpawnError::Exec(e)) => return Err(Failure::Other(anyhow::anyhow!(e))),
+                    Err(process::SpawnError::Probe(e)) => return Err(Failure::Other(e)),
+                    Err(process::SpawnError::Interrupted) | Ok(_) => {}
                 }
                 ending == Progress::Interrupted
             }

@@ -1,8 +1,8 @@
 //! The Markdown rendering, for a pull-request comment.
 
+use crate::analysis::verdict::sentence;
 use crate::model::{metric, Experiment};
 use crate::units::{format_level, format_p, format_seconds};
-use crate::verdict::sentence;
 
 pub fn render(e: &Experiment) -> String {
     let primary = e.primary_metric.as_str();

@@ -2,10 +2,10 @@
 //! line per candidate, and warnings.
 
 use super::color::{bold, dim, green, red, yellow};
+use crate::analysis::verdict::sentence;
 use crate::model::{metric, Comparison, Experiment, StopReason, Verdict};
 use crate::stats::summary;
 use crate::units::{format_level, format_p, format_seconds, format_value};
-use crate::verdict::sentence;
 use comfy_table::{presets, CellAlignment, Table};
 
 /// Text from outside (command names, labels) made safe for a terminal: control
@@ -245,10 +245,11 @@ pub fn unsupported_counters(e: &Experiment) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::simulate::{Noise, Simulated};
-    use crate::experiment::{run_experiment, Plan, Quiet};
+    use crate::executor::simulated::{Noise, Simulated};
+    use crate::experiment::{run_experiment, Quiet};
     use crate::measure::MeasureOptions;
     use crate::model::{CommandSpec, Settings};
+    use crate::plan::Plan;
 
     /// An experiment from the engine on a simulated machine: B is 10 % slower than A.
     fn experiment() -> Experiment {

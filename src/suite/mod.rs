@@ -3,16 +3,18 @@
 //!
 //! See docs/suites.md for the format.
 
+pub mod bisect;
+
 pub mod explain;
 pub mod runner;
 
-use crate::command::{cartesian, expand, is_placeholder_name};
 use crate::error::Failure;
-use crate::experiment::plan::Options;
 use crate::measure::output::Parser;
 use crate::measure::Mode;
 use crate::model::metric::Better;
 use crate::model::{Hooks, Iterations};
+use crate::plan::command::{cartesian, expand, is_placeholder_name};
+use crate::plan::Options;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -4,9 +4,10 @@
 
 use super::{Benchmark, Build};
 use crate::error::Failure;
-use crate::experiment::{self, plan, Fanout, Options, Plan};
+use crate::experiment::{self, Fanout};
 use crate::measure::{MeasureOptions, Mode};
 use crate::model::{CommandSpec, Experiment, Hooks, Machine, Settings, StopReason};
+use crate::plan::{self, Options, Plan};
 use crate::store::{current_git_commit, Meta, Store};
 use crate::usage;
 
@@ -61,7 +62,7 @@ pub fn plan_for(
     texts.push(bench.command_for(candidate)?);
     hooks.push(bench.hooks_for(candidate));
     names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
-    let commands = crate::command::parse_commands(&texts, &names, o.shell.as_deref())
+    let commands = crate::plan::command::parse_commands(&texts, &names, o.shell.as_deref())
         .map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
     let mode = o.mode.unwrap_or_default();
     let solo = commands.len() == 1 && mode != Mode::Instructions;
@@ -110,14 +111,14 @@ pub fn run_suite(
     for build in [baseline, candidate].into_iter().flatten() {
         if let Some(prepare) = &build.prepare {
             eprintln!("preparing build `{}`: {prepare}", build.name);
-            crate::command::run_shell(prepare, None, true)
+            crate::plan::command::run_shell(prepare, None, true)
                 .map_err(|e| Failure::CommandFailed(format!("preparing build `{}` failed: {e}", build.name)))?;
         }
     }
     // Checked once the builds are prepared: a prepare may make the programs.
     for (bench, plan) in &prepared {
         for c in &plan.commands {
-            crate::command::resolve_program(&c.argv[0]).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+            crate::plan::command::resolve_program(&c.argv[0]).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
         }
     }
     let git_commit = current_git_commit();
@@ -130,7 +131,7 @@ pub fn run_suite(
         }
         eprintln!("[{}/{total}] {}", i + 1, bench.name);
         if let Some(setup) = &bench.setup {
-            if let Err(e) = crate::command::run_shell(setup, None, true) {
+            if let Err(e) = crate::plan::command::run_shell(setup, None, true) {
                 on_outcome(bench, &Outcome::Failed(format!("setup failed ({e}); skipped")));
                 continue;
             }
@@ -157,7 +158,7 @@ pub fn run_suite(
             Err(other) => return Err(other),
         };
         if let Some(cleanup) = &bench.cleanup {
-            if let Err(e) = crate::command::run_shell(cleanup, None, true) {
+            if let Err(e) = crate::plan::command::run_shell(cleanup, None, true) {
                 eprintln!("  cleanup failed: {e}");
             }
         }
@@ -294,7 +295,7 @@ command = "true"
     fn instruction_mode_compares_counts_from_one_round_without_warm_up_or_padding() {
         let suite = "[defaults]\nmode = \"instructions\"\n[[benchmark]]\nname = \"b\"\ncommand = \"true\"\n";
         let plan = plan_of(suite, "b", &seeded());
-        assert_eq!(plan.primary_metric, crate::experiment::plan::INSTRUCTION_METRICS[0]);
+        assert_eq!(plan.primary_metric, crate::plan::INSTRUCTION_METRICS[0]);
         assert!(!plan.metrics.iter().any(|m| m == crate::model::metric::WALL), "{:?}", plan.metrics);
         let s = plan.settings;
         assert_eq!(

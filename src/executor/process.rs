@@ -8,7 +8,7 @@
 //! at once to an interrupt (whose handler kills the child's group) or a timeout (a
 //! pidfd polled with a deadline, opened only then: it costs ~4 µs per run).
 
-use crate::contention::{self, Schedstat};
+use crate::executor::contention::{self, Schedstat};
 use crate::interrupt::Interrupt;
 use crate::model::{ExitInfo, Run};
 use std::ffi::{CString, OsStr};
@@ -666,7 +666,7 @@ mod tests {
     }
 
     fn prepared(args: &[&str], show: bool) -> Prepared {
-        let program = crate::command::resolve_program(args[0]).unwrap();
+        let program = crate::plan::command::resolve_program(args[0]).unwrap();
         let output = if show { Output::Inherit } else { Output::Discard };
         Prepared::new(&program, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), output).unwrap()
     }
@@ -709,7 +709,7 @@ mod tests {
         let w = crate::interrupt::watcher();
         let input = std::env::temp_dir().join(format!("perflab-input-{}", std::process::id()));
         std::fs::write(&input, "line one\nline two\n").unwrap();
-        let program = crate::command::resolve_program("sh").unwrap();
+        let program = crate::plan::command::resolve_program("sh").unwrap();
         let argv = ["sh", "-c", "cat; echo err >&2"].map(String::from);
         for gated in [false, true] {
             let p = Prepared::with_input(&program, &argv, Output::Capture, Some(&input)).unwrap();

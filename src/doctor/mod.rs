@@ -7,8 +7,8 @@
 //! the smallest effect a comparison can detect and the smallest `--threshold` it can
 //! confirm within 10, 30 or 60 s under the sequential design `compare` uses.
 
-use crate::experiment::schedule::LookSchedule;
 use crate::model::{Calibration, Experiment, LookDesign, Resolution, Settings};
+use crate::plan::schedule::LookSchedule;
 use crate::stats::summary;
 use serde::Serialize;
 use std::fs;
@@ -319,7 +319,7 @@ fn affinity() -> Finding {
 }
 
 fn run_queue_source() -> Finding {
-    match crate::contention::PressureGroup::join() {
+    match crate::executor::contention::PressureGroup::join() {
         Ok(group) => {
             let dir = group.dir().display().to_string();
             group.leave();
@@ -402,7 +402,7 @@ pub fn rounds_for_effect(paired_sigma: f64, round_s: f64, effect: f64) -> Option
 pub fn calibrate(experiment: &Experiment, command_line: &str) -> Option<Calibration> {
     let [first, second] = experiment.commands.as_slice() else { return None };
     let metric = experiment.primary_metric.clone();
-    let (a, b) = crate::verdict::pairs(first, second, &metric);
+    let (a, b) = crate::analysis::verdict::pairs(first, second, &metric);
     let d: Vec<f64> = a.iter().zip(&b).filter(|(x, y)| **x > 0.0 && **y > 0.0).map(|(x, y)| (y / x).ln()).collect();
     if d.len() < 6 {
         return None;
@@ -416,7 +416,7 @@ pub fn calibrate(experiment: &Experiment, command_line: &str) -> Option<Calibrat
         rounds: experiment.rounds,
         round_s,
         paired_sigma,
-        busy_share: crate::contention::busy_share(experiment.commands.iter().flat_map(|c| &c.runs)),
+        busy_share: crate::executor::contention::busy_share(experiment.commands.iter().flat_map(|c| &c.runs)),
         resolution: BUDGETS_S.iter().map(|&budget| resolution(paired_sigma, round_s, budget)).collect(),
     })
 }

@@ -3,16 +3,21 @@
 //! probes of `measure`, the metrics a command prints, and the hooks around each run).
 //! The engine decides what runs when; an executor only runs.
 
-use super::plan::Plan;
-use crate::command::resolve_program;
+pub mod contention;
+pub mod launcher;
+pub mod process;
+pub mod simulated;
+
 use crate::error::Failure;
 use crate::interrupt;
 use crate::measure::output::{self, Parser};
 use crate::measure::{build_probes, Probe};
 use crate::model::{Iterations, Machine, Run};
-use crate::spawn::{self, Output, Prepared, SpawnError};
-use crate::spawner::Spawner;
+use crate::plan::command::resolve_program;
+use crate::plan::Plan;
 use crate::usage;
+use launcher::Spawner;
+use process::{Output, Prepared, SpawnError};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -99,8 +104,8 @@ impl Hook {
 
     /// Run it to the end (in its own process group, killed by an interrupt or the
     /// timeout); an error says how it failed.
-    fn run(&self, what: &str, env: &spawn::Environment, timeout: Option<Duration>) -> Result<(), RunError> {
-        let outcome = spawn::start(&self.prepared, env, None)
+    fn run(&self, what: &str, env: &process::Environment, timeout: Option<Duration>) -> Result<(), RunError> {
+        let outcome = process::start(&self.prepared, env, None)
             .and_then(|child| child.wait(timeout, interrupt::watcher()))
             .map_err(|e| match e {
                 SpawnError::Interrupted => RunError::Interrupted,
@@ -124,7 +129,7 @@ pub struct ProcessExecutor {
     subjects: Vec<Subject>,
     spawner: Spawner,
     /// The hooks' environment (padded like the runs').
-    env: spawn::Environment,
+    env: process::Environment,
     timeout: Option<Duration>,
     started: Instant,
     facts: BTreeMap<String, String>,
@@ -181,7 +186,7 @@ impl ProcessExecutor {
         Ok(ProcessExecutor {
             subjects,
             spawner,
-            env: spawn::Environment::inherited(),
+            env: process::Environment::inherited(),
             timeout,
             started: Instant::now(),
             facts,
@@ -269,7 +274,7 @@ impl Executor for ProcessExecutor {
         let mut failures = Vec::new();
         for subject in &self.subjects {
             let Some(text) = &subject.cleanup else { continue };
-            if let Err(e) = crate::command::run_shell(text, None, self.show_output) {
+            if let Err(e) = crate::plan::command::run_shell(text, None, self.show_output) {
                 failures.push(format!("--cleanup of `{}` failed: {e}", subject.name));
             }
         }

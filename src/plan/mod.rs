@@ -2,6 +2,9 @@
 //! command line, a suite benchmark, the suite's defaults and `Settings::default()`, and
 //! the metrics it compares.
 
+pub mod command;
+pub mod schedule;
+
 use crate::error::Failure;
 use crate::measure::output::Parser;
 use crate::measure::{MeasureOptions, Mode};

@@ -2,14 +2,16 @@
 //! the level of the final look (counters Bonferroni-corrected), the count-vs-time
 //! cross-check, and warnings about the measurement itself.
 
-use super::plan::Plan;
-use super::{crosscheck, multiplicity};
-use crate::contention;
+pub mod crosscheck;
+pub mod multiplicity;
+pub mod verdict;
+
+use crate::executor::contention;
 use crate::measure::Mode;
 use crate::model::{metric, CommandResult, Comparison, Experiment, Settings, Verdict, Warning, WarningKind};
+use crate::plan::Plan;
 use crate::stats::{changepoint, summary};
 use crate::units::{format_seconds, format_value};
-use crate::verdict;
 
 /// Candidates are compared against the first command; the family-wise error rate is
 /// split evenly over them (Bonferroni), so the level per comparison is 1 − α_look/m.

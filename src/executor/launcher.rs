@@ -16,10 +16,10 @@
 //! cannot serve as a helper (a program using the library, unit tests) runs commands
 //! in-process: the same measurements, with its own footprint as the floor.
 
-use crate::contention::{self, PressureGroup};
+use crate::executor::contention::{self, PressureGroup};
+use crate::executor::process::{self, Captures, Environment, Output, Prepared, SpawnError};
 use crate::interrupt::{self, Interrupt};
 use crate::model::Run;
-use crate::spawn::{self, Captures, Environment, Output, Prepared, SpawnError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -360,7 +360,7 @@ fn measure(
     group: Option<&PressureGroup>,
 ) -> Result<Run, SpawnError> {
     let stalled_before = group.map(|g| g.stalled());
-    let outcome = spawn::start(prepared, env, gate)?.wait(timeout, interrupt)?;
+    let outcome = process::start(prepared, env, gate)?.wait(timeout, interrupt)?;
     let mut run = outcome.run();
     let tree_stall = match (group, stalled_before) {
         (Some(group), Some(Ok(before))) => group.stalled().map(|after| after.saturating_sub(before)).ok(),

@@ -4,8 +4,8 @@
 //! compare engine's verdict classifies it.
 
 use crate::error::Failure;
-use crate::experiment::Plan;
 use crate::model::{Comparison, Verdict};
+use crate::plan::Plan;
 use crate::store::{Query, Store};
 use crate::suite::runner::{plan_for, RunOptions};
 use crate::suite::{self, Build};
@@ -198,7 +198,7 @@ fn checkout_and_build<'r>(
     git(repo, &["worktree", "add", "--detach", "--quiet", dir.to_str().unwrap_or_default(), commit])?;
     let tree = Worktree { repo, dir: dir.clone() };
     let command = build_command.replace("{commit}", commit);
-    crate::command::run_shell(&command, Some(&dir), false)
+    crate::plan::command::run_shell(&command, Some(&dir), false)
         .map_err(|e| Failure::CommandFailed(format!("building {} failed: {e}", short(commit))))?;
     let build = Build { name: short(commit).to_string(), value: dir.to_string_lossy().into_owned(), prepare: None };
     Ok((tree, build))

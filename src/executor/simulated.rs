@@ -7,7 +7,7 @@
 //! in seconds (`examples/stopping_sim.rs`). The model is this project's reading of the
 //! noise measured on its VM (docs/statistics.md), not a claim about any other machine.
 
-use super::executor::{Executor, RunError};
+use super::{Executor, RunError};
 use crate::model::{metric, CounterReading, ExitInfo, Iterations, Machine, Run};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
