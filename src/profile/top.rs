@@ -7,9 +7,10 @@
 
 use super::aggregate::{self, By, Row};
 use super::kernel::Kallsyms;
-use super::record::{Progress, RecordOptions, Session};
+use super::record::{Progress, RecordOptions, RecordingMode, Session};
 use super::symbolize::Symbolizer;
 use crate::error::Failure;
+use crate::executor::process::Output;
 use crate::interrupt::Interrupt;
 use crate::usage;
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyModifiers};
@@ -19,8 +20,10 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
 pub struct TopOptions {
-    /// What to sample (a command, `pids` or `all_cpus`; nothing given means every CPU).
+    /// What to sample.
     pub record: RecordOptions,
+    /// Every CPU was chosen because no target was given (said when that fails).
+    pub every_cpu_by_default: bool,
     /// Time between refreshes; each frame shows the samples of the last interval.
     pub interval: Duration,
     /// Stop after this many frames (None: until `q`, Ctrl-C or the target's end).
@@ -83,15 +86,13 @@ fn key(ev: Event) -> Key {
 }
 
 pub fn main_top(opts: &TopOptions) -> Result<(), Failure> {
-    let mut record = opts.record.clone();
-    let every_cpu_by_default = record.argv.is_empty() && record.pids.is_empty() && !record.all_cpus;
-    record.all_cpus |= every_cpu_by_default;
+    let every_cpu_by_default = opts.every_cpu_by_default;
     if opts.interval < Duration::from_millis(100) {
         return Err(usage!("--interval must be at least 0.1 s"));
     }
     let interactive = !opts.batch && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     // The command's output would scribble over the view.
-    record.discard_output = interactive;
+    let record = opts.record.clone().with_output(if interactive { Output::Discard } else { Output::Inherit });
     let interrupt = crate::interrupt::watcher();
     let mut session = Session::start(&record).map_err(|failure| match failure {
         Failure::Usage(why) if every_cpu_by_default => {
@@ -166,12 +167,12 @@ fn frame(
     elapsed: Duration,
     limit: usize,
 ) -> Vec<String> {
-    let target = if !record.argv.is_empty() {
-        crate::render::terminal::escape(&record.argv.join(" "))
-    } else if !record.pids.is_empty() {
-        format!("PID {}", record.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
-    } else {
-        "every CPU".to_string()
+    let target = match &record.mode {
+        RecordingMode::Launch { argv, .. } => crate::render::terminal::escape(&argv.join(" ")),
+        RecordingMode::Pids { pids, .. } => {
+            format!("PID {}", pids.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+        }
+        RecordingMode::AllCpus { .. } => "every CPU".to_string(),
     };
     let mut lines = vec![
         crate::render::color::bold(&format!(
