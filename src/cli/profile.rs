@@ -5,14 +5,19 @@ use crate::error::Failure;
 use crate::executor::process::Output;
 use crate::profile::aggregate::By;
 use crate::profile::annotate::{AnnotateOptions, Syntax};
-use crate::profile::diff::DiffOptions;
-use crate::profile::record::{CallGraph, RecordOptions, RecordingMode};
+use crate::profile::error::ProfileError;
+use crate::profile::format::Profile;
+use crate::profile::record::{self, CallGraph, RecordOptions, RecordingMode};
+use crate::profile::report::{self, ReportOptions};
 use crate::profile::top::TopOptions;
 use crate::profile::unwind::{self, Unwinding};
-use crate::profile::{self, ProfileOptions, ReportOptions, ShowOptions};
+use crate::profile::{self, flame};
+use crate::render::profile as render;
+use crate::render::profile::export::{self, Destination, Format};
+use crate::usage;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn by_parser() -> impl TypedValueParser<Value = By> {
     PossibleValuesParser::new(By::NAMES).map(|s| s.parse::<By>().expect("a listed grouping"))
@@ -53,17 +58,31 @@ pub struct ReportArgs {
 }
 
 impl ReportArgs {
-    fn options(self) -> ReportOptions {
+    fn options(&self) -> ReportOptions {
         ReportOptions {
-            json: self.json,
             by: self.by,
-            group_by_source: self.group_by_source,
-            limit: self.limit,
-            folded: self.folded,
-            flamegraph: self.flamegraph,
-            callers: self.callers,
-            callees: self.callees,
+            group_by_source: self.group_by_source.clone(),
+            callers: self.callers.clone(),
+            callees: self.callees.clone(),
         }
+    }
+
+    /// The files asked for, in the order they are written.
+    fn destinations(&self) -> Vec<Destination> {
+        [(Format::Json, &self.json), (Format::Folded, &self.folded), (Format::FlameGraph, &self.flamegraph)]
+            .into_iter()
+            .filter_map(|(format, path)| Some(Destination { format, path: path.clone()? }))
+            .collect()
+    }
+
+    /// The first requested output that needs call stacks.
+    fn needs_stacks(&self) -> Option<&'static str> {
+        let trees = [(self.callers.is_some(), "--callers"), (self.callees.is_some(), "--callees")];
+        self.destinations()
+            .iter()
+            .find(|d| d.format.needs_stacks())
+            .map(|d| d.format.flag())
+            .or_else(|| trees.into_iter().find_map(|(wanted, flag)| wanted.then_some(flag)))
     }
 }
 
@@ -237,22 +256,98 @@ pub struct DiffArgs {
 }
 
 pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
-    let nothing = || crate::usage!("nothing to profile: put a command after `--`, or attach with -p PID or -a");
-    profile::main_profile(&ProfileOptions {
-        record: RecordOptions {
-            mode: args.target.mode(args.command, args.duration)?.ok_or_else(nothing)?,
-            event: args.event,
-            frequency_hz: args.frequency,
-            // Off-CPU stacks need call stacks: frame pointers unless -g says otherwise.
-            call_graph: CallGraph::from_unwinding(
-                args.call_graph.or(args.off_cpu.then_some(Unwinding::FramePointers)),
-                args.stack_size,
-            ),
-            off_cpu: args.off_cpu,
-        },
-        output: args.output,
-        report: args.report.options(),
-    })
+    let nothing = || usage!("nothing to profile: put a command after `--`, or attach with -p PID or -a");
+    let record = RecordOptions {
+        mode: args.target.mode(args.command, args.duration)?.ok_or_else(nothing)?,
+        event: args.event,
+        frequency_hz: args.frequency,
+        // Off-CPU stacks need call stacks: frame pointers unless -g says otherwise.
+        call_graph: CallGraph::from_unwinding(
+            args.call_graph.or(args.off_cpu.then_some(Unwinding::FramePointers)),
+            args.stack_size,
+        ),
+        off_cpu: args.off_cpu,
+    };
+    let destinations = args.report.destinations();
+    // Fail before the run, not after it, when the results could not be written.
+    if let Some(spec) = &args.report.group_by_source {
+        profile::aggregate::SourceRegions::parse(spec)?;
+    }
+    check_writable(&args.output)?;
+    if !record.has_call_graph() {
+        if let Some(flag) = args.report.needs_stacks() {
+            return Err(usage!("{flag} needs call stacks: add -g"));
+        }
+    }
+    export::check_distinct(&destinations)?;
+    for d in destinations.iter().filter(|d| !d.to_stdout()) {
+        check_writable(&d.path)?;
+    }
+    // A report on stdout must not be interleaved with the program's own output.
+    let report_on_stdout = destinations.iter().any(Destination::to_stdout);
+    let output = if report_on_stdout { Output::StdoutToStderr } else { Output::Inherit };
+    if let Some(what) = record.describe() {
+        eprintln!("perflab: {what}");
+    }
+    let recording = record::record(&record.with_output(output))?;
+    let profile = recording.profile;
+    profile.save(&args.output)?;
+    eprintln!(
+        "perflab: {} samples of {} in {:.2} s, {} task{}{} → {}",
+        profile.total_samples(),
+        profile.event,
+        profile.duration_s,
+        profile.tasks.len(),
+        if profile.tasks.len() == 1 { "" } else { "s" },
+        if profile.lost > 0 { format!(", {} records lost", profile.lost) } else { String::new() },
+        args.output.display()
+    );
+    report_profile(&profile, &args.report, &destinations)?;
+    if recording.interrupted {
+        return Err(Failure::Interrupted(format!("interrupted; the profile so far is in {}", args.output.display())));
+    }
+    if !profile.target.is_command() {
+        return Ok(());
+    }
+    match profile.exit_code {
+        Some(0) => Ok(()),
+        Some(code) => Err(Failure::CommandFailed(format!("the profiled command exited with status {code}"))),
+        None => Err(Failure::CommandFailed("the profiled command was killed by a signal".into())),
+    }
+}
+
+fn check_writable(path: &Path) -> Result<(), Failure> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| usage!("cannot write {}: {e}", path.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// The report of a profile: warnings on stderr, the files written (before anything on
+/// the terminal, so a closed stdout cannot lose them), then the terminal report unless
+/// stdout carries one of the files.
+fn report_profile(profile: &Profile, args: &ReportArgs, destinations: &[Destination]) -> Result<(), Failure> {
+    let report = report::build(profile, &args.options())?;
+    eprint!("{}", render::warnings(&report.flat.warnings));
+    let title = format!("perflab: {}", profile.command.join(" "));
+    export::write_all(destinations, profile, &report, &title)?;
+    if !destinations.iter().any(Destination::to_stdout) {
+        print_text(&render::flat::report(&report.flat, args.limit));
+    }
+    Ok(())
+}
+
+/// Terminal text on stdout.
+fn print_text(text: &str) {
+    use std::io::Write;
+    // A closed pipe (`| head`) is the reader's choice: the files are already written.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 pub fn main_top(args: TopArgs) -> Result<(), Failure> {
@@ -273,29 +368,63 @@ pub fn main_top(args: TopArgs) -> Result<(), Failure> {
 }
 
 pub fn main_show(args: ShowArgs) -> Result<(), Failure> {
-    profile::main_show(&ShowOptions { profile: args.profile, report: args.report.options() })
+    let profile = Profile::load(&args.profile)?;
+    if profile.stacks.is_empty() {
+        if let Some(flag) = args.report.needs_stacks() {
+            return Err(ProfileError::NoStacks { path: args.profile.clone(), flag }.into());
+        }
+    }
+    let destinations = args.report.destinations();
+    export::check_distinct(&destinations)?;
+    report_profile(&profile, &args.report, &destinations)
 }
 
 pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
-    profile::annotate::main_annotate(&AnnotateOptions {
-        profile: args.profile,
+    let profile = Profile::load(&args.profile)?;
+    let options = AnnotateOptions {
         symbol: args.symbol,
         top: args.top,
         syntax: args.syntax,
-        json: args.json,
         mca: args.mca,
         vmlinux: args.vmlinux,
-    })
+    };
+    let annotation = profile::annotate::annotation(&profile, &options)?;
+    eprint!("{}", render::warnings(&annotation.warnings));
+    if let Some(path) = &args.json {
+        crate::render::json::write(path, &annotation)?;
+    }
+    if args.json.as_deref() != Some(Path::new("-")) {
+        print_text(&render::annotate::report(&annotation));
+    }
+    Ok(())
 }
 
 pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
-    profile::diff::main_diff(&DiffOptions {
-        old: args.old,
-        new: args.new,
-        by: args.by,
-        limit: args.limit,
-        json: args.json,
-        stacks: args.stacks,
-        flamegraph: args.flamegraph,
-    })
+    let old = Profile::load(&args.old)?;
+    let new = Profile::load(&args.new)?;
+    if let Some(path) = &args.flamegraph {
+        for (p, path) in [(&old, &args.old), (&new, &args.new)] {
+            if p.stacks.is_empty() {
+                return Err(ProfileError::NoStacks { path: path.clone(), flag: "--flamegraph" }.into());
+            }
+        }
+        if args.json.as_ref() == Some(path) {
+            return Err(usage!("--json and --flamegraph cannot write to the same place"));
+        }
+    }
+    let report = profile::diff::report(&old, &new, [&args.old, &args.new], args.by, args.stacks)?;
+    eprint!("{}", render::warnings(&report.warnings));
+    if let Some(path) = &args.json {
+        crate::render::json::write(path, &report)?;
+    }
+    if let Some(path) = &args.flamegraph {
+        let title = format!("perflab diff {} → {}", args.old.display(), args.new.display());
+        let svg = flame::diff_svg(&old, &new, &title).expect("both profiles have call stacks (checked above)");
+        export::write(path, svg.as_bytes())?;
+    }
+    let to_stdout = [&args.json, &args.flamegraph].into_iter().flatten().any(|p| p == Path::new("-"));
+    if !to_stdout {
+        print_text(&render::diff::report(&report, args.limit));
+    }
+    Ok(())
 }

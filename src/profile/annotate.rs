@@ -7,14 +7,12 @@ use super::format::{Profile, Space};
 use super::hints::{self, Hint};
 use super::kernel;
 use super::mca::{self, McaBlock, McaInstruction};
-use super::paint_share;
-use super::symbolize::{basename, normalize, FunctionSymbol, ObjectInfo, Symbolizer};
+use super::symbolize::{normalize, FunctionSymbol, ObjectInfo, Symbolizer};
 use crate::error::Failure;
-use crate::render::color;
 use crate::usage;
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Formatter, GasFormatter, Instruction, IntelFormatter};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -41,16 +39,12 @@ impl std::str::FromStr for Syntax {
 
 #[derive(Debug, Clone)]
 pub struct AnnotateOptions {
-    /// A profile saved by `perflab profile`.
-    pub profile: PathBuf,
     /// Annotate this function (demangled name, clone suffixes optional) instead of the hottest ones.
     pub symbol: Option<String>,
     /// How many of the hottest functions to annotate when no --symbol is given.
     pub top: usize,
     /// Assembly syntax.
     pub syntax: Syntax,
-    /// Write the annotation as JSON to FILE (`-` for stdout).
-    pub json: Option<PathBuf>,
     /// Run llvm-mca on each function's hot loop (or hot basic block) for per-instruction
     /// latency and throughput; CPU is an LLVM -mcpu name (default: this machine's family).
     pub mca: Option<String>,
@@ -103,18 +97,25 @@ pub struct AnnotatedFunction {
     pub mca: Option<McaBlock>,
 }
 
-#[derive(Serialize)]
-struct AnnotateJson<'a> {
-    schema_version: u32,
-    event: &'a str,
-    samples: u64,
-    functions: &'a [AnnotatedFunction],
+/// The annotation of a profile: `annotate --json` writes it (schema_version 1), the
+/// terminal shows its functions.
+#[derive(Debug, Serialize)]
+pub struct Annotation {
+    pub schema_version: u32,
+    pub event: String,
+    pub samples: u64,
+    pub functions: Vec<AnnotatedFunction>,
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+    /// llvm-mca is installed but was not asked for (the terminal suggests `--mca`).
+    #[serde(skip)]
+    pub mca_available: bool,
 }
 
-pub fn main_annotate(args: &AnnotateOptions) -> Result<(), Failure> {
-    let profile = Profile::load(&args.profile)?;
+/// Annotate the hottest functions of `profile`, or the one named in `opts`.
+pub fn annotation(profile: &Profile, opts: &AnnotateOptions) -> Result<Annotation, Failure> {
     let installed_mca = mca::find();
-    let mca_request = match (&args.mca, &installed_mca) {
+    let mca_request = match (&opts.mca, &installed_mca) {
         (None, _) => None,
         (Some(_), None) => return Err(usage!("--mca needs llvm-mca on PATH (Debian: apt-get install llvm)")),
         (Some(cpu), Some(binary)) => Some(McaRequest {
@@ -124,46 +125,22 @@ pub fn main_annotate(args: &AnnotateOptions) -> Result<(), Failure> {
     };
     let mut symbolizer = Symbolizer::default();
     let functions = annotate(
-        &profile,
+        profile,
         &mut symbolizer,
-        args.symbol.as_deref(),
-        args.top,
-        args.syntax,
+        opts.symbol.as_deref(),
+        opts.top,
+        opts.syntax,
         mca_request.as_ref(),
-        args.vmlinux.as_deref(),
+        opts.vmlinux.as_deref(),
     )?;
-    for w in &symbolizer.warnings {
-        eprintln!("perflab: warning: {w}");
-    }
-    let to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
-    if !to_stdout {
-        if functions.is_empty() && profile.total_samples() == 0 {
-            println!("the profile has no samples");
-        } else if functions.is_empty() {
-            println!("no function with symbols to annotate (the samples are in stripped or special code; see `perflab show`)");
-        }
-        for f in &functions {
-            print_function(f, &profile);
-        }
-        if args.mca.is_none() && installed_mca.is_some() && !functions.is_empty() {
-            println!(
-                "{}",
-                color::dim(
-                    "llvm-mca is installed: add --mca for per-instruction latency and throughput of each hot loop"
-                )
-            );
-        }
-    }
-    if let Some(path) = &args.json {
-        let doc = AnnotateJson {
-            schema_version: 1,
-            event: &profile.event,
-            samples: profile.total_samples(),
-            functions: &functions,
-        };
-        crate::render::json::write(path, &doc)?;
-    }
-    Ok(())
+    Ok(Annotation {
+        schema_version: 1,
+        event: profile.event.clone(),
+        samples: profile.total_samples(),
+        mca_available: opts.mca.is_none() && installed_mca.is_some(),
+        functions,
+        warnings: symbolizer.warnings,
+    })
 }
 
 /// A function to disassemble: its object and symbol.
@@ -441,104 +418,6 @@ fn run_mca(
         total_cycles,
         block_rthroughput,
     })
-}
-
-/// Source text cache for interleaving.
-#[derive(Default)]
-struct Sources(HashMap<String, Option<Vec<String>>>);
-
-impl Sources {
-    fn line(&mut self, location: &str) -> Option<String> {
-        let (file, line) = location.rsplit_once(':')?;
-        let line: usize = line.parse().ok()?;
-        let lines = self
-            .0
-            .entry(file.to_string())
-            .or_insert_with(|| std::fs::read_to_string(file).ok().map(|t| t.lines().map(String::from).collect()));
-        let text = lines.as_ref()?.get(line.checked_sub(1)?)?.trim();
-        // Keep one source line on one terminal line.
-        Some(match text.char_indices().nth(100) {
-            Some((cut, _)) => format!("{}…", &text[..cut]),
-            None => text.to_string(),
-        })
-    }
-}
-
-fn print_function(f: &AnnotatedFunction, profile: &Profile) {
-    println!(
-        "{}  {}",
-        color::bold(&f.name),
-        color::dim(&format!(
-            "[{}]  {} samples, {:.2}% of {} {} samples",
-            basename(&f.object),
-            f.samples,
-            f.share * 100.0,
-            profile.total_samples(),
-            profile.event
-        ))
-    );
-    let targets: HashSet<u64> = f.instructions.iter().filter_map(|i| i.jump_to).collect();
-    let mut sources = Sources::default();
-    let mut last_source: Option<(&str, Option<&str>)> = None;
-    let mut explained: BTreeMap<&str, ()> = BTreeMap::new();
-    for ins in &f.instructions {
-        let here = ins.source.as_deref().map(|s| (s, ins.inlined.as_deref()));
-        if here != last_source {
-            if let Some((loc, inlined)) = here {
-                let text = sources.line(loc).unwrap_or_default();
-                let from = inlined.map_or(String::new(), |f| format!("  [inlined {f}]"));
-                println!("{}", color::dim(&format!("{:>19}{}  {text}{from}", "", basename(loc))));
-            }
-            last_source = here;
-        }
-        let share = if ins.samples == 0 { String::new() } else { format!("{:.2}%", ins.share * 100.0) };
-        let samples = if ins.samples == 0 { String::new() } else { ins.samples.to_string() };
-        let gutter = if targets.contains(&ins.address) { "▶" } else { " " };
-        let mut text = ins.text.clone();
-        if let Some(to) = ins.jump_to.filter(|to| *to <= ins.address) {
-            // A conditional backward branch closes a loop; an unconditional one may only
-            // share an epilogue.
-            let what = if ins.conditional { "loop back" } else { "back" };
-            text.push_str(&color::dim(&format!("   ↑ {what} to {to:x}")));
-        }
-        if let Some(m) = &ins.mca {
-            text.push_str(&color::dim(&format!(
-                "   [mca: lat {} rthr {:.2} uops {}]",
-                m.latency, m.rthroughput, m.uops
-            )));
-        }
-        println!(
-            "{} {samples:>8}  {gutter}{:>6x}:  {text}",
-            paint_share(ins.share, &format!("{share:>7}")),
-            ins.address
-        );
-        for h in &ins.hints {
-            let latency = if h.latency.is_empty() {
-                String::new()
-            } else {
-                let parts: Vec<String> = h.latency.iter().map(|(k, v)| format!("{k} {v}")).collect();
-                format!(" — latency (cycles): {}", parts.join("; "))
-            };
-            println!("{:>27}{}", "", color::yellow(&format!("⚠ {}{latency}", h.title)));
-            if h.id != "skid" && explained.insert(h.id.as_str(), ()).is_none() {
-                println!("{:>29}{}", "", color::dim(&h.detail));
-            }
-        }
-    }
-    if let Some(m) = &f.mca {
-        println!(
-            "{}",
-            color::bold(&format!(
-                "llvm-mca ({}): hot block {:x}..{:x}: {:.2} cycles per iteration at best (block reciprocal throughput), {:.2} simulated",
-                m.cpu,
-                m.start,
-                m.end,
-                m.block_rthroughput,
-                m.total_cycles as f64 / m.iterations.max(1) as f64
-            ))
-        );
-    }
-    println!();
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 //! tree with sample counts.
 
 use super::aggregate::{CallGraph, FrameKind, StackFrame};
-use crate::render::{color, terminal};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -104,66 +103,6 @@ pub fn tree(graph: &CallGraph, function: &str, direction: Direction) -> Option<T
     Some(finish(found?, root, total))
 }
 
-/// Print the tree indented, one line per function; a chain of single children is
-/// joined on one line (`a ← b ← c`), and branches under `min_share` are summarised.
-pub fn print(tree: &TreeNode, direction: Direction, all_samples: u64, min_share: f64) {
-    let what = match direction {
-        Direction::Callers => "callers",
-        Direction::Callees => "callees",
-    };
-    println!(
-        "{}",
-        color::bold(&format!(
-            "{what} of {} ({} samples, {:.2}% of all)",
-            terminal::escape(&tree.name),
-            tree.samples,
-            tree.samples as f64 / all_samples.max(1) as f64 * 100.0
-        ))
-    );
-    let arrow = if direction == Direction::Callers { " ← " } else { " → " };
-    for line in lines(tree, arrow, min_share) {
-        println!("{line}");
-    }
-}
-
-fn lines(tree: &TreeNode, arrow: &str, min_share: f64) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut todo: Vec<(&TreeNode, usize)> = tree.children.iter().rev().map(|c| (c, 1)).collect();
-    while let Some((node, depth)) = todo.pop() {
-        if node.share < min_share {
-            continue;
-        }
-        let mut chain = vec![label(node)];
-        let mut last = node;
-        while let [only] = last.children.as_slice() {
-            if only.samples != last.samples {
-                break;
-            }
-            chain.push(label(only));
-            last = only;
-        }
-        let share = crate::profile::paint_share(last.share, &format!("{:>6.2}%", last.share * 100.0));
-        out.push(format!("{share} {:>9}  {}{}", last.samples, "  ".repeat(depth - 1), chain.join(arrow)));
-        let hidden: u64 = last.children.iter().filter(|c| c.share < min_share).map(|c| c.samples).sum();
-        if hidden > 0 {
-            out.push(color::dim(&format!("{:>7} {hidden:>9}  {}(smaller branches)", "", "  ".repeat(depth))));
-        }
-        todo.extend(last.children.iter().rev().map(|c| (c, depth + 1)));
-    }
-    out
-}
-
-fn label(node: &TreeNode) -> String {
-    let mut text = terminal::escape(&node.name);
-    if node.inlined {
-        text += " (inlined)";
-    }
-    if !node.object.is_empty() {
-        text += &color::dim(&format!(" [{}]", terminal::escape(&node.object)));
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,7 +166,5 @@ mod tests {
                 ("x+0x10", 1, Some(4))
             ]
         );
-        let printed = lines(&main, " → ", 0.0).join("\n");
-        assert!(printed.contains("x+0x30 [x] → x+0x10 [x]"), "single-child chains on one line:\n{printed}");
     }
 }

@@ -5,33 +5,12 @@
 //! function names, root to leaf), and `--flamegraph` draws the differential flame graph.
 
 use super::aggregate::{self, By, Row};
-use super::flame;
+use super::error::ProfileError;
 use super::format::Profile;
 use super::symbolize::Symbolizer;
-use crate::error::Failure;
-use crate::render::color;
-use crate::usage;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-#[derive(Debug, Clone)]
-pub struct DiffOptions {
-    /// The baseline profile.
-    pub old: PathBuf,
-    /// The profile to compare with it.
-    pub new: PathBuf,
-    /// Match and report by function, source line or object.
-    pub by: By,
-    /// Rows to print in the terminal table.
-    pub limit: usize,
-    /// Write the diff as JSON to FILE (`-` for stdout).
-    pub json: Option<PathBuf>,
-    /// Compare call stacks (root;…;leaf) instead of rows grouped `by`; needs `-g` profiles.
-    pub stacks: bool,
-    /// Write the differential flame graph (SVG) to FILE; needs `-g` profiles.
-    pub flamegraph: Option<PathBuf>,
-}
+use std::path::Path;
 
 /// One matched row.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -184,122 +163,40 @@ fn changes(
     (changes, warnings)
 }
 
-pub fn main_diff(args: &DiffOptions) -> Result<(), Failure> {
-    let old = Profile::load(&args.old)?;
-    let new = Profile::load(&args.new)?;
-    if args.stacks || args.flamegraph.is_some() {
-        for (p, path) in [(&old, &args.old), (&new, &args.new)] {
-            if p.stacks.is_empty() {
-                let flag = if args.stacks { "--stacks" } else { "--flamegraph" };
-                return Err(usage!(
-                    "{} has no call stacks for {flag} (recorded without `perflab profile -g`, or no samples)",
-                    path.display()
-                ));
-            }
+/// The diff of two loaded profiles (`paths` name them in the report): by rows grouped
+/// `by`, or with `stacks` by whole call stacks (both profiles need them).
+pub fn report(
+    old: &Profile,
+    new: &Profile,
+    paths: [&Path; 2],
+    by: By,
+    stacks: bool,
+) -> Result<DiffReport, ProfileError> {
+    let (changes, warnings) = if stacks {
+        let missing = |p: &Profile, path: &Path| {
+            p.stacks.is_empty().then(|| ProfileError::NoStacks { path: path.to_path_buf(), flag: "--stacks" })
+        };
+        if let Some(e) = missing(old, paths[0]).or_else(|| missing(new, paths[1])) {
+            return Err(e);
         }
-    }
-    if args.json.is_some() && args.json == args.flamegraph {
-        return Err(usage!("--json and --flamegraph cannot write to the same place"));
-    }
-    let (changes, warnings) = if args.stacks {
-        diff_stacks(&old, &new).expect("both profiles have call stacks (checked above)")
+        diff_stacks(old, new).expect("both profiles have call stacks (checked above)")
     } else {
-        diff(&old, &new, args.by)
+        diff(old, new, by)
     };
-    for w in &warnings {
-        eprintln!("perflab: warning: {w}");
-    }
     let side = |p: &Profile, path: &Path| Side {
         path: path.display().to_string(),
         event: p.event.clone(),
         samples: p.total_samples(),
         estimated_s: total_seconds(p),
     };
-    let report = DiffReport {
+    Ok(DiffReport {
         schema_version: 1,
-        old: side(&old, &args.old),
-        new: side(&new, &args.new),
-        total_change_s: total_seconds(&new) - total_seconds(&old),
+        old: side(old, paths[0]),
+        new: side(new, paths[1]),
+        total_change_s: total_seconds(new) - total_seconds(old),
         changes,
         warnings,
-    };
-    let to_stdout = [&args.json, &args.flamegraph].into_iter().flatten().any(|p| p == Path::new("-"));
-    if !to_stdout {
-        print_diff(&report, args.limit);
-    }
-    if let Some(path) = &args.json {
-        crate::render::json::write(path, &report)?;
-    }
-    if let Some(path) = &args.flamegraph {
-        let title = format!("perflab diff {} → {}", args.old.display(), args.new.display());
-        let svg = flame::diff_svg(&old, &new, &title).expect("both profiles have call stacks (checked above)");
-        super::write_text(path, &svg)?;
-    }
-    Ok(())
-}
-
-fn signed_seconds(s: f64) -> String {
-    let text = format!("{s:+.3} s");
-    if s < 0.0 {
-        color::green(&text)
-    } else if s > 0.0 {
-        color::red(&text)
-    } else {
-        text
-    }
-}
-
-fn print_diff(r: &DiffReport, limit: usize) {
-    let pct = if r.old.estimated_s > 0.0 {
-        format!(" ({:+.1}%)", r.total_change_s / r.old.estimated_s * 100.0)
-    } else {
-        String::new()
-    };
-    println!(
-        "{}",
-        color::bold(&format!(
-            "old {}: {} samples ≈ {:.3} s   new {}: {} samples ≈ {:.3} s",
-            r.old.path, r.old.samples, r.old.estimated_s, r.new.path, r.new.samples, r.new.estimated_s
-        ))
-    );
-    println!("total change {}{pct}", signed_seconds(r.total_change_s));
-    println!(
-        "{}",
-        color::dim(&format!(
-            "{:>10}  {:>8}  {:>21}  {:>17}  name",
-            "change", "of total", "time old → new", "share old → new"
-        ))
-    );
-    for c in r.changes.iter().take(limit) {
-        let seconds = signed_seconds(c.change_s);
-        let pad = " ".repeat(10usize.saturating_sub(format!("{:+.3} s", c.change_s).chars().count()));
-        let object = if c.object.is_empty() || c.object == c.name {
-            String::new()
-        } else {
-            color::dim(&format!("  [{}]", c.object))
-        };
-        println!(
-            "{pad}{seconds}  {:>7.1}%  {:>7.3} s → {:>7.3} s  {:>6.2}% → {:>6.2}%  {}{object}",
-            c.contribution * 100.0,
-            c.old_s,
-            c.new_s,
-            c.old_share * 100.0,
-            c.new_share * 100.0,
-            leaf_end(&crate::render::terminal::escape(&c.name), 120)
-        );
-    }
-    if r.changes.len() > limit {
-        println!("{}", color::dim(&format!("({} more rows; --limit to see them)", r.changes.len() - limit)));
-    }
-}
-
-/// A call stack's leaf end is what tells stacks apart: keep the last `max` characters.
-fn leaf_end(name: &str, max: usize) -> String {
-    let count = name.chars().count();
-    if count <= max {
-        return name.to_string();
-    }
-    "…".to_string() + &name.chars().skip(count - max + 1).collect::<String>()
+    })
 }
 
 #[cfg(test)]

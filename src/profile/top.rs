@@ -189,8 +189,12 @@ fn frame(
         lines.insert(1, crate::render::color::dim(&note));
     }
     for row in rows.iter().take(limit) {
-        let share = super::paint_share(row.self_share, &format!("{:>6.2}%", row.self_share * 100.0));
-        lines.push(format!("{share} {:>9}  {}", row.self_samples, super::function_label(&row.name, &row.object)));
+        let share = crate::render::profile::paint_share(row.self_share, &format!("{:>6.2}%", row.self_share * 100.0));
+        lines.push(format!(
+            "{share} {:>9}  {}",
+            row.self_samples,
+            crate::render::profile::function_label(&row.name, &row.object)
+        ));
     }
     if rows.is_empty() {
         lines.push("no samples in this interval".to_string());

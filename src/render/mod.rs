@@ -6,6 +6,7 @@ pub mod csv;
 pub mod json;
 pub mod markdown;
 pub mod markup;
+pub mod profile;
 pub mod progress;
 pub mod stat;
 pub mod terminal;

@@ -5,8 +5,9 @@
 //! are gone. Whatever the source of the records, this is where they become a profile.
 
 use super::jit::JitObjects;
+use super::objects::Objects;
 use super::records::{Record, Timed, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER};
-use crate::profile::format::{FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount, Task};
+use crate::profile::format::{FrameRef, Profile, SampleCount, Space, StackCount, Task};
 use crate::profile::offcpu;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -22,25 +23,6 @@ struct Mapping {
 
 /// (pid, tid, space, object, offset) of a sampled location.
 type LocationKey = (u32, u32, Space, Option<u32>, u64);
-
-/// The object table of the profile being built: each mapped path numbered once.
-#[derive(Default)]
-pub(crate) struct Objects {
-    ids: HashMap<String, u32>,
-    pub(crate) list: Vec<ObjectRef>,
-}
-
-impl Objects {
-    pub(crate) fn id(&mut self, path: &str) -> u32 {
-        if let Some(&id) = self.ids.get(path) {
-            return id;
-        }
-        let id = self.list.len() as u32;
-        self.ids.insert(path.to_string(), id);
-        self.list.push(ObjectRef { path: path.to_string() });
-        id
-    }
-}
 
 /// Records in, a profile out.
 pub(crate) struct Converter {

@@ -3,7 +3,7 @@
 //! named from the map — and the symbols of every sampled JIT address are kept in the
 //! profile (the map file may be gone when the profile is read).
 
-use super::converter::Objects;
+use super::objects::Objects;
 use crate::profile::format::{FrameRef, JitSymbol, Profile, Space};
 use crate::profile::jitmap::{self, JitMap};
 use std::collections::{BTreeMap, HashMap};

@@ -10,6 +10,7 @@
 
 pub(crate) mod converter;
 mod jit;
+mod objects;
 pub(crate) mod records;
 mod session;
 mod source;

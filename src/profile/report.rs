@@ -1,0 +1,183 @@
+//! The flat report of one profile (`profile` and `show`): the table the terminal shows
+//! (by function, source line, object or region), the samples per task, the caller and
+//! callee trees, off-CPU time and the warnings — computed here as data; `render::profile`
+//! prints it and `render::json` writes it (this struct is the `--json` schema).
+
+use super::aggregate::{self, By, CallGraph, Located, Row, SourceRegions};
+use super::callers::{self, Direction, JsonNode, TreeNode};
+use super::error::ProfileError;
+use super::format::{self, Profile};
+use super::symbolize::Symbolizer;
+use super::{kernel, offcpu};
+use serde::Serialize;
+
+/// What the report groups and walks.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// What the terminal table groups samples by.
+    pub by: By,
+    /// Group samples whose source file matches GLOB into regions starting at lines
+    /// matching REGEX, named by its first capture group (e.g. 'insns.def:^DEFINE_INSN\((\w+)').
+    pub group_by_source: Option<String>,
+    /// The tree of callers of this function; needs call stacks.
+    pub callers: Option<String>,
+    /// The tree of functions this function calls; needs call stacks.
+    pub callees: Option<String>,
+}
+
+impl Default for ReportOptions {
+    fn default() -> ReportOptions {
+        ReportOptions { by: By::Function, group_by_source: None, callers: None, callees: None }
+    }
+}
+
+/// What the rows of the terminal table are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableKind {
+    Function,
+    Line,
+    Object,
+    Region,
+}
+
+impl TableKind {
+    pub fn noun(self) -> &'static str {
+        match self {
+            TableKind::Function => "function",
+            TableKind::Line => "source line",
+            TableKind::Object => "object",
+            TableKind::Region => "region",
+        }
+    }
+}
+
+/// Samples of one thread.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TaskSamples {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    pub samples: u64,
+}
+
+/// The report: `--json` writes the serialized fields (docs/profiling.md, schema_version
+/// 1); the terminal shows the table, the tasks, the trees and off-CPU time.
+#[derive(Debug, Serialize)]
+pub struct FlatReport {
+    pub schema_version: u32,
+    pub event: String,
+    pub frequency_hz: u64,
+    pub command: Vec<String>,
+    /// `command`, `{"pids": [...]}` (-p) or `all_cpus` (-a).
+    pub target: format::RecordTarget,
+    pub duration_s: f64,
+    pub cpu_s: f64,
+    pub samples: u64,
+    pub lost: u64,
+    pub tasks: Vec<TaskSamples>,
+    pub functions: Vec<Row>,
+    pub lines: Vec<Row>,
+    pub objects: Vec<Row>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regions: Option<Vec<Row>>,
+    /// With --callers NAME.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub callers: Option<Vec<JsonNode>>,
+    /// With --callees NAME.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub callees: Option<Vec<JsonNode>>,
+    /// On- and off-CPU time per function and per blocked stack (`--off-cpu`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub off_cpu: Option<offcpu::OffCpuReport>,
+    pub warnings: Vec<String>,
+    /// The rows of the terminal table and what they are.
+    #[serde(skip)]
+    pub table: Vec<Row>,
+    #[serde(skip)]
+    pub table_kind: TableKind,
+    /// The trees as trees, for the terminal.
+    #[serde(skip)]
+    pub caller_tree: Option<TreeNode>,
+    #[serde(skip)]
+    pub callee_tree: Option<TreeNode>,
+}
+
+/// A report with the symbolised call graph it was made from (for folded stacks, flame
+/// graphs and the exports).
+pub struct Report {
+    pub flat: FlatReport,
+    pub graph: Option<CallGraph>,
+}
+
+/// Symbolise the profile and compute everything the report shows.
+pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileError> {
+    let regions = opts.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
+    let mut symbolizer = Symbolizer::default();
+    let (located, graph) = aggregate::locate_with_graph(profile, &mut symbolizer);
+    let functions = || {
+        let rows = aggregate::flat(&located, By::Function);
+        match &graph {
+            Some(g) => g.with_totals(rows),
+            None => rows,
+        }
+    };
+    let mut warnings = std::mem::take(&mut symbolizer.warnings);
+    warnings.extend(kernel::missing_symbols_warning(profile));
+    let region_rows = regions.map(|mut r| {
+        let rows = r.rows(&located);
+        warnings.extend(r.warnings);
+        rows
+    });
+    let (table, table_kind) = match (&region_rows, opts.by) {
+        (Some(rows), _) => (rows.clone(), TableKind::Region),
+        (None, By::Function) => (functions(), TableKind::Function),
+        (None, By::Line) => (aggregate::flat(&located, By::Line), TableKind::Line),
+        (None, By::Object) => (aggregate::flat(&located, By::Object), TableKind::Object),
+    };
+    let tree = |name: &Option<String>, direction| -> Result<Option<TreeNode>, ProfileError> {
+        let Some(name) = name else { return Ok(None) };
+        graph.as_ref().and_then(|g| callers::tree(g, name, direction)).map(Some).ok_or_else(|| {
+            ProfileError::NoSuchFunction { name: crate::render::terminal::escape(name), place: "call stacks" }
+        })
+    };
+    let caller_tree = tree(&opts.callers, Direction::Callers)?;
+    let callee_tree = tree(&opts.callees, Direction::Callees)?;
+    let flat = FlatReport {
+        schema_version: 1,
+        event: profile.event.clone(),
+        frequency_hz: profile.frequency_hz,
+        command: profile.command.clone(),
+        target: profile.target.clone(),
+        duration_s: profile.duration_s,
+        cpu_s: profile.cpu_s,
+        samples: profile.total_samples(),
+        lost: profile.lost,
+        tasks: task_samples(profile, &located),
+        functions: functions(),
+        lines: aggregate::flat(&located, By::Line),
+        objects: aggregate::flat(&located, By::Object),
+        regions: region_rows,
+        callers: caller_tree.as_ref().map(callers::flatten),
+        callees: callee_tree.as_ref().map(callers::flatten),
+        off_cpu: offcpu::report(profile, graph.as_ref()),
+        warnings,
+        table,
+        table_kind,
+        caller_tree,
+        callee_tree,
+    };
+    Ok(Report { flat, graph })
+}
+
+fn task_samples(profile: &Profile, located: &[Located]) -> Vec<TaskSamples> {
+    profile
+        .tasks
+        .iter()
+        .map(|t| TaskSamples {
+            pid: t.pid,
+            tid: t.tid,
+            comm: t.comm.clone(),
+            samples: located.iter().filter(|l| l.pid == t.pid && l.tid == t.tid).map(|l| l.count).sum(),
+        })
+        .collect()
+}

@@ -1,0 +1,216 @@
+//! The flat report on the terminal: a header line, the table (by function with total
+//! and self shares when there are call stacks), the samples per process and thread,
+//! the caller/callee trees and off-CPU time.
+
+use super::{function_label, paint_share};
+use crate::profile::aggregate::Row;
+use crate::profile::callers::{Direction, TreeNode};
+use crate::profile::offcpu::OffCpuReport;
+use crate::profile::report::{FlatReport, TaskSamples};
+use crate::render::color;
+use crate::render::terminal::escape;
+use std::fmt::Write;
+
+/// Branches of the caller/callee trees with less than this share of the function's
+/// samples are summed into one line.
+pub const TREE_MIN_SHARE: f64 = 0.005;
+
+/// The whole terminal report, at most `limit` rows per table.
+pub fn report(r: &FlatReport, limit: usize) -> String {
+    let mut out = table(r, limit);
+    out += &tasks(&r.tasks, limit);
+    for (tree, direction) in [(&r.caller_tree, Direction::Callers), (&r.callee_tree, Direction::Callees)] {
+        if let Some(tree) = tree {
+            out.push('\n');
+            out += &self::tree(tree, direction, r.samples, TREE_MIN_SHARE);
+        }
+    }
+    if let Some(off_cpu) = &r.off_cpu {
+        out += &self::off_cpu(off_cpu, limit);
+    }
+    out
+}
+
+fn table(r: &FlatReport, limit: usize) -> String {
+    let mut out = String::new();
+    let what = r.table_kind.noun();
+    let lost = if r.lost > 0 { format!(", {} lost", r.lost) } else { String::new() };
+    let header = format!("{} samples of {} at {} Hz ({:.2} s){lost}", r.samples, r.event, r.frequency_hz, r.duration_s);
+    let _ = writeln!(out, "{}", color::bold(&header));
+    let rows: &[Row] = &r.table;
+    if rows.is_empty() {
+        let _ = writeln!(out, "no samples (the command ran too briefly for -F {})", r.frequency_hz);
+        return out;
+    }
+    let totals = rows.iter().any(|r| r.total_share.is_some());
+    if totals {
+        let _ = writeln!(out, "{}", color::dim(&format!("{:>7} {:>7} {:>9}  {what}", "total", "self", "samples")));
+    } else {
+        let _ = writeln!(out, "{}", color::dim(&format!("{:>7} {:>9}  {what}", "share", "samples")));
+    }
+    for row in rows.iter().take(limit) {
+        let mut share = paint_share(row.self_share, &format!("{:>6.2}%", row.self_share * 100.0));
+        if let Some(total) = row.total_share {
+            share = format!("{} {share}", paint_share(total, &format!("{:>6.2}%", total * 100.0)));
+        }
+        let _ = writeln!(out, "{share} {:>9}  {}", row.self_samples, function_label(&row.name, &row.object));
+    }
+    if rows.len() > limit {
+        let rest: u64 = rows[limit..].iter().map(|r| r.self_samples).sum();
+        let indent = if totals { 16 } else { 8 };
+        let more = format!("{:indent$}{rest:>9}  ({} more rows; --limit to see them)", "", rows.len() - limit);
+        let _ = writeln!(out, "{}", color::dim(&more));
+    }
+    out
+}
+
+/// One line per process for multi-task targets: how the samples split between tasks,
+/// busiest process first, at most `limit` processes (system-wide profiles have hundreds).
+fn tasks(tasks: &[TaskSamples], limit: usize) -> String {
+    let mut out = String::new();
+    if tasks.len() < 2 {
+        return out;
+    }
+    let mut pids: Vec<u32> = tasks.iter().map(|t| t.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let samples_of = |pid: u32| tasks.iter().filter(|t| t.pid == pid).map(|t| t.samples).sum::<u64>();
+    let all = pids.len();
+    pids.retain(|&pid| samples_of(pid) > 0);
+    pids.sort_by_key(|&pid| std::cmp::Reverse(samples_of(pid)));
+    let _ = writeln!(out, "{}", color::dim(&format!("{} tasks in {all} processes:", tasks.len())));
+    for &pid in pids.iter().take(limit) {
+        let threads: Vec<String> = tasks
+            .iter()
+            .filter(|t| t.pid == pid)
+            .map(|t| {
+                if t.tid == pid {
+                    format!("{} samples", t.samples)
+                } else {
+                    format!("thread {}: {}", t.tid, t.samples)
+                }
+            })
+            .collect();
+        let comm = tasks.iter().find(|t| t.pid == pid).map_or(String::new(), |t| escape(&t.comm));
+        let _ = writeln!(out, "{}", color::dim(&format!("  pid {pid} {comm}: {}", threads.join(", "))));
+    }
+    let hidden = all - pids.len().min(limit);
+    if hidden > 0 {
+        let more = format!("  ({hidden} more processes, {} without samples)", all - pids.len());
+        let _ = writeln!(out, "{}", color::dim(&more));
+    }
+    out
+}
+
+/// The tree indented, one line per function; a chain of single children is joined on
+/// one line (`a ← b ← c`), and branches under `min_share` are summarised.
+pub fn tree(tree: &TreeNode, direction: Direction, all_samples: u64, min_share: f64) -> String {
+    let what = match direction {
+        Direction::Callers => "callers",
+        Direction::Callees => "callees",
+    };
+    let mut out = String::new();
+    let header = format!(
+        "{what} of {} ({} samples, {:.2}% of all)",
+        escape(&tree.name),
+        tree.samples,
+        tree.samples as f64 / all_samples.max(1) as f64 * 100.0
+    );
+    let _ = writeln!(out, "{}", color::bold(&header));
+    let arrow = if direction == Direction::Callers { " ← " } else { " → " };
+    for line in tree_lines(tree, arrow, min_share) {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+fn tree_lines(tree: &TreeNode, arrow: &str, min_share: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo: Vec<(&TreeNode, usize)> = tree.children.iter().rev().map(|c| (c, 1)).collect();
+    while let Some((node, depth)) = todo.pop() {
+        if node.share < min_share {
+            continue;
+        }
+        let mut chain = vec![tree_label(node)];
+        let mut last = node;
+        while let [only] = last.children.as_slice() {
+            if only.samples != last.samples {
+                break;
+            }
+            chain.push(tree_label(only));
+            last = only;
+        }
+        let share = paint_share(last.share, &format!("{:>6.2}%", last.share * 100.0));
+        out.push(format!("{share} {:>9}  {}{}", last.samples, "  ".repeat(depth - 1), chain.join(arrow)));
+        let hidden: u64 = last.children.iter().filter(|c| c.share < min_share).map(|c| c.samples).sum();
+        if hidden > 0 {
+            out.push(color::dim(&format!("{:>7} {hidden:>9}  {}(smaller branches)", "", "  ".repeat(depth))));
+        }
+        todo.extend(last.children.iter().rev().map(|c| (c, depth + 1)));
+    }
+    out
+}
+
+fn tree_label(node: &TreeNode) -> String {
+    let mut text = escape(&node.name);
+    if node.inlined {
+        text += " (inlined)";
+    }
+    if !node.object.is_empty() {
+        text += &color::dim(&format!(" [{}]", escape(&node.object)));
+    }
+    text
+}
+
+/// The hottest functions by on + off time, then the longest-blocked stacks.
+fn off_cpu(report: &OffCpuReport, limit: usize) -> String {
+    let mut out = String::new();
+    let header = format!(
+        "on-CPU {:.3} s (sampled), off-CPU {:.3} s (blocked), with each function on the stack:",
+        report.on_cpu_s, report.off_cpu_s
+    );
+    let _ = writeln!(out, "{}", color::bold(&header));
+    let _ = writeln!(out, "{}", color::dim(&format!("{:>9} {:>9} {:>7}  function", "on-CPU", "off-CPU", "of time")));
+    for f in report.functions.iter().take(limit) {
+        let label = function_label(&f.name, &f.object);
+        let _ = writeln!(out, "{:>8.3}s {:>8.3}s {:>6.2}%  {label}", f.on_cpu_s, f.off_cpu_s, f.share * 100.0);
+    }
+    if report.stacks.is_empty() {
+        let _ = writeln!(out, "{}", color::dim("no thread blocked while recorded"));
+        return out;
+    }
+    let _ = writeln!(out, "{}", color::bold("longest-blocked stacks (outermost caller first):"));
+    for s in report.stacks.iter().take(5) {
+        let frames: Vec<String> = s.frames.iter().map(|f| escape(f)).collect();
+        let plural = if s.blocks == 1 { " " } else { "s" };
+        let _ = writeln!(out, "{:>8.3}s {:>7} block{plural}  {}", s.off_cpu_s, s.blocks, frames.join(";"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::aggregate::locate_with_graph;
+    use crate::profile::callers;
+    use crate::profile::format::{FrameRef, ObjectRef, Profile, Space, StackCount};
+    use crate::profile::symbolize::Symbolizer;
+
+    #[test]
+    fn single_child_chains_share_a_line() {
+        let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
+        let stack = |frames: Vec<u32>, count| StackCount { pid: 1, tid: 1, frames, count, period: count };
+        let profile = Profile {
+            event: "cpu-clock".into(),
+            frequency_hz: 1000,
+            objects: vec![ObjectRef { path: "/nonexistent/x".into() }],
+            frames: vec![user(0x10), user(0x20), user(0x30), user(0x40)],
+            stacks: vec![stack(vec![0, 1, 3], 3), stack(vec![0, 2, 3], 1), stack(vec![1, 1, 3], 2)],
+            ..Profile::default()
+        };
+        let graph = locate_with_graph(&profile, &mut Symbolizer::default()).1.unwrap();
+        let main = callers::tree(&graph, "x+0x40", Direction::Callees).unwrap();
+        let printed = tree_lines(&main, " → ", 0.0).join("\n");
+        assert!(printed.contains("x+0x30 [x] → x+0x10 [x]"), "single-child chains on one line:\n{printed}");
+    }
+}

@@ -1,0 +1,44 @@
+//! The profile commands' terminal output — the flat report ([`flat`]), the diff
+//! ([`diff`]) and the annotation ([`annotate`]) — as strings, from the data the
+//! profile library computes; plus the file formats a profile is written in
+//! ([`export`]: JSON, folded stacks, flame graphs, the Firefox Profiler, speedscope,
+//! pprof).
+
+pub mod annotate;
+pub mod diff;
+pub mod export;
+pub mod flat;
+
+use super::color;
+use super::terminal::escape;
+use crate::profile::kernel;
+
+/// Colour a share by how hot it is.
+pub fn paint_share(share: f64, text: &str) -> String {
+    if share >= 0.10 {
+        color::red(text)
+    } else if share >= 0.02 {
+        color::yellow(text)
+    } else {
+        text.to_string()
+    }
+}
+
+/// A row's name with its object: `[k] name` for kernel functions (like perf), the
+/// module dimmed after it; user functions get their object dimmed in brackets.
+pub fn function_label(name: &str, object: &str) -> String {
+    let escaped = escape(name);
+    if object.is_empty() || object == name {
+        return escaped;
+    }
+    if kernel::is_kernel_object(object) {
+        let module = if object == kernel::KERNEL_OBJECT { String::new() } else { color::dim(&format!("  {object}")) };
+        return format!("[k] {escaped}{module}");
+    }
+    format!("{escaped}{}", color::dim(&format!("  [{}]", escape(object))))
+}
+
+/// `perflab: warning: …` lines for stderr.
+pub fn warnings(warnings: &[String]) -> String {
+    warnings.iter().map(|w| format!("perflab: warning: {w}\n")).collect()
+}
