@@ -208,8 +208,10 @@ mod tests {
             }
         }
         // `-e` selects perf events in every command (several to count, one to sample);
-        // `-l` is a label, `-o` an output file.
-        let allowed = [('e', ["event", "events"].as_slice())];
+        // `-l` is a label, `-o` an output file. `-c` is each origin's: hyperfine's
+        // `--cleanup` for benchmarks, perf record's `--count` (a sample every N events)
+        // for `profile`.
+        let allowed = [('e', ["event", "events"].as_slice()), ('c', ["cleanup", "count"].as_slice())];
         for (short, longs) in meanings {
             let fine =
                 allowed.iter().any(|(c, names)| *c == short && longs.iter().all(|l| names.contains(&l.as_str())));

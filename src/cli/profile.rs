@@ -91,6 +91,10 @@ pub struct ProfileArgs {
     /// Sampling frequency in Hz (per task; cpu-clock's hrtimer caps it near 100 kHz).
     #[arg(short = 'F', long = "frequency", default_value_t = 997)]
     pub frequency: u64,
+    /// Sample every N events instead of at a frequency (like perf record -c): `-e
+    /// page-faults -c 1` records every fault; for cpu-clock/task-clock N is nanoseconds.
+    #[arg(short = 'c', long = "count", value_name = "N", conflicts_with = "frequency")]
+    pub count: Option<u64>,
     /// Event to sample: cpu-clock (default, needs no PMU), task-clock, cycles, instructions,
     /// cache-misses, branch-misses.
     #[arg(short = 'e', long = "event", default_value = "cpu-clock")]
@@ -261,6 +265,7 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
         mode: args.target.mode(args.command, args.duration)?.ok_or_else(nothing)?,
         event: args.event,
         frequency_hz: args.frequency,
+        period: args.count,
         // Off-CPU stacks need call stacks: frame pointers unless -g says otherwise.
         call_graph: CallGraph::from_unwinding(
             args.call_graph.or(args.off_cpu.then_some(Unwinding::FramePointers)),

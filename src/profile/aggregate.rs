@@ -4,7 +4,7 @@
 //! (inlined functions expanded, one root per process) for folded output, flame graphs
 //! and caller/callee trees.
 
-use super::format::{Profile, Space, StackCount};
+use super::format::{Profile, Space, StackCount, Weight};
 use super::jitmap;
 use super::symbolize::{basename, Location, Symbolizer};
 use crate::error::Failure;
@@ -44,15 +44,17 @@ pub struct Row {
     /// Object basename (empty for by-object and region rows, where `name` says it).
     pub object: String,
     pub self_samples: u64,
-    /// self_samples / all samples, 0–1.
+    /// self_period / all samples' periods, 0–1: each sample weighted by its period, so a
+    /// share is of time for clock events and of events for count events (like `perf
+    /// report`); for a clock sampled at a fixed rate it equals the share of samples.
     pub self_share: f64,
-    /// Sum of sample periods (ns for clock events): an estimate of time spent.
+    /// Sum of sample periods (ns for clock events, events otherwise).
     pub self_period: u64,
     /// Samples with this function anywhere on the stack, each counted once even when
     /// recursive (only for functions of a profile with call stacks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_samples: Option<u64>,
-    /// total_samples / all samples, 0–1.
+    /// total_period / all samples' periods, 0–1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_share: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -163,7 +165,10 @@ pub struct CallGraph {
     stacks: Vec<(u32, Vec<u32>, u64, u64)>,
     /// Process name per pid: the root of its stacks when the profile has several processes.
     roots: HashMap<u32, String>,
-    samples: u64,
+    /// All stacks' summed periods: what shares are of.
+    period: u64,
+    /// What folded stacks count.
+    weight: Weight,
 }
 
 /// A call stack as names, outermost first, with what it stands for.
@@ -203,8 +208,8 @@ impl CallGraph {
         let inlined = profile.frames.iter().map(|f| resolver.inlined(f.space, f.object, f.offset)).collect();
         let stacks: Vec<(u32, Vec<u32>, u64, u64)> =
             profile.stacks.iter().map(|s| (s.pid, s.frames.clone(), s.count, s.period)).collect();
-        let samples = stacks.iter().map(|s| s.2).sum();
-        Some(CallGraph { functions, inlined, stacks, roots: process_names(profile), samples })
+        let period = stacks.iter().map(|s| s.3).sum();
+        Some(CallGraph { functions, inlined, stacks, roots: process_names(profile), period, weight: profile.weight() })
     }
 
     /// Every stack as names, outermost first: the process (when there are several),
@@ -232,13 +237,14 @@ impl CallGraph {
     pub fn with_stacks(&self, stacks: &[StackCount]) -> CallGraph {
         let stacks: Vec<(u32, Vec<u32>, u64, u64)> =
             stacks.iter().map(|s| (s.pid, s.frames.clone(), s.count, s.period)).collect();
-        let samples = stacks.iter().map(|s| s.2).sum();
+        let period = stacks.iter().map(|s| s.3).sum();
         CallGraph {
             functions: self.functions.clone(),
             inlined: self.inlined.clone(),
             stacks,
             roots: self.roots.clone(),
-            samples,
+            period,
+            weight: self.weight,
         }
     }
 
@@ -262,14 +268,14 @@ impl CallGraph {
     }
 
     /// Add the inclusive columns to by-function rows (and rows for callers that have
-    /// no self samples), sorted by total samples like `perf report --children`.
+    /// no self samples), sorted by total weight like `perf report --children`.
     pub fn with_totals(&self, mut rows: Vec<Row>) -> Vec<Row> {
-        let share = |n: u64| if self.samples == 0 { 0.0 } else { n as f64 / self.samples as f64 };
+        let share = |period: u64| if self.period == 0 { 0.0 } else { period as f64 / self.period as f64 };
         let mut totals = self.inclusive();
         for row in &mut rows {
             let (n, period) = totals.remove(&(row.name.clone(), row.object.clone())).unwrap_or_default();
             row.total_samples = Some(n);
-            row.total_share = Some(share(n));
+            row.total_share = Some(share(period));
             row.total_period = Some(period);
         }
         rows.extend(totals.into_iter().map(|((name, object), (n, period))| Row {
@@ -279,24 +285,25 @@ impl CallGraph {
             self_share: 0.0,
             self_period: 0,
             total_samples: Some(n),
-            total_share: Some(share(n)),
+            total_share: Some(share(period)),
             total_period: Some(period),
         }));
         rows.sort_by(|a, b| {
-            b.total_samples
-                .cmp(&a.total_samples)
-                .then(b.self_samples.cmp(&a.self_samples))
+            (b.total_period, b.total_samples, b.self_period, b.self_samples)
+                .cmp(&(a.total_period, a.total_samples, a.self_period, a.self_samples))
                 .then_with(|| a.name.cmp(&b.name))
         });
         rows
     }
 
     /// Brendan Gregg's folded stacks: `root;caller;leaf COUNT` per distinct stack of
-    /// function names (as [`named_stacks`](Self::named_stacks)), sorted.
+    /// function names (as [`named_stacks`](Self::named_stacks)), sorted. COUNT is the
+    /// stack's samples for a clock event (each sample is the same slice of time) and
+    /// its events (summed periods) for a count event.
     pub fn folded(&self) -> String {
         let mut lines: BTreeMap<String, u64> = BTreeMap::new();
         for stack in self.named_stacks() {
-            *lines.entry(folded_names(&stack.frames)).or_default() += stack.samples;
+            *lines.entry(folded_names(&stack.frames)).or_default() += self.weight.of(stack.samples, stack.period);
         }
         lines.into_iter().map(|(stack, n)| format!("{stack} {n}\n")).collect()
     }
@@ -347,7 +354,7 @@ fn special(name: &str) -> Location {
 
 /// Sum samples under a key and turn them into rows sorted by samples (then name).
 fn rows_by(located: &[Located], mut key: impl FnMut(&Location) -> (String, String)) -> Vec<Row> {
-    let total: u64 = located.iter().map(|l| l.count).sum();
+    let total: u64 = located.iter().map(|l| l.period).sum();
     let mut sums: HashMap<(String, String), (u64, u64)> = HashMap::new();
     for l in located {
         let e = sums.entry(key(&l.location)).or_default();
@@ -360,14 +367,16 @@ fn rows_by(located: &[Located], mut key: impl FnMut(&Location) -> (String, Strin
             name,
             object,
             self_samples: n,
-            self_share: if total == 0 { 0.0 } else { n as f64 / total as f64 },
+            self_share: if total == 0 { 0.0 } else { period as f64 / total as f64 },
             self_period: period,
             total_samples: None,
             total_share: None,
             total_period: None,
         })
         .collect();
-    rows.sort_by(|a, b| b.self_samples.cmp(&a.self_samples).then_with(|| a.name.cmp(&b.name)));
+    rows.sort_by(|a, b| {
+        (b.self_period, b.self_samples).cmp(&(a.self_period, a.self_samples)).then_with(|| a.name.cmp(&b.name))
+    });
     rows
 }
 

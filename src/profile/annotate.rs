@@ -268,7 +268,8 @@ pub fn annotate(
     mca: Option<&McaRequest>,
     vmlinux: Option<&Path>,
 ) -> Result<Vec<AnnotatedFunction>, Failure> {
-    let total = profile.total_samples();
+    // Shares weigh each sample by its period (time or events), as everywhere.
+    let total = profile.total_period();
     let mut out = Vec::new();
     for target in targets(profile, symbolizer, symbol, top, vmlinux)? {
         let (function, warning) = annotate_one(profile, &target, total, syntax, mca);
@@ -289,7 +290,8 @@ fn annotate_one(
     let sym = &target.symbol;
     let len = object.symbol_len(sym);
     let end = sym.start + len;
-    let mut counts: HashMap<u64, u64> = HashMap::new();
+    // Per address: (samples, summed period).
+    let mut counts: HashMap<u64, (u64, u64)> = HashMap::new();
     for s in &profile.samples {
         let svma = match (target.kernel_slide, s.space, s.object) {
             (Some(slide), Space::Kernel, _) => Some(s.offset.wrapping_sub(slide)),
@@ -299,25 +301,21 @@ fn annotate_one(
             _ => None,
         };
         if let Some(a) = svma.filter(|a| (sym.start..end).contains(a)) {
-            *counts.entry(a).or_default() += s.count;
+            let entry = counts.entry(a).or_default();
+            entry.0 += s.count;
+            entry.1 += s.period;
         }
     }
     let bytes = object.bytes(sym.start, len).unwrap_or(&[]);
     let bitness = if object.is_64 { 64 } else { 32 };
     let instrs: Vec<Instruction> =
         Decoder::with_ip(bitness, bytes, sym.start, DecoderOptions::NONE).into_iter().collect();
-    let fn_samples: u64 = counts.values().sum();
-    let shares: Vec<f64> =
-        instrs
-            .iter()
-            .map(|i| {
-                if fn_samples == 0 {
-                    0.0
-                } else {
-                    counts.get(&i.ip()).copied().unwrap_or(0) as f64 / fn_samples as f64
-                }
-            })
-            .collect();
+    let fn_samples: u64 = counts.values().map(|c| c.0).sum();
+    let fn_period: u64 = counts.values().map(|c| c.1).sum();
+    let shares: Vec<f64> = instrs
+        .iter()
+        .map(|i| if fn_period == 0 { 0.0 } else { counts.get(&i.ip()).map_or(0, |c| c.1) as f64 / fn_period as f64 })
+        .collect();
     // Our events never request precise_ip, so every sample may skid.
     let mut hints = hints::assign(&instrs, &shares, true);
     let mut formatter: Box<dyn Formatter> = match syntax {
@@ -345,7 +343,7 @@ fn annotate_one(
             AnnotatedInstruction {
                 address: ins.ip(),
                 text,
-                samples: counts.get(&ins.ip()).copied().unwrap_or(0),
+                samples: counts.get(&ins.ip()).map_or(0, |c| c.0),
                 share: shares[i],
                 source: object.location(ins.ip()).map(|(f, l)| format!("{f}:{l}")),
                 inlined: inlined_function(object, ins.ip()),
@@ -370,7 +368,7 @@ fn annotate_one(
         object: object.path.clone(),
         start: sym.start,
         samples: fn_samples,
-        share: if total == 0 { 0.0 } else { fn_samples as f64 / total as f64 },
+        share: if total == 0 { 0.0 } else { fn_period as f64 / total as f64 },
         instructions,
         mca: mca_block,
     };

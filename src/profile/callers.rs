@@ -1,7 +1,7 @@
 //! Caller and callee trees of one function (`show --callers NAME`, `--callees NAME`):
 //! from the call stacks in which the function appears, the paths towards the roots
 //! (who called it) or towards the leaves (what it spent its time in), merged into a
-//! tree with sample counts.
+//! tree with sample counts and shares weighted by period.
 
 use super::aggregate::{CallGraph, FrameKind, StackFrame};
 use serde::Serialize;
@@ -20,7 +20,9 @@ pub struct TreeNode {
     pub object: String,
     pub inlined: bool,
     pub samples: u64,
-    /// samples / the function's samples (the root's), 0–1.
+    /// The samples' summed periods (ns of a clock, else events).
+    pub period: u64,
+    /// period / the function's period (the root's), 0–1.
     pub share: f64,
     pub children: Vec<TreeNode>,
 }
@@ -35,6 +37,7 @@ pub struct JsonNode {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub inlined: bool,
     pub samples: u64,
+    pub period: u64,
     pub share: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<usize>,
@@ -51,6 +54,7 @@ pub fn flatten(tree: &TreeNode) -> Vec<JsonNode> {
             object: node.object.clone(),
             inlined: node.inlined,
             samples: node.samples,
+            period: node.period,
             share: node.share,
             parent,
         });
@@ -66,6 +70,7 @@ pub fn tree(graph: &CallGraph, function: &str, direction: Direction) -> Option<T
     #[derive(Default)]
     struct Building {
         samples: u64,
+        period: u64,
         children: BTreeMap<StackFrame, Building>,
     }
     let mut root = Building::default();
@@ -77,6 +82,7 @@ pub fn tree(graph: &CallGraph, function: &str, direction: Direction) -> Option<T
         };
         found.get_or_insert_with(|| frames[at].clone());
         root.samples += stack.samples;
+        root.period += stack.period;
         let path: Box<dyn Iterator<Item = &StackFrame>> = match direction {
             Direction::Callers => Box::new(frames[..at].iter().rev()),
             Direction::Callees => Box::new(frames[at + 1..].iter()),
@@ -85,21 +91,23 @@ pub fn tree(graph: &CallGraph, function: &str, direction: Direction) -> Option<T
         for frame in path {
             node = node.children.entry(frame.clone()).or_default();
             node.samples += stack.samples;
+            node.period += stack.period;
         }
     }
     fn finish(frame: StackFrame, building: Building, total: u64) -> TreeNode {
         let mut children: Vec<TreeNode> = building.children.into_iter().map(|(f, b)| finish(f, b, total)).collect();
-        children.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.name.cmp(&b.name)));
+        children.sort_by(|a, b| (b.period, b.samples).cmp(&(a.period, a.samples)).then_with(|| a.name.cmp(&b.name)));
         TreeNode {
             name: frame.function,
             object: frame.object,
             inlined: frame.kind == FrameKind::Inlined,
             samples: building.samples,
-            share: building.samples as f64 / total.max(1) as f64,
+            period: building.period,
+            share: building.period as f64 / total.max(1) as f64,
             children,
         }
     }
-    let total = root.samples;
+    let total = root.period;
     Some(finish(found?, root, total))
 }
 

@@ -1,5 +1,5 @@
 //! `perflab diff OLD NEW`: change per function (or source line, or object) in share
-//! and in estimated time, matched by name — normalised (object basename, function) —
+//! and in CPU seconds (clock events) or events (count events), matched by name — normalised (object basename, function) —
 //! never by address, so two different builds compare; sorted by contribution to the
 //! total change. `--stacks` compares whole call stacks instead (matched by their
 //! function names, root to leaf), and `--flamegraph` draws the differential flame graph.
@@ -12,7 +12,49 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// One matched row.
+/// What a diff measures changes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiffUnit {
+    /// Both profiles sample a clock: summed periods are CPU seconds.
+    Seconds,
+    /// Both sample the same count event: summed periods are events.
+    Events,
+    /// They sample different events: only samples and shares compare.
+    Samples,
+}
+
+impl DiffUnit {
+    pub fn of(old: &Profile, new: &Profile) -> DiffUnit {
+        if old.period_is_time() && new.period_is_time() {
+            DiffUnit::Seconds
+        } else if old.event == new.event {
+            DiffUnit::Events
+        } else {
+            DiffUnit::Samples
+        }
+    }
+
+    /// A row's (or a whole profile's) value in this unit.
+    pub fn value(self, samples: u64, period: u64) -> f64 {
+        match self {
+            DiffUnit::Seconds => period as f64 / 1e9,
+            DiffUnit::Events => period as f64,
+            DiffUnit::Samples => samples as f64,
+        }
+    }
+}
+
+fn nan() -> f64 {
+    f64::NAN
+}
+
+fn is_nan(value: &f64) -> bool {
+    value.is_nan()
+}
+
+/// One matched row. Shares are of each profile's weight (time or events, every sample
+/// weighing its period).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Change {
     pub name: String,
@@ -23,13 +65,34 @@ pub struct Change {
     pub new_share: f64,
     /// new_share − old_share (0–1 scale).
     pub share_change: f64,
-    /// Estimated seconds of CPU time (clock events: sum of periods; other events:
-    /// samples / frequency).
+    /// CPU seconds (summed periods of a clock event); only in `seconds` diffs.
+    #[serde(default = "nan", skip_serializing_if = "is_nan")]
     pub old_s: f64,
+    #[serde(default = "nan", skip_serializing_if = "is_nan")]
     pub new_s: f64,
+    #[serde(default = "nan", skip_serializing_if = "is_nan")]
     pub change_s: f64,
-    /// change_s / total change; the rows' contributions sum to 1.
+    /// Events (summed periods of a count event); only in `events` diffs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_events: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_events: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_events: Option<i64>,
+    /// This row's change / the total change, in the diff's unit; the rows'
+    /// contributions sum to 1.
     pub contribution: f64,
+}
+
+impl Change {
+    /// The change in the diff's unit.
+    pub fn change(&self, unit: DiffUnit) -> f64 {
+        match unit {
+            DiffUnit::Seconds => self.change_s,
+            DiffUnit::Events => self.change_events.unwrap_or(0) as f64,
+            DiffUnit::Samples => self.new_samples as f64 - self.old_samples as f64,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -37,34 +100,32 @@ pub struct Side {
     pub path: String,
     pub event: String,
     pub samples: u64,
-    pub estimated_s: f64,
+    /// All samples' CPU seconds (`seconds` diffs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_s: Option<f64>,
+    /// All samples' events (`events` diffs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct DiffReport {
     pub schema_version: u32,
+    /// What changes are measured in: `seconds`, `events` or `samples`.
+    pub unit: DiffUnit,
     pub old: Side,
     pub new: Side,
-    pub total_change_s: f64,
+    /// The total change in `unit`.
+    pub total_change: f64,
+    /// The same in seconds (`seconds` diffs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_change_s: Option<f64>,
     pub changes: Vec<Change>,
     pub warnings: Vec<String>,
 }
 
-/// Seconds a row stands for.
-fn seconds(profile: &Profile, row: &Row) -> f64 {
-    if profile.period_is_time() {
-        row.self_period as f64 / 1e9
-    } else {
-        row.self_samples as f64 / profile.frequency_hz as f64
-    }
-}
-
-fn total_seconds(profile: &Profile) -> f64 {
-    if profile.period_is_time() {
-        profile.total_period() as f64 / 1e9
-    } else {
-        profile.total_samples() as f64 / profile.frequency_hz as f64
-    }
+fn total(unit: DiffUnit, profile: &Profile) -> f64 {
+    unit.value(profile.total_samples(), profile.total_period())
 }
 
 fn matching_key(profile: &Profile, row: &Row) -> (String, String) {
@@ -90,14 +151,14 @@ pub fn diff_stacks(old: &Profile, new: &Profile) -> Option<(Vec<Change>, Vec<Str
             e.0 += stack.samples;
             e.1 += stack.period;
         }
-        let total = p.total_samples().max(1) as f64;
+        let total = p.total_period().max(1) as f64;
         Some(
             sums.into_iter()
                 .map(|(name, (samples, period))| Row {
                     name,
                     object: String::new(),
                     self_samples: samples,
-                    self_share: samples as f64 / total,
+                    self_share: period as f64 / total,
                     self_period: period,
                     total_samples: None,
                     total_share: None,
@@ -117,11 +178,12 @@ fn changes(
     new_rows: &[Row],
     mut warnings: Vec<String>,
 ) -> (Vec<Change>, Vec<String>) {
-    if old.event != new.event {
+    let unit = DiffUnit::of(old, new);
+    if unit == DiffUnit::Samples {
         warnings.insert(
             0,
             format!(
-                "the profiles sample different events ({} and {}); times are estimates from sample counts",
+                "the profiles sample different events ({} and {}): only samples and shares are compared",
                 old.event, new.event
             ),
         );
@@ -134,16 +196,18 @@ fn changes(
     for r in new_rows {
         matched.entry(matching_key(new, r)).or_default().1 = Some(r);
     }
-    let total_change = total_seconds(new) - total_seconds(old);
+    let total_change = total(unit, new) - total(unit, old);
+    let value = |r: Option<&Row>| r.map_or(0.0, |r| unit.value(r.self_samples, r.self_period));
     let mut changes: Vec<Change> = matched
         .into_iter()
         .map(|((_, name), (o, n))| {
             let object = n.or(o).map(|r| r.object.clone()).unwrap_or_default();
-            let old_s = o.map_or(0.0, |r| seconds(old, r));
-            let new_s = n.map_or(0.0, |r| seconds(new, r));
+            let (old_value, new_value) = (value(o), value(n));
             let old_share = o.map_or(0.0, |r| r.self_share);
             let new_share = n.map_or(0.0, |r| r.self_share);
-            let change_s = new_s - old_s;
+            let seconds = |v: f64| if unit == DiffUnit::Seconds { v } else { f64::NAN };
+            let events = |r: Option<&Row>| (unit == DiffUnit::Events).then(|| r.map_or(0, |r| r.self_period));
+            let (old_events, new_events) = (events(o), events(n));
             Change {
                 name,
                 object,
@@ -152,14 +216,17 @@ fn changes(
                 old_share,
                 new_share,
                 share_change: new_share - old_share,
-                old_s,
-                new_s,
-                change_s,
-                contribution: if total_change == 0.0 { 0.0 } else { change_s / total_change },
+                old_s: seconds(old_value),
+                new_s: seconds(new_value),
+                change_s: seconds(new_value - old_value),
+                old_events,
+                new_events,
+                change_events: old_events.zip(new_events).map(|(o, n)| n as i64 - o as i64),
+                contribution: if total_change == 0.0 { 0.0 } else { (new_value - old_value) / total_change },
             }
         })
         .collect();
-    changes.sort_by(|a, b| b.change_s.abs().total_cmp(&a.change_s.abs()).then_with(|| a.name.cmp(&b.name)));
+    changes.sort_by(|a, b| b.change(unit).abs().total_cmp(&a.change(unit).abs()).then_with(|| a.name.cmp(&b.name)));
     (changes, warnings)
 }
 
@@ -183,17 +250,22 @@ pub fn report(
     } else {
         diff(old, new, by)
     };
+    let unit = DiffUnit::of(old, new);
     let side = |p: &Profile, path: &Path| Side {
         path: path.display().to_string(),
         event: p.event.clone(),
         samples: p.total_samples(),
-        estimated_s: total_seconds(p),
+        estimated_s: (unit == DiffUnit::Seconds).then(|| total(unit, p)),
+        events: (unit == DiffUnit::Events).then(|| p.total_period()),
     };
+    let total_change = total(unit, new) - total(unit, old);
     Ok(DiffReport {
         schema_version: 1,
+        unit,
         old: side(old, paths[0]),
         new: side(new, paths[1]),
-        total_change_s: total_seconds(new) - total_seconds(old),
+        total_change,
+        total_change_s: (unit == DiffUnit::Seconds).then_some(total_change),
         changes,
         warnings,
     })

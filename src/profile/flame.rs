@@ -12,7 +12,8 @@
 //! name in it is escaped.
 
 use super::aggregate::{self, CallGraph, FrameKind, NamedStack, StackFrame};
-use super::format::Profile;
+use super::diff::DiffUnit;
+use super::format::{Profile, Weight};
 use super::symbolize::Symbolizer;
 use crate::render::markup::esc;
 use std::collections::BTreeMap;
@@ -85,11 +86,12 @@ impl Tree {
 
 /// How values are shown and frames coloured.
 enum Mode {
-    /// One profile: values are samples.
-    Single,
-    /// Two profiles: values are estimated seconds; widths are the mean of old and new,
-    /// so a stack that exists in only one of them is still visible (at half its width).
-    Differential { max_self_change: f64 },
+    /// One profile: values are samples (a clock) or events (a count event).
+    Single { unit: &'static str },
+    /// Two profiles: values are in the diff's unit (seconds for clocks); widths are the
+    /// mean of old and new, so a stack that exists in only one of them is still visible
+    /// (at half its width).
+    Differential { max_self_change: f64, unit: DiffUnit },
 }
 
 /// The flame graph of a profile's call stacks; None when it has none (recorded
@@ -102,19 +104,24 @@ pub fn profile_svg(profile: &Profile, title: &str) -> Option<String> {
 /// [`profile_svg`] for a call graph already resolved.
 pub fn call_graph_svg(profile: &Profile, graph: &CallGraph, title: &str) -> Option<String> {
     let mut tree = Tree::new();
+    // Widths weigh each sample by its period: samples of a clock, events otherwise.
+    let weight = profile.weight();
     for s in graph.named_stacks() {
-        tree.add(&s.frames, 0.0, s.samples as f64);
+        tree.add(&s.frames, 0.0, weight.of(s.samples, s.period) as f64);
     }
     if tree.nodes[0].new == 0.0 {
         return None;
     }
-    let subtitle = format!("{} samples of {} at {} Hz", profile.total_samples(), profile.event, profile.frequency_hz);
-    Some(render(&tree, &Mode::Single, title, &subtitle))
+    let mut subtitle = format!("{} samples of {} {}", profile.total_samples(), profile.event, profile.sampling());
+    if weight == Weight::Events {
+        subtitle += "; widths are events (each sample weighs its period)";
+    }
+    Some(render(&tree, &Mode::Single { unit: unit_name(weight) }, title, &subtitle))
 }
 
 /// A flame graph without frames, saying why (`message`).
 pub fn empty_svg(title: &str, message: &str) -> String {
-    render(&Tree::new(), &Mode::Single, title, message)
+    render(&Tree::new(), &Mode::Single { unit: "samples" }, title, message)
 }
 
 /// The differential flame graph of two profiles, matched by function names (never by
@@ -122,27 +129,36 @@ pub fn empty_svg(title: &str, message: &str) -> String {
 /// when either profile has no call stacks.
 pub fn diff_svg(old: &Profile, new: &Profile, title: &str) -> Option<String> {
     let (old_stacks, new_stacks) = (named_stacks(old)?, named_stacks(new)?);
+    // Seconds for clocks, events for one count event, samples across different events.
+    let unit = DiffUnit::of(old, new);
     let mut tree = Tree::new();
     for s in &old_stacks {
-        tree.add(&s.frames, seconds(old, s), 0.0);
+        tree.add(&s.frames, unit.value(s.samples, s.period), 0.0);
     }
     for s in &new_stacks {
-        tree.add(&s.frames, 0.0, seconds(new, s));
+        tree.add(&s.frames, 0.0, unit.value(s.samples, s.period));
     }
     let max_self_change = tree.nodes.iter().map(|n| (n.new_self - n.old_self).abs()).fold(0.0, f64::max);
     let (o, n) = (tree.nodes[0].old, tree.nodes[0].new);
     let change = if o > 0.0 { format!(" ({:+.1}%)", (n / o - 1.0) * 100.0) } else { String::new() };
-    let subtitle = format!("≈ {o:.3} s → {n:.3} s{change}; red: more time of its own in the new profile, blue: less");
-    Some(render(&tree, &Mode::Differential { max_self_change }, title, &subtitle))
+    let subtitle = match unit {
+        DiffUnit::Seconds => {
+            format!("≈ {o:.3} s → {n:.3} s{change}; red: more time of its own in the new profile, blue: less")
+        }
+        DiffUnit::Events => {
+            format!("{o:.0} → {n:.0} events{change}; red: more events of its own in the new profile, blue: fewer")
+        }
+        DiffUnit::Samples => {
+            format!("{o:.0} → {n:.0} samples{change}; red: more samples of its own in the new profile, blue: fewer")
+        }
+    };
+    Some(render(&tree, &Mode::Differential { max_self_change, unit }, title, &subtitle))
 }
 
-/// Estimated seconds a stack stands for (clock events: summed periods; other events:
-/// samples / frequency), as `perflab diff` estimates them.
-fn seconds(profile: &Profile, stack: &NamedStack) -> f64 {
-    if profile.period_is_time() {
-        stack.period as f64 / 1e9
-    } else {
-        stack.samples as f64 / profile.frequency_hz as f64
+fn unit_name(weight: Weight) -> &'static str {
+    match weight {
+        Weight::Time => "samples",
+        Weight::Events => "events",
     }
 }
 
@@ -166,7 +182,7 @@ fn hash(text: &str) -> u64 {
 
 fn fill(node: &Node, mode: &Mode) -> String {
     match mode {
-        Mode::Single => {
+        Mode::Single { .. } => {
             let h = hash(&node.frame.function);
             let (v1, v2) = ((h & 0xff) as f64 / 255.0, ((h >> 8) & 0xff) as f64 / 255.0);
             let f = &node.frame;
@@ -186,7 +202,7 @@ fn fill(node: &Node, mode: &Mode) -> String {
                 format!("rgb({},{},{})", mix(r), mix(g), mix(b))
             }
         }
-        Mode::Differential { max_self_change } => {
+        Mode::Differential { max_self_change, .. } => {
             let change = node.new_self - node.old_self;
             let strength = if *max_self_change > 0.0 { (change.abs() / max_self_change).min(1.0) } else { 0.0 };
             let fade = (235.0 - 190.0 * strength) as u8;
@@ -212,13 +228,22 @@ fn describe(node: &Node, mode: &Mode, total_old: f64, total_new: f64) -> String 
     }
     let share = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
     match mode {
-        Mode::Single => {
-            format!("{name}: {} samples ({:.2}%), {} own", node.new, share(node.new, total_new), node.new_self)
+        Mode::Single { unit } => {
+            format!("{name}: {} {unit} ({:.2}%), {} own", node.new, share(node.new, total_new), node.new_self)
         }
-        Mode::Differential { .. } => format!(
+        Mode::Differential { unit: DiffUnit::Seconds, .. } => format!(
             "{name}: {:.4} s → {:.4} s ({:.2}% → {:.2}%), own {:+.4} s",
             node.old,
             node.new,
+            share(node.old, total_old),
+            share(node.new, total_new),
+            node.new_self - node.old_self
+        ),
+        Mode::Differential { unit, .. } => format!(
+            "{name}: {:.0} → {:.0} {} ({:.2}% → {:.2}%), own {:+.0}",
+            node.old,
+            node.new,
+            if *unit == DiffUnit::Events { "events" } else { "samples" },
             share(node.old, total_old),
             share(node.new, total_new),
             node.new_self - node.old_self
@@ -235,7 +260,7 @@ fn visible(text: &str) -> String {
 fn render(tree: &Tree, mode: &Mode, title: &str, subtitle: &str) -> String {
     let root = &tree.nodes[0];
     let weight = |n: &Node| match mode {
-        Mode::Single => n.new,
+        Mode::Single { .. } => n.new,
         Mode::Differential { .. } => (n.old + n.new) / 2.0,
     };
     let total = weight(root);
@@ -435,7 +460,7 @@ mod tests {
     #[test]
     fn widths_follow_samples_and_tiny_frames_are_left_out() {
         let t = tree(&[(&["main", "a"], 0.0, 3.0), (&["main", "b"], 0.0, 1.0), (&["main", "tiny"], 0.0, 0.00001)]);
-        let svg = render(&t, &Mode::Single, "t", "s");
+        let svg = render(&t, &Mode::Single { unit: "samples" }, "t", "s");
         let width = |name: &str| -> f64 {
             let at = svg.find(&format!("data-n=\"{name}\"")).unwrap();
             let rest = &svg[at..];
@@ -451,7 +476,7 @@ mod tests {
     fn hostile_names_are_escaped() {
         let evil = "<script>alert(\"x\")</script> & 'q' \u{1}\u{7}\n]]>";
         let t = tree(&[(&["main", evil], 0.0, 1.0)]);
-        let svg = render(&t, &Mode::Single, evil, evil);
+        let svg = render(&t, &Mode::Single { unit: "samples" }, evil, evil);
         assert!(!svg.contains("<script>alert"), "raw markup in the SVG");
         assert!(svg.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;"));
         // XML 1.0 cannot carry these even as character references.
@@ -465,7 +490,7 @@ mod tests {
     fn differential_colours_by_own_change_and_keeps_vanished_stacks() {
         let t = tree(&[(&["main", "gone"], 2.0, 0.0), (&["main", "grew"], 1.0, 3.0), (&["main", "same"], 1.0, 1.0)]);
         let max = t.nodes.iter().map(|n| (n.new_self - n.old_self).abs()).fold(0.0, f64::max);
-        let mode = Mode::Differential { max_self_change: max };
+        let mode = Mode::Differential { max_self_change: max, unit: DiffUnit::Seconds };
         assert_eq!(fill(node(&t, "grew"), &mode), "rgb(250,45,45)");
         assert_eq!(fill(node(&t, "gone"), &mode), "rgb(45,45,250)");
         assert_eq!(fill(node(&t, "same"), &mode), "rgb(235,235,235)");

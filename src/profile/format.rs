@@ -29,8 +29,12 @@ pub const OLDEST_VERSION: u32 = 1;
 pub struct Profile {
     /// The sampled event (`cpu-clock`, `cycles`, ...).
     pub event: String,
-    /// Requested sampling frequency in Hz.
+    /// Requested sampling frequency in Hz; 0 when sampled every `sample_period` events.
     pub frequency_hz: u64,
+    /// A fixed sampling period (`profile -c N`, `perf record -c N`): a sample every N
+    /// events (nanoseconds for clock events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_period: Option<u64>,
     /// The profiled command line.
     pub command: Vec<String>,
     /// When recording started (RFC 3339).
@@ -81,6 +85,43 @@ pub struct Profile {
     /// Whether off-CPU time was recorded (an empty `off_cpu` then means nothing blocked).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub off_cpu_recorded: bool,
+}
+
+/// What a profile's shares are of: every sample weighs its period, as in `perf report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Weight {
+    /// A clock event (cpu-clock, task-clock): periods are nanoseconds of CPU time, and
+    /// every sample of a recording stands for the same slice of it.
+    Time,
+    /// A count event (page faults, cycles, …): periods are events, and differ from
+    /// sample to sample when sampling at a frequency.
+    Events,
+}
+
+impl Weight {
+    /// A whole-number weight of `samples` with summed `period`, for formats that count
+    /// (folded stacks): samples of a clock, events otherwise.
+    pub fn of(self, samples: u64, period: u64) -> u64 {
+        match self {
+            Weight::Time => samples,
+            Weight::Events => period,
+        }
+    }
+
+    /// What shares are of, for the user.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Weight::Time => "time",
+            Weight::Events => "events",
+        }
+    }
+}
+
+/// Whether `event` (perf's spelling, modifiers allowed: `cpu-clock:u`) is a clock whose
+/// periods are nanoseconds.
+pub fn is_clock_event(event: &str) -> bool {
+    matches!(event.split(':').next().unwrap_or(event), "cpu-clock" | "task-clock")
 }
 
 /// What a profile sampled.
@@ -219,9 +260,29 @@ impl Profile {
         self.samples.iter().map(|s| s.period).sum()
     }
 
-    /// Nanoseconds per period unit when the event is a clock; None for event counts.
+    /// Whether periods are nanoseconds (a clock event) rather than event counts.
     pub fn period_is_time(&self) -> bool {
-        matches!(self.event.as_str(), "cpu-clock" | "task-clock")
+        is_clock_event(&self.event)
+    }
+
+    /// What the profile's shares are of.
+    pub fn weight(&self) -> Weight {
+        if self.period_is_time() {
+            Weight::Time
+        } else {
+            Weight::Events
+        }
+    }
+
+    /// How samples were taken, for the user: `at 997 Hz`, `taken at every event`,
+    /// `taken every 250000 ns`.
+    pub fn sampling(&self) -> String {
+        match self.sample_period {
+            Some(n) if self.period_is_time() => format!("taken every {n} ns"),
+            Some(1) => "taken at every event".to_string(),
+            Some(n) => format!("taken every {n} events"),
+            None => format!("at {} Hz", self.frequency_hz),
+        }
     }
 
     /// Write atomically (temp file + rename) so an interrupted write never leaves half a profile.
@@ -292,8 +353,8 @@ impl Profile {
                 return Err(format!("stack refers to frame {i}, but there are {}", self.frames.len()));
             }
         }
-        if self.frequency_hz == 0 {
-            return Err("frequency_hz is 0".into());
+        if self.frequency_hz == 0 && self.sample_period.is_none_or(|p| p == 0) {
+            return Err("neither frequency_hz nor sample_period is set".into());
         }
         Ok(())
     }
@@ -321,6 +382,7 @@ mod tests {
         Profile {
             event: "cpu-clock".into(),
             frequency_hz: 997,
+            sample_period: None,
             command: vec!["./a.out".into(), "x".into()],
             started: "2026-01-01T00:00:00Z".into(),
             duration_s: 1.5,

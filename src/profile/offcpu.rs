@@ -108,12 +108,15 @@ pub struct OffCpuReport {
 }
 
 /// Seconds a stack's samples stand for: summed periods of a clock event, else samples
-/// at the sampling frequency.
+/// at the sampling frequency (NaN, written as null, for a count event sampled every N
+/// events: its samples say nothing about time).
 fn on_cpu_seconds(profile: &Profile, samples: u64, period: u64) -> f64 {
     if profile.period_is_time() {
         period as f64 / 1e9
-    } else {
+    } else if profile.frequency_hz > 0 {
         samples as f64 / profile.frequency_hz as f64
+    } else {
+        f64::NAN
     }
 }
 

@@ -6,7 +6,7 @@
 use super::aggregate::{self, By, CallGraph, Located, Row, SourceRegions};
 use super::callers::{self, Direction, JsonNode, TreeNode};
 use super::error::ProfileError;
-use super::format::{self, Profile};
+use super::format::{self, Profile, Weight};
 use super::symbolize::Symbolizer;
 use super::{kernel, offcpu};
 use serde::Serialize;
@@ -66,13 +66,21 @@ pub struct TaskSamples {
 pub struct FlatReport {
     pub schema_version: u32,
     pub event: String,
+    /// 0 when sampled every `sample_period` events.
     pub frequency_hz: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample_period: Option<u64>,
+    /// What every share is of: `time` (a clock event) or `events` (a count event);
+    /// each sample weighs its period either way.
+    pub weight: Weight,
     pub command: Vec<String>,
     /// `command`, `{"pids": [...]}` (-p) or `all_cpus` (-a).
     pub target: format::RecordTarget,
     pub duration_s: f64,
     pub cpu_s: f64,
     pub samples: u64,
+    /// All samples' summed periods: nanoseconds for a clock event, else events.
+    pub period: u64,
     pub lost: u64,
     pub tasks: Vec<TaskSamples>,
     pub functions: Vec<Row>,
@@ -95,6 +103,9 @@ pub struct FlatReport {
     pub table: Vec<Row>,
     #[serde(skip)]
     pub table_kind: TableKind,
+    /// How samples were taken (`at 997 Hz`, `every event`).
+    #[serde(skip)]
+    pub sampling: String,
     /// The trees as trees, for the terminal.
     #[serde(skip)]
     pub caller_tree: Option<TreeNode>,
@@ -146,11 +157,14 @@ pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileE
         schema_version: 1,
         event: profile.event.clone(),
         frequency_hz: profile.frequency_hz,
+        sample_period: profile.sample_period,
+        weight: profile.weight(),
         command: profile.command.clone(),
         target: profile.target.clone(),
         duration_s: profile.duration_s,
         cpu_s: profile.cpu_s,
         samples: profile.total_samples(),
+        period: profile.total_period(),
         lost: profile.lost,
         tasks: task_samples(profile, &located),
         functions: functions(),
@@ -163,6 +177,7 @@ pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileE
         warnings,
         table,
         table_kind,
+        sampling: profile.sampling(),
         caller_tree,
         callee_tree,
     };

@@ -66,7 +66,11 @@ pub struct RecordOptions {
     pub mode: RecordingMode,
     /// perf event name to sample (cpu-clock needs no PMU).
     pub event: String,
+    /// Samples per second of each task's time (the kernel adapts the period).
     pub frequency_hz: u64,
+    /// A sample every N events instead (`-c N`, like `perf record -c`); wins over
+    /// `frequency_hz`.
+    pub period: Option<u64>,
     pub call_graph: CallGraph,
     /// Also record where threads block and for how long (implies call stacks).
     pub off_cpu: bool,
@@ -78,6 +82,7 @@ impl Default for RecordOptions {
             mode: RecordingMode::Launch { argv: Vec::new(), output: Output::Inherit },
             event: "cpu-clock".into(),
             frequency_hz: 997,
+            period: None,
             call_graph: CallGraph::None,
             off_cpu: false,
         }
@@ -131,8 +136,13 @@ impl RecordOptions {
         if self.duration().is_some_and(|d| d.is_zero()) {
             return Err(usage!("--duration must be more than 0"));
         }
-        if self.frequency_hz == 0 || self.frequency_hz > 100_000 {
-            return Err(usage!("-F must be between 1 and 100000 Hz, got {}", self.frequency_hz));
+        match self.period {
+            Some(0) => return Err(usage!("-c must be at least 1 (a sample every N events)")),
+            Some(_) => {}
+            None if self.frequency_hz == 0 || self.frequency_hz > 100_000 => {
+                return Err(usage!("-F must be between 1 and 100000 Hz, got {}", self.frequency_hz))
+            }
+            None => {}
         }
         if let CallGraph::Dwarf { stack_bytes } = self.call_graph {
             if !cfg!(target_arch = "x86_64") {

@@ -240,7 +240,8 @@ impl Session {
         };
         Profile {
             event: self.opts.event.clone(),
-            frequency_hz: self.opts.frequency_hz,
+            frequency_hz: if self.opts.period.is_some() { 0 } else { self.opts.frequency_hz },
+            sample_period: self.opts.period,
             command,
             started: self.started.clone(),
             target,

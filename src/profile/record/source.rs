@@ -128,7 +128,11 @@ fn configure(b: &mut Builder, opts: &RecordOptions, off_cpu: bool, who: Observe,
         // mappings and task records come through the sampling rings.
         b.sample_period(1).context_switch(true);
     } else {
-        b.sample_frequency(opts.frequency_hz).mmap(true).mmap2(true).comm(true).comm_exec(true).task(true);
+        match opts.period {
+            Some(period) => b.sample_period(period),
+            None => b.sample_frequency(opts.frequency_hz),
+        };
+        b.mmap(true).mmap2(true).comm(true).comm_exec(true).task(true);
     }
     b.sample(flags).sample_id_all(true).exclude_kernel(!include_kernel).exclude_hv(true);
 }

@@ -5,6 +5,7 @@
 use super::{function_label, paint_share};
 use crate::profile::aggregate::Row;
 use crate::profile::callers::{Direction, TreeNode};
+use crate::profile::format::{RecordTarget, Weight};
 use crate::profile::offcpu::OffCpuReport;
 use crate::profile::report::{FlatReport, TaskSamples};
 use crate::render::color;
@@ -22,7 +23,7 @@ pub fn report(r: &FlatReport, limit: usize) -> String {
     for (tree, direction) in [(&r.caller_tree, Direction::Callers), (&r.callee_tree, Direction::Callees)] {
         if let Some(tree) = tree {
             out.push('\n');
-            out += &self::tree(tree, direction, r.samples, TREE_MIN_SHARE);
+            out += &self::tree(tree, direction, r.period, TREE_MIN_SHARE);
         }
     }
     if let Some(off_cpu) = &r.off_cpu {
@@ -35,33 +36,74 @@ fn table(r: &FlatReport, limit: usize) -> String {
     let mut out = String::new();
     let what = r.table_kind.noun();
     let lost = if r.lost > 0 { format!(", {} lost", r.lost) } else { String::new() };
-    let header = format!("{} samples of {} at {} Hz ({:.2} s){lost}", r.samples, r.event, r.frequency_hz, r.duration_s);
+    let header = format!("{} samples of {} {} ({:.2} s){lost}", r.samples, r.event, r.sampling, r.duration_s);
     let _ = writeln!(out, "{}", color::bold(&header));
     let rows: &[Row] = &r.table;
     if rows.is_empty() {
-        let _ = writeln!(out, "no samples (the command ran too briefly for -F {})", r.frequency_hz);
+        let _ = writeln!(out, "{}", no_samples(r));
         return out;
     }
+    let _ = writeln!(out, "{}", color::dim(&weight_line(r)));
     let totals = rows.iter().any(|r| r.total_share.is_some());
-    if totals {
-        let _ = writeln!(out, "{}", color::dim(&format!("{:>7} {:>7} {:>9}  {what}", "total", "self", "samples")));
-    } else {
-        let _ = writeln!(out, "{}", color::dim(&format!("{:>7} {:>9}  {what}", "share", "samples")));
+    let events = r.weight == Weight::Events;
+    let mut columns = if totals { format!("{:>7} {:>7}", "total", "self") } else { format!("{:>7}", "share") };
+    columns += &format!(" {:>9}", "samples");
+    if events {
+        columns += &format!(" {:>12}", "events");
     }
+    let _ = writeln!(out, "{}", color::dim(&format!("{columns}  {what}")));
     for row in rows.iter().take(limit) {
         let mut share = paint_share(row.self_share, &format!("{:>6.2}%", row.self_share * 100.0));
         if let Some(total) = row.total_share {
             share = format!("{} {share}", paint_share(total, &format!("{:>6.2}%", total * 100.0)));
         }
-        let _ = writeln!(out, "{share} {:>9}  {}", row.self_samples, function_label(&row.name, &row.object));
+        let mut counts = format!("{:>9}", row.self_samples);
+        if events {
+            counts += &format!(" {:>12}", row.self_period);
+        }
+        let _ = writeln!(out, "{share} {counts}  {}", function_label(&row.name, &row.object));
     }
     if rows.len() > limit {
-        let rest: u64 = rows[limit..].iter().map(|r| r.self_samples).sum();
+        let rest = &rows[limit..];
+        let mut counts = format!("{:>9}", rest.iter().map(|r| r.self_samples).sum::<u64>());
+        if events {
+            counts += &format!(" {:>12}", rest.iter().map(|r| r.self_period).sum::<u64>());
+        }
         let indent = if totals { 16 } else { 8 };
-        let more = format!("{:indent$}{rest:>9}  ({} more rows; --limit to see them)", "", rows.len() - limit);
+        let more = format!("{:indent$}{counts}  ({} more rows; --limit to see them)", "", rows.len() - limit);
         let _ = writeln!(out, "{}", color::dim(&more));
     }
     out
+}
+
+/// What the shares are of, said once under the header.
+fn weight_line(r: &FlatReport) -> String {
+    match r.weight {
+        Weight::Time => "shares of sampled CPU time (each sample weighs its period)".to_string(),
+        Weight::Events => {
+            format!("shares of {} {} events (each sample weighs its period), not of samples", r.period, r.event)
+        }
+    }
+}
+
+/// Why a report has no rows.
+fn no_samples(r: &FlatReport) -> String {
+    match &r.target {
+        RecordTarget::Command if r.command.is_empty() => "no samples".to_string(),
+        RecordTarget::Command => format!("no samples (the command ran too briefly for {})", r.sampling),
+        RecordTarget::Pids(pids) => {
+            let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+            let pids = pids.join(",");
+            match r.weight {
+                Weight::Time => format!(
+                    "no samples: PID {pids} was idle (asleep or blocked) for the {:.2} s recorded; an attached process is sampled only while it runs on a CPU",
+                    r.duration_s
+                ),
+                Weight::Events => format!("no samples: PID {pids} had no {} events in the {:.2} s recorded", r.event, r.duration_s),
+            }
+        }
+        RecordTarget::AllCpus => format!("no samples on any CPU in {:.2} s", r.duration_s),
+    }
 }
 
 /// One line per process for multi-task targets: how the samples split between tasks,
@@ -104,7 +146,7 @@ fn tasks(tasks: &[TaskSamples], limit: usize) -> String {
 
 /// The tree indented, one line per function; a chain of single children is joined on
 /// one line (`a ← b ← c`), and branches under `min_share` are summarised.
-pub fn tree(tree: &TreeNode, direction: Direction, all_samples: u64, min_share: f64) -> String {
+pub fn tree(tree: &TreeNode, direction: Direction, all_period: u64, min_share: f64) -> String {
     let what = match direction {
         Direction::Callers => "callers",
         Direction::Callees => "callees",
@@ -114,7 +156,7 @@ pub fn tree(tree: &TreeNode, direction: Direction, all_samples: u64, min_share: 
         "{what} of {} ({} samples, {:.2}% of all)",
         escape(&tree.name),
         tree.samples,
-        tree.samples as f64 / all_samples.max(1) as f64 * 100.0
+        tree.period as f64 / all_period.max(1) as f64 * 100.0
     );
     let _ = writeln!(out, "{}", color::bold(&header));
     let arrow = if direction == Direction::Callers { " ← " } else { " → " };
