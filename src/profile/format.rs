@@ -85,6 +85,53 @@ pub struct Profile {
     /// Whether off-CPU time was recorded (an empty `off_cpu` then means nothing blocked).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub off_cpu_recorded: bool,
+    /// Every sample in time order, for timelines (the Firefox Profiler's tracks);
+    /// profiles recorded before it existed lack it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
+}
+
+/// The samples of a profile one by one, in time order, as columns of equal length
+/// (`stack` and `period` may be empty, see there).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Timeline {
+    /// Nanoseconds since the previous sample (the first: since the recording's first
+    /// record), on the kernel's perf clock.
+    pub delta_ns: Vec<u64>,
+    /// Index into `samples`: the sample's task and location.
+    pub sample: Vec<u32>,
+    /// Index into `stacks` (only with call stacks; empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<u32>,
+    /// The sample's period; empty when each sample of a location weighs the same, its
+    /// `samples` entry's period / count (a clock, or `-c N`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub period: Vec<u64>,
+}
+
+impl Timeline {
+    pub fn len(&self) -> usize {
+        self.sample.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sample.is_empty()
+    }
+
+    /// Each sample as (nanoseconds since the first record, index into `samples`, index
+    /// into `stacks` if any, period).
+    pub fn entries<'a>(&'a self, profile: &'a Profile) -> impl Iterator<Item = (u64, u32, Option<u32>, u64)> + 'a {
+        let mut time = 0u64;
+        (0..self.len()).map(move |i| {
+            time = time.saturating_add(self.delta_ns[i]);
+            let sample = self.sample[i];
+            let period = self.period.get(i).copied().unwrap_or_else(|| {
+                let s = &profile.samples[sample as usize];
+                s.period / s.count.max(1)
+            });
+            (time, sample, self.stack.get(i).copied(), period)
+        })
+    }
 }
 
 /// What a profile's shares are of: every sample weighs its period, as in `perf report`.
@@ -353,6 +400,20 @@ impl Profile {
                 return Err(format!("stack refers to frame {i}, but there are {}", self.frames.len()));
             }
         }
+        if let Some(t) = &self.timeline {
+            let n = t.sample.len();
+            if t.delta_ns.len() != n
+                || !(t.stack.is_empty() || t.stack.len() == n)
+                || !(t.period.is_empty() || t.period.len() == n)
+            {
+                return Err("timeline columns differ in length".into());
+            }
+            if t.sample.iter().any(|&i| i as usize >= self.samples.len())
+                || t.stack.iter().any(|&i| i as usize >= self.stacks.len())
+            {
+                return Err("timeline refers to a sample or stack that is not there".into());
+            }
+        }
         if self.frequency_hz == 0 && self.sample_period.is_none_or(|p| p == 0) {
             return Err("neither frequency_hz nor sample_period is set".into());
         }
@@ -432,6 +493,12 @@ mod tests {
             kernel_symbols_note: None,
             off_cpu: vec![StackCount { pid: 7, tid: 7, frames: vec![2, 1], count: 2, period: 5_000_000 }],
             off_cpu_recorded: true,
+            timeline: Some(Timeline {
+                delta_ns: vec![10, 1_000_000, 5],
+                sample: vec![0, 0, 1],
+                stack: vec![0, 0, 1],
+                period: vec![],
+            }),
         }
     }
 
@@ -446,6 +513,12 @@ mod tests {
     fn round_trips() {
         let p = example();
         assert_eq!(Profile::parse(&encode(&p)).unwrap(), p);
+        // Times add up; a location's samples weigh its period / count.
+        let entries: Vec<_> = p.timeline.as_ref().unwrap().entries(&p).collect();
+        assert_eq!(
+            entries,
+            [(10, 0, Some(0), 1_000_000), (1_000_010, 0, Some(0), 1_000_000), (1_000_015, 1, Some(1), 1_000_000)]
+        );
     }
 
     #[test]
@@ -464,6 +537,12 @@ mod tests {
         let mut p = example();
         p.off_cpu[0].frames.push(9);
         assert!(Profile::parse(&encode(&p)).unwrap_err().contains("frame 9"));
+        let mut p = example();
+        p.timeline.as_mut().unwrap().sample[2] = 7;
+        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("timeline refers"));
+        let mut p = example();
+        p.timeline.as_mut().unwrap().delta_ns.pop();
+        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("timeline columns"));
         let mut p = example();
         p.frames[1].object = None;
         assert!(Profile::parse(&encode(&p)).unwrap_err().contains("without an object"));

@@ -7,7 +7,7 @@
 use super::jit::JitObjects;
 use super::objects::Objects;
 use super::records::{Record, Timed, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER};
-use crate::profile::format::{FrameRef, Profile, SampleCount, Space, StackCount, Task};
+use crate::profile::format::{FrameRef, Profile, SampleCount, Space, StackCount, Task, Timeline};
 use crate::profile::offcpu;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -31,16 +31,27 @@ pub(crate) struct Converter {
     objects: Objects,
     tasks: BTreeMap<(u32, u32), String>,
     live: HashMap<u32, HashSet<u32>>,
-    /// Per sampled location: (samples, summed period).
-    counts: HashMap<LocationKey, (u64, u64)>,
+    /// Per sampled location: its number in `locations`.
+    location_ids: HashMap<LocationKey, u32>,
+    /// Per location in order of appearance: (key, samples, summed period).
+    locations: Vec<(LocationKey, u64, u64)>,
     frame_ids: HashMap<FrameRef, u32>,
-    /// (pid, tid, frame ids leaf first) → (samples, summed period)
-    stacks: HashMap<(u32, u32, Vec<u32>), (u64, u64)>,
+    /// (pid, tid, frame ids leaf first) → its number in `stacks`.
+    stack_ids: HashMap<(u32, u32, Vec<u32>), u32>,
+    /// Per stack in order of appearance: (key, samples, summed period).
+    stacks: Vec<((u32, u32, Vec<u32>), u64, u64)>,
+    /// Every sample: (time, location number, stack number or NO_STACK, period).
+    timeline: Vec<(u64, u32, u32, u64)>,
     jit: JitObjects,
     off_cpu: offcpu::Tracker,
     lost: u64,
+    /// The first timestamp seen (records that existed before recording have 0).
+    first_time: Option<u64>,
     last_time: u64,
 }
+
+/// The timeline's mark of a sample recorded without its stack.
+const NO_STACK: u32 = u32::MAX;
 
 impl Converter {
     /// `call_graph`: keep each sample's call chain as a stack.
@@ -51,12 +62,16 @@ impl Converter {
             objects: Objects::default(),
             tasks: BTreeMap::new(),
             live: HashMap::new(),
-            counts: HashMap::new(),
+            location_ids: HashMap::new(),
+            locations: Vec::new(),
             frame_ids: HashMap::new(),
-            stacks: HashMap::new(),
+            stack_ids: HashMap::new(),
+            stacks: Vec::new(),
+            timeline: Vec::new(),
             jit: JitObjects::default(),
             off_cpu: offcpu::Tracker::default(),
             lost: 0,
+            first_time: None,
             last_time: 0,
         }
     }
@@ -74,6 +89,9 @@ impl Converter {
 
     pub(crate) fn handle(&mut self, time: u64, record: Record) {
         self.last_time = self.last_time.max(time);
+        if self.first_time.is_none() && time > 0 {
+            self.first_time = Some(time);
+        }
         match record {
             Record::Mmap { pid, start, len, pgoff, path } => self.on_mmap(pid, start, len, pgoff, &path),
             Record::Comm { pid, tid, comm, exec } => self.on_comm(pid, tid, comm, exec),
@@ -83,7 +101,7 @@ impl Converter {
             // Never here: the session has unwound each into the record it carries.
             Record::StackSample(..) => {}
             Record::Sample { pid, tid, ip, period, kernel, chain } => {
-                self.on_sample(pid, tid, ip, period, kernel, &chain)
+                self.on_sample(time, pid, tid, ip, period, kernel, &chain)
             }
             Record::SwitchedOut { pid, tid, ip, chain } => self.on_switched_out(time, pid, tid, ip, &chain),
             Record::Switch { tid, out: true, preempted: true } => self.off_cpu.preempted(tid),
@@ -135,19 +153,32 @@ impl Converter {
         self.tasks.entry((pid, tid)).or_insert(comm);
     }
 
-    fn on_sample(&mut self, pid: u32, tid: u32, ip: u64, period: u64, kernel: bool, chain: &[u64]) {
+    fn on_sample(&mut self, time: u64, pid: u32, tid: u32, ip: u64, period: u64, kernel: bool, chain: &[u64]) {
         self.tasks.entry((pid, tid)).or_default();
         self.live.entry(pid).or_default().insert(tid);
         let leaf = self.locate(pid, ip, kernel);
-        let entry = self.counts.entry((pid, tid, leaf.space, leaf.object, leaf.offset)).or_default();
-        entry.0 += 1;
-        entry.1 += period;
-        if self.call_graph {
-            let ids = self.stack_ids(pid, leaf, chain);
-            let entry = self.stacks.entry((pid, tid, ids)).or_default();
-            entry.0 += 1;
-            entry.1 += period;
+        let key = (pid, tid, leaf.space, leaf.object, leaf.offset);
+        let next = self.locations.len() as u32;
+        let location = *self.location_ids.entry(key).or_insert(next);
+        if location == next {
+            self.locations.push((key, 0, 0));
         }
+        let entry = &mut self.locations[location as usize];
+        entry.1 += 1;
+        entry.2 += period;
+        let mut stack = NO_STACK;
+        if self.call_graph {
+            let key = (pid, tid, self.stack_ids(pid, leaf, chain));
+            let next = self.stacks.len() as u32;
+            stack = *self.stack_ids.entry(key.clone()).or_insert(next);
+            if stack == next {
+                self.stacks.push((key, 0, 0));
+            }
+            let entry = &mut self.stacks[stack as usize];
+            entry.1 += 1;
+            entry.2 += period;
+        }
+        self.timeline.push((time, location, stack, period));
     }
 
     fn on_switched_out(&mut self, time: u64, pid: u32, tid: u32, ip: u64, chain: &[u64]) {
@@ -180,40 +211,87 @@ impl Converter {
     }
 
     /// Everything interpreted so far, into `profile`.
-    pub(crate) fn finish(self, profile: &mut Profile) {
+    pub(crate) fn finish(mut self, profile: &mut Profile) {
         profile.lost += self.lost;
         profile.off_cpu = self.off_cpu.finish(self.last_time);
         profile.tasks = self.tasks.into_iter().map(|((pid, tid), comm)| Task { pid, tid, comm }).collect();
-        let mut samples: Vec<SampleCount> = self
-            .counts
-            .into_iter()
-            .map(|((pid, tid, space, object, offset), (count, period))| SampleCount {
-                pid,
-                tid,
-                space,
-                object,
-                offset,
-                count,
-                period,
+        // Samples and stacks sorted for a stable file; the timeline follows the sort.
+        let mut order: Vec<u32> = (0..self.locations.len() as u32).collect();
+        order.sort_by_key(|&i| {
+            let ((pid, tid, space, object, offset), _, _) = self.locations[i as usize];
+            (pid, tid, space, object, offset)
+        });
+        let mut sample_index = vec![0u32; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            sample_index[old as usize] = new as u32;
+        }
+        profile.samples = order
+            .iter()
+            .map(|&i| {
+                let ((pid, tid, space, object, offset), count, period) = self.locations[i as usize];
+                SampleCount { pid, tid, space, object, offset, count, period }
             })
             .collect();
-        samples.sort_by_key(|s| (s.pid, s.tid, s.space, s.object, s.offset));
-        profile.samples = samples;
         let mut frames = vec![FrameRef { space: Space::Unmapped, object: None, offset: 0 }; self.frame_ids.len()];
         for (frame, id) in self.frame_ids {
             frames[id as usize] = frame;
         }
         profile.frames = frames;
-        let mut stacks: Vec<StackCount> = self
-            .stacks
-            .into_iter()
-            .map(|((pid, tid, frames), (count, period))| StackCount { pid, tid, frames, count, period })
+        let mut order: Vec<u32> = (0..self.stacks.len() as u32).collect();
+        order.sort_by(|&a, &b| self.stacks[a as usize].0.cmp(&self.stacks[b as usize].0));
+        let mut stack_index = vec![0u32; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            stack_index[old as usize] = new as u32;
+        }
+        let mut stacks = std::mem::take(&mut self.stacks);
+        profile.stacks = order
+            .iter()
+            .map(|&i| {
+                let ((pid, tid, frames), count, period) = std::mem::take(&mut stacks[i as usize]);
+                StackCount { pid, tid, frames, count, period }
+            })
             .collect();
-        stacks.sort_by(|a, b| (a.pid, a.tid, &a.frames).cmp(&(b.pid, b.tid, &b.frames)));
-        profile.stacks = stacks;
+        profile.timeline = timeline(&self.timeline, self.first_time, &sample_index, &stack_index, &profile.samples);
         profile.objects = self.objects.list;
         profile.jit_symbols = self.jit.symbols(profile);
     }
+}
+
+/// The samples in time order as a [`Timeline`] (None without samples), periods kept
+/// only when a location's samples do not all weigh the same.
+fn timeline(
+    entries: &[(u64, u32, u32, u64)],
+    first_time: Option<u64>,
+    sample_index: &[u32],
+    stack_index: &[u32],
+    samples: &[SampleCount],
+) -> Option<Timeline> {
+    if entries.is_empty() {
+        return None;
+    }
+    let mut t = Timeline::default();
+    let mut previous = first_time.unwrap_or(0).min(entries[0].0);
+    for &(time, location, stack, period) in entries {
+        t.delta_ns.push(time.saturating_sub(previous));
+        previous = previous.max(time);
+        let sample = sample_index[location as usize];
+        t.sample.push(sample);
+        if stack != NO_STACK {
+            t.stack.push(stack_index[stack as usize]);
+        }
+        t.period.push(period);
+    }
+    let uniform = entries.iter().zip(&t.sample).all(|(&(_, _, _, period), &s)| {
+        let s = &samples[s as usize];
+        period * s.count == s.period
+    });
+    if uniform {
+        t.period.clear();
+    }
+    if t.stack.len() != t.sample.len() {
+        t.stack.clear();
+    }
+    Some(t)
 }
 
 /// (space, object, offset) of an address in `pid`'s address space as it is now.
@@ -300,6 +378,12 @@ mod tests {
         assert_eq!(find(11, Space::Unmapped).offset, 0x1800);
         assert_eq!(find(10, Space::Kernel).tid, 12);
         assert_eq!(p.tasks.iter().map(|t| t.tid).collect::<Vec<_>>(), [10, 12, 11]);
+        // The timeline lists the six samples in time order, each pointing at its row.
+        let timeline = p.timeline.as_ref().unwrap();
+        let entries: Vec<(u64, u64)> =
+            timeline.entries(&p).map(|(time, sample, _, _)| (time, p.samples[sample as usize].offset)).collect();
+        assert_eq!(entries, [(2, 0x3800), (4, 0x3800), (6, 0x1800), (7, 0xffff_0000), (10, 0x3900), (12, 0x1a00)]);
+        assert!(timeline.period.is_empty() && timeline.stack.is_empty(), "every sample weighs 5: no column needed");
     }
 
     #[test]
@@ -324,6 +408,9 @@ mod tests {
         let by_count = |n| p.stacks.iter().find(|s| s.count == n).unwrap();
         assert_eq!(frames(by_count(2)), [user(0x800), user(0x204), user(0x104)]);
         assert_eq!(by_count(2).period, 4);
+        let timeline = p.timeline.as_ref().unwrap();
+        let stacks: Vec<u64> = timeline.stack.iter().map(|&i| p.stacks[i as usize].count).collect();
+        assert_eq!(stacks, [2, 2, 1]);
         assert_eq!(
             frames(by_count(1)),
             [
