@@ -200,17 +200,24 @@ pub struct TopArgs {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// A profile saved by `perflab profile`.
+    /// A profile saved by `perflab profile`, or a perf.data file of `perf record`.
     pub profile: PathBuf,
+    /// Of a perf.data file with samples of several events: the event to show (perf's
+    /// name for it, e.g. cycles:u).
+    #[arg(short = 'e', long = "event", value_name = "NAME")]
+    pub event: Option<String>,
     #[command(flatten)]
     pub report: ReportArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct AnnotateArgs {
-    /// A profile saved by `perflab profile`.
+    /// A profile saved by `perflab profile`, or a perf.data file of `perf record`.
     #[arg(default_value = "perflab.profile")]
     pub profile: PathBuf,
+    /// Of a perf.data file with samples of several events: the event to annotate.
+    #[arg(short = 'e', long = "event", value_name = "NAME")]
+    pub event: Option<String>,
     /// Annotate this function (demangled name, clone suffixes optional) instead of the hottest ones.
     #[arg(long, value_name = "NAME")]
     pub symbol: Option<String>,
@@ -236,10 +243,13 @@ pub struct AnnotateArgs {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The baseline profile.
+    /// The baseline profile (perflab's or a perf.data file).
     pub old: PathBuf,
     /// The profile to compare with it.
     pub new: PathBuf,
+    /// Of perf.data files with samples of several events: the event to compare.
+    #[arg(short = 'e', long = "event", value_name = "NAME")]
+    pub event: Option<String>,
     /// Match and report by function, source line or object.
     #[arg(long, default_value = "function", value_parser = by_parser())]
     pub by: By,
@@ -372,8 +382,15 @@ pub fn main_top(args: TopArgs) -> Result<(), Failure> {
     })
 }
 
+/// A profile file (perflab's or perf.data), its reading's warnings on stderr.
+fn load(path: &Path, event: Option<&str>) -> Result<Profile, Failure> {
+    let loaded = profile::input::load(path, event)?;
+    eprint!("{}", render::warnings(&loaded.warnings));
+    Ok(loaded.profile)
+}
+
 pub fn main_show(args: ShowArgs) -> Result<(), Failure> {
-    let profile = Profile::load(&args.profile)?;
+    let profile = load(&args.profile, args.event.as_deref())?;
     if profile.stacks.is_empty() {
         if let Some(flag) = args.report.needs_stacks() {
             return Err(ProfileError::NoStacks { path: args.profile.clone(), flag }.into());
@@ -385,7 +402,7 @@ pub fn main_show(args: ShowArgs) -> Result<(), Failure> {
 }
 
 pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
-    let profile = Profile::load(&args.profile)?;
+    let profile = load(&args.profile, args.event.as_deref())?;
     let options = AnnotateOptions {
         symbol: args.symbol,
         top: args.top,
@@ -405,8 +422,8 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
 }
 
 pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
-    let old = Profile::load(&args.old)?;
-    let new = Profile::load(&args.new)?;
+    let old = load(&args.old, args.event.as_deref())?;
+    let new = load(&args.new, args.event.as_deref())?;
     if let Some(path) = &args.flamegraph {
         for (p, path) in [(&old, &args.old), (&new, &args.new)] {
             if p.stacks.is_empty() {

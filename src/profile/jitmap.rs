@@ -65,7 +65,8 @@ impl JitMap {
         std::fs::read(&path).ok().map(|bytes| JitMap::parse(&String::from_utf8_lossy(&bytes)))
     }
 
-    fn insert(&mut self, start: u64, end: u64, name: String) {
+    /// Code at `start..end` named `name`, replacing whatever it overlaps.
+    pub fn insert(&mut self, start: u64, end: u64, name: String) {
         let overlapping: Vec<u64> =
             self.ranges.range(..end).filter(|(_, (e, _))| *e > start).map(|(&s, _)| s).collect();
         for s in overlapping {

@@ -83,6 +83,11 @@ impl Kallsyms {
         Ok(Kallsyms { symbols })
     }
 
+    /// The address of the symbol named `name` (`_text`: where the kernel is loaded).
+    pub fn address_of(&self, name: &str) -> Option<u64> {
+        self.symbols.iter().find(|s| s.name == name).map(|s| s.start)
+    }
+
     /// The symbol covering `address`.
     pub fn lookup(&self, address: u64) -> Option<&KernelSymbol> {
         lookup(&self.symbols, address)

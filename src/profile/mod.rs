@@ -15,6 +15,7 @@ pub mod error;
 pub mod flame;
 pub mod format;
 pub mod hints;
+pub mod input;
 pub mod jitmap;
 pub mod kernel;
 pub mod mca;

@@ -111,6 +111,12 @@ impl Converter {
     }
 
     fn on_mmap(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, path: &str) {
+        if super::jit::is_jitdump_path(path) {
+            // The runtime maps its jitdump file as a marker for perf: the file names its
+            // JIT code, and the mapping itself holds no code.
+            self.jit.jitdump(pid, path, &mut self.objects);
+            return;
+        }
         let anonymous = path.starts_with("//anon") || path.starts_with("[anon");
         let object = self.objects.id(path);
         let end = start.saturating_add(len);

@@ -9,11 +9,13 @@
 //! address space it was taken in.
 
 pub(crate) mod converter;
-mod jit;
+pub(crate) mod jit;
 mod objects;
+pub mod perf_data;
 pub(crate) mod records;
 mod session;
 mod source;
+mod unwinding;
 
 pub use session::{Progress, Session};
 
