@@ -301,10 +301,12 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
     // A report on stdout must not be interleaved with the program's own output.
     let report_on_stdout = destinations.iter().any(Destination::to_stdout);
     let output = if report_on_stdout { Output::StdoutToStderr } else { Output::Inherit };
-    if let Some(what) = record.describe() {
-        eprintln!("perflab: {what}");
-    }
-    let recording = record::record(&record.with_output(output))?;
+    let what = record.describe();
+    let recording = record::record_then(&record.with_output(output), || {
+        if let Some(what) = what {
+            eprintln!("perflab: {what}");
+        }
+    })?;
     let profile = recording.profile;
     profile.save(&args.output)?;
     eprintln!(

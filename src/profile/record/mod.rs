@@ -174,8 +174,15 @@ const POLL_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Run the command (or attach) under the sampler until it ends and build the profile.
 pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
+    record_then(opts, || {})
+}
+
+/// [`record`], calling `started` once the sampler is open: a caller's "sampling …" line
+/// is then never printed before an error saying the sampler could not be opened.
+pub fn record_then(opts: &RecordOptions, started: impl FnOnce()) -> Result<Recording, Failure> {
     let interrupt = crate::interrupt::watcher();
     let mut session = Session::start(opts)?;
+    started();
     let ending = loop {
         match session.poll(POLL_INTERVAL, interrupt) {
             Progress::Running => {}
