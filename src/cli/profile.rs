@@ -47,6 +47,16 @@ pub struct ReportArgs {
     /// tooltips) to FILE (`-` for stdout); needs `-g`.
     #[arg(long, value_name = "FILE")]
     pub flamegraph: Option<PathBuf>,
+    /// Write the profile for the Firefox Profiler (profiler.firefox.com, "Load a profile
+    /// from file"): a track per thread with every sample on its timeline.
+    #[arg(long, value_name = "FILE")]
+    pub firefox: Option<PathBuf>,
+    /// Write the profile in speedscope's format (speedscope.app, or `speedscope FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub speedscope: Option<PathBuf>,
+    /// Write the profile as pprof's gzipped protobuf (`go tool pprof FILE`, Parca, Pyroscope).
+    #[arg(long, value_name = "FILE")]
+    pub pprof: Option<PathBuf>,
     /// Print the tree of callers of function NAME (as named in the function column), with
     /// how its samples split between them; needs -g.
     #[arg(long, value_name = "NAME")]
@@ -69,10 +79,17 @@ impl ReportArgs {
 
     /// The files asked for, in the order they are written.
     fn destinations(&self) -> Vec<Destination> {
-        [(Format::Json, &self.json), (Format::Folded, &self.folded), (Format::FlameGraph, &self.flamegraph)]
-            .into_iter()
-            .filter_map(|(format, path)| Some(Destination { format, path: path.clone()? }))
-            .collect()
+        [
+            (Format::Json, &self.json),
+            (Format::Folded, &self.folded),
+            (Format::FlameGraph, &self.flamegraph),
+            (Format::Firefox, &self.firefox),
+            (Format::Speedscope, &self.speedscope),
+            (Format::Pprof, &self.pprof),
+        ]
+        .into_iter()
+        .filter_map(|(format, path)| Some(Destination { format, path: path.clone()? }))
+        .collect()
     }
 
     /// The first requested output that needs call stacks.

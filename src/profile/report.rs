@@ -113,10 +113,12 @@ pub struct FlatReport {
     pub callee_tree: Option<TreeNode>,
 }
 
-/// A report with the symbolised call graph it was made from (for folded stacks, flame
-/// graphs and the exports).
+/// A report with the symbolised samples and call graph it was made from (for folded
+/// stacks, flame graphs and the exports).
 pub struct Report {
     pub flat: FlatReport,
+    /// Each entry of the profile's `samples`, symbolised, in the same order.
+    pub located: Vec<Located>,
     pub graph: Option<CallGraph>,
 }
 
@@ -181,7 +183,7 @@ pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileE
         caller_tree,
         callee_tree,
     };
-    Ok(Report { flat, graph })
+    Ok(Report { flat, located, graph })
 }
 
 fn task_samples(profile: &Profile, located: &[Located]) -> Vec<TaskSamples> {

@@ -1,9 +1,12 @@
 //! The files a profile report is written as, each a [`Format`] sent to a file or to
-//! stdout (`-`), in the spirit of hyperfine's exporters: the `--json` report, folded
-//! stacks, the SVG flame graph, and the viewers' own formats.
+//! stdout (`-`), in the spirit of hyperfine's exporters: every format implements
+//! [`Exporter`] in its own module — the `--json` report ([`super::json`]), folded stacks
+//! ([`super::folded`]), the SVG flame graph ([`super::flamegraph`]) and the viewers'
+//! formats: the Firefox Profiler ([`super::firefox`]), speedscope ([`super::speedscope`])
+//! and pprof ([`super::pprof`]).
 
+use super::exporter::{ExportInput, Exporter};
 use crate::profile::error::ProfileError;
-use crate::profile::flame;
 use crate::profile::format::Profile;
 use crate::profile::report::Report;
 use std::io::Write;
@@ -18,21 +21,35 @@ pub enum Format {
     Folded,
     /// perflab's interactive SVG flame graph.
     FlameGraph,
+    /// The Firefox Profiler's processed format (JSON).
+    Firefox,
+    /// speedscope's file format (JSON).
+    Speedscope,
+    /// pprof's profile.proto, gzipped.
+    Pprof,
 }
 
 impl Format {
+    /// The exporter that writes it.
+    pub fn exporter(self) -> &'static dyn Exporter {
+        match self {
+            Format::Json => &super::json::Json,
+            Format::Folded => &super::folded::Folded,
+            Format::FlameGraph => &super::flamegraph::FlameGraph,
+            Format::Firefox => &super::firefox::Firefox,
+            Format::Speedscope => &super::speedscope::Speedscope,
+            Format::Pprof => &super::pprof::Pprof,
+        }
+    }
+
     /// The option that asks for it.
     pub fn flag(self) -> &'static str {
-        match self {
-            Format::Json => "--json",
-            Format::Folded => "--folded",
-            Format::FlameGraph => "--flamegraph",
-        }
+        self.exporter().flag()
     }
 
     /// Whether it is made of call stacks (refused for a profile without them).
     pub fn needs_stacks(self) -> bool {
-        matches!(self, Format::Folded | Format::FlameGraph)
+        self.exporter().needs_stacks()
     }
 }
 
@@ -66,23 +83,7 @@ pub fn check_distinct(destinations: &[Destination]) -> Result<(), ProfileError> 
 
 /// The bytes of `format` for a report of `profile`; `title` heads the pictures.
 pub fn render(format: Format, profile: &Profile, report: &Report, title: &str) -> Result<Vec<u8>, ProfileError> {
-    Ok(match format {
-        Format::Json => {
-            let mut bytes = serde_json::to_vec_pretty(&report.flat)
-                .map_err(|e| ProfileError::Export { format: "JSON", why: e.to_string() })?;
-            bytes.push(b'\n');
-            bytes
-        }
-        // A -g run without samples still gets its (empty) folded file.
-        Format::Folded => report.graph.as_ref().map(|g| g.folded()).unwrap_or_default().into_bytes(),
-        // Without samples there is nothing to draw; say so in the picture rather than fail.
-        Format::FlameGraph => report
-            .graph
-            .as_ref()
-            .and_then(|g| flame::call_graph_svg(profile, g, title))
-            .unwrap_or_else(|| flame::empty_svg(title, "no samples"))
-            .into_bytes(),
-    })
+    format.exporter().encode(&ExportInput { profile, report, title })
 }
 
 /// Write bytes to a file or to stdout (`-`).

@@ -1,13 +1,21 @@
 //! The profile commands' terminal output — the flat report ([`flat`]), the diff
 //! ([`diff`]) and the annotation ([`annotate`]) — as strings, from the data the
 //! profile library computes; plus the file formats a profile is written in
-//! ([`export`]: JSON, folded stacks, flame graphs, the Firefox Profiler, speedscope,
-//! pprof).
+//! ([`export`] chooses the [`exporter::Exporter`]: JSON, folded stacks, flame graphs,
+//! the Firefox Profiler, speedscope, pprof — one module each).
 
 pub mod annotate;
 pub mod diff;
 pub mod export;
+pub mod exporter;
+pub mod firefox;
+pub mod flamegraph;
 pub mod flat;
+pub mod folded;
+pub mod json;
+pub mod pprof;
+pub mod samples;
+pub mod speedscope;
 
 use super::color;
 use super::terminal::escape;
