@@ -144,6 +144,18 @@ pub fn message(profile: &Profile, samples: &Samples) -> PprofProfile {
     ];
     let mut mappings: Vec<Mapping> = Vec::new();
     let mut mapping_ids: HashMap<String, u64> = HashMap::new();
+    // pprof names the profile after its first mapping ("File:"): make it the object
+    // holding the most leaf weight (the program), not whichever was met first (ld.so).
+    let mut leaf_weight: HashMap<&str, u64> = HashMap::new();
+    for s in &samples.samples {
+        if let Some(leaf) = samples.stacks[s.stack].last() {
+            *leaf_weight.entry(leaf.object.as_str()).or_default() += s.period;
+        }
+    }
+    if let Some((object, _)) = leaf_weight.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0))) {
+        mapping_ids.insert(object.to_string(), 1);
+        mappings.push(Mapping { id: 1, filename: strings.id(object), has_functions: true });
+    }
     let mut functions: Vec<Function> = Vec::new();
     let mut locations: Vec<Location> = Vec::new();
     // One location per distinct (function, object, inlined) frame, one function per name.
