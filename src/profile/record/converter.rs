@@ -11,6 +11,9 @@ use crate::profile::format::{FrameRef, Profile, SampleCount, Space, StackCount, 
 use crate::profile::offcpu;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// A stack's identity: (pid, tid, frame ids leaf first).
+type StackKey = (u32, u32, Vec<u32>);
+
 #[derive(Clone)]
 struct Mapping {
     start: u64,
@@ -37,9 +40,9 @@ pub(crate) struct Converter {
     locations: Vec<(LocationKey, u64, u64)>,
     frame_ids: HashMap<FrameRef, u32>,
     /// (pid, tid, frame ids leaf first) → its number in `stacks`.
-    stack_ids: HashMap<(u32, u32, Vec<u32>), u32>,
+    stack_ids: HashMap<StackKey, u32>,
     /// Per stack in order of appearance: (key, samples, summed period).
-    stacks: Vec<((u32, u32, Vec<u32>), u64, u64)>,
+    stacks: Vec<(StackKey, u64, u64)>,
     /// Every sample: (time, location number, stack number or NO_STACK, period).
     timeline: Vec<(u64, u32, u32, u64)>,
     jit: JitObjects,
@@ -159,6 +162,9 @@ impl Converter {
         self.tasks.entry((pid, tid)).or_insert(comm);
     }
 
+    // The fields of one sample record, as both readers (live ring buffer, perf.data) hand
+    // them over; a struct for them would be built only to be taken apart here.
+    #[allow(clippy::too_many_arguments)]
     fn on_sample(&mut self, time: u64, pid: u32, tid: u32, ip: u64, period: u64, kernel: bool, chain: &[u64]) {
         self.tasks.entry((pid, tid)).or_default();
         self.live.entry(pid).or_default().insert(tid);
