@@ -113,6 +113,7 @@ fn experiment(host: &str) -> Experiment {
             below_threshold: false,
             n: 3,
             flags: vec!["a note".into()],
+            explanation: None,
         }],
         warnings: vec![perflab::model::Warning::new(perflab::model::WarningKind::Noisy, "noisy")],
         failure: Some("`new` exited with code 1".into()),

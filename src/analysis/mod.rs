@@ -3,6 +3,7 @@
 //! cross-check, and warnings about the measurement itself.
 
 pub mod crosscheck;
+pub mod explain;
 pub mod multiplicity;
 pub mod verdict;
 
@@ -84,6 +85,7 @@ fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, settings:
         below_threshold: false,
         n: 0,
         flags: vec!["no paired rounds".into()],
+        explanation: None,
     }
 }
 
