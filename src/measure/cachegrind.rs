@@ -417,8 +417,8 @@ mod tests {
 
     #[test]
     fn per_function_counts_follow_fl_and_fn_lines() {
-        let text = "events: Ir Bc Bcm\nfl=/src/a.c\nfn=main\n3 10 2 1\n4 5\nfn=helper\n9 7 1\n\
-            fl=/src/b.c\nfn=helper\n1 100 0 0\nsummary: 122 3 1\n";
+        let text = "events: Ir Bc Bcm Bi Bim\nfl=/src/a.c\nfn=main\n3 10 2 1 0 0\n4 5\nfn=helper\n9 7 1\n\
+            fl=/src/b.c\nfn=helper\n1 100 0 0\nsummary: 122 3 1 0 0\n";
         let p = parse_per_function(text).unwrap();
         let main = &p.functions[&("main".to_string(), "a.c".to_string())];
         assert_eq!((main["Ir"], main["Bc"], main["Bcm"]), (15, 2, 1));
