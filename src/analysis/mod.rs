@@ -117,7 +117,35 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
         }
     }
     crosscheck::cross_check(&mut experiment.comparisons);
+    if plan.measure.explain.is_some() {
+        explain_comparisons(plan, experiment, level);
+    }
     experiment.warnings.extend(warnings(plan, experiment));
+}
+
+/// Each primary comparison explained function by function from its runs' samples
+/// (`compare --explain`), at the comparison's level of the final look.
+fn explain_comparisons(plan: &Plan, experiment: &mut Experiment, level: f64) {
+    let options = explain::Options {
+        confidence: plan.settings.confidence,
+        comparison_level: level,
+        threshold: plan.settings.threshold,
+    };
+    let primary = experiment.primary_metric.clone();
+    let Some((base, candidates)) = experiment.commands.split_first() else { return };
+    let explanations: Vec<(String, Option<crate::model::Explanation>)> =
+        candidates.iter().map(|cand| (cand.name.clone(), explain::explain(base, cand, &primary, &options))).collect();
+    for (candidate, explanation) in explanations {
+        let comparison = experiment.comparisons.iter_mut().find(|c| c.metric == primary && c.candidate == candidate);
+        match (comparison, explanation) {
+            (Some(c), Some(e)) => c.explanation = Some(Box::new(e)),
+            (_, None) => experiment.warnings.push(Warning::new(
+                WarningKind::Other,
+                format!("--explain: no round has samples of both `{}` and `{candidate}`", base.name),
+            )),
+            _ => {}
+        }
+    }
 }
 
 /// Process creation and exec cost ~0.1 ms (a static binary) to ~0.5 ms (a dynamic one)

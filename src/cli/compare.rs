@@ -57,6 +57,18 @@ pub struct CompareArgs {
     pub csv: Option<String>,
     #[command(flatten)]
     pub measure: MeasureArgs,
+    /// Explain the comparison function by function: every measured run is also sampled
+    /// (no extra runs), and each function's time per run gets a ratio with an interval, a
+    /// verdict and its contribution to the change; with --mode instructions, cachegrind's
+    /// exact per-function counts.
+    #[arg(long)]
+    pub explain: bool,
+    /// The event --explain samples (any -e name; cpu-clock needs no PMU).
+    #[arg(long, value_name = "EVENT", default_value = "cpu-clock")]
+    pub explain_event: String,
+    /// Samples per second of CPU time for --explain.
+    #[arg(long, value_name = "HZ", default_value_t = crate::measure::sampling::DEFAULT_FREQUENCY_HZ)]
+    pub explain_frequency: u64,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -99,7 +111,17 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
         ..args.output.options()?.or(&args.experiment.options())
     };
     plan::check(&options)?;
-    let measure = args.measure.options(&options);
+    let mut measure = args.measure.options(&options);
+    if args.explain {
+        if args.explain_frequency == 0 || args.explain_frequency > 100_000 {
+            return Err(usage!("--explain-frequency must be between 1 and 100000 Hz, got {}", args.explain_frequency));
+        }
+        measure.explain = Some(crate::measure::sampling::Sampling {
+            event: args.explain_event.clone(),
+            frequency_hz: args.explain_frequency,
+            call_stacks: true,
+        });
+    }
     let compared = plan::compared_metrics(&args.metrics, &measure)?;
     let defaults = plan::settings(&options, args.experiment.seed);
     let settings = Settings {

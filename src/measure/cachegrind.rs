@@ -89,12 +89,19 @@ impl Drop for OutputDir {
 pub struct CachegrindProbe {
     valgrind: PathBuf,
     out: OutputDir,
+    /// Also keep each run's per-function counts (`--explain`).
+    per_function: bool,
 }
 
 impl CachegrindProbe {
     pub fn new() -> Result<Self, crate::error::Failure> {
         let valgrind = find_valgrind()?;
-        Ok(CachegrindProbe { valgrind, out: OutputDir::create()? })
+        Ok(CachegrindProbe { valgrind, out: OutputDir::create()?, per_function: false })
+    }
+
+    /// Keep each run's per-function counts in its profile (`--explain`).
+    pub fn per_function(self, per_function: bool) -> Self {
+        CachegrindProbe { per_function, ..self }
     }
 }
 
@@ -134,6 +141,7 @@ impl Probe for CachegrindProbe {
 
     fn collect(&mut self, run: &mut Run) -> anyhow::Result<()> {
         let mut totals: BTreeMap<String, u64> = BTreeMap::new();
+        let mut functions = PerFunction::default();
         let mut parse_error = None;
         let mut valgrind_messages = Vec::new();
         for file in self.out.files()? {
@@ -148,6 +156,12 @@ impl Probe for CachegrindProbe {
                     Ok(events) => {
                         for (event, count) in events {
                             *totals.entry(event).or_default() += count;
+                        }
+                        if self.per_function {
+                            match parse_per_function(&text) {
+                                Ok(more) => functions.merge(more),
+                                Err(err) => parse_error = Some(err.context(format!("parsing {}", file.display()))),
+                            }
                         }
                     }
                     Err(err) => parse_error = Some(err.context(format!("parsing {}", file.display()))),
@@ -170,6 +184,9 @@ impl Probe for CachegrindProbe {
             return Ok(());
         }
         run.counters.extend(metrics(&totals));
+        if self.per_function {
+            run.profile = Some(Box::new(run_profile(&functions)));
+        }
         Ok(())
     }
 }
@@ -209,6 +226,20 @@ pub struct PerFunction {
     pub functions: BTreeMap<(String, String), BTreeMap<String, u64>>,
     /// (`file:line`, function) → event → count.
     pub lines: BTreeMap<(String, String), BTreeMap<String, u64>>,
+}
+
+impl PerFunction {
+    /// Add another process's counts (a run with children writes one file per process).
+    pub fn merge(&mut self, other: PerFunction) {
+        for (mine, theirs) in [(&mut self.functions, other.functions), (&mut self.lines, other.lines)] {
+            for (key, events) in theirs {
+                let entry = mine.entry(key).or_default();
+                for (event, count) in events {
+                    *entry.entry(event).or_default() += count;
+                }
+            }
+        }
+    }
 }
 
 /// Parse the per-function and per-line counts of a cachegrind output file.

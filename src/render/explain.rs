@@ -192,7 +192,11 @@ pub fn table(e: &Explanation, limit: usize) -> String {
             contribution,
             paint(f, &format!("{verdict:<12}")),
             escape(&f.name),
-            if f.object.is_empty() { String::new() } else { dim(&format!("  [{}]", escape(&f.object))) }
+            match f.object.as_str() {
+                "" => String::new(),
+                bracketed if bracketed.starts_with('[') => dim(&format!("  {}", escape(bracketed))),
+                object => dim(&format!("  [{}]", escape(object))),
+            }
         )
     };
     for f in e.functions.iter().take(limit) {
