@@ -59,6 +59,7 @@ fn run(round: u32, wall: f64) -> Run {
         exit: ExitInfo { exit_code: Some(0), signal: None, timed_out: false },
         env_pad_bytes: 17 * round,
         counters,
+        profile: None,
     }
 }
 
