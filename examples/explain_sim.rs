@@ -61,7 +61,7 @@ fn main() {
             let (tested, flagged, covered) =
                 small.iter().fold((0, 0, 0), |(t, f, c), r| (t + r.tested, f + r.flagged, c + r.ratio_covered));
             println!(
-                "| {} | {rounds} | {samples:.0} | 20 small (5 % each, unchanged) | 1.00 | {} | {} | | {} | {} | |",
+                "| {} | {rounds} | {samples:.0} | 20 small (5 ms each, unchanged) | 1.00 | {} | {} | | {} | {} | |",
                 scenario.name,
                 pct(tested, small.len() * trials),
                 pct(covered, tested),
