@@ -135,9 +135,13 @@ fn function<'a>(explanation: &'a serde_json::Value, name: &str) -> &'a serde_jso
 fn compare_explain_names_the_function_that_changed_from_the_compared_runs() {
     let fast = common::fixture("profile_ratio");
     let slow = common::fixture_with("profile_ratio", &["-DSLOW_LIGHT"]);
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("explained.svg");
     let out = Command::cargo_bin("perflab")
         .unwrap()
         .args(["compare", "--explain", "--rounds", "8", "--json", "-", "-n", "fast", "-n", "slow"])
+        .arg("--explain-flamegraph")
+        .arg(&svg)
         .arg(format!("{} 10000000", fast.display()))
         .arg(format!("{} 10000000", slow.display()))
         .output()
@@ -157,6 +161,9 @@ fn compare_explain_names_the_function_that_changed_from_the_compared_runs() {
     let heavy = function(&e, "heavy_work");
     let heavy_ratio = heavy["ratio"].as_f64().unwrap();
     assert!(heavy_ratio > 0.8 && heavy_ratio < 1.25, "{heavy}");
+    // The flame graph colours only what changed for real: light_work red, the rest grey.
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.contains("light_work +") && svg.contains("grey: no real change"), "{}", &svg[..svg.len().min(2000)]);
     // The rows add up to the total.
     let sum: f64 =
         e["functions"].as_array().unwrap().iter().map(|f| f["contribution"]["estimate"].as_f64().unwrap()).sum();

@@ -66,6 +66,9 @@ pub struct CompareArgs {
     /// The event --explain samples (any -e name; cpu-clock needs no PMU).
     #[arg(long, value_name = "EVENT", default_value = "cpu-clock")]
     pub explain_event: String,
+    /// Write the explanation's differential flame graph (SVG; the first candidate's) to FILE.
+    #[arg(long, value_name = "FILE", requires = "explain")]
+    pub explain_flamegraph: Option<String>,
     /// Samples per second of CPU time for --explain.
     #[arg(long, value_name = "HZ", default_value_t = crate::measure::sampling::DEFAULT_FREQUENCY_HZ)]
     pub explain_frequency: u64,
@@ -241,6 +244,12 @@ fn write_outputs(args: &CompareArgs, e: &Experiment, stdout_taken: bool) -> Resu
     }
     if let Some(path) = &args.experiment.runner.json {
         render::json::write(path, e)?;
+    }
+    if let Some(path) = &args.explain_flamegraph {
+        let svg = e.comparisons.iter().find_map(|c| c.explanation.as_ref()?.flame_graph.clone()).unwrap_or_else(|| {
+            crate::profile::flame::empty_svg("perflab compare --explain", "no call stacks were sampled")
+        });
+        crate::profile::write_text(std::path::Path::new(path), &svg)?;
     }
     if let Some(path) = &args.markdown {
         let mut out = render::open_output(path)?;

@@ -303,6 +303,23 @@ fn row_change(
     }
 }
 
+/// Each command's call stacks (folded) as mean time per run over the rounds both were
+/// sampled in, for the explanation's flame graph: (baseline, candidate).
+pub fn mean_stacks(base: &CommandResult, cand: &CommandResult) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
+    let pairs = paired_profiles(base, cand);
+    let mut sides = (BTreeMap::new(), BTreeMap::new());
+    let n = pairs.len().max(1) as f64;
+    for (_, a, b) in &pairs {
+        for (profile, side) in [(a, &mut sides.0), (b, &mut sides.1)] {
+            let scale = if profile.period_is_time { 1e-6 } else { 1.0 };
+            for (stack, &(_, period)) in &profile.stacks {
+                *side.entry(stack.clone()).or_insert(0.0) += period as f64 * scale / n;
+            }
+        }
+    }
+    sides
+}
+
 /// The primary metric's paired change per run, in the explanation's unit when both are
 /// times.
 fn primary_change(
