@@ -209,6 +209,11 @@ pub struct AnnotateArgs {
     /// where perf looks, e.g. /usr/lib/debug/boot/vmlinux-RELEASE).
     #[arg(long, value_name = "FILE")]
     pub vmlinux: Option<PathBuf>,
+    /// Print every instruction (default: a long function's hot blocks — instructions with
+    /// at least 1 % of its samples, the loops around them, and context —, saying what was
+    /// left out). `--json` always has every instruction.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Args)]
@@ -285,6 +290,7 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
         json: args.json,
         mca: args.mca,
         vmlinux: args.vmlinux,
+        all: args.all,
     })
 }
 

@@ -396,7 +396,10 @@ fn function_label(name: &str, object: &str) -> String {
         let module = if object == kernel::KERNEL_OBJECT { String::new() } else { color::dim(&format!("  {object}")) };
         return format!("[k] {escaped}{module}");
     }
-    format!("{escaped}{}", color::dim(&format!("  [{}]", crate::render::terminal::escape(object))))
+    // `[jit]`, `[vdso]`: already bracketed.
+    let object = crate::render::terminal::escape(object);
+    let object = if object.starts_with('[') { object } else { format!("[{object}]") };
+    format!("{escaped}{}", color::dim(&format!("  {object}")))
 }
 
 fn print_table(profile: &Profile, rows: &[Row], args: &ReportOptions, regions: bool) {

@@ -343,7 +343,7 @@ impl Symbolizer {
             return cached.clone();
         }
         // Special mappings and JIT perf maps (named from the profile) are no object files.
-        let loaded = if path.starts_with('[') || path.starts_with("//anon") || super::jitmap::is_map_path(path) {
+        let loaded = if path.starts_with('[') || path.starts_with("//anon") || super::jitmap::is_runtime_object(path) {
             None
         } else {
             match ObjectInfo::load(path) {
