@@ -165,3 +165,137 @@ fn sbcl_consing_loop_is_named_from_its_own_perf_map_and_its_allocation_sequence_
     assert_eq!(sampled, function["samples"].as_u64().unwrap(), "every sample lands on a decoded instruction");
     assert!(sampled as f64 >= 0.3 * report["samples"].as_f64().unwrap());
 }
+
+/// A real debuginfod (elfutils') on 127.0.0.1 serving the files under a directory;
+/// stopped when dropped.
+struct Debuginfod {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Debuginfod {
+    fn serve(dir: &Path, db: &Path) -> Debuginfod {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = std::process::Command::new("debuginfod")
+            .args(["-F"])
+            .arg(dir)
+            .args(["-p", &port.to_string(), "-d"])
+            .arg(db)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start debuginfod");
+        Debuginfod { child, url: format!("http://127.0.0.1:{port}") }
+    }
+
+    /// Wait until the server has indexed `build_id` (it scans its directory at start).
+    fn wait_for(&self, build_id: &str) {
+        let url = format!("{}/buildid/{build_id}/debuginfo", self.url);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            if ureq::get(&url).call().is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        panic!("debuginfod did not serve {url} within 60 s");
+    }
+}
+
+impl Drop for Debuginfod {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run(program: &str, args: &[&std::ffi::OsStr]) -> String {
+    let out = std::process::Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_stripped_binary_gets_names_and_lines_from_a_real_debuginfod_server() {
+    if !have("debuginfod", "debuginfod") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = common::fixtures_dir().join("stripped_static.c");
+    let full = dir.path().join("app.full");
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    let debug = served.join("app.debug");
+    let app = dir.path().join("app");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    run(
+        &cc,
+        &[
+            "-O2".as_ref(),
+            "-g".as_ref(),
+            "-Wl,--build-id".as_ref(),
+            "-o".as_ref(),
+            full.as_os_str(),
+            source.as_os_str(),
+        ],
+    );
+    // As distributions ship it: the debug info split off, the binary stripped.
+    run("objcopy", &["--only-keep-debug".as_ref(), full.as_os_str(), debug.as_os_str()]);
+    run("strip", &["-o".as_ref(), app.as_os_str(), full.as_os_str()]);
+    std::fs::remove_file(&full).unwrap();
+    let notes = run("readelf", &["-n".as_ref(), app.as_os_str()]);
+    let build_id = notes.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).expect("a build-id").to_string();
+
+    // Without debug info the static functions have no names.
+    let cache = dir.path().join("cache");
+    let bare = dir.path().join("bare.profile");
+    let out = perflab()
+        .env_remove("DEBUGINFOD_URLS")
+        .args(["profile", "-F", "2000", "-o"])
+        .arg(&bare)
+        .args(["--json", "-", "--"])
+        .arg(&app)
+        .arg("60000000")
+        .assert()
+        .success();
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert!(report["functions"][0]["name"].as_str().unwrap().starts_with("app+0x"), "{:#}", report["functions"]);
+
+    let server = Debuginfod::serve(&served, &dir.path().join("index.sqlite"));
+    server.wait_for(&build_id);
+    let show = |urls: &str, extra: &[&str]| {
+        let out = perflab()
+            .env("DEBUGINFOD_URLS", urls)
+            .env("DEBUGINFOD_CACHE_PATH", &cache)
+            .arg("show")
+            .arg(&bare)
+            .args(extra)
+            .args(["--json", "-"])
+            .assert()
+            .success();
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        (serde_json::from_slice::<Value>(&out.get_output().stdout).unwrap(), stderr)
+    };
+    // The same profile, shown with the server: names, lines, regions, and it is said where they came from.
+    let (named, stderr) = show(&server.url, &["--group-by-source", "stripped_static.c:^static NOINLINE .* (\\w+)\\("]);
+    assert!(stderr.contains("fetched from debuginfod") && stderr.contains(&server.url), "{stderr}");
+    let alloc = row(&named, "alloc_set_alloc")["self_share"].as_f64().unwrap();
+    let free = row(&named, "alloc_set_free")["self_share"].as_f64().unwrap();
+    assert!((alloc / (alloc + free) - 0.75).abs() < 0.08, "3:1 expected, {alloc} vs {free}");
+    assert!(named["lines"][0]["name"].as_str().unwrap().contains("stripped_static.c:"), "{}", named["lines"][0]);
+    let regions = named["regions"].as_array().unwrap();
+    let region = |name: &str| regions.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("{regions:#?}"));
+    assert!((region("alloc_set_alloc")["self_share"].as_f64().unwrap() - alloc).abs() < 0.02);
+    assert!(cache.join(&build_id).join("debuginfo").is_file(), "cached where elfutils caches");
+
+    // Server gone: the cache answers, and says so.
+    drop(server);
+    let (cached, stderr) = show("http://127.0.0.1:1", &[]);
+    assert!(stderr.contains("debuginfod cache"), "{stderr}");
+    assert_eq!(row(&cached, "alloc_set_alloc")["self_samples"], row(&named, "alloc_set_alloc")["self_samples"]);
+    // No cache and no server: the failure is said, names fall back to offsets.
+    std::fs::remove_dir_all(&cache).unwrap();
+    let (unnamed, stderr) = show("http://127.0.0.1:1", &[]);
+    assert!(stderr.contains("asking debuginfod failed"), "{stderr}");
+    assert!(unnamed["functions"][0]["name"].as_str().unwrap().starts_with("app+0x"));
+}

@@ -9,6 +9,7 @@
 pub mod aggregate;
 pub mod annotate;
 pub mod callers;
+pub mod debuginfod;
 pub mod diff;
 pub mod flame;
 pub mod format;
