@@ -326,7 +326,8 @@ fn run(
             if interactive {
                 last_frame = draw(&window, &located, record, window_len, &view, opts.limit)?;
             } else {
-                let lines = frame(&window, &rows(&window, &located, &view), record, window_len, &view, opts.limit);
+                let lines =
+                    frame(&window, &rows(&window, &located, &view), record, window_len, &view, opts.limit, false);
                 show(&lines, false, usize::MAX).map_err(|e| Failure::Other(e.into()))?;
             }
             last = Some((window, located, window_len));
@@ -352,7 +353,7 @@ fn draw(
 ) -> Result<Vec<String>, Failure> {
     let (width, height) = terminal::size().unwrap_or((100, 30));
     let limit = limit.min((height as usize).saturating_sub(4));
-    let lines = frame(window, &rows(window, located, view), record, elapsed, view, limit);
+    let lines = frame(window, &rows(window, located, view), record, elapsed, view, limit, true);
     show(&lines, true, width as usize).map_err(|e| Failure::Other(e.into()))?;
     Ok(lines.iter().map(|l| cut_to_width(l, width as usize)).collect())
 }
@@ -365,6 +366,7 @@ fn frame(
     elapsed: Duration,
     view: &View,
     limit: usize,
+    interactive: bool,
 ) -> Vec<String> {
     use crate::render::color;
     let target = match &record.mode {
@@ -392,7 +394,7 @@ fn frame(
             window.frequency_hz,
             if window.lost > 0 { format!(", {} lost", window.lost) } else { String::new() }
         )),
-        color::dim(&format!("{state} — keys: {KEYS}")),
+        color::dim(&if interactive { format!("{state} — keys: {KEYS}") } else { state }),
         color::dim(&format!("{:>7} {:>9} {:>7}  {:<15} function", "share", "samples", "pid", "command")),
     ];
     if let Some(note) = super::kernel::missing_symbols_warning(window) {
