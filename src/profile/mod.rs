@@ -55,6 +55,8 @@ pub struct ReportOptions {
     pub callers: Option<String>,
     /// Print the tree of functions this function calls; needs `-g`.
     pub callees: Option<String>,
+    /// How `flamegraph` is drawn.
+    pub flame: flame::FlameOptions,
 }
 
 /// `perflab profile`: what to record, where to save it, how to report it.
@@ -305,8 +307,14 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
         // Without samples there is nothing to draw; say so in the picture rather than fail.
         let svg = graph
             .as_ref()
-            .and_then(|g| flame::call_graph_svg(profile, g, &title))
-            .unwrap_or_else(|| flame::empty_svg(&title, "no samples"));
+            .and_then(|g| flame::call_graph_svg_with(profile, g, &title, &args.flame))
+            .unwrap_or_else(|| {
+                let why = match &args.flame.focus {
+                    Some(f) => format!("no samples through {f}"),
+                    None => "no samples".to_string(),
+                };
+                flame::empty_svg(&title, &why)
+            });
         write_text(path, &svg)?;
     }
     Ok(())
