@@ -52,7 +52,7 @@ impl FlameArgs {
 
 /// Options shared by `profile` and `show` for the flat report.
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub struct FlatReportArgs {
     /// Write the report as JSON to FILE (`-` for stdout; the profiled program's stdout then goes to stderr).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -86,7 +86,7 @@ pub struct ReportArgs {
     pub flame: FlameArgs,
 }
 
-impl ReportArgs {
+impl FlatReportArgs {
     fn options(self) -> Result<ReportOptions, Failure> {
         Ok(ReportOptions {
             flame: self.flame.options(true)?,
@@ -136,7 +136,7 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "DURATION", value_parser = super::args::duration)]
     pub duration: Option<f64>,
     #[command(flatten)]
-    pub report: ReportArgs,
+    pub report: FlatReportArgs,
     /// The command to profile, after `--` (or -p / -a).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -215,7 +215,7 @@ pub struct ShowArgs {
     /// A profile saved by `perflab profile`.
     pub profile: PathBuf,
     #[command(flatten)]
-    pub report: ReportArgs,
+    pub report: FlatReportArgs,
 }
 
 #[derive(Debug, Args)]

@@ -176,7 +176,7 @@ impl FlameOptions {
 }
 
 /// How values are shown and frames coloured.
-enum Mode {
+enum Colouring {
     /// One profile: values are samples.
     Single,
     /// Two profiles: values are estimated seconds; widths are the mean of old and new,
@@ -215,12 +215,12 @@ pub fn call_graph_svg_with(profile: &Profile, graph: &CallGraph, title: &str, op
         subtitle = format!("{} of {subtitle}", tree.nodes[0].new);
     }
     subtitle += &opts.describe();
-    Some(render(&tree, &Mode::Single, title, &subtitle, opts))
+    Some(render(&tree, &Colouring::Single, title, &subtitle, opts))
 }
 
 /// A flame graph without frames, saying why (`message`).
 pub fn empty_svg(title: &str, message: &str) -> String {
-    render(&Tree::new(), &Mode::Single, title, message, &FlameOptions::default())
+    render(&Tree::new(), &Colouring::Single, title, message, &FlameOptions::default())
 }
 
 /// The differential flame graph of two profiles, matched by function names (never by
@@ -249,7 +249,7 @@ pub fn diff_svg_with(old: &Profile, new: &Profile, title: &str, opts: &FlameOpti
         }
     }
     if tree.nodes[0].old + tree.nodes[0].new == 0.0 {
-        return Some(render(&tree, &Mode::Single, title, "no stacks through the focus", opts));
+        return Some(render(&tree, &Colouring::Single, title, "no stacks through the focus", opts));
     }
     let max_self_change = tree.nodes.iter().map(|n| (n.new_self - n.old_self).abs()).fold(0.0, f64::max);
     let (o, n) = (old_total, new_total);
@@ -260,7 +260,7 @@ pub fn diff_svg_with(old: &Profile, new: &Profile, title: &str, opts: &FlameOpti
         String::new()
     };
     let subtitle = format!("≈ {o:.3} s → {n:.3} s{change}{scaled}; red: more own time, blue: less{}", opts.describe());
-    Some(render(&tree, &Mode::Differential { max_self_change, scale }, title, &subtitle, opts))
+    Some(render(&tree, &Colouring::Differential { max_self_change, scale }, title, &subtitle, opts))
 }
 
 /// Estimated seconds a stack stands for (clock events: summed periods; other events:
@@ -291,9 +291,9 @@ fn hash(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-fn fill(node: &Node, mode: &Mode) -> String {
+fn fill(node: &Node, mode: &Colouring) -> String {
     match mode {
-        Mode::Single => {
+        Colouring::Single => {
             let h = hash(&node.frame.function);
             let (v1, v2) = ((h & 0xff) as f64 / 255.0, ((h >> 8) & 0xff) as f64 / 255.0);
             let f = &node.frame;
@@ -313,7 +313,7 @@ fn fill(node: &Node, mode: &Mode) -> String {
                 format!("rgb({},{},{})", mix(r), mix(g), mix(b))
             }
         }
-        Mode::Differential { max_self_change, .. } => {
+        Colouring::Differential { max_self_change, .. } => {
             let change = node.new_self - node.old_self;
             let strength = if *max_self_change > 0.0 { (change.abs() / max_self_change).min(1.0) } else { 0.0 };
             let fade = (235.0 - 190.0 * strength) as u8;
@@ -328,7 +328,7 @@ fn fill(node: &Node, mode: &Mode) -> String {
     }
 }
 
-fn describe(node: &Node, mode: &Mode, total_old: f64, total_new: f64) -> String {
+fn describe(node: &Node, mode: &Colouring, total_old: f64, total_new: f64) -> String {
     let f = &node.frame;
     let mut name = f.function.clone();
     if !f.object.is_empty() && f.object != f.function {
@@ -339,10 +339,10 @@ fn describe(node: &Node, mode: &Mode, total_old: f64, total_new: f64) -> String 
     }
     let share = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
     match mode {
-        Mode::Single => {
+        Colouring::Single => {
             format!("{name}: {} samples ({:.2}%), {} own", node.new, share(node.new, total_new), node.new_self)
         }
-        Mode::Differential { scale, .. } => format!(
+        Colouring::Differential { scale, .. } => format!(
             "{name}: {:.4} s → {:.4} s ({:.2}% → {:.2}%), own {:+.4} s{}",
             node.old / scale,
             node.new,
@@ -373,11 +373,11 @@ struct Placed {
     x: f64,
 }
 
-fn render(tree: &Tree, mode: &Mode, title: &str, subtitle: &str, opts: &FlameOptions) -> String {
+fn render(tree: &Tree, mode: &Colouring, title: &str, subtitle: &str, opts: &FlameOptions) -> String {
     let root = &tree.nodes[0];
     let weight = |n: &Node| match mode {
-        Mode::Single => n.new,
-        Mode::Differential { .. } => (n.old + n.new) / 2.0,
+        Colouring::Single => n.new,
+        Colouring::Differential { .. } => (n.old + n.new) / 2.0,
     };
     let total = weight(root);
     let inner = WIDTH - 2.0 * PAD;
@@ -651,7 +651,7 @@ mod tests {
     #[test]
     fn widths_follow_samples_and_tiny_frames_are_left_out() {
         let t = tree(&[(&["main", "a"], 0.0, 3.0), (&["main", "b"], 0.0, 1.0), (&["main", "tiny"], 0.0, 0.00001)]);
-        let svg = render(&t, &Mode::Single, "t", "s", &FlameOptions::default());
+        let svg = render(&t, &Colouring::Single, "t", "s", &FlameOptions::default());
         let width = |name: &str| -> f64 {
             let at = svg.find(&format!("data-n=\"{name}\"")).unwrap();
             let rest = &svg[at..];
@@ -678,12 +678,12 @@ mod tests {
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             t.add(&frames(&names), 0.0, *n);
         }
-        let svg = render(&t, &Mode::Single, "t", "s", &FlameOptions::default());
+        let svg = render(&t, &Colouring::Single, "t", "s", &FlameOptions::default());
         assert!(svg.contains("data-n=\"big\"") && !svg.contains("data-n=\"tiny7\""));
         assert_eq!(svg.matches("data-n=\"other\"").count(), 1);
         assert!(svg.contains("50 functions, each under 0.5% of the whole, drawn as one: 50 samples"), "{svg}");
         // Threshold 0 keeps every frame.
-        let all = render(&t, &Mode::Single, "t", "s", &FlameOptions { min_share: 0.0, ..FlameOptions::default() });
+        let all = render(&t, &Colouring::Single, "t", "s", &FlameOptions { min_share: 0.0, ..FlameOptions::default() });
         assert!(all.contains("data-n=\"tiny7\"") && !all.contains("data-n=\"other\""));
     }
 
@@ -699,7 +699,7 @@ mod tests {
         // Icicle and inverted draw the root at the top.
         let t = tree(&[(&["main", "a"], 0.0, 1.0)]);
         let y = |opts: &FlameOptions, name: &str| -> f64 {
-            let svg = render(&t, &Mode::Single, "t", "s", opts);
+            let svg = render(&t, &Colouring::Single, "t", "s", opts);
             let at = svg.find(&format!("data-n=\"{name}\"")).unwrap();
             let y = svg[at..].split("y=\"").nth(1).unwrap();
             y[..y.find('"').unwrap()].parse().unwrap()
@@ -713,7 +713,7 @@ mod tests {
     fn hostile_names_are_escaped() {
         let evil = "<script>alert(\"x\")</script> & 'q' \u{1}\u{7}\n]]>";
         let t = tree(&[(&["main", evil], 0.0, 1.0)]);
-        let svg = render(&t, &Mode::Single, evil, evil, &FlameOptions::default());
+        let svg = render(&t, &Colouring::Single, evil, evil, &FlameOptions::default());
         assert!(!svg.contains("<script>alert"), "raw markup in the SVG");
         assert!(svg.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;"));
         // XML 1.0 cannot carry these even as character references.
@@ -727,7 +727,7 @@ mod tests {
     fn differential_colours_by_own_change_and_keeps_vanished_stacks() {
         let t = tree(&[(&["main", "gone"], 2.0, 0.0), (&["main", "grew"], 1.0, 3.0), (&["main", "same"], 1.0, 1.0)]);
         let max = t.nodes.iter().map(|n| (n.new_self - n.old_self).abs()).fold(0.0, f64::max);
-        let mode = Mode::Differential { max_self_change: max, scale: 1.0 };
+        let mode = Colouring::Differential { max_self_change: max, scale: 1.0 };
         assert_eq!(fill(node(&t, "grew"), &mode), "rgb(250,45,45)");
         assert_eq!(fill(node(&t, "gone"), &mode), "rgb(45,45,250)");
         assert_eq!(fill(node(&t, "same"), &mode), "rgb(235,235,235)");

@@ -9,7 +9,7 @@
 
 use super::aggregate::{self, Located};
 use super::kernel::Kallsyms;
-use super::record::{Progress, RecordOptions, RecordingMode, Session};
+use super::record::{RecordOptions, RecordingMode, Session, SessionState};
 use super::symbolize::Symbolizer;
 use crate::error::Failure;
 use crate::executor::process::Output;
@@ -253,7 +253,7 @@ pub fn main_top(opts: &TopOptions) -> Result<(), Failure> {
         }
     }
     session.stop_command();
-    let recording = session.finish(Progress::TargetEnded, interrupt)?;
+    let recording = session.finish(SessionState::TargetEnded, interrupt)?;
     if outcome?.interrupted {
         return Err(Failure::Interrupted("interrupted".into()));
     }
@@ -289,9 +289,9 @@ fn run(
     let mut last_frame = Vec::new();
     loop {
         let started = Instant::now();
-        let mut progress = Progress::Running;
+        let mut progress = SessionState::Running;
         let mut ending = None;
-        while started.elapsed() < opts.interval && progress == Progress::Running && ending.is_none() {
+        while started.elapsed() < opts.interval && progress == SessionState::Running && ending.is_none() {
             progress = session.poll(Duration::from_millis(50).min(opts.interval), interrupt);
             if !interactive {
                 continue;
@@ -309,7 +309,7 @@ fn run(
                 }
             }
         }
-        if progress == Progress::Interrupted {
+        if progress == SessionState::Interrupted {
             ending = Some(true);
         }
         // Samples wait in the rings while a frame is symbolised: the window runs from
@@ -336,7 +336,7 @@ fn run(
         if let Some(interrupted) = ending {
             return Ok(Ending { interrupted, last_frame });
         }
-        if progress != Progress::Running || opts.iterations.is_some_and(|n| frames >= n) {
+        if progress != SessionState::Running || opts.iterations.is_some_and(|n| frames >= n) {
             return Ok(Ending { interrupted: false, last_frame });
         }
     }
