@@ -3,8 +3,10 @@
 //! `diff` compares two profiles. The pipeline is
 //! [`record`] (sample) → [`format`] (the saved file) → [`symbolize`] → [`aggregate`] →
 //! [`annotate`] (with [`hints`] and, where installed, llvm-mca via [`mca`]) and [`diff`];
-//! `-g dwarf` stacks are unwound by [`unwind`] while recording, JIT code is named from
-//! perf maps by [`jitmap`]; call stacks are drawn by [`flame`] and walked by [`callers`].
+//! `-g dwarf` stacks are unwound by [`unwind`] while recording, runtime code (JIT, SBCL)
+//! is named from perf maps by [`jitmap`] and copied while recording, stripped objects'
+//! debug files may come from [`debuginfod`]; call stacks are drawn by [`flame`] and
+//! walked by [`callers`].
 
 pub mod aggregate;
 pub mod annotate;
