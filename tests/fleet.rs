@@ -3,6 +3,9 @@
 //! one is killed with SIGKILL in the middle of a job, and the builds × machines view of
 //! `perflab history` reads the results. Without PERFLAB_TEST_PG the tests are skipped
 //! (and fail under CI=true).
+//!
+//! Why real timed runs: agents are processes that claim, run and store jobs; the asserted
+//! ratio is 1.5× the work with a wide bound, on CPU time.
 
 mod common;
 
