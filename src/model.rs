@@ -108,8 +108,18 @@ pub mod metric {
             "task-clock" | "cpu-clock" => lower("ns", "CPU time counted by the kernel"),
             "branch-miss-rate" => lower("%", "branch misses per branch"),
             "cache-miss-rate" => lower("%", "cache misses per cache reference"),
+            "L1-dcache-miss-rate" => lower("%", "L1 data cache load misses per load"),
+            "LLC-miss-rate" => lower("%", "last-level cache load misses per load"),
             "ipc" => higher("", "instructions per cycle"),
-            _ => self_reported(name),
+            // perf's modifiers (`cycles:u`, `ipc:u`) keep the event's unit and direction.
+            _ => match name.rsplit_once(':') {
+                Some((base, mods))
+                    if !base.contains(':') && !mods.is_empty() && mods.chars().all(|c| "ukhp".contains(c)) =>
+                {
+                    info(base)
+                }
+                _ => self_reported(name),
+            },
         }
     }
 

@@ -294,3 +294,86 @@ fn instruction_mode_includes_child_processes() {
     let ratio = median_of(&twice, "instructions") / median_of(&once, "instructions");
     assert!((1.9..2.3).contains(&ratio), "expected about twice the instructions, got ratio {ratio}");
 }
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// perf's event syntax through the binary: a tracepoint counted per run (as root, tracefs
+/// mounted on demand like perf), a modifier in the metric's name, a refused group naming
+/// its failing member, a raw event with its reason.
+#[test]
+fn stat_counts_tracepoints_modifiers_and_says_why_a_group_failed() {
+    let output = perflab()
+        .env(perflab::measure::counters::FORCE_NO_PMU_ENV, "1")
+        .args(["stat", "-r", "2", "--no-progress", "--json", "-"])
+        .args(["-e", "task-clock:u,{page-faults,cycles},r00c0"])
+        .args(if is_root() { vec!["-e", "sched:sched_process_exec"] } else { vec![] })
+        .args(["/bin/sh", "-c", "/bin/true; /bin/true"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let doc = json_of(&output);
+    assert!(metric(&doc, "task-clock:u")["value"].as_f64().unwrap() > 0.0);
+    for member in ["page-faults", "cycles"] {
+        let reason = metric(&doc, member)["reason"].as_str().unwrap().to_string();
+        assert!(reason.starts_with("group {page-faults,cycles} was not opened"), "{reason}");
+        assert!(reason.contains("cycles: no hardware PMU") && !reason.contains("page-faults:"), "{reason}");
+    }
+    assert!(metric(&doc, "r00c0")["reason"].as_str().unwrap().contains("no hardware PMU"));
+    if is_root() {
+        // Two children exec /bin/true (sh itself may exec the last one in place).
+        let execs = metric(&doc, "sched:sched_process_exec");
+        assert!(execs["summary"]["median"].as_f64().unwrap() >= 2.0, "{execs}");
+    }
+}
+
+/// The fake-PMU seam runs the hardware path end to end: perf stat -d's detailed set, the
+/// derived rates exact by construction, multiplexing marked, and the result saying its
+/// counts are made up.
+#[test]
+fn stat_detailed_on_the_fake_pmu_derives_rates_and_says_the_counts_are_fake() {
+    let output = perflab()
+        .env(perflab::measure::counters::FAKE_PMU_ENV, "slots=4")
+        .args(["stat", "-d", "-r", "2", "--no-progress", "--json", "-", &spin(), "100000"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let doc = json_of(&output);
+    for name in ["L1-dcache-loads", "L1-dcache-load-misses", "LLC-loads", "LLC-load-misses", "cycles"] {
+        let m = metric(&doc, name);
+        assert_eq!(m["supported"], true, "{m}");
+        assert_eq!(m["scaled"], true, "8 CPU events on 4 counters are multiplexed: {m}");
+    }
+    let ipc = metric(&doc, "ipc")["value"].as_f64().unwrap();
+    assert!((ipc - 1.5).abs() < 1e-3, "{ipc}");
+    let llc = metric(&doc, "LLC-miss-rate")["value"].as_f64().unwrap();
+    assert!((llc - 20.0).abs() < 0.1, "{llc}");
+    assert!(doc["environment"]["fake_pmu"].as_str().unwrap().contains("made up"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("PERFLAB_FAKE_PMU"), "the terminal says the counts are fake: {stderr}");
+}
+
+/// `profile -e` takes the same syntax: a tracepoint is sampled at every event.
+#[test]
+fn profile_samples_a_tracepoint() {
+    if !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.profile");
+    let output = perflab()
+        .args(["profile", "-e", "sched:sched_switch", "-o", out.to_str().unwrap(), "--"])
+        .args(["/bin/sh", "-c", "for i in 1 2 3 4 5; do sleep 0.01; done"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let samples: u64 = stderr
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no sample count in {stderr}"));
+    assert!(samples >= 5, "each sleep switches out at least once: {stderr}");
+}

@@ -128,6 +128,9 @@ const NOISY_SPREAD: f64 = 0.05;
 /// (unless the commands time themselves), shifts during the measurement, noise.
 fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
     let mut out = Vec::new();
+    if let Some(fake) = experiment.environment.get("fake_pmu") {
+        out.push(Warning::new(WarningKind::Other, format!("{fake}: not a measurement of this CPU")));
+    }
     if plan.measure.mode == Mode::Instructions {
         return out;
     }

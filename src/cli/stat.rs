@@ -23,6 +23,10 @@ pub struct StatArgs {
     /// Run the command through `sh -c` (or `--shell=SHELL -c`).
     #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
     pub shell: Option<String>,
+    /// Also count perf stat -d's detailed events: L1-dcache-loads, L1-dcache-load-misses,
+    /// LLC-loads, LLC-load-misses (with their miss rates).
+    #[arg(short = 'd', long = "detailed")]
+    pub detailed: bool,
     #[command(flatten)]
     pub runner: RunnerArgs,
     #[command(flatten)]
@@ -42,6 +46,12 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     let instructions = measure.mode == Mode::Instructions;
     if measure.events.is_empty() && !instructions {
         measure.events = counters::DEFAULT_STAT_EVENTS.map(String::from).to_vec();
+    }
+    if args.detailed {
+        if instructions {
+            return Err(crate::usage!("-d counts perf events; instruction mode already reports cache misses"));
+        }
+        measure.events.extend(crate::measure::event::DETAILED.map(String::from));
     }
     let names = plan::stat_metrics(&measure)?;
     // One argument is a command line to split like a shell; several are the argv itself

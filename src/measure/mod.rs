@@ -4,6 +4,7 @@
 
 pub mod cachegrind;
 pub mod counters;
+pub mod event;
 pub mod output;
 
 use crate::model::{CommandSpec, Run};
@@ -116,6 +117,12 @@ pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTr
         facts.insert("counter_scope".to_string(), args.counter_scope.resolve().as_str().to_string());
         if let Some(level) = counters::paranoid_level() {
             facts.insert("perf_event_paranoid".to_string(), level.to_string());
+        }
+        if let Some(slots) = counters::fake_pmu_slots() {
+            facts.insert(
+                "fake_pmu".to_string(),
+                format!("{}: hardware counts are made up from task-clock ({slots} counters)", counters::FAKE_PMU_ENV),
+            );
         }
     }
     if args.mode == Mode::Instructions {
