@@ -155,6 +155,7 @@ impl MeasureArgs {
             mode: self.mode,
             counter_scope: self.counter_scope,
             output: output.output.clone().unwrap_or_default(),
+            iterations: output.iterations.unwrap_or_default(),
         }
     }
 }
@@ -178,10 +179,12 @@ pub struct OutputArgs {
     #[arg(long, value_delimiter = ',', value_name = "METRIC")]
     pub lower_is_better: Vec<String>,
     /// Which iterations of a metric printed several times per run make the run's value:
-    /// all (their mean) or steady (the mean of those after --warmup-iterations).
+    /// all (their mean), first (the first --warmup-iterations: the cold start), steady (the
+    /// mean of those after them), or each (all decides; NAME[first] and NAME[steady] get
+    /// their own verdicts).
     #[arg(long, default_value = "all", value_parser = PossibleValuesParser::new(Iterations::NAMES))]
     pub iterations: String,
-    /// Iterations left out of the steady state.
+    /// Iterations in the first group (left out of the steady state).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub warmup_iterations: u32,
 }

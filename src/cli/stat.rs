@@ -82,6 +82,7 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
         show_output: args.runner.show_output,
         ignore_failure: false,
         measure,
+        design: None,
     };
     let stdout_taken = args.runner.json.as_deref() == Some("-");
     let mut progress = render::progress::ProgressDisplay::new(&plan.settings, args.runner.progress_hidden());

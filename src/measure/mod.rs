@@ -20,6 +20,9 @@ pub struct MeasureOptions {
     /// How to read the metrics a command prints about itself (empty: none; its output
     /// is then not captured at all).
     pub output: Vec<output::Parser>,
+    /// Which iterations of a printed metric make a run's value (the same choice as
+    /// `Settings::iterations`, here for the metric names `each` adds).
+    pub iterations: crate::model::Iterations,
 }
 
 /// How runs are measured: natively timed, or under valgrind cachegrind.
@@ -85,7 +88,9 @@ pub fn output_names(args: &MeasureOptions) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for name in args.output.iter().flat_map(|p| p.known_names().unwrap_or_default()) {
         if !names.contains(&name) {
+            let groups = args.iterations.group_names(&name);
             names.push(name);
+            names.extend(groups);
         }
     }
     names

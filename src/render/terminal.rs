@@ -145,6 +145,7 @@ pub fn render(e: &Experiment) -> String {
             }
         }
     }
+    out.push_str(&super::design::render(e));
     let unsupported = unsupported_counters(e);
     if !unsupported.is_empty() {
         out.push_str(&dim("not supported here:\n"));
@@ -225,6 +226,11 @@ pub fn iteration_profile(e: &Experiment) -> String {
         ));
         out.push_str(&table.to_string());
         out.push('\n');
+        // Which group the verdicts are on, in the program's numbering.
+        let groups = e.settings.iterations.group_names(name);
+        if e.primary_metric == *name || groups.contains(&e.primary_metric) {
+            out.push_str(&format!("  the verdict that decided is on {}\n", e.primary_metric));
+        }
     }
     out
 }
@@ -265,6 +271,7 @@ mod tests {
             show_output: false,
             ignore_failure: false,
             measure: MeasureOptions::default(),
+            design: None,
         };
         let mut machine = Simulated::new(5, vec![0.05, 0.055], Noise::gaussian(0.01));
         run_experiment(&plan, &mut machine, &mut Quiet).unwrap()
