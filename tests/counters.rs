@@ -377,3 +377,36 @@ fn profile_samples_a_tracepoint() {
         .unwrap_or_else(|| panic!("no sample count in {stderr}"));
     assert!(samples >= 5, "each sleep switches out at least once: {stderr}");
 }
+
+/// `stat -I MS` prints every interval as it ends, then the totals; `-a` counts every CPU
+/// while the command runs (root); `-p` attaches to a running process.
+#[test]
+fn stat_intervals_all_cpus_and_attach() {
+    let output = perflab()
+        .args(["stat", "-I", "50", "-e", "task-clock,page-faults", "--"])
+        .args(["/bin/sh", "-c", "sleep 0.2; /bin/true"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    let intervals = stderr.lines().filter(|l| l.trim_end().ends_with("page-faults")).count();
+    assert!(intervals >= 2, "one line per interval: {stderr}");
+    assert!(stdout.contains("Counter totals for '/bin/sh -c sleep 0.2; /bin/true'") && stdout.contains("task-clock"));
+
+    if is_root() {
+        let output = perflab().args(["stat", "-a", "-e", "context-switches", "sleep", "0.1"]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(stdout.contains("all CPUs (system-wide)"), "{stdout}");
+    }
+
+    let mut target = std::process::Command::new("sleep").arg("0.5").spawn().unwrap();
+    let pid = target.id().to_string();
+    let output = perflab().args(["stat", "-p", &pid, "--per-thread", "-e", "task-clock"]).output().unwrap();
+    target.wait().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains(&format!("sleep-{pid}")), "a row per thread, named comm-tid: {stdout}");
+    let refused = perflab().args(["stat", "-a", "-r", "3", "true"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+}

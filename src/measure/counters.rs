@@ -623,6 +623,12 @@ impl Probe for CountersProbe {
     }
 }
 
+/// True for a derived metric's name (`ipc`, `ipc:u`, …).
+pub fn is_derived(name: &str) -> bool {
+    let (base, _) = split_suffix(name);
+    DERIVED.iter().any(|(derived, _, _, _)| *derived == base)
+}
+
 /// Metric names a set of events produces (events, then derived ones), in display order.
 pub fn metric_names(events: &EventList) -> Vec<String> {
     let mut names: Vec<String> = events.events.iter().map(|e| e.name.clone()).collect();

@@ -5,6 +5,7 @@
 pub mod cachegrind;
 pub mod counters;
 pub mod event;
+pub mod live;
 pub mod output;
 
 use crate::model::{CommandSpec, Run};
