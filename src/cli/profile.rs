@@ -20,7 +20,7 @@ fn by_parser() -> impl TypedValueParser<Value = By> {
 
 /// Options shared by `profile` and `show` for the flat report.
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub struct FlatReportArgs {
     /// Write the report as JSON to FILE (`-` for stdout; the profiled program's stdout then goes to stderr).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -52,7 +52,7 @@ pub struct ReportArgs {
     pub callees: Option<String>,
 }
 
-impl ReportArgs {
+impl FlatReportArgs {
     fn options(self) -> ReportOptions {
         ReportOptions {
             json: self.json,
@@ -103,7 +103,7 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "DURATION", value_parser = super::args::duration)]
     pub duration: Option<f64>,
     #[command(flatten)]
-    pub report: ReportArgs,
+    pub report: FlatReportArgs,
     /// The command to profile, after `--` (or -p / -a).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -180,7 +180,7 @@ pub struct ShowArgs {
     /// A profile saved by `perflab profile`.
     pub profile: PathBuf,
     #[command(flatten)]
-    pub report: ReportArgs,
+    pub report: FlatReportArgs,
 }
 
 #[derive(Debug, Args)]

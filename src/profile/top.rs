@@ -7,7 +7,7 @@
 
 use super::aggregate::{self, By, Row};
 use super::kernel::Kallsyms;
-use super::record::{Progress, RecordOptions, RecordingMode, Session};
+use super::record::{RecordOptions, RecordingMode, Session, SessionState};
 use super::symbolize::Symbolizer;
 use crate::error::Failure;
 use crate::executor::process::Output;
@@ -104,7 +104,7 @@ pub fn main_top(opts: &TopOptions) -> Result<(), Failure> {
     let outcome = run(&mut session, opts, &record, interrupt, screen.is_some());
     drop(screen);
     session.stop_command();
-    let recording = session.finish(Progress::TargetEnded, interrupt)?;
+    let recording = session.finish(SessionState::TargetEnded, interrupt)?;
     outcome?;
     match recording.profile.exit_code {
         Some(code) if code != 0 => Err(Failure::CommandFailed(format!("the command exited with status {code}"))),
@@ -126,9 +126,9 @@ fn run(
     let mut window_start = Instant::now();
     loop {
         let started = Instant::now();
-        let mut progress = Progress::Running;
+        let mut progress = SessionState::Running;
         let mut quit = false;
-        while started.elapsed() < opts.interval && progress == Progress::Running && !quit {
+        while started.elapsed() < opts.interval && progress == SessionState::Running && !quit {
             progress = session.poll(Duration::from_millis(50).min(opts.interval), interrupt);
             if interactive {
                 while event::poll(Duration::ZERO).unwrap_or(false) {
@@ -153,7 +153,7 @@ fn run(
         let lines = frame(&window, &rows, record, window_len, opts.limit.min((height as usize).saturating_sub(3)));
         show(&lines, interactive, width as usize).map_err(|e| Failure::Other(e.into()))?;
         frames += 1;
-        if quit || progress != Progress::Running || opts.iterations.is_some_and(|n| frames >= n) {
+        if quit || progress != SessionState::Running || opts.iterations.is_some_and(|n| frames >= n) {
             return Ok(());
         }
     }

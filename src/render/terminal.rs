@@ -88,7 +88,7 @@ pub fn render(e: &Experiment) -> String {
                     );
                     row.push(w.outliers.to_string());
                 }
-                None => row.extend(std::iter::repeat("-".to_string()).take(7)),
+                None => row.extend(std::iter::repeat_n("-".to_string(), 7)),
             }
         }
         if primary != metric::WALL {

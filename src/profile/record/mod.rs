@@ -14,7 +14,7 @@ pub(crate) mod records;
 mod session;
 mod source;
 
-pub use session::{Progress, Session};
+pub use session::{Session, SessionState};
 
 use crate::error::Failure;
 use crate::executor::process::Output;
@@ -172,7 +172,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
     let mut session = Session::start(opts)?;
     let ending = loop {
         match session.poll(POLL_INTERVAL, interrupt) {
-            Progress::Running => {}
+            SessionState::Running => {}
             ending => break ending,
         }
     };

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// Why a recording stops (or that it goes on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
+pub enum SessionState {
     Running,
     /// The command exited, or every attached process did.
     TargetEnded,
@@ -179,7 +179,7 @@ impl Session {
     }
 
     /// Wait up to `timeout` for records, Ctrl-C or the target's end, and drain the rings.
-    pub fn poll(&mut self, timeout: Duration, interrupt: &Interrupt) -> Progress {
+    pub fn poll(&mut self, timeout: Duration, interrupt: &Interrupt) -> SessionState {
         let duration = self.opts.duration();
         let deadline = duration.map(|d| d.saturating_sub(self.start.elapsed()));
         let timeout = deadline.map_or(timeout, |left| left.min(timeout));
@@ -192,12 +192,12 @@ impl Session {
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout.as_millis() as i32) };
         self.drain();
         if interrupt.requested() {
-            return Progress::Interrupted;
+            return SessionState::Interrupted;
         }
         let mut next = 1;
         if self.child_pidfd.is_some() {
             if fds[1].revents != 0 {
-                return Progress::TargetEnded;
+                return SessionState::TargetEnded;
             }
             next = 2;
         }
@@ -215,13 +215,13 @@ impl Session {
             });
             self.cpu_of_exited += cpu_of_exited;
             if self.watched.is_empty() {
-                return Progress::TargetEnded;
+                return SessionState::TargetEnded;
             }
         }
         if duration.is_some_and(|d| self.start.elapsed() >= d) {
-            return Progress::DurationElapsed;
+            return SessionState::DurationElapsed;
         }
-        Progress::Running
+        SessionState::Running
     }
 
     /// Kill the command's process group if it is still running (a live view was quit).
@@ -270,7 +270,7 @@ impl Session {
 
     /// Stop recording (a command is waited for; after an interrupt its process group is
     /// killed) and build the profile.
-    pub fn finish(mut self, ending: Progress, interrupt: &Interrupt) -> Result<Recording, Failure> {
+    pub fn finish(mut self, ending: SessionState, interrupt: &Interrupt) -> Result<Recording, Failure> {
         let mut profile = self.empty_profile();
         let interrupted = match self.child.take() {
             Some(child) => {
@@ -289,7 +289,7 @@ impl Session {
                     Err(process::SpawnError::Probe(e)) => return Err(Failure::Other(e)),
                     Err(process::SpawnError::Interrupted) | Ok(_) => {}
                 }
-                ending == Progress::Interrupted
+                ending == SessionState::Interrupted
             }
             None => {
                 profile.duration_s = self.start.elapsed().as_secs_f64();
@@ -300,7 +300,7 @@ impl Session {
                         .filter_map(|(pid, _, before)| Some(target::cpu_seconds(*pid)? - (*before)?))
                         .sum::<f64>();
                 // Without --duration, Ctrl-C is how an attached recording ends.
-                ending == Progress::Interrupted && self.opts.duration().is_some()
+                ending == SessionState::Interrupted && self.opts.duration().is_some()
             }
         };
         self.drain();
