@@ -120,7 +120,7 @@ fn alive(pid: libc::pid_t) -> bool {
     // A zombie still has /proc/PID; its state says it is gone.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().chars().next() != Some('Z')))
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with('Z')))
         .unwrap_or(false)
 }
 
@@ -331,6 +331,6 @@ mod tests {
         assert_eq!(report.rows.len(), 1, "one thread");
         assert!(report.rows[0].label.ends_with(&format!("-{pid}")), "{}", report.rows[0].label);
         assert!(report.rows[0].counters["task-clock"].value.unwrap() > 0.0);
-        assert!(matches!(count(&c, &LiveOptions { whom: Whom::Pids(vec![-7]), ..options }, &mut |_| {}), Err(_)));
+        assert!(count(&c, &LiveOptions { whom: Whom::Pids(vec![-7]), ..options }, &mut |_| {}).is_err());
     }
 }

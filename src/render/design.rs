@@ -1,7 +1,7 @@
 //! The terminal view of builds as a design: the builds' medians with the factors as
 //! axes, the main effect of each factor, and (with --pairwise) every pair of builds.
 
-use super::terminal::escape;
+use super::escape;
 use crate::analysis::verdict::sentence;
 use crate::model::{DesignAnalysis, Experiment};
 use crate::units::{format_level, format_value};

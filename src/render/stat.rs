@@ -156,7 +156,7 @@ pub fn render_live(title: &str, report: &crate::measure::live::LiveReport, notes
     let width = report.rows.iter().flat_map(|r| r.counters.keys()).map(|k| k.chars().count()).max().unwrap_or(0);
     for row in &report.rows {
         if report.rows.len() > 1 || row.thread {
-            out.push_str(&format!("  {}\n", crate::render::terminal::escape(&row.label)));
+            out.push_str(&format!("  {}\n", crate::render::escape(&row.label)));
         }
         for (name, reading) in &row.counters {
             let text = match reading.value {
@@ -178,7 +178,7 @@ pub fn render_interval(interval: &crate::measure::live::IntervalCounts) -> Strin
     let mut out = String::new();
     for row in &interval.rows {
         let label = if interval.rows.len() > 1 || row.thread {
-            format!("{:<16}  ", crate::render::terminal::escape(&row.label))
+            format!("{:<16}  ", crate::render::escape(&row.label))
         } else {
             String::new()
         };
