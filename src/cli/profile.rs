@@ -74,9 +74,9 @@ pub struct ProfileArgs {
     pub frequency: u64,
     #[arg(short = 'e', long = "event", default_value = "cpu-clock", help = super::args::SAMPLED_EVENT_HELP)]
     pub event: String,
-    /// Sample every N events (perf's -c) instead of -F times a second; tracepoints
-    /// default to every event.
-    #[arg(short = 'c', long = "count", value_name = "N")]
+    /// Sample every N events (perf record's -c; here -c is hyperfine's --cleanup in every
+    /// command) instead of -F times a second; tracepoints default to every event.
+    #[arg(long = "count", value_name = "N")]
     pub count: Option<u64>,
     /// Where to save the profile.
     #[arg(short = 'o', long = "output", default_value = "perflab.profile")]
