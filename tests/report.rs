@@ -84,6 +84,7 @@ fn comparison(baseline: &str, candidate: &str, ratio: f64, verdict: Verdict) -> 
         below_threshold: false,
         n: 12,
         flags: vec![],
+        explanation: None,
     }
 }
 

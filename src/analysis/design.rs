@@ -160,6 +160,7 @@ fn contrast_comparison(d: &[f64], level: f64, plan: &Plan, metric: &str) -> Comp
         below_threshold,
         n: d.len(),
         flags: if exact { vec!["exact: every round gave the same contrast".into()] } else { Vec::new() },
+        explanation: None,
     }
 }
 

@@ -156,6 +156,7 @@ impl MeasureArgs {
             counter_scope: self.counter_scope,
             output: output.output.clone().unwrap_or_default(),
             iterations: output.iterations.unwrap_or_default(),
+            explain: None,
         }
     }
 }

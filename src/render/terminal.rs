@@ -137,6 +137,17 @@ pub fn render(e: &Experiment) -> String {
                 out.push_str(&format!("  note: {flag}\n"));
             }
         }
+        for c in e.comparisons.iter().filter(|c| c.metric == primary) {
+            if let Some(explanation) = &c.explanation {
+                out.push('\n');
+                out.push_str(&super::explain::table(explanation, EXPLAIN_ROWS));
+                out.push_str(&bold(&super::explain::story(c, explanation)));
+                out.push('\n');
+                for w in &explanation.warnings {
+                    out.push_str(&yellow(&format!("warning: {}\n", escape(w))));
+                }
+            }
+        }
     }
     out.push_str(&super::design::render(e));
     let unsupported = unsupported_counters(e);
@@ -151,6 +162,9 @@ pub fn render(e: &Experiment) -> String {
     }
     out
 }
+
+/// Rows of an explanation shown in the terminal (the JSON has all).
+const EXPLAIN_ROWS: usize = 15;
 
 /// Iterations shown in a per-iteration profile before the last one.
 const PROFILE_ITERATIONS: usize = 4;
