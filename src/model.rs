@@ -598,6 +598,8 @@ pub enum WarningKind {
     Busy,
     /// Something about importing (missing fields in the source, ...).
     Import,
+    /// A requested counter (or printed metric) no run could read, and why.
+    Unsupported,
     /// A warning of an older file, read back as text.
     Other,
 }

@@ -66,6 +66,14 @@ fn stat_without_pmu_reports_software_counters_and_unsupported_hardware() {
         assert!(!m["reason"].as_str().unwrap_or("").is_empty(), "{m}");
     }
     assert!(metric(&doc, "cycles")["reason"].as_str().unwrap().contains("no hardware PMU"));
+    let warnings = doc["warnings"].as_array().unwrap();
+    let degraded: Vec<&str> =
+        warnings.iter().filter(|w| w["kind"] == "unsupported").map(|w| w["message"].as_str().unwrap()).collect();
+    assert!(
+        degraded.iter().any(|m| m.contains("`cycles`") && m.contains("no hardware PMU")),
+        "the hardware events that were dropped are a warning: {degraded:?}"
+    );
+    assert!(!degraded.iter().any(|m| m.contains("`ipc`")), "a derived rate is not warned twice: {degraded:?}");
     // Per run too: never a zero for what could not be counted.
     let run = &doc["commands"][0]["runs"][0]["counters"]["instructions"];
     assert_eq!(run["supported"], false, "{run}");
@@ -260,7 +268,54 @@ fn compare_with_events_compares_each_measured_counter_at_the_corrected_level() {
         assert!(run["counters"]["task-clock"]["value"].as_f64().unwrap() > 0.0);
     }
     let terminal = String::from_utf8_lossy(&output.stderr);
-    assert!(terminal.contains("cycles: no hardware PMU"), "{terminal}");
+    assert!(terminal.contains("warning: `cycles` not counted, measured without: no hardware PMU"), "{terminal}");
+    let warned = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["kind"] == "unsupported" && w["message"].as_str().is_some_and(|m| m.contains("`cycles`")));
+    assert!(warned, "the degraded counter is a warning in the JSON too: {}", doc["warnings"]);
+}
+
+/// `compare -e` takes perf's syntax: a group with a modifier and a modified software
+/// event; on the fake PMU every member is counted and compared under its perf name.
+#[test]
+fn compare_with_perf_event_syntax_on_the_fake_pmu() {
+    let output = perflab()
+        .env(perflab::measure::counters::FAKE_PMU_ENV, "1")
+        .args(["compare", "-r", "6", "-e", "{cycles,instructions}:u,page-faults:u", "--no-progress", "--json", "-"])
+        .arg(format!("{} 100000", spin()))
+        .arg(format!("{} 200000", spin()))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let doc = json_of(&output);
+    let comparisons = doc["comparisons"].as_array().unwrap();
+    for name in ["cycles:u", "instructions:u", "page-faults:u"] {
+        let c = comparisons.iter().find(|c| c["metric"] == name).unwrap_or_else(|| panic!("no {name} comparison"));
+        assert!(c["ratio"].as_f64().is_some_and(|r| r > 0.0), "{c}");
+    }
+    let run = &doc["commands"][0]["runs"][0]["counters"];
+    assert_eq!(run["cycles:u"]["supported"], true, "{run}");
+    assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w["message"].as_str().unwrap().contains("made up")));
+}
+
+/// A PMU this machine lacks cannot be encoded, so it is refused in one line naming the
+/// PMUs that are here; so is a bad modifier.
+#[test]
+fn bad_event_strings_are_one_line_usage_errors() {
+    for (events, expected) in [
+        ("cycles:zz", "unknown modifier `z`"),
+        ("{cycles,instructions", "unbalanced braces"),
+        ("nosuchpmu/event=0x3c/", "this machine has no PMU `nosuchpmu` (it has: "),
+        ("r00cx", "unknown event `r00cx`"),
+    ] {
+        let output = perflab().args(["stat", "-e", events, &spin()]).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{events}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{events}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{events}: {stderr}");
+    }
 }
 
 fn median_of(doc: &Value, name: &str) -> f64 {

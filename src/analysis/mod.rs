@@ -205,11 +205,39 @@ const NOISY_SPREAD: f64 = 0.05;
 
 /// Warnings about the primary metric's runs: process creation dominating short ones
 /// (unless the commands time themselves), shifts during the measurement, noise.
+/// One warning per reason for the counters no run of any command could read (a
+/// hardware event on a machine without a PMU): the table shows `<not supported>`, and the
+/// warning says that the experiment went on without them.
+fn unread_counters(experiment: &Experiment) -> Vec<Warning> {
+    let runs = || experiment.commands.iter().flat_map(|c| &c.runs);
+    let mut by_reason: std::collections::BTreeMap<String, Vec<&str>> = std::collections::BTreeMap::new();
+    let mut names: Vec<&str> = runs().flat_map(|r| r.counters.keys().map(String::as_str)).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let mut readings = runs().filter_map(|r| r.counters.get(name));
+        // A derived rate (`ipc`) is unread because an input is, and that input is named.
+        if readings.clone().any(|reading| reading.supported) || crate::measure::counters::is_derived(name) {
+            continue;
+        }
+        let reason = readings.find_map(|reading| reading.reason.clone()).unwrap_or_else(|| "no reason given".into());
+        by_reason.entry(reason).or_default().push(name);
+    }
+    by_reason
+        .into_iter()
+        .map(|(reason, names)| {
+            let names = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+            Warning::new(WarningKind::Unsupported, format!("{names} not counted, measured without: {reason}"))
+        })
+        .collect()
+}
+
 fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
     let mut out = Vec::new();
     if let Some(fake) = experiment.environment.get("fake_pmu") {
         out.push(Warning::new(WarningKind::Other, format!("{fake}: not a measurement of this CPU")));
     }
+    out.extend(unread_counters(experiment));
     if plan.measure.mode == Mode::Instructions {
         return out;
     }

@@ -23,6 +23,8 @@ pub enum EventError {
     Precise { event: String, level: usize },
     #[error("event `{event}`: `{text}` is not a raw event (expected r followed by 1 to 16 hex digits, e.g. r00c0)")]
     Raw { event: String, text: String },
+    #[error("event `{event}`: this machine has no PMU `{pmu}` (it has: {present}){hint}")]
+    NoPmu { event: String, pmu: String, present: String, hint: &'static str },
     #[error("event `{event}`: PMU `{pmu}` cannot be read from /sys/bus/event_source/devices: {source}")]
     Pmu {
         event: String,
@@ -415,10 +417,35 @@ fn parse_modifiers(event: &str, text: &str) -> Result<Modifiers, EventError> {
     Ok(m)
 }
 
+/// The PMUs sysfs lists, sorted (for the error that names a missing one).
+fn present_pmus(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        names.push("none readable".into());
+    }
+    names
+}
+
 /// Encode `field=value,…` (or a named event of the PMU, like `msr/tsc/`) with the PMU's
 /// sysfs format, as perf does.
 fn pmu_event(event: &str, pmu: &str, terms: &str, sysfs: &Sysfs) -> Result<EventKind, EventError> {
     let dir = sysfs.pmus.join(pmu);
+    if !dir.exists() {
+        // Unlike a symbolic event, a PMU event cannot be opened (and reported unsupported)
+        // without the PMU's format files to encode it: refused, as perf does, naming what is here.
+        return Err(EventError::NoPmu {
+            event: event.to_string(),
+            pmu: pmu.to_string(),
+            present: present_pmus(&sysfs.pmus).join(", "),
+            hint: if pmu == "cpu" || pmu.starts_with("cpu_") { "; a virtual machine often has no CPU PMU" } else { "" },
+        });
+    }
     let pmu_error = |source| EventError::Pmu { event: event.to_string(), pmu: pmu.to_string(), source };
     let mut builder = Dynamic::builder(&dir).map_err(pmu_error)?;
     // perf leaves a field that no term names at 0; perf-event2 insists on every field.
@@ -598,7 +625,8 @@ mod tests {
         assert!(unknown.contains("the fields of cpu are") && unknown.contains("umask"), "{unknown}");
         assert!(parse(&["cpu/umask=0x100/"]).is_err(), "8-bit field overflow");
         let missing = parse(&["nopmu/event=1/"]).unwrap_err().to_string();
-        assert!(missing.contains("PMU `nopmu` cannot be read"), "{missing}");
+        assert!(missing.contains("no PMU `nopmu` (it has: cpu)"), "{missing}");
+        assert!(!missing.contains('\n'), "one line: {missing}");
     }
 
     #[test]

@@ -242,17 +242,21 @@ pub fn iteration_profile(e: &Experiment) -> String {
     out
 }
 
-/// Counters that could not be read, with the reason, from the first run that has them.
+/// Counters some runs could read and others not, with the reason, from the first run
+/// that could not. One that no run read is a warning of the analysis instead.
 pub fn unsupported_counters(e: &Experiment) -> Vec<(String, String)> {
     let mut seen = std::collections::BTreeMap::new();
+    let mut read_somewhere = std::collections::BTreeSet::new();
     for run in e.commands.iter().flat_map(|c| &c.runs) {
         for (name, reading) in &run.counters {
-            if !reading.supported {
+            if reading.supported {
+                read_somewhere.insert(name.as_str());
+            } else {
                 seen.entry(name.clone()).or_insert_with(|| reading.reason.clone().unwrap_or_default());
             }
         }
     }
-    seen.into_iter().collect()
+    seen.into_iter().filter(|(name, _)| read_somewhere.contains(name.as_str())).collect()
 }
 
 #[cfg(test)]
