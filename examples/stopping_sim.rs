@@ -27,6 +27,7 @@ fn plan(design: LookDesign, seed: u64) -> Plan {
         show_output: false,
         ignore_failure: false,
         measure: MeasureOptions::default(),
+        design: None,
     }
 }
 

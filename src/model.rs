@@ -108,8 +108,22 @@ pub mod metric {
             "task-clock" | "cpu-clock" => lower("ns", "CPU time counted by the kernel"),
             "branch-miss-rate" => lower("%", "branch misses per branch"),
             "cache-miss-rate" => lower("%", "cache misses per cache reference"),
+            "L1-dcache-miss-rate" => lower("%", "L1 data cache load misses per load"),
+            "LLC-miss-rate" => lower("%", "last-level cache load misses per load"),
             "ipc" => higher("", "instructions per cycle"),
-            _ => self_reported(name),
+            // A group of iterations (`iter_ns[first]`) reads like its metric.
+            _ if super::ITERATION_GROUPS.iter().any(|g| name.ends_with(&format!("[{g}]"))) => {
+                info(&name[..name.rfind('[').expect("a group suffix")])
+            }
+            // perf's modifiers (`cycles:u`, `ipc:u`) keep the event's unit and direction.
+            _ => match name.rsplit_once(':') {
+                Some((base, mods))
+                    if !base.contains(':') && !mods.is_empty() && mods.chars().all(|c| "ukhp".contains(c)) =>
+                {
+                    info(base)
+                }
+                _ => self_reported(name),
+            },
         }
     }
 
@@ -249,18 +263,31 @@ pub enum Iterations {
     All,
     /// The mean of the iterations after the first N: the steady state.
     Steady(u32),
+    /// The mean of the first N iterations: the cold start.
+    First(u32),
+    /// The mean of every iteration decides, and each group — the first N (`NAME[first]`)
+    /// and the rest (`NAME[steady]`) — gets its own verdict.
+    Each(u32),
 }
+
+/// The suffixes of the per-group metrics `--iterations each` adds.
+pub const ITERATION_GROUPS: [&str; 2] = ["first", "steady"];
 
 impl Iterations {
     /// The choices as the command line and suite files spell them.
-    pub const NAMES: [&'static str; 2] = ["all", "steady"];
+    pub const NAMES: [&'static str; 4] = ["all", "first", "steady", "each"];
 
-    /// `all`, or `steady` leaving out the first `warmup` iterations.
+    /// `all`, `first` (the first `warmup` iterations), `steady` (leaving them out) or
+    /// `each` (all, with a verdict per group).
     pub fn named(name: &str, warmup: u32) -> Result<Iterations, String> {
         match name {
             "all" => Ok(Iterations::All),
             "steady" => Ok(Iterations::Steady(warmup)),
-            other => Err(format!("expected `iterations` \"all\" or \"steady\", found \"{other}\"")),
+            "first" => Ok(Iterations::First(warmup)),
+            "each" => Ok(Iterations::Each(warmup)),
+            other => {
+                Err(format!("expected `iterations` \"all\", \"first\", \"steady\" or \"each\", found \"{other}\""))
+            }
         }
     }
 
@@ -268,12 +295,19 @@ impl Iterations {
         *self == Iterations::All
     }
 
+    /// The iterations (0-based, end exclusive; None: to the last) that make the value.
+    fn kept(&self) -> (usize, Option<usize>) {
+        match *self {
+            Iterations::All | Iterations::Each(_) => (0, None),
+            Iterations::Steady(skip) => (skip as usize, None),
+            Iterations::First(n) => (0, Some(n as usize)),
+        }
+    }
+
     /// The value of a run that printed `samples`; an error says why there is none.
     pub fn aggregate(&self, samples: &[f64]) -> Result<f64, String> {
-        let kept = match *self {
-            Iterations::All => samples,
-            Iterations::Steady(skip) => samples.get(skip as usize..).unwrap_or_default(),
-        };
+        let (from, to) = self.kept();
+        let kept = samples.get(from..to.unwrap_or(samples.len()).min(samples.len())).unwrap_or_default();
         if kept.is_empty() {
             return Err(match *self {
                 Iterations::Steady(skip) if !samples.is_empty() => format!(
@@ -286,13 +320,47 @@ impl Iterations {
         Ok(kept.iter().sum::<f64>() / kept.len() as f64)
     }
 
-    /// How a run's value is made, for the terminal.
-    pub fn describe(&self) -> String {
+    /// With `each`: the group metrics of a metric printed as `samples` — (`NAME[first]`,
+    /// mean of the first N), (`NAME[steady]`, mean of the rest) — when there is a rest.
+    pub fn groups(&self, name: &str, samples: &[f64]) -> Vec<(String, f64)> {
+        let Iterations::Each(n) = *self else { return Vec::new() };
+        let n = n as usize;
+        if samples.len() <= n {
+            return Vec::new();
+        }
+        let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+        vec![(group_metric(name, "first"), mean(&samples[..n])), (group_metric(name, "steady"), mean(&samples[n..]))]
+    }
+
+    /// The metric names `each` adds for `name` (none for the other choices).
+    pub fn group_names(&self, name: &str) -> Vec<String> {
         match self {
-            Iterations::All => "the mean of all iterations".to_string(),
-            Iterations::Steady(skip) => format!("the steady state, the mean of iterations {}…", skip + 1),
+            Iterations::Each(_) => ITERATION_GROUPS.iter().map(|g| group_metric(name, g)).collect(),
+            _ => Vec::new(),
         }
     }
+
+    /// How a run's value is made, for the terminal.
+    pub fn describe(&self) -> String {
+        let range = |n: u32| if n == 1 { "iteration 1".to_string() } else { format!("iterations 1–{n}") };
+        match *self {
+            Iterations::All => "the mean of all iterations".to_string(),
+            Iterations::Steady(skip) => format!("the steady state, the mean of iterations {}…", skip + 1),
+            Iterations::First(n) => {
+                format!("the cold start, {}", if n == 1 { range(1) } else { format!("the mean of {}", range(n)) })
+            }
+            Iterations::Each(n) => format!(
+                "the mean of all iterations; NAME[first] is {}, NAME[steady] iterations {}…, each with its own verdict",
+                range(n),
+                n + 1
+            ),
+        }
+    }
+}
+
+/// `NAME[group]`: a per-iteration-group metric of `--iterations each`.
+pub fn group_metric(name: &str, group: &str) -> String {
+    format!("{name}[{group}]")
 }
 
 /// One execution of one command: the unit of replication.
@@ -530,6 +598,8 @@ pub enum WarningKind {
     Busy,
     /// Something about importing (missing fields in the source, ...).
     Import,
+    /// A requested counter (or printed metric) no run could read, and why.
+    Unsupported,
     /// A warning of an older file, read back as text.
     Other,
 }
@@ -914,6 +984,51 @@ pub struct Experiment {
     /// Extra facts about the environment that can shift results (valgrind version, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub environment: BTreeMap<String, String>,
+    /// Builds as a factorial design (`-L cc gcc,clang -L disp switch,threaded`): each
+    /// build's value, the main effect of every factor and, on request, every pairwise ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<DesignAnalysis>,
+}
+
+/// A factor of a design: a parameter and its levels, the first being the reference.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Factor {
+    pub name: String,
+    pub levels: Vec<String>,
+}
+
+/// Which commands form a factorial design, and how: `cells[i]` holds command i's level
+/// (an index into each factor's levels).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Design {
+    pub factors: Vec<Factor>,
+    pub cells: Vec<Vec<usize>>,
+    /// Also compare every pair of builds (not only main effects).
+    pub pairwise: bool,
+}
+
+/// One build of a design: its levels and its median on the design's metric.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DesignCell {
+    pub command: String,
+    pub levels: Vec<String>,
+    #[serde(deserialize_with = "null_as_nan")]
+    pub median: f64,
+}
+
+/// What a design's runs say on one metric (docs/statistics.md, "Builds as a design").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DesignAnalysis {
+    pub metric: String,
+    pub factors: Vec<Factor>,
+    pub cells: Vec<DesignCell>,
+    /// Main effects: for each factor, each level against the first (`cc=gcc` → `cc=clang`),
+    /// averaged over the other factors' levels, paired by round. Bonferroni-corrected over
+    /// every main-effect contrast (`look_confidence` is the level used).
+    pub effects: Vec<Comparison>,
+    /// Every pair of builds (on request), Bonferroni-corrected over the pairs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairwise: Vec<Comparison>,
 }
 
 fn default_primary_metric() -> String {
@@ -939,6 +1054,7 @@ impl Default for Experiment {
             warnings: Vec::new(),
             failure: None,
             environment: BTreeMap::new(),
+            design: None,
         }
     }
 }

@@ -66,6 +66,7 @@ fn perflab_result() -> Value {
         show_output: false,
         ignore_failure: false,
         measure: MeasureOptions::default(),
+        design: None,
     };
     let mut machine = Simulated::new(1, vec![0.02, 0.021], Noise::gaussian(0.01));
     serde_json::to_value(run_experiment(&plan, &mut machine, &mut Quiet).unwrap()).unwrap()
@@ -373,6 +374,7 @@ fn history() -> impl Strategy<Value = Vec<perflab::store::StoredExperiment>> {
                     show_output: false,
                     ignore_failure: false,
                     measure: MeasureOptions::default(),
+                    design: None,
                 };
                 let mut machine = Simulated::new(seed, vec![seconds, seconds * ratio], Noise::gaussian(sigma));
                 let mut experiment = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();

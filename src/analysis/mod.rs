@@ -3,6 +3,7 @@
 //! cross-check, and warnings about the measurement itself.
 
 pub mod crosscheck;
+pub mod design;
 pub mod explain;
 pub mod multiplicity;
 pub mod verdict;
@@ -14,25 +15,40 @@ use crate::plan::Plan;
 use crate::stats::{changepoint, summary};
 use crate::units::{format_seconds, format_value};
 
-/// Candidates are compared against the first command; the family-wise error rate is
-/// split evenly over them (Bonferroni), so the level per comparison is 1 − α_look/m.
-fn per_comparison_level(plan: &Plan, look_level: f64) -> f64 {
-    let candidates = plan.commands.len().saturating_sub(1).max(1) as f64;
-    1.0 - (1.0 - look_level) / candidates
+/// Candidates are compared against the first command on every deciding metric; the
+/// family-wise error rate is split evenly over those comparisons (Bonferroni), so the
+/// level per comparison is 1 − α_look/(candidates · deciding metrics).
+fn per_comparison_level(plan: &Plan, experiment: &Experiment, look_level: f64) -> f64 {
+    let candidates = plan.commands.len().saturating_sub(1).max(1);
+    let family = candidates * deciding_metrics(plan, experiment).len().max(1);
+    1.0 - (1.0 - look_level) / family as f64
 }
 
-/// The primary metric's comparisons at a look of level `look_level`.
+/// The metrics whose verdicts decide when to stop: the primary one, and with
+/// `--iterations each` its iteration groups (`NAME[first]`, `NAME[steady]`), so that every
+/// group gets its verdict.
+pub fn deciding_metrics(plan: &Plan, experiment: &Experiment) -> Vec<String> {
+    let primary = experiment.primary_metric.clone();
+    let groups = plan.settings.iterations.group_names(&primary);
+    let mut out = vec![primary];
+    out.extend(groups.into_iter().filter(|g| plan.metrics.contains(g)));
+    out
+}
+
+/// The deciding metrics' comparisons at a look of level `look_level`.
 pub fn primary_comparisons(plan: &Plan, experiment: &Experiment, look_level: f64) -> Vec<Comparison> {
-    let level = per_comparison_level(plan, look_level);
-    let primary = &experiment.primary_metric;
+    let level = per_comparison_level(plan, experiment, look_level);
     let base = &experiment.commands[0];
-    experiment.commands[1..]
-        .iter()
-        .map(|cand| {
-            verdict::compare(base, cand, primary, level, &plan.settings)
-                .unwrap_or_else(|| undecided(base, cand, primary, &plan.settings, level))
-        })
-        .collect()
+    let mut out = Vec::new();
+    for cand in &experiment.commands[1..] {
+        for metric in deciding_metrics(plan, experiment) {
+            out.push(
+                verdict::compare(base, cand, &metric, level, &plan.settings)
+                    .unwrap_or_else(|| undecided(base, cand, &metric, &plan.settings, level)),
+            );
+        }
+    }
+    out
 }
 
 /// A machine where runs spend this share of their wall time waiting for a CPU is busy:
@@ -91,7 +107,7 @@ fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, settings:
 
 /// Summaries, every metric's comparisons at the final level, and warnings.
 pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
-    let level = per_comparison_level(plan, look_level);
+    let level = per_comparison_level(plan, experiment, look_level);
     for command in &mut experiment.commands {
         for name in metric::ALL.iter().chain(&metric::CONTENTION).map(|s| s.to_string()).chain(plan.metrics.clone()) {
             let values: Vec<f64> = command.runs.iter().filter_map(|r| r.metric(&name)).collect();
@@ -100,7 +116,9 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
             }
         }
     }
-    let counters = multiplicity::corrected_metrics(plan, experiment);
+    let deciding = deciding_metrics(plan, experiment);
+    let counters: Vec<String> =
+        multiplicity::corrected_metrics(plan, experiment).into_iter().filter(|m| !deciding.contains(m)).collect();
     let secondary_level = multiplicity::secondary_confidence(look_level, plan.commands.len() - 1, counters.len());
     let mut compared = plan.metrics.clone();
     if !compared.contains(&experiment.primary_metric) {
@@ -117,6 +135,7 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
         }
     }
     crosscheck::cross_check(&mut experiment.comparisons);
+    experiment.design = design::analyze(plan, experiment, look_level);
     if plan.measure.explain.is_some() {
         explain_comparisons(plan, experiment, level);
     }
@@ -186,8 +205,39 @@ const NOISY_SPREAD: f64 = 0.05;
 
 /// Warnings about the primary metric's runs: process creation dominating short ones
 /// (unless the commands time themselves), shifts during the measurement, noise.
+/// One warning per reason for the counters no run of any command could read (a
+/// hardware event on a machine without a PMU): the table shows `<not supported>`, and the
+/// warning says that the experiment went on without them.
+fn unread_counters(experiment: &Experiment) -> Vec<Warning> {
+    let runs = || experiment.commands.iter().flat_map(|c| &c.runs);
+    let mut by_reason: std::collections::BTreeMap<String, Vec<&str>> = std::collections::BTreeMap::new();
+    let mut names: Vec<&str> = runs().flat_map(|r| r.counters.keys().map(String::as_str)).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let mut readings = runs().filter_map(|r| r.counters.get(name));
+        // A derived rate (`ipc`) is unread because an input is, and that input is named.
+        if readings.clone().any(|reading| reading.supported) || crate::measure::counters::is_derived(name) {
+            continue;
+        }
+        let reason = readings.find_map(|reading| reading.reason.clone()).unwrap_or_else(|| "no reason given".into());
+        by_reason.entry(reason).or_default().push(name);
+    }
+    by_reason
+        .into_iter()
+        .map(|(reason, names)| {
+            let names = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+            Warning::new(WarningKind::Unsupported, format!("{names} not counted, measured without: {reason}"))
+        })
+        .collect()
+}
+
 fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
     let mut out = Vec::new();
+    if let Some(fake) = experiment.environment.get("fake_pmu") {
+        out.push(Warning::new(WarningKind::Other, format!("{fake}: not a measurement of this CPU")));
+    }
+    out.extend(unread_counters(experiment));
     if plan.measure.mode == Mode::Instructions {
         return out;
     }

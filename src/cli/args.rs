@@ -107,12 +107,34 @@ impl RunnerArgs {
     }
 }
 
+/// `-e` of stat and compare: every event accepted (a test keeps it in step with
+/// `measure::event::SYMBOLIC`).
+pub const COUNTED_EVENTS_HELP: &str =
+    "Counters to read per run via perf_event_open, in perf's syntax, comma-separated: \
+cycles, instructions, branches, branch-misses, cache-references, cache-misses, bus-cycles, \
+stalled-cycles-frontend, stalled-cycles-backend, ref-cycles, task-clock, cpu-clock, page-faults, minor-faults, \
+major-faults, context-switches, cpu-migrations, alignment-faults, emulation-faults, L1-dcache-loads, \
+L1-dcache-load-misses, L1-dcache-stores, L1-icache-load-misses, LLC-loads, LLC-load-misses, LLC-stores, \
+LLC-store-misses, dTLB-loads, dTLB-load-misses, iTLB-loads, iTLB-load-misses, branch-loads, branch-load-misses \
+(aliases: cpu-cycles, branch-instructions, faults, cs, migrations, idle-cycles-frontend, idle-cycles-backend); \
+modifiers :u :k :h :p/:pp/:ppp (cycles:u); groups {cycles,instructions} (counted together, all-or-nothing); \
+raw rUUEE (r00c0); PMU events pmu/field=value,…/ or pmu/name/ (cpu/event=0x3c,umask=0x00/, msr/tsc/); \
+tracepoints subsystem:name (sched:sched_switch; root)";
+
+/// `-e` of profile and top: every event accepted.
+pub const SAMPLED_EVENT_HELP: &str = "Event to sample, in perf's syntax: cpu-clock (the default, needs no PMU), \
+task-clock, page-faults, minor-faults, major-faults, context-switches, cpu-migrations, alignment-faults, \
+emulation-faults, cycles, instructions, branches, branch-misses, cache-references, cache-misses, bus-cycles, \
+stalled-cycles-frontend, stalled-cycles-backend, ref-cycles, L1-dcache-loads, L1-dcache-load-misses, \
+L1-dcache-stores, L1-icache-load-misses, LLC-loads, LLC-load-misses, LLC-stores, LLC-store-misses, dTLB-loads, \
+dTLB-load-misses, iTLB-loads, iTLB-load-misses, branch-loads, branch-load-misses (those after cpu-migrations need \
+a hardware PMU); modifiers :u :k :h :p/:pp/:ppp; raw rUUEE; pmu/field=value,…/; tracepoints subsystem:name \
+(sched:sched_switch, sampled at every event unless -c; root)";
+
 /// What a run measures besides time: counters or instruction mode.
 #[derive(Debug, Clone, Args, Default)]
 pub struct MeasureArgs {
-    /// Counters to read per run via perf_event_open (comma-separated perf names,
-    /// e.g. cycles,instructions,branch-misses,task-clock,page-faults).
-    #[arg(short = 'e', long = "events", value_delimiter = ',', value_name = "EVENTS")]
+    #[arg(short = 'e', long = "events", value_name = "EVENTS", help = COUNTED_EVENTS_HELP)]
     pub events: Vec<String>,
     /// wall: time each run natively; instructions: run under valgrind cachegrind.
     #[arg(long, default_value = "wall",
@@ -133,6 +155,7 @@ impl MeasureArgs {
             mode: self.mode,
             counter_scope: self.counter_scope,
             output: output.output.clone().unwrap_or_default(),
+            iterations: output.iterations.unwrap_or_default(),
             explain: None,
         }
     }
@@ -157,10 +180,12 @@ pub struct OutputArgs {
     #[arg(long, value_delimiter = ',', value_name = "METRIC")]
     pub lower_is_better: Vec<String>,
     /// Which iterations of a metric printed several times per run make the run's value:
-    /// all (their mean) or steady (the mean of those after --warmup-iterations).
+    /// all (their mean), first (the first --warmup-iterations: the cold start), steady (the
+    /// mean of those after them), or each (all decides; NAME[first] and NAME[steady] get
+    /// their own verdicts).
     #[arg(long, default_value = "all", value_parser = PossibleValuesParser::new(Iterations::NAMES))]
     pub iterations: String,
-    /// Iterations left out of the steady state.
+    /// Iterations in the first group (left out of the steady state).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub warmup_iterations: u32,
 }

@@ -52,6 +52,11 @@ pub struct CompareArgs {
     /// Write a Markdown summary (for a PR comment; `-` for stdout).
     #[arg(long, visible_alias = "export-markdown", value_name = "FILE")]
     pub markdown: Option<String>,
+    /// With parameters as factors (-L/-P, two or more): also compare every pair of
+    /// builds, each with its interval (Bonferroni over the pairs). The main effect of
+    /// each factor is always shown.
+    #[arg(long)]
+    pub pairwise: bool,
     /// Write every run as CSV, row by row as they finish (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<String>,
@@ -88,7 +93,14 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
         return Err(usage!("{} --name given for {} commands", args.names.len(), args.commands.len()));
     }
     // Every command (its name and hooks alike) once per combination of parameters.
-    let expanded = expand_parameters(&args.commands, &args.parameters.parameters()?)?;
+    let parameters = args.parameters.parameters()?;
+    let expanded = expand_parameters(&args.commands, &parameters)?;
+    let design = plan::factorial_design(args.commands.len(), &parameters, &expanded, args.pairwise);
+    if args.pairwise && design.is_none() {
+        return Err(usage!(
+            "--pairwise compares the builds of a design: one command with two or more parameters (-L/-P) of two or more values"
+        ));
+    }
     let texts: Vec<String> = expanded.iter().map(|(i, c)| substitute(&args.commands[*i], c)).collect();
     if texts.len() < 2 {
         return Err(usage!("compare needs at least two commands (or one that -L/-P parameters make several of)"));
@@ -142,6 +154,7 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
         show_output: args.experiment.runner.show_output,
         ignore_failure: args.experiment.ignore_failure,
         measure,
+        design,
     })
 }
 

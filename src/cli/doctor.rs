@@ -141,6 +141,7 @@ fn calibration_plan(command: &[String], shell: Option<&str>) -> Result<Plan, Fai
         show_output: false,
         ignore_failure: false,
         measure,
+        design: None,
     })
 }
 

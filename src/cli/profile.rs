@@ -107,10 +107,12 @@ pub struct ProfileArgs {
     /// Sampling frequency in Hz (per task; cpu-clock's hrtimer caps it near 100 kHz).
     #[arg(short = 'F', long = "frequency", default_value_t = 997)]
     pub frequency: u64,
-    /// Event to sample: cpu-clock (default, needs no PMU), task-clock, cycles, instructions,
-    /// cache-misses, branch-misses.
-    #[arg(short = 'e', long = "event", default_value = "cpu-clock")]
+    #[arg(short = 'e', long = "event", default_value = "cpu-clock", help = super::args::SAMPLED_EVENT_HELP)]
     pub event: String,
+    /// Sample every N events (perf record's -c; here -c is hyperfine's --cleanup in every
+    /// command) instead of -F times a second; tracepoints default to every event.
+    #[arg(long = "count", value_name = "N")]
+    pub count: Option<u64>,
     /// Where to save the profile.
     #[arg(short = 'o', long = "output", default_value = "perflab.profile")]
     pub output: PathBuf,
@@ -187,9 +189,7 @@ pub struct TopArgs {
     /// Sampling frequency in Hz (per CPU or task).
     #[arg(short = 'F', long = "frequency", default_value_t = 997)]
     pub frequency: u64,
-    /// Event to sample: cpu-clock (default, needs no PMU), task-clock, cycles, instructions,
-    /// cache-misses, branch-misses.
-    #[arg(short = 'e', long = "event", default_value = "cpu-clock")]
+    #[arg(short = 'e', long = "event", default_value = "cpu-clock", help = super::args::SAMPLED_EVENT_HELP)]
     pub event: String,
     #[command(flatten)]
     pub target: TargetArgs,
@@ -290,6 +290,7 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
             mode: args.target.mode(args.command, args.duration)?.ok_or_else(nothing)?,
             event: args.event,
             frequency_hz: args.frequency,
+            period: args.count,
             // Off-CPU stacks need call stacks: frame pointers unless -g says otherwise.
             call_graph: CallGraph::from_unwinding(
                 args.call_graph.or(args.off_cpu.then_some(Unwinding::FramePointers)),

@@ -13,9 +13,23 @@ use clap::Args;
 
 #[derive(Debug, Args, Clone)]
 pub struct StatArgs {
-    /// The command to measure, with its arguments.
-    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    /// The command to measure, with its arguments (with -a or -p: the counting period,
+    /// e.g. `sleep 5`; without one, until Ctrl-C or the processes end).
+    #[arg(required_unless_present_any = ["all_cpus", "pid"], num_args = 1.., trailing_var_arg = true,
+          allow_hyphen_values = true, value_name = "CMD")]
     pub command: Vec<String>,
+    /// Count every task on every CPU (perf stat -a; needs root or perf_event_paranoid ≤ 0).
+    #[arg(short = 'a', long = "all-cpus", conflicts_with = "pid")]
+    pub all_cpus: bool,
+    /// Count running processes (comma-separated PIDs; all their threads).
+    #[arg(short = 'p', long = "pid", value_delimiter = ',', value_name = "PID")]
+    pub pid: Vec<i32>,
+    /// With -p: one row per thread instead of their sum.
+    #[arg(long, requires = "pid")]
+    pub per_thread: bool,
+    /// Print the counts of every interval of MS milliseconds as they happen (perf stat -I).
+    #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = clap::value_parser!(u64).range(10..))]
+    pub interval: Option<u64>,
     /// Measured runs (default: 10 in wall mode, 1 in instruction mode).
     #[arg(short = 'r', long = "rounds", visible_aliases = ["repeat", "runs"], value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -23,6 +37,10 @@ pub struct StatArgs {
     /// Run the command through `sh -c` (or `--shell=SHELL -c`).
     #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
     pub shell: Option<String>,
+    /// Also count perf stat -d's detailed events: L1-dcache-loads, L1-dcache-load-misses,
+    /// LLC-loads, LLC-load-misses (with their miss rates).
+    #[arg(short = 'd', long = "detailed")]
+    pub detailed: bool,
     #[command(flatten)]
     pub runner: RunnerArgs,
     #[command(flatten)]
@@ -42,6 +60,15 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     let instructions = measure.mode == Mode::Instructions;
     if measure.events.is_empty() && !instructions {
         measure.events = counters::DEFAULT_STAT_EVENTS.map(String::from).to_vec();
+    }
+    if args.detailed {
+        if instructions {
+            return Err(crate::usage!("-d counts perf events; instruction mode already reports cache misses"));
+        }
+        measure.events.extend(crate::measure::event::DETAILED.map(String::from));
+    }
+    if args.all_cpus || !args.pid.is_empty() || args.interval.is_some() {
+        return live(&args, &measure);
     }
     let names = plan::stat_metrics(&measure)?;
     // One argument is a command line to split like a shell; several are the argv itself
@@ -72,6 +99,7 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
         show_output: args.runner.show_output,
         ignore_failure: false,
         measure,
+        design: None,
     };
     let stdout_taken = args.runner.json.as_deref() == Some("-");
     let mut progress = render::progress::ProgressDisplay::new(&plan.settings, args.runner.progress_hidden());
@@ -106,4 +134,73 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
         render::json::write(path, &StatReport { experiment: &experiment, metrics })?;
     }
     super::outcome(&experiment, "runs")
+}
+
+/// `stat -a`, `-p`, `-I`: one counting period, not repeated runs.
+fn live(args: &StatArgs, measure: &crate::measure::MeasureOptions) -> Result<(), Failure> {
+    use crate::measure::live::{self, LiveOptions, Whom};
+    if measure.mode == Mode::Instructions {
+        return Err(crate::usage!(
+            "-a, -p and -I count with perf events; they cannot be combined with --mode instructions"
+        ));
+    }
+    if args.runs.is_some() {
+        return Err(crate::usage!(
+            "-a, -p and -I count one period (the command's run, or until Ctrl-C); -r does not apply"
+        ));
+    }
+    if args.runner.json.is_some() {
+        return Err(crate::usage!("--json is not written for -a, -p or -I yet (their counts are printed)"));
+    }
+    let whom = if args.all_cpus {
+        Whom::AllCpus
+    } else if !args.pid.is_empty() {
+        Whom::Pids(args.pid.clone())
+    } else {
+        Whom::Command
+    };
+    let command = match args.command.as_slice() {
+        [] => None,
+        [single] if args.shell.is_none() => {
+            Some(shell_words::split(single).map_err(|e| crate::usage!("{single}: {e}"))?)
+        }
+        many => match &args.shell {
+            Some(shell) => Some(vec![shell.clone(), "-c".into(), many.join(" ")]),
+            None => Some(many.to_vec()),
+        },
+    };
+    let events = counters::parse_events(&measure.events)?;
+    let counting = counters::Counting::new(events, measure.counter_scope, counters::system_opener());
+    let options = LiveOptions {
+        whom: whom.clone(),
+        command: command.clone(),
+        per_thread: args.per_thread,
+        interval: args.interval.map(std::time::Duration::from_millis),
+    };
+    let report = live::count(&counting, &options, &mut |interval| {
+        eprint!("{}", render::stat::render_interval(interval));
+    })?;
+    let title = match (&whom, &command) {
+        (Whom::AllCpus, _) => "all CPUs (system-wide)".to_string(),
+        (Whom::Pids(pids), _) => format!(
+            "process{} {}",
+            if pids.len() == 1 { "" } else { "es" },
+            pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
+        ),
+        (Whom::Command, Some(argv)) => format!("'{}'", argv.join(" ")),
+        (Whom::Command, None) => String::new(),
+    };
+    let mut notes = vec![format!("counters: {} mode (see --counter-scope)", measure.counter_scope.resolve().as_str())];
+    if let Some(fake) = counters::fake_pmu_slots() {
+        notes.push(color::yellow(&format!(
+            "warning: {}: hardware counts are made up ({fake} counters)",
+            counters::FAKE_PMU_ENV
+        )));
+    }
+    print!("{}", render::stat::render_live(&title, &report, &notes));
+    match report.exit {
+        Some(exit) if !exit.success() => Err(Failure::CommandFailed(format!("`{}` {}", title, exit.describe()))),
+        _ if report.interrupted => Err(Failure::Interrupted("interrupted; the counts so far are printed".into())),
+        _ => Ok(()),
+    }
 }

@@ -253,6 +253,7 @@ mod tests {
             show_output: false,
             ignore_failure: false,
             measure: MeasureOptions::default(),
+            design: None,
         }
     }
 

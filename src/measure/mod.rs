@@ -4,6 +4,8 @@
 
 pub mod cachegrind;
 pub mod counters;
+pub mod event;
+pub mod live;
 pub mod output;
 pub mod sampling;
 
@@ -20,6 +22,9 @@ pub struct MeasureOptions {
     /// How to read the metrics a command prints about itself (empty: none; its output
     /// is then not captured at all).
     pub output: Vec<output::Parser>,
+    /// Which iterations of a printed metric make a run's value (the same choice as
+    /// `Settings::iterations`, here for the metric names `each` adds).
+    pub iterations: crate::model::Iterations,
     /// Sample every run to explain the comparison function by function (`--explain`);
     /// in instruction mode, cachegrind's per-function counts instead.
     pub explain: Option<sampling::Sampling>,
@@ -72,7 +77,9 @@ pub fn output_names(args: &MeasureOptions) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for name in args.output.iter().flat_map(|p| p.known_names().unwrap_or_default()) {
         if !names.contains(&name) {
+            let groups = args.iterations.group_names(&name);
             names.push(name);
+            names.extend(groups);
         }
     }
     names
@@ -104,6 +111,12 @@ pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTr
         facts.insert("counter_scope".to_string(), args.counter_scope.resolve().as_str().to_string());
         if let Some(level) = counters::paranoid_level() {
             facts.insert("perf_event_paranoid".to_string(), level.to_string());
+        }
+        if let Some(slots) = counters::fake_pmu_slots() {
+            facts.insert(
+                "fake_pmu".to_string(),
+                format!("{}: hardware counts are made up from task-clock ({slots} counters)", counters::FAKE_PMU_ENV),
+            );
         }
     }
     if args.mode == Mode::Instructions {

@@ -289,10 +289,27 @@ pub fn read_metrics(
         let mut samples = Samples::default();
         parser.samples(stdout, stderr, &mut samples)?;
         for (name, values) in samples.0 {
+            let groups = iterations.groups(&name, &values);
             let reading = CounterReading::sampled(values, iterations)
                 .unwrap_or_else(|why| CounterReading::unsupported(format!("{name}: {why}")));
             if !found.contains(&name) {
                 found.push(name.clone());
+                found.extend(iterations.group_names(&name));
+            }
+            for group in iterations.group_names(&name) {
+                // A run that printed no more than the first group has no steady state.
+                let value = groups.iter().find(|(g, _)| *g == group).map(|(_, v)| *v);
+                run.counters.insert(
+                    group,
+                    value.map_or_else(
+                        || {
+                            CounterReading::unsupported(format!(
+                                "{name}: the run printed too few iterations for both groups"
+                            ))
+                        },
+                        |v| CounterReading::value(v, false),
+                    ),
+                );
             }
             run.counters.insert(name, reading);
         }

@@ -40,7 +40,7 @@ pub struct SamplingProbe {
 
 impl SamplingProbe {
     pub fn new(sampling: &Sampling) -> Result<SamplingProbe, crate::error::Failure> {
-        crate::measure::counters::event(&sampling.event)?;
+        crate::measure::event::parse_one(&sampling.event)?;
         let call_graph = if sampling.call_stacks { CallGraph::FramePointers } else { CallGraph::None };
         let options = RecordOptions {
             event: sampling.event.clone(),

@@ -27,6 +27,9 @@ pub struct Plan {
     pub show_output: bool,
     pub ignore_failure: bool,
     pub measure: MeasureOptions,
+    /// The commands as builds of a factorial design (parameters as factors), analysed
+    /// as such at the end (`analysis::design`).
+    pub design: Option<crate::model::Design>,
 }
 
 /// Measurement options a suite can set in `[defaults]` or per benchmark; `None` means
@@ -218,4 +221,36 @@ impl Plan {
             ..self.clone()
         }
     }
+}
+
+/// The builds as a factorial design when one command template is expanded over two or
+/// more parameters with at least two values each (`-L cc gcc,clang -L disp
+/// switch,threaded`): each parameter a factor, its first value the reference level.
+pub fn factorial_design(
+    templates: usize,
+    parameters: &[(String, Vec<String>)],
+    expanded: &[(usize, command::Combination)],
+    pairwise: bool,
+) -> Option<crate::model::Design> {
+    let factors: Vec<&(String, Vec<String>)> = parameters.iter().filter(|(_, values)| values.len() >= 2).collect();
+    if templates != 1 || factors.len() < 2 {
+        return None;
+    }
+    let cells = expanded
+        .iter()
+        .map(|(_, combination)| {
+            factors
+                .iter()
+                .map(|(name, values)| {
+                    let value = &combination.iter().find(|(n, _)| n == name)?.1;
+                    values.iter().position(|v| v == value)
+                })
+                .collect::<Option<Vec<usize>>>()
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let factors = factors
+        .iter()
+        .map(|(name, values)| crate::model::Factor { name: name.clone(), levels: values.clone() })
+        .collect();
+    Some(crate::model::Design { factors, cells, pairwise })
 }

@@ -3,6 +3,7 @@
 
 pub mod color;
 pub mod csv;
+pub mod design;
 pub mod explain;
 pub mod json;
 pub mod markdown;

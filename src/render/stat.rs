@@ -145,6 +145,51 @@ pub fn render_terminal(title: &str, runs: usize, metrics: &[StatMetric], notes: 
     out
 }
 
+/// `stat -a/-p/-I` totals, perf stat's layout: one block per row (all CPUs, all threads,
+/// or each thread), a count per event, unsupported counters with their reason.
+pub fn render_live(title: &str, report: &crate::measure::live::LiveReport, notes: &[String]) -> String {
+    let mut out = format!(
+        "\n Counter totals for {title} ({:.2} s{}):\n\n",
+        report.elapsed_s,
+        if report.interrupted { ", interrupted" } else { "" }
+    );
+    let width = report.rows.iter().flat_map(|r| r.counters.keys()).map(|k| k.chars().count()).max().unwrap_or(0);
+    for row in &report.rows {
+        if report.rows.len() > 1 || row.thread {
+            out.push_str(&format!("  {}\n", crate::render::escape(&row.label)));
+        }
+        for (name, reading) in &row.counters {
+            let text = match reading.value {
+                Some(v) => format!("{}{}", format_value(name, v), if reading.scaled { "  (scaled)" } else { "" }),
+                None => color::dim(&format!("<not supported>  {}", reading.reason.as_deref().unwrap_or(""))),
+            };
+            out.push_str(&format!("  {name:<width$}  {text}\n"));
+        }
+    }
+    for note in notes {
+        out.push_str(&format!("\n {note}"));
+    }
+    out.push('\n');
+    out
+}
+
+/// One `-I` interval: `seconds  [thread]  count  event` per line, as perf prints them.
+pub fn render_interval(interval: &crate::measure::live::IntervalCounts) -> String {
+    let mut out = String::new();
+    for row in &interval.rows {
+        let label = if interval.rows.len() > 1 || row.thread {
+            format!("{:<16}  ", crate::render::escape(&row.label))
+        } else {
+            String::new()
+        };
+        for (name, reading) in &row.counters {
+            let value = reading.value.map_or("<not supported>".to_string(), |v| format_value(name, v));
+            out.push_str(&format!("{:>12.6}  {label}{value:>18}  {name}\n", interval.at_s));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -149,6 +149,7 @@ pub fn render(e: &Experiment) -> String {
             }
         }
     }
+    out.push_str(&super::design::render(e));
     let unsupported = unsupported_counters(e);
     if !unsupported.is_empty() {
         out.push_str(&dim("not supported here:\n"));
@@ -232,21 +233,30 @@ pub fn iteration_profile(e: &Experiment) -> String {
         ));
         out.push_str(&table.to_string());
         out.push('\n');
+        // Which group the verdicts are on, in the program's numbering.
+        let groups = e.settings.iterations.group_names(name);
+        if e.primary_metric == *name || groups.contains(&e.primary_metric) {
+            out.push_str(&format!("  the verdict that decided is on {}\n", e.primary_metric));
+        }
     }
     out
 }
 
-/// Counters that could not be read, with the reason, from the first run that has them.
+/// Counters some runs could read and others not, with the reason, from the first run
+/// that could not. One that no run read is a warning of the analysis instead.
 pub fn unsupported_counters(e: &Experiment) -> Vec<(String, String)> {
     let mut seen = std::collections::BTreeMap::new();
+    let mut read_somewhere = std::collections::BTreeSet::new();
     for run in e.commands.iter().flat_map(|c| &c.runs) {
         for (name, reading) in &run.counters {
-            if !reading.supported {
+            if reading.supported {
+                read_somewhere.insert(name.as_str());
+            } else {
                 seen.entry(name.clone()).or_insert_with(|| reading.reason.clone().unwrap_or_default());
             }
         }
     }
-    seen.into_iter().collect()
+    seen.into_iter().filter(|(name, _)| read_somewhere.contains(name.as_str())).collect()
 }
 
 #[cfg(test)]
@@ -272,6 +282,7 @@ mod tests {
             show_output: false,
             ignore_failure: false,
             measure: MeasureOptions::default(),
+            design: None,
         };
         let mut machine = Simulated::new(5, vec![0.05, 0.055], Noise::gaussian(0.01));
         run_experiment(&plan, &mut machine, &mut Quiet).unwrap()

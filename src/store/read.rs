@@ -699,6 +699,8 @@ fn stored_experiment(
             warnings: if full { r.json("warnings", "[]").unwrap_or_default() } else { Vec::new() },
             environment: documents.environments.get(r.value("environment").as_str(), "{}").unwrap_or_default(),
             failure: if full { r.opt_text("failure") } else { None },
+            // The design analysis is not stored; it is derived from the runs when asked.
+            design: None,
         },
         sample: None,
         profile_change: None,

@@ -69,6 +69,7 @@ fn profile(command: &CommandSpec) -> Result<Option<Profile>, Failure> {
         mode: RecordingMode::Launch { argv: command.argv.clone(), output: Output::Discard },
         event: "cpu-clock".into(),
         frequency_hz: FREQUENCY_HZ,
+        period: None,
         call_graph: CallGraph::Dwarf { stack_bytes: DEFAULT_STACK_BYTES },
         off_cpu: false,
     })?;

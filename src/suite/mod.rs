@@ -644,7 +644,10 @@ input = "queries.sql"
             ("output_metric = \"([0-9]+)\"", "perflab.toml:4: --output-metric `([0-9]+)` has no named capture"),
             ("parse = \"csv\"", "perflab.toml:4: unknown output format `csv`"),
             ("parse = 3", "perflab.toml:4: expected `parse` to be a string or a list of strings"),
-            ("iterations = \"first\"", "perflab.toml:4: expected `iterations` \"all\" or \"steady\""),
+            (
+                "iterations = \"last\"",
+                "perflab.toml:4: expected `iterations` \"all\", \"first\", \"steady\" or \"each\"",
+            ),
         ] {
             let err = parse_str(&format!("[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n{text}\n")).unwrap_err();
             assert!(err.contains(expected), "{err}");

@@ -77,6 +77,7 @@ pub fn plan_for(
         events: o.events.unwrap_or_default(),
         mode,
         output: o.output.unwrap_or_default(),
+        iterations: o.iterations.unwrap_or_default(),
         ..MeasureOptions::default()
     };
     let compared = plan::compared_metrics(&[], &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
@@ -89,6 +90,7 @@ pub fn plan_for(
         show_output: run.show_output,
         ignore_failure: run.ignore_failure,
         measure,
+        design: None,
     })
 }
 

@@ -21,7 +21,7 @@ pub use session::{Session, SessionState};
 
 use crate::error::Failure;
 use crate::executor::process::Output;
-use crate::measure::counters;
+
 use crate::profile::format::Profile;
 use crate::profile::unwind;
 use crate::usage;
@@ -69,6 +69,9 @@ pub struct RecordOptions {
     /// perf event name to sample (cpu-clock needs no PMU).
     pub event: String,
     pub frequency_hz: u64,
+    /// A fixed sample period (`-c N`: every Nth event) instead of `frequency_hz`;
+    /// tracepoints default to every event, as in perf.
+    pub period: Option<u64>,
     pub call_graph: CallGraph,
     /// Also record where threads block and for how long (implies call stacks).
     pub off_cpu: bool,
@@ -80,6 +83,7 @@ impl Default for RecordOptions {
             mode: RecordingMode::Launch { argv: Vec::new(), output: Output::Inherit },
             event: "cpu-clock".into(),
             frequency_hz: 997,
+            period: None,
             call_graph: CallGraph::None,
             off_cpu: false,
         }
@@ -147,7 +151,10 @@ impl RecordOptions {
                 ));
             }
         }
-        counters::event(&self.event)?;
+        crate::measure::event::parse_one(&self.event)?;
+        if self.period == Some(0) {
+            return Err(usage!("-c must be at least 1 (sample every Nth event)"));
+        }
         Ok(())
     }
 }
