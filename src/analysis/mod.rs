@@ -8,7 +8,7 @@ pub mod verdict;
 
 use crate::executor::contention;
 use crate::measure::Mode;
-use crate::model::{metric, CommandResult, Comparison, Experiment, Settings, Verdict, Warning, WarningKind};
+use crate::model::{metric, CommandResult, Comparison, Experiment, Verdict, Warning, WarningKind};
 use crate::plan::Plan;
 use crate::stats::{changepoint, summary};
 use crate::units::{format_seconds, format_value};
@@ -25,13 +25,7 @@ pub fn primary_comparisons(plan: &Plan, experiment: &Experiment, look_level: f64
     let level = per_comparison_level(plan, look_level);
     let primary = &experiment.primary_metric;
     let base = &experiment.commands[0];
-    experiment.commands[1..]
-        .iter()
-        .map(|cand| {
-            verdict::compare(base, cand, primary, level, &plan.settings)
-                .unwrap_or_else(|| undecided(base, cand, primary, &plan.settings, level))
-        })
-        .collect()
+    experiment.commands[1..].iter().map(|cand| verdict::compare(base, cand, primary, level, &plan.settings)).collect()
 }
 
 /// A machine where runs spend this share of their wall time waiting for a CPU is busy:
@@ -68,25 +62,6 @@ pub fn choose_primary(plan: &Plan, experiment: &mut Experiment) {
     experiment.warnings.push(Warning::new(WarningKind::Busy, message));
 }
 
-fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, settings: &Settings, level: f64) -> Comparison {
-    Comparison {
-        baseline: base.name.clone(),
-        candidate: cand.name.clone(),
-        metric: metric.to_string(),
-        better: settings.metric_info(metric).better,
-        ratio: f64::NAN,
-        ci_low: 0.0,
-        ci_high: f64::INFINITY,
-        confidence: settings.confidence,
-        look_confidence: level,
-        p_value: 1.0,
-        verdict: Verdict::Inconclusive,
-        below_threshold: false,
-        n: 0,
-        flags: vec!["no paired rounds".into()],
-    }
-}
-
 /// Summaries, every metric's comparisons at the final level, and warnings.
 pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     let level = per_comparison_level(plan, look_level);
@@ -108,14 +83,46 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
         for cand in candidates {
             for name in &compared {
                 let level = if counters.contains(name) { secondary_level } else { level };
-                if let Some(c) = verdict::compare(base, cand, name, level, &plan.settings) {
+                let c = verdict::compare(base, cand, name, level, &plan.settings);
+                // A metric neither command has (a counter this machine cannot read) is
+                // listed as unsupported, not as a comparison; the primary always shows.
+                let anywhere = |r: &CommandResult| r.runs.iter().any(|run| run.metric(name).is_some());
+                if c.verdict != Verdict::NotComparable
+                    || *name == experiment.primary_metric
+                    || anywhere(base)
+                    || anywhere(cand)
+                {
                     experiment.comparisons.push(c);
                 }
             }
         }
     }
     crosscheck::cross_check(&mut experiment.comparisons);
+    experiment.warnings.extend(not_comparable_warnings(&experiment.comparisons));
     experiment.warnings.extend(warnings(plan, experiment));
+}
+
+/// A warning for every comparison that gave no ratio, or skipped rounds to give one:
+/// a dropped metric must never pass silently (a gate on it would pass).
+fn not_comparable_warnings(comparisons: &[Comparison]) -> Vec<Warning> {
+    comparisons
+        .iter()
+        .filter(|c| c.verdict == Verdict::NotComparable || c.flags.iter().any(|f| f.contains("rounds skipped")))
+        .map(|c| {
+            let why = c.flags.iter().find(|f| c.verdict == Verdict::NotComparable || f.contains("rounds skipped"));
+            let what = if c.verdict == Verdict::NotComparable { "not comparable" } else { "compared on fewer rounds" };
+            Warning::new(
+                WarningKind::NotComparable,
+                format!(
+                    "{} of `{}` vs `{}` {what}: {}",
+                    c.metric,
+                    c.candidate,
+                    c.baseline,
+                    why.map_or("", String::as_str)
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Process creation and exec cost ~0.1 ms (a static binary) to ~0.5 ms (a dynamic one)
