@@ -79,3 +79,94 @@ fn the_gate_fails_closed_without_an_interval() {
         .code(1)
         .stderr(predicate::str::contains("cannot judge").and(predicate::str::contains("too few rounds")));
 }
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// SQLite's WAL index (`-shm`) is a shared memory map: truncated under a running writer,
+/// the next access faulted with SIGBUS (exit 135, no message). Now one line and exit 2,
+/// and the runs committed before are still there.
+#[test]
+fn a_truncated_shared_memory_file_ends_in_one_line_and_keeps_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let shm = dir.path().join("h.db-shm");
+    let bin = assert_cmd::cargo::cargo_bin("perflab");
+    let child = std::process::Command::new(&bin)
+        .args(["compare", "-r200", "-w0", "--save", "--db", db.to_str().unwrap(), "sleep 0.02", "sleep 0.02"])
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for a few committed runs, then cut the index to nothing.
+    let start = std::time::Instant::now();
+    while !shm.exists() || start.elapsed() < std::time::Duration::from_millis(700) {
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "no -shm file appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::fs::OpenOptions::new().write(true).open(&shm).unwrap().set_len(0).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "exit 2, not a signal: {:?} {stderr}", out.status);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("perflab: error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains("-shm"), "{stderr}");
+    let history = perflab().args(["export", "--db", db.to_str().unwrap()]).assert().success().get_output().clone();
+    let export = json_of(&history.stdout);
+    let runs = export["experiments"][0]["experiment"]["commands"][0]["runs"].as_array().map_or(0, Vec::len);
+    assert!(runs >= 1, "the committed runs are kept: {export}");
+}
+
+/// A command line running `perflab args` with `dir` mounted read-only in a private mount
+/// namespace (root), or with `dir` and its files made read-only (anyone else).
+fn on_read_only_dir(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let bin = assert_cmd::cargo::cargo_bin("perflab");
+    if is_root() {
+        let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+        let script = format!(
+            "mount --bind {0} {0} && mount -o remount,ro,bind {0} && NO_COLOR=1 {1} {2}",
+            dir.display(),
+            bin.display(),
+            quoted.join(" ")
+        );
+        std::process::Command::new("unshare").args(["-m", "sh", "-c", &script]).output().unwrap()
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            std::fs::set_permissions(entry.unwrap().path(), std::fs::Permissions::from_mode(0o444)).unwrap();
+        }
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let out = std::process::Command::new(bin).args(args).env("NO_COLOR", "1").output().unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        out
+    }
+}
+
+/// A database on a read-only filesystem is opened read-only: history, report and
+/// export read it; storing into it is one line and exit 2.
+#[test]
+fn a_database_on_a_read_only_filesystem_can_be_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let db = db.to_str().unwrap();
+    perflab().args(["compare", "-r6", "-w0", "--save", "--label", "v1", "--db", db, "true", "true"]).assert().success();
+    let history = on_read_only_dir(dir.path(), &["history", "--db", db]);
+    let stderr = String::from_utf8_lossy(&history.stderr);
+    assert!(history.status.success(), "history: {stderr}");
+    assert!(String::from_utf8_lossy(&history.stdout).contains("true"), "{history:?}");
+    assert!(stderr.contains("read-only"), "the fallback is said: {stderr}");
+    let export = on_read_only_dir(dir.path(), &["export", "--db", db]);
+    assert!(export.status.success(), "export: {}", String::from_utf8_lossy(&export.stderr));
+    assert_eq!(json_of(&export.stdout)["experiments"].as_array().unwrap().len(), 1);
+    let report = dir.path().join("r.html");
+    let out = on_read_only_dir(dir.path(), &["report", "--db", db, "-o", "/dev/null"]);
+    assert!(out.status.success(), "report: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(!report.exists());
+    let save = on_read_only_dir(dir.path(), &["compare", "-r2", "-w0", "--save", "--db", db, "true", "true"]);
+    assert_eq!(save.status.code(), Some(2), "{save:?}");
+    let stderr = String::from_utf8_lossy(&save.stderr);
+    assert_eq!(stderr.lines().filter(|l| l.starts_with("perflab: error")).count(), 1, "{stderr}");
+}

@@ -220,6 +220,16 @@ pub fn schema_version() -> i64 {
     MIGRATIONS.last().map_or(0, |m| m.0)
 }
 
+/// The highest migration applied to a SQLite database (0 for an empty one), without
+/// writing.
+pub(super) fn stored_version(db: &mut dyn Backend) -> anyhow::Result<i64> {
+    let exists = db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'", &[])?;
+    if exists.is_empty() {
+        return Ok(0);
+    }
+    Ok(db.query("SELECT MAX(version) FROM schema_migrations", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0))
+}
+
 /// Apply the migrations above the database's version up to `target` (inside the
 /// caller's write transaction).
 pub(super) fn migrate(db: &mut dyn Backend, target: i64, now: &str) -> anyhow::Result<()> {
