@@ -170,3 +170,83 @@ fn a_database_on_a_read_only_filesystem_can_be_read() {
     let stderr = String::from_utf8_lossy(&save.stderr);
     assert_eq!(stderr.lines().filter(|l| l.starts_with("perflab: error")).count(), 1, "{stderr}");
 }
+
+/// A TCP server that accepts connections and never answers; its port.
+fn silent_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    port
+}
+
+/// A PostgreSQL that accepts and never answers used to hang `history` and `run` for
+/// minutes: the connect time-out ends them with one line and exit 2.
+#[test]
+fn a_silent_database_server_is_a_one_line_error_not_a_hang() {
+    let db = format!("postgres://u@127.0.0.1:{}/db", silent_server());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("perflab.toml"), "[[benchmark]]\nname = \"t\"\ncommand = \"true\"\n").unwrap();
+    for args in [&["history"][..], &["run", "--label", "x"]] {
+        let start = std::time::Instant::now();
+        let out = perflab()
+            .current_dir(dir.path())
+            .args(args)
+            .args(["--db", &db])
+            .env("PERFLAB_PG_CONNECT_TIMEOUT", "1s")
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("no answer within 1"), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().filter(|l| l.starts_with("perflab: error")).count(), 1, "{stderr}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "{args:?} took {:?}", start.elapsed());
+    }
+    // An agent waits it out like any outage, saying so, and stops on Ctrl-C.
+    let bin = assert_cmd::cargo::cargo_bin("perflab");
+    let log = dir.path().join("agent.log");
+    let mut agent = std::process::Command::new(bin)
+        .current_dir(dir.path())
+        .args(["agent", "--once", "--db", &db])
+        .env("PERFLAB_PG_CONNECT_TIMEOUT", "1s")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&log).unwrap().contains("reconnecting in") {
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "{}", std::fs::read_to_string(&log).unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: signalling a child this test started.
+    unsafe { libc::kill(agent.id() as i32, libc::SIGINT) };
+    assert_eq!(agent.wait().unwrap().code(), Some(130), "{}", std::fs::read_to_string(&log).unwrap());
+}
+
+/// A statement blocked on the server (a lock someone holds) is cancelled by the
+/// statement time-out: one line, exit 2.
+#[test]
+fn a_blocked_statement_times_out() {
+    let Some(db) = common::pg::scratch_db("faults_statement_timeout") else { return };
+    perflab().args(["compare", "-r2", "-w0", "--save", "--db", &db, "true", "true"]).assert().success();
+    let mut locker = postgres::Client::connect(&db, postgres::NoTls).unwrap();
+    let mut transaction = locker.transaction().unwrap();
+    transaction.batch_execute("LOCK TABLE experiments IN ACCESS EXCLUSIVE MODE").unwrap();
+    let start = std::time::Instant::now();
+    let out = perflab()
+        .args(["history", "--db", &db])
+        .env("PERFLAB_PG_STATEMENT_TIMEOUT", "1s")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("statement timeout"), "{stderr}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(20), "took {:?}", start.elapsed());
+    transaction.rollback().unwrap();
+    common::pg::drop_scratch(&db);
+}

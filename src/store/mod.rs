@@ -11,6 +11,7 @@
 
 mod backend;
 pub mod exchange;
+mod fence;
 pub mod fleet;
 pub mod postgres;
 mod read;
@@ -169,6 +170,12 @@ pub fn default_label(git_commit: Option<&str>) -> String {
     }
 }
 
+/// True when `failure` says the database could not be reached or stopped answering
+/// (a restart, a partition, a time-out), so that trying again later may work.
+pub fn unavailable(failure: &Failure) -> bool {
+    matches!(failure, Failure::Other(e) if postgres::is_unavailable(e))
+}
+
 /// The database named by `url`, else by `$PERFLAB_DB`, else the default path.
 fn locate(url: Option<&str>) -> String {
     let env = std::env::var(DB_ENV).ok().filter(|v| !v.is_empty());
@@ -195,8 +202,11 @@ impl Store {
         let location = locate(url);
         let db: Box<dyn Backend> = if is_postgres(&location) {
             Box::new(
-                postgres::Postgres::connect(&location)
-                    .map_err(|e| crate::usage!("cannot connect to {}: {e:#}", redact(&location)))?,
+                // Kept typed (exit code 2 all the same): an agent retries when the
+                // server is unavailable, and only then.
+                postgres::Postgres::connect(&location).map_err(|e| {
+                    Failure::Other(anyhow::Error::from(e).context(format!("cannot connect to {}", redact(&location))))
+                })?,
             )
         } else {
             let path = location.strip_prefix("sqlite:").unwrap_or(&location);
@@ -211,7 +221,13 @@ impl Store {
             )
         };
         let mut store = Store { db, location: redact(&location), read_only: None };
-        store.migrate(schema_version()).map_err(|e| crate::usage!("database {}: {e:#}", store.location))?;
+        store.migrate(schema_version()).map_err(|e| {
+            if postgres::is_unavailable(&e) {
+                Failure::Other(e.context(format!("database {}", store.location)))
+            } else {
+                crate::usage!("database {}: {e:#}", store.location)
+            }
+        })?;
         Ok(store)
     }
 
@@ -356,7 +372,8 @@ impl Store {
     /// Labels in stored order (first use), with how many experiments carry each.
     pub fn labels(&mut self) -> Result<Vec<LabelInfo>, Failure> {
         let rows = self.db.query(
-            "SELECT l.name, l.created_at, COUNT(e.id) FROM labels l LEFT JOIN experiments e ON e.label_id = l.id \
+            "SELECT l.name, l.created_at, COUNT(e.id) FROM labels l \
+             LEFT JOIN experiments e ON e.label_id = l.id AND e.superseded_by IS NULL \
                  GROUP BY l.id, l.name, l.created_at ORDER BY l.id",
             &[],
         )?;
@@ -373,7 +390,8 @@ impl Store {
     /// Machines in the store, in order of first use.
     pub fn machines(&mut self) -> Result<Vec<MachineInfo>, Failure> {
         let rows = self.db.query(
-            "SELECT m.fingerprint, m.json, COUNT(e.id) FROM machines m LEFT JOIN experiments e ON e.machine_id = m.id \
+            "SELECT m.fingerprint, m.json, COUNT(e.id) FROM machines m \
+             LEFT JOIN experiments e ON e.machine_id = m.id AND e.superseded_by IS NULL \
              GROUP BY m.id, m.fingerprint, m.json ORDER BY m.id",
             &[],
         )?;

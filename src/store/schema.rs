@@ -17,6 +17,11 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
     // scanning every experiment.
     (7, "index experiments by label", "CREATE INDEX experiments_by_label ON experiments(label_id);"),
     (8, "profiles of regressions", SCHEMA_PROFILE_CHANGES),
+    (
+        9,
+        "an incomplete experiment superseded by a later attempt of the same fleet job",
+        "ALTER TABLE experiments ADD COLUMN superseded_by {int};",
+    ),
 ];
 
 const CALIBRATIONS: &str = r#"

@@ -179,6 +179,7 @@ impl Backend for Sqlite {
             .replace("{int}", "INTEGER")
             .replace("{real}", "REAL")
             .replace("{blob}", "BLOB")
+            .replace("{for_share}", "")
             .replace("{without_rowid}", " WITHOUT ROWID")
             .replace("{now}", "((julianday('now') - 2440587.5) * 86400.0)")
     }
