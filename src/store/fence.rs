@@ -54,4 +54,3 @@ pub(super) fn supersede_incomplete(db: &mut dyn Backend, id: i64) -> anyhow::Res
         &[int(id)],
     )
 }
-

@@ -6,8 +6,8 @@
 //! SQLite's single writer), which is what `FOR UPDATE SKIP LOCKED` would buy, without a
 //! lock held while the job runs.
 
-pub use super::fence::{claim_lost, Claim, ClaimLost};
 use super::backend::{int, opt_text, real, text, Value};
+pub use super::fence::{claim_lost, Claim, ClaimLost};
 use super::write::{machine_id, now};
 use super::Store;
 use crate::error::Failure;
