@@ -250,3 +250,29 @@ fn a_blocked_statement_times_out() {
     transaction.rollback().unwrap();
     common::pg::drop_scratch(&db);
 }
+
+/// A profile whose object is a FIFO made `show` wait forever for a writer: objects that
+/// are not regular files are not opened (the samples keep their offsets, with a warning).
+#[test]
+fn a_fifo_named_as_an_object_is_not_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("object-fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let profile = format!(
+        "perflab-profile 1\n{{\"event\":\"cpu-clock\",\"frequency_hz\":1000,\"command\":[\"x\"],\"started\":\"\",\"duration_s\":1,\"lost\":0,\"exit_code\":0,\"objects\":[{{\"path\":{:?}}}],\"tasks\":[{{\"pid\":1,\"tid\":1,\"comm\":\"x\"}}],\"samples\":[{{\"pid\":1,\"tid\":1,\"space\":\"user\",\"object\":0,\"offset\":4660,\"count\":5,\"period\":5000000}}]}}\n",
+        fifo.to_str().unwrap()
+    );
+    let path = dir.path().join("p.profile");
+    std::fs::write(&path, profile).unwrap();
+    for command in [&["show"][..], &["show", "--by", "line"], &["annotate"], &["show", "--flamegraph", "/dev/null"]] {
+        let out = perflab().args(command).arg(&path).timeout(std::time::Duration::from_secs(30)).output().unwrap();
+        assert!(out.status.code().is_some(), "{command:?} did not end: {out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.code() == Some(0) || out.status.code() == Some(2), "{command:?}: {out:?}");
+        if command == ["show"] {
+            assert!(text.contains("object-fifo+0x1234"), "{text}");
+        }
+    }
+}

@@ -50,7 +50,7 @@ pub struct ObjectInfo {
 impl ObjectInfo {
     /// Load and index an object; the error is one line naming what is wrong with it.
     pub fn load(path: &str) -> Result<ObjectInfo, String> {
-        let file = std::fs::File::open(path).map_err(|e| format!("cannot open {path}: {e}"))?;
+        let file = crate::files::open_regular(path).map_err(|e| format!("cannot open {path}: {e}"))?;
         // SAFETY: the file is only read; a concurrent truncation could fault, as for every
         // tool that maps binaries (perf, addr2line), and is accepted.
         let data = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map {path}: {e}"))?;
@@ -92,7 +92,7 @@ impl ObjectInfo {
         let dwarf = match load_dwarf(&elf) {
             Some(d) => Some(d),
             None => separate_debug_file(&elf, Path::new(path)).and_then(|debug| {
-                let f = std::fs::File::open(&debug).ok()?;
+                let f = crate::files::open_regular(&debug).ok()?;
                 // SAFETY: as above.
                 let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
                 let obj = object::File::parse(&*map).ok()?;
