@@ -276,3 +276,24 @@ fn a_fifo_named_as_an_object_is_not_opened() {
         }
     }
 }
+
+/// A suite command of 200,000 `{` (none a placeholder) is read at once: finding the
+/// placeholders was quadratic (32,000 `{` took 9.8 s; this many would take minutes).
+#[test]
+fn a_suite_command_of_many_braces_is_read_in_linear_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let braces = "{".repeat(200_000);
+    std::fs::write(
+        dir.path().join("perflab.toml"),
+        format!("[[benchmark]]\nname = \"b\"\ncommand = \"echo {braces}\"\n"),
+    )
+    .unwrap();
+    let out = perflab()
+        .current_dir(dir.path())
+        .args(["run", "--list"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&braces), "the command is listed as written");
+}
