@@ -297,3 +297,101 @@ fn a_suite_command_of_many_braces_is_read_in_linear_time() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains(&braces), "the command is listed as written");
 }
+
+/// An invalid regular expression is one line (the regex library's message spans several,
+/// quoting the pattern with a caret under the fault), with the usage exit code.
+#[test]
+fn an_invalid_regex_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("perflab.toml"), "[[benchmark]]\nname = \"b\"\ncommand = \"true\"\n").unwrap();
+    let suite = perflab().current_dir(dir.path()).args(["run", "--list", "--filter", "a(b"]).output().unwrap();
+    let metric = perflab().args(["compare", "-r2", "--output-metric", "v=(?<v>\\d+", "true", "true"]).output().unwrap();
+    for (what, out) in [("--filter", suite), ("--output-metric", metric)] {
+        assert_eq!(out.status.code(), Some(2), "{what}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{what}: {stderr}");
+        assert!(stderr.contains("not a regular expression") && stderr.contains("unclosed group"), "{what}: {stderr}");
+    }
+}
+
+/// Run `argv` and return its exit code and the peak resident memory of it and every
+/// process it waited for (wait4's rusage; GNU time's %M), in KiB.
+fn exit_and_peak_rss(argv: &[&str]) -> (i32, std::process::Output, i64) {
+    use std::os::unix::process::ExitStatusExt;
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+        .args(argv)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    // Drain the pipes on threads, then reap the child ourselves for its rusage.
+    let mut stdout = child.stdout.unwrap();
+    let mut stderr = child.stderr.unwrap();
+    let out_thread = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut b).unwrap();
+        b
+    });
+    let err_thread = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut stderr, &mut b).unwrap();
+        b
+    });
+    let mut status = 0;
+    // SAFETY: wait4 on our own child, into live locals.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    let status = std::process::ExitStatus::from_raw(status);
+    let output =
+        std::process::Output { status, stdout: out_thread.join().unwrap(), stderr: err_thread.join().unwrap() };
+    (status.code().unwrap_or(-1), output, usage.ru_maxrss)
+}
+
+/// `--output-metric` held a run's whole output in memory (1 GiB printed made perflab's
+/// peak RSS 1.06 GB): the output is parsed as it arrives, so printing 24 MiB per run
+/// costs about what printing it to /dev/null does. A line longer than the parsers keep
+/// (1 MiB) is skipped, the lines after it still read, and stderr's metrics too.
+#[test]
+fn metrics_are_read_from_output_of_any_size_in_bounded_memory() {
+    let command = "yes 0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 \
+                   | head -c 25165824; head -c 2097152 /dev/zero | tr '\\0' x; echo; echo v=5; echo w=7 >&2";
+    let base = ["compare", "-r2", "-w0", "--no-progress", "--json", "-", "--shell"];
+    let (code, _, reference_kib) = exit_and_peak_rss(&[&base[..], &[command, command]].concat());
+    assert_eq!(code, 0);
+    let metrics = ["--output-metric", "v=(?<v>[0-9]+)", "--output-metric", "w=(?<w>[0-9]+)"];
+    let (code, out, parsing_kib) = exit_and_peak_rss(&[&base[..], &metrics, &[command, command]].concat());
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let json = json_of(&out.stdout);
+    for c in json["commands"].as_array().unwrap() {
+        for run in c["runs"].as_array().unwrap() {
+            assert_eq!(run["counters"]["v"]["value"], 5.0, "{run}");
+            assert_eq!(run["counters"]["w"]["value"], 7.0, "{run}");
+        }
+    }
+    // Holding one run's output would add 26 MiB.
+    assert!(parsing_kib < reference_kib + 8 * 1024, "peak RSS {parsing_kib} KiB parsing, {reference_kib} KiB without");
+}
+
+/// A run that fails after printing a lot is explained by the end of its stderr, which
+/// the reader keeps (the output itself is not).
+#[test]
+fn a_failing_run_with_printed_metrics_is_explained_by_its_stderr() {
+    let command = "yes | head -c 4194304; echo v=1; echo 'fatal: the disk is on fire' >&2; exit 3";
+    perflab()
+        .args([
+            "compare",
+            "-r2",
+            "-w0",
+            "--no-progress",
+            "--output-metric",
+            "v=(?<v>[0-9]+)",
+            "--shell",
+            command,
+            command,
+        ])
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("fatal: the disk is on fire"));
+}
