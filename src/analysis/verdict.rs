@@ -77,6 +77,7 @@ pub fn compare(
             below_threshold,
             n,
             flags,
+            explanation: None,
         }
     };
     let not_comparable = |reason: String| Comparison {
@@ -410,6 +411,7 @@ mod tests {
             below_threshold: false,
             n: 24,
             flags: vec![],
+            explanation: None,
         };
         assert_eq!(sentence(&c, 0.01, 24), "B is 2.1 % slower than A [1.6 %, 2.5 %], 95 % CI, 24 rounds");
         c.verdict = Verdict::Faster;

@@ -102,14 +102,14 @@ impl Suite {
             Some(re) => Some(regex::Regex::new(re).map_err(|e| {
                 crate::usage!(
                     "--filter `{}` is not a regular expression: {}",
-                    crate::render::terminal::escape(re),
+                    crate::render::escape(re),
                     crate::error::regex_error(&e)
                 )
             })?),
             None => None,
         };
         let selected: Vec<&Benchmark> =
-            self.benchmarks.iter().filter(|b| re.as_ref().map_or(true, |re| re.is_match(&b.name))).collect();
+            self.benchmarks.iter().filter(|b| re.as_ref().is_none_or(|re| re.is_match(&b.name))).collect();
         if selected.is_empty() {
             return Err(crate::usage!(
                 "no benchmark in {} matches --filter {}",

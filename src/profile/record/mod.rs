@@ -8,12 +8,15 @@
 //! time order so that every sample is normalised to (object, file offset) against the
 //! address space it was taken in.
 
+mod capture;
 pub(crate) mod converter;
+mod held;
 mod jit;
 pub(crate) mod records;
 mod session;
 mod source;
 
+pub use held::HeldRecording;
 pub use session::{Session, SessionState};
 
 use crate::error::Failure;
