@@ -616,6 +616,38 @@ impl LookDesign {
     }
 }
 
+/// How runs are measured: natively timed, or under valgrind cachegrind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Wall,
+    Instructions,
+}
+
+impl Mode {
+    /// Every mode's name, as the command line and suite files spell it.
+    pub const NAMES: [&'static str; 2] = ["wall", "instructions"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Wall => "wall",
+            Mode::Instructions => "instructions",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        match s {
+            "wall" => Ok(Mode::Wall),
+            "instructions" => Ok(Mode::Instructions),
+            other => Err(format!("expected `mode` \"wall\" or \"instructions\", found \"{other}\"")),
+        }
+    }
+}
+
 /// The settings an experiment ran with (recorded so results can be reproduced).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Settings {
@@ -633,7 +665,7 @@ pub struct Settings {
     #[serde(default = "LookDesign::before_group_sequential")]
     pub looks: LookDesign,
     pub env_padding: bool,
-    pub mode: String,
+    pub mode: Mode,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<f64>,
     /// Metrics whose direction the user set (`--higher-is-better`, `--lower-is-better`).
@@ -712,7 +744,7 @@ impl Default for Settings {
             confidence: 0.95,
             looks: LookDesign::Logarithmic,
             env_padding: true,
-            mode: "wall".into(),
+            mode: Mode::Wall,
             timeout_s: None,
             better: BTreeMap::new(),
             iterations: Iterations::All,

@@ -25,36 +25,7 @@ pub struct MeasureOptions {
     pub explain: Option<sampling::Sampling>,
 }
 
-/// How runs are measured: natively timed, or under valgrind cachegrind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    #[default]
-    Wall,
-    Instructions,
-}
-
-impl Mode {
-    /// Every mode's name, as the command line and suite files spell it.
-    pub const NAMES: [&'static str; 2] = ["wall", "instructions"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Wall => "wall",
-            Mode::Instructions => "instructions",
-        }
-    }
-}
-
-impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
-        match s {
-            "wall" => Ok(Mode::Wall),
-            "instructions" => Ok(Mode::Instructions),
-            other => Err(format!("expected `mode` \"wall\" or \"instructions\", found \"{other}\"")),
-        }
-    }
-}
+pub use crate::model::Mode;
 
 /// The probes a run needs for these options (one set per command).
 ///

@@ -101,7 +101,7 @@ pub fn settings(options: &SettingsLayer, seed: Option<u64>) -> Settings {
         max_time_s: options.max_time.unwrap_or(d.max_time_s),
         threshold: options.threshold.unwrap_or(d.threshold),
         env_padding: d.env_padding && !instructions,
-        mode: mode.as_str().to_string(),
+        mode,
         timeout_s: options.timeout,
         better: options.better.clone().unwrap_or_default(),
         iterations: options.iterations.unwrap_or_default(),

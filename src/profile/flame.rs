@@ -14,9 +14,8 @@
 use super::aggregate::{self, CallGraph, FrameKind, NamedStack, StackFrame};
 use super::format::Profile;
 use super::symbolize::Symbolizer;
-use crate::render::markup::esc;
+use askama::Template;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 const WIDTH: f64 = 1200.0;
 const PAD: f64 = 10.0;
@@ -413,7 +412,7 @@ fn describe(node: &Node, mode: &Colouring, total_old: f64, total_new: f64) -> St
 }
 
 /// Names shown in the picture: control characters escaped (XML cannot carry most of
-/// them even as references), then XML-escaped by [`esc`] where written.
+/// them even as references), then escaped by the template where written.
 fn visible(text: &str) -> String {
     crate::render::terminal::escape(text)
 }
@@ -508,26 +507,7 @@ fn render(tree: &Tree, mode: &Colouring, title: &str, subtitle: &str, opts: &Fla
         todo.extend(children.into_iter().rev());
     }
     let height = TOP + (max_depth + 1) as f64 * FRAME_HEIGHT + BOTTOM;
-    let mut out = String::with_capacity(256 * placed.len() + 8192);
-    let _ = write!(
-        out,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" class="perflab-flame" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="monospace" font-size="11" data-width="{WIDTH}" data-pad="{PAD}" data-char="{CHAR_WIDTH}">
-<style>.perflab-flame .f:hover rect{{stroke:#333;stroke-width:.6}} .perflab-flame .f{{cursor:pointer}} .perflab-flame .f text{{pointer-events:none;fill:#000}} .perflab-flame .button{{cursor:pointer;fill:#335}} .perflab-flame .button:hover{{text-decoration:underline}}</style>
-<rect width="100%" height="100%" fill="#fbfbf6"/>
-<text x="{mid}" y="16" text-anchor="middle" font-size="14">{title}</text>
-<text x="{mid}" y="29" text-anchor="middle" fill="#555">{subtitle}</text>
-<text x="{PAD}" y="16" class="button reset" visibility="hidden">Reset zoom</text>
-<text x="{right}" y="16" text-anchor="end" class="button search">Search</text>
-<text x="{right}" y="{bottom_text}" text-anchor="end" class="matched"></text>
-<text x="{PAD}" y="{bottom_text}" class="details"> </text>
-<g class="frames">
-"##,
-        mid = WIDTH / 2.0,
-        right = WIDTH - PAD,
-        bottom_text = height - 8.0,
-        title = esc(&visible(title)),
-        subtitle = esc(&visible(subtitle)),
-    );
+    let mut boxes = Vec::with_capacity(placed.len());
     for Placed { node, cut, other, depth, x } in &placed {
         let (node, tip, colour) = match (node, other) {
             (Some(i), _) => {
@@ -569,112 +549,76 @@ fn render(tree: &Tree, mode: &Colouring, title: &str, subtitle: &str, opts: &Fla
         } else {
             name.chars().take(chars as usize - 2).collect::<String>() + ".."
         };
-        let _ = writeln!(
-            out,
-            r#"<g class="f" data-x="{x:.6}" data-w="{w:.6}" data-d="{depth}" data-n="{n}"><title>{tip}</title><rect x="{px:.2}" y="{y}" width="{pw:.2}" height="{h}" rx="2" fill="{fill}"/><text x="{tx:.2}" y="{ty}">{label}</text></g>"#,
-            n = esc(&name),
-            tip = esc(&visible(&tip)),
-            h = FRAME_HEIGHT - 1.0,
-            fill = colour,
-            tx = px + 3.0,
-            ty = y + FRAME_HEIGHT - 5.0,
-            label = esc(&label),
-        );
+        boxes.push(FrameBox {
+            x: format!("{x:.6}"),
+            w: format!("{w:.6}"),
+            depth: *depth,
+            name,
+            tip: visible(&tip),
+            px: format!("{px:.2}"),
+            y,
+            pw: format!("{pw:.2}"),
+            h: FRAME_HEIGHT - 1.0,
+            fill: colour,
+            tx: format!("{:.2}", px + 3.0),
+            ty: y + FRAME_HEIGHT - 5.0,
+            label,
+        });
     }
-    out.push_str("</g>\n<script><![CDATA[\n");
-    out.push_str(SCRIPT);
-    out.push_str("]]></script>\n</svg>\n");
-    out
+    let page = FlameSvg {
+        width: WIDTH,
+        height,
+        pad: PAD,
+        char_width: CHAR_WIDTH,
+        mid: WIDTH / 2.0,
+        right: WIDTH - PAD,
+        bottom_text: height - 8.0,
+        title: visible(title),
+        subtitle: visible(subtitle),
+        boxes,
+        script: SCRIPT,
+    };
+    // Rendering into a String fails only if a value's Display fails; none of these can.
+    page.render().unwrap_or_default()
+}
+
+/// The picture: every name in it (title, frames, tooltips) is escaped by the template.
+#[derive(Template)]
+#[template(path = "flame/flame.svg", escape = "html")]
+struct FlameSvg {
+    width: f64,
+    height: f64,
+    pad: f64,
+    char_width: f64,
+    mid: f64,
+    right: f64,
+    bottom_text: f64,
+    title: String,
+    subtitle: String,
+    boxes: Vec<FrameBox>,
+    script: &'static str,
+}
+
+/// One drawn box, its numbers already formatted to the precision the script reads.
+struct FrameBox {
+    x: String,
+    w: String,
+    depth: usize,
+    name: String,
+    tip: String,
+    px: String,
+    y: f64,
+    pw: String,
+    h: f64,
+    fill: String,
+    tx: String,
+    ty: f64,
+    label: String,
 }
 
 /// Zoom, search and details for one flame graph; everything is looked up from the
 /// `<svg>` that contains this script, and names only ever go into `textContent`.
-const SCRIPT: &str = r#"(function () {
-  var me = document.currentScript;
-  var svg = me.ownerSVGElement || me.parentNode;
-  var W = +svg.getAttribute('data-width'), PAD = +svg.getAttribute('data-pad'), CHAR = +svg.getAttribute('data-char');
-  var details = svg.querySelector('.details'), reset = svg.querySelector('.reset');
-  var searchButton = svg.querySelector('.search'), matched = svg.querySelector('.matched');
-  var frames = Array.prototype.map.call(svg.querySelectorAll('g.f'), function (g) {
-    var rect = g.querySelector('rect');
-    return { g: g, rect: rect, text: g.querySelector('text'), fill: rect.getAttribute('fill'),
-             x: +g.getAttribute('data-x'), w: +g.getAttribute('data-w'), d: +g.getAttribute('data-d'),
-             n: g.getAttribute('data-n'), tip: g.querySelector('title').textContent };
-  });
-  function label(name, px) {
-    var max = Math.floor((px - 6) / CHAR);
-    if (max < 3) return '';
-    return name.length <= max ? name : name.slice(0, max - 2) + '..';
-  }
-  function place(f, x, w) {
-    var px = PAD + x * (W - 2 * PAD), pw = w * (W - 2 * PAD);
-    f.rect.setAttribute('x', px.toFixed(2));
-    f.rect.setAttribute('width', pw.toFixed(2));
-    f.text.setAttribute('x', (px + 3).toFixed(2));
-    f.text.textContent = label(f.n, pw);
-  }
-  function zoom(target) {
-    var eps = 1e-9;
-    frames.forEach(function (f) {
-      var inside = f.d >= target.d && f.x >= target.x - eps && f.x + f.w <= target.x + target.w + eps;
-      var below = f.d < target.d && f.x <= target.x + eps && f.x + f.w >= target.x + target.w - eps;
-      if (inside) {
-        f.g.style.display = '';
-        f.g.style.opacity = '';
-        place(f, (f.x - target.x) / target.w, f.w / target.w);
-      } else if (below) {
-        f.g.style.display = '';
-        f.g.style.opacity = '0.6';
-        place(f, 0, 1);
-      } else {
-        f.g.style.display = 'none';
-      }
-    });
-    reset.setAttribute('visibility', target.d === 0 ? 'hidden' : 'visible');
-  }
-  function unzoom() {
-    var root = frames.filter(function (f) { return f.d === 0; })[0];
-    if (root) zoom(root);
-  }
-  var searching = null;
-  function search(pattern) {
-    searching = pattern;
-    var spans = [];
-    frames.forEach(function (f) {
-      var hit = pattern !== null && pattern.test(f.n);
-      f.rect.setAttribute('fill', hit ? 'rgb(230,0,230)' : f.fill);
-      if (hit) spans.push([f.x, f.x + f.w]);
-    });
-    spans.sort(function (a, b) { return a[0] - b[0]; });
-    var covered = 0, end = -1;
-    spans.forEach(function (s) {
-      if (s[0] >= end) { covered += s[1] - s[0]; end = s[1]; }
-      else if (s[1] > end) { covered += s[1] - end; end = s[1]; }
-    });
-    matched.textContent = pattern === null ? '' : 'Matched: ' + (covered * 100).toFixed(1) + '%';
-    searchButton.textContent = pattern === null ? 'Search' : 'Clear search';
-  }
-  frames.forEach(function (f) {
-    f.g.addEventListener('click', function () { zoom(f); });
-    f.g.addEventListener('mouseover', function () { details.textContent = f.tip; });
-    f.g.addEventListener('mouseout', function () { details.textContent = ' '; });
-  });
-  reset.addEventListener('click', unzoom);
-  searchButton.addEventListener('click', function () {
-    if (searching !== null) { search(null); return; }
-    var text = window.prompt('Search for functions matching (regular expression):', '');
-    if (!text) return;
-    try { search(new RegExp(text)); } catch (e) { matched.textContent = 'Bad expression: ' + e.message; }
-  });
-  (svg.ownerDocument || document).addEventListener('keydown', function (e) {
-    if (e.key === 'Escape') unzoom();
-  });
-  svg.perflabFlame = { zoom: function (name) {
-    var f = frames.filter(function (f) { return f.n === name; })[0];
-    if (f) zoom(f);
-  }, search: function (text) { search(text === null ? null : new RegExp(text)); }, unzoom: unzoom };
-})();
-"#;
+const SCRIPT: &str = include_str!("../../templates/flame/flame.js");
 
 #[cfg(test)]
 mod tests {
@@ -773,7 +717,7 @@ mod tests {
         let t = tree(&[(&["main", evil], 0.0, 1.0)]);
         let svg = render(&t, &Colouring::Single, evil, evil, &FlameOptions::default());
         assert!(!svg.contains("<script>alert"), "raw markup in the SVG");
-        assert!(svg.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;"));
+        assert!(svg.contains("&#60;script&#62;alert(&#34;x&#34;)&#60;/script&#62; &#38; &#39;q&#39;"), "{svg}");
         // XML 1.0 cannot carry these even as character references.
         assert!(!svg.chars().any(|c| c.is_control() && c != '\n'), "control characters");
         // The only CDATA section is the script's own.

@@ -158,7 +158,7 @@ impl CodeBytes {
     /// The bytes; None when `hex` is malformed.
     pub fn bytes(&self) -> Option<Vec<u8>> {
         let hex = self.hex.as_bytes();
-        if hex.len() % 2 != 0 {
+        if !hex.len().is_multiple_of(2) {
             return None;
         }
         hex.chunks(2).map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()).collect()

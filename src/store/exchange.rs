@@ -340,7 +340,7 @@ fn imported_settings(rounds: usize) -> Settings {
         confidence: 0.95,
         looks: Settings::default().looks,
         env_padding: false,
-        mode: "wall".into(),
+        mode: crate::model::Mode::Wall,
         timeout_s: None,
         ..Settings::default()
     }

@@ -101,7 +101,7 @@ impl CodeCapture {
                     Err(why) => {
                         // A neighbour page may be unmapped; only the sampled one counts.
                         if at == page {
-                            let failure = self.failure.get_or_insert_with(|| (why, 0));
+                            let failure = self.failure.get_or_insert((why, 0));
                             failure.1 += 1;
                         }
                         self.pages.insert((pid, at), None);

@@ -102,7 +102,7 @@ impl JitObjects {
         objects: &mut Objects,
     ) -> Option<FrameRef> {
         let map = self.maps.entry(pid).or_insert_with(|| JitMap::read(pid));
-        if place.is_none() && !map.as_ref().is_some_and(|m| m.lookup(address).is_some()) {
+        if place.is_none() && map.as_ref().is_none_or(|m| m.lookup(address).is_none()) {
             return None;
         }
         let object = *self.objects.entry(pid).or_insert_with(|| objects.id(&jitmap::runtime_object(pid)));
