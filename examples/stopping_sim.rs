@@ -90,7 +90,7 @@ fn main() {
                     Verdict::Slower => 0,
                     Verdict::Faster => 1,
                     Verdict::Equivalent => 2,
-                    Verdict::Inconclusive => 3,
+                    Verdict::Inconclusive | Verdict::NotComparable => 3,
                 };
                 tally.verdicts[slot] += 1;
                 tally.covered += usize::from(c.ci_low <= ratio && ratio <= c.ci_high);

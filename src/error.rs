@@ -69,3 +69,10 @@ macro_rules! usage {
 }
 
 pub type Result<T, E = Failure> = std::result::Result<T, E>;
+
+/// What is wrong with a regular expression, on one line: the regex crate quotes the
+/// pattern over several lines with a caret under the fault, and its last line says what.
+pub fn regex_error(err: &regex::Error) -> String {
+    let text = err.to_string();
+    text.lines().last().unwrap_or_default().trim_start_matches("error: ").to_string()
+}

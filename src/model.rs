@@ -491,11 +491,15 @@ pub enum Verdict {
     Slower,
     Equivalent,
     Inconclusive,
+    /// No ratio exists: the metric is missing in one command, or ≤ 0 in every paired
+    /// round (the comparison's first flag says which).
+    #[serde(rename = "not_comparable")]
+    NotComparable,
 }
 
 impl Verdict {
     pub fn is_decided(self) -> bool {
-        self != Verdict::Inconclusive
+        !matches!(self, Verdict::Inconclusive | Verdict::NotComparable)
     }
     pub fn as_str(self) -> &'static str {
         match self {
@@ -503,6 +507,7 @@ impl Verdict {
             Verdict::Slower => "slower",
             Verdict::Equivalent => "equivalent",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::NotComparable => "not_comparable",
         }
     }
 }
@@ -596,6 +601,9 @@ pub enum WarningKind {
     Noisy,
     /// The machine was busy: runs waited for a CPU (and which metric decided).
     Busy,
+    /// A metric gave no ratio (missing on a side, ≤ 0), or some of its rounds were
+    /// skipped for that reason.
+    NotComparable,
     /// Something about importing (missing fields in the source, ...).
     Import,
     /// A requested counter (or printed metric) no run could read, and why.

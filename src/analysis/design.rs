@@ -69,15 +69,13 @@ pub fn analyze(plan: &Plan, experiment: &Experiment, look_level: f64) -> Option<
         let pair_level = 1.0 - (1.0 - look_level) / pairs;
         for i in 0..k {
             for j in i + 1..k {
-                if let Some(c) = verdict::compare(
+                pairwise.push(verdict::compare(
                     &experiment.commands[i],
                     &experiment.commands[j],
                     &metric,
                     pair_level,
                     &plan.settings,
-                ) {
-                    pairwise.push(c);
-                }
+                ));
             }
         }
     }

@@ -10,7 +10,7 @@ pub mod verdict;
 
 use crate::executor::contention;
 use crate::measure::Mode;
-use crate::model::{metric, CommandResult, Comparison, Experiment, Settings, Verdict, Warning, WarningKind};
+use crate::model::{metric, CommandResult, Comparison, Experiment, Verdict, Warning, WarningKind};
 use crate::plan::Plan;
 use crate::stats::{changepoint, summary};
 use crate::units::{format_seconds, format_value};
@@ -42,10 +42,7 @@ pub fn primary_comparisons(plan: &Plan, experiment: &Experiment, look_level: f64
     let mut out = Vec::new();
     for cand in &experiment.commands[1..] {
         for metric in deciding_metrics(plan, experiment) {
-            out.push(
-                verdict::compare(base, cand, &metric, level, &plan.settings)
-                    .unwrap_or_else(|| undecided(base, cand, &metric, &plan.settings, level)),
-            );
+            out.push(verdict::compare(base, cand, &metric, level, &plan.settings));
         }
     }
     out
@@ -85,26 +82,6 @@ pub fn choose_primary(plan: &Plan, experiment: &mut Experiment) {
     experiment.warnings.push(Warning::new(WarningKind::Busy, message));
 }
 
-fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, settings: &Settings, level: f64) -> Comparison {
-    Comparison {
-        baseline: base.name.clone(),
-        candidate: cand.name.clone(),
-        metric: metric.to_string(),
-        better: settings.metric_info(metric).better,
-        ratio: f64::NAN,
-        ci_low: 0.0,
-        ci_high: f64::INFINITY,
-        confidence: settings.confidence,
-        look_confidence: level,
-        p_value: 1.0,
-        verdict: Verdict::Inconclusive,
-        below_threshold: false,
-        n: 0,
-        flags: vec!["no paired rounds".into()],
-        explanation: None,
-    }
-}
-
 /// Summaries, every metric's comparisons at the final level, and warnings.
 pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     let level = per_comparison_level(plan, experiment, look_level);
@@ -128,7 +105,15 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
         for cand in candidates {
             for name in &compared {
                 let level = if counters.contains(name) { secondary_level } else { level };
-                if let Some(c) = verdict::compare(base, cand, name, level, &plan.settings) {
+                let c = verdict::compare(base, cand, name, level, &plan.settings);
+                // A metric neither command has (a counter this machine cannot read) is
+                // listed as unsupported, not as a comparison; the primary always shows.
+                let anywhere = |r: &CommandResult| r.runs.iter().any(|run| run.metric(name).is_some());
+                if c.verdict != Verdict::NotComparable
+                    || *name == experiment.primary_metric
+                    || anywhere(base)
+                    || anywhere(cand)
+                {
                     experiment.comparisons.push(c);
                 }
             }
@@ -139,7 +124,31 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     if plan.measure.explain.is_some() {
         explain_comparisons(plan, experiment, level);
     }
+    experiment.warnings.extend(not_comparable_warnings(&experiment.comparisons));
     experiment.warnings.extend(warnings(plan, experiment));
+}
+
+/// A warning for every comparison that gave no ratio, or skipped rounds to give one:
+/// a dropped metric must never pass silently (a gate on it would pass).
+fn not_comparable_warnings(comparisons: &[Comparison]) -> Vec<Warning> {
+    comparisons
+        .iter()
+        .filter(|c| c.verdict == Verdict::NotComparable || c.flags.iter().any(|f| f.contains("rounds skipped")))
+        .map(|c| {
+            let why = c.flags.iter().find(|f| c.verdict == Verdict::NotComparable || f.contains("rounds skipped"));
+            let what = if c.verdict == Verdict::NotComparable { "not comparable" } else { "compared on fewer rounds" };
+            Warning::new(
+                WarningKind::NotComparable,
+                format!(
+                    "{} of `{}` vs `{}` {what}: {}",
+                    c.metric,
+                    c.candidate,
+                    c.baseline,
+                    why.map_or("", String::as_str)
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Each primary comparison explained function by function from its runs' samples

@@ -41,20 +41,18 @@ pub fn pairs(baseline: &CommandResult, candidate: &CommandResult, metric: &str) 
 
 /// Compare `candidate` with `baseline` on `metric` with an interval at `level` (the
 /// per-look level; the settings' confidence is the family-wise one reported with it,
-/// their threshold the equivalence margin, their metric info the direction). None when
-/// no round has both values.
+/// their threshold the equivalence margin, their metric info the direction). A metric
+/// that gives no ratio (missing on a side, ≤ 0 in every paired round) is
+/// [`Verdict::NotComparable`] with the reason as its first flag.
 pub fn compare(
     baseline: &CommandResult,
     candidate: &CommandResult,
     metric: &str,
     level: f64,
     settings: &Settings,
-) -> Option<Comparison> {
+) -> Comparison {
     let better = settings.metric_info(metric).better;
     let (base, cand) = pairs(baseline, candidate, metric);
-    if base.is_empty() {
-        return None;
-    }
     let comparison = |ratio: f64, ci: Option<(f64, f64)>, p_value: f64, n: usize, flags: Vec<String>| {
         let (verdict, below_threshold, (ci_low, ci_high)) = match ci {
             Some((lo, hi)) => {
@@ -82,27 +80,75 @@ pub fn compare(
             explanation: None,
         }
     };
+    let not_comparable = |reason: String| Comparison {
+        verdict: Verdict::NotComparable,
+        ..comparison(f64::NAN, None, 1.0, 0, vec![reason])
+    };
+    if base.is_empty() {
+        return not_comparable(missing_reason(baseline, candidate, metric));
+    }
     if let Some(ratio) = exact_ratio(&base, &cand) {
         // Every run of each side gave the same value (deterministic counts, constant
         // RSS): the ratio is known exactly and needs no interval.
         let p = if ratio == 1.0 { 1.0 } else { 0.0 };
-        return Some(comparison(
+        return comparison(
             ratio,
             Some((ratio, ratio)),
             p,
             base.len(),
             vec!["exact: every run repeated the same value".into()],
-        ));
+        );
     }
     let est = signed_rank::paired(&base, &cand, level);
     if est.n == 0 {
-        return None;
+        return not_comparable(non_positive_reason(baseline, &base, candidate, &cand, metric));
     }
     let mut flags = Vec::new();
     if est.skipped > 0 {
-        flags.push(format!("{} pairs with non-positive values skipped", est.skipped));
+        flags.push(format!(
+            "{} of {} rounds skipped: {metric} ≤ 0 on a side (a ratio needs positive values)",
+            est.skipped,
+            base.len()
+        ));
     }
-    Some(comparison(est.ratio, est.ci, est.p_value, est.n, flags))
+    comparison(est.ratio, est.ci, est.p_value, est.n, flags)
+}
+
+/// Why no round has `metric` from both commands.
+fn missing_reason(baseline: &CommandResult, candidate: &CommandResult, metric: &str) -> String {
+    let has = |c: &CommandResult| c.runs.iter().any(|r| r.metric(metric).is_some());
+    match (has(baseline), has(candidate)) {
+        (false, false) => format!("neither command has a value of {metric}"),
+        (false, true) => format!("`{}` has no value of {metric}", baseline.name),
+        (true, false) => format!("`{}` has no value of {metric}", candidate.name),
+        (true, true) => format!("no round has a value of {metric} from both commands"),
+    }
+}
+
+/// Why every paired round of `metric` was unusable for a ratio.
+fn non_positive_reason(
+    baseline: &CommandResult,
+    base: &[f64],
+    candidate: &CommandResult,
+    cand: &[f64],
+    metric: &str,
+) -> String {
+    let unusable = |v: &[f64]| v.iter().filter(|x| !(x.is_finite() && **x > 0.0)).count();
+    let (b, c) = (unusable(base), unusable(cand));
+    let n = base.len();
+    let side = |name: &str, k: usize| {
+        if k == n {
+            format!("`{name}` has {metric} ≤ 0 in every round")
+        } else {
+            format!("`{name}` has {metric} ≤ 0 in {k} of {n} rounds")
+        }
+    };
+    let what = match (b, c) {
+        (_, 0) => side(&baseline.name, b),
+        (0, _) => side(&candidate.name, c),
+        _ => format!("{} and {}", side(&baseline.name, b), side(&candidate.name, c)),
+    };
+    format!("{what}: a ratio needs positive values on both sides")
 }
 
 /// The ratio when both sides are constant and positive.
@@ -204,6 +250,13 @@ pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
             "{} vs {}{} is inconclusive: ratio {:.4} [{:.4}, {:.4}], {}",
             c.candidate, c.baseline, metric, c.ratio, c.ci_low, c.ci_high, tail
         ),
+        Verdict::NotComparable => format!(
+            "{} vs {}{} is not comparable: {}",
+            c.candidate,
+            c.baseline,
+            metric,
+            c.flags.first().map_or("no ratio", String::as_str)
+        ),
         Verdict::Inconclusive => format!(
             "{} vs {}{} is inconclusive: ratio {:.4}, too few rounds ({}) for a {} % interval",
             c.candidate,
@@ -271,14 +324,14 @@ mod tests {
         };
         let base: Vec<f64> = (0..12).map(|i| 1000.0 + (i * 7 % 5) as f64).collect();
         let more: Vec<f64> = base.iter().map(|b| b * 1.2).collect();
-        let c = compare(&tps(&base), &tps(&more), "tps", 0.95, &settings()).unwrap();
+        let c = compare(&tps(&base), &tps(&more), "tps", 0.95, &settings());
         assert_eq!((c.verdict, c.better), (Verdict::Faster, Better::Higher));
         assert!(c.ratio > 1.15);
         let text = sentence(&c, 0.01, 12);
         assert!(text.starts_with("x has 20.0 % more tps than x (better) ["), "{text}");
         let mut turned = settings();
         turned.better.insert("tps".into(), Better::Lower);
-        assert_eq!(compare(&tps(&base), &tps(&more), "tps", 0.95, &turned).unwrap().verdict, Verdict::Slower);
+        assert_eq!(compare(&tps(&base), &tps(&more), "tps", 0.95, &turned).verdict, Verdict::Slower);
     }
 
     #[test]
@@ -294,7 +347,7 @@ mod tests {
         let base: Vec<f64> = (0..12).map(|i| 0.010 * (1.0 + 0.01 * ((i * 7 % 5) as f64))).collect();
         let cand: Vec<f64> =
             base.iter().enumerate().map(|(i, b)| b * 10.0 * (1.0 + 0.005 * ((i % 3) as f64 - 1.0))).collect();
-        let c = compare(&result("A", &base), &result("B", &cand), "wall_s", 0.95, &settings()).unwrap();
+        let c = compare(&result("A", &base), &result("B", &cand), "wall_s", 0.95, &settings());
         assert_eq!(c.verdict, Verdict::Slower);
         assert!((c.ratio - 10.0).abs() < 0.06, "{}", c.ratio);
         assert!(c.ci_low <= c.ratio && c.ratio <= c.ci_high);
@@ -304,18 +357,41 @@ mod tests {
 
     #[test]
     fn constant_values_give_an_exact_ratio() {
-        let c = compare(&result("A", &[100.0]), &result("B", &[102.0]), "wall_s", 0.95, &settings()).unwrap();
+        let c = compare(&result("A", &[100.0]), &result("B", &[102.0]), "wall_s", 0.95, &settings());
         assert_eq!((c.ci_low, c.ci_high, c.verdict, c.below_threshold), (1.02, 1.02, Verdict::Slower, false));
-        let same = compare(&result("A", &[5.0, 5.0]), &result("B", &[5.0, 5.0]), "wall_s", 0.95, &settings()).unwrap();
+        let same = compare(&result("A", &[5.0, 5.0]), &result("B", &[5.0, 5.0]), "wall_s", 0.95, &settings());
         assert_eq!(same.verdict, Verdict::Equivalent);
     }
 
     #[test]
     fn too_few_rounds_is_inconclusive_not_a_guess() {
-        let c = compare(&result("A", &[1.0, 1.1, 0.9]), &result("B", &[2.0, 2.3, 1.8]), "wall_s", 0.95, &settings())
-            .unwrap();
+        let c = compare(&result("A", &[1.0, 1.1, 0.9]), &result("B", &[2.0, 2.3, 1.8]), "wall_s", 0.95, &settings());
         assert_eq!(c.verdict, Verdict::Inconclusive);
         assert!(sentence(&c, 0.01, 3).contains("too few rounds"));
+    }
+
+    #[test]
+    fn a_metric_without_a_ratio_is_not_comparable_and_says_why() {
+        let zero = result("A", &[0.0; 8]);
+        let some = result("B", &[1.0, 1.1, 0.9, 1.0, 1.2, 1.1, 1.0, 0.9]);
+        let c = compare(&zero, &some, "wall_s", 0.95, &settings());
+        assert_eq!((c.verdict, c.n), (Verdict::NotComparable, 0));
+        assert!(c.ratio.is_nan() && !c.verdict.is_decided());
+        assert_eq!(c.flags, ["`A` has wall_s ≤ 0 in every round: a ratio needs positive values on both sides"]);
+        assert!(sentence(&c, 0.01, 8).ends_with(
+            "is not comparable: `A` has wall_s ≤ 0 in every round: a ratio needs positive values on both sides"
+        ));
+        let missing = compare(&some, &result("C", &[]), "wall_s", 0.95, &settings());
+        assert_eq!(
+            (missing.verdict, missing.flags[0].as_str()),
+            (Verdict::NotComparable, "`C` has no value of wall_s")
+        );
+        // Some rounds ≤ 0: compared on the others, and the flag says how many were left out.
+        let mut partly = some.clone();
+        partly.runs[0].wall_s = -1.0;
+        let c = compare(&partly, &some, "wall_s", 0.95, &settings());
+        assert_eq!((c.verdict == Verdict::NotComparable, c.n), (false, 7));
+        assert!(c.flags[0].starts_with("1 of 8 rounds skipped"), "{:?}", c.flags);
     }
 
     #[test]

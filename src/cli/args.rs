@@ -319,9 +319,23 @@ impl DbArgs {
         crate::store::Store::open(self.db.as_deref())
     }
 
-    /// Open an existing database for reading; never creates one.
+    /// Open an existing database for reading; never creates one. Says so when the
+    /// database could only be opened read-only.
     pub fn open_existing(&self) -> Result<crate::store::Store, crate::error::Failure> {
-        crate::store::Store::open_existing(self.db.as_deref())
+        let store = crate::store::Store::open_existing(self.db.as_deref())?;
+        if let Some(how) = store.read_only() {
+            let what = match how {
+                crate::store::sqlite::ReadOnly::Shared => "",
+                crate::store::sqlite::ReadOnly::Immutable => {
+                    " as immutable (its filesystem is read-only; nothing can change it meanwhile)"
+                }
+            };
+            eprintln!(
+                "perflab: note: {} is not writable here: opened read-only{what}",
+                crate::render::terminal::escape(store.location())
+            );
+        }
+        Ok(store)
     }
 }
 

@@ -6,7 +6,7 @@ use super::args::{confidence, percent, ExperimentArgs, HookArgs, MeasureArgs, Ou
 use crate::error::Failure;
 use crate::experiment::{self, Fanout, Observer};
 use crate::model::metric::Better;
-use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings, Warning, WarningKind};
+use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings, Verdict, Warning, WarningKind};
 use crate::plan::command::{expand_parameters, parse_commands, resolve_program, substitute};
 use crate::plan::{self, Plan};
 use crate::render;
@@ -275,18 +275,32 @@ fn write_outputs(args: &CompareArgs, e: &Experiment, stdout_taken: bool) -> Resu
 
 /// `--fail-if-slower`: a candidate whose whole interval lies beyond 1 + PCT on the worse
 /// side trips it (above 1 + PCT for a time, below 1 − PCT for a higher-is-better metric).
+/// It fails closed: a candidate without an interval on the gated metric (not comparable,
+/// too few rounds) trips it too, with the reason — a gate that cannot look never passes.
 fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
     let Some(pct) = fail_if_slower else { return Ok(()) };
     let worse = |c: &Comparison| match c.better {
         Better::Lower => c.ci_low > 1.0 + pct,
         Better::Higher => c.ci_high < 1.0 - pct,
     };
-    let tripped: Vec<String> = e
-        .comparisons
-        .iter()
-        .filter(|c| c.metric == e.primary_metric && worse(c))
-        .map(|c: &Comparison| {
-            format!(
+    let primary = &e.primary_metric;
+    let mut reasons = Vec::new();
+    for candidate in e.commands.iter().skip(1) {
+        let found = e.comparisons.iter().find(|c| &c.metric == primary && c.candidate == candidate.name);
+        match found {
+            None => reasons.push(format!("cannot judge `{}` on `{primary}`: no comparison", candidate.name)),
+            Some(c) if c.verdict == Verdict::NotComparable => reasons.push(format!(
+                "cannot judge `{}` on `{primary}`: {}",
+                c.candidate,
+                c.flags.first().map_or("not comparable", String::as_str)
+            )),
+            Some(c) if !c.ci_high.is_finite() => reasons.push(format!(
+                "cannot judge `{}` on `{primary}`: too few rounds for a {} % interval ({} paired)",
+                c.candidate,
+                crate::units::format_level(c.confidence),
+                c.n
+            )),
+            Some(c) if worse(c) => reasons.push(format!(
                 "`{}` is worse than `{}` in {} by more than {} % (CI [{:.4}, {:.4}])",
                 c.candidate,
                 c.baseline,
@@ -294,13 +308,14 @@ fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
                 format_percent(pct * 100.0),
                 c.ci_low,
                 c.ci_high
-            )
-        })
-        .collect();
-    if tripped.is_empty() {
+            )),
+            Some(_) => {}
+        }
+    }
+    if reasons.is_empty() {
         Ok(())
     } else {
-        Err(Failure::GateTripped(tripped.join("; ")))
+        Err(Failure::GateTripped(reasons.join("; ")))
     }
 }
 

@@ -158,7 +158,8 @@ impl Spawner {
         }
         for fds in &ready.captures {
             captures.push(
-                Captures::open_in(pid, *fds).map_err(|e| format!("cannot read the spawner process's captures: {e}"))?,
+                Captures::open_in(pid, *fds, output == Output::Capture)
+                    .map_err(|e| format!("cannot read the spawner process's captures: {e}"))?,
             );
         }
         interrupt::watcher().forward_to(pid);
@@ -194,9 +195,10 @@ impl Spawner {
         self.captures(command).stderr_tail(lines)
     }
 
-    /// Everything `command`'s latest run wrote to stdout and stderr (with [`Output::Capture`]).
-    pub fn captured(&self, command: usize) -> (Vec<u8>, Vec<u8>) {
-        self.captures(command).all()
+    /// The read ends of `command`'s stdout and stderr pipes (with [`Output::Capture`]),
+    /// to be read while it runs (`executor::capture`).
+    pub fn streams(&self, command: usize) -> io::Result<Option<(OwnedFd, OwnedFd)>> {
+        self.captures(command).streams()
     }
 
     /// How runs are measured here, for `Experiment.environment`.

@@ -28,7 +28,8 @@ pub const PAD_VARIABLE: &str = "PERFLAB_PAD";
 pub enum Output {
     /// stdout to /dev/null, stderr captured (its tail explains a failure).
     Discard,
-    /// Both captured whole, to be read after the run (metrics the command prints).
+    /// Both into pipes, read and parsed as they arrive (metrics the command prints; see
+    /// `executor::capture`).
     Capture,
     /// Both to perflab's own (`--show-output`).
     Inherit,
@@ -200,14 +201,37 @@ fn read_from(fd: &OwnedFd, start: u64) -> Vec<u8> {
     buf
 }
 
-/// The memory files a command's stdout and stderr are captured into (each `None` when
-/// that stream is not captured).
+/// Where a command's stdout and stderr are captured (each `None` when that stream is
+/// not captured): memory files read after the run (stderr alone, for the tail that
+/// explains a failure), or, with [`Output::Capture`], pipes read while the command runs
+/// (`executor::capture`), so that output of any size costs no memory.
 pub struct Captures {
-    /// Receives the child's stdout with [`Output::Capture`].
+    /// The child's stdout: the read end of its pipe with [`Output::Capture`].
     stdout: Option<OwnedFd>,
-    /// Receives the child's stderr when output is hidden, so a failure can be explained.
+    /// The child's stderr: a memory file, or the read end of its pipe.
     stderr: Option<OwnedFd>,
+    /// The pipes' write ends (given to the child), in the process that made them.
+    write_ends: Option<(OwnedFd, OwnedFd)>,
+    /// Pipes, not memory files.
+    streamed: bool,
 }
+
+/// A pipe, both ends close-on-exec, with room for `size` bytes where the kernel allows
+/// (a command's burst of output then waits less for the reader).
+fn pipe(size: libc::c_int) -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 fills the two descriptors; F_SETPIPE_SZ may fail (a limit) harmlessly.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(format!("pipe: {}", io::Error::last_os_error()));
+        }
+        libc::fcntl(fds[1], libc::F_SETPIPE_SZ, size);
+        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
+    }
+}
+
+/// The capture pipes' size: /proc/sys/fs/pipe-max-size's default.
+const PIPE_SIZE: libc::c_int = 1 << 20;
 
 impl Captures {
     /// The raw descriptors, to be opened by another process with [`Captures::open_in`].
@@ -216,17 +240,28 @@ impl Captures {
     }
 
     /// The captures process `pid` holds at `fds` (from its [`Captures::raw_fds`]), opened
-    /// here through /proc: the same memory files, read after each of its runs.
-    pub fn open_in(pid: libc::pid_t, fds: (Option<RawFd>, Option<RawFd>)) -> io::Result<Captures> {
+    /// here through /proc: the same memory files, read after each of its runs, or the
+    /// same pipes (`streamed`), read while they run.
+    pub fn open_in(pid: libc::pid_t, fds: (Option<RawFd>, Option<RawFd>), streamed: bool) -> io::Result<Captures> {
         let open = |fd: Option<RawFd>| -> io::Result<Option<OwnedFd>> {
             fd.map(|fd| std::fs::File::open(format!("/proc/{pid}/fd/{fd}")).map(OwnedFd::from)).transpose()
         };
-        Ok(Captures { stdout: open(fds.0)?, stderr: open(fds.1)? })
+        Ok(Captures { stdout: open(fds.0)?, stderr: open(fds.1)?, write_ends: None, streamed })
     }
 
-    /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output).
+    /// The read ends of the stdout and stderr pipes (`None` unless streamed), new
+    /// descriptors of this process.
+    pub fn streams(&self) -> io::Result<Option<(OwnedFd, OwnedFd)>> {
+        match (&self.stdout, &self.stderr) {
+            (Some(out), Some(err)) if self.streamed => Ok(Some((out.try_clone()?, err.try_clone()?))),
+            _ => Ok(None),
+        }
+    }
+
+    /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output,
+    /// and when streamed: the reader keeps the tail then).
     pub fn stderr_tail(&self, max_lines: usize) -> String {
-        let Some(fd) = &self.stderr else { return String::new() };
+        let Some(fd) = self.stderr.as_ref().filter(|_| !self.streamed) else { return String::new() };
         // SAFETY: fstat on a valid descriptor only reads its size.
         let len = unsafe {
             let mut stat: libc::stat = std::mem::zeroed();
@@ -241,13 +276,10 @@ impl Captures {
         lines[lines.len().saturating_sub(max_lines)..].join("\n")
     }
 
-    /// Everything the last run wrote to stdout and stderr, with [`Output::Capture`].
-    pub fn all(&self) -> (Vec<u8>, Vec<u8>) {
-        let all = |fd: &Option<OwnedFd>| fd.as_ref().map_or_else(Vec::new, |fd| read_from(fd, 0));
-        (all(&self.stdout), all(&self.stderr))
-    }
-
     fn reset(&self) {
+        if self.streamed {
+            return;
+        }
         for fd in [&self.stderr, &self.stdout].into_iter().flatten() {
             reset(fd);
         }
@@ -270,10 +302,22 @@ impl Prepared {
     ) -> Result<Prepared, String> {
         let path = cstring(program.as_os_str().as_bytes(), "program path")?;
         let argv = argv.iter().map(|a| cstring(a.as_bytes(), "an argument")).collect::<Result<Vec<_>, _>>()?;
-        let captured = matches!(output, Output::Discard | Output::Capture);
-        let captures = Captures {
-            stderr: if captured { Some(memfd(c"perflab-stderr")?) } else { None },
-            stdout: if output == Output::Capture { Some(memfd(c"perflab-stdout")?) } else { None },
+        let captures = match output {
+            Output::Capture => {
+                let ((out_read, out_write), (err_read, err_write)) = (pipe(PIPE_SIZE)?, pipe(PIPE_SIZE)?);
+                Captures {
+                    stdout: Some(out_read),
+                    stderr: Some(err_read),
+                    write_ends: Some((out_write, err_write)),
+                    streamed: true,
+                }
+            }
+            Output::Discard => {
+                Captures { stdout: None, stderr: Some(memfd(c"perflab-stderr")?), write_ends: None, streamed: false }
+            }
+            Output::Inherit | Output::StdoutToStderr => {
+                Captures { stdout: None, stderr: None, write_ends: None, streamed: false }
+            }
         };
         let devnull = std::fs::OpenOptions::new()
             .read(true)
@@ -293,15 +337,19 @@ impl Prepared {
             }
             None => devnull.try_clone().map_err(|e| format!("dup /dev/null: {e}"))?,
         };
+        let written = captures.write_ends.as_ref().map(|(out, err)| (out.as_raw_fd(), err.as_raw_fd()));
         let redirect = Redirect {
             stdin: stdin.as_raw_fd(),
             stdout: match output {
                 Output::Discard => Some(devnull.as_raw_fd()),
-                Output::Capture => captures.stdout.as_ref().map(|fd| fd.as_raw_fd()),
+                Output::Capture => written.map(|(out, _)| out),
                 Output::StdoutToStderr => Some(2),
                 Output::Inherit => None,
             },
-            stderr: captures.stderr.as_ref().map(|fd| fd.as_raw_fd()),
+            stderr: match written {
+                Some((_, err)) => Some(err),
+                None => captures.stderr.as_ref().map(|fd| fd.as_raw_fd()),
+            },
         };
         let fast = SpawnAttributes::new(redirect);
         let argv_pointers = null_terminated(&argv);
@@ -704,8 +752,26 @@ mod tests {
         assert_eq!(p.stderr_tail(10), "one\ntwo\nthree", "capture is reset between runs");
     }
 
+    /// What a pipe holds now.
+    fn pending(fd: &OwnedFd) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // SAFETY: fcntl and read on a descriptor we own, into a live buffer.
+        unsafe {
+            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+            loop {
+                let n = libc::read(fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len());
+                if n <= 0 {
+                    return out;
+                }
+                out.extend_from_slice(&chunk[..n as usize]);
+            }
+        }
+    }
+
     #[test]
-    fn capture_keeps_stdout_and_stderr_whole_and_input_is_read_from_its_start() {
+    fn capture_streams_stdout_and_stderr_through_pipes_and_input_is_read_from_its_start() {
         let w = crate::interrupt::watcher();
         let input = std::env::temp_dir().join(format!("perflab-input-{}", std::process::id()));
         std::fs::write(&input, "line one\nline two\n").unwrap();
@@ -718,8 +784,8 @@ mod tests {
                 let gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>> =
                     if gated { Some(&mut gate) } else { None };
                 start(&p, &env(), gate).unwrap().wait(None, w).unwrap();
-                let (stdout, stderr) = p.captures().all();
-                assert_eq!((stdout.as_slice(), stderr.as_slice()), (&b"line one\nline two\n"[..], &b"err\n"[..]));
+                let (stdout, stderr) = p.captures().streams().unwrap().expect("pipes");
+                assert_eq!((pending(&stdout), pending(&stderr)), (b"line one\nline two\n".to_vec(), b"err\n".to_vec()));
             }
         }
         std::fs::remove_file(&input).ok();

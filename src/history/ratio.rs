@@ -80,7 +80,9 @@ pub fn between_labels(
     values: impl Fn(&str) -> Option<Vec<f64>>,
 ) -> Option<Ratio> {
     for e in experiments.iter().rev() {
-        for c in e.experiment.comparisons.iter().filter(|c| c.metric == metric) {
+        // A comparison without a ratio says nothing of the labels: fall through to the
+        // pooled runs (which say so in turn when they cannot give one either).
+        for c in e.experiment.comparisons.iter().filter(|c| c.metric == metric && c.verdict != Verdict::NotComparable) {
             match (label_of(e, &c.baseline, labels), label_of(e, &c.candidate, labels)) {
                 (Some(b), Some(k)) if b == reference && k == label => return Some(paired(c, false)),
                 (Some(b), Some(k)) if b == label && k == reference => return Some(paired(c, true)),

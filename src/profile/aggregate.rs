@@ -406,7 +406,8 @@ impl SourceRegions {
             .build()
             .map_err(|e| usage!("bad glob in --group-by-source: {e}"))?
             .compile_matcher();
-        let regex = regex::Regex::new(regex).map_err(|e| usage!("bad regex in --group-by-source: {e}"))?;
+        let regex = regex::Regex::new(regex)
+            .map_err(|e| usage!("bad regex in --group-by-source: {}", crate::error::regex_error(&e)))?;
         if regex.captures_len() < 2 {
             return Err(usage!("the regex in --group-by-source needs a capture group naming the region"));
         }
@@ -419,7 +420,7 @@ impl SourceRegions {
             let starts = if !matches {
                 None
             } else {
-                match std::fs::read_to_string(file) {
+                match crate::files::read_regular_to_string(file) {
                     Ok(text) => Some(
                         text.lines()
                             .enumerate()

@@ -709,10 +709,9 @@ impl Sources {
     fn line(&mut self, location: &str) -> Option<String> {
         let (file, line) = location.rsplit_once(':')?;
         let line: usize = line.parse().ok()?;
-        let lines = self
-            .0
-            .entry(file.to_string())
-            .or_insert_with(|| std::fs::read_to_string(file).ok().map(|t| t.lines().map(String::from).collect()));
+        let lines = self.0.entry(file.to_string()).or_insert_with(|| {
+            crate::files::read_regular_to_string(file).ok().map(|t| t.lines().map(String::from).collect())
+        });
         let text = lines.as_ref()?.get(line.checked_sub(1)?)?.trim();
         // Keep one source line on one terminal line.
         Some(match text.char_indices().nth(100) {

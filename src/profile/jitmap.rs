@@ -85,7 +85,7 @@ impl JitMap {
         if !meta.is_file() || (meta.uid() != me && meta.uid() != 0) {
             return None;
         }
-        std::fs::read(&path).ok().map(|bytes| JitMap::parse(&String::from_utf8_lossy(&bytes)))
+        crate::files::read_regular(&path).ok().map(|bytes| JitMap::parse(&String::from_utf8_lossy(&bytes)))
     }
 
     fn insert(&mut self, start: u64, end: u64, name: String) {

@@ -57,7 +57,7 @@ pub struct ObjectInfo {
 impl ObjectInfo {
     /// Load and index an object; the error is one line naming what is wrong with it.
     pub fn load(path: &str) -> Result<ObjectInfo, String> {
-        let file = std::fs::File::open(path).map_err(|e| format!("cannot open {path}: {e}"))?;
+        let file = crate::files::open_regular(path).map_err(|e| format!("cannot open {path}: {e}"))?;
         // SAFETY: the file is only read; a concurrent truncation could fault, as for every
         // tool that maps binaries (perf, addr2line), and is accepted.
         let data = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map {path}: {e}"))?;
@@ -78,7 +78,7 @@ impl ObjectInfo {
             let (file, note) = find_debug_file(&elf, Path::new(path));
             debug_note = note;
             file.and_then(|debug| {
-                let f = std::fs::File::open(&debug).ok()?;
+                let f = crate::files::open_regular(&debug).ok()?;
                 // SAFETY: as above.
                 unsafe { memmap2::Mmap::map(&f) }.ok()
             })

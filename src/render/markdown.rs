@@ -1,7 +1,7 @@
 //! The Markdown rendering, for a pull-request comment.
 
 use crate::analysis::verdict::sentence;
-use crate::model::{metric, Experiment};
+use crate::model::{metric, Experiment, Verdict};
 use crate::units::{format_level, format_p, format_seconds};
 
 pub fn render(e: &Experiment) -> String {
@@ -29,6 +29,15 @@ pub fn render(e: &Experiment) -> String {
             "\n| candidate | metric | ratio | {level} % CI | p | verdict |\n|---|---|---:|---|---:|---|\n"
         ));
         for c in &e.comparisons {
+            if c.verdict == Verdict::NotComparable {
+                let why = c.flags.first().map_or(String::new(), |f| escape(f));
+                out.push_str(&format!(
+                    "| {} | {} | - | {why} | - | not comparable |\n",
+                    escape(&c.candidate),
+                    c.metric
+                ));
+                continue;
+            }
             out.push_str(&format!(
                 "| {} | {} | {:.4} | [{:.4}, {:.4}] | {} | {} |\n",
                 escape(&c.candidate),

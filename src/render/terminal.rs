@@ -26,7 +26,7 @@ fn paint_verdict(c: &Comparison, text: &str) -> String {
     match c.verdict {
         Verdict::Slower if !c.below_threshold => red(text),
         Verdict::Faster if !c.below_threshold => green(text),
-        Verdict::Inconclusive => yellow(text),
+        Verdict::Inconclusive | Verdict::NotComparable => yellow(text),
         _ => text.to_string(),
     }
 }
@@ -105,21 +105,25 @@ pub fn render(e: &Experiment) -> String {
             "verdict".into(),
         ]);
         for c in &e.comparisons {
-            let ci = if c.ci_high.is_finite() {
+            let ci = if c.verdict == Verdict::NotComparable {
+                // The row says why; the warning below says it whole.
+                not_comparable_cell(c)
+            } else if c.ci_high.is_finite() {
                 format!("[{:.4}, {:.4}]", c.ci_low, c.ci_high)
             } else {
                 "too few rounds".into()
             };
-            let mut verdict = c.verdict.as_str().to_string();
+            let ratio = if c.ratio.is_finite() { format!("{:.4}", c.ratio) } else { "-".into() };
+            let mut verdict = c.verdict.as_str().replace('_', " ");
             if c.below_threshold {
                 verdict.push_str(" (< threshold)");
             }
             table.add_row(vec![
                 format!("{} vs {}", escape(&c.candidate), escape(&c.baseline)),
                 c.metric.clone(),
-                format!("{:.4}", c.ratio),
+                ratio,
                 ci,
-                format_p(c.p_value),
+                if c.verdict == Verdict::NotComparable { "-".into() } else { format_p(c.p_value) },
                 paint_verdict(c, &verdict),
             ]);
         }
@@ -133,7 +137,9 @@ pub fn render(e: &Experiment) -> String {
         for c in e.comparisons.iter().filter(|c| c.metric == primary) {
             out.push_str(&bold(&paint_verdict(c, &escape(&sentence(c, e.settings.threshold, e.rounds)))));
             out.push('\n');
-            for flag in c.flags.iter().filter(|f| !f.starts_with("exact")) {
+            // A not-comparable sentence already gives its one flag, the reason.
+            let notes = if c.verdict == Verdict::NotComparable { &[][..] } else { &c.flags[..] };
+            for flag in notes.iter().filter(|f| !f.starts_with("exact")) {
                 out.push_str(&format!("  note: {flag}\n"));
             }
         }
@@ -161,6 +167,18 @@ pub fn render(e: &Experiment) -> String {
         out.push_str(&yellow(&format!("warning: {}\n", escape(&w.message))));
     }
     out
+}
+
+/// The short reason in a not-comparable row's interval column.
+fn not_comparable_cell(c: &Comparison) -> String {
+    let reason = c.flags.first().map_or("", String::as_str);
+    if reason.contains("no value") {
+        "missing on a side".into()
+    } else if reason.contains("≤ 0") {
+        "≤ 0: no ratio".into()
+    } else {
+        "no ratio".into()
+    }
 }
 
 /// Rows of an explanation shown in the terminal (the JSON has all).

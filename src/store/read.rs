@@ -462,7 +462,9 @@ fn read_experiments(
     Rows::each(
         db,
         &experiment_columns(detail),
-        &format!("FROM experiments e {} WHERE {}", filter.joins, filter.sql),
+        // An incomplete attempt a later attempt of its fleet job replaced is not read
+        // (its children are, and dropped: rare, and a join on every run costs more).
+        &format!("FROM experiments e {} WHERE {} AND e.superseded_by IS NULL", filter.joins, filter.sql),
         &filter.params,
         |r| {
             let id = r.id("id");

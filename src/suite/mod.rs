@@ -100,10 +100,11 @@ impl Suite {
     pub fn select(&self, filter: Option<&str>) -> Result<Vec<&Benchmark>, Failure> {
         let re = match filter {
             Some(re) => Some(regex::Regex::new(re).map_err(|e| {
-                // regex quotes the pattern over several lines; its last line says what is wrong.
-                let why = e.to_string();
-                let why = why.lines().last().unwrap_or_default().trim_start_matches("error: ").to_string();
-                crate::usage!("--filter `{re}` is not a regular expression: {why}")
+                crate::usage!(
+                    "--filter `{}` is not a regular expression: {}",
+                    crate::render::escape(re),
+                    crate::error::regex_error(&e)
+                )
             })?),
             None => None,
         };

@@ -30,6 +30,9 @@ pub struct RunOptions {
     pub machine: Option<Machine>,
     /// Profile both builds of every benchmark found slower and store why (see `explain`).
     pub profile_changes: bool,
+    /// A fleet job's claim: results are written only while it is held, and replace what
+    /// an earlier attempt of the job left incomplete (see `store::Recorder::fenced`).
+    pub fence: Option<crate::store::fleet::Claim>,
 }
 
 /// What happened to one benchmark.
@@ -145,6 +148,9 @@ pub fn run_suite(
             source: options.source.clone().unwrap_or_else(|| "run".into()),
         };
         let mut recorder = store.begin(&meta, &machine, &plan.settings, &plan.commands);
+        if let Some(claim) = &options.fence {
+            recorder = recorder.fenced(claim.clone());
+        }
         let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, options.hide_progress);
         let result = experiment::run(plan, &mut Fanout(vec![&mut progress, &mut recorder]));
         progress.finish();
