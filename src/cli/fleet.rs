@@ -2,12 +2,13 @@
 //! this machine).
 
 use super::args::{duration, DbArgs, SelectionArgs};
-use super::run::summary_line;
 use crate::error::Failure;
 use crate::fleet::{self, agent::AgentOptions, QueueRequest};
 use crate::model::Machine;
+use crate::render::suite::summary_line;
 use crate::suite;
-use crate::suite::runner::Outcome;
+use crate::suite::runner::{Explanation, Outcome, SuiteObserver};
+use crate::suite::{Benchmark, Build};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -52,7 +53,7 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
                 return Ok(());
             }
         }
-        print!("{}", fleet::render_status(&status));
+        crate::out!("{}", fleet::render_status(&status));
         return Ok(());
     }
     if let Some(job) = args.cancel {
@@ -128,8 +129,26 @@ pub fn main_agent(args: AgentArgs) -> Result<(), Failure> {
         exit_when_idle: args.exit_when_idle,
         show_output: args.show_output,
     };
-    fleet::agent::run(&options, &mut |bench, outcome| match outcome {
-        Outcome::Measured(experiment) => eprintln!("{}", summary_line(&bench.name, experiment)),
-        Outcome::Failed(message) => eprintln!("  {}: {message}", crate::render::terminal::escape(&bench.name)),
-    })
+    fleet::agent::run(&options, &mut AgentLog)
+}
+
+/// An agent's log on stderr: a line per benchmark as it ends.
+struct AgentLog;
+
+impl SuiteObserver for AgentLog {
+    fn preparing(&mut self, build: &Build) {
+        eprintln!("preparing build `{}`", crate::render::terminal::escape(&build.name));
+    }
+    fn started(&mut self, index: usize, total: usize, bench: &Benchmark) {
+        eprintln!("[{}/{total}] {}", index + 1, crate::render::terminal::escape(&bench.name));
+    }
+    fn finished(&mut self, bench: &Benchmark, outcome: &Outcome) {
+        match outcome {
+            Outcome::Measured(experiment) => eprintln!("{}", summary_line(&bench.name, experiment)),
+            Outcome::Failed(message) => eprintln!("  {}: {message}", crate::render::terminal::escape(&bench.name)),
+        }
+    }
+    fn explained(&mut self, _bench: &Benchmark, explanation: &Explanation) {
+        eprintln!("{}", crate::render::suite::explanation(explanation));
+    }
 }

@@ -9,8 +9,8 @@ use crate::error::Failure;
 use crate::model::{Machine, StopReason};
 use crate::store::fleet::{Claim, JobEnd};
 use crate::store::{self, Store};
-use crate::suite::runner::{run_suite, Outcome, RunOptions};
-use crate::suite::{self, Benchmark};
+use crate::suite::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
+use crate::suite::{self, Benchmark, Build};
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
@@ -37,8 +37,8 @@ pub struct AgentOptions {
 }
 
 /// Run the agent until interrupted (or idle with `exit_when_idle`, or after one job with
-/// `once`). `on_outcome` hears about every benchmark as it ends.
-pub fn run(options: &AgentOptions, on_outcome: &mut dyn FnMut(&Benchmark, &Outcome)) -> Result<(), Failure> {
+/// `once`). `observer` hears about every benchmark.
+pub fn run(options: &AgentOptions, observer: &mut dyn SuiteObserver) -> Result<(), Failure> {
     std::env::set_current_dir(&options.dir)
         .map_err(|e| crate::usage!("cannot work in {}: {e}", options.dir.display()))?;
     let mut store = Store::open(options.db.as_deref())?;
@@ -67,7 +67,7 @@ pub fn run(options: &AgentOptions, on_outcome: &mut dyn FnMut(&Benchmark, &Outco
             .transpose()?;
         match next {
             Some((job, claim)) => {
-                work(&mut store, &job, &claim, &fingerprint, options, on_outcome)?;
+                work(&mut store, &job, &claim, &fingerprint, options, observer)?;
                 if options.once {
                     return Ok(());
                 }
@@ -97,7 +97,7 @@ fn work(
     claim: &Claim,
     fingerprint: &str,
     options: &AgentOptions,
-    on_outcome: &mut dyn FnMut(&Benchmark, &Outcome),
+    observer: &mut dyn SuiteObserver,
 ) -> Result<(), Failure> {
     eprintln!(
         "perflab agent: job {} (attempt {}): suite {}, label `{}`",
@@ -118,7 +118,7 @@ fn work(
         std::env::set_var(crate::machine::MACHINE_ID_ENV, id);
     }
     let heartbeat = Heartbeat::start(options.db.clone(), claim.clone(), options.lease_s);
-    let result = execute(store, job, fingerprint, options, on_outcome);
+    let result = execute(store, job, fingerprint, options, observer);
     let lease_kept = heartbeat.stop();
     let (end, message) = match &result {
         Ok(failed) if failed.is_empty() => (JobEnd::Done, None),
@@ -155,7 +155,7 @@ fn execute(
     job: &Job,
     fingerprint: &str,
     options: &AgentOptions,
-    on_outcome: &mut dyn FnMut(&Benchmark, &Outcome),
+    observer: &mut dyn SuiteObserver,
 ) -> Result<Vec<String>, Failure> {
     let suite = suite::parse(&job.spec.suite, &options.dir.join(&job.spec.suite_path))?;
     let selected = suite.select(job.spec.filter.as_deref())?;
@@ -174,25 +174,49 @@ fn execute(
     let run = RunOptions {
         source: Some(source),
         machine: Some(options.machine.clone()),
-        hide_progress: true,
         show_output: options.show_output,
         ..RunOptions::default()
     };
-    let mut on_benchmark = |bench: &Benchmark, outcome: &Outcome| {
+    let mut tally = Tally { inner: observer, failed: &mut failed };
+    run_suite(&todo, &job.spec.label, (candidate, baseline), &run, store, &mut tally)?;
+    if crate::interrupt::watcher().requested() {
+        return Err(Failure::Interrupted("agent interrupted during the job".into()));
+    }
+    Ok(failed)
+}
+
+/// Passes a suite's events on, noting the benchmarks that failed.
+struct Tally<'a> {
+    inner: &'a mut dyn SuiteObserver,
+    failed: &'a mut Vec<String>,
+}
+
+impl SuiteObserver for Tally<'_> {
+    fn preparing(&mut self, build: &Build) {
+        self.inner.preparing(build);
+    }
+    fn started(&mut self, index: usize, total: usize, bench: &Benchmark) {
+        self.inner.started(index, total, bench);
+    }
+    fn experiment(&mut self) -> Option<&mut dyn crate::experiment::Observer> {
+        self.inner.experiment()
+    }
+    fn finished(&mut self, bench: &Benchmark, outcome: &Outcome) {
         let bad = match outcome {
             Outcome::Measured(e) => e.stop_reason == StopReason::CommandFailed,
             Outcome::Failed(_) => true,
         };
         if bad {
-            failed.push(bench.name.clone());
+            self.failed.push(bench.name.clone());
         }
-        on_outcome(bench, outcome);
-    };
-    run_suite(&todo, &job.spec.label, (candidate, baseline), &run, store, &mut on_benchmark)?;
-    if crate::interrupt::watcher().requested() {
-        return Err(Failure::Interrupted("agent interrupted during the job".into()));
+        self.inner.finished(bench, outcome);
     }
-    Ok(failed)
+    fn cleanup_failed(&mut self, bench: &Benchmark, why: &str) {
+        self.inner.cleanup_failed(bench, why);
+    }
+    fn explained(&mut self, bench: &Benchmark, explanation: &Explanation) {
+        self.inner.explained(bench, explanation);
+    }
 }
 
 /// Renews a claim's lease every third of it from its own connection, until stopped.

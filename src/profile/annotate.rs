@@ -138,15 +138,15 @@ pub fn main_annotate(args: &AnnotateOptions) -> Result<(), Failure> {
     let to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
     if !to_stdout {
         if functions.is_empty() && profile.total_samples() == 0 {
-            println!("the profile has no samples");
+            crate::outln!("the profile has no samples");
         } else if functions.is_empty() {
-            println!("no function with symbols to annotate (the samples are in stripped or special code; see `perflab show`)");
+            crate::outln!("no function with symbols to annotate (the samples are in stripped or special code; see `perflab show`)");
         }
         for f in &functions {
             print_function(f, &profile);
         }
         if args.mca.is_none() && installed_mca.is_some() && !functions.is_empty() {
-            println!(
+            crate::outln!(
                 "{}",
                 color::dim(
                     "llvm-mca is installed: add --mca for per-instruction latency and throughput of each hot loop"
@@ -465,7 +465,7 @@ impl Sources {
 }
 
 fn print_function(f: &AnnotatedFunction, profile: &Profile) {
-    println!(
+    crate::outln!(
         "{}  {}",
         color::bold(&f.name),
         color::dim(&format!(
@@ -487,7 +487,7 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile) {
             if let Some((loc, inlined)) = here {
                 let text = sources.line(loc).unwrap_or_default();
                 let from = inlined.map_or(String::new(), |f| format!("  [inlined {f}]"));
-                println!("{}", color::dim(&format!("{:>19}{}  {text}{from}", "", basename(loc))));
+                crate::outln!("{}", color::dim(&format!("{:>19}{}  {text}{from}", "", basename(loc))));
             }
             last_source = here;
         }
@@ -507,7 +507,7 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile) {
                 m.latency, m.rthroughput, m.uops
             )));
         }
-        println!(
+        crate::outln!(
             "{} {samples:>8}  {gutter}{:>6x}:  {text}",
             paint_share(ins.share, &format!("{share:>7}")),
             ins.address
@@ -519,14 +519,14 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile) {
                 let parts: Vec<String> = h.latency.iter().map(|(k, v)| format!("{k} {v}")).collect();
                 format!(" — latency (cycles): {}", parts.join("; "))
             };
-            println!("{:>27}{}", "", color::yellow(&format!("⚠ {}{latency}", h.title)));
+            crate::outln!("{:>27}{}", "", color::yellow(&format!("⚠ {}{latency}", h.title)));
             if h.id != "skid" && explained.insert(h.id.as_str(), ()).is_none() {
-                println!("{:>29}{}", "", color::dim(&h.detail));
+                crate::outln!("{:>29}{}", "", color::dim(&h.detail));
             }
         }
     }
     if let Some(m) = &f.mca {
-        println!(
+        crate::outln!(
             "{}",
             color::bold(&format!(
                 "llvm-mca ({}): hot block {:x}..{:x}: {:.2} cycles per iteration at best (block reciprocal throughput), {:.2} simulated",
@@ -538,7 +538,7 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile) {
             ))
         );
     }
-    println!();
+    crate::outln!();
 }
 
 #[cfg(test)]

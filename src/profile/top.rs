@@ -152,7 +152,12 @@ fn run(
         let lines = frame(&window, &rows, record, window_len, opts.limit.min((height as usize).saturating_sub(3)));
         show(&lines, interactive, width as usize).map_err(|e| Failure::Other(e.into()))?;
         frames += 1;
-        if quit || progress != Progress::Running || opts.iterations.is_some_and(|n| frames >= n) {
+        // Nobody reads a broken stdout (`| head`): stop; `cli` reports it.
+        if quit
+            || crate::render::stdout::failed()
+            || progress != Progress::Running
+            || opts.iterations.is_some_and(|n| frames >= n)
+        {
             return Ok(());
         }
     }
@@ -198,14 +203,11 @@ fn frame(
 }
 
 fn show(lines: &[String], interactive: bool, width: usize) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
     if !interactive {
-        for line in lines {
-            writeln!(out, "{line}")?;
-        }
-        writeln!(out)?;
-        return out.flush();
+        crate::render::stdout::write(&(lines.join("\n") + "\n\n"));
+        return Ok(());
     }
+    let mut out = std::io::stdout().lock();
     execute!(out, cursor::MoveTo(0, 0), terminal::Clear(terminal::ClearType::All))?;
     for line in lines {
         // Raw mode: a newline does not return the carriage. Cut long lines instead of

@@ -1,9 +1,12 @@
 //! The `perflab stat` table: per metric the median with its 95 % CI, the spread, and the
 //! counters this machine cannot read with the reason — `perf stat -r` with statistics.
 
+use super::export::Exporter;
+use super::style::Style;
+use super::table::{Column, FitTable, Frame};
+use super::terminal::escape;
+use super::{color, OutputError};
 use crate::model::{metric, CommandResult, Experiment, Summary};
-use crate::render::color;
-use crate::units::format_value;
 use serde::Serialize;
 
 /// One metric of `perflab stat`, as printed and as written to JSON.
@@ -31,9 +34,9 @@ pub struct StatMetric {
 
 /// The stat JSON document: the experiment plus the per-metric table.
 #[derive(Debug, Serialize)]
-pub struct StatReport<'a> {
+pub struct StatReport {
     #[serde(flatten)]
-    pub experiment: &'a Experiment,
+    pub experiment: Experiment,
     pub metrics: Vec<StatMetric>,
 }
 
@@ -81,54 +84,70 @@ pub fn stat_metrics(result: &CommandResult, names: &[String]) -> Vec<StatMetric>
 }
 
 /// The spread column: exact, or the scaled MAD relative to the median.
-fn spread(m: &StatMetric) -> String {
+fn spread(m: &StatMetric, style: &Style) -> String {
     let Some(s) = &m.summary else { return String::new() };
     if m.exact {
         return if s.n > 1 { format!("exact ({} identical runs)", s.n) } else { "1 run".to_string() };
     }
     if s.median == 0.0 {
-        return format!("MAD {}", format_value(&m.name, s.mad));
+        return format!("MAD {}", style.value(&m.name, s.mad));
     }
     format!("± {:.2} %", s.mad / s.median.abs() * 100.0)
 }
 
-/// The terminal table of `perflab stat`.
-pub fn render_terminal(title: &str, runs: usize, metrics: &[StatMetric], notes: &[String]) -> String {
-    let mut rows: Vec<[String; 5]> = Vec::new();
+/// `perflab stat` on the terminal, laid out by a [`Style`], with notes under the table.
+pub struct StatTerminal {
+    pub style: Style,
+    pub notes: Vec<String>,
+}
+
+impl Exporter<StatReport> for StatTerminal {
+    fn render(&self, report: &StatReport) -> Result<String, OutputError> {
+        let e = &report.experiment;
+        let title = e.commands.first().map_or("", |c| c.command_line.as_str());
+        let mut text = render_terminal(title, e.rounds as usize, &report.metrics, &self.notes, &self.style);
+        let profile = super::terminal::iteration_profile(e, self.style.width);
+        if !profile.is_empty() {
+            text = format!("{text}\n{profile}");
+        }
+        Ok(text)
+    }
+}
+
+/// The terminal table of `perflab stat`. Too wide for the terminal, it leaves out min …
+/// max, then the spread, then the interval (docs/output.md).
+pub fn render_terminal(title: &str, runs: usize, metrics: &[StatMetric], notes: &[String], style: &Style) -> String {
+    let mut table = FitTable::new(
+        Frame::Plain,
+        vec![
+            Column::kept("metric"),
+            Column::kept("median").right(),
+            Column::droppable("95 % CI of median", 3),
+            Column::droppable("spread (MAD)", 2),
+            Column::droppable("min … max", 1),
+        ],
+    );
+    let needed =
+        crate::stats::summary::min_values_for_median_ci(crate::stats::summary::MEDIAN_CI_CONFIDENCE).unwrap_or(6);
     for m in metrics.iter().filter(|m| m.supported) {
-        let s = m.summary.as_ref().expect("supported metrics have a summary");
+        let Some(s) = m.summary.as_ref() else { continue };
         let ci = match s.median_ci {
-            Some((lo, hi)) if !m.exact => format!("[{}, {}]", format_value(&m.name, lo), format_value(&m.name, hi)),
+            Some((lo, hi)) if !m.exact => format!("[{}, {}]", style.value(&m.name, lo), style.value(&m.name, hi)),
             _ if m.exact => "exact".to_string(),
-            _ => "needs ≥ 6 runs".to_string(),
+            _ => format!("needs ≥ {needed} runs"),
         };
         let range = if m.exact {
             String::new()
         } else {
-            format!("{} … {}", format_value(&m.name, s.min), format_value(&m.name, s.max))
+            format!("{} … {}", style.value(&m.name, s.min), style.value(&m.name, s.max))
         };
         let name = if m.scaled { format!("{} (scaled)", m.name) } else { m.name.clone() };
-        rows.push([name, format_value(&m.name, s.median), ci, spread(m), range]);
+        table.row(vec![name, style.value(&m.name, s.median), ci, spread(m, style), range]);
     }
-    let header = ["metric", "median", "95 % CI of median", "spread (MAD)", "min … max"];
-    let widths: Vec<usize> = (0..5)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].chars().count()]).max().unwrap_or(0))
-        .collect();
-    let line = |cells: [&str; 5]| {
-        let mut text = format!("  {:<w$}", cells[0], w = widths[0]);
-        text += &format!("  {:>w$}", cells[1], w = widths[1]);
-        for (i, cell) in cells.iter().enumerate().skip(2) {
-            text += &format!("  {:<w$}", cell, w = widths[i]);
-        }
-        text.trim_end().to_string() + "\n"
-    };
     let plural = if runs == 1 { "" } else { "s" };
-    let mut out = format!("\n {} ({runs} run{plural}):\n\n", color::bold(title));
-    if !rows.is_empty() {
-        out += &color::dim(&line(header));
-    }
-    for r in &rows {
-        out += &line([&r[0], &r[1], &r[2], &r[3], &r[4]]);
+    let mut out = format!("\n {} ({runs} run{plural}):\n\n", color::bold(&escape(title)));
+    if !table.is_empty() {
+        out += &table.render(style.width);
     }
     let unsupported: Vec<&StatMetric> = metrics.iter().filter(|m| !m.supported).collect();
     if !unsupported.is_empty() {
@@ -170,6 +189,7 @@ mod tests {
             name: "x".into(),
             argv: vec!["x".into()],
             command_line: "x".into(),
+            parameters: Default::default(),
             runs,
             summary: BTreeMap::new(),
         }
@@ -206,7 +226,7 @@ mod tests {
     fn terminal_lists_values_spread_and_unsupported_reasons() {
         let r = result(&[("cycles", None), ("page-faults", Some(70.0))], 8);
         let m = stat_metrics(&r, &names(&["wall_s", "page-faults", "instructions", "cycles"]));
-        let text = render_terminal("./x", 8, &m, &[]);
+        let text = render_terminal("./x", 8, &m, &[], &Style::default());
         assert!(text.contains("page-faults"), "{text}");
         assert!(text.contains("exact (8 identical runs)"), "{text}");
         assert!(text.contains("<not supported>") && text.contains("no hardware PMU"), "{text}");
