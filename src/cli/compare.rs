@@ -125,7 +125,7 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
     for spec in &commands {
         resolve_program(&spec.argv[0])?;
     }
-    let options = plan::Options {
+    let options = plan::SettingsLayer {
         mode: Some(args.measure.mode),
         input: args.hooks.input.clone(),
         ..args.output.options()?.or(&args.experiment.options())

@@ -2,10 +2,11 @@
 //! profiler's plain options.
 
 use crate::error::Failure;
+use crate::executor::process::Output;
 use crate::profile::aggregate::By;
 use crate::profile::annotate::{AnnotateOptions, Syntax};
 use crate::profile::diff::DiffOptions;
-use crate::profile::record::RecordOptions;
+use crate::profile::record::{CallGraph, RecordOptions, RecordingMode};
 use crate::profile::top::TopOptions;
 use crate::profile::unwind::{self, Unwinding};
 use crate::profile::{self, ProfileOptions, ReportOptions, ShowOptions};
@@ -19,7 +20,7 @@ fn by_parser() -> impl TypedValueParser<Value = By> {
 
 /// Options shared by `profile` and `show` for the flat report.
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub struct FlatReportArgs {
     /// Write the report as JSON to FILE (`-` for stdout; the profiled program's stdout then goes to stderr).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -51,7 +52,7 @@ pub struct ReportArgs {
     pub callees: Option<String>,
 }
 
-impl ReportArgs {
+impl FlatReportArgs {
     fn options(self) -> ReportOptions {
         ReportOptions {
             json: self.json,
@@ -100,7 +101,7 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "DURATION", value_parser = super::args::duration)]
     pub duration: Option<f64>,
     #[command(flatten)]
-    pub report: ReportArgs,
+    pub report: FlatReportArgs,
     /// The command to profile, after `--` (or -p / -a).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -118,19 +119,30 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// What to sample and how often, shared by `profile` and `top`.
-    fn sampling(self, command: Vec<String>, event: String, frequency_hz: u64) -> Result<RecordOptions, Failure> {
+    /// What to sample: the command after `--`, running processes or every CPU (`None`:
+    /// nothing was given), shared by `profile` and `top`.
+    fn mode(self, command: Vec<String>, duration: Option<f64>) -> Result<Option<RecordingMode>, Failure> {
+        let duration = duration.map(std::time::Duration::from_secs_f64);
         let pids = self
             .pid
             .as_deref()
             .map_or(Ok(Vec::new()), |p| profile::target::parse_pids(p).map_err(|e| crate::usage!("-p: {e}")))?;
-        Ok(RecordOptions {
-            pids,
-            all_cpus: self.all_cpus,
-            argv: command,
-            event,
-            frequency_hz,
-            ..RecordOptions::default()
+        let targets = usize::from(!command.is_empty()) + usize::from(!pids.is_empty()) + usize::from(self.all_cpus);
+        if targets > 1 {
+            return Err(crate::usage!("profile one target: a command after `--`, -p PID or -a"));
+        }
+        if !command.is_empty() {
+            if duration.is_some() {
+                return Err(crate::usage!("--duration is for -p and -a; a command is profiled until it exits"));
+            }
+            return Ok(Some(RecordingMode::Launch { argv: command, output: Output::Inherit }));
+        }
+        Ok(if !pids.is_empty() {
+            Some(RecordingMode::Pids { pids, duration })
+        } else if self.all_cpus {
+            Some(RecordingMode::AllCpus { duration })
+        } else {
+            None
         })
     }
 }
@@ -168,7 +180,7 @@ pub struct ShowArgs {
     /// A profile saved by `perflab profile`.
     pub profile: PathBuf,
     #[command(flatten)]
-    pub report: ReportArgs,
+    pub report: FlatReportArgs,
 }
 
 #[derive(Debug, Args)]
@@ -225,15 +237,18 @@ pub struct DiffArgs {
 }
 
 pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
+    let nothing = || crate::usage!("nothing to profile: put a command after `--`, or attach with -p PID or -a");
     profile::main_profile(&ProfileOptions {
         record: RecordOptions {
+            mode: args.target.mode(args.command, args.duration)?.ok_or_else(nothing)?,
+            event: args.event,
+            frequency_hz: args.frequency,
             // Off-CPU stacks need call stacks: frame pointers unless -g says otherwise.
-            call_graph: args.call_graph.is_some() || args.off_cpu,
-            unwinding: args.call_graph.unwrap_or_default(),
-            stack_bytes: args.stack_size,
+            call_graph: CallGraph::from_unwinding(
+                args.call_graph.or(args.off_cpu.then_some(Unwinding::FramePointers)),
+                args.stack_size,
+            ),
             off_cpu: args.off_cpu,
-            duration: args.duration.map(std::time::Duration::from_secs_f64),
-            ..args.target.sampling(args.command, args.event, args.frequency)?
         },
         output: args.output,
         report: args.report.options(),
@@ -241,8 +256,15 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
 }
 
 pub fn main_top(args: TopArgs) -> Result<(), Failure> {
+    let mode = args.target.mode(args.command, None)?;
     profile::top::main_top(&TopOptions {
-        record: args.target.sampling(args.command, args.event, args.frequency)?,
+        every_cpu_by_default: mode.is_none(),
+        record: RecordOptions {
+            mode: mode.unwrap_or(RecordingMode::AllCpus { duration: None }),
+            event: args.event,
+            frequency_hz: args.frequency,
+            ..RecordOptions::default()
+        },
         interval: std::time::Duration::from_secs_f64(args.interval),
         iterations: args.iterations,
         batch: args.batch,

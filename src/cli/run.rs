@@ -251,7 +251,7 @@ impl BisectObserver for BisectPrinter {
 
 /// `perflab bisect`.
 pub fn main_bisect(args: BisectArgs) -> Result<(), Failure> {
-    let overrides = plan::Options { rounds: args.rounds, max_time: args.max_time, ..Default::default() };
+    let overrides = plan::SettingsLayer { rounds: args.rounds, max_time: args.max_time, ..Default::default() };
     plan::check(&overrides)?;
     let request = BisectRequest {
         good: args.good,

@@ -49,7 +49,7 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     let text = command_text(&args.command, args.shell.is_some());
     let commands = parse_commands(&[text], &[], args.shell.as_deref())?;
     resolve_program(&commands[0].argv[0])?;
-    let options = plan::Options {
+    let options = plan::SettingsLayer {
         rounds: args.runs,
         warmup: args.runner.warmup,
         timeout: args.runner.timeout,

@@ -32,7 +32,7 @@ pub struct Plan {
 /// Measurement options a suite can set in `[defaults]` or per benchmark; `None` means
 /// "not set here" (the benchmark inherits from the defaults, then the command line).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Options {
+pub struct SettingsLayer {
     pub rounds: Option<u32>,
     pub warmup: Option<u32>,
     pub min_rounds: Option<u32>,
@@ -64,11 +64,11 @@ pub struct Options {
 /// compare there is no verdict to stop on.
 pub const SOLO_RUNS: u32 = 10;
 
-impl Options {
+impl SettingsLayer {
     /// For an experiment of `commands` commands: a command measured alone gets
     /// [`SOLO_RUNS`] fixed rounds unless a round count or a limit is set (instruction mode
     /// has its own single round).
-    pub fn for_commands(mut self, commands: usize) -> Options {
+    pub fn for_commands(mut self, commands: usize) -> SettingsLayer {
         let instructions = self.mode == Some(Mode::Instructions);
         let limited = self.rounds.is_some() || self.max_time.is_some() || self.max_rounds.is_some();
         if commands == 1 && !instructions && !limited {
@@ -78,8 +78,8 @@ impl Options {
     }
 
     /// `self`, with anything unset taken from `fallback`.
-    pub fn or(&self, fallback: &Options) -> Options {
-        Options {
+    pub fn or(&self, fallback: &SettingsLayer) -> SettingsLayer {
+        SettingsLayer {
             rounds: self.rounds.or(fallback.rounds),
             warmup: self.warmup.or(fallback.warmup),
             min_rounds: self.min_rounds.or(fallback.min_rounds),
@@ -103,7 +103,7 @@ impl Options {
 /// The settings for layered options: whatever no layer sets comes from
 /// `Settings::default()`, except that instruction mode's deterministic counts need one
 /// round, no warm-up and a fixed environment (counts move with the environment's size).
-pub fn settings(options: &Options, seed: Option<u64>) -> Settings {
+pub fn settings(options: &SettingsLayer, seed: Option<u64>) -> Settings {
     let d = Settings::default();
     let mode = options.mode.unwrap_or_default();
     let instructions = mode == Mode::Instructions;
@@ -129,7 +129,7 @@ pub fn settings(options: &Options, seed: Option<u64>) -> Settings {
 }
 
 /// Values no experiment can run with, as one-line usage errors.
-pub fn check(options: &Options) -> Result<(), Failure> {
+pub fn check(options: &SettingsLayer) -> Result<(), Failure> {
     if options.rounds == Some(0) {
         return Err(usage!("--rounds must be at least 1"));
     }

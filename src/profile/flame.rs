@@ -84,7 +84,7 @@ impl Tree {
 }
 
 /// How values are shown and frames coloured.
-enum Mode {
+enum Colouring {
     /// One profile: values are samples.
     Single,
     /// Two profiles: values are estimated seconds; widths are the mean of old and new,
@@ -109,12 +109,12 @@ pub fn call_graph_svg(profile: &Profile, graph: &CallGraph, title: &str) -> Opti
         return None;
     }
     let subtitle = format!("{} samples of {} at {} Hz", profile.total_samples(), profile.event, profile.frequency_hz);
-    Some(render(&tree, &Mode::Single, title, &subtitle))
+    Some(render(&tree, &Colouring::Single, title, &subtitle))
 }
 
 /// A flame graph without frames, saying why (`message`).
 pub fn empty_svg(title: &str, message: &str) -> String {
-    render(&Tree::new(), &Mode::Single, title, message)
+    render(&Tree::new(), &Colouring::Single, title, message)
 }
 
 /// The differential flame graph of two profiles, matched by function names (never by
@@ -133,7 +133,7 @@ pub fn diff_svg(old: &Profile, new: &Profile, title: &str) -> Option<String> {
     let (o, n) = (tree.nodes[0].old, tree.nodes[0].new);
     let change = if o > 0.0 { format!(" ({:+.1}%)", (n / o - 1.0) * 100.0) } else { String::new() };
     let subtitle = format!("≈ {o:.3} s → {n:.3} s{change}; red: more time of its own in the new profile, blue: less");
-    Some(render(&tree, &Mode::Differential { max_self_change }, title, &subtitle))
+    Some(render(&tree, &Colouring::Differential { max_self_change }, title, &subtitle))
 }
 
 /// Estimated seconds a stack stands for (clock events: summed periods; other events:
@@ -164,9 +164,9 @@ fn hash(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-fn fill(node: &Node, mode: &Mode) -> String {
+fn fill(node: &Node, mode: &Colouring) -> String {
     match mode {
-        Mode::Single => {
+        Colouring::Single => {
             let h = hash(&node.frame.function);
             let (v1, v2) = ((h & 0xff) as f64 / 255.0, ((h >> 8) & 0xff) as f64 / 255.0);
             let f = &node.frame;
@@ -186,7 +186,7 @@ fn fill(node: &Node, mode: &Mode) -> String {
                 format!("rgb({},{},{})", mix(r), mix(g), mix(b))
             }
         }
-        Mode::Differential { max_self_change } => {
+        Colouring::Differential { max_self_change } => {
             let change = node.new_self - node.old_self;
             let strength = if *max_self_change > 0.0 { (change.abs() / max_self_change).min(1.0) } else { 0.0 };
             let fade = (235.0 - 190.0 * strength) as u8;
@@ -201,7 +201,7 @@ fn fill(node: &Node, mode: &Mode) -> String {
     }
 }
 
-fn describe(node: &Node, mode: &Mode, total_old: f64, total_new: f64) -> String {
+fn describe(node: &Node, mode: &Colouring, total_old: f64, total_new: f64) -> String {
     let f = &node.frame;
     let mut name = f.function.clone();
     if !f.object.is_empty() && f.object != f.function {
@@ -212,10 +212,10 @@ fn describe(node: &Node, mode: &Mode, total_old: f64, total_new: f64) -> String 
     }
     let share = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
     match mode {
-        Mode::Single => {
+        Colouring::Single => {
             format!("{name}: {} samples ({:.2}%), {} own", node.new, share(node.new, total_new), node.new_self)
         }
-        Mode::Differential { .. } => format!(
+        Colouring::Differential { .. } => format!(
             "{name}: {:.4} s → {:.4} s ({:.2}% → {:.2}%), own {:+.4} s",
             node.old,
             node.new,
@@ -232,11 +232,11 @@ fn visible(text: &str) -> String {
     crate::render::terminal::escape(text)
 }
 
-fn render(tree: &Tree, mode: &Mode, title: &str, subtitle: &str) -> String {
+fn render(tree: &Tree, mode: &Colouring, title: &str, subtitle: &str) -> String {
     let root = &tree.nodes[0];
     let weight = |n: &Node| match mode {
-        Mode::Single => n.new,
-        Mode::Differential { .. } => (n.old + n.new) / 2.0,
+        Colouring::Single => n.new,
+        Colouring::Differential { .. } => (n.old + n.new) / 2.0,
     };
     let total = weight(root);
     let inner = WIDTH - 2.0 * PAD;
@@ -435,7 +435,7 @@ mod tests {
     #[test]
     fn widths_follow_samples_and_tiny_frames_are_left_out() {
         let t = tree(&[(&["main", "a"], 0.0, 3.0), (&["main", "b"], 0.0, 1.0), (&["main", "tiny"], 0.0, 0.00001)]);
-        let svg = render(&t, &Mode::Single, "t", "s");
+        let svg = render(&t, &Colouring::Single, "t", "s");
         let width = |name: &str| -> f64 {
             let at = svg.find(&format!("data-n=\"{name}\"")).unwrap();
             let rest = &svg[at..];
@@ -451,7 +451,7 @@ mod tests {
     fn hostile_names_are_escaped() {
         let evil = "<script>alert(\"x\")</script> & 'q' \u{1}\u{7}\n]]>";
         let t = tree(&[(&["main", evil], 0.0, 1.0)]);
-        let svg = render(&t, &Mode::Single, evil, evil);
+        let svg = render(&t, &Colouring::Single, evil, evil);
         assert!(!svg.contains("<script>alert"), "raw markup in the SVG");
         assert!(svg.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;"));
         // XML 1.0 cannot carry these even as character references.
@@ -465,7 +465,7 @@ mod tests {
     fn differential_colours_by_own_change_and_keeps_vanished_stacks() {
         let t = tree(&[(&["main", "gone"], 2.0, 0.0), (&["main", "grew"], 1.0, 3.0), (&["main", "same"], 1.0, 1.0)]);
         let max = t.nodes.iter().map(|n| (n.new_self - n.old_self).abs()).fold(0.0, f64::max);
-        let mode = Mode::Differential { max_self_change: max };
+        let mode = Colouring::Differential { max_self_change: max };
         assert_eq!(fill(node(&t, "grew"), &mode), "rgb(250,45,45)");
         assert_eq!(fill(node(&t, "gone"), &mode), "rgb(45,45,250)");
         assert_eq!(fill(node(&t, "same"), &mode), "rgb(235,235,235)");

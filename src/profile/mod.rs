@@ -24,6 +24,7 @@ pub mod top;
 pub mod unwind;
 
 use crate::error::Failure;
+use crate::executor::process::Output;
 use crate::render::color;
 use crate::usage;
 use aggregate::{By, Located, Row, SourceRegions};
@@ -76,7 +77,7 @@ pub fn main_profile(args: &ProfileOptions) -> Result<(), Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
     // Fail before the run, not after it, when the results could not be written.
     check_writable(&args.output)?;
-    if !args.record.call_graph && !args.record.off_cpu {
+    if !args.record.has_call_graph() {
         if let Some(flag) = args.report.needs_stacks() {
             return Err(usage!("{flag} needs call stacks: add -g"));
         }
@@ -87,8 +88,11 @@ pub fn main_profile(args: &ProfileOptions) -> Result<(), Failure> {
     }
     // A report on stdout must not be interleaved with the program's own output.
     let report_on_stdout = args.report.files().any(|p| p == Path::new("-"));
-    let recording =
-        record::record(&record::RecordOptions { stdout_to_stderr: report_on_stdout, ..args.record.clone() })?;
+    let output = if report_on_stdout { Output::StdoutToStderr } else { Output::Inherit };
+    if let Some(what) = args.record.describe() {
+        eprintln!("perflab: {what}");
+    }
+    let recording = record::record(&args.record.clone().with_output(output))?;
     let profile = recording.profile;
     profile.save(&args.output)?;
     eprintln!(

@@ -7,9 +7,10 @@
 
 use super::aggregate::{self, By, Row};
 use super::kernel::Kallsyms;
-use super::record::{Progress, RecordOptions, Session};
+use super::record::{RecordOptions, RecordingMode, Session, SessionState};
 use super::symbolize::Symbolizer;
 use crate::error::Failure;
+use crate::executor::process::Output;
 use crate::interrupt::Interrupt;
 use crate::usage;
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyModifiers};
@@ -19,8 +20,10 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
 pub struct TopOptions {
-    /// What to sample (a command, `pids` or `all_cpus`; nothing given means every CPU).
+    /// What to sample.
     pub record: RecordOptions,
+    /// Every CPU was chosen because no target was given (said when that fails).
+    pub every_cpu_by_default: bool,
     /// Time between refreshes; each frame shows the samples of the last interval.
     pub interval: Duration,
     /// Stop after this many frames (None: until `q`, Ctrl-C or the target's end).
@@ -83,15 +86,13 @@ fn key(ev: Event) -> Key {
 }
 
 pub fn main_top(opts: &TopOptions) -> Result<(), Failure> {
-    let mut record = opts.record.clone();
-    let every_cpu_by_default = record.argv.is_empty() && record.pids.is_empty() && !record.all_cpus;
-    record.all_cpus |= every_cpu_by_default;
+    let every_cpu_by_default = opts.every_cpu_by_default;
     if opts.interval < Duration::from_millis(100) {
         return Err(usage!("--interval must be at least 0.1 s"));
     }
     let interactive = !opts.batch && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     // The command's output would scribble over the view.
-    record.discard_output = interactive;
+    let record = opts.record.clone().with_output(if interactive { Output::Discard } else { Output::Inherit });
     let interrupt = crate::interrupt::watcher();
     let mut session = Session::start(&record).map_err(|failure| match failure {
         Failure::Usage(why) if every_cpu_by_default => {
@@ -103,7 +104,7 @@ pub fn main_top(opts: &TopOptions) -> Result<(), Failure> {
     let outcome = run(&mut session, opts, &record, interrupt, screen.is_some());
     drop(screen);
     session.stop_command();
-    let recording = session.finish(Progress::TargetEnded, interrupt)?;
+    let recording = session.finish(SessionState::TargetEnded, interrupt)?;
     outcome?;
     match recording.profile.exit_code {
         Some(code) if code != 0 => Err(Failure::CommandFailed(format!("the command exited with status {code}"))),
@@ -125,9 +126,9 @@ fn run(
     let mut window_start = Instant::now();
     loop {
         let started = Instant::now();
-        let mut progress = Progress::Running;
+        let mut progress = SessionState::Running;
         let mut quit = false;
-        while started.elapsed() < opts.interval && progress == Progress::Running && !quit {
+        while started.elapsed() < opts.interval && progress == SessionState::Running && !quit {
             progress = session.poll(Duration::from_millis(50).min(opts.interval), interrupt);
             if interactive {
                 while event::poll(Duration::ZERO).unwrap_or(false) {
@@ -155,7 +156,7 @@ fn run(
         // Nobody reads a broken stdout (`| head`): stop; `cli` reports it.
         if quit
             || crate::render::stdout::failed()
-            || progress != Progress::Running
+            || progress != SessionState::Running
             || opts.iterations.is_some_and(|n| frames >= n)
         {
             return Ok(());
@@ -171,12 +172,12 @@ fn frame(
     elapsed: Duration,
     limit: usize,
 ) -> Vec<String> {
-    let target = if !record.argv.is_empty() {
-        crate::render::terminal::escape(&record.argv.join(" "))
-    } else if !record.pids.is_empty() {
-        format!("PID {}", record.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
-    } else {
-        "every CPU".to_string()
+    let target = match &record.mode {
+        RecordingMode::Launch { argv, .. } => crate::render::terminal::escape(&argv.join(" ")),
+        RecordingMode::Pids { pids, .. } => {
+            format!("PID {}", pids.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+        }
+        RecordingMode::AllCpus { .. } => "every CPU".to_string(),
     };
     let mut lines = vec![
         crate::render::color::bold(&format!(
