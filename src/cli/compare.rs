@@ -10,7 +10,7 @@ use crate::experiment::{self, Fanout, Observer};
 use crate::model::metric::Better;
 use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings, Warning, WarningKind};
 use crate::plan::command::{expand_parameters, parse_commands, resolve_program, substitute};
-use crate::plan::{self, Plan};
+use crate::plan::{self, OutputSink, Plan};
 use crate::render::table::{self, Stream};
 use crate::render::terminal::Terminal;
 use crate::render::{self, color};
@@ -55,6 +55,11 @@ pub struct CompareArgs {
     /// uncontended_s when the machine is busy. (No short form: -m is hyperfine's --min-runs.)
     #[arg(long = "metric", value_delimiter = ',', value_name = "METRICS")]
     pub metrics: Vec<String>,
+    /// Where the commands' output goes: null (the default), pipe (read and thrown away,
+    /// for programs that notice /dev/null), inherit (as --show-output), or a FILE (every
+    /// run's output appended). Once for all commands or once per command.
+    #[arg(long = "output", value_name = "WHERE", conflicts_with = "show_output")]
+    pub output_to: Vec<String>,
     /// Do not pad the environment with a random variable each round.
     #[arg(long)]
     pub no_env_padding: bool,
@@ -99,9 +104,30 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
     };
     let mut parameters: Vec<BTreeMap<String, String>> =
         expanded.iter().map(|(_, c)| c.iter().cloned().collect()).collect();
+    let mut sinks: Vec<OutputSink> = match args.output_to.len() {
+        0 => Vec::new(),
+        1 => vec![OutputSink::parse(&args.output_to[0]); texts.len()],
+        n if n == args.commands.len() => {
+            expanded.iter().map(|(i, c)| OutputSink::parse(&substitute(&args.output_to[*i], c))).collect()
+        }
+        n => {
+            return Err(usage!(
+                "--output is given {n} times for {} commands: give it once, or once per command",
+                args.commands.len()
+            ))
+        }
+    };
+    if !sinks.is_empty() && (!args.output.output_metrics.is_empty() || !args.output.parse.is_empty()) {
+        return Err(usage!("--output cannot send away what --output-metric or --parse read"));
+    }
     if let Some(reference) = &args.reference {
         texts.insert(0, reference.clone());
         parameters.insert(0, BTreeMap::new());
+        if !sinks.is_empty() {
+            // Given once, it is everybody's; given per command, the reference's goes to /dev/null.
+            let shared = if args.output_to.len() == 1 { sinks[0].clone() } else { OutputSink::Null };
+            sinks.insert(0, shared);
+        }
         // Named commands stay named: the reference takes its own name, or its text.
         if !names.is_empty() || args.reference_name.is_some() {
             names.insert(0, args.reference_name.clone().unwrap_or_else(|| reference.clone()));
@@ -143,6 +169,7 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
     };
     Ok(Plan::new(commands, settings, measure, compared)
         .showing_output(args.experiment.runner.show_output)
+        .sending_output(sinks)
         .ignoring_failure(args.experiment.ignore_failure))
 }
 

@@ -14,7 +14,7 @@ use crate::measure::output::{self, Parser};
 use crate::measure::{build_probes, Probe};
 use crate::model::{Iterations, Machine, Run};
 use crate::plan::command::resolve_program;
-use crate::plan::Plan;
+use crate::plan::{OutputSink, Plan};
 use crate::usage;
 use launcher::Spawner;
 use process::{Output, Prepared, SpawnError};
@@ -147,11 +147,19 @@ impl ProcessExecutor {
     pub fn new(plan: &Plan) -> Result<ProcessExecutor, Failure> {
         let parsers = plan.measure.output.clone();
         // Output is captured only when metrics are read from it: the other runs keep the
-        // cheaper /dev/null.
-        let output = match (parsers.is_empty(), plan.show_output) {
-            (false, _) => Output::Capture,
-            (true, true) => Output::Inherit,
-            (true, false) => Output::Discard,
+        // cheaper /dev/null, or go where `--output` sends them.
+        let output_of = |i: usize| -> Output {
+            if !parsers.is_empty() {
+                return Output::Capture;
+            }
+            match plan.output_sinks.get(i) {
+                Some(OutputSink::Null) => Output::Discard,
+                Some(OutputSink::Pipe) => Output::Pipe,
+                Some(OutputSink::Inherit) => Output::Inherit,
+                Some(OutputSink::File(path)) => Output::File(path.clone()),
+                None if plan.show_output => Output::Inherit,
+                None => Output::Discard,
+            }
         };
         let hook_output = if plan.show_output { Output::Inherit } else { Output::Discard };
         let input = plan.settings.input.as_deref().map(Path::new);
@@ -165,10 +173,11 @@ impl ProcessExecutor {
             }
             let program = resolve_program(&argv[0])?;
             // Checked here for a one-line usage error; the spawner prepares its own copy.
-            Prepared::with_input(&program, &argv, output, input).map_err(|e| usage!("{}: {e}", spec.name))?;
-            commands.push((program, argv));
+            let output = output_of(i);
+            Prepared::with_input(&program, &argv, &output, input).map_err(|e| usage!("{}: {e}", spec.name))?;
+            commands.push((program, argv, output));
             let hooks = plan.settings.hooks.get(i).cloned().unwrap_or_default();
-            let hook = |text: &Option<String>| text.as_deref().map(|t| Hook::new(t, hook_output)).transpose();
+            let hook = |text: &Option<String>| text.as_deref().map(|t| Hook::new(t, hook_output.clone())).transpose();
             subjects.push(Subject {
                 name: spec.name.clone(),
                 probes,
@@ -179,8 +188,7 @@ impl ProcessExecutor {
             });
         }
         let timeout = plan.settings.timeout_s.map(Duration::from_secs_f64);
-        let spawner =
-            Spawner::new(&commands, output, input, timeout).map_err(|e| Failure::Other(anyhow::anyhow!(e)))?;
+        let spawner = Spawner::new(&commands, input, timeout).map_err(|e| Failure::Other(anyhow::anyhow!(e)))?;
         let mut facts = crate::measure::environment_facts(&plan.measure, &plan.commands);
         facts.extend(spawner.facts());
         Ok(ProcessExecutor {

@@ -25,8 +25,37 @@ pub struct Plan {
     /// machine busy (the user named no metric).
     pub auto_primary: bool,
     pub show_output: bool,
+    /// Where each command's output goes (hyperfine's `--output`); empty: per `show_output`.
+    pub output_sinks: Vec<OutputSink>,
     pub ignore_failure: bool,
     pub measure: MeasureOptions,
+}
+
+/// Where a command's output goes (hyperfine's `--output`; stderr is kept to explain a
+/// failure except with `Inherit`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum OutputSink {
+    /// /dev/null (the default).
+    #[default]
+    Null,
+    /// A pipe perflab reads and throws away: for programs that notice /dev/null.
+    Pipe,
+    /// perflab's own stdout and stderr (`--show-output`).
+    Inherit,
+    /// Appended to this file, created or emptied when the experiment starts.
+    File(std::path::PathBuf),
+}
+
+impl OutputSink {
+    /// `null`, `pipe`, `inherit`, or a file name.
+    pub fn parse(text: &str) -> OutputSink {
+        match text {
+            "null" => OutputSink::Null,
+            "pipe" => OutputSink::Pipe,
+            "inherit" => OutputSink::Inherit,
+            file => OutputSink::File(file.into()),
+        }
+    }
 }
 
 /// Measurement options a suite can set in `[defaults]` or per benchmark; `None` means
@@ -227,9 +256,15 @@ impl Plan {
             primary_metric: compared.primary,
             auto_primary: compared.auto_primary,
             show_output: false,
+            output_sinks: Vec::new(),
             ignore_failure: false,
             measure,
         }
+    }
+
+    /// Send each command's output where `sinks` says (one per command).
+    pub fn sending_output(self, output_sinks: Vec<OutputSink>) -> Plan {
+        Plan { output_sinks, ..self }
     }
 
     /// Let the commands' output through (`--show-output`).

@@ -190,22 +190,23 @@ impl FitTable {
                 return text + "\n" + &note(&dropped, false, width);
             }
         }
-        let rows = self.shrunk(&kept, widest_line(&text) - width);
+        let (headers, rows) = self.shrunk(&kept, widest_line(&text) - width);
         let shortened = rows != self.rows;
-        text = self.draw(&kept, &rows);
+        text = self.draw_with(&headers, &kept, &rows);
         text + "\n" + &note(&dropped, shortened, width)
     }
 
-    /// The rows with the shrinkable columns of `kept` narrowed by `excess` columns in
-    /// all (the widest first), down to [`MIN_SHRUNK_WIDTH`] or the header's width.
-    fn shrunk(&self, kept: &[usize], mut excess: usize) -> Vec<Vec<String>> {
+    /// The headers and rows with the shrinkable columns of `kept` narrowed by `excess`
+    /// columns in all (the widest first), down to [`MIN_SHRUNK_WIDTH`].
+    fn shrunk(&self, kept: &[usize], mut excess: usize) -> (Vec<String>, Vec<Vec<String>>) {
         let mut widths: Vec<(usize, usize, usize)> = kept
             .iter()
             .filter(|&&i| self.columns[i].shrinkable)
             .map(|&i| {
-                let widest = self.rows.iter().map(|r| display_width(&r[i])).max().unwrap_or(0);
-                let floor = MIN_SHRUNK_WIDTH.max(self.columns[i].header.width());
-                (i, widest, floor)
+                let widest =
+                    self.rows.iter().map(|r| display_width(&r[i])).chain([self.columns[i].header.width()]).max();
+                let widest = widest.unwrap_or(0);
+                (i, widest, MIN_SHRUNK_WIDTH.min(widest))
             })
             .collect();
         while excess > 0 {
@@ -215,21 +216,21 @@ impl FitTable {
             w.1 -= 1;
             excess -= 1;
         }
-        self.rows
-            .iter()
-            .map(|row| {
-                row.iter()
-                    .enumerate()
-                    .map(|(i, cell)| match widths.iter().find(|(c, _, _)| *c == i) {
-                        Some((_, width, _)) => abbreviate(cell, *width),
-                        None => cell.clone(),
-                    })
-                    .collect()
-            })
-            .collect()
+        let fit = |i: usize, cell: &str| match widths.iter().find(|(c, _, _)| *c == i) {
+            Some((_, width, _)) => abbreviate(cell, *width),
+            None => cell.to_string(),
+        };
+        let headers = self.columns.iter().enumerate().map(|(i, c)| fit(i, &c.header)).collect();
+        let rows = self.rows.iter().map(|row| row.iter().enumerate().map(|(i, cell)| fit(i, cell)).collect()).collect();
+        (headers, rows)
     }
 
     fn draw(&self, kept: &[usize], rows: &[Vec<String>]) -> String {
+        let headers: Vec<String> = self.columns.iter().map(|c| c.header.clone()).collect();
+        self.draw_with(&headers, kept, rows)
+    }
+
+    fn draw_with(&self, headers: &[String], kept: &[usize], rows: &[Vec<String>]) -> String {
         let mut table = Table::new();
         match self.frame {
             Frame::Rules => {
@@ -241,7 +242,7 @@ impl FitTable {
                 table.load_preset(presets::NOTHING);
             }
         }
-        table.set_header(kept.iter().map(|&i| self.columns[i].header.clone()).collect::<Vec<_>>());
+        table.set_header(kept.iter().map(|&i| headers[i].clone()).collect::<Vec<_>>());
         for row in rows {
             table.add_row(kept.iter().map(|&i| row[i].clone()).collect::<Vec<_>>());
         }
