@@ -4,6 +4,7 @@
 
 pub mod crosscheck;
 pub mod multiplicity;
+pub mod stat;
 pub mod verdict;
 
 use crate::executor::contention;

@@ -146,9 +146,9 @@ pub struct ExportArgs {
     #[arg(long, value_name = "METHOD", default_value = "auto", value_parser = PossibleValuesParser::new(SortOrder::NAMES)
           .map(|s| SortOrder::named(&s).expect("a listed order")))]
     pub sort: SortOrder,
-    /// auto; basic (no colours, no progress bar); full (colours and progress bar even off a
-    /// terminal); nocolor; color (colours, no progress bar); none (nothing on the
-    /// terminal but warnings and errors; files are still written).
+    /// auto; basic (no colours, no progress bar); full (colours even off a terminal, and the
+    /// progress bar despite --no-progress); nocolor; color (colours, no progress bar); none
+    /// (nothing on the terminal but warnings and errors; files are still written).
     #[arg(long, value_name = "TYPE", default_value = "auto", value_parser = PossibleValuesParser::new(OutputStyle::NAMES)
           .map(|s| OutputStyle::named(&s).expect("a listed style")))]
     pub style: OutputStyle,

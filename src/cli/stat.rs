@@ -2,13 +2,14 @@
 //! metric (`render::stat`).
 
 use super::args::{ExportArgs, HookArgs, MeasureArgs, OutputArgs, RunnerArgs};
+use crate::analysis::stat::{stat_metrics, StatReport};
 use crate::error::Failure;
 use crate::experiment;
 use crate::measure::{counters, Mode};
 use crate::model::Settings;
 use crate::plan::command::{command_text, parse_commands, resolve_program};
 use crate::plan::{self, Compared, Plan};
-use crate::render::stat::{stat_metrics, StatReport, StatTerminal};
+use crate::render::stat::StatTerminal;
 use crate::render::table::{self, Stream};
 use crate::render::{self, color};
 use clap::Args;

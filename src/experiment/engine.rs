@@ -338,7 +338,7 @@ mod tests {
         assert_eq!(e.commands[1].runs.len(), 4);
         assert_eq!(e.commands[1].runs.last().unwrap().exit.exit_code, Some(7));
 
-        let tolerant = Plan { ignore_failure: true, ..plan };
+        let tolerant = plan.ignoring_failure(true);
         let mut machine =
             Simulated::new(4, vec![0.01, 0.01], Noise::none()).with(Event::Fails { command: 1, nth: 4, code: 7 });
         let e = run_experiment(&tolerant, &mut machine, &mut Quiet).unwrap();
