@@ -272,6 +272,7 @@ impl MeasureArgs {
             mode: self.mode,
             counter_scope: self.counter_scope,
             output: output.output.clone().unwrap_or_default(),
+            explain: None,
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::model::metric::Better;
 use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings, Warning, WarningKind};
 use crate::plan::command::{expand_parameters, parse_commands, resolve_program, substitute};
 use crate::plan::{self, OutputSink, Plan};
+use crate::render::export::Text;
 use crate::render::table::{self, Stream};
 use crate::render::terminal::Terminal;
 use crate::render::{self, color};
@@ -73,6 +74,21 @@ pub struct CompareArgs {
     pub csv: Option<String>,
     #[command(flatten)]
     pub measure: MeasureArgs,
+    /// Explain the comparison function by function: every measured run is also sampled
+    /// (no extra runs), and each function's time per run gets a ratio with an interval, a
+    /// verdict and its contribution to the change; with --mode instructions, cachegrind's
+    /// exact per-function counts.
+    #[arg(long)]
+    pub explain: bool,
+    /// The event --explain samples (any -e name; cpu-clock needs no PMU).
+    #[arg(long, value_name = "EVENT", default_value = "cpu-clock")]
+    pub explain_event: String,
+    /// Write the explanation's differential flame graph (SVG; the first candidate's) to FILE.
+    #[arg(long, value_name = "FILE", requires = "explain")]
+    pub explain_flamegraph: Option<String>,
+    /// Samples per second of CPU time for --explain.
+    #[arg(long, value_name = "HZ", default_value_t = crate::measure::sampling::DEFAULT_FREQUENCY_HZ)]
+    pub explain_frequency: u64,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -158,7 +174,17 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
     }
     .for_commands(commands.len());
     plan::check(&options)?;
-    let measure = args.measure.options(&options);
+    let mut measure = args.measure.options(&options);
+    if args.explain {
+        if args.explain_frequency == 0 || args.explain_frequency > 100_000 {
+            return Err(usage!("--explain-frequency must be between 1 and 100000 Hz, got {}", args.explain_frequency));
+        }
+        measure.explain = Some(crate::measure::sampling::Sampling {
+            event: args.explain_event.clone(),
+            frequency_hz: args.explain_frequency,
+            call_stacks: true,
+        });
+    }
     let compared = plan::compared_metrics(&args.metrics, &measure)?;
     let defaults = plan::settings(&options, args.experiment.seed);
     let settings = Settings {
@@ -187,6 +213,9 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     let style = args.export.style;
     style.apply_colors();
     let mut outputs = args.export.outputs(args.experiment.runner.json.as_deref(), |e: &Experiment| e)?;
+    if let Some(path) = &args.explain_flamegraph {
+        outputs.add("--explain-flamegraph", path, Text(render::explain::flame_graph))?;
+    }
     let mut csv = match &args.csv {
         Some(path) => {
             outputs.add_streaming("--csv", path)?;

@@ -90,6 +90,9 @@ enum Colouring {
     /// Two profiles: values are estimated seconds; widths are the mean of old and new,
     /// so a stack that exists in only one of them is still visible (at half its width).
     Differential { max_self_change: f64 },
+    /// Two commands' stacks, coloured only by the explanation's verdicts: a function
+    /// found slower red, faster blue (stronger for a larger contribution), all else grey.
+    Verdicts { changes: BTreeMap<String, f64>, max_change: f64 },
 }
 
 /// The flame graph of a profile's call stacks; None when it has none (recorded
@@ -134,6 +137,38 @@ pub fn diff_svg(old: &Profile, new: &Profile, title: &str) -> Option<String> {
     let change = if o > 0.0 { format!(" ({:+.1}%)", (n / o - 1.0) * 100.0) } else { String::new() };
     let subtitle = format!("≈ {o:.3} s → {n:.3} s{change}; red: more time of its own in the new profile, blue: less");
     Some(render(&tree, &Colouring::Differential { max_self_change }, title, &subtitle))
+}
+
+/// The differential flame graph of an explanation (`compare --explain`): the stacks of
+/// every sampled run of both commands (folded `root;…;leaf` → time per run), widths the
+/// mean of the two, coloured only where the explanation found a real change —
+/// `changes` maps a function to its contribution per run (positive: slower), every
+/// other frame is grey. None without stacks.
+pub fn explained_svg(
+    old: &BTreeMap<String, f64>,
+    new: &BTreeMap<String, f64>,
+    changes: BTreeMap<String, f64>,
+    title: &str,
+    subtitle: &str,
+) -> Option<String> {
+    let mut tree = Tree::new();
+    let frames = |folded: &str| -> Vec<StackFrame> {
+        folded
+            .split(';')
+            .map(|f| StackFrame { function: f.to_string(), object: String::new(), kind: FrameKind::Code })
+            .collect()
+    };
+    for (stack, value) in old {
+        tree.add(&frames(stack), *value, 0.0);
+    }
+    for (stack, value) in new {
+        tree.add(&frames(stack), 0.0, *value);
+    }
+    if tree.nodes[0].old + tree.nodes[0].new == 0.0 {
+        return None;
+    }
+    let max_change = changes.values().map(|c| c.abs()).fold(0.0, f64::max);
+    Some(render(&tree, &Colouring::Verdicts { changes, max_change }, title, subtitle))
 }
 
 /// Estimated seconds a stack stands for (clock events: summed periods; other events:
@@ -186,6 +221,18 @@ fn fill(node: &Node, mode: &Colouring) -> String {
                 format!("rgb({},{},{})", mix(r), mix(g), mix(b))
             }
         }
+        Colouring::Verdicts { changes, max_change } => match changes.get(&node.frame.function) {
+            Some(&change) => {
+                let strength = if *max_change > 0.0 { (change.abs() / max_change).min(1.0) } else { 0.0 };
+                let fade = (200.0 - 160.0 * strength) as u8;
+                if change > 0.0 {
+                    format!("rgb(250,{fade},{fade})")
+                } else {
+                    format!("rgb({fade},{fade},250)")
+                }
+            }
+            None => "rgb(225,225,225)".to_string(),
+        },
         Colouring::Differential { max_self_change } => {
             let change = node.new_self - node.old_self;
             let strength = if *max_self_change > 0.0 { (change.abs() / max_self_change).min(1.0) } else { 0.0 };
@@ -215,6 +262,17 @@ fn describe(node: &Node, mode: &Colouring, total_old: f64, total_new: f64) -> St
         Colouring::Single => {
             format!("{name}: {} samples ({:.2}%), {} own", node.new, share(node.new, total_new), node.new_self)
         }
+        Colouring::Verdicts { changes, .. } => format!(
+            "{name}: {:.3} → {:.3} per run ({:.2}% → {:.2}%){}",
+            node.old,
+            node.new,
+            share(node.old, total_old),
+            share(node.new, total_new),
+            match changes.get(&f.function) {
+                Some(c) => format!(", a real change: {c:+.3} per run of its own"),
+                None => String::new(),
+            }
+        ),
         Colouring::Differential { .. } => format!(
             "{name}: {:.4} s → {:.4} s ({:.2}% → {:.2}%), own {:+.4} s",
             node.old,
@@ -236,7 +294,7 @@ fn render(tree: &Tree, mode: &Colouring, title: &str, subtitle: &str) -> String 
     let root = &tree.nodes[0];
     let weight = |n: &Node| match mode {
         Colouring::Single => n.new,
-        Colouring::Differential { .. } => (n.old + n.new) / 2.0,
+        Colouring::Differential { .. } | Colouring::Verdicts { .. } => (n.old + n.new) / 2.0,
     };
     let total = weight(root);
     let inner = WIDTH - 2.0 * PAD;

@@ -224,8 +224,18 @@ impl Profile {
         matches!(self.event.as_str(), "cpu-clock" | "task-clock")
     }
 
-    /// Write atomically (temp file + rename) so an interrupted write never leaves half a profile.
+    /// Write atomically (temp file + rename) so an interrupted write never leaves half a
+    /// profile; a target that is not a regular file (`/dev/null`, a FIFO) is written in
+    /// place, since renaming over it would replace the device with a file.
     pub fn save(&self, path: &Path) -> Result<(), Failure> {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            let write = || -> std::io::Result<()> {
+                let mut out = std::io::BufWriter::new(std::fs::OpenOptions::new().write(true).open(path)?);
+                self.write_to(&mut out)?;
+                out.flush()
+            };
+            return write().map_err(|e| usage!("cannot write profile {}: {e}", path.display()));
+        }
         let tmp = path.with_extension("profile.tmp");
         let write = || -> std::io::Result<()> {
             let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);

@@ -453,7 +453,7 @@ mod tests {
             let p = dir.path().join(format!("bad{i}"));
             let mut bytes = exe[..cut.min(exe.len())].to_vec();
             if i == 2 {
-                bytes.extend(std::iter::repeat(0xff).take(4096));
+                bytes.extend(std::iter::repeat_n(0xff, 4096));
             }
             std::fs::write(&p, &bytes).unwrap();
             let mut s = Symbolizer::default();

@@ -14,6 +14,7 @@ pub mod color;
 pub mod csv;
 pub mod dialect;
 pub mod doctor;
+pub mod explain;
 pub mod export;
 #[cfg(test)]
 pub(crate) mod fixtures;

@@ -97,6 +97,17 @@ pub fn render_styled(e: &Experiment, style: &Style) -> String {
             }
         }
         out.push_str(&too_few_rounds(e));
+        for c in e.comparisons.iter().filter(|c| c.metric == primary) {
+            if let Some(explanation) = &c.explanation {
+                out.push('\n');
+                out.push_str(&super::explain::table(explanation, EXPLAIN_ROWS));
+                out.push_str(&bold(&super::explain::story(c, explanation)));
+                out.push('\n');
+                for w in &explanation.warnings {
+                    out.push_str(&yellow(&format!("warning: {}\n", escape(w))));
+                }
+            }
+        }
     }
     let unsupported = unsupported_counters(e);
     if !unsupported.is_empty() {
@@ -149,7 +160,7 @@ fn command_table(e: &Experiment, style: &Style) -> FitTable {
                     );
                     row.push(w.outliers.to_string());
                 }
-                None => row.extend(std::iter::repeat("-".to_string()).take(7)),
+                None => row.extend(std::iter::repeat_n("-".to_string(), 7)),
             }
         }
         if primary != metric::WALL {
@@ -250,6 +261,8 @@ fn too_few_rounds(e: &Experiment) -> String {
         }
     )
 }
+/// Rows of an explanation shown in the terminal (the JSON has all).
+const EXPLAIN_ROWS: usize = 15;
 
 /// Iterations shown in a per-iteration profile before the last one.
 const PROFILE_ITERATIONS: usize = 4;

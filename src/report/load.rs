@@ -512,6 +512,7 @@ mod tests {
             below_threshold: false,
             n: 8,
             flags: vec![],
+            explanation: None,
         };
         // Stored under `old`: its measured (last) command is `old`, its baseline is the
         // command named after the stored label `new`.
@@ -560,6 +561,7 @@ mod tests {
             below_threshold: false,
             n: 8,
             flags: vec![],
+            explanation: None,
         };
         let path = dir.path().join("parse.json");
         std::fs::write(&path, serde_json::to_string(&experiment(&[("old", 1.0), ("new", 1.1)], vec![c])).unwrap())

@@ -383,7 +383,7 @@ fn prefix_absolute_deviations(values: impl Iterator<Item = f64>) -> Vec<f64> {
     let (mut sum_lower, mut sum_upper) = (0.0, 0.0);
     let mut out = vec![0.0];
     for x in values {
-        if lower.peek().map_or(true, |m| x <= m.0) {
+        if lower.peek().is_none_or(|m| x <= m.0) {
             lower.push(Ordered(x));
             sum_lower += x;
         } else {
@@ -437,7 +437,7 @@ fn drop_weak_changes(
                 !layout.label_check || layout.label_test(a, k, b).is_some_and(|t| t.p_value <= config.alpha);
             match estimate {
                 Some(estimate) if size >= threshold && excludes_zero && labels_differ => kept.push(estimate),
-                _ if weakest.map_or(true, |(_, smallest)| size < smallest) => weakest = Some((i, size)),
+                _ if weakest.is_none_or(|(_, smallest)| size < smallest) => weakest = Some((i, size)),
                 _ => {}
             }
         }

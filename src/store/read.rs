@@ -256,6 +256,7 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             },
             env_pad_bytes: r.count("env_pad_bytes") as u32,
             counters: counters_by_run.remove(&r.id("id")).unwrap_or_default(),
+            profile: None,
         };
         if let Some(command) = command_mut(&mut commands_by_experiment, &r, "command_idx") {
             command.runs.push(run);
@@ -593,6 +594,7 @@ fn comparisons_by_experiment(db: &mut dyn Backend, filter: &Filter) -> anyhow::R
             below_threshold: r.flag("below_threshold"),
             n: r.count("n") as usize,
             flags: r.json("flags", "[]").unwrap_or_default(),
+            explanation: None,
         });
     }
     Ok(by_experiment)

@@ -108,7 +108,7 @@ impl Suite {
             None => None,
         };
         let selected: Vec<&Benchmark> =
-            self.benchmarks.iter().filter(|b| re.as_ref().map_or(true, |re| re.is_match(&b.name))).collect();
+            self.benchmarks.iter().filter(|b| re.as_ref().is_none_or(|re| re.is_match(&b.name))).collect();
         if selected.is_empty() {
             return Err(crate::usage!(
                 "no benchmark in {} matches --filter {}",

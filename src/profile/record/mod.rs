@@ -9,11 +9,13 @@
 //! address space it was taken in.
 
 pub(crate) mod converter;
+mod held;
 mod jit;
 pub(crate) mod records;
 mod session;
 mod source;
 
+pub use held::HeldRecording;
 pub use session::{Session, SessionState};
 
 use crate::error::Failure;
