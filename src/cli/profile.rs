@@ -6,6 +6,7 @@ use crate::executor::process::Output;
 use crate::profile::aggregate::By;
 use crate::profile::annotate::{AnnotateOptions, Syntax};
 use crate::profile::diff::DiffOptions;
+use crate::profile::flame::{FlameOptions, FlameView};
 use crate::profile::record::{CallGraph, RecordOptions, RecordingMode};
 use crate::profile::top::TopOptions;
 use crate::profile::unwind::{self, Unwinding};
@@ -16,6 +17,37 @@ use std::path::PathBuf;
 
 fn by_parser() -> impl TypedValueParser<Value = By> {
     PossibleValuesParser::new(By::NAMES).map(|s| s.parse::<By>().expect("a listed grouping"))
+}
+
+/// How flame graphs are drawn (`profile`, `show`, `diff`).
+#[derive(Debug, Args)]
+pub struct FlameArgs {
+    /// Flame graph layout: `flame` (root at the bottom), `icicle` (root at the top) or
+    /// `inverted` (each stack reversed: running functions at the top, callers below).
+    #[arg(long, value_name = "VIEW", default_value = "flame",
+          value_parser = PossibleValuesParser::new(FlameView::NAMES).map(|s| s.parse::<FlameView>().expect("a listed view")))]
+    pub flame_view: FlameView,
+    /// Flame graph of the stacks through function NAME only, each starting at NAME.
+    #[arg(long, value_name = "NAME")]
+    pub flame_focus: Option<String>,
+    /// Sibling frames each under PCT % of the whole are drawn as one "other" frame
+    /// (0 draws every frame).
+    #[arg(long, value_name = "PCT", default_value_t = crate::profile::flame::DEFAULT_MIN_SHARE * 100.0)]
+    pub flame_min_share: f64,
+}
+
+impl FlameArgs {
+    fn options(&self, normalize: bool) -> Result<FlameOptions, Failure> {
+        if !(0.0..100.0).contains(&self.flame_min_share) {
+            return Err(crate::usage!("--flame-min-share must be between 0 and 100, got {}", self.flame_min_share));
+        }
+        Ok(FlameOptions {
+            view: self.flame_view,
+            focus: self.flame_focus.clone(),
+            min_share: self.flame_min_share / 100.0,
+            normalize,
+        })
+    }
 }
 
 /// Options shared by `profile` and `show` for the flat report.
@@ -50,11 +82,14 @@ pub struct FlatReportArgs {
     /// them; needs -g.
     #[arg(long, value_name = "NAME")]
     pub callees: Option<String>,
+    #[command(flatten)]
+    pub flame: FlameArgs,
 }
 
 impl FlatReportArgs {
-    fn options(self) -> ReportOptions {
-        ReportOptions {
+    fn options(self) -> Result<ReportOptions, Failure> {
+        Ok(ReportOptions {
+            flame: self.flame.options(true)?,
             json: self.json,
             by: self.by,
             group_by_source: self.group_by_source,
@@ -63,7 +98,7 @@ impl FlatReportArgs {
             flamegraph: self.flamegraph,
             callers: self.callers,
             callees: self.callees,
-        }
+        })
     }
 }
 
@@ -209,6 +244,11 @@ pub struct AnnotateArgs {
     /// where perf looks, e.g. /usr/lib/debug/boot/vmlinux-RELEASE).
     #[arg(long, value_name = "FILE")]
     pub vmlinux: Option<PathBuf>,
+    /// Print every instruction (default: a long function's hot blocks — instructions with
+    /// at least 1 % of its samples, the loops around them, and context —, saying what was
+    /// left out). `--json` always has every instruction.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Args)]
@@ -234,6 +274,13 @@ pub struct DiffArgs {
     /// how their own time changed (red more, blue less), vanished stacks still drawn; needs -g.
     #[arg(long, value_name = "FILE")]
     pub flamegraph: Option<PathBuf>,
+    /// Draw the differential flame graph in seconds as measured, instead of scaling the
+    /// old profile to the new one's total (the default: widths and colours then compare
+    /// shares of time, and a much slower build is not red everywhere).
+    #[arg(long)]
+    pub flame_absolute: bool,
+    #[command(flatten)]
+    pub flame: FlameArgs,
 }
 
 pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
@@ -251,7 +298,7 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
             off_cpu: args.off_cpu,
         },
         output: args.output,
-        report: args.report.options(),
+        report: args.report.options()?,
     })
 }
 
@@ -273,7 +320,7 @@ pub fn main_top(args: TopArgs) -> Result<(), Failure> {
 }
 
 pub fn main_show(args: ShowArgs) -> Result<(), Failure> {
-    profile::main_show(&ShowOptions { profile: args.profile, report: args.report.options() })
+    profile::main_show(&ShowOptions { profile: args.profile, report: args.report.options()? })
 }
 
 pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
@@ -285,6 +332,7 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
         json: args.json,
         mca: args.mca,
         vmlinux: args.vmlinux,
+        all: args.all,
     })
 }
 
@@ -297,5 +345,6 @@ pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
         json: args.json,
         stacks: args.stacks,
         flamegraph: args.flamegraph,
+        flame: args.flame.options(!args.flame_absolute)?,
     })
 }

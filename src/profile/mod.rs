@@ -3,12 +3,15 @@
 //! `diff` compares two profiles. The pipeline is
 //! [`record`] (sample) → [`format`] (the saved file) → [`symbolize`] → [`aggregate`] →
 //! [`annotate`] (with [`hints`] and, where installed, llvm-mca via [`mca`]) and [`diff`];
-//! `-g dwarf` stacks are unwound by [`unwind`] while recording, JIT code is named from
-//! perf maps by [`jitmap`]; call stacks are drawn by [`flame`] and walked by [`callers`].
+//! `-g dwarf` stacks are unwound by [`unwind`] while recording, runtime code (JIT, SBCL)
+//! is named from perf maps by [`jitmap`] and copied while recording, stripped objects'
+//! debug files may come from [`debuginfod`]; call stacks are drawn by [`flame`] and
+//! walked by [`callers`].
 
 pub mod aggregate;
 pub mod annotate;
 pub mod callers;
+pub mod debuginfod;
 pub mod diff;
 pub mod flame;
 pub mod format;
@@ -54,6 +57,8 @@ pub struct ReportOptions {
     pub callers: Option<String>,
     /// Print the tree of functions this function calls; needs `-g`.
     pub callees: Option<String>,
+    /// How `flamegraph` is drawn.
+    pub flame: flame::FlameOptions,
 }
 
 /// `perflab profile`: what to record, where to save it, how to report it.
@@ -292,8 +297,14 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
         // Without samples there is nothing to draw; say so in the picture rather than fail.
         let svg = graph
             .as_ref()
-            .and_then(|g| flame::call_graph_svg(profile, g, &title))
-            .unwrap_or_else(|| flame::empty_svg(&title, "no samples"));
+            .and_then(|g| flame::call_graph_svg_with(profile, g, &title, &args.flame))
+            .unwrap_or_else(|| {
+                let why = match &args.flame.focus {
+                    Some(f) => format!("no samples through {f}"),
+                    None => "no samples".to_string(),
+                };
+                flame::empty_svg(&title, &why)
+            });
         documents.push((path, Ok(svg)));
     }
     documents.sort_by_key(|(path, _)| *path == Path::new("-"));
@@ -407,7 +418,10 @@ fn function_label(name: &str, object: &str) -> String {
         let module = if object == kernel::KERNEL_OBJECT { String::new() } else { color::dim(&format!("  {object}")) };
         return format!("[k] {escaped}{module}");
     }
-    format!("{escaped}{}", color::dim(&format!("  [{}]", crate::render::terminal::escape(object))))
+    // `[jit]`, `[vdso]`: already bracketed.
+    let object = crate::render::terminal::escape(object);
+    let object = if object.starts_with('[') { object } else { format!("[{object}]") };
+    format!("{escaped}{}", color::dim(&format!("  {object}")))
 }
 
 fn print_table(profile: &Profile, rows: &[Row], args: &ReportOptions, regions: bool) {

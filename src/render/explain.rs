@@ -4,7 +4,7 @@
 //! run in both commands, ratio, contribution and verdict.
 
 use super::color::{dim, green, red, yellow};
-use super::terminal::escape;
+use super::escape;
 use crate::model::{metric, Change, Comparison, Explanation, FunctionChange, Verdict};
 use crate::units::format_level;
 

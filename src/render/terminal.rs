@@ -13,14 +13,7 @@ use crate::stats::signed_rank::min_pairs_for_interval;
 use crate::stats::summary;
 use crate::units::{format_level, format_p, format_value};
 
-/// Text from outside (command names, labels) made safe for a terminal: control
-/// characters — a newline, an escape sequence — are shown as escapes, never acted on.
-pub fn escape(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
-        return text.to_string();
-    }
-    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
-}
+pub use super::escape;
 
 fn stop_text(reason: StopReason) -> &'static str {
     match reason {

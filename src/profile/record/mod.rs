@@ -8,6 +8,7 @@
 //! time order so that every sample is normalised to (object, file offset) against the
 //! address space it was taken in.
 
+mod capture;
 pub(crate) mod converter;
 mod held;
 mod jit;

@@ -3,6 +3,7 @@
 //! rings into records — unwinding each batch's stack copies with `-g dwarf` — and hand
 //! them to the converter, at the end or window by window for a live view.
 
+use super::capture::CodeCapture;
 use super::converter::Converter;
 use super::records::{Record, Timed, PERF_CONTEXT_USER};
 use super::source::{self, Observe, Ring, MAX_STACK};
@@ -49,6 +50,9 @@ pub struct Session {
     /// With `-g dwarf`: the unwinder (fed the mappings of every drained batch) and what
     /// it did.
     unwinder: Option<(DwarfUnwinder, DwarfStats)>,
+    /// Copies of the runtime code (JIT, SBCL) that samples land in, taken while the
+    /// processes run.
+    capture: CodeCapture,
 }
 
 impl Session {
@@ -75,6 +79,7 @@ impl Session {
             records: Vec::new(),
             history: Vec::new(),
             unwinder,
+            capture: CodeCapture::default(),
         };
         match session.opts.mode.clone() {
             RecordingMode::Launch { argv, output } => session.launch(&argv, output)?,
@@ -154,6 +159,7 @@ impl Session {
     /// first drain.
     fn add_existing(&mut self, pids: &[u32]) {
         let (mappings, threads) = target::existing(pids);
+        let before = self.records.len();
         for t in threads {
             self.records.push((0, Record::Comm { pid: t.pid, tid: t.tid, comm: t.comm, exec: false }));
         }
@@ -164,6 +170,7 @@ impl Session {
             self.records
                 .push((0, Record::Mmap { pid: m.pid, start: m.start, len: m.len, pgoff: m.pgoff, path: m.path }));
         }
+        self.capture.observe(&self.records[before..]);
     }
 
     /// Copy out every record waiting in the rings; with `-g dwarf`, unwind the new
@@ -173,9 +180,12 @@ impl Session {
         for ring in &mut self.rings {
             ring.drain_into(&mut self.records);
         }
+        // In time order, so each sample meets the mappings of its moment.
+        self.records[before..].sort_by_key(|(time, _)| *time);
         if let Some((unwinder, stats)) = &mut self.unwinder {
             unwind_batch(unwinder, stats, &mut self.records[before..]);
         }
+        self.capture.observe(&self.records[before..]);
     }
 
     /// Wait up to `timeout` for records, Ctrl-C or the target's end, and drain the rings.
@@ -264,7 +274,7 @@ impl Session {
         records.extend(samples);
         let mut profile = self.empty_profile();
         profile.duration_s = self.start.elapsed().as_secs_f64();
-        Converter::convert(records, &mut profile, self.call_graph());
+        Converter::convert_classified(records, &mut profile, self.call_graph(), self.capture.classifier());
         profile
     }
 
@@ -307,7 +317,8 @@ impl Session {
         drop(std::mem::take(&mut self.rings));
         let mut records = std::mem::take(&mut self.history);
         records.append(&mut self.records);
-        Converter::convert(records, &mut profile, self.call_graph());
+        Converter::convert_classified(records, &mut profile, self.call_graph(), self.capture.classifier());
+        self.capture.attach(&mut profile);
         kernel::attach_symbols(&mut profile);
         profile.dwarf = self.unwinder.map(|(_, stats)| stats);
         Ok(Recording { profile, interrupted })
