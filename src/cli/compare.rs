@@ -214,7 +214,7 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     style.apply_colors();
     let mut outputs = args.export.outputs(args.experiment.runner.json.as_deref(), |e: &Experiment| e)?;
     if let Some(path) = &args.explain_flamegraph {
-        outputs.add("--explain-flamegraph", path, Text(render::explain::flame_graph))?;
+        outputs.add("--explain-flamegraph", path, Text(explain_flame_graph))?;
     }
     let mut csv = match &args.csv {
         Some(path) => {
@@ -258,6 +258,16 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     written?;
     super::outcome(&experiment, if plan.commands.len() == 1 { "runs" } else { "rounds" })?;
     gate(args.fail_if_slower, &experiment)
+}
+
+/// `--explain-flamegraph`: the differential flame graph of the sampled runs (a picture
+/// saying so when no call stacks were sampled). Here rather than in render/explain, which
+/// profile/flame depends on through render/terminal: no import cycle.
+fn explain_flame_graph(e: &Experiment) -> String {
+    e.comparisons
+        .iter()
+        .find_map(|c| c.explanation.as_ref()?.flame_graph.clone())
+        .unwrap_or_else(|| crate::profile::flame::empty_svg("perflab compare --explain", "no call stacks were sampled"))
 }
 
 /// The CSV's columns beyond the run's own fields: every metric kept in `Run::counters`.

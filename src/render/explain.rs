@@ -209,14 +209,6 @@ pub fn table(e: &Explanation, limit: usize) -> String {
     out
 }
 
-/// `compare --explain-flamegraph`: the differential flame graph of the sampled runs (a
-/// picture saying so when no call stacks were sampled).
-pub fn flame_graph(e: &crate::model::Experiment) -> String {
-    e.comparisons.iter().find_map(|c| c.explanation.as_ref()?.flame_graph.clone()).unwrap_or_else(|| {
-        crate::profile::flame::empty_svg("perflab compare --explain", "no call stacks were sampled")
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

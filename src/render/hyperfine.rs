@@ -194,7 +194,7 @@ impl Exporter<Experiment> for HyperfineCsv {
                     row.push(c.ci.map_or(String::new(), |ci| ci.1.to_string()));
                     row.push(c.verdict.to_string());
                 }
-                None => row.extend(std::iter::repeat(String::new()).take(4)),
+                None => row.extend(std::iter::repeat_n(String::new(), 4)),
             }
             out.write_record(&row)?;
         }
