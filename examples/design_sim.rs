@@ -13,28 +13,29 @@ use perflab::executor::simulated::{Noise, Simulated};
 use perflab::experiment::{run_experiment, Quiet};
 use perflab::measure::MeasureOptions;
 use perflab::model::{metric, CommandSpec, Design, Factor, Settings, Verdict};
-use perflab::plan::Plan;
+use perflab::plan::{Compared, Plan};
 
 fn plan(rounds: Option<u32>, seed: u64) -> Plan {
-    let command = |name: &str| CommandSpec { name: name.into(), argv: vec![name.into()], command_line: name.into() };
-    Plan {
-        commands: ["gcc-switch", "gcc-threaded", "clang-switch", "clang-threaded"].map(command).to_vec(),
-        settings: Settings { seed, fixed_rounds: rounds, ..Settings::default() },
-        metrics: vec![metric::WALL.into()],
-        primary_metric: metric::WALL.into(),
-        auto_primary: false,
-        show_output: false,
-        ignore_failure: false,
-        measure: MeasureOptions::default(),
-        design: Some(Design {
-            factors: vec![
-                Factor { name: "cc".into(), levels: vec!["gcc".into(), "clang".into()] },
-                Factor { name: "disp".into(), levels: vec!["switch".into(), "threaded".into()] },
-            ],
-            cells: vec![vec![0, 0], vec![0, 1], vec![1, 0], vec![1, 1]],
-            pairwise: false,
-        }),
-    }
+    let command = |name: &str| CommandSpec {
+        name: name.into(),
+        argv: vec![name.into()],
+        command_line: name.into(),
+        ..CommandSpec::default()
+    };
+    Plan::new(
+        ["gcc-switch", "gcc-threaded", "clang-switch", "clang-threaded"].map(command).to_vec(),
+        Settings { seed, fixed_rounds: rounds, ..Settings::default() },
+        MeasureOptions::default(),
+        Compared::fixed(vec![metric::WALL.into()]),
+    )
+    .with_design(Some(Design {
+        factors: vec![
+            Factor { name: "cc".into(), levels: vec!["gcc".into(), "clang".into()] },
+            Factor { name: "disp".into(), levels: vec!["switch".into(), "threaded".into()] },
+        ],
+        cells: vec![vec![0, 0], vec![0, 1], vec![1, 0], vec![1, 1]],
+        pairwise: false,
+    }))
 }
 
 fn main() {

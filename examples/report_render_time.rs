@@ -119,6 +119,7 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                 name: name.clone(),
                 argv: vec!["bench".into()],
                 command_line: "bench".into(),
+                parameters: Default::default(),
                 runs,
                 summary: Default::default(),
             };

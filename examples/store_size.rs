@@ -46,6 +46,7 @@ fn fill(store: &mut Store, runs: usize, counters: usize) {
             name: n.to_string(),
             argv: vec![format!("./{n}"), "--size".into(), "1000".into()],
             command_line: format!("./{n} --size 1000"),
+            ..CommandSpec::default()
         })
         .collect();
     let names = ["task-clock", "page-faults", "context-switches", "cpu-migrations"];

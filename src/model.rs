@@ -156,13 +156,16 @@ pub mod metric {
 }
 
 /// A command as the user gave it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct CommandSpec {
     pub name: String,
     /// The argument vector executed (for `--shell`: the shell and `-c`).
     pub argv: Vec<String>,
     /// The text the user typed.
     pub command_line: String,
+    /// The `-L`/`-P` parameter values this command was made with, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, String>,
 }
 
 /// How one run ended.
@@ -454,11 +457,14 @@ pub struct Summary {
 }
 
 /// All runs of one command, with summaries per metric.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct CommandResult {
     pub name: String,
     pub argv: Vec<String>,
     pub command_line: String,
+    /// The `-L`/`-P` parameter values this command was made with, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, String>,
     pub runs: Vec<Run>,
     pub summary: BTreeMap<String, Summary>,
 }
@@ -466,7 +472,12 @@ pub struct CommandResult {
 impl CommandResult {
     /// The command as it was given, to run or record it again.
     pub fn spec(&self) -> CommandSpec {
-        CommandSpec { name: self.name.clone(), argv: self.argv.clone(), command_line: self.command_line.clone() }
+        CommandSpec {
+            name: self.name.clone(),
+            argv: self.argv.clone(),
+            command_line: self.command_line.clone(),
+            parameters: self.parameters.clone(),
+        }
     }
 
     /// A metric's finite values over the successful runs, in run order: the sample history

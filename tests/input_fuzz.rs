@@ -13,7 +13,7 @@ use perflab::executor::simulated::{Noise, Simulated};
 use perflab::experiment::{run_experiment, Quiet};
 use perflab::measure::MeasureOptions;
 use perflab::model::{metric, CommandSpec, Settings};
-use perflab::plan::Plan;
+use perflab::plan::{Compared, Plan};
 use perflab::report::{load, render_html};
 use perflab::store::exchange::{read_import, ImportOptions};
 use perflab::store::{Meta, Store};
@@ -52,22 +52,27 @@ where
     assert!(accepted > 0, "{name}: every input was refused; the fuzzer never got past the first check");
 }
 
+/// Commands named as they are run.
+fn commands(texts: &[&str]) -> Vec<CommandSpec> {
+    texts
+        .iter()
+        .map(|c| CommandSpec {
+            name: c.to_string(),
+            argv: vec![c.to_string()],
+            command_line: c.to_string(),
+            ..Default::default()
+        })
+        .collect()
+}
+
 /// A realistic `compare --json` result, made by the engine on a simulated machine.
 fn perflab_result() -> Value {
-    let plan = Plan {
-        commands: ["./old", "./new"]
-            .iter()
-            .map(|c| CommandSpec { name: c.to_string(), argv: vec![c.to_string()], command_line: c.to_string() })
-            .collect(),
-        settings: Settings { seed: 1, fixed_rounds: Some(8), ..Settings::default() },
-        metrics: vec![metric::WALL.into(), metric::CPU.into()],
-        primary_metric: metric::WALL.into(),
-        auto_primary: false,
-        show_output: false,
-        ignore_failure: false,
-        measure: MeasureOptions::default(),
-        design: None,
-    };
+    let plan = Plan::new(
+        commands(&["./old", "./new"]),
+        Settings { seed: 1, fixed_rounds: Some(8), ..Settings::default() },
+        MeasureOptions::default(),
+        Compared::fixed(vec![metric::WALL.into(), metric::CPU.into()]),
+    );
     let mut machine = Simulated::new(1, vec![0.02, 0.021], Noise::gaussian(0.01));
     serde_json::to_value(run_experiment(&plan, &mut machine, &mut Quiet).unwrap()).unwrap()
 }
@@ -202,9 +207,10 @@ fn import_store_report(doc: &Value) {
         store.save(&meta, &r.experiment).expect("an accepted import can be stored");
     }
     let stored = store.experiments(&Default::default()).unwrap();
-    let _ = perflab::history::render(
+    let _ = perflab::render::history::render(
         &perflab::history::build(&stored, metric::WALL, perflab::history::Steps::Compare),
         true,
+        Some(40),
     );
     for reference in [None, Some("v2".to_string()), Some("nope".to_string())] {
         let options = load::Selection {
@@ -358,24 +364,12 @@ fn history() -> impl Strategy<Value = Vec<perflab::store::StoredExperiment>> {
         items
             .into_iter()
             .map(|(bench, label, host, seconds, ratio, sigma, seed, complete)| {
-                let plan = Plan {
-                    commands: ["base", "cand"]
-                        .iter()
-                        .map(|c| CommandSpec {
-                            name: c.to_string(),
-                            argv: vec![c.to_string()],
-                            command_line: c.to_string(),
-                        })
-                        .collect(),
-                    settings: Settings { seed, fixed_rounds: Some(6), ..Settings::default() },
-                    metrics: vec![metric::WALL.into()],
-                    primary_metric: metric::WALL.into(),
-                    auto_primary: false,
-                    show_output: false,
-                    ignore_failure: false,
-                    measure: MeasureOptions::default(),
-                    design: None,
-                };
+                let plan = Plan::new(
+                    commands(&["base", "cand"]),
+                    Settings { seed, fixed_rounds: Some(6), ..Settings::default() },
+                    MeasureOptions::default(),
+                    Compared::fixed(vec![metric::WALL.into()]),
+                );
                 let mut machine = Simulated::new(seed, vec![seconds, seconds * ratio], Noise::gaussian(sigma));
                 let mut experiment = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
                 experiment.machine.hostname = format!("host{host}");

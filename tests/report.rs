@@ -47,6 +47,7 @@ fn command(name: &str, level: f64) -> CommandResult {
         name: name.into(),
         argv: vec!["bench".into()],
         command_line: "bench".into(),
+        parameters: Default::default(),
         runs: runs(level),
         summary: Default::default(),
     }

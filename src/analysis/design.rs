@@ -169,6 +169,7 @@ mod tests {
     use crate::experiment::{run_experiment, Quiet};
     use crate::measure::MeasureOptions;
     use crate::model::{metric, CommandSpec, Factor, Settings};
+    use crate::plan::Compared;
 
     /// cc ∈ {gcc, clang} × disp ∈ {switch, threaded}, first factor slowest.
     fn design(pairwise: bool) -> Design {
@@ -183,19 +184,19 @@ mod tests {
     }
 
     fn plan(rounds: u32, seed: u64, pairwise: bool) -> Plan {
-        let command =
-            |name: &str| CommandSpec { name: name.into(), argv: vec![name.into()], command_line: name.into() };
-        Plan {
-            commands: ["gcc-switch", "gcc-threaded", "clang-switch", "clang-threaded"].map(command).to_vec(),
-            settings: Settings { seed, fixed_rounds: Some(rounds), warmup_rounds: 0, ..Settings::default() },
-            metrics: vec![metric::WALL.into()],
-            primary_metric: metric::WALL.into(),
-            auto_primary: false,
-            show_output: false,
-            ignore_failure: false,
-            measure: MeasureOptions::default(),
-            design: Some(design(pairwise)),
-        }
+        let command = |name: &str| CommandSpec {
+            name: name.into(),
+            argv: vec![name.into()],
+            command_line: name.into(),
+            ..CommandSpec::default()
+        };
+        Plan::new(
+            ["gcc-switch", "gcc-threaded", "clang-switch", "clang-threaded"].map(command).to_vec(),
+            Settings { seed, fixed_rounds: Some(rounds), warmup_rounds: 0, ..Settings::default() },
+            MeasureOptions::default(),
+            Compared::fixed(vec![metric::WALL.into()]),
+        )
+        .with_design(Some(design(pairwise)))
     }
 
     /// True times with an interaction: clang is 10 % faster with `switch` and 2 % with

@@ -6,6 +6,7 @@ pub mod crosscheck;
 pub mod design;
 pub mod explain;
 pub mod multiplicity;
+pub mod stat;
 pub mod verdict;
 
 use crate::executor::contention;

@@ -279,6 +279,7 @@ mod tests {
             name: name.into(),
             argv: vec![],
             command_line: name.into(),
+            parameters: Default::default(),
             runs: walls
                 .iter()
                 .enumerate()

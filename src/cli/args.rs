@@ -6,13 +6,20 @@ use crate::measure::counters::Scope;
 use crate::measure::output::{Parser, FORMAT_NAMES};
 use crate::measure::{MeasureOptions, Mode};
 use crate::model::metric::Better;
+use crate::model::Experiment;
 use crate::model::{Hooks, Iterations, Settings};
 use crate::plan::command::scan_values;
 use crate::plan::SettingsLayer;
+use crate::render::dialect;
+use crate::render::export::{Outputs, Part};
+use crate::render::hyperfine::{HyperfineCsv, HyperfineJson};
+use crate::render::json::Json;
+use crate::render::style::{SortOrder, Style, TimeUnit};
 use crate::units;
 use crate::usage;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
+use serde::Serialize;
 
 /// clap value parsers over the library's unit parsers.
 pub fn duration(text: &str) -> Result<f64, String> {
@@ -38,11 +45,12 @@ pub struct ExperimentArgs {
     /// Run exactly N measured rounds (no adaptive stopping).
     #[arg(short = 'r', long, visible_alias = "runs", value_name = "N")]
     pub rounds: Option<u32>,
-    #[arg(long, value_name = "N",
-          help = with_default("Rounds before the first look at the statistics", Settings::default().min_rounds))]
+    #[arg(short = 'm', long, visible_alias = "min-runs", value_name = "N",
+          help = with_default("Rounds before the first look at the statistics (hyperfine's --min-runs)",
+                              Settings::default().min_rounds))]
     pub min_rounds: Option<u32>,
-    #[arg(long, value_name = "N",
-          help = with_default("Stop after this many measured rounds even without a verdict",
+    #[arg(short = 'M', long, visible_alias = "max-runs", value_name = "N",
+          help = with_default("Stop after this many measured rounds even without a verdict (hyperfine's --max-runs)",
                               Settings::default().max_rounds))]
     pub max_rounds: Option<u32>,
     #[arg(long, value_name = "DURATION", value_parser = duration,
@@ -92,8 +100,8 @@ pub struct RunnerArgs {
     /// Let the commands' stdout and stderr through instead of discarding them.
     #[arg(long)]
     pub show_output: bool,
-    /// Write the result as JSON (`-` for stdout).
-    #[arg(long, visible_alias = "export-json", value_name = "FILE")]
+    /// Write perflab's result as JSON, every run included (`-` for stdout; docs/json-schema.md).
+    #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
     /// Do not show the progress bar.
     #[arg(long)]
@@ -130,6 +138,136 @@ L1-dcache-stores, L1-icache-load-misses, LLC-loads, LLC-load-misses, LLC-stores,
 dTLB-load-misses, iTLB-loads, iTLB-load-misses, branch-loads, branch-load-misses (those after cpu-migrations need \
 a hardware PMU); modifiers :u :k :h :p/:pp/:ppp; raw rUUEE; pmu/field=value,…/; tracepoints subsystem:name \
 (sched:sched_switch, sampled at every event unless -c; root)";
+/// hyperfine's output options, with its meanings (`compare`, `stat`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ExportArgs {
+    /// Write the results in hyperfine's JSON schema, which its scripts read (perflab's
+    /// ratios, intervals and verdicts under `perflab`; `-` for stdout). perflab's own
+    /// JSON is --json.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<String>,
+    /// Write hyperfine's summary CSV, one row per command (`-` for stdout); one row per
+    /// run is --csv.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<String>,
+    /// Write a Markdown summary (for a pull-request comment; `-` for stdout).
+    #[arg(long, visible_alias = "export-markdown", value_name = "FILE")]
+    pub markdown: Option<String>,
+    /// Write the summary as an AsciiDoc table (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub export_asciidoc: Option<String>,
+    /// Write the summary as an Emacs Org table (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub export_orgmode: Option<String>,
+    /// The unit of times on the terminal and in Markdown, AsciiDoc and Org (CSV and JSON
+    /// stay in seconds) [default: the most readable per value].
+    #[arg(short = 'u', long, value_name = "UNIT", value_parser = PossibleValuesParser::new(TimeUnit::NAMES)
+          .map(|s| TimeUnit::named(&s).expect("a listed unit")))]
+    pub time_unit: Option<TimeUnit>,
+    /// Order of the commands in tables and exports: auto and command (as given, baseline
+    /// first) or mean-time (fastest mean first).
+    #[arg(long, value_name = "METHOD", default_value = "auto", value_parser = PossibleValuesParser::new(SortOrder::NAMES)
+          .map(|s| SortOrder::named(&s).expect("a listed order")))]
+    pub sort: SortOrder,
+    /// auto; basic (no colours, no progress bar); full (colours even off a terminal, and the
+    /// progress bar despite --no-progress); nocolor; color (colours, no progress bar); none
+    /// (nothing on the terminal but warnings and errors; files are still written).
+    #[arg(long, value_name = "TYPE", default_value = "auto", value_parser = PossibleValuesParser::new(OutputStyle::NAMES)
+          .map(|s| OutputStyle::named(&s).expect("a listed style")))]
+    pub style: OutputStyle,
+}
+
+/// hyperfine's `--style`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputStyle {
+    #[default]
+    Auto,
+    Basic,
+    Full,
+    NoColor,
+    Color,
+    None,
+}
+
+impl OutputStyle {
+    pub const NAMES: [&'static str; 6] = ["auto", "basic", "full", "nocolor", "color", "none"];
+
+    pub fn named(name: &str) -> Option<OutputStyle> {
+        Some(match name {
+            "auto" => OutputStyle::Auto,
+            "basic" => OutputStyle::Basic,
+            "full" => OutputStyle::Full,
+            "nocolor" => OutputStyle::NoColor,
+            "color" => OutputStyle::Color,
+            "none" => OutputStyle::None,
+            _ => return None,
+        })
+    }
+
+    /// Applies the colour choice (over `--color`, when the style makes one).
+    pub fn apply_colors(self) {
+        match self {
+            OutputStyle::Basic | OutputStyle::NoColor | OutputStyle::None => crate::render::color::init("never"),
+            OutputStyle::Full | OutputStyle::Color => crate::render::color::init("always"),
+            OutputStyle::Auto => {}
+        }
+    }
+
+    /// Whether the progress bar is hidden, given what the other options say.
+    pub fn hides_progress(self, otherwise_hidden: bool) -> bool {
+        match self {
+            OutputStyle::Basic | OutputStyle::Color | OutputStyle::None => true,
+            OutputStyle::Full => false,
+            OutputStyle::Auto | OutputStyle::NoColor => otherwise_hidden,
+        }
+    }
+
+    /// Whether the terminal report is printed.
+    pub fn shows_report(self) -> bool {
+        self != OutputStyle::None
+    }
+}
+
+impl ExportArgs {
+    /// Every file output of a result `R` holding an experiment (`experiment_of` finds it):
+    /// perflab's JSON of `R` for `json`, the other formats of the experiment; checked
+    /// before anything runs.
+    pub fn outputs<'a, R: Serialize + 'a>(
+        &self,
+        json: Option<&str>,
+        experiment_of: fn(&R) -> &Experiment,
+    ) -> Result<Outputs<'a, R>, Failure> {
+        let style = self.layout(None);
+        let mut outputs = Outputs::new();
+        if let Some(path) = json {
+            outputs.add("--json", path, Json)?;
+        }
+        if let Some(path) = &self.export_json {
+            outputs.add("--export-json", path, Part(HyperfineJson, experiment_of))?;
+        }
+        if let Some(path) = &self.export_csv {
+            outputs.add("--export-csv", path, Part(HyperfineCsv, experiment_of))?;
+        }
+        if let Some(path) = &self.markdown {
+            let summary = dialect::Summary { dialect: dialect::Markdown, style };
+            outputs.add("--markdown", path, Part(summary, experiment_of))?;
+        }
+        if let Some(path) = &self.export_asciidoc {
+            let summary = dialect::Summary { dialect: dialect::AsciiDoc, style };
+            outputs.add("--export-asciidoc", path, Part(summary, experiment_of))?;
+        }
+        if let Some(path) = &self.export_orgmode {
+            let summary = dialect::Summary { dialect: dialect::Org, style };
+            outputs.add("--export-orgmode", path, Part(summary, experiment_of))?;
+        }
+        Ok(outputs)
+    }
+
+    /// The time unit and order, for tables `width` wide.
+    pub fn layout(&self, width: Option<usize>) -> Style {
+        Style { time_unit: self.time_unit, sort: self.sort, width }
+    }
+}
 
 /// What a run measures besides time: counters or instruction mode.
 #[derive(Debug, Clone, Args, Default)]

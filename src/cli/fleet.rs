@@ -2,14 +2,15 @@
 //! this machine).
 
 use super::args::{duration, DbArgs, SelectionArgs};
-use super::run::summary_line;
 use crate::error::Failure;
 use crate::fleet::agent::{AgentOptions, Event};
 use crate::fleet::{self, QueueRequest};
 use crate::model::Machine;
+use crate::render::suite::summary_line;
 use crate::render::terminal::escape;
 use crate::suite;
-use crate::suite::runner::Outcome;
+use crate::suite::runner::{Explanation, Outcome, SuiteObserver};
+use crate::suite::{Benchmark, Build};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -54,7 +55,7 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
                 return Ok(());
             }
         }
-        print!("{}", fleet::render_status(&status));
+        crate::out!("{}", fleet::render_status(&status));
         return Ok(());
     }
     if let Some(job) = args.cancel {
@@ -78,7 +79,7 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
     eprintln!(
         "queued job {id}: {} under label `{}` on {} ({})",
         args.suite.display(),
-        crate::render::terminal::escape(&request.label),
+        escape(&request.label),
         if request.machines.is_empty() { "every machine".to_string() } else { request.machines.join(", ") },
         store.location()
     );
@@ -131,14 +132,28 @@ pub fn main_agent(args: AgentArgs) -> Result<(), Failure> {
         show_output: args.show_output,
     };
     let events: fleet::agent::EventSink = std::sync::Arc::new(|event: &Event| eprintln!("{}", event_line(event)));
-    fleet::agent::run(
-        &options,
-        &mut |bench, outcome| match outcome {
+    fleet::agent::run(&options, &mut AgentLog, events)
+}
+
+/// An agent's log on stderr: a line per benchmark as it ends.
+struct AgentLog;
+
+impl SuiteObserver for AgentLog {
+    fn preparing(&mut self, build: &Build) {
+        eprintln!("preparing build `{}`", escape(&build.name));
+    }
+    fn started(&mut self, index: usize, total: usize, bench: &Benchmark) {
+        eprintln!("[{}/{total}] {}", index + 1, escape(&bench.name));
+    }
+    fn finished(&mut self, bench: &Benchmark, outcome: &Outcome) {
+        match outcome {
             Outcome::Measured(experiment) => eprintln!("{}", summary_line(&bench.name, experiment)),
             Outcome::Failed(message) => eprintln!("  {}: {message}", escape(&bench.name)),
-        },
-        events,
-    )
+        }
+    }
+    fn explained(&mut self, _bench: &Benchmark, explanation: &Explanation) {
+        eprintln!("{}", crate::render::suite::explanation(explanation));
+    }
 }
 
 /// One line of the agent's log for `event`.

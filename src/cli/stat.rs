@@ -1,13 +1,16 @@
 //! `perflab stat`: one command run N times through the experiment engine, reported per
 //! metric (`render::stat`).
 
-use super::args::{HookArgs, MeasureArgs, OutputArgs, RunnerArgs};
+use super::args::{ExportArgs, HookArgs, MeasureArgs, OutputArgs, RunnerArgs};
+use crate::analysis::stat::{stat_metrics, StatReport};
 use crate::error::Failure;
 use crate::experiment;
 use crate::measure::{counters, Mode};
 use crate::model::Settings;
-use crate::plan::{self, Plan};
-use crate::render::stat::{render_terminal, stat_metrics, StatReport};
+use crate::plan::command::{command_text, parse_commands, resolve_program};
+use crate::plan::{self, Compared, Plan};
+use crate::render::stat::StatTerminal;
+use crate::render::table::{self, Stream};
 use crate::render::{self, color};
 use clap::Args;
 
@@ -49,9 +52,9 @@ pub struct StatArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub hooks: HookArgs,
+    #[command(flatten)]
+    pub export: ExportArgs,
 }
-
-pub const DEFAULT_RUNS: u32 = 10;
 
 /// `perflab stat`.
 pub fn main(args: StatArgs) -> Result<(), Failure> {
@@ -71,41 +74,27 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
         return live(&args, &measure);
     }
     let names = plan::stat_metrics(&measure)?;
-    // One argument is a command line to split like a shell; several are the argv itself
-    // (or, with --shell, the words of the shell command).
-    let text = match args.command.as_slice() {
-        [single] => single.clone(),
-        many if args.shell.is_some() => many.join(" "),
-        many => shell_words::join(many),
-    };
-    let commands = crate::plan::command::parse_commands(&[text], &[], args.shell.as_deref())?;
-    crate::plan::command::resolve_program(&commands[0].argv[0])?;
-    let runs = args.runs.unwrap_or(if instructions { 1 } else { DEFAULT_RUNS });
+    let text = command_text(&args.command, args.shell.is_some());
+    let commands = parse_commands(&[text], &[], args.shell.as_deref())?;
+    resolve_program(&commands[0].argv[0])?;
     let options = plan::SettingsLayer {
-        rounds: Some(runs),
+        rounds: args.runs,
         warmup: args.runner.warmup,
         timeout: args.runner.timeout,
         mode: Some(measure.mode),
         input: args.hooks.input.clone(),
         ..output
-    };
+    }
+    .for_commands(1);
     let hooks = args.hooks.per_command(1)?;
-    let plan = Plan {
-        settings: Settings { hooks, ..plan::settings(&options, None) },
-        primary_metric: names[0].clone(),
-        auto_primary: false,
-        metrics: names.clone(),
-        commands,
-        show_output: args.runner.show_output,
-        ignore_failure: false,
-        measure,
-        design: None,
-    };
-    let stdout_taken = args.runner.json.as_deref() == Some("-");
-    let mut progress = render::progress::ProgressDisplay::new(&plan.settings, args.runner.progress_hidden());
-    let experiment = experiment::run(&plan, &mut progress);
-    progress.finish();
-    let experiment = experiment?;
+    let settings = Settings { hooks, ..plan::settings(&options, None) };
+    let plan =
+        Plan::new(commands, settings, measure, Compared::fixed(names.clone())).showing_output(args.runner.show_output);
+    let style = args.export.style;
+    style.apply_colors();
+    let outputs = args.export.outputs(args.runner.json.as_deref(), |r: &StatReport| &r.experiment)?;
+    let mut progress = render::progress::ProgressDisplay::new(style.hides_progress(args.runner.progress_hidden()));
+    let experiment = experiment::run(&plan, &mut progress)?;
     let metrics = match experiment.commands.first() {
         Some(result) => stat_metrics(result, &names),
         None => Vec::new(),
@@ -117,23 +106,15 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     if instructions {
         notes.push("instruction mode: counts under valgrind cachegrind with fixed caches (docs/counters.md)".into());
     }
-    let mut text = render_terminal(&plan.commands[0].command_line, experiment.rounds as usize, &metrics, &notes);
-    let profile = render::terminal::iteration_profile(&experiment);
-    if !profile.is_empty() {
-        text = format!("{text}\n{profile}");
+    let report = StatReport { experiment, metrics };
+    let stream = if outputs.stdout_taken() { Stream::Stderr } else { Stream::Stdout };
+    let terminal = StatTerminal { style: args.export.layout(table::width(stream)), notes };
+    let written = outputs.write(&report, style.shows_report().then_some(&terminal as _));
+    for warning in &report.experiment.warnings {
+        eprintln!("{}", color::yellow(&format!("warning: {}", render::terminal::escape(&warning.message))));
     }
-    if stdout_taken {
-        eprint!("{text}");
-    } else {
-        print!("{text}");
-    }
-    for warning in &experiment.warnings {
-        eprintln!("{}", color::yellow(&format!("warning: {warning}")));
-    }
-    if let Some(path) = &args.runner.json {
-        render::json::write(path, &StatReport { experiment: &experiment, metrics })?;
-    }
-    super::outcome(&experiment, "runs")
+    written?;
+    super::outcome(&report.experiment, "runs")
 }
 
 /// `stat -a`, `-p`, `-I`: one counting period, not repeated runs.

@@ -5,6 +5,9 @@ use super::args::DbArgs;
 use crate::error::Failure;
 use crate::history;
 use crate::model::metric;
+use crate::render::export::{Outputs, Text};
+use crate::render::json::Json;
+use crate::render::table::{self, Stream};
 use crate::report;
 use crate::store::exchange::{self, ImportOptions};
 use crate::store::{Query, StoredExperiment};
@@ -92,7 +95,7 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "MACHINE")]
     pub machine: Option<String>,
     /// The metric to follow (wall_s, cpu_s, max_rss_kib, a counter such as instructions).
-    #[arg(short = 'm', long, default_value = metric::WALL, value_name = "METRIC")]
+    #[arg(long, default_value = metric::WALL, value_name = "METRIC")]
     pub metric: String,
     /// Only the last N labels (in stored order); change points are looked for among them.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -165,14 +168,15 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
             history.matrix = Some(history::matrix::matrix(&all, &args.metric, &reference, &label));
         }
     }
+    let mut outputs: Outputs<history::History> = Outputs::new();
     if let Some(path) = &args.json {
-        crate::render::json::write(path, &history)?;
-        if path == "-" {
-            return Ok(());
-        }
+        outputs.add("--json", path, Json)?;
     }
-    print!("{}", history::render(&history, args.bench.is_some()));
-    Ok(())
+    // `--json -` takes stdout instead of the table.
+    let detail = args.bench.is_some();
+    let width = table::width(Stream::Stdout);
+    let terminal = Text(|h: &history::History| crate::render::history::render(h, detail, width));
+    Ok(outputs.write(&history, (!outputs.stdout_taken()).then_some(&terminal as _))?)
 }
 
 #[derive(Debug, Args, Clone)]
@@ -187,7 +191,7 @@ pub struct HtmlReportArgs {
     #[arg(short, long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
     /// The metric to compare and plot: wall_s, cpu_s, max_rss_kib or a counter name.
-    #[arg(short, long, default_value = metric::WALL, value_name = "NAME")]
+    #[arg(long, default_value = metric::WALL, value_name = "NAME")]
     pub metric: String,
     /// Only results from this machine (fingerprint prefix or hostname).
     #[arg(long, value_name = "MACHINE")]

@@ -58,12 +58,13 @@ pub fn serve_if_requested() -> Option<i32> {
 struct CommandSetup {
     program: Vec<u8>,
     argv: Vec<String>,
+    /// Where its stdout and stderr go.
+    output: Output,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Setup {
     commands: Vec<CommandSetup>,
-    output: Output,
     /// The commands' stdin (`--input`), else /dev/null.
     input: Option<Vec<u8>>,
     timeout_s: Option<f64>,
@@ -119,30 +120,29 @@ enum Inner {
 }
 
 impl Spawner {
-    /// Prepare `commands` (program and argv each) for repeated runs: in a helper when
-    /// this binary can be one, else in this process.
+    /// Prepare `commands` (program, argv and where the output goes, each) for repeated
+    /// runs: in a helper when this binary can be one, else in this process.
     pub fn new(
-        commands: &[(PathBuf, Vec<String>)],
-        output: Output,
+        commands: &[(PathBuf, Vec<String>, Output)],
         input: Option<&Path>,
         timeout: Option<Duration>,
     ) -> Result<Spawner, String> {
         if !BINARY_SERVES.load(Ordering::SeqCst) {
             let prepared = commands
                 .iter()
-                .map(|(program, argv)| Prepared::with_input(program, argv, output, input))
+                .map(|(program, argv, output)| Prepared::with_input(program, argv, output, input))
                 .collect::<Result<Vec<_>, _>>()?;
             return Ok(Spawner { inner: Inner::InProcess { prepared, env: Environment::inherited(), timeout } });
         }
         let setup = Setup {
             commands: commands
                 .iter()
-                .map(|(program, argv)| CommandSetup {
+                .map(|(program, argv, output)| CommandSetup {
                     program: program.as_os_str().as_bytes().to_vec(),
                     argv: argv.clone(),
+                    output: output.clone(),
                 })
                 .collect(),
-            output,
             input: input.map(|p| p.as_os_str().as_bytes().to_vec()),
             timeout_s: timeout.map(|t| t.as_secs_f64()),
         };
@@ -156,9 +156,9 @@ impl Spawner {
             Ok(Some(Reply::SetupFailed(why))) => return Err(why),
             other => return Err(format!("perflab's spawner process did not start: {other:?}")),
         }
-        for fds in &ready.captures {
+        for (fds, (_, _, output)) in ready.captures.iter().zip(commands) {
             captures.push(
-                Captures::open_in(pid, *fds, output == Output::Capture)
+                Captures::open_in(pid, *fds, *output == Output::Capture)
                     .map_err(|e| format!("cannot read the spawner process's captures: {e}"))?,
             );
         }
@@ -390,7 +390,7 @@ fn serve(socket: OwnedFd) -> i32 {
         .iter()
         .map(|c| {
             let input = setup.input.as_deref().map(|p| Path::new(OsStr::from_bytes(p)));
-            Prepared::with_input(Path::new(OsStr::from_bytes(&c.program)), &c.argv, setup.output, input)
+            Prepared::with_input(Path::new(OsStr::from_bytes(&c.program)), &c.argv, &c.output, input)
         })
         .collect::<Result<Vec<_>, _>>();
     let prepared = match prepared {

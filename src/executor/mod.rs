@@ -15,7 +15,7 @@ use crate::measure::output::{self, Parser};
 use crate::measure::{build_probes, Probe};
 use crate::model::{Iterations, Machine, Run};
 use crate::plan::command::resolve_program;
-use crate::plan::Plan;
+use crate::plan::{OutputSink, Plan};
 use crate::usage;
 use capture::OutputReader;
 use launcher::Spawner;
@@ -156,11 +156,19 @@ impl ProcessExecutor {
     pub fn new(plan: &Plan) -> Result<ProcessExecutor, Failure> {
         let parsers = plan.measure.output.clone();
         // Output is captured only when metrics are read from it: the other runs keep the
-        // cheaper /dev/null.
-        let output = match (parsers.is_empty(), plan.show_output) {
-            (false, _) => Output::Capture,
-            (true, true) => Output::Inherit,
-            (true, false) => Output::Discard,
+        // cheaper /dev/null, or go where `--output` sends them.
+        let output_of = |i: usize| -> Output {
+            if !parsers.is_empty() {
+                return Output::Capture;
+            }
+            match plan.output_sinks.get(i) {
+                Some(OutputSink::Null) => Output::Discard,
+                Some(OutputSink::Pipe) => Output::Pipe,
+                Some(OutputSink::Inherit) => Output::Inherit,
+                Some(OutputSink::File(path)) => Output::File(path.clone()),
+                None if plan.show_output => Output::Inherit,
+                None => Output::Discard,
+            }
         };
         let hook_output = if plan.show_output { Output::Inherit } else { Output::Discard };
         let input = plan.settings.input.as_deref().map(Path::new);
@@ -174,10 +182,11 @@ impl ProcessExecutor {
             }
             let program = resolve_program(&argv[0])?;
             // Checked here for a one-line usage error; the spawner prepares its own copy.
-            Prepared::with_input(&program, &argv, output, input).map_err(|e| usage!("{}: {e}", spec.name))?;
-            commands.push((program, argv));
+            let output = output_of(i);
+            Prepared::with_input(&program, &argv, &output, input).map_err(|e| usage!("{}: {e}", spec.name))?;
+            commands.push((program, argv, output));
             let hooks = plan.settings.hooks.get(i).cloned().unwrap_or_default();
-            let hook = |text: &Option<String>| text.as_deref().map(|t| Hook::new(t, hook_output)).transpose();
+            let hook = |text: &Option<String>| text.as_deref().map(|t| Hook::new(t, hook_output.clone())).transpose();
             subjects.push(Subject {
                 name: spec.name.clone(),
                 probes,
@@ -188,15 +197,15 @@ impl ProcessExecutor {
             });
         }
         let timeout = plan.settings.timeout_s.map(Duration::from_secs_f64);
-        let spawner =
-            Spawner::new(&commands, output, input, timeout).map_err(|e| Failure::Other(anyhow::anyhow!(e)))?;
+        let spawner = Spawner::new(&commands, input, timeout).map_err(|e| Failure::Other(anyhow::anyhow!(e)))?;
         let mut facts = crate::measure::environment_facts(&plan.measure, &plan.commands);
         facts.extend(spawner.facts());
         let streams = (0..commands.len())
             .map(|i| spawner.streams(i))
             .collect::<std::io::Result<Vec<_>>>()
             .map_err(|e| Failure::Other(anyhow::anyhow!("cannot read the commands' output: {e}")))?;
-        let reader = if output == Output::Capture {
+        // Every command's output is captured exactly when metrics are read from it.
+        let reader = if !parsers.is_empty() {
             Some(
                 OutputReader::start(parsers.clone(), plan.show_output)
                     .map_err(|e| Failure::Other(anyhow::anyhow!("cannot start the output reader: {e}")))?,

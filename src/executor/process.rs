@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 pub const PAD_VARIABLE: &str = "PERFLAB_PAD";
 
 /// Where a command's stdout and stderr go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Output {
     /// stdout to /dev/null, stderr captured (its tail explains a failure).
     Discard,
@@ -35,6 +35,40 @@ pub enum Output {
     Inherit,
     /// stdout to perflab's stderr, stderr inherited: perflab's stdout carries a report.
     StdoutToStderr,
+    /// stdout into a pipe read and thrown away as it comes (hyperfine's `--output=pipe`:
+    /// programs that notice /dev/null and skip their writing do write), stderr captured.
+    Pipe,
+    /// stdout appended to this file, created or truncated when the experiment starts
+    /// (every run's output, in order), stderr captured.
+    File(std::path::PathBuf),
+}
+
+/// The write end of a pipe whose read end a thread drains and discards: a reader that
+/// never blocks the command. The thread ends when the last write end (ours, dropped
+/// with the command) closes.
+struct DrainedPipe {
+    write: OwnedFd,
+}
+
+impl DrainedPipe {
+    fn new() -> Result<DrainedPipe, String> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two descriptors, which we then own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(format!("pipe: {}", io::Error::last_os_error()));
+        }
+        // SAFETY: fresh descriptors from pipe2.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        std::thread::Builder::new()
+            .name("perflab-drain".into())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                let mut read = std::fs::File::from(read);
+                let _ = io::copy(&mut read, &mut io::sink());
+            })
+            .map_err(|e| format!("cannot start the pipe's reader: {e}"))?;
+        Ok(DrainedPipe { write })
+    }
 }
 
 /// Signals whose disposition the child must get back to default: Rust ignores SIGPIPE,
@@ -57,10 +91,27 @@ pub struct Prepared {
     stdin: OwnedFd,
     /// /dev/null, kept open for a discarded stdout.
     _devnull: OwnedFd,
+    /// The pipe (`Output::Pipe`) or file (`Output::File`) stdout goes to, kept open.
+    _sink: Option<Sink>,
     /// What goes to the child's descriptors 0, 1 and 2.
     redirect: Redirect,
     /// What posix_spawn does to the child: `redirect`, a process group, signal defaults.
     fast: SpawnAttributes,
+}
+
+/// Where stdout goes besides /dev/null, a capture or perflab's own.
+enum Sink {
+    Pipe(DrainedPipe),
+    File(OwnedFd),
+}
+
+impl Sink {
+    fn fd(&self) -> RawFd {
+        match self {
+            Sink::Pipe(pipe) => pipe.write.as_raw_fd(),
+            Sink::File(file) => file.as_raw_fd(),
+        }
+    }
 }
 
 /// The descriptors dup2()ed onto the child's stdin, stdout and stderr (`None`: inherited).
@@ -289,7 +340,7 @@ impl Captures {
 impl Prepared {
     /// Prepare `argv` (argv[0] is resolved to `program`) for repeated runs.
     pub fn new(program: &Path, argv: &[String], output: Output) -> Result<Prepared, String> {
-        Prepared::with_input(program, argv, output, None)
+        Prepared::with_input(program, argv, &output, None)
     }
 
     /// Like [`Prepared::new`], with stdin read from `input` (a regular file, read from
@@ -297,7 +348,7 @@ impl Prepared {
     pub fn with_input(
         program: &Path,
         argv: &[String],
-        output: Output,
+        output: &Output,
         input: Option<&Path>,
     ) -> Result<Prepared, String> {
         let path = cstring(program.as_os_str().as_bytes(), "program path")?;
@@ -312,12 +363,24 @@ impl Prepared {
                     streamed: true,
                 }
             }
-            Output::Discard => {
+            Output::Discard | Output::Pipe | Output::File(_) => {
                 Captures { stdout: None, stderr: Some(memfd(c"perflab-stderr")?), write_ends: None, streamed: false }
             }
             Output::Inherit | Output::StdoutToStderr => {
                 Captures { stdout: None, stderr: None, write_ends: None, streamed: false }
             }
+        };
+        let sink = match output {
+            Output::Pipe => Some(Sink::Pipe(DrainedPipe::new()?)),
+            Output::File(file) => {
+                // Emptied once, then appended to: commands sharing the file interleave
+                // their runs instead of overwriting each other.
+                let cannot = |e: io::Error| format!("cannot write --output {}: {e}", file.display());
+                std::fs::File::create(file).map_err(cannot)?;
+                let appending = std::fs::OpenOptions::new().append(true).open(file).map_err(cannot)?;
+                Some(Sink::File(OwnedFd::from(appending)))
+            }
+            _ => None,
         };
         let devnull = std::fs::OpenOptions::new()
             .read(true)
@@ -345,6 +408,7 @@ impl Prepared {
                 Output::Capture => written.map(|(out, _)| out),
                 Output::StdoutToStderr => Some(2),
                 Output::Inherit => None,
+                Output::Pipe | Output::File(_) => sink.as_ref().map(Sink::fd),
             },
             stderr: match written {
                 Some((_, err)) => Some(err),
@@ -353,7 +417,17 @@ impl Prepared {
         };
         let fast = SpawnAttributes::new(redirect);
         let argv_pointers = null_terminated(&argv);
-        Ok(Prepared { path, _argv: argv, argv_pointers, captures, stdin, _devnull: devnull, redirect, fast })
+        Ok(Prepared {
+            path,
+            _argv: argv,
+            argv_pointers,
+            captures,
+            stdin,
+            _devnull: devnull,
+            _sink: sink,
+            redirect,
+            fast,
+        })
     }
 
     /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output).
@@ -778,7 +852,7 @@ mod tests {
         let program = crate::plan::command::resolve_program("sh").unwrap();
         let argv = ["sh", "-c", "cat; echo err >&2"].map(String::from);
         for gated in [false, true] {
-            let p = Prepared::with_input(&program, &argv, Output::Capture, Some(&input)).unwrap();
+            let p = Prepared::with_input(&program, &argv, &Output::Capture, Some(&input)).unwrap();
             for _ in 0..2 {
                 let mut gate = |_pid: libc::pid_t| Ok(());
                 let gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>> =
@@ -789,8 +863,29 @@ mod tests {
             }
         }
         std::fs::remove_file(&input).ok();
-        let err = Prepared::with_input(&program, &argv, Output::Capture, Some(Path::new("/dev/stdin"))).err();
+        let err = Prepared::with_input(&program, &argv, &Output::Capture, Some(Path::new("/dev/stdin"))).err();
         assert!(err.is_some_and(|e| e.contains("not a regular file") || e.contains("cannot read")));
+    }
+
+    #[test]
+    fn output_goes_to_a_drained_pipe_or_is_appended_to_a_file() {
+        let w = crate::interrupt::watcher();
+        let program = crate::plan::command::resolve_program("sh").unwrap();
+        // More than a pipe buffer holds: the run would block without a reader.
+        let argv = ["sh", "-c", "head -c 1000000 /dev/zero; test -p /dev/stdout"].map(String::from);
+        let piped = Prepared::with_input(&program, &argv, &Output::Pipe, None).unwrap();
+        let run = start(&piped, &env(), None).unwrap().wait(Some(Duration::from_secs(20)), w).unwrap();
+        assert!(run.exit.success() && !run.exit.timed_out, "{run:?}");
+        let file = std::env::temp_dir().join(format!("perflab-output-{}", std::process::id()));
+        std::fs::write(&file, "older\n").unwrap();
+        let argv = ["sh", "-c", "echo run; echo err >&2"].map(String::from);
+        let to_file = Prepared::with_input(&program, &argv, &Output::File(file.clone()), None).unwrap();
+        for _ in 0..2 {
+            start(&to_file, &env(), None).unwrap().wait(None, w).unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "run\nrun\n", "emptied once, then appended");
+        assert_eq!(to_file.stderr_tail(5), "err", "stderr is still kept to explain a failure");
+        std::fs::remove_file(&file).ok();
     }
 
     #[test]

@@ -38,6 +38,7 @@ pub fn run_experiment(
                 name: c.name.clone(),
                 argv: c.argv.clone(),
                 command_line: c.command_line.clone(),
+                parameters: c.parameters.clone(),
                 runs: Vec::new(),
                 summary: Default::default(),
             })
@@ -236,25 +237,23 @@ mod tests {
     use crate::experiment::observer::Quiet;
     use crate::measure::MeasureOptions;
     use crate::model::{metric, CommandSpec, Run, Settings, Verdict};
+    use crate::plan::Compared;
 
     fn plan(commands: usize, settings: Settings) -> Plan {
-        Plan {
-            commands: (0..commands)
-                .map(|i| CommandSpec {
-                    name: format!("c{i}"),
-                    argv: vec![format!("c{i}")],
-                    command_line: format!("c{i}"),
-                })
-                .collect(),
-            settings: Settings { seed: 11, ..settings },
+        let commands = (0..commands)
+            .map(|i| CommandSpec {
+                name: format!("c{i}"),
+                argv: vec![format!("c{i}")],
+                command_line: format!("c{i}"),
+                ..CommandSpec::default()
+            })
+            .collect();
+        let compared = Compared {
             metrics: vec![metric::WALL.into(), metric::CPU.into()],
-            primary_metric: metric::WALL.into(),
+            primary: metric::WALL.into(),
             auto_primary: true,
-            show_output: false,
-            ignore_failure: false,
-            measure: MeasureOptions::default(),
-            design: None,
-        }
+        };
+        Plan::new(commands, Settings { seed: 11, ..settings }, MeasureOptions::default(), compared)
     }
 
     /// Records what the observer saw.
@@ -339,7 +338,7 @@ mod tests {
         assert_eq!(e.commands[1].runs.len(), 4);
         assert_eq!(e.commands[1].runs.last().unwrap().exit.exit_code, Some(7));
 
-        let tolerant = Plan { ignore_failure: true, ..plan };
+        let tolerant = plan.ignoring_failure(true);
         let mut machine =
             Simulated::new(4, vec![0.01, 0.01], Noise::none()).with(Event::Fails { command: 1, nth: 4, code: 7 });
         let e = run_experiment(&tolerant, &mut machine, &mut Quiet).unwrap();

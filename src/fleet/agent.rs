@@ -17,8 +17,8 @@ use crate::error::Failure;
 use crate::model::{Machine, StopReason};
 use crate::store::fleet::{claim_lost, Claim, JobEnd};
 use crate::store::{self, Store};
-use crate::suite::runner::{run_suite, Outcome, RunOptions};
-use crate::suite::{self, Benchmark};
+use crate::suite::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
+use crate::suite::{self, Benchmark, Build};
 use rand::Rng;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -166,12 +166,8 @@ fn reconnect(db: Option<&str>, failure: Failure, events: &EventSink) -> Result<S
 }
 
 /// Run the agent until interrupted (or idle with `exit_when_idle`, or after one job with
-/// `once`). `on_outcome` hears about every benchmark as it ends, `events` about the rest.
-pub fn run(
-    options: &AgentOptions,
-    on_outcome: &mut dyn FnMut(&Benchmark, &Outcome),
-    events: EventSink,
-) -> Result<(), Failure> {
+/// `once`). `observer` hears about every benchmark, `events` about the rest.
+pub fn run(options: &AgentOptions, observer: &mut dyn SuiteObserver, events: EventSink) -> Result<(), Failure> {
     std::env::set_current_dir(&options.dir)
         .map_err(|e| crate::usage!("cannot work in {}: {e}", options.dir.display()))?;
     // A database that is down or restarting when the agent starts is waited for like
@@ -207,7 +203,7 @@ pub fn run(
         };
         match next {
             Some((job, claim)) => {
-                work(&mut store, &job, &claim, &fingerprint, options, on_outcome, &events)?;
+                work(&mut store, &job, &claim, &fingerprint, options, observer, &events)?;
                 if options.once {
                     return Ok(());
                 }
@@ -261,7 +257,7 @@ fn work(
     claim: &Claim,
     fingerprint: &str,
     options: &AgentOptions,
-    on_outcome: &mut dyn FnMut(&Benchmark, &Outcome),
+    observer: &mut dyn SuiteObserver,
     events: &EventSink,
 ) -> Result<(), Failure> {
     events(&Event::Claimed {
@@ -283,7 +279,7 @@ fn work(
     }
     let heartbeat = Heartbeat::start(options.db.clone(), claim.clone(), options.lease_s, events.clone());
     let result = loop {
-        let result = execute(store, job, claim, fingerprint, options, on_outcome, events);
+        let result = execute(store, job, claim, fingerprint, options, observer, events);
         match result {
             Err(e) if store::unavailable(&e) => match keep_claim(store, claim, options, e, events) {
                 Ok(true) => continue,
@@ -386,7 +382,7 @@ fn execute(
     claim: &Claim,
     fingerprint: &str,
     options: &AgentOptions,
-    on_outcome: &mut dyn FnMut(&Benchmark, &Outcome),
+    observer: &mut dyn SuiteObserver,
     events: &EventSink,
 ) -> Result<Vec<String>, Failure> {
     let suite = suite::parse(&job.spec.suite, &options.dir.join(&job.spec.suite_path))?;
@@ -406,26 +402,50 @@ fn execute(
     let run = RunOptions {
         source: Some(source),
         machine: Some(options.machine.clone()),
-        hide_progress: true,
         show_output: options.show_output,
         fence: Some(claim.clone()),
         ..RunOptions::default()
     };
-    let mut on_benchmark = |bench: &Benchmark, outcome: &Outcome| {
+    let mut tally = Tally { inner: observer, failed: &mut failed };
+    run_suite(&todo, &job.spec.label, (candidate, baseline), &run, store, &mut tally)?;
+    if crate::interrupt::watcher().requested() {
+        return Err(Failure::Interrupted("agent interrupted during the job".into()));
+    }
+    Ok(failed)
+}
+
+/// Passes a suite's events on, noting the benchmarks that failed.
+struct Tally<'a> {
+    inner: &'a mut dyn SuiteObserver,
+    failed: &'a mut Vec<String>,
+}
+
+impl SuiteObserver for Tally<'_> {
+    fn preparing(&mut self, build: &Build) {
+        self.inner.preparing(build);
+    }
+    fn started(&mut self, index: usize, total: usize, bench: &Benchmark) {
+        self.inner.started(index, total, bench);
+    }
+    fn experiment(&mut self) -> Option<&mut dyn crate::experiment::Observer> {
+        self.inner.experiment()
+    }
+    fn finished(&mut self, bench: &Benchmark, outcome: &Outcome) {
         let bad = match outcome {
             Outcome::Measured(e) => e.stop_reason == StopReason::CommandFailed,
             Outcome::Failed(_) => true,
         };
         if bad {
-            failed.push(bench.name.clone());
+            self.failed.push(bench.name.clone());
         }
-        on_outcome(bench, outcome);
-    };
-    run_suite(&todo, &job.spec.label, (candidate, baseline), &run, store, &mut on_benchmark)?;
-    if crate::interrupt::watcher().requested() {
-        return Err(Failure::Interrupted("agent interrupted during the job".into()));
+        self.inner.finished(bench, outcome);
     }
-    Ok(failed)
+    fn cleanup_failed(&mut self, bench: &Benchmark, why: &str) {
+        self.inner.cleanup_failed(bench, why);
+    }
+    fn explained(&mut self, bench: &Benchmark, explanation: &Explanation) {
+        self.inner.explained(bench, explanation);
+    }
 }
 
 /// Renews a claim's lease every third of it from its own connection, until stopped;

@@ -5,9 +5,7 @@
 use super::measured_values;
 use super::ratio::{self, Ratio};
 use crate::model::Machine;
-use crate::render::terminal::escape;
 use crate::store::{describe_machine, StoredExperiment};
-use crate::units::format_ratio;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -95,47 +93,13 @@ pub fn matrix(experiments: &[&StoredExperiment], metric: &str, reference: &str, 
     Matrix { metric: metric.to_string(), reference: reference.to_string(), label: label.to_string(), machines, rows }
 }
 
-/// The terminal table: one row per benchmark, one column per machine.
-pub fn render(m: &Matrix) -> String {
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(
-        std::iter::once("benchmark".to_string()).chain(m.machines.iter().map(|c| escape(&c.name))).collect::<Vec<_>>(),
-    );
-    for row in &m.rows {
-        let cells = row.cells.iter().map(|c| match c {
-            Some(r) => format!(
-                "{} [{} – {}] {}",
-                format_ratio(r.ratio),
-                format_ratio(r.ci_low),
-                format_ratio(r.ci_high),
-                r.verdict.as_str()
-            ),
-            None => "—".into(),
-        });
-        table.add_row(std::iter::once(escape(&row.benchmark)).chain(cells).collect::<Vec<_>>());
-    }
-    let mut out = format!(
-        "{} ÷ {} ({}) on each machine, never pooled (95 % CI; paired where both ran interleaved):\n",
-        escape(&m.label),
-        escape(&m.reference),
-        m.metric
-    );
-    out += &table.to_string();
-    out.push('\n');
-    for c in &m.machines {
-        out += &format!("  {}: {}\n", escape(&c.name), escape(&c.description));
-    }
-    out
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::tests::stored;
     use super::*;
     use crate::model::Verdict;
 
-    fn runs(level: f64) -> Vec<f64> {
+    pub(crate) fn runs(level: f64) -> Vec<f64> {
         (0..8).map(|k| level * (1.0 + 0.001 * k as f64)).collect()
     }
 
@@ -157,7 +121,5 @@ mod tests {
         assert!((sandy.ratio - 1.1).abs() < 1e-9 && sandy.verdict == Verdict::Slower, "{sandy:?}");
         assert!((haswell.ratio - 1.0).abs() < 1e-9 && haswell.verdict == Verdict::Equivalent, "{haswell:?}");
         assert_eq!(row.cells[2], None);
-        let text = render(&m);
-        assert!(text.contains("gcc54 ÷ gcc48") && text.contains("1.1× [") && text.contains("—"), "{text}");
     }
 }

@@ -8,10 +8,8 @@ pub mod ratio;
 
 use crate::model::metric::Better;
 use crate::model::Machine;
-use crate::render::terminal::escape;
 use crate::stats::changepoint::{ChangePointConfig, Detector};
 use crate::store::{describe_machine, StoredExperiment};
-use crate::units::format_value;
 use ratio::Ratio;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -213,144 +211,6 @@ fn shifts(detector: &mut Detector, groups: &[&[f64]], points: &[Point]) -> Vec<S
         .collect()
 }
 
-/// The terminal rendering: per machine, one row per benchmark with a sparkline, or one
-/// row per label when a single benchmark is shown in detail.
-pub fn render(history: &History, detail: bool) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    if history.machines.len() > 1 {
-        let _ = writeln!(
-            out,
-            "note: results come from {} different machines and are shown separately; pick one with --machine FINGERPRINT",
-            history.machines.len()
-        );
-    }
-    for machine in &history.machines {
-        let _ = writeln!(out, "machine {}", escape(&machine.description));
-        for bench in &machine.benchmarks {
-            let detailed = detail || machine.benchmarks.len() == 1;
-            if detailed {
-                out.push_str(&render_detail(bench, &history.metric));
-            }
-        }
-        if !(detail || machine.benchmarks.len() == 1) {
-            out.push_str(&render_overview(&machine.benchmarks, &history.metric));
-        }
-        out.push('\n');
-    }
-    if let Some(m) = &history.matrix {
-        out.push_str(&matrix::render(m));
-    }
-    out
-}
-
-/// Labels shown in an overview sparkline (the latest ones); `--last` narrows further.
-const SPARKLINE_WIDTH: usize = 40;
-
-fn render_overview(benchmarks: &[BenchmarkHistory], metric_name: &str) -> String {
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(vec!["benchmark", "labels", "history", &format!("latest {metric_name}"), "change points"]);
-    for b in benchmarks {
-        let latest = b.points.last().map_or(String::new(), |p| format_point(p, metric_name));
-        let medians: Vec<f64> = b.points.iter().map(|p| p.median).collect();
-        table.add_row(vec![
-            escape(&b.name),
-            b.points.len().to_string(),
-            sparkline(&medians[medians.len().saturating_sub(SPARKLINE_WIDTH)..]),
-            latest,
-            b.change_points.iter().map(describe_shift).collect::<Vec<_>>().join("; "),
-        ]);
-    }
-    table.to_string() + "\n"
-}
-
-fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
-    let medians: Vec<f64> = bench.points.iter().map(|p| p.median).collect();
-    let mut out = format!("{}  {}\n", escape(&bench.name), sparkline(&medians));
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(vec!["label", "runs", &format!("median {metric_name}"), "95% CI", "vs previous [95% CI]", ""]);
-    for (i, p) in bench.points.iter().enumerate() {
-        let change = match &p.vs_previous {
-            Some(r) => {
-                let [ratio, lo, hi] = percents([r.ratio, r.ci_low, r.ci_high]);
-                format!("{ratio} [{lo} … {hi}]{}", if r.significant() { " *" } else { "" })
-            }
-            // Too few runs for an interval: the medians' change alone.
-            None if i > 0 => format!("{:+.1} % (n < 4)", (p.median / bench.points[i - 1].median - 1.0) * 100.0),
-            None => String::new(),
-        };
-        let mark = bench
-            .change_points
-            .iter()
-            .find(|c| c.index == i)
-            .map_or(String::new(), |c| format!("◀ shift {}", describe_shift(c)));
-        table.add_row(vec![
-            escape(&p.label) + if p.incomplete { " (incomplete)" } else { "" },
-            p.n.to_string(),
-            format_value(metric_name, p.median),
-            p.median_ci.map_or("n < 6".into(), |(lo, hi)| {
-                format!("{} – {}", format_value(metric_name, lo), format_value(metric_name, hi))
-            }),
-            change,
-            mark,
-        ]);
-    }
-    out.push_str(&table.to_string());
-    out.push_str(
-        "\n* the change's 95 % interval excludes 0 (this label's runs against the previous label's; \
-         one test per row, so about 1 row in 20 is marked by chance — change points are tested for the whole series)\n",
-    );
-    if bench.change_points.is_empty() {
-        out.push_str("no change point\n");
-    }
-    out
-}
-
-/// An estimate and its interval as percentage changes, with as many decimals (1 to 4) as
-/// it takes for the interval's ends to differ.
-fn percents(ratios: [f64; 3]) -> [String; 3] {
-    let with = |decimals: usize| ratios.map(|r| format!("{:+.decimals$} %", (r - 1.0) * 100.0));
-    (1..=4).map(with).find(|[_, lo, hi]| lo != hi).unwrap_or_else(|| with(1))
-}
-
-fn describe_shift(c: &Shift) -> String {
-    let [ratio, lo, hi] = percents([c.ratio, c.ratio_ci.0, c.ratio_ci.1]);
-    format!("{ratio} at `{}` (CI {lo} … {hi}, p = {:.3})", escape(&c.label), c.p_value)
-}
-
-fn format_point(p: &Point, metric_name: &str) -> String {
-    match p.median_ci {
-        Some((lo, hi)) => format!(
-            "{} [{} – {}] ({})",
-            format_value(metric_name, p.median),
-            format_value(metric_name, lo),
-            format_value(metric_name, hi),
-            escape(&p.label)
-        ),
-        None => format!("{} ({})", format_value(metric_name, p.median), escape(&p.label)),
-    }
-}
-
-/// One Unicode block per value, scaled between the series' minimum and maximum.
-pub fn sparkline(values: &[f64]) -> String {
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let (min, max) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-    values
-        .iter()
-        .map(
-            |&v| {
-                if max > min {
-                    BARS[(((v - min) / (max - min)) * 7.0).round().clamp(0.0, 7.0) as usize]
-                } else {
-                    BARS[3]
-                }
-            },
-        )
-        .collect()
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -388,6 +248,7 @@ pub(crate) mod tests {
                         name: "base".into(),
                         argv: vec![],
                         command_line: String::new(),
+                        parameters: Default::default(),
                         runs: vec![],
                         summary: Default::default(),
                     },
@@ -395,6 +256,7 @@ pub(crate) mod tests {
                         name: "x".into(),
                         argv: vec![],
                         command_line: String::new(),
+                        parameters: Default::default(),
                         runs: walls
                             .iter()
                             .map(|&w| Run {
@@ -425,8 +287,6 @@ pub(crate) mod tests {
         assert_eq!(a.points.len(), 2);
         assert_eq!((a.points[0].label.as_str(), a.points[0].n, a.points[0].median), ("v1", 5, 3.0));
         assert_eq!(h.machines[1].benchmarks[0].points[0].median, 9.0);
-        let text = render(&h, false);
-        assert!(text.contains("2 different machines"), "{text}");
     }
 
     #[test]
@@ -452,21 +312,22 @@ pub(crate) mod tests {
         assert_eq!(shifts.len(), 1, "{shifts:?}");
         assert_eq!(shifts[0].label, "v9");
         assert!((shifts[0].ratio - 1.3).abs() < 0.05, "{shifts:?}");
-        let text = render(&h, true);
-        assert!(text.contains("◀ shift"), "{text}");
     }
 
-    #[test]
-    fn six_labels_of_eight_runs_show_a_tenfold_step_with_its_interval() {
-        // The locked xchg replaced by a mov at v5: 243 ms → 18.5 ms.
-        let exps: Vec<StoredExperiment> = (1..=6)
+    /// Six labels of eight runs, the locked xchg replaced by a mov at v5: 243 ms → 18.5 ms.
+    pub(crate) fn tenfold_step() -> Vec<StoredExperiment> {
+        (1..=6)
             .map(|i| {
                 let level = if i < 5 { 0.243 } else { 0.0185 };
                 let walls: Vec<f64> = (0..8).map(|k| level * (1.0 + 0.003 * ((i * 3 + k) % 5) as f64)).collect();
                 stored(&format!("v{i}"), i as i64, "xchg", "h1", &walls)
             })
-            .collect();
-        let h = build(&exps, "wall_s", Steps::Compare);
+            .collect()
+    }
+
+    #[test]
+    fn six_labels_of_eight_runs_show_a_tenfold_step_with_its_interval() {
+        let h = build(&tenfold_step(), "wall_s", Steps::Compare);
         let bench = &h.machines[0].benchmarks[0];
         assert_eq!(bench.change_points.len(), 1, "{:?}", bench.change_points);
         assert_eq!(bench.change_points[0].label, "v5");
@@ -475,16 +336,5 @@ pub(crate) mod tests {
         assert!((step.ratio - 0.0185 / 0.243).abs() < 0.002, "{step:?}");
         let quiet = bench.points[2].vs_previous.as_ref().unwrap();
         assert!(!quiet.significant(), "{quiet:?}");
-        let text = render(&h, true);
-        assert!(text.contains("◀ shift -92.") && text.contains("at `v5`"), "{text}");
-        assert!(text.contains("-92.41 % [-92.43 % … -92.36 %] *"), "{text}");
-        assert!(!text.contains("no change point"), "{text}");
-    }
-
-    #[test]
-    fn sparkline_spans_the_range() {
-        assert_eq!(sparkline(&[1.0, 2.0, 3.0]), "▁▅█");
-        assert_eq!(sparkline(&[5.0, 5.0]), "▄▄");
-        assert_eq!(sparkline(&[]), "");
     }
 }

@@ -37,7 +37,7 @@ pub fn parse_commands(texts: &[String], names: &[String], shell: Option<&str>) -
                 }
             }
         };
-        specs.push(CommandSpec { name, argv, command_line: text.clone() });
+        specs.push(CommandSpec { name, argv, command_line: text.clone(), ..CommandSpec::default() });
     }
     let mut seen = std::collections::HashSet::new();
     for spec in &specs {
@@ -46,6 +46,17 @@ pub fn parse_commands(texts: &[String], names: &[String], shell: Option<&str>) -
         }
     }
     Ok(specs)
+}
+
+/// The command line of `words` typed after `stat CMD…` or `doctor CMD…`: one word is a
+/// command line to split like a shell; several are the argv itself, quoted so that
+/// splitting gives them back — or, for a shell, the words of its script.
+pub fn command_text(words: &[String], through_shell: bool) -> String {
+    match words {
+        [single] => single.clone(),
+        many if through_shell => many.join(" "),
+        many => shell_words::join(many),
+    }
 }
 
 /// Resolve a program name to an executable path, like execvp would.

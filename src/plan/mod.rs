@@ -25,11 +25,40 @@ pub struct Plan {
     /// machine busy (the user named no metric).
     pub auto_primary: bool,
     pub show_output: bool,
+    /// Where each command's output goes (hyperfine's `--output`); empty: per `show_output`.
+    pub output_sinks: Vec<OutputSink>,
     pub ignore_failure: bool,
     pub measure: MeasureOptions,
     /// The commands as builds of a factorial design (parameters as factors), analysed
     /// as such at the end (`analysis::design`).
     pub design: Option<crate::model::Design>,
+}
+
+/// Where a command's output goes (hyperfine's `--output`; stderr is kept to explain a
+/// failure except with `Inherit`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum OutputSink {
+    /// /dev/null (the default).
+    #[default]
+    Null,
+    /// A pipe perflab reads and throws away: for programs that notice /dev/null.
+    Pipe,
+    /// perflab's own stdout and stderr (`--show-output`).
+    Inherit,
+    /// Appended to this file, created or emptied when the experiment starts.
+    File(std::path::PathBuf),
+}
+
+impl OutputSink {
+    /// `null`, `pipe`, `inherit`, or a file name.
+    pub fn parse(text: &str) -> OutputSink {
+        match text {
+            "null" => OutputSink::Null,
+            "pipe" => OutputSink::Pipe,
+            "inherit" => OutputSink::Inherit,
+            file => OutputSink::File(file.into()),
+        }
+    }
 }
 
 /// Measurement options a suite can set in `[defaults]` or per benchmark; `None` means
@@ -62,7 +91,24 @@ pub struct SettingsLayer {
     pub input: Option<String>,
 }
 
+/// Runs of a command measured alone (`stat`, `compare` with one command, a suite
+/// benchmark without a baseline) when no stopping option is given: with nothing to
+/// compare there is no verdict to stop on.
+pub const SOLO_RUNS: u32 = 10;
+
 impl SettingsLayer {
+    /// For an experiment of `commands` commands: a command measured alone gets
+    /// [`SOLO_RUNS`] fixed rounds unless a round count or a limit is set (instruction mode
+    /// has its own single round).
+    pub fn for_commands(mut self, commands: usize) -> SettingsLayer {
+        let instructions = self.mode == Some(Mode::Instructions);
+        let limited = self.rounds.is_some() || self.max_time.is_some() || self.max_rounds.is_some();
+        if commands == 1 && !instructions && !limited {
+            self.rounds = Some(SOLO_RUNS);
+        }
+        self
+    }
+
     /// `self`, with anything unset taken from `fallback`.
     pub fn or(&self, fallback: &SettingsLayer) -> SettingsLayer {
         SettingsLayer {
@@ -139,6 +185,14 @@ pub struct Compared {
     pub auto_primary: bool,
 }
 
+impl Compared {
+    /// Exactly `metrics`, the first deciding (never switched to `uncontended_s`).
+    pub fn fixed(metrics: Vec<String>) -> Compared {
+        let primary = metrics.first().cloned().unwrap_or_else(|| metric::WALL.to_string());
+        Compared { metrics, primary, auto_primary: false }
+    }
+}
+
 /// The metrics to compare and the primary one (whose verdict decides when to stop):
 /// in instruction mode the cachegrind counts; otherwise `requested` (by default the
 /// metrics the commands print, then wall time, CPU time and peak RSS) plus any counters.
@@ -194,6 +248,49 @@ pub fn stat_metrics(measure: &MeasureOptions) -> Result<Vec<String>, Failure> {
 }
 
 impl Plan {
+    /// The one way to make a plan: the commands, their settings, what each run measures
+    /// and what is compared. Output is discarded and a failing command stops the
+    /// experiment unless [`Plan::showing_output`] and [`Plan::ignoring_failure`] say otherwise.
+    pub fn new(commands: Vec<CommandSpec>, settings: Settings, measure: MeasureOptions, compared: Compared) -> Plan {
+        Plan {
+            commands,
+            settings,
+            metrics: compared.metrics,
+            primary_metric: compared.primary,
+            auto_primary: compared.auto_primary,
+            show_output: false,
+            output_sinks: Vec::new(),
+            ignore_failure: false,
+            measure,
+            design: None,
+        }
+    }
+
+    /// Analyse the commands as the builds of a factorial design (`-L`/`-P` factors).
+    pub fn with_design(self, design: Option<crate::model::Design>) -> Plan {
+        Plan { design, ..self }
+    }
+
+    /// Send each command's output where `sinks` says (one per command).
+    pub fn sending_output(self, output_sinks: Vec<OutputSink>) -> Plan {
+        Plan { output_sinks, ..self }
+    }
+
+    /// Let the commands' output through (`--show-output`).
+    pub fn showing_output(self, show_output: bool) -> Plan {
+        Plan { show_output, ..self }
+    }
+
+    /// Keep going when a command fails (`--ignore-failure`).
+    pub fn ignoring_failure(self, ignore_failure: bool) -> Plan {
+        Plan { ignore_failure, ..self }
+    }
+
+    /// The same plan with other settings (a calibration's probe round, its A/A rounds).
+    pub fn with_settings(&self, settings: Settings) -> Plan {
+        Plan { settings, ..self.clone() }
+    }
+
     /// The compared metrics the commands print about themselves: a successful run
     /// whose output lacks one of them fails the experiment.
     pub fn printed_metrics(&self) -> Vec<String> {

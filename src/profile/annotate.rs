@@ -152,15 +152,15 @@ pub fn main_annotate(args: &AnnotateOptions) -> Result<(), Failure> {
     let to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
     if !to_stdout {
         if functions.is_empty() && profile.total_samples() == 0 {
-            println!("the profile has no samples");
+            crate::outln!("the profile has no samples");
         } else if functions.is_empty() {
-            println!("no function with symbols to annotate (the samples are in stripped or special code; see `perflab show`)");
+            crate::outln!("no function with symbols to annotate (the samples are in stripped or special code; see `perflab show`)");
         }
         for f in &functions {
             print_function(f, &profile, args.all);
         }
         if args.mca.is_none() && installed_mca.is_some() && !functions.is_empty() {
-            println!(
+            crate::outln!(
                 "{}",
                 color::dim(
                     "llvm-mca is installed: add --mca for per-instruction latency and throughput of each hot loop"
@@ -759,7 +759,7 @@ fn print_elided(instructions: &[AnnotatedInstruction], total: u64) {
     let (Some(first), Some(last)) = (instructions.first(), instructions.last()) else { return };
     let samples: u64 = instructions.iter().map(|i| i.samples).sum();
     let share = if total == 0 { 0.0 } else { samples as f64 * 100.0 / total as f64 };
-    println!(
+    crate::outln!(
         "{}",
         color::dim(&format!(
             "{:>19}… {} instruction{} {:x}–{:x} not shown: {samples} samples ({share:.2}%); --all shows them",
@@ -773,7 +773,7 @@ fn print_elided(instructions: &[AnnotatedInstruction], total: u64) {
 }
 
 fn print_function(f: &AnnotatedFunction, profile: &Profile, all: bool) {
-    println!(
+    crate::outln!(
         "{}  {}",
         color::bold(&f.name),
         color::dim(&format!(
@@ -789,10 +789,10 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile, all: bool) {
         ))
     );
     if let Some(note) = &f.note {
-        println!("{}", color::dim(&format!("  ({note})")));
+        crate::outln!("{}", color::dim(&format!("  ({note})")));
     }
     if f.instructions.is_empty() {
-        println!("  no code to disassemble");
+        crate::outln!("  no code to disassemble");
     }
     let targets: HashSet<u64> = f.instructions.iter().filter_map(|i| i.jump_to).collect();
     let mut sources = Sources::default();
@@ -814,7 +814,7 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile, all: bool) {
             if let Some((loc, inlined)) = here {
                 let text = sources.line(loc).unwrap_or_default();
                 let from = inlined.map_or(String::new(), |f| format!("  [inlined {f}]"));
-                println!("{}", color::dim(&format!("{:>19}{}  {text}{from}", "", basename(loc))));
+                crate::outln!("{}", color::dim(&format!("{:>19}{}  {text}{from}", "", basename(loc))));
             }
             last_source = here;
         }
@@ -837,7 +837,7 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile, all: bool) {
                 m.latency, m.rthroughput, m.uops
             )));
         }
-        println!(
+        crate::outln!(
             "{} {samples:>8}  {gutter}{:>6x}:  {text}",
             paint_share(ins.share, &format!("{share:>7}")),
             ins.address
@@ -849,9 +849,9 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile, all: bool) {
                 let parts: Vec<String> = h.latency.iter().map(|(k, v)| format!("{k} {v}")).collect();
                 format!(" — latency (cycles): {}", parts.join("; "))
             };
-            println!("{:>27}{}", "", color::yellow(&format!("⚠ {}{latency}", h.title)));
+            crate::outln!("{:>27}{}", "", color::yellow(&format!("⚠ {}{latency}", h.title)));
             if h.id != "skid" && explained.insert(h.id.as_str(), ()).is_none() {
-                println!("{:>29}{}", "", color::dim(&h.detail));
+                crate::outln!("{:>29}{}", "", color::dim(&h.detail));
             }
         }
     }
@@ -859,7 +859,7 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile, all: bool) {
         print_elided(&f.instructions[from..], f.samples);
     }
     if let Some(m) = &f.mca {
-        println!(
+        crate::outln!(
             "{}",
             color::bold(&format!(
                 "llvm-mca ({}): hot block {:x}..{:x}: {:.2} cycles per iteration at best (block reciprocal throughput), {:.2} simulated",
@@ -871,7 +871,7 @@ fn print_function(f: &AnnotatedFunction, profile: &Profile, all: bool) {
             ))
         );
     }
-    println!();
+    crate::outln!();
 }
 
 #[cfg(test)]

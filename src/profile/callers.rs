@@ -111,7 +111,7 @@ pub fn print(tree: &TreeNode, direction: Direction, all_samples: u64, min_share:
         Direction::Callers => "callers",
         Direction::Callees => "callees",
     };
-    println!(
+    crate::outln!(
         "{}",
         color::bold(&format!(
             "{what} of {} ({} samples, {:.2}% of all)",
@@ -122,7 +122,7 @@ pub fn print(tree: &TreeNode, direction: Direction, all_samples: u64, min_share:
     );
     let arrow = if direction == Direction::Callers { " ← " } else { " → " };
     for line in lines(tree, arrow, min_share) {
-        println!("{line}");
+        crate::outln!("{line}");
     }
 }
 

@@ -258,15 +258,15 @@ fn print_diff(r: &DiffReport, limit: usize) {
     } else {
         String::new()
     };
-    println!(
+    crate::outln!(
         "{}",
         color::bold(&format!(
             "old {}: {} samples ≈ {:.3} s   new {}: {} samples ≈ {:.3} s",
             r.old.path, r.old.samples, r.old.estimated_s, r.new.path, r.new.samples, r.new.estimated_s
         ))
     );
-    println!("total change {}{pct}", signed_seconds(r.total_change_s));
-    println!(
+    crate::outln!("total change {}{pct}", signed_seconds(r.total_change_s));
+    crate::outln!(
         "{}",
         color::dim(&format!(
             "{:>10}  {:>8}  {:>21}  {:>17}  name",
@@ -281,7 +281,7 @@ fn print_diff(r: &DiffReport, limit: usize) {
         } else {
             color::dim(&format!("  [{}]", c.object))
         };
-        println!(
+        crate::outln!(
             "{pad}{seconds}  {:>7.1}%  {:>7.3} s → {:>7.3} s  {:>6.2}% → {:>6.2}%  {}{object}",
             c.contribution * 100.0,
             c.old_s,
@@ -292,7 +292,7 @@ fn print_diff(r: &DiffReport, limit: usize) {
         );
     }
     if r.changes.len() > limit {
-        println!("{}", color::dim(&format!("({} more rows; --limit to see them)", r.changes.len() - limit)));
+        crate::outln!("{}", color::dim(&format!("({} more rows; --limit to see them)", r.changes.len() - limit)));
     }
 }
 

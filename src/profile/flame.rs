@@ -359,7 +359,7 @@ fn fill(node: &Node, mode: &Colouring) -> String {
             }
             None => "rgb(225,225,225)".to_string(),
         },
-                Colouring::Differential { max_self_change, .. } => {
+        Colouring::Differential { max_self_change, .. } => {
             let change = node.new_self - node.old_self;
             let strength = if *max_self_change > 0.0 { (change.abs() / max_self_change).min(1.0) } else { 0.0 };
             let fade = (235.0 - 190.0 * strength) as u8;

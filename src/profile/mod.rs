@@ -197,12 +197,12 @@ struct FlatJson<'a> {
     cpu_s: f64,
     samples: u64,
     lost: u64,
-    tasks: Vec<TaskJson<'a>>,
+    tasks: &'a [TaskJson<'a>],
     functions: Vec<Row>,
     lines: Vec<Row>,
     objects: Vec<Row>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    regions: Option<Vec<Row>>,
+    regions: Option<&'a [Row]>,
     /// With --callers NAME.
     #[serde(skip_serializing_if = "Option::is_none")]
     callers: Option<Vec<callers::JsonNode>>,
@@ -211,8 +211,8 @@ struct FlatJson<'a> {
     callees: Option<Vec<callers::JsonNode>>,
     /// On- and off-CPU time per function and per blocked stack (`--off-cpu`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    off_cpu: Option<offcpu::OffCpuReport>,
-    warnings: Vec<String>,
+    off_cpu: Option<&'a offcpu::OffCpuReport>,
+    warnings: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -262,21 +262,9 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
     let caller_tree = tree(&args.callers, callers::Direction::Callers)?;
     let callee_tree = tree(&args.callees, callers::Direction::Callees)?;
     let off_cpu = offcpu::report(profile, graph.as_ref());
-    if !to_stdout {
-        print_table(profile, &table, args, region_rows.is_some());
-        print_tasks(&tasks, args.limit);
-        for (tree, direction) in
-            [(&caller_tree, callers::Direction::Callers), (&callee_tree, callers::Direction::Callees)]
-        {
-            if let Some(tree) = tree {
-                println!();
-                callers::print(tree, direction, profile.total_samples(), TREE_MIN_SHARE);
-            }
-        }
-        if let Some(off_cpu) = &off_cpu {
-            offcpu::print(off_cpu, args.limit);
-        }
-    }
+    // Every file first, each on its own, then stdout: a broken stdout (`| head`) or one
+    // unwritable file loses none of the others.
+    let mut documents: Vec<(&PathBuf, Result<String, crate::render::OutputError>)> = Vec::new();
     if let Some(path) = &args.json {
         let doc = FlatJson {
             schema_version: 1,
@@ -288,21 +276,21 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
             cpu_s: profile.cpu_s,
             samples: profile.total_samples(),
             lost: profile.lost,
-            tasks,
+            tasks: &tasks,
             functions: functions(),
             lines: aggregate::flat(&located, By::Line),
             objects: aggregate::flat(&located, By::Object),
-            regions: region_rows,
+            regions: region_rows.as_deref(),
             callers: caller_tree.as_ref().map(callers::flatten),
             callees: callee_tree.as_ref().map(callers::flatten),
-            off_cpu,
-            warnings,
+            off_cpu: off_cpu.as_ref(),
+            warnings: &warnings,
         };
-        crate::render::json::write(path, &doc)?;
+        documents.push((path, crate::render::json::to_string(&doc)));
     }
     // A -g run without samples still gets its (empty) folded file.
     if let Some(path) = &args.folded {
-        write_text(path, &graph.as_ref().map(|g| g.folded()).unwrap_or_default())?;
+        documents.push((path, Ok(graph.as_ref().map(|g| g.folded()).unwrap_or_default())));
     }
     if let Some(path) = &args.flamegraph {
         let title = format!("perflab: {}", profile.command.join(" "));
@@ -317,9 +305,31 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
                 };
                 flame::empty_svg(&title, &why)
             });
-        write_text(path, &svg)?;
+        documents.push((path, Ok(svg)));
     }
-    Ok(())
+    documents.sort_by_key(|(path, _)| *path == Path::new("-"));
+    let mut failures = Vec::new();
+    for (path, text) in documents {
+        if let Err(e) = text.and_then(|text| crate::render::export::write_to(path, &text)) {
+            failures.push(e);
+        }
+    }
+    if !to_stdout {
+        print_table(profile, &table, args, region_rows.is_some());
+        print_tasks(&tasks, args.limit);
+        for (tree, direction) in
+            [(&caller_tree, callers::Direction::Callers), (&callee_tree, callers::Direction::Callees)]
+        {
+            if let Some(tree) = tree {
+                crate::outln!();
+                callers::print(tree, direction, profile.total_samples(), TREE_MIN_SHARE);
+            }
+        }
+        if let Some(off_cpu) = &off_cpu {
+            offcpu::print(off_cpu, args.limit);
+        }
+    }
+    Ok(crate::render::OutputError::of_all(failures)?)
 }
 
 fn tasks_json<'a>(profile: &'a Profile, located: &[Located]) -> Vec<TaskJson<'a>> {
@@ -348,7 +358,7 @@ fn print_tasks(tasks: &[TaskJson], limit: usize) {
     let all = pids.len();
     pids.retain(|&pid| samples_of(pid) > 0);
     pids.sort_by_key(|&pid| std::cmp::Reverse(samples_of(pid)));
-    println!("{}", color::dim(&format!("{} tasks in {all} processes:", tasks.len())));
+    crate::outln!("{}", color::dim(&format!("{} tasks in {all} processes:", tasks.len())));
     for &pid in pids.iter().take(limit) {
         let threads: Vec<String> = tasks
             .iter()
@@ -363,26 +373,17 @@ fn print_tasks(tasks: &[TaskJson], limit: usize) {
             .collect();
         let comm =
             tasks.iter().find(|t| t.pid == pid).map_or(String::new(), |t| crate::render::terminal::escape(t.comm));
-        println!("{}", color::dim(&format!("  pid {pid} {comm}: {}", threads.join(", "))));
+        crate::outln!("{}", color::dim(&format!("  pid {pid} {comm}: {}", threads.join(", "))));
     }
     let hidden = all - pids.len().min(limit);
     if hidden > 0 {
-        println!("{}", color::dim(&format!("  ({hidden} more processes, {} without samples)", all - pids.len())));
+        crate::outln!("{}", color::dim(&format!("  ({hidden} more processes, {} without samples)", all - pids.len())));
     }
 }
 
 /// Write text to a file or stdout (`-`).
 pub(crate) fn write_text(path: &Path, text: &str) -> Result<(), Failure> {
-    if path == Path::new("-") {
-        use std::io::Write;
-        // A closed pipe (`| head`) is the reader's choice, not an error worth a message.
-        match std::io::stdout().lock().write_all(text.as_bytes()) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Other(e.into())),
-            _ => Ok(()),
-        }
-    } else {
-        std::fs::write(path, text).map_err(|e| usage!("cannot write {}: {e}", path.display()))
-    }
+    Ok(crate::render::export::write_to(path, text)?)
 }
 
 /// Colour a share by how hot it is.
@@ -398,6 +399,16 @@ pub fn paint_share(share: f64, text: &str) -> String {
 
 /// A row's name with its object: `[k] name` for kernel functions (like perf), the
 /// module dimmed after it; user functions get their object dimmed in brackets.
+/// [`function_label`] in at most `width` terminal columns: the object goes first, then
+/// the name is shortened in the middle (`render::table::abbreviate`).
+fn function_label_within(name: &str, object: &str, width: Option<usize>) -> String {
+    let full = function_label(name, object);
+    let Some(width) = width.filter(|&w| crate::render::table::display_width(&full) > w) else { return full };
+    let prefix = if kernel::is_kernel_object(object) && object != name { "[k] " } else { "" };
+    let escaped = crate::render::terminal::escape(name);
+    format!("{prefix}{}", crate::render::table::abbreviate(&escaped, width.saturating_sub(prefix.len()).max(12)))
+}
+
 fn function_label(name: &str, object: &str) -> String {
     let escaped = crate::render::terminal::escape(name);
     if object.is_empty() || object == name {
@@ -414,13 +425,14 @@ fn function_label(name: &str, object: &str) -> String {
 }
 
 fn print_table(profile: &Profile, rows: &[Row], args: &ReportOptions, regions: bool) {
+    let width = crate::render::table::width(crate::render::table::Stream::Stdout);
     let what = match (regions, args.by) {
         (true, _) => "region",
         (false, By::Function) => "function",
         (false, By::Line) => "source line",
         (false, By::Object) => "object",
     };
-    println!(
+    crate::outln!(
         "{}",
         color::bold(&format!(
             "{} samples of {} at {} Hz ({:.2} s){}",
@@ -432,26 +444,28 @@ fn print_table(profile: &Profile, rows: &[Row], args: &ReportOptions, regions: b
         ))
     );
     if rows.is_empty() {
-        println!("no samples (the command ran too briefly for -F {})", profile.frequency_hz);
+        crate::outln!("no samples (the command ran too briefly for -F {})", profile.frequency_hz);
         return;
     }
     let totals = rows.iter().any(|r| r.total_share.is_some());
     if totals {
-        println!("{}", color::dim(&format!("{:>7} {:>7} {:>9}  {what}", "total", "self", "samples")));
+        crate::outln!("{}", color::dim(&format!("{:>7} {:>7} {:>9}  {what}", "total", "self", "samples")));
     } else {
-        println!("{}", color::dim(&format!("{:>7} {:>9}  {what}", "share", "samples")));
+        crate::outln!("{}", color::dim(&format!("{:>7} {:>9}  {what}", "share", "samples")));
     }
     for row in rows.iter().take(args.limit) {
         let mut share = paint_share(row.self_share, &format!("{:>6.2}%", row.self_share * 100.0));
         if let Some(total) = row.total_share {
             share = format!("{} {share}", paint_share(total, &format!("{:>6.2}%", total * 100.0)));
         }
-        println!("{share} {:>9}  {}", row.self_samples, function_label(&row.name, &row.object));
+        // Too wide for the terminal, a row loses its object, then the middle of its name.
+        let room = width.map(|w| w.saturating_sub(if totals { 27 } else { 19 }));
+        crate::outln!("{share} {:>9}  {}", row.self_samples, function_label_within(&row.name, &row.object, room));
     }
     if rows.len() > args.limit {
         let rest: u64 = rows[args.limit..].iter().map(|r| r.self_samples).sum();
         let indent = if totals { 16 } else { 8 };
-        println!(
+        crate::outln!(
             "{}",
             color::dim(&format!(
                 "{:indent$}{rest:>9}  ({} more rows; --limit to see them)",

@@ -161,26 +161,26 @@ pub fn report(profile: &Profile, on_cpu: Option<&CallGraph>) -> Option<OffCpuRep
 
 /// The terminal view: the hottest functions by on + off time, then the longest-blocked stacks.
 pub fn print(report: &OffCpuReport, limit: usize) {
-    println!(
+    crate::outln!(
         "{}",
         color::bold(&format!(
             "on-CPU {:.3} s (sampled), off-CPU {:.3} s (blocked), with each function on the stack:",
             report.on_cpu_s, report.off_cpu_s
         ))
     );
-    println!("{}", color::dim(&format!("{:>9} {:>9} {:>7}  function", "on-CPU", "off-CPU", "of time")));
+    crate::outln!("{}", color::dim(&format!("{:>9} {:>9} {:>7}  function", "on-CPU", "off-CPU", "of time")));
     for f in report.functions.iter().take(limit) {
         let label = super::function_label(&f.name, &f.object);
-        println!("{:>8.3}s {:>8.3}s {:>6.2}%  {label}", f.on_cpu_s, f.off_cpu_s, f.share * 100.0);
+        crate::outln!("{:>8.3}s {:>8.3}s {:>6.2}%  {label}", f.on_cpu_s, f.off_cpu_s, f.share * 100.0);
     }
     if report.stacks.is_empty() {
-        println!("{}", color::dim("no thread blocked while recorded"));
+        crate::outln!("{}", color::dim("no thread blocked while recorded"));
         return;
     }
-    println!("{}", color::bold("longest-blocked stacks (outermost caller first):"));
+    crate::outln!("{}", color::bold("longest-blocked stacks (outermost caller first):"));
     for s in report.stacks.iter().take(5) {
         let frames: Vec<String> = s.frames.iter().map(|f| crate::render::terminal::escape(f)).collect();
-        println!(
+        crate::outln!(
             "{:>8.3}s {:>7} block{}  {}",
             s.off_cpu_s,
             s.blocks,

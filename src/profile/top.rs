@@ -336,7 +336,11 @@ fn run(
         if let Some(interrupted) = ending {
             return Ok(Ending { interrupted, last_frame });
         }
-        if progress != SessionState::Running || opts.iterations.is_some_and(|n| frames >= n) {
+        // Nobody reads a broken stdout (`| head`): stop; `cli` reports it.
+        if crate::render::stdout::failed()
+            || progress != SessionState::Running
+            || opts.iterations.is_some_and(|n| frames >= n)
+        {
             return Ok(Ending { interrupted: false, last_frame });
         }
     }
@@ -424,14 +428,11 @@ fn frame(
 }
 
 fn show(lines: &[String], interactive: bool, width: usize) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
     if !interactive {
-        for line in lines {
-            writeln!(out, "{line}")?;
-        }
-        writeln!(out)?;
-        return out.flush();
+        crate::render::stdout::write(&(lines.join("\n") + "\n\n"));
+        return Ok(());
     }
+    let mut out = std::io::stdout().lock();
     execute!(out, cursor::MoveTo(0, 0), terminal::Clear(terminal::ClearType::All))?;
     for line in lines {
         // Raw mode: a newline does not return the carriage. Cut long lines instead of

@@ -439,6 +439,7 @@ mod tests {
                     name: name.to_string(),
                     argv: vec![],
                     command_line: String::new(),
+                    parameters: Default::default(),
                     runs: runs(*level),
                     summary: Default::default(),
                 })

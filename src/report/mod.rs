@@ -173,8 +173,8 @@ pub fn geomean(rows: &[RelativeTime]) -> Option<Geomean> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::os::unix::fs::FileTypeExt;
     use crate::model::Verdict;
+    use std::os::unix::fs::FileTypeExt;
 
     #[test]
     fn a_page_written_to_a_fifo_leaves_the_fifo_in_place() {

@@ -475,7 +475,8 @@ mod tests {
             r#"{"seed":1,"warmup_rounds":0,"min_rounds":1,"max_rounds":1,"max_time_s":1,"threshold":0.01,"confidence":0.95,"env_padding":false,"mode":"wall"}"#,
         )
         .unwrap();
-        let spec = CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() };
+        let spec =
+            CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into(), ..Default::default() };
         let meta = Meta { label: "v1".into(), benchmark: "b".into(), git_commit: None, source: "test".into() };
         old.begin(&meta, &machine, &settings, &[spec]).record_run(0, &Run { wall_s: 0.5, ..Run::default() }).unwrap();
         drop(old);

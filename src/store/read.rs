@@ -546,8 +546,8 @@ fn commands(
             name: r.text("name"),
             argv: if full { r.json("argv", "[]").context("command argv")? } else { Vec::new() },
             command_line: if full { r.text("command_line") } else { String::new() },
-            runs: Vec::new(),
-            summary: BTreeMap::new(),
+            // The store keeps no -L/-P values (only the name they made).
+            ..CommandResult::default()
         });
         Ok(())
     })?;

@@ -4,16 +4,12 @@
 
 use super::{Benchmark, Build};
 use crate::error::Failure;
-use crate::experiment::{self, Fanout};
-use crate::measure::{MeasureOptions, Mode};
+use crate::experiment::{self, Fanout, Observer};
+use crate::measure::MeasureOptions;
 use crate::model::{CommandSpec, Experiment, Hooks, Machine, Settings, StopReason};
 use crate::plan::{self, Plan, SettingsLayer};
 use crate::store::{current_git_commit, Meta, Store};
 use crate::usage;
-
-/// Rounds per benchmark when nothing is compared and no stopping option is set:
-/// with no comparison there is no verdict to stop on.
-pub const DEFAULT_SOLO_ROUNDS: u32 = 10;
 
 /// How the experiments of a suite run, beyond what the suite file says.
 #[derive(Debug, Clone, Default)]
@@ -23,7 +19,6 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     pub show_output: bool,
     pub ignore_failure: bool,
-    pub hide_progress: bool,
     /// What produced the results, as stored (default `run`; a fleet agent says which job).
     pub source: Option<String>,
     /// The machine the results are stored under (default: the one detected).
@@ -33,6 +28,36 @@ pub struct RunOptions {
     /// A fleet job's claim: results are written only while it is held, and replace what
     /// an earlier attempt of the job left incomplete (see `store::Recorder::fenced`).
     pub fence: Option<crate::store::fleet::Claim>,
+}
+
+/// What a suite run reports as it goes: the command line prints it, an agent logs it.
+/// Every callback has a default that ignores it.
+pub trait SuiteObserver {
+    /// `build`'s prepare command is about to run.
+    fn preparing(&mut self, _build: &Build) {}
+    /// Benchmark `index` (from 0) of `total` starts.
+    fn started(&mut self, _index: usize, _total: usize, _bench: &Benchmark) {}
+    /// Watches each benchmark's experiment (progress, say); none by default.
+    fn experiment(&mut self) -> Option<&mut dyn Observer> {
+        None
+    }
+    /// A benchmark ended: measured (see its stop reason) or failed before.
+    fn finished(&mut self, _bench: &Benchmark, _outcome: &Outcome) {}
+    /// A benchmark's cleanup failed (its results are stored already).
+    fn cleanup_failed(&mut self, _bench: &Benchmark, _why: &str) {}
+    /// `--profile-changes`: what profiling a slower benchmark found.
+    fn explained(&mut self, _bench: &Benchmark, _explanation: &Explanation) {}
+}
+
+/// What `--profile-changes` found for a benchmark slower than its baseline.
+#[derive(Debug, Clone)]
+pub enum Explanation {
+    /// Both builds are being profiled.
+    Profiling { baseline: String },
+    /// The function that changed most, and by how much (seconds).
+    Found { function: String, change_s: f64 },
+    /// No profiles could be made: only a warning, the measurements are stored.
+    NoProfiles(String),
 }
 
 /// What happened to one benchmark.
@@ -52,7 +77,7 @@ pub fn plan_for(
     baseline: Option<&Build>,
     run: &RunOptions,
 ) -> Result<Plan, Failure> {
-    let mut o = run.overrides.or(&bench.options);
+    let o = run.overrides.or(&bench.options);
     let mut texts = Vec::new();
     let mut names = Vec::new();
     let mut hooks = Vec::new();
@@ -67,11 +92,8 @@ pub fn plan_for(
     names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
     let commands = crate::plan::command::parse_commands(&texts, &names, o.shell.as_deref())
         .map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+    let o = o.for_commands(commands.len());
     let mode = o.mode.unwrap_or_default();
-    let solo = commands.len() == 1 && mode != Mode::Instructions;
-    if solo && o.rounds.is_none() && o.max_time.is_none() && o.max_rounds.is_none() {
-        o.rounds = Some(DEFAULT_SOLO_ROUNDS);
-    }
     let settings = Settings {
         hooks: if hooks.iter().all(Hooks::is_empty) { Vec::new() } else { hooks },
         ..plan::settings(&o, run.seed)
@@ -84,30 +106,22 @@ pub fn plan_for(
         ..MeasureOptions::default()
     };
     let compared = plan::compared_metrics(&[], &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
-    Ok(Plan {
-        commands,
-        settings,
-        primary_metric: compared.primary,
-        auto_primary: compared.auto_primary,
-        metrics: compared.metrics,
-        show_output: run.show_output,
-        ignore_failure: run.ignore_failure,
-        measure,
-        design: None,
-    })
+    Ok(Plan::new(commands, settings, measure, compared)
+        .showing_output(run.show_output)
+        .ignoring_failure(run.ignore_failure))
 }
 
 /// Run `benchmarks` of `suite` and store every run under `label`. Every plan is made
 /// before anything runs, so a typo fails in a second, and every program is looked up
-/// once the builds are prepared, before the first measurement. `on_outcome` hears about
-/// each benchmark as it ends; an interrupt stops after the benchmark in flight (its runs kept).
+/// once the builds are prepared, before the first measurement. `observer` hears about
+/// each step; an interrupt stops after the benchmark in flight (its runs kept).
 pub fn run_suite(
     benchmarks: &[&Benchmark],
     label: &str,
     (candidate, baseline): (Option<&Build>, Option<&Build>),
     options: &RunOptions,
     store: &mut Store,
-    on_outcome: &mut dyn FnMut(&Benchmark, &Outcome),
+    observer: &mut dyn SuiteObserver,
 ) -> Result<(), Failure> {
     let mut prepared = Vec::new();
     for bench in benchmarks {
@@ -115,7 +129,7 @@ pub fn run_suite(
     }
     for build in [baseline, candidate].into_iter().flatten() {
         if let Some(prepare) = &build.prepare {
-            eprintln!("preparing build `{}`: {prepare}", build.name);
+            observer.preparing(build);
             crate::plan::command::run_shell(prepare, None, true)
                 .map_err(|e| Failure::CommandFailed(format!("preparing build `{}` failed: {e}", build.name)))?;
         }
@@ -134,10 +148,10 @@ pub fn run_suite(
         if interrupt.requested() {
             break;
         }
-        eprintln!("[{}/{total}] {}", i + 1, bench.name);
+        observer.started(i, total, bench);
         if let Some(setup) = &bench.setup {
             if let Err(e) = crate::plan::command::run_shell(setup, None, true) {
-                on_outcome(bench, &Outcome::Failed(format!("setup failed ({e}); skipped")));
+                observer.finished(bench, &Outcome::Failed(format!("setup failed ({e}); skipped")));
                 continue;
             }
         }
@@ -151,14 +165,15 @@ pub fn run_suite(
         if let Some(claim) = &options.fence {
             recorder = recorder.fenced(claim.clone());
         }
-        let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, options.hide_progress);
-        let result = experiment::run(plan, &mut Fanout(vec![&mut progress, &mut recorder]));
-        progress.finish();
+        let result = match observer.experiment() {
+            Some(watching) => experiment::run(plan, &mut Fanout(vec![watching, &mut recorder])),
+            None => experiment::run(plan, &mut recorder),
+        };
         let outcome = match result {
             Ok(experiment) => {
                 let id = recorder.finish(&experiment)?;
                 if options.profile_changes {
-                    explain_regression(store, id, &plan.commands, &experiment)?;
+                    explain_regression(store, id, &plan.commands, &experiment, &mut |e| observer.explained(bench, &e))?;
                 }
                 Outcome::Measured(Box::new(experiment))
             }
@@ -167,11 +182,11 @@ pub fn run_suite(
         };
         if let Some(cleanup) = &bench.cleanup {
             if let Err(e) = crate::plan::command::run_shell(cleanup, None, true) {
-                eprintln!("  cleanup failed: {e}");
+                observer.cleanup_failed(bench, &e);
             }
         }
         let interrupted = matches!(&outcome, Outcome::Measured(e) if e.stop_reason == StopReason::Interrupted);
-        on_outcome(bench, &outcome);
+        observer.finished(bench, &outcome);
         if interrupted {
             break;
         }
@@ -186,22 +201,19 @@ fn explain_regression(
     id: i64,
     commands: &[CommandSpec],
     experiment: &Experiment,
+    explained: &mut dyn FnMut(Explanation),
 ) -> Result<(), Failure> {
     let Some(slower) = super::explain::regression(experiment) else { return Ok(()) };
-    eprintln!("  slower than `{}`: profiling both", crate::render::terminal::escape(&slower.baseline));
+    explained(Explanation::Profiling { baseline: slower.baseline.clone() });
     match super::explain::profile_change(commands, slower) {
         Ok(Some(change)) => {
             store.save_profile_change(id, &change)?;
             if let Some(top) = change.functions.first() {
-                eprintln!(
-                    "  most of the change: {} ({:+.3} s)",
-                    crate::render::terminal::escape(&top.name),
-                    top.change_s
-                );
+                explained(Explanation::Found { function: top.name.clone(), change_s: top.change_s });
             }
         }
         Ok(None) => {}
-        Err(e) => eprintln!("  {}", crate::render::color::yellow(&format!("warning: no profiles: {e:#}"))),
+        Err(e) => explained(Explanation::NoProfiles(format!("{e:#}"))),
     }
     Ok(())
 }
@@ -283,7 +295,7 @@ command = "true"
 
     #[test]
     fn a_single_command_runs_fixed_rounds_unless_a_limit_is_set() {
-        assert_eq!(settings_for(SUITE, "solo", &seeded()).fixed_rounds, Some(DEFAULT_SOLO_ROUNDS));
+        assert_eq!(settings_for(SUITE, "solo", &seeded()).fixed_rounds, Some(plan::SOLO_RUNS));
         let limited = overriding(SettingsLayer { max_time: Some(5.0), ..SettingsLayer::default() });
         assert_eq!(settings_for(SUITE, "solo", &limited).fixed_rounds, None);
     }

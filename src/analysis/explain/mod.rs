@@ -427,6 +427,7 @@ mod tests {
             name: name.into(),
             argv: vec![],
             command_line: name.into(),
+            parameters: Default::default(),
             runs: vec![run(p)],
             summary: Default::default(),
         };

@@ -188,6 +188,7 @@ impl Simulation {
             name: name.into(),
             argv: vec![],
             command_line: name.into(),
+            parameters: Default::default(),
             runs: Vec::new(),
             summary: Default::default(),
         };
