@@ -278,7 +278,7 @@ fn stat_json(args: &[&str]) -> Value {
 #[test]
 fn counters_include_child_processes() {
     let once = stat_json(&["-r", "3", "-e", "page-faults", &spin(), "1000"]);
-    let twice = stat_json(&["-r", "3", "-e", "page-faults", "--shell", &format!("{0} 1000; {0} 1000", spin())]);
+    let twice = stat_json(&["-r", "3", "-e", "page-faults", "--shell=/bin/sh", &format!("{0} 1000; {0} 1000", spin())]);
     let ratio = median_of(&twice, "page-faults") / median_of(&once, "page-faults");
     assert!(ratio > 1.6, "children's page faults are missing: ratio {ratio}");
 }
@@ -290,7 +290,7 @@ fn instruction_mode_includes_child_processes() {
         return;
     }
     let once = stat_json(&["--mode", "instructions", &spin(), "500000"]);
-    let twice = stat_json(&["--mode", "instructions", "--shell", &format!("{0} 500000; {0} 500000", spin())]);
+    let twice = stat_json(&["--mode", "instructions", "--shell=/bin/sh", &format!("{0} 500000; {0} 500000", spin())]);
     let ratio = median_of(&twice, "instructions") / median_of(&once, "instructions");
     assert!((1.9..2.3).contains(&ratio), "expected about twice the instructions, got ratio {ratio}");
 }

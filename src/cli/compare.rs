@@ -2,12 +2,14 @@
 //! experiment engine; observers for progress, CSV rows and the store; then the
 //! terminal table, JSON and Markdown, and the outcome.
 
-use super::args::{confidence, percent, ExperimentArgs, HookArgs, MeasureArgs, OutputArgs, ParameterArgs, SaveArgs};
+use super::args::{
+    confidence, percent, ExperimentArgs, HookArgs, MeasureArgs, OutputArgs, ParameterArgs, SaveArgs, ShellArgs,
+};
 use crate::error::Failure;
 use crate::experiment::{self, Fanout, Observer};
 use crate::model::metric::Better;
 use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings, Warning, WarningKind};
-use crate::plan::command::{expand_parameters, parse_commands, resolve_program, substitute};
+use crate::plan::command::{expand_parameters, parse_commands, resolve_program, substitute, ShellReason};
 use crate::plan::{self, Plan};
 use crate::render;
 use crate::store::{current_git_commit, default_label, Meta, Recorder, Store};
@@ -25,13 +27,8 @@ pub struct CompareArgs {
     /// Name of a command, in order (repeat for each command).
     #[arg(short = 'n', long = "name", visible_alias = "command-name", value_name = "NAME")]
     pub names: Vec<String>,
-    /// Run each command through `sh -c` (or `--shell=SHELL`) instead of executing it directly.
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh",
-          conflicts_with = "no_shell")]
-    pub shell: Option<String>,
-    /// Execute commands directly, without a shell (the default; hyperfine's `-N`).
-    #[arg(short = 'N', long = "no-shell")]
-    pub no_shell: bool,
+    #[command(flatten)]
+    pub shell: ShellArgs,
     #[command(flatten)]
     pub experiment: ExperimentArgs,
     /// Confidence level of the intervals, in percent.
@@ -69,6 +66,11 @@ pub struct CompareArgs {
 
 /// Turn the command line into a plan (everything checked before anything runs).
 pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
+    planned(args).map(|(plan, _)| plan)
+}
+
+/// The plan, and why its commands run through a shell nobody asked for (for a note).
+fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
     if args.names.len() > args.commands.len() {
         return Err(usage!("{} --name given for {} commands", args.names.len(), args.commands.len()));
     }
@@ -76,7 +78,9 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
     let expanded = expand_parameters(&args.commands, &args.parameters.parameters()?)?;
     let texts: Vec<String> = expanded.iter().map(|(i, c)| substitute(&args.commands[*i], c)).collect();
     if texts.len() < 2 {
-        return Err(usage!("compare needs at least two commands (or one that -L/-P parameters make several of)"));
+        let hint =
+            if args.shell.shell.is_some() { "; --shell takes the shell as its value (`-S bash A B`)" } else { "" };
+        return Err(usage!("compare needs at least two commands (or one that -L/-P parameters make several of){hint}"));
     }
     let names: Vec<String> = expanded
         .iter()
@@ -89,7 +93,7 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
     } else {
         expanded.iter().map(|(i, c)| given[*i].map(|text| substitute(text, c))).collect()
     };
-    let commands = parse_commands(&texts, &names, args.shell.as_deref())?;
+    let (commands, shell_reason) = parse_commands(&texts, &names, &args.shell.shell()?)?;
     for spec in &commands {
         resolve_program(&spec.argv[0])?;
     }
@@ -108,7 +112,7 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
         hooks,
         ..defaults
     };
-    Ok(Plan {
+    let plan = Plan {
         commands,
         settings,
         metrics: compared.metrics,
@@ -117,12 +121,16 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
         show_output: args.experiment.runner.show_output,
         ignore_failure: args.experiment.ignore_failure,
         measure,
-    })
+    };
+    Ok((plan, shell_reason))
 }
 
 /// `perflab compare`.
 pub fn main(args: CompareArgs) -> Result<(), Failure> {
-    let plan = plan_from_args(&args)?;
+    let (plan, shell_reason) = planned(&args)?;
+    if let Some(reason) = shell_reason {
+        eprintln!("perflab: note: {}", render::terminal::escape(&reason.note()));
+    }
     for spec in plan.commands.iter().filter(|c| c.name.ends_with(" #1") && c.name != c.command_line) {
         let copies = plan.commands.iter().filter(|c| c.command_line == spec.command_line).count();
         eprintln!(
@@ -297,7 +305,7 @@ mod tests {
         assert_eq!(s.fixed_rounds, Some(12));
         let a = args(&["--runs", "12", "--export-json", "x.json", "-N", "-i", "--command-name", "a"]);
         assert_eq!(a.experiment.runner.json.as_deref(), Some("x.json"));
-        assert!(a.experiment.ignore_failure && a.no_shell && a.shell.is_none());
+        assert!(a.experiment.ignore_failure && a.shell.no_shell && a.shell.shell.is_none());
         assert_eq!(a.names, ["a"]);
     }
 

@@ -27,9 +27,8 @@ pub struct DoctorArgs {
     /// The effect, in percent, whose rounds to report.
     #[arg(long, value_name = "PCT", default_value = "1", value_parser = percent)]
     pub effect: f64,
-    /// Run the command through `sh -c` (or `--shell=SHELL`).
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
-    pub shell: Option<String>,
+    #[command(flatten)]
+    pub shell: super::args::ShellArgs,
     /// Do not store the calibration.
     #[arg(long)]
     pub no_save: bool,
@@ -61,7 +60,7 @@ pub fn main(args: DoctorArgs) -> Result<(), Failure> {
     }
     let plan = match args.command.as_slice() {
         [] => None,
-        command => Some(calibration_plan(command, args.shell.as_deref())?),
+        command => Some(calibration_plan(command, &args.shell.shell()?)?),
     };
     let machine = Machine::detect();
     let fingerprint = crate::store::fingerprint(&machine);
@@ -122,13 +121,16 @@ fn write_json(
 }
 
 /// An A/A plan for the command (checked before anything runs).
-fn calibration_plan(command: &[String], shell: Option<&str>) -> Result<Plan, Failure> {
+fn calibration_plan(command: &[String], shell: &crate::plan::command::Shell) -> Result<Plan, Failure> {
     let text = match command {
         [single] => single.clone(),
-        many if shell.is_some() => many.join(" "),
+        many if matches!(shell, crate::plan::command::Shell::Always(_)) => many.join(" "),
         many => shell_words::join(many),
     };
-    let commands = crate::plan::command::parse_commands(&[text.clone(), text], &[], shell)?;
+    let (commands, shell_reason) = crate::plan::command::parse_commands(&[text.clone(), text], &[], shell)?;
+    if let Some(reason) = shell_reason {
+        eprintln!("perflab: note: {}", crate::render::terminal::escape(&reason.note()));
+    }
     crate::plan::command::resolve_program(&commands[0].argv[0])?;
     let measure = MeasureOptions::default();
     let compared = plan::compared_metrics(&[], &measure)?;

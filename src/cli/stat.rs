@@ -20,9 +20,8 @@ pub struct StatArgs {
     #[arg(short = 'r', long = "rounds", visible_aliases = ["repeat", "runs"], value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,
-    /// Run the command through `sh -c` (or `--shell=SHELL -c`).
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
-    pub shell: Option<String>,
+    #[command(flatten)]
+    pub shell: super::args::ShellArgs,
     #[command(flatten)]
     pub runner: RunnerArgs,
     #[command(flatten)]
@@ -48,10 +47,13 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     // (or, with --shell, the words of the shell command).
     let text = match args.command.as_slice() {
         [single] => single.clone(),
-        many if args.shell.is_some() => many.join(" "),
+        many if args.shell.shell.is_some() => many.join(" "),
         many => shell_words::join(many),
     };
-    let commands = crate::plan::command::parse_commands(&[text], &[], args.shell.as_deref())?;
+    let (commands, shell_reason) = crate::plan::command::parse_commands(&[text], &[], &args.shell.shell()?)?;
+    if let Some(reason) = shell_reason {
+        eprintln!("perflab: note: {}", crate::render::terminal::escape(&reason.note()));
+    }
     crate::plan::command::resolve_program(&commands[0].argv[0])?;
     let runs = args.runs.unwrap_or(if instructions { 1 } else { DEFAULT_RUNS });
     let options = plan::Options {
