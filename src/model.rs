@@ -106,6 +106,10 @@ pub mod metric {
             RUNQ_WAIT => lower("s", "time the run was ready to run but waited for a CPU"),
             UNCONTENDED => lower("s", "wall time minus run-queue wait: the neighbours' share removed"),
             "task-clock" | "cpu-clock" => lower("ns", "CPU time counted by the kernel"),
+            "estimated_cycles" => lower(
+                "",
+                "L1 hits + 5·LL hits + 35·RAM accesses + 15·mispredicted branches in cachegrind's simulation: a model, not a measurement",
+            ),
             "branch-miss-rate" => lower("%", "branch misses per branch"),
             "cache-miss-rate" => lower("%", "cache misses per cache reference"),
             "ipc" => higher("", "instructions per cycle"),
@@ -430,7 +434,9 @@ pub struct Comparison {
     pub confidence: f64,
     /// The per-look level actually used for this interval (see docs/statistics.md).
     pub look_confidence: f64,
-    /// Two-sided Wilcoxon signed-rank p-value of the paired log ratios.
+    /// Two-sided Wilcoxon signed-rank p-value of the paired log ratios; NaN (written as
+    /// null) when there is no test (one run each).
+    #[serde(deserialize_with = "null_as_nan")]
     pub p_value: f64,
     pub verdict: Verdict,
     /// True for a `slower`/`faster` verdict whose whole CI lies within ±threshold.
@@ -440,6 +446,29 @@ pub struct Comparison {
     /// Notes such as the count-vs-time cross-check.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+}
+
+impl Comparison {
+    /// The bounds a gate checks: the interval, or for one run each of a deterministic
+    /// count (decided, no interval) the exact ratio itself.
+    pub fn bounds(&self) -> (f64, f64) {
+        if self.n == 1 && !self.ci_high.is_finite() && self.verdict.is_decided() {
+            (self.ratio, self.ratio)
+        } else {
+            (self.ci_low, self.ci_high)
+        }
+    }
+
+    /// The interval as `[lo – hi]` with `decimals`, or what stands instead of it.
+    pub fn interval_text(&self, decimals: usize) -> String {
+        if self.ci_high.is_finite() {
+            format!("[{:.decimals$} – {:.decimals$}]", self.ci_low, self.ci_high)
+        } else if self.n == 1 {
+            "(one run each: no interval)".to_string()
+        } else {
+            "(too few rounds for an interval)".to_string()
+        }
+    }
 }
 
 /// JSON has no NaN or infinity: serde_json writes them as null; read null back.
@@ -495,6 +524,10 @@ pub enum WarningKind {
     Noisy,
     /// The machine was busy: runs waited for a CPU (and which metric decided).
     Busy,
+    /// Runs that failed were kept (`--ignore-failure`): how many, and how they ended.
+    Failures,
+    /// What a metric covers and what it leaves out (the client's CPU, not the server's).
+    Scope,
     /// Something about importing (missing fields in the source, ...).
     Import,
     /// A warning of an older file, read back as text.

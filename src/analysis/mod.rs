@@ -115,7 +115,65 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
         }
     }
     crosscheck::cross_check(&mut experiment.comparisons);
+    let client = client_cpu(plan, experiment);
     experiment.warnings.extend(warnings(plan, experiment));
+    experiment.warnings.extend(client);
+}
+
+/// Failed runs that `--ignore-failure` kept: per command, how many and how they ended.
+/// Their values are in the statistics. (Without it the first failure stops the
+/// experiment and is its failure.)
+fn failed_runs(experiment: &Experiment) -> Vec<Warning> {
+    let mut out = Vec::new();
+    for command in &experiment.commands {
+        let failed: Vec<String> =
+            command.runs.iter().filter(|r| !r.exit.success()).map(|r| r.exit.describe()).collect();
+        if failed.is_empty() {
+            continue;
+        }
+        let mut ends: Vec<(String, usize)> = Vec::new();
+        for end in failed.iter() {
+            match ends.iter_mut().find(|(e, _)| e == end) {
+                Some((_, n)) => *n += 1,
+                None => ends.push((end.clone(), 1)),
+            }
+        }
+        let how = ends.iter().map(|(end, n)| format!("{end} ×{n}")).collect::<Vec<_>>().join(", ");
+        out.push(Warning::new(
+            WarningKind::Failures,
+            format!(
+                "`{}` failed in {} of {} runs ({how}); --ignore-failure kept them, and their values are in the statistics",
+                command.name,
+                failed.len(),
+                command.runs.len()
+            ),
+        ));
+    }
+    out
+}
+
+/// Output formats of clients: their command measures the client, and a server's work is
+/// elsewhere.
+const CLIENT_FORMATS: [&str; 1] = ["pgbench"];
+
+/// With a client's output parsed (a server A/B through pgbench), `cpu_s` is the client's
+/// CPU time: say so, on the comparison and as a warning.
+fn client_cpu(plan: &Plan, experiment: &mut Experiment) -> Option<Warning> {
+    let client = plan.measure.output.iter().map(|p| p.describe()).find(|d| CLIENT_FORMATS.contains(&d.as_str()))?;
+    let note = format!("the client's CPU time ({client}'s), not the server's");
+    let mut compared = false;
+    for c in experiment.comparisons.iter_mut().filter(|c| c.metric == metric::CPU) {
+        c.flags.push(note.clone());
+        compared = true;
+    }
+    compared.then(|| {
+        Warning::new(
+            WarningKind::Scope,
+            format!(
+                "cpu_s is {note}: the command measured is the client, and the server's CPU is not in it (measure the server with `perflab profile -p PID` or its own statistics)"
+            ),
+        )
+    })
 }
 
 /// Process creation and exec cost ~0.1 ms (a static binary) to ~0.5 ms (a dynamic one)
@@ -127,7 +185,7 @@ const NOISY_SPREAD: f64 = 0.05;
 /// Warnings about the primary metric's runs: process creation dominating short ones
 /// (unless the commands time themselves), shifts during the measurement, noise.
 fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
-    let mut out = Vec::new();
+    let mut out = if plan.ignore_failure { failed_runs(experiment) } else { Vec::new() };
     if plan.measure.mode == Mode::Instructions {
         return out;
     }

@@ -241,9 +241,9 @@ fn write_outputs(args: &CompareArgs, e: &Experiment, stdout_taken: bool) -> Resu
 /// side trips it (above 1 + PCT for a time, below 1 − PCT for a higher-is-better metric).
 fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
     let Some(pct) = fail_if_slower else { return Ok(()) };
-    let worse = |c: &Comparison| match c.better {
-        Better::Lower => c.ci_low > 1.0 + pct,
-        Better::Higher => c.ci_high < 1.0 - pct,
+    let worse = |c: &Comparison| match (c.better, c.bounds()) {
+        (Better::Lower, (low, _)) => low > 1.0 + pct,
+        (Better::Higher, (_, high)) => high < 1.0 - pct,
     };
     let tripped: Vec<String> = e
         .comparisons
@@ -251,13 +251,13 @@ fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
         .filter(|c| c.metric == e.primary_metric && worse(c))
         .map(|c: &Comparison| {
             format!(
-                "`{}` is worse than `{}` in {} by more than {} % (CI [{:.4}, {:.4}])",
+                "`{}` is worse than `{}` in {} by more than {} % (ratio {:.4}, CI {})",
                 c.candidate,
                 c.baseline,
                 c.metric,
                 format_percent(pct * 100.0),
-                c.ci_low,
-                c.ci_high
+                c.ratio,
+                c.interval_text(4)
             )
         })
         .collect();

@@ -167,12 +167,11 @@ pub(super) fn summary_line(name: &str, experiment: &Experiment) -> String {
     };
     if let Some(c) = experiment.comparisons.iter().find(|c| c.metric == primary) {
         line += &format!(
-            "  {} vs {}: ×{:.3} [{:.3} – {:.3}] {}",
+            "  {} vs {}: ×{:.3} {} {}",
             crate::render::terminal::escape(&c.candidate),
             crate::render::terminal::escape(&c.baseline),
             c.ratio,
-            c.ci_low,
-            c.ci_high,
+            c.interval_text(3),
             c.verdict.as_str()
         );
     }

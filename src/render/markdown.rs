@@ -29,13 +29,16 @@ pub fn render(e: &Experiment) -> String {
             "\n| candidate | metric | ratio | {level} % CI | p | verdict |\n|---|---|---:|---|---:|---|\n"
         ));
         for c in &e.comparisons {
+            let ci = match (c.ci_high.is_finite(), c.n) {
+                (true, _) => format!("[{:.4}, {:.4}]", c.ci_low, c.ci_high),
+                (false, 1) => "none: one run".to_string(),
+                (false, _) => "too few rounds".to_string(),
+            };
             out.push_str(&format!(
-                "| {} | {} | {:.4} | [{:.4}, {:.4}] | {} | {} |\n",
+                "| {} | {} | {:.4} | {ci} | {} | {} |\n",
                 escape(&c.candidate),
                 c.metric,
                 c.ratio,
-                c.ci_low,
-                c.ci_high,
                 format_p(c.p_value),
                 c.verdict.as_str()
             ));

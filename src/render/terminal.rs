@@ -114,6 +114,8 @@ pub fn render(e: &Experiment) -> String {
         for c in &e.comparisons {
             let ci = if c.ci_high.is_finite() {
                 format!("[{:.4}, {:.4}]", c.ci_low, c.ci_high)
+            } else if c.n == 1 {
+                "none: one run".into()
             } else {
                 "too few rounds".into()
             };

@@ -127,11 +127,10 @@ pub fn bisect(args: &BisectRequest) -> Result<(), Failure> {
         let bad = comparison.verdict == Verdict::Slower && !comparison.below_threshold;
         let subject = git(&repo, &["log", "-1", "--format=%s", commit]).unwrap_or_default();
         println!(
-            "{} {subject}: ×{:.3} [{:.3} – {:.3}] {} ({} rounds) → {}",
+            "{} {subject}: ×{:.3} {} {} ({} rounds) → {}",
             short(commit),
             comparison.ratio,
-            comparison.ci_low,
-            comparison.ci_high,
+            comparison.interval_text(3),
             comparison.verdict.as_str(),
             comparison.n,
             if bad { "bad" } else { "good" }
