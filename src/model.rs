@@ -25,9 +25,12 @@ pub mod metric {
     pub const MAJOR_FAULTS: &str = "major_faults";
     pub const VOLUNTARY_CS: &str = "voluntary_cs";
     pub const INVOLUNTARY_CS: &str = "involuntary_cs";
-    /// Time the run was ready to run but waited for a CPU (see `contention`).
+    /// Time the run was ready to run but waited for a CPU (see `contention`): behind
+    /// other programs, or behind its own tasks.
     pub const RUNQ_WAIT: &str = "runq_wait_s";
-    /// Wall time minus run-queue wait: the run with the neighbours' share removed.
+    /// The part of that wait a task outside the benchmark caused: a neighbour held the CPU.
+    pub const NEIGHBOUR_WAIT: &str = "neighbour_wait_s";
+    /// Wall time minus the neighbours' wait: the run with the neighbours' share removed.
     pub const UNCONTENDED: &str = "uncontended_s";
 
     /// Metrics compared by default, in display order.
@@ -37,7 +40,7 @@ pub mod metric {
         [WALL, CPU, USER, SYS, MAX_RSS, MINOR_FAULTS, MAJOR_FAULTS, VOLUNTARY_CS, INVOLUNTARY_CS];
     /// Harness metrics kept in `Run::counters` (a reading may be unsupported, with the
     /// reason): how much a busy machine delayed each run.
-    pub const CONTENTION: [&str; 2] = [RUNQ_WAIT, UNCONTENDED];
+    pub const CONTENTION: [&str; 3] = [RUNQ_WAIT, NEIGHBOUR_WAIT, UNCONTENDED];
 
     /// Which way a metric improves. Ratios are always candidate / baseline; this says
     /// whether a ratio above 1 is worse (`lower`: times, counts) or better (`higher`:
@@ -103,8 +106,9 @@ pub mod metric {
             MAJOR_FAULTS => lower("", "major page faults"),
             VOLUNTARY_CS => lower("", "voluntary context switches (waits)"),
             INVOLUNTARY_CS => lower("", "involuntary context switches (preemptions)"),
-            RUNQ_WAIT => lower("s", "time the run was ready to run but waited for a CPU"),
-            UNCONTENDED => lower("s", "wall time minus run-queue wait: the neighbours' share removed"),
+            RUNQ_WAIT => lower("s", "time the run was ready to run but waited for a CPU (behind anything)"),
+            NEIGHBOUR_WAIT => lower("s", "the part of the run-queue wait a task outside the benchmark caused"),
+            UNCONTENDED => lower("s", "wall time minus the neighbours' wait: what the run took without them"),
             "task-clock" | "cpu-clock" => lower("ns", "CPU time counted by the kernel"),
             "estimated_cycles" => lower(
                 "",

@@ -34,38 +34,84 @@ pub fn primary_comparisons(plan: &Plan, experiment: &Experiment, look_level: f64
         .collect()
 }
 
-/// A machine where runs spend this share of their wall time waiting for a CPU is busy:
-/// the neighbours' share of wall time would dominate the noise.
+/// A machine where runs spend this share of their wall time waiting for a CPU a
+/// neighbour held is busy: the neighbours' share of wall time would dominate the noise.
 pub const BUSY_SHARE: f64 = 0.05;
 
-/// At the first look: with `auto_primary`, decide on `uncontended_s` instead of
-/// `wall_s` when the runs so far spent at least [`BUSY_SHARE`] of their wall time
-/// waiting for a CPU. Decided once, before any interval is looked at, so the choice
-/// cannot depend on the comparison (docs/statistics.md). Says so in a warning.
-pub fn choose_primary(plan: &Plan, experiment: &mut Experiment) {
-    let Some(share) = contention::busy_share(experiment.commands.iter().flat_map(|c| &c.runs)) else { return };
-    if share < BUSY_SHARE || plan.measure.mode == Mode::Instructions {
-        return;
+/// When the machine became busy enough to decide on `uncontended_s`: the round of the
+/// look that switched, and the share of wall time the runs since the previous look
+/// waited behind neighbours.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Switch {
+    pub round: u32,
+    /// The first round of the runs the look examined.
+    pub since_round: u32,
+    pub share: f64,
+}
+
+/// At a look after `rounds` rounds, the previous one at `previous` (0 for the first): with
+/// `auto_primary`, switch from `wall_s` to `uncontended_s` when the runs since the
+/// previous look — or all runs so far — waited behind neighbours for at least
+/// [`BUSY_SHARE`] of their wall time. Only waits enter the choice, never an interval or
+/// the compared values, so it cannot steer which metric looks decisive; a later switch
+/// spends only what the earlier looks left of α (docs/statistics.md). Returns the switch
+/// when this look made it.
+pub fn examine_busy(plan: &Plan, experiment: &mut Experiment, previous: u32, rounds: u32) -> Option<Switch> {
+    let switchable = plan.auto_primary
+        && plan.commands.len() >= 2
+        && plan.measure.mode != Mode::Instructions
+        && experiment.primary_metric == metric::WALL;
+    if !switchable {
+        return None;
     }
+    let runs = || experiment.commands.iter().flat_map(|c| &c.runs);
+    if !runs().all(|r| r.metric(metric::UNCONTENDED).is_some()) {
+        return None;
+    }
+    let recent = contention::busy_share(runs().filter(|r| r.round >= previous))?;
+    let all = contention::busy_share(runs()).unwrap_or(0.0);
+    if recent.max(all) < BUSY_SHARE {
+        return None;
+    }
+    experiment.primary_metric = metric::UNCONTENDED.to_string();
+    Some(Switch { round: rounds, since_round: previous, share: recent })
+}
+
+/// The warning about a busy machine at the end: which metric decided and why, from the
+/// switch (if a look made one) and the share over all runs; none on a quiet machine.
+pub fn busy_warning(plan: &Plan, experiment: &Experiment, switch: Option<Switch>) -> Option<Warning> {
+    let runs = || experiment.commands.iter().flat_map(|c| &c.runs);
+    let share = contention::busy_share(runs())?;
     let busy = format!("the machine was busy: {:.0} % of wall time was waiting for a CPU", share * 100.0);
-    let uncontended_everywhere =
-        experiment.commands.iter().flat_map(|c| &c.runs).all(|r| r.metric(metric::UNCONTENDED).is_some());
-    let message = if plan.commands.len() < 2 {
-        format!("{busy} (uncontended_s is wall time without that wait)")
-    } else if !plan.auto_primary {
-        let hint = if experiment.primary_metric == metric::UNCONTENDED {
-            ""
-        } else {
-            " (--metric uncontended_s removes the wait)"
-        };
-        format!("{busy}; deciding on {} as asked{hint}", experiment.primary_metric)
-    } else if !uncontended_everywhere {
-        format!("{busy}; deciding on wall_s: some runs have no run-queue wait (see `not supported here`)")
-    } else {
-        experiment.primary_metric = metric::UNCONTENDED.to_string();
-        format!("{busy}; deciding on uncontended_s (wall time minus that wait; --metric wall_s decides on wall time)")
+    let message = match switch {
+        Some(s) if s.since_round == 0 => {
+            format!("{busy}; deciding on uncontended_s (wall time minus that wait; --metric wall_s decides on wall time)")
+        }
+        Some(s) => format!(
+            "{busy}; deciding on uncontended_s from round {} on, when {:.0} % of the runs' wall time since round {} was (wall time minus that wait; the looks before decided on wall_s and spent their part of α, which uncontended_s does not spend again; --metric wall_s decides on wall time)",
+            s.round,
+            s.share * 100.0,
+            s.since_round + 1
+        ),
+        None if share < BUSY_SHARE || plan.measure.mode == Mode::Instructions => return None,
+        None if plan.commands.len() < 2 => format!("{busy} (uncontended_s is wall time without that wait)"),
+        None if !plan.auto_primary => {
+            let hint = if experiment.primary_metric == metric::UNCONTENDED {
+                ""
+            } else {
+                " (--metric uncontended_s removes the wait)"
+            };
+            format!("{busy}; deciding on {} as asked{hint}", experiment.primary_metric)
+        }
+        None if !runs().all(|r| r.metric(metric::UNCONTENDED).is_some()) => {
+            format!("{busy}; deciding on wall_s: some runs have no uncontended time (see `not supported here`)")
+        }
+        None => format!(
+            "{busy}, after the last look; the verdict was decided on {} (--metric uncontended_s removes the wait)",
+            experiment.primary_metric
+        ),
     };
-    experiment.warnings.push(Warning::new(WarningKind::Busy, message));
+    Some(Warning::new(WarningKind::Busy, message))
 }
 
 fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, settings: &Settings, level: f64) -> Comparison {
@@ -115,6 +161,11 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
         }
     }
     crosscheck::cross_check(&mut experiment.comparisons);
+    // How busy the machine was, for history and reports that compare sessions (read
+    // back without the runs).
+    if let Some(share) = contention::busy_share(experiment.commands.iter().flat_map(|c| &c.runs)) {
+        experiment.environment.insert(contention::BUSY_FACT.to_string(), format!("{share:.4}"));
+    }
     let client = client_cpu(plan, experiment);
     experiment.warnings.extend(warnings(plan, experiment));
     experiment.warnings.extend(client);

@@ -31,14 +31,30 @@ pub struct Noise {
     pub stall_factor: f64,
     /// Share of wall time runs spend waiting for a CPU behind busy neighbours, on
     /// average: each run waits its own time × busy/(1 − busy) × U(0, 2), measured
-    /// exactly (`runq_wait_s`), as the kernel does for a single-threaded program.
+    /// exactly (`neighbour_wait_s`, and in `runq_wait_s`), as the kernel does for a
+    /// single-threaded program.
     pub busy: f64,
+    /// The neighbours arrive once the simulated clock passes this many seconds (0: from
+    /// the start): a first look that falls in a quiet spell.
+    pub busy_after_s: f64,
+    /// Share of each run's own time its tasks spend waiting for *each other* (a pinned
+    /// ping-pong): in `runq_wait_s`, part of the run's true time, never a neighbour's.
+    pub own_wait: f64,
 }
 
 impl Noise {
     /// No noise at all: every run takes its true time.
     pub fn none() -> Noise {
-        Noise { run_sigma: 0.0, tail_df: 1e9, drift_sigma: 0.0, stall_probability: 0.0, stall_factor: 0.0, busy: 0.0 }
+        Noise {
+            run_sigma: 0.0,
+            tail_df: 1e9,
+            drift_sigma: 0.0,
+            stall_probability: 0.0,
+            stall_factor: 0.0,
+            busy: 0.0,
+            busy_after_s: 0.0,
+            own_wait: 0.0,
+        }
     }
 
     /// Gaussian run noise of robust σ `sigma` and nothing else.
@@ -159,8 +175,9 @@ impl Executor for Simulated {
             return Err(RunError::Incomplete { run: None, why: "--prepare `simulated` exited with code 1".into() });
         }
         let own = self.noisy_seconds(index);
-        let busy = self.noise.busy.clamp(0.0, 0.99);
+        let busy = if self.clock_s >= self.noise.busy_after_s { self.noise.busy.clamp(0.0, 0.99) } else { 0.0 };
         let waited = if busy > 0.0 { own * busy / (1.0 - busy) * self.rng.gen_range(0.0..2.0) } else { 0.0 };
+        let own_wait = own * self.noise.own_wait.clamp(0.0, 0.99);
         let wall = own + waited;
         self.clock_s += wall;
         let code = self
@@ -172,13 +189,15 @@ impl Executor for Simulated {
             })
             .unwrap_or(0);
         let counters = BTreeMap::from([
-            (metric::RUNQ_WAIT.to_string(), CounterReading::value(waited, false)),
+            (metric::RUNQ_WAIT.to_string(), CounterReading::value(own_wait + waited, false)),
+            (metric::NEIGHBOUR_WAIT.to_string(), CounterReading::value(waited, false)),
             (metric::UNCONTENDED.to_string(), CounterReading::value(own, false)),
         ]);
+        let on_cpu = own - own_wait;
         let mut run = Run {
             wall_s: wall,
-            user_s: own * 0.98,
-            sys_s: own * 0.01,
+            user_s: on_cpu * 0.98,
+            sys_s: on_cpu * 0.01,
             max_rss_kib: 2048 + index as u64,
             exit: ExitInfo { exit_code: Some(code), signal: None, timed_out: false },
             counters,

@@ -5,6 +5,7 @@
 
 pub mod matrix;
 pub mod ratio;
+pub mod sessions;
 
 use crate::model::metric::Better;
 use crate::model::Machine;
@@ -21,6 +22,9 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct History {
     pub metric: String,
+    /// Why `metric` was followed when none was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric_note: Option<String>,
     pub machines: Vec<MachineHistory>,
     /// Two labels compared on every machine side by side (when asked for, or when the
     /// results come from several machines).
@@ -64,8 +68,14 @@ pub struct Point {
     pub median_ci: Option<(f64, f64)>,
     /// True when some of these runs come from an experiment that did not finish.
     pub incomplete: bool,
-    /// These runs against the previous label's, as independent samples (95 % interval);
-    /// None for the first label or with too few runs for an interval (about 4 each).
+    /// Sessions (experiments) the label's runs come from.
+    pub sessions: usize,
+    /// The share of the sessions' wall time their runs waited behind neighbours (their
+    /// mean); ≥ 5 %: measured on a busy machine. None when not recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_share: Option<f64>,
+    /// This label against the previous one, session against session with the machine's
+    /// session-to-session noise (95 % interval); None for the first label.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vs_previous: Option<Ratio>,
 }
@@ -114,6 +124,8 @@ pub fn build<'a>(
     /// A machine's first experiment (for its description) and its benchmarks' pools.
     type MachineGroup<'a> = (&'a StoredExperiment, Vec<(&'a str, Vec<Pool<'a>>)>);
     let mut groups: Vec<MachineGroup> = Vec::new();
+    // Each machine's experiments, for its sessions.
+    let mut members: Vec<Vec<&StoredExperiment>> = Vec::new();
     // Positions in `groups`, found by key: a report reads 100,000 experiments.
     let mut machine_at: HashMap<&str, usize> = HashMap::new();
     let mut benchmark_at: HashMap<(usize, &str), usize> = HashMap::new();
@@ -125,8 +137,10 @@ pub fn build<'a>(
         }
         let m = *machine_at.entry(&e.machine_fingerprint).or_insert_with(|| {
             groups.push((e, Vec::new()));
+            members.push(Vec::new());
             groups.len() - 1
         });
+        members[m].push(e);
         let benchmarks = &mut groups[m].1;
         let b = *benchmark_at.entry((m, &e.benchmark)).or_insert_with(|| {
             benchmarks.push((&e.benchmark, Vec::new()));
@@ -157,37 +171,52 @@ pub fn build<'a>(
     }
     let machines = groups
         .into_iter()
-        .map(|(first, benchmarks)| MachineHistory {
-            fingerprint: first.machine_fingerprint.clone(),
-            description: describe_machine(&first.machine_fingerprint, &first.experiment.machine),
-            machine: first.experiment.machine.clone(),
-            // A report's thousand benchmarks are independent; each thread keeps one
-            // detector, so series of the same shape share the permutation null distributions.
-            benchmarks: crate::parallel::map(&benchmarks, detector, |(name, pools), detector| {
-                let points: Vec<Point> = pools
-                    .iter()
-                    .enumerate()
-                    .map(|(i, p)| {
-                        let (median, median_ci) = crate::stats::summary::median_and_ci(&p.values, ratio::CONFIDENCE);
-                        Point {
-                            label: p.label.to_string(),
-                            n: p.values.len(),
-                            median,
-                            median_ci,
-                            incomplete: p.incomplete,
-                            vs_previous: i.checked_sub(1).filter(|_| steps == Steps::Compare).and_then(|prev| {
-                                ratio::independent(&pools[prev].values, &p.values, p.threshold, p.better)
-                            }),
-                        }
-                    })
-                    .collect();
-                let groups: Vec<&[f64]> = pools.iter().map(|p| p.values.as_slice()).collect();
-                let change_points = shifts(detector, &groups, &points);
-                BenchmarkHistory { name: name.to_string(), points, change_points }
-            }),
+        .zip(members)
+        .map(|((first, benchmarks), members)| {
+            let sessions = sessions::collect(members.iter().copied(), metric_name);
+            let noise = sessions::MachineNoise::new(&sessions, ratio::SESSION_PRIOR);
+            let by_name: HashMap<&str, &sessions::BenchmarkSessions> =
+                sessions.iter().map(|b| (b.benchmark.as_str(), b)).collect();
+            MachineHistory {
+                fingerprint: first.machine_fingerprint.clone(),
+                description: describe_machine(&first.machine_fingerprint, &first.experiment.machine),
+                machine: first.experiment.machine.clone(),
+                // A report's thousand benchmarks are independent; each thread keeps one
+                // detector, so series of the same shape share the permutation null distributions.
+                benchmarks: crate::parallel::map(&benchmarks, detector, |(name, pools), detector| {
+                    let own = by_name.get(name).copied();
+                    let label = |l: &str| own.and_then(|b| b.label(l));
+                    let points: Vec<Point> = pools
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| {
+                            let (median, median_ci) =
+                                crate::stats::summary::median_and_ci(&p.values, ratio::CONFIDENCE);
+                            let vs_previous = i.checked_sub(1).filter(|_| steps == Steps::Compare).and_then(|prev| {
+                                let (a, b) = (label(pools[prev].label)?, label(p.label)?);
+                                let noise = noise.between(&a.label, &b.label);
+                                ratio::between_sessions(a, b, metric_name, &noise, p.threshold, p.better)
+                            });
+                            Point {
+                                label: p.label.to_string(),
+                                n: p.values.len(),
+                                median,
+                                median_ci,
+                                incomplete: p.incomplete,
+                                sessions: label(p.label).map_or(0, |l| l.sessions.len()),
+                                busy_share: label(p.label).and_then(|l| l.busy_share),
+                                vs_previous,
+                            }
+                        })
+                        .collect();
+                    let groups: Vec<&[f64]> = pools.iter().map(|p| p.values.as_slice()).collect();
+                    let change_points = shifts(detector, &groups, &points);
+                    BenchmarkHistory { name: name.to_string(), points, change_points }
+                }),
+            }
         })
         .collect();
-    History { metric: metric_name.to_string(), machines, matrix: None }
+    History { metric: metric_name.to_string(), metric_note: None, machines, matrix: None }
 }
 
 fn detector() -> Detector {
@@ -218,6 +247,9 @@ fn shifts(detector: &mut Detector, groups: &[&[f64]], points: &[Point]) -> Vec<S
 pub fn render(history: &History, detail: bool) -> String {
     use std::fmt::Write;
     let mut out = String::new();
+    if let Some(note) = &history.metric_note {
+        let _ = writeln!(out, "note: {}", escape(note));
+    }
     if history.machines.len() > 1 {
         let _ = writeln!(
             out,
@@ -270,15 +302,31 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
     let mut out = format!("{}  {}\n", escape(&bench.name), sparkline(&medians));
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(vec!["label", "runs", &format!("median {metric_name}"), "95% CI", "vs previous [95% CI]", ""]);
+    table.set_header(vec![
+        "label",
+        "sessions",
+        "runs",
+        &format!("median {metric_name}"),
+        "95% CI",
+        "vs previous [95% CI]",
+        "",
+    ]);
+    let mut notes = Vec::new();
     for (i, p) in bench.points.iter().enumerate() {
         let change = match &p.vs_previous {
             Some(r) => {
                 let [ratio, lo, hi] = percents([r.ratio, r.ci_low, r.ci_high]);
-                format!("{ratio} [{lo} … {hi}]{}", if r.significant() { " *" } else { "" })
+                let mark = if r.note.is_some() {
+                    " (withheld)"
+                } else if r.significant() && r.verdict.is_decided() {
+                    " *"
+                } else {
+                    ""
+                };
+                notes.extend(r.note.clone());
+                format!("{ratio} [{lo} … {hi}]{mark}")
             }
-            // Too few runs for an interval: the medians' change alone.
-            None if i > 0 => format!("{:+.1} % (n < 4)", (p.median / bench.points[i - 1].median - 1.0) * 100.0),
+            None if i > 0 => "no sessions to compare".to_string(),
             None => String::new(),
         };
         let mark = bench
@@ -286,8 +334,13 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
             .iter()
             .find(|c| c.index == i)
             .map_or(String::new(), |c| format!("◀ shift {}", describe_shift(c)));
+        let busy = match p.busy_share {
+            Some(share) if share >= crate::analysis::BUSY_SHARE => format!(" (busy: {:.0} % waiting)", share * 100.0),
+            _ => String::new(),
+        };
         table.add_row(vec![
-            escape(&p.label) + if p.incomplete { " (incomplete)" } else { "" },
+            escape(&p.label) + if p.incomplete { " (incomplete)" } else { "" } + &busy,
+            p.sessions.to_string(),
             p.n.to_string(),
             format_value(metric_name, p.median),
             p.median_ci.map_or("n < 6".into(), |(lo, hi)| {
@@ -298,10 +351,15 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
         ]);
     }
     out.push_str(&table.to_string());
-    out.push_str(
-        "\n* the change's 95 % interval excludes 0 (this label's runs against the previous label's; \
-         one test per row, so about 1 row in 20 is marked by chance — change points are tested for the whole series)\n",
-    );
+    let noise = bench.points.iter().find_map(|p| p.vs_previous.as_ref()?.session_noise);
+    out.push_str(&format!(
+        "\n* the change's 95 % interval excludes 0: this label's sessions against the previous label's, with the machine's session-to-session noise{}; \
+         one test per row, so about 1 row in 20 is marked by chance — change points are tested for the whole series\n",
+        noise.map_or(String::new(), |tau| format!(" (σ = {:.2} %)", tau * 100.0))
+    ));
+    for note in notes {
+        out.push_str(&format!("note: {}\n", escape(&note)));
+    }
     if bench.change_points.is_empty() {
         out.push_str("no change point\n");
     }
@@ -477,7 +535,11 @@ pub(crate) mod tests {
         assert!(!quiet.significant(), "{quiet:?}");
         let text = render(&h, true);
         assert!(text.contains("◀ shift -92.") && text.contains("at `v5`"), "{text}");
-        assert!(text.contains("-92.41 % [-92.43 % … -92.36 %] *"), "{text}");
+        // Session against session: the interval carries the session noise (the prior's
+        // ±1 % here, too few steps for the history's own), not the 8 runs' ±0.1 %.
+        assert!(text.contains("-92.4 % [-92.") && text.contains(" %] *"), "{text}");
+        assert!(step.ci_high / step.ci_low > 1.04, "{step:?}");
+        assert_eq!(step.method, ratio::CiMethod::Sessions);
         assert!(!text.contains("no change point"), "{text}");
     }
 

@@ -887,8 +887,12 @@ fn machine_section(out: &mut String, machines: &[MachineGroup]) {
         out.push_str("<p class=\"muted\">No machine information was recorded.</p>\n");
         return;
     }
-    if machines.len() > 1 {
-        let _ = writeln!(out, "<p class=\"notes\">These results come from {} different machine fingerprints; compare labels measured on the same machine.</p>", machines.len());
+    let fingerprints: std::collections::BTreeSet<String> =
+        machines.iter().map(|m| crate::store::fingerprint(&m.machine)).collect();
+    if fingerprints.len() > 1 {
+        let _ = writeln!(out, "<p class=\"notes\">These results come from {} different machine fingerprints; compare labels measured on the same machine.</p>", fingerprints.len());
+    } else if machines.len() > 1 {
+        out.push_str("<p class=\"notes\">One machine; the labels below ran with different perflab versions or environment facts.</p>\n");
     }
     for info in machines {
         let m = &info.machine;
@@ -967,6 +971,8 @@ mod tests {
                             median: 0.01 * (1.0 + i as f64 * 0.1),
                             median_ci: Some((0.0099, 0.0102 + i as f64 * 0.001)),
                             incomplete: false,
+                            sessions: 1,
+                            busy_share: None,
                             vs_previous: None,
                         })
                         .collect(),
