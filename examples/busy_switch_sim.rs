@@ -8,7 +8,7 @@
 //! some looks had already spent part of α on wall time.
 //!
 //! Run: cargo run --release --example busy_switch_sim -- [SERIES] [RATIOS]
-//! (defaults 1000 and 1,1.01; docs/statistics.md has the figures).
+//! (defaults 1000 and 1,1.01; it prints its table).
 
 use perflab::executor::simulated::{Noise, Simulated};
 use perflab::experiment::run_experiment;

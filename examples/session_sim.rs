@@ -9,7 +9,7 @@
 //! coverage of the true ratio.
 //!
 //! Run: cargo run --release --example session_sim -- [PAIRS] [PRIOR_TAU_PCT] [PRIOR_DF]
-//! (defaults 2000, and the prior perflab uses; docs/statistics.md has the figures).
+//! (defaults 2000, and the prior perflab uses; it prints its table).
 
 use perflab::history::ratio::{independent, SESSION_PRIOR};
 use perflab::model::metric::Better;
