@@ -79,6 +79,7 @@ fn fill(store: &mut Store, runs: usize, counters: usize) {
                     .iter()
                     .map(|n| (n.to_string(), CounterReading::value(wall * 1e9 + i as f64, false)))
                     .collect::<BTreeMap<_, _>>(),
+                profile: None,
             };
             rec.record_run(i % 2, &run).unwrap();
             written += 1;

@@ -324,6 +324,36 @@ pub struct Run {
     pub env_pad_bytes: u32,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub counters: BTreeMap<String, CounterReading>,
+    /// Where the run's samples fell (`compare --explain`): kept in memory until the
+    /// explanation is computed, not written with the run (the explanation is).
+    #[serde(skip)]
+    pub profile: Option<Box<RunProfile>>,
+}
+
+/// One run's samples per function, from the sampling probe of `compare --explain` (or one
+/// cachegrind run's counts per function in instruction mode).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunProfile {
+    /// What was sampled (`cpu-clock`, …) or counted (`instructions`).
+    pub event: String,
+    /// True when `period` is in nanoseconds (clock events).
+    pub period_is_time: bool,
+    /// Exact counts (cachegrind), not samples: the same run gives the same numbers.
+    pub exact: bool,
+    pub samples: u64,
+    /// The sum of the samples' periods: nanoseconds for clock events, events otherwise.
+    pub period: u64,
+    /// Records the kernel dropped.
+    pub lost: u64,
+    /// (function, object basename) → (samples, summed period) of the samples whose leaf
+    /// it is (self time).
+    pub functions: BTreeMap<(String, String), (u64, u64)>,
+    /// Folded call stacks (`root;…;leaf`) → (samples, summed period); empty without
+    /// call stacks.
+    pub stacks: BTreeMap<String, (u64, u64)>,
+    /// Further counts per function (instruction mode: branch mispredictions, cache
+    /// misses), by metric name.
+    pub counts: BTreeMap<String, BTreeMap<(String, String), u64>>,
 }
 
 impl Run {
@@ -450,6 +480,9 @@ pub struct Comparison {
     /// Notes such as the count-vs-time cross-check.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+    /// Function by function, why (`compare --explain`; the primary metric's comparisons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Box<Explanation>>,
 }
 
 impl Comparison {
@@ -719,6 +752,113 @@ impl Default for Settings {
     }
 }
 
+/// Why a candidate differs from its baseline, function by function (`compare --explain`):
+/// each function's time per run in both commands from the samples of the very runs that
+/// were compared, the ratio with an interval, a verdict and its contribution to the total
+/// change (docs/statistics.md, "Explanations").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Explanation {
+    pub baseline: String,
+    pub candidate: String,
+    /// What was sampled (`cpu-clock`, …) or, in instruction mode, counted (`instructions`).
+    pub event: String,
+    /// `sampled` (per-run samples across the rounds, intervals) or `exact` (one
+    /// cachegrind run per build: exact counts, no interval needed).
+    pub method: String,
+    /// Unit of the per-run values and contributions: `ms` for clock events, else the
+    /// event's counts.
+    pub unit: String,
+    /// Rounds in which both commands' runs were sampled.
+    pub rounds: usize,
+    /// Mean samples per run, baseline and candidate.
+    pub samples_per_run: (f64, f64),
+    /// The family-wise confidence of the function intervals together.
+    pub confidence: f64,
+    /// The level of each function's interval (Bonferroni over the functions tested and
+    /// the candidates, at the final look's level).
+    pub function_level: f64,
+    /// Functions tested (each its own row; the rest are summed into `[other functions]`).
+    pub tested: usize,
+    /// The equivalence margin of the verdicts, a fraction of the baseline's total per run.
+    pub threshold: f64,
+    /// Every sample: the total the contributions add up to.
+    pub total: FunctionChange,
+    /// Tested functions by |contribution|, then `[other functions]` when there are others.
+    pub functions: Vec<FunctionChange>,
+    /// No function that was not flagged changed by more than this share of its own time
+    /// (the widest interval bound among unflagged functions holding ≥ 5 % of the time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unflagged_within: Option<f64>,
+    /// …nor by more than this much per run (the widest contribution bound of the
+    /// unflagged rows, `[other functions]` included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unflagged_contribution_within: Option<f64>,
+    /// The primary metric's change per run (mean paired difference, in `unit` when it is
+    /// a time) with its interval, to check that the samples account for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_change: Option<Change>,
+    /// A differential flame graph coloured by the verdicts (SVG), when stacks were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flame_graph: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// An estimate with its interval (None: unbounded, or no interval with so few rounds).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Change {
+    pub estimate: f64,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+}
+
+impl Change {
+    /// True when the interval excludes 0.
+    pub fn excludes_zero(&self) -> bool {
+        self.low.is_some_and(|l| l > 0.0) || self.high.is_some_and(|h| h < 0.0)
+    }
+}
+
+/// One function's change between baseline and candidate.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FunctionChange {
+    pub name: String,
+    /// Object basename (`[command]` for the compared programs' own code).
+    pub object: String,
+    /// Mean time (or events) per run in it: baseline, candidate.
+    pub baseline_per_run: f64,
+    pub candidate_per_run: f64,
+    /// Mean samples per run in it: baseline, candidate.
+    pub baseline_samples: f64,
+    pub candidate_samples: f64,
+    /// candidate / baseline of the means; None when the baseline never ran it.
+    pub ratio: Option<f64>,
+    /// Fieller's interval of the ratio; None when unbounded (or too few rounds).
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub verdict: Verdict,
+    /// A `slower`/`faster` function whose whole contribution interval lies within
+    /// ±threshold of the baseline's total: real, but too small to matter.
+    pub below_threshold: bool,
+    /// candidate − baseline per run (in `unit`), with its interval: what this function
+    /// adds to the total change. The rows' estimates add up to the total's.
+    pub contribution: Change,
+    /// contribution / total change, with Fieller's interval; None when the total change
+    /// cannot be told from 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<Change>,
+    /// The change (a fraction of its time) flagged in 80 % of experiments like this one:
+    /// how small a change these rounds resolve for this function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<f64>,
+    /// Paired t-test p-value of no change.
+    pub p_value: f64,
+    /// Per-function counts beside the samples (instruction mode: instructions, branch
+    /// mispredictions, cache misses): metric → (baseline, candidate) per run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, (f64, f64)>,
+}
+
 /// What a machine resolves for one command: its round-to-round noise measured by an A/A
 /// experiment (`perflab doctor CMD`), stored with the machine fingerprint.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -829,6 +969,7 @@ mod tests {
             below_threshold: false,
             n: 0,
             flags: vec![],
+            explanation: None,
         };
         let text = serde_json::to_string(&c).unwrap();
         assert!(text.contains("\"ci_high\":null") && text.contains("\"ratio\":null"), "{text}");

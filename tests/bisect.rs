@@ -1,5 +1,7 @@
 //! `perflab bisect` on a tiny git repository made here: a C loop whose iteration count
 //! rises tenfold at a known commit.
+//!
+//! Why real timed runs: bisect builds and times each commit; the step is tenfold.
 
 use assert_cmd::Command;
 use std::path::Path;

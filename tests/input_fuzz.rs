@@ -206,7 +206,7 @@ fn import_store_report(doc: &Value) {
         true,
     );
     for reference in [None, Some("v2".to_string()), Some("nope".to_string())] {
-        let options = load::Options {
+        let options = load::Selection {
             title: "fuzz".into(),
             reference,
             labels: vec![],
@@ -403,7 +403,7 @@ fn reports_render_any_history() {
     fuzz("report", REPORT, 60, strategy, |(experiments, reference, one_machine)| {
         let mut experiments = experiments.clone();
         experiments.sort_by_key(|e| e.label_order);
-        let options = load::Options {
+        let options = load::Selection {
             title: "<b>fuzz</b>".into(),
             reference: reference.map(|r| format!("v{r}")),
             labels: vec![],

@@ -84,6 +84,7 @@ fn comparison(baseline: &str, candidate: &str, ratio: f64, verdict: Verdict) -> 
         below_threshold: false,
         n: 12,
         flags: vec![],
+        explanation: None,
     }
 }
 
@@ -157,7 +158,7 @@ fn report_from_the_store_has_one_row_per_benchmark_and_escapes_names() {
     let first = &chart[chart.find("data-name=\"bench-00\"").unwrap()..];
     assert!(first[..first.find("</title>").unwrap()].contains("paired"));
     assert!(chart.contains("independent runs"));
-    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"));
     assert_eq!(html.matches("<script").count(), 1, "only the page's own script");
     assert!(html.contains("v3 vs v1"));
 }

@@ -1,6 +1,10 @@
 //! End-to-end tests of benchmarks that measure themselves: metrics read from a command's
 //! output (regex, JSON lines, pgbench, Google Benchmark), per-iteration samples, hooks
 //! around runs, parameters and `--input`.
+//!
+//! Why real runs: the metrics come from real commands' output; asserted verdicts are on
+//! printed numbers (deterministic) or on a cold-versus-warm difference of whole buffers'
+//! page faults, far beyond any load.
 
 mod common;
 

@@ -59,6 +59,7 @@ fn run(round: u32, wall: f64) -> Run {
         exit: ExitInfo { exit_code: Some(0), signal: None, timed_out: false },
         env_pad_bytes: 17 * round,
         counters,
+        profile: None,
     }
 }
 
@@ -113,6 +114,7 @@ fn experiment(host: &str) -> Experiment {
             below_threshold: false,
             n: 3,
             flags: vec!["a note".into()],
+            explanation: None,
         }],
         warnings: vec![perflab::model::Warning::new(perflab::model::WarningKind::Noisy, "noisy")],
         failure: Some("`new` exited with code 1".into()),

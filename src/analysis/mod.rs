@@ -3,6 +3,7 @@
 //! cross-check, and warnings about the measurement itself.
 
 pub mod crosscheck;
+pub mod explain;
 pub mod multiplicity;
 pub mod verdict;
 
@@ -130,6 +131,7 @@ fn undecided(base: &CommandResult, cand: &CommandResult, metric: &str, settings:
         below_threshold: false,
         n: 0,
         flags: vec!["no paired rounds".into()],
+        explanation: None,
     }
 }
 
@@ -167,6 +169,9 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
         experiment.environment.insert(contention::BUSY_FACT.to_string(), format!("{share:.4}"));
     }
     let client = client_cpu(plan, experiment);
+    if plan.measure.explain.is_some() {
+        explain_comparisons(plan, experiment, level);
+    }
     experiment.warnings.extend(warnings(plan, experiment));
     experiment.warnings.extend(client);
 }
@@ -225,6 +230,61 @@ fn client_cpu(plan: &Plan, experiment: &mut Experiment) -> Option<Warning> {
             ),
         )
     })
+}
+
+/// Each primary comparison explained function by function from its runs' samples
+/// (`compare --explain`), at the comparison's level of the final look.
+fn explain_comparisons(plan: &Plan, experiment: &mut Experiment, level: f64) {
+    let options = explain::Options {
+        confidence: plan.settings.confidence,
+        comparison_level: level,
+        threshold: plan.settings.threshold,
+    };
+    let primary = experiment.primary_metric.clone();
+    let Some((base, candidates)) = experiment.commands.split_first() else { return };
+    let explanations: Vec<(String, Option<crate::model::Explanation>)> =
+        candidates.iter().map(|cand| (cand.name.clone(), explain::explain(base, cand, &primary, &options))).collect();
+    for (candidate, explanation) in explanations {
+        let comparison = experiment.comparisons.iter_mut().find(|c| c.metric == primary && c.candidate == candidate);
+        match (comparison, explanation) {
+            (Some(c), Some(mut e)) => {
+                if let Some(cand) = candidates.iter().find(|c| c.name == candidate) {
+                    e.flame_graph = explained_flame_graph(base, cand, &e);
+                }
+                c.explanation = Some(Box::new(e))
+            }
+            (_, None) => experiment.warnings.push(Warning::new(
+                WarningKind::Other,
+                format!("--explain: no round has samples of both `{}` and `{candidate}`", base.name),
+            )),
+            _ => {}
+        }
+    }
+}
+
+/// The explanation's differential flame graph: both commands' stacks, coloured only by
+/// the functions found slower (red) or faster (blue) beyond the threshold, listed in the
+/// terminal's order.
+fn explained_flame_graph(base: &CommandResult, cand: &CommandResult, e: &crate::model::Explanation) -> Option<String> {
+    let (old, new) = explain::mean_stacks(base, cand);
+    let real: Vec<&crate::model::FunctionChange> = e
+        .functions
+        .iter()
+        .filter(|f| {
+            matches!(f.verdict, Verdict::Slower | Verdict::Faster) && !f.below_threshold && f.name != explain::OTHER
+        })
+        .collect();
+    let changes = real.iter().map(|f| (f.name.clone(), f.contribution.estimate)).collect();
+    let listed: Vec<String> =
+        real.iter().map(|f| format!("{} {:+.3} {}/run", f.name, f.contribution.estimate, e.unit)).collect();
+    let subtitle = format!(
+        "{} per run, widths the mean of both; red: slower, blue: faster, grey: no real change{}{}",
+        e.unit,
+        if listed.is_empty() { "" } else { " — " },
+        listed.join(", ")
+    );
+    let title = format!("perflab compare --explain: {} vs {}", e.candidate, e.baseline);
+    crate::profile::flame::explained_svg(&old, &new, changes, &title, &subtitle)
 }
 
 /// Process creation and exec cost ~0.1 ms (a static binary) to ~0.5 ms (a dynamic one)

@@ -79,6 +79,7 @@ pub fn compare(
             below_threshold,
             n,
             flags,
+            explanation: None,
         }
     };
     let deterministic = settings.mode == crate::measure::Mode::Instructions.as_str();
@@ -444,6 +445,7 @@ mod tests {
             below_threshold: false,
             n: 24,
             flags: vec![],
+            explanation: None,
         };
         assert_eq!(sentence(&c, 0.01, 24), "B is 2.1 % slower than A [1.6 %, 2.5 %], 95 % CI, 24 rounds");
         c.verdict = Verdict::Faster;

@@ -8,7 +8,7 @@ use crate::measure::{MeasureOptions, Mode};
 use crate::model::metric::Better;
 use crate::model::{Hooks, Iterations, Settings};
 use crate::plan::command::{resolve_program, scan_values, Shell, DEFAULT_SHELL};
-use crate::plan::Options;
+use crate::plan::SettingsLayer;
 use crate::units;
 use crate::usage;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -65,8 +65,8 @@ pub struct ExperimentArgs {
 
 impl ExperimentArgs {
     /// What the command line sets, to lay over a suite's options.
-    pub fn options(&self) -> Options {
-        Options {
+    pub fn options(&self) -> SettingsLayer {
+        SettingsLayer {
             rounds: self.rounds,
             warmup: self.runner.warmup,
             min_rounds: self.min_rounds,
@@ -74,7 +74,7 @@ impl ExperimentArgs {
             max_time: self.max_time,
             timeout: self.runner.timeout,
             threshold: self.threshold,
-            ..Options::default()
+            ..SettingsLayer::default()
         }
     }
 }
@@ -127,12 +127,13 @@ pub struct MeasureArgs {
 
 impl MeasureArgs {
     /// With the parsers of `output` (see [`OutputArgs::options`]).
-    pub fn options(&self, output: &Options) -> MeasureOptions {
+    pub fn options(&self, output: &SettingsLayer) -> MeasureOptions {
         MeasureOptions {
             events: self.events.clone(),
             mode: self.mode,
             counter_scope: self.counter_scope,
             output: output.output.clone().unwrap_or_default(),
+            explain: None,
         }
     }
 }
@@ -166,7 +167,7 @@ pub struct OutputArgs {
 
 impl OutputArgs {
     /// The parsers, directions and iteration choice, as options to lay over the rest.
-    pub fn options(&self) -> Result<Options, Failure> {
+    pub fn options(&self) -> Result<SettingsLayer, Failure> {
         let mut parsers = Vec::new();
         for format in &self.parse {
             parsers.push(Parser::format(format).map_err(Failure::Usage)?);
@@ -182,11 +183,11 @@ impl OutputArgs {
                 }
             }
         }
-        Ok(Options {
+        Ok(SettingsLayer {
             output: (!parsers.is_empty()).then_some(parsers),
             better: (!better.is_empty()).then_some(better),
             iterations: Some(Iterations::named(&self.iterations, self.warmup_iterations).map_err(Failure::Usage)?),
-            ..Options::default()
+            ..SettingsLayer::default()
         })
     }
 }

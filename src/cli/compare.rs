@@ -54,6 +54,21 @@ pub struct CompareArgs {
     pub csv: Option<String>,
     #[command(flatten)]
     pub measure: MeasureArgs,
+    /// Explain the comparison function by function: every measured run is also sampled
+    /// (no extra runs), and each function's time per run gets a ratio with an interval, a
+    /// verdict and its contribution to the change; with --mode instructions, cachegrind's
+    /// exact per-function counts.
+    #[arg(long)]
+    pub explain: bool,
+    /// The event --explain samples (any -e name; cpu-clock needs no PMU).
+    #[arg(long, value_name = "EVENT", default_value = "cpu-clock")]
+    pub explain_event: String,
+    /// Write the explanation's differential flame graph (SVG; the first candidate's) to FILE.
+    #[arg(long, value_name = "FILE", requires = "explain")]
+    pub explain_flamegraph: Option<String>,
+    /// Samples per second of CPU time for --explain.
+    #[arg(long, value_name = "HZ", default_value_t = crate::measure::sampling::DEFAULT_FREQUENCY_HZ)]
+    pub explain_frequency: u64,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -97,13 +112,23 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
     for spec in &commands {
         resolve_program(&spec.argv[0])?;
     }
-    let options = plan::Options {
+    let options = plan::SettingsLayer {
         mode: Some(args.measure.mode),
         input: args.hooks.input.clone(),
         ..args.output.options()?.or(&args.experiment.options())
     };
     plan::check(&options)?;
-    let measure = args.measure.options(&options);
+    let mut measure = args.measure.options(&options);
+    if args.explain {
+        if args.explain_frequency == 0 || args.explain_frequency > 100_000 {
+            return Err(usage!("--explain-frequency must be between 1 and 100000 Hz, got {}", args.explain_frequency));
+        }
+        measure.explain = Some(crate::measure::sampling::Sampling {
+            event: args.explain_event.clone(),
+            frequency_hz: args.explain_frequency,
+            call_stacks: true,
+        });
+    }
     let compared = plan::compared_metrics(&args.metrics, &measure)?;
     let defaults = plan::settings(&options, args.experiment.seed);
     let settings = Settings {
@@ -227,6 +252,12 @@ fn write_outputs(args: &CompareArgs, e: &Experiment, stdout_taken: bool) -> Resu
     }
     if let Some(path) = &args.experiment.runner.json {
         render::json::write(path, e)?;
+    }
+    if let Some(path) = &args.explain_flamegraph {
+        let svg = e.comparisons.iter().find_map(|c| c.explanation.as_ref()?.flame_graph.clone()).unwrap_or_else(|| {
+            crate::profile::flame::empty_svg("perflab compare --explain", "no call stacks were sampled")
+        });
+        crate::profile::write_text(std::path::Path::new(path), &svg)?;
     }
     if let Some(path) = &args.markdown {
         let mut out = render::open_output(path)?;

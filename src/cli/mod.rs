@@ -55,7 +55,7 @@ pub enum Command {
     /// Find the commit that made a benchmark slower (git bisect with the compare engine).
     Bisect(run::BisectArgs),
     /// Write one self-contained HTML report: relative time vs a reference label, history, counters, machine.
-    Report(store::ReportArgs),
+    Report(store::HtmlReportArgs),
     /// Queue a suite run for a fleet of machines sharing the database (or list, cancel jobs).
     Queue(fleet::QueueArgs),
     /// Run queued jobs on this machine: claim, build, run, store under this machine's fingerprint.

@@ -2,10 +2,12 @@
 //! profiler's plain options.
 
 use crate::error::Failure;
+use crate::executor::process::Output;
 use crate::profile::aggregate::By;
 use crate::profile::annotate::{AnnotateOptions, Syntax};
 use crate::profile::diff::DiffOptions;
-use crate::profile::record::RecordOptions;
+use crate::profile::flame::{FlameOptions, FlameView};
+use crate::profile::record::{CallGraph, RecordOptions, RecordingMode};
 use crate::profile::top::TopOptions;
 use crate::profile::unwind::{self, Unwinding};
 use crate::profile::{self, ProfileOptions, ReportOptions, ShowOptions};
@@ -17,9 +19,40 @@ fn by_parser() -> impl TypedValueParser<Value = By> {
     PossibleValuesParser::new(By::NAMES).map(|s| s.parse::<By>().expect("a listed grouping"))
 }
 
+/// How flame graphs are drawn (`profile`, `show`, `diff`).
+#[derive(Debug, Args)]
+pub struct FlameArgs {
+    /// Flame graph layout: `flame` (root at the bottom), `icicle` (root at the top) or
+    /// `inverted` (each stack reversed: running functions at the top, callers below).
+    #[arg(long, value_name = "VIEW", default_value = "flame",
+          value_parser = PossibleValuesParser::new(FlameView::NAMES).map(|s| s.parse::<FlameView>().expect("a listed view")))]
+    pub flame_view: FlameView,
+    /// Flame graph of the stacks through function NAME only, each starting at NAME.
+    #[arg(long, value_name = "NAME")]
+    pub flame_focus: Option<String>,
+    /// Sibling frames each under PCT % of the whole are drawn as one "other" frame
+    /// (0 draws every frame).
+    #[arg(long, value_name = "PCT", default_value_t = crate::profile::flame::DEFAULT_MIN_SHARE * 100.0)]
+    pub flame_min_share: f64,
+}
+
+impl FlameArgs {
+    fn options(&self, normalize: bool) -> Result<FlameOptions, Failure> {
+        if !(0.0..100.0).contains(&self.flame_min_share) {
+            return Err(crate::usage!("--flame-min-share must be between 0 and 100, got {}", self.flame_min_share));
+        }
+        Ok(FlameOptions {
+            view: self.flame_view,
+            focus: self.flame_focus.clone(),
+            min_share: self.flame_min_share / 100.0,
+            normalize,
+        })
+    }
+}
+
 /// Options shared by `profile` and `show` for the flat report.
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub struct FlatReportArgs {
     /// Write the report as JSON to FILE (`-` for stdout; the profiled program's stdout then goes to stderr).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -49,11 +82,14 @@ pub struct ReportArgs {
     /// them; needs -g.
     #[arg(long, value_name = "NAME")]
     pub callees: Option<String>,
+    #[command(flatten)]
+    pub flame: FlameArgs,
 }
 
-impl ReportArgs {
-    fn options(self) -> ReportOptions {
-        ReportOptions {
+impl FlatReportArgs {
+    fn options(self) -> Result<ReportOptions, Failure> {
+        Ok(ReportOptions {
+            flame: self.flame.options(true)?,
             json: self.json,
             by: self.by,
             group_by_source: self.group_by_source,
@@ -62,7 +98,7 @@ impl ReportArgs {
             flamegraph: self.flamegraph,
             callers: self.callers,
             callees: self.callees,
-        }
+        })
     }
 }
 
@@ -100,7 +136,7 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "DURATION", value_parser = super::args::duration)]
     pub duration: Option<f64>,
     #[command(flatten)]
-    pub report: ReportArgs,
+    pub report: FlatReportArgs,
     /// The command to profile, after `--` (or -p / -a).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -118,19 +154,30 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// What to sample and how often, shared by `profile` and `top`.
-    fn sampling(self, command: Vec<String>, event: String, frequency_hz: u64) -> Result<RecordOptions, Failure> {
+    /// What to sample: the command after `--`, running processes or every CPU (`None`:
+    /// nothing was given), shared by `profile` and `top`.
+    fn mode(self, command: Vec<String>, duration: Option<f64>) -> Result<Option<RecordingMode>, Failure> {
+        let duration = duration.map(std::time::Duration::from_secs_f64);
         let pids = self
             .pid
             .as_deref()
             .map_or(Ok(Vec::new()), |p| profile::target::parse_pids(p).map_err(|e| crate::usage!("-p: {e}")))?;
-        Ok(RecordOptions {
-            pids,
-            all_cpus: self.all_cpus,
-            argv: command,
-            event,
-            frequency_hz,
-            ..RecordOptions::default()
+        let targets = usize::from(!command.is_empty()) + usize::from(!pids.is_empty()) + usize::from(self.all_cpus);
+        if targets > 1 {
+            return Err(crate::usage!("profile one target: a command after `--`, -p PID or -a"));
+        }
+        if !command.is_empty() {
+            if duration.is_some() {
+                return Err(crate::usage!("--duration is for -p and -a; a command is profiled until it exits"));
+            }
+            return Ok(Some(RecordingMode::Launch { argv: command, output: Output::Inherit }));
+        }
+        Ok(if !pids.is_empty() {
+            Some(RecordingMode::Pids { pids, duration })
+        } else if self.all_cpus {
+            Some(RecordingMode::AllCpus { duration })
+        } else {
+            None
         })
     }
 }
@@ -168,7 +215,7 @@ pub struct ShowArgs {
     /// A profile saved by `perflab profile`.
     pub profile: PathBuf,
     #[command(flatten)]
-    pub report: ReportArgs,
+    pub report: FlatReportArgs,
 }
 
 #[derive(Debug, Args)]
@@ -197,6 +244,11 @@ pub struct AnnotateArgs {
     /// where perf looks, e.g. /usr/lib/debug/boot/vmlinux-RELEASE).
     #[arg(long, value_name = "FILE")]
     pub vmlinux: Option<PathBuf>,
+    /// Print every instruction (default: a long function's hot blocks — instructions with
+    /// at least 1 % of its samples, the loops around them, and context —, saying what was
+    /// left out). `--json` always has every instruction.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Args)]
@@ -222,27 +274,44 @@ pub struct DiffArgs {
     /// how their own time changed (red more, blue less), vanished stacks still drawn; needs -g.
     #[arg(long, value_name = "FILE")]
     pub flamegraph: Option<PathBuf>,
+    /// Draw the differential flame graph in seconds as measured, instead of scaling the
+    /// old profile to the new one's total (the default: widths and colours then compare
+    /// shares of time, and a much slower build is not red everywhere).
+    #[arg(long)]
+    pub flame_absolute: bool,
+    #[command(flatten)]
+    pub flame: FlameArgs,
 }
 
 pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
+    let nothing = || crate::usage!("nothing to profile: put a command after `--`, or attach with -p PID or -a");
     profile::main_profile(&ProfileOptions {
         record: RecordOptions {
+            mode: args.target.mode(args.command, args.duration)?.ok_or_else(nothing)?,
+            event: args.event,
+            frequency_hz: args.frequency,
             // Off-CPU stacks need call stacks: frame pointers unless -g says otherwise.
-            call_graph: args.call_graph.is_some() || args.off_cpu,
-            unwinding: args.call_graph.unwrap_or_default(),
-            stack_bytes: args.stack_size,
+            call_graph: CallGraph::from_unwinding(
+                args.call_graph.or(args.off_cpu.then_some(Unwinding::FramePointers)),
+                args.stack_size,
+            ),
             off_cpu: args.off_cpu,
-            duration: args.duration.map(std::time::Duration::from_secs_f64),
-            ..args.target.sampling(args.command, args.event, args.frequency)?
         },
         output: args.output,
-        report: args.report.options(),
+        report: args.report.options()?,
     })
 }
 
 pub fn main_top(args: TopArgs) -> Result<(), Failure> {
+    let mode = args.target.mode(args.command, None)?;
     profile::top::main_top(&TopOptions {
-        record: args.target.sampling(args.command, args.event, args.frequency)?,
+        every_cpu_by_default: mode.is_none(),
+        record: RecordOptions {
+            mode: mode.unwrap_or(RecordingMode::AllCpus { duration: None }),
+            event: args.event,
+            frequency_hz: args.frequency,
+            ..RecordOptions::default()
+        },
         interval: std::time::Duration::from_secs_f64(args.interval),
         iterations: args.iterations,
         batch: args.batch,
@@ -251,7 +320,7 @@ pub fn main_top(args: TopArgs) -> Result<(), Failure> {
 }
 
 pub fn main_show(args: ShowArgs) -> Result<(), Failure> {
-    profile::main_show(&ShowOptions { profile: args.profile, report: args.report.options() })
+    profile::main_show(&ShowOptions { profile: args.profile, report: args.report.options()? })
 }
 
 pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
@@ -263,6 +332,7 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
         json: args.json,
         mca: args.mca,
         vmlinux: args.vmlinux,
+        all: args.all,
     })
 }
 
@@ -275,5 +345,6 @@ pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
         json: args.json,
         stacks: args.stacks,
         flamegraph: args.flamegraph,
+        flame: args.flame.options(!args.flame_absolute)?,
     })
 }

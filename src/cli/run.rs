@@ -211,7 +211,7 @@ pub struct BisectArgs {
 
 /// `perflab bisect`.
 pub fn main_bisect(args: BisectArgs) -> Result<(), Failure> {
-    let overrides = plan::Options { rounds: args.rounds, max_time: args.max_time, ..Default::default() };
+    let overrides = plan::SettingsLayer { rounds: args.rounds, max_time: args.max_time, ..Default::default() };
     plan::check(&overrides)?;
     bisect::bisect(&BisectRequest {
         good: args.good,

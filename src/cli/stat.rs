@@ -56,7 +56,7 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     }
     crate::plan::command::resolve_program(&commands[0].argv[0])?;
     let runs = args.runs.unwrap_or(if instructions { 1 } else { DEFAULT_RUNS });
-    let options = plan::Options {
+    let options = plan::SettingsLayer {
         rounds: Some(runs),
         warmup: args.runner.warmup,
         timeout: args.runner.timeout,

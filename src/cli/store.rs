@@ -186,7 +186,7 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
 }
 
 #[derive(Debug, Args, Clone)]
-pub struct ReportArgs {
+pub struct HtmlReportArgs {
     /// Where to write the HTML page.
     #[arg(short = 'o', long = "output", visible_alias = "out", default_value = "report.html", value_name = "FILE")]
     pub out: PathBuf,
@@ -216,8 +216,8 @@ pub struct ReportArgs {
 }
 
 /// `perflab report`: read the results, arrange them, write the page atomically.
-pub fn main_report(args: ReportArgs) -> Result<(), Failure> {
-    let mut options = report::load::Options {
+pub fn main_report(args: HtmlReportArgs) -> Result<(), Failure> {
+    let mut options = report::load::Selection {
         title: args.title.clone(),
         reference: args.reference.clone(),
         labels: args.labels.clone(),

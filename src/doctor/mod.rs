@@ -362,7 +362,7 @@ fn look_z(rounds: u32, horizon: u32) -> Option<f64> {
             }
         }
     }
-    last.map(|level| crate::stats::normal_quantile_two_sided(level))
+    last.map(crate::stats::normal_quantile_two_sided)
 }
 
 /// z for 80 % power.

@@ -376,7 +376,7 @@ impl Accounting<'_> {
     }
 
     /// What the tree did between `before` and now.
-    fn reading(&self, before: Snapshot, outcome: &process::Outcome) -> Option<TreeReading> {
+    fn reading(&self, before: Snapshot, outcome: &process::Finished) -> Option<TreeReading> {
         let after = self.snapshot();
         let stalled = after.stalled.ok()?.saturating_sub(before.stalled.ok()?);
         let others_on_its_cpus = (|| {

@@ -158,7 +158,7 @@ impl ProcessExecutor {
         let mut commands = Vec::new();
         let mut subjects = Vec::new();
         for (i, spec) in plan.commands.iter().enumerate() {
-            let probes = build_probes(&plan.measure)?;
+            let probes = build_probes(&plan.measure, &spec.argv)?;
             let mut argv = spec.argv.clone();
             for probe in &probes {
                 argv = probe.wrap(argv).map_err(|e| usage!("{}: {e:#}", spec.name))?;

@@ -126,7 +126,7 @@ impl Drop for SpawnAttributes {
 
 /// What one run produced.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct Finished {
     pub wall: Duration,
     pub rusage: libc::rusage,
     pub exit: ExitInfo,
@@ -141,7 +141,7 @@ pub struct Outcome {
     pub allowed_cpus: Option<Vec<usize>>,
 }
 
-/// Why a run did not produce an [`Outcome`].
+/// Why a run did not produce an [`Finished`].
 #[derive(Debug)]
 pub enum SpawnError {
     /// The user pressed Ctrl-C (or sent SIGTERM); the child's group was killed.
@@ -549,7 +549,7 @@ impl Child {
     /// read its main thread's scheduler statistics, reap it with `wait4` and return its
     /// measurements. Without a timeout the harness just blocks in `waitid` (an interrupt
     /// kills the child's group, which ends it).
-    pub fn wait(mut self, timeout: Option<Duration>, interrupt: &Interrupt) -> Result<Outcome, SpawnError> {
+    pub fn wait(mut self, timeout: Option<Duration>, interrupt: &Interrupt) -> Result<Finished, SpawnError> {
         // The harness sleeps from here until the command ends, so what it waits for a CPU
         // from now on is the wake-up after the exit: wall time the command's own
         // statistics miss, and never overlapping with its own wait.
@@ -600,7 +600,7 @@ impl Child {
         } else {
             ExitInfo { exit_code: None, signal: None, timed_out }
         };
-        Ok(Outcome { wall, rusage, exit, main_thread, harness_waited, allowed_cpus })
+        Ok(Finished { wall, rusage, exit, main_thread, harness_waited, allowed_cpus })
     }
 
     /// Poll the pidfd until the child exits (false) or `deadline` passes, when the
@@ -636,7 +636,7 @@ impl Child {
     }
 }
 
-impl Outcome {
+impl Finished {
     /// The run this outcome measured: wall time, and the rusage of that very child.
     pub fn run(&self) -> Run {
         let ru = &self.rusage;

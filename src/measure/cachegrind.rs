@@ -93,12 +93,19 @@ impl Drop for OutputDir {
 pub struct CachegrindProbe {
     valgrind: PathBuf,
     out: OutputDir,
+    /// Also keep each run's per-function counts (`--explain`).
+    per_function: bool,
 }
 
 impl CachegrindProbe {
     pub fn new() -> Result<Self, crate::error::Failure> {
         let valgrind = find_valgrind()?;
-        Ok(CachegrindProbe { valgrind, out: OutputDir::create()? })
+        Ok(CachegrindProbe { valgrind, out: OutputDir::create()?, per_function: false })
+    }
+
+    /// Keep each run's per-function counts in its profile (`--explain`).
+    pub fn per_function(self, per_function: bool) -> Self {
+        CachegrindProbe { per_function, ..self }
     }
 }
 
@@ -138,6 +145,7 @@ impl Probe for CachegrindProbe {
 
     fn collect(&mut self, run: &mut Run) -> anyhow::Result<()> {
         let mut totals: BTreeMap<String, u64> = BTreeMap::new();
+        let mut functions = PerFunction::default();
         let mut parse_error = None;
         let mut valgrind_messages = Vec::new();
         for file in self.out.files()? {
@@ -152,6 +160,12 @@ impl Probe for CachegrindProbe {
                     Ok(events) => {
                         for (event, count) in events {
                             *totals.entry(event).or_default() += count;
+                        }
+                        if self.per_function {
+                            match parse_per_function(&text) {
+                                Ok(more) => functions.merge(more),
+                                Err(err) => parse_error = Some(err.context(format!("parsing {}", file.display()))),
+                            }
                         }
                     }
                     Err(err) => parse_error = Some(err.context(format!("parsing {}", file.display()))),
@@ -174,6 +188,9 @@ impl Probe for CachegrindProbe {
             return Ok(());
         }
         run.counters.extend(metrics(&totals));
+        if self.per_function {
+            run.profile = Some(Box::new(run_profile(&functions)));
+        }
         Ok(())
     }
 }
@@ -202,6 +219,83 @@ pub fn parse_output(text: &str) -> anyhow::Result<BTreeMap<String, u64>> {
             Ok((event.to_string(), count))
         })
         .collect()
+}
+
+/// Per-function and per-line counts of a cachegrind output file: the `fl=` (source file)
+/// and `fn=` lines name the counts that follow, one line per source line
+/// (`LINE COUNT…`, trailing zero counts left out).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PerFunction {
+    /// (function, source file basename) → event → count.
+    pub functions: BTreeMap<(String, String), BTreeMap<String, u64>>,
+    /// (`file:line`, function) → event → count.
+    pub lines: BTreeMap<(String, String), BTreeMap<String, u64>>,
+}
+
+impl PerFunction {
+    /// Add another process's counts (a run with children writes one file per process).
+    pub fn merge(&mut self, other: PerFunction) {
+        for (mine, theirs) in [(&mut self.functions, other.functions), (&mut self.lines, other.lines)] {
+            for (key, events) in theirs {
+                let entry = mine.entry(key).or_default();
+                for (event, count) in events {
+                    *entry.entry(event).or_default() += count;
+                }
+            }
+        }
+    }
+}
+
+/// Parse the per-function and per-line counts of a cachegrind output file.
+pub fn parse_per_function(text: &str) -> anyhow::Result<PerFunction> {
+    let mut events: Vec<String> = Vec::new();
+    let mut file = String::from("???");
+    let mut function: Option<String> = None;
+    let mut out = PerFunction::default();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("events:") {
+            events = rest.split_whitespace().map(String::from).collect();
+        } else if let Some(rest) = line.strip_prefix("fl=") {
+            file = rest.trim().to_string();
+        } else if let Some(rest) = line.strip_prefix("fn=") {
+            function = Some(crate::profile::symbolize::normalize(&crate::profile::symbolize::demangle(rest.trim())));
+        } else if line.starts_with(|c: char| c.is_ascii_digit()) {
+            let Some(function) = &function else { anyhow::bail!("counts before any `fn=` line: {line}") };
+            let mut fields = line.split_whitespace();
+            let number = fields.next().unwrap_or_default();
+            let base = crate::profile::symbolize::basename(&file).to_string();
+            let per_function = out.functions.entry((function.clone(), base.clone())).or_default();
+            let per_line = out.lines.entry((format!("{base}:{number}"), function.clone())).or_default();
+            for (event, value) in events.iter().zip(fields) {
+                let count = value.parse::<u64>().with_context(|| format!("`{value}` is not a count of {event}"))?;
+                *per_function.entry(event.clone()).or_default() += count;
+                *per_line.entry(event.clone()).or_default() += count;
+            }
+        }
+    }
+    if events.is_empty() {
+        anyhow::bail!("no `events:` line");
+    }
+    Ok(out)
+}
+
+/// A run's per-function counts as the explanation reads them: instructions as the
+/// "period", branch mispredictions and cache misses beside them.
+pub fn run_profile(per_function: &PerFunction) -> crate::model::RunProfile {
+    let mut profile =
+        crate::model::RunProfile { event: "instructions".into(), exact: true, ..crate::model::RunProfile::default() };
+    for (key, events) in &per_function.functions {
+        let metrics = metrics(events);
+        let value = |name: &str| metrics.get(name).and_then(|c| c.value).unwrap_or(0.0) as u64;
+        let instructions = value("instructions");
+        profile.samples += instructions;
+        profile.period += instructions;
+        profile.functions.insert(key.clone(), (instructions, instructions));
+        for name in ["branch_mispredicts", "d1_misses", "ll_misses", "estimated_cycles"] {
+            profile.counts.entry(name.to_string()).or_default().insert(key.clone(), value(name));
+        }
+    }
+    profile
 }
 
 /// Estimated cycles from cachegrind's totals: the memory part is the formula iai and
@@ -362,6 +456,23 @@ mod tests {
         let t = totals();
         assert_eq!(t.len(), 13);
         assert_eq!((t["Ir"], t["Dw"], t["Bim"]), (1000, 100, 3));
+    }
+
+    #[test]
+    fn per_function_counts_follow_fl_and_fn_lines() {
+        let text = "events: Ir Bc Bcm Bi Bim\nfl=/src/a.c\nfn=main\n3 10 2 1 0 0\n4 5\nfn=helper\n9 7 1\n\
+            fl=/src/b.c\nfn=helper\n1 100 0 0\nsummary: 122 3 1 0 0\n";
+        let p = parse_per_function(text).unwrap();
+        let main = &p.functions[&("main".to_string(), "a.c".to_string())];
+        assert_eq!((main["Ir"], main["Bc"], main["Bcm"]), (15, 2, 1));
+        assert_eq!(p.functions[&("helper".to_string(), "b.c".to_string())]["Ir"], 100);
+        assert_eq!(p.lines[&("a.c:4".to_string(), "main".to_string())]["Ir"], 5);
+        let total: u64 = p.functions.values().map(|e| e["Ir"]).sum();
+        assert_eq!(total, 122, "the functions add up to the summary");
+        let profile = run_profile(&p);
+        assert_eq!((profile.period, profile.exact), (122, true));
+        assert_eq!(profile.counts["branch_mispredicts"][&("main".to_string(), "a.c".to_string())], 1);
+        assert!(parse_per_function("fn=x\n1 2\n").is_err());
     }
 
     #[test]

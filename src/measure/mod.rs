@@ -5,6 +5,7 @@
 pub mod cachegrind;
 pub mod counters;
 pub mod output;
+pub mod sampling;
 
 use crate::model::{CommandSpec, Run};
 use std::collections::BTreeMap;
@@ -19,6 +20,9 @@ pub struct MeasureOptions {
     /// How to read the metrics a command prints about itself (empty: none; its output
     /// is then not captured at all).
     pub output: Vec<output::Parser>,
+    /// Sample every run to explain the comparison function by function (`--explain`);
+    /// in instruction mode, cachegrind's per-function counts instead.
+    pub explain: Option<sampling::Sampling>,
 }
 
 /// How runs are measured: natively timed, or under valgrind cachegrind.
@@ -56,7 +60,7 @@ impl std::str::FromStr for Mode {
 ///
 /// `-e` and `--mode instructions` are exclusive: under valgrind, perf counters would
 /// count the simulator's JIT, not the program.
-pub fn build_probes(args: &MeasureOptions) -> Result<Vec<Box<dyn Probe>>, crate::error::Failure> {
+pub fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec<Box<dyn Probe>>, crate::error::Failure> {
     let events = counters::parse_events(&args.events)?;
     if args.mode == Mode::Instructions && !args.output.is_empty() {
         return Err(crate::usage!(
@@ -69,11 +73,24 @@ pub fn build_probes(args: &MeasureOptions) -> Result<Vec<Box<dyn Probe>>, crate:
             "-e cannot be combined with --mode instructions: perf counters would count valgrind itself; \
              instruction mode already reports instructions, cache misses and branch mispredicts"
         )),
-        Mode::Instructions => Ok(vec![Box::new(cachegrind::CachegrindProbe::new()?)]),
-        Mode::Wall if events.is_empty() => Ok(Vec::new()),
+        Mode::Instructions => {
+            Ok(vec![Box::new(cachegrind::CachegrindProbe::new()?.per_function(args.explain.is_some()))])
+        }
         Mode::Wall => {
-            let probe = counters::CountersProbe::new(events, args.counter_scope, counters::system_opener());
-            Ok(vec![Box::new(probe)])
+            let mut probes: Vec<Box<dyn Probe>> = Vec::new();
+            if !events.is_empty() {
+                probes.push(Box::new(counters::CountersProbe::new(
+                    events,
+                    args.counter_scope,
+                    counters::system_opener(),
+                )));
+            }
+            if let Some(sampling) = &args.explain {
+                let mut probe = sampling::SamplingProbe::new(sampling)?;
+                probe.set_argv(argv);
+                probes.push(Box::new(probe));
+            }
+            Ok(probes)
         }
     }
 }

@@ -32,7 +32,7 @@ pub struct Plan {
 /// Measurement options a suite can set in `[defaults]` or per benchmark; `None` means
 /// "not set here" (the benchmark inherits from the defaults, then the command line).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Options {
+pub struct SettingsLayer {
     pub rounds: Option<u32>,
     pub warmup: Option<u32>,
     pub min_rounds: Option<u32>,
@@ -59,10 +59,10 @@ pub struct Options {
     pub input: Option<String>,
 }
 
-impl Options {
+impl SettingsLayer {
     /// `self`, with anything unset taken from `fallback`.
-    pub fn or(&self, fallback: &Options) -> Options {
-        Options {
+    pub fn or(&self, fallback: &SettingsLayer) -> SettingsLayer {
+        SettingsLayer {
             rounds: self.rounds.or(fallback.rounds),
             warmup: self.warmup.or(fallback.warmup),
             min_rounds: self.min_rounds.or(fallback.min_rounds),
@@ -86,7 +86,7 @@ impl Options {
 /// The settings for layered options: whatever no layer sets comes from
 /// `Settings::default()`, except that instruction mode's deterministic counts need one
 /// round, no warm-up and a fixed environment (counts move with the environment's size).
-pub fn settings(options: &Options, seed: Option<u64>) -> Settings {
+pub fn settings(options: &SettingsLayer, seed: Option<u64>) -> Settings {
     let d = Settings::default();
     let mode = options.mode.unwrap_or_default();
     let instructions = mode == Mode::Instructions;
@@ -112,7 +112,7 @@ pub fn settings(options: &Options, seed: Option<u64>) -> Settings {
 }
 
 /// Values no experiment can run with, as one-line usage errors.
-pub fn check(options: &Options) -> Result<(), Failure> {
+pub fn check(options: &SettingsLayer) -> Result<(), Failure> {
     if options.rounds == Some(0) {
         return Err(usage!("--rounds must be at least 1"));
     }

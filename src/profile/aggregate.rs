@@ -97,7 +97,7 @@ pub enum FrameKind {
 impl Resolver<'_> {
     fn resolve(&mut self, space: Space, object: Option<u32>, offset: u64) -> Location {
         match (space, object) {
-            (Space::User, Some(object)) if jitmap::is_map_path(&self.profile.objects[object as usize].path) => {
+            (Space::User, Some(object)) if jitmap::is_runtime_object(&self.profile.objects[object as usize].path) => {
                 // The recorder writes them sorted by (object, start).
                 let symbols = &self.profile.jit_symbols;
                 let i = symbols.partition_point(|j| (j.object, j.start) <= (object, offset));

@@ -31,6 +31,8 @@ pub struct DiffOptions {
     pub stacks: bool,
     /// Write the differential flame graph (SVG) to FILE; needs `-g` profiles.
     pub flamegraph: Option<PathBuf>,
+    /// How the differential flame graph is drawn (normalised to equal totals by default).
+    pub flame: super::flame::FlameOptions,
 }
 
 /// One matched row.
@@ -232,7 +234,8 @@ pub fn main_diff(args: &DiffOptions) -> Result<(), Failure> {
     }
     if let Some(path) = &args.flamegraph {
         let title = format!("perflab diff {} → {}", args.old.display(), args.new.display());
-        let svg = flame::diff_svg(&old, &new, &title).expect("both profiles have call stacks (checked above)");
+        let svg = flame::diff_svg_with(&old, &new, &title, &args.flame)
+            .expect("both profiles have call stacks (checked above)");
         super::write_text(path, &svg)?;
     }
     Ok(())

@@ -72,7 +72,7 @@ pub fn hot_block(addresses: &[u64], jumps: &[Option<u64>], branches: &[bool], ho
         let Some(t) = *target else { continue };
         if t <= hot && hot <= addresses[i] {
             if let Some(start) = addresses.iter().position(|a| *a == t) {
-                if best.map_or(true, |(s, e)| i - start < e - s) {
+                if best.is_none_or(|(s, e)| i - start < e - s) {
                     best = Some((start, i));
                 }
             }

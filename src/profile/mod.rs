@@ -3,12 +3,15 @@
 //! `diff` compares two profiles. The pipeline is
 //! [`record`] (sample) → [`format`] (the saved file) → [`symbolize`] → [`aggregate`] →
 //! [`annotate`] (with [`hints`] and, where installed, llvm-mca via [`mca`]) and [`diff`];
-//! `-g dwarf` stacks are unwound by [`unwind`] while recording, JIT code is named from
-//! perf maps by [`jitmap`]; call stacks are drawn by [`flame`] and walked by [`callers`].
+//! `-g dwarf` stacks are unwound by [`unwind`] while recording, runtime code (JIT, SBCL)
+//! is named from perf maps by [`jitmap`] and copied while recording, stripped objects'
+//! debug files may come from [`debuginfod`]; call stacks are drawn by [`flame`] and
+//! walked by [`callers`].
 
 pub mod aggregate;
 pub mod annotate;
 pub mod callers;
+pub mod debuginfod;
 pub mod diff;
 pub mod flame;
 pub mod format;
@@ -24,6 +27,7 @@ pub mod top;
 pub mod unwind;
 
 use crate::error::Failure;
+use crate::executor::process::Output;
 use crate::render::color;
 use crate::usage;
 use aggregate::{By, Located, Row, SourceRegions};
@@ -53,6 +57,8 @@ pub struct ReportOptions {
     pub callers: Option<String>,
     /// Print the tree of functions this function calls; needs `-g`.
     pub callees: Option<String>,
+    /// How `flamegraph` is drawn.
+    pub flame: flame::FlameOptions,
 }
 
 /// `perflab profile`: what to record, where to save it, how to report it.
@@ -76,7 +82,7 @@ pub fn main_profile(args: &ProfileOptions) -> Result<(), Failure> {
     let regions = args.report.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
     // Fail before the run, not after it, when the results could not be written.
     check_writable(&args.output)?;
-    if !args.record.call_graph && !args.record.off_cpu {
+    if !args.record.has_call_graph() {
         if let Some(flag) = args.report.needs_stacks() {
             return Err(usage!("{flag} needs call stacks: add -g"));
         }
@@ -87,8 +93,11 @@ pub fn main_profile(args: &ProfileOptions) -> Result<(), Failure> {
     }
     // A report on stdout must not be interleaved with the program's own output.
     let report_on_stdout = args.report.files().any(|p| p == Path::new("-"));
-    let recording =
-        record::record(&record::RecordOptions { stdout_to_stderr: report_on_stdout, ..args.record.clone() })?;
+    let output = if report_on_stdout { Output::StdoutToStderr } else { Output::Inherit };
+    if let Some(what) = args.record.describe() {
+        eprintln!("perflab: {what}");
+    }
+    let recording = record::record(&args.record.clone().with_output(output))?;
     let profile = recording.profile;
     profile.save(&args.output)?;
     eprintln!(
@@ -300,8 +309,14 @@ fn report(profile: &Profile, args: &ReportOptions, regions: Option<SourceRegions
         // Without samples there is nothing to draw; say so in the picture rather than fail.
         let svg = graph
             .as_ref()
-            .and_then(|g| flame::call_graph_svg(profile, g, &title))
-            .unwrap_or_else(|| flame::empty_svg(&title, "no samples"));
+            .and_then(|g| flame::call_graph_svg_with(profile, g, &title, &args.flame))
+            .unwrap_or_else(|| {
+                let why = match &args.flame.focus {
+                    Some(f) => format!("no samples through {f}"),
+                    None => "no samples".to_string(),
+                };
+                flame::empty_svg(&title, &why)
+            });
         write_text(path, &svg)?;
     }
     Ok(())
@@ -392,7 +407,10 @@ fn function_label(name: &str, object: &str) -> String {
         let module = if object == kernel::KERNEL_OBJECT { String::new() } else { color::dim(&format!("  {object}")) };
         return format!("[k] {escaped}{module}");
     }
-    format!("{escaped}{}", color::dim(&format!("  [{}]", crate::render::terminal::escape(object))))
+    // `[jit]`, `[vdso]`: already bracketed.
+    let object = crate::render::terminal::escape(object);
+    let object = if object.starts_with('[') { object } else { format!("[{object}]") };
+    format!("{escaped}{}", color::dim(&format!("  {object}")))
 }
 
 fn print_table(profile: &Profile, rows: &[Row], args: &ReportOptions, regions: bool) {

@@ -10,7 +10,7 @@ pub fn init(choice: &str) {
     let on = match choice {
         "always" => true,
         "never" => false,
-        _ => std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty()) && std::io::stdout().is_terminal(),
+        _ => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal(),
     };
     STDOUT_COLOR.store(on, Ordering::Relaxed);
 }

@@ -3,6 +3,7 @@
 
 pub mod color;
 pub mod csv;
+pub mod explain;
 pub mod json;
 pub mod markdown;
 pub mod markup;
@@ -22,4 +23,13 @@ pub fn open_output(path: impl AsRef<Path>) -> Result<Box<dyn Write>, crate::erro
         let file = std::fs::File::create(path).map_err(|e| crate::usage!("cannot write `{}`: {e}", path.display()))?;
         Ok(Box::new(std::io::BufWriter::new(file)))
     }
+}
+
+/// Text from outside (command names, labels) made safe for a terminal: control
+/// characters — a newline, an escape sequence — are shown as escapes, never acted on.
+pub fn escape(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }

@@ -8,14 +8,7 @@ use crate::stats::summary;
 use crate::units::{format_level, format_p, format_seconds, format_value};
 use comfy_table::{presets, CellAlignment, Table};
 
-/// Text from outside (command names, labels) made safe for a terminal: control
-/// characters — a newline, an escape sequence — are shown as escapes, never acted on.
-pub fn escape(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
-        return text.to_string();
-    }
-    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
-}
+pub use super::escape;
 
 fn stop_text(reason: StopReason) -> &'static str {
     match reason {
@@ -88,7 +81,7 @@ pub fn render(e: &Experiment) -> String {
                     );
                     row.push(w.outliers.to_string());
                 }
-                None => row.extend(std::iter::repeat("-".to_string()).take(7)),
+                None => row.extend(std::iter::repeat_n("-".to_string(), 7)),
             }
         }
         if primary != metric::WALL {
@@ -146,6 +139,17 @@ pub fn render(e: &Experiment) -> String {
                 out.push_str(&format!("  note: {flag}\n"));
             }
         }
+        for c in e.comparisons.iter().filter(|c| c.metric == primary) {
+            if let Some(explanation) = &c.explanation {
+                out.push('\n');
+                out.push_str(&super::explain::table(explanation, EXPLAIN_ROWS));
+                out.push_str(&bold(&super::explain::story(c, explanation)));
+                out.push('\n');
+                for w in &explanation.warnings {
+                    out.push_str(&yellow(&format!("warning: {}\n", escape(w))));
+                }
+            }
+        }
     }
     let unsupported = unsupported_counters(e);
     if !unsupported.is_empty() {
@@ -159,6 +163,9 @@ pub fn render(e: &Experiment) -> String {
     }
     out
 }
+
+/// Rows of an explanation shown in the terminal (the JSON has all).
+const EXPLAIN_ROWS: usize = 15;
 
 /// Iterations shown in a per-iteration profile before the last one.
 const PROFILE_ITERATIONS: usize = 4;

@@ -69,7 +69,7 @@ fn stopped_early(e: &StoredExperiment) -> bool {
 
 /// What to show.
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub struct Selection {
     pub title: String,
     /// The label ratios are relative to; default: the first label.
     pub reference: Option<String>,
@@ -83,7 +83,7 @@ pub struct Options {
 }
 
 /// The reference label and the compared labels the options ask for among `labels`.
-fn chosen_labels(labels: &[String], options: &Options) -> Result<(String, Vec<String>), Failure> {
+fn chosen_labels(labels: &[String], options: &Selection) -> Result<(String, Vec<String>), Failure> {
     let reference = match &options.reference {
         Some(r) if labels.contains(r) => r.clone(),
         Some(r) => return Err(usage!("reference label {r} has no results (labels: {})", labels.join(", "))),
@@ -105,7 +105,7 @@ fn chosen_labels(labels: &[String], options: &Options) -> Result<(String, Vec<St
 /// The experiments the report of `options` needs from `store`: the lean read of the
 /// metric for every label (history, ratios), and in full for the reference and compared
 /// labels (their counters table shows every other metric).
-pub fn from_store(store: &mut store::Store, options: &Options) -> Result<Vec<StoredExperiment>, Failure> {
+pub fn from_store(store: &mut store::Store, options: &Selection) -> Result<Vec<StoredExperiment>, Failure> {
     let query = store::Query { machine: options.machine.clone(), ..Default::default() };
     let lean = store.metric_experiments(&query, &options.metric)?;
     let labels = ordered_labels(&lean.iter().collect::<Vec<_>>());
@@ -127,7 +127,7 @@ pub fn from_store(store: &mut store::Store, options: &Options) -> Result<Vec<Sto
 }
 
 /// Arrange stored experiments (oldest label first, as the store returns them) for the page.
-pub fn build(experiments: &[StoredExperiment], options: &Options) -> Result<ReportData, Failure> {
+pub fn build(experiments: &[StoredExperiment], options: &Selection) -> Result<ReportData, Failure> {
     let mut experiments: Vec<&StoredExperiment> = experiments.iter().collect();
     if let Some(wanted) = &options.machine {
         experiments
@@ -523,8 +523,8 @@ mod tests {
         }
     }
 
-    fn options() -> Options {
-        Options { metric: metric::WALL.into(), ..Options::default() }
+    fn options() -> Selection {
+        Selection { metric: metric::WALL.into(), ..Selection::default() }
     }
 
     #[test]
@@ -563,6 +563,7 @@ mod tests {
             below_threshold: false,
             n: 8,
             flags: vec![],
+            explanation: None,
         };
         // Stored under `old`: its measured (last) command is `old`, its baseline is the
         // command named after the stored label `new`.
@@ -570,7 +571,7 @@ mod tests {
             stored("new", 0, "b", &[("./bench", 1.25)], vec![]),
             stored("old", 1, "b", &[("new", 1.25), ("./old", 1.0)], vec![c]),
         ];
-        let opts = Options { reference: Some("old".into()), labels: vec!["new".into()], ..options() };
+        let opts = Selection { reference: Some("old".into()), labels: vec!["new".into()], ..options() };
         let data = build(&experiments, &opts).unwrap();
         let row = &data.pages[0].comparisons[0].rows[0].change;
         assert_eq!((row.method, row.verdict, row.n), (CiMethod::Paired, Verdict::Slower, 8));
@@ -611,6 +612,7 @@ mod tests {
             below_threshold: false,
             n: 8,
             flags: vec![],
+            explanation: None,
         };
         let path = dir.path().join("parse.json");
         std::fs::write(&path, serde_json::to_string(&experiment(&[("old", 1.0), ("new", 1.1)], vec![c])).unwrap())

@@ -4,11 +4,12 @@
 //! away, while the builds' binaries are there to name the sampled addresses.
 
 use crate::error::Failure;
+use crate::executor::process::Output;
 use crate::model::{CommandSpec, Comparison, Experiment, Verdict};
 use crate::profile::aggregate::By;
 use crate::profile::format::Profile;
-use crate::profile::record::{self, RecordOptions};
-use crate::profile::unwind::{Unwinding, DEFAULT_STACK_BYTES};
+use crate::profile::record::{self, CallGraph, RecordOptions, RecordingMode};
+use crate::profile::unwind::DEFAULT_STACK_BYTES;
 use crate::profile::{diff, flame};
 use crate::store::ProfileChange;
 
@@ -65,14 +66,11 @@ pub fn profile_change(commands: &[CommandSpec], comparison: &Comparison) -> Resu
 /// from DWARF CFI (release builds rarely keep frame pointers); None when interrupted.
 fn profile(command: &CommandSpec) -> Result<Option<Profile>, Failure> {
     let recording = record::record(&RecordOptions {
-        argv: command.argv.clone(),
+        mode: RecordingMode::Launch { argv: command.argv.clone(), output: Output::Discard },
         event: "cpu-clock".into(),
         frequency_hz: FREQUENCY_HZ,
-        call_graph: true,
-        unwinding: Unwinding::Dwarf,
-        stack_bytes: DEFAULT_STACK_BYTES,
-        discard_output: true,
-        ..RecordOptions::default()
+        call_graph: CallGraph::Dwarf { stack_bytes: DEFAULT_STACK_BYTES },
+        off_cpu: false,
     })?;
     if recording.interrupted {
         return Ok(None);
@@ -106,6 +104,7 @@ mod tests {
             below_threshold,
             n: 10,
             flags: vec![],
+            explanation: None,
         }
     }
 

@@ -14,7 +14,7 @@ use crate::measure::Mode;
 use crate::model::metric::Better;
 use crate::model::{Hooks, Iterations};
 use crate::plan::command::{cartesian, expand, is_placeholder_name};
-use crate::plan::Options;
+use crate::plan::SettingsLayer;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ pub struct Benchmark {
     pub setup: Option<String>,
     pub cleanup: Option<String>,
     /// The benchmark's own options over the suite's `[defaults]`.
-    pub options: Options,
+    pub options: SettingsLayer,
 }
 
 impl Benchmark {
@@ -108,7 +108,7 @@ impl Suite {
             None => None,
         };
         let selected: Vec<&Benchmark> =
-            self.benchmarks.iter().filter(|b| re.as_ref().map_or(true, |re| re.is_match(&b.name))).collect();
+            self.benchmarks.iter().filter(|b| re.as_ref().is_none_or(|re| re.is_match(&b.name))).collect();
         if selected.is_empty() {
             return Err(crate::usage!(
                 "no benchmark in {} matches --filter {}",
@@ -189,7 +189,7 @@ macro_rules! with_options {
         }
 
         impl $name {
-            fn options(&self, file: &SourceFile) -> Result<Options, Failure> {
+            fn options(&self, file: &SourceFile) -> Result<SettingsLayer, Failure> {
                 let duration = |v: &Option<Spanned<toml::Value>>| -> Result<Option<f64>, Failure> {
                     let Some(v) = v else { return Ok(None) };
                     let parsed = match v.get_ref() {
@@ -260,7 +260,7 @@ macro_rules! with_options {
                     Some(i) => Some(Iterations::named(i.get_ref(), warmup_iterations).map_err(|e| file.error(i.span(), &e))?),
                     None => None,
                 };
-                Ok(Options {
+                Ok(SettingsLayer {
                     output: (!output.is_empty()).then_some(output),
                     better: (!better.is_empty()).then_some(better),
                     iterations,
@@ -358,7 +358,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, Failure> {
     }
     let defaults = match &raw.defaults {
         Some(d) => d.options(&file)?,
-        None => Options::default(),
+        None => SettingsLayer::default(),
     };
     let base_dir = path.parent().unwrap_or(Path::new("."));
     let mut builds = Vec::new();
@@ -510,7 +510,7 @@ mod tests {
         let s = parse_str("[[benchmark]]\nname = \"a\"\ncommand = \"true\"\n").unwrap();
         assert_eq!(s.benchmarks.len(), 1);
         assert_eq!(s.benchmarks[0].command, "true");
-        assert_eq!(s.benchmarks[0].options, Options::default());
+        assert_eq!(s.benchmarks[0].options, SettingsLayer::default());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::experiment::{self, Fanout};
 use crate::measure::{MeasureOptions, Mode};
 use crate::model::{CommandSpec, Experiment, Hooks, Machine, Settings, StopReason};
 use crate::plan::command::{Shell, ShellReason};
-use crate::plan::{self, Options, Plan};
+use crate::plan::{self, Plan, SettingsLayer};
 use crate::store::{current_git_commit, Meta, Store};
 use crate::usage;
 
@@ -20,7 +20,7 @@ pub const DEFAULT_SOLO_ROUNDS: u32 = 10;
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Set on the command line: beats each benchmark's options and the suite's defaults.
-    pub overrides: Options,
+    pub overrides: SettingsLayer,
     pub seed: Option<u64>,
     pub show_output: bool,
     pub ignore_failure: bool,
@@ -256,7 +256,7 @@ command = "true"
         RunOptions { seed: Some(7), ..RunOptions::default() }
     }
 
-    fn overriding(overrides: Options) -> RunOptions {
+    fn overriding(overrides: SettingsLayer) -> RunOptions {
         RunOptions { overrides, ..seeded() }
     }
 
@@ -277,14 +277,15 @@ command = "true"
 
     #[test]
     fn the_command_line_beats_benchmark_and_suite() {
-        let cli = overriding(Options { min_rounds: Some(12), threshold: Some(0.005), ..Options::default() });
+        let cli =
+            overriding(SettingsLayer { min_rounds: Some(12), threshold: Some(0.005), ..SettingsLayer::default() });
         let s = settings_for(SUITE, "own", &cli);
         assert_eq!((s.min_rounds, s.threshold, s.warmup_rounds, s.max_time_s), (12, 0.005, 3, 120.0));
     }
 
     #[test]
     fn fixed_rounds_above_the_round_limit_are_all_run() {
-        let cli = overriding(Options { rounds: Some(20_000), ..Options::default() });
+        let cli = overriding(SettingsLayer { rounds: Some(20_000), ..SettingsLayer::default() });
         let s = settings_for(SUITE, "inherits", &cli);
         assert_eq!((s.fixed_rounds, s.max_rounds), (Some(20_000), 20_000));
     }
@@ -292,7 +293,7 @@ command = "true"
     #[test]
     fn a_single_command_runs_fixed_rounds_unless_a_limit_is_set() {
         assert_eq!(settings_for(SUITE, "solo", &seeded()).fixed_rounds, Some(DEFAULT_SOLO_ROUNDS));
-        let limited = overriding(Options { max_time: Some(5.0), ..Options::default() });
+        let limited = overriding(SettingsLayer { max_time: Some(5.0), ..SettingsLayer::default() });
         assert_eq!(settings_for(SUITE, "solo", &limited).fixed_rounds, None);
     }
 
@@ -319,7 +320,7 @@ command = "true"
             (s.fixed_rounds, s.warmup_rounds, s.env_padding, s.mode.as_str()),
             (Some(1), 0, false, "instructions")
         );
-        let cli = overriding(Options { warmup: Some(2), ..Options::default() });
+        let cli = overriding(SettingsLayer { warmup: Some(2), ..SettingsLayer::default() });
         assert_eq!(settings_for(suite, "b", &cli).warmup_rounds, 2);
     }
 }

@@ -1,0 +1,380 @@
+//! The converter: interprets a recording's records in time order — one handler per kind
+//! of record — keeping each process's executable mappings and tasks, and turns every
+//! sample (and each frame of its call chain) into (object, file offset) against the
+//! mappings live at that moment, so the profile can be symbolized after the processes
+//! are gone. Whatever the source of the records, this is where they become a profile.
+
+use super::jit::{Classifier, Contents, JitObjects};
+use super::records::{Record, Timed, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER};
+use crate::profile::format::{FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount, Task};
+use crate::profile::offcpu;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+#[derive(Clone)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    pgoff: u64,
+    object: u32,
+    path: std::rc::Rc<str>,
+    /// An object file, or code generated at run time (its addresses stay addresses).
+    contents: Contents,
+}
+
+/// (pid, tid, space, object, offset) of a sampled location.
+type LocationKey = (u32, u32, Space, Option<u32>, u64);
+
+/// The object table of the profile being built: each mapped path numbered once.
+#[derive(Default)]
+pub(crate) struct Objects {
+    ids: HashMap<String, u32>,
+    pub(crate) list: Vec<ObjectRef>,
+}
+
+impl Objects {
+    pub(crate) fn id(&mut self, path: &str) -> u32 {
+        if let Some(&id) = self.ids.get(path) {
+            return id;
+        }
+        let id = self.list.len() as u32;
+        self.ids.insert(path.to_string(), id);
+        self.list.push(ObjectRef { path: path.to_string() });
+        id
+    }
+}
+
+/// Records in, a profile out.
+pub(crate) struct Converter {
+    call_graph: bool,
+    spaces: HashMap<u32, BTreeMap<u64, Mapping>>,
+    objects: Objects,
+    tasks: BTreeMap<(u32, u32), String>,
+    live: HashMap<u32, HashSet<u32>>,
+    /// Per sampled location: (samples, summed period).
+    counts: HashMap<LocationKey, (u64, u64)>,
+    frame_ids: HashMap<FrameRef, u32>,
+    /// (pid, tid, frame ids leaf first) → (samples, summed period)
+    stacks: HashMap<(u32, u32, Vec<u32>), (u64, u64)>,
+    jit: JitObjects,
+    classifier: Classifier,
+    off_cpu: offcpu::Tracker,
+    lost: u64,
+    last_time: u64,
+}
+
+impl Converter {
+    /// `call_graph`: keep each sample's call chain as a stack.
+    pub(crate) fn new(call_graph: bool) -> Converter {
+        Converter {
+            call_graph,
+            spaces: HashMap::new(),
+            objects: Objects::default(),
+            tasks: BTreeMap::new(),
+            live: HashMap::new(),
+            counts: HashMap::new(),
+            frame_ids: HashMap::new(),
+            stacks: HashMap::new(),
+            jit: JitObjects::default(),
+            classifier: Classifier::default(),
+            off_cpu: offcpu::Tracker::default(),
+            lost: 0,
+            last_time: 0,
+        }
+    }
+
+    /// Interpret `records` (from any source, any CPU) in time order into `profile`, with
+    /// no runtime code copied (a held run's probe names native code only).
+    pub(crate) fn convert(records: Vec<Timed>, profile: &mut Profile, call_graph: bool) {
+        Converter::convert_classified(records, profile, call_graph, Classifier::default())
+    }
+
+    /// [`convert`](Self::convert) with the mapped files already classified while they
+    /// existed (a code file may be deleted before the recording ends).
+    pub(crate) fn convert_classified(
+        mut records: Vec<Timed>,
+        profile: &mut Profile,
+        call_graph: bool,
+        classifier: Classifier,
+    ) {
+        // Stable: records of one CPU with equal timestamps keep their ring order.
+        records.sort_by_key(|(time, _)| *time);
+        let mut converter = Converter::new(call_graph);
+        converter.classifier = classifier;
+        for (time, record) in records {
+            converter.handle(time, record);
+        }
+        converter.finish(profile);
+    }
+
+    pub(crate) fn handle(&mut self, time: u64, record: Record) {
+        self.last_time = self.last_time.max(time);
+        match record {
+            Record::Mmap { pid, start, len, pgoff, path } => self.on_mmap(pid, start, len, pgoff, &path),
+            Record::Comm { pid, tid, comm, exec } => self.on_comm(pid, tid, comm, exec),
+            Record::Exit { pid, tid } => self.on_exit(pid, tid),
+            Record::Fork { pid, ppid, tid } => self.on_fork(pid, ppid, tid),
+            Record::Lost(n) => self.lost += n,
+            // Never here: the session has unwound each into the record it carries.
+            Record::StackSample(..) => {}
+            Record::Sample { pid, tid, ip, period, kernel, chain } => {
+                self.on_sample(pid, tid, ip, period, kernel, &chain)
+            }
+            Record::SwitchedOut { pid, tid, ip, chain } => self.on_switched_out(time, pid, tid, ip, &chain),
+            Record::Switch { tid, out: true, preempted: true } => self.off_cpu.preempted(tid),
+            Record::Switch { out: true, .. } => {}
+            Record::Switch { tid, out: false, .. } => self.off_cpu.switched_in(time, tid),
+        }
+    }
+
+    fn on_mmap(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, path: &str) {
+        let contents = self.classifier.contents(path);
+        let object = self.objects.id(path);
+        let end = start.saturating_add(len);
+        let space = self.spaces.entry(pid).or_default();
+        // A new mapping replaces whatever it overlaps (munmap + mmap, mprotect splits).
+        let overlapping: Vec<u64> = space.range(..end).filter(|(_, m)| m.end > start).map(|(&s, _)| s).collect();
+        for s in overlapping {
+            space.remove(&s);
+        }
+        space.insert(start, Mapping { start, end, pgoff, object, path: path.into(), contents });
+    }
+
+    fn on_comm(&mut self, pid: u32, tid: u32, comm: String, exec: bool) {
+        if exec {
+            self.spaces.remove(&pid);
+        }
+        self.live.entry(pid).or_default().insert(tid);
+        self.tasks.insert((pid, tid), comm);
+    }
+
+    /// The address space dies with the process's last thread (the main thread may exit
+    /// first); a later process reusing the pid gets its own from FORK/MMAP2.
+    fn on_exit(&mut self, pid: u32, tid: u32) {
+        self.off_cpu.exited(tid);
+        let threads = self.live.entry(pid).or_default();
+        threads.remove(&tid);
+        if threads.is_empty() {
+            self.live.remove(&pid);
+            self.spaces.remove(&pid);
+        }
+    }
+
+    fn on_fork(&mut self, pid: u32, ppid: u32, tid: u32) {
+        if pid != ppid {
+            let inherited = self.spaces.get(&ppid).cloned().unwrap_or_default();
+            self.spaces.insert(pid, inherited);
+        }
+        self.live.entry(pid).or_default().insert(tid);
+        let comm = self.tasks.get(&(ppid, ppid)).cloned().unwrap_or_default();
+        self.tasks.entry((pid, tid)).or_insert(comm);
+    }
+
+    fn on_sample(&mut self, pid: u32, tid: u32, ip: u64, period: u64, kernel: bool, chain: &[u64]) {
+        self.tasks.entry((pid, tid)).or_default();
+        self.live.entry(pid).or_default().insert(tid);
+        let leaf = self.locate(pid, ip, kernel);
+        let entry = self.counts.entry((pid, tid, leaf.space, leaf.object, leaf.offset)).or_default();
+        entry.0 += 1;
+        entry.1 += period;
+        if self.call_graph {
+            let ids = self.stack_ids(pid, leaf, chain);
+            let entry = self.stacks.entry((pid, tid, ids)).or_default();
+            entry.0 += 1;
+            entry.1 += period;
+        }
+    }
+
+    fn on_switched_out(&mut self, time: u64, pid: u32, tid: u32, ip: u64, chain: &[u64]) {
+        self.tasks.entry((pid, tid)).or_default();
+        let leaf = self.locate(pid, ip, true);
+        let ids = self.stack_ids(pid, leaf, chain);
+        self.off_cpu.switched_out(time, pid, tid, ids);
+    }
+
+    /// An address normalised against `pid`'s mappings live now: (object, file offset)
+    /// in an object file, the process's runtime code (JIT, SBCL) by address.
+    fn locate(&mut self, pid: u32, address: u64, kernel: bool) -> FrameRef {
+        if kernel {
+            return FrameRef { space: Space::Kernel, object: None, offset: address };
+        }
+        let mapping = self
+            .spaces
+            .get(&pid)
+            .and_then(|s| s.range(..=address).next_back())
+            .map(|(_, m)| m)
+            .filter(|m| address < m.end);
+        let place = match mapping {
+            Some(m) if m.contents == Contents::Object => {
+                return FrameRef { space: Space::User, object: Some(m.object), offset: address - m.start + m.pgoff }
+            }
+            Some(m) => {
+                let anonymous = matches!(m.contents, Contents::Runtime { anonymous: true });
+                Some((&*m.path, m.start, m.pgoff, anonymous))
+            }
+            None => None,
+        };
+        self.jit.attribute(pid, address, place, &mut self.objects).unwrap_or(FrameRef {
+            space: Space::Unmapped,
+            object: None,
+            offset: address,
+        })
+    }
+
+    /// Frame ids (leaf first) of a sampled location and its callers in `chain`, every
+    /// frame numbered once per profile.
+    fn stack_ids(&mut self, pid: u32, leaf: FrameRef, chain: &[u64]) -> Vec<u32> {
+        let frames: Vec<FrameRef> = std::iter::once(leaf)
+            .chain(callers(chain).map(|(address, kernel)| self.locate(pid, address, kernel)))
+            .collect();
+        frames
+            .into_iter()
+            .map(|frame| {
+                let next = self.frame_ids.len() as u32;
+                *self.frame_ids.entry(frame).or_insert(next)
+            })
+            .collect()
+    }
+
+    /// Everything interpreted so far, into `profile`.
+    pub(crate) fn finish(self, profile: &mut Profile) {
+        profile.lost += self.lost;
+        profile.off_cpu = self.off_cpu.finish(self.last_time);
+        profile.tasks = self.tasks.into_iter().map(|((pid, tid), comm)| Task { pid, tid, comm }).collect();
+        let mut samples: Vec<SampleCount> = self
+            .counts
+            .into_iter()
+            .map(|((pid, tid, space, object, offset), (count, period))| SampleCount {
+                pid,
+                tid,
+                space,
+                object,
+                offset,
+                count,
+                period,
+            })
+            .collect();
+        samples.sort_by_key(|s| (s.pid, s.tid, s.space, s.object, s.offset));
+        profile.samples = samples;
+        let mut frames = vec![FrameRef { space: Space::Unmapped, object: None, offset: 0 }; self.frame_ids.len()];
+        for (frame, id) in self.frame_ids {
+            frames[id as usize] = frame;
+        }
+        profile.frames = frames;
+        let mut stacks: Vec<StackCount> = self
+            .stacks
+            .into_iter()
+            .map(|((pid, tid, frames), (count, period))| StackCount { pid, tid, frames, count, period })
+            .collect();
+        stacks.sort_by(|a, b| (a.pid, a.tid, &a.frames).cmp(&(b.pid, b.tid, &b.frames)));
+        profile.stacks = stacks;
+        profile.objects = self.objects.list;
+        profile.jit_symbols = self.jit.symbols(profile);
+    }
+}
+
+/// The callers in a raw callchain, innermost first, as (address, in kernel). The chain
+/// starts with the sampled IP itself, which is skipped. The first address of each
+/// context (`PERF_CONTEXT_USER` after kernel frames: the interrupted user IP) is where
+/// execution was; every other one is a return address, moved back by one byte into
+/// the call instruction so it symbolizes to the caller even when the call is the
+/// function's last instruction.
+fn callers(chain: &[u64]) -> impl Iterator<Item = (u64, bool)> + '_ {
+    let mut kernel = false;
+    let mut first_in_context = true;
+    let mut leaf_seen = false;
+    chain.iter().filter_map(move |&entry| {
+        if entry >= PERF_CONTEXT_MAX {
+            match entry {
+                PERF_CONTEXT_KERNEL => kernel = true,
+                PERF_CONTEXT_USER => kernel = false,
+                // Hypervisor and guest contexts are not sampled (exclude_hv).
+                _ => {}
+            }
+            first_in_context = true;
+            return None;
+        }
+        let exact = std::mem::replace(&mut first_in_context, false);
+        if !std::mem::replace(&mut leaf_seen, true) {
+            return None;
+        }
+        Some((if exact { entry } else { entry.wrapping_sub(1) }, kernel))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty() -> Profile {
+        Profile { event: "cpu-clock".into(), frequency_hz: 1000, ..Profile::default() }
+    }
+
+    #[test]
+    fn samples_resolve_against_the_mappings_live_at_their_time() {
+        let records = vec![
+            (1, Record::Comm { pid: 10, tid: 10, comm: "a".into(), exec: true }),
+            (2, Record::Mmap { pid: 10, start: 0x1000, len: 0x2000, pgoff: 0x3000, path: "/a".into() }),
+            (3, Record::Sample { pid: 10, tid: 10, ip: 0x1800, period: 5, kernel: false, chain: vec![] }),
+            (4, Record::Fork { pid: 11, ppid: 10, tid: 11 }),
+            (5, Record::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false, chain: vec![] }),
+            // The child execs: its old mappings are gone.
+            (6, Record::Comm { pid: 11, tid: 11, comm: "b".into(), exec: true }),
+            (7, Record::Sample { pid: 11, tid: 11, ip: 0x1800, period: 5, kernel: false, chain: vec![] }),
+            (8, Record::Sample { pid: 10, tid: 12, ip: 0xffff_0000, period: 5, kernel: true, chain: vec![] }),
+            (9, Record::Lost(3)),
+            // The main thread exits first: thread 12 still uses the mappings.
+            (10, Record::Exit { pid: 10, tid: 10 }),
+            (11, Record::Sample { pid: 10, tid: 12, ip: 0x1900, period: 5, kernel: false, chain: vec![] }),
+            (12, Record::Exit { pid: 10, tid: 12 }),
+            // A new process reusing pid 10 without a FORK seen has no mappings.
+            (13, Record::Sample { pid: 10, tid: 10, ip: 0x1a00, period: 5, kernel: false, chain: vec![] }),
+        ];
+        let mut p = empty();
+        Converter::convert(records, &mut p, false);
+        assert!(p.stacks.is_empty() && p.frames.is_empty());
+        assert_eq!(p.objects.len(), 1);
+        assert_eq!(p.lost, 3);
+        let find = |pid, space| p.samples.iter().find(|s| s.pid == pid && s.space == space).unwrap();
+        assert_eq!(find(10, Space::User).offset, 0x3800);
+        assert!(p.samples.iter().any(|s| s.tid == 12 && s.offset == 0x3900 && s.space == Space::User));
+        assert_eq!(find(10, Space::Unmapped).offset, 0x1a00);
+        assert_eq!(find(11, Space::User).offset, 0x3800);
+        assert_eq!(find(11, Space::Unmapped).offset, 0x1800);
+        assert_eq!(find(10, Space::Kernel).tid, 12);
+        assert_eq!(p.tasks.iter().map(|t| t.tid).collect::<Vec<_>>(), [10, 12, 11]);
+    }
+
+    #[test]
+    fn call_chains_become_deduplicated_stacks_of_normalised_frames() {
+        let (k, u) = (PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER);
+        let sample = |ip, kernel, chain: Vec<u64>| Record::Sample { pid: 10, tid: 10, ip, period: 2, kernel, chain };
+        let records = vec![
+            (1, Record::Mmap { pid: 10, start: 0x1000, len: 0x2000, pgoff: 0, path: "/a".into() }),
+            // User leaf 0x1800 called from 0x1205 (return address) called from 0x1105.
+            (2, sample(0x1800, false, vec![u, 0x1800, 0x1205, 0x1105])),
+            (3, sample(0x1800, false, vec![u, 0x1800, 0x1205, 0x1105])),
+            // In the kernel: every kernel frame is kept (the callers as return address − 1);
+            // the first user address is the interrupted IP (exact), the next a return address.
+            (4, sample(0xffff_0010, true, vec![k, 0xffff_0010, 0xffff_0020, u, 0x1900, 0x1205, 0x9_0000])),
+        ];
+        let mut p = empty();
+        Converter::convert(records, &mut p, true);
+        assert_eq!(p.total_samples(), 3);
+        let frames = |s: &StackCount| s.frames.iter().map(|&i| p.frames[i as usize]).collect::<Vec<_>>();
+        let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
+        assert_eq!(p.stacks.len(), 2);
+        let by_count = |n| p.stacks.iter().find(|s| s.count == n).unwrap();
+        assert_eq!(frames(by_count(2)), [user(0x800), user(0x204), user(0x104)]);
+        assert_eq!(by_count(2).period, 4);
+        assert_eq!(
+            frames(by_count(1)),
+            [
+                FrameRef { space: Space::Kernel, object: None, offset: 0xffff_0010 },
+                FrameRef { space: Space::Kernel, object: None, offset: 0xffff_001f },
+                user(0x900),
+                user(0x204),
+                FrameRef { space: Space::Unmapped, object: None, offset: 0x8_ffff },
+            ]
+        );
+    }
+}

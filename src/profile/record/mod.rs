@@ -1,0 +1,180 @@
+//! Sampling with perf_event_open, split like samply's recorder: the event [`source`]
+//! (one sampling event per online CPU on a launched command — inherit + enable_on_exec,
+//! so threads and children are followed and nothing before exec is sampled —, on every
+//! thread of attached processes, or on every task, with mmap/comm/task tracking and,
+//! with `--off-cpu`, context-switch samples in rings of their own) produces
+//! [`records`]; a [`Session`] drains them while the target runs (with `-g dwarf`
+//! unwinding each batch's stack copies at once); the [`converter`] interprets them in
+//! time order so that every sample is normalised to (object, file offset) against the
+//! address space it was taken in.
+
+mod capture;
+pub(crate) mod converter;
+mod held;
+mod jit;
+pub(crate) mod records;
+mod session;
+mod source;
+
+pub use held::HeldRecording;
+pub use session::{Session, SessionState};
+
+use crate::error::Failure;
+use crate::executor::process::Output;
+use crate::measure::counters;
+use crate::profile::format::Profile;
+use crate::profile::unwind;
+use crate::usage;
+use std::time::Duration;
+
+/// What a recording samples.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordingMode {
+    /// Start a command, held until the events are open on it, and sample it from its
+    /// exec until it exits; its output goes where `output` says.
+    Launch { argv: Vec<String>, output: Output },
+    /// Attach to running processes (every thread, and the tasks they start), until they
+    /// exit, `duration` passes or Ctrl-C.
+    Pids { pids: Vec<u32>, duration: Option<Duration> },
+    /// Every task on every CPU, until `duration` passes or Ctrl-C.
+    AllCpus { duration: Option<Duration> },
+}
+
+/// How call chains are recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallGraph {
+    /// The sampled location alone.
+    None,
+    /// The kernel follows frame pointers while sampling.
+    FramePointers,
+    /// The top `stack_bytes` of the user stack is copied per sample and unwound from
+    /// DWARF CFI.
+    Dwarf { stack_bytes: u32 },
+}
+
+impl CallGraph {
+    /// The call graph `-g MODE` asks for (None without `-g`).
+    pub fn from_unwinding(unwinding: Option<unwind::Unwinding>, stack_bytes: u32) -> CallGraph {
+        match unwinding {
+            None => CallGraph::None,
+            Some(unwind::Unwinding::FramePointers) => CallGraph::FramePointers,
+            Some(unwind::Unwinding::Dwarf) => CallGraph::Dwarf { stack_bytes },
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordOptions {
+    pub mode: RecordingMode,
+    /// perf event name to sample (cpu-clock needs no PMU).
+    pub event: String,
+    pub frequency_hz: u64,
+    pub call_graph: CallGraph,
+    /// Also record where threads block and for how long (implies call stacks).
+    pub off_cpu: bool,
+}
+
+impl Default for RecordOptions {
+    fn default() -> RecordOptions {
+        RecordOptions {
+            mode: RecordingMode::Launch { argv: Vec::new(), output: Output::Inherit },
+            event: "cpu-clock".into(),
+            frequency_hz: 997,
+            call_graph: CallGraph::None,
+            off_cpu: false,
+        }
+    }
+}
+
+impl RecordOptions {
+    /// How long an attached or system-wide recording lasts (None: until its end or Ctrl-C).
+    pub fn duration(&self) -> Option<Duration> {
+        match &self.mode {
+            RecordingMode::Launch { .. } => None,
+            RecordingMode::Pids { duration, .. } | RecordingMode::AllCpus { duration } => *duration,
+        }
+    }
+
+    /// Whether call stacks are recorded (asked for, or implied by `--off-cpu`).
+    pub fn has_call_graph(&self) -> bool {
+        self.call_graph != CallGraph::None || self.off_cpu
+    }
+
+    /// The same options with a launched command's output sent elsewhere.
+    pub fn with_output(mut self, output: Output) -> RecordOptions {
+        if let RecordingMode::Launch { output: launched, .. } = &mut self.mode {
+            *launched = output;
+        }
+        self
+    }
+
+    /// What an attached or system-wide recording samples and until when, for the user.
+    pub fn describe(&self) -> Option<String> {
+        let what = match &self.mode {
+            RecordingMode::Launch { .. } => return None,
+            RecordingMode::Pids { pids, .. } => format!("PID {}", join(pids)),
+            RecordingMode::AllCpus { .. } => "every CPU".to_string(),
+        };
+        let until = match self.duration() {
+            Some(d) => format!("for {}", crate::units::format_seconds(d.as_secs_f64())),
+            None => "until Ctrl-C".to_string(),
+        };
+        Some(format!("sampling {what} {until}"))
+    }
+
+    fn check(&self) -> Result<(), Failure> {
+        match &self.mode {
+            RecordingMode::Launch { argv, .. } if argv.is_empty() => {
+                return Err(usage!("nothing to profile: put a command after `--`, or attach with -p PID or -a"))
+            }
+            RecordingMode::Pids { pids, .. } if pids.is_empty() => return Err(usage!("-p needs at least one PID")),
+            _ => {}
+        }
+        if self.duration().is_some_and(|d| d.is_zero()) {
+            return Err(usage!("--duration must be more than 0"));
+        }
+        if self.frequency_hz == 0 || self.frequency_hz > 100_000 {
+            return Err(usage!("-F must be between 1 and 100000 Hz, got {}", self.frequency_hz));
+        }
+        if let CallGraph::Dwarf { stack_bytes } = self.call_graph {
+            if !cfg!(target_arch = "x86_64") {
+                return Err(usage!("-g dwarf is implemented for x86-64 only; use -g fp"));
+            }
+            if stack_bytes == 0 || stack_bytes > unwind::MAX_STACK_BYTES || stack_bytes % 8 != 0 {
+                return Err(usage!(
+                    "--stack-size must be a multiple of 8 between 8 and {} bytes, got {stack_bytes}",
+                    unwind::MAX_STACK_BYTES
+                ));
+            }
+        }
+        counters::event(&self.event)?;
+        Ok(())
+    }
+}
+
+/// What a recording produced; `interrupted` means the profile holds what was sampled
+/// before Ctrl-C.
+pub struct Recording {
+    pub profile: Profile,
+    pub interrupted: bool,
+}
+
+/// How often records below the wake-up watermark are drained.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Run the command (or attach) under the sampler until it ends and build the profile.
+pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
+    let interrupt = crate::interrupt::watcher();
+    let mut session = Session::start(opts)?;
+    let ending = loop {
+        match session.poll(POLL_INTERVAL, interrupt) {
+            SessionState::Running => {}
+            ending => break ending,
+        }
+    };
+    session.finish(ending, interrupt)
+}
+
+fn join(pids: &[u32]) -> String {
+    pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}

@@ -1,0 +1,273 @@
+//! The live event source: perf_event_open sampling events, one ring buffer per online
+//! CPU and kind of event (the sampled event, and with `--off-cpu` context switches),
+//! opened on a held child, on running threads or on every task, with the fallbacks an
+//! unprivileged user needs (user-only samples, smaller rings); and the records drained
+//! out of those rings.
+
+use super::records::{self, Collect, Timed};
+use super::{CallGraph, RecordOptions};
+use crate::error::Failure;
+use crate::measure::counters::{self, EventKind};
+use crate::profile::unwind;
+use crate::usage;
+use perf_event::data::parse::Parser;
+use perf_event::events::Software;
+use perf_event::{Builder, SampleFlag, Sampler};
+use std::os::fd::{AsRawFd, RawFd};
+
+/// Ring buffer sizes per CPU, tried in order. At 10 kHz a drain every 50 ms needs
+/// ~25 KiB, so the first leaves ample headroom for bursts of mmap records from
+/// dlopen-heavy programs; the smaller ones fit unprivileged mlock limits.
+const RING_SIZES: [usize; 4] = [512 * 1024, 128 * 1024, 32 * 1024, 8 * 1024];
+/// With `-g dwarf` every sample carries its stack copy (16 KiB by default: 16 MB/s per
+/// busy CPU at 1 kHz), so start larger.
+const DWARF_RING_SIZES: [usize; 6] = [4096 * 1024, 1024 * 1024, 512 * 1024, 128 * 1024, 32 * 1024, 8 * 1024];
+/// Frames per call chain: perf's default (`perf_event_max_stack`).
+pub(crate) const MAX_STACK: u16 = 127;
+
+/// Whose events to open.
+#[derive(Clone, Copy)]
+pub(crate) enum Observe {
+    /// A child held between fork and exec: sampling starts at its exec.
+    Exec(i32),
+    /// A running thread: sampling starts now; threads it creates later inherit it.
+    Thread(i32),
+    /// Every task (one CPU at a time).
+    AllTasks,
+}
+
+/// One CPU's ring buffer for one kind of event, with the same event of further threads
+/// redirected into it (PERF_EVENT_IOC_SET_OUTPUT): attaching to a process with many
+/// threads costs one ring per CPU, not one per thread.
+pub(crate) struct Ring {
+    sampler: Sampler,
+    redirected: Vec<perf_event::Counter>,
+    cpu: usize,
+    /// Whether this ring holds context-switch samples (off-CPU), not the sampled event.
+    off_cpu: bool,
+    include_kernel: bool,
+}
+
+impl Ring {
+    pub(crate) fn fd(&self) -> RawFd {
+        self.sampler.as_raw_fd()
+    }
+
+    /// Copy out every record waiting in the ring buffer.
+    pub(crate) fn drain_into(&mut self, records: &mut Vec<Timed>) {
+        let config = self.sampler.config().clone();
+        while let Some(record) = self.sampler.next_record() {
+            let header = perf_event_open_sys::bindings::perf_event_header {
+                type_: record.ty(),
+                misc: record.misc(),
+                size: (record.len() + std::mem::size_of::<perf_event_open_sys::bindings::perf_event_header>()) as u16,
+            };
+            let bytes = record.to_contiguous();
+            let mut parser = Parser::new(bytes.as_ref(), config.clone());
+            if header.type_ == perf_event_open_sys::bindings::PERF_RECORD_SWITCH {
+                // perf-event-data 0.1.8 fails on a SWITCH record's empty body (it reads
+                // "the rest" of nothing); all it carries is the sample id.
+                if let Ok((_, meta)) = parser.parse_metadata_with_header(header) {
+                    records.extend(records::switch(&meta));
+                }
+                continue;
+            }
+            // A record we cannot parse is skipped rather than aborting the whole recording.
+            if let Ok(Some(record)) = parser.parse_record_with_header(Collect { off_cpu: self.off_cpu }, header) {
+                records.push(record);
+            }
+        }
+    }
+}
+
+/// Online CPU ids from sysfs ("0-3,6").
+fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let mut ends = part.splitn(2, '-').map(|n| n.trim().parse::<usize>());
+        match (ends.next(), ends.next()) {
+            (Some(Ok(a)), Some(Ok(b))) => cpus.extend(a..=b),
+            (Some(Ok(a)), None) => cpus.push(a),
+            _ => {}
+        }
+    }
+    if cpus.is_empty() {
+        cpus = (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
+    }
+    cpus
+}
+
+/// The call-chain depth to ask for: the kernel refuses more than its
+/// `perf_event_max_stack`.
+fn max_stack() -> u16 {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+        .ok()
+        .and_then(|t| t.trim().parse::<u16>().ok())
+        .map_or(MAX_STACK, |limit| limit.min(MAX_STACK))
+}
+
+fn configure(b: &mut Builder, opts: &RecordOptions, off_cpu: bool, who: Observe, include_kernel: bool) {
+    match who {
+        Observe::Exec(pid) => b.observe_pid(pid).enabled(false).enable_on_exec(true).inherit(true),
+        Observe::Thread(tid) => b.observe_pid(tid).enabled(true).inherit(true),
+        Observe::AllTasks => b.any_pid().enabled(true),
+    };
+    let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::PERIOD;
+    if opts.call_graph != CallGraph::None || off_cpu {
+        flags |= SampleFlag::CALLCHAIN;
+        b.sample_max_stack(max_stack());
+    }
+    if let CallGraph::Dwarf { stack_bytes } = opts.call_graph {
+        // The kernel still walks kernel frames; user frames come from the copy.
+        flags |= SampleFlag::REGS_USER | SampleFlag::STACK_USER;
+        b.exclude_callchain_user(true).sample_regs_user(unwind::REGS_MASK).sample_stack_user(stack_bytes);
+    }
+    if off_cpu {
+        // Every switch-out, with PERF_RECORD_SWITCH records for the switch-ins; the
+        // mappings and task records come through the sampling rings.
+        b.sample_period(1).context_switch(true);
+    } else {
+        b.sample_frequency(opts.frequency_hz).mmap(true).mmap2(true).comm(true).comm_exec(true).task(true);
+    }
+    b.sample(flags).sample_id_all(true).exclude_kernel(!include_kernel).exclude_hv(true);
+}
+
+/// Why an event could not be opened, as the one line the user sees.
+fn open_failure(e: &std::io::Error, opts: &RecordOptions, off_cpu: bool, who: Observe, cpu: usize) -> Failure {
+    let paranoid = counters::paranoid_level().map_or("unknown".into(), |l| l.to_string());
+    let event = if off_cpu { "context-switches" } else { opts.event.as_str() };
+    match (e.raw_os_error(), who) {
+        (Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV), _) => usage!(
+            "event `{event}` is not supported on this machine ({e}); cpu-clock works without a hardware PMU"
+        ),
+        (Some(libc::EACCES) | Some(libc::EPERM), _) if off_cpu => usage!(
+            "--off-cpu needs kernel samples (perf_event_paranoid is {paranoid}); run as root or set /proc/sys/kernel/perf_event_paranoid to 1"
+        ),
+        (Some(libc::EACCES) | Some(libc::EPERM), Observe::AllTasks) => usage!(
+            "not allowed to sample every CPU (perf_event_paranoid is {paranoid}); -a needs root, CAP_PERFMON or perf_event_paranoid ≤ 0"
+        ),
+        (Some(libc::EACCES) | Some(libc::EPERM), Observe::Thread(tid)) => usage!(
+            "not allowed to attach to thread {tid} (perf_event_paranoid is {paranoid}); another user's process needs root or CAP_PERFMON, your own needs perf_event_paranoid ≤ 2"
+        ),
+        (Some(libc::EACCES) | Some(libc::EPERM), Observe::Exec(_)) => usage!(
+            "not allowed to sample (perf_event_paranoid is {paranoid}); run as root or lower /proc/sys/kernel/perf_event_paranoid"
+        ),
+        _ => usage!("cannot open event `{event}` on CPU {cpu}: {e}"),
+    }
+}
+
+/// Open one kind of event for every observed task on every online CPU. A thread that
+/// exits meanwhile is skipped (no ring at all when every observed thread is gone).
+fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Result<Vec<Ring>, Failure> {
+    let event =
+        if off_cpu { EventKind::Software(Software::CONTEXT_SWITCHES) } else { counters::event(&opts.event)?.kind };
+    let mut rings = Vec::new();
+    for cpu in online_cpus() {
+        let mut ring: Option<Ring> = None;
+        for &who in observed {
+            // `ring`: the size of the ring this event gets, None when it writes to another's.
+            let open = |include_kernel: bool, ring: Option<usize>| -> std::io::Result<perf_event::Counter> {
+                let mut b = Builder::new(event);
+                b.one_cpu(cpu);
+                configure(&mut b, opts, off_cpu, who, include_kernel);
+                if let Some(size) = ring {
+                    // Wake up at a quarter full: headroom for bursts between drains.
+                    b.wakeup_watermark(size / 4);
+                }
+                b.build()
+            };
+            let gone = |e: &std::io::Error| matches!(who, Observe::Thread(_)) && e.raw_os_error() == Some(libc::ESRCH);
+            if let Some(ring) = &mut ring {
+                match open(ring.include_kernel, None) {
+                    Ok(counter) => {
+                        redirect(&counter, ring)?;
+                        ring.redirected.push(counter);
+                    }
+                    Err(e) if gone(&e) => {}
+                    Err(e) => return Err(open_failure(&e, opts, off_cpu, who, cpu)),
+                }
+                continue;
+            }
+            // Kernel samples need perf_event_paranoid < 2 or privileges: fall back to user
+            // only (off-CPU samples are taken in the kernel: no fallback). Unprivileged
+            // users may lock only perf_event_mlock_kb (516 KiB by default) of ring buffers
+            // across all CPUs: fall back to smaller rings (drained more often).
+            let mut result = Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+            let kernel_choices: &[bool] = if off_cpu { &[true] } else { &[true, false] };
+            let dwarf = matches!(opts.call_graph, CallGraph::Dwarf { .. });
+            let sizes: &[usize] = if dwarf { &DWARF_RING_SIZES } else { &RING_SIZES };
+            'found: for &include_kernel in kernel_choices {
+                for &size in sizes {
+                    result = open(include_kernel, Some(size)).and_then(|c| {
+                        let sampler = c.sampled(size)?;
+                        Ok(Ring { sampler, redirected: Vec::new(), cpu, off_cpu, include_kernel })
+                    });
+                    match &result {
+                        Ok(_) => break 'found,
+                        Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::ENOMEM)) => continue,
+                        Err(e) if include_kernel && e.raw_os_error() == Some(libc::EACCES) => continue 'found,
+                        Err(_) => break 'found,
+                    }
+                }
+            }
+            match result {
+                Ok(r) => ring = Some(r),
+                Err(e) if gone(&e) => {}
+                Err(e) => return Err(open_failure(&e, opts, off_cpu, who, cpu)),
+            }
+        }
+        rings.extend(ring);
+    }
+    Ok(rings)
+}
+
+/// Send `counter`'s records into `ring`'s buffer.
+fn redirect(counter: &perf_event::Counter, ring: &Ring) -> Result<(), Failure> {
+    // SAFETY: both descriptors are perf events on the same CPU that we own.
+    if unsafe { perf_event_open_sys::ioctls::SET_OUTPUT(counter.as_raw_fd(), ring.sampler.as_raw_fd()) } < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(usage!("cannot share a ring buffer between threads: {e}"));
+    }
+    Ok(())
+}
+
+/// The sampling rings and, with `--off-cpu`, the context-switch rings.
+pub(crate) fn open_all(observed: &[Observe], opts: &RecordOptions) -> Result<Vec<Ring>, Failure> {
+    let mut rings = open_rings(observed, false, opts)?;
+    if opts.off_cpu {
+        rings.extend(open_rings(observed, true, opts)?);
+    }
+    Ok(rings)
+}
+
+/// Redirect newly opened rings (of threads found later) into the existing ones of the
+/// same CPU and kind.
+pub(crate) fn join_rings(rings: &mut Vec<Ring>, new_rings: Vec<Ring>) -> Result<(), Failure> {
+    if rings.is_empty() {
+        *rings = new_rings;
+        return Ok(());
+    }
+    for new in new_rings {
+        let target = rings
+            .iter_mut()
+            .find(|r| r.off_cpu == new.off_cpu && r.cpu == new.cpu)
+            .ok_or_else(|| usage!("a CPU went offline while attaching"))?;
+        let Ring { sampler, redirected, .. } = new;
+        let counter = sampler.into_counter();
+        redirect(&counter, target)?;
+        target.redirected.push(counter);
+        target.redirected.extend(redirected);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_cpu_lists() {
+        assert!(!online_cpus().is_empty());
+    }
+}
