@@ -49,6 +49,7 @@ fn main() {
         stall_probability: 0.02,
         stall_factor: 0.5,
         busy: 0.0,
+        ..Noise::none()
     };
     let scenarios: [(&str, [f64; 4]); 3] = [
         ("interaction (clang −10 %/−2 %, threaded −20 %/−12.9 %)", [0.100, 0.080, 0.090, 0.0784]),

@@ -42,7 +42,7 @@ fn noise(paired_sigma: f64) -> Noise {
         drift_sigma: 0.002,
         stall_probability: 0.02,
         stall_factor: 0.5,
-        busy: 0.0,
+        ..Noise::none()
     }
 }
 

@@ -25,9 +25,12 @@ pub mod metric {
     pub const MAJOR_FAULTS: &str = "major_faults";
     pub const VOLUNTARY_CS: &str = "voluntary_cs";
     pub const INVOLUNTARY_CS: &str = "involuntary_cs";
-    /// Time the run was ready to run but waited for a CPU (see `contention`).
+    /// Time the run was ready to run but waited for a CPU (see `contention`): behind
+    /// other programs, or behind its own tasks.
     pub const RUNQ_WAIT: &str = "runq_wait_s";
-    /// Wall time minus run-queue wait: the run with the neighbours' share removed.
+    /// The part of that wait a task outside the benchmark caused: a neighbour held the CPU.
+    pub const NEIGHBOUR_WAIT: &str = "neighbour_wait_s";
+    /// Wall time minus the neighbours' wait: the run with the neighbours' share removed.
     pub const UNCONTENDED: &str = "uncontended_s";
 
     /// Metrics compared by default, in display order.
@@ -37,7 +40,7 @@ pub mod metric {
         [WALL, CPU, USER, SYS, MAX_RSS, MINOR_FAULTS, MAJOR_FAULTS, VOLUNTARY_CS, INVOLUNTARY_CS];
     /// Harness metrics kept in `Run::counters` (a reading may be unsupported, with the
     /// reason): how much a busy machine delayed each run.
-    pub const CONTENTION: [&str; 2] = [RUNQ_WAIT, UNCONTENDED];
+    pub const CONTENTION: [&str; 3] = [RUNQ_WAIT, NEIGHBOUR_WAIT, UNCONTENDED];
 
     /// Which way a metric improves. Ratios are always candidate / baseline; this says
     /// whether a ratio above 1 is worse (`lower`: times, counts) or better (`higher`:
@@ -103,9 +106,14 @@ pub mod metric {
             MAJOR_FAULTS => lower("", "major page faults"),
             VOLUNTARY_CS => lower("", "voluntary context switches (waits)"),
             INVOLUNTARY_CS => lower("", "involuntary context switches (preemptions)"),
-            RUNQ_WAIT => lower("s", "time the run was ready to run but waited for a CPU"),
-            UNCONTENDED => lower("s", "wall time minus run-queue wait: the neighbours' share removed"),
+            RUNQ_WAIT => lower("s", "time the run was ready to run but waited for a CPU (behind anything)"),
+            NEIGHBOUR_WAIT => lower("s", "the part of the run-queue wait a task outside the benchmark caused"),
+            UNCONTENDED => lower("s", "wall time minus the neighbours' wait: what the run took without them"),
             "task-clock" | "cpu-clock" => lower("ns", "CPU time counted by the kernel"),
+            "estimated_cycles" => lower(
+                "",
+                "L1 hits + 5·LL hits + 35·RAM accesses + 15·mispredicted branches in cachegrind's simulation: a model, not a measurement",
+            ),
             "branch-miss-rate" => lower("%", "branch misses per branch"),
             "cache-miss-rate" => lower("%", "cache misses per cache reference"),
             "L1-dcache-miss-rate" => lower("%", "L1 data cache load misses per load"),
@@ -544,7 +552,9 @@ pub struct Comparison {
     pub confidence: f64,
     /// The per-look level actually used for this interval (see docs/statistics.md).
     pub look_confidence: f64,
-    /// Two-sided Wilcoxon signed-rank p-value of the paired log ratios.
+    /// Two-sided Wilcoxon signed-rank p-value of the paired log ratios; NaN (written as
+    /// null) when there is no test (one run each).
+    #[serde(deserialize_with = "null_as_nan")]
     pub p_value: f64,
     pub verdict: Verdict,
     /// True for a `slower`/`faster` verdict whose whole CI lies within ±threshold.
@@ -557,6 +567,29 @@ pub struct Comparison {
     /// Function by function, why (`compare --explain`; the primary metric's comparisons).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Box<Explanation>>,
+}
+
+impl Comparison {
+    /// The bounds a gate checks: the interval, or for one run each of a deterministic
+    /// count (decided, no interval) the exact ratio itself.
+    pub fn bounds(&self) -> (f64, f64) {
+        if self.n == 1 && !self.ci_high.is_finite() && self.verdict.is_decided() {
+            (self.ratio, self.ratio)
+        } else {
+            (self.ci_low, self.ci_high)
+        }
+    }
+
+    /// The interval as `[lo – hi]` with `decimals`, or what stands instead of it.
+    pub fn interval_text(&self, decimals: usize) -> String {
+        if self.ci_high.is_finite() {
+            format!("[{:.decimals$} – {:.decimals$}]", self.ci_low, self.ci_high)
+        } else if self.n == 1 {
+            "(one run each: no interval)".to_string()
+        } else {
+            "(too few rounds for an interval)".to_string()
+        }
+    }
 }
 
 /// JSON has no NaN or infinity: serde_json writes them as null; read null back.
@@ -615,6 +648,10 @@ pub enum WarningKind {
     /// A metric gave no ratio (missing on a side, ≤ 0), or some of its rounds were
     /// skipped for that reason.
     NotComparable,
+    /// Runs that failed were kept (`--ignore-failure`): how many, and how they ended.
+    Failures,
+    /// What a metric covers and what it leaves out (the client's CPU, not the server's).
+    Scope,
     /// Something about importing (missing fields in the source, ...).
     Import,
     /// A requested counter (or printed metric) no run could read, and why.

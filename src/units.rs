@@ -162,7 +162,9 @@ pub fn format_ratio(ratio: f64) -> String {
 
 /// A p-value for tables: three decimals, or `<0.001`.
 pub fn format_p(p: f64) -> String {
-    if p < 0.001 {
+    if p.is_nan() {
+        "–".into()
+    } else if p < 0.001 {
         "<0.001".into()
     } else {
         format!("{p:.3}")

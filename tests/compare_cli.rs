@@ -165,10 +165,10 @@ fn output_is_discarded_unless_asked() {
 
 #[test]
 fn shell_mode_runs_through_sh() {
-    // `--shell` takes no separate value, so the next word is the first command.
+    // A bare `--shell` before `--` (or an option) means /bin/sh; `--shell X` names X.
     let _quiet = quiet();
     perflab()
-        .args(["compare", "-r", "3", "--shell", "test -n \"$PERFLAB_PAD$HOME\" && true", "true | true"])
+        .args(["compare", "-r", "3", "--shell", "--", "test -n \"$PERFLAB_PAD$HOME\" && true", "true | true"])
         .assert()
         .success();
 }

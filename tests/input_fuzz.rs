@@ -219,6 +219,7 @@ fn import_store_report(doc: &Value) {
             labels: vec![],
             metric: metric::WALL.into(),
             machine: None,
+            metric_note: None,
         };
         if let Ok(data) = load::build(&stored, &options) {
             let html = render_html(&data);
@@ -404,6 +405,7 @@ fn reports_render_any_history() {
             labels: vec![],
             metric: metric::WALL.into(),
             machine: one_machine.then(|| "host0".to_string()),
+            metric_note: None,
         };
         if let Ok(data) = load::build(&experiments, &options) {
             ACCEPTED[REPORT].fetch_add(1, Ordering::Relaxed);

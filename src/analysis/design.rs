@@ -256,6 +256,7 @@ mod tests {
             stall_probability: 0.02,
             stall_factor: 0.5,
             busy: 0.0,
+            ..Noise::none()
         };
         let truth = [true_effect([0, 1], [2, 3]), true_effect([0, 2], [1, 3])];
         let experiments = 300;

@@ -49,38 +49,84 @@ pub fn primary_comparisons(plan: &Plan, experiment: &Experiment, look_level: f64
     out
 }
 
-/// A machine where runs spend this share of their wall time waiting for a CPU is busy:
-/// the neighbours' share of wall time would dominate the noise.
+/// A machine where runs spend this share of their wall time waiting for a CPU a
+/// neighbour held is busy: the neighbours' share of wall time would dominate the noise.
 pub const BUSY_SHARE: f64 = 0.05;
 
-/// At the first look: with `auto_primary`, decide on `uncontended_s` instead of
-/// `wall_s` when the runs so far spent at least [`BUSY_SHARE`] of their wall time
-/// waiting for a CPU. Decided once, before any interval is looked at, so the choice
-/// cannot depend on the comparison (docs/statistics.md). Says so in a warning.
-pub fn choose_primary(plan: &Plan, experiment: &mut Experiment) {
-    let Some(share) = contention::busy_share(experiment.commands.iter().flat_map(|c| &c.runs)) else { return };
-    if share < BUSY_SHARE || plan.measure.mode == Mode::Instructions {
-        return;
+/// When the machine became busy enough to decide on `uncontended_s`: the round of the
+/// look that switched, and the share of wall time the runs since the previous look
+/// waited behind neighbours.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Switch {
+    pub round: u32,
+    /// The first round of the runs the look examined.
+    pub since_round: u32,
+    pub share: f64,
+}
+
+/// At a look after `rounds` rounds, the previous one at `previous` (0 for the first): with
+/// `auto_primary`, switch from `wall_s` to `uncontended_s` when the runs since the
+/// previous look — or all runs so far — waited behind neighbours for at least
+/// [`BUSY_SHARE`] of their wall time. Only waits enter the choice, never an interval or
+/// the compared values, so it cannot steer which metric looks decisive; a later switch
+/// spends only what the earlier looks left of α (docs/statistics.md). Returns the switch
+/// when this look made it.
+pub fn examine_busy(plan: &Plan, experiment: &mut Experiment, previous: u32, rounds: u32) -> Option<Switch> {
+    let switchable = plan.auto_primary
+        && plan.commands.len() >= 2
+        && plan.measure.mode != Mode::Instructions
+        && experiment.primary_metric == metric::WALL;
+    if !switchable {
+        return None;
     }
+    let runs = || experiment.commands.iter().flat_map(|c| &c.runs);
+    if !runs().all(|r| r.metric(metric::UNCONTENDED).is_some()) {
+        return None;
+    }
+    let recent = contention::busy_share(runs().filter(|r| r.round >= previous))?;
+    let all = contention::busy_share(runs()).unwrap_or(0.0);
+    if recent.max(all) < BUSY_SHARE {
+        return None;
+    }
+    experiment.primary_metric = metric::UNCONTENDED.to_string();
+    Some(Switch { round: rounds, since_round: previous, share: recent })
+}
+
+/// The warning about a busy machine at the end: which metric decided and why, from the
+/// switch (if a look made one) and the share over all runs; none on a quiet machine.
+pub fn busy_warning(plan: &Plan, experiment: &Experiment, switch: Option<Switch>) -> Option<Warning> {
+    let runs = || experiment.commands.iter().flat_map(|c| &c.runs);
+    let share = contention::busy_share(runs())?;
     let busy = format!("the machine was busy: {:.0} % of wall time was waiting for a CPU", share * 100.0);
-    let uncontended_everywhere =
-        experiment.commands.iter().flat_map(|c| &c.runs).all(|r| r.metric(metric::UNCONTENDED).is_some());
-    let message = if plan.commands.len() < 2 {
-        format!("{busy} (uncontended_s is wall time without that wait)")
-    } else if !plan.auto_primary {
-        let hint = if experiment.primary_metric == metric::UNCONTENDED {
-            ""
-        } else {
-            " (--metric uncontended_s removes the wait)"
-        };
-        format!("{busy}; deciding on {} as asked{hint}", experiment.primary_metric)
-    } else if !uncontended_everywhere {
-        format!("{busy}; deciding on wall_s: some runs have no run-queue wait (see `not supported here`)")
-    } else {
-        experiment.primary_metric = metric::UNCONTENDED.to_string();
-        format!("{busy}; deciding on uncontended_s (wall time minus that wait; --metric wall_s decides on wall time)")
+    let message = match switch {
+        Some(s) if s.since_round == 0 => {
+            format!("{busy}; deciding on uncontended_s (wall time minus that wait; --metric wall_s decides on wall time)")
+        }
+        Some(s) => format!(
+            "{busy}; deciding on uncontended_s from round {} on, when {:.0} % of the runs' wall time since round {} was (wall time minus that wait; the looks before decided on wall_s and spent their part of α, which uncontended_s does not spend again; --metric wall_s decides on wall time)",
+            s.round,
+            s.share * 100.0,
+            s.since_round + 1
+        ),
+        None if share < BUSY_SHARE || plan.measure.mode == Mode::Instructions => return None,
+        None if plan.commands.len() < 2 => format!("{busy} (uncontended_s is wall time without that wait)"),
+        None if !plan.auto_primary => {
+            let hint = if experiment.primary_metric == metric::UNCONTENDED {
+                ""
+            } else {
+                " (--metric uncontended_s removes the wait)"
+            };
+            format!("{busy}; deciding on {} as asked{hint}", experiment.primary_metric)
+        }
+        None if !runs().all(|r| r.metric(metric::UNCONTENDED).is_some()) => {
+            format!("{busy}; deciding on wall_s: some runs have no uncontended time (see `not supported here`)")
+        }
+        None => format!(
+            "{busy}, after the last look; the verdict was decided on {} (--metric uncontended_s removes the wait)",
+            experiment.primary_metric
+        ),
     };
-    experiment.warnings.push(Warning::new(WarningKind::Busy, message));
+    Some(Warning::new(WarningKind::Busy, message))
 }
 
 /// Summaries, every metric's comparisons at the final level, and warnings.
@@ -122,11 +168,74 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     }
     crosscheck::cross_check(&mut experiment.comparisons);
     experiment.design = design::analyze(plan, experiment, look_level);
+    // How busy the machine was, for history and reports that compare sessions (read
+    // back without the runs).
+    if let Some(share) = contention::busy_share(experiment.commands.iter().flat_map(|c| &c.runs)) {
+        experiment.environment.insert(contention::BUSY_FACT.to_string(), format!("{share:.4}"));
+    }
+    let client = client_cpu(plan, experiment);
     if plan.measure.explain.is_some() {
         explain_comparisons(plan, experiment, level);
     }
     experiment.warnings.extend(not_comparable_warnings(&experiment.comparisons));
     experiment.warnings.extend(warnings(plan, experiment));
+    experiment.warnings.extend(client);
+}
+
+/// Failed runs that `--ignore-failure` kept: per command, how many and how they ended.
+/// Their values are in the statistics. (Without it the first failure stops the
+/// experiment and is its failure.)
+fn failed_runs(experiment: &Experiment) -> Vec<Warning> {
+    let mut out = Vec::new();
+    for command in &experiment.commands {
+        let failed: Vec<String> =
+            command.runs.iter().filter(|r| !r.exit.success()).map(|r| r.exit.describe()).collect();
+        if failed.is_empty() {
+            continue;
+        }
+        let mut ends: Vec<(String, usize)> = Vec::new();
+        for end in failed.iter() {
+            match ends.iter_mut().find(|(e, _)| e == end) {
+                Some((_, n)) => *n += 1,
+                None => ends.push((end.clone(), 1)),
+            }
+        }
+        let how = ends.iter().map(|(end, n)| format!("{end} ×{n}")).collect::<Vec<_>>().join(", ");
+        out.push(Warning::new(
+            WarningKind::Failures,
+            format!(
+                "`{}` failed in {} of {} runs ({how}); --ignore-failure kept them, and their values are in the statistics",
+                command.name,
+                failed.len(),
+                command.runs.len()
+            ),
+        ));
+    }
+    out
+}
+
+/// Output formats of clients: their command measures the client, and a server's work is
+/// elsewhere.
+const CLIENT_FORMATS: [&str; 1] = ["pgbench"];
+
+/// With a client's output parsed (a server A/B through pgbench), `cpu_s` is the client's
+/// CPU time: say so, on the comparison and as a warning.
+fn client_cpu(plan: &Plan, experiment: &mut Experiment) -> Option<Warning> {
+    let client = plan.measure.output.iter().map(|p| p.describe()).find(|d| CLIENT_FORMATS.contains(&d.as_str()))?;
+    let note = format!("the client's CPU time ({client}'s), not the server's");
+    let mut compared = false;
+    for c in experiment.comparisons.iter_mut().filter(|c| c.metric == metric::CPU) {
+        c.flags.push(note.clone());
+        compared = true;
+    }
+    compared.then(|| {
+        Warning::new(
+            WarningKind::Scope,
+            format!(
+                "cpu_s is {note}: the command measured is the client, and the server's CPU is not in it (measure the server with `perflab profile -p PID` or its own statistics)"
+            ),
+        )
+    })
 }
 
 /// A warning for every comparison that gave no ratio, or skipped rounds to give one:
@@ -243,7 +352,7 @@ fn unread_counters(experiment: &Experiment) -> Vec<Warning> {
 }
 
 fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
-    let mut out = Vec::new();
+    let mut out = if plan.ignore_failure { failed_runs(experiment) } else { Vec::new() };
     if let Some(fake) = experiment.environment.get("fake_pmu") {
         out.push(Warning::new(WarningKind::Other, format!("{fake}: not a measurement of this CPU")));
     }

@@ -87,17 +87,28 @@ pub fn compare(
     if base.is_empty() {
         return not_comparable(missing_reason(baseline, candidate, metric));
     }
-    if let Some(ratio) = exact_ratio(&base, &cand) {
+    let deterministic = settings.mode == crate::model::Mode::Instructions;
+    if base.len() == 1 {
+        // One run each shows no spread, so there is no interval. Counts under cachegrind
+        // repeat exactly (a fixed environment; see docs/counters.md), so their ratio
+        // decides; a timing from one run cannot.
+        let ratio = ratio_of(base[0], cand[0]);
+        let ((verdict, below_threshold), flag) = if deterministic && ratio.is_finite() {
+            (classify(ratio, ratio, settings.threshold, better), ONE_RUN_COUNTS)
+        } else {
+            ((Verdict::Inconclusive, false), ONE_RUN_TIMES)
+        };
+        return Comparison {
+            verdict,
+            below_threshold,
+            ..comparison(ratio, None, if ratio == 1.0 { 1.0 } else { f64::NAN }, 1, vec![flag.into()])
+        };
+    }
+    if let Some((ratio, flag)) = exact_ratio(&base, &cand) {
         // Every run of each side gave the same value (deterministic counts, constant
-        // RSS): the ratio is known exactly and needs no interval.
+        // RSS, a counter that stayed 0): the ratio is known exactly and needs no interval.
         let p = if ratio == 1.0 { 1.0 } else { 0.0 };
-        return comparison(
-            ratio,
-            Some((ratio, ratio)),
-            p,
-            base.len(),
-            vec!["exact: every run repeated the same value".into()],
-        );
+        return comparison(ratio, Some((ratio, ratio)), p, base.len(), vec![flag.into()]);
     }
     let est = signed_rank::paired(&base, &cand, level);
     if est.n == 0 {
@@ -151,10 +162,37 @@ fn non_positive_reason(
     format!("{what}: a ratio needs positive values on both sides")
 }
 
-/// The ratio when both sides are constant and positive.
-fn exact_ratio(base: &[f64], cand: &[f64]) -> Option<f64> {
-    let constant = |v: &[f64]| v.iter().all(|x| *x == v[0]) && v[0] > 0.0 && v[0].is_finite();
-    (constant(base) && constant(cand)).then(|| cand[0] / base[0])
+/// The flag of a comparison from one run of each command, by kind of metric.
+pub const ONE_RUN_COUNTS: &str =
+    "one run each: no interval; cachegrind's counts repeat exactly in a fixed environment, so the ratio is exact (-r 3 checks it)";
+pub const ONE_RUN_TIMES: &str = "one run each: no interval and no verdict (a single run cannot show its own spread)";
+/// The flag of a comparison whose every run repeated one value.
+pub const EXACT: &str = "exact: every run repeated the same value";
+/// The flag of a comparison whose every run on both sides was 0.
+pub const ALL_ZERO: &str = "exact: 0 in every run of both";
+
+/// `cand / base`, 1 for 0 / 0 (equal), NaN when only the baseline is 0.
+fn ratio_of(base: f64, cand: f64) -> f64 {
+    match (base, cand) {
+        (b, c) if b == 0.0 && c == 0.0 => 1.0,
+        (b, _) if b == 0.0 => f64::NAN,
+        (b, c) => c / b,
+    }
+}
+
+/// The exact ratio, and its flag, when both sides are constant and finite: positive
+/// (deterministic counts) or both 0 (a counter that never fired is equal to another
+/// that never fired, not dropped).
+fn exact_ratio(base: &[f64], cand: &[f64]) -> Option<(f64, &'static str)> {
+    let constant = |v: &[f64]| v.iter().all(|x| *x == v[0]) && v[0].is_finite();
+    if !(constant(base) && constant(cand)) {
+        return None;
+    }
+    match (base[0], cand[0]) {
+        (b, c) if b == 0.0 && c == 0.0 => Some((1.0, ALL_ZERO)),
+        (b, c) if b > 0.0 && c > 0.0 => Some((c / b, EXACT)),
+        _ => None,
+    }
 }
 
 /// The one-line verdict a user reads, e.g.
@@ -163,6 +201,9 @@ fn exact_ratio(base: &[f64], cand: &[f64]) -> Option<f64> {
 /// other metric, worded in its direction.
 pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
     let pct = |x: f64| format_percent(x * 100.0);
+    if c.n == 1 && !c.ci_high.is_finite() {
+        return one_run_sentence(c);
+    }
     let tail = format!("{} % CI, {} rounds", format_level(c.confidence), rounds);
     let time = metric::info(&c.metric).is_time() && c.better == Better::Lower;
     let metric = if c.metric == metric::WALL { String::new() } else { format!(" in {}", c.metric) };
@@ -269,6 +310,24 @@ pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
     }
 }
 
+/// A comparison of one run each: the ratio, and that there is no interval.
+fn one_run_sentence(c: &Comparison) -> String {
+    let metric = if c.metric == metric::WALL { String::new() } else { format!(" in {}", c.metric) };
+    let change = if !c.ratio.is_finite() {
+        format!("{} vs {}{}: no ratio (the baseline's value is 0)", c.candidate, c.baseline, metric)
+    } else if c.ratio >= 1.0 {
+        format!("{} is {} % above {}{}", c.candidate, format_percent((c.ratio - 1.0) * 100.0), c.baseline, metric)
+    } else {
+        format!("{} is {} % below {}{}", c.candidate, format_percent((1.0 - c.ratio) * 100.0), c.baseline, metric)
+    };
+    let how = if c.verdict.is_decided() {
+        format!("{}: one run each, so no interval (the counts are exact)", c.verdict.as_str())
+    } else {
+        "one run each: no interval and no verdict (--rounds 6 or more gives both)".to_string()
+    };
+    format!("{change} — {how}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,12 +415,59 @@ mod tests {
         assert!(text.starts_with("B is ") && text.contains("× slower than A ["), "{text}");
     }
 
+    fn counts(name: &str, values: &[f64]) -> CommandResult {
+        let mut r = result(name, &[]);
+        r.runs = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let mut run = Run { round: i as u32, wall_s: 1.0, ..Default::default() };
+                run.counters.insert("context-switches".into(), crate::model::CounterReading::value(*v, false));
+                run
+            })
+            .collect();
+        r
+    }
+
     #[test]
     fn constant_values_give_an_exact_ratio() {
-        let c = compare(&result("A", &[100.0]), &result("B", &[102.0]), "wall_s", 0.95, &settings());
+        let c = compare(&result("A", &[100.0, 100.0]), &result("B", &[102.0, 102.0]), "wall_s", 0.95, &settings());
         assert_eq!((c.ci_low, c.ci_high, c.verdict, c.below_threshold), (1.02, 1.02, Verdict::Slower, false));
         let same = compare(&result("A", &[5.0, 5.0]), &result("B", &[5.0, 5.0]), "wall_s", 0.95, &settings());
         assert_eq!(same.verdict, Verdict::Equivalent);
+    }
+
+    #[test]
+    fn a_counter_identical_or_zero_in_every_run_is_equivalent_not_dropped() {
+        // Six rounds at the Bonferroni-corrected level of a secondary metric: no Wilcoxon
+        // interval exists, but identical values need none.
+        let level = 0.999;
+        let c = compare(&counts("A", &[7.0; 6]), &counts("B", &[7.0; 6]), "context-switches", level, &settings());
+        assert_eq!((c.verdict, c.ratio, c.flags.as_slice()), (Verdict::Equivalent, 1.0, &[EXACT.to_string()][..]));
+        let zero = compare(&counts("A", &[0.0; 6]), &counts("B", &[0.0; 6]), "context-switches", level, &settings());
+        assert_eq!((zero.verdict, zero.ratio, zero.ci_low, zero.ci_high), (Verdict::Equivalent, 1.0, 1.0, 1.0));
+        assert_eq!(zero.flags, [ALL_ZERO]);
+    }
+
+    #[test]
+    fn one_run_each_has_no_interval_and_times_no_verdict() {
+        let c = compare(&result("A", &[100.0]), &result("B", &[135.4]), "wall_s", 0.95, &settings());
+        assert_eq!((c.verdict, c.n, c.ci_low, c.ci_high), (Verdict::Inconclusive, 1, 0.0, f64::INFINITY));
+        let text = sentence(&c, 0.01, 1);
+        assert_eq!(
+            text,
+            "B is 35.4 % above A — one run each: no interval and no verdict (--rounds 6 or more gives both)"
+        );
+        assert!(!text.contains("CI"), "{text}");
+        let instructions = Settings { mode: crate::model::Mode::Instructions, ..settings() };
+        let c = compare(&counts("A", &[100.0]), &counts("B", &[135.4]), "context-switches", 0.95, &instructions);
+        assert_eq!(
+            (c.verdict, c.ci_high, c.flags.as_slice()),
+            (Verdict::Slower, f64::INFINITY, &[ONE_RUN_COUNTS.to_string()][..])
+        );
+        let text = sentence(&c, 0.01, 1);
+        assert!(text.ends_with("slower: one run each, so no interval (the counts are exact)"), "{text}");
+        assert!(!text.contains('['), "{text}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::measure::{MeasureOptions, Mode};
 use crate::model::metric::Better;
 use crate::model::Experiment;
 use crate::model::{Hooks, Iterations, Settings};
-use crate::plan::command::scan_values;
+use crate::plan::command::{resolve_program, scan_values, Shell, DEFAULT_SHELL};
 use crate::plan::SettingsLayer;
 use crate::render::dialect;
 use crate::render::export::{Outputs, Part};
@@ -439,6 +439,43 @@ impl ParameterArgs {
             }
         }
         Ok(out)
+    }
+}
+
+/// How commands run: directly, or through a shell (`compare`, `stat`, `doctor`), as
+/// hyperfine spells it.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ShellArgs {
+    /// Run every command through SHELL -c (`-S bash`, `--shell=zsh`, `--shell 'bash --norc'`;
+    /// `default` is /bin/sh, `none` the same as -N). Without it commands run directly, and
+    /// a command with shell syntax (| > < ; && $( ) * ~ …) sends every command through
+    /// /bin/sh -c, with a note saying so.
+    // An optional value, not `require_equals`: `--shell zsh A B` names zsh, as in
+    // hyperfine, while a bare `--shell` before an option or `--` still means /bin/sh.
+    #[arg(short = 'S', long, value_name = "SHELL", num_args = 0..=1, default_missing_value = DEFAULT_SHELL)]
+    pub shell: Option<String>,
+    /// Never use a shell (hyperfine's -N): a command with shell syntax is refused instead
+    /// of running with its operators as arguments.
+    #[arg(short = 'N', long = "no-shell", conflicts_with = "shell")]
+    pub no_shell: bool,
+}
+
+impl ShellArgs {
+    /// The shell choice, the program checked to exist.
+    pub fn shell(&self) -> Result<Shell, Failure> {
+        if self.no_shell {
+            return Ok(Shell::Never);
+        }
+        let shell = Shell::named(self.shell.as_deref())?;
+        if let Shell::Always(words) = &shell {
+            resolve_program(&words[0]).map_err(|e| {
+                usage!(
+                    "--shell `{}`: {e} (--shell takes the shell as its value: `-S bash CMD…`, `--shell=/bin/sh`)",
+                    words.join(" ")
+                )
+            })?;
+        }
+        Ok(shell)
     }
 }
 

@@ -4,12 +4,13 @@
 
 use super::args::{
     confidence, percent, ExperimentArgs, ExportArgs, HookArgs, MeasureArgs, OutputArgs, ParameterArgs, SaveArgs,
+    ShellArgs,
 };
 use crate::error::Failure;
 use crate::experiment::{self, Fanout, Observer};
 use crate::model::metric::Better;
 use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings, Verdict, Warning, WarningKind};
-use crate::plan::command::{expand_parameters, parse_commands, resolve_program, substitute};
+use crate::plan::command::{expand_parameters, parse_commands, resolve_program, substitute, ShellReason};
 use crate::plan::{self, OutputSink, Plan};
 use crate::render::export::Text;
 use crate::render::table::{self, Stream};
@@ -38,13 +39,8 @@ pub struct CompareArgs {
     /// The name of --reference.
     #[arg(long, value_name = "NAME", requires = "reference")]
     pub reference_name: Option<String>,
-    /// Run each command through `sh -c` (or `--shell=SHELL`) instead of executing it directly.
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh",
-          conflicts_with = "no_shell")]
-    pub shell: Option<String>,
-    /// Execute commands directly, without a shell (the default; hyperfine's `-N`).
-    #[arg(short = 'N', long = "no-shell")]
-    pub no_shell: bool,
+    #[command(flatten)]
+    pub shell: ShellArgs,
     #[command(flatten)]
     pub experiment: ExperimentArgs,
     /// Confidence level of the intervals, in percent.
@@ -106,6 +102,11 @@ pub struct CompareArgs {
 
 /// Turn the command line into a plan (everything checked before anything runs).
 pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
+    planned(args).map(|(plan, _)| plan)
+}
+
+/// The plan, and why its commands run through a shell nobody asked for (for a note).
+fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
     if args.names.len() > args.commands.len() {
         return Err(usage!("{} --name given for {} commands", args.names.len(), args.commands.len()));
     }
@@ -172,7 +173,7 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
     if texts.len() == 1 && args.fail_if_slower.is_some() {
         return Err(usage!("--fail-if-slower needs a second command to compare with"));
     }
-    let mut commands = parse_commands(&texts, &names, args.shell.as_deref())?;
+    let (mut commands, shell_reason) = parse_commands(&texts, &names, &args.shell.shell()?)?;
     for (spec, parameters) in commands.iter_mut().zip(parameters) {
         spec.parameters = parameters;
     }
@@ -205,17 +206,21 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
         hooks,
         ..defaults
     };
-    Ok(Plan::new(commands, settings, measure, compared)
+    let plan = Plan::new(commands, settings, measure, compared)
         .showing_output(args.experiment.runner.show_output)
         .sending_output(sinks)
         .ignoring_failure(args.experiment.ignore_failure)
-        .with_design(design))
+        .with_design(design);
+    Ok((plan, shell_reason))
 }
 
 /// `perflab compare`: plan, run with progress, CSV rows and the store watching; then the
 /// stored experiment, every file output, and last the terminal (see `render::export`).
 pub fn main(args: CompareArgs) -> Result<(), Failure> {
-    let plan = plan_from_args(&args)?;
+    let (plan, shell_reason) = planned(&args)?;
+    if let Some(reason) = shell_reason {
+        eprintln!("perflab: note: {}", render::terminal::escape(&reason.note()));
+    }
     for spec in plan.commands.iter().filter(|c| c.name.ends_with(" #1") && c.name != c.command_line) {
         let copies = plan.commands.iter().filter(|c| c.command_line == spec.command_line).count();
         eprintln!(
@@ -337,9 +342,9 @@ fn finish_saving(recorder: Recorder, experiment: &Experiment) -> Result<(), Fail
 /// too few rounds) trips it too, with the reason — a gate that cannot look never passes.
 fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
     let Some(pct) = fail_if_slower else { return Ok(()) };
-    let worse = |c: &Comparison| match c.better {
-        Better::Lower => c.ci_low > 1.0 + pct,
-        Better::Higher => c.ci_high < 1.0 - pct,
+    let worse = |c: &Comparison| match (c.better, c.bounds()) {
+        (Better::Lower, (low, _)) => low > 1.0 + pct,
+        (Better::Higher, (_, high)) => high < 1.0 - pct,
     };
     let primary = &e.primary_metric;
     let mut reasons = Vec::new();
@@ -414,7 +419,7 @@ mod tests {
         assert_eq!(s.fixed_rounds, Some(12));
         let a = args(&["--runs", "12", "--export-json", "x.json", "-N", "-i", "--command-name", "a"]);
         assert_eq!(a.export.export_json.as_deref(), Some("x.json"));
-        assert!(a.experiment.ignore_failure && a.no_shell && a.shell.is_none());
+        assert!(a.experiment.ignore_failure && a.shell.no_shell && a.shell.shell.is_none());
         assert_eq!(a.names, ["a"]);
     }
 

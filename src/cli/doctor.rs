@@ -26,9 +26,8 @@ pub struct DoctorArgs {
     /// The effect, in percent, whose rounds to report.
     #[arg(long, value_name = "PCT", default_value = "1", value_parser = percent)]
     pub effect: f64,
-    /// Run the command through `sh -c` (or `--shell=SHELL`).
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
-    pub shell: Option<String>,
+    #[command(flatten)]
+    pub shell: super::args::ShellArgs,
     /// Do not store the calibration.
     #[arg(long)]
     pub no_save: bool,
@@ -47,7 +46,15 @@ pub fn main(args: DoctorArgs) -> Result<(), Failure> {
     }
     let plan = match args.command.as_slice() {
         [] => None,
-        words => Some(calibration::plan(&command_text(words, args.shell.is_some()), args.shell.as_deref())?),
+        words => {
+            let shell = args.shell.shell()?;
+            let through_shell = matches!(shell, crate::plan::command::Shell::Always(_));
+            let (plan, shell_reason) = calibration::plan(&command_text(words, through_shell), &shell)?;
+            if let Some(reason) = shell_reason {
+                eprintln!("perflab: note: {}", crate::render::escape(&reason.note()));
+            }
+            Some(plan)
+        }
     };
     let mut outputs: Outputs<Report> = Outputs::new();
     if let Some(path) = &args.json {

@@ -37,9 +37,8 @@ pub struct StatArgs {
     #[arg(short = 'r', long = "rounds", visible_aliases = ["repeat", "runs"], value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,
-    /// Run the command through `sh -c` (or `--shell=SHELL -c`).
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
-    pub shell: Option<String>,
+    #[command(flatten)]
+    pub shell: super::args::ShellArgs,
     /// Also count perf stat -d's detailed events: L1-dcache-loads, L1-dcache-load-misses,
     /// LLC-loads, LLC-load-misses (with their miss rates).
     #[arg(short = 'd', long = "detailed")]
@@ -74,8 +73,11 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
         return live(&args, &measure);
     }
     let names = plan::stat_metrics(&measure)?;
-    let text = command_text(&args.command, args.shell.is_some());
-    let commands = parse_commands(&[text], &[], args.shell.as_deref())?;
+    let text = command_text(&args.command, args.shell.shell.is_some());
+    let (commands, shell_reason) = parse_commands(&[text], &[], &args.shell.shell()?)?;
+    if let Some(reason) = shell_reason {
+        eprintln!("perflab: note: {}", crate::render::escape(&reason.note()));
+    }
     resolve_program(&commands[0].argv[0])?;
     let options = plan::SettingsLayer {
         rounds: args.runs,
@@ -142,12 +144,15 @@ fn live(args: &StatArgs, measure: &crate::measure::MeasureOptions) -> Result<(),
     };
     let command = match args.command.as_slice() {
         [] => None,
-        [single] if args.shell.is_none() => {
-            Some(shell_words::split(single).map_err(|e| crate::usage!("{single}: {e}"))?)
-        }
-        many => match &args.shell {
-            Some(shell) => Some(vec![shell.clone(), "-c".into(), many.join(" ")]),
-            None => Some(many.to_vec()),
+        words => match args.shell.shell()? {
+            crate::plan::command::Shell::Always(mut shell) => {
+                shell.extend(["-c".to_string(), words.join(" ")]);
+                Some(shell)
+            }
+            _ if words.len() == 1 => {
+                Some(shell_words::split(&words[0]).map_err(|e| crate::usage!("{}: {e}", words[0]))?)
+            }
+            _ => Some(words.to_vec()),
         },
     };
     let events = counters::parse_events(&measure.events)?;

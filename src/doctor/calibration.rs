@@ -6,21 +6,22 @@ use crate::error::Failure;
 use crate::experiment::{self, Observer};
 use crate::measure::MeasureOptions;
 use crate::model::{Experiment, Settings};
-use crate::plan::command::{parse_commands, resolve_program};
+use crate::plan::command::{parse_commands, resolve_program, Shell, ShellReason};
 use crate::plan::{self, Plan};
 
 /// Fewest measured rounds a calibration runs, whatever its duration: enough for a
 /// robust σ of the paired ratio.
 pub const MIN_ROUNDS: u32 = 12;
 
-/// An A/A plan for `command_line` (checked before anything runs).
-pub fn plan(command_line: &str, shell: Option<&str>) -> Result<Plan, Failure> {
+/// An A/A plan for `command_line` (checked before anything runs), and why it goes
+/// through a shell when it does (for the caller to say).
+pub fn plan(command_line: &str, shell: &Shell) -> Result<(Plan, Option<ShellReason>), Failure> {
     let text = command_line.to_string();
-    let commands = parse_commands(&[text.clone(), text], &[], shell)?;
+    let (commands, shell_reason) = parse_commands(&[text.clone(), text], &[], shell)?;
     resolve_program(&commands[0].argv[0])?;
     let measure = MeasureOptions::default();
     let compared = plan::compared_metrics(&[], &measure)?;
-    Ok(Plan::new(commands, Settings::default(), measure, compared))
+    Ok((Plan::new(commands, Settings::default(), measure, compared), shell_reason))
 }
 
 /// One round to time the command, then as many interleaved A/A rounds as fit in

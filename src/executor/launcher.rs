@@ -16,7 +16,7 @@
 //! cannot serve as a helper (a program using the library, unit tests) runs commands
 //! in-process: the same measurements, with its own footprint as the floor.
 
-use crate::executor::contention::{self, PressureGroup};
+use crate::executor::contention::{self, CpuTimeSource, PressureGroup, TreeReading};
 use crate::executor::process::{self, Captures, Environment, Output, Prepared, SpawnError};
 use crate::interrupt::{self, Interrupt};
 use crate::model::Run;
@@ -351,24 +351,71 @@ fn run_in_helper(
     }
 }
 
+/// Where runs' waits are read: the cgroup of the run's tree (when there is one) and the
+/// machine's per-CPU busy time (to tell the tree's own waiting from a neighbour's).
+struct Accounting<'a> {
+    group: &'a PressureGroup,
+    cpu_time: &'a Result<CpuTimeSource, String>,
+}
+
+/// A reading of the group and the machine before or after a run.
+struct Snapshot {
+    stalled: io::Result<Duration>,
+    used: io::Result<Duration>,
+    per_cpu: Result<Vec<Duration>, String>,
+}
+
+impl Accounting<'_> {
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            stalled: self.group.stalled(),
+            used: self.group.cpu_used(),
+            per_cpu: match self.cpu_time {
+                Ok(source) => source.read().map_err(|e| format!("reading {}: {e}", source.describe())),
+                Err(why) => Err(why.clone()),
+            },
+        }
+    }
+
+    /// What the tree did between `before` and now.
+    fn reading(&self, before: Snapshot, outcome: &process::Finished) -> Option<TreeReading> {
+        let after = self.snapshot();
+        let stalled = after.stalled.ok()?.saturating_sub(before.stalled.ok()?);
+        let others_on_its_cpus = (|| {
+            if let Ok(source) = self.cpu_time {
+                if let Some(why) = source.too_coarse_for(outcome.wall) {
+                    return Err(why);
+                }
+            }
+            let (before_cpus, after_cpus) = (before.per_cpu?, after.per_cpu?);
+            let own = match (before.used, after.used) {
+                (Ok(b), Ok(a)) => a.saturating_sub(b),
+                _ => return Err("the cgroup's cpu.stat was not readable".to_string()),
+            };
+            let cpus = outcome.allowed_cpus.as_deref().ok_or("the command's CPU affinity was not readable")?;
+            contention::others_on(cpus, &before_cpus, &after_cpus, own)
+                .ok_or_else(|| "the per-CPU busy time does not cover the command's CPUs".to_string())
+        })();
+        Some(TreeReading { stalled, others_on_its_cpus })
+    }
+}
+
 /// Run `prepared` once and measure it, with the run-queue wait of its main thread and,
-/// when runs have a cgroup of their own, of the whole process tree.
+/// when runs have a cgroup of their own, of the whole process tree and the part of it
+/// neighbours caused.
 fn measure(
     prepared: &Prepared,
     env: &Environment,
     timeout: Option<Duration>,
     gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>>,
     interrupt: &Interrupt,
-    group: Option<&PressureGroup>,
+    accounting: Option<&Accounting>,
 ) -> Result<Run, SpawnError> {
-    let stalled_before = group.map(|g| g.stalled());
+    let before = accounting.map(Accounting::snapshot);
     let outcome = process::start(prepared, env, gate)?.wait(timeout, interrupt)?;
     let mut run = outcome.run();
-    let tree_stall = match (group, stalled_before) {
-        (Some(group), Some(Ok(before))) => group.stalled().map(|after| after.saturating_sub(before)).ok(),
-        _ => None,
-    };
-    contention::add_readings(&mut run, outcome.main_thread, outcome.harness_waited, tree_stall.ok_or(NO_CGROUP));
+    let tree = accounting.zip(before).and_then(|(a, before)| a.reading(before, &outcome));
+    contention::add_readings(&mut run, outcome.main_thread, outcome.harness_waited, tree.ok_or(NO_CGROUP));
     Ok(run)
 }
 
@@ -403,9 +450,18 @@ fn serve(socket: OwnedFd) -> i32 {
     let mut env = Environment::inherited();
     let timeout = setup.timeout_s.map(Duration::from_secs_f64);
     let group = PressureGroup::join();
-    let run_queue_source = match &group {
-        Ok(g) => format!("{MAIN_THREAD}; for runs with other threads or processes, {}/cpu.pressure", g.dir().display()),
-        Err(why) => format!("{MAIN_THREAD} (runs with other threads or processes have none: {why})"),
+    let cpu_time = CpuTimeSource::detect();
+    let run_queue_source = match (&group, &cpu_time) {
+        (Ok(g), Ok(source)) => format!(
+            "{MAIN_THREAD}; for runs with other threads or processes, {}/cpu.pressure, the neighbours' part bounded by the CPU time others got on the run's CPUs ({})",
+            g.dir().display(),
+            source.describe()
+        ),
+        (Ok(g), Err(why)) => format!(
+            "{MAIN_THREAD}; for runs with other threads or processes, {}/cpu.pressure, without the neighbours' part ({why})",
+            g.dir().display()
+        ),
+        (Err(why), _) => format!("{MAIN_THREAD} (runs with other threads or processes have none: {why})"),
     };
     let ready = Ready {
         rss_floor_kib: fork_floor_kib(),
@@ -434,7 +490,8 @@ fn serve(socket: OwnedFd) -> i32 {
                         other => Err(anyhow::anyhow!("perflab sent {other:?} instead of releasing the command")),
                     }
                 };
-                match measure(&prepared[command], &env, timeout, Some(&mut hold), interrupt, group.as_ref().ok()) {
+                let accounting = group.as_ref().ok().map(|group| Accounting { group, cpu_time: &cpu_time });
+                match measure(&prepared[command], &env, timeout, Some(&mut hold), interrupt, accounting.as_ref()) {
                     Ok(run) => Reply::Done(run),
                     Err(SpawnError::Interrupted) => Reply::Interrupted,
                     Err(SpawnError::Exec(why)) => Reply::ExecFailed(why),

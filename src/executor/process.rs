@@ -188,6 +188,9 @@ pub struct Finished {
     /// How long the harness itself waited for a CPU to wake up when the command ended:
     /// wall time the command's own figures miss.
     pub harness_waited: Option<Duration>,
+    /// The CPUs the command's main process was allowed to run on when it exited (its
+    /// affinity, as `taskset` or a cpuset left it).
+    pub allowed_cpus: Option<Vec<usize>>,
 }
 
 /// Why a run did not produce an [`Finished`].
@@ -695,6 +698,7 @@ impl Child {
             .zip(contention::own_thread_waited())
             .map(|(before, after)| after.saturating_sub(before));
         let main_thread = if exited == 0 { contention::schedstat(self.pid).ok() } else { None };
+        let allowed_cpus = if exited == 0 { contention::allowed_cpus(self.pid) } else { None };
         let mut status = 0;
         // SAFETY: rusage is plain data; wait4 fills it for this child only.
         let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -718,7 +722,7 @@ impl Child {
         } else {
             ExitInfo { exit_code: None, signal: None, timed_out }
         };
-        Ok(Finished { wall, rusage, exit, main_thread, harness_waited })
+        Ok(Finished { wall, rusage, exit, main_thread, harness_waited, allowed_cpus })
     }
 
     /// Poll the pidfd until the child exits (false) or `deadline` passes, when the

@@ -93,8 +93,9 @@ impl Executor for Simulated {
             return Err(RunError::Incomplete { run: None, why: "--prepare `simulated` exited with code 1".into() });
         }
         let own = self.noisy_seconds(index);
-        let busy = self.noise.busy.clamp(0.0, 0.99);
+        let busy = if self.clock_s >= self.noise.busy_after_s { self.noise.busy.clamp(0.0, 0.99) } else { 0.0 };
         let waited = if busy > 0.0 { own * busy / (1.0 - busy) * self.rng.gen_range(0.0..2.0) } else { 0.0 };
+        let own_wait = own * self.noise.own_wait.clamp(0.0, 0.99);
         let wall = own + waited;
         self.clock_s += wall;
         let code = self
@@ -106,13 +107,15 @@ impl Executor for Simulated {
             })
             .unwrap_or(0);
         let counters = BTreeMap::from([
-            (metric::RUNQ_WAIT.to_string(), CounterReading::value(waited, false)),
+            (metric::RUNQ_WAIT.to_string(), CounterReading::value(own_wait + waited, false)),
+            (metric::NEIGHBOUR_WAIT.to_string(), CounterReading::value(waited, false)),
             (metric::UNCONTENDED.to_string(), CounterReading::value(own, false)),
         ]);
+        let on_cpu = own - own_wait;
         let mut run = Run {
             wall_s: wall,
-            user_s: own * 0.98,
-            sys_s: own * 0.01,
+            user_s: on_cpu * 0.98,
+            sys_s: on_cpu * 0.01,
             max_rss_kib: 2048 + index as u64,
             exit: ExitInfo { exit_code: Some(code), signal: None, timed_out: false },
             counters,

@@ -5,6 +5,7 @@
 
 pub mod matrix;
 pub mod ratio;
+pub mod sessions;
 
 use crate::model::metric::Better;
 use crate::model::Machine;
@@ -19,6 +20,9 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct History {
     pub metric: String,
+    /// Why `metric` was followed when none was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric_note: Option<String>,
     pub machines: Vec<MachineHistory>,
     /// Two labels compared on every machine side by side (when asked for, or when the
     /// results come from several machines).
@@ -62,8 +66,14 @@ pub struct Point {
     pub median_ci: Option<(f64, f64)>,
     /// True when some of these runs come from an experiment that did not finish.
     pub incomplete: bool,
-    /// These runs against the previous label's, as independent samples (95 % interval);
-    /// None for the first label or with too few runs for an interval (about 4 each).
+    /// Sessions (experiments) the label's runs come from.
+    pub sessions: usize,
+    /// The share of the sessions' wall time their runs waited behind neighbours (their
+    /// mean); ≥ 5 %: measured on a busy machine. None when not recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_share: Option<f64>,
+    /// This label against the previous one, session against session with the machine's
+    /// session-to-session noise (95 % interval); None for the first label.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vs_previous: Option<Ratio>,
 }
@@ -112,6 +122,8 @@ pub fn build<'a>(
     /// A machine's first experiment (for its description) and its benchmarks' pools.
     type MachineGroup<'a> = (&'a StoredExperiment, Vec<(&'a str, Vec<Pool<'a>>)>);
     let mut groups: Vec<MachineGroup> = Vec::new();
+    // Each machine's experiments, for its sessions.
+    let mut members: Vec<Vec<&StoredExperiment>> = Vec::new();
     // Positions in `groups`, found by key: a report reads 100,000 experiments.
     let mut machine_at: HashMap<&str, usize> = HashMap::new();
     let mut benchmark_at: HashMap<(usize, &str), usize> = HashMap::new();
@@ -123,8 +135,10 @@ pub fn build<'a>(
         }
         let m = *machine_at.entry(&e.machine_fingerprint).or_insert_with(|| {
             groups.push((e, Vec::new()));
+            members.push(Vec::new());
             groups.len() - 1
         });
+        members[m].push(e);
         let benchmarks = &mut groups[m].1;
         let b = *benchmark_at.entry((m, &e.benchmark)).or_insert_with(|| {
             benchmarks.push((&e.benchmark, Vec::new()));
@@ -155,37 +169,52 @@ pub fn build<'a>(
     }
     let machines = groups
         .into_iter()
-        .map(|(first, benchmarks)| MachineHistory {
-            fingerprint: first.machine_fingerprint.clone(),
-            description: describe_machine(&first.machine_fingerprint, &first.experiment.machine),
-            machine: first.experiment.machine.clone(),
-            // A report's thousand benchmarks are independent; each thread keeps one
-            // detector, so series of the same shape share the permutation null distributions.
-            benchmarks: crate::parallel::map(&benchmarks, detector, |(name, pools), detector| {
-                let points: Vec<Point> = pools
-                    .iter()
-                    .enumerate()
-                    .map(|(i, p)| {
-                        let (median, median_ci) = crate::stats::summary::median_and_ci(&p.values, ratio::CONFIDENCE);
-                        Point {
-                            label: p.label.to_string(),
-                            n: p.values.len(),
-                            median,
-                            median_ci,
-                            incomplete: p.incomplete,
-                            vs_previous: i.checked_sub(1).filter(|_| steps == Steps::Compare).and_then(|prev| {
-                                ratio::independent(&pools[prev].values, &p.values, p.threshold, p.better)
-                            }),
-                        }
-                    })
-                    .collect();
-                let groups: Vec<&[f64]> = pools.iter().map(|p| p.values.as_slice()).collect();
-                let change_points = shifts(detector, &groups, &points);
-                BenchmarkHistory { name: name.to_string(), points, change_points }
-            }),
+        .zip(members)
+        .map(|((first, benchmarks), members)| {
+            let sessions = sessions::collect(members.iter().copied(), metric_name);
+            let noise = sessions::MachineNoise::new(&sessions, ratio::SESSION_PRIOR);
+            let by_name: HashMap<&str, &sessions::BenchmarkSessions> =
+                sessions.iter().map(|b| (b.benchmark.as_str(), b)).collect();
+            MachineHistory {
+                fingerprint: first.machine_fingerprint.clone(),
+                description: describe_machine(&first.machine_fingerprint, &first.experiment.machine),
+                machine: first.experiment.machine.clone(),
+                // A report's thousand benchmarks are independent; each thread keeps one
+                // detector, so series of the same shape share the permutation null distributions.
+                benchmarks: crate::parallel::map(&benchmarks, detector, |(name, pools), detector| {
+                    let own = by_name.get(name).copied();
+                    let label = |l: &str| own.and_then(|b| b.label(l));
+                    let points: Vec<Point> = pools
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| {
+                            let (median, median_ci) =
+                                crate::stats::summary::median_and_ci(&p.values, ratio::CONFIDENCE);
+                            let vs_previous = i.checked_sub(1).filter(|_| steps == Steps::Compare).and_then(|prev| {
+                                let (a, b) = (label(pools[prev].label)?, label(p.label)?);
+                                let noise = noise.between(&a.label, &b.label);
+                                ratio::between_sessions(a, b, metric_name, &noise, p.threshold, p.better)
+                            });
+                            Point {
+                                label: p.label.to_string(),
+                                n: p.values.len(),
+                                median,
+                                median_ci,
+                                incomplete: p.incomplete,
+                                sessions: label(p.label).map_or(0, |l| l.sessions.len()),
+                                busy_share: label(p.label).and_then(|l| l.busy_share),
+                                vs_previous,
+                            }
+                        })
+                        .collect();
+                    let groups: Vec<&[f64]> = pools.iter().map(|p| p.values.as_slice()).collect();
+                    let change_points = shifts(detector, &groups, &points);
+                    BenchmarkHistory { name: name.to_string(), points, change_points }
+                }),
+            }
         })
         .collect();
-    History { metric: metric_name.to_string(), machines, matrix: None }
+    History { metric: metric_name.to_string(), metric_note: None, machines, matrix: None }
 }
 
 fn detector() -> Detector {
@@ -336,5 +365,9 @@ pub(crate) mod tests {
         assert!((step.ratio - 0.0185 / 0.243).abs() < 0.002, "{step:?}");
         let quiet = bench.points[2].vs_previous.as_ref().unwrap();
         assert!(!quiet.significant(), "{quiet:?}");
+        // Session against session: the interval carries the session noise (the prior's
+        // ±1 % here, too few steps for the history's own), not the 8 runs' ±0.1 %.
+        assert!(step.ci_high / step.ci_low > 1.04, "{step:?}");
+        assert_eq!(step.method, ratio::CiMethod::Sessions);
     }
 }

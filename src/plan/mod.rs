@@ -237,11 +237,17 @@ pub fn stat_metrics(measure: &MeasureOptions) -> Result<Vec<String>, Failure> {
     names.extend(match measure.mode {
         // Under valgrind, time and memory describe the simulator, not the program.
         Mode::Instructions => vec![metric::WALL.to_string()],
-        Mode::Wall => {
-            [metric::WALL, metric::USER, metric::SYS, metric::MAX_RSS, metric::RUNQ_WAIT, metric::UNCONTENDED]
-                .map(String::from)
-                .to_vec()
-        }
+        Mode::Wall => [
+            metric::WALL,
+            metric::USER,
+            metric::SYS,
+            metric::MAX_RSS,
+            metric::RUNQ_WAIT,
+            metric::NEIGHBOUR_WAIT,
+            metric::UNCONTENDED,
+        ]
+        .map(String::from)
+        .to_vec(),
     });
     names.extend(crate::measure::metric_names(measure)?);
     Ok(names)

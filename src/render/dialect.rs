@@ -191,6 +191,8 @@ pub fn render(d: &dyn Dialect, e: &Experiment, style: &Style) -> String {
                     format!("{:.4}", c.ratio),
                     if c.ci_high.is_finite() {
                         format!("[{:.4}, {:.4}]", c.ci_low, c.ci_high)
+                    } else if c.n == 1 {
+                        "none: one run".to_string()
                     } else {
                         "too few rounds".to_string()
                     },

@@ -14,6 +14,9 @@ use std::fmt::Write;
 /// The whole history, its tables fitting `width` (`None`: full width).
 pub fn render(history: &History, detail: bool, width: Option<usize>) -> String {
     let mut out = String::new();
+    if let Some(note) = &history.metric_note {
+        let _ = writeln!(out, "note: {}", escape(note));
+    }
     if history.machines.len() > 1 {
         let _ = writeln!(
             out,
@@ -74,6 +77,7 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str, width: Option<usiz
         Frame::Plain,
         vec![
             Column::shrinkable("label"),
+            Column::droppable("sessions", 3),
             Column::droppable("runs", 1),
             Column::kept(format!("median {metric_name}")),
             Column::droppable("95% CI", 2),
@@ -81,14 +85,22 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str, width: Option<usiz
             Column::shrinkable(""),
         ],
     );
+    let mut notes = Vec::new();
     for (i, p) in bench.points.iter().enumerate() {
         let change = match &p.vs_previous {
             Some(r) => {
                 let [ratio, lo, hi] = percents([r.ratio, r.ci_low, r.ci_high]);
-                format!("{ratio} [{lo} … {hi}]{}", if r.significant() { " *" } else { "" })
+                let mark = if r.note.is_some() {
+                    " (withheld)"
+                } else if r.significant() && r.verdict.is_decided() {
+                    " *"
+                } else {
+                    ""
+                };
+                notes.extend(r.note.clone());
+                format!("{ratio} [{lo} … {hi}]{mark}")
             }
-            // Too few runs for an interval: the medians' change alone.
-            None if i > 0 => format!("{:+.1} % (n < 4)", (p.median / bench.points[i - 1].median - 1.0) * 100.0),
+            None if i > 0 => "no sessions to compare".to_string(),
             None => String::new(),
         };
         let mark = bench
@@ -96,8 +108,13 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str, width: Option<usiz
             .iter()
             .find(|c| c.index == i)
             .map_or(String::new(), |c| format!("◀ shift {}", describe_shift(c)));
+        let busy = match p.busy_share {
+            Some(share) if share >= crate::analysis::BUSY_SHARE => format!(" (busy: {:.0} % waiting)", share * 100.0),
+            _ => String::new(),
+        };
         table.row(vec![
-            escape(&p.label) + if p.incomplete { " (incomplete)" } else { "" },
+            escape(&p.label) + if p.incomplete { " (incomplete)" } else { "" } + &busy,
+            p.sessions.to_string(),
             p.n.to_string(),
             format_value(metric_name, p.median),
             p.median_ci.map_or("n < 6".into(), |(lo, hi)| {
@@ -108,10 +125,15 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str, width: Option<usiz
         ]);
     }
     out.push_str(&table.render(width));
-    out.push_str(
-        "* the change's 95 % interval excludes 0 (this label's runs against the previous label's; \
-         one test per row, so about 1 row in 20 is marked by chance — change points are tested for the whole series)\n",
-    );
+    let noise = bench.points.iter().find_map(|p| p.vs_previous.as_ref()?.session_noise);
+    out.push_str(&format!(
+        "* the change's 95 % interval excludes 0: this label's sessions against the previous label's, with the machine's session-to-session noise{}; \
+         one test per row, so about 1 row in 20 is marked by chance — change points are tested for the whole series\n",
+        noise.map_or(String::new(), |tau| format!(" (σ = {:.2} %)", tau * 100.0))
+    ));
+    for note in notes {
+        out.push_str(&format!("note: {}\n", escape(&note)));
+    }
     if bench.change_points.is_empty() {
         out.push_str("no change point\n");
     }
@@ -212,6 +234,7 @@ mod tests {
     fn a_step_shows_its_change_its_interval_and_where_it_began() {
         let text = render(&build(&tenfold_step(), "wall_s", Steps::Compare), true, None);
         assert!(text.contains("◀ shift -92.") && text.contains("at `v5`"), "{text}");
+        assert!(text.contains("-92.4 % [-92.") && text.contains(" %] *"), "{text}");
         assert!(text.contains("-92.41 % [-92.43 % … -92.36 %] *"), "{text}");
         assert!(!text.contains("no change point"), "{text}");
         // 60 columns: `runs` and `95% CI` go first, the numbers that matter stay.

@@ -24,12 +24,11 @@ pub fn summary_line(name: &str, experiment: &Experiment) -> String {
     };
     if let Some(c) = experiment.comparisons.iter().find(|c| c.metric == primary) {
         line += &format!(
-            "  {} vs {}: ×{:.3} [{:.3} – {:.3}] {}",
+            "  {} vs {}: ×{:.3} {} {}",
             escape(&c.candidate),
             escape(&c.baseline),
             c.ratio,
-            c.ci_low,
-            c.ci_high,
+            c.interval_text(3),
             c.verdict.as_str()
         );
     }
@@ -58,12 +57,11 @@ pub fn explanation(e: &Explanation) -> String {
 pub fn bisect_step(step: &Step) -> String {
     let c = &step.comparison;
     format!(
-        "{} {}: ×{:.3} [{:.3} – {:.3}] {} ({} rounds) → {}",
+        "{} {}: ×{:.3} {} {} ({} rounds) → {}",
         short(&step.commit),
         escape(&step.subject),
         c.ratio,
-        c.ci_low,
-        c.ci_high,
+        c.interval_text(3),
         c.verdict.as_str(),
         c.n,
         if step.bad { "bad" } else { "good" }

@@ -232,6 +232,8 @@ fn comparison_table(e: &Experiment, style: &Style) -> FitTable {
             not_comparable_cell(c)
         } else if c.ci_high.is_finite() {
             format!("[{:.4}, {:.4}]", c.ci_low, c.ci_high)
+        } else if c.n == 1 {
+            "none: one run".into()
         } else {
             "too few rounds".into()
         };

@@ -102,6 +102,9 @@ struct PageView<'a> {
     counters: CountersView<'a>,
     /// Per machine group, its key–value rows.
     machines: Vec<Vec<(String, String)>>,
+    /// Distinct machine fingerprints among those groups: groups of one machine differ
+    /// only in per-session facts (perflab version, environment), not in the machine.
+    fingerprints: usize,
 }
 
 /// Render the whole report as one self-contained HTML document.
@@ -139,6 +142,12 @@ fn page_view<'a>(page: &'a MachinePage, metric: &'a str, index: usize) -> PageVi
         history_charts: history_charts(page, metric),
         counters: CountersView::of(&page.counters),
         machines: page.machines.iter().map(machine_rows).collect(),
+        fingerprints: page
+            .machines
+            .iter()
+            .map(|m| crate::store::fingerprint(&m.machine))
+            .collect::<std::collections::BTreeSet<String>>()
+            .len(),
     }
 }
 
@@ -934,6 +943,8 @@ mod tests {
                             median: 0.01 * (1.0 + i as f64 * 0.1),
                             median_ci: Some((0.0099, 0.0102 + i as f64 * 0.001)),
                             incomplete: false,
+                            sessions: 1,
+                            busy_share: None,
                             vs_previous: None,
                         })
                         .collect(),

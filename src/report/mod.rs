@@ -206,6 +206,8 @@ pub(crate) mod tests {
                 verdict,
                 method: CiMethod::Paired,
                 n: 20,
+                session_noise: None,
+                note: None,
             },
         }
     }

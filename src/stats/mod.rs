@@ -7,6 +7,7 @@ pub mod changepoint;
 pub mod paired_means;
 pub mod rank_sum;
 pub mod sequential;
+pub mod sessions;
 pub mod signed_rank;
 pub mod student;
 pub mod summary;

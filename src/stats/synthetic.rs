@@ -22,8 +22,16 @@ pub struct Noise {
     /// ... and how much longer a stalled run takes (×(1 + U(0, stall_factor))).
     pub stall_factor: f64,
     /// Share of wall time runs spend waiting for a CPU behind busy neighbours, on
-    /// average (the simulated machine only).
+    /// average (the simulated machine only): each run waits its own time ×
+    /// busy/(1 − busy) × U(0, 2), measured exactly (`neighbour_wait_s`, and in
+    /// `runq_wait_s`), as the kernel does for a single-threaded program.
     pub busy: f64,
+    /// The neighbours arrive once the simulated clock passes this many seconds (0: from
+    /// the start): a first look that falls in a quiet spell.
+    pub busy_after_s: f64,
+    /// Share of each run's own time its tasks spend waiting for *each other* (a pinned
+    /// ping-pong): in `runq_wait_s`, part of the run's true time, never a neighbour's.
+    pub own_wait: f64,
 }
 
 /// Above this many degrees of freedom Student's t is the normal distribution to four digits.
@@ -32,7 +40,16 @@ const GAUSSIAN_DF: f64 = 1e4;
 impl Noise {
     /// No noise at all: every run takes its true time.
     pub fn none() -> Noise {
-        Noise { run_sigma: 0.0, tail_df: 1e9, drift_sigma: 0.0, stall_probability: 0.0, stall_factor: 0.0, busy: 0.0 }
+        Noise {
+            run_sigma: 0.0,
+            tail_df: 1e9,
+            drift_sigma: 0.0,
+            stall_probability: 0.0,
+            stall_factor: 0.0,
+            busy: 0.0,
+            busy_after_s: 0.0,
+            own_wait: 0.0,
+        }
     }
 
     /// Gaussian run noise of σ `sigma` and nothing else (log-normal factors).

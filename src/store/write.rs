@@ -372,7 +372,14 @@ pub(super) fn finish_experiment(
             }
         }
     }
-    for (idx, c) in exp.comparisons.iter().enumerate() {
+    // The primary metric's comparisons first: a read takes the first one's metric as the
+    // metric that decided (the experiment's other fields do not record it).
+    let primary_first = exp
+        .comparisons
+        .iter()
+        .filter(|c| c.metric == exp.primary_metric)
+        .chain(exp.comparisons.iter().filter(|c| c.metric != exp.primary_metric));
+    for (idx, c) in primary_first.enumerate() {
         db.execute(
             "INSERT INTO comparisons (experiment_id, idx, baseline, candidate, metric, ratio, ci_low, ci_high, confidence, \
              look_confidence, p_value, verdict, below_threshold, n, flags) \

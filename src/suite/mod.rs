@@ -222,7 +222,7 @@ macro_rules! with_options {
                 let shell = match &self.shell {
                     Some(s) => match s.get_ref() {
                         toml::Value::Boolean(true) => Some("/bin/sh".to_string()),
-                        toml::Value::Boolean(false) => None,
+                        toml::Value::Boolean(false) => Some("none".to_string()),
                         toml::Value::String(p) if !p.is_empty() => Some(p.clone()),
                         _ => return Err(file.error(s.span(), "expected `shell` = true, false or a shell's path")),
                     },

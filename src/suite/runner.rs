@@ -7,6 +7,7 @@ use crate::error::Failure;
 use crate::experiment::{self, Fanout, Observer};
 use crate::measure::MeasureOptions;
 use crate::model::{CommandSpec, Experiment, Hooks, Machine, Settings, StopReason};
+use crate::plan::command::{Shell, ShellReason};
 use crate::plan::{self, Plan, SettingsLayer};
 use crate::store::{current_git_commit, Meta, Store};
 use crate::usage;
@@ -77,6 +78,16 @@ pub fn plan_for(
     baseline: Option<&Build>,
     run: &RunOptions,
 ) -> Result<Plan, Failure> {
+    planned(bench, candidate, baseline, run).map(|(plan, _)| plan)
+}
+
+/// [`plan_for`], and why its commands run through a shell the suite did not ask for.
+fn planned(
+    bench: &Benchmark,
+    candidate: Option<&Build>,
+    baseline: Option<&Build>,
+    run: &RunOptions,
+) -> Result<(Plan, Option<ShellReason>), Failure> {
     let o = run.overrides.or(&bench.options);
     let mut texts = Vec::new();
     let mut names = Vec::new();
@@ -90,7 +101,8 @@ pub fn plan_for(
     texts.push(bench.command_for(candidate)?);
     hooks.push(bench.hooks_for(candidate));
     names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
-    let commands = crate::plan::command::parse_commands(&texts, &names, o.shell.as_deref())
+    let shell = Shell::named(o.shell.as_deref()).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+    let (commands, shell_reason) = crate::plan::command::parse_commands(&texts, &names, &shell)
         .map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
     let o = o.for_commands(commands.len());
     let mode = o.mode.unwrap_or_default();
@@ -106,9 +118,10 @@ pub fn plan_for(
         ..MeasureOptions::default()
     };
     let compared = plan::compared_metrics(&[], &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
-    Ok(Plan::new(commands, settings, measure, compared)
+    let plan = Plan::new(commands, settings, measure, compared)
         .showing_output(run.show_output)
-        .ignoring_failure(run.ignore_failure))
+        .ignoring_failure(run.ignore_failure);
+    Ok((plan, shell_reason))
 }
 
 /// Run `benchmarks` of `suite` and store every run under `label`. Every plan is made
@@ -125,7 +138,11 @@ pub fn run_suite(
 ) -> Result<(), Failure> {
     let mut prepared = Vec::new();
     for bench in benchmarks {
-        prepared.push((*bench, plan_for(bench, candidate, baseline, options)?));
+        let (plan, shell_reason) = planned(bench, candidate, baseline, options)?;
+        if let Some(reason) = shell_reason {
+            eprintln!("note: benchmark `{}`: {}", bench.name, reason.note());
+        }
+        prepared.push((*bench, plan));
     }
     for build in [baseline, candidate].into_iter().flatten() {
         if let Some(prepare) = &build.prepare {
