@@ -15,6 +15,9 @@ use perflab::stats::changepoint::{ChangePointConfig, Detector};
 use perflab::stats::summary::median;
 use perflab::stats::synthetic::{history, series, Noise};
 
+/// Robust σ of the heavy-tailed noise (σ·T₂ at σ = 2 %).
+const HEAVY_SIGMA: f64 = 0.0165;
+
 fn main() {
     let trials: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
     points(trials);
@@ -26,11 +29,11 @@ fn points(trials: u64) {
     let mut detector = Detector::new(config);
     println!("## One value per point\n");
     println!("{trials} series per line; noise σ = 2 %, heavy = t₂ tails + 5 % spikes; default config\n");
-    for kind in [Noise::Normal, Noise::HeavyTailed] {
+    for kind in [Noise::gaussian(0.02), Noise::heavy_tailed(HEAVY_SIGMA)] {
         let with_change = (0..trials)
             .filter(|&seed| {
                 let n = 20 + (seed as usize * 37) % 481;
-                !detector.detect(&series(seed, n, &[], kind)).is_empty()
+                !detector.detect(&series(seed, n, &[], &kind)).is_empty()
             })
             .count();
         println!(
@@ -38,12 +41,12 @@ fn points(trials: u64) {
             100.0 * with_change as f64 / trials as f64
         );
     }
-    for kind in [Noise::Normal, Noise::HeavyTailed] {
+    for kind in [Noise::gaussian(0.02), Noise::heavy_tailed(HEAVY_SIGMA)] {
         for factor in [1.02, 1.05, 1.1, 1.5, 2.0] {
             let (mut located, mut covered, mut extra) = (0, 0, 0);
             for seed in 0..trials {
                 let at = 10 + (seed as usize * 13) % 80;
-                let found = detector.detect(&series(seed, 100, &[(at, factor)], kind));
+                let found = detector.detect(&series(seed, 100, &[(at, factor)], &kind));
                 let hit = found.iter().find(|cp| cp.index.abs_diff(at) <= 2);
                 if let Some(cp) = hit {
                     located += 1;
@@ -91,13 +94,13 @@ fn histories(trials: u64) {
     );
     println!("| noise | label effect | labels × runs | false alarms, medians | false alarms, runs |");
     println!("|---|---|---|---|---|");
-    for kind in [Noise::Normal, Noise::HeavyTailed] {
+    for kind in [Noise::gaussian(0.02), Noise::heavy_tailed(HEAVY_SIGMA)] {
         for label_sigma in [0.0, 0.005, 0.02] {
             let mut alarms = [0usize; 2];
             for seed in 0..trials {
                 let labels = 4 + (seed as usize * 7) % 97;
                 let runs = 6 + (seed as usize * 5) % 7;
-                let found = methods.detect(&history(seed, labels, runs, &[], kind, label_sigma));
+                let found = methods.detect(&history(seed, labels, runs, &[], &kind, label_sigma));
                 for (count, f) in alarms.iter_mut().zip(&found) {
                     *count += usize::from(!f.is_empty());
                 }
@@ -113,14 +116,14 @@ fn histories(trials: u64) {
     println!("\nOne step at a random label boundary (at least 2 labels on each side), 8 runs per label:\n");
     println!("| noise | label effect | labels | step | found at its label, medians | runs | CI covers, runs | spurious per series, runs |");
     println!("|---|---|---|---|---|---|---|---|");
-    for kind in [Noise::Normal, Noise::HeavyTailed] {
+    for kind in [Noise::gaussian(0.02), Noise::heavy_tailed(HEAVY_SIGMA)] {
         for label_sigma in [0.0, 0.005] {
             for labels in [4, 6, 10, 20] {
                 for factor in [1.05, 1.1, 1.3, 2.0, 0.0761] {
                     let (mut found_at, mut covered, mut spurious) = ([0usize; 2], 0usize, 0usize);
                     for seed in 0..trials {
                         let at = 2 + seed as usize % (labels - 3);
-                        let groups = history(seed + 1_000_000, labels, 8, &[(at, factor)], kind, label_sigma);
+                        let groups = history(seed + 1_000_000, labels, 8, &[(at, factor)], &kind, label_sigma);
                         let found = methods.detect(&groups);
                         for (count, f) in found_at.iter_mut().zip(&found) {
                             *count += usize::from(f.iter().any(|c| c.0 == at));

@@ -11,7 +11,7 @@
 //! `cargo run --release --example report_render_time -- [BENCHMARKS] [LABELS] [--out FILE.html] [--db FILE]`
 
 use perflab::model::*;
-use perflab::report::load::{build, Options};
+use perflab::report::load::{build, Selection};
 use perflab::report::render_html;
 use perflab::store::{Meta, Store, StoredExperiment};
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -53,10 +53,10 @@ fn main() {
         return;
     }
 
-    let options = Options {
+    let options = Selection {
         title: format!("Synthetic suite: {benchmarks} benchmarks × {} labels", labels.len()),
         metric: metric::WALL.into(),
-        ..Options::default()
+        ..Selection::default()
     };
     let start = Instant::now();
     let data = build(&sources, &options).expect("build the report data");
@@ -119,6 +119,7 @@ fn synthetic(benchmarks: usize, labels: &[String]) -> Vec<StoredExperiment> {
                 name: name.clone(),
                 argv: vec!["bench".into()],
                 command_line: "bench".into(),
+                parameters: Default::default(),
                 runs,
                 summary: Default::default(),
             };

@@ -14,20 +14,21 @@ use perflab::experiment::run_experiment;
 use perflab::experiment::Quiet;
 use perflab::measure::MeasureOptions;
 use perflab::model::{metric, CommandSpec, LookDesign, Settings, Verdict};
-use perflab::plan::Plan;
+use perflab::plan::{Compared, Plan};
 
 fn plan(design: LookDesign, seed: u64) -> Plan {
-    let command = |name: &str| CommandSpec { name: name.into(), argv: vec![name.into()], command_line: name.into() };
-    Plan {
-        commands: vec![command("A"), command("B")],
-        settings: Settings { seed, looks: design, ..Settings::default() },
-        metrics: vec![metric::WALL.into()],
-        primary_metric: metric::WALL.into(),
-        auto_primary: false,
-        show_output: false,
-        ignore_failure: false,
-        measure: MeasureOptions::default(),
-    }
+    let command = |name: &str| CommandSpec {
+        name: name.into(),
+        argv: vec![name.into()],
+        command_line: name.into(),
+        ..CommandSpec::default()
+    };
+    Plan::new(
+        vec![command("A"), command("B")],
+        Settings { seed, looks: design, ..Settings::default() },
+        MeasureOptions::default(),
+        Compared::fixed(vec![metric::WALL.into()]),
+    )
 }
 
 /// This project's reading of the VM's noise (docs/statistics.md): heavy tails (t₃),
@@ -41,7 +42,7 @@ fn noise(paired_sigma: f64) -> Noise {
         drift_sigma: 0.002,
         stall_probability: 0.02,
         stall_factor: 0.5,
-        busy: 0.0,
+        ..Noise::none()
     }
 }
 
@@ -89,7 +90,7 @@ fn main() {
                     Verdict::Slower => 0,
                     Verdict::Faster => 1,
                     Verdict::Equivalent => 2,
-                    Verdict::Inconclusive => 3,
+                    Verdict::Inconclusive | Verdict::NotComparable => 3,
                 };
                 tally.verdicts[slot] += 1;
                 tally.covered += usize::from(c.ci_low <= ratio && ratio <= c.ci_high);

@@ -46,6 +46,7 @@ fn fill(store: &mut Store, runs: usize, counters: usize) {
             name: n.to_string(),
             argv: vec![format!("./{n}"), "--size".into(), "1000".into()],
             command_line: format!("./{n} --size 1000"),
+            ..CommandSpec::default()
         })
         .collect();
     let names = ["task-clock", "page-faults", "context-switches", "cpu-migrations"];
@@ -79,6 +80,7 @@ fn fill(store: &mut Store, runs: usize, counters: usize) {
                     .iter()
                     .map(|n| (n.to_string(), CounterReading::value(wall * 1e9 + i as f64, false)))
                     .collect::<BTreeMap<_, _>>(),
+                profile: None,
             };
             rec.record_run(i % 2, &run).unwrap();
             written += 1;

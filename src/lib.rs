@@ -12,9 +12,9 @@
 //!   machines sharing one store and runs them there.
 //!
 //! [`model`] is the one data model all of them share; [`units`] parses and formats
-//! numbers with units; [`machine`] fingerprints the machine; [`error`] maps failures to
-//! the documented exit codes. [`cli`] is the command line, the only module that knows
-//! clap.
+//! numbers with units; [`files`] opens the files data names (regular files only);
+//! [`machine`] fingerprints the machine; [`error`] maps failures to the documented exit
+//! codes. [`cli`] is the command line, the only module that knows clap.
 
 pub mod analysis;
 pub mod cli;
@@ -22,6 +22,7 @@ pub mod doctor;
 pub mod error;
 pub mod executor;
 pub mod experiment;
+pub mod files;
 pub mod fleet;
 pub mod history;
 pub mod interrupt;

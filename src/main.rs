@@ -5,9 +5,8 @@ fn main() {
     if let Some(code) = perflab::executor::launcher::serve_if_requested() {
         std::process::exit(code);
     }
-    // Rust ignores SIGPIPE, which turns `perflab show ... | head` into a panic on the
-    // next print; a command-line tool should end quietly instead, like cat or grep.
-    // SAFETY: setting a signal disposition before any thread starts.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // SIGPIPE stays ignored (Rust's default): a closed stdout is an error that
+    // `render::stdout` keeps until the files and stored runs are written, then perflab
+    // exits 141 as cat would — a default SIGPIPE would kill it before.
     std::process::exit(perflab::cli::main());
 }

@@ -25,9 +25,12 @@ pub mod metric {
     pub const MAJOR_FAULTS: &str = "major_faults";
     pub const VOLUNTARY_CS: &str = "voluntary_cs";
     pub const INVOLUNTARY_CS: &str = "involuntary_cs";
-    /// Time the run was ready to run but waited for a CPU (see `contention`).
+    /// Time the run was ready to run but waited for a CPU (see `contention`): behind
+    /// other programs, or behind its own tasks.
     pub const RUNQ_WAIT: &str = "runq_wait_s";
-    /// Wall time minus run-queue wait: the run with the neighbours' share removed.
+    /// The part of that wait a task outside the benchmark caused: a neighbour held the CPU.
+    pub const NEIGHBOUR_WAIT: &str = "neighbour_wait_s";
+    /// Wall time minus the neighbours' wait: the run with the neighbours' share removed.
     pub const UNCONTENDED: &str = "uncontended_s";
 
     /// Metrics compared by default, in display order.
@@ -37,7 +40,7 @@ pub mod metric {
         [WALL, CPU, USER, SYS, MAX_RSS, MINOR_FAULTS, MAJOR_FAULTS, VOLUNTARY_CS, INVOLUNTARY_CS];
     /// Harness metrics kept in `Run::counters` (a reading may be unsupported, with the
     /// reason): how much a busy machine delayed each run.
-    pub const CONTENTION: [&str; 2] = [RUNQ_WAIT, UNCONTENDED];
+    pub const CONTENTION: [&str; 3] = [RUNQ_WAIT, NEIGHBOUR_WAIT, UNCONTENDED];
 
     /// Which way a metric improves. Ratios are always candidate / baseline; this says
     /// whether a ratio above 1 is worse (`lower`: times, counts) or better (`higher`:
@@ -103,13 +106,32 @@ pub mod metric {
             MAJOR_FAULTS => lower("", "major page faults"),
             VOLUNTARY_CS => lower("", "voluntary context switches (waits)"),
             INVOLUNTARY_CS => lower("", "involuntary context switches (preemptions)"),
-            RUNQ_WAIT => lower("s", "time the run was ready to run but waited for a CPU"),
-            UNCONTENDED => lower("s", "wall time minus run-queue wait: the neighbours' share removed"),
+            RUNQ_WAIT => lower("s", "time the run was ready to run but waited for a CPU (behind anything)"),
+            NEIGHBOUR_WAIT => lower("s", "the part of the run-queue wait a task outside the benchmark caused"),
+            UNCONTENDED => lower("s", "wall time minus the neighbours' wait: what the run took without them"),
             "task-clock" | "cpu-clock" => lower("ns", "CPU time counted by the kernel"),
+            "estimated_cycles" => lower(
+                "",
+                "L1 hits + 5·LL hits + 35·RAM accesses + 15·mispredicted branches in cachegrind's simulation: a model, not a measurement",
+            ),
             "branch-miss-rate" => lower("%", "branch misses per branch"),
             "cache-miss-rate" => lower("%", "cache misses per cache reference"),
+            "L1-dcache-miss-rate" => lower("%", "L1 data cache load misses per load"),
+            "LLC-miss-rate" => lower("%", "last-level cache load misses per load"),
             "ipc" => higher("", "instructions per cycle"),
-            _ => self_reported(name),
+            // A group of iterations (`iter_ns[first]`) reads like its metric.
+            _ if super::ITERATION_GROUPS.iter().any(|g| name.ends_with(&format!("[{g}]"))) => {
+                info(&name[..name.rfind('[').expect("a group suffix")])
+            }
+            // perf's modifiers (`cycles:u`, `ipc:u`) keep the event's unit and direction.
+            _ => match name.rsplit_once(':') {
+                Some((base, mods))
+                    if !base.contains(':') && !mods.is_empty() && mods.chars().all(|c| "ukhp".contains(c)) =>
+                {
+                    info(base)
+                }
+                _ => self_reported(name),
+            },
         }
     }
 
@@ -142,13 +164,16 @@ pub mod metric {
 }
 
 /// A command as the user gave it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct CommandSpec {
     pub name: String,
     /// The argument vector executed (for `--shell`: the shell and `-c`).
     pub argv: Vec<String>,
     /// The text the user typed.
     pub command_line: String,
+    /// The `-L`/`-P` parameter values this command was made with, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, String>,
 }
 
 /// How one run ended.
@@ -249,18 +274,31 @@ pub enum Iterations {
     All,
     /// The mean of the iterations after the first N: the steady state.
     Steady(u32),
+    /// The mean of the first N iterations: the cold start.
+    First(u32),
+    /// The mean of every iteration decides, and each group — the first N (`NAME[first]`)
+    /// and the rest (`NAME[steady]`) — gets its own verdict.
+    Each(u32),
 }
+
+/// The suffixes of the per-group metrics `--iterations each` adds.
+pub const ITERATION_GROUPS: [&str; 2] = ["first", "steady"];
 
 impl Iterations {
     /// The choices as the command line and suite files spell them.
-    pub const NAMES: [&'static str; 2] = ["all", "steady"];
+    pub const NAMES: [&'static str; 4] = ["all", "first", "steady", "each"];
 
-    /// `all`, or `steady` leaving out the first `warmup` iterations.
+    /// `all`, `first` (the first `warmup` iterations), `steady` (leaving them out) or
+    /// `each` (all, with a verdict per group).
     pub fn named(name: &str, warmup: u32) -> Result<Iterations, String> {
         match name {
             "all" => Ok(Iterations::All),
             "steady" => Ok(Iterations::Steady(warmup)),
-            other => Err(format!("expected `iterations` \"all\" or \"steady\", found \"{other}\"")),
+            "first" => Ok(Iterations::First(warmup)),
+            "each" => Ok(Iterations::Each(warmup)),
+            other => {
+                Err(format!("expected `iterations` \"all\", \"first\", \"steady\" or \"each\", found \"{other}\""))
+            }
         }
     }
 
@@ -268,12 +306,19 @@ impl Iterations {
         *self == Iterations::All
     }
 
+    /// The iterations (0-based, end exclusive; None: to the last) that make the value.
+    fn kept(&self) -> (usize, Option<usize>) {
+        match *self {
+            Iterations::All | Iterations::Each(_) => (0, None),
+            Iterations::Steady(skip) => (skip as usize, None),
+            Iterations::First(n) => (0, Some(n as usize)),
+        }
+    }
+
     /// The value of a run that printed `samples`; an error says why there is none.
     pub fn aggregate(&self, samples: &[f64]) -> Result<f64, String> {
-        let kept = match *self {
-            Iterations::All => samples,
-            Iterations::Steady(skip) => samples.get(skip as usize..).unwrap_or_default(),
-        };
+        let (from, to) = self.kept();
+        let kept = samples.get(from..to.unwrap_or(samples.len()).min(samples.len())).unwrap_or_default();
         if kept.is_empty() {
             return Err(match *self {
                 Iterations::Steady(skip) if !samples.is_empty() => format!(
@@ -286,13 +331,47 @@ impl Iterations {
         Ok(kept.iter().sum::<f64>() / kept.len() as f64)
     }
 
-    /// How a run's value is made, for the terminal.
-    pub fn describe(&self) -> String {
+    /// With `each`: the group metrics of a metric printed as `samples` — (`NAME[first]`,
+    /// mean of the first N), (`NAME[steady]`, mean of the rest) — when there is a rest.
+    pub fn groups(&self, name: &str, samples: &[f64]) -> Vec<(String, f64)> {
+        let Iterations::Each(n) = *self else { return Vec::new() };
+        let n = n as usize;
+        if samples.len() <= n {
+            return Vec::new();
+        }
+        let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+        vec![(group_metric(name, "first"), mean(&samples[..n])), (group_metric(name, "steady"), mean(&samples[n..]))]
+    }
+
+    /// The metric names `each` adds for `name` (none for the other choices).
+    pub fn group_names(&self, name: &str) -> Vec<String> {
         match self {
-            Iterations::All => "the mean of all iterations".to_string(),
-            Iterations::Steady(skip) => format!("the steady state, the mean of iterations {}…", skip + 1),
+            Iterations::Each(_) => ITERATION_GROUPS.iter().map(|g| group_metric(name, g)).collect(),
+            _ => Vec::new(),
         }
     }
+
+    /// How a run's value is made, for the terminal.
+    pub fn describe(&self) -> String {
+        let range = |n: u32| if n == 1 { "iteration 1".to_string() } else { format!("iterations 1–{n}") };
+        match *self {
+            Iterations::All => "the mean of all iterations".to_string(),
+            Iterations::Steady(skip) => format!("the steady state, the mean of iterations {}…", skip + 1),
+            Iterations::First(n) => {
+                format!("the cold start, {}", if n == 1 { range(1) } else { format!("the mean of {}", range(n)) })
+            }
+            Iterations::Each(n) => format!(
+                "the mean of all iterations; NAME[first] is {}, NAME[steady] iterations {}…, each with its own verdict",
+                range(n),
+                n + 1
+            ),
+        }
+    }
+}
+
+/// `NAME[group]`: a per-iteration-group metric of `--iterations each`.
+pub fn group_metric(name: &str, group: &str) -> String {
+    format!("{name}[{group}]")
 }
 
 /// One execution of one command: the unit of replication.
@@ -316,6 +395,36 @@ pub struct Run {
     pub env_pad_bytes: u32,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub counters: BTreeMap<String, CounterReading>,
+    /// Where the run's samples fell (`compare --explain`): kept in memory until the
+    /// explanation is computed, not written with the run (the explanation is).
+    #[serde(skip)]
+    pub profile: Option<Box<RunProfile>>,
+}
+
+/// One run's samples per function, from the sampling probe of `compare --explain` (or one
+/// cachegrind run's counts per function in instruction mode).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunProfile {
+    /// What was sampled (`cpu-clock`, …) or counted (`instructions`).
+    pub event: String,
+    /// True when `period` is in nanoseconds (clock events).
+    pub period_is_time: bool,
+    /// Exact counts (cachegrind), not samples: the same run gives the same numbers.
+    pub exact: bool,
+    pub samples: u64,
+    /// The sum of the samples' periods: nanoseconds for clock events, events otherwise.
+    pub period: u64,
+    /// Records the kernel dropped.
+    pub lost: u64,
+    /// (function, object basename) → (samples, summed period) of the samples whose leaf
+    /// it is (self time).
+    pub functions: BTreeMap<(String, String), (u64, u64)>,
+    /// Folded call stacks (`root;…;leaf`) → (samples, summed period); empty without
+    /// call stacks.
+    pub stacks: BTreeMap<String, (u64, u64)>,
+    /// Further counts per function (instruction mode: branch mispredictions, cache
+    /// misses), by metric name.
+    pub counts: BTreeMap<String, BTreeMap<(String, String), u64>>,
 }
 
 impl Run {
@@ -356,11 +465,14 @@ pub struct Summary {
 }
 
 /// All runs of one command, with summaries per metric.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct CommandResult {
     pub name: String,
     pub argv: Vec<String>,
     pub command_line: String,
+    /// The `-L`/`-P` parameter values this command was made with, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, String>,
     pub runs: Vec<Run>,
     pub summary: BTreeMap<String, Summary>,
 }
@@ -368,7 +480,12 @@ pub struct CommandResult {
 impl CommandResult {
     /// The command as it was given, to run or record it again.
     pub fn spec(&self) -> CommandSpec {
-        CommandSpec { name: self.name.clone(), argv: self.argv.clone(), command_line: self.command_line.clone() }
+        CommandSpec {
+            name: self.name.clone(),
+            argv: self.argv.clone(),
+            command_line: self.command_line.clone(),
+            parameters: self.parameters.clone(),
+        }
     }
 
     /// A metric's finite values over the successful runs, in run order: the sample history
@@ -393,11 +510,15 @@ pub enum Verdict {
     Slower,
     Equivalent,
     Inconclusive,
+    /// No ratio exists: the metric is missing in one command, or ≤ 0 in every paired
+    /// round (the comparison's first flag says which).
+    #[serde(rename = "not_comparable")]
+    NotComparable,
 }
 
 impl Verdict {
     pub fn is_decided(self) -> bool {
-        self != Verdict::Inconclusive
+        !matches!(self, Verdict::Inconclusive | Verdict::NotComparable)
     }
     pub fn as_str(self) -> &'static str {
         match self {
@@ -405,6 +526,7 @@ impl Verdict {
             Verdict::Slower => "slower",
             Verdict::Equivalent => "equivalent",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::NotComparable => "not_comparable",
         }
     }
 }
@@ -430,7 +552,9 @@ pub struct Comparison {
     pub confidence: f64,
     /// The per-look level actually used for this interval (see docs/statistics.md).
     pub look_confidence: f64,
-    /// Two-sided Wilcoxon signed-rank p-value of the paired log ratios.
+    /// Two-sided Wilcoxon signed-rank p-value of the paired log ratios; NaN (written as
+    /// null) when there is no test (one run each).
+    #[serde(deserialize_with = "null_as_nan")]
     pub p_value: f64,
     pub verdict: Verdict,
     /// True for a `slower`/`faster` verdict whose whole CI lies within ±threshold.
@@ -440,6 +564,32 @@ pub struct Comparison {
     /// Notes such as the count-vs-time cross-check.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+    /// Function by function, why (`compare --explain`; the primary metric's comparisons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Box<Explanation>>,
+}
+
+impl Comparison {
+    /// The bounds a gate checks: the interval, or for one run each of a deterministic
+    /// count (decided, no interval) the exact ratio itself.
+    pub fn bounds(&self) -> (f64, f64) {
+        if self.n == 1 && !self.ci_high.is_finite() && self.verdict.is_decided() {
+            (self.ratio, self.ratio)
+        } else {
+            (self.ci_low, self.ci_high)
+        }
+    }
+
+    /// The interval as `[lo – hi]` with `decimals`, or what stands instead of it.
+    pub fn interval_text(&self, decimals: usize) -> String {
+        if self.ci_high.is_finite() {
+            format!("[{:.decimals$} – {:.decimals$}]", self.ci_low, self.ci_high)
+        } else if self.n == 1 {
+            "(one run each: no interval)".to_string()
+        } else {
+            "(too few rounds for an interval)".to_string()
+        }
+    }
 }
 
 /// JSON has no NaN or infinity: serde_json writes them as null; read null back.
@@ -495,8 +645,17 @@ pub enum WarningKind {
     Noisy,
     /// The machine was busy: runs waited for a CPU (and which metric decided).
     Busy,
+    /// A metric gave no ratio (missing on a side, ≤ 0), or some of its rounds were
+    /// skipped for that reason.
+    NotComparable,
+    /// Runs that failed were kept (`--ignore-failure`): how many, and how they ended.
+    Failures,
+    /// What a metric covers and what it leaves out (the client's CPU, not the server's).
+    Scope,
     /// Something about importing (missing fields in the source, ...).
     Import,
+    /// A requested counter (or printed metric) no run could read, and why.
+    Unsupported,
     /// A warning of an older file, read back as text.
     Other,
 }
@@ -575,6 +734,38 @@ impl LookDesign {
     }
 }
 
+/// How runs are measured: natively timed, or under valgrind cachegrind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Wall,
+    Instructions,
+}
+
+impl Mode {
+    /// Every mode's name, as the command line and suite files spell it.
+    pub const NAMES: [&'static str; 2] = ["wall", "instructions"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Wall => "wall",
+            Mode::Instructions => "instructions",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        match s {
+            "wall" => Ok(Mode::Wall),
+            "instructions" => Ok(Mode::Instructions),
+            other => Err(format!("expected `mode` \"wall\" or \"instructions\", found \"{other}\"")),
+        }
+    }
+}
+
 /// The settings an experiment ran with (recorded so results can be reproduced).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Settings {
@@ -592,7 +783,7 @@ pub struct Settings {
     #[serde(default = "LookDesign::before_group_sequential")]
     pub looks: LookDesign,
     pub env_padding: bool,
-    pub mode: String,
+    pub mode: Mode,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<f64>,
     /// Metrics whose direction the user set (`--higher-is-better`, `--lower-is-better`).
@@ -671,7 +862,7 @@ impl Default for Settings {
             confidence: 0.95,
             looks: LookDesign::Logarithmic,
             env_padding: true,
-            mode: "wall".into(),
+            mode: Mode::Wall,
             timeout_s: None,
             better: BTreeMap::new(),
             iterations: Iterations::All,
@@ -680,6 +871,113 @@ impl Default for Settings {
             input: None,
         }
     }
+}
+
+/// Why a candidate differs from its baseline, function by function (`compare --explain`):
+/// each function's time per run in both commands from the samples of the very runs that
+/// were compared, the ratio with an interval, a verdict and its contribution to the total
+/// change (docs/statistics.md, "Explanations").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Explanation {
+    pub baseline: String,
+    pub candidate: String,
+    /// What was sampled (`cpu-clock`, …) or, in instruction mode, counted (`instructions`).
+    pub event: String,
+    /// `sampled` (per-run samples across the rounds, intervals) or `exact` (one
+    /// cachegrind run per build: exact counts, no interval needed).
+    pub method: String,
+    /// Unit of the per-run values and contributions: `ms` for clock events, else the
+    /// event's counts.
+    pub unit: String,
+    /// Rounds in which both commands' runs were sampled.
+    pub rounds: usize,
+    /// Mean samples per run, baseline and candidate.
+    pub samples_per_run: (f64, f64),
+    /// The family-wise confidence of the function intervals together.
+    pub confidence: f64,
+    /// The level of each function's interval (Bonferroni over the functions tested and
+    /// the candidates, at the final look's level).
+    pub function_level: f64,
+    /// Functions tested (each its own row; the rest are summed into `[other functions]`).
+    pub tested: usize,
+    /// The equivalence margin of the verdicts, a fraction of the baseline's total per run.
+    pub threshold: f64,
+    /// Every sample: the total the contributions add up to.
+    pub total: FunctionChange,
+    /// Tested functions by |contribution|, then `[other functions]` when there are others.
+    pub functions: Vec<FunctionChange>,
+    /// No function that was not flagged changed by more than this share of its own time
+    /// (the widest interval bound among unflagged functions holding ≥ 5 % of the time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unflagged_within: Option<f64>,
+    /// …nor by more than this much per run (the widest contribution bound of the
+    /// unflagged rows, `[other functions]` included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unflagged_contribution_within: Option<f64>,
+    /// The primary metric's change per run (mean paired difference, in `unit` when it is
+    /// a time) with its interval, to check that the samples account for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_change: Option<Change>,
+    /// A differential flame graph coloured by the verdicts (SVG), when stacks were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flame_graph: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// An estimate with its interval (None: unbounded, or no interval with so few rounds).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Change {
+    pub estimate: f64,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+}
+
+impl Change {
+    /// True when the interval excludes 0.
+    pub fn excludes_zero(&self) -> bool {
+        self.low.is_some_and(|l| l > 0.0) || self.high.is_some_and(|h| h < 0.0)
+    }
+}
+
+/// One function's change between baseline and candidate.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FunctionChange {
+    pub name: String,
+    /// Object basename (`[command]` for the compared programs' own code).
+    pub object: String,
+    /// Mean time (or events) per run in it: baseline, candidate.
+    pub baseline_per_run: f64,
+    pub candidate_per_run: f64,
+    /// Mean samples per run in it: baseline, candidate.
+    pub baseline_samples: f64,
+    pub candidate_samples: f64,
+    /// candidate / baseline of the means; None when the baseline never ran it.
+    pub ratio: Option<f64>,
+    /// Fieller's interval of the ratio; None when unbounded (or too few rounds).
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub verdict: Verdict,
+    /// A `slower`/`faster` function whose whole contribution interval lies within
+    /// ±threshold of the baseline's total: real, but too small to matter.
+    pub below_threshold: bool,
+    /// candidate − baseline per run (in `unit`), with its interval: what this function
+    /// adds to the total change. The rows' estimates add up to the total's.
+    pub contribution: Change,
+    /// contribution / total change, with Fieller's interval; None when the total change
+    /// cannot be told from 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<Change>,
+    /// The change (a fraction of its time) flagged in 80 % of experiments like this one:
+    /// how small a change these rounds resolve for this function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<f64>,
+    /// Paired t-test p-value of no change.
+    pub p_value: f64,
+    /// Per-function counts beside the samples (instruction mode: instructions, branch
+    /// mispredictions, cache misses): metric → (baseline, candidate) per run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, (f64, f64)>,
 }
 
 /// What a machine resolves for one command: its round-to-round noise measured by an A/A
@@ -742,6 +1040,51 @@ pub struct Experiment {
     /// Extra facts about the environment that can shift results (valgrind version, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub environment: BTreeMap<String, String>,
+    /// Builds as a factorial design (`-L cc gcc,clang -L disp switch,threaded`): each
+    /// build's value, the main effect of every factor and, on request, every pairwise ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<DesignAnalysis>,
+}
+
+/// A factor of a design: a parameter and its levels, the first being the reference.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Factor {
+    pub name: String,
+    pub levels: Vec<String>,
+}
+
+/// Which commands form a factorial design, and how: `cells[i]` holds command i's level
+/// (an index into each factor's levels).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Design {
+    pub factors: Vec<Factor>,
+    pub cells: Vec<Vec<usize>>,
+    /// Also compare every pair of builds (not only main effects).
+    pub pairwise: bool,
+}
+
+/// One build of a design: its levels and its median on the design's metric.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DesignCell {
+    pub command: String,
+    pub levels: Vec<String>,
+    #[serde(deserialize_with = "null_as_nan")]
+    pub median: f64,
+}
+
+/// What a design's runs say on one metric (docs/statistics.md, "Builds as a design").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DesignAnalysis {
+    pub metric: String,
+    pub factors: Vec<Factor>,
+    pub cells: Vec<DesignCell>,
+    /// Main effects: for each factor, each level against the first (`cc=gcc` → `cc=clang`),
+    /// averaged over the other factors' levels, paired by round. Bonferroni-corrected over
+    /// every main-effect contrast (`look_confidence` is the level used).
+    pub effects: Vec<Comparison>,
+    /// Every pair of builds (on request), Bonferroni-corrected over the pairs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairwise: Vec<Comparison>,
 }
 
 fn default_primary_metric() -> String {
@@ -767,6 +1110,7 @@ impl Default for Experiment {
             warnings: Vec::new(),
             failure: None,
             environment: BTreeMap::new(),
+            design: None,
         }
     }
 }
@@ -792,6 +1136,7 @@ mod tests {
             below_threshold: false,
             n: 0,
             flags: vec![],
+            explanation: None,
         };
         let text = serde_json::to_string(&c).unwrap();
         assert!(text.contains("\"ci_high\":null") && text.contains("\"ratio\":null"), "{text}");

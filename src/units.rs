@@ -105,7 +105,7 @@ pub fn group_thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
@@ -162,7 +162,9 @@ pub fn format_ratio(ratio: f64) -> String {
 
 /// A p-value for tables: three decimals, or `<0.001`.
 pub fn format_p(p: f64) -> String {
-    if p < 0.001 {
+    if p.is_nan() {
+        "–".into()
+    } else if p < 0.001 {
         "<0.001".into()
     } else {
         format!("{p:.3}")

@@ -1,5 +1,7 @@
 //! `perflab bisect` on a tiny git repository made here: a C loop whose iteration count
 //! rises tenfold at a known commit.
+//!
+//! Why real timed runs: bisect builds and times each commit; the step is tenfold.
 
 use assert_cmd::Command;
 use std::path::Path;
@@ -110,7 +112,12 @@ fn rejects_a_bad_end_that_is_not_slower_and_bad_revisions() {
         git_commit: Some(good.clone()),
         source: "test".into(),
     };
-    let spec = perflab::model::CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() };
+    let spec = perflab::model::CommandSpec {
+        name: "x".into(),
+        argv: vec!["x".into()],
+        command_line: "x".into(),
+        ..Default::default()
+    };
     let settings: perflab::model::Settings = serde_json::from_str(
         r#"{"seed":1,"warmup_rounds":0,"min_rounds":1,"max_rounds":1,"max_time_s":1,"threshold":0.01,"confidence":0.95,"env_padding":false,"mode":"wall"}"#,
     )

@@ -1,4 +1,9 @@
 //! End-to-end tests of `perflab compare`: verdicts, outputs and every documented failure.
+//!
+//! Why real timed runs: these test the whole path a user takes (spawn, wait4, the
+//! outputs, exit codes). Where a verdict is asserted the two commands differ tenfold, so
+//! no load on a CI runner can move it; the stopping and verdict logic itself is tested
+//! on the simulated executor (src/experiment/engine.rs, src/analysis/).
 
 mod common;
 
@@ -160,10 +165,10 @@ fn output_is_discarded_unless_asked() {
 
 #[test]
 fn shell_mode_runs_through_sh() {
-    // `--shell` takes no separate value, so the next word is the first command.
+    // A bare `--shell` before `--` (or an option) means /bin/sh; `--shell X` names X.
     let _quiet = quiet();
     perflab()
-        .args(["compare", "-r", "3", "--shell", "test -n \"$PERFLAB_PAD$HOME\" && true", "true | true"])
+        .args(["compare", "-r", "3", "--shell", "--", "test -n \"$PERFLAB_PAD$HOME\" && true", "true | true"])
         .assert()
         .success();
 }
@@ -196,7 +201,11 @@ fn a_non_executable_file_is_a_usage_error() {
 
 #[test]
 fn bad_options_are_usage_errors() {
-    perflab().args(["compare", "true"]).assert().code(2).stderr(predicate::str::contains('\n').count(1));
+    perflab()
+        .args(["compare", "--fail-if-slower", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("needs a second command").and(predicate::str::contains('\n').count(1)));
     perflab()
         .args(["compare", "--threshold", "abc", "true", "true"])
         .assert()

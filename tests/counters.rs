@@ -66,6 +66,14 @@ fn stat_without_pmu_reports_software_counters_and_unsupported_hardware() {
         assert!(!m["reason"].as_str().unwrap_or("").is_empty(), "{m}");
     }
     assert!(metric(&doc, "cycles")["reason"].as_str().unwrap().contains("no hardware PMU"));
+    let warnings = doc["warnings"].as_array().unwrap();
+    let degraded: Vec<&str> =
+        warnings.iter().filter(|w| w["kind"] == "unsupported").map(|w| w["message"].as_str().unwrap()).collect();
+    assert!(
+        degraded.iter().any(|m| m.contains("`cycles`") && m.contains("no hardware PMU")),
+        "the hardware events that were dropped are a warning: {degraded:?}"
+    );
+    assert!(!degraded.iter().any(|m| m.contains("`ipc`")), "a derived rate is not warned twice: {degraded:?}");
     // Per run too: never a zero for what could not be counted.
     let run = &doc["commands"][0]["runs"][0]["counters"]["instructions"];
     assert_eq!(run["supported"], false, "{run}");
@@ -166,7 +174,9 @@ fn instruction_mode_gets_a_one_percent_difference_from_one_run_each() {
     let ratio = comparison["ratio"].as_f64().unwrap();
     assert!((ratio / 1.01 - 1.0).abs() < 0.001, "ratio {ratio} not within 0.1 % of 1.01");
     assert_eq!(comparison["verdict"], "slower", "{comparison}");
-    assert_eq!(comparison["ci_low"], comparison["ci_high"], "exact counts have no spread");
+    // One run each shows no spread: no interval, and the flag says why the ratio decides.
+    assert!(comparison["ci_high"].is_null(), "no interval from one run: {comparison}");
+    assert!(comparison["flags"][0].as_str().unwrap().starts_with("one run each: no interval"), "{comparison}");
     for name in ["estimated_cycles", "branch_mispredicts", "d1_misses", "ll_misses"] {
         assert!(doc["comparisons"].as_array().unwrap().iter().any(|c| c["metric"] == name), "no {name} comparison");
     }
@@ -260,7 +270,54 @@ fn compare_with_events_compares_each_measured_counter_at_the_corrected_level() {
         assert!(run["counters"]["task-clock"]["value"].as_f64().unwrap() > 0.0);
     }
     let terminal = String::from_utf8_lossy(&output.stderr);
-    assert!(terminal.contains("cycles: no hardware PMU"), "{terminal}");
+    assert!(terminal.contains("warning: `cycles` not counted, measured without: no hardware PMU"), "{terminal}");
+    let warned = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["kind"] == "unsupported" && w["message"].as_str().is_some_and(|m| m.contains("`cycles`")));
+    assert!(warned, "the degraded counter is a warning in the JSON too: {}", doc["warnings"]);
+}
+
+/// `compare -e` takes perf's syntax: a group with a modifier and a modified software
+/// event; on the fake PMU every member is counted and compared under its perf name.
+#[test]
+fn compare_with_perf_event_syntax_on_the_fake_pmu() {
+    let output = perflab()
+        .env(perflab::measure::counters::FAKE_PMU_ENV, "1")
+        .args(["compare", "-r", "6", "-e", "{cycles,instructions}:u,page-faults:u", "--no-progress", "--json", "-"])
+        .arg(format!("{} 100000", spin()))
+        .arg(format!("{} 200000", spin()))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let doc = json_of(&output);
+    let comparisons = doc["comparisons"].as_array().unwrap();
+    for name in ["cycles:u", "instructions:u", "page-faults:u"] {
+        let c = comparisons.iter().find(|c| c["metric"] == name).unwrap_or_else(|| panic!("no {name} comparison"));
+        assert!(c["ratio"].as_f64().is_some_and(|r| r > 0.0), "{c}");
+    }
+    let run = &doc["commands"][0]["runs"][0]["counters"];
+    assert_eq!(run["cycles:u"]["supported"], true, "{run}");
+    assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w["message"].as_str().unwrap().contains("made up")));
+}
+
+/// A PMU this machine lacks cannot be encoded, so it is refused in one line naming the
+/// PMUs that are here; so is a bad modifier.
+#[test]
+fn bad_event_strings_are_one_line_usage_errors() {
+    for (events, expected) in [
+        ("cycles:zz", "unknown modifier `z`"),
+        ("{cycles,instructions", "unbalanced braces"),
+        ("nosuchpmu/event=0x3c/", "this machine has no PMU `nosuchpmu` (it has: "),
+        ("r00cx", "unknown event `r00cx`"),
+    ] {
+        let output = perflab().args(["stat", "-e", events, &spin()]).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{events}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{events}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{events}: {stderr}");
+    }
 }
 
 fn median_of(doc: &Value, name: &str) -> f64 {
@@ -278,7 +335,7 @@ fn stat_json(args: &[&str]) -> Value {
 #[test]
 fn counters_include_child_processes() {
     let once = stat_json(&["-r", "3", "-e", "page-faults", &spin(), "1000"]);
-    let twice = stat_json(&["-r", "3", "-e", "page-faults", "--shell", &format!("{0} 1000; {0} 1000", spin())]);
+    let twice = stat_json(&["-r", "3", "-e", "page-faults", "--shell=/bin/sh", &format!("{0} 1000; {0} 1000", spin())]);
     let ratio = median_of(&twice, "page-faults") / median_of(&once, "page-faults");
     assert!(ratio > 1.6, "children's page faults are missing: ratio {ratio}");
 }
@@ -290,7 +347,123 @@ fn instruction_mode_includes_child_processes() {
         return;
     }
     let once = stat_json(&["--mode", "instructions", &spin(), "500000"]);
-    let twice = stat_json(&["--mode", "instructions", "--shell", &format!("{0} 500000; {0} 500000", spin())]);
+    let twice = stat_json(&["--mode", "instructions", "--shell=/bin/sh", &format!("{0} 500000; {0} 500000", spin())]);
     let ratio = median_of(&twice, "instructions") / median_of(&once, "instructions");
     assert!((1.9..2.3).contains(&ratio), "expected about twice the instructions, got ratio {ratio}");
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// perf's event syntax through the binary: a tracepoint counted per run (as root, tracefs
+/// mounted on demand like perf), a modifier in the metric's name, a refused group naming
+/// its failing member, a raw event with its reason.
+#[test]
+fn stat_counts_tracepoints_modifiers_and_says_why_a_group_failed() {
+    let output = perflab()
+        .env(perflab::measure::counters::FORCE_NO_PMU_ENV, "1")
+        .args(["stat", "-r", "2", "--no-progress", "--json", "-"])
+        .args(["-e", "task-clock:u,{page-faults,cycles},r00c0"])
+        .args(if is_root() { vec!["-e", "sched:sched_process_exec"] } else { vec![] })
+        .args(["/bin/sh", "-c", "/bin/true; /bin/true"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let doc = json_of(&output);
+    assert!(metric(&doc, "task-clock:u")["value"].as_f64().unwrap() > 0.0);
+    for member in ["page-faults", "cycles"] {
+        let reason = metric(&doc, member)["reason"].as_str().unwrap().to_string();
+        assert!(reason.starts_with("group {page-faults,cycles} was not opened"), "{reason}");
+        assert!(reason.contains("cycles: no hardware PMU") && !reason.contains("page-faults:"), "{reason}");
+    }
+    assert!(metric(&doc, "r00c0")["reason"].as_str().unwrap().contains("no hardware PMU"));
+    if is_root() {
+        // Two children exec /bin/true (sh itself may exec the last one in place).
+        let execs = metric(&doc, "sched:sched_process_exec");
+        assert!(execs["summary"]["median"].as_f64().unwrap() >= 2.0, "{execs}");
+    }
+}
+
+/// The fake-PMU seam runs the hardware path end to end: perf stat -d's detailed set, the
+/// derived rates exact by construction, multiplexing marked, and the result saying its
+/// counts are made up.
+#[test]
+fn stat_detailed_on_the_fake_pmu_derives_rates_and_says_the_counts_are_fake() {
+    let output = perflab()
+        .env(perflab::measure::counters::FAKE_PMU_ENV, "slots=4")
+        .args(["stat", "-d", "-r", "2", "--no-progress", "--json", "-", &spin(), "100000"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let doc = json_of(&output);
+    for name in ["L1-dcache-loads", "L1-dcache-load-misses", "LLC-loads", "LLC-load-misses", "cycles"] {
+        let m = metric(&doc, name);
+        assert_eq!(m["supported"], true, "{m}");
+        assert_eq!(m["scaled"], true, "8 CPU events on 4 counters are multiplexed: {m}");
+    }
+    let ipc = metric(&doc, "ipc")["value"].as_f64().unwrap();
+    assert!((ipc - 1.5).abs() < 1e-3, "{ipc}");
+    let llc = metric(&doc, "LLC-miss-rate")["value"].as_f64().unwrap();
+    assert!((llc - 20.0).abs() < 0.1, "{llc}");
+    assert!(doc["environment"]["fake_pmu"].as_str().unwrap().contains("made up"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("PERFLAB_FAKE_PMU"), "the terminal says the counts are fake: {stderr}");
+}
+
+/// `profile -e` takes the same syntax: a tracepoint is sampled at every event.
+#[test]
+fn profile_samples_a_tracepoint() {
+    if !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.profile");
+    let output = perflab()
+        .args(["profile", "-e", "sched:sched_switch", "-o", out.to_str().unwrap(), "--"])
+        .args(["/bin/sh", "-c", "for i in 1 2 3 4 5; do sleep 0.01; done"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let samples: u64 = stderr
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no sample count in {stderr}"));
+    assert!(samples >= 5, "each sleep switches out at least once: {stderr}");
+}
+
+/// `stat -I MS` prints every interval as it ends, then the totals; `-a` counts every CPU
+/// while the command runs (root); `-p` attaches to a running process.
+#[test]
+fn stat_intervals_all_cpus_and_attach() {
+    let output = perflab()
+        .args(["stat", "-I", "50", "-e", "task-clock,page-faults", "--"])
+        .args(["/bin/sh", "-c", "sleep 0.2; /bin/true"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    let intervals = stderr.lines().filter(|l| l.trim_end().ends_with("page-faults")).count();
+    assert!(intervals >= 2, "one line per interval: {stderr}");
+    assert!(stdout.contains("Counter totals for '/bin/sh -c sleep 0.2; /bin/true'") && stdout.contains("task-clock"));
+
+    if is_root() {
+        let output = perflab().args(["stat", "-a", "-e", "context-switches", "sleep", "0.1"]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(stdout.contains("all CPUs (system-wide)"), "{stdout}");
+    }
+
+    let mut target = std::process::Command::new("sleep").arg("0.5").spawn().unwrap();
+    let pid = target.id().to_string();
+    let output = perflab().args(["stat", "-p", &pid, "--per-thread", "-e", "task-clock"]).output().unwrap();
+    target.wait().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains(&format!("sleep-{pid}")), "a row per thread, named comm-tid: {stdout}");
+    let refused = perflab().args(["stat", "-a", "-r", "3", "true"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
 }

@@ -108,3 +108,95 @@ fn a_build_slower_in_one_function_is_profiled_and_the_report_says_which() {
         std::fs::copy(&shot, keep).unwrap();
     }
 }
+
+/// The explanation of one comparison's JSON: the primary metric's comparison's
+/// `explanation` object.
+fn explanation(json: &serde_json::Value) -> serde_json::Value {
+    let primary = json["primary_metric"].as_str().unwrap();
+    let comparison = json["comparisons"].as_array().unwrap().iter().find(|c| c["metric"] == primary).unwrap();
+    comparison["explanation"].clone()
+}
+
+fn function<'a>(explanation: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    explanation["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no row for {name}: {explanation}"))
+}
+
+/// `compare --explain` samples the compared runs themselves and names the function that
+/// got slower, with its interval and contribution, beside the unchanged one. Sampling is
+/// statistical: light_work does 3× the work, so its ratio is asserted loosely, and
+/// heavy_work's estimate (not its verdict, which may be wrong in a few % of runs by
+/// design) stays near 1.
+#[test]
+fn compare_explain_names_the_function_that_changed_from_the_compared_runs() {
+    let fast = common::fixture("profile_ratio");
+    let slow = common::fixture_with("profile_ratio", &["-DSLOW_LIGHT"]);
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("explained.svg");
+    let out = Command::cargo_bin("perflab")
+        .unwrap()
+        .args(["compare", "--explain", "--rounds", "8", "--json", "-", "-n", "fast", "-n", "slow"])
+        .arg("--explain-flamegraph")
+        .arg(&svg)
+        .arg(format!("{} 10000000", fast.display()))
+        .arg(format!("{} 10000000", slow.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("light_work +") && stderr.contains("adds"), "the story on the terminal: {stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let e = explanation(&json);
+    assert_eq!((e["method"].as_str(), e["rounds"].as_u64()), (Some("sampled"), Some(8)), "{e}");
+    let light = function(&e, "light_work");
+    assert_eq!(light["verdict"], "slower", "{light}");
+    let ratio = light["ratio"].as_f64().unwrap();
+    assert!(ratio > 2.0 && ratio < 4.5, "{light}");
+    assert!(light["ci_low"].as_f64().unwrap() <= ratio && ratio <= light["ci_high"].as_f64().unwrap());
+    assert!(light["contribution"]["estimate"].as_f64().unwrap() > 0.0, "{light}");
+    let heavy = function(&e, "heavy_work");
+    let heavy_ratio = heavy["ratio"].as_f64().unwrap();
+    assert!(heavy_ratio > 0.8 && heavy_ratio < 1.25, "{heavy}");
+    // The flame graph colours only what changed for real: light_work red, the rest grey.
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.contains("light_work +") && svg.contains("grey: no real change"), "{}", &svg[..svg.len().min(2000)]);
+    // The rows add up to the total.
+    let sum: f64 =
+        e["functions"].as_array().unwrap().iter().map(|f| f["contribution"]["estimate"].as_f64().unwrap()).sum();
+    let total = e["total"]["contribution"]["estimate"].as_f64().unwrap();
+    assert!((sum - total).abs() < 1e-6 * total.abs().max(1.0), "{sum} vs {total}");
+}
+
+/// `--mode instructions --explain`: cachegrind's per-function counts of one run each give
+/// exact ratios: light_work runs 3× the instructions, heavy_work exactly the same.
+#[test]
+fn instruction_mode_explains_with_exact_per_function_counts() {
+    if which::which("valgrind").is_err() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "valgrind is required on CI");
+        return;
+    }
+    let fast = common::fixture("profile_ratio");
+    let slow = common::fixture_with("profile_ratio", &["-DSLOW_LIGHT"]);
+    let out = Command::cargo_bin("perflab")
+        .unwrap()
+        .args(["compare", "--mode", "instructions", "--explain", "--json", "-", "-n", "fast", "-n", "slow"])
+        .arg(format!("{} 200000", fast.display()))
+        .arg(format!("{} 200000", slow.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let e = explanation(&serde_json::from_slice(&out.stdout).unwrap());
+    assert_eq!(e["method"], "exact", "{e}");
+    let light = function(&e, "light_work");
+    let ratio = light["ratio"].as_f64().unwrap();
+    assert!((ratio - 3.0).abs() < 0.01, "{light}");
+    assert_eq!((light["ci_low"].as_f64(), light["verdict"].as_str()), (Some(ratio), Some("slower")));
+    let heavy = function(&e, "heavy_work");
+    assert_eq!((heavy["ratio"].as_f64(), heavy["verdict"].as_str()), (Some(1.0), Some("equivalent")), "{heavy}");
+    assert!(stderr.contains("light_work +200 %"), "{stderr}");
+}

@@ -13,7 +13,7 @@ use perflab::executor::simulated::{Noise, Simulated};
 use perflab::experiment::{run_experiment, Quiet};
 use perflab::measure::MeasureOptions;
 use perflab::model::{metric, CommandSpec, Settings};
-use perflab::plan::Plan;
+use perflab::plan::{Compared, Plan};
 use perflab::report::{load, render_html};
 use perflab::store::exchange::{read_import, ImportOptions};
 use perflab::store::{Meta, Store};
@@ -52,21 +52,27 @@ where
     assert!(accepted > 0, "{name}: every input was refused; the fuzzer never got past the first check");
 }
 
+/// Commands named as they are run.
+fn commands(texts: &[&str]) -> Vec<CommandSpec> {
+    texts
+        .iter()
+        .map(|c| CommandSpec {
+            name: c.to_string(),
+            argv: vec![c.to_string()],
+            command_line: c.to_string(),
+            ..Default::default()
+        })
+        .collect()
+}
+
 /// A realistic `compare --json` result, made by the engine on a simulated machine.
 fn perflab_result() -> Value {
-    let plan = Plan {
-        commands: ["./old", "./new"]
-            .iter()
-            .map(|c| CommandSpec { name: c.to_string(), argv: vec![c.to_string()], command_line: c.to_string() })
-            .collect(),
-        settings: Settings { seed: 1, fixed_rounds: Some(8), ..Settings::default() },
-        metrics: vec![metric::WALL.into(), metric::CPU.into()],
-        primary_metric: metric::WALL.into(),
-        auto_primary: false,
-        show_output: false,
-        ignore_failure: false,
-        measure: MeasureOptions::default(),
-    };
+    let plan = Plan::new(
+        commands(&["./old", "./new"]),
+        Settings { seed: 1, fixed_rounds: Some(8), ..Settings::default() },
+        MeasureOptions::default(),
+        Compared::fixed(vec![metric::WALL.into(), metric::CPU.into()]),
+    );
     let mut machine = Simulated::new(1, vec![0.02, 0.021], Noise::gaussian(0.01));
     serde_json::to_value(run_experiment(&plan, &mut machine, &mut Quiet).unwrap()).unwrap()
 }
@@ -201,17 +207,19 @@ fn import_store_report(doc: &Value) {
         store.save(&meta, &r.experiment).expect("an accepted import can be stored");
     }
     let stored = store.experiments(&Default::default()).unwrap();
-    let _ = perflab::history::render(
+    let _ = perflab::render::history::render(
         &perflab::history::build(&stored, metric::WALL, perflab::history::Steps::Compare),
         true,
+        Some(40),
     );
     for reference in [None, Some("v2".to_string()), Some("nope".to_string())] {
-        let options = load::Options {
+        let options = load::Selection {
             title: "fuzz".into(),
             reference,
             labels: vec![],
             metric: metric::WALL.into(),
             machine: None,
+            metric_note: None,
         };
         if let Ok(data) = load::build(&stored, &options) {
             let html = render_html(&data);
@@ -357,23 +365,12 @@ fn history() -> impl Strategy<Value = Vec<perflab::store::StoredExperiment>> {
         items
             .into_iter()
             .map(|(bench, label, host, seconds, ratio, sigma, seed, complete)| {
-                let plan = Plan {
-                    commands: ["base", "cand"]
-                        .iter()
-                        .map(|c| CommandSpec {
-                            name: c.to_string(),
-                            argv: vec![c.to_string()],
-                            command_line: c.to_string(),
-                        })
-                        .collect(),
-                    settings: Settings { seed, fixed_rounds: Some(6), ..Settings::default() },
-                    metrics: vec![metric::WALL.into()],
-                    primary_metric: metric::WALL.into(),
-                    auto_primary: false,
-                    show_output: false,
-                    ignore_failure: false,
-                    measure: MeasureOptions::default(),
-                };
+                let plan = Plan::new(
+                    commands(&["base", "cand"]),
+                    Settings { seed, fixed_rounds: Some(6), ..Settings::default() },
+                    MeasureOptions::default(),
+                    Compared::fixed(vec![metric::WALL.into()]),
+                );
                 let mut machine = Simulated::new(seed, vec![seconds, seconds * ratio], Noise::gaussian(sigma));
                 let mut experiment = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
                 experiment.machine.hostname = format!("host{host}");
@@ -402,12 +399,13 @@ fn reports_render_any_history() {
     fuzz("report", REPORT, 60, strategy, |(experiments, reference, one_machine)| {
         let mut experiments = experiments.clone();
         experiments.sort_by_key(|e| e.label_order);
-        let options = load::Options {
+        let options = load::Selection {
             title: "<b>fuzz</b>".into(),
             reference: reference.map(|r| format!("v{r}")),
             labels: vec![],
             metric: metric::WALL.into(),
             machine: one_machine.then(|| "host0".to_string()),
+            metric_note: None,
         };
         if let Ok(data) = load::build(&experiments, &options) {
             ACCEPTED[REPORT].fetch_add(1, Ordering::Relaxed);

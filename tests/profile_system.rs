@@ -385,10 +385,11 @@ fn running_with_arg(arg: &str, exe: &std::path::Path) -> bool {
     })
 }
 
-/// tmux drives the live view on a real terminal: it draws, quits on the key, stops the
-/// command and gives the screen back.
+/// tmux drives the live view on a real terminal: it draws, sorts and pauses on keys,
+/// quits on the key (Ctrl-C is an interruption: 130), stops the command, gives the
+/// screen back and leaves the last frame on it.
 #[test]
-fn top_on_a_terminal_quits_on_q_and_ctrl_c_and_restores_the_screen() {
+fn top_on_a_terminal_takes_keys_quits_on_q_and_ctrl_c_and_keeps_the_last_frame() {
     if which::which("tmux").is_err() {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "tmux is required in CI (apt-get install tmux)");
         eprintln!("tmux not installed: skipping the terminal test");
@@ -396,7 +397,7 @@ fn top_on_a_terminal_quits_on_q_and_ctrl_c_and_restores_the_screen() {
     }
     let exe = common::fixture("profile_ratio");
     let perflab = assert_cmd::cargo::cargo_bin("perflab");
-    for (n, key) in [("q", "q"), ("ctrl-c", "C-c")] {
+    for (n, key, exit) in [("q", "q", "EXIT=0"), ("ctrl-c", "C-c", "EXIT=130")] {
         let session = format!("perflab-top-{}-{n}", std::process::id());
         let arg = format!("10000000000{}", if n == "q" { 2 } else { 3 });
         let script = format!(
@@ -418,11 +419,18 @@ fn top_on_a_terminal_quits_on_q_and_ctrl_c_and_restores_the_screen() {
         wait_for("heavy_work");
         let live = screen();
         assert!(live.contains("perflab top — ") && !live.contains("BEFORE"), "the view has the screen:\n{live}");
+        assert!(live.contains("keys: q quit · s sort · / filter · p pause") && live.contains("command"), "{live}");
+        tmux(&["send-keys", "-t", &session, "s"]);
+        wait_for("sorted by pid");
+        tmux(&["send-keys", "-t", &session, "p"]);
+        wait_for("PAUSED");
         tmux(&["send-keys", "-t", &session, key]);
-        wait_for("EXIT=0");
+        wait_for(exit);
         let after = screen();
         tmux(&["kill-session", "-t", &session]);
-        assert!(after.contains("BEFORE") && !after.contains("perflab top — "), "screen not restored:\n{after}");
+        // The shell's screen is back, with the last frame printed below what was there.
+        let (before, frame) = (after.find("BEFORE"), after.find("perflab top — "));
+        assert!(before.is_some() && frame > before && after.contains("heavy_work"), "screen not restored:\n{after}");
         assert!(!running_with_arg(&arg, &exe), "the watched command outlived top");
     }
 }

@@ -1,5 +1,9 @@
 //! `perflab run` end to end: suite errors, storing as it goes, baselines, kill -9 and
 //! concurrent writers, on SQLite and PostgreSQL.
+//!
+//! Why real timed runs: storing as it goes and kill -9 need a real process tree; the one
+//! asserted wall-time verdict compares tenfold work, and the instruction-count one is
+//! deterministic.
 
 mod common;
 

@@ -1,6 +1,10 @@
 //! End-to-end tests of benchmarks that measure themselves: metrics read from a command's
 //! output (regex, JSON lines, pgbench, Google Benchmark), per-iteration samples, hooks
 //! around runs, parameters and `--input`.
+//!
+//! Why real runs: the metrics come from real commands' output; asserted verdicts are on
+//! printed numbers (deterministic) or on a cold-versus-warm difference of whole buffers'
+//! page faults, far beyond any load.
 
 mod common;
 
@@ -162,6 +166,59 @@ fn the_per_iteration_profile_shows_a_cold_first_iteration_and_steady_state_decid
     assert!(stderr.contains("a run's value is the steady state, the mean of iterations 2…"), "{stderr}");
 }
 
+/// `--iterations first` gives the verdict on the cold first iteration with no second
+/// regex; the profile keeps the program's numbering (#1 is iteration 1) and its first ÷
+/// rest is computed from iteration 1. `--iterations each` gives one verdict per group.
+#[test]
+fn the_first_iteration_gets_its_own_verdict_and_each_group_gets_one() {
+    let _quiet = quiet();
+    let fixture = common::fixture("iterations");
+    let (warm, cold) = (format!("{} 8 warm", fixture.display()), format!("{} 8 cold", fixture.display()));
+    let first = perflab()
+        .args(["compare", "--no-progress", "--max-time", "30s", "--parse", "jsonl", "--json", "-"])
+        .args(["--iterations", "first", "-n", "warm", "-n", "cold", &warm, &cold])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let json = json_of(&first.stdout);
+    let c = comparison(&json, "iter_ns");
+    assert_eq!(c["verdict"], "slower", "{c}");
+    assert!(c["ratio"].as_f64().unwrap() > 2.0, "the first iteration alone takes the faults: {c}");
+    assert_eq!(json["settings"]["iterations"], serde_json::json!({"first": 1}));
+    let run = &json["commands"][1]["runs"][0]["counters"]["iter_ns"];
+    let samples = run["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 8, "every iteration is still kept");
+    assert_eq!(run["value"], samples[0], "the run's value is iteration 1");
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(stderr.contains("a run's value is the cold start, iteration 1"), "{stderr}");
+    assert!(stderr.contains("the verdict that decided is on iter_ns"), "{stderr}");
+    let header = stderr.lines().find(|l| l.contains("#1") && l.contains("first ÷ rest")).unwrap();
+    assert!(header.contains("#2") && header.contains("#8"), "numbered as the program does: {header}");
+    let cold_row = stderr.lines().find(|l| l.trim_start().starts_with("cold ") && l.contains('×')).unwrap();
+    let first_over_rest: f64 = cold_row.split_whitespace().last().unwrap().trim_end_matches('×').parse().unwrap();
+    assert!(first_over_rest > 2.0, "first ÷ rest is iteration 1 over 2…8: {cold_row}");
+
+    let each = perflab()
+        .args(["compare", "--no-progress", "--max-time", "30s", "--parse", "jsonl", "--json", "-"])
+        .args(["--iterations", "each", "-n", "warm", "-n", "cold", &warm, &cold])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let json = json_of(&each.stdout);
+    assert_eq!(json["primary_metric"], "iter_ns");
+    let first = comparison(&json, "iter_ns[first]");
+    assert_eq!(first["verdict"], "slower", "{first}");
+    let steady = comparison(&json, "iter_ns[steady]");
+    assert!(steady["ratio"].as_f64().unwrap() < first["ratio"].as_f64().unwrap() / 1.5, "{steady}");
+    // The groups decide with the primary metric, as one Bonferroni family.
+    for c in [first, steady, comparison(&json, "iter_ns")] {
+        assert_eq!(c["look_confidence"], first["look_confidence"], "{c}");
+        assert!(c["look_confidence"].as_f64().unwrap() > 0.983, "α split three ways: {c}");
+    }
+}
+
 /// Lines of a file a hook appended to.
 fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path).unwrap_or_default().lines().map(String::from).collect()
@@ -280,8 +337,9 @@ fn parameter_lists_and_scans_expand_commands_names_and_hooks() {
     let lines: Vec<&str> =
         json["commands"].as_array().unwrap().iter().map(|c| c["command_line"].as_str().unwrap()).collect();
     assert_eq!(lines, ["echo 0.0", "echo 0.5", "echo 1.0"]);
-    let single = perflab().args(["compare", "true"]).assert().code(2);
-    assert!(String::from_utf8_lossy(&single.get_output().stderr).contains("at least two commands"));
+    // One command is measured alone, as hyperfine does.
+    let single = perflab().args(["compare", "-r", "6", "true"]).assert().success();
+    assert!(String::from_utf8_lossy(&single.get_output().stdout).contains("measured alone"));
     let bad = perflab().args(["compare", "-L", "x", "1,2", "echo {y}"]).assert().code(2);
     assert!(String::from_utf8_lossy(&bad.get_output().stderr).contains("`{y}` in `echo {y}` is not a parameter"));
 }

@@ -3,6 +3,10 @@
 //! the server reconfigured or restarted by `--prepare` before every run; and a SQL
 //! statement timed inside the server (EXPLAIN ANALYZE) rather than psql's whole process.
 //! Documented in docs/servers.md.
+//!
+//! Why real timed runs: a server's throughput cannot be simulated; the configurations
+//! differ by the WAL flush per commit (synchronous_commit), a large difference in tps
+//! under a write load.
 
 mod common;
 

@@ -59,6 +59,7 @@ fn run(round: u32, wall: f64) -> Run {
         exit: ExitInfo { exit_code: Some(0), signal: None, timed_out: false },
         env_pad_bytes: 17 * round,
         counters,
+        profile: None,
     }
 }
 
@@ -82,6 +83,7 @@ fn command(name: &str, walls: &[f64]) -> CommandResult {
         name: name.into(),
         argv: vec![name.into(), "--flag".into(), "a b".into()],
         command_line: format!("{name} --flag 'a b'"),
+        parameters: Default::default(),
         runs: walls.iter().enumerate().map(|(i, w)| run(i as u32, *w)).collect(),
         summary,
     }
@@ -113,6 +115,7 @@ fn experiment(host: &str) -> Experiment {
             below_threshold: false,
             n: 3,
             flags: vec!["a note".into()],
+            explanation: None,
         }],
         warnings: vec![perflab::model::Warning::new(perflab::model::WarningKind::Noisy, "noisy")],
         failure: Some("`new` exited with code 1".into()),
@@ -247,8 +250,12 @@ fn concurrent_writers_lose_nothing() {
                 std::thread::spawn(move || {
                     let mut store = Store::open(Some(&url)).unwrap();
                     for i in 0..5 {
-                        let specs =
-                            vec![CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() }];
+                        let specs = vec![CommandSpec {
+                            name: "x".into(),
+                            argv: vec!["x".into()],
+                            command_line: "x".into(),
+                            ..Default::default()
+                        }];
                         let mut rec = store.begin(
                             &meta(&format!("label{}", i % 2), &format!("bench{t}")),
                             &exp.machine,

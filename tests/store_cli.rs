@@ -153,6 +153,7 @@ fn save(db: &str, label: &str, bench: &str, host: &str, walls: &[f64]) {
             name: bench.into(),
             argv: vec![bench.into()],
             command_line: bench.into(),
+            parameters: Default::default(),
             runs,
             summary: Default::default(),
         }],

@@ -92,6 +92,7 @@ mod tests {
             below_threshold: false,
             n: 10,
             flags: Vec::new(),
+            explanation: None,
         }
     }
 

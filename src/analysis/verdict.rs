@@ -41,20 +41,18 @@ pub fn pairs(baseline: &CommandResult, candidate: &CommandResult, metric: &str) 
 
 /// Compare `candidate` with `baseline` on `metric` with an interval at `level` (the
 /// per-look level; the settings' confidence is the family-wise one reported with it,
-/// their threshold the equivalence margin, their metric info the direction). None when
-/// no round has both values.
+/// their threshold the equivalence margin, their metric info the direction). A metric
+/// that gives no ratio (missing on a side, ≤ 0 in every paired round) is
+/// [`Verdict::NotComparable`] with the reason as its first flag.
 pub fn compare(
     baseline: &CommandResult,
     candidate: &CommandResult,
     metric: &str,
     level: f64,
     settings: &Settings,
-) -> Option<Comparison> {
+) -> Comparison {
     let better = settings.metric_info(metric).better;
     let (base, cand) = pairs(baseline, candidate, metric);
-    if base.is_empty() {
-        return None;
-    }
     let comparison = |ratio: f64, ci: Option<(f64, f64)>, p_value: f64, n: usize, flags: Vec<String>| {
         let (verdict, below_threshold, (ci_low, ci_high)) = match ci {
             Some((lo, hi)) => {
@@ -79,35 +77,122 @@ pub fn compare(
             below_threshold,
             n,
             flags,
+            explanation: None,
         }
     };
-    if let Some(ratio) = exact_ratio(&base, &cand) {
+    let not_comparable = |reason: String| Comparison {
+        verdict: Verdict::NotComparable,
+        ..comparison(f64::NAN, None, 1.0, 0, vec![reason])
+    };
+    if base.is_empty() {
+        return not_comparable(missing_reason(baseline, candidate, metric));
+    }
+    let deterministic = settings.mode == crate::model::Mode::Instructions;
+    if base.len() == 1 {
+        // One run each shows no spread, so there is no interval. Counts under cachegrind
+        // repeat exactly (a fixed environment; see docs/counters.md), so their ratio
+        // decides; a timing from one run cannot.
+        let ratio = ratio_of(base[0], cand[0]);
+        let ((verdict, below_threshold), flag) = if deterministic && ratio.is_finite() {
+            (classify(ratio, ratio, settings.threshold, better), ONE_RUN_COUNTS)
+        } else {
+            ((Verdict::Inconclusive, false), ONE_RUN_TIMES)
+        };
+        return Comparison {
+            verdict,
+            below_threshold,
+            ..comparison(ratio, None, if ratio == 1.0 { 1.0 } else { f64::NAN }, 1, vec![flag.into()])
+        };
+    }
+    if let Some((ratio, flag)) = exact_ratio(&base, &cand) {
         // Every run of each side gave the same value (deterministic counts, constant
-        // RSS): the ratio is known exactly and needs no interval.
+        // RSS, a counter that stayed 0): the ratio is known exactly and needs no interval.
         let p = if ratio == 1.0 { 1.0 } else { 0.0 };
-        return Some(comparison(
-            ratio,
-            Some((ratio, ratio)),
-            p,
-            base.len(),
-            vec!["exact: every run repeated the same value".into()],
-        ));
+        return comparison(ratio, Some((ratio, ratio)), p, base.len(), vec![flag.into()]);
     }
     let est = signed_rank::paired(&base, &cand, level);
     if est.n == 0 {
-        return None;
+        return not_comparable(non_positive_reason(baseline, &base, candidate, &cand, metric));
     }
     let mut flags = Vec::new();
     if est.skipped > 0 {
-        flags.push(format!("{} pairs with non-positive values skipped", est.skipped));
+        flags.push(format!(
+            "{} of {} rounds skipped: {metric} ≤ 0 on a side (a ratio needs positive values)",
+            est.skipped,
+            base.len()
+        ));
     }
-    Some(comparison(est.ratio, est.ci, est.p_value, est.n, flags))
+    comparison(est.ratio, est.ci, est.p_value, est.n, flags)
 }
 
-/// The ratio when both sides are constant and positive.
-fn exact_ratio(base: &[f64], cand: &[f64]) -> Option<f64> {
-    let constant = |v: &[f64]| v.iter().all(|x| *x == v[0]) && v[0] > 0.0 && v[0].is_finite();
-    (constant(base) && constant(cand)).then(|| cand[0] / base[0])
+/// Why no round has `metric` from both commands.
+fn missing_reason(baseline: &CommandResult, candidate: &CommandResult, metric: &str) -> String {
+    let has = |c: &CommandResult| c.runs.iter().any(|r| r.metric(metric).is_some());
+    match (has(baseline), has(candidate)) {
+        (false, false) => format!("neither command has a value of {metric}"),
+        (false, true) => format!("`{}` has no value of {metric}", baseline.name),
+        (true, false) => format!("`{}` has no value of {metric}", candidate.name),
+        (true, true) => format!("no round has a value of {metric} from both commands"),
+    }
+}
+
+/// Why every paired round of `metric` was unusable for a ratio.
+fn non_positive_reason(
+    baseline: &CommandResult,
+    base: &[f64],
+    candidate: &CommandResult,
+    cand: &[f64],
+    metric: &str,
+) -> String {
+    let unusable = |v: &[f64]| v.iter().filter(|x| !(x.is_finite() && **x > 0.0)).count();
+    let (b, c) = (unusable(base), unusable(cand));
+    let n = base.len();
+    let side = |name: &str, k: usize| {
+        if k == n {
+            format!("`{name}` has {metric} ≤ 0 in every round")
+        } else {
+            format!("`{name}` has {metric} ≤ 0 in {k} of {n} rounds")
+        }
+    };
+    let what = match (b, c) {
+        (_, 0) => side(&baseline.name, b),
+        (0, _) => side(&candidate.name, c),
+        _ => format!("{} and {}", side(&baseline.name, b), side(&candidate.name, c)),
+    };
+    format!("{what}: a ratio needs positive values on both sides")
+}
+
+/// The flag of a comparison from one run of each command, by kind of metric.
+pub const ONE_RUN_COUNTS: &str =
+    "one run each: no interval; cachegrind's counts repeat exactly in a fixed environment, so the ratio is exact (-r 3 checks it)";
+pub const ONE_RUN_TIMES: &str = "one run each: no interval and no verdict (a single run cannot show its own spread)";
+/// The flag of a comparison whose every run repeated one value.
+pub const EXACT: &str = "exact: every run repeated the same value";
+/// The flag of a comparison whose every run on both sides was 0.
+pub const ALL_ZERO: &str = "exact: 0 in every run of both";
+
+/// `cand / base`, 1 for 0 / 0 (equal), NaN when only the baseline is 0.
+fn ratio_of(base: f64, cand: f64) -> f64 {
+    match (base, cand) {
+        (b, c) if b == 0.0 && c == 0.0 => 1.0,
+        (b, _) if b == 0.0 => f64::NAN,
+        (b, c) => c / b,
+    }
+}
+
+/// The exact ratio, and its flag, when both sides are constant and finite: positive
+/// (deterministic counts) or both 0 (a counter that never fired is equal to another
+/// that never fired, not dropped).
+fn exact_ratio(base: &[f64], cand: &[f64]) -> Option<(f64, &'static str)> {
+    let constant = |v: &[f64]| v.iter().all(|x| *x == v[0]) && v[0].is_finite();
+    if !(constant(base) && constant(cand)) {
+        return None;
+    }
+    match (base[0], cand[0]) {
+        (b, c) if b == 0.0 && c == 0.0 => Some((1.0, ALL_ZERO)),
+        (b, c) if b > 0.0 && c > 0.0 => Some((c / b, EXACT)),
+        _ => None,
+    }
 }
 
 /// The one-line verdict a user reads, e.g.
@@ -116,6 +201,9 @@ fn exact_ratio(base: &[f64], cand: &[f64]) -> Option<f64> {
 /// other metric, worded in its direction.
 pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
     let pct = |x: f64| format_percent(x * 100.0);
+    if c.n == 1 && !c.ci_high.is_finite() {
+        return one_run_sentence(c);
+    }
     let tail = format!("{} % CI, {} rounds", format_level(c.confidence), rounds);
     let time = metric::info(&c.metric).is_time() && c.better == Better::Lower;
     let metric = if c.metric == metric::WALL { String::new() } else { format!(" in {}", c.metric) };
@@ -203,6 +291,13 @@ pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
             "{} vs {}{} is inconclusive: ratio {:.4} [{:.4}, {:.4}], {}",
             c.candidate, c.baseline, metric, c.ratio, c.ci_low, c.ci_high, tail
         ),
+        Verdict::NotComparable => format!(
+            "{} vs {}{} is not comparable: {}",
+            c.candidate,
+            c.baseline,
+            metric,
+            c.flags.first().map_or("no ratio", String::as_str)
+        ),
         Verdict::Inconclusive => format!(
             "{} vs {}{} is inconclusive: ratio {:.4}, too few rounds ({}) for a {} % interval",
             c.candidate,
@@ -215,6 +310,24 @@ pub fn sentence(c: &Comparison, threshold: f64, rounds: u32) -> String {
     }
 }
 
+/// A comparison of one run each: the ratio, and that there is no interval.
+fn one_run_sentence(c: &Comparison) -> String {
+    let metric = if c.metric == metric::WALL { String::new() } else { format!(" in {}", c.metric) };
+    let change = if !c.ratio.is_finite() {
+        format!("{} vs {}{}: no ratio (the baseline's value is 0)", c.candidate, c.baseline, metric)
+    } else if c.ratio >= 1.0 {
+        format!("{} is {} % above {}{}", c.candidate, format_percent((c.ratio - 1.0) * 100.0), c.baseline, metric)
+    } else {
+        format!("{} is {} % below {}{}", c.candidate, format_percent((1.0 - c.ratio) * 100.0), c.baseline, metric)
+    };
+    let how = if c.verdict.is_decided() {
+        format!("{}: one run each, so no interval (the counts are exact)", c.verdict.as_str())
+    } else {
+        "one run each: no interval and no verdict (--rounds 6 or more gives both)".to_string()
+    };
+    format!("{change} — {how}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +338,7 @@ mod tests {
             name: name.into(),
             argv: vec![],
             command_line: name.into(),
+            parameters: Default::default(),
             runs: walls
                 .iter()
                 .enumerate()
@@ -270,14 +384,14 @@ mod tests {
         };
         let base: Vec<f64> = (0..12).map(|i| 1000.0 + (i * 7 % 5) as f64).collect();
         let more: Vec<f64> = base.iter().map(|b| b * 1.2).collect();
-        let c = compare(&tps(&base), &tps(&more), "tps", 0.95, &settings()).unwrap();
+        let c = compare(&tps(&base), &tps(&more), "tps", 0.95, &settings());
         assert_eq!((c.verdict, c.better), (Verdict::Faster, Better::Higher));
         assert!(c.ratio > 1.15);
         let text = sentence(&c, 0.01, 12);
         assert!(text.starts_with("x has 20.0 % more tps than x (better) ["), "{text}");
         let mut turned = settings();
         turned.better.insert("tps".into(), Better::Lower);
-        assert_eq!(compare(&tps(&base), &tps(&more), "tps", 0.95, &turned).unwrap().verdict, Verdict::Slower);
+        assert_eq!(compare(&tps(&base), &tps(&more), "tps", 0.95, &turned).verdict, Verdict::Slower);
     }
 
     #[test]
@@ -293,7 +407,7 @@ mod tests {
         let base: Vec<f64> = (0..12).map(|i| 0.010 * (1.0 + 0.01 * ((i * 7 % 5) as f64))).collect();
         let cand: Vec<f64> =
             base.iter().enumerate().map(|(i, b)| b * 10.0 * (1.0 + 0.005 * ((i % 3) as f64 - 1.0))).collect();
-        let c = compare(&result("A", &base), &result("B", &cand), "wall_s", 0.95, &settings()).unwrap();
+        let c = compare(&result("A", &base), &result("B", &cand), "wall_s", 0.95, &settings());
         assert_eq!(c.verdict, Verdict::Slower);
         assert!((c.ratio - 10.0).abs() < 0.06, "{}", c.ratio);
         assert!(c.ci_low <= c.ratio && c.ratio <= c.ci_high);
@@ -301,20 +415,90 @@ mod tests {
         assert!(text.starts_with("B is ") && text.contains("× slower than A ["), "{text}");
     }
 
+    fn counts(name: &str, values: &[f64]) -> CommandResult {
+        let mut r = result(name, &[]);
+        r.runs = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let mut run = Run { round: i as u32, wall_s: 1.0, ..Default::default() };
+                run.counters.insert("context-switches".into(), crate::model::CounterReading::value(*v, false));
+                run
+            })
+            .collect();
+        r
+    }
+
     #[test]
     fn constant_values_give_an_exact_ratio() {
-        let c = compare(&result("A", &[100.0]), &result("B", &[102.0]), "wall_s", 0.95, &settings()).unwrap();
+        let c = compare(&result("A", &[100.0, 100.0]), &result("B", &[102.0, 102.0]), "wall_s", 0.95, &settings());
         assert_eq!((c.ci_low, c.ci_high, c.verdict, c.below_threshold), (1.02, 1.02, Verdict::Slower, false));
-        let same = compare(&result("A", &[5.0, 5.0]), &result("B", &[5.0, 5.0]), "wall_s", 0.95, &settings()).unwrap();
+        let same = compare(&result("A", &[5.0, 5.0]), &result("B", &[5.0, 5.0]), "wall_s", 0.95, &settings());
         assert_eq!(same.verdict, Verdict::Equivalent);
     }
 
     #[test]
+    fn a_counter_identical_or_zero_in_every_run_is_equivalent_not_dropped() {
+        // Six rounds at the Bonferroni-corrected level of a secondary metric: no Wilcoxon
+        // interval exists, but identical values need none.
+        let level = 0.999;
+        let c = compare(&counts("A", &[7.0; 6]), &counts("B", &[7.0; 6]), "context-switches", level, &settings());
+        assert_eq!((c.verdict, c.ratio, c.flags.as_slice()), (Verdict::Equivalent, 1.0, &[EXACT.to_string()][..]));
+        let zero = compare(&counts("A", &[0.0; 6]), &counts("B", &[0.0; 6]), "context-switches", level, &settings());
+        assert_eq!((zero.verdict, zero.ratio, zero.ci_low, zero.ci_high), (Verdict::Equivalent, 1.0, 1.0, 1.0));
+        assert_eq!(zero.flags, [ALL_ZERO]);
+    }
+
+    #[test]
+    fn one_run_each_has_no_interval_and_times_no_verdict() {
+        let c = compare(&result("A", &[100.0]), &result("B", &[135.4]), "wall_s", 0.95, &settings());
+        assert_eq!((c.verdict, c.n, c.ci_low, c.ci_high), (Verdict::Inconclusive, 1, 0.0, f64::INFINITY));
+        let text = sentence(&c, 0.01, 1);
+        assert_eq!(
+            text,
+            "B is 35.4 % above A — one run each: no interval and no verdict (--rounds 6 or more gives both)"
+        );
+        assert!(!text.contains("CI"), "{text}");
+        let instructions = Settings { mode: crate::model::Mode::Instructions, ..settings() };
+        let c = compare(&counts("A", &[100.0]), &counts("B", &[135.4]), "context-switches", 0.95, &instructions);
+        assert_eq!(
+            (c.verdict, c.ci_high, c.flags.as_slice()),
+            (Verdict::Slower, f64::INFINITY, &[ONE_RUN_COUNTS.to_string()][..])
+        );
+        let text = sentence(&c, 0.01, 1);
+        assert!(text.ends_with("slower: one run each, so no interval (the counts are exact)"), "{text}");
+        assert!(!text.contains('['), "{text}");
+    }
+
+    #[test]
     fn too_few_rounds_is_inconclusive_not_a_guess() {
-        let c = compare(&result("A", &[1.0, 1.1, 0.9]), &result("B", &[2.0, 2.3, 1.8]), "wall_s", 0.95, &settings())
-            .unwrap();
+        let c = compare(&result("A", &[1.0, 1.1, 0.9]), &result("B", &[2.0, 2.3, 1.8]), "wall_s", 0.95, &settings());
         assert_eq!(c.verdict, Verdict::Inconclusive);
         assert!(sentence(&c, 0.01, 3).contains("too few rounds"));
+    }
+
+    #[test]
+    fn a_metric_without_a_ratio_is_not_comparable_and_says_why() {
+        let zero = result("A", &[0.0; 8]);
+        let some = result("B", &[1.0, 1.1, 0.9, 1.0, 1.2, 1.1, 1.0, 0.9]);
+        let c = compare(&zero, &some, "wall_s", 0.95, &settings());
+        assert_eq!((c.verdict, c.n), (Verdict::NotComparable, 0));
+        assert!(c.ratio.is_nan() && !c.verdict.is_decided());
+        assert_eq!(c.flags, ["`A` has wall_s ≤ 0 in every round: a ratio needs positive values on both sides"]);
+        assert!(sentence(&c, 0.01, 8).ends_with(
+            "is not comparable: `A` has wall_s ≤ 0 in every round: a ratio needs positive values on both sides"
+        ));
+        let missing = compare(&some, &result("C", &[]), "wall_s", 0.95, &settings());
+        assert_eq!(
+            (missing.verdict, missing.flags[0].as_str()),
+            (Verdict::NotComparable, "`C` has no value of wall_s")
+        );
+        // Some rounds ≤ 0: compared on the others, and the flag says how many were left out.
+        let mut partly = some.clone();
+        partly.runs[0].wall_s = -1.0;
+        let c = compare(&partly, &some, "wall_s", 0.95, &settings());
+        assert_eq!((c.verdict == Verdict::NotComparable, c.n), (false, 7));
+        assert!(c.flags[0].starts_with("1 of 8 rounds skipped"), "{:?}", c.flags);
     }
 
     #[test]
@@ -334,6 +518,7 @@ mod tests {
             below_threshold: false,
             n: 24,
             flags: vec![],
+            explanation: None,
         };
         assert_eq!(sentence(&c, 0.01, 24), "B is 2.1 % slower than A [1.6 %, 2.5 %], 95 % CI, 24 rounds");
         c.verdict = Verdict::Faster;

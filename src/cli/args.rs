@@ -6,13 +6,20 @@ use crate::measure::counters::Scope;
 use crate::measure::output::{Parser, FORMAT_NAMES};
 use crate::measure::{MeasureOptions, Mode};
 use crate::model::metric::Better;
+use crate::model::Experiment;
 use crate::model::{Hooks, Iterations, Settings};
-use crate::plan::command::scan_values;
-use crate::plan::Options;
+use crate::plan::command::{resolve_program, scan_values, Shell, DEFAULT_SHELL};
+use crate::plan::SettingsLayer;
+use crate::render::dialect;
+use crate::render::export::{Outputs, Part};
+use crate::render::hyperfine::{HyperfineCsv, HyperfineJson};
+use crate::render::json::Json;
+use crate::render::style::{SortOrder, Style, TimeUnit};
 use crate::units;
 use crate::usage;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
+use serde::Serialize;
 
 /// clap value parsers over the library's unit parsers.
 pub fn duration(text: &str) -> Result<f64, String> {
@@ -38,11 +45,12 @@ pub struct ExperimentArgs {
     /// Run exactly N measured rounds (no adaptive stopping).
     #[arg(short = 'r', long, visible_alias = "runs", value_name = "N")]
     pub rounds: Option<u32>,
-    #[arg(long, value_name = "N",
-          help = with_default("Rounds before the first look at the statistics", Settings::default().min_rounds))]
+    #[arg(short = 'm', long, visible_alias = "min-runs", value_name = "N",
+          help = with_default("Rounds before the first look at the statistics (hyperfine's --min-runs)",
+                              Settings::default().min_rounds))]
     pub min_rounds: Option<u32>,
-    #[arg(long, value_name = "N",
-          help = with_default("Stop after this many measured rounds even without a verdict",
+    #[arg(short = 'M', long, visible_alias = "max-runs", value_name = "N",
+          help = with_default("Stop after this many measured rounds even without a verdict (hyperfine's --max-runs)",
                               Settings::default().max_rounds))]
     pub max_rounds: Option<u32>,
     #[arg(long, value_name = "DURATION", value_parser = duration,
@@ -65,8 +73,8 @@ pub struct ExperimentArgs {
 
 impl ExperimentArgs {
     /// What the command line sets, to lay over a suite's options.
-    pub fn options(&self) -> Options {
-        Options {
+    pub fn options(&self) -> SettingsLayer {
+        SettingsLayer {
             rounds: self.rounds,
             warmup: self.runner.warmup,
             min_rounds: self.min_rounds,
@@ -74,7 +82,7 @@ impl ExperimentArgs {
             max_time: self.max_time,
             timeout: self.runner.timeout,
             threshold: self.threshold,
-            ..Options::default()
+            ..SettingsLayer::default()
         }
     }
 }
@@ -92,8 +100,8 @@ pub struct RunnerArgs {
     /// Let the commands' stdout and stderr through instead of discarding them.
     #[arg(long)]
     pub show_output: bool,
-    /// Write the result as JSON (`-` for stdout).
-    #[arg(long, visible_alias = "export-json", value_name = "FILE")]
+    /// Write perflab's result as JSON, every run included (`-` for stdout; docs/json-schema.md).
+    #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
     /// Do not show the progress bar.
     #[arg(long)]
@@ -107,12 +115,164 @@ impl RunnerArgs {
     }
 }
 
+/// `-e` of stat and compare: every event accepted (a test keeps it in step with
+/// `measure::event::SYMBOLIC`).
+pub const COUNTED_EVENTS_HELP: &str =
+    "Counters to read per run via perf_event_open, in perf's syntax, comma-separated: \
+cycles, instructions, branches, branch-misses, cache-references, cache-misses, bus-cycles, \
+stalled-cycles-frontend, stalled-cycles-backend, ref-cycles, task-clock, cpu-clock, page-faults, minor-faults, \
+major-faults, context-switches, cpu-migrations, alignment-faults, emulation-faults, L1-dcache-loads, \
+L1-dcache-load-misses, L1-dcache-stores, L1-icache-load-misses, LLC-loads, LLC-load-misses, LLC-stores, \
+LLC-store-misses, dTLB-loads, dTLB-load-misses, iTLB-loads, iTLB-load-misses, branch-loads, branch-load-misses \
+(aliases: cpu-cycles, branch-instructions, faults, cs, migrations, idle-cycles-frontend, idle-cycles-backend); \
+modifiers :u :k :h :p/:pp/:ppp (cycles:u); groups {cycles,instructions} (counted together, all-or-nothing); \
+raw rUUEE (r00c0); PMU events pmu/field=value,…/ or pmu/name/ (cpu/event=0x3c,umask=0x00/, msr/tsc/); \
+tracepoints subsystem:name (sched:sched_switch; root)";
+
+/// `-e` of profile and top: every event accepted.
+pub const SAMPLED_EVENT_HELP: &str = "Event to sample, in perf's syntax: cpu-clock (the default, needs no PMU), \
+task-clock, page-faults, minor-faults, major-faults, context-switches, cpu-migrations, alignment-faults, \
+emulation-faults, cycles, instructions, branches, branch-misses, cache-references, cache-misses, bus-cycles, \
+stalled-cycles-frontend, stalled-cycles-backend, ref-cycles, L1-dcache-loads, L1-dcache-load-misses, \
+L1-dcache-stores, L1-icache-load-misses, LLC-loads, LLC-load-misses, LLC-stores, LLC-store-misses, dTLB-loads, \
+dTLB-load-misses, iTLB-loads, iTLB-load-misses, branch-loads, branch-load-misses (those after cpu-migrations need \
+a hardware PMU); modifiers :u :k :h :p/:pp/:ppp; raw rUUEE; pmu/field=value,…/; tracepoints subsystem:name \
+(sched:sched_switch, sampled at every event unless -c; root)";
+/// hyperfine's output options, with its meanings (`compare`, `stat`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ExportArgs {
+    /// Write the results in hyperfine's JSON schema, which its scripts read (perflab's
+    /// ratios, intervals and verdicts under `perflab`; `-` for stdout). perflab's own
+    /// JSON is --json.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<String>,
+    /// Write hyperfine's summary CSV, one row per command (`-` for stdout); one row per
+    /// run is --csv.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<String>,
+    /// Write a Markdown summary (for a pull-request comment; `-` for stdout).
+    #[arg(long, visible_alias = "export-markdown", value_name = "FILE")]
+    pub markdown: Option<String>,
+    /// Write the summary as an AsciiDoc table (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub export_asciidoc: Option<String>,
+    /// Write the summary as an Emacs Org table (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub export_orgmode: Option<String>,
+    /// The unit of times on the terminal and in Markdown, AsciiDoc and Org (CSV and JSON
+    /// stay in seconds) [default: the most readable per value].
+    #[arg(short = 'u', long, value_name = "UNIT", value_parser = PossibleValuesParser::new(TimeUnit::NAMES)
+          .map(|s| TimeUnit::named(&s).expect("a listed unit")))]
+    pub time_unit: Option<TimeUnit>,
+    /// Order of the commands in tables and exports: auto and command (as given, baseline
+    /// first) or mean-time (fastest mean first).
+    #[arg(long, value_name = "METHOD", default_value = "auto", value_parser = PossibleValuesParser::new(SortOrder::NAMES)
+          .map(|s| SortOrder::named(&s).expect("a listed order")))]
+    pub sort: SortOrder,
+    /// auto; basic (no colours, no progress bar); full (colours even off a terminal, and the
+    /// progress bar despite --no-progress); nocolor; color (colours, no progress bar); none
+    /// (nothing on the terminal but warnings and errors; files are still written).
+    #[arg(long, value_name = "TYPE", default_value = "auto", value_parser = PossibleValuesParser::new(OutputStyle::NAMES)
+          .map(|s| OutputStyle::named(&s).expect("a listed style")))]
+    pub style: OutputStyle,
+}
+
+/// hyperfine's `--style`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputStyle {
+    #[default]
+    Auto,
+    Basic,
+    Full,
+    NoColor,
+    Color,
+    None,
+}
+
+impl OutputStyle {
+    pub const NAMES: [&'static str; 6] = ["auto", "basic", "full", "nocolor", "color", "none"];
+
+    pub fn named(name: &str) -> Option<OutputStyle> {
+        Some(match name {
+            "auto" => OutputStyle::Auto,
+            "basic" => OutputStyle::Basic,
+            "full" => OutputStyle::Full,
+            "nocolor" => OutputStyle::NoColor,
+            "color" => OutputStyle::Color,
+            "none" => OutputStyle::None,
+            _ => return None,
+        })
+    }
+
+    /// Applies the colour choice (over `--color`, when the style makes one).
+    pub fn apply_colors(self) {
+        match self {
+            OutputStyle::Basic | OutputStyle::NoColor | OutputStyle::None => crate::render::color::init("never"),
+            OutputStyle::Full | OutputStyle::Color => crate::render::color::init("always"),
+            OutputStyle::Auto => {}
+        }
+    }
+
+    /// Whether the progress bar is hidden, given what the other options say.
+    pub fn hides_progress(self, otherwise_hidden: bool) -> bool {
+        match self {
+            OutputStyle::Basic | OutputStyle::Color | OutputStyle::None => true,
+            OutputStyle::Full => false,
+            OutputStyle::Auto | OutputStyle::NoColor => otherwise_hidden,
+        }
+    }
+
+    /// Whether the terminal report is printed.
+    pub fn shows_report(self) -> bool {
+        self != OutputStyle::None
+    }
+}
+
+impl ExportArgs {
+    /// Every file output of a result `R` holding an experiment (`experiment_of` finds it):
+    /// perflab's JSON of `R` for `json`, the other formats of the experiment; checked
+    /// before anything runs.
+    pub fn outputs<'a, R: Serialize + 'a>(
+        &self,
+        json: Option<&str>,
+        experiment_of: fn(&R) -> &Experiment,
+    ) -> Result<Outputs<'a, R>, Failure> {
+        let style = self.layout(None);
+        let mut outputs = Outputs::new();
+        if let Some(path) = json {
+            outputs.add("--json", path, Json)?;
+        }
+        if let Some(path) = &self.export_json {
+            outputs.add("--export-json", path, Part(HyperfineJson, experiment_of))?;
+        }
+        if let Some(path) = &self.export_csv {
+            outputs.add("--export-csv", path, Part(HyperfineCsv, experiment_of))?;
+        }
+        if let Some(path) = &self.markdown {
+            let summary = dialect::Summary { dialect: dialect::Markdown, style };
+            outputs.add("--markdown", path, Part(summary, experiment_of))?;
+        }
+        if let Some(path) = &self.export_asciidoc {
+            let summary = dialect::Summary { dialect: dialect::AsciiDoc, style };
+            outputs.add("--export-asciidoc", path, Part(summary, experiment_of))?;
+        }
+        if let Some(path) = &self.export_orgmode {
+            let summary = dialect::Summary { dialect: dialect::Org, style };
+            outputs.add("--export-orgmode", path, Part(summary, experiment_of))?;
+        }
+        Ok(outputs)
+    }
+
+    /// The time unit and order, for tables `width` wide.
+    pub fn layout(&self, width: Option<usize>) -> Style {
+        Style { time_unit: self.time_unit, sort: self.sort, width }
+    }
+}
+
 /// What a run measures besides time: counters or instruction mode.
 #[derive(Debug, Clone, Args, Default)]
 pub struct MeasureArgs {
-    /// Counters to read per run via perf_event_open (comma-separated perf names,
-    /// e.g. cycles,instructions,branch-misses,task-clock,page-faults).
-    #[arg(short = 'e', long = "events", value_delimiter = ',', value_name = "EVENTS")]
+    #[arg(short = 'e', long = "events", value_name = "EVENTS", help = COUNTED_EVENTS_HELP)]
     pub events: Vec<String>,
     /// wall: time each run natively; instructions: run under valgrind cachegrind.
     #[arg(long, default_value = "wall",
@@ -127,12 +287,14 @@ pub struct MeasureArgs {
 
 impl MeasureArgs {
     /// With the parsers of `output` (see [`OutputArgs::options`]).
-    pub fn options(&self, output: &Options) -> MeasureOptions {
+    pub fn options(&self, output: &SettingsLayer) -> MeasureOptions {
         MeasureOptions {
             events: self.events.clone(),
             mode: self.mode,
             counter_scope: self.counter_scope,
             output: output.output.clone().unwrap_or_default(),
+            iterations: output.iterations.unwrap_or_default(),
+            explain: None,
         }
     }
 }
@@ -156,17 +318,19 @@ pub struct OutputArgs {
     #[arg(long, value_delimiter = ',', value_name = "METRIC")]
     pub lower_is_better: Vec<String>,
     /// Which iterations of a metric printed several times per run make the run's value:
-    /// all (their mean) or steady (the mean of those after --warmup-iterations).
+    /// all (their mean), first (the first --warmup-iterations: the cold start), steady (the
+    /// mean of those after them), or each (all decides; NAME[first] and NAME[steady] get
+    /// their own verdicts).
     #[arg(long, default_value = "all", value_parser = PossibleValuesParser::new(Iterations::NAMES))]
     pub iterations: String,
-    /// Iterations left out of the steady state.
+    /// Iterations in the first group (left out of the steady state).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub warmup_iterations: u32,
 }
 
 impl OutputArgs {
     /// The parsers, directions and iteration choice, as options to lay over the rest.
-    pub fn options(&self) -> Result<Options, Failure> {
+    pub fn options(&self) -> Result<SettingsLayer, Failure> {
         let mut parsers = Vec::new();
         for format in &self.parse {
             parsers.push(Parser::format(format).map_err(Failure::Usage)?);
@@ -182,11 +346,11 @@ impl OutputArgs {
                 }
             }
         }
-        Ok(Options {
+        Ok(SettingsLayer {
             output: (!parsers.is_empty()).then_some(parsers),
             better: (!better.is_empty()).then_some(better),
             iterations: Some(Iterations::named(&self.iterations, self.warmup_iterations).map_err(Failure::Usage)?),
-            ..Options::default()
+            ..SettingsLayer::default()
         })
     }
 }
@@ -278,6 +442,43 @@ impl ParameterArgs {
     }
 }
 
+/// How commands run: directly, or through a shell (`compare`, `stat`, `doctor`), as
+/// hyperfine spells it.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ShellArgs {
+    /// Run every command through SHELL -c (`-S bash`, `--shell=zsh`, `--shell 'bash --norc'`;
+    /// `default` is /bin/sh, `none` the same as -N). Without it commands run directly, and
+    /// a command with shell syntax (| > < ; && $( ) * ~ …) sends every command through
+    /// /bin/sh -c, with a note saying so.
+    // An optional value, not `require_equals`: `--shell zsh A B` names zsh, as in
+    // hyperfine, while a bare `--shell` before an option or `--` still means /bin/sh.
+    #[arg(short = 'S', long, value_name = "SHELL", num_args = 0..=1, default_missing_value = DEFAULT_SHELL)]
+    pub shell: Option<String>,
+    /// Never use a shell (hyperfine's -N): a command with shell syntax is refused instead
+    /// of running with its operators as arguments.
+    #[arg(short = 'N', long = "no-shell", conflicts_with = "shell")]
+    pub no_shell: bool,
+}
+
+impl ShellArgs {
+    /// The shell choice, the program checked to exist.
+    pub fn shell(&self) -> Result<Shell, Failure> {
+        if self.no_shell {
+            return Ok(Shell::Never);
+        }
+        let shell = Shell::named(self.shell.as_deref())?;
+        if let Shell::Always(words) = &shell {
+            resolve_program(&words[0]).map_err(|e| {
+                usage!(
+                    "--shell `{}`: {e} (--shell takes the shell as its value: `-S bash CMD…`, `--shell=/bin/sh`)",
+                    words.join(" ")
+                )
+            })?;
+        }
+        Ok(shell)
+    }
+}
+
 /// Which history database to use (every store command takes it).
 #[derive(Debug, Clone, Args, Default)]
 pub struct DbArgs {
@@ -293,9 +494,23 @@ impl DbArgs {
         crate::store::Store::open(self.db.as_deref())
     }
 
-    /// Open an existing database for reading; never creates one.
+    /// Open an existing database for reading; never creates one. Says so when the
+    /// database could only be opened read-only.
     pub fn open_existing(&self) -> Result<crate::store::Store, crate::error::Failure> {
-        crate::store::Store::open_existing(self.db.as_deref())
+        let store = crate::store::Store::open_existing(self.db.as_deref())?;
+        if let Some(how) = store.read_only() {
+            let what = match how {
+                crate::store::sqlite::ReadOnly::Shared => "",
+                crate::store::sqlite::ReadOnly::Immutable => {
+                    " as immutable (its filesystem is read-only; nothing can change it meanwhile)"
+                }
+            };
+            eprintln!(
+                "perflab: note: {} is not writable here: opened read-only{what}",
+                crate::render::terminal::escape(store.location())
+            );
+        }
+        Ok(store)
     }
 }
 

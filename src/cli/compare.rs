@@ -1,37 +1,46 @@
-//! `perflab compare`: the command line of a comparison, turned into a plan for the
-//! experiment engine; observers for progress, CSV rows and the store; then the
-//! terminal table, JSON and Markdown, and the outcome.
+//! `perflab compare`: the command line of a comparison (hyperfine's spellings too),
+//! turned into a plan for the experiment engine; observers for progress, CSV rows and the
+//! store; then the outputs (`render::export`) and the outcome.
 
-use super::args::{confidence, percent, ExperimentArgs, HookArgs, MeasureArgs, OutputArgs, ParameterArgs, SaveArgs};
+use super::args::{
+    confidence, percent, ExperimentArgs, ExportArgs, HookArgs, MeasureArgs, OutputArgs, ParameterArgs, SaveArgs,
+    ShellArgs,
+};
 use crate::error::Failure;
 use crate::experiment::{self, Fanout, Observer};
 use crate::model::metric::Better;
-use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings, Warning, WarningKind};
-use crate::plan::command::{expand_parameters, parse_commands, resolve_program, substitute};
-use crate::plan::{self, Plan};
-use crate::render;
+use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings, Verdict, Warning, WarningKind};
+use crate::plan::command::{expand_parameters, parse_commands, resolve_program, substitute, ShellReason};
+use crate::plan::{self, OutputSink, Plan};
+use crate::render::export::Text;
+use crate::render::table::{self, Stream};
+use crate::render::terminal::Terminal;
+use crate::render::{self, color};
 use crate::store::{current_git_commit, default_label, Meta, Recorder, Store};
 use crate::units::format_percent;
 use crate::usage;
 use clap::Args;
+use std::collections::BTreeMap;
 
 #[derive(Debug, Args, Clone)]
 pub struct CompareArgs {
     /// Commands to compare; the first is the baseline. The same command may be given
     /// twice (an A/A check): identical commands are named `#1`, `#2`, ... One command
-    /// is enough with parameters (-L, -P) that make several of it.
+    /// alone is measured like `perflab stat` does (10 runs unless told otherwise).
     #[arg(required = true, num_args = 1.., value_name = "CMD")]
     pub commands: Vec<String>,
     /// Name of a command, in order (repeat for each command).
     #[arg(short = 'n', long = "name", visible_alias = "command-name", value_name = "NAME")]
     pub names: Vec<String>,
-    /// Run each command through `sh -c` (or `--shell=SHELL`) instead of executing it directly.
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh",
-          conflicts_with = "no_shell")]
-    pub shell: Option<String>,
-    /// Execute commands directly, without a shell (the default; hyperfine's `-N`).
-    #[arg(short = 'N', long = "no-shell")]
-    pub no_shell: bool,
+    /// A baseline to run before the commands and compare them with (hyperfine's
+    /// --reference): the same as giving it first.
+    #[arg(long, value_name = "CMD")]
+    pub reference: Option<String>,
+    /// The name of --reference.
+    #[arg(long, value_name = "NAME", requires = "reference")]
+    pub reference_name: Option<String>,
+    #[command(flatten)]
+    pub shell: ShellArgs,
     #[command(flatten)]
     pub experiment: ExperimentArgs,
     /// Confidence level of the intervals, in percent.
@@ -40,23 +49,47 @@ pub struct CompareArgs {
     /// Metrics to compare; the first decides when to stop (wall_s, cpu_s, uncontended_s,
     /// runq_wait_s, max_rss_kib, minor_faults, …, or one the commands print). Default: what
     /// the commands print, then wall_s, cpu_s, max_rss_kib, deciding on wall_s — or on
-    /// uncontended_s when the machine is busy.
-    #[arg(short = 'm', long = "metric", value_delimiter = ',', value_name = "METRICS")]
+    /// uncontended_s when the machine is busy. (No short form: -m is hyperfine's --min-runs.)
+    #[arg(long = "metric", value_delimiter = ',', value_name = "METRICS")]
     pub metrics: Vec<String>,
+    /// Where the commands' output goes: null (the default), pipe (read and thrown away,
+    /// for programs that notice /dev/null), inherit (as --show-output), or a FILE (every
+    /// run's output appended). Once for all commands or once per command.
+    #[arg(long = "output", value_name = "WHERE", conflicts_with = "show_output")]
+    pub output_to: Vec<String>,
     /// Do not pad the environment with a random variable each round.
     #[arg(long)]
     pub no_env_padding: bool,
     /// Exit 1 when a candidate's whole CI lies above 1 + PCT % (default 0).
-    #[arg(long, value_name = "PCT", num_args = 0..=1, default_missing_value = "0", value_parser = percent)]
+    #[arg(long, value_name = "PCT", num_args = 0..=1, require_equals = true, default_missing_value = "0", value_parser = percent)]
     pub fail_if_slower: Option<f64>,
-    /// Write a Markdown summary (for a PR comment; `-` for stdout).
-    #[arg(long, visible_alias = "export-markdown", value_name = "FILE")]
-    pub markdown: Option<String>,
+    /// With parameters as factors (-L/-P, two or more): also compare every pair of
+    /// builds, each with its interval (Bonferroni over the pairs). The main effect of
+    /// each factor is always shown.
+    #[arg(long)]
+    pub pairwise: bool,
+    #[command(flatten)]
+    pub export: ExportArgs,
     /// Write every run as CSV, row by row as they finish (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<String>,
     #[command(flatten)]
     pub measure: MeasureArgs,
+    /// Explain the comparison function by function: every measured run is also sampled
+    /// (no extra runs), and each function's time per run gets a ratio with an interval, a
+    /// verdict and its contribution to the change; with --mode instructions, cachegrind's
+    /// exact per-function counts.
+    #[arg(long)]
+    pub explain: bool,
+    /// The event --explain samples (any -e name; cpu-clock needs no PMU).
+    #[arg(long, value_name = "EVENT", default_value = "cpu-clock")]
+    pub explain_event: String,
+    /// Write the explanation's differential flame graph (SVG; the first candidate's) to FILE.
+    #[arg(long, value_name = "FILE", requires = "explain")]
+    pub explain_flamegraph: Option<String>,
+    /// Samples per second of CPU time for --explain.
+    #[arg(long, value_name = "HZ", default_value_t = crate::measure::sampling::DEFAULT_FREQUENCY_HZ)]
+    pub explain_frequency: u64,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -69,37 +102,102 @@ pub struct CompareArgs {
 
 /// Turn the command line into a plan (everything checked before anything runs).
 pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
+    planned(args).map(|(plan, _)| plan)
+}
+
+/// The plan, and why its commands run through a shell nobody asked for (for a note).
+fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
     if args.names.len() > args.commands.len() {
         return Err(usage!("{} --name given for {} commands", args.names.len(), args.commands.len()));
     }
     // Every command (its name and hooks alike) once per combination of parameters.
-    let expanded = expand_parameters(&args.commands, &args.parameters.parameters()?)?;
-    let texts: Vec<String> = expanded.iter().map(|(i, c)| substitute(&args.commands[*i], c)).collect();
-    if texts.len() < 2 {
-        return Err(usage!("compare needs at least two commands (or one that -L/-P parameters make several of)"));
+    let parameters = args.parameters.parameters()?;
+    let expanded = expand_parameters(&args.commands, &parameters)?;
+    let design = plan::factorial_design(args.commands.len(), &parameters, &expanded, args.pairwise);
+    if args.pairwise && design.is_none() {
+        return Err(usage!(
+            "--pairwise compares the builds of a design: one command with two or more parameters (-L/-P) of two or more values"
+        ));
     }
-    let names: Vec<String> = expanded
+    let mut texts: Vec<String> = expanded.iter().map(|(i, c)| substitute(&args.commands[*i], c)).collect();
+    let mut names: Vec<String> = expanded
         .iter()
         .take_while(|(i, _)| *i < args.names.len())
         .map(|(i, c)| substitute(&args.names[*i], c))
         .collect();
     let given = args.hooks.per_command(args.commands.len())?;
-    let hooks: Vec<Hooks> = if given.is_empty() {
+    let mut hooks: Vec<Hooks> = if given.is_empty() {
         Vec::new()
     } else {
         expanded.iter().map(|(i, c)| given[*i].map(|text| substitute(text, c))).collect()
     };
-    let commands = parse_commands(&texts, &names, args.shell.as_deref())?;
+    let mut parameters: Vec<BTreeMap<String, String>> =
+        expanded.iter().map(|(_, c)| c.iter().cloned().collect()).collect();
+    let mut sinks: Vec<OutputSink> = match args.output_to.len() {
+        0 => Vec::new(),
+        1 => vec![OutputSink::parse(&args.output_to[0]); texts.len()],
+        n if n == args.commands.len() => {
+            expanded.iter().map(|(i, c)| OutputSink::parse(&substitute(&args.output_to[*i], c))).collect()
+        }
+        n => {
+            return Err(usage!(
+                "--output is given {n} times for {} commands: give it once, or once per command",
+                args.commands.len()
+            ))
+        }
+    };
+    if !sinks.is_empty() && (!args.output.output_metrics.is_empty() || !args.output.parse.is_empty()) {
+        return Err(usage!("--output cannot send away what --output-metric or --parse read"));
+    }
+    if let Some(reference) = &args.reference {
+        texts.insert(0, reference.clone());
+        parameters.insert(0, BTreeMap::new());
+        if !sinks.is_empty() {
+            // Given once, it is everybody's; given per command, the reference's goes to /dev/null.
+            let shared = if args.output_to.len() == 1 { sinks[0].clone() } else { OutputSink::Null };
+            sinks.insert(0, shared);
+        }
+        // Named commands stay named: the reference takes its own name, or its text.
+        if !names.is_empty() || args.reference_name.is_some() {
+            names.insert(0, args.reference_name.clone().unwrap_or_else(|| reference.clone()));
+        }
+        if !hooks.is_empty() {
+            // A hook given once is everybody's; given per command, the reference has none.
+            let once = [&args.hooks.prepare, &args.hooks.conclude, &args.hooks.setup, &args.hooks.cleanup]
+                .iter()
+                .all(|v| v.len() <= 1);
+            let shared = if once { args.hooks.per_command(1)?.into_iter().next() } else { None };
+            hooks.insert(0, shared.unwrap_or_default());
+        }
+    }
+    if texts.len() == 1 && args.fail_if_slower.is_some() {
+        return Err(usage!("--fail-if-slower needs a second command to compare with"));
+    }
+    let (mut commands, shell_reason) = parse_commands(&texts, &names, &args.shell.shell()?)?;
+    for (spec, parameters) in commands.iter_mut().zip(parameters) {
+        spec.parameters = parameters;
+    }
     for spec in &commands {
         resolve_program(&spec.argv[0])?;
     }
-    let options = plan::Options {
+    let options = plan::SettingsLayer {
         mode: Some(args.measure.mode),
         input: args.hooks.input.clone(),
         ..args.output.options()?.or(&args.experiment.options())
-    };
+    }
+    .for_commands(commands.len());
     plan::check(&options)?;
-    let measure = args.measure.options(&options);
+    let mut measure = args.measure.options(&options);
+    if args.explain {
+        if args.explain_frequency == 0 || args.explain_frequency > 100_000 {
+            return Err(usage!("--explain-frequency must be between 1 and 100000 Hz, got {}", args.explain_frequency));
+        }
+        measure.explain = Some(crate::measure::sampling::Sampling {
+            event: args.explain_event.clone(),
+            frequency_hz: args.explain_frequency,
+            call_stacks: true,
+        });
+    }
     let compared = plan::compared_metrics(&args.metrics, &measure)?;
     let defaults = plan::settings(&options, args.experiment.seed);
     let settings = Settings {
@@ -108,21 +206,21 @@ pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
         hooks,
         ..defaults
     };
-    Ok(Plan {
-        commands,
-        settings,
-        metrics: compared.metrics,
-        primary_metric: compared.primary,
-        auto_primary: compared.auto_primary,
-        show_output: args.experiment.runner.show_output,
-        ignore_failure: args.experiment.ignore_failure,
-        measure,
-    })
+    let plan = Plan::new(commands, settings, measure, compared)
+        .showing_output(args.experiment.runner.show_output)
+        .sending_output(sinks)
+        .ignoring_failure(args.experiment.ignore_failure)
+        .with_design(design);
+    Ok((plan, shell_reason))
 }
 
-/// `perflab compare`.
+/// `perflab compare`: plan, run with progress, CSV rows and the store watching; then the
+/// stored experiment, every file output, and last the terminal (see `render::export`).
 pub fn main(args: CompareArgs) -> Result<(), Failure> {
-    let plan = plan_from_args(&args)?;
+    let (plan, shell_reason) = planned(&args)?;
+    if let Some(reason) = shell_reason {
+        eprintln!("perflab: note: {}", render::terminal::escape(&reason.note()));
+    }
     for spec in plan.commands.iter().filter(|c| c.name.ends_with(" #1") && c.name != c.command_line) {
         let copies = plan.commands.iter().filter(|c| c.command_line == spec.command_line).count();
         eprintln!(
@@ -130,17 +228,25 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
             render::terminal::escape(&spec.command_line)
         );
     }
-    let stdout_taken =
-        [&args.experiment.runner.json, &args.markdown, &args.csv].iter().any(|o| o.as_deref() == Some("-"));
+    let style = args.export.style;
+    style.apply_colors();
+    let mut outputs = args.export.outputs(args.experiment.runner.json.as_deref(), |e: &Experiment| e)?;
+    if let Some(path) = &args.explain_flamegraph {
+        outputs.add("--explain-flamegraph", path, Text(explain_flame_graph))?;
+    }
     let mut csv = match &args.csv {
-        Some(path) => Some(render::csv::CsvWriter::create(
-            path,
-            plan.commands.iter().map(|c| c.name.clone()).collect(),
-            (!plan.learns_metrics_from_output()).then(|| counter_columns(&plan.metrics)),
-        )?),
+        Some(path) => {
+            outputs.add_streaming("--csv", path)?;
+            Some(render::csv::CsvWriter::create(
+                path,
+                plan.commands.iter().map(|c| c.name.clone()).collect(),
+                (!plan.learns_metrics_from_output()).then(|| counter_columns(&plan.metrics)),
+            )?)
+        }
         None => None,
     };
-    let mut progress = render::progress::ProgressDisplay::new(&plan.settings, args.experiment.runner.progress_hidden());
+    let mut progress =
+        render::progress::ProgressDisplay::new(style.hides_progress(args.experiment.runner.progress_hidden()));
     let mut store = if args.save.save { Some(args.save.db.open()?) } else { None };
     let mut recorder = store.as_mut().map(|store| begin_saving(store, &args.save, &plan));
     let experiment = {
@@ -151,15 +257,35 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
         }
         experiment::run(&plan, &mut Fanout(observers))
     };
-    progress.finish();
     let mut experiment = experiment?;
     experiment.warnings.extend(threshold_warning(&args, &plan));
-    if let Some(recorder) = recorder {
-        finish_saving(recorder, &experiment)?;
+    // Stored first, then the files, then the terminal: each on its own, so a failure of
+    // one (a full disk, a closed stdout) loses none of the others.
+    let saved = recorder.map(|recorder| finish_saving(recorder, &experiment));
+    let csv_written = csv.map(render::csv::CsvWriter::finish);
+    let stream = if outputs.stdout_taken() { Stream::Stderr } else { Stream::Stdout };
+    let terminal = Terminal { style: args.export.layout(table::width(stream)) };
+    let written = outputs.write(&experiment, style.shows_report().then_some(&terminal as _));
+    if !style.shows_report() {
+        for w in &experiment.warnings {
+            eprintln!("{}", color::yellow(&format!("warning: {}", render::terminal::escape(&w.message))));
+        }
     }
-    write_outputs(&args, &experiment, stdout_taken)?;
-    super::outcome(&experiment, "rounds")?;
+    saved.transpose()?;
+    csv_written.transpose()?;
+    written?;
+    super::outcome(&experiment, if plan.commands.len() == 1 { "runs" } else { "rounds" })?;
     gate(args.fail_if_slower, &experiment)
+}
+
+/// `--explain-flamegraph`: the differential flame graph of the sampled runs (a picture
+/// saying so when no call stacks were sampled). Here rather than in render/explain, which
+/// profile/flame depends on through render/terminal: no import cycle.
+fn explain_flame_graph(e: &Experiment) -> String {
+    e.comparisons
+        .iter()
+        .find_map(|c| c.explanation.as_ref()?.flame_graph.clone())
+        .unwrap_or_else(|| crate::profile::flame::empty_svg("perflab compare --explain", "no call stacks were sampled"))
 }
 
 /// The CSV's columns beyond the run's own fields: every metric kept in `Run::counters`.
@@ -210,39 +336,34 @@ fn finish_saving(recorder: Recorder, experiment: &Experiment) -> Result<(), Fail
     Ok(())
 }
 
-fn write_outputs(args: &CompareArgs, e: &Experiment, stdout_taken: bool) -> Result<(), Failure> {
-    let text = render::terminal::render(e);
-    if stdout_taken {
-        eprint!("{text}");
-    } else {
-        print!("{text}");
-    }
-    if let Some(path) = &args.experiment.runner.json {
-        render::json::write(path, e)?;
-    }
-    if let Some(path) = &args.markdown {
-        let mut out = render::open_output(path)?;
-        std::io::Write::write_all(&mut out, render::markdown::render(e).as_bytes())
-            .and_then(|_| std::io::Write::flush(&mut out))
-            .map_err(|err| usage!("cannot write `{path}`: {err}"))?;
-    }
-    Ok(())
-}
-
 /// `--fail-if-slower`: a candidate whose whole interval lies beyond 1 + PCT on the worse
 /// side trips it (above 1 + PCT for a time, below 1 − PCT for a higher-is-better metric).
+/// It fails closed: a candidate without an interval on the gated metric (not comparable,
+/// too few rounds) trips it too, with the reason — a gate that cannot look never passes.
 fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
     let Some(pct) = fail_if_slower else { return Ok(()) };
-    let worse = |c: &Comparison| match c.better {
-        Better::Lower => c.ci_low > 1.0 + pct,
-        Better::Higher => c.ci_high < 1.0 - pct,
+    let worse = |c: &Comparison| match (c.better, c.bounds()) {
+        (Better::Lower, (low, _)) => low > 1.0 + pct,
+        (Better::Higher, (_, high)) => high < 1.0 - pct,
     };
-    let tripped: Vec<String> = e
-        .comparisons
-        .iter()
-        .filter(|c| c.metric == e.primary_metric && worse(c))
-        .map(|c: &Comparison| {
-            format!(
+    let primary = &e.primary_metric;
+    let mut reasons = Vec::new();
+    for candidate in e.commands.iter().skip(1) {
+        let found = e.comparisons.iter().find(|c| &c.metric == primary && c.candidate == candidate.name);
+        match found {
+            None => reasons.push(format!("cannot judge `{}` on `{primary}`: no comparison", candidate.name)),
+            Some(c) if c.verdict == Verdict::NotComparable => reasons.push(format!(
+                "cannot judge `{}` on `{primary}`: {}",
+                c.candidate,
+                c.flags.first().map_or("not comparable", String::as_str)
+            )),
+            Some(c) if !c.ci_high.is_finite() => reasons.push(format!(
+                "cannot judge `{}` on `{primary}`: too few rounds for a {} % interval ({} paired)",
+                c.candidate,
+                crate::units::format_level(c.confidence),
+                c.n
+            )),
+            Some(c) if worse(c) => reasons.push(format!(
                 "`{}` is worse than `{}` in {} by more than {} % (CI [{:.4}, {:.4}])",
                 c.candidate,
                 c.baseline,
@@ -250,13 +371,14 @@ fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
                 format_percent(pct * 100.0),
                 c.ci_low,
                 c.ci_high
-            )
-        })
-        .collect();
-    if tripped.is_empty() {
+            )),
+            Some(_) => {}
+        }
+    }
+    if reasons.is_empty() {
         Ok(())
     } else {
-        Err(Failure::GateTripped(tripped.join("; ")))
+        Err(Failure::GateTripped(reasons.join("; ")))
     }
 }
 
@@ -296,8 +418,8 @@ mod tests {
         let s = settings_of(&["--runs", "12", "--export-json", "/dev/null", "-N", "-i"]).unwrap();
         assert_eq!(s.fixed_rounds, Some(12));
         let a = args(&["--runs", "12", "--export-json", "x.json", "-N", "-i", "--command-name", "a"]);
-        assert_eq!(a.experiment.runner.json.as_deref(), Some("x.json"));
-        assert!(a.experiment.ignore_failure && a.no_shell && a.shell.is_none());
+        assert_eq!(a.export.export_json.as_deref(), Some("x.json"));
+        assert!(a.experiment.ignore_failure && a.shell.no_shell && a.shell.shell.is_none());
         assert_eq!(a.names, ["a"]);
     }
 
@@ -322,9 +444,11 @@ mod tests {
         let mut cli = crate::cli::Cli::command();
         for name in ["compare", "run"] {
             let help = cli.find_subcommand_mut(name).unwrap().render_long_help().to_string();
+            // Wrapped to the terminal's width: compare the words.
+            let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
             for expected in [
-                "Rounds before the first look at the statistics [default: 6]",
-                "even without a verdict [default: 10000]",
+                "Rounds before the first look at the statistics (hyperfine's --min-runs) [default: 6]",
+                "even without a verdict (hyperfine's --max-runs) [default: 10000]",
                 "(e.g. 60, 90s, 5m) [default: 60s]",
                 "is `equivalent` [default: 1]",
                 "not counted [default: 1; 0 in instruction mode]",

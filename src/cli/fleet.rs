@@ -2,12 +2,15 @@
 //! this machine).
 
 use super::args::{duration, DbArgs, SelectionArgs};
-use super::run::summary_line;
 use crate::error::Failure;
-use crate::fleet::{self, agent::AgentOptions, QueueRequest};
+use crate::fleet::agent::{AgentOptions, Event};
+use crate::fleet::{self, QueueRequest};
 use crate::model::Machine;
+use crate::render::suite::summary_line;
+use crate::render::terminal::escape;
 use crate::suite;
-use crate::suite::runner::Outcome;
+use crate::suite::runner::{Explanation, Outcome, SuiteObserver};
+use crate::suite::{Benchmark, Build};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -52,7 +55,7 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
                 return Ok(());
             }
         }
-        print!("{}", fleet::render_status(&status));
+        crate::out!("{}", fleet::render_status(&status));
         return Ok(());
     }
     if let Some(job) = args.cancel {
@@ -76,7 +79,7 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
     eprintln!(
         "queued job {id}: {} under label `{}` on {} ({})",
         args.suite.display(),
-        crate::render::terminal::escape(&request.label),
+        escape(&request.label),
         if request.machines.is_empty() { "every machine".to_string() } else { request.machines.join(", ") },
         store.location()
     );
@@ -128,8 +131,68 @@ pub fn main_agent(args: AgentArgs) -> Result<(), Failure> {
         exit_when_idle: args.exit_when_idle,
         show_output: args.show_output,
     };
-    fleet::agent::run(&options, &mut |bench, outcome| match outcome {
-        Outcome::Measured(experiment) => eprintln!("{}", summary_line(&bench.name, experiment)),
-        Outcome::Failed(message) => eprintln!("  {}: {message}", crate::render::terminal::escape(&bench.name)),
-    })
+    let events: fleet::agent::EventSink = std::sync::Arc::new(|event: &Event| eprintln!("{}", event_line(event)));
+    fleet::agent::run(&options, &mut AgentLog, events)
+}
+
+/// An agent's log on stderr: a line per benchmark as it ends.
+struct AgentLog;
+
+impl SuiteObserver for AgentLog {
+    fn preparing(&mut self, build: &Build) {
+        eprintln!("preparing build `{}`", escape(&build.name));
+    }
+    fn started(&mut self, index: usize, total: usize, bench: &Benchmark) {
+        eprintln!("[{}/{total}] {}", index + 1, escape(&bench.name));
+    }
+    fn finished(&mut self, bench: &Benchmark, outcome: &Outcome) {
+        match outcome {
+            Outcome::Measured(experiment) => eprintln!("{}", summary_line(&bench.name, experiment)),
+            Outcome::Failed(message) => eprintln!("  {}: {message}", escape(&bench.name)),
+        }
+    }
+    fn explained(&mut self, _bench: &Benchmark, explanation: &Explanation) {
+        eprintln!("{}", crate::render::suite::explanation(explanation));
+    }
+}
+
+/// One line of the agent's log for `event`.
+fn event_line(event: &Event) -> String {
+    let seconds = |s: f64| crate::units::format_seconds(s);
+    match event {
+        Event::Started { agent, machine, store } => {
+            format!("perflab agent {}: machine {}, queue in {}", escape(agent), escape(machine), escape(store))
+        }
+        Event::Claimed { job, attempt, suite, label } => format!(
+            "perflab agent: job {job} (attempt {attempt}): suite {}, label `{}`",
+            escape(suite),
+            escape(label)
+        ),
+        Event::Resuming { completed, .. } => {
+            format!("perflab agent: resuming: {completed} benchmark(s) were completed by an earlier attempt")
+        }
+        Event::Unavailable { why, attempt, retry_in_s } => format!(
+            "perflab agent: database unavailable ({}); reconnecting in {} (attempt {attempt})",
+            escape(why),
+            seconds(*retry_in_s)
+        ),
+        Event::Reconnected { after_s, attempts } => {
+            format!("perflab agent: reconnected to the database after {} ({attempts} attempt(s))", seconds(*after_s))
+        }
+        Event::ClaimKept { job, attempt } => format!(
+            "perflab agent: job {job} is still this agent's (attempt {attempt}): lease renewed, going on (the benchmark in flight is measured again)"
+        ),
+        Event::ClaimLost { job, attempt } => format!(
+            "perflab agent: job {job} was taken over by another agent while this one could not renew its lease (attempt {attempt}); leaving it to that agent"
+        ),
+        Event::HeartbeatFailed { job, why } => {
+            format!("perflab agent: warning: renewing the lease on job {job} failed (retrying every beat): {}", escape(why))
+        }
+        Event::LeaseExpiredWhileRunning { job } => format!(
+            "perflab agent: warning: the lease on job {job} expired while it ran and another agent took it over; raise --lease above the longest pause of this machine"
+        ),
+        Event::Done { job } => format!("perflab agent: job {job} done"),
+        Event::Failed { job, why } => format!("perflab agent: job {job} failed: {}", escape(why)),
+        Event::Idle => "perflab agent: no job for this machine; exiting".into(),
+    }
 }

@@ -22,6 +22,9 @@ pub struct Cli {
     /// When to use colours: auto (only on a terminal, honouring NO_COLOR), always, never.
     #[arg(long, global = true, default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub color: String,
+    /// Print tables whole, however wide the terminal (piped output always is).
+    #[arg(long, global = true)]
+    pub wide: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -31,7 +34,7 @@ pub enum Command {
     /// Compare two or more commands in randomized interleaved rounds (the first is the baseline).
     Compare(Box<compare::CompareArgs>),
     /// Run one command N times and report every metric and counter: median, 95 % CI, spread.
-    Stat(stat::StatArgs),
+    Stat(Box<stat::StatArgs>),
     /// What on this machine disturbs measurements, with fixes; given a command, calibrate its noise.
     Doctor(doctor::DoctorArgs),
     /// Sample a command (cpu-clock by default, no PMU needed), save and report its profile.
@@ -55,7 +58,7 @@ pub enum Command {
     /// Find the commit that made a benchmark slower (git bisect with the compare engine).
     Bisect(run::BisectArgs),
     /// Write one self-contained HTML report: relative time vs a reference label, history, counters, machine.
-    Report(store::ReportArgs),
+    Report(store::HtmlReportArgs),
     /// Queue a suite run for a fleet of machines sharing the database (or list, cancel jobs).
     Queue(fleet::QueueArgs),
     /// Run queued jobs on this machine: claim, build, run, store under this machine's fingerprint.
@@ -80,14 +83,15 @@ pub fn main() -> i32 {
         Err(err) => return parse_error(err),
     };
     crate::render::color::init(&cli.color);
+    crate::render::table::set_wide(cli.wide);
     let Some(command) = cli.command else {
         // `perflab` alone is a request for help, like `cargo` alone.
-        let _ = Cli::command().print_help();
-        return EXIT_OK;
+        crate::render::stdout::write(&Cli::command().render_help().to_string());
+        return finish(Ok(()));
     };
     let result = match command {
         Command::Compare(args) => compare::main(*args),
-        Command::Stat(args) => stat::main(args),
+        Command::Stat(args) => stat::main(*args),
         Command::Doctor(args) => doctor::main(args),
         Command::Profile(args) => profile::main_profile(args),
         Command::Top(args) => profile::main_top(args),
@@ -103,26 +107,39 @@ pub fn main() -> i32 {
         Command::Queue(args) => fleet::main_queue(args),
         Command::Agent(args) => fleet::main_agent(args),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "perflab", &mut std::io::stdout());
+            // clap_complete panics when its writer fails: it writes to memory here.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "perflab", &mut script);
+            crate::render::stdout::write_bytes(&script);
             Ok(())
         }
         Command::Man { dir } => man(dir),
     };
-    match result {
-        Ok(()) => EXIT_OK,
-        Err(failure) => {
+    finish(result)
+}
+
+/// The exit code of a command's result, after its one-line failure. A failed stdout (a
+/// full disk, `| head` gone) comes last: every file and stored run was written by then.
+/// The command's own failure (a gate, an interrupt) decides the code; a closed pipe alone
+/// ends silently with 141, as cat and grep do.
+fn finish(result: Result<(), Failure>) -> i32 {
+    let stdout = crate::render::stdout::take_failure().map(Failure::Stdout);
+    let mut code = EXIT_OK;
+    for failure in [stdout, result.err()].into_iter().flatten() {
+        if !failure.is_silent() {
             eprintln!("{}", failure.line());
-            failure.exit_code()
         }
+        code = failure.exit_code();
     }
+    code
 }
 
 /// Help and version go to stdout in full; a usage error is one line, with clap's
 /// "did you mean" tip kept.
 fn parse_error(err: clap::Error) -> i32 {
     if !err.use_stderr() {
-        let _ = err.print();
-        return EXIT_OK;
+        crate::render::stdout::write(&err.render().to_string());
+        return finish(Ok(()));
     }
     eprintln!("{}", one_line(&err.render().to_string()));
     EXIT_USAGE
@@ -150,7 +167,10 @@ fn one_line(rendered: &str) -> String {
 fn man(dir: Option<std::path::PathBuf>) -> Result<(), Failure> {
     let cli = Cli::command();
     let Some(dir) = dir else {
-        return clap_mangen::Man::new(cli).render(&mut std::io::stdout()).map_err(|e| Failure::Other(e.into()));
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cli).render(&mut page).map_err(|e| Failure::Other(e.into()))?;
+        crate::render::stdout::write_bytes(&page);
+        return Ok(());
     };
     std::fs::create_dir_all(&dir).map_err(|e| crate::usage!("cannot create {}: {e}", dir.display()))?;
     let write = |name: String, command: clap::Command| -> Result<(), Failure> {
@@ -208,9 +228,9 @@ mod tests {
             }
         }
         // `-e` selects perf events in every command (several to count, one to sample);
-        // `-l` is a label, `-o` an output file. `-c` is each origin's: hyperfine's
-        // `--cleanup` for benchmarks, perf record's `--count` (a sample every N events)
-        // for `profile`.
+        // `-l` is a label, `-o` an output file, `-m`/`-M` hyperfine's --min-runs/--max-runs.
+        // `-c` is each origin's: hyperfine's `--cleanup` for benchmarks, perf record's
+        // `--count` (a sample every N events) for `profile`.
         let allowed = [('e', ["event", "events"].as_slice()), ('c', ["cleanup", "count"].as_slice())];
         for (short, longs) in meanings {
             let fine =

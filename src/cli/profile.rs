@@ -6,6 +6,7 @@ use crate::executor::process::Output;
 use crate::profile::aggregate::By;
 use crate::profile::annotate::{AnnotateOptions, Syntax};
 use crate::profile::error::ProfileError;
+use crate::profile::flame::{FlameOptions, FlameView};
 use crate::profile::format::Profile;
 use crate::profile::record::{self, CallGraph, RecordOptions, RecordingMode};
 use crate::profile::report::{self, ReportOptions};
@@ -23,9 +24,40 @@ fn by_parser() -> impl TypedValueParser<Value = By> {
     PossibleValuesParser::new(By::NAMES).map(|s| s.parse::<By>().expect("a listed grouping"))
 }
 
+/// How flame graphs are drawn (`profile`, `show`, `diff`).
+#[derive(Debug, Args)]
+pub struct FlameArgs {
+    /// Flame graph layout: `flame` (root at the bottom), `icicle` (root at the top) or
+    /// `inverted` (each stack reversed: running functions at the top, callers below).
+    #[arg(long, value_name = "VIEW", default_value = "flame",
+          value_parser = PossibleValuesParser::new(FlameView::NAMES).map(|s| s.parse::<FlameView>().expect("a listed view")))]
+    pub flame_view: FlameView,
+    /// Flame graph of the stacks through function NAME only, each starting at NAME.
+    #[arg(long, value_name = "NAME")]
+    pub flame_focus: Option<String>,
+    /// Sibling frames each under PCT % of the whole are drawn as one "other" frame
+    /// (0 draws every frame).
+    #[arg(long, value_name = "PCT", default_value_t = crate::profile::flame::DEFAULT_MIN_SHARE * 100.0)]
+    pub flame_min_share: f64,
+}
+
+impl FlameArgs {
+    fn options(&self, normalize: bool) -> Result<FlameOptions, Failure> {
+        if !(0.0..100.0).contains(&self.flame_min_share) {
+            return Err(crate::usage!("--flame-min-share must be between 0 and 100, got {}", self.flame_min_share));
+        }
+        Ok(FlameOptions {
+            view: self.flame_view,
+            focus: self.flame_focus.clone(),
+            min_share: self.flame_min_share / 100.0,
+            normalize,
+        })
+    }
+}
+
 /// Options shared by `profile` and `show` for the flat report.
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub struct FlatReportArgs {
     /// Write the report as JSON to FILE (`-` for stdout; the profiled program's stdout then goes to stderr).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -65,9 +97,11 @@ pub struct ReportArgs {
     /// them; needs -g.
     #[arg(long, value_name = "NAME")]
     pub callees: Option<String>,
+    #[command(flatten)]
+    pub flame: FlameArgs,
 }
 
-impl ReportArgs {
+impl FlatReportArgs {
     fn options(&self) -> ReportOptions {
         ReportOptions {
             by: self.by,
@@ -109,12 +143,11 @@ pub struct ProfileArgs {
     #[arg(short = 'F', long = "frequency", default_value_t = 997)]
     pub frequency: u64,
     /// Sample every N events instead of at a frequency (like perf record -c): `-e
-    /// page-faults -c 1` records every fault; for cpu-clock/task-clock N is nanoseconds.
+    /// page-faults -c 1` records every fault; for cpu-clock/task-clock N is nanoseconds;
+    /// tracepoints default to every event.
     #[arg(short = 'c', long = "count", value_name = "N", conflicts_with = "frequency")]
     pub count: Option<u64>,
-    /// Event to sample: cpu-clock (default, needs no PMU), task-clock, cycles, instructions,
-    /// cache-misses, branch-misses.
-    #[arg(short = 'e', long = "event", default_value = "cpu-clock")]
+    #[arg(short = 'e', long = "event", default_value = "cpu-clock", help = super::args::SAMPLED_EVENT_HELP)]
     pub event: String,
     /// Where to save the profile.
     #[arg(short = 'o', long = "output", default_value = "perflab.profile")]
@@ -141,7 +174,7 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "DURATION", value_parser = super::args::duration)]
     pub duration: Option<f64>,
     #[command(flatten)]
-    pub report: ReportArgs,
+    pub report: FlatReportArgs,
     /// The command to profile, after `--` (or -p / -a).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -192,9 +225,7 @@ pub struct TopArgs {
     /// Sampling frequency in Hz (per CPU or task).
     #[arg(short = 'F', long = "frequency", default_value_t = 997)]
     pub frequency: u64,
-    /// Event to sample: cpu-clock (default, needs no PMU), task-clock, cycles, instructions,
-    /// cache-misses, branch-misses.
-    #[arg(short = 'e', long = "event", default_value = "cpu-clock")]
+    #[arg(short = 'e', long = "event", default_value = "cpu-clock", help = super::args::SAMPLED_EVENT_HELP)]
     pub event: String,
     #[command(flatten)]
     pub target: TargetArgs,
@@ -224,7 +255,7 @@ pub struct ShowArgs {
     #[arg(short = 'e', long = "event", value_name = "NAME")]
     pub event: Option<String>,
     #[command(flatten)]
-    pub report: ReportArgs,
+    pub report: FlatReportArgs,
 }
 
 #[derive(Debug, Args)]
@@ -256,6 +287,11 @@ pub struct AnnotateArgs {
     /// where perf looks, e.g. /usr/lib/debug/boot/vmlinux-RELEASE).
     #[arg(long, value_name = "FILE")]
     pub vmlinux: Option<PathBuf>,
+    /// Print every instruction (default: a long function's hot blocks — instructions with
+    /// at least 1 % of its samples, the loops around them, and context —, saying what was
+    /// left out). `--json` always has every instruction.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Args)]
@@ -284,6 +320,13 @@ pub struct DiffArgs {
     /// how their own time changed (red more, blue less), vanished stacks still drawn; needs -g.
     #[arg(long, value_name = "FILE")]
     pub flamegraph: Option<PathBuf>,
+    /// Draw the differential flame graph in seconds as measured, instead of scaling the
+    /// old profile to the new one's total (the default: widths and colours then compare
+    /// shares of time, and a much slower build is not red everywhere).
+    #[arg(long)]
+    pub flame_absolute: bool,
+    #[command(flatten)]
+    pub flame: FlameArgs,
 }
 
 pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
@@ -305,6 +348,7 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
     if let Some(spec) = &args.report.group_by_source {
         profile::aggregate::SourceRegions::parse(spec)?;
     }
+    args.report.flame.options(true)?;
     check_writable(&args.output)?;
     if !record.has_call_graph() {
         if let Some(flag) = args.report.needs_stacks() {
@@ -366,22 +410,22 @@ fn check_writable(path: &Path) -> Result<(), Failure> {
 /// The report of a profile: warnings on stderr, the files written (before anything on
 /// the terminal, so a closed stdout cannot lose them), then the terminal report unless
 /// stdout carries one of the files.
-fn report_profile(profile: &Profile, args: &ReportArgs, destinations: &[Destination]) -> Result<(), Failure> {
+fn report_profile(profile: &Profile, args: &FlatReportArgs, destinations: &[Destination]) -> Result<(), Failure> {
+    let flame = args.flame.options(true)?;
     let report = report::build(profile, &args.options())?;
     eprint!("{}", render::warnings(&report.flat.warnings));
     let title = format!("perflab: {}", profile.command.join(" "));
-    export::write_all(destinations, profile, &report, &title)?;
+    export::write_all(destinations, profile, &report, &title, &flame)?;
     if !destinations.iter().any(Destination::to_stdout) {
         print_text(&render::flat::report(&report.flat, args.limit));
     }
     Ok(())
 }
 
-/// Terminal text on stdout.
+/// Terminal text on stdout (never a panic: `render::stdout` keeps a failure for the
+/// end of the command, after every file is written).
 fn print_text(text: &str) {
-    use std::io::Write;
-    // A closed pipe (`| head`) is the reader's choice: the files are already written.
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    crate::render::stdout::write(text);
 }
 
 pub fn main_top(args: TopArgs) -> Result<(), Failure> {
@@ -435,12 +479,13 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
         crate::render::json::write(path, &annotation)?;
     }
     if args.json.as_deref() != Some(Path::new("-")) {
-        print_text(&render::annotate::report(&annotation));
+        print_text(&render::annotate::report(&annotation, args.all));
     }
     Ok(())
 }
 
 pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
+    let flame = args.flame.options(!args.flame_absolute)?;
     let old = load(&args.old, args.event.as_deref())?;
     let new = load(&args.new, args.event.as_deref())?;
     if let Some(path) = &args.flamegraph {
@@ -460,7 +505,8 @@ pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
     }
     if let Some(path) = &args.flamegraph {
         let title = format!("perflab diff {} → {}", args.old.display(), args.new.display());
-        let svg = flame::diff_svg(&old, &new, &title).expect("both profiles have call stacks (checked above)");
+        let svg =
+            flame::diff_svg_with(&old, &new, &title, &flame).expect("both profiles have call stacks (checked above)");
         export::write(path, svg.as_bytes())?;
     }
     let to_stdout = [&args.json, &args.flamegraph].into_iter().flatten().any(|p| p == Path::new("-"));

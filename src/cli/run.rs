@@ -1,14 +1,20 @@
-//! `perflab run` (a suite's benchmarks, stored under a label) and `perflab bisect`.
+//! `perflab run` (a suite's benchmarks, stored under a label) and `perflab bisect`:
+//! their arguments, wired to `suite::runner` and `suite::bisect`, which report through
+//! observers printed here with `render::suite`.
 
 use super::args::{duration, DbArgs, ExperimentArgs, SelectionArgs};
 use crate::error::Failure;
+use crate::experiment::Observer;
 use crate::model::{Experiment, StopReason};
 use crate::plan;
-use crate::render::color;
-use crate::suite::bisect::{self, BisectRequest};
-use crate::suite::runner::{run_suite, Outcome, RunOptions};
+use crate::render::export::Outputs;
+use crate::render::json::Json;
+use crate::render::progress::ProgressDisplay;
+use crate::render::terminal::escape;
+use crate::render::{self, color};
+use crate::suite::bisect::{self, BisectObserver, BisectRequest, Step};
+use crate::suite::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
 use crate::suite::{self, Benchmark, Build};
-use crate::units::format_value;
 use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -44,7 +50,6 @@ impl RunArgs {
             seed: self.experiment.seed,
             show_output: self.experiment.runner.show_output,
             ignore_failure: self.experiment.ignore_failure,
-            hide_progress: self.experiment.runner.progress_hidden(),
             profile_changes: self.profile_changes,
             ..RunOptions::default()
         }
@@ -53,10 +58,73 @@ impl RunArgs {
 
 /// One benchmark's result as written by `--json`.
 #[derive(Debug, Serialize)]
-struct RunRecord<'a> {
-    benchmark: &'a str,
-    label: &'a str,
-    experiment: &'a Experiment,
+struct RunRecord {
+    benchmark: String,
+    label: String,
+    experiment: Experiment,
+}
+
+/// Prints a suite run as it goes: a line per benchmark on stdout (stderr when `--json -`
+/// takes stdout), progress, warnings and failures on stderr; keeps what was measured.
+struct Printer {
+    label: String,
+    to_stderr: bool,
+    progress: ProgressDisplay,
+    records: Vec<RunRecord>,
+    failed: Vec<String>,
+}
+
+impl SuiteObserver for Printer {
+    fn preparing(&mut self, build: &Build) {
+        eprintln!("preparing build `{}`: {}", escape(&build.name), escape(build.prepare.as_deref().unwrap_or("")));
+    }
+
+    fn started(&mut self, index: usize, total: usize, bench: &Benchmark) {
+        eprintln!("[{}/{total}] {}", index + 1, escape(&bench.name));
+    }
+
+    fn experiment(&mut self) -> Option<&mut dyn Observer> {
+        Some(&mut self.progress)
+    }
+
+    fn finished(&mut self, bench: &Benchmark, outcome: &Outcome) {
+        match outcome {
+            Outcome::Measured(experiment) => {
+                let line = render::suite::summary_line(&bench.name, experiment);
+                if self.to_stderr {
+                    eprintln!("{line}");
+                } else {
+                    crate::outln!("{line}");
+                }
+                for warning in &experiment.warnings {
+                    eprintln!("  {}", color::yellow(&format!("warning: {}", escape(&warning.message))));
+                }
+                if experiment.stop_reason == StopReason::CommandFailed {
+                    if let Some(why) = &experiment.failure {
+                        eprintln!("  {why}");
+                    }
+                    self.failed.push(bench.name.clone());
+                }
+                self.records.push(RunRecord {
+                    benchmark: bench.name.clone(),
+                    label: self.label.clone(),
+                    experiment: (**experiment).clone(),
+                });
+            }
+            Outcome::Failed(message) => {
+                eprintln!("  {}: {message}", escape(&bench.name));
+                self.failed.push(bench.name.clone());
+            }
+        }
+    }
+
+    fn cleanup_failed(&mut self, _bench: &Benchmark, why: &str) {
+        eprintln!("  cleanup failed: {why}");
+    }
+
+    fn explained(&mut self, _bench: &Benchmark, explanation: &Explanation) {
+        eprintln!("{}", render::suite::explanation(explanation));
+    }
 }
 
 /// `perflab run`.
@@ -71,50 +139,31 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
         return list(&benchmarks, candidate, baseline);
     }
     let label = args.label.clone().unwrap_or_default();
-    let mut store = args.db.open()?;
-    let json_to_stdout = args.experiment.runner.json.as_deref() == Some("-");
-    let mut records: Vec<(String, Experiment)> = Vec::new();
-    let mut failed: Vec<String> = Vec::new();
-    let mut on_outcome = |bench: &Benchmark, outcome: &Outcome| match outcome {
-        Outcome::Measured(experiment) => {
-            let line = summary_line(&bench.name, experiment);
-            // `--json -` owns stdout.
-            if json_to_stdout {
-                eprintln!("{line}");
-            } else {
-                println!("{line}");
-            }
-            for warning in &experiment.warnings {
-                eprintln!("  {}", color::yellow(&format!("warning: {warning}")));
-            }
-            if experiment.stop_reason == StopReason::CommandFailed {
-                if let Some(why) = &experiment.failure {
-                    eprintln!("  {why}");
-                }
-                failed.push(bench.name.clone());
-            }
-            records.push((bench.name.clone(), (**experiment).clone()));
-        }
-        Outcome::Failed(message) => {
-            eprintln!("  {}: {message}", bench.name);
-            failed.push(bench.name.clone());
-        }
-    };
-    let ran = run_suite(&benchmarks, &label, (candidate, baseline), &options, &mut store, &mut on_outcome);
-    // What was measured is written even when a later benchmark stopped the run.
+    let mut outputs: Outputs<Vec<RunRecord>> = Outputs::new();
     if let Some(path) = &args.experiment.runner.json {
-        let out: Vec<RunRecord> =
-            records.iter().map(|(b, e)| RunRecord { benchmark: b, label: &label, experiment: e }).collect();
-        crate::render::json::write(path, &out)?;
+        outputs.add("--json", path, Json)?;
     }
+    let mut store = args.db.open()?;
+    let mut printer = Printer {
+        label: label.clone(),
+        to_stderr: outputs.stdout_taken(),
+        progress: ProgressDisplay::new(args.experiment.runner.progress_hidden()),
+        records: Vec::new(),
+        failed: Vec::new(),
+    };
+    let ran = run_suite(&benchmarks, &label, (candidate, baseline), &options, &mut store, &mut printer);
+    let Printer { records, failed, .. } = printer;
+    // What was measured is written even when a later benchmark stopped the run.
+    let written = outputs.write(&records, None);
     ran?;
     eprintln!(
         "stored {} benchmark result{} as label `{}` in {}",
         records.len(),
         if records.len() == 1 { "" } else { "s" },
-        label,
+        escape(&label),
         store.location()
     );
+    written?;
     if crate::interrupt::watcher().requested() {
         return Err(Failure::Interrupted(format!(
             "interrupted; the {} benchmark result{} above are stored",
@@ -146,37 +195,9 @@ fn list(benchmarks: &[&Benchmark], candidate: Option<&Build>, baseline: Option<&
         } else {
             bench.command.clone()
         });
-        println!("{}\t{}", crate::render::terminal::escape(&bench.name), commands.join("  vs  "));
+        crate::outln!("{}", render::suite::list_line(&bench.name, &commands));
     }
     Ok(())
-}
-
-/// `name  median [CI] (n runs)` of the primary metric and, against a baseline, the verdict.
-pub(super) fn summary_line(name: &str, experiment: &Experiment) -> String {
-    let primary = experiment.primary_metric.as_str();
-    let name = crate::render::terminal::escape(name);
-    let Some(measured) = experiment.commands.last() else { return format!("{name}: no runs") };
-    let value = |v| format_value(primary, v);
-    let runs = |n: usize| if n == 1 { "1 run".to_string() } else { format!("{n} runs") };
-    let mut line = match measured.summary.get(primary) {
-        Some(s) => match s.median_ci {
-            Some((lo, hi)) => format!("{name}  {} [{} – {}] ({})", value(s.median), value(lo), value(hi), runs(s.n)),
-            None => format!("{name}  {} ({})", value(s.median), runs(s.n)),
-        },
-        None => format!("{name}  {}", runs(measured.runs.len())),
-    };
-    if let Some(c) = experiment.comparisons.iter().find(|c| c.metric == primary) {
-        line += &format!(
-            "  {} vs {}: ×{:.3} [{:.3} – {:.3}] {}",
-            crate::render::terminal::escape(&c.candidate),
-            crate::render::terminal::escape(&c.baseline),
-            c.ratio,
-            c.ci_low,
-            c.ci_high,
-            c.verdict.as_str()
-        );
-    }
-    line
 }
 
 #[derive(Debug, Args)]
@@ -210,18 +231,39 @@ pub struct BisectArgs {
     pub db: DbArgs,
 }
 
+/// Prints a bisection's steps as they are decided.
+struct BisectPrinter;
+
+impl BisectObserver for BisectPrinter {
+    fn started(&mut self, commits: usize, good: &str, bad: &str, bench: &str) {
+        crate::outln!(
+            "bisecting {commits} commits between {} and {} on `{}`",
+            render::suite::short(good),
+            render::suite::short(bad),
+            escape(bench)
+        );
+    }
+
+    fn tested(&mut self, step: &Step) {
+        crate::outln!("{}", render::suite::bisect_step(step));
+    }
+}
+
 /// `perflab bisect`.
 pub fn main_bisect(args: BisectArgs) -> Result<(), Failure> {
-    let overrides = plan::Options { rounds: args.rounds, max_time: args.max_time, ..Default::default() };
+    let overrides = plan::SettingsLayer { rounds: args.rounds, max_time: args.max_time, ..Default::default() };
     plan::check(&overrides)?;
-    bisect::bisect(&BisectRequest {
+    let request = BisectRequest {
         good: args.good,
         bad: args.bad,
         build_command: args.build_command,
         bench: args.bench,
         suite: args.suite,
         repo: args.repo,
-        run: RunOptions { overrides, hide_progress: true, ..RunOptions::default() },
+        run: RunOptions { overrides, ..RunOptions::default() },
         db: args.db.db,
-    })
+    };
+    let found = bisect::bisect(&request, &mut BisectPrinter)?;
+    crate::outln!("first bad commit: {} {}", found.first_bad, escape(&found.subject));
+    Ok(())
 }

@@ -1,28 +1,48 @@
 //! `perflab stat`: one command run N times through the experiment engine, reported per
 //! metric (`render::stat`).
 
-use super::args::{HookArgs, MeasureArgs, OutputArgs, RunnerArgs};
+use super::args::{ExportArgs, HookArgs, MeasureArgs, OutputArgs, RunnerArgs};
+use crate::analysis::stat::{stat_metrics, StatReport};
 use crate::error::Failure;
 use crate::experiment;
 use crate::measure::{counters, Mode};
 use crate::model::Settings;
-use crate::plan::{self, Plan};
-use crate::render::stat::{render_terminal, stat_metrics, StatReport};
+use crate::plan::command::{command_text, parse_commands, resolve_program};
+use crate::plan::{self, Compared, Plan};
+use crate::render::stat::StatTerminal;
+use crate::render::table::{self, Stream};
 use crate::render::{self, color};
 use clap::Args;
 
 #[derive(Debug, Args, Clone)]
 pub struct StatArgs {
-    /// The command to measure, with its arguments.
-    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    /// The command to measure, with its arguments (with -a or -p: the counting period,
+    /// e.g. `sleep 5`; without one, until Ctrl-C or the processes end).
+    #[arg(required_unless_present_any = ["all_cpus", "pid"], num_args = 1.., trailing_var_arg = true,
+          allow_hyphen_values = true, value_name = "CMD")]
     pub command: Vec<String>,
+    /// Count every task on every CPU (perf stat -a; needs root or perf_event_paranoid ≤ 0).
+    #[arg(short = 'a', long = "all-cpus", conflicts_with = "pid")]
+    pub all_cpus: bool,
+    /// Count running processes (comma-separated PIDs; all their threads).
+    #[arg(short = 'p', long = "pid", value_delimiter = ',', value_name = "PID")]
+    pub pid: Vec<i32>,
+    /// With -p: one row per thread instead of their sum.
+    #[arg(long, requires = "pid")]
+    pub per_thread: bool,
+    /// Print the counts of every interval of MS milliseconds as they happen (perf stat -I).
+    #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = clap::value_parser!(u64).range(10..))]
+    pub interval: Option<u64>,
     /// Measured runs (default: 10 in wall mode, 1 in instruction mode).
     #[arg(short = 'r', long = "rounds", visible_aliases = ["repeat", "runs"], value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,
-    /// Run the command through `sh -c` (or `--shell=SHELL -c`).
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, require_equals = true, default_missing_value = "/bin/sh")]
-    pub shell: Option<String>,
+    #[command(flatten)]
+    pub shell: super::args::ShellArgs,
+    /// Also count perf stat -d's detailed events: L1-dcache-loads, L1-dcache-load-misses,
+    /// LLC-loads, LLC-load-misses (with their miss rates).
+    #[arg(short = 'd', long = "detailed")]
+    pub detailed: bool,
     #[command(flatten)]
     pub runner: RunnerArgs,
     #[command(flatten)]
@@ -31,9 +51,9 @@ pub struct StatArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub hooks: HookArgs,
+    #[command(flatten)]
+    pub export: ExportArgs,
 }
-
-pub const DEFAULT_RUNS: u32 = 10;
 
 /// `perflab stat`.
 pub fn main(args: StatArgs) -> Result<(), Failure> {
@@ -43,41 +63,40 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     if measure.events.is_empty() && !instructions {
         measure.events = counters::DEFAULT_STAT_EVENTS.map(String::from).to_vec();
     }
+    if args.detailed {
+        if instructions {
+            return Err(crate::usage!("-d counts perf events; instruction mode already reports cache misses"));
+        }
+        measure.events.extend(crate::measure::event::DETAILED.map(String::from));
+    }
+    if args.all_cpus || !args.pid.is_empty() || args.interval.is_some() {
+        return live(&args, &measure);
+    }
     let names = plan::stat_metrics(&measure)?;
-    // One argument is a command line to split like a shell; several are the argv itself
-    // (or, with --shell, the words of the shell command).
-    let text = match args.command.as_slice() {
-        [single] => single.clone(),
-        many if args.shell.is_some() => many.join(" "),
-        many => shell_words::join(many),
-    };
-    let commands = crate::plan::command::parse_commands(&[text], &[], args.shell.as_deref())?;
-    crate::plan::command::resolve_program(&commands[0].argv[0])?;
-    let runs = args.runs.unwrap_or(if instructions { 1 } else { DEFAULT_RUNS });
-    let options = plan::Options {
-        rounds: Some(runs),
+    let text = command_text(&args.command, args.shell.shell.is_some());
+    let (commands, shell_reason) = parse_commands(&[text], &[], &args.shell.shell()?)?;
+    if let Some(reason) = shell_reason {
+        eprintln!("perflab: note: {}", crate::render::escape(&reason.note()));
+    }
+    resolve_program(&commands[0].argv[0])?;
+    let options = plan::SettingsLayer {
+        rounds: args.runs,
         warmup: args.runner.warmup,
         timeout: args.runner.timeout,
         mode: Some(measure.mode),
         input: args.hooks.input.clone(),
         ..output
-    };
+    }
+    .for_commands(1);
     let hooks = args.hooks.per_command(1)?;
-    let plan = Plan {
-        settings: Settings { hooks, ..plan::settings(&options, None) },
-        primary_metric: names[0].clone(),
-        auto_primary: false,
-        metrics: names.clone(),
-        commands,
-        show_output: args.runner.show_output,
-        ignore_failure: false,
-        measure,
-    };
-    let stdout_taken = args.runner.json.as_deref() == Some("-");
-    let mut progress = render::progress::ProgressDisplay::new(&plan.settings, args.runner.progress_hidden());
-    let experiment = experiment::run(&plan, &mut progress);
-    progress.finish();
-    let experiment = experiment?;
+    let settings = Settings { hooks, ..plan::settings(&options, None) };
+    let plan =
+        Plan::new(commands, settings, measure, Compared::fixed(names.clone())).showing_output(args.runner.show_output);
+    let style = args.export.style;
+    style.apply_colors();
+    let outputs = args.export.outputs(args.runner.json.as_deref(), |r: &StatReport| &r.experiment)?;
+    let mut progress = render::progress::ProgressDisplay::new(style.hides_progress(args.runner.progress_hidden()));
+    let experiment = experiment::run(&plan, &mut progress)?;
     let metrics = match experiment.commands.first() {
         Some(result) => stat_metrics(result, &names),
         None => Vec::new(),
@@ -89,21 +108,85 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     if instructions {
         notes.push("instruction mode: counts under valgrind cachegrind with fixed caches (docs/counters.md)".into());
     }
-    let mut text = render_terminal(&plan.commands[0].command_line, experiment.rounds as usize, &metrics, &notes);
-    let profile = render::terminal::iteration_profile(&experiment);
-    if !profile.is_empty() {
-        text = format!("{text}\n{profile}");
+    let report = StatReport { experiment, metrics };
+    let stream = if outputs.stdout_taken() { Stream::Stderr } else { Stream::Stdout };
+    let terminal = StatTerminal { style: args.export.layout(table::width(stream)), notes };
+    let written = outputs.write(&report, style.shows_report().then_some(&terminal as _));
+    for warning in &report.experiment.warnings {
+        eprintln!("{}", color::yellow(&format!("warning: {}", render::terminal::escape(&warning.message))));
     }
-    if stdout_taken {
-        eprint!("{text}");
+    written?;
+    super::outcome(&report.experiment, "runs")
+}
+
+/// `stat -a`, `-p`, `-I`: one counting period, not repeated runs.
+fn live(args: &StatArgs, measure: &crate::measure::MeasureOptions) -> Result<(), Failure> {
+    use crate::measure::live::{self, LiveOptions, Whom};
+    if measure.mode == Mode::Instructions {
+        return Err(crate::usage!(
+            "-a, -p and -I count with perf events; they cannot be combined with --mode instructions"
+        ));
+    }
+    if args.runs.is_some() {
+        return Err(crate::usage!(
+            "-a, -p and -I count one period (the command's run, or until Ctrl-C); -r does not apply"
+        ));
+    }
+    if args.runner.json.is_some() {
+        return Err(crate::usage!("--json is not written for -a, -p or -I yet (their counts are printed)"));
+    }
+    let whom = if args.all_cpus {
+        Whom::AllCpus
+    } else if !args.pid.is_empty() {
+        Whom::Pids(args.pid.clone())
     } else {
-        print!("{text}");
+        Whom::Command
+    };
+    let command = match args.command.as_slice() {
+        [] => None,
+        words => match args.shell.shell()? {
+            crate::plan::command::Shell::Always(mut shell) => {
+                shell.extend(["-c".to_string(), words.join(" ")]);
+                Some(shell)
+            }
+            _ if words.len() == 1 => {
+                Some(shell_words::split(&words[0]).map_err(|e| crate::usage!("{}: {e}", words[0]))?)
+            }
+            _ => Some(words.to_vec()),
+        },
+    };
+    let events = counters::parse_events(&measure.events)?;
+    let counting = counters::Counting::new(events, measure.counter_scope, counters::system_opener());
+    let options = LiveOptions {
+        whom: whom.clone(),
+        command: command.clone(),
+        per_thread: args.per_thread,
+        interval: args.interval.map(std::time::Duration::from_millis),
+    };
+    let report = live::count(&counting, &options, &mut |interval| {
+        eprint!("{}", render::stat::render_interval(interval));
+    })?;
+    let title = match (&whom, &command) {
+        (Whom::AllCpus, _) => "all CPUs (system-wide)".to_string(),
+        (Whom::Pids(pids), _) => format!(
+            "process{} {}",
+            if pids.len() == 1 { "" } else { "es" },
+            pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
+        ),
+        (Whom::Command, Some(argv)) => format!("'{}'", argv.join(" ")),
+        (Whom::Command, None) => String::new(),
+    };
+    let mut notes = vec![format!("counters: {} mode (see --counter-scope)", measure.counter_scope.resolve().as_str())];
+    if let Some(fake) = counters::fake_pmu_slots() {
+        notes.push(color::yellow(&format!(
+            "warning: {}: hardware counts are made up ({fake} counters)",
+            counters::FAKE_PMU_ENV
+        )));
     }
-    for warning in &experiment.warnings {
-        eprintln!("{}", color::yellow(&format!("warning: {warning}")));
+    print!("{}", render::stat::render_live(&title, &report, &notes));
+    match report.exit {
+        Some(exit) if !exit.success() => Err(Failure::CommandFailed(format!("`{}` {}", title, exit.describe()))),
+        _ if report.interrupted => Err(Failure::Interrupted("interrupted; the counts so far are printed".into())),
+        _ => Ok(()),
     }
-    if let Some(path) = &args.runner.json {
-        render::json::write(path, &StatReport { experiment: &experiment, metrics })?;
-    }
-    super::outcome(&experiment, "runs")
 }

@@ -5,6 +5,9 @@ use super::args::DbArgs;
 use crate::error::Failure;
 use crate::history;
 use crate::model::metric;
+use crate::render::export::{Outputs, Text};
+use crate::render::json::Json;
+use crate::render::table::{self, Stream};
 use crate::report;
 use crate::store::exchange::{self, ImportOptions};
 use crate::store::{Query, StoredExperiment};
@@ -92,8 +95,10 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "MACHINE")]
     pub machine: Option<String>,
     /// The metric to follow (wall_s, cpu_s, max_rss_kib, a counter such as instructions).
-    #[arg(short = 'm', long, default_value = metric::WALL, value_name = "METRIC")]
-    pub metric: String,
+    /// Default: the one the sessions decided on — uncontended_s when a session ran on a
+    /// busy machine, else wall_s (or what the commands printed); a line says which.
+    #[arg(long, value_name = "METRIC")]
+    pub metric: Option<String>,
     /// Only the last N labels (in stored order); change points are looked for among them.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub last: Option<u32>,
@@ -114,14 +119,21 @@ pub struct HistoryArgs {
 pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
     let mut store = args.db.open_existing()?;
     let query = Query { label: None, benchmark: None, machine: args.machine.clone() };
-    let mut experiments = store.metric_experiments(&query, &args.metric)?;
-    if let Some(bench) = &args.bench {
-        let exact = experiments.iter().any(|e| &e.benchmark == bench);
-        experiments.retain(|e| if exact { &e.benchmark == bench } else { e.benchmark.contains(bench.as_str()) });
-        if experiments.is_empty() {
-            return Err(crate::usage!("no stored benchmark matches `{bench}` in {}", store.location()));
+    let location = store.location().to_string();
+    let select = |mut experiments: Vec<StoredExperiment>| -> Result<Vec<StoredExperiment>, Failure> {
+        if let Some(bench) = &args.bench {
+            let exact = experiments.iter().any(|e| &e.benchmark == bench);
+            experiments.retain(|e| if exact { &e.benchmark == bench } else { e.benchmark.contains(bench.as_str()) });
+            if experiments.is_empty() {
+                return Err(crate::usage!("no stored benchmark matches `{bench}` in {location}"));
+            }
         }
-    }
+        Ok(experiments)
+    };
+    let wall = select(store.metric_experiments(&query, metric::WALL)?)?;
+    let (metric_name, mut experiments, why) = history::sessions::choose_metric(args.metric.as_deref(), wall, |m| {
+        select(store.metric_experiments(&query, m)?)
+    })?;
     if experiments.is_empty() {
         return Err(match &args.machine {
             Some(m) => crate::usage!(
@@ -140,9 +152,10 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
         let first_kept = orders[orders.len().saturating_sub(n as usize)];
         experiments.retain(|e| e.label_order >= first_kept);
     }
-    let mut history = history::build(&experiments, &args.metric, history::Steps::Compare);
+    let mut history = history::build(&experiments, &metric_name, history::Steps::Compare);
+    history.metric_note = why;
     if history.machines.is_empty() {
-        return Err(crate::usage!("no successful stored run has the metric `{}`", args.metric));
+        return Err(crate::usage!("no successful stored run has the metric `{metric_name}`"));
     }
     if args.reference.is_some() || args.label.is_some() || history.machines.len() > 1 {
         let mut labels: Vec<&str> = Vec::new();
@@ -162,21 +175,22 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
         let label = pick(&args.label, labels[labels.len() - 1])?;
         if reference != label {
             let all: Vec<&StoredExperiment> = experiments.iter().collect();
-            history.matrix = Some(history::matrix::matrix(&all, &args.metric, &reference, &label));
+            history.matrix = Some(history::matrix::matrix(&all, &metric_name, &reference, &label));
         }
     }
+    let mut outputs: Outputs<history::History> = Outputs::new();
     if let Some(path) = &args.json {
-        crate::render::json::write(path, &history)?;
-        if path == "-" {
-            return Ok(());
-        }
+        outputs.add("--json", path, Json)?;
     }
-    print!("{}", history::render(&history, args.bench.is_some()));
-    Ok(())
+    // `--json -` takes stdout instead of the table.
+    let detail = args.bench.is_some();
+    let width = table::width(Stream::Stdout);
+    let terminal = Text(|h: &history::History| crate::render::history::render(h, detail, width));
+    Ok(outputs.write(&history, (!outputs.stdout_taken()).then_some(&terminal as _))?)
 }
 
 #[derive(Debug, Args, Clone)]
-pub struct ReportArgs {
+pub struct HtmlReportArgs {
     /// Where to write the HTML page.
     #[arg(short = 'o', long = "output", visible_alias = "out", default_value = "report.html", value_name = "FILE")]
     pub out: PathBuf,
@@ -187,8 +201,10 @@ pub struct ReportArgs {
     #[arg(short, long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
     /// The metric to compare and plot: wall_s, cpu_s, max_rss_kib or a counter name.
-    #[arg(short, long, default_value = metric::WALL, value_name = "NAME")]
-    pub metric: String,
+    /// Default: the one the sessions decided on — uncontended_s when a session ran on a
+    /// busy machine, else wall_s (or what the commands printed); a note says which.
+    #[arg(long, value_name = "NAME")]
+    pub metric: Option<String>,
     /// Only results from this machine (fingerprint prefix or hostname).
     #[arg(long, value_name = "MACHINE")]
     pub machine: Option<String>,
@@ -204,18 +220,32 @@ pub struct ReportArgs {
 }
 
 /// `perflab report`: read the results, arrange them, write the page atomically.
-pub fn main_report(args: ReportArgs) -> Result<(), Failure> {
-    let options = report::load::Options {
+pub fn main_report(args: HtmlReportArgs) -> Result<(), Failure> {
+    let mut options = report::load::Selection {
         title: args.title.clone(),
         reference: args.reference.clone(),
         labels: args.labels.clone(),
-        metric: args.metric.clone(),
+        metric: args.metric.clone().unwrap_or_else(|| metric::WALL.to_string()),
         machine: args.machine.clone(),
+        metric_note: None,
     };
     let experiments = if args.from.is_empty() {
-        report::load::from_store(&mut args.db.open_existing()?, &options)?
+        let mut store = args.db.open_existing()?;
+        let query = Query { machine: options.machine.clone(), ..Default::default() };
+        let wall = store.metric_experiments(&query, metric::WALL)?;
+        let (metric_name, _, why) =
+            history::sessions::choose_metric(args.metric.as_deref(), wall, |m| store.metric_experiments(&query, m))?;
+        options.metric = metric_name;
+        options.metric_note = why;
+        report::load::from_store(&mut store, &options)?
     } else {
-        report::load::from_json_files(&args.from)?
+        let experiments = report::load::from_json_files(&args.from)?;
+        if args.metric.is_none() {
+            let decided = history::sessions::decided_metric(&experiments);
+            options.metric = decided.metric;
+            options.metric_note = Some(decided.why);
+        }
+        experiments
     };
     let data = report::load::build(&experiments, &options)?;
     // Freeing a large history's experiments one by one takes as long as drawing half the

@@ -7,12 +7,25 @@
 //! the smallest effect a comparison can detect and the smallest `--threshold` it can
 //! confirm within 10, 30 or 60 s under the sequential design `compare` uses.
 
-use crate::model::{Calibration, Experiment, LookDesign, Resolution, Settings};
+pub mod calibration;
+
+use crate::model::{Calibration, Experiment, LookDesign, Machine, Resolution, Settings};
 use crate::plan::schedule::LookSchedule;
 use crate::stats::summary;
 use serde::Serialize;
 use std::fs;
 use std::time::Duration;
+
+/// What `perflab doctor` found (and writes with `--json`): the machine, every check and,
+/// given a command, its calibration.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub machine: Machine,
+    pub fingerprint: String,
+    pub findings: Vec<Finding>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+}
 
 /// How a finding affects measurements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -362,7 +375,7 @@ fn look_z(rounds: u32, horizon: u32) -> Option<f64> {
             }
         }
     }
-    last.map(|level| crate::stats::normal_quantile_two_sided(level))
+    last.map(crate::stats::normal_quantile_two_sided)
 }
 
 /// z for 80 % power.

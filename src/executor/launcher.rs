@@ -16,7 +16,7 @@
 //! cannot serve as a helper (a program using the library, unit tests) runs commands
 //! in-process: the same measurements, with its own footprint as the floor.
 
-use crate::executor::contention::{self, PressureGroup};
+use crate::executor::contention::{self, CpuTimeSource, PressureGroup, TreeReading};
 use crate::executor::process::{self, Captures, Environment, Output, Prepared, SpawnError};
 use crate::interrupt::{self, Interrupt};
 use crate::model::Run;
@@ -58,12 +58,13 @@ pub fn serve_if_requested() -> Option<i32> {
 struct CommandSetup {
     program: Vec<u8>,
     argv: Vec<String>,
+    /// Where its stdout and stderr go.
+    output: Output,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Setup {
     commands: Vec<CommandSetup>,
-    output: Output,
     /// The commands' stdin (`--input`), else /dev/null.
     input: Option<Vec<u8>>,
     timeout_s: Option<f64>,
@@ -119,30 +120,29 @@ enum Inner {
 }
 
 impl Spawner {
-    /// Prepare `commands` (program and argv each) for repeated runs: in a helper when
-    /// this binary can be one, else in this process.
+    /// Prepare `commands` (program, argv and where the output goes, each) for repeated
+    /// runs: in a helper when this binary can be one, else in this process.
     pub fn new(
-        commands: &[(PathBuf, Vec<String>)],
-        output: Output,
+        commands: &[(PathBuf, Vec<String>, Output)],
         input: Option<&Path>,
         timeout: Option<Duration>,
     ) -> Result<Spawner, String> {
         if !BINARY_SERVES.load(Ordering::SeqCst) {
             let prepared = commands
                 .iter()
-                .map(|(program, argv)| Prepared::with_input(program, argv, output, input))
+                .map(|(program, argv, output)| Prepared::with_input(program, argv, output, input))
                 .collect::<Result<Vec<_>, _>>()?;
             return Ok(Spawner { inner: Inner::InProcess { prepared, env: Environment::inherited(), timeout } });
         }
         let setup = Setup {
             commands: commands
                 .iter()
-                .map(|(program, argv)| CommandSetup {
+                .map(|(program, argv, output)| CommandSetup {
                     program: program.as_os_str().as_bytes().to_vec(),
                     argv: argv.clone(),
+                    output: output.clone(),
                 })
                 .collect(),
-            output,
             input: input.map(|p| p.as_os_str().as_bytes().to_vec()),
             timeout_s: timeout.map(|t| t.as_secs_f64()),
         };
@@ -156,9 +156,10 @@ impl Spawner {
             Ok(Some(Reply::SetupFailed(why))) => return Err(why),
             other => return Err(format!("perflab's spawner process did not start: {other:?}")),
         }
-        for fds in &ready.captures {
+        for (fds, (_, _, output)) in ready.captures.iter().zip(commands) {
             captures.push(
-                Captures::open_in(pid, *fds).map_err(|e| format!("cannot read the spawner process's captures: {e}"))?,
+                Captures::open_in(pid, *fds, *output == Output::Capture)
+                    .map_err(|e| format!("cannot read the spawner process's captures: {e}"))?,
             );
         }
         interrupt::watcher().forward_to(pid);
@@ -194,9 +195,10 @@ impl Spawner {
         self.captures(command).stderr_tail(lines)
     }
 
-    /// Everything `command`'s latest run wrote to stdout and stderr (with [`Output::Capture`]).
-    pub fn captured(&self, command: usize) -> (Vec<u8>, Vec<u8>) {
-        self.captures(command).all()
+    /// The read ends of `command`'s stdout and stderr pipes (with [`Output::Capture`]),
+    /// to be read while it runs (`executor::capture`).
+    pub fn streams(&self, command: usize) -> io::Result<Option<(OwnedFd, OwnedFd)>> {
+        self.captures(command).streams()
     }
 
     /// How runs are measured here, for `Experiment.environment`.
@@ -349,24 +351,71 @@ fn run_in_helper(
     }
 }
 
+/// Where runs' waits are read: the cgroup of the run's tree (when there is one) and the
+/// machine's per-CPU busy time (to tell the tree's own waiting from a neighbour's).
+struct Accounting<'a> {
+    group: &'a PressureGroup,
+    cpu_time: &'a Result<CpuTimeSource, String>,
+}
+
+/// A reading of the group and the machine before or after a run.
+struct Snapshot {
+    stalled: io::Result<Duration>,
+    used: io::Result<Duration>,
+    per_cpu: Result<Vec<Duration>, String>,
+}
+
+impl Accounting<'_> {
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            stalled: self.group.stalled(),
+            used: self.group.cpu_used(),
+            per_cpu: match self.cpu_time {
+                Ok(source) => source.read().map_err(|e| format!("reading {}: {e}", source.describe())),
+                Err(why) => Err(why.clone()),
+            },
+        }
+    }
+
+    /// What the tree did between `before` and now.
+    fn reading(&self, before: Snapshot, outcome: &process::Finished) -> Option<TreeReading> {
+        let after = self.snapshot();
+        let stalled = after.stalled.ok()?.saturating_sub(before.stalled.ok()?);
+        let others_on_its_cpus = (|| {
+            if let Ok(source) = self.cpu_time {
+                if let Some(why) = source.too_coarse_for(outcome.wall) {
+                    return Err(why);
+                }
+            }
+            let (before_cpus, after_cpus) = (before.per_cpu?, after.per_cpu?);
+            let own = match (before.used, after.used) {
+                (Ok(b), Ok(a)) => a.saturating_sub(b),
+                _ => return Err("the cgroup's cpu.stat was not readable".to_string()),
+            };
+            let cpus = outcome.allowed_cpus.as_deref().ok_or("the command's CPU affinity was not readable")?;
+            contention::others_on(cpus, &before_cpus, &after_cpus, own)
+                .ok_or_else(|| "the per-CPU busy time does not cover the command's CPUs".to_string())
+        })();
+        Some(TreeReading { stalled, others_on_its_cpus })
+    }
+}
+
 /// Run `prepared` once and measure it, with the run-queue wait of its main thread and,
-/// when runs have a cgroup of their own, of the whole process tree.
+/// when runs have a cgroup of their own, of the whole process tree and the part of it
+/// neighbours caused.
 fn measure(
     prepared: &Prepared,
     env: &Environment,
     timeout: Option<Duration>,
     gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>>,
     interrupt: &Interrupt,
-    group: Option<&PressureGroup>,
+    accounting: Option<&Accounting>,
 ) -> Result<Run, SpawnError> {
-    let stalled_before = group.map(|g| g.stalled());
+    let before = accounting.map(Accounting::snapshot);
     let outcome = process::start(prepared, env, gate)?.wait(timeout, interrupt)?;
     let mut run = outcome.run();
-    let tree_stall = match (group, stalled_before) {
-        (Some(group), Some(Ok(before))) => group.stalled().map(|after| after.saturating_sub(before)).ok(),
-        _ => None,
-    };
-    contention::add_readings(&mut run, outcome.main_thread, outcome.harness_waited, tree_stall.ok_or(NO_CGROUP));
+    let tree = accounting.zip(before).and_then(|(a, before)| a.reading(before, &outcome));
+    contention::add_readings(&mut run, outcome.main_thread, outcome.harness_waited, tree.ok_or(NO_CGROUP));
     Ok(run)
 }
 
@@ -388,7 +437,7 @@ fn serve(socket: OwnedFd) -> i32 {
         .iter()
         .map(|c| {
             let input = setup.input.as_deref().map(|p| Path::new(OsStr::from_bytes(p)));
-            Prepared::with_input(Path::new(OsStr::from_bytes(&c.program)), &c.argv, setup.output, input)
+            Prepared::with_input(Path::new(OsStr::from_bytes(&c.program)), &c.argv, &c.output, input)
         })
         .collect::<Result<Vec<_>, _>>();
     let prepared = match prepared {
@@ -401,9 +450,18 @@ fn serve(socket: OwnedFd) -> i32 {
     let mut env = Environment::inherited();
     let timeout = setup.timeout_s.map(Duration::from_secs_f64);
     let group = PressureGroup::join();
-    let run_queue_source = match &group {
-        Ok(g) => format!("{MAIN_THREAD}; for runs with other threads or processes, {}/cpu.pressure", g.dir().display()),
-        Err(why) => format!("{MAIN_THREAD} (runs with other threads or processes have none: {why})"),
+    let cpu_time = CpuTimeSource::detect();
+    let run_queue_source = match (&group, &cpu_time) {
+        (Ok(g), Ok(source)) => format!(
+            "{MAIN_THREAD}; for runs with other threads or processes, {}/cpu.pressure, the neighbours' part bounded by the CPU time others got on the run's CPUs ({})",
+            g.dir().display(),
+            source.describe()
+        ),
+        (Ok(g), Err(why)) => format!(
+            "{MAIN_THREAD}; for runs with other threads or processes, {}/cpu.pressure, without the neighbours' part ({why})",
+            g.dir().display()
+        ),
+        (Err(why), _) => format!("{MAIN_THREAD} (runs with other threads or processes have none: {why})"),
     };
     let ready = Ready {
         rss_floor_kib: fork_floor_kib(),
@@ -432,7 +490,8 @@ fn serve(socket: OwnedFd) -> i32 {
                         other => Err(anyhow::anyhow!("perflab sent {other:?} instead of releasing the command")),
                     }
                 };
-                match measure(&prepared[command], &env, timeout, Some(&mut hold), interrupt, group.as_ref().ok()) {
+                let accounting = group.as_ref().ok().map(|group| Accounting { group, cpu_time: &cpu_time });
+                match measure(&prepared[command], &env, timeout, Some(&mut hold), interrupt, accounting.as_ref()) {
                     Ok(run) => Reply::Done(run),
                     Err(SpawnError::Interrupted) => Reply::Interrupted,
                     Err(SpawnError::Exec(why)) => Reply::ExecFailed(why),

@@ -3,6 +3,7 @@
 //! probes of `measure`, the metrics a command prints, and the hooks around each run).
 //! The engine decides what runs when; an executor only runs.
 
+pub mod capture;
 pub mod contention;
 pub mod launcher;
 pub mod process;
@@ -14,11 +15,13 @@ use crate::measure::output::{self, Parser};
 use crate::measure::{build_probes, Probe};
 use crate::model::{Iterations, Machine, Run};
 use crate::plan::command::resolve_program;
-use crate::plan::Plan;
+use crate::plan::{OutputSink, Plan};
 use crate::usage;
+use capture::OutputReader;
 use launcher::Spawner;
 use process::{Output, Prepared, SpawnError};
 use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -135,8 +138,14 @@ pub struct ProcessExecutor {
     facts: BTreeMap<String, String>,
     parsers: Vec<Parser>,
     iterations: Iterations,
-    /// Replay captured output after each run (`--show-output` with printed metrics).
+    /// Let the commands' output through (`--show-output`).
     show_output: bool,
+    /// Reads the output of runs whose metrics are printed, while they run.
+    reader: Option<OutputReader>,
+    /// Each command's stdout and stderr pipes (read ends), when the reader reads them.
+    streams: Vec<Option<(OwnedFd, OwnedFd)>>,
+    /// Each command's last stderr lines, from the reader.
+    streamed_tails: Vec<String>,
     /// What the baseline printed first (see [`Executor::printed_metrics`]).
     baseline_printed: Vec<String>,
 }
@@ -147,28 +156,37 @@ impl ProcessExecutor {
     pub fn new(plan: &Plan) -> Result<ProcessExecutor, Failure> {
         let parsers = plan.measure.output.clone();
         // Output is captured only when metrics are read from it: the other runs keep the
-        // cheaper /dev/null.
-        let output = match (parsers.is_empty(), plan.show_output) {
-            (false, _) => Output::Capture,
-            (true, true) => Output::Inherit,
-            (true, false) => Output::Discard,
+        // cheaper /dev/null, or go where `--output` sends them.
+        let output_of = |i: usize| -> Output {
+            if !parsers.is_empty() {
+                return Output::Capture;
+            }
+            match plan.output_sinks.get(i) {
+                Some(OutputSink::Null) => Output::Discard,
+                Some(OutputSink::Pipe) => Output::Pipe,
+                Some(OutputSink::Inherit) => Output::Inherit,
+                Some(OutputSink::File(path)) => Output::File(path.clone()),
+                None if plan.show_output => Output::Inherit,
+                None => Output::Discard,
+            }
         };
         let hook_output = if plan.show_output { Output::Inherit } else { Output::Discard };
         let input = plan.settings.input.as_deref().map(Path::new);
         let mut commands = Vec::new();
         let mut subjects = Vec::new();
         for (i, spec) in plan.commands.iter().enumerate() {
-            let probes = build_probes(&plan.measure)?;
+            let probes = build_probes(&plan.measure, &spec.argv)?;
             let mut argv = spec.argv.clone();
             for probe in &probes {
                 argv = probe.wrap(argv).map_err(|e| usage!("{}: {e:#}", spec.name))?;
             }
             let program = resolve_program(&argv[0])?;
             // Checked here for a one-line usage error; the spawner prepares its own copy.
-            Prepared::with_input(&program, &argv, output, input).map_err(|e| usage!("{}: {e}", spec.name))?;
-            commands.push((program, argv));
+            let output = output_of(i);
+            Prepared::with_input(&program, &argv, &output, input).map_err(|e| usage!("{}: {e}", spec.name))?;
+            commands.push((program, argv, output));
             let hooks = plan.settings.hooks.get(i).cloned().unwrap_or_default();
-            let hook = |text: &Option<String>| text.as_deref().map(|t| Hook::new(t, hook_output)).transpose();
+            let hook = |text: &Option<String>| text.as_deref().map(|t| Hook::new(t, hook_output.clone())).transpose();
             subjects.push(Subject {
                 name: spec.name.clone(),
                 probes,
@@ -179,10 +197,22 @@ impl ProcessExecutor {
             });
         }
         let timeout = plan.settings.timeout_s.map(Duration::from_secs_f64);
-        let spawner =
-            Spawner::new(&commands, output, input, timeout).map_err(|e| Failure::Other(anyhow::anyhow!(e)))?;
+        let spawner = Spawner::new(&commands, input, timeout).map_err(|e| Failure::Other(anyhow::anyhow!(e)))?;
         let mut facts = crate::measure::environment_facts(&plan.measure, &plan.commands);
         facts.extend(spawner.facts());
+        let streams = (0..commands.len())
+            .map(|i| spawner.streams(i))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| Failure::Other(anyhow::anyhow!("cannot read the commands' output: {e}")))?;
+        // Every command's output is captured exactly when metrics are read from it.
+        let reader = if !parsers.is_empty() {
+            Some(
+                OutputReader::start(parsers.clone(), plan.show_output)
+                    .map_err(|e| Failure::Other(anyhow::anyhow!("cannot start the output reader: {e}")))?,
+            )
+        } else {
+            None
+        };
         Ok(ProcessExecutor {
             subjects,
             spawner,
@@ -193,21 +223,21 @@ impl ProcessExecutor {
             parsers,
             iterations: plan.settings.iterations,
             show_output: plan.show_output,
+            reader,
+            streamed_tails: vec![String::new(); streams.len()],
+            streams,
             baseline_printed: Vec::new(),
         })
     }
 
-    /// Read the metrics the run of `index` printed into `run`; replay its output when
-    /// asked to show it.
-    fn read_output(&mut self, index: usize, run: &mut Run) -> Result<(), String> {
-        let (stdout, stderr) = self.spawner.captured(index);
-        if self.show_output {
-            use std::io::Write;
-            let _ = std::io::stdout().write_all(&stdout);
-            let _ = std::io::stderr().write_all(&stderr);
-        }
-        let (stdout, stderr) = (String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
-        let found = output::read_metrics(&self.parsers, &stdout, &stderr, self.iterations, run)?;
+    /// Record the metrics the run of `index` printed (as the reader parsed them) in `run`.
+    fn record_output(
+        &mut self,
+        index: usize,
+        printed: Result<Vec<output::Samples>, String>,
+        run: &mut Run,
+    ) -> Result<(), String> {
+        let found = output::record_metrics(&self.parsers, printed?, self.iterations, run);
         if index == 0 && self.baseline_printed.is_empty() {
             self.baseline_printed = found;
         }
@@ -221,6 +251,10 @@ impl Executor for ProcessExecutor {
         if let Some(hook) = &self.subjects[index].prepare {
             hook.run("--prepare", &self.env, self.timeout)?;
         }
+        let streaming = self.reader.as_ref().zip(self.streams[index].as_ref());
+        if let Some((reader, (stdout, stderr))) = streaming {
+            reader.begin(stdout, stderr);
+        }
         let probes = &mut self.subjects[index].probes;
         let result = if probes.iter().any(|p| p.needs_gate()) {
             let mut gate = |pid: libc::pid_t| -> anyhow::Result<()> {
@@ -233,6 +267,11 @@ impl Executor for ProcessExecutor {
         } else {
             self.spawner.run(index, pad_bytes, None)
         };
+        // Whatever became of the run, the reader reads its output to the end.
+        let printed = streaming.map(|(reader, _)| reader.end());
+        if let Some(printed) = &printed {
+            self.streamed_tails[index] = printed.stderr_lines(5);
+        }
         let mut run = result.map_err(|e| match e {
             SpawnError::Interrupted => RunError::Interrupted,
             other => RunError::Failed(other.to_string()),
@@ -241,8 +280,8 @@ impl Executor for ProcessExecutor {
             probe.collect(&mut run).map_err(|e| RunError::Failed(SpawnError::Probe(e).to_string()))?;
         }
         let incomplete = |run: Run, why: String| RunError::Incomplete { run: Some(Box::new(run)), why };
-        if !self.parsers.is_empty() {
-            if let Err(why) = self.read_output(index, &mut run) {
+        if let Some(printed) = printed {
+            if let Err(why) = self.record_output(index, printed.samples, &mut run) {
                 return Err(incomplete(run, why));
             }
         }
@@ -290,6 +329,9 @@ impl Executor for ProcessExecutor {
     }
 
     fn stderr_tail(&self, index: usize) -> String {
+        if self.reader.is_some() {
+            return self.streamed_tails[index].clone();
+        }
         self.spawner.stderr_tail(index, 5)
     }
 

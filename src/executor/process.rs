@@ -24,16 +24,51 @@ use std::time::{Duration, Instant};
 pub const PAD_VARIABLE: &str = "PERFLAB_PAD";
 
 /// Where a command's stdout and stderr go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Output {
     /// stdout to /dev/null, stderr captured (its tail explains a failure).
     Discard,
-    /// Both captured whole, to be read after the run (metrics the command prints).
+    /// Both into pipes, read and parsed as they arrive (metrics the command prints; see
+    /// `executor::capture`).
     Capture,
     /// Both to perflab's own (`--show-output`).
     Inherit,
     /// stdout to perflab's stderr, stderr inherited: perflab's stdout carries a report.
     StdoutToStderr,
+    /// stdout into a pipe read and thrown away as it comes (hyperfine's `--output=pipe`:
+    /// programs that notice /dev/null and skip their writing do write), stderr captured.
+    Pipe,
+    /// stdout appended to this file, created or truncated when the experiment starts
+    /// (every run's output, in order), stderr captured.
+    File(std::path::PathBuf),
+}
+
+/// The write end of a pipe whose read end a thread drains and discards: a reader that
+/// never blocks the command. The thread ends when the last write end (ours, dropped
+/// with the command) closes.
+struct DrainedPipe {
+    write: OwnedFd,
+}
+
+impl DrainedPipe {
+    fn new() -> Result<DrainedPipe, String> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two descriptors, which we then own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(format!("pipe: {}", io::Error::last_os_error()));
+        }
+        // SAFETY: fresh descriptors from pipe2.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        std::thread::Builder::new()
+            .name("perflab-drain".into())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                let mut read = std::fs::File::from(read);
+                let _ = io::copy(&mut read, &mut io::sink());
+            })
+            .map_err(|e| format!("cannot start the pipe's reader: {e}"))?;
+        Ok(DrainedPipe { write })
+    }
 }
 
 /// Signals whose disposition the child must get back to default: Rust ignores SIGPIPE,
@@ -56,10 +91,27 @@ pub struct Prepared {
     stdin: OwnedFd,
     /// /dev/null, kept open for a discarded stdout.
     _devnull: OwnedFd,
+    /// The pipe (`Output::Pipe`) or file (`Output::File`) stdout goes to, kept open.
+    _sink: Option<Sink>,
     /// What goes to the child's descriptors 0, 1 and 2.
     redirect: Redirect,
     /// What posix_spawn does to the child: `redirect`, a process group, signal defaults.
     fast: SpawnAttributes,
+}
+
+/// Where stdout goes besides /dev/null, a capture or perflab's own.
+enum Sink {
+    Pipe(DrainedPipe),
+    File(OwnedFd),
+}
+
+impl Sink {
+    fn fd(&self) -> RawFd {
+        match self {
+            Sink::Pipe(pipe) => pipe.write.as_raw_fd(),
+            Sink::File(file) => file.as_raw_fd(),
+        }
+    }
 }
 
 /// The descriptors dup2()ed onto the child's stdin, stdout and stderr (`None`: inherited).
@@ -126,7 +178,7 @@ impl Drop for SpawnAttributes {
 
 /// What one run produced.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct Finished {
     pub wall: Duration,
     pub rusage: libc::rusage,
     pub exit: ExitInfo,
@@ -136,9 +188,12 @@ pub struct Outcome {
     /// How long the harness itself waited for a CPU to wake up when the command ended:
     /// wall time the command's own figures miss.
     pub harness_waited: Option<Duration>,
+    /// The CPUs the command's main process was allowed to run on when it exited (its
+    /// affinity, as `taskset` or a cpuset left it).
+    pub allowed_cpus: Option<Vec<usize>>,
 }
 
-/// Why a run did not produce an [`Outcome`].
+/// Why a run did not produce an [`Finished`].
 #[derive(Debug)]
 pub enum SpawnError {
     /// The user pressed Ctrl-C (or sent SIGTERM); the child's group was killed.
@@ -200,14 +255,37 @@ fn read_from(fd: &OwnedFd, start: u64) -> Vec<u8> {
     buf
 }
 
-/// The memory files a command's stdout and stderr are captured into (each `None` when
-/// that stream is not captured).
+/// Where a command's stdout and stderr are captured (each `None` when that stream is
+/// not captured): memory files read after the run (stderr alone, for the tail that
+/// explains a failure), or, with [`Output::Capture`], pipes read while the command runs
+/// (`executor::capture`), so that output of any size costs no memory.
 pub struct Captures {
-    /// Receives the child's stdout with [`Output::Capture`].
+    /// The child's stdout: the read end of its pipe with [`Output::Capture`].
     stdout: Option<OwnedFd>,
-    /// Receives the child's stderr when output is hidden, so a failure can be explained.
+    /// The child's stderr: a memory file, or the read end of its pipe.
     stderr: Option<OwnedFd>,
+    /// The pipes' write ends (given to the child), in the process that made them.
+    write_ends: Option<(OwnedFd, OwnedFd)>,
+    /// Pipes, not memory files.
+    streamed: bool,
 }
+
+/// A pipe, both ends close-on-exec, with room for `size` bytes where the kernel allows
+/// (a command's burst of output then waits less for the reader).
+fn pipe(size: libc::c_int) -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 fills the two descriptors; F_SETPIPE_SZ may fail (a limit) harmlessly.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(format!("pipe: {}", io::Error::last_os_error()));
+        }
+        libc::fcntl(fds[1], libc::F_SETPIPE_SZ, size);
+        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
+    }
+}
+
+/// The capture pipes' size: /proc/sys/fs/pipe-max-size's default.
+const PIPE_SIZE: libc::c_int = 1 << 20;
 
 impl Captures {
     /// The raw descriptors, to be opened by another process with [`Captures::open_in`].
@@ -216,17 +294,28 @@ impl Captures {
     }
 
     /// The captures process `pid` holds at `fds` (from its [`Captures::raw_fds`]), opened
-    /// here through /proc: the same memory files, read after each of its runs.
-    pub fn open_in(pid: libc::pid_t, fds: (Option<RawFd>, Option<RawFd>)) -> io::Result<Captures> {
+    /// here through /proc: the same memory files, read after each of its runs, or the
+    /// same pipes (`streamed`), read while they run.
+    pub fn open_in(pid: libc::pid_t, fds: (Option<RawFd>, Option<RawFd>), streamed: bool) -> io::Result<Captures> {
         let open = |fd: Option<RawFd>| -> io::Result<Option<OwnedFd>> {
             fd.map(|fd| std::fs::File::open(format!("/proc/{pid}/fd/{fd}")).map(OwnedFd::from)).transpose()
         };
-        Ok(Captures { stdout: open(fds.0)?, stderr: open(fds.1)? })
+        Ok(Captures { stdout: open(fds.0)?, stderr: open(fds.1)?, write_ends: None, streamed })
     }
 
-    /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output).
+    /// The read ends of the stdout and stderr pipes (`None` unless streamed), new
+    /// descriptors of this process.
+    pub fn streams(&self) -> io::Result<Option<(OwnedFd, OwnedFd)>> {
+        match (&self.stdout, &self.stderr) {
+            (Some(out), Some(err)) if self.streamed => Ok(Some((out.try_clone()?, err.try_clone()?))),
+            _ => Ok(None),
+        }
+    }
+
+    /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output,
+    /// and when streamed: the reader keeps the tail then).
     pub fn stderr_tail(&self, max_lines: usize) -> String {
-        let Some(fd) = &self.stderr else { return String::new() };
+        let Some(fd) = self.stderr.as_ref().filter(|_| !self.streamed) else { return String::new() };
         // SAFETY: fstat on a valid descriptor only reads its size.
         let len = unsafe {
             let mut stat: libc::stat = std::mem::zeroed();
@@ -241,13 +330,10 @@ impl Captures {
         lines[lines.len().saturating_sub(max_lines)..].join("\n")
     }
 
-    /// Everything the last run wrote to stdout and stderr, with [`Output::Capture`].
-    pub fn all(&self) -> (Vec<u8>, Vec<u8>) {
-        let all = |fd: &Option<OwnedFd>| fd.as_ref().map_or_else(Vec::new, |fd| read_from(fd, 0));
-        (all(&self.stdout), all(&self.stderr))
-    }
-
     fn reset(&self) {
+        if self.streamed {
+            return;
+        }
         for fd in [&self.stderr, &self.stdout].into_iter().flatten() {
             reset(fd);
         }
@@ -257,7 +343,7 @@ impl Captures {
 impl Prepared {
     /// Prepare `argv` (argv[0] is resolved to `program`) for repeated runs.
     pub fn new(program: &Path, argv: &[String], output: Output) -> Result<Prepared, String> {
-        Prepared::with_input(program, argv, output, None)
+        Prepared::with_input(program, argv, &output, None)
     }
 
     /// Like [`Prepared::new`], with stdin read from `input` (a regular file, read from
@@ -265,15 +351,39 @@ impl Prepared {
     pub fn with_input(
         program: &Path,
         argv: &[String],
-        output: Output,
+        output: &Output,
         input: Option<&Path>,
     ) -> Result<Prepared, String> {
         let path = cstring(program.as_os_str().as_bytes(), "program path")?;
         let argv = argv.iter().map(|a| cstring(a.as_bytes(), "an argument")).collect::<Result<Vec<_>, _>>()?;
-        let captured = matches!(output, Output::Discard | Output::Capture);
-        let captures = Captures {
-            stderr: if captured { Some(memfd(c"perflab-stderr")?) } else { None },
-            stdout: if output == Output::Capture { Some(memfd(c"perflab-stdout")?) } else { None },
+        let captures = match output {
+            Output::Capture => {
+                let ((out_read, out_write), (err_read, err_write)) = (pipe(PIPE_SIZE)?, pipe(PIPE_SIZE)?);
+                Captures {
+                    stdout: Some(out_read),
+                    stderr: Some(err_read),
+                    write_ends: Some((out_write, err_write)),
+                    streamed: true,
+                }
+            }
+            Output::Discard | Output::Pipe | Output::File(_) => {
+                Captures { stdout: None, stderr: Some(memfd(c"perflab-stderr")?), write_ends: None, streamed: false }
+            }
+            Output::Inherit | Output::StdoutToStderr => {
+                Captures { stdout: None, stderr: None, write_ends: None, streamed: false }
+            }
+        };
+        let sink = match output {
+            Output::Pipe => Some(Sink::Pipe(DrainedPipe::new()?)),
+            Output::File(file) => {
+                // Emptied once, then appended to: commands sharing the file interleave
+                // their runs instead of overwriting each other.
+                let cannot = |e: io::Error| format!("cannot write --output {}: {e}", file.display());
+                std::fs::File::create(file).map_err(cannot)?;
+                let appending = std::fs::OpenOptions::new().append(true).open(file).map_err(cannot)?;
+                Some(Sink::File(OwnedFd::from(appending)))
+            }
+            _ => None,
         };
         let devnull = std::fs::OpenOptions::new()
             .read(true)
@@ -293,19 +403,34 @@ impl Prepared {
             }
             None => devnull.try_clone().map_err(|e| format!("dup /dev/null: {e}"))?,
         };
+        let written = captures.write_ends.as_ref().map(|(out, err)| (out.as_raw_fd(), err.as_raw_fd()));
         let redirect = Redirect {
             stdin: stdin.as_raw_fd(),
             stdout: match output {
                 Output::Discard => Some(devnull.as_raw_fd()),
-                Output::Capture => captures.stdout.as_ref().map(|fd| fd.as_raw_fd()),
+                Output::Capture => written.map(|(out, _)| out),
                 Output::StdoutToStderr => Some(2),
                 Output::Inherit => None,
+                Output::Pipe | Output::File(_) => sink.as_ref().map(Sink::fd),
             },
-            stderr: captures.stderr.as_ref().map(|fd| fd.as_raw_fd()),
+            stderr: match written {
+                Some((_, err)) => Some(err),
+                None => captures.stderr.as_ref().map(|fd| fd.as_raw_fd()),
+            },
         };
         let fast = SpawnAttributes::new(redirect);
         let argv_pointers = null_terminated(&argv);
-        Ok(Prepared { path, _argv: argv, argv_pointers, captures, stdin, _devnull: devnull, redirect, fast })
+        Ok(Prepared {
+            path,
+            _argv: argv,
+            argv_pointers,
+            captures,
+            stdin,
+            _devnull: devnull,
+            _sink: sink,
+            redirect,
+            fast,
+        })
     }
 
     /// The last `max_lines` lines the last run wrote to stderr (empty with --show-output).
@@ -546,7 +671,7 @@ impl Child {
     /// read its main thread's scheduler statistics, reap it with `wait4` and return its
     /// measurements. Without a timeout the harness just blocks in `waitid` (an interrupt
     /// kills the child's group, which ends it).
-    pub fn wait(mut self, timeout: Option<Duration>, interrupt: &Interrupt) -> Result<Outcome, SpawnError> {
+    pub fn wait(mut self, timeout: Option<Duration>, interrupt: &Interrupt) -> Result<Finished, SpawnError> {
         // The harness sleeps from here until the command ends, so what it waits for a CPU
         // from now on is the wake-up after the exit: wall time the command's own
         // statistics miss, and never overlapping with its own wait.
@@ -573,6 +698,7 @@ impl Child {
             .zip(contention::own_thread_waited())
             .map(|(before, after)| after.saturating_sub(before));
         let main_thread = if exited == 0 { contention::schedstat(self.pid).ok() } else { None };
+        let allowed_cpus = if exited == 0 { contention::allowed_cpus(self.pid) } else { None };
         let mut status = 0;
         // SAFETY: rusage is plain data; wait4 fills it for this child only.
         let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -596,7 +722,7 @@ impl Child {
         } else {
             ExitInfo { exit_code: None, signal: None, timed_out }
         };
-        Ok(Outcome { wall, rusage, exit, main_thread, harness_waited })
+        Ok(Finished { wall, rusage, exit, main_thread, harness_waited, allowed_cpus })
     }
 
     /// Poll the pidfd until the child exits (false) or `deadline` passes, when the
@@ -632,7 +758,7 @@ impl Child {
     }
 }
 
-impl Outcome {
+impl Finished {
     /// The run this outcome measured: wall time, and the rusage of that very child.
     pub fn run(&self) -> Run {
         let ru = &self.rusage;
@@ -704,27 +830,66 @@ mod tests {
         assert_eq!(p.stderr_tail(10), "one\ntwo\nthree", "capture is reset between runs");
     }
 
+    /// What a pipe holds now.
+    fn pending(fd: &OwnedFd) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // SAFETY: fcntl and read on a descriptor we own, into a live buffer.
+        unsafe {
+            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+            loop {
+                let n = libc::read(fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len());
+                if n <= 0 {
+                    return out;
+                }
+                out.extend_from_slice(&chunk[..n as usize]);
+            }
+        }
+    }
+
     #[test]
-    fn capture_keeps_stdout_and_stderr_whole_and_input_is_read_from_its_start() {
+    fn capture_streams_stdout_and_stderr_through_pipes_and_input_is_read_from_its_start() {
         let w = crate::interrupt::watcher();
         let input = std::env::temp_dir().join(format!("perflab-input-{}", std::process::id()));
         std::fs::write(&input, "line one\nline two\n").unwrap();
         let program = crate::plan::command::resolve_program("sh").unwrap();
         let argv = ["sh", "-c", "cat; echo err >&2"].map(String::from);
         for gated in [false, true] {
-            let p = Prepared::with_input(&program, &argv, Output::Capture, Some(&input)).unwrap();
+            let p = Prepared::with_input(&program, &argv, &Output::Capture, Some(&input)).unwrap();
             for _ in 0..2 {
                 let mut gate = |_pid: libc::pid_t| Ok(());
                 let gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>> =
                     if gated { Some(&mut gate) } else { None };
                 start(&p, &env(), gate).unwrap().wait(None, w).unwrap();
-                let (stdout, stderr) = p.captures().all();
-                assert_eq!((stdout.as_slice(), stderr.as_slice()), (&b"line one\nline two\n"[..], &b"err\n"[..]));
+                let (stdout, stderr) = p.captures().streams().unwrap().expect("pipes");
+                assert_eq!((pending(&stdout), pending(&stderr)), (b"line one\nline two\n".to_vec(), b"err\n".to_vec()));
             }
         }
         std::fs::remove_file(&input).ok();
-        let err = Prepared::with_input(&program, &argv, Output::Capture, Some(Path::new("/dev/stdin"))).err();
+        let err = Prepared::with_input(&program, &argv, &Output::Capture, Some(Path::new("/dev/stdin"))).err();
         assert!(err.is_some_and(|e| e.contains("not a regular file") || e.contains("cannot read")));
+    }
+
+    #[test]
+    fn output_goes_to_a_drained_pipe_or_is_appended_to_a_file() {
+        let w = crate::interrupt::watcher();
+        let program = crate::plan::command::resolve_program("sh").unwrap();
+        // More than a pipe buffer holds: the run would block without a reader.
+        let argv = ["sh", "-c", "head -c 1000000 /dev/zero; test -p /dev/stdout"].map(String::from);
+        let piped = Prepared::with_input(&program, &argv, &Output::Pipe, None).unwrap();
+        let run = start(&piped, &env(), None).unwrap().wait(Some(Duration::from_secs(20)), w).unwrap();
+        assert!(run.exit.success() && !run.exit.timed_out, "{run:?}");
+        let file = std::env::temp_dir().join(format!("perflab-output-{}", std::process::id()));
+        std::fs::write(&file, "older\n").unwrap();
+        let argv = ["sh", "-c", "echo run; echo err >&2"].map(String::from);
+        let to_file = Prepared::with_input(&program, &argv, &Output::File(file.clone()), None).unwrap();
+        for _ in 0..2 {
+            start(&to_file, &env(), None).unwrap().wait(None, w).unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "run\nrun\n", "emptied once, then appended");
+        assert_eq!(to_file.stderr_tail(5), "err", "stderr is still kept to explain a failure");
+        std::fs::remove_file(&file).ok();
     }
 
     #[test]

@@ -9,43 +9,12 @@
 
 use super::{Executor, RunError};
 use crate::model::{metric, CounterReading, ExitInfo, Iterations, Machine, Run};
+pub use crate::stats::synthetic::Noise;
+use crate::stats::synthetic::NoiseSampler;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Normal, StudentT};
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-/// The noise of a simulated machine, all in log space (0.01 ≈ 1 %).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Noise {
-    /// Scale of each run's own noise.
-    pub run_sigma: f64,
-    /// Degrees of freedom of the run noise's Student t distribution (heavy tails:
-    /// 3 is heavy, large is Gaussian).
-    pub tail_df: f64,
-    /// Per-run step of the random walk of the machine's speed, shared by runs close in time.
-    pub drift_sigma: f64,
-    /// Chance that a run is stalled (a neighbour took the CPU) ...
-    pub stall_probability: f64,
-    /// ... and how much longer a stalled run takes (×(1 + U(0, stall_factor))).
-    pub stall_factor: f64,
-    /// Share of wall time runs spend waiting for a CPU behind busy neighbours, on
-    /// average: each run waits its own time × busy/(1 − busy) × U(0, 2), measured
-    /// exactly (`runq_wait_s`), as the kernel does for a single-threaded program.
-    pub busy: f64,
-}
-
-impl Noise {
-    /// No noise at all: every run takes its true time.
-    pub fn none() -> Noise {
-        Noise { run_sigma: 0.0, tail_df: 1e9, drift_sigma: 0.0, stall_probability: 0.0, stall_factor: 0.0, busy: 0.0 }
-    }
-
-    /// Gaussian run noise of robust σ `sigma` and nothing else.
-    pub fn gaussian(sigma: f64) -> Noise {
-        Noise { run_sigma: sigma, ..Noise::none() }
-    }
-}
 
 /// A scripted event, to test how the engine handles it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,10 +37,8 @@ pub struct Simulated {
     /// True time of each command's run, in seconds.
     true_seconds: Vec<f64>,
     noise: Noise,
+    sampler: NoiseSampler,
     events: Vec<Event>,
-    /// Upper quartile of the run noise's t distribution, to scale it to a robust σ.
-    t_quartile: f64,
-    log_speed: f64,
     clock_s: f64,
     runs_of: Vec<usize>,
     /// A rate every run prints about itself (runs per second of its own time), with
@@ -88,10 +55,9 @@ impl Simulated {
         Simulated {
             rng: StdRng::seed_from_u64(seed),
             true_seconds,
-            noise: noise.clone(),
+            sampler: noise.sampler(),
+            noise,
             events: Vec::new(),
-            t_quartile: student_t_quartile(noise.tail_df),
-            log_speed: 0.0,
             clock_s: 0.0,
             runs_of: vec![0; n],
             printed: None,
@@ -112,40 +78,8 @@ impl Simulated {
     }
 
     fn noisy_seconds(&mut self, index: usize) -> f64 {
-        let n = &self.noise;
-        if n.drift_sigma > 0.0 {
-            self.log_speed += Normal::new(0.0, n.drift_sigma).expect("finite σ").sample(&mut self.rng);
-        }
-        let run_noise = if n.run_sigma > 0.0 {
-            let t: f64 = if n.tail_df > GAUSSIAN_DF {
-                Normal::new(0.0, 1.0).expect("unit normal").sample(&mut self.rng)
-            } else {
-                StudentT::new(n.tail_df).expect("positive df").sample(&mut self.rng)
-            };
-            // Student t's scale is not its robust σ; 0.6745/q(0.75) keeps run_sigma the MAD-based σ.
-            t * n.run_sigma * 0.6745 / self.t_quartile
-        } else {
-            0.0
-        };
-        let stall = if n.stall_probability > 0.0 && self.rng.gen_bool(n.stall_probability.min(1.0)) {
-            (1.0 + self.rng.gen_range(0.0..=n.stall_factor.max(0.0))).ln()
-        } else {
-            0.0
-        };
-        self.true_seconds[index] * (self.log_speed + run_noise + stall).exp()
+        self.true_seconds[index] * self.sampler.factor(&mut self.rng)
     }
-}
-
-/// Above this many degrees of freedom Student's t is the normal distribution to four digits.
-const GAUSSIAN_DF: f64 = 1e4;
-
-/// The upper quartile of Student's t with `df` degrees of freedom (0.6745 for the normal).
-fn student_t_quartile(df: f64) -> f64 {
-    use statrs::distribution::{ContinuousCDF, StudentsT};
-    if df > GAUSSIAN_DF {
-        return 0.6745;
-    }
-    StudentsT::new(0.0, 1.0, df).map(|t| t.inverse_cdf(0.75)).unwrap_or(0.6745)
 }
 
 impl Executor for Simulated {
@@ -159,8 +93,9 @@ impl Executor for Simulated {
             return Err(RunError::Incomplete { run: None, why: "--prepare `simulated` exited with code 1".into() });
         }
         let own = self.noisy_seconds(index);
-        let busy = self.noise.busy.clamp(0.0, 0.99);
+        let busy = if self.clock_s >= self.noise.busy_after_s { self.noise.busy.clamp(0.0, 0.99) } else { 0.0 };
         let waited = if busy > 0.0 { own * busy / (1.0 - busy) * self.rng.gen_range(0.0..2.0) } else { 0.0 };
+        let own_wait = own * self.noise.own_wait.clamp(0.0, 0.99);
         let wall = own + waited;
         self.clock_s += wall;
         let code = self
@@ -172,13 +107,15 @@ impl Executor for Simulated {
             })
             .unwrap_or(0);
         let counters = BTreeMap::from([
-            (metric::RUNQ_WAIT.to_string(), CounterReading::value(waited, false)),
+            (metric::RUNQ_WAIT.to_string(), CounterReading::value(own_wait + waited, false)),
+            (metric::NEIGHBOUR_WAIT.to_string(), CounterReading::value(waited, false)),
             (metric::UNCONTENDED.to_string(), CounterReading::value(own, false)),
         ]);
+        let on_cpu = own - own_wait;
         let mut run = Run {
             wall_s: wall,
-            user_s: own * 0.98,
-            sys_s: own * 0.01,
+            user_s: on_cpu * 0.98,
+            sys_s: on_cpu * 0.01,
             max_rss_kib: 2048 + index as u64,
             exit: ExitInfo { exit_code: Some(code), signal: None, timed_out: false },
             counters,

@@ -3,7 +3,7 @@
 //! as every candidate has a verdict (or a limit, a failure or an interrupt ends it).
 
 use super::observer::{Observer, Progress};
-use crate::analysis::{choose_primary, finish, primary_comparisons};
+use crate::analysis::{busy_warning, examine_busy, finish, primary_comparisons, Switch};
 use crate::error::Failure;
 use crate::executor::{Executor, RunError};
 use crate::model::{CommandResult, Experiment, Run, StopReason};
@@ -38,6 +38,7 @@ pub fn run_experiment(
                 name: c.name.clone(),
                 argv: c.argv.clone(),
                 command_line: c.command_line.clone(),
+                parameters: c.parameters.clone(),
                 runs: Vec::new(),
                 summary: Default::default(),
             })
@@ -53,10 +54,10 @@ pub fn run_experiment(
     };
     // The metrics printed by the commands may only be known after their first run.
     let mut plan = plan.clone();
-    // The primary metric is settled at the first look (see `choose_primary`).
-    let mut primary_chosen = false;
+    // The primary metric is examined at every look (see `examine_busy`).
+    let mut busy = Busy::default();
     let outcome = match executor.setup() {
-        Ok(()) => rounds(&mut plan, executor, observer, &mut experiment, &mut looks, &mut primary_chosen),
+        Ok(()) => rounds(&mut plan, executor, observer, &mut experiment, &mut looks, &mut busy),
         Err(RunError::Interrupted) => Ok((StopReason::Interrupted, None)),
         Err(err) => {
             experiment.failure = Some(err.to_string());
@@ -76,15 +77,29 @@ pub fn run_experiment(
     }
     experiment.stop_reason = stop_reason;
     experiment.duration_s = executor.elapsed().as_secs_f64();
-    if !primary_chosen {
-        choose_primary(&plan, &mut experiment);
+    if busy.looks == 0 {
+        // No look happened (an interrupt, a failure): the final one is the first.
+        let rounds = experiment.rounds;
+        busy.switch = examine_busy(&plan, &mut experiment, 0, rounds);
     }
     let level = match last_look {
         Some((rounds, level)) if rounds == experiment.rounds => level,
         _ => looks.final_look(experiment.rounds),
     };
     finish(&plan, &mut experiment, level);
+    if let Some(warning) = busy_warning(&plan, &experiment, busy.switch) {
+        experiment.warnings.insert(0, warning);
+    }
     Ok(experiment)
+}
+
+/// What the looks found out about the machine so far.
+#[derive(Debug, Default)]
+struct Busy {
+    looks: u32,
+    /// The round of the latest look (0 before the first).
+    previous_look: u32,
+    switch: Option<Switch>,
 }
 
 /// The rounds, until something stops them: why, and the round count and level of the
@@ -95,7 +110,7 @@ fn rounds(
     observer: &mut dyn Observer,
     experiment: &mut Experiment,
     looks: &mut LookSchedule,
-    primary_chosen: &mut bool,
+    busy: &mut Busy,
 ) -> Result<(StopReason, Option<(u32, f64)>), Failure> {
     let settings = plan.settings.clone();
     let mut planner = RoundPlanner::new(settings.seed, plan.commands.len(), settings.env_padding);
@@ -183,10 +198,16 @@ fn rounds(
         experiment.rounds = measured;
         let mut latest = Vec::new();
         if looks.is_look(measured) {
-            if !*primary_chosen {
-                choose_primary(plan, experiment);
-                *primary_chosen = true;
+            if busy.switch.is_none() {
+                if let Some(switch) = examine_busy(plan, experiment, busy.previous_look, measured) {
+                    if busy.looks > 0 {
+                        looks.restart_statistic();
+                    }
+                    busy.switch = Some(switch);
+                }
             }
+            busy.looks += 1;
+            busy.previous_look = measured;
             let pace = (executor.elapsed() - since).as_secs_f64() / measured as f64;
             let time_left = settings.max_time_s - executor.elapsed().as_secs_f64();
             let affordable = (measured as f64 + HORIZON_MARGIN * (time_left / pace.max(1e-9)).max(0.0))
@@ -236,24 +257,23 @@ mod tests {
     use crate::experiment::observer::Quiet;
     use crate::measure::MeasureOptions;
     use crate::model::{metric, CommandSpec, Run, Settings, Verdict};
+    use crate::plan::Compared;
 
     fn plan(commands: usize, settings: Settings) -> Plan {
-        Plan {
-            commands: (0..commands)
-                .map(|i| CommandSpec {
-                    name: format!("c{i}"),
-                    argv: vec![format!("c{i}")],
-                    command_line: format!("c{i}"),
-                })
-                .collect(),
-            settings: Settings { seed: 11, ..settings },
+        let commands = (0..commands)
+            .map(|i| CommandSpec {
+                name: format!("c{i}"),
+                argv: vec![format!("c{i}")],
+                command_line: format!("c{i}"),
+                ..CommandSpec::default()
+            })
+            .collect();
+        let compared = Compared {
             metrics: vec![metric::WALL.into(), metric::CPU.into()],
-            primary_metric: metric::WALL.into(),
+            primary: metric::WALL.into(),
             auto_primary: true,
-            show_output: false,
-            ignore_failure: false,
-            measure: MeasureOptions::default(),
-        }
+        };
+        Plan::new(commands, Settings { seed: 11, ..settings }, MeasureOptions::default(), compared)
     }
 
     /// Records what the observer saw.
@@ -338,7 +358,7 @@ mod tests {
         assert_eq!(e.commands[1].runs.len(), 4);
         assert_eq!(e.commands[1].runs.last().unwrap().exit.exit_code, Some(7));
 
-        let tolerant = Plan { ignore_failure: true, ..plan };
+        let tolerant = plan.ignoring_failure(true);
         let mut machine =
             Simulated::new(4, vec![0.01, 0.01], Noise::none()).with(Event::Fails { command: 1, nth: 4, code: 7 });
         let e = run_experiment(&tolerant, &mut machine, &mut Quiet).unwrap();
@@ -455,6 +475,54 @@ mod tests {
         .unwrap();
         assert_eq!(quiet.primary_metric, metric::WALL);
         assert!(quiet.warnings.iter().all(|w| w.kind != crate::model::WarningKind::Busy));
+    }
+
+    #[test]
+    fn a_benchmark_waiting_for_its_own_tasks_is_not_a_busy_machine() {
+        // A pinned ping-pong alone: 45 % of its time one half waits for the other.
+        let pingpong = Noise { own_wait: 0.45, ..Noise::gaussian(0.005) };
+        let e = run_experiment(
+            &plan(2, Settings::default()),
+            &mut Simulated::new(13, vec![0.1, 0.1], pingpong.clone()),
+            &mut Quiet,
+        )
+        .unwrap();
+        assert_eq!(e.primary_metric, metric::WALL);
+        assert!(e.warnings.iter().all(|w| w.kind != crate::model::WarningKind::Busy), "{:?}", e.warnings);
+        assert_eq!((e.stop_reason, wall(&e).verdict), (StopReason::Decided, Verdict::Equivalent));
+        let median = |m: &str| e.commands[0].summary[m].median;
+        assert!(median(metric::RUNQ_WAIT) > 0.04, "the wait is measured");
+        assert!((median(metric::UNCONTENDED) / median(metric::WALL) - 1.0).abs() < 0.05, "and not removed");
+
+        // Beside a neighbour: its share is removed, the ping-pong's own waiting is not.
+        let beside = Noise { busy: 0.5, ..pingpong };
+        let e =
+            run_experiment(&plan(2, Settings::default()), &mut Simulated::new(13, vec![0.1, 0.1], beside), &mut Quiet)
+                .unwrap();
+        assert_eq!(e.primary_metric, metric::UNCONTENDED);
+        let median = |m: &str| e.commands[0].summary[m].median;
+        assert!(median(metric::WALL) > 0.15, "neighbours doubled the wall time");
+        assert!((median(metric::UNCONTENDED) / 0.1 - 1.0).abs() < 0.05, "{}", median(metric::UNCONTENDED));
+        assert!(median(metric::RUNQ_WAIT) > median(metric::NEIGHBOUR_WAIT) + 0.04);
+    }
+
+    #[test]
+    fn a_neighbour_arriving_after_the_first_look_switches_the_metric_at_a_later_look() {
+        // Quiet for the first 1.5 s (about 7 rounds of 2 × 0.1 s), then a neighbour takes
+        // half of the wall time at random: wall time cannot decide a 1 % change in 60 s.
+        let late = Noise { busy: 0.5, busy_after_s: 1.5, ..Noise::gaussian(0.005) };
+        let e =
+            run_experiment(&plan(2, Settings::default()), &mut Simulated::new(14, vec![0.1, 0.101], late), &mut Quiet)
+                .unwrap();
+        assert_eq!(e.primary_metric, metric::UNCONTENDED);
+        assert_eq!(e.stop_reason, StopReason::Decided, "not stuck on wall time until the cap");
+        assert!(e.duration_s < 30.0, "{}", e.duration_s);
+        let decided = e.comparisons.iter().find(|c| c.metric == metric::UNCONTENDED).unwrap();
+        assert_eq!(decided.verdict, Verdict::Slower);
+        assert!(decided.ci_low <= 1.01 && 1.01 <= decided.ci_high, "{decided:?}");
+        let warning = e.warnings.iter().find(|w| w.kind == crate::model::WarningKind::Busy).unwrap();
+        assert!(warning.message.contains("deciding on uncontended_s from round 8 on"), "{warning}");
+        assert!(warning.message.contains("does not spend again"), "{warning}");
     }
 
     #[test]

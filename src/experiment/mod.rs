@@ -20,8 +20,11 @@ use crate::plan::Plan;
 use crate::error::Failure;
 use crate::model::Experiment;
 
-/// Run `plan` as real processes on this machine.
+/// Run `plan` as real processes on this machine, telling `observer` when it starts and
+/// ends (also when it cannot start).
 pub fn run(plan: &Plan, observer: &mut dyn Observer) -> Result<Experiment, Failure> {
-    let mut executor = ProcessExecutor::new(plan)?;
-    run_experiment(plan, &mut executor, observer)
+    observer.experiment_started(plan);
+    let result = ProcessExecutor::new(plan).and_then(|mut executor| run_experiment(plan, &mut executor, observer));
+    observer.experiment_finished();
+    result
 }

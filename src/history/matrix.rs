@@ -2,12 +2,11 @@
 //! side by side and never pooled — whether a change holds on every CPU generation or only
 //! on some (the same binary can lose 6 % to branch misses on one and nothing on another).
 
-use super::measured_values;
 use super::ratio::{self, Ratio};
+use super::sessions::{self, BenchmarkSessions, MachineNoise};
 use crate::model::Machine;
-use crate::render::terminal::escape;
+use crate::stats::sessions::SessionNoise;
 use crate::store::{describe_machine, StoredExperiment};
-use crate::units::format_ratio;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -71,23 +70,27 @@ pub fn matrix(experiments: &[&StoredExperiment], metric: &str, reference: &str, 
         }
     }
     machines.sort_by(|a, b| a.name.cmp(&b.name));
+    // Each machine's sessions and its session noise between the two labels.
+    let per_machine: Vec<(Vec<BenchmarkSessions>, SessionNoise)> = machines
+        .iter()
+        .map(|m| {
+            let own = experiments.iter().copied().filter(|e| e.machine_fingerprint == m.fingerprint);
+            let sessions = sessions::collect(own, metric);
+            let noise = MachineNoise::new(&sessions, ratio::SESSION_PRIOR).between(reference, label);
+            (sessions, noise)
+        })
+        .collect();
     let rows = benchmarks
         .iter()
         .map(|&benchmark| MatrixRow {
             benchmark: benchmark.to_string(),
             cells: machines
                 .iter()
-                .map(|m| {
+                .zip(&per_machine)
+                .map(|(m, (sessions, noise))| {
                     let own = by_cell.get(&(benchmark, m.fingerprint.as_str()))?;
-                    let values = |l: &str| {
-                        let pooled: Vec<f64> = own
-                            .iter()
-                            .filter(|e| e.label == l)
-                            .flat_map(|e| measured_values(e, metric).into_owned())
-                            .collect();
-                        (!pooled.is_empty()).then_some(pooled)
-                    };
-                    ratio::between_labels(own, &labels, reference, label, metric, values)
+                    let sessions = sessions.iter().find(|b| b.benchmark == benchmark)?;
+                    ratio::between_labels(own, &labels, reference, label, metric, sessions, noise)
                 })
                 .collect(),
         })
@@ -95,47 +98,13 @@ pub fn matrix(experiments: &[&StoredExperiment], metric: &str, reference: &str, 
     Matrix { metric: metric.to_string(), reference: reference.to_string(), label: label.to_string(), machines, rows }
 }
 
-/// The terminal table: one row per benchmark, one column per machine.
-pub fn render(m: &Matrix) -> String {
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(
-        std::iter::once("benchmark".to_string()).chain(m.machines.iter().map(|c| escape(&c.name))).collect::<Vec<_>>(),
-    );
-    for row in &m.rows {
-        let cells = row.cells.iter().map(|c| match c {
-            Some(r) => format!(
-                "{} [{} – {}] {}",
-                format_ratio(r.ratio),
-                format_ratio(r.ci_low),
-                format_ratio(r.ci_high),
-                r.verdict.as_str()
-            ),
-            None => "—".into(),
-        });
-        table.add_row(std::iter::once(escape(&row.benchmark)).chain(cells).collect::<Vec<_>>());
-    }
-    let mut out = format!(
-        "{} ÷ {} ({}) on each machine, never pooled (95 % CI; paired where both ran interleaved):\n",
-        escape(&m.label),
-        escape(&m.reference),
-        m.metric
-    );
-    out += &table.to_string();
-    out.push('\n');
-    for c in &m.machines {
-        out += &format!("  {}: {}\n", escape(&c.name), escape(&c.description));
-    }
-    out
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::tests::stored;
     use super::*;
     use crate::model::Verdict;
 
-    fn runs(level: f64) -> Vec<f64> {
+    pub(crate) fn runs(level: f64) -> Vec<f64> {
         (0..8).map(|k| level * (1.0 + 0.001 * k as f64)).collect()
     }
 
@@ -155,9 +124,10 @@ mod tests {
         let row = &m.rows[0];
         let (haswell, sandy) = (row.cells[0].as_ref().unwrap(), row.cells[1].as_ref().unwrap());
         assert!((sandy.ratio - 1.1).abs() < 1e-9 && sandy.verdict == Verdict::Slower, "{sandy:?}");
-        assert!((haswell.ratio - 1.0).abs() < 1e-9 && haswell.verdict == Verdict::Equivalent, "{haswell:?}");
+        // One session each: equal medians, but two sessions differ by the machine's
+        // session noise (the prior, ±1 %), so no interval fits inside ±1 %.
+        assert!((haswell.ratio - 1.0).abs() < 1e-9 && haswell.verdict == Verdict::Inconclusive, "{haswell:?}");
+        assert!(haswell.ci_low < 0.99 && haswell.ci_high > 1.01, "{haswell:?}");
         assert_eq!(row.cells[2], None);
-        let text = render(&m);
-        assert!(text.contains("gcc54 ÷ gcc48") && text.contains("1.1× [") && text.contains("—"), "{text}");
     }
 }

@@ -5,13 +5,12 @@
 
 pub mod matrix;
 pub mod ratio;
+pub mod sessions;
 
 use crate::model::metric::Better;
 use crate::model::Machine;
-use crate::render::terminal::escape;
 use crate::stats::changepoint::{ChangePointConfig, Detector};
 use crate::store::{describe_machine, StoredExperiment};
-use crate::units::format_value;
 use ratio::Ratio;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -21,6 +20,9 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct History {
     pub metric: String,
+    /// Why `metric` was followed when none was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric_note: Option<String>,
     pub machines: Vec<MachineHistory>,
     /// Two labels compared on every machine side by side (when asked for, or when the
     /// results come from several machines).
@@ -64,8 +66,14 @@ pub struct Point {
     pub median_ci: Option<(f64, f64)>,
     /// True when some of these runs come from an experiment that did not finish.
     pub incomplete: bool,
-    /// These runs against the previous label's, as independent samples (95 % interval);
-    /// None for the first label or with too few runs for an interval (about 4 each).
+    /// Sessions (experiments) the label's runs come from.
+    pub sessions: usize,
+    /// The share of the sessions' wall time their runs waited behind neighbours (their
+    /// mean); ≥ 5 %: measured on a busy machine. None when not recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_share: Option<f64>,
+    /// This label against the previous one, session against session with the machine's
+    /// session-to-session noise (95 % interval); None for the first label.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vs_previous: Option<Ratio>,
 }
@@ -114,6 +122,8 @@ pub fn build<'a>(
     /// A machine's first experiment (for its description) and its benchmarks' pools.
     type MachineGroup<'a> = (&'a StoredExperiment, Vec<(&'a str, Vec<Pool<'a>>)>);
     let mut groups: Vec<MachineGroup> = Vec::new();
+    // Each machine's experiments, for its sessions.
+    let mut members: Vec<Vec<&StoredExperiment>> = Vec::new();
     // Positions in `groups`, found by key: a report reads 100,000 experiments.
     let mut machine_at: HashMap<&str, usize> = HashMap::new();
     let mut benchmark_at: HashMap<(usize, &str), usize> = HashMap::new();
@@ -125,8 +135,10 @@ pub fn build<'a>(
         }
         let m = *machine_at.entry(&e.machine_fingerprint).or_insert_with(|| {
             groups.push((e, Vec::new()));
+            members.push(Vec::new());
             groups.len() - 1
         });
+        members[m].push(e);
         let benchmarks = &mut groups[m].1;
         let b = *benchmark_at.entry((m, &e.benchmark)).or_insert_with(|| {
             benchmarks.push((&e.benchmark, Vec::new()));
@@ -157,37 +169,52 @@ pub fn build<'a>(
     }
     let machines = groups
         .into_iter()
-        .map(|(first, benchmarks)| MachineHistory {
-            fingerprint: first.machine_fingerprint.clone(),
-            description: describe_machine(&first.machine_fingerprint, &first.experiment.machine),
-            machine: first.experiment.machine.clone(),
-            // A report's thousand benchmarks are independent; each thread keeps one
-            // detector, so series of the same shape share the permutation null distributions.
-            benchmarks: crate::parallel::map(&benchmarks, detector, |(name, pools), detector| {
-                let points: Vec<Point> = pools
-                    .iter()
-                    .enumerate()
-                    .map(|(i, p)| {
-                        let (median, median_ci) = crate::stats::summary::median_and_ci(&p.values, ratio::CONFIDENCE);
-                        Point {
-                            label: p.label.to_string(),
-                            n: p.values.len(),
-                            median,
-                            median_ci,
-                            incomplete: p.incomplete,
-                            vs_previous: i.checked_sub(1).filter(|_| steps == Steps::Compare).and_then(|prev| {
-                                ratio::independent(&pools[prev].values, &p.values, p.threshold, p.better)
-                            }),
-                        }
-                    })
-                    .collect();
-                let groups: Vec<&[f64]> = pools.iter().map(|p| p.values.as_slice()).collect();
-                let change_points = shifts(detector, &groups, &points);
-                BenchmarkHistory { name: name.to_string(), points, change_points }
-            }),
+        .zip(members)
+        .map(|((first, benchmarks), members)| {
+            let sessions = sessions::collect(members.iter().copied(), metric_name);
+            let noise = sessions::MachineNoise::new(&sessions, ratio::SESSION_PRIOR);
+            let by_name: HashMap<&str, &sessions::BenchmarkSessions> =
+                sessions.iter().map(|b| (b.benchmark.as_str(), b)).collect();
+            MachineHistory {
+                fingerprint: first.machine_fingerprint.clone(),
+                description: describe_machine(&first.machine_fingerprint, &first.experiment.machine),
+                machine: first.experiment.machine.clone(),
+                // A report's thousand benchmarks are independent; each thread keeps one
+                // detector, so series of the same shape share the permutation null distributions.
+                benchmarks: crate::parallel::map(&benchmarks, detector, |(name, pools), detector| {
+                    let own = by_name.get(name).copied();
+                    let label = |l: &str| own.and_then(|b| b.label(l));
+                    let points: Vec<Point> = pools
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| {
+                            let (median, median_ci) =
+                                crate::stats::summary::median_and_ci(&p.values, ratio::CONFIDENCE);
+                            let vs_previous = i.checked_sub(1).filter(|_| steps == Steps::Compare).and_then(|prev| {
+                                let (a, b) = (label(pools[prev].label)?, label(p.label)?);
+                                let noise = noise.between(&a.label, &b.label);
+                                ratio::between_sessions(a, b, metric_name, &noise, p.threshold, p.better)
+                            });
+                            Point {
+                                label: p.label.to_string(),
+                                n: p.values.len(),
+                                median,
+                                median_ci,
+                                incomplete: p.incomplete,
+                                sessions: label(p.label).map_or(0, |l| l.sessions.len()),
+                                busy_share: label(p.label).and_then(|l| l.busy_share),
+                                vs_previous,
+                            }
+                        })
+                        .collect();
+                    let groups: Vec<&[f64]> = pools.iter().map(|p| p.values.as_slice()).collect();
+                    let change_points = shifts(detector, &groups, &points);
+                    BenchmarkHistory { name: name.to_string(), points, change_points }
+                }),
+            }
         })
         .collect();
-    History { metric: metric_name.to_string(), machines, matrix: None }
+    History { metric: metric_name.to_string(), metric_note: None, machines, matrix: None }
 }
 
 fn detector() -> Detector {
@@ -210,144 +237,6 @@ fn shifts(detector: &mut Detector, groups: &[&[f64]], points: &[Point]) -> Vec<S
                 p_value: c.p_value,
             })
         })
-        .collect()
-}
-
-/// The terminal rendering: per machine, one row per benchmark with a sparkline, or one
-/// row per label when a single benchmark is shown in detail.
-pub fn render(history: &History, detail: bool) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    if history.machines.len() > 1 {
-        let _ = writeln!(
-            out,
-            "note: results come from {} different machines and are shown separately; pick one with --machine FINGERPRINT",
-            history.machines.len()
-        );
-    }
-    for machine in &history.machines {
-        let _ = writeln!(out, "machine {}", escape(&machine.description));
-        for bench in &machine.benchmarks {
-            let detailed = detail || machine.benchmarks.len() == 1;
-            if detailed {
-                out.push_str(&render_detail(bench, &history.metric));
-            }
-        }
-        if !(detail || machine.benchmarks.len() == 1) {
-            out.push_str(&render_overview(&machine.benchmarks, &history.metric));
-        }
-        out.push('\n');
-    }
-    if let Some(m) = &history.matrix {
-        out.push_str(&matrix::render(m));
-    }
-    out
-}
-
-/// Labels shown in an overview sparkline (the latest ones); `--last` narrows further.
-const SPARKLINE_WIDTH: usize = 40;
-
-fn render_overview(benchmarks: &[BenchmarkHistory], metric_name: &str) -> String {
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(vec!["benchmark", "labels", "history", &format!("latest {metric_name}"), "change points"]);
-    for b in benchmarks {
-        let latest = b.points.last().map_or(String::new(), |p| format_point(p, metric_name));
-        let medians: Vec<f64> = b.points.iter().map(|p| p.median).collect();
-        table.add_row(vec![
-            escape(&b.name),
-            b.points.len().to_string(),
-            sparkline(&medians[medians.len().saturating_sub(SPARKLINE_WIDTH)..]),
-            latest,
-            b.change_points.iter().map(describe_shift).collect::<Vec<_>>().join("; "),
-        ]);
-    }
-    table.to_string() + "\n"
-}
-
-fn render_detail(bench: &BenchmarkHistory, metric_name: &str) -> String {
-    let medians: Vec<f64> = bench.points.iter().map(|p| p.median).collect();
-    let mut out = format!("{}  {}\n", escape(&bench.name), sparkline(&medians));
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(vec!["label", "runs", &format!("median {metric_name}"), "95% CI", "vs previous [95% CI]", ""]);
-    for (i, p) in bench.points.iter().enumerate() {
-        let change = match &p.vs_previous {
-            Some(r) => {
-                let [ratio, lo, hi] = percents([r.ratio, r.ci_low, r.ci_high]);
-                format!("{ratio} [{lo} … {hi}]{}", if r.significant() { " *" } else { "" })
-            }
-            // Too few runs for an interval: the medians' change alone.
-            None if i > 0 => format!("{:+.1} % (n < 4)", (p.median / bench.points[i - 1].median - 1.0) * 100.0),
-            None => String::new(),
-        };
-        let mark = bench
-            .change_points
-            .iter()
-            .find(|c| c.index == i)
-            .map_or(String::new(), |c| format!("◀ shift {}", describe_shift(c)));
-        table.add_row(vec![
-            escape(&p.label) + if p.incomplete { " (incomplete)" } else { "" },
-            p.n.to_string(),
-            format_value(metric_name, p.median),
-            p.median_ci.map_or("n < 6".into(), |(lo, hi)| {
-                format!("{} – {}", format_value(metric_name, lo), format_value(metric_name, hi))
-            }),
-            change,
-            mark,
-        ]);
-    }
-    out.push_str(&table.to_string());
-    out.push_str(
-        "\n* the change's 95 % interval excludes 0 (this label's runs against the previous label's; \
-         one test per row, so about 1 row in 20 is marked by chance — change points are tested for the whole series)\n",
-    );
-    if bench.change_points.is_empty() {
-        out.push_str("no change point\n");
-    }
-    out
-}
-
-/// An estimate and its interval as percentage changes, with as many decimals (1 to 4) as
-/// it takes for the interval's ends to differ.
-fn percents(ratios: [f64; 3]) -> [String; 3] {
-    let with = |decimals: usize| ratios.map(|r| format!("{:+.decimals$} %", (r - 1.0) * 100.0));
-    (1..=4).map(with).find(|[_, lo, hi]| lo != hi).unwrap_or_else(|| with(1))
-}
-
-fn describe_shift(c: &Shift) -> String {
-    let [ratio, lo, hi] = percents([c.ratio, c.ratio_ci.0, c.ratio_ci.1]);
-    format!("{ratio} at `{}` (CI {lo} … {hi}, p = {:.3})", escape(&c.label), c.p_value)
-}
-
-fn format_point(p: &Point, metric_name: &str) -> String {
-    match p.median_ci {
-        Some((lo, hi)) => format!(
-            "{} [{} – {}] ({})",
-            format_value(metric_name, p.median),
-            format_value(metric_name, lo),
-            format_value(metric_name, hi),
-            escape(&p.label)
-        ),
-        None => format!("{} ({})", format_value(metric_name, p.median), escape(&p.label)),
-    }
-}
-
-/// One Unicode block per value, scaled between the series' minimum and maximum.
-pub fn sparkline(values: &[f64]) -> String {
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let (min, max) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-    values
-        .iter()
-        .map(
-            |&v| {
-                if max > min {
-                    BARS[(((v - min) / (max - min)) * 7.0).round().clamp(0.0, 7.0) as usize]
-                } else {
-                    BARS[3]
-                }
-            },
-        )
         .collect()
 }
 
@@ -388,6 +277,7 @@ pub(crate) mod tests {
                         name: "base".into(),
                         argv: vec![],
                         command_line: String::new(),
+                        parameters: Default::default(),
                         runs: vec![],
                         summary: Default::default(),
                     },
@@ -395,6 +285,7 @@ pub(crate) mod tests {
                         name: "x".into(),
                         argv: vec![],
                         command_line: String::new(),
+                        parameters: Default::default(),
                         runs: walls
                             .iter()
                             .map(|&w| Run {
@@ -425,8 +316,6 @@ pub(crate) mod tests {
         assert_eq!(a.points.len(), 2);
         assert_eq!((a.points[0].label.as_str(), a.points[0].n, a.points[0].median), ("v1", 5, 3.0));
         assert_eq!(h.machines[1].benchmarks[0].points[0].median, 9.0);
-        let text = render(&h, false);
-        assert!(text.contains("2 different machines"), "{text}");
     }
 
     #[test]
@@ -452,21 +341,22 @@ pub(crate) mod tests {
         assert_eq!(shifts.len(), 1, "{shifts:?}");
         assert_eq!(shifts[0].label, "v9");
         assert!((shifts[0].ratio - 1.3).abs() < 0.05, "{shifts:?}");
-        let text = render(&h, true);
-        assert!(text.contains("◀ shift"), "{text}");
     }
 
-    #[test]
-    fn six_labels_of_eight_runs_show_a_tenfold_step_with_its_interval() {
-        // The locked xchg replaced by a mov at v5: 243 ms → 18.5 ms.
-        let exps: Vec<StoredExperiment> = (1..=6)
+    /// Six labels of eight runs, the locked xchg replaced by a mov at v5: 243 ms → 18.5 ms.
+    pub(crate) fn tenfold_step() -> Vec<StoredExperiment> {
+        (1..=6)
             .map(|i| {
                 let level = if i < 5 { 0.243 } else { 0.0185 };
                 let walls: Vec<f64> = (0..8).map(|k| level * (1.0 + 0.003 * ((i * 3 + k) % 5) as f64)).collect();
                 stored(&format!("v{i}"), i as i64, "xchg", "h1", &walls)
             })
-            .collect();
-        let h = build(&exps, "wall_s", Steps::Compare);
+            .collect()
+    }
+
+    #[test]
+    fn six_labels_of_eight_runs_show_a_tenfold_step_with_its_interval() {
+        let h = build(&tenfold_step(), "wall_s", Steps::Compare);
         let bench = &h.machines[0].benchmarks[0];
         assert_eq!(bench.change_points.len(), 1, "{:?}", bench.change_points);
         assert_eq!(bench.change_points[0].label, "v5");
@@ -475,16 +365,9 @@ pub(crate) mod tests {
         assert!((step.ratio - 0.0185 / 0.243).abs() < 0.002, "{step:?}");
         let quiet = bench.points[2].vs_previous.as_ref().unwrap();
         assert!(!quiet.significant(), "{quiet:?}");
-        let text = render(&h, true);
-        assert!(text.contains("◀ shift -92.") && text.contains("at `v5`"), "{text}");
-        assert!(text.contains("-92.41 % [-92.43 % … -92.36 %] *"), "{text}");
-        assert!(!text.contains("no change point"), "{text}");
-    }
-
-    #[test]
-    fn sparkline_spans_the_range() {
-        assert_eq!(sparkline(&[1.0, 2.0, 3.0]), "▁▅█");
-        assert_eq!(sparkline(&[5.0, 5.0]), "▄▄");
-        assert_eq!(sparkline(&[]), "");
+        // Session against session: the interval carries the session noise (the prior's
+        // ±1 % here, too few steps for the history's own), not the 8 runs' ±0.1 %.
+        assert!(step.ci_high / step.ci_low > 1.04, "{step:?}");
+        assert_eq!(step.method, ratio::CiMethod::Sessions);
     }
 }

@@ -1,10 +1,15 @@
 //! The ratio of a metric between two labels of one benchmark on one machine, with its
 //! interval: from the paired comparison of an experiment that ran both interleaved, else
-//! from the two labels' runs as independent samples. `perflab history` (vs previous, the
-//! builds × machines view) and `perflab report` both ask here, so they always agree.
+//! from the labels' sessions with the machine's session-to-session noise (each label is
+//! one or more sessions, never a pile of independent runs). `perflab history` (vs
+//! previous, the builds × machines view) and `perflab report` both ask here, so they
+//! always agree.
 
+use super::sessions::{BenchmarkSessions, LabelSessions};
+use crate::analysis::BUSY_SHARE;
 use crate::model::metric::{self, Better};
 use crate::model::{Comparison, Verdict};
+use crate::stats::sessions::{difference, Prior, SessionNoise};
 use crate::store::StoredExperiment;
 use serde::Serialize;
 
@@ -12,6 +17,11 @@ use serde::Serialize;
 pub const CONFIDENCE: f64 = 0.95;
 /// Equivalence margin for independent comparisons when the experiments record none.
 pub const DEFAULT_THRESHOLD: f64 = 0.01;
+/// The session-to-session noise assumed before a machine's history says otherwise: τ₀
+/// (log scale) and the degrees of freedom it is worth. Sized from A/A sessions measured
+/// minutes apart on this project's 2-core VM, quiet and beside a busy neighbour
+/// (`scripts/eval-sessions`; docs/statistics.md).
+pub const SESSION_PRIOR: Prior = Prior { tau: 0.01, df: 4.0 };
 
 /// How a ratio's confidence interval was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -20,9 +30,14 @@ pub enum CiMethod {
     /// Both labels ran interleaved in one experiment: the paired comparison's interval
     /// (Hodges–Lehmann with the Wilcoxon signed-rank interval on per-round log ratios).
     Paired,
-    /// The labels were measured separately: the independent-samples Hodges–Lehmann
-    /// interval on log values (Mann–Whitney), i.e. a CI of the ratio of locations.
+    /// The labels' runs as independent samples: the Hodges–Lehmann interval on log
+    /// values (Mann–Whitney). Too narrow for labels measured in separate sessions (it
+    /// ignores that a session shifts all of its runs); kept for results that have no
+    /// sessions to tell apart.
     Independent,
+    /// The labels were measured in separate sessions: each session's median, the labels'
+    /// means of them, and Student's t interval with the session-to-session noise.
+    Sessions,
 }
 
 impl CiMethod {
@@ -30,6 +45,7 @@ impl CiMethod {
         match self {
             CiMethod::Paired => "paired, interleaved runs",
             CiMethod::Independent => "independent runs",
+            CiMethod::Sessions => "separate sessions, with their session-to-session noise",
         }
     }
 }
@@ -45,8 +61,14 @@ pub struct Ratio {
     pub p_value: Option<f64>,
     pub verdict: Verdict,
     pub method: CiMethod,
-    /// Runs (or paired rounds) behind the ratio: the smaller side.
+    /// Runs (or paired rounds, or sessions) behind the ratio: the smaller side.
     pub n: usize,
+    /// With [`CiMethod::Sessions`]: the session-to-session noise used (σ on the log scale).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_noise: Option<f64>,
+    /// Why the verdict is withheld, or what to keep in mind reading it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl Ratio {
@@ -68,8 +90,8 @@ fn label_of<'a>(e: &'a StoredExperiment, command_name: &'a str, labels: &[String
 }
 
 /// `label` ÷ `reference` for one benchmark on one machine, from its `experiments`: the
-/// paired comparison of the latest experiment that ran both interleaved, else the
-/// independent-samples ratio of the pooled runs `values(label)` and `values(reference)`.
+/// paired comparison of the latest experiment that ran both interleaved, else the labels'
+/// sessions (`sessions`: this benchmark's) under the machine's session noise `noise`.
 /// `labels` are the stored labels (to recognise an interleaved baseline command).
 pub fn between_labels(
     experiments: &[&StoredExperiment],
@@ -77,10 +99,13 @@ pub fn between_labels(
     reference: &str,
     label: &str,
     metric: &str,
-    values: impl Fn(&str) -> Option<Vec<f64>>,
+    sessions: &BenchmarkSessions,
+    noise: &SessionNoise,
 ) -> Option<Ratio> {
     for e in experiments.iter().rev() {
-        for c in e.experiment.comparisons.iter().filter(|c| c.metric == metric) {
+        // A comparison without a ratio says nothing of the labels: fall through to the
+        // pooled runs (which say so in turn when they cannot give one either).
+        for c in e.experiment.comparisons.iter().filter(|c| c.metric == metric && c.verdict != Verdict::NotComparable) {
             match (label_of(e, &c.baseline, labels), label_of(e, &c.candidate, labels)) {
                 (Some(b), Some(k)) if b == reference && k == label => return Some(paired(c, false)),
                 (Some(b), Some(k)) if b == label && k == reference => return Some(paired(c, true)),
@@ -91,7 +116,51 @@ pub fn between_labels(
     let settings = experiments.iter().rev().find(|e| e.label == label).map(|e| &e.experiment.settings);
     let threshold = settings.map_or(DEFAULT_THRESHOLD, |s| s.threshold);
     let better = settings.map_or(metric::info(metric).better, |s| s.metric_info(metric).better);
-    independent(&values(reference)?, &values(label)?, threshold, better)
+    between_sessions(sessions.label(reference)?, sessions.label(label)?, metric, noise, threshold, better)
+}
+
+/// `b` ÷ `a` from their sessions under session noise `noise`: the verdict for a metric
+/// that improves in the direction `better`. Wall time of a label measured on a busy
+/// machine is not compared with that of a quiet one: the ratio is shown, the verdict
+/// withheld, with the reason.
+pub fn between_sessions(
+    a: &LabelSessions,
+    b: &LabelSessions,
+    metric: &str,
+    noise: &SessionNoise,
+    threshold: f64,
+    better: Better,
+) -> Option<Ratio> {
+    let d = difference(&a.sessions, &b.sessions, noise, CONFIDENCE)?;
+    let (lo, hi) = (d.low.exp(), d.high.exp());
+    let (mut verdict, _) = crate::analysis::verdict::classify(lo, hi, threshold, better);
+    let mut note = None;
+    if metric == metric::WALL {
+        let busy = |l: &LabelSessions| l.busy_share.filter(|s| *s >= BUSY_SHARE);
+        if let Some((busy_label, share, quiet_label)) = match (busy(a), busy(b)) {
+            (Some(s), None) => Some((&a.label, s, &b.label)),
+            (None, Some(s)) => Some((&b.label, s, &a.label)),
+            _ => None,
+        } {
+            verdict = Verdict::Inconclusive;
+            note = Some(format!(
+                "`{busy_label}` was measured on a busy machine ({:.0} % of wall time waiting for a CPU) and `{quiet_label}` on a quiet one: their wall times are not comparable (compare uncontended_s)",
+                share * 100.0
+            ));
+        }
+    }
+    Some(Ratio {
+        ratio: d.estimate.exp(),
+        ci_low: lo,
+        ci_high: hi,
+        confidence: CONFIDENCE,
+        p_value: Some(d.p_value),
+        verdict,
+        method: CiMethod::Sessions,
+        n: a.sessions.len().min(b.sessions.len()),
+        session_noise: Some(noise.tau),
+        note,
+    })
 }
 
 /// A stored paired comparison as a ratio, `inverted` when it ran the other way round.
@@ -115,6 +184,8 @@ pub fn paired(c: &Comparison, inverted: bool) -> Ratio {
         verdict,
         method: CiMethod::Paired,
         n: c.n,
+        session_noise: None,
+        note: None,
     }
 }
 
@@ -139,6 +210,8 @@ pub fn independent(base: &[f64], cand: &[f64], threshold: f64, better: Better) -
         verdict: crate::analysis::verdict::classify(lo, hi, threshold, better).0,
         method: CiMethod::Independent,
         n: base.len().min(cand.len()),
+        session_noise: None,
+        note: None,
     })
 }
 

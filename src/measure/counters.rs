@@ -3,75 +3,22 @@
 //! threads), read after the child is reaped, scaled when multiplexed, and reported as
 //! `supported: false` with a human reason wherever the machine cannot count them.
 
+use super::event::{Event, EventKind, EventList};
 use super::Probe;
 use crate::model::{CounterReading, Run};
-use perf_event::events::{Hardware, Software};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io;
+use std::rc::Rc;
 
 /// Environment switch that makes every hardware event fail as on a machine without a
 /// PMU, so the fallback path can be exercised anywhere (documented in docs/counters.md).
 pub const FORCE_NO_PMU_ENV: &str = "PERFLAB_FORCE_NO_PMU";
-
-/// A countable event, by its perf name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EventSpec {
-    /// perf's canonical event name (also the metric name).
-    pub name: &'static str,
-    pub kind: EventKind,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventKind {
-    Hardware(Hardware),
-    Software(Software),
-}
-
-impl EventKind {
-    fn is_hardware(self) -> bool {
-        matches!(self, EventKind::Hardware(_))
-    }
-}
-
-/// Lets a builder open whichever kind it is (counting here, sampling in the profiler).
-impl perf_event::events::Event for EventKind {
-    fn update_attrs(self, attr: &mut perf_event_open_sys::bindings::perf_event_attr) {
-        match self {
-            EventKind::Hardware(hw) => hw.update_attrs(attr),
-            EventKind::Software(sw) => sw.update_attrs(attr),
-        }
-    }
-}
-
-/// The event perf calls `name` (or an alias of it); the one table of event names.
-pub fn event(name: &str) -> Result<EventSpec, crate::error::Failure> {
-    let found = EVENTS.iter().find(|(canonical, aliases, _)| *canonical == name || aliases.contains(&name));
-    let Some(&(canonical, _, kind)) = found else {
-        let valid: Vec<&str> = EVENTS.iter().map(|(n, _, _)| *n).collect();
-        return Err(crate::usage!("unknown event `{name}`; valid events: {}", valid.join(", ")));
-    };
-    Ok(EventSpec { name: canonical, kind })
-}
-
-/// Every event `-e` accepts: perf's name, then its aliases.
-const EVENTS: &[(&str, &[&str], EventKind)] = &[
-    ("cycles", &["cpu-cycles"], EventKind::Hardware(Hardware::CPU_CYCLES)),
-    ("instructions", &[], EventKind::Hardware(Hardware::INSTRUCTIONS)),
-    ("branches", &["branch-instructions"], EventKind::Hardware(Hardware::BRANCH_INSTRUCTIONS)),
-    ("branch-misses", &[], EventKind::Hardware(Hardware::BRANCH_MISSES)),
-    ("cache-references", &[], EventKind::Hardware(Hardware::CACHE_REFERENCES)),
-    ("cache-misses", &[], EventKind::Hardware(Hardware::CACHE_MISSES)),
-    ("stalled-cycles-frontend", &["idle-cycles-frontend"], EventKind::Hardware(Hardware::STALLED_CYCLES_FRONTEND)),
-    ("stalled-cycles-backend", &["idle-cycles-backend"], EventKind::Hardware(Hardware::STALLED_CYCLES_BACKEND)),
-    ("ref-cycles", &[], EventKind::Hardware(Hardware::REF_CPU_CYCLES)),
-    ("task-clock", &[], EventKind::Software(Software::TASK_CLOCK)),
-    ("cpu-clock", &[], EventKind::Software(Software::CPU_CLOCK)),
-    ("page-faults", &["faults"], EventKind::Software(Software::PAGE_FAULTS)),
-    ("context-switches", &["cs"], EventKind::Software(Software::CONTEXT_SWITCHES)),
-    ("cpu-migrations", &["migrations"], EventKind::Software(Software::CPU_MIGRATIONS)),
-    ("minor-faults", &[], EventKind::Software(Software::PAGE_FAULTS_MIN)),
-    ("major-faults", &[], EventKind::Software(Software::PAGE_FAULTS_MAJ)),
-];
+/// Environment switch that fakes a CPU PMU (`1`, or `slots=N` general counters), so the
+/// hardware path — groups, modifiers, multiplexing, derived metrics — runs end to end on
+/// a machine without one. Its counts are made up (docs/counters.md) and every result
+/// says so.
+pub const FAKE_PMU_ENV: &str = "PERFLAB_FAKE_PMU";
 
 /// What `perflab stat` counts when no `-e` is given (perf stat's default set).
 pub const DEFAULT_STAT_EVENTS: [&str; 8] = [
@@ -86,29 +33,31 @@ pub const DEFAULT_STAT_EVENTS: [&str; 8] = [
 ];
 
 /// Derived metrics: name, numerator, denominator, factor (100 for percentages).
-pub const DERIVED: [(&str, &str, &str, f64); 3] = [
+pub const DERIVED: [(&str, &str, &str, f64); 5] = [
     ("ipc", "instructions", "cycles", 1.0),
     ("branch-miss-rate", "branch-misses", "branches", 100.0),
     ("cache-miss-rate", "cache-misses", "cache-references", 100.0),
+    ("L1-dcache-miss-rate", "L1-dcache-load-misses", "L1-dcache-loads", 100.0),
+    ("LLC-miss-rate", "LLC-load-misses", "LLC-loads", 100.0),
 ];
 
 /// Events that only happen in kernel mode: a user-only counter reads a false zero.
 const KERNEL_ONLY: [&str; 2] = ["context-switches", "cpu-migrations"];
 
-/// Parse `-e` names (perf's names and aliases) into events, without duplicates.
-pub fn parse_events(names: &[String]) -> Result<Vec<EventSpec>, crate::error::Failure> {
-    let mut specs: Vec<EventSpec> = Vec::new();
-    for raw in names {
-        let name = raw.trim();
-        if name.is_empty() {
-            continue;
+/// Parse `-e` values (perf's syntax, see [`super::event`]) into an event list.
+pub fn parse_events(values: &[String]) -> Result<EventList, crate::error::Failure> {
+    Ok(super::event::parse_list(values)?)
+}
+
+/// A metric name split into the event part and perf's modifier suffix (`cycles:u` →
+/// `cycles`, `:u`); a tracepoint keeps its colon.
+fn split_suffix(name: &str) -> (&str, &str) {
+    match name.rsplit_once(':') {
+        Some((base, mods)) if !mods.is_empty() && mods.chars().all(|c| "ukhp".contains(c)) && !base.contains(':') => {
+            (base, &name[base.len()..])
         }
-        let spec = event(name)?;
-        if !specs.iter().any(|s| s.name == spec.name) {
-            specs.push(spec);
-        }
+        _ => (name, ""),
     }
-    Ok(specs)
 }
 
 /// Whether counters include kernel mode.
@@ -185,18 +134,37 @@ pub struct RawCount {
     pub time_running: u64,
 }
 
-/// An opened counter, read once after the child was reaped.
+/// An opened counter, read once after the child was reaped (or at every interval).
 pub trait OpenCounter {
     fn read(&mut self) -> io::Result<RawCount>;
 }
 
-/// Opens one counter on a process (abstracted so tests can fake a PMU or its absence).
-pub trait CounterOpener {
-    fn open(&self, event: EventSpec, pid: libc::pid_t, exclude_kernel: bool) -> io::Result<Box<dyn OpenCounter>>;
+/// Whose events a counter counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// A child held before exec: counting starts at its exec and follows its children.
+    Exec(libc::pid_t),
+    /// A running process or thread: counting starts now and follows threads it creates.
+    Attach(libc::pid_t),
+    /// One thread only (`--per-thread`): no inheritance.
+    Thread(libc::pid_t),
+    /// Every task on one CPU (`-a`).
+    Cpu(usize),
 }
 
-/// The real opener: perf_event_open via perf-event2, disabled until the child execs,
-/// inherited by its children and threads.
+/// Opens counters (abstracted so tests can fake a PMU or its absence).
+pub trait CounterOpener {
+    /// Open `events` as one perf group (one event: alone), all-or-nothing.
+    /// `scope_excludes_kernel` decides kernel counting for events whose modifiers do not.
+    fn open_group(
+        &self,
+        events: &[&Event],
+        target: Target,
+        scope_excludes_kernel: bool,
+    ) -> io::Result<Vec<Box<dyn OpenCounter>>>;
+}
+
+/// The real opener: perf_event_open via perf-event2.
 pub struct PerfOpener;
 
 struct PerfCounter(perf_event::Counter);
@@ -208,66 +176,210 @@ impl OpenCounter for PerfCounter {
     }
 }
 
+/// A builder for one event on `target`; `leader`: the event is a group member, enabled
+/// with its leader rather than at exec on its own.
+fn builder(event: &Event, target: Target, scope_excludes_kernel: bool, leader: bool) -> perf_event::Builder<'static> {
+    let mut b = perf_event::Builder::new(event.kind);
+    match target {
+        Target::Exec(pid) => b.observe_pid(pid).any_cpu().inherit(true).enable_on_exec(leader).enabled(!leader),
+        Target::Attach(pid) => b.observe_pid(pid).any_cpu().inherit(true).enabled(true),
+        Target::Thread(tid) => b.observe_pid(tid).any_cpu().enabled(true),
+        Target::Cpu(cpu) => b.any_pid().one_cpu(cpu).enabled(true),
+    };
+    event.modifiers.apply(&mut b, scope_excludes_kernel);
+    // Counting needs no precise IP; perf drops it for counting too (it only makes
+    // sampling PMUs refuse the event).
+    b.precise_ip(perf_event::SampleSkid::Arbitrary);
+    b
+}
+
 impl CounterOpener for PerfOpener {
-    fn open(&self, event: EventSpec, pid: libc::pid_t, exclude_kernel: bool) -> io::Result<Box<dyn OpenCounter>> {
-        let mut builder = match event.kind {
-            kind => perf_event::Builder::new(kind),
-        };
-        builder
-            .observe_pid(pid)
-            .any_cpu()
-            .enable_on_exec(true)
-            .inherit(true)
-            .exclude_kernel(exclude_kernel)
-            .exclude_hv(true);
-        Ok(Box::new(PerfCounter(builder.build()?)))
+    fn open_group(
+        &self,
+        events: &[&Event],
+        target: Target,
+        scope_excludes_kernel: bool,
+    ) -> io::Result<Vec<Box<dyn OpenCounter>>> {
+        let Some((first, rest)) = events.split_first() else { return Ok(Vec::new()) };
+        let mut leader = builder(first, target, scope_excludes_kernel, true).build()?;
+        let mut members = Vec::new();
+        for event in rest {
+            members.push(builder(event, target, scope_excludes_kernel, false).build_with_group(&mut leader)?);
+        }
+        let mut out: Vec<Box<dyn OpenCounter>> = vec![Box::new(PerfCounter(leader))];
+        out.extend(members.into_iter().map(|c| Box::new(PerfCounter(c)) as Box<dyn OpenCounter>));
+        Ok(out)
     }
 }
 
-/// Wraps an opener so hardware events fail with ENOENT, as on a machine without a PMU.
+/// Wraps an opener so CPU-PMU events fail with ENOENT, as on a machine without a PMU.
 pub struct NoPmuOpener<O>(pub O);
 
 impl<O: CounterOpener> CounterOpener for NoPmuOpener<O> {
-    fn open(&self, event: EventSpec, pid: libc::pid_t, exclude_kernel: bool) -> io::Result<Box<dyn OpenCounter>> {
-        if event.kind.is_hardware() {
+    fn open_group(
+        &self,
+        events: &[&Event],
+        target: Target,
+        scope_excludes_kernel: bool,
+    ) -> io::Result<Vec<Box<dyn OpenCounter>>> {
+        if events.iter().any(|e| e.kind.needs_cpu_pmu()) {
             return Err(io::Error::from_raw_os_error(libc::ENOENT));
         }
-        self.0.open(event, pid, exclude_kernel)
+        self.0.open_group(events, target, scope_excludes_kernel)
     }
 }
 
-/// The opener for this process: the real one, or the forced no-PMU one when
-/// `PERFLAB_FORCE_NO_PMU=1`.
+/// A made-up CPU PMU for tests and demonstrations (`PERFLAB_FAKE_PMU`): each CPU-PMU
+/// event counts the target's real task-clock (ns) times a fixed rate per event (3 GHz
+/// cycles, 1.5 instructions per cycle, 1 % branch misses, …), so derived metrics are
+/// exact and known; with more events than `slots` general counters they are
+/// multiplexed (time_running = time_enabled · slots / events) and a group larger than
+/// `slots` never runs, as on a real PMU; `ppp` is refused (EOPNOTSUPP). Software events
+/// and tracepoints go to the real opener.
+pub struct FakePmuOpener<O> {
+    pub inner: O,
+    pub slots: usize,
+    /// CPU-PMU events opened per target so far (all are opened before any is read).
+    opened: Rc<RefCell<BTreeMap<String, usize>>>,
+}
+
+impl<O> FakePmuOpener<O> {
+    pub fn new(inner: O, slots: usize) -> Self {
+        FakePmuOpener { inner, slots: slots.max(1), opened: Rc::default() }
+    }
+
+    /// Events per unit of task-clock (ns) for a faked event.
+    pub fn rate(base: &str) -> f64 {
+        match base {
+            "cycles" | "ref-cycles" => 3.0,
+            "instructions" => 4.5,
+            "branches" => 0.9,
+            "branch-misses" => 0.009,
+            "cache-references" => 0.03,
+            "cache-misses" => 0.003,
+            "L1-dcache-loads" => 1.2,
+            "L1-dcache-load-misses" => 0.024,
+            "LLC-loads" => 0.01,
+            "LLC-load-misses" => 0.002,
+            _ => 1.0,
+        }
+    }
+}
+
+struct FakeCounter {
+    clock: Box<dyn OpenCounter>,
+    rate: f64,
+    key: String,
+    group_size: usize,
+    slots: usize,
+    opened: Rc<RefCell<BTreeMap<String, usize>>>,
+}
+
+impl OpenCounter for FakeCounter {
+    fn read(&mut self) -> io::Result<RawCount> {
+        let clock = self.clock.read()?;
+        let total = self.opened.borrow().get(&self.key).copied().unwrap_or(1).max(1);
+        let time_running = if self.group_size > self.slots {
+            0
+        } else if total > self.slots {
+            clock.time_enabled * self.slots as u64 / total as u64
+        } else {
+            clock.time_enabled
+        };
+        let count = (clock.count as f64 * self.rate * time_running as f64 / clock.time_enabled.max(1) as f64) as u64;
+        Ok(RawCount { count, time_enabled: clock.time_enabled, time_running })
+    }
+}
+
+impl<O: CounterOpener> CounterOpener for FakePmuOpener<O> {
+    fn open_group(
+        &self,
+        events: &[&Event],
+        target: Target,
+        scope_excludes_kernel: bool,
+    ) -> io::Result<Vec<Box<dyn OpenCounter>>> {
+        if !events.iter().any(|e| e.kind.needs_cpu_pmu()) {
+            return self.inner.open_group(events, target, scope_excludes_kernel);
+        }
+        if events.iter().any(|e| e.modifiers.precise >= 3) {
+            return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+        }
+        let key = format!("{target:?}");
+        *self.opened.borrow_mut().entry(key.clone()).or_default() +=
+            events.iter().filter(|e| e.kind.needs_cpu_pmu()).count();
+        let clock = super::event::parse_one("task-clock").expect("a symbolic event");
+        let mut out: Vec<Box<dyn OpenCounter>> = Vec::new();
+        for event in events {
+            if !event.kind.needs_cpu_pmu() {
+                out.extend(self.inner.open_group(&[event], target, scope_excludes_kernel)?);
+                continue;
+            }
+            let mut counter = self.inner.open_group(&[&clock], target, scope_excludes_kernel)?;
+            out.push(Box::new(FakeCounter {
+                clock: counter.remove(0),
+                rate: Self::rate(&event.base),
+                key: key.clone(),
+                group_size: events.len(),
+                slots: self.slots,
+                opened: self.opened.clone(),
+            }));
+        }
+        Ok(out)
+    }
+}
+
+/// The opener for this process: the real one, the forced no-PMU one
+/// (`PERFLAB_FORCE_NO_PMU=1`) or the fake PMU (`PERFLAB_FAKE_PMU`).
 pub fn system_opener() -> Box<dyn CounterOpener> {
     if std::env::var(FORCE_NO_PMU_ENV).is_ok_and(|v| !v.is_empty() && v != "0") {
         Box::new(NoPmuOpener(PerfOpener))
+    } else if let Some(slots) = fake_pmu_slots() {
+        Box::new(FakePmuOpener::new(NoPmuOpener(PerfOpener), slots))
     } else {
         Box::new(PerfOpener)
     }
+}
+
+/// The fake PMU's general counters when `PERFLAB_FAKE_PMU` asks for one (`1`: 4).
+pub fn fake_pmu_slots() -> Option<usize> {
+    let value = std::env::var(FAKE_PMU_ENV).ok().filter(|v| !v.is_empty() && v != "0")?;
+    Some(value.strip_prefix("slots=").and_then(|n| n.parse().ok()).unwrap_or(4))
 }
 
 /// Why an event could not be opened, for a human.
 /// `privileged`: paranoid and capabilities allow kernel counting, so a denial comes
 /// from elsewhere.
 pub fn open_failure_reason(
-    event: EventSpec,
+    event: &Event,
     err: &io::Error,
     paranoid: Option<i32>,
     scope: Scope,
     privileged: bool,
 ) -> String {
     let level = paranoid.map_or_else(|| "?".to_string(), |l| l.to_string());
+    let tracepoint = matches!(event.kind, EventKind::Tracepoint(_));
     match err.raw_os_error() {
-        Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV) if event.kind.is_hardware() => {
+        Some(libc::ENOENT | libc::ENODEV) if event.kind.needs_cpu_pmu() => {
+            "no hardware PMU (virtualized?): the kernel does not offer this event here".to_string()
+        }
+        Some(libc::EOPNOTSUPP) if event.modifiers.precise > 0 => format!(
+            "the PMU does not support precise level {} (:{}) here",
+            event.modifiers.precise,
+            "p".repeat(event.modifiers.precise as usize)
+        ),
+        Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV) if event.kind.needs_cpu_pmu() => {
             "no hardware PMU (virtualized?): the kernel does not offer this event here".to_string()
         }
         Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV) => "the kernel does not offer this event".to_string(),
+        Some(libc::EACCES | libc::EPERM) if tracepoint && !privileged => {
+            format!("tracepoints need root or CAP_PERFMON (perf_event_paranoid={level} allows them only at -1)")
+        }
         Some(libc::EACCES | libc::EPERM) if privileged => format!(
             "perf_event_open was denied although perf_event_paranoid={level} and perflab's privileges allow it: \
              a seccomp filter (containers) or a security module blocks it"
         ),
-        Some(libc::EACCES | libc::EPERM) if scope == Scope::All => format!(
-            "perf_event_paranoid={level} forbids counting kernel mode; try --counter-scope user, \
+        Some(libc::EACCES | libc::EPERM) if scope == Scope::All || event.modifiers.kernel => format!(
+            "perf_event_paranoid={level} forbids counting kernel mode; try --counter-scope user (or :u), \
              run as root, or `sysctl kernel.perf_event_paranoid=1`"
         ),
         Some(libc::EACCES | libc::EPERM) => format!(
@@ -286,47 +398,148 @@ enum Slot {
     Failed(String),
 }
 
-/// The probe that counts `-e` events for one command's runs.
-pub struct CountersProbe {
-    events: Vec<EventSpec>,
+/// Opens an event list on targets, with the scope and the reasons of refusals; shared by
+/// the per-run probe and live counting (`stat -a/-p/-I`).
+pub struct Counting {
+    pub events: EventList,
     opener: Box<dyn CounterOpener>,
     scope: Scope,
     paranoid: Option<i32>,
     privileged: bool,
-    slots: Vec<(EventSpec, Slot)>,
 }
 
-impl CountersProbe {
+/// The counters of one event list on one target, as opened.
+pub struct OpenSet {
+    slots: Vec<Slot>,
+}
+
+impl Counting {
     /// `Auto` scope is resolved here against this machine's permissions.
-    pub fn new(events: Vec<EventSpec>, scope: Scope, opener: Box<dyn CounterOpener>) -> Self {
-        CountersProbe {
+    pub fn new(events: EventList, scope: Scope, opener: Box<dyn CounterOpener>) -> Self {
+        Counting {
             events,
             opener,
             scope: scope.resolve(),
             paranoid: paranoid_level(),
             privileged: kernel_counting_allowed(),
-            slots: Vec::new(),
         }
     }
 
-    fn read_slot(&self, event: EventSpec, slot: &mut Slot) -> CounterReading {
-        let counter = match slot {
-            Slot::Failed(reason) => return CounterReading::unsupported(reason.clone()),
-            Slot::Open(counter) => counter,
-        };
-        let raw = match counter.read() {
-            Ok(raw) => raw,
-            Err(err) => return CounterReading::unsupported(format!("reading the counter failed: {err}")),
-        };
-        if self.scope == Scope::User && KERNEL_ONLY.contains(&event.name) {
-            return CounterReading::unsupported(format!(
-                "{} happen in kernel mode, which user-only counting cannot see (perf_event_paranoid={}); \
-                 run as root or use `sysctl kernel.perf_event_paranoid=1`",
-                event.name,
-                self.paranoid.map_or_else(|| "?".into(), |l| l.to_string())
-            ));
+    fn reason(&self, event: &Event, err: &io::Error) -> String {
+        open_failure_reason(event, err, self.paranoid, self.scope, self.privileged)
+    }
+
+    /// Open every event on `target`. Ungrouped events are opened one by one: a group
+    /// opens all-or-nothing, and one missing hardware event must not take the software
+    /// ones down with it. A `{group}` the kernel refuses is then probed member by member
+    /// so the reason names the member that failed (probing only after a refusal opens
+    /// the same counters as probing first, at half the cost of every run).
+    pub fn open(&self, target: Target) -> OpenSet {
+        let exclude_kernel = self.scope == Scope::User;
+        let mut slots: Vec<Slot> = Vec::new();
+        let mut index = 0;
+        while index < self.events.events.len() {
+            let range = self.events.group_of(index).unwrap_or(index..index + 1);
+            let members: Vec<&Event> = self.events.events[range.clone()].iter().collect();
+            match self.opener.open_group(&members, target, exclude_kernel) {
+                Ok(counters) => slots.extend(counters.into_iter().map(Slot::Open)),
+                Err(err) if members.len() == 1 => slots.push(Slot::Failed(self.reason(members[0], &err))),
+                Err(group_err) => {
+                    let failed: Vec<String> = members
+                        .iter()
+                        .filter_map(|m| match self.opener.open_group(&[m], target, exclude_kernel) {
+                            Ok(_) => None,
+                            Err(err) => Some(format!("{}: {}", m.name, self.reason(m, &err))),
+                        })
+                        .collect();
+                    let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+                    let why = if failed.is_empty() {
+                        format!(
+                            "each member opens alone, but the kernel refused them as one group ({group_err}); \
+                             count them without braces"
+                        )
+                    } else {
+                        failed.join("; ")
+                    };
+                    let reason =
+                        format!("group {{{}}} was not opened (a group is all-or-nothing): {why}", names.join(","));
+                    slots.extend(members.iter().map(|_| Slot::Failed(reason.clone())));
+                }
+            }
+            index = range.end;
         }
-        scale(raw)
+        OpenSet { slots }
+    }
+
+    /// Read every counter of `set` (each event's reading, by metric name).
+    pub fn read(&self, set: &mut OpenSet) -> BTreeMap<String, CounterReading> {
+        let mut out = BTreeMap::new();
+        for (index, (event, slot)) in self.events.events.iter().zip(set.slots.iter_mut()).enumerate() {
+            let reading = match slot {
+                Slot::Failed(reason) => CounterReading::unsupported(reason.clone()),
+                Slot::Open(counter) => match counter.read() {
+                    Err(err) => CounterReading::unsupported(format!("reading the counter failed: {err}")),
+                    Ok(_) if self.kernel_only_unseen(event) => CounterReading::unsupported(format!(
+                        "{} happen in kernel mode, which user-only counting cannot see (perf_event_paranoid={}); \
+                         run as root or use `sysctl kernel.perf_event_paranoid=1`",
+                        event.base,
+                        self.paranoid.map_or_else(|| "?".into(), |l| l.to_string())
+                    )),
+                    Ok(raw) => {
+                        let mut reading = scale(raw);
+                        if raw.time_running == 0 && self.events.group_of(index).is_some() {
+                            reading.reason = reading.reason.map(|r| {
+                                format!("{r} (a group is scheduled whole: more events than the PMU's counters?)")
+                            });
+                        }
+                        reading
+                    }
+                },
+            };
+            out.insert(event.name.clone(), reading);
+        }
+        out
+    }
+
+    fn kernel_only_unseen(&self, event: &Event) -> bool {
+        KERNEL_ONLY.contains(&event.base.as_str()) && event.modifiers.exclude_kernel(self.scope == Scope::User)
+    }
+
+    /// Readings of targets summed per event (all CPUs of `-a`, all threads of `-p`).
+    pub fn read_sum(&self, sets: &mut [OpenSet]) -> BTreeMap<String, CounterReading> {
+        let mut total: BTreeMap<String, CounterReading> = BTreeMap::new();
+        for set in sets.iter_mut() {
+            for (name, reading) in self.read(set) {
+                match total.get_mut(&name) {
+                    None => {
+                        total.insert(name, reading);
+                    }
+                    Some(sum) => match (sum.value, reading.value) {
+                        (Some(a), Some(b)) => {
+                            sum.value = Some(a + b);
+                            sum.scaled |= reading.scaled;
+                        }
+                        // A counter some CPU could not read leaves the sum unknown.
+                        (Some(_), None) => *sum = reading,
+                        _ => {}
+                    },
+                }
+            }
+        }
+        total
+    }
+}
+
+/// The probe that counts `-e` events for one command's runs.
+pub struct CountersProbe {
+    counting: Counting,
+    open: Option<OpenSet>,
+}
+
+impl CountersProbe {
+    /// `Auto` scope is resolved here against this machine's permissions.
+    pub fn new(events: EventList, scope: Scope, opener: Box<dyn CounterOpener>) -> Self {
+        CountersProbe { counting: Counting::new(events, scope, opener), open: None }
     }
 }
 
@@ -341,28 +554,48 @@ pub fn scale(raw: RawCount) -> CounterReading {
         );
     }
     if raw.time_running < raw.time_enabled {
-        let value = raw.count as f64 * raw.time_enabled as f64 / raw.time_running as f64;
+        // An estimate of a count: whole events, as perf prints it.
+        let value = (raw.count as f64 * raw.time_enabled as f64 / raw.time_running as f64).round();
         CounterReading::value(value, true)
     } else {
         CounterReading::value(raw.count as f64, false)
     }
 }
 
-/// Add the derived metrics whose inputs were both requested, computed per run.
+/// Add the derived metrics whose inputs were both counted (with the same modifiers:
+/// `ipc:u` from `instructions:u` and `cycles:u`), computed per run.
 pub fn add_derived(counters: &mut BTreeMap<String, CounterReading>) {
-    for (name, numerator, denominator, factor) in DERIVED {
-        let (Some(num), Some(den)) = (counters.get(numerator), counters.get(denominator)) else { continue };
+    for (name, numerator, denominator, factor, suffix) in derived_present(counters.keys()) {
+        let (numerator, denominator) = (format!("{numerator}{suffix}"), format!("{denominator}{suffix}"));
+        let (num, den) = (&counters[&numerator], &counters[&denominator]);
         let reading = match (num.value, den.value) {
             (Some(n), Some(d)) if d > 0.0 => CounterReading::value(n / d * factor, num.scaled || den.scaled),
             (Some(_), Some(_)) => CounterReading::unsupported(format!("{denominator} was zero")),
             _ => {
-                let missing = if num.supported { denominator } else { numerator };
+                let missing = if num.supported { &denominator } else { &numerator };
                 let why = counters[missing].reason.clone().unwrap_or_default();
                 CounterReading::unsupported(format!("needs {numerator} and {denominator}: {missing}: {why}"))
             }
         };
-        counters.insert(name.to_string(), reading);
+        counters.insert(format!("{name}{suffix}"), reading);
     }
+}
+
+/// The derived metrics whose inputs are among `names`: (name, numerator, denominator,
+/// factor, modifier suffix).
+fn derived_present<'a>(
+    names: impl Iterator<Item = &'a String> + Clone,
+) -> Vec<(&'static str, &'static str, &'static str, f64, String)> {
+    let mut out = Vec::new();
+    for name in names.clone() {
+        let (base, suffix) = split_suffix(name);
+        for (derived, numerator, denominator, factor) in DERIVED {
+            if base == numerator && names.clone().any(|n| *n == format!("{denominator}{suffix}")) {
+                out.push((derived, numerator, denominator, factor, suffix.to_string()));
+            }
+        }
+    }
+    out
 }
 
 impl Probe for CountersProbe {
@@ -370,45 +603,37 @@ impl Probe for CountersProbe {
         true
     }
 
-    /// Events are opened one by one: a group opens all-or-nothing, and one missing
-    /// hardware event must not take the software ones down with it.
     fn attach(&mut self, pid: libc::pid_t) -> anyhow::Result<()> {
-        self.slots.clear();
-        for &event in &self.events {
-            let exclude_kernel = self.scope == Scope::User;
-            let slot = match self.opener.open(event, pid, exclude_kernel) {
-                Ok(counter) => Slot::Open(counter),
-                Err(err) => Slot::Failed(open_failure_reason(event, &err, self.paranoid, self.scope, self.privileged)),
-            };
-            self.slots.push((event, slot));
-        }
+        self.open = Some(self.counting.open(Target::Exec(pid)));
         Ok(())
     }
 
     fn collect(&mut self, run: &mut Run) -> anyhow::Result<()> {
-        let mut slots = std::mem::take(&mut self.slots);
-        if slots.is_empty() {
+        match self.open.take() {
+            Some(mut set) => run.counters.extend(self.counting.read(&mut set)),
             // attach never ran (the child could not be started): nothing was counted.
-            for &event in &self.events {
-                run.counters.insert(event.name.to_string(), CounterReading::unsupported("the run was not counted"));
+            None => {
+                for event in &self.counting.events.events {
+                    run.counters.insert(event.name.clone(), CounterReading::unsupported("the run was not counted"));
+                }
             }
-        }
-        for (event, slot) in slots.iter_mut() {
-            let reading = self.read_slot(*event, slot);
-            run.counters.insert(event.name.to_string(), reading);
         }
         add_derived(&mut run.counters);
         Ok(())
     }
 }
 
+/// True for a derived metric's name (`ipc`, `ipc:u`, …).
+pub fn is_derived(name: &str) -> bool {
+    let (base, _) = split_suffix(name);
+    DERIVED.iter().any(|(derived, _, _, _)| *derived == base)
+}
+
 /// Metric names a set of events produces (events, then derived ones), in display order.
-pub fn metric_names(events: &[EventSpec]) -> Vec<String> {
-    let mut names: Vec<String> = events.iter().map(|e| e.name.to_string()).collect();
-    for (name, numerator, denominator, _) in DERIVED {
-        if names.iter().any(|n| n == numerator) && names.iter().any(|n| n == denominator) {
-            names.push(name.to_string());
-        }
+pub fn metric_names(events: &EventList) -> Vec<String> {
+    let mut names: Vec<String> = events.events.iter().map(|e| e.name.clone()).collect();
+    for (name, _, _, _, suffix) in derived_present(names.iter()) {
+        names.push(format!("{name}{suffix}"));
     }
     names
 }
@@ -419,18 +644,20 @@ mod tests {
     use std::cell::RefCell;
     use std::rc::Rc;
 
-    fn events(names: &[&str]) -> Vec<EventSpec> {
+    fn events(names: &[&str]) -> EventList {
         parse_events(&names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
     }
 
-    /// (event, pid, exclude_kernel) of every open call.
-    type OpenLog = Rc<RefCell<Vec<(&'static str, libc::pid_t, bool)>>>;
+    /// (event, target, exclude_kernel) of every event opened.
+    type OpenLog = Rc<RefCell<Vec<(String, Target, bool)>>>;
 
     /// A fake PMU: every event reads the configured raw count; records what was opened.
     struct FakePmu {
         readings: BTreeMap<&'static str, RawCount>,
         opened: OpenLog,
         fail_with: Option<i32>,
+        /// Events that fail with this errno, alone or in a group.
+        refuse: Vec<(&'static str, i32)>,
     }
 
     struct FakeCounter(RawCount);
@@ -441,17 +668,30 @@ mod tests {
     }
 
     impl CounterOpener for FakePmu {
-        fn open(&self, event: EventSpec, pid: libc::pid_t, exclude_kernel: bool) -> io::Result<Box<dyn OpenCounter>> {
-            self.opened.borrow_mut().push((event.name, pid, exclude_kernel));
+        fn open_group(
+            &self,
+            events: &[&Event],
+            target: Target,
+            scope_excludes_kernel: bool,
+        ) -> io::Result<Vec<Box<dyn OpenCounter>>> {
             if let Some(errno) = self.fail_with {
                 return Err(io::Error::from_raw_os_error(errno));
             }
-            let raw = self.readings.get(event.name).copied().unwrap_or(RawCount {
-                count: 7,
-                time_enabled: 100,
-                time_running: 100,
-            });
-            Ok(Box::new(FakeCounter(raw)))
+            if let Some((_, errno)) = self.refuse.iter().find(|(n, _)| events.iter().any(|e| e.name == *n)) {
+                return Err(io::Error::from_raw_os_error(*errno));
+            }
+            let mut out: Vec<Box<dyn OpenCounter>> = Vec::new();
+            for event in events {
+                let exclude_kernel = event.modifiers.exclude_kernel(scope_excludes_kernel);
+                self.opened.borrow_mut().push((event.name.clone(), target, exclude_kernel));
+                let raw = self.readings.get(event.name.as_str()).copied().unwrap_or(RawCount {
+                    count: 7,
+                    time_enabled: 100,
+                    time_running: 100,
+                });
+                out.push(Box::new(FakeCounter(raw)));
+            }
+            Ok(out)
         }
     }
 
@@ -463,6 +703,7 @@ mod tests {
                 .collect(),
             opened: Rc::default(),
             fail_with: None,
+            refuse: Vec::new(),
         }
     }
 
@@ -476,17 +717,83 @@ mod tests {
     #[test]
     fn parses_perf_names_and_aliases_without_duplicates() {
         let specs = events(&["cpu-cycles", "cycles", "cs", "branch-instructions", " task-clock "]);
-        let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
+        let names: Vec<&str> = specs.events.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["cycles", "context-switches", "branches", "task-clock"]);
     }
 
     #[test]
     fn unknown_event_is_a_usage_error_listing_valid_names() {
-        let err = parse_events(&["cycles:u".to_string()]).unwrap_err();
+        let err = parse_events(&["cycle".to_string()]).unwrap_err();
         assert_eq!(err.exit_code(), crate::error::EXIT_USAGE);
         let text = err.to_string();
-        assert!(text.contains("unknown event `cycles:u`"), "{text}");
+        assert!(text.contains("unknown event `cycle`"), "{text}");
         assert!(text.contains("branch-misses") && text.contains("major-faults"), "{text}");
+    }
+
+    #[test]
+    fn a_refused_group_names_the_member_that_failed_and_spares_the_rest() {
+        let mut pmu = fake(&[("task-clock", 5_000, 10, 10)]);
+        pmu.refuse = vec![("instructions", libc::ENOENT)];
+        let mut probe = CountersProbe::new(events(&["task-clock,{cycles,instructions}"]), Scope::All, Box::new(pmu));
+        let run = run_probe(&mut probe);
+        assert_eq!(run.counters["task-clock"].value, Some(5_000.0));
+        for member in ["cycles", "instructions"] {
+            let reason = run.counters[member].reason.clone().unwrap();
+            assert!(reason.starts_with("group {cycles,instructions} was not opened"), "{reason}");
+            assert!(reason.contains("instructions: no hardware PMU"), "{reason}");
+            assert!(!reason.contains("cycles: "), "cycles opens alone: {reason}");
+        }
+    }
+
+    #[test]
+    fn modifiers_choose_the_levels_per_event_and_derive_per_suffix() {
+        let pmu = fake(&[("cycles:u", 1_000, 10, 10), ("instructions:u", 2_000, 10, 10), ("cycles", 4_000, 10, 10)]);
+        let opened = pmu.opened.clone();
+        let mut probe = CountersProbe::new(
+            events(&["cycles:u,instructions:u,cycles,context-switches:u"]),
+            Scope::All,
+            Box::new(pmu),
+        );
+        let run = run_probe(&mut probe);
+        assert_eq!(run.counters["ipc:u"], CounterReading::value(2.0, false));
+        assert!(!run.counters.contains_key("ipc"), "instructions without :u was not counted");
+        let log = opened.borrow();
+        let kernel_of = |n: &str| log.iter().find(|(name, _, _)| name == n).unwrap().2;
+        assert!(kernel_of("cycles:u") && !kernel_of("cycles"), "{log:?}");
+        let cs = &run.counters["context-switches:u"];
+        assert!(!cs.supported && cs.reason.as_deref().unwrap().contains("kernel mode"), "{cs:?}");
+        assert_eq!(
+            metric_names(&events(&["cycles:u,instructions:u,cycles"])),
+            ["cycles:u", "instructions:u", "cycles", "ipc:u"]
+        );
+    }
+
+    /// The fake PMU seam: counts are task-clock times fixed rates, so the derived metrics
+    /// are exact; too many events multiplex, a too-large group never runs.
+    #[test]
+    fn the_fake_pmu_multiplexes_and_starves_oversized_groups() {
+        let clock = fake(&[("task-clock", 1_000_000, 100, 100)]);
+        let list = events(&["cycles,instructions,branches,branch-misses,cache-misses"]);
+        let mut probe = CountersProbe::new(list, Scope::All, Box::new(FakePmuOpener::new(clock, 4)));
+        let run = run_probe(&mut probe);
+        let cycles = &run.counters["cycles"];
+        assert!(cycles.scaled, "5 events on 4 counters multiplex: {cycles:?}");
+        assert!((cycles.value.unwrap() - 3_000_000.0).abs() < 1.0, "{cycles:?}");
+        assert!((run.counters["ipc"].value.unwrap() - 1.5).abs() < 1e-9);
+        assert!((run.counters["branch-miss-rate"].value.unwrap() - 1.0).abs() < 1e-9);
+
+        let clock = fake(&[("task-clock", 1_000_000, 100, 100)]);
+        let list = events(&["{cycles,instructions,branches}"]);
+        let mut probe = CountersProbe::new(list, Scope::All, Box::new(FakePmuOpener::new(clock, 2)));
+        let run = run_probe(&mut probe);
+        let reason = run.counters["cycles"].reason.clone().unwrap();
+        assert!(reason.contains("never ran") && reason.contains("scheduled whole"), "{reason}");
+
+        let clock = fake(&[("task-clock", 1_000_000, 100, 100)]);
+        let mut probe = CountersProbe::new(events(&["cycles:ppp"]), Scope::All, Box::new(FakePmuOpener::new(clock, 4)));
+        let run = run_probe(&mut probe);
+        let reason = run.counters["cycles:ppp"].reason.clone().unwrap();
+        assert!(reason.contains("precise level 3"), "{reason}");
     }
 
     #[test]
@@ -510,7 +817,7 @@ mod tests {
         assert!(!run.counters.contains_key("cache-miss-rate"));
         let opened = opened.borrow();
         assert_eq!(opened.len(), 4);
-        assert!(opened.iter().all(|&(_, pid, exclude_kernel)| pid == 4242 && !exclude_kernel));
+        assert!(opened.iter().all(|(_, target, exclude_kernel)| *target == Target::Exec(4242) && !exclude_kernel));
     }
 
     #[test]
@@ -552,7 +859,8 @@ mod tests {
 
     #[test]
     fn permission_errors_name_the_paranoid_level_and_a_fix() {
-        let cycles = events(&["cycles"])[0];
+        let cycles = events(&["cycles"]).events.remove(0);
+        let cycles = &cycles;
         let err = io::Error::from_raw_os_error(libc::EACCES);
         let all = open_failure_reason(cycles, &err, Some(2), Scope::All, false);
         assert!(all.contains("perf_event_paranoid=2") && all.contains("--counter-scope user"), "{all}");
@@ -568,7 +876,7 @@ mod tests {
         let opened = pmu.opened.clone();
         let mut probe = CountersProbe::new(events(&["context-switches", "page-faults"]), Scope::User, Box::new(pmu));
         let run = run_probe(&mut probe);
-        assert!(opened.borrow().iter().all(|&(_, _, exclude_kernel)| exclude_kernel));
+        assert!(opened.borrow().iter().all(|(_, _, exclude_kernel)| *exclude_kernel));
         let cs = &run.counters["context-switches"];
         assert!(!cs.supported && cs.reason.as_deref().unwrap().contains("kernel mode"), "{cs:?}");
         assert_eq!(run.counters["page-faults"].value, Some(70.0));

@@ -4,7 +4,10 @@
 
 pub mod cachegrind;
 pub mod counters;
+pub mod event;
+pub mod live;
 pub mod output;
+pub mod sampling;
 
 use crate::model::{CommandSpec, Run};
 use std::collections::BTreeMap;
@@ -19,44 +22,21 @@ pub struct MeasureOptions {
     /// How to read the metrics a command prints about itself (empty: none; its output
     /// is then not captured at all).
     pub output: Vec<output::Parser>,
+    /// Which iterations of a printed metric make a run's value (the same choice as
+    /// `Settings::iterations`, here for the metric names `each` adds).
+    pub iterations: crate::model::Iterations,
+    /// Sample every run to explain the comparison function by function (`--explain`);
+    /// in instruction mode, cachegrind's per-function counts instead.
+    pub explain: Option<sampling::Sampling>,
 }
 
-/// How runs are measured: natively timed, or under valgrind cachegrind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    #[default]
-    Wall,
-    Instructions,
-}
-
-impl Mode {
-    /// Every mode's name, as the command line and suite files spell it.
-    pub const NAMES: [&'static str; 2] = ["wall", "instructions"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Wall => "wall",
-            Mode::Instructions => "instructions",
-        }
-    }
-}
-
-impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
-        match s {
-            "wall" => Ok(Mode::Wall),
-            "instructions" => Ok(Mode::Instructions),
-            other => Err(format!("expected `mode` \"wall\" or \"instructions\", found \"{other}\"")),
-        }
-    }
-}
+pub use crate::model::Mode;
 
 /// The probes a run needs for these options (one set per command).
 ///
 /// `-e` and `--mode instructions` are exclusive: under valgrind, perf counters would
 /// count the simulator's JIT, not the program.
-pub fn build_probes(args: &MeasureOptions) -> Result<Vec<Box<dyn Probe>>, crate::error::Failure> {
+pub fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec<Box<dyn Probe>>, crate::error::Failure> {
     let events = counters::parse_events(&args.events)?;
     if args.mode == Mode::Instructions && !args.output.is_empty() {
         return Err(crate::usage!(
@@ -69,11 +49,24 @@ pub fn build_probes(args: &MeasureOptions) -> Result<Vec<Box<dyn Probe>>, crate:
             "-e cannot be combined with --mode instructions: perf counters would count valgrind itself; \
              instruction mode already reports instructions, cache misses and branch mispredicts"
         )),
-        Mode::Instructions => Ok(vec![Box::new(cachegrind::CachegrindProbe::new()?)]),
-        Mode::Wall if events.is_empty() => Ok(Vec::new()),
+        Mode::Instructions => {
+            Ok(vec![Box::new(cachegrind::CachegrindProbe::new()?.per_function(args.explain.is_some()))])
+        }
         Mode::Wall => {
-            let probe = counters::CountersProbe::new(events, args.counter_scope, counters::system_opener());
-            Ok(vec![Box::new(probe)])
+            let mut probes: Vec<Box<dyn Probe>> = Vec::new();
+            if !events.is_empty() {
+                probes.push(Box::new(counters::CountersProbe::new(
+                    events,
+                    args.counter_scope,
+                    counters::system_opener(),
+                )));
+            }
+            if let Some(sampling) = &args.explain {
+                let mut probe = sampling::SamplingProbe::new(sampling)?;
+                probe.set_argv(argv);
+                probes.push(Box::new(probe));
+            }
+            Ok(probes)
         }
     }
 }
@@ -84,7 +77,9 @@ pub fn output_names(args: &MeasureOptions) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for name in args.output.iter().flat_map(|p| p.known_names().unwrap_or_default()) {
         if !names.contains(&name) {
+            let groups = args.iterations.group_names(&name);
             names.push(name);
+            names.extend(groups);
         }
     }
     names
@@ -116,6 +111,12 @@ pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTr
         facts.insert("counter_scope".to_string(), args.counter_scope.resolve().as_str().to_string());
         if let Some(level) = counters::paranoid_level() {
             facts.insert("perf_event_paranoid".to_string(), level.to_string());
+        }
+        if let Some(slots) = counters::fake_pmu_slots() {
+            facts.insert(
+                "fake_pmu".to_string(),
+                format!("{}: hardware counts are made up from task-clock ({slots} counters)", counters::FAKE_PMU_ENV),
+            );
         }
     }
     if args.mode == Mode::Instructions {

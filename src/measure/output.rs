@@ -3,12 +3,18 @@
 //! Benchmark's JSON. Every value found is one sample (an iteration); a run's value is
 //! their aggregate ([`crate::model::Iterations`]).
 //!
-//! The output of a run is captured whole (stdout, then stderr) and parsed after the
-//! process was reaped, so parsing never competes with the measured program.
+//! A run's output is parsed as it arrives ([`RunParse`], fed by `executor::capture`),
+//! line by line — a regular expression is matched against each line — and only the
+//! samples are kept: a command printing gigabytes costs perflab no more memory than one
+//! printing a line. Google Benchmark's JSON is read as a stream
+//! ([`google_benchmark_from`]), keeping only the fields perflab reports. Samples keep
+//! the order of the streams: stdout's first, then stderr's.
 
 use crate::model::{metric, CounterReading, Iterations, Run};
 use regex::Regex;
 use serde_json::Value;
+use std::io::Read;
+use std::sync::OnceLock;
 
 /// One way of finding metrics in a command's output.
 #[derive(Debug, Clone)]
@@ -50,10 +56,13 @@ impl Parser {
     /// A `--output-metric` expression: a regular expression whose named captures are
     /// the metrics.
     pub fn regex(text: &str) -> Result<Parser, String> {
-        let regex = regex::RegexBuilder::new(text)
-            .multi_line(true)
-            .build()
-            .map_err(|e| format!("--output-metric `{text}` is not a regular expression: {e}"))?;
+        let regex = regex::RegexBuilder::new(text).multi_line(true).build().map_err(|e| {
+            format!(
+                "--output-metric `{}` is not a regular expression: {}",
+                text.escape_debug(),
+                crate::error::regex_error(&e)
+            )
+        })?;
         let names: Vec<&str> = regex.capture_names().flatten().collect();
         if names.is_empty() {
             return Err(format!(
@@ -99,30 +108,154 @@ impl Parser {
         }
     }
 
-    /// The samples in `stdout` and `stderr`, in order of first appearance.
+    /// The samples in the whole texts `stdout` and `stderr`, as [`RunParse`] finds them.
+    #[cfg(test)]
     fn samples(&self, stdout: &str, stderr: &str, out: &mut Samples) -> Result<(), String> {
-        match self {
-            Parser::Regex(regex) => {
-                for text in [stdout, stderr] {
-                    for captures in regex.captures_iter(text) {
-                        for name in regex.capture_names().flatten() {
-                            if let Some(found) = captures.name(name) {
-                                out.push(name, number(found.as_str()).map_err(|e| format!("`{name}`: {e}"))?);
-                            }
-                        }
+        let parsers = std::slice::from_ref(self);
+        let mut parse = RunParse::new(parsers);
+        for line in stdout.lines() {
+            parse.line(Stream::Stdout, line);
+        }
+        for line in stderr.lines() {
+            parse.line(Stream::Stderr, line);
+        }
+        if parse.wants_json() {
+            parse.google_benchmark(google_benchmark_from(stdout.as_bytes()));
+        }
+        *out = parse.finish()?.pop().unwrap_or_default();
+        Ok(())
+    }
+}
+
+/// Which of a command's output streams a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// One run's output, parsed as it arrives: the samples each parser found so far, per
+/// stream, and the first error (a malformed metric line): nothing else is kept.
+pub struct RunParse<'p> {
+    parsers: &'p [Parser],
+    /// Per parser.
+    stdout: Vec<Samples>,
+    stderr: Vec<Samples>,
+    error: Option<String>,
+}
+
+fn pgbench_progress() -> &'static Regex {
+    static PROGRESS: OnceLock<Regex> = OnceLock::new();
+    PROGRESS.get_or_init(|| Regex::new(r"^progress: [0-9.]+ s, ([0-9.]+) tps, lat ([0-9.]+) ms").expect("valid regex"))
+}
+
+fn pgbench_report() -> &'static (Regex, Regex) {
+    static REPORT: OnceLock<(Regex, Regex)> = OnceLock::new();
+    REPORT.get_or_init(|| {
+        (
+            Regex::new(r"^tps = ([0-9.]+) \((without initial connection time|excluding connections establishing)\)")
+                .expect("valid regex"),
+            Regex::new(r"^latency average = ([0-9.]+) ms").expect("valid regex"),
+        )
+    })
+}
+
+impl<'p> RunParse<'p> {
+    pub fn new(parsers: &'p [Parser]) -> RunParse<'p> {
+        RunParse {
+            parsers,
+            stdout: parsers.iter().map(|_| Samples::default()).collect(),
+            stderr: parsers.iter().map(|_| Samples::default()).collect(),
+            error: None,
+        }
+    }
+
+    /// True when a parser reads Google Benchmark's JSON from stdout: the caller streams
+    /// stdout through [`google_benchmark_from`] and hands over the result.
+    pub fn wants_json(&self) -> bool {
+        self.parsers.iter().any(|p| matches!(p, Parser::GoogleBenchmark))
+    }
+
+    /// One line of output (without its newline).
+    pub fn line(&mut self, stream: Stream, line: &str) {
+        if self.error.is_some() {
+            return;
+        }
+        for (i, parser) in self.parsers.iter().enumerate() {
+            let out = match stream {
+                Stream::Stdout => &mut self.stdout[i],
+                Stream::Stderr => &mut self.stderr[i],
+            };
+            if let Err(e) = parse_line(parser, stream, line, out) {
+                self.error = Some(e);
+                return;
+            }
+        }
+    }
+
+    /// What [`google_benchmark_from`] read from stdout, for every Google Benchmark parser.
+    pub fn google_benchmark(&mut self, result: Result<Samples, String>) {
+        match result {
+            Ok(samples) => {
+                for (i, parser) in self.parsers.iter().enumerate() {
+                    if matches!(parser, Parser::GoogleBenchmark) {
+                        self.stdout[i] = Samples(samples.0.clone());
                     }
                 }
-                Ok(())
             }
-            Parser::JsonLines => {
-                for line in stdout.lines().chain(stderr.lines()) {
-                    json_line(line, out)?;
-                }
-                Ok(())
+            Err(e) => {
+                self.error.get_or_insert(e);
             }
-            Parser::Pgbench => pgbench(stdout, stderr, out),
-            Parser::GoogleBenchmark => google_benchmark(stdout, out),
         }
+    }
+
+    /// Each parser's samples (stdout's, then stderr's), or the first error.
+    pub fn finish(self) -> Result<Vec<Samples>, String> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        Ok(self
+            .parsers
+            .iter()
+            .zip(self.stdout.into_iter().zip(self.stderr))
+            .map(|(parser, (stdout, stderr))| match parser {
+                // Progress lines (stderr), one sample per interval, beat the final report.
+                Parser::Pgbench if stderr.get("tps").is_some() => stderr,
+                Parser::Pgbench | Parser::GoogleBenchmark => stdout,
+                Parser::Regex(_) | Parser::JsonLines => {
+                    let mut all = stdout;
+                    for (name, values) in stderr.0 {
+                        for v in values {
+                            all.push(&name, v);
+                        }
+                    }
+                    all
+                }
+            })
+            .collect())
+    }
+}
+
+/// The samples `parser` finds in one line of `stream`.
+fn parse_line(parser: &Parser, stream: Stream, line: &str, out: &mut Samples) -> Result<(), String> {
+    match parser {
+        Parser::Regex(regex) => {
+            // Most lines do not match: the matcher without captures says so fastest.
+            if !regex.is_match(line) {
+                return Ok(());
+            }
+            for captures in regex.captures_iter(line) {
+                for name in regex.capture_names().flatten() {
+                    if let Some(found) = captures.name(name) {
+                        out.push(name, number(found.as_str()).map_err(|e| format!("`{name}`: {e}"))?);
+                    }
+                }
+            }
+            Ok(())
+        }
+        Parser::JsonLines => json_line(line, out),
+        Parser::Pgbench => pgbench_line(stream, line, out),
+        Parser::GoogleBenchmark => Ok(()),
     }
 }
 
@@ -160,7 +293,8 @@ impl Samples {
         }
     }
 
-    fn get(&self, name: &str) -> Option<&[f64]> {
+    /// The samples of `name`.
+    pub fn get(&self, name: &str) -> Option<&[f64]> {
         self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
     }
 }
@@ -188,56 +322,98 @@ fn truncate(text: &str) -> String {
     }
 }
 
-/// pgbench's report (stdout) and its `-P` progress lines (stderr). With progress lines
-/// each interval is one sample of `tps` and `latency_ms`; without, the report's
-/// figures are one sample each. pgbench ≥ 14 prints `tps = N (without initial
-/// connection time)`, older versions a line `(including …)` and one `(excluding …)`:
-/// the latter is taken, as the connection is not what a select-only load measures.
-fn pgbench(stdout: &str, stderr: &str, out: &mut Samples) -> Result<(), String> {
-    let progress = Regex::new(r"(?m)^progress: [0-9.]+ s, ([0-9.]+) tps, lat ([0-9.]+) ms").expect("valid regex");
-    for c in progress.captures_iter(stderr) {
-        out.push("tps", number(&c[1])?);
-        out.push("latency_ms", number(&c[2])?);
-    }
-    if out.get("tps").is_some() {
-        return Ok(());
-    }
-    let tps =
-        Regex::new(r"(?m)^tps = ([0-9.]+) \((without initial connection time|excluding connections establishing)\)")
-            .expect("valid regex");
-    if let Some(c) = tps.captures(stdout) {
-        out.push("tps", number(&c[1])?);
-    }
-    let latency = Regex::new(r"(?m)^latency average = ([0-9.]+) ms").expect("valid regex");
-    if let Some(c) = latency.captures(stdout) {
-        out.push("latency_ms", number(&c[1])?);
+/// One line of pgbench's report (stdout) or of its `-P` progress lines (stderr). With
+/// progress lines each interval is one sample of `tps` and `latency_ms`; without, the
+/// report's figures are one sample each (see [`RunParse::finish`]). pgbench ≥ 14 prints
+/// `tps = N (without initial connection time)`, older versions a line `(including …)`
+/// and one `(excluding …)`: the latter is taken, as the connection is not what a
+/// select-only load measures.
+fn pgbench_line(stream: Stream, line: &str, out: &mut Samples) -> Result<(), String> {
+    match stream {
+        Stream::Stderr => {
+            if let Some(c) = pgbench_progress().captures(line) {
+                out.push("tps", number(&c[1])?);
+                out.push("latency_ms", number(&c[2])?);
+            }
+        }
+        Stream::Stdout => {
+            let (tps, latency) = pgbench_report();
+            // The report's first figure of each.
+            if let Some(c) = tps.captures(line).filter(|_| out.get("tps").is_none()) {
+                out.push("tps", number(&c[1])?);
+            }
+            if let Some(c) = latency.captures(line).filter(|_| out.get("latency_ms").is_none()) {
+                out.push("latency_ms", number(&c[1])?);
+            }
+        }
     }
     Ok(())
 }
 
-/// Google Benchmark's JSON report: per benchmark run (aggregates skipped: perflab makes
-/// its own), its times in nanoseconds and its rates.
-fn google_benchmark(stdout: &str, out: &mut Samples) -> Result<(), String> {
-    let Some(start) = stdout.find('{') else { return Ok(()) };
-    let document = serde_json::Deserializer::from_str(&stdout[start..])
-        .into_iter::<Value>()
-        .next()
-        .ok_or("no JSON document")?
-        .map_err(|e| format!("Google Benchmark's JSON does not parse: {e}"))?;
-    let benchmarks = document
-        .get("benchmarks")
-        .and_then(Value::as_array)
-        .ok_or("Google Benchmark's JSON has no `benchmarks` list")?;
+/// One benchmark of Google Benchmark's JSON report: only the fields perflab reads
+/// (serde skips the others, and the `context`, without keeping them).
+#[derive(serde::Deserialize)]
+struct GbEntry {
+    name: Option<Value>,
+    run_type: Option<Value>,
+    time_unit: Option<Value>,
+    real_time: Option<Value>,
+    cpu_time: Option<Value>,
+    items_per_second: Option<Value>,
+    bytes_per_second: Option<Value>,
+    error_occurred: Option<Value>,
+    error_message: Option<Value>,
+}
+
+#[derive(serde::Deserialize)]
+struct GbDocument {
+    benchmarks: Option<Vec<GbEntry>>,
+}
+
+/// A reader that passes nothing before the first `{`: the JSON report follows whatever a
+/// benchmark printed before it.
+struct FromFirstBrace<R> {
+    inner: R,
+    found: bool,
+}
+
+impl<R: Read> Read for FromFirstBrace<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.inner.read(buf)?;
+            if n == 0 || self.found {
+                return Ok(n);
+            }
+            if let Some(start) = buf[..n].iter().position(|&b| b == b'{') {
+                self.found = true;
+                buf.copy_within(start..n, 0);
+                return Ok(n - start);
+            }
+        }
+    }
+}
+
+/// Google Benchmark's JSON report, read from `stdout` as it arrives (the first JSON
+/// document after any banner): per benchmark run (aggregates skipped: perflab makes its
+/// own), its times in nanoseconds and its rates. Output without JSON gives no samples.
+pub fn google_benchmark_from(stdout: impl Read) -> Result<Samples, String> {
+    let reader = std::io::BufReader::new(FromFirstBrace { inner: stdout, found: false });
+    let Some(document) = serde_json::Deserializer::from_reader(reader).into_iter::<GbDocument>().next() else {
+        return Ok(Samples::default());
+    };
+    let document = document.map_err(|e| format!("Google Benchmark's JSON does not parse: {e}"))?;
+    let benchmarks = document.benchmarks.ok_or("Google Benchmark's JSON has no `benchmarks` list")?;
+    let mut out = Samples::default();
     for b in benchmarks {
-        if b.get("run_type").and_then(Value::as_str) == Some("aggregate") {
+        if b.run_type.as_ref().and_then(Value::as_str) == Some("aggregate") {
             continue;
         }
-        let name = b.get("name").and_then(Value::as_str).ok_or("a benchmark without a `name`")?;
-        if b.get("error_occurred").and_then(Value::as_bool) == Some(true) {
-            let message = b.get("error_message").and_then(Value::as_str).unwrap_or("no message");
+        let name = b.name.as_ref().and_then(Value::as_str).ok_or("a benchmark without a `name`")?;
+        if b.error_occurred.as_ref().and_then(Value::as_bool) == Some(true) {
+            let message = b.error_message.as_ref().and_then(Value::as_str).unwrap_or("no message");
             return Err(format!("benchmark `{name}` reported an error: {message}"));
         }
-        let unit = b.get("time_unit").and_then(Value::as_str).unwrap_or("ns");
+        let unit = b.time_unit.as_ref().and_then(Value::as_str).unwrap_or("ns");
         let to_ns = match unit {
             "ns" => 1.0,
             "us" => 1e3,
@@ -246,17 +422,17 @@ fn google_benchmark(stdout: &str, out: &mut Samples) -> Result<(), String> {
             other => return Err(format!("benchmark `{name}`: unknown time_unit `{other}`")),
         };
         for (field, suffix, scale) in [
-            ("real_time", "real_ns", to_ns),
-            ("cpu_time", "cpu_ns", to_ns),
-            ("items_per_second", "items_per_s", 1.0),
-            ("bytes_per_second", "bytes_per_s", 1.0),
+            (&b.real_time, "real_ns", to_ns),
+            (&b.cpu_time, "cpu_ns", to_ns),
+            (&b.items_per_second, "items_per_s", 1.0),
+            (&b.bytes_per_second, "bytes_per_s", 1.0),
         ] {
-            if let Some(v) = b.get(field).and_then(Value::as_f64) {
+            if let Some(v) = field.as_ref().and_then(Value::as_f64) {
                 out.push(&format!("{name}:{suffix}"), v * scale);
             }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// What was expected of a command that printed no metric at all (for the formats whose
@@ -273,26 +449,40 @@ pub fn expected_output(parsers: &[Parser]) -> String {
     format!("expected {}", expected.join(" or "))
 }
 
-/// Read the metrics `parsers` find in a run's output into `run.counters`. A metric a
-/// parser always reports but the output lacked is recorded as unsupported with what was
-/// expected (never a zero); so is one whose samples give no value. Returns the names
-/// found, in output order.
-pub fn read_metrics(
+/// Record the samples `parsers` found in a run's output ([`RunParse::finish`], one
+/// [`Samples`] per parser) in `run.counters`. A metric a parser always reports but the
+/// output lacked is recorded as unsupported with what was expected (never a zero); so
+/// is one whose samples give no value. Returns the names found, in output order.
+pub fn record_metrics(
     parsers: &[Parser],
-    stdout: &str,
-    stderr: &str,
+    found_samples: Vec<Samples>,
     iterations: Iterations,
     run: &mut Run,
-) -> Result<Vec<String>, String> {
+) -> Vec<String> {
     let mut found = Vec::new();
-    for parser in parsers {
-        let mut samples = Samples::default();
-        parser.samples(stdout, stderr, &mut samples)?;
+    for (parser, samples) in parsers.iter().zip(found_samples) {
         for (name, values) in samples.0 {
+            let groups = iterations.groups(&name, &values);
             let reading = CounterReading::sampled(values, iterations)
                 .unwrap_or_else(|why| CounterReading::unsupported(format!("{name}: {why}")));
             if !found.contains(&name) {
                 found.push(name.clone());
+                found.extend(iterations.group_names(&name));
+            }
+            for group in iterations.group_names(&name) {
+                // A run that printed no more than the first group has no steady state.
+                let value = groups.iter().find(|(g, _)| *g == group).map(|(_, v)| *v);
+                run.counters.insert(
+                    group,
+                    value.map_or_else(
+                        || {
+                            CounterReading::unsupported(format!(
+                                "{name}: the run printed too few iterations for both groups"
+                            ))
+                        },
+                        |v| CounterReading::value(v, false),
+                    ),
+                );
             }
             run.counters.insert(name, reading);
         }
@@ -302,7 +492,28 @@ pub fn read_metrics(
             }
         }
     }
-    Ok(found)
+    found
+}
+
+/// [`record_metrics`] of whole output texts.
+pub fn read_metrics(
+    parsers: &[Parser],
+    stdout: &str,
+    stderr: &str,
+    iterations: Iterations,
+    run: &mut Run,
+) -> Result<Vec<String>, String> {
+    let mut parse = RunParse::new(parsers);
+    for line in stdout.lines() {
+        parse.line(Stream::Stdout, line);
+    }
+    for line in stderr.lines() {
+        parse.line(Stream::Stderr, line);
+    }
+    if parse.wants_json() {
+        parse.google_benchmark(google_benchmark_from(stdout.as_bytes()));
+    }
+    Ok(record_metrics(parsers, parse.finish()?, iterations, run))
 }
 
 #[cfg(test)]

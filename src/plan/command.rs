@@ -1,7 +1,8 @@
 //! Turning what the user typed into something to execute: command templates with
 //! `{parameter}` placeholders expanded, split like a shell splits words (or handed to a
-//! shell with `--shell`), the program resolved on PATH, and a failure before anything
-//! runs when it does not exist or is not executable.
+//! shell: always with `--shell`, never with `-N`, and by default whenever the text has
+//! shell syntax, which split into words would run literally), the program resolved on
+//! PATH, and a failure before anything runs when it does not exist or is not executable.
 
 use crate::error::Failure;
 use crate::model::CommandSpec;
@@ -9,17 +10,206 @@ use crate::usage;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
+/// How commands are executed: directly (split into words) or through a shell.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Shell {
+    /// Directly, unless a command has shell syntax: then every command of the
+    /// experiment runs through `/bin/sh -c`, so that all bear the shell's start-up cost.
+    #[default]
+    Auto,
+    /// Never through a shell (`-N`, `--shell=none`, `shell = false`): a command with
+    /// shell syntax is refused rather than run with its operators as arguments.
+    Never,
+    /// Always through this shell: its program and arguments, then `-c TEXT`.
+    Always(Vec<String>),
+}
+
+/// `/bin/sh`, the shell `Auto` falls back to and `--shell=default` names.
+pub const DEFAULT_SHELL: &str = "/bin/sh";
+
+/// Why a command could not be turned into something to execute.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CommandError {
+    #[error("command `{command}` has shell syntax ({syntax}), and -N (--no-shell) runs commands without a shell; drop -N to run it with {DEFAULT_SHELL} -c, or quote the characters meant literally")]
+    ShellSyntaxRefused { command: String, syntax: String },
+    #[error("--shell `{0}` is empty or cannot be split into words")]
+    BadShell(String),
+}
+
+impl From<CommandError> for Failure {
+    fn from(e: CommandError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
+impl Shell {
+    /// The shell a command line or suite names: `none` is [`Shell::Never`], `default`
+    /// `/bin/sh`, anything else a shell's program with optional arguments
+    /// (`bash --norc`), as hyperfine's `--shell` takes it; nothing named is [`Shell::Auto`].
+    pub fn named(name: Option<&str>) -> Result<Shell, CommandError> {
+        match name.map(str::trim) {
+            None => Ok(Shell::Auto),
+            Some("none") => Ok(Shell::Never),
+            Some("default") => Ok(Shell::Always(vec![DEFAULT_SHELL.to_string()])),
+            Some(text) => match shell_words::split(text) {
+                Ok(words) if !words.is_empty() => Ok(Shell::Always(words)),
+                _ => Err(CommandError::BadShell(text.to_string())),
+            },
+        }
+    }
+}
+
+/// A command that runs through the shell although no shell was asked for: what made it
+/// (said to the user as a note before anything runs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellReason {
+    pub command: String,
+    /// The first shell syntax found in it, e.g. `>` or `$(`.
+    pub syntax: String,
+}
+
+impl ShellReason {
+    /// The note shown before the runs.
+    pub fn note(&self) -> String {
+        format!(
+            "`{}` has shell syntax ({}): running every command with {DEFAULT_SHELL} -c (so all bear its start-up cost); -N refuses such commands instead",
+            self.command, self.syntax
+        )
+    }
+}
+
+/// Words a POSIX shell treats specially at the start of a command (reserved words and
+/// the builtins that exist only inside a shell): run directly, they would fail or mean
+/// something else.
+const SHELL_WORDS: [&str; 22] = [
+    "if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case", "esac", "!", "{", "}", "[[",
+    "function", "cd", "export", "source", ".", "eval",
+];
+
+/// The first piece of shell syntax in `text` that splitting into words would pass on
+/// literally: operators (`|`, `||`, `&`, `&&`, `;`, `<`, `>`, `(`, `)`), expansions
+/// (`$`, `$(`, backticks, a leading `~`), globs (`*`, `?`, `[`), a comment, a line
+/// break, a leading variable assignment, or a reserved word or shell builtin first;
+/// `None` for a plain command.
+///
+/// Written by hand: the crates that split words (shell-words, shlex) do not report
+/// operators, and a full shell parser (yash-syntax, brush-parser) is far more than a
+/// yes/no question needs. Quoting follows POSIX: nothing is special inside single
+/// quotes; inside double quotes `$` and backticks still expand; a backslash escapes
+/// the next character outside single quotes.
+pub fn shell_syntax(text: &str) -> Option<String> {
+    #[derive(PartialEq)]
+    enum Quote {
+        None,
+        Single,
+        Double,
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut quote = Quote::None;
+    let mut word_start = true;
+    let mut first_word = true;
+    let mut word = String::new();
+    let mut i = 0;
+    let pair = |i: usize, c: char| chars.get(i + 1) == Some(&c);
+    while i < chars.len() {
+        let c = chars[i];
+        match quote {
+            Quote::Single => {
+                if c == '\'' {
+                    quote = Quote::None;
+                }
+            }
+            Quote::Double => match c {
+                '\\' => i += 1,
+                '"' => quote = Quote::None,
+                '$' => return Some(if pair(i, '(') { "$(".into() } else { "$".into() }),
+                '`' => return Some("`".into()),
+                _ => {}
+            },
+            Quote::None => {
+                if c.is_whitespace() {
+                    if c == '\n' {
+                        return Some("a line break".into());
+                    }
+                    if !word_start && first_word {
+                        if SHELL_WORDS.contains(&word.as_str()) {
+                            return Some(format!("`{word}`"));
+                        }
+                        first_word = false;
+                    }
+                    word_start = true;
+                    i += 1;
+                    continue;
+                }
+                let found = match c {
+                    '\\' => {
+                        i += 1;
+                        None
+                    }
+                    '\'' => {
+                        quote = Quote::Single;
+                        None
+                    }
+                    '"' => {
+                        quote = Quote::Double;
+                        None
+                    }
+                    '|' | '&' | '<' | '>' if pair(i, c) => Some(format!("{c}{c}")),
+                    '|' | '&' | ';' | '<' | '>' | '(' | ')' | '*' | '?' | '[' => Some(c.to_string()),
+                    '$' if pair(i, '(') => Some("$(".into()),
+                    '$' => Some("$".into()),
+                    '`' => Some("`".into()),
+                    '~' | '#' if word_start => Some(c.to_string()),
+                    '=' if first_word && !word.is_empty() && is_name(&word) => Some(format!("{word}=")),
+                    _ => None,
+                };
+                if found.is_some() {
+                    return found;
+                }
+                if first_word {
+                    word.push(c);
+                }
+                word_start = false;
+            }
+        }
+        i += 1;
+    }
+    (first_word && quote == Quote::None && SHELL_WORDS.contains(&word.as_str())).then(|| format!("`{word}`"))
+}
+
+/// A shell variable name: a letter or `_`, then letters, digits or `_`.
+fn is_name(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// Build the command specs; names default to the command text, and a command given
 /// several times without a name (an A/A check) is named `TEXT #1`, `TEXT #2`, ...
-/// Two commands named alike on purpose are an error.
-pub fn parse_commands(texts: &[String], names: &[String], shell: Option<&str>) -> Result<Vec<CommandSpec>, Failure> {
+/// Two commands named alike on purpose are an error. With [`Shell::Auto`] a command
+/// with shell syntax sends every command through `/bin/sh -c`; the returned reason says
+/// which (for a note), and with [`Shell::Never`] such a command is an error.
+pub fn parse_commands(
+    texts: &[String],
+    names: &[String],
+    shell: &Shell,
+) -> Result<(Vec<CommandSpec>, Option<ShellReason>), Failure> {
     if names.len() > texts.len() {
         return Err(usage!("{} --name given for {} commands", names.len(), texts.len()));
     }
+    let found = texts.iter().find_map(|t| shell_syntax(t).map(|syntax| ShellReason { command: t.clone(), syntax }));
+    let (through, reason) = match (shell, found) {
+        (Shell::Always(words), _) => (Some(words.clone()), None),
+        (Shell::Never, Some(r)) => {
+            return Err(CommandError::ShellSyntaxRefused { command: r.command, syntax: r.syntax }.into())
+        }
+        (Shell::Never, None) | (Shell::Auto, None) => (None, None),
+        (Shell::Auto, Some(r)) => (Some(vec![DEFAULT_SHELL.to_string()]), Some(r)),
+    };
     let mut specs = Vec::with_capacity(texts.len());
     for (i, text) in texts.iter().enumerate() {
-        let argv = match shell {
-            Some(sh) => vec![sh.to_string(), "-c".to_string(), text.clone()],
+        let argv = match &through {
+            Some(words) => words.iter().cloned().chain(["-c".to_string(), text.clone()]).collect(),
             None => shell_words::split(text).map_err(|e| usage!("cannot split command `{text}`: {e}"))?,
         };
         if argv.is_empty() {
@@ -37,7 +227,7 @@ pub fn parse_commands(texts: &[String], names: &[String], shell: Option<&str>) -
                 }
             }
         };
-        specs.push(CommandSpec { name, argv, command_line: text.clone() });
+        specs.push(CommandSpec { name, argv, command_line: text.clone(), ..CommandSpec::default() });
     }
     let mut seen = std::collections::HashSet::new();
     for spec in &specs {
@@ -45,7 +235,18 @@ pub fn parse_commands(texts: &[String], names: &[String], shell: Option<&str>) -
             return Err(usage!("two commands are named `{}`; give each a distinct --name", spec.name));
         }
     }
-    Ok(specs)
+    Ok((specs, reason))
+}
+
+/// The command line of `words` typed after `stat CMD…` or `doctor CMD…`: one word is a
+/// command line to split like a shell; several are the argv itself, quoted so that
+/// splitting gives them back — or, for a shell, the words of its script.
+pub fn command_text(words: &[String], through_shell: bool) -> String {
+    match words {
+        [single] => single.clone(),
+        many if through_shell => many.join(" "),
+        many => shell_words::join(many),
+    }
 }
 
 /// Resolve a program name to an executable path, like execvp would.
@@ -87,7 +288,10 @@ pub fn expand(template: &str, lookup: &dyn Fn(&str) -> Option<String>) -> (Strin
         let escaped = after.starts_with("{{");
         let inner = &after[if escaped { 2 } else { 1 }..];
         let close = if escaped { "}}" } else { "}" };
-        match inner.find(close).filter(|&end| is_placeholder_name(&inner[..end])) {
+        // Only a run of name characters can be a placeholder: looking no further than
+        // it keeps the walk linear (a text of 32,000 `{` once took seconds).
+        let name_len = inner.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-').count();
+        match Some(name_len).filter(|&end| end > 0 && inner[end..].starts_with(close)) {
             Some(end) => {
                 let name = &inner[..end];
                 let whole = &after[..(after.len() - inner.len()) + end + close.len()];
@@ -283,37 +487,119 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 
+    fn parse(
+        texts: &[&str],
+        names: &[&str],
+        shell: &Shell,
+    ) -> Result<(Vec<CommandSpec>, Option<ShellReason>), Failure> {
+        let texts: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+        let names: Vec<String> = names.iter().map(|t| t.to_string()).collect();
+        parse_commands(&texts, &names, shell)
+    }
+
     #[test]
     fn splits_like_a_shell() {
-        let specs = parse_commands(&["echo 'a b' c".into()], &[], None).unwrap();
+        let (specs, reason) = parse(&["echo 'a b' c"], &[], &Shell::Auto).unwrap();
         assert_eq!(specs[0].argv, ["echo", "a b", "c"]);
         assert_eq!(specs[0].name, "echo 'a b' c");
+        assert_eq!(reason, None);
     }
 
     #[test]
     fn shell_mode_passes_text_to_the_shell() {
-        let specs = parse_commands(&["echo $HOME".into()], &["x".into()], Some("/bin/sh")).unwrap();
+        let (specs, _) = parse(&["echo $HOME"], &["x"], &Shell::named(Some("/bin/sh")).unwrap()).unwrap();
         assert_eq!(specs[0].argv, ["/bin/sh", "-c", "echo $HOME"]);
         assert_eq!(specs[0].name, "x");
+        let (specs, _) = parse(&["true"], &[], &Shell::named(Some("bash --norc")).unwrap()).unwrap();
+        assert_eq!(specs[0].argv, ["bash", "--norc", "-c", "true"]);
+        assert_eq!(Shell::named(Some("none")), Ok(Shell::Never));
+        assert_eq!(Shell::named(Some("default")), Ok(Shell::Always(vec![DEFAULT_SHELL.into()])));
+        assert_eq!(Shell::named(None), Ok(Shell::Auto));
+        assert!(Shell::named(Some("  ")).is_err() && Shell::named(Some("sh 'x")).is_err());
+    }
+
+    #[test]
+    fn shell_syntax_is_found_outside_quotes_only() {
+        for (text, syntax) in [
+            ("echo hi > out.txt", ">"),
+            ("a | b", "|"),
+            ("a || b", "||"),
+            ("a && b", "&&"),
+            ("sleep 1 &", "&"),
+            ("a; b", ";"),
+            ("wc -l < in", "<"),
+            ("cat <<EOF", "<<"),
+            ("echo $(date)", "$("),
+            ("echo $HOME", "$"),
+            ("echo \"$HOME\"", "$"),
+            ("echo `date`", "`"),
+            ("ls *.c", "*"),
+            ("ls file?", "?"),
+            ("ls [ab]", "["),
+            ("ls ~/x", "~"),
+            ("true # comment", "#"),
+            ("(cd x)", "("),
+            ("a\nb", "a line break"),
+            ("LANG=C sort x", "LANG="),
+            ("cd /tmp", "`cd`"),
+            ("for i in 1 2", "`for`"),
+            ("! false", "`!`"),
+            ("source env.sh", "`source`"),
+        ] {
+            assert_eq!(shell_syntax(text).as_deref(), Some(syntax), "{text}");
+        }
+        for plain in [
+            "./bench --n 1000",
+            "echo 'a > b' \"c | d\" e\\>f",
+            "awk '{print $1}' file",
+            "python3 -c 'print(1)'",
+            "python3 -c \"print(1)\"",
+            "./prog --opt=value key=value a~b x#y",
+            "git log -1",
+            "echo 'a",
+            "cdrom eject",
+        ] {
+            assert_eq!(shell_syntax(plain), None, "{plain}");
+        }
+    }
+
+    #[test]
+    fn shell_syntax_sends_every_command_through_the_shell_or_is_refused_with_n() {
+        let (specs, reason) = parse(&["/bin/true", "echo hi > out.txt"], &[], &Shell::Auto).unwrap();
+        assert_eq!(specs[0].argv, ["/bin/sh", "-c", "/bin/true"], "both bear the shell's cost");
+        assert_eq!(specs[1].argv, ["/bin/sh", "-c", "echo hi > out.txt"]);
+        let reason = reason.unwrap();
+        assert_eq!((reason.command.as_str(), reason.syntax.as_str()), ("echo hi > out.txt", ">"));
+        assert!(
+            reason.note().contains("has shell syntax (>): running every command with /bin/sh -c"),
+            "{}",
+            reason.note()
+        );
+        let err = parse(&["/bin/true", "echo hi > out.txt"], &[], &Shell::Never).unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::EXIT_USAGE);
+        assert!(err.to_string().contains("`echo hi > out.txt` has shell syntax (>), and -N"), "{err}");
+        // An explicit shell runs everything through it, and needs no note.
+        let (_, reason) = parse(&["a > b"], &[], &Shell::Always(vec!["zsh".into()])).unwrap();
+        assert_eq!(reason, None);
     }
 
     #[test]
     fn identical_commands_are_numbered_and_named_duplicates_rejected() {
-        let specs = parse_commands(&["./a".into(), "./a".into(), "./b".into()], &[], None).unwrap();
+        let (specs, _) = parse(&["./a", "./a", "./b"], &[], &Shell::Auto).unwrap();
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["./a #1", "./a #2", "./b"]);
         assert!(specs.iter().take(2).all(|s| s.argv == ["./a"]));
-        let err = parse_commands(&["x".into(), "y".into()], &["same".into(), "same".into()], None).unwrap_err();
+        let err = parse(&["x", "y"], &["same", "same"], &Shell::Auto).unwrap_err();
         assert!(err.to_string().contains("two commands are named `same`"));
         // A name given for the first copy only: the second keeps the text, which is distinct.
-        let specs = parse_commands(&["./a".into(), "./a".into()], &["base".into()], None).unwrap();
+        let (specs, _) = parse(&["./a", "./a"], &["base"], &Shell::Auto).unwrap();
         assert_eq!((specs[0].name.as_str(), specs[1].name.as_str()), ("base", "./a #2"));
     }
 
     #[test]
     fn rejects_unbalanced_quotes_and_empty() {
-        assert!(parse_commands(&["echo 'a".into()], &[], None).is_err());
-        assert!(parse_commands(&["  ".into()], &[], None).is_err());
+        assert!(parse(&["echo 'a"], &[], &Shell::Auto).is_err());
+        assert!(parse(&["  "], &[], &Shell::Auto).is_err());
     }
 
     #[test]

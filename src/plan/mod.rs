@@ -25,14 +25,46 @@ pub struct Plan {
     /// machine busy (the user named no metric).
     pub auto_primary: bool,
     pub show_output: bool,
+    /// Where each command's output goes (hyperfine's `--output`); empty: per `show_output`.
+    pub output_sinks: Vec<OutputSink>,
     pub ignore_failure: bool,
     pub measure: MeasureOptions,
+    /// The commands as builds of a factorial design (parameters as factors), analysed
+    /// as such at the end (`analysis::design`).
+    pub design: Option<crate::model::Design>,
+}
+
+/// Where a command's output goes (hyperfine's `--output`; stderr is kept to explain a
+/// failure except with `Inherit`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum OutputSink {
+    /// /dev/null (the default).
+    #[default]
+    Null,
+    /// A pipe perflab reads and throws away: for programs that notice /dev/null.
+    Pipe,
+    /// perflab's own stdout and stderr (`--show-output`).
+    Inherit,
+    /// Appended to this file, created or emptied when the experiment starts.
+    File(std::path::PathBuf),
+}
+
+impl OutputSink {
+    /// `null`, `pipe`, `inherit`, or a file name.
+    pub fn parse(text: &str) -> OutputSink {
+        match text {
+            "null" => OutputSink::Null,
+            "pipe" => OutputSink::Pipe,
+            "inherit" => OutputSink::Inherit,
+            file => OutputSink::File(file.into()),
+        }
+    }
 }
 
 /// Measurement options a suite can set in `[defaults]` or per benchmark; `None` means
 /// "not set here" (the benchmark inherits from the defaults, then the command line).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Options {
+pub struct SettingsLayer {
     pub rounds: Option<u32>,
     pub warmup: Option<u32>,
     pub min_rounds: Option<u32>,
@@ -59,10 +91,27 @@ pub struct Options {
     pub input: Option<String>,
 }
 
-impl Options {
+/// Runs of a command measured alone (`stat`, `compare` with one command, a suite
+/// benchmark without a baseline) when no stopping option is given: with nothing to
+/// compare there is no verdict to stop on.
+pub const SOLO_RUNS: u32 = 10;
+
+impl SettingsLayer {
+    /// For an experiment of `commands` commands: a command measured alone gets
+    /// [`SOLO_RUNS`] fixed rounds unless a round count or a limit is set (instruction mode
+    /// has its own single round).
+    pub fn for_commands(mut self, commands: usize) -> SettingsLayer {
+        let instructions = self.mode == Some(Mode::Instructions);
+        let limited = self.rounds.is_some() || self.max_time.is_some() || self.max_rounds.is_some();
+        if commands == 1 && !instructions && !limited {
+            self.rounds = Some(SOLO_RUNS);
+        }
+        self
+    }
+
     /// `self`, with anything unset taken from `fallback`.
-    pub fn or(&self, fallback: &Options) -> Options {
-        Options {
+    pub fn or(&self, fallback: &SettingsLayer) -> SettingsLayer {
+        SettingsLayer {
             rounds: self.rounds.or(fallback.rounds),
             warmup: self.warmup.or(fallback.warmup),
             min_rounds: self.min_rounds.or(fallback.min_rounds),
@@ -86,7 +135,7 @@ impl Options {
 /// The settings for layered options: whatever no layer sets comes from
 /// `Settings::default()`, except that instruction mode's deterministic counts need one
 /// round, no warm-up and a fixed environment (counts move with the environment's size).
-pub fn settings(options: &Options, seed: Option<u64>) -> Settings {
+pub fn settings(options: &SettingsLayer, seed: Option<u64>) -> Settings {
     let d = Settings::default();
     let mode = options.mode.unwrap_or_default();
     let instructions = mode == Mode::Instructions;
@@ -101,7 +150,7 @@ pub fn settings(options: &Options, seed: Option<u64>) -> Settings {
         max_time_s: options.max_time.unwrap_or(d.max_time_s),
         threshold: options.threshold.unwrap_or(d.threshold),
         env_padding: d.env_padding && !instructions,
-        mode: mode.as_str().to_string(),
+        mode,
         timeout_s: options.timeout,
         better: options.better.clone().unwrap_or_default(),
         iterations: options.iterations.unwrap_or_default(),
@@ -112,7 +161,7 @@ pub fn settings(options: &Options, seed: Option<u64>) -> Settings {
 }
 
 /// Values no experiment can run with, as one-line usage errors.
-pub fn check(options: &Options) -> Result<(), Failure> {
+pub fn check(options: &SettingsLayer) -> Result<(), Failure> {
     if options.rounds == Some(0) {
         return Err(usage!("--rounds must be at least 1"));
     }
@@ -134,6 +183,14 @@ pub struct Compared {
     /// True when no metric was asked for: the primary one is `wall_s`, or
     /// `uncontended_s` when the machine turns out to be busy.
     pub auto_primary: bool,
+}
+
+impl Compared {
+    /// Exactly `metrics`, the first deciding (never switched to `uncontended_s`).
+    pub fn fixed(metrics: Vec<String>) -> Compared {
+        let primary = metrics.first().cloned().unwrap_or_else(|| metric::WALL.to_string());
+        Compared { metrics, primary, auto_primary: false }
+    }
 }
 
 /// The metrics to compare and the primary one (whose verdict decides when to stop):
@@ -180,17 +237,66 @@ pub fn stat_metrics(measure: &MeasureOptions) -> Result<Vec<String>, Failure> {
     names.extend(match measure.mode {
         // Under valgrind, time and memory describe the simulator, not the program.
         Mode::Instructions => vec![metric::WALL.to_string()],
-        Mode::Wall => {
-            [metric::WALL, metric::USER, metric::SYS, metric::MAX_RSS, metric::RUNQ_WAIT, metric::UNCONTENDED]
-                .map(String::from)
-                .to_vec()
-        }
+        Mode::Wall => [
+            metric::WALL,
+            metric::USER,
+            metric::SYS,
+            metric::MAX_RSS,
+            metric::RUNQ_WAIT,
+            metric::NEIGHBOUR_WAIT,
+            metric::UNCONTENDED,
+        ]
+        .map(String::from)
+        .to_vec(),
     });
     names.extend(crate::measure::metric_names(measure)?);
     Ok(names)
 }
 
 impl Plan {
+    /// The one way to make a plan: the commands, their settings, what each run measures
+    /// and what is compared. Output is discarded and a failing command stops the
+    /// experiment unless [`Plan::showing_output`] and [`Plan::ignoring_failure`] say otherwise.
+    pub fn new(commands: Vec<CommandSpec>, settings: Settings, measure: MeasureOptions, compared: Compared) -> Plan {
+        Plan {
+            commands,
+            settings,
+            metrics: compared.metrics,
+            primary_metric: compared.primary,
+            auto_primary: compared.auto_primary,
+            show_output: false,
+            output_sinks: Vec::new(),
+            ignore_failure: false,
+            measure,
+            design: None,
+        }
+    }
+
+    /// Analyse the commands as the builds of a factorial design (`-L`/`-P` factors).
+    pub fn with_design(self, design: Option<crate::model::Design>) -> Plan {
+        Plan { design, ..self }
+    }
+
+    /// Send each command's output where `sinks` says (one per command).
+    pub fn sending_output(self, output_sinks: Vec<OutputSink>) -> Plan {
+        Plan { output_sinks, ..self }
+    }
+
+    /// Let the commands' output through (`--show-output`).
+    pub fn showing_output(self, show_output: bool) -> Plan {
+        Plan { show_output, ..self }
+    }
+
+    /// Keep going when a command fails (`--ignore-failure`).
+    pub fn ignoring_failure(self, ignore_failure: bool) -> Plan {
+        Plan { ignore_failure, ..self }
+    }
+
+    /// The same plan with other settings (a calibration's probe round, its A/A rounds).
+    pub fn with_settings(&self, settings: Settings) -> Plan {
+        Plan { settings, ..self.clone() }
+    }
+
     /// The compared metrics the commands print about themselves: a successful run
     /// whose output lacks one of them fails the experiment.
     pub fn printed_metrics(&self) -> Vec<String> {
@@ -218,4 +324,36 @@ impl Plan {
             ..self.clone()
         }
     }
+}
+
+/// The builds as a factorial design when one command template is expanded over two or
+/// more parameters with at least two values each (`-L cc gcc,clang -L disp
+/// switch,threaded`): each parameter a factor, its first value the reference level.
+pub fn factorial_design(
+    templates: usize,
+    parameters: &[(String, Vec<String>)],
+    expanded: &[(usize, command::Combination)],
+    pairwise: bool,
+) -> Option<crate::model::Design> {
+    let factors: Vec<&(String, Vec<String>)> = parameters.iter().filter(|(_, values)| values.len() >= 2).collect();
+    if templates != 1 || factors.len() < 2 {
+        return None;
+    }
+    let cells = expanded
+        .iter()
+        .map(|(_, combination)| {
+            factors
+                .iter()
+                .map(|(name, values)| {
+                    let value = &combination.iter().find(|(n, _)| n == name)?.1;
+                    values.iter().position(|v| v == value)
+                })
+                .collect::<Option<Vec<usize>>>()
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let factors = factors
+        .iter()
+        .map(|(name, values)| crate::model::Factor { name: name.clone(), levels: values.clone() })
+        .collect();
+    Some(crate::model::Design { factors, cells, pairwise })
 }

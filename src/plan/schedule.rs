@@ -184,6 +184,16 @@ impl LookSchedule {
         self.family_level(alpha)
     }
 
+    /// The metric that decides changed (the machine became busy): the looks from now on
+    /// test a new statistic with what is left of α (see [`Boundaries::restart`]). The
+    /// union bound and a single fixed look need nothing: their levels never depended
+    /// on earlier looks.
+    pub fn restart_statistic(&mut self) {
+        if let Rule::GroupSequential { boundaries: Some(boundaries), .. } = &mut self.rule {
+            boundaries.restart();
+        }
+    }
+
     /// True once the group-sequential horizon is reached: its α is spent.
     pub fn planned_rounds_done(&self, rounds: u32) -> bool {
         matches!(self.rule, Rule::GroupSequential { horizon: Some(h), .. } if rounds >= h)

@@ -5,7 +5,7 @@
 //! and caller/callee trees.
 
 use super::format::{Profile, Space, StackCount, Weight};
-use super::record::jit::is_jit_object;
+use super::jitmap;
 use super::symbolize::{basename, Location, Symbolizer};
 use crate::error::Failure;
 use crate::usage;
@@ -99,7 +99,7 @@ pub enum FrameKind {
 impl Resolver<'_> {
     fn resolve(&mut self, space: Space, object: Option<u32>, offset: u64) -> Location {
         match (space, object) {
-            (Space::User, Some(object)) if is_jit_object(&self.profile.objects[object as usize].path) => {
+            (Space::User, Some(object)) if jitmap::is_runtime_object(&self.profile.objects[object as usize].path) => {
                 // The recorder writes them sorted by (object, start).
                 let symbols = &self.profile.jit_symbols;
                 let i = symbols.partition_point(|j| (j.object, j.start) <= (object, offset));
@@ -415,7 +415,8 @@ impl SourceRegions {
             .build()
             .map_err(|e| usage!("bad glob in --group-by-source: {e}"))?
             .compile_matcher();
-        let regex = regex::Regex::new(regex).map_err(|e| usage!("bad regex in --group-by-source: {e}"))?;
+        let regex = regex::Regex::new(regex)
+            .map_err(|e| usage!("bad regex in --group-by-source: {}", crate::error::regex_error(&e)))?;
         if regex.captures_len() < 2 {
             return Err(usage!("the regex in --group-by-source needs a capture group naming the region"));
         }
@@ -428,7 +429,7 @@ impl SourceRegions {
             let starts = if !matches {
                 None
             } else {
-                match std::fs::read_to_string(file) {
+                match crate::files::read_regular_to_string(file) {
                     Ok(text) => Some(
                         text.lines()
                             .enumerate()

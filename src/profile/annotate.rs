@@ -3,8 +3,9 @@
 //! loop back-edges marked, and instruction-cost hints (see [`super::hints`]).
 
 use super::aggregate::{self, By};
-use super::format::{Profile, Space};
+use super::format::{Profile, SampleCount, Space};
 use super::hints::{self, Hint};
+use super::jitmap;
 use super::kernel;
 use super::mca::{self, McaBlock, McaInstruction};
 use super::symbolize::{normalize, FunctionSymbol, ObjectInfo, Symbolizer};
@@ -75,6 +76,9 @@ pub struct AnnotatedInstruction {
     /// Near branch target inside the function, if this is a jump.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jump_to: Option<u64>,
+    /// The function a call goes to, when it is known (`call <name>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_to: Option<String>,
     /// Whether this is a conditional branch.
     #[serde(skip)]
     pub conditional: bool,
@@ -95,6 +99,14 @@ pub struct AnnotatedFunction {
     /// llvm-mca's summary of the hot block (`--mca`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mca: Option<McaBlock>,
+    /// Code generated at run time (JIT, SBCL), disassembled from the copy taken while
+    /// the process ran.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub generated: bool,
+    /// What the reader should know about the disassembly (where decoding started in
+    /// unnamed code, a partial copy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The annotation of a profile: `annotate --json` writes it (schema_version 1), the
@@ -143,12 +155,17 @@ pub fn annotation(profile: &Profile, opts: &AnnotateOptions) -> Result<Annotatio
     })
 }
 
-/// A function to disassemble: its object and symbol.
-struct Target {
-    object: Rc<ObjectInfo>,
-    symbol: FunctionSymbol,
-    /// For a kernel function: running-kernel address − address in the image (KASLR).
-    kernel_slide: Option<u64>,
+/// A function to disassemble.
+enum Target {
+    /// A function of an object file (or of the kernel image).
+    Object {
+        object: Rc<ObjectInfo>,
+        symbol: FunctionSymbol,
+        /// For a kernel function: running-kernel address − address in the image (KASLR).
+        kernel_slide: Option<u64>,
+    },
+    /// Code generated at run time: the profile's copy of it (`jit_symbols[index]`).
+    Runtime { index: usize },
 }
 
 /// The kernel image to disassemble kernel functions from: `--vmlinux`, else one where
@@ -189,7 +206,7 @@ fn kernel_target(profile: &Profile, image: &Rc<ObjectInfo>, name: &str) -> Resul
     let symbol =
         image.symbols_named(name).next().cloned().ok_or_else(|| format!("{} does not define it", image.path))?;
     let kernel_slide = Some(running.start.wrapping_sub(symbol.start));
-    Ok(Target { object: image.clone(), symbol, kernel_slide })
+    Ok(Target::Object { object: image.clone(), symbol, kernel_slide })
 }
 
 fn targets(
@@ -199,13 +216,17 @@ fn targets(
     top: usize,
     vmlinux: Option<&Path>,
 ) -> Result<Vec<Target>, Failure> {
+    if let Some(index) = symbol.and_then(|s| runtime_by_address(profile, s)) {
+        return Ok(vec![Target::Runtime { index }]);
+    }
     let located = aggregate::locate(profile, symbolizer);
+    let total = profile.total_samples().max(1);
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     let mut kernel_skipped = None;
     // Hottest first: rows are sorted by samples; find one sample of each to get its symbol.
     for row in aggregate::flat(&located, By::Function) {
-        if symbol.is_some_and(|s| normalize(s) != row.name) {
+        if symbol.is_some_and(|s| normalize(s) != row.name && s != row.name) {
             continue;
         }
         if kernel::is_kernel_object(&row.object) && row.name != kernel::KERNEL_OBJECT {
@@ -227,11 +248,30 @@ fn targets(
             .iter()
             .zip(&located)
             .find(|(s, l)| s.space == Space::User && l.location.function == row.name);
-        let Some((sample, located)) = hit else { continue };
-        let Some(object) = symbolizer.object(&located.location.object) else { continue };
-        let Some(sym) = object.svma(sample.offset).and_then(|a| object.symbol_at(a)).cloned() else { continue };
-        if seen.insert((object.path.clone(), sym.start)) {
-            out.push(Target { object, symbol: sym, kernel_slide: None });
+        let found = match hit {
+            None => Err("its samples are outside every known mapping (no perf map names them)".to_string()),
+            Some((sample, _)) if is_runtime(profile, sample.object) => runtime_target(profile, sample),
+            Some((sample, located)) => match symbolizer.object(&located.location.object) {
+                None => Err(format!("{} cannot be read", located.location.object)),
+                Some(object) => match object.svma(sample.offset).and_then(|a| object.symbol_at(a)).cloned() {
+                    None => Err(format!("{} has neither a symbol nor an unwind entry there", object.path)),
+                    Some(sym) => Ok(Target::Object { object, symbol: sym, kernel_slide: None }),
+                },
+            },
+        };
+        match found {
+            Ok(target) => {
+                if seen.insert(target_key(&target)) {
+                    out.push(target);
+                }
+            }
+            Err(why) if symbol.is_some() => return Err(usage!("cannot annotate `{}`: {why}", row.name)),
+            // Said plainly, so a cooler function annotated instead is not mistaken for the hottest.
+            Err(why) => symbolizer.warnings.push(format!(
+                "cannot annotate `{}` ({:.1}% of the samples): {why}",
+                row.name,
+                row.self_samples as f64 * 100.0 / total as f64
+            )),
         }
         if symbol.is_none() && out.len() >= top {
             break;
@@ -246,7 +286,7 @@ fn targets(
             for o in &profile.objects {
                 if let Some(object) = symbolizer.object(&o.path) {
                     if let Some(sym) = object.symbols_named(&normalize(name)).next().cloned() {
-                        out.push(Target { object: object.clone(), symbol: sym, kernel_slide: None });
+                        out.push(Target::Object { object: object.clone(), symbol: sym, kernel_slide: None });
                         break;
                     }
                 }
@@ -257,6 +297,45 @@ fn targets(
         }
     }
     Ok(out)
+}
+
+fn target_key(target: &Target) -> (String, u64) {
+    match target {
+        Target::Object { object, symbol, .. } => (object.path.clone(), symbol.start),
+        Target::Runtime { index } => (String::new(), *index as u64),
+    }
+}
+
+fn is_runtime(profile: &Profile, object: Option<u32>) -> bool {
+    object.is_some_and(|o| jitmap::is_runtime_object(&profile.objects[o as usize].path))
+}
+
+/// The runtime symbol a sample of runtime code lies in, if its code was copied.
+fn runtime_target(profile: &Profile, sample: &SampleCount) -> Result<Target, String> {
+    let index = runtime_symbol(profile, sample.object, sample.offset)
+        .ok_or("it is runtime code no perf map names, in a profile recorded before perflab copied such code")?;
+    if profile.jit_symbols[index].code.is_none() {
+        return Err(format!(
+            "its code was not copied while the process ran ({})",
+            profile.code_note.as_deref().unwrap_or("recorded by a perflab that did not copy runtime code")
+        ));
+    }
+    Ok(Target::Runtime { index })
+}
+
+/// The index of the runtime symbol of `object` covering `address`.
+fn runtime_symbol(profile: &Profile, object: Option<u32>, address: u64) -> Option<usize> {
+    let object = object?;
+    profile.jit_symbols.iter().position(|j| j.object == object && (j.start..j.start + j.size.max(1)).contains(&address))
+}
+
+/// `--symbol 0xADDRESS`: the runtime code at that address.
+fn runtime_by_address(profile: &Profile, text: &str) -> Option<usize> {
+    let address = u64::from_str_radix(text.strip_prefix("0x")?, 16).ok()?;
+    profile.jit_symbols.iter().position(|j| {
+        let code_end = j.code.as_ref().map_or(0, |c| c.start + c.hex.len() as u64 / 2);
+        (j.start..(j.start + j.size).max(code_end)).contains(&address)
+    })
 }
 
 pub fn annotate(
@@ -279,6 +358,165 @@ pub fn annotate(
     Ok(out)
 }
 
+/// What to decode for a target: its name, code, samples per address and where its
+/// source lines come from.
+struct Code {
+    name: String,
+    object: String,
+    start: u64,
+    end: u64,
+    bytes: Vec<u8>,
+    /// Address of `bytes[0]`.
+    bytes_start: u64,
+    bitness: u32,
+    /// Per sampled address: (samples, summed period).
+    counts: HashMap<u64, (u64, u64)>,
+    lines: Option<Rc<ObjectInfo>>,
+    generated: bool,
+    note: Option<String>,
+}
+
+fn code_of(profile: &Profile, target: &Target) -> Code {
+    match target {
+        Target::Object { object, symbol: sym, kernel_slide } => {
+            let len = object.symbol_len(sym);
+            let end = sym.start + len;
+            let mut counts: HashMap<u64, (u64, u64)> = HashMap::new();
+            for s in &profile.samples {
+                let svma = match (kernel_slide, s.space, s.object) {
+                    (Some(slide), Space::Kernel, _) => Some(s.offset.wrapping_sub(*slide)),
+                    (None, Space::User, Some(idx)) if profile.objects[idx as usize].path == object.path => {
+                        object.svma(s.offset)
+                    }
+                    _ => None,
+                };
+                if let Some(a) = svma.filter(|a| (sym.start..end).contains(a)) {
+                    let entry = counts.entry(a).or_default();
+                    entry.0 += s.count;
+                    entry.1 += s.period;
+                }
+            }
+            Code {
+                name: normalize(&object.function_name(sym)),
+                object: object.path.clone(),
+                start: sym.start,
+                end,
+                bytes: object.bytes(sym.start, len).unwrap_or(&[]).to_vec(),
+                bytes_start: sym.start,
+                bitness: if object.is_64 { 64 } else { 32 },
+                counts,
+                lines: Some(object.clone()),
+                generated: false,
+                note: None,
+            }
+        }
+        Target::Runtime { index } => {
+            let symbol = &profile.jit_symbols[*index];
+            let mut counts: HashMap<u64, (u64, u64)> = HashMap::new();
+            for s in &profile.samples {
+                if s.object == Some(symbol.object) && (symbol.start..symbol.start + symbol.size).contains(&s.offset) {
+                    let entry = counts.entry(s.offset).or_default();
+                    entry.0 += s.count;
+                    entry.1 += s.period;
+                }
+            }
+            let (bytes_start, bytes) =
+                symbol.code.as_ref().and_then(|c| Some((c.start, c.bytes()?))).unwrap_or((symbol.start, Vec::new()));
+            let object = profile.objects[symbol.object as usize].path.clone();
+            let mut code = Code {
+                name: symbol.name.clone(),
+                object,
+                start: symbol.start,
+                end: bytes_start + bytes.len() as u64,
+                bytes,
+                bytes_start,
+                bitness: 64,
+                counts,
+                lines: None,
+                generated: true,
+                note: None,
+            };
+            if symbol.unnamed || bytes_start > symbol.start {
+                // Where instructions begin is unknown: start where decoding meets every sampled address.
+                let sampled: Vec<u64> = code.counts.keys().copied().collect();
+                let start = sync_start(&code.bytes, bytes_start, &sampled, code.bitness);
+                code.note = Some(format!(
+                    "nothing names where this code starts: decoding starts at {start:#x}, {} bytes before the \
+                     first sampled instruction, where it meets every sampled address; instructions before it are not shown",
+                    sampled.iter().min().map_or(0, |m| m.saturating_sub(start))
+                ));
+                code.start = start;
+            } else if code.end < symbol.start + symbol.size {
+                code.note = Some(format!(
+                    "only the first {} of its {} bytes were copied",
+                    code.end.saturating_sub(symbol.start),
+                    symbol.size
+                ));
+            } else {
+                code.end = symbol.start + symbol.size;
+            }
+            code
+        }
+    }
+}
+
+/// Functions up to this many instructions are printed whole.
+const SHORT_FUNCTION: usize = 60;
+/// An instruction with at least this share of its function's samples is hot: it, the
+/// loop around it and [`CONTEXT`] instructions on each side are printed.
+pub const HOT_INSTRUCTION_SHARE: f64 = 0.01;
+const CONTEXT: usize = 4;
+
+/// Which instructions the terminal shows by default: all of a short function (or one
+/// without samples); otherwise the hot blocks — every instruction with at least
+/// [`HOT_INSTRUCTION_SHARE`] of the samples, the hot loops around them, and a few
+/// instructions of context on each side.
+pub fn hot_blocks(f: &AnnotatedFunction) -> Vec<bool> {
+    let n = f.instructions.len();
+    if n <= SHORT_FUNCTION || f.samples == 0 {
+        return vec![true; n];
+    }
+    let mut shown = vec![false; n];
+    let index_of: HashMap<u64, usize> = f.instructions.iter().enumerate().map(|(i, ins)| (ins.address, i)).collect();
+    for (i, ins) in f.instructions.iter().enumerate() {
+        if ins.share >= HOT_INSTRUCTION_SHARE {
+            shown[i.saturating_sub(CONTEXT)..(i + CONTEXT + 1).min(n)].iter_mut().for_each(|s| *s = true);
+        }
+        // A loop holding a hot instruction is shown whole, from its head to the back-edge.
+        if let Some(head) =
+            ins.jump_to.filter(|to| ins.conditional && *to <= ins.address).and_then(|to| index_of.get(&to))
+        {
+            if f.instructions[*head..=i].iter().map(|x| x.share).sum::<f64>() >= hints::HOT_SHARE {
+                shown[*head..=i].iter_mut().for_each(|s| *s = true);
+            }
+        }
+    }
+    shown
+}
+
+/// The earliest address in the first bytes of `bytes` from which x86 decoding runs
+/// through every sampled address as an instruction boundary, without invalid opcodes:
+/// code without a known entry (unnamed runtime code) is decoded from there.
+fn sync_start(bytes: &[u8], bytes_start: u64, sampled: &[u64], bitness: u32) -> u64 {
+    let Some(&first) = sampled.iter().min() else { return bytes_start };
+    let last = sampled.iter().copied().max().unwrap_or(first);
+    let decodes_through = |from: u64| {
+        let offset = (from - bytes_start) as usize;
+        let mut boundaries = HashSet::new();
+        for ins in Decoder::with_ip(bitness, &bytes[offset..], from, DecoderOptions::NONE) {
+            if ins.is_invalid() {
+                return false;
+            }
+            boundaries.insert(ins.ip());
+            if ins.ip() >= last {
+                break;
+            }
+        }
+        sampled.iter().all(|a| boundaries.contains(a))
+    };
+    (bytes_start..=first).find(|&from| decodes_through(from)).unwrap_or(first)
+}
+
 fn annotate_one(
     profile: &Profile,
     target: &Target,
@@ -286,30 +524,14 @@ fn annotate_one(
     syntax: Syntax,
     mca: Option<&McaRequest>,
 ) -> (AnnotatedFunction, Option<String>) {
-    let object = &target.object;
-    let sym = &target.symbol;
-    let len = object.symbol_len(sym);
-    let end = sym.start + len;
+    let code = code_of(profile, target);
+    let (start, end) = (code.start, code.end);
     // Per address: (samples, summed period).
-    let mut counts: HashMap<u64, (u64, u64)> = HashMap::new();
-    for s in &profile.samples {
-        let svma = match (target.kernel_slide, s.space, s.object) {
-            (Some(slide), Space::Kernel, _) => Some(s.offset.wrapping_sub(slide)),
-            (None, Space::User, Some(idx)) if profile.objects[idx as usize].path == object.path => {
-                object.svma(s.offset)
-            }
-            _ => None,
-        };
-        if let Some(a) = svma.filter(|a| (sym.start..end).contains(a)) {
-            let entry = counts.entry(a).or_default();
-            entry.0 += s.count;
-            entry.1 += s.period;
-        }
-    }
-    let bytes = object.bytes(sym.start, len).unwrap_or(&[]);
-    let bitness = if object.is_64 { 64 } else { 32 };
-    let instrs: Vec<Instruction> =
-        Decoder::with_ip(bitness, bytes, sym.start, DecoderOptions::NONE).into_iter().collect();
+    let counts = &code.counts;
+    let offset = (start.saturating_sub(code.bytes_start) as usize).min(code.bytes.len());
+    let length = (end.saturating_sub(start) as usize).min(code.bytes.len() - offset);
+    let bytes = &code.bytes[offset..offset + length];
+    let instrs = decode(bytes, start, code.bitness, counts);
     let fn_samples: u64 = counts.values().map(|c| c.0).sum();
     let fn_period: u64 = counts.values().map(|c| c.1).sum();
     let shares: Vec<f64> = instrs
@@ -333,10 +555,22 @@ fn annotate_one(
         .enumerate()
         .map(|(i, ins)| {
             let mut text = String::new();
-            formatter.format(ins, &mut text);
+            if ins.is_invalid() {
+                let at = (ins.ip() - start) as usize;
+                let data: Vec<String> = bytes[at..at + ins.len()].iter().map(|b| format!("{b:#04x}")).collect();
+                text = format!(".byte {}", data.join(", "));
+            } else {
+                formatter.format(ins, &mut text);
+            }
             let jump_to = match ins.flow_control() {
                 FlowControl::ConditionalBranch | FlowControl::UnconditionalBranch => {
-                    Some(ins.near_branch_target()).filter(|t| (sym.start..end).contains(t))
+                    Some(ins.near_branch_target()).filter(|t| (start..end).contains(t))
+                }
+                _ => None,
+            };
+            let call_to = match ins.flow_control() {
+                FlowControl::Call | FlowControl::UnconditionalBranch if jump_to.is_none() => {
+                    called_function(profile, target, code.lines.as_deref(), ins.near_branch_target())
                 }
                 _ => None,
             };
@@ -345,10 +579,11 @@ fn annotate_one(
                 text,
                 samples: counts.get(&ins.ip()).map_or(0, |c| c.0),
                 share: shares[i],
-                source: object.location(ins.ip()).map(|(f, l)| format!("{f}:{l}")),
-                inlined: inlined_function(object, ins.ip()),
+                source: code.lines.as_ref().and_then(|o| o.location(ins.ip())).map(|(f, l)| format!("{f}:{l}")),
+                inlined: code.lines.as_ref().and_then(|o| inlined_function(o, ins.ip())),
                 hints: std::mem::take(&mut hints[i]),
                 jump_to,
+                call_to,
                 conditional: ins.flow_control() == FlowControl::ConditionalBranch,
                 mca: None,
             }
@@ -360,19 +595,77 @@ fn annotate_one(
     if let (Some(request), Some(hottest)) = (mca, hottest) {
         match run_mca(request, &instrs, &mut instructions, hottest) {
             Ok(block) => mca_block = Some(block),
-            Err(e) => warning = Some(format!("{}: {e}", normalize(&object.function_name(sym)))),
+            Err(e) => warning = Some(format!("{}: {e}", code.name)),
         }
     }
     let function = AnnotatedFunction {
-        name: normalize(&object.function_name(sym)),
-        object: object.path.clone(),
-        start: sym.start,
+        name: code.name,
+        object: code.object,
+        start,
         samples: fn_samples,
         share: if total == 0 { 0.0 } else { fn_period as f64 / total as f64 },
         instructions,
         mca: mca_block,
+        generated: code.generated,
+        note: code.note,
     };
     (function, warning)
+}
+
+/// Decode `bytes` (at `start`) linearly, except that every sampled address is an
+/// instruction boundary (the CPU was executing there): where an instruction would
+/// swallow one, its bytes up to it are shown as data and decoding resumes at the sampled
+/// address. Runtimes put data in their code (SBCL: a trap code after `int3`), which would
+/// otherwise throw the decoder off until it finds its way back by chance.
+fn decode(bytes: &[u8], start: u64, bitness: u32, counts: &HashMap<u64, (u64, u64)>) -> Vec<Instruction> {
+    let end = start + bytes.len() as u64;
+    let sampled: std::collections::BTreeSet<u64> =
+        counts.keys().copied().filter(|a| (start..end).contains(a)).collect();
+    let mut decoder = Decoder::with_ip(bitness, bytes, start, DecoderOptions::NONE);
+    let mut out = Vec::new();
+    while decoder.can_decode() {
+        let ip = decoder.ip();
+        let ins = decoder.decode();
+        match sampled.range(ip + 1..ins.next_ip()).next() {
+            Some(&boundary) => {
+                // The bytes before the sampled address, as data (an invalid instruction).
+                let mut data = Instruction::default();
+                // Length first: iced keeps the next IP and derives the IP from the length.
+                data.set_len((boundary - ip) as usize);
+                data.set_ip(ip);
+                out.push(data);
+                let _ = decoder.set_position((boundary - start) as usize);
+                decoder.set_ip(boundary);
+            }
+            None => out.push(ins),
+        }
+    }
+    out
+}
+
+/// The name of the function a call (or tail jump) at `address` goes to: a symbol of the
+/// same object, or runtime code of the profile.
+fn called_function(profile: &Profile, target: &Target, object: Option<&ObjectInfo>, address: u64) -> Option<String> {
+    if address == 0 {
+        return None;
+    }
+    if let Some(object) = object {
+        let kernel_image = matches!(target, Target::Object { kernel_slide: Some(_), .. });
+        if let Some(sym) = object.symbol_at(address).filter(|s| s.start == address || !kernel_image) {
+            let name = normalize(&object.function_name(sym));
+            let offset = address - sym.start;
+            return Some(if offset == 0 { name } else { format!("{name}+{offset:#x}") });
+        }
+        return None;
+    }
+    let object = match target {
+        Target::Runtime { index } => profile.jit_symbols[*index].object,
+        Target::Object { .. } => return None,
+    };
+    let index = runtime_symbol(profile, Some(object), address)?;
+    let symbol = &profile.jit_symbols[index];
+    let offset = address - symbol.start;
+    Some(if offset == 0 { symbol.name.clone() } else { format!("{}+{offset:#x}", symbol.name) })
 }
 
 /// The innermost inlined function at `ip`, if `ip` is in inlined code.

@@ -89,6 +89,10 @@ pub struct Profile {
     /// profiles recorded before it existed lack it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
+    /// Why some sampled runtime code could not be copied (reading the process's memory
+    /// failed), for `annotate` to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_note: Option<String>,
 }
 
 /// The samples of a profile one by one, in time order, as columns of equal length
@@ -201,14 +205,52 @@ pub struct KernelSymbol {
     pub module: Option<String>,
 }
 
-/// One piece of JIT-compiled code that received samples.
+/// One piece of code generated at run time (JIT code, SBCL's compiled Lisp) that
+/// received samples: named by the runtime (perf map) or, when nothing names it, one
+/// region of the sampled addresses (`unnamed`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JitSymbol {
-    /// Index into `objects` (the perf map file).
+    /// Index into `objects`: the process's runtime code (`[jit:PID]`; older profiles
+    /// name the perf map file, `/tmp/perf-PID.map`).
     pub object: u32,
     pub start: u64,
     pub size: u64,
     pub name: String,
+    /// Nothing named this code: the range covers its sampled addresses and the name is
+    /// perflab's (`sbcl.core+0x…` for a file mapping, `[anon 0x…]` for anonymous memory).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unnamed: bool,
+    /// The machine code, copied from the process while it ran (it is gone afterwards).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeBytes>,
+}
+
+/// Bytes of a process's memory: `hex` is the code at `start` onwards (lower-case hex,
+/// two digits per byte).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CodeBytes {
+    pub start: u64,
+    pub hex: String,
+}
+
+impl CodeBytes {
+    pub fn new(start: u64, bytes: &[u8]) -> CodeBytes {
+        let mut hex = String::with_capacity(bytes.len() * 2);
+        for b in bytes {
+            use std::fmt::Write as _;
+            let _ = write!(hex, "{b:02x}");
+        }
+        CodeBytes { start, hex }
+    }
+
+    /// The bytes; None when `hex` is malformed.
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        let hex = self.hex.as_bytes();
+        if !hex.len().is_multiple_of(2) {
+            return None;
+        }
+        hex.chunks(2).map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()).collect()
+    }
 }
 
 /// What DWARF unwinding (`profile -g dwarf`) did.
@@ -332,8 +374,18 @@ impl Profile {
         }
     }
 
-    /// Write atomically (temp file + rename) so an interrupted write never leaves half a profile.
+    /// Write atomically (temp file + rename) so an interrupted write never leaves half a
+    /// profile; a target that is not a regular file (`/dev/null`, a FIFO) is written in
+    /// place, since renaming over it would replace the device with a file.
     pub fn save(&self, path: &Path) -> Result<(), Failure> {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            let write = || -> std::io::Result<()> {
+                let mut out = std::io::BufWriter::new(std::fs::OpenOptions::new().write(true).open(path)?);
+                self.write_to(&mut out)?;
+                out.flush()
+            };
+            return write().map_err(|e| usage!("cannot write profile {}: {e}", path.display()));
+        }
         let tmp = path.with_extension("profile.tmp");
         let write = || -> std::io::Result<()> {
             let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
@@ -482,7 +534,14 @@ mod tests {
                 StackCount { pid: 7, tid: 7, frames: vec![2, 1], count: 1, period: 1_000_000 },
             ],
             dwarf: Some(DwarfStats { stack_bytes: 16384, unwound: 4, truncated: 1 }),
-            jit_symbols: vec![JitSymbol { object: 0, start: 0x7f00_0000, size: 0x40, name: "JS:*hot <a&b>".into() }],
+            jit_symbols: vec![JitSymbol {
+                object: 0,
+                start: 0x7f00_0000,
+                size: 0x40,
+                name: "JS:*hot <a&b>".into(),
+                unnamed: false,
+                code: Some(CodeBytes::new(0x7f00_0000, &[0x55, 0x48, 0x89, 0xe5, 0xc3])),
+            }],
             target: RecordTarget::Pids(vec![7]),
             kernel_symbols: vec![KernelSymbol {
                 start: 0xffff_ffff_8100_0000,
@@ -499,6 +558,7 @@ mod tests {
                 stack: vec![0, 0, 1],
                 period: vec![],
             }),
+            code_note: Some("reading process 7's memory failed".into()),
         }
     }
 

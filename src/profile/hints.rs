@@ -118,11 +118,15 @@ impl Hint {
 /// (0–1 of the function) and whether the event samples imprecisely (skid).
 pub fn assign(instrs: &[Instruction], shares: &[f64], imprecise: bool) -> Vec<Vec<Hint>> {
     let matched: Vec<Vec<&HintSpec>> = instrs.iter().map(matching).collect();
+    let in_hot_loop = hot_loops(instrs, shares);
     let mut out: Vec<Vec<Hint>> = vec![Vec::new(); instrs.len()];
     for (i, specs) in matched.iter().enumerate() {
         let hot_here = shares[i] >= HOT_SHARE || shares.get(i + 1).is_some_and(|s| *s >= HOT_SHARE);
+        // A cost hint on code that never ran is noise: only where samples land (on it,
+        // or skidded to the next instruction) or inside a hot loop.
+        let sampled = shares[i] > 0.0 || shares.get(i + 1).is_some_and(|s| *s > 0.0) || in_hot_loop[i];
         for spec in specs {
-            if !spec.only_when_hot || hot_here {
+            if (spec.only_when_hot && hot_here) || (!spec.only_when_hot && sampled) {
                 out[i].push(Hint::from_spec(spec));
             }
         }
@@ -150,6 +154,23 @@ pub fn assign(instrs: &[Instruction], shares: &[f64], imprecise: bool) -> Vec<Ve
     out
 }
 
+/// Which instructions lie in a hot loop: between the target of a conditional backward
+/// branch and the branch, when that span holds at least [`HOT_SHARE`] of the samples.
+pub fn hot_loops(instrs: &[Instruction], shares: &[f64]) -> Vec<bool> {
+    let mut hot = vec![false; instrs.len()];
+    for (i, ins) in instrs.iter().enumerate() {
+        if ins.flow_control() != iced_x86::FlowControl::ConditionalBranch || ins.near_branch_target() > ins.ip() {
+            continue;
+        }
+        let target = ins.near_branch_target();
+        let Some(j) = instrs[..=i].iter().position(|x| x.ip() == target) else { continue };
+        if shares[j..=i].iter().sum::<f64>() >= HOT_SHARE {
+            hot[j..=i].iter_mut().for_each(|h| *h = true);
+        }
+    }
+    hot
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +195,21 @@ mod tests {
                 h.id
             );
         }
+    }
+
+    #[test]
+    fn cold_instructions_get_no_hints_unless_in_a_hot_loop() {
+        // 0x1000: xchg [rdi], rax ; lock add [rdi], eax ; 0x1006: nop ; div rcx ; jne 0x1006 ; xchg [rdi], rax
+        let ins = decode(&[0x48, 0x87, 0x07, 0xf0, 0x01, 0x07, 0x90, 0x48, 0xf7, 0xf1, 0x75, 0xfa, 0x48, 0x87, 0x07]);
+        assert_eq!(ins[4].near_branch_target(), ins[2].ip(), "the jne closes the loop at the nop");
+        // Only the nop in the loop has samples; the div inside the loop gets its hint,
+        // the xchg before the loop (cold) and after it (cold) get none.
+        let hints = assign(&ins, &[0.0, 0.0, 0.9, 0.0, 0.1, 0.0], true);
+        assert!(hints[0].is_empty() && hints[5].is_empty(), "{:?}", hints);
+        assert_eq!(ids(&hints[3]), ["div-integer"]);
+        // A sampled xchg keeps its hint.
+        let hints = assign(&ins, &[0.5, 0.5, 0.0, 0.0, 0.0, 0.0], true);
+        assert_eq!(ids(&hints[0]), ["xchg-memory"]);
     }
 
     #[test]

@@ -19,9 +19,32 @@ pub fn map_path(pid: u32) -> PathBuf {
 
 /// Is `path` a perf map path (as [`map_path`] writes it)?
 pub fn is_map_path(path: &str) -> bool {
-    path.strip_prefix("/tmp/perf-")
-        .and_then(|rest| rest.strip_suffix(".map"))
-        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+    map_pid(path).is_some()
+}
+
+fn map_pid(path: &str) -> Option<u32> {
+    let pid = path.strip_prefix("/tmp/perf-")?.strip_suffix(".map")?;
+    pid.bytes().all(|b| b.is_ascii_digit()).then(|| pid.parse().ok()).flatten()
+}
+
+/// The profile object standing for the code a process generated at run time (JIT code,
+/// SBCL's compiled Lisp): its samples' offsets are addresses.
+pub fn runtime_object(pid: u32) -> String {
+    format!("[jit:{pid}]")
+}
+
+/// The process whose runtime code `path` stands for: `[jit:PID]`, or the perf map path
+/// that profiles written before runtime code was copied used.
+pub fn runtime_pid(path: &str) -> Option<u32> {
+    match path.strip_prefix("[jit:").and_then(|rest| rest.strip_suffix(']')) {
+        Some(pid) if pid.bytes().all(|b| b.is_ascii_digit()) => pid.parse().ok(),
+        _ => map_pid(path),
+    }
+}
+
+/// Whether `path` is a process's runtime code (named from perf maps, not an object file).
+pub fn is_runtime_object(path: &str) -> bool {
+    runtime_pid(path).is_some()
 }
 
 /// The code ranges of one perf map: start → (end, name).
@@ -62,7 +85,7 @@ impl JitMap {
         if !meta.is_file() || (meta.uid() != me && meta.uid() != 0) {
             return None;
         }
-        std::fs::read(&path).ok().map(|bytes| JitMap::parse(&String::from_utf8_lossy(&bytes)))
+        crate::files::read_regular(&path).ok().map(|bytes| JitMap::parse(&String::from_utf8_lossy(&bytes)))
     }
 
     /// Code at `start..end` named `name`, replacing whatever it overlaps.
@@ -112,5 +135,9 @@ mod tests {
         assert!(!is_map_path("/tmp/perf-12x.map"));
         assert!(!is_map_path("/usr/lib/libc.so.6"));
         assert_eq!(map_path(42).to_str(), Some("/tmp/perf-42.map"));
+        assert_eq!(runtime_pid(&runtime_object(42)), Some(42));
+        assert_eq!(runtime_pid("/tmp/perf-7.map"), Some(7));
+        assert_eq!(runtime_pid("[jit:x]"), None);
+        assert!(!is_runtime_object("[kernel]") && !is_runtime_object("[jit:]"));
     }
 }

@@ -4,12 +4,15 @@
 //! [`record`] (sample) → [`format`] (the saved file) → [`symbolize`] → [`aggregate`] →
 //! [`report`] (the flat report as data), [`annotate`] (with [`hints`] and, where
 //! installed, llvm-mca via [`mca`]) and [`diff`]; `render::profile` prints them;
-//! `-g dwarf` stacks are unwound by [`unwind`] while recording, JIT code is named from
-//! perf maps by [`jitmap`]; call stacks are drawn by [`flame`] and walked by [`callers`].
+//! `-g dwarf` stacks are unwound by [`unwind`] while recording, runtime code (JIT, SBCL)
+//! is named from perf maps by [`jitmap`] and copied while recording, stripped objects'
+//! debug files may come from [`debuginfod`]; call stacks are drawn by [`flame`] and
+//! walked by [`callers`].
 
 pub mod aggregate;
 pub mod annotate;
 pub mod callers;
+pub mod debuginfod;
 pub mod diff;
 pub mod error;
 pub mod flame;

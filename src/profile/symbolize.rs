@@ -26,6 +26,8 @@ pub struct FunctionSymbol {
     /// Byte range of the name in the file; None for a function known only from its
     /// .eh_frame unwind entry (stripped code), named `object+0xFILE_OFFSET`.
     name: Option<(usize, usize)>,
+    /// The name is in the separate debug file (a stripped object's .symtab lives there).
+    in_debug_file: bool,
 }
 
 /// One frame of the inline stack at an address.
@@ -44,13 +46,18 @@ pub struct ObjectInfo {
     segments: Vec<(u64, u64, u64)>,
     symbols: Vec<FunctionSymbol>,
     dwarf: Option<Dwarf>,
+    /// The separate debug file, when names or DWARF came from it.
+    debug_data: Option<memmap2::Mmap>,
+    /// Where the debug information came from when it was fetched (debuginfod), or why
+    /// a fetch failed: for the user to know.
+    pub debug_note: Option<String>,
     pub is_64: bool,
 }
 
 impl ObjectInfo {
     /// Load and index an object; the error is one line naming what is wrong with it.
     pub fn load(path: &str) -> Result<ObjectInfo, String> {
-        let file = std::fs::File::open(path).map_err(|e| format!("cannot open {path}: {e}"))?;
+        let file = crate::files::open_regular(path).map_err(|e| format!("cannot open {path}: {e}"))?;
         // SAFETY: the file is only read; a concurrent truncation could fault, as for every
         // tool that maps binaries (perf, addr2line), and is accepted.
         let data = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map {path}: {e}"))?;
@@ -62,18 +69,29 @@ impl ObjectInfo {
                 (off, size, s.address())
             })
             .collect();
-        let base = data.as_ptr() as usize;
-        let mut symbols: Vec<FunctionSymbol> = elf
-            .symbols()
-            .chain(elf.dynamic_symbols())
-            .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0 && s.is_definition())
-            .filter_map(|s| {
-                let name = s.name_bytes().ok()?;
-                // object borrows names from `data`, so the offset is within the mapping.
-                let name_offset = (name.as_ptr() as usize).checked_sub(base)?;
-                Some(FunctionSymbol { start: s.address(), size: s.size(), name: Some((name_offset, name.len())) })
+        let own_dwarf = load_dwarf(&elf);
+        let stripped = elf.symbols().next().is_none();
+        // A stripped object's names and lines are in its debug file: on this disk, or
+        // from a debuginfod server.
+        let mut debug_note = None;
+        let debug_data = if own_dwarf.is_none() || stripped {
+            let (file, note) = find_debug_file(&elf, Path::new(path));
+            debug_note = note;
+            file.and_then(|debug| {
+                let f = crate::files::open_regular(&debug).ok()?;
+                // SAFETY: as above.
+                unsafe { memmap2::Mmap::map(&f) }.ok()
             })
-            .collect();
+        } else {
+            None
+        };
+        let debug_elf = debug_data.as_ref().and_then(|d| object::File::parse(&**d).ok());
+        let mut symbols: Vec<FunctionSymbol> = function_symbols(&elf, &data, false);
+        if stripped {
+            if let Some(debug) = &debug_elf {
+                symbols.extend(function_symbols(debug, debug_data.as_deref().unwrap_or_default(), true));
+            }
+        }
         // Functions without a symbol (stripped binaries, hidden functions of libraries
         // that keep only .dynsym) still have unwind entries: use them as boundaries so
         // their samples group per function instead of per address.
@@ -82,26 +100,18 @@ impl ObjectInfo {
             eh_frame_functions(&elf)
                 .into_iter()
                 .filter(|(start, size)| *size > 0 && !named.contains(start))
-                .map(|(start, size)| FunctionSymbol { start, size, name: None }),
+                .map(|(start, size)| FunctionSymbol { start, size, name: None, in_debug_file: false }),
         );
         // Per start address keep the named symbol, then the largest.
         symbols.sort_by(|a, b| {
             a.start.cmp(&b.start).then(b.name.is_some().cmp(&a.name.is_some())).then(b.size.cmp(&a.size))
         });
         symbols.dedup_by_key(|s| s.start);
-        let dwarf = match load_dwarf(&elf) {
-            Some(d) => Some(d),
-            None => separate_debug_file(&elf, Path::new(path)).and_then(|debug| {
-                let f = std::fs::File::open(&debug).ok()?;
-                // SAFETY: as above.
-                let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
-                let obj = object::File::parse(&*map).ok()?;
-                load_dwarf(&obj)
-            }),
-        };
+        let dwarf = own_dwarf.or_else(|| debug_elf.as_ref().and_then(load_dwarf));
         let is_64 = elf.is_64();
         drop(elf);
-        Ok(ObjectInfo { path: path.to_string(), data, segments, symbols, dwarf, is_64 })
+        drop(debug_elf);
+        Ok(ObjectInfo { path: path.to_string(), data, segments, symbols, dwarf, debug_data, debug_note, is_64 })
     }
 
     /// SVMA for a file offset: find the PT_LOAD that maps that offset.
@@ -140,7 +150,8 @@ impl ObjectInfo {
     pub fn symbol_name(&self, sym: &FunctionSymbol) -> String {
         match sym.name {
             Some((offset, len)) => {
-                let bytes = self.data.get(offset..offset + len).unwrap_or_default();
+                let data = if sym.in_debug_file { self.debug_data.as_deref().unwrap_or_default() } else { &self.data };
+                let bytes = data.get(offset..offset + len).unwrap_or_default();
                 demangle(&String::from_utf8_lossy(bytes))
             }
             None => format!("{}+{:#x}", basename(&self.path), self.file_offset(sym.start).unwrap_or(sym.start)),
@@ -201,6 +212,52 @@ impl ObjectInfo {
 
     pub fn has_debug_info(&self) -> bool {
         self.dwarf.is_some()
+    }
+}
+
+/// The defined function symbols of `elf` (.symtab and .dynsym), names as byte ranges of
+/// `data` (the mapped file `elf` was parsed from).
+fn function_symbols(elf: &object::File, data: &[u8], in_debug_file: bool) -> Vec<FunctionSymbol> {
+    let base = data.as_ptr() as usize;
+    elf.symbols()
+        .chain(elf.dynamic_symbols())
+        .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0 && s.is_definition())
+        .filter_map(|s| {
+            let name = s.name_bytes().ok()?;
+            // object borrows names from `data`, so the offset is within the mapping.
+            let name_offset = (name.as_ptr() as usize).checked_sub(base)?;
+            Some(FunctionSymbol {
+                start: s.address(),
+                size: s.size(),
+                name: Some((name_offset, name.len())),
+                in_debug_file,
+            })
+        })
+        .collect()
+}
+
+/// The separate debug file of an object: on this disk ([`separate_debug_file`]), else
+/// from the debuginfod servers of `DEBUGINFOD_URLS` by build-id; with a note saying
+/// where it came from when it was fetched, or why fetching failed.
+fn find_debug_file(elf: &object::File, path: &Path) -> (Option<PathBuf>, Option<String>) {
+    if let Some(local) = separate_debug_file(elf, path) {
+        return (Some(local), None);
+    }
+    let Ok(Some(build_id)) = elf.build_id() else { return (None, None) };
+    let name = path.display();
+    match super::debuginfod::debuginfo(build_id) {
+        super::debuginfod::Fetched::Downloaded { path: file, url } => {
+            let note = format!("debug info for {name} fetched from debuginfod: {url} (cached as {})", file.display());
+            (Some(file), Some(note))
+        }
+        super::debuginfod::Fetched::Cached(file) => {
+            let note = format!("debug info for {name} from the debuginfod cache: {}", file.display());
+            (Some(file), Some(note))
+        }
+        super::debuginfod::Fetched::Failed(why) => {
+            (None, Some(format!("no debug info for {name}: asking debuginfod failed: {why}")))
+        }
+        super::debuginfod::Fetched::NotFound | super::debuginfod::Fetched::Disabled => (None, None),
     }
 }
 
@@ -343,11 +400,14 @@ impl Symbolizer {
             return cached.clone();
         }
         // Special mappings and JIT perf maps (named from the profile) are no object files.
-        let loaded = if path.starts_with('[') || path.starts_with("//anon") || super::record::jit::is_jit_object(path) {
+        let loaded = if path.starts_with('[') || path.starts_with("//anon") || super::jitmap::is_runtime_object(path) {
             None
         } else {
             match ObjectInfo::load(path) {
-                Ok(o) => Some(Rc::new(o)),
+                Ok(o) => {
+                    self.warnings.extend(o.debug_note.clone());
+                    Some(Rc::new(o))
+                }
                 Err(e) => {
                     self.warnings.push(e);
                     None

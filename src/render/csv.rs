@@ -1,15 +1,24 @@
-//! The CSV rendering: one row per measured run, written and flushed as each run
-//! finishes, so a crash or kill loses at most the run in flight.
+//! perflab's CSV (`--csv`): one row per measured run, written and flushed as each run
+//! finishes, so a crash or kill loses at most the run in flight. A write that fails (a
+//! full disk, a closed stdout) stops the CSV, not the experiment: the failure is
+//! reported once the other outputs are written (hyperfine's per-command summary CSV is
+//! `render::hyperfine`).
 
-use crate::error::Failure;
+use super::export::Target;
+use super::OutputError;
 use crate::experiment::Observer;
 use crate::model::Run;
+use std::path::PathBuf;
 
 pub struct CsvWriter {
     writer: csv::Writer<Box<dyn std::io::Write>>,
+    /// Where it goes (for the message of a failure); `None` for stdout.
+    path: Option<PathBuf>,
     names: Vec<String>,
     /// The counter columns; `None` until the first run names them.
     counters: Option<Vec<String>>,
+    /// The first write that failed; nothing more is written after it.
+    failure: Option<csv::Error>,
 }
 
 const COLUMNS: [&str; 15] = [
@@ -34,30 +43,44 @@ impl CsvWriter {
     /// `counters` become extra columns (empty where a run lacks them); `None` when they
     /// are only known from the output (the first run's metrics become the columns, and
     /// the header is written with it).
-    pub fn create(path: &str, names: Vec<String>, counters: Option<Vec<String>>) -> Result<CsvWriter, Failure> {
-        let writer = csv::Writer::from_writer(super::open_output(path)?);
-        let mut csv = CsvWriter { writer, names, counters: None };
+    pub fn create(path: &str, names: Vec<String>, counters: Option<Vec<String>>) -> Result<CsvWriter, OutputError> {
+        let (out, path): (Box<dyn std::io::Write>, _) = match Target::parse(path) {
+            Target::Stdout => (Box::new(super::stdout::Stdout), None),
+            Target::File(path) => {
+                let file =
+                    std::fs::File::create(&path).map_err(|source| OutputError::File { path: path.clone(), source })?;
+                (Box::new(std::io::BufWriter::new(file)), Some(path))
+            }
+        };
+        let mut csv = CsvWriter { writer: csv::Writer::from_writer(out), path, names, counters: None, failure: None };
         if let Some(counters) = counters {
-            csv.header(counters).map_err(|e| crate::usage!("cannot write `{path}`: {e}"))?;
+            if let Err(e) = csv.header(counters) {
+                return Err(csv.error(e));
+            }
         }
         Ok(csv)
     }
 
-    fn header(&mut self, counters: Vec<String>) -> csv::Result<()> {
-        let header = COLUMNS.iter().map(|s| s.to_string()).chain(counters.iter().cloned());
-        self.writer.write_record(header)?;
-        self.writer.flush()?;
-        self.counters = Some(counters);
-        Ok(())
+    fn error(&self, e: csv::Error) -> OutputError {
+        let source = match e.into_kind() {
+            csv::ErrorKind::Io(io) => io,
+            other => std::io::Error::other(format!("{other:?}")),
+        };
+        OutputError::File { path: self.path.clone().unwrap_or_else(|| PathBuf::from("-")), source }
     }
-}
 
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map(|x| x.to_string()).unwrap_or_default()
-}
+    /// Flush what is left; the first write that failed, if any.
+    pub fn finish(mut self) -> Result<(), OutputError> {
+        if let Some(e) = self.failure.take() {
+            return Err(self.error(e));
+        }
+        self.writer.flush().map_err(|source| OutputError::File {
+            path: self.path.clone().unwrap_or_else(|| PathBuf::from("-")),
+            source,
+        })
+    }
 
-impl Observer for CsvWriter {
-    fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
+    fn row(&mut self, command: usize, run: &Run) -> csv::Result<()> {
         if self.counters.is_none() {
             self.header(run.counters.keys().cloned().collect())?;
         }
@@ -81,6 +104,29 @@ impl Observer for CsvWriter {
         row.extend(self.counters.iter().flatten().map(|c| opt(run.counters.get(c).and_then(|r| r.value))));
         self.writer.write_record(&row)?;
         self.writer.flush()?;
+        Ok(())
+    }
+
+    fn header(&mut self, counters: Vec<String>) -> csv::Result<()> {
+        let header = COLUMNS.iter().map(|s| s.to_string()).chain(counters.iter().cloned());
+        self.writer.write_record(header)?;
+        self.writer.flush()?;
+        self.counters = Some(counters);
+        Ok(())
+    }
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+impl Observer for CsvWriter {
+    fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
+        if self.failure.is_none() {
+            if let Err(e) = self.row(command, run) {
+                self.failure = Some(e);
+            }
+        }
         Ok(())
     }
 }

@@ -1,17 +1,29 @@
-//! The one JSON writer: every `--json FILE` (`-` for stdout) of every command goes
-//! through [`write`], pretty-printed and ending in a newline. Non-finite numbers (an
-//! interval that does not exist yet) are written as null by serde_json.
+//! perflab's JSON: every `--json FILE` (`-` for stdout) of every command is its result
+//! serialized as it is (docs/json-schema.md), pretty-printed and ending in a newline.
+//! Non-finite numbers (an interval that does not exist yet) are written as null by
+//! serde_json.
 
-use crate::error::Failure;
+use super::export::{write_to, Exporter};
+use super::OutputError;
 use serde::Serialize;
-use std::io::Write;
 use std::path::Path;
 
+/// The JSON exporter of any serializable result.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Json;
+
+impl<R: Serialize + ?Sized> Exporter<R> for Json {
+    fn render(&self, result: &R) -> Result<String, OutputError> {
+        to_string(result)
+    }
+}
+
+/// `value` as pretty JSON ending in a newline.
+pub fn to_string(value: &(impl Serialize + ?Sized)) -> Result<String, OutputError> {
+    serde_json::to_string_pretty(value).map(|text| text + "\n").map_err(OutputError::Json)
+}
+
 /// Write `value` as pretty JSON to `path` (`-` is stdout).
-pub fn write(path: impl AsRef<Path>, value: &impl Serialize) -> Result<(), Failure> {
-    let path = path.as_ref();
-    let mut out = super::open_output(path)?;
-    serde_json::to_writer_pretty(&mut out, value)
-        .map_err(|e| crate::usage!("cannot write `{}`: {e}", path.display()))?;
-    writeln!(out).and_then(|_| out.flush()).map_err(|e| crate::usage!("cannot write `{}`: {e}", path.display()))
+pub fn write(path: impl AsRef<Path>, value: &(impl Serialize + ?Sized)) -> Result<(), OutputError> {
+    write_to(path, &to_string(value)?)
 }

@@ -1,26 +1,76 @@
-//! Output: the terminal table, JSON, Markdown and CSV renderings of an experiment, the
-//! `stat` table, the progress display, and markup escaping for HTML and SVG.
+//! Output: every rendering of every kind of result, and where it goes. Library code
+//! returns data; the commands of `cli/` hand it to a renderer here and send the text to
+//! its destinations through [`export::Outputs`] (files first, then stdout, which never
+//! panics: [`stdout`]).
+//!
+//! Experiments: the terminal report ([`terminal`]), perflab's JSON ([`json`]),
+//! hyperfine's JSON and CSV ([`hyperfine`]), Markdown, AsciiDoc and Org summaries
+//! ([`dialect`]), the per-run CSV as runs finish ([`csv`]), all in one [`style`] (time
+//! unit, order); the `stat` table ([`stat`]); `doctor` ([`doctor`]); suites and
+//! bisection ([`suite`]); histories ([`history`]). Shared: [`table`] (terminal tables
+//! that fit the terminal), [`color`], [`progress`], [`markup`] (escaping for HTML and SVG).
 
 pub mod color;
 pub mod csv;
+pub mod design;
+pub mod dialect;
+pub mod doctor;
+pub mod explain;
+pub mod export;
+#[cfg(test)]
+pub(crate) mod fixtures;
+pub mod history;
+pub mod hyperfine;
 pub mod json;
-pub mod markdown;
 pub mod markup;
 pub mod profile;
 pub mod progress;
 pub mod stat;
+pub mod stdout;
+pub mod style;
+pub mod suite;
+pub mod table;
 pub mod terminal;
 
-use std::io::Write;
-use std::path::Path;
+use std::path::PathBuf;
+use thiserror::Error;
 
-/// Open an output destination: `-` is stdout, anything else a file (created/truncated).
-pub fn open_output(path: impl AsRef<Path>) -> Result<Box<dyn Write>, crate::error::Failure> {
-    let path = path.as_ref();
-    if path == Path::new("-") {
-        Ok(Box::new(std::io::stdout()))
-    } else {
-        let file = std::fs::File::create(path).map_err(|e| crate::usage!("cannot write `{}`: {e}", path.display()))?;
-        Ok(Box::new(std::io::BufWriter::new(file)))
+/// An output that could not be made or written.
+#[derive(Debug, Error)]
+pub enum OutputError {
+    #[error("cannot write `{}`: {source}", path.display())]
+    File {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot encode the result as JSON: {0}")]
+    Json(#[source] serde_json::Error),
+    #[error("cannot encode the result as CSV: {0}")]
+    Csv(#[from] ::csv::Error),
+    #[error("{first} and {second} cannot both write to {place}")]
+    Clash { first: String, second: String, place: String },
+    /// Several outputs failed; each was tried.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Several(Vec<OutputError>),
+}
+
+impl OutputError {
+    /// `Ok` when nothing failed, the one failure, or all of them.
+    pub fn of_all(mut failures: Vec<OutputError>) -> Result<(), OutputError> {
+        match failures.len() {
+            0 => Ok(()),
+            1 => Err(failures.remove(0)),
+            _ => Err(OutputError::Several(failures)),
+        }
     }
+}
+
+/// Text from outside (command names, labels) made safe for a terminal: control
+/// characters — a newline, an escape sequence — are shown as escapes, never acted on.
+pub fn escape(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }

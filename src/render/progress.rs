@@ -3,18 +3,26 @@
 //! the harness stays idle while a command runs.
 
 use crate::experiment::{Observer, Progress};
+use crate::plan::Plan;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct ProgressDisplay {
-    bar: ProgressBar,
+    hidden: bool,
+    /// Made when an experiment starts, cleared when it ends.
+    bar: Option<ProgressBar>,
     /// With a fixed round count the bar counts rounds (and shows an ETA); otherwise it
     /// fills with time against `--max-time`, the latest the experiment can stop.
     fixed_rounds: bool,
 }
 
 impl ProgressDisplay {
-    /// Hidden when stderr is not a terminal or `hidden`.
-    pub fn new(settings: &crate::model::Settings, hidden: bool) -> Self {
+    /// A display for the experiments to come (one at a time); drawn on stderr unless
+    /// `hidden` (the commands pass `--no-progress`, a `--style` or stderr not being a terminal).
+    pub fn new(hidden: bool) -> Self {
+        ProgressDisplay { hidden, bar: None, fixed_rounds: false }
+    }
+
+    fn bar_for(settings: &crate::model::Settings, hidden: bool) -> ProgressBar {
         let target = if hidden { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() };
         let (bar, template) = match settings.fixed_rounds {
             Some(n) => (
@@ -26,24 +34,35 @@ impl ProgressDisplay {
                 format!("{{bar:24}} {{elapsed}} (stops by {:.0}s at the latest) {{msg}}", settings.max_time_s),
             ),
         };
-        bar.set_style(ProgressStyle::with_template(&template).expect("valid template"));
-        ProgressDisplay { bar, fixed_rounds: settings.fixed_rounds.is_some() }
-    }
-
-    pub fn finish(&self) {
-        self.bar.finish_and_clear();
+        // The templates are constants of this file; a bad one would only lose the bar.
+        if let Ok(style) = ProgressStyle::with_template(&template) {
+            bar.set_style(style);
+        }
+        bar
     }
 }
 
 impl Observer for ProgressDisplay {
+    fn experiment_started(&mut self, plan: &Plan) {
+        self.fixed_rounds = plan.settings.fixed_rounds.is_some();
+        self.bar = Some(Self::bar_for(&plan.settings, self.hidden));
+    }
+
+    fn experiment_finished(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+
     fn round_finished(&mut self, p: &Progress) {
+        let Some(bar) = &self.bar else { return };
         if self.fixed_rounds {
-            self.bar.set_position(p.rounds as u64);
+            bar.set_position(p.rounds as u64);
         } else {
-            self.bar.set_position((p.elapsed.as_secs_f64() * 10.0) as u64);
+            bar.set_position((p.elapsed.as_secs_f64() * 10.0) as u64);
         }
         if p.warmup {
-            self.bar.set_message("warming up");
+            bar.set_message("warming up");
             return;
         }
         let mut msg = format!("round {}", p.rounds);
@@ -59,6 +78,6 @@ impl Observer for ProgressDisplay {
                 ));
             }
         }
-        self.bar.set_message(msg);
+        bar.set_message(msg);
     }
 }

@@ -1,5 +1,8 @@
 //! The report page: one self-contained HTML file (inline CSS, inline SVG, a few lines
-//! of inline JS for the name filter) that opens offline and from a file: URL.
+//! of inline JS for the name filter and sortable tables) that opens offline and from a
+//! file: URL. The markup is in askama templates (`templates/report/`, compiled in,
+//! every value auto-escaped); this module lays the charts out — scales, positions,
+//! formatted numbers — into the views those templates draw.
 
 use super::svg::{format_change, format_value, num, tick_labels, truncate, LinearScale, LogScale};
 use super::{
@@ -9,8 +12,8 @@ use super::{
 use crate::history::matrix::Matrix;
 use crate::history::{BenchmarkHistory, Point};
 use crate::model::{metric, Verdict};
-use crate::render::markup::esc;
 use crate::units::{format_p, format_ratio};
+use askama::Template;
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -34,285 +37,178 @@ const HIST_TOP: f64 = 16.0;
 const HIST_BOTTOM: f64 = 20.0;
 /// Longer histories draw no per-point dots (their count would bloat the page).
 const MAX_HISTORY_DOTS: usize = 40;
+/// Functions listed per explained benchmark (all of them are in the stored profiles).
+const PROFILE_ROWS: usize = 12;
 
-const STYLE: &str = r#"
-:root{color-scheme:light dark;--fg:#1f2328;--muted:#59636e;--bg:#fff;--panel:#f6f8fa;--line:#d1d9e0;--grid:#e8ecf0;
---faster:#1a7f37;--slower:#cf222e;--equivalent:#8c959f;--inconclusive:#b7bfc7;--accent:#0969da}
-@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;--panel:#151b23;
---line:#3d444d;--grid:#262c36;--faster:#3fb950;--slower:#f85149;--equivalent:#8b949e;--inconclusive:#5a626b;--accent:#4493f8}}
-*{box-sizing:border-box}
-body{margin:0 auto;max-width:1040px;padding:24px 20px 60px;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:var(--fg);background:var(--bg)}
-h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:36px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
-h3{font-size:15px;margin:22px 0 6px}
-.meta,.muted{color:var(--muted)}nav a{margin-right:14px;color:var(--accent)}
-.notes{background:var(--panel);border-left:4px solid var(--slower);padding:8px 12px;margin:12px 0}
-.notes li{margin:2px 0}
-input[type=search]{width:100%;max-width:420px;padding:6px 10px;font:inherit;border:1px solid var(--line);border-radius:6px;background:var(--bg);color:var(--fg);margin:12px 0}
-.summary{font-size:15px}.summary b.faster{color:var(--faster)}.summary b.slower{color:var(--slower)}
-.legend span{display:inline-block;margin-right:16px}.legend i{display:inline-block;width:10px;height:10px;border-radius:50%;margin-right:5px;vertical-align:-1px}
-.scroll{max-height:72vh;overflow:auto;border:1px solid var(--line);border-radius:6px}
-.wide{overflow-x:auto}details.explained{margin:10px 0 22px}details.explained summary{cursor:pointer;font-size:15px}.flame svg{max-width:100%;height:auto}
-svg{display:block;font:12px system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
-svg text{fill:var(--fg)}svg .tick{fill:var(--muted);font-size:11px}
-.grid{stroke:var(--grid);stroke-width:1;fill:none}.unity{stroke:var(--muted);stroke-width:1.2}
-.axisline{stroke:var(--line)}
-g.r .hit{fill:transparent}g.r:hover .hit{fill:var(--panel)}
-.bar{fill-opacity:.28}.errbar{fill:none;stroke-width:1.6}.dot{stroke:none}
-.faster .bar,.faster .dot{fill:var(--faster)}.faster .errbar{stroke:var(--faster)}
-.slower .bar,.slower .dot{fill:var(--slower)}.slower .errbar{stroke:var(--slower)}
-.equivalent .bar,.equivalent .dot{fill:var(--equivalent)}.equivalent .errbar{stroke:var(--equivalent)}
-.inconclusive .bar,.inconclusive .dot{fill:var(--inconclusive)}.inconclusive .errbar{stroke:var(--inconclusive)}
-.val{font-variant-numeric:tabular-nums}.geomean .diamond,.geomean .bar{fill:var(--accent)}.geomean .errbar{stroke:var(--accent)}
-.histories{display:grid;grid-template-columns:repeat(auto-fill,minmax(320px,1fr));gap:10px 14px}
-figure.h{margin:0;padding:6px 4px 2px;border:1px solid var(--line);border-radius:6px}
-figure.h figcaption{font-size:12.5px;font-weight:600;padding:0 6px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
-.band{fill:var(--accent);fill-opacity:.16;stroke:none}.hline{fill:none;stroke:var(--accent);stroke-width:1.6}
-.hdot{fill:var(--accent)}.refline{stroke:var(--muted);stroke-dasharray:2 3}
-.cp line{stroke-width:1.5;stroke-dasharray:4 3}.cp.up line{stroke:var(--slower)}.cp.down line{stroke:var(--faster)}
-.cp.up text{fill:var(--slower)}.cp.down text{fill:var(--faster)}.cp text{font-size:11px;font-weight:600}
-table{border-collapse:collapse;font-variant-numeric:tabular-nums;width:100%}
-th,td{padding:4px 10px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap}
-th{background:var(--panel);position:sticky;top:0}th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){text-align:left}
-td.name{max-width:320px;overflow:hidden;text-overflow:ellipsis}
-table.kv{width:auto}table.kv th{text-align:left;position:static}table.kv td{text-align:left;white-space:normal}
-table.sortable th{cursor:pointer;user-select:none}table.sortable th::after{content:" ↕";color:var(--muted);font-size:11px}
-table.sortable th[aria-sort=ascending]::after{content:" ↑"}table.sortable th[aria-sort=descending]::after{content:" ↓"}
-table.matrix td.slower{color:var(--slower)}table.matrix td.faster{color:var(--faster)}table.matrix td.inconclusive{color:var(--muted)}
-h2.part{font-size:22px;margin:48px 0 0;padding:8px 12px;background:var(--panel);border:1px solid var(--line);border-radius:6px}
-footer{margin-top:40px;color:var(--muted);font-size:12px}
-@media print{.scroll{max-height:none;overflow:visible}input[type=search]{display:none}figure.h{break-inside:avoid}}
-"#;
+/// The page's style sheet and script, kept as files of their own.
+const STYLE: &str = include_str!("../../templates/report/report.css");
+/// A benchmark-name filter that re-packs the forest plots' rows, tables sorted by the
+/// column clicked (numbers by their `data-v` value, missing ones last), and `data-ready`
+/// on <html> once the page has loaded (tests and screenshots wait for it).
+const SCRIPT: &str = include_str!("../../templates/report/report.js");
 
-/// The page script: a benchmark-name filter that re-packs the forest plots' rows, tables
-/// sorted by the column clicked (numbers by their `data-v` value, missing ones last), and
-/// `data-ready` on <html> once the page has loaded (tests and screenshots wait for it).
-const SCRIPT: &str = r#"
-(function(){
-var root=document.documentElement,box=document.getElementById('filter');
-function apply(){
- var q=box?box.value.toLowerCase():'';
- document.querySelectorAll('svg.forest').forEach(function(svg){
-  var rh=+svg.getAttribute('data-row-height'),top=+svg.getAttribute('data-top'),i=0;
-  svg.querySelectorAll('g.r').forEach(function(g){
-   var show=g.getAttribute('data-name').toLowerCase().indexOf(q)>=0;
-   g.style.display=show?'':'none';
-   if(show){g.setAttribute('transform','translate(0,'+(top+i*rh)+')');i++;}
-  });
-  svg.setAttribute('height',top*2+Math.max(i,1)*rh);
- });
- document.querySelectorAll('[data-filter]').forEach(function(el){
-  el.style.display=el.getAttribute('data-filter').toLowerCase().indexOf(q)>=0?'':'none';
- });
+#[derive(Template)]
+#[template(path = "report/page.html")]
+struct PageTemplate<'a> {
+    title: &'a str,
+    metric: &'a str,
+    reference: &'a str,
+    benchmarks: usize,
+    labels: usize,
+    several: bool,
+    generated_at: &'a str,
+    any_explained: bool,
+    notes: &'a [String],
+    matrices: Vec<MatrixView<'a>>,
+    pages: Vec<PageView<'a>>,
+    version: &'static str,
+    style: &'static str,
+    script: &'static str,
 }
-if(box)box.addEventListener('input',apply);
-document.querySelectorAll('table.sortable').forEach(function(t){
- var heads=t.tHead.rows[0].cells;
- [].forEach.call(heads,function(th,i){
-  th.addEventListener('click',function(){
-   var dir=th.getAttribute('aria-sort')==='ascending'?-1:1,body=t.tBodies[0],rows=[].slice.call(body.rows);
-   [].forEach.call(heads,function(h){h.removeAttribute('aria-sort');});
-   th.setAttribute('aria-sort',dir>0?'ascending':'descending');
-   function key(r){var c=r.cells[i],v=c?c.getAttribute('data-v'):null;return v===null?(c?c.textContent:''):parseFloat(v);}
-   rows.sort(function(a,b){var x=key(a),y=key(b);
-    if(typeof x==='number'){if(isNaN(x))return isNaN(y)?0:1;if(isNaN(y))return -1;return dir*(x-y);}
-    return dir*String(x).localeCompare(String(y));});
-   rows.forEach(function(r){body.appendChild(r);});
-  });
- });
-});
-window.addEventListener('load',function(){root.setAttribute('data-ready','1');});
-})();
-"#;
+
+/// Section ids of one machine's part: the first machine's keep the plain names.
+struct SectionIds {
+    part: String,
+    relative: String,
+    explained: String,
+    history: String,
+    counters: String,
+    machine: String,
+}
+
+impl SectionIds {
+    fn of(index: usize) -> SectionIds {
+        let id = |name: &str| if index == 0 { name.to_string() } else { format!("{name}-{}", index + 1) };
+        SectionIds {
+            part: id("part"),
+            relative: id("relative"),
+            explained: id("explained"),
+            history: id("history"),
+            counters: id("counters"),
+            machine: id("machine"),
+        }
+    }
+}
+
+struct PageView<'a> {
+    number: usize,
+    ids: SectionIds,
+    description: &'a str,
+    reference: &'a str,
+    forests: Vec<ForestView<'a>>,
+    explained: Vec<ExplainedView<'a>>,
+    /// Each history chart, already rendered (in parallel) by its own template.
+    history_charts: Vec<String>,
+    counters: CountersView<'a>,
+    /// Per machine group, its key–value rows.
+    machines: Vec<Vec<(String, String)>>,
+    /// Distinct machine fingerprints among those groups: groups of one machine differ
+    /// only in per-session facts (perflab version, environment), not in the machine.
+    fingerprints: usize,
+}
 
 /// Render the whole report as one self-contained HTML document.
 pub fn render_html(data: &ReportData) -> String {
     let most = |f: fn(&MachinePage) -> usize| data.pages.iter().map(f).max().unwrap_or(0);
     let benchmarks = most(|p| p.histories.len().max(p.comparisons.iter().map(|c| c.rows.len()).max().unwrap_or(0)));
-    let labels = most(|p| p.labels.len());
-    // Roughly 600 bytes per forest row and 1.5 kB per history chart.
-    let charts: usize =
-        data.pages.iter().map(|p| p.histories.len() * 2048 + p.comparisons.len() * 600 * benchmarks).sum();
-    let mut out = String::with_capacity(8192 + charts);
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <title>{}</title><style>{STYLE}</style></head><body>\n",
-        esc(&data.title)
-    );
-    let several = data.pages.len() > 1;
-    let reference = data.pages.first().map(|p| esc(&p.reference).into_owned()).unwrap_or_default();
-    let _ = write!(
-        out,
-        "<header><h1>{}</h1><p class=\"meta\">Metric <b>{}</b> · reference label <b>{reference}</b> · {} benchmark{} · {} label{}{} · generated {}</p><nav>",
-        esc(&data.title),
-        esc(&data.metric),
+    let page = PageTemplate {
+        title: &data.title,
+        metric: &data.metric,
+        reference: data.pages.first().map_or("", |p| p.reference.as_str()),
         benchmarks,
-        plural(benchmarks),
-        labels,
-        plural(labels),
-        if several { format!(" · {} machines, never pooled", data.pages.len()) } else { String::new() },
-        esc(&data.generated_at),
-    );
-    if several {
-        out.push_str("<a href=\"#matrix\">Builds × machines</a>");
-        for (i, page) in data.pages.iter().enumerate() {
-            let _ = write!(
-                out,
-                "<a href=\"#{}\" title=\"{}\">Machine {}</a>",
-                section_id("part", i),
-                esc(&page.description),
-                i + 1
-            );
-        }
-    } else {
-        out.push_str("<a href=\"#relative\">Relative time</a>");
-        if data.pages.iter().any(|p| !p.explained.is_empty()) {
-            out.push_str("<a href=\"#explained\">Why slower</a>");
-        }
-        out.push_str(
-            "<a href=\"#history\">History</a><a href=\"#counters\">Counters</a><a href=\"#machine\">Machine</a>",
-        );
-    }
-    out.push_str("</nav></header>\n");
-    if !data.notes.is_empty() {
-        out.push_str("<ul class=\"notes\">");
-        for note in &data.notes {
-            let _ = write!(out, "<li>{}</li>", esc(note));
-        }
-        out.push_str("</ul>\n");
-    }
-    if benchmarks > 1 {
-        out.push_str("<input type=\"search\" id=\"filter\" placeholder=\"Filter benchmarks by name\" aria-label=\"Filter benchmarks by name\">\n");
-    }
-    if several {
-        out.push_str("<section id=\"matrix\"><h2>Builds × machines</h2>\n");
-        for m in &data.matrices {
-            matrix_section(&mut out, m);
-        }
-        if data.matrices.is_empty() {
-            out.push_str("<p class=\"muted\">No other label to compare with the reference label.</p>");
-        }
-        out.push_str("</section>\n");
-    }
-    for (i, page) in data.pages.iter().enumerate() {
-        page_sections(&mut out, page, &data.metric, i, several);
-    }
-    let _ = write!(
-        out,
-        "<footer>Generated by perflab {} · ratios are label ÷ reference: above 1× is a larger value (slower for a time, better for a higher-is-better metric such as tps) · \
-         error bars and bands are 95 % confidence intervals · methods: docs/report.md</footer>\n\
-         <script>{SCRIPT}</script></body></html>\n",
-        esc(env!("CARGO_PKG_VERSION"))
-    );
-    out
+        labels: most(|p| p.labels.len()),
+        several: data.pages.len() > 1,
+        generated_at: &data.generated_at,
+        any_explained: data.pages.iter().any(|p| !p.explained.is_empty()),
+        notes: &data.notes,
+        matrices: data.matrices.iter().map(MatrixView::of).collect(),
+        pages: data.pages.iter().enumerate().map(|(i, page)| page_view(page, &data.metric, i)).collect(),
+        version: env!("CARGO_PKG_VERSION"),
+        style: STYLE,
+        script: SCRIPT,
+    };
+    // Rendering into a String cannot fail: every value's Display is infallible.
+    page.render().expect("the report template renders")
 }
 
-/// The id of section `name` of part `index`: the first machine's keep the plain names.
-fn section_id(name: &str, index: usize) -> String {
-    if index == 0 {
-        name.to_string()
-    } else {
-        format!("{name}-{}", index + 1)
+fn page_view<'a>(page: &'a MachinePage, metric: &'a str, index: usize) -> PageView<'a> {
+    PageView {
+        number: index + 1,
+        ids: SectionIds::of(index),
+        description: &page.description,
+        reference: &page.reference,
+        forests: page.comparisons.iter().map(|c| forest_view(c, page)).collect(),
+        explained: page.explained.iter().map(ExplainedView::of).collect(),
+        history_charts: history_charts(page, metric),
+        counters: CountersView::of(&page.counters),
+        machines: page.machines.iter().map(machine_rows).collect(),
+        fingerprints: page
+            .machines
+            .iter()
+            .map(|m| crate::store::fingerprint(&m.machine))
+            .collect::<std::collections::BTreeSet<String>>()
+            .len(),
     }
-}
-
-/// One machine's sections: relative time, history, counters, machine.
-fn page_sections(out: &mut String, page: &MachinePage, metric: &str, index: usize, several: bool) {
-    if several {
-        let _ = writeln!(
-            out,
-            "<h2 class=\"part\" id=\"{}\">Machine {}: {}</h2>",
-            section_id("part", index),
-            index + 1,
-            esc(&page.description)
-        );
-    }
-    let _ = writeln!(out, "<section id=\"{}\"><h2>Relative execution time</h2>", section_id("relative", index));
-    if page.comparisons.is_empty() {
-        let _ = write!(
-            out,
-            "<p class=\"muted\">No other label to compare with the reference label <b>{}</b>.</p>",
-            esc(&page.reference)
-        );
-    }
-    for comparison in &page.comparisons {
-        forest_section(out, comparison, page, metric);
-    }
-    out.push_str("</section>\n");
-    if !page.explained.is_empty() {
-        let _ = writeln!(out, "<section id=\"{}\"><h2>Why slower</h2>", section_id("explained", index));
-        explained_section(out, &page.explained);
-        out.push_str("</section>\n");
-    }
-    let _ = writeln!(out, "<section id=\"{}\"><h2>History</h2>", section_id("history", index));
-    history_section(out, page, metric);
-    out.push_str("</section>\n");
-    let _ = writeln!(out, "<section id=\"{}\"><h2>Counters</h2>", section_id("counters", index));
-    counter_section(out, &page.counters);
-    out.push_str("</section>\n");
-    let _ = writeln!(out, "<section id=\"{}\"><h2>Machine and environment</h2>", section_id("machine", index));
-    machine_section(out, &page.machines);
-    out.push_str("</section>\n");
 }
 
 /// label ÷ reference per benchmark on every machine, side by side; sortable by any column.
-fn matrix_section(out: &mut String, m: &Matrix) {
-    let _ = write!(
-        out,
-        "<h3>{} vs {} <span class=\"muted\">({}, each machine on its own)</span></h3><div class=\"wide\">\
-         <table class=\"sortable matrix\"><thead><tr><th>benchmark</th>",
-        esc(&m.label),
-        esc(&m.reference),
-        esc(&m.metric)
-    );
-    for c in &m.machines {
-        let _ = write!(out, "<th title=\"{}\">{}</th>", esc(&c.description), esc(&c.name));
-    }
-    out.push_str("</tr></thead><tbody>");
-    for row in &m.rows {
-        let name = esc(&row.benchmark);
-        let _ = write!(
-            out,
-            "<tr data-filter=\"{name}\"><td class=\"name\" title=\"{name}\">{}</td>",
-            esc(&truncate(&row.benchmark, NAME_CHARS))
-        );
-        for cell in &row.cells {
-            match cell {
-                Some(r) => {
-                    let _ = write!(
-                        out,
-                        "<td class=\"{}\" data-v=\"{}\" title=\"{}, {} – {} ({}), {}\">{} <span class=\"tick\">{} – {}</span></td>",
-                        verdict_class(r.verdict),
-                        r.ratio,
-                        verdict_class(r.verdict),
-                        format_ratio(r.ci_low),
-                        format_ratio(r.ci_high),
-                        r.method.describe(),
-                        format_change(r.ratio),
-                        format_ratio(r.ratio),
-                        format_ratio(r.ci_low),
-                        format_ratio(r.ci_high)
-                    );
-                }
-                None => out.push_str("<td data-v=\"NaN\">—</td>"),
-            }
+struct MatrixView<'a> {
+    label: &'a str,
+    reference: &'a str,
+    metric: &'a str,
+    machines: &'a [crate::history::matrix::MachineColumn],
+    rows: Vec<MatrixRowView<'a>>,
+}
+
+struct MatrixRowView<'a> {
+    benchmark: &'a str,
+    short: String,
+    cells: Vec<Option<RatioCell>>,
+}
+
+/// A ratio in a table cell with its interval and how it was computed.
+struct RatioCell {
+    class: &'static str,
+    ratio: f64,
+    ratio_text: String,
+    ci_low: String,
+    ci_high: String,
+    method: &'static str,
+    change: String,
+}
+
+impl<'a> MatrixView<'a> {
+    fn of(m: &'a Matrix) -> MatrixView<'a> {
+        MatrixView {
+            label: &m.label,
+            reference: &m.reference,
+            metric: &m.metric,
+            machines: &m.machines,
+            rows: m
+                .rows
+                .iter()
+                .map(|row| MatrixRowView {
+                    benchmark: &row.benchmark,
+                    short: truncate(&row.benchmark, NAME_CHARS).into_owned(),
+                    cells: row
+                        .cells
+                        .iter()
+                        .map(|cell| {
+                            cell.as_ref().map(|r| RatioCell {
+                                class: r.verdict.as_str(),
+                                ratio: r.ratio,
+                                ratio_text: format_ratio(r.ratio),
+                                ci_low: format_ratio(r.ci_low),
+                                ci_high: format_ratio(r.ci_high),
+                                method: r.method.describe(),
+                                change: format_change(r.ratio),
+                            })
+                        })
+                        .collect(),
+                })
+                .collect(),
         }
-        out.push_str("</tr>");
     }
-    out.push_str("</tbody></table></div>\n");
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
-fn verdict_class(verdict: Verdict) -> &'static str {
-    verdict.as_str()
 }
 
 /// Largest slowdown first, largest speed-up last; rows without a usable ratio at the end.
@@ -329,24 +225,141 @@ fn sorted_by_change(rows: &[RelativeTime]) -> Vec<&RelativeTime> {
     sorted
 }
 
-fn forest_section(out: &mut String, comparison: &LabelComparison, page: &MachinePage, metric: &str) {
+/// One compared label's forest plot: summary, optional overview, axis, rows, geomean.
+struct ForestView<'a> {
+    label: &'a str,
+    summary: SummaryView,
+    overview: Option<OverviewView>,
+    axis: AxisView,
+    compact: bool,
+    width: String,
+    height: String,
+    row_height: String,
+    top: String,
+    grid: GridView,
+    rows: Vec<ForestRowView<'a>>,
+    geomean: Option<GeomeanView>,
+}
+
+struct SummaryView {
+    geomean: Option<GeomeanText>,
+    slower: usize,
+    faster: usize,
+    equivalent: usize,
+    inconclusive: usize,
+}
+
+struct GeomeanText {
+    ratio: String,
+    change: String,
+    ci_low: String,
+    ci_high: String,
+    n: usize,
+}
+
+impl GeomeanText {
+    fn of(g: &Geomean) -> GeomeanText {
+        GeomeanText {
+            ratio: format_ratio(g.ratio),
+            change: format_change(g.ratio),
+            ci_low: format_ratio(g.ci_low),
+            ci_high: format_ratio(g.ci_high),
+            n: g.n,
+        }
+    }
+}
+
+/// A tick label at a position.
+struct Tick {
+    x: String,
+    y: String,
+    text: String,
+}
+
+struct OverviewView {
+    width: String,
+    height: String,
+    ticks: Vec<Tick>,
+    grid: String,
+    band: String,
+    line: String,
+    left: String,
+    right: String,
+    middle: String,
+    one: String,
+    bottom: String,
+    count: usize,
+}
+
+struct AxisView {
+    width: String,
+    caption_x: String,
+    caption: String,
+    ticks: Vec<Tick>,
+    faster_x: String,
+    slower_x: String,
+    value_x: String,
+}
+
+/// Vertical grid lines as one path (one element instead of one per tick), 1× apart.
+struct GridView {
+    d: String,
+    x: String,
+    y0: String,
+    y1: String,
+}
+
+/// The bar from 1× to the ratio and the CI whisker with caps.
+struct MarksView {
+    bar_x: String,
+    bar_y: String,
+    bar_width: String,
+    bar_height: String,
+    errbar: String,
+}
+
+struct ForestRowView<'a> {
+    class: &'static str,
+    name: &'a str,
+    short: String,
+    y: String,
+    ratio: String,
+    change: String,
+    confidence: String,
+    ci_low: String,
+    ci_high: String,
+    p: String,
+    n: usize,
+    method: &'static str,
+    name_x: String,
+    text_y: String,
+    cy: String,
+    marks: MarksView,
+    dot_x: String,
+    dot_r: &'static str,
+    value_x: String,
+}
+
+struct GeomeanView {
+    width: String,
+    height: String,
+    n: usize,
+    ratio: String,
+    change: String,
+    ci_low: String,
+    ci_high: String,
+    grid: GridView,
+    name_x: String,
+    text_y: String,
+    marks: MarksView,
+    diamond: String,
+    value_x: String,
+}
+
+fn forest_view<'a>(comparison: &'a LabelComparison, page: &MachinePage) -> ForestView<'a> {
     let rows = sorted_by_change(&comparison.rows);
     let gm = geomean(&comparison.rows);
-    let _ = writeln!(
-        out,
-        "<h3>{} vs {} <span class=\"muted\">({})</span></h3>",
-        esc(&comparison.label),
-        esc(&page.reference),
-        esc(metric)
-    );
-    summary_line(out, &comparison.rows, gm);
-    out.push_str(
-        "<p class=\"legend muted\"><span><i style=\"background:var(--slower)\"></i>slower</span>\
-         <span><i style=\"background:var(--faster)\"></i>faster</span>\
-         <span><i style=\"background:var(--equivalent)\"></i>equivalent</span>\
-         <span><i style=\"background:var(--inconclusive)\"></i>inconclusive</span>\
-         <span>bar: change from 1×; whisker: 95 % CI; log scale</span></p>\n",
-    );
+    let count = |v: Verdict| comparison.rows.iter().filter(|r| r.change.verdict == v).count();
     let scale = LogScale::covering(
         comparison
             .rows
@@ -359,66 +372,61 @@ fn forest_section(out: &mut String, comparison: &LabelComparison, page: &Machine
     let ticks = scale.ticks(46.0);
     let compact = rows.len() > COMPACT_ROWS;
     let row_height = if compact { 15.0 } else { 22.0 };
-
-    if compact {
-        overview_svg(out, &rows);
-    }
-    // The axis sits outside the scrolling box so it stays visible for long suites.
-    axis_svg(out, &scale, &ticks, &format!("{} ÷ {}", comparison.label, page.reference));
-
     let top = 4.0;
     let height = top * 2.0 + rows.len().max(1) as f64 * row_height;
-    out.push_str(if compact { "<div class=\"scroll\">" } else { "<div class=\"wide\">" });
-    let _ = write!(
-        out,
-        "<svg class=\"forest\" width=\"{w}\" height=\"{h}\" data-row-height=\"{rh}\" data-top=\"{top}\" role=\"img\" aria-label=\"relative {m} per benchmark\">",
-        w = num(FOREST_WIDTH),
-        h = num(height),
-        rh = num(row_height),
-        top = num(top),
-        m = esc(metric),
-    );
-    grid_lines(out, &scale, &ticks, 0.0, height.max(4000.0 * row_height));
-    for (i, row) in rows.iter().enumerate() {
-        forest_row(out, row, &scale, top + i as f64 * row_height, row_height, compact);
-    }
-    out.push_str("</svg></div>\n");
-    if let Some(g) = gm {
-        geomean_svg(out, &g, &scale, &ticks);
+    ForestView {
+        label: &comparison.label,
+        summary: SummaryView {
+            geomean: gm.as_ref().map(GeomeanText::of),
+            slower: count(Verdict::Slower),
+            faster: count(Verdict::Faster),
+            equivalent: count(Verdict::Equivalent),
+            inconclusive: count(Verdict::Inconclusive),
+        },
+        overview: if compact { overview(&rows) } else { None },
+        // The axis sits outside the scrolling box so it stays visible for long suites.
+        axis: AxisView {
+            width: num(FOREST_WIDTH),
+            caption_x: num(NAME_WIDTH - 12.0),
+            caption: format!("{} ÷ {}", comparison.label, page.reference),
+            ticks: ticks.iter().map(|&t| Tick { x: num(scale.px(t)), y: "26".into(), text: format_ratio(t) }).collect(),
+            faster_x: num(scale.px(1.0) - 6.0),
+            slower_x: num(scale.px(1.0) + 6.0),
+            value_x: num(PLOT_RIGHT + 14.0),
+        },
+        compact,
+        width: num(FOREST_WIDTH),
+        height: num(height),
+        row_height: num(row_height),
+        top: num(top),
+        grid: grid(&scale, &ticks, 0.0, height.max(4000.0 * row_height)),
+        rows: rows
+            .iter()
+            .enumerate()
+            .map(|(i, row)| forest_row(row, &scale, top + i as f64 * row_height, row_height, compact))
+            .collect(),
+        geomean: gm.map(|g| geomean_view(&g, &scale, &ticks)),
     }
 }
 
 /// For long suites: every ratio at a glance, sorted as the rows below (slowest left),
 /// with the CI band, so the share of regressions shows before any scrolling.
-fn overview_svg(out: &mut String, rows: &[&RelativeTime]) {
+fn overview(rows: &[&RelativeTime]) -> Option<OverviewView> {
     let (width, height, left, right, top, bottom) = (FOREST_WIDTH, 150.0, 64.0, 12.0, 10.0, 22.0);
     let usable: Vec<&Ratio> = rows.iter().map(|r| &r.change).filter(|r| r.ratio.is_finite() && r.ratio > 0.0).collect();
     if usable.len() < 2 {
-        return;
+        return None;
     }
     let y = LogScale::covering(usable.iter().flat_map(|r| [r.ratio, r.ci_low, r.ci_high]), height - bottom, top);
     let x = |i: usize| left + i as f64 / (usable.len() - 1) as f64 * (width - left - right);
-    let _ = write!(
-        out,
-        "<svg class=\"overview\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"all ratios sorted\">",
-        num(width),
-        num(height)
-    );
     let mut grid = String::new();
+    let mut ticks = Vec::new();
     for t in y.ticks(22.0) {
-        let py = num(y.px(t));
         if t != 1.0 {
-            let _ = write!(grid, "M{} {py}H{}", num(left), num(width - right));
+            let _ = write!(grid, "M{} {}H{}", num(left), num(y.px(t)), num(width - right));
         }
-        let _ = write!(
-            out,
-            "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            num(left - 6.0),
-            num(y.px(t) + 4.0),
-            format_ratio(t)
-        );
+        ticks.push(Tick { x: num(left - 6.0), y: num(y.px(t) + 4.0), text: format_ratio(t) });
     }
-    let _ = write!(out, "<path class=\"grid\" d=\"{grid}\"/>");
     let mut band = String::new();
     for (i, r) in usable.iter().enumerate() {
         let _ = write!(band, "{}{} {}", if i == 0 { "M" } else { "L" }, num(x(i)), num(y.px(r.ci_high)));
@@ -430,213 +438,193 @@ fn overview_svg(out: &mut String, rows: &[&RelativeTime]) {
     for (i, r) in usable.iter().enumerate() {
         let _ = write!(line, "{}{} {}", if i == 0 { "M" } else { "L" }, num(x(i)), num(y.px(r.ratio)));
     }
-    let one = num(y.px(1.0));
-    let _ = writeln!(
-        out,
-        "<path class=\"band\" d=\"{band}Z\"/><line class=\"unity\" x1=\"{}\" x2=\"{}\" y1=\"{one}\" y2=\"{one}\"/><path class=\"hline\" d=\"{line}\"/>\
-         <text class=\"tick\" x=\"{}\" y=\"{}\">slowest</text><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{} benchmarks sorted by change (ratio and 95 % CI band)</text>\
-         <text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">fastest</text></svg>",
-        num(left),
-        num(width - right),
-        num(left),
-        num(height - 6.0),
-        num((left + width - right) / 2.0),
-        num(height - 6.0),
-        usable.len(),
-        num(width - right),
-        num(height - 6.0),
-    );
+    Some(OverviewView {
+        width: num(width),
+        height: num(height),
+        ticks,
+        grid,
+        band,
+        line,
+        left: num(left),
+        right: num(width - right),
+        middle: num((left + width - right) / 2.0),
+        one: num(y.px(1.0)),
+        bottom: num(height - 6.0),
+        count: usable.len(),
+    })
 }
 
-fn summary_line(out: &mut String, rows: &[RelativeTime], gm: Option<Geomean>) {
-    let count = |v: Verdict| rows.iter().filter(|r| r.change.verdict == v).count();
-    out.push_str("<p class=\"summary\">");
-    if let Some(g) = gm {
-        let _ = write!(
-            out,
-            "Geometric mean <b>{}</b> ({}), 95 % CI {} – {}, over {} benchmark{}. ",
-            format_ratio(g.ratio),
-            format_change(g.ratio),
-            format_ratio(g.ci_low),
-            format_ratio(g.ci_high),
-            g.n,
-            plural(g.n)
-        );
-    }
-    let _ = writeln!(
-        out,
-        "<b class=\"slower\">{} slower</b>, <b class=\"faster\">{} faster</b>, {} equivalent, {} inconclusive.</p>",
-        count(Verdict::Slower),
-        count(Verdict::Faster),
-        count(Verdict::Equivalent),
-        count(Verdict::Inconclusive)
-    );
-}
-
-fn axis_svg(out: &mut String, scale: &LogScale, ticks: &[f64], caption: &str) {
-    let _ = write!(out, "<svg class=\"axis\" width=\"{}\" height=\"34\">", num(FOREST_WIDTH));
-    let _ = write!(
-        out,
-        "<text x=\"{}\" y=\"26\" text-anchor=\"end\" class=\"tick\">{}</text>",
-        num(NAME_WIDTH - 12.0),
-        esc(caption)
-    );
-    for &t in ticks {
-        let _ = write!(
-            out,
-            "<text class=\"tick\" x=\"{}\" y=\"26\" text-anchor=\"middle\">{}</text>",
-            num(scale.px(t)),
-            format_ratio(t)
-        );
-    }
-    let _ = write!(
-        out,
-        "<text class=\"tick\" x=\"{}\" y=\"12\" text-anchor=\"end\">← faster</text><text class=\"tick\" x=\"{}\" y=\"12\">slower →</text>\
-         <text class=\"tick\" x=\"{}\" y=\"26\">ratio (95 % CI)</text></svg>",
-        num(scale.px(1.0) - 6.0),
-        num(scale.px(1.0) + 6.0),
-        num(PLOT_RIGHT + 14.0)
-    );
-}
-
-/// Vertical grid lines as one path (one element instead of one per tick), 1× stronger.
-fn grid_lines(out: &mut String, scale: &LogScale, ticks: &[f64], y0: f64, y1: f64) {
+fn grid(scale: &LogScale, ticks: &[f64], y0: f64, y1: f64) -> GridView {
     let mut d = String::new();
     for &t in ticks.iter().filter(|&&t| t != 1.0) {
         let _ = write!(d, "M{} {}V{}", num(scale.px(t)), num(y0), num(y1));
     }
-    let _ = write!(out, "<path class=\"grid\" d=\"{d}\"/>");
-    let x1 = num(scale.px(1.0));
-    let _ = write!(out, "<line class=\"unity\" x1=\"{x1}\" x2=\"{x1}\" y1=\"{}\" y2=\"{}\"/>", num(y0), num(y1));
+    GridView { d, x: num(scale.px(1.0)), y0: num(y0), y1: num(y1) }
 }
 
-/// The bar from 1× to the ratio, the CI whisker with caps and the point estimate.
-fn ratio_marks(out: &mut String, scale: &LogScale, ratio: f64, lo: f64, hi: f64, cy: f64, row_height: f64) {
+fn marks(scale: &LogScale, ratio: f64, lo: f64, hi: f64, cy: f64, row_height: f64) -> MarksView {
     let x1 = scale.px(1.0);
     let x = scale.px(ratio);
     let bar = (row_height * 0.55).round();
     let cap = (row_height * 0.25).round();
-    let _ = write!(
-        out,
-        "<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
-        num(x.min(x1)),
-        num(cy - bar / 2.0),
-        num((x - x1).abs().max(1.0)),
-        num(bar)
-    );
-    let (xl, xh) = (scale.px(lo), scale.px(hi));
-    let _ = write!(
-        out,
-        "<path class=\"errbar\" d=\"M{l} {cy}H{h}M{l} {a}V{b}M{h} {a}V{b}\"/>",
-        l = num(xl),
-        h = num(xh),
-        cy = num(cy),
-        a = num(cy - cap),
-        b = num(cy + cap)
-    );
+    let (xl, xh) = (num(scale.px(lo)), num(scale.px(hi)));
+    let (a, b) = (num(cy - cap), num(cy + cap));
+    MarksView {
+        bar_x: num(x.min(x1)),
+        bar_y: num(cy - bar / 2.0),
+        bar_width: num((x - x1).abs().max(1.0)),
+        bar_height: num(bar),
+        errbar: format!("M{xl} {cy}H{xh}M{xl} {a}V{b}M{xh} {a}V{b}", cy = num(cy)),
+    }
 }
 
-fn forest_row(out: &mut String, relative: &RelativeTime, scale: &LogScale, y: f64, row_height: f64, compact: bool) {
+fn forest_row<'a>(
+    relative: &'a RelativeTime,
+    scale: &LogScale,
+    y: f64,
+    row_height: f64,
+    compact: bool,
+) -> ForestRowView<'a> {
     let row = &relative.change;
     let cy = row_height / 2.0;
-    let text_y = num(cy + 4.0);
-    let p = row.p_value.map(|p| format!(", p = {}", format_p(p))).unwrap_or_default();
-    let _ = write!(
-        out,
-        "<g class=\"r {cls}\" data-name=\"{name}\" transform=\"translate(0,{y})\"><title>{name}\n{ratio} ({change}), {conf:.0} % CI {lo} – {hi}\n{verdict}{p}, n = {n}, {method}</title>\
-         <rect class=\"hit\" x=\"0\" y=\"0\" width=\"{w}\" height=\"{rh}\"/>\
-         <text x=\"{nx}\" y=\"{text_y}\" text-anchor=\"end\">{short}</text>",
-        cls = verdict_class(row.verdict),
-        name = esc(&relative.benchmark),
-        y = num(y),
-        ratio = format_ratio(row.ratio),
-        change = format_change(row.ratio),
-        conf = row.confidence * 100.0,
-        lo = format_ratio(row.ci_low),
-        hi = format_ratio(row.ci_high),
-        verdict = row.verdict.as_str(),
-        n = row.n,
-        method = row.method.describe(),
-        w = num(FOREST_WIDTH),
-        rh = num(row_height),
-        nx = num(NAME_WIDTH),
-        short = esc(&truncate(&relative.benchmark, NAME_CHARS)),
-    );
-    ratio_marks(out, scale, row.ratio, row.ci_low, row.ci_high, cy, row_height);
-    let _ = write!(
-        out,
-        "<circle class=\"dot\" cx=\"{}\" cy=\"{}\" r=\"{}\"/><text class=\"val\" x=\"{}\" y=\"{text_y}\">{} <tspan class=\"tick\">{} – {}</tspan></text></g>",
-        num(scale.px(row.ratio)),
-        num(cy),
-        if compact { "2.5" } else { "3.5" },
-        num(PLOT_RIGHT + 14.0),
-        format_ratio(row.ratio),
-        format_ratio(row.ci_low),
-        format_ratio(row.ci_high),
-    );
+    ForestRowView {
+        class: row.verdict.as_str(),
+        name: &relative.benchmark,
+        short: truncate(&relative.benchmark, NAME_CHARS).into_owned(),
+        y: num(y),
+        ratio: format_ratio(row.ratio),
+        change: format_change(row.ratio),
+        confidence: format!("{:.0}", row.confidence * 100.0),
+        ci_low: format_ratio(row.ci_low),
+        ci_high: format_ratio(row.ci_high),
+        p: row.p_value.map(|p| format!(", p = {}", format_p(p))).unwrap_or_default(),
+        n: row.n,
+        method: row.method.describe(),
+        name_x: num(NAME_WIDTH),
+        text_y: num(cy + 4.0),
+        cy: num(cy),
+        marks: marks(scale, row.ratio, row.ci_low, row.ci_high, cy, row_height),
+        dot_x: num(scale.px(row.ratio)),
+        dot_r: if compact { "2.5" } else { "3.5" },
+        value_x: num(PLOT_RIGHT + 14.0),
+    }
 }
 
-fn geomean_svg(out: &mut String, g: &Geomean, scale: &LogScale, ticks: &[f64]) {
+fn geomean_view(g: &Geomean, scale: &LogScale, ticks: &[f64]) -> GeomeanView {
     let height = 30.0;
     let cy = height / 2.0;
-    let _ = write!(out, "<svg class=\"geomean\" width=\"{}\" height=\"{}\"><title>geometric mean of {} ratios: {} ({}), 95 % CI {} – {}</title>",
-        num(FOREST_WIDTH), num(height), g.n, format_ratio(g.ratio), format_change(g.ratio), format_ratio(g.ci_low), format_ratio(g.ci_high));
-    grid_lines(out, scale, ticks, 0.0, height);
-    let _ = write!(
-        out,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-weight=\"600\">geometric mean</text>",
-        num(NAME_WIDTH),
-        num(cy + 4.0)
-    );
-    ratio_marks(out, scale, g.ratio, g.ci_low, g.ci_high, cy, 22.0);
     let x = scale.px(g.ratio);
-    let _ = writeln!(
-        out,
-        "<path class=\"diamond\" d=\"M{} {}L{} {}L{} {}L{} {}Z\"/><text class=\"val\" x=\"{}\" y=\"{}\" font-weight=\"600\">{} <tspan class=\"tick\">{} – {}</tspan></text></svg>",
-        num(x), num(cy - 7.0), num(x + 6.0), num(cy), num(x), num(cy + 7.0), num(x - 6.0), num(cy),
-        num(PLOT_RIGHT + 14.0), num(cy + 4.0), format_ratio(g.ratio), format_ratio(g.ci_low), format_ratio(g.ci_high)
-    );
+    let text = GeomeanText::of(g);
+    GeomeanView {
+        width: num(FOREST_WIDTH),
+        height: num(height),
+        n: g.n,
+        ratio: text.ratio,
+        change: text.change,
+        ci_low: text.ci_low,
+        ci_high: text.ci_high,
+        grid: grid(scale, ticks, 0.0, height),
+        name_x: num(NAME_WIDTH),
+        text_y: num(cy + 4.0),
+        marks: marks(scale, g.ratio, g.ci_low, g.ci_high, cy, 22.0),
+        diamond: format!(
+            "M{} {}L{} {}L{} {}L{} {}Z",
+            num(x),
+            num(cy - 7.0),
+            num(x + 6.0),
+            num(cy),
+            num(x),
+            num(cy + 7.0),
+            num(x - 6.0),
+            num(cy)
+        ),
+        value_x: num(PLOT_RIGHT + 14.0),
+    }
 }
 
-fn history_section(out: &mut String, page: &MachinePage, metric: &str) {
-    let unit = metric::unit(metric);
+/// Every benchmark's history chart, benchmarks with the biggest change point first; a
+/// thousand charts are laid out and rendered on every core.
+fn history_charts(page: &MachinePage, metric: &str) -> Vec<String> {
     if page.histories.iter().all(|h| h.points.is_empty()) {
-        out.push_str("<p class=\"muted\">No history yet: store results under more labels to see trends.</p>\n");
-        return;
+        return Vec::new();
     }
-    let _ = write!(
-        out,
-        "<p class=\"muted\">Median {} per label (oldest left) with its 95 % CI band; dashed lines mark change points \
-         (the first label after a shift), dotted the reference label. Benchmarks with change points come first.</p>\n<div class=\"histories\">",
-        esc(metric)
-    );
+    let unit = metric::unit(metric);
     let label_index: HashMap<&str, usize> = page.labels.iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
     let mut order: Vec<&BenchmarkHistory> = page.histories.iter().collect();
     let biggest_shift = |h: &BenchmarkHistory| h.change_points.iter().map(|c| c.ratio.ln().abs()).fold(0.0, f64::max);
     order.sort_by(|a, b| biggest_shift(b).total_cmp(&biggest_shift(a)).then_with(|| a.name.cmp(&b.name)));
-    // A thousand charts are drawn on every core.
-    let charts = crate::parallel::map(
+    crate::parallel::map(
         &order,
         || (),
         |history, ()| {
-            let mut chart = String::new();
-            history_chart(&mut chart, history, page, &label_index, unit);
-            chart
+            history_chart(history, page, &label_index, unit).render().expect("the history chart template renders")
         },
-    );
-    out.extend(charts);
-    out.push_str("</div>\n");
+    )
 }
 
-fn history_chart(
-    out: &mut String,
-    history: &BenchmarkHistory,
-    page: &MachinePage,
+#[derive(Template)]
+#[template(path = "report/history_chart.html")]
+struct HistoryChart<'a> {
+    name: &'a str,
+    width: String,
+    height: String,
+    /// The whole chart's tooltip: long histories have no per-point dots to hover.
+    tooltip: Option<String>,
+    ticks: Vec<Tick>,
+    grid: String,
+    reference: Option<ReferenceLine<'a>>,
+    axis_labels: Vec<AxisLabel>,
+    band: Option<String>,
+    line: String,
+    dots: Vec<HistoryDot<'a>>,
+    change_points: Vec<ChangePointMark<'a>>,
+}
+
+struct ReferenceLine<'a> {
+    x: String,
+    y0: String,
+    y1: String,
+    label: &'a str,
+}
+
+/// The first and last label under the x axis.
+struct AxisLabel {
+    x: String,
+    y: String,
+    end: bool,
+    text: String,
+}
+
+struct HistoryDot<'a> {
+    x: String,
+    y: String,
+    label: &'a str,
+    value: String,
+    ci: String,
+    n: usize,
+}
+
+struct ChangePointMark<'a> {
+    direction: &'static str,
+    label: &'a str,
+    before: String,
+    after: String,
+    change: String,
+    ci_low: String,
+    ci_high: String,
+    p: String,
+    x: String,
+    y0: String,
+    y1: String,
+    text_y: String,
+}
+
+fn history_chart<'a>(
+    history: &'a BenchmarkHistory,
+    page: &'a MachinePage,
     label_index: &HashMap<&str, usize>,
     unit: &str,
-) {
-    let name = esc(&history.name);
-    let _ = write!(out, "<figure class=\"h\" data-filter=\"{name}\"><figcaption title=\"{name}\">{name}</figcaption>");
+) -> HistoryChart<'a> {
     let points: Vec<(f64, &Point)> = history
         .points
         .iter()
@@ -653,67 +641,49 @@ fn history_chart(
         HIST_HEIGHT - HIST_BOTTOM,
         HIST_TOP,
     );
-    let _ = write!(
-        out,
-        "<svg width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">",
-        num(HIST_WIDTH),
-        num(HIST_HEIGHT),
-        num(HIST_WIDTH),
-        num(HIST_HEIGHT)
-    );
-    // The whole chart's tooltip: long histories have no per-point dots to hover.
-    if let (Some((_, first)), Some((_, last))) = (points.first(), points.last()) {
-        let _ = write!(
-            out,
-            "<title>{name}: {} at {} → {} at {} ({}), {} labels</title>",
-            esc(&format_value(first.median, unit)),
-            esc(&first.label),
-            esc(&format_value(last.median, unit)),
-            esc(&last.label),
+    let tooltip = match (points.first(), points.last()) {
+        (Some((_, first)), Some((_, last))) => Some(format!(
+            "{} at {} → {} at {} ({}), {} labels",
+            format_value(first.median, unit),
+            first.label,
+            format_value(last.median, unit),
+            last.label,
             format_change(last.median / first.median),
             points.len()
-        );
-    }
+        )),
+        _ => None,
+    };
     let mut grid = String::new();
-    let ticks = y_scale.ticks(3);
-    for (&t, label) in ticks.iter().zip(tick_labels(&ticks, unit)) {
-        let y = num(y_scale.px(t));
-        let _ = write!(grid, "M{} {y}H{}", num(HIST_LEFT), num(HIST_WIDTH - HIST_RIGHT));
-        let _ = write!(
-            out,
-            "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            num(HIST_LEFT - 4.0),
-            num(y_scale.px(t) + 4.0),
-            esc(&label)
-        );
+    let tick_values = y_scale.ticks(3);
+    let mut ticks = Vec::new();
+    for (&t, text) in tick_values.iter().zip(tick_labels(&tick_values, unit)) {
+        let _ = write!(grid, "M{} {}H{}", num(HIST_LEFT), num(y_scale.px(t)), num(HIST_WIDTH - HIST_RIGHT));
+        ticks.push(Tick { x: num(HIST_LEFT - 4.0), y: num(y_scale.px(t) + 4.0), text });
     }
-    let _ = write!(out, "<path class=\"grid\" d=\"{grid}\"/>");
-    if let Some(&r) = label_index.get(page.reference.as_str()) {
-        let rx = num(x(r as f64));
-        let _ = write!(out, "<line class=\"refline\" x1=\"{rx}\" x2=\"{rx}\" y1=\"{}\" y2=\"{}\"><title>reference label {}</title></line>", num(HIST_TOP), num(HIST_HEIGHT - HIST_BOTTOM), esc(&page.reference));
-    }
+    let reference = label_index.get(page.reference.as_str()).map(|&r| ReferenceLine {
+        x: num(x(r as f64)),
+        y0: num(HIST_TOP),
+        y1: num(HIST_HEIGHT - HIST_BOTTOM),
+        label: &page.reference,
+    });
+    let base = num(HIST_HEIGHT - 5.0);
+    let mut axis_labels = Vec::new();
     if let (Some(first), Some(last)) = (page.labels.first(), page.labels.last()) {
-        let base = num(HIST_HEIGHT - 5.0);
-        let _ = write!(
-            out,
-            "<text class=\"tick\" x=\"{}\" y=\"{base}\">{}</text>",
-            num(HIST_LEFT),
-            esc(&truncate(first, 18))
-        );
+        axis_labels.push(AxisLabel {
+            x: num(HIST_LEFT),
+            y: base.clone(),
+            end: false,
+            text: truncate(first, 18).into(),
+        });
         if page.labels.len() > 1 {
-            let _ = write!(
-                out,
-                "<text class=\"tick\" x=\"{}\" y=\"{base}\" text-anchor=\"end\">{}</text>",
-                num(HIST_WIDTH - HIST_RIGHT),
-                esc(&truncate(last, 18))
-            );
+            let x = num(HIST_WIDTH - HIST_RIGHT);
+            axis_labels.push(AxisLabel { x, y: base, end: true, text: truncate(last, 18).into() });
         }
     }
-
     // CI band: upper edge left to right, lower edge back.
     let with_ci: Vec<(f64, f64, f64)> =
         points.iter().filter_map(|(i, p)| p.median_ci.map(|(lo, hi)| (*i, lo, hi))).collect();
-    if with_ci.len() > 1 {
+    let band = (with_ci.len() > 1).then(|| {
         let mut d = String::new();
         for (k, (i, _, hi)) in with_ci.iter().enumerate() {
             let _ = write!(d, "{}{} {}", if k == 0 { "M" } else { "L" }, num(x(*i)), num(y_scale.px(*hi)));
@@ -721,207 +691,213 @@ fn history_chart(
         for (i, lo, _) in with_ci.iter().rev() {
             let _ = write!(d, "L{} {}", num(x(*i)), num(y_scale.px(*lo)));
         }
-        let _ = write!(out, "<path class=\"band\" d=\"{d}Z\"/>");
-    }
+        d
+    });
     let mut line = String::new();
     for (k, (i, p)) in points.iter().enumerate() {
         let _ = write!(line, "{}{} {}", if k == 0 { "M" } else { "L" }, num(x(*i)), num(y_scale.px(p.median)));
     }
-    let _ = write!(out, "<path class=\"hline\" d=\"{line}\"/>");
-    if points.len() <= MAX_HISTORY_DOTS {
-        for (i, p) in &points {
-            let ci = p
-                .median_ci
-                .map(|(lo, hi)| format!(", 95 % CI {} – {}", format_value(lo, unit), format_value(hi, unit)))
-                .unwrap_or_default();
-            let _ = write!(
-                out,
-                "<circle class=\"hdot\" cx=\"{}\" cy=\"{}\" r=\"2.6\"><title>{}: {}{}, n = {}</title></circle>",
-                num(x(*i)),
-                num(y_scale.px(p.median)),
-                esc(&p.label),
-                esc(&format_value(p.median, unit)),
-                esc(&ci),
-                p.n
-            );
-        }
+    let dots = if points.len() <= MAX_HISTORY_DOTS {
+        points
+            .iter()
+            .map(|(i, p)| HistoryDot {
+                x: num(x(*i)),
+                y: num(y_scale.px(p.median)),
+                label: &p.label,
+                value: format_value(p.median, unit),
+                ci: p
+                    .median_ci
+                    .map(|(lo, hi)| format!(", 95 % CI {} – {}", format_value(lo, unit), format_value(hi, unit)))
+                    .unwrap_or_default(),
+                n: p.n,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let change_points = history
+        .change_points
+        .iter()
+        .filter_map(|cp| {
+            let (at, point) = points.get(cp.index)?;
+            let prev = if cp.index > 0 { points[cp.index - 1].0 } else { *at };
+            Some(ChangePointMark {
+                direction: if cp.ratio > 1.0 { "up" } else { "down" },
+                label: &point.label,
+                before: format_value(cp.before, unit),
+                after: format_value(cp.after, unit),
+                change: format_change(cp.ratio),
+                ci_low: format_change(cp.ratio_ci.0),
+                ci_high: format_change(cp.ratio_ci.1),
+                p: format_p(cp.p_value),
+                x: num(x((prev + at) / 2.0)),
+                y0: num(HIST_TOP - 2.0),
+                y1: num(HIST_HEIGHT - HIST_BOTTOM),
+                text_y: num(HIST_TOP - 4.0),
+            })
+        })
+        .collect();
+    HistoryChart {
+        name: &history.name,
+        width: num(HIST_WIDTH),
+        height: num(HIST_HEIGHT),
+        tooltip,
+        ticks,
+        grid,
+        reference,
+        axis_labels,
+        band,
+        line,
+        dots,
+        change_points,
     }
-    for cp in &history.change_points {
-        let Some((at, point)) = points.get(cp.index) else { continue };
-        let prev = if cp.index > 0 { points[cp.index - 1].0 } else { *at };
-        let cx = num(x((prev + at) / 2.0));
-        let dir = if cp.ratio > 1.0 { "up" } else { "down" };
-        let _ = write!(
-            out,
-            "<g class=\"cp {dir}\"><title>change point at {}: {} → {} ({}, 95 % CI {} – {}), p = {}</title>\
-             <line x1=\"{cx}\" x2=\"{cx}\" y1=\"{}\" y2=\"{}\"/><text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\">{}</text></g>",
-            esc(&point.label),
-            esc(&format_value(cp.before, unit)),
-            esc(&format_value(cp.after, unit)),
-            format_change(cp.ratio),
-            format_change(cp.ratio_ci.0),
-            format_change(cp.ratio_ci.1),
-            format_p(cp.p_value),
-            num(HIST_TOP - 2.0),
-            num(HIST_HEIGHT - HIST_BOTTOM),
-            num(HIST_TOP - 4.0),
-            format_change(cp.ratio)
-        );
-    }
-    out.push_str("</svg></figure>");
 }
-
-/// Functions listed per explained benchmark (all of them are in the stored profiles).
-const PROFILE_ROWS: usize = 12;
 
 /// Per benchmark found slower: the functions whose own time changed most, then the
 /// differential flame graph.
-fn explained_section(out: &mut String, explained: &[Explained]) {
-    out.push_str(
-        "<p class=\"muted\">One run of each build profiled after the benchmark was found slower \
-         (<code>perflab run --profile-changes</code>): functions matched by name, their own CPU time estimated \
-         from cpu-clock samples, sorted by their part of the change. In the flame graph, red frames spent more \
-         time of their own in the slower build, blue ones less; click to zoom.</p>\n",
-    );
-    for x in explained {
+struct ExplainedView<'a> {
+    benchmark: &'a str,
+    short: String,
+    candidate: &'a str,
+    baseline: &'a str,
+    ratio: String,
+    ci_low: String,
+    ci_high: String,
+    metric: &'a str,
+    warnings: &'a [String],
+    functions: Vec<ExplainedFunction<'a>>,
+    /// The differential flame graph: self-contained SVG whose own names are escaped and
+    /// whose script finds its own elements, so it is safe inline.
+    flame_graph: Option<&'a str>,
+}
+
+struct ExplainedFunction<'a> {
+    name: &'a str,
+    short: String,
+    object: &'a str,
+    old_s: f64,
+    new_s: f64,
+    change_s: f64,
+    contribution: f64,
+}
+
+impl<'a> ExplainedView<'a> {
+    fn of(x: &'a Explained) -> ExplainedView<'a> {
         let (c, change) = (&x.comparison, &x.change);
-        let name = esc(&x.benchmark);
-        let _ = write!(
-            out,
-            "<details class=\"explained\" data-filter=\"{name}\" open><summary><b>{}</b> · {} vs {}: {} [{} – {}] in {}</summary>",
-            esc(&truncate(&x.benchmark, NAME_CHARS)),
-            esc(&change.candidate),
-            esc(&change.baseline),
-            format_ratio(c.ratio),
-            format_ratio(c.ci_low),
-            format_ratio(c.ci_high),
-            esc(&c.metric)
-        );
-        for warning in &change.warnings {
-            let _ = write!(out, "<p class=\"muted\">{}</p>", esc(warning));
+        ExplainedView {
+            benchmark: &x.benchmark,
+            short: truncate(&x.benchmark, NAME_CHARS).into_owned(),
+            candidate: &change.candidate,
+            baseline: &change.baseline,
+            ratio: format_ratio(c.ratio),
+            ci_low: format_ratio(c.ci_low),
+            ci_high: format_ratio(c.ci_high),
+            metric: &c.metric,
+            warnings: &change.warnings,
+            functions: change
+                .functions
+                .iter()
+                .take(PROFILE_ROWS)
+                .map(|f| ExplainedFunction {
+                    name: &f.name,
+                    short: truncate(&f.name, NAME_CHARS).into_owned(),
+                    object: &f.object,
+                    old_s: f.old_s,
+                    new_s: f.new_s,
+                    change_s: f.change_s,
+                    contribution: f.contribution,
+                })
+                .collect(),
+            flame_graph: change.flame_graph.as_deref(),
         }
-        let _ = write!(
-            out,
-            "<div class=\"wide\"><table class=\"sortable profile\"><thead><tr><th>function</th><th>object</th>\
-             <th>{} (s)</th><th>{} (s)</th><th>change (s)</th><th>part of the change</th></tr></thead><tbody>",
-            esc(&change.baseline),
-            esc(&change.candidate)
-        );
-        for f in change.functions.iter().take(PROFILE_ROWS) {
-            let _ = write!(
-                out,
-                "<tr><td class=\"name\" title=\"{name}\">{}</td><td>{}</td><td data-v=\"{}\">{:.3}</td>\
-                 <td data-v=\"{}\">{:.3}</td><td data-v=\"{}\">{:+.3}</td><td data-v=\"{}\">{:.0} %</td></tr>",
-                esc(&truncate(&f.name, NAME_CHARS)),
-                esc(&f.object),
-                f.old_s,
-                f.old_s,
-                f.new_s,
-                f.new_s,
-                f.change_s,
-                f.change_s,
-                f.contribution,
-                f.contribution * 100.0,
-                name = esc(&f.name)
-            );
-        }
-        out.push_str("</tbody></table></div>");
-        if let Some(svg) = &change.flame_graph {
-            // Self-contained, escaped, and its script finds its own elements: safe inline.
-            let _ = write!(out, "<div class=\"flame\">{svg}</div>");
-        }
-        out.push_str("</details>\n");
     }
 }
 
-fn counter_section(out: &mut String, table: &CounterTable) {
-    if table.rows.is_empty() {
-        out.push_str("<p class=\"muted\">No counters were recorded for these labels.</p>\n");
-        return;
-    }
-    let compact = table.rows.len() > COMPACT_ROWS;
-    out.push_str(if compact { "<div class=\"scroll\">" } else { "<div class=\"wide\">" });
-    out.push_str("<table class=\"sortable counters\"><thead><tr><th>benchmark</th><th>metric</th>");
-    for label in &table.labels {
-        let _ = write!(out, "<th>{}</th>", esc(label));
-    }
-    if let Some(reference) = table.labels.first() {
-        for label in table.labels.iter().skip(1) {
-            let _ = write!(out, "<th title=\"{l} ÷ {r}\">{l} ÷ {r}</th>", l = esc(label), r = esc(reference));
-        }
-    }
-    out.push_str("</tr></thead><tbody>");
-    for row in &table.rows {
-        let name = esc(&row.benchmark);
-        let unit = metric::unit(&row.metric);
-        let _ = write!(
-            out,
-            "<tr data-filter=\"{name}\"><td class=\"name\" title=\"{name}\">{}</td><td>{}</td>",
-            esc(&truncate(&row.benchmark, NAME_CHARS)),
-            esc(&row.metric)
-        );
-        for value in &row.values {
-            match value {
-                Some(v) => {
-                    let _ = write!(out, "<td data-v=\"{v}\">{}</td>", esc(&format_value(*v, unit)));
-                }
-                None => out.push_str("<td data-v=\"NaN\">—</td>"),
-            }
-        }
-        let reference = row.values.first().copied().flatten();
-        for value in row.values.iter().skip(1) {
-            match (reference, value) {
-                (Some(r), Some(v)) if r > 0.0 => {
-                    let _ = write!(out, "<td data-v=\"{}\">{}</td>", v / r, format_ratio(v / r));
-                }
-                _ => out.push_str("<td data-v=\"NaN\">—</td>"),
-            }
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</tbody></table></div>\n");
+/// Counter values per benchmark and label, then each label ÷ the reference label.
+struct CountersView<'a> {
+    compact: bool,
+    labels: &'a [String],
+    reference: &'a str,
+    compared: &'a [String],
+    rows: Vec<CounterRowView<'a>>,
 }
 
-fn machine_section(out: &mut String, machines: &[MachineGroup]) {
-    if machines.is_empty() {
-        out.push_str("<p class=\"muted\">No machine information was recorded.</p>\n");
-        return;
-    }
-    if machines.len() > 1 {
-        let _ = writeln!(out, "<p class=\"notes\">These results come from {} different machine fingerprints; compare labels measured on the same machine.</p>", machines.len());
-    }
-    for info in machines {
-        let m = &info.machine;
-        out.push_str("<table class=\"kv\"><tbody>");
-        let mut kv = |key: &str, value: &str| {
-            let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(key), esc(value));
-        };
-        let flag = |f: Option<bool>| match f {
-            Some(true) => "on",
-            Some(false) => "off",
-            None => "unknown",
-        };
-        kv("labels", &info.labels.join(", "));
-        if let Some(id) = &m.id {
-            kv("machine id", id);
+struct CounterRowView<'a> {
+    benchmark: &'a str,
+    short: String,
+    metric: &'a str,
+    cells: Vec<CounterCell>,
+}
+
+/// A sortable cell: its `data-v` (NaN when missing) and its text.
+struct CounterCell {
+    value: f64,
+    text: String,
+}
+
+impl<'a> CountersView<'a> {
+    fn of(table: &'a CounterTable) -> CountersView<'a> {
+        let missing = || CounterCell { value: f64::NAN, text: "—".into() };
+        CountersView {
+            compact: table.rows.len() > COMPACT_ROWS,
+            labels: &table.labels,
+            reference: table.labels.first().map_or("", |l| l.as_str()),
+            compared: table.labels.get(1..).unwrap_or_default(),
+            rows: table
+                .rows
+                .iter()
+                .map(|row| {
+                    let unit = metric::unit(&row.metric);
+                    let values = row.values.iter().map(|value| match value {
+                        Some(v) => CounterCell { value: *v, text: format_value(*v, unit) },
+                        None => missing(),
+                    });
+                    let reference = row.values.first().copied().flatten();
+                    let ratios = row.values.iter().skip(1).map(|value| match (reference, value) {
+                        (Some(r), Some(v)) if r > 0.0 => CounterCell { value: v / r, text: format_ratio(v / r) },
+                        _ => missing(),
+                    });
+                    CounterRowView {
+                        benchmark: &row.benchmark,
+                        short: truncate(&row.benchmark, NAME_CHARS).into_owned(),
+                        metric: &row.metric,
+                        cells: values.chain(ratios).collect(),
+                    }
+                })
+                .collect(),
         }
-        kv("hostname", &m.hostname);
-        kv("CPU", &m.cpu_model);
-        kv("microcode", m.microcode.as_deref().unwrap_or("unknown"));
-        kv("cores", &m.cores.to_string());
-        kv("SMT", flag(m.smt));
-        kv("memory", &m.memory_mib.map_or("unknown".into(), |mib| format!("{mib} MiB")));
-        kv("kernel", &m.kernel);
-        kv("CPU frequency governor", m.governor.as_deref().unwrap_or("unknown"));
-        kv("boost", flag(m.boost));
-        kv("hardware PMU", if m.pmu { "available" } else { "not available" });
-        kv("virtualization", m.virtualization.as_deref().unwrap_or("none detected"));
-        kv("perflab version", &info.perflab_version);
-        for (key, value) in &info.environment {
-            kv(key, value);
-        }
-        out.push_str("</tbody></table>\n");
     }
+}
+
+/// The machine, perflab version and environment of a group of labels, as key–value rows.
+fn machine_rows(info: &MachineGroup) -> Vec<(String, String)> {
+    let m = &info.machine;
+    let flag = |f: Option<bool>| match f {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "unknown",
+    };
+    let mut rows: Vec<(&str, String)> = vec![("labels", info.labels.join(", "))];
+    if let Some(id) = &m.id {
+        rows.push(("machine id", id.clone()));
+    }
+    rows.extend([
+        ("hostname", m.hostname.clone()),
+        ("CPU", m.cpu_model.clone()),
+        ("microcode", m.microcode.clone().unwrap_or_else(|| "unknown".into())),
+        ("cores", m.cores.to_string()),
+        ("SMT", flag(m.smt).into()),
+        ("memory", m.memory_mib.map_or("unknown".into(), |mib| format!("{mib} MiB"))),
+        ("kernel", m.kernel.clone()),
+        ("CPU frequency governor", m.governor.clone().unwrap_or_else(|| "unknown".into())),
+        ("boost", flag(m.boost).into()),
+        ("hardware PMU", if m.pmu { "available" } else { "not available" }.into()),
+        ("virtualization", m.virtualization.clone().unwrap_or_else(|| "none detected".into())),
+        ("perflab version", info.perflab_version.clone()),
+    ]);
+    let mut rows: Vec<(String, String)> = rows.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    rows.extend(info.environment.iter().map(|(k, v)| (k.clone(), v.clone())));
+    rows
 }
 
 #[cfg(test)]
@@ -967,6 +943,8 @@ mod tests {
                             median: 0.01 * (1.0 + i as f64 * 0.1),
                             median_ci: Some((0.0099, 0.0102 + i as f64 * 0.001)),
                             incomplete: false,
+                            sessions: 1,
+                            busy_share: None,
                             vs_previous: None,
                         })
                         .collect(),
@@ -1032,8 +1010,9 @@ mod tests {
         let html = render_html(&data);
         assert!(!html.contains("<script>alert"), "raw script tag in output");
         assert!(!html.contains("\" onmouseover="), "attribute injection");
-        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
-        assert!(html.contains("suite &lt;b&gt;") && html.contains("box&quot;1") && html.contains("note &amp; caveat"));
+        // askama escapes with numeric character references.
+        assert!(html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"));
+        assert!(html.contains("suite &#60;b&#62;") && html.contains("box&#34;1") && html.contains("note &#38; caveat"));
         // Exactly one script element: the page's own.
         assert_eq!(html.matches("<script").count(), 1);
     }
@@ -1155,5 +1134,41 @@ mod tests {
         let mut data = sample(&["a"]);
         data.pages[0].comparisons[0].rows[0].change.method = CiMethod::Independent;
         assert!(render_html(&data).contains("independent runs"));
+    }
+
+    /// The page's body as a reviewed snapshot: the markup every section draws for a
+    /// small report (the style sheet and script are files of their own).
+    #[test]
+    fn the_page_body_matches_its_snapshot() {
+        let html = render_html(&sample(&["parse", "render <fast>", "load"]));
+        let body = &html[html.find("<header>").unwrap()..html.find("<script>").unwrap()];
+        insta::assert_snapshot!(body);
+    }
+
+    #[test]
+    fn a_machine_matrix_and_explained_functions_match_their_snapshot() {
+        let mut data = sample(&["a"]);
+        let mut second = data.pages[0].clone();
+        second.description = "other box".into();
+        data.pages.push(second);
+        let columns = ["sandy", "haswell"].map(|name| crate::history::matrix::MachineColumn {
+            fingerprint: format!("{name}-fp"),
+            name: name.into(),
+            description: format!("{name} description"),
+            machine: Machine::default(),
+        });
+        data.matrices.push(Matrix {
+            metric: "wall_s".into(),
+            reference: "v1".into(),
+            label: "v3".into(),
+            machines: columns.to_vec(),
+            rows: vec![crate::history::matrix::MatrixRow {
+                benchmark: "a".into(),
+                cells: vec![Some(row("a", 1.059, 1.04, 1.08, Verdict::Slower).change), None],
+            }],
+        });
+        let html = render_html(&data);
+        let matrix = &html[html.find("<section id=\"matrix\">").unwrap()..html.find("<h2 class=\"part\"").unwrap()];
+        insta::assert_snapshot!(matrix);
     }
 }

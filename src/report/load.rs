@@ -69,7 +69,7 @@ fn stopped_early(e: &StoredExperiment) -> bool {
 
 /// What to show.
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub struct Selection {
     pub title: String,
     /// The label ratios are relative to; default: the first label.
     pub reference: Option<String>,
@@ -78,10 +78,12 @@ pub struct Options {
     pub metric: String,
     /// Keep only results from this machine (fingerprint prefix or hostname).
     pub machine: Option<String>,
+    /// Why `metric` was chosen when none was asked for (shown first among the notes).
+    pub metric_note: Option<String>,
 }
 
 /// The reference label and the compared labels the options ask for among `labels`.
-fn chosen_labels(labels: &[String], options: &Options) -> Result<(String, Vec<String>), Failure> {
+fn chosen_labels(labels: &[String], options: &Selection) -> Result<(String, Vec<String>), Failure> {
     let reference = match &options.reference {
         Some(r) if labels.contains(r) => r.clone(),
         Some(r) => return Err(usage!("reference label {r} has no results (labels: {})", labels.join(", "))),
@@ -103,7 +105,7 @@ fn chosen_labels(labels: &[String], options: &Options) -> Result<(String, Vec<St
 /// The experiments the report of `options` needs from `store`: the lean read of the
 /// metric for every label (history, ratios), and in full for the reference and compared
 /// labels (their counters table shows every other metric).
-pub fn from_store(store: &mut store::Store, options: &Options) -> Result<Vec<StoredExperiment>, Failure> {
+pub fn from_store(store: &mut store::Store, options: &Selection) -> Result<Vec<StoredExperiment>, Failure> {
     let query = store::Query { machine: options.machine.clone(), ..Default::default() };
     let lean = store.metric_experiments(&query, &options.metric)?;
     let labels = ordered_labels(&lean.iter().collect::<Vec<_>>());
@@ -125,7 +127,7 @@ pub fn from_store(store: &mut store::Store, options: &Options) -> Result<Vec<Sto
 }
 
 /// Arrange stored experiments (oldest label first, as the store returns them) for the page.
-pub fn build(experiments: &[StoredExperiment], options: &Options) -> Result<ReportData, Failure> {
+pub fn build(experiments: &[StoredExperiment], options: &Selection) -> Result<ReportData, Failure> {
     let mut experiments: Vec<&StoredExperiment> = experiments.iter().collect();
     if let Some(wanted) = &options.machine {
         experiments
@@ -147,7 +149,7 @@ pub fn build(experiments: &[StoredExperiment], options: &Options) -> Result<Repo
             options.metric
         ));
     }
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = options.metric_note.iter().cloned().collect();
     let info = experiments
         .last()
         .map_or(metric::info(&options.metric), |e| e.experiment.settings.metric_info(&options.metric));
@@ -217,26 +219,52 @@ fn machine_page(
         by_benchmark.entry(e.benchmark.as_str()).or_default().push(e);
     }
     let has = |l: &str| labels.iter().any(|x| x == l);
+    // Every experiment is a session of its label; the machine's history sizes how much
+    // sessions differ (history::sessions).
+    let sessions = crate::history::sessions::collect(experiments.iter().copied(), metric);
+    let machine_noise = crate::history::sessions::MachineNoise::new(&sessions, ratio::SESSION_PRIOR);
+    let no_sessions = crate::history::sessions::BenchmarkSessions::default();
     let mut comparisons = Vec::new();
     for label in compared.iter().filter(|l| has(reference) && has(l)) {
+        let noise = machine_noise.between(reference, label);
         let mut rows = Vec::new();
         let mut missing = Vec::new();
         for &benchmark in &samples.benchmarks {
             let own = by_benchmark.get(benchmark).map_or(&[][..], Vec::as_slice);
-            let values = |l: &str| samples.values(benchmark, l, metric);
-            match ratio::between_labels(own, &labels, reference, label, metric, values) {
+            let benchmark_sessions = sessions.iter().find(|b| b.benchmark == benchmark).unwrap_or(&no_sessions);
+            match ratio::between_labels(own, &labels, reference, label, metric, benchmark_sessions, &noise) {
                 Some(change) => rows.push(RelativeTime { benchmark: benchmark.to_string(), change }),
                 None => missing.push(benchmark),
             }
         }
         if !missing.is_empty() {
             notes.push(format!(
-                "{prefix}{} benchmark(s) lack results for {reference} or {label} (or too few runs for a 95 % interval, about 4 each) and are not in its chart: {}",
+                "{prefix}{} benchmark(s) lack results for {reference} or {label} and are not in its chart: {}",
                 missing.len(),
                 abbreviate(&missing)
             ));
         }
+        if rows.iter().any(|r| r.change.method == ratio::CiMethod::Sessions) {
+            notes.push(format!(
+                "{prefix}{label} and {reference} were measured in separate sessions: their intervals include the session-to-session noise of this machine, σ = {:.2} % ({})",
+                noise.tau * 100.0,
+                describe_noise(&noise)
+            ));
+        }
+        for row in rows.iter().filter_map(|r| r.change.note.as_ref().map(|n| (&r.benchmark, n))) {
+            notes.push(format!("{prefix}{}: {}", row.0, row.1));
+        }
         comparisons.push(LabelComparison { label: label.clone(), rows });
+    }
+    for l in sessions.iter().flat_map(|b| &b.labels).filter(|l| l.busy() && shown.contains(&l.label)) {
+        let note = format!(
+            "{prefix}{} was measured on a busy machine: {:.0} % of its wall time was spent waiting for a CPU a neighbour held",
+            l.label,
+            l.busy_share.unwrap_or(0.0) * 100.0
+        );
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
     }
     for label in shown.iter().filter(|l| !has(l)) {
         notes.push(format!("{prefix}no results under label {label}"));
@@ -262,6 +290,21 @@ fn machine_page(
         machines,
         explained,
     })
+}
+
+/// Where a machine's session noise came from, for a note.
+fn describe_noise(noise: &crate::stats::sessions::SessionNoise) -> String {
+    let mut parts = Vec::new();
+    if noise.replicate_df > 0.0 {
+        parts.push(format!("repeated sessions, {:.0} df", noise.replicate_df));
+    }
+    if noise.step_df > 0.0 {
+        parts.push(format!("the steps between its labels, {:.0} df", noise.step_df));
+    }
+    if noise.prior_df > 0.0 {
+        parts.push(format!("a prior of {:.1} % worth {:.0} df", ratio::SESSION_PRIOR.tau * 100.0, noise.prior_df));
+    }
+    parts.join(", ")
 }
 
 /// The profile changes stored for experiments of the `shown` labels (a label's experiment
@@ -378,7 +421,13 @@ fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> Counter
     CounterTable { labels: labels.to_vec(), rows }
 }
 
-/// Labels grouped by the machine, perflab version and environment they ran with.
+/// Environment facts of one session's harness, not of the machine: the spawner's peak-RSS
+/// floor, the cgroup it created (its path names its process id), how busy the machine
+/// was. Labels that differ only in these ran on the same machine with the same setup.
+const SESSION_FACTS: [&str; 3] = ["max_rss_floor_kib", "run_queue_wait", crate::executor::contention::BUSY_FACT];
+
+/// Labels grouped by the machine, perflab version and environment they ran with (the
+/// environment without its per-session facts).
 fn machine_groups(experiments: &[&StoredExperiment], labels: &[String]) -> Vec<MachineGroup> {
     let mut latest: BTreeMap<&str, &Experiment> = BTreeMap::new();
     for e in experiments {
@@ -387,15 +436,18 @@ fn machine_groups(experiments: &[&StoredExperiment], labels: &[String]) -> Vec<M
     let mut groups: Vec<MachineGroup> = Vec::new();
     for label in labels {
         let Some(e) = latest.get(label.as_str()) else { continue };
-        match groups.iter_mut().find(|g| {
-            g.machine == e.machine && g.perflab_version == e.perflab_version && g.environment == e.environment
-        }) {
+        let mut environment = e.environment.clone();
+        environment.retain(|fact, _| !SESSION_FACTS.contains(&fact.as_str()));
+        match groups
+            .iter_mut()
+            .find(|g| g.machine == e.machine && g.perflab_version == e.perflab_version && g.environment == environment)
+        {
             Some(g) => g.labels.push(label.clone()),
             None => groups.push(MachineGroup {
                 labels: vec![label.clone()],
                 machine: e.machine.clone(),
                 perflab_version: e.perflab_version.clone(),
-                environment: e.environment.clone(),
+                environment,
             }),
         }
     }
@@ -439,6 +491,7 @@ mod tests {
                     name: name.to_string(),
                     argv: vec![],
                     command_line: String::new(),
+                    parameters: Default::default(),
                     runs: runs(*level),
                     summary: Default::default(),
                 })
@@ -471,8 +524,8 @@ mod tests {
         }
     }
 
-    fn options() -> Options {
-        Options { metric: metric::WALL.into(), ..Options::default() }
+    fn options() -> Selection {
+        Selection { metric: metric::WALL.into(), ..Selection::default() }
     }
 
     #[test]
@@ -488,7 +541,7 @@ mod tests {
         let row = &data.pages[0].comparisons[0].rows[0].change;
         assert_eq!(
             (data.pages[0].comparisons[0].label.as_str(), row.method, row.verdict),
-            ("new", CiMethod::Independent, Verdict::Slower)
+            ("new", CiMethod::Sessions, Verdict::Slower)
         );
         assert!(row.ci_low <= 1.5 && 1.5 <= row.ci_high * 1.01, "{row:?}");
         assert_eq!(data.pages[0].histories[0].points.len(), 3);
@@ -511,6 +564,7 @@ mod tests {
             below_threshold: false,
             n: 8,
             flags: vec![],
+            explanation: None,
         };
         // Stored under `old`: its measured (last) command is `old`, its baseline is the
         // command named after the stored label `new`.
@@ -518,7 +572,7 @@ mod tests {
             stored("new", 0, "b", &[("./bench", 1.25)], vec![]),
             stored("old", 1, "b", &[("new", 1.25), ("./old", 1.0)], vec![c]),
         ];
-        let opts = Options { reference: Some("old".into()), labels: vec!["new".into()], ..options() };
+        let opts = Selection { reference: Some("old".into()), labels: vec!["new".into()], ..options() };
         let data = build(&experiments, &opts).unwrap();
         let row = &data.pages[0].comparisons[0].rows[0].change;
         assert_eq!((row.method, row.verdict, row.n), (CiMethod::Paired, Verdict::Slower, 8));
@@ -559,6 +613,7 @@ mod tests {
             below_threshold: false,
             n: 8,
             flags: vec![],
+            explanation: None,
         };
         let path = dir.path().join("parse.json");
         std::fs::write(&path, serde_json::to_string(&experiment(&[("old", 1.0), ("new", 1.1)], vec![c])).unwrap())

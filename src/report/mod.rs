@@ -24,7 +24,12 @@ pub fn write(data: &ReportData, out: &std::path::Path) -> Result<(), Failure> {
 }
 
 /// Write to a temporary file beside `path`, then rename: a reader never sees half a page.
+/// A target that exists and is not a regular file (`/dev/null`, a FIFO, `/dev/stdout`)
+/// is written in place: renaming over it would replace the device with a file.
 fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return std::fs::write(path, bytes).map_err(|e| usage!("cannot write {}: {e}", path.display()));
+    }
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     let name = path.file_name().ok_or_else(|| usage!("--out {} is not a file name", path.display()))?;
     let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
@@ -169,6 +174,25 @@ pub fn geomean(rows: &[RelativeTime]) -> Option<Geomean> {
 pub(crate) mod tests {
     use super::*;
     use crate::model::Verdict;
+    use std::os::unix::fs::FileTypeExt;
+
+    #[test]
+    fn a_page_written_to_a_fifo_leaves_the_fifo_in_place() {
+        // As `-o /dev/null` would: the target is not a regular file and must stay what it is.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_atomically(&fifo, b"<html></html>").unwrap();
+        assert_eq!(reader.join().unwrap(), b"<html></html>");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left beside it");
+    }
 
     pub fn row(name: &str, ratio: f64, lo: f64, hi: f64, verdict: Verdict) -> RelativeTime {
         RelativeTime {
@@ -182,6 +206,8 @@ pub(crate) mod tests {
                 verdict,
                 method: CiMethod::Paired,
                 n: 20,
+                session_noise: None,
+                note: None,
             },
         }
     }

@@ -479,16 +479,20 @@ mod tests {
     use super::super::synthetic::{history, series, Noise};
     use super::*;
 
+    /// Robust σ of the heavy-tailed test noise: σ·T₂ at σ = 2 % (as these tests were
+    /// first calibrated) has a robust σ of 2 % × 0.6745 / 0.8165.
+    const HEAVY_SIGMA: f64 = 0.0165;
+
     #[test]
     fn single_shift_is_located_and_sized() {
         for (seed, n, at, factor, kind) in [
-            (1, 100, 40, 1.2, Noise::Normal),
-            (2, 60, 45, 0.8, Noise::Normal),
-            (3, 200, 120, 1.25, Noise::HeavyTailed),
-            (4, 1000, 300, 2.0, Noise::HeavyTailed),
-            (5, 30, 15, 1.5, Noise::HeavyTailed),
+            (1, 100, 40, 1.2, Noise::gaussian(0.02)),
+            (2, 60, 45, 0.8, Noise::gaussian(0.02)),
+            (3, 200, 120, 1.25, Noise::heavy_tailed(HEAVY_SIGMA)),
+            (4, 1000, 300, 2.0, Noise::heavy_tailed(HEAVY_SIGMA)),
+            (5, 30, 15, 1.5, Noise::heavy_tailed(HEAVY_SIGMA)),
         ] {
-            let values = series(seed, n, &[(at, factor)], kind);
+            let values = series(seed, n, &[(at, factor)], &kind);
             let found = detect(&values, &ChangePointConfig::default());
             assert_eq!(found.len(), 1, "seed {seed}: {found:?}");
             let cp = &found[0];
@@ -501,14 +505,14 @@ mod tests {
 
     #[test]
     fn two_shifts_and_a_temporary_phase_are_found() {
-        let values = series(11, 150, &[(50, 1.3), (100, 0.9)], Noise::HeavyTailed);
+        let values = series(11, 150, &[(50, 1.3), (100, 0.9)], &Noise::heavy_tailed(HEAVY_SIGMA));
         let found = detect(&values, &ChangePointConfig::default());
         let at: Vec<usize> = found.iter().map(|c| c.index).collect();
         assert_eq!(at.len(), 2, "{found:?}");
         assert!(at[0].abs_diff(50) <= 2 && at[1].abs_diff(100) <= 2, "{at:?}");
 
         // Host contention: a 2× phase of 40 runs in the middle of 300.
-        let values = series(12, 300, &[(130, 2.0), (170, 0.5)], Noise::HeavyTailed);
+        let values = series(12, 300, &[(130, 2.0), (170, 0.5)], &Noise::heavy_tailed(HEAVY_SIGMA));
         let at: Vec<usize> = detect(&values, &ChangePointConfig::default()).iter().map(|c| c.index).collect();
         assert_eq!(at.len(), 2, "{at:?} {:?}", detect(&values, &ChangePointConfig::default()));
         assert!(at[0].abs_diff(130) <= 2 && at[1].abs_diff(170) <= 2, "{at:?}");
@@ -518,12 +522,12 @@ mod tests {
     fn moderate_shifts_are_located_and_covered_in_most_series() {
         // A 10 % shift in noise with σ ≈ 2 % (heavy-tailed: plus spikes and t₂ tails),
         // at a random position of a 100-point series.
-        for kind in [Noise::Normal, Noise::HeavyTailed] {
+        for kind in [Noise::gaussian(0.02), Noise::heavy_tailed(HEAVY_SIGMA)] {
             let (mut located, mut covered) = (0, 0);
             let trials = 200;
             for seed in 0..trials {
                 let at = 10 + (seed as usize * 13) % 80;
-                let values = series(1000 + seed, 100, &[(at, 1.1)], kind);
+                let values = series(1000 + seed, 100, &[(at, 1.1)], &kind);
                 if let [cp] = detect(&values, &ChangePointConfig::default()).as_slice() {
                     located += usize::from(cp.index.abs_diff(at) <= 2);
                     covered += usize::from(cp.ci.0 <= 1.1 && 1.1 <= cp.ci.1);
@@ -542,10 +546,10 @@ mod tests {
     fn pure_noise_rarely_reports_a_change_point() {
         let mut with_change = 0;
         let mut total = 0;
-        for kind in [Noise::Normal, Noise::HeavyTailed] {
+        for kind in [Noise::gaussian(0.02), Noise::heavy_tailed(HEAVY_SIGMA)] {
             for seed in 0..150u64 {
                 let n = 20 + (seed as usize * 37) % 181;
-                let values = series(seed + 7_000, n, &[], kind);
+                let values = series(seed + 7_000, n, &[], &kind);
                 total += 1;
                 if !detect(&values, &ChangePointConfig::default()).is_empty() {
                     with_change += 1;
@@ -563,7 +567,7 @@ mod tests {
         assert!(detect(&[], &config).is_empty());
         assert!(detect(&[1.0; 5], &config).is_empty());
         assert!(detect(&[1.0; 100], &config).is_empty());
-        let mut values = series(9, 40, &[(20, 3.0)], Noise::Normal);
+        let mut values = series(9, 40, &[(20, 3.0)], &Noise::gaussian(0.02));
         values[3] = f64::NAN;
         values[25] = -1.0;
         let found = detect(&values, &config);
@@ -573,14 +577,14 @@ mod tests {
 
     #[test]
     fn small_shifts_below_the_threshold_are_not_reported() {
-        let values = series(21, 400, &[(200, 1.004)], Noise::Normal);
+        let values = series(21, 400, &[(200, 1.004)], &Noise::gaussian(0.02));
         let config = ChangePointConfig { min_relative_change: 0.01, ..Default::default() };
         assert!(detect(&values, &config).is_empty());
     }
 
     #[test]
     fn prefix_absolute_deviations_match_the_direct_sums() {
-        let values = series(5, 57, &[(20, 1.5)], Noise::HeavyTailed);
+        let values = series(5, 57, &[(20, 1.5)], &Noise::heavy_tailed(HEAVY_SIGMA));
         let prefix = prefix_absolute_deviations(values.iter().copied());
         for (i, got) in prefix.iter().enumerate() {
             let m = median(&values[..i]);
@@ -597,7 +601,7 @@ mod tests {
 
     #[test]
     fn invalid_settings_report_nothing_and_do_not_hang() {
-        let values = series(9, 40, &[(20, 3.0)], Noise::Normal);
+        let values = series(9, 40, &[(20, 3.0)], &Noise::gaussian(0.02));
         for confidence in [0.0, 1.0, f64::NAN] {
             let config = ChangePointConfig { confidence, ..Default::default() };
             assert!(detect(&values, &config).is_empty(), "{confidence}");
@@ -609,7 +613,7 @@ mod tests {
     #[test]
     fn a_step_between_two_labels_of_six_runs_on_each_side_is_found() {
         for (seed, factor) in [(1, 1.3), (2, 0.6), (3, 2.0)] {
-            let groups = history(seed, 4, 6, &[(2, factor)], Noise::HeavyTailed, 0.0);
+            let groups = history(seed, 4, 6, &[(2, factor)], &Noise::heavy_tailed(HEAVY_SIGMA), 0.0);
             let found = detect_groups(&groups, &ChangePointConfig::for_groups());
             assert_eq!(found.iter().map(|c| c.index).collect::<Vec<_>>(), [2], "seed {seed}: {found:?}");
             let cp = &found[0];
@@ -642,8 +646,8 @@ mod tests {
             let trials = 150;
             for seed in 0..trials {
                 let labels = 4 + (seed as usize * 7) % 37;
-                let kind = if seed % 2 == 0 { Noise::Normal } else { Noise::HeavyTailed };
-                let groups = history(seed + 50_000, labels, 6 + seed as usize % 7, &[], kind, label_sigma);
+                let kind = if seed % 2 == 0 { Noise::gaussian(0.02) } else { Noise::heavy_tailed(HEAVY_SIGMA) };
+                let groups = history(seed + 50_000, labels, 6 + seed as usize % 7, &[], &kind, label_sigma);
                 with_change += usize::from(!detect_groups(&groups, &ChangePointConfig::for_groups()).is_empty());
             }
             assert!(with_change as f64 / trials as f64 <= 0.04, "label σ {label_sigma}: {with_change} of {trials}");
@@ -656,7 +660,7 @@ mod tests {
         let mut shared = Detector::new(config.clone());
         for seed in 0..12 {
             let shifts: &[(usize, f64)] = if seed % 3 == 0 { &[] } else { &[(3 + seed as usize % 5, 1.1)] };
-            let groups = history(seed, 12, 10, shifts, Noise::HeavyTailed, 0.0);
+            let groups = history(seed, 12, 10, shifts, &Noise::heavy_tailed(HEAVY_SIGMA), 0.0);
             assert_eq!(shared.detect_groups(&groups), detect_groups(&groups, &config), "seed {seed}");
         }
         assert!(!shared.nulls.is_empty());

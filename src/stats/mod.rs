@@ -4,8 +4,10 @@
 //! (`tests/stats_vectors.rs`); methods and references in `docs/statistics.md`.
 
 pub mod changepoint;
+pub mod paired_means;
 pub mod rank_sum;
 pub mod sequential;
+pub mod sessions;
 pub mod signed_rank;
 pub mod student;
 pub mod summary;

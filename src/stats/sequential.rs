@@ -116,6 +116,15 @@ impl Boundaries {
         }
     }
 
+    /// From the next look on, test a different statistic (the metric that decides
+    /// changed): the α spent so far stays spent, and the new statistic's first look
+    /// spends the next increment as a plain, unconditional crossing probability — it had
+    /// no earlier looks of its own to condition on. Over both statistics the chance of
+    /// any crossing stays at most α (the union of the two parts, docs/statistics.md).
+    pub fn restart(&mut self) {
+        self.last = None;
+    }
+
     /// Record a look at `t` with boundary `c` (from [`Boundaries::boundary`]); a look
     /// that could not cross ([`NEVER`]) spends nothing and is not recorded.
     pub fn take(&mut self, t: f64, c: f64) {
@@ -233,6 +242,31 @@ mod tests {
         let c = b.boundary(0.8, true);
         b.take(0.8, c);
         assert!((b.spent - 0.05).abs() < 1e-6, "{}", b.spent);
+    }
+
+    #[test]
+    fn a_new_statistic_spends_only_what_is_left() {
+        let times = [0.1, 0.2, 0.4, 0.7, 1.0];
+        let mut b = Boundaries::new(0.05, Spending::Pocock);
+        let mut switched = Boundaries::new(0.05, Spending::Pocock);
+        for (k, &t) in times.iter().enumerate() {
+            if k == 2 {
+                switched.restart();
+            }
+            let (c, d) = (b.boundary(t, t >= 1.0), switched.boundary(t, t >= 1.0));
+            b.take(t, c);
+            switched.take(t, d);
+            if k < 2 {
+                assert_eq!(c, d, "the same until the switch");
+            } else if k == 2 {
+                // Unconditional: the same increment needs a wider boundary.
+                assert!(d > c, "{d} vs {c}");
+                let increment = Spending::Pocock.spent(0.05, 0.4) - Spending::Pocock.spent(0.05, 0.2);
+                assert!((nominal_alpha(d) - increment).abs() < 1e-9);
+            }
+        }
+        // Whatever was spent on each statistic, the total is α: never more.
+        assert!((switched.spent - 0.05).abs() < 1e-6, "{}", switched.spent);
     }
 
     #[test]

@@ -291,6 +291,16 @@ pub fn hl_interval(d: &[f64], confidence: f64) -> Option<Interval> {
     Some(Interval { low: kth_walsh(&s, k), high: kth_walsh(&s, total + 1 - k), achieved_confidence })
 }
 
+/// The fewest pairs for which an interval of `confidence` exists (6 at 95 %, 8 at 99 %):
+/// below it every sign pattern is too likely for any interval to hold. None for a
+/// confidence outside (0, 1).
+pub fn min_pairs_for_interval(confidence: f64) -> Option<usize> {
+    if !valid_confidence(confidence) {
+        return None;
+    }
+    (1..=64).find(|&n| critical_rank(n, confidence).is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,6 +334,13 @@ mod tests {
                 c as f64 / (1u64 << n) as f64
             })
             .collect()
+    }
+
+    #[test]
+    fn an_interval_needs_six_pairs_at_95_and_eight_at_99() {
+        assert_eq!(min_pairs_for_interval(0.95), Some(6));
+        assert_eq!(min_pairs_for_interval(0.99), Some(8));
+        assert!(hl_interval(&[0.1; 5], 0.95).is_none() && hl_interval(&[0.1; 6], 0.95).is_some());
     }
 
     #[test]

@@ -79,6 +79,14 @@ pub fn median_ci(values: &[f64], confidence: f64) -> Option<(f64, f64)> {
     median_ci_of_sorted(&sorted(values), confidence)
 }
 
+/// The confidence of every [`Summary::median_ci`].
+pub const MEDIAN_CI_CONFIDENCE: f64 = 0.95;
+
+/// The fewest values for which [`median_ci`] at `confidence` exists (6 at 95 %).
+pub fn min_values_for_median_ci(confidence: f64) -> Option<usize> {
+    (1..=64usize).find(|&n| median_ci_of_sorted(&(0..n).map(|i| i as f64).collect::<Vec<_>>(), confidence).is_some())
+}
+
 /// [`median_ci`] of values sorted ascending.
 fn median_ci_of_sorted(s: &[f64], confidence: f64) -> Option<(f64, f64)> {
     if !super::valid_confidence(confidence) || s.is_empty() {
@@ -174,7 +182,7 @@ pub fn summarize(values: &[f64]) -> Summary {
         min: s[0],
         max: s[n - 1],
         outliers: count_outliers(&s, median, mad),
-        median_ci: median_ci_of_sorted(&s, 0.95),
+        median_ci: median_ci_of_sorted(&s, MEDIAN_CI_CONFIDENCE),
     }
 }
 
@@ -194,6 +202,7 @@ mod tests {
 
     #[test]
     fn median_ci_needs_six_values_at_95_percent() {
+        assert_eq!(min_values_for_median_ci(0.95), Some(6));
         assert_eq!(median_ci(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.95), None);
         assert_eq!(median_ci(&[6.0, 1.0, 2.0, 3.0, 4.0, 5.0], 0.95), Some((1.0, 6.0)));
         assert_eq!(median_ci(&[1.0; 10], 1.0), None);

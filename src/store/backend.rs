@@ -67,11 +67,13 @@ pub(crate) fn bytes(v: Vec<u8>) -> Value {
 ///
 /// Statements use `$1, $2, …` placeholders (in order of first use) and the DDL uses
 /// `{id}`, `{int}`, `{real}`, `{blob}` for the types that differ between databases; `{now}` (through
-/// [`Backend::dialect`]) is the database's clock in seconds since the epoch.
+/// [`Backend::dialect`]) is the database's clock in seconds since the epoch; `{for_share}`
+/// locks the rows a SELECT read until the transaction ends (PostgreSQL; SQLite's one
+/// writer needs no row locks).
 pub trait Backend {
     /// `sqlite` or `postgres`.
     fn kind(&self) -> &'static str;
-    /// Replace the `{id}`/`{int}`/`{real}`/`{blob}`/`{without_rowid}`/`{now}` tokens.
+    /// Replace the `{id}`/`{int}`/`{real}`/`{blob}`/`{without_rowid}`/`{now}`/`{for_share}` tokens.
     fn dialect(&self, ddl: &str) -> String;
     fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64>;
     fn query(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<Vec<Vec<Value>>>;

@@ -252,15 +252,16 @@ fn from_hyperfine(
             return Err(crate::usage!("{path}: result {} has an invalid time {bad}", i + 1));
         }
         let mut name = result.command.clone();
-        if !result.parameters.is_empty() {
-            let params: Vec<String> = result
-                .parameters
-                .iter()
-                .map(|(k, v)| match v {
-                    serde_json::Value::String(s) => format!("{k}={s}"),
-                    other => format!("{k}={other}"),
-                })
-                .collect();
+        let parameters: BTreeMap<String, String> = result
+            .parameters
+            .iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => (k.clone(), s.clone()),
+                other => (k.clone(), other.to_string()),
+            })
+            .collect();
+        if !parameters.is_empty() {
+            let params: Vec<String> = parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
             name = format!("{name}[{}]", params.join(","));
         }
         let base = name.clone();
@@ -312,6 +313,7 @@ fn from_hyperfine(
                 name: name.clone(),
                 argv: Vec::new(),
                 command_line: result.command,
+                parameters,
                 runs,
                 summary,
             }],
@@ -340,7 +342,7 @@ fn imported_settings(rounds: usize) -> Settings {
         confidence: 0.95,
         looks: Settings::default().looks,
         env_padding: false,
-        mode: "wall".into(),
+        mode: crate::model::Mode::Wall,
         timeout_s: None,
         ..Settings::default()
     }

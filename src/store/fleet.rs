@@ -7,6 +7,7 @@
 //! lock held while the job runs.
 
 use super::backend::{int, opt_text, real, text, Value};
+pub use super::fence::{claim_lost, Claim, ClaimLost};
 use super::write::{machine_id, now};
 use super::Store;
 use crate::error::Failure;
@@ -41,15 +42,6 @@ pub struct Job {
     pub spec: JobSpec,
     pub created_at: String,
     pub cancelled: bool,
-}
-
-/// A claim this agent holds: renew it while working, then finish or release it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Claim {
-    pub job: i64,
-    pub machine_id: i64,
-    /// 1 for the first claim; a claim taken over after an expired lease counts up.
-    pub attempt: i64,
 }
 
 /// One machine's state of one job, for `perflab queue --list`.
@@ -220,6 +212,20 @@ impl Store {
         };
         let params = [int(claim.job), int(claim.machine_id), int(claim.attempt), text(state), opt_text(message)];
         Ok(self.write(|db| db.execute(&sql, &params))? == 1)
+    }
+
+    /// Whether `claim`'s attempt is recorded as having ended with `end` (a finish whose
+    /// answer was lost in an outage, retried).
+    pub fn claim_ended(&mut self, claim: &Claim, end: JobEnd) -> Result<bool, Failure> {
+        let state = match end {
+            JobEnd::Done => "done",
+            JobEnd::Failed => "failed",
+        };
+        let rows = self.db.query(
+            "SELECT 1 FROM fleet_claims WHERE job_id = $1 AND machine_id = $2 AND attempt = $3 AND state = $4",
+            &[int(claim.job), int(claim.machine_id), int(claim.attempt), text(state)],
+        )?;
+        Ok(!rows.is_empty())
     }
 
     /// Give a claim back at once (an interrupted agent): the job is claimable again.

@@ -11,10 +11,12 @@
 
 mod backend;
 pub mod exchange;
+mod fence;
 pub mod fleet;
 pub mod postgres;
 mod read;
 mod schema;
+mod sigbus;
 pub mod sqlite;
 mod write;
 
@@ -168,6 +170,12 @@ pub fn default_label(git_commit: Option<&str>) -> String {
     }
 }
 
+/// True when `failure` says the database could not be reached or stopped answering
+/// (a restart, a partition, a time-out), so that trying again later may work.
+pub fn unavailable(failure: &Failure) -> bool {
+    matches!(failure, Failure::Other(e) if postgres::is_unavailable(e))
+}
+
 /// The database named by `url`, else by `$PERFLAB_DB`, else the default path.
 fn locate(url: Option<&str>) -> String {
     let env = std::env::var(DB_ENV).ok().filter(|v| !v.is_empty());
@@ -182,6 +190,8 @@ fn is_postgres(location: &str) -> bool {
 pub struct Store {
     db: Box<dyn Backend>,
     location: String,
+    /// Set when a database perflab may not write was opened for reading.
+    read_only: Option<sqlite::ReadOnly>,
 }
 
 impl Store {
@@ -192,23 +202,38 @@ impl Store {
         let location = locate(url);
         let db: Box<dyn Backend> = if is_postgres(&location) {
             Box::new(
-                postgres::Postgres::connect(&location)
-                    .map_err(|e| crate::usage!("cannot connect to {}: {e:#}", redact(&location)))?,
+                // Kept typed (exit code 2 all the same): an agent retries when the
+                // server is unavailable, and only then.
+                postgres::Postgres::connect(&location).map_err(|e| {
+                    Failure::Other(anyhow::Error::from(e).context(format!("cannot connect to {}", redact(&location))))
+                })?,
             )
         } else {
             let path = location.strip_prefix("sqlite:").unwrap_or(&location);
+            if Path::new(path).exists() && !sqlite::writable(Path::new(path)) {
+                return Err(crate::usage!(
+                    "cannot store into database {path}: it is not writable here (read-only filesystem, file or directory)"
+                ));
+            }
             Box::new(
                 sqlite::Sqlite::open(Path::new(path))
                     .map_err(|e| crate::usage!("cannot open database {path}: {e:#}"))?,
             )
         };
-        let mut store = Store { db, location: redact(&location) };
-        store.migrate(schema_version()).map_err(|e| crate::usage!("database {}: {e:#}", store.location))?;
+        let mut store = Store { db, location: redact(&location), read_only: None };
+        store.migrate(schema_version()).map_err(|e| {
+            if postgres::is_unavailable(&e) {
+                Failure::Other(e.context(format!("database {}", store.location)))
+            } else {
+                crate::usage!("database {}: {e:#}", store.location)
+            }
+        })?;
         Ok(store)
     }
 
     /// Open a database that must already exist, for commands that only read: a missing
-    /// SQLite file is an error, never created.
+    /// SQLite file is an error, never created; one perflab may not write (a read-only
+    /// filesystem, file or directory) is opened read-only ([`Store::read_only`] says how).
     pub fn open_existing(url: Option<&str>) -> Result<Store, Failure> {
         let location = locate(url);
         if !is_postgres(&location) {
@@ -218,8 +243,32 @@ impl Store {
                     "no history database at {path}: store results with `perflab run` or `perflab compare --save` (or pass --db)"
                 ));
             }
+            if !sqlite::writable(Path::new(path)) {
+                return Store::open_read_only(path);
+            }
         }
         Store::open(url)
+    }
+
+    /// Open a SQLite file for reading only; its schema must be this perflab's, since a
+    /// read-only database cannot be migrated.
+    fn open_read_only(path: &str) -> Result<Store, Failure> {
+        let (db, how) = sqlite::Sqlite::open_read_only(Path::new(path))
+            .map_err(|e| crate::usage!("cannot open database {path} read-only: {e:#}"))?;
+        let mut store = Store { db: Box::new(db), location: path.to_string(), read_only: Some(how) };
+        let version = schema::stored_version(store.db.as_mut()).map_err(|e| crate::usage!("database {path}: {e:#}"))?;
+        if version != schema_version() {
+            return Err(crate::usage!(
+                "database {path} is read-only and at schema version {version}, this perflab reads version {}: open it once where it is writable to migrate it",
+                schema_version()
+            ));
+        }
+        Ok(store)
+    }
+
+    /// How the database was opened when perflab may not write it; `None` when writable.
+    pub fn read_only(&self) -> Option<sqlite::ReadOnly> {
+        self.read_only
     }
 
     /// Where the store lives (passwords removed), for messages.
@@ -323,7 +372,8 @@ impl Store {
     /// Labels in stored order (first use), with how many experiments carry each.
     pub fn labels(&mut self) -> Result<Vec<LabelInfo>, Failure> {
         let rows = self.db.query(
-            "SELECT l.name, l.created_at, COUNT(e.id) FROM labels l LEFT JOIN experiments e ON e.label_id = l.id \
+            "SELECT l.name, l.created_at, COUNT(e.id) FROM labels l \
+             LEFT JOIN experiments e ON e.label_id = l.id AND e.superseded_by IS NULL \
                  GROUP BY l.id, l.name, l.created_at ORDER BY l.id",
             &[],
         )?;
@@ -340,7 +390,8 @@ impl Store {
     /// Machines in the store, in order of first use.
     pub fn machines(&mut self) -> Result<Vec<MachineInfo>, Failure> {
         let rows = self.db.query(
-            "SELECT m.fingerprint, m.json, COUNT(e.id) FROM machines m LEFT JOIN experiments e ON e.machine_id = m.id \
+            "SELECT m.fingerprint, m.json, COUNT(e.id) FROM machines m \
+             LEFT JOIN experiments e ON e.machine_id = m.id AND e.superseded_by IS NULL \
              GROUP BY m.id, m.fingerprint, m.json ORDER BY m.id",
             &[],
         )?;
@@ -417,14 +468,15 @@ mod tests {
         let path = dir.join("old.db");
         let _ = std::fs::remove_dir_all(&dir);
         let backend = sqlite::Sqlite::open(&path).unwrap();
-        let mut old = Store { db: Box::new(backend), location: "old.db".into() };
+        let mut old = Store { db: Box::new(backend), location: "old.db".into(), read_only: None };
         old.migrate(1).unwrap();
         let machine = Machine::default();
         let settings: Settings = serde_json::from_str(
             r#"{"seed":1,"warmup_rounds":0,"min_rounds":1,"max_rounds":1,"max_time_s":1,"threshold":0.01,"confidence":0.95,"env_padding":false,"mode":"wall"}"#,
         )
         .unwrap();
-        let spec = CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into() };
+        let spec =
+            CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into(), ..Default::default() };
         let meta = Meta { label: "v1".into(), benchmark: "b".into(), git_commit: None, source: "test".into() };
         old.begin(&meta, &machine, &settings, &[spec]).record_run(0, &Run { wall_s: 0.5, ..Run::default() }).unwrap();
         drop(old);

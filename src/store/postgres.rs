@@ -1,22 +1,178 @@
 //! The PostgreSQL backend, for a team's fleet of benchmark machines writing one
 //! history. Same schema and SQL as SQLite (see `store/mod.rs`).
+//!
+//! Nothing waits forever: connecting (TCP, start-up and authentication) has a time-out,
+//! and so has every statement — on the server (`statement_timeout`, which cancels a slow
+//! statement and keeps the connection) and on the client a little later (a server that
+//! accepts and never answers, or a network partition). The client side is why this talks
+//! to `tokio-postgres` on a runtime of its own: the blocking `postgres` client has no
+//! time limit past the socket's connect. A connection that timed out on the client is
+//! abandoned; its errors say the database is unavailable ([`is_unavailable`]), which is
+//! what an agent reconnects on.
 
 use super::{Backend, Value};
-use anyhow::anyhow;
-use postgres::types::{ToSql, Type};
-use postgres::{Client, NoTls};
+use std::time::Duration;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Config, NoTls};
 
 /// Any constant works; it only has to be the same for every perflab process.
 const SCHEMA_LOCK_KEY: i64 = 0x0070_6572_666c_6162; // "perflab" in ASCII
 
+/// Environment variables overriding the time-outs (durations: `10s`, `2m`, `500ms`).
+pub const CONNECT_TIMEOUT_ENV: &str = "PERFLAB_PG_CONNECT_TIMEOUT";
+pub const STATEMENT_TIMEOUT_ENV: &str = "PERFLAB_PG_STATEMENT_TIMEOUT";
+/// libpq's default is to wait forever; psql users set `connect_timeout` to a few seconds.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Long enough for the largest read (a report of 100,000 experiments takes seconds),
+/// short enough that a stalled server is noticed within a minute.
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why a PostgreSQL operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    #[error("{0}")]
+    BadUrl(String),
+    #[error("{name}: `{value}` is not a duration (e.g. 10s, 2m, 500ms)")]
+    BadTimeout { name: &'static str, value: String },
+    #[error("no answer within {} while connecting (connect time-out: `connect_timeout` in the URL or {CONNECT_TIMEOUT_ENV})", seconds(*.0))]
+    ConnectTimeout(Duration),
+    #[error("no answer within {} to a statement (statement time-out: {STATEMENT_TIMEOUT_ENV}); connection abandoned", seconds(*.0))]
+    StatementTimeout(Duration),
+    #[error("the connection was abandoned after an earlier time-out")]
+    Abandoned,
+    #[error("unexpected column type {ty} for {column}")]
+    ColumnType { ty: Type, column: String },
+    #[error("cannot start the client's runtime")]
+    Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    Postgres(#[from] tokio_postgres::Error),
+}
+
+fn seconds(d: Duration) -> String {
+    crate::units::format_seconds(d.as_secs_f64())
+}
+
+impl PgError {
+    /// True when the server could not be reached or stopped answering (restart,
+    /// shutdown, partition, time-out): trying again later may work. False for errors of
+    /// the request itself.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            PgError::ConnectTimeout(_) | PgError::StatementTimeout(_) | PgError::Abandoned => true,
+            PgError::Postgres(e) => postgres_unavailable(e),
+            PgError::BadUrl(_) | PgError::BadTimeout { .. } | PgError::ColumnType { .. } | PgError::Runtime(_) => false,
+        }
+    }
+}
+
+fn postgres_unavailable(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    if let Some(code) = e.code() {
+        // Class 08: connection exceptions; 57P01–57P03: the server is shutting down,
+        // crashed or still starting; 53300: too many connections right now.
+        return code.code().starts_with("08")
+            || [
+                SqlState::ADMIN_SHUTDOWN,
+                SqlState::CRASH_SHUTDOWN,
+                SqlState::CANNOT_CONNECT_NOW,
+                SqlState::TOO_MANY_CONNECTIONS,
+            ]
+            .contains(code);
+    }
+    // No SQLSTATE: the socket failed (refused, reset, unreachable) or the stream ended.
+    std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()) || e.as_db_error().is_none()
+}
+
+/// True when `err` (anywhere in its chain) says the database is unavailable rather than
+/// the request wrong: see [`PgError::is_unavailable`].
+pub fn is_unavailable(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause.downcast_ref::<PgError>().is_some_and(PgError::is_unavailable)
+            || cause.downcast_ref::<tokio_postgres::Error>().is_some_and(postgres_unavailable)
+    })
+}
+
+/// How long to wait for a connection and for each statement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub statement: Duration,
+}
+
+impl Timeouts {
+    /// The environment's time-outs over `connect_timeout` from the URL over the defaults.
+    pub fn from_env(config: &Config) -> Result<Timeouts, PgError> {
+        let read = |name: &'static str| -> Result<Option<Duration>, PgError> {
+            match std::env::var(name) {
+                Ok(value) if !value.trim().is_empty() => crate::units::parse_duration(&value)
+                    .ok()
+                    .filter(|s| *s > 0.0 && s.is_finite())
+                    .map(|s| Some(Duration::from_secs_f64(s)))
+                    .ok_or(PgError::BadTimeout { name, value }),
+                _ => Ok(None),
+            }
+        };
+        let from_url = config.get_connect_timeout().copied().filter(|d| !d.is_zero());
+        Ok(Timeouts {
+            connect: read(CONNECT_TIMEOUT_ENV)?.or(from_url).unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            statement: read(STATEMENT_TIMEOUT_ENV)?.unwrap_or(DEFAULT_STATEMENT_TIMEOUT),
+        })
+    }
+
+    /// The client's own limit: the server's `statement_timeout` plus time for its
+    /// cancellation to travel back, so a slow statement ends with the server's error
+    /// (the connection stays usable) and only a silent server hits this one.
+    fn client_deadline(&self) -> Duration {
+        self.statement + (self.statement / 10).max(Duration::from_secs(2))
+    }
+}
+
 pub struct Postgres {
-    client: Client,
+    runtime: tokio::runtime::Runtime,
+    /// None once abandoned after a client-side time-out.
+    client: Option<Client>,
+    timeouts: Timeouts,
 }
 
 impl Postgres {
-    pub fn connect(url: &str) -> anyhow::Result<Postgres> {
-        let client = Client::connect(url, NoTls)?;
-        Ok(Postgres { client })
+    pub fn connect(url: &str) -> Result<Postgres, PgError> {
+        let config: Config = url.parse().map_err(|e: tokio_postgres::Error| PgError::BadUrl(e.to_string()))?;
+        let timeouts = Timeouts::from_env(&config)?;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(PgError::Runtime)?;
+        let client = runtime.block_on(async {
+            let (client, connection) = tokio::time::timeout(timeouts.connect, config.connect(NoTls))
+                .await
+                .map_err(|_| PgError::ConnectTimeout(timeouts.connect))??;
+            // Driven whenever the runtime runs, i.e. during every statement below.
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            let millis = timeouts.statement.as_millis();
+            tokio::time::timeout(timeouts.connect, client.batch_execute(&format!("SET statement_timeout = {millis}")))
+                .await
+                .map_err(|_| PgError::ConnectTimeout(timeouts.connect))??;
+            Ok::<_, PgError>(client)
+        })?;
+        Ok(Postgres { runtime, client: Some(client), timeouts })
+    }
+
+    /// The outcome of a statement run within the client's deadline: a time-out abandons
+    /// the connection — whatever the server does with the statement now, this
+    /// connection's protocol state is unknown (dropping the client ends its task).
+    fn settle<T>(
+        &mut self,
+        outcome: Result<Result<T, tokio_postgres::Error>, tokio::time::error::Elapsed>,
+    ) -> Result<T, PgError> {
+        match outcome {
+            Ok(result) => Ok(result?),
+            Err(_) => {
+                self.client = None;
+                Err(PgError::StatementTimeout(self.timeouts.client_deadline()))
+            }
+        }
     }
 
     fn params(params: &[Value]) -> Vec<Box<dyn ToSql + Sync>> {
@@ -34,6 +190,44 @@ impl Postgres {
     }
 }
 
+/// Run the statement `$call` (an expression using `$client`) on `$pg`'s connection
+/// within the client's deadline. (A macro: the future borrows the client, which a
+/// closure could only hand out for a lifetime it cannot name.)
+macro_rules! within_deadline {
+    ($pg:expr, |$client:ident| $call:expr) => {{
+        let deadline = $pg.timeouts.client_deadline();
+        let outcome = match $pg.client.as_ref() {
+            Some($client) => Ok($pg.runtime.block_on(async { tokio::time::timeout(deadline, $call).await })),
+            None => Err(PgError::Abandoned),
+        };
+        match outcome {
+            Ok(outcome) => $pg.settle(outcome),
+            Err(e) => Err(e),
+        }
+    }};
+}
+
+fn row_values(row: &tokio_postgres::Row) -> Result<Vec<Value>, PgError> {
+    let mut values = Vec::with_capacity(row.len());
+    for (i, column) in row.columns().iter().enumerate() {
+        let ty = column.type_();
+        values.push(if *ty == Type::INT8 {
+            Value::Int(row.try_get(i)?)
+        } else if *ty == Type::INT4 {
+            Value::Int(row.try_get::<_, Option<i32>>(i)?.map(i64::from))
+        } else if *ty == Type::FLOAT8 {
+            Value::Real(row.try_get(i)?)
+        } else if *ty == Type::TEXT || *ty == Type::VARCHAR {
+            Value::Text(row.try_get(i)?)
+        } else if *ty == Type::BYTEA {
+            Value::Bytes(row.try_get(i)?)
+        } else {
+            return Err(PgError::ColumnType { ty: ty.clone(), column: column.name().to_string() });
+        });
+    }
+    Ok(values)
+}
+
 impl Backend for Postgres {
     fn kind(&self) -> &'static str {
         "postgres"
@@ -44,56 +238,67 @@ impl Backend for Postgres {
             .replace("{int}", "BIGINT")
             .replace("{real}", "DOUBLE PRECISION")
             .replace("{blob}", "BYTEA")
+            .replace("{for_share}", " FOR SHARE")
             .replace("{without_rowid}", "")
             .replace("{now}", "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)")
     }
 
     fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64> {
         let boxed = Self::params(params);
-        let refs: Vec<&(dyn ToSql + Sync)> = boxed.iter().map(|b| b.as_ref()).collect();
-        Ok(self.client.execute(sql, &refs)?)
+        let refs: Vec<&(dyn ToSql + Sync)> = boxed.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync)).collect();
+        Ok(within_deadline!(self, |client| client.execute(sql, &refs))?)
     }
 
     fn query(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<Vec<Vec<Value>>> {
         let boxed = Self::params(params);
-        let refs: Vec<&(dyn ToSql + Sync)> = boxed.iter().map(|b| b.as_ref()).collect();
-        let rows = self.client.query(sql, &refs)?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let mut values = Vec::with_capacity(row.len());
-            for (i, column) in row.columns().iter().enumerate() {
-                let ty = column.type_();
-                values.push(if *ty == Type::INT8 {
-                    Value::Int(row.try_get(i)?)
-                } else if *ty == Type::INT4 {
-                    Value::Int(row.try_get::<_, Option<i32>>(i)?.map(i64::from))
-                } else if *ty == Type::FLOAT8 {
-                    Value::Real(row.try_get(i)?)
-                } else if *ty == Type::TEXT || *ty == Type::VARCHAR {
-                    Value::Text(row.try_get(i)?)
-                } else if *ty == Type::BYTEA {
-                    Value::Bytes(row.try_get(i)?)
-                } else {
-                    return Err(anyhow!("unexpected column type {ty} for {}", column.name()));
-                });
-            }
-            out.push(values);
-        }
-        Ok(out)
+        let refs: Vec<&(dyn ToSql + Sync)> = boxed.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync)).collect();
+        let rows = within_deadline!(self, |client| client.query(sql, &refs))?;
+        Ok(rows.iter().map(row_values).collect::<Result<_, _>>()?)
     }
 
     fn batch(&mut self, sql: &str) -> anyhow::Result<()> {
-        Ok(self.client.batch_execute(sql)?)
+        Ok(within_deadline!(self, |client| client.batch_execute(sql))?)
     }
 
     fn begin_write(&mut self) -> anyhow::Result<()> {
-        Ok(self.client.batch_execute("BEGIN")?)
+        self.batch("BEGIN")
     }
 
     fn lock_schema(&mut self) -> anyhow::Result<()> {
         // Concurrent CREATE TABLE IF NOT EXISTS can still collide in PostgreSQL's
         // catalogs; a transaction-scoped advisory lock makes migrations take turns.
-        self.client.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK_KEY])?;
+        within_deadline!(self, |client| client.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK_KEY]))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_outs_come_from_the_url_the_environment_or_the_defaults() {
+        let config: Config = "postgres://u@h/db".parse().unwrap();
+        let defaults = Timeouts { connect: DEFAULT_CONNECT_TIMEOUT, statement: DEFAULT_STATEMENT_TIMEOUT };
+        // The test environment may set the variables: only check what it does not set.
+        if std::env::var_os(CONNECT_TIMEOUT_ENV).is_none() && std::env::var_os(STATEMENT_TIMEOUT_ENV).is_none() {
+            assert_eq!(Timeouts::from_env(&config).unwrap(), defaults);
+            let config: Config = "postgres://u@h/db?connect_timeout=3".parse().unwrap();
+            assert_eq!(Timeouts::from_env(&config).unwrap().connect, Duration::from_secs(3));
+        }
+        let t = Timeouts { connect: Duration::from_secs(1), statement: Duration::from_secs(60) };
+        assert_eq!(t.client_deadline(), Duration::from_secs(66));
+        let t = Timeouts { statement: Duration::from_secs(1), ..t };
+        assert_eq!(t.client_deadline(), Duration::from_secs(3));
+    }
+
+    #[test]
+    fn a_refused_connection_is_unavailable_and_a_bad_url_is_not() {
+        // Port 1 on localhost: nothing listens there.
+        let refused = Postgres::connect("postgres://u@127.0.0.1:1/db").err().expect("refused");
+        assert!(refused.is_unavailable(), "{refused:?}");
+        assert!(is_unavailable(&anyhow::Error::from(refused).context("opening")));
+        let bad = Postgres::connect("postgres://u@h/db?nonsense=1").err().expect("bad url");
+        assert!(!bad.is_unavailable(), "{bad:?}");
     }
 }

@@ -23,7 +23,7 @@ struct Rows {
 }
 
 /// One row; a value is asked for by its column's name.
-struct Row<'a> {
+struct DbRow<'a> {
     names: &'a [&'static str],
     values: &'a [Value],
 }
@@ -38,8 +38,8 @@ impl Rows {
         Ok(Rows { names, rows })
     }
 
-    fn iter(&self) -> impl Iterator<Item = Row<'_>> {
-        self.rows.iter().map(|values| Row { names: &self.names, values })
+    fn iter(&self) -> impl Iterator<Item = DbRow<'_>> {
+        self.rows.iter().map(|values| DbRow { names: &self.names, values })
     }
 
     /// [`Rows::query`] handing each row to `each` as it is read, keeping none.
@@ -48,11 +48,11 @@ impl Rows {
         columns: &[&'static str],
         rest: &str,
         params: &[Value],
-        mut each: impl FnMut(&Row) -> anyhow::Result<()>,
+        mut each: impl FnMut(&DbRow) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let names: Vec<&str> = columns.iter().map(|c| column_name(c)).collect();
         let sql = format!("SELECT {} {rest}", columns.join(", "));
-        db.query_each(&sql, params, &mut |values| each(&Row { names: &names, values }))
+        db.query_each(&sql, params, &mut |values| each(&DbRow { names: &names, values }))
     }
 }
 
@@ -64,7 +64,7 @@ fn column_name(column: &'static str) -> &'static str {
     }
 }
 
-impl Row<'_> {
+impl DbRow<'_> {
     fn value(&self, name: &str) -> &Value {
         let at = self.names.iter().position(|n| *n == name);
         debug_assert!(at.is_some(), "column {name} was not selected");
@@ -256,6 +256,7 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
             },
             env_pad_bytes: r.count("env_pad_bytes") as u32,
             counters: counters_by_run.remove(&r.id("id")).unwrap_or_default(),
+            profile: None,
         };
         if let Some(command) = command_mut(&mut commands_by_experiment, &r, "command_idx") {
             command.runs.push(run);
@@ -296,7 +297,7 @@ pub(super) fn metric_experiments(
     let comparisons = comparisons_by_experiment(db, &filter)?;
     let measured: HashMap<i64, i64> =
         commands_by_experiment.iter().map(|(&id, commands)| (id, commands.len() as i64 - 1)).collect();
-    let is_measured = |r: &Row| measured.get(&r.id("experiment_id")) == r.int("command_idx").as_ref();
+    let is_measured = |r: &DbRow| measured.get(&r.id("experiment_id")) == r.int("command_idx").as_ref();
     let (with_metric, name) = filter.and(text(metric));
     let mut samples: HashMap<i64, Vec<f64>> = HashMap::with_capacity(measured.len());
     Rows::each(
@@ -367,7 +368,7 @@ pub(super) fn profile_changes(
         columns.extend(["t.baseline_profile", "t.candidate_profile"]);
     }
     let rows = Rows::query(db, &columns, &filter.child("profile_changes", "t.experiment_id"), &filter.params)?;
-    let profile = |r: &Row, column: &str| {
+    let profile = |r: &DbRow, column: &str| {
         if with_profiles {
             r.value(column).as_bytes().unwrap_or_default().to_vec()
         } else {
@@ -461,7 +462,9 @@ fn read_experiments(
     Rows::each(
         db,
         &experiment_columns(detail),
-        &format!("FROM experiments e {} WHERE {}", filter.joins, filter.sql),
+        // An incomplete attempt a later attempt of its fleet job replaced is not read
+        // (its children are, and dropped: rare, and a join on every run costs more).
+        &format!("FROM experiments e {} WHERE {} AND e.superseded_by IS NULL", filter.joins, filter.sql),
         &filter.params,
         |r| {
             let id = r.id("id");
@@ -543,8 +546,8 @@ fn commands(
             name: r.text("name"),
             argv: if full { r.json("argv", "[]").context("command argv")? } else { Vec::new() },
             command_line: if full { r.text("command_line") } else { String::new() },
-            runs: Vec::new(),
-            summary: BTreeMap::new(),
+            // The store keeps no -L/-P values (only the name they made).
+            ..CommandResult::default()
         });
         Ok(())
     })?;
@@ -593,6 +596,7 @@ fn comparisons_by_experiment(db: &mut dyn Backend, filter: &Filter) -> anyhow::R
             below_threshold: r.flag("below_threshold"),
             n: r.count("n") as usize,
             flags: r.json("flags", "[]").unwrap_or_default(),
+            explanation: None,
         });
     }
     Ok(by_experiment)
@@ -639,7 +643,7 @@ struct Documents {
 /// The stored experiment of an `experiments` row (its columns as [`experiment_columns`]
 /// lists them), with its machine, commands and comparisons.
 fn stored_experiment(
-    r: &Row,
+    r: &DbRow,
     shared: &Shared,
     documents: &mut Documents,
     commands: Vec<CommandResult>,
@@ -697,6 +701,8 @@ fn stored_experiment(
             warnings: if full { r.json("warnings", "[]").unwrap_or_default() } else { Vec::new() },
             environment: documents.environments.get(r.value("environment").as_str(), "{}").unwrap_or_default(),
             failure: if full { r.opt_text("failure") } else { None },
+            // The design analysis is not stored; it is derived from the runs when asked.
+            design: None,
         },
         sample: None,
         profile_change: None,
@@ -706,7 +712,7 @@ fn stored_experiment(
 /// The command of the row's experiment at the row's `idx_column` among those read so far.
 fn command_mut<'a>(
     map: &'a mut BTreeMap<i64, Vec<CommandResult>>,
-    row: &Row,
+    row: &DbRow,
     idx_column: &str,
 ) -> Option<&'a mut CommandResult> {
     let idx = usize::try_from(row.int(idx_column)?).ok()?;

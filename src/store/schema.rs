@@ -17,6 +17,11 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
     // scanning every experiment.
     (7, "index experiments by label", "CREATE INDEX experiments_by_label ON experiments(label_id);"),
     (8, "profiles of regressions", SCHEMA_PROFILE_CHANGES),
+    (
+        9,
+        "an incomplete experiment superseded by a later attempt of the same fleet job",
+        "ALTER TABLE experiments ADD COLUMN superseded_by {int};",
+    ),
 ];
 
 const CALIBRATIONS: &str = r#"
@@ -218,6 +223,16 @@ CREATE TABLE comparisons (
 /// The latest schema version this perflab writes.
 pub fn schema_version() -> i64 {
     MIGRATIONS.last().map_or(0, |m| m.0)
+}
+
+/// The highest migration applied to a SQLite database (0 for an empty one), without
+/// writing.
+pub(super) fn stored_version(db: &mut dyn Backend) -> anyhow::Result<i64> {
+    let exists = db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'", &[])?;
+    if exists.is_empty() {
+        return Ok(0);
+    }
+    Ok(db.query("SELECT MAX(version) FROM schema_migrations", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0))
 }
 
 /// Apply the migrations above the database's version up to `target` (inside the

@@ -1,36 +1,126 @@
 //! The embedded SQLite backend: one file, WAL journal so readers never block the
 //! writer, and a busy timeout so concurrent `perflab run` processes queue for the lock.
+//! A database perflab may not write (a read-only filesystem or file) is opened read-only
+//! for the commands that only read.
 
 use super::{Backend, Value};
-use anyhow::Context;
 use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{params_from_iter, Connection, ToSql};
-use std::path::Path;
+use rusqlite::{params_from_iter, Connection, OpenFlags, ToSql};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How long a writer waits for another process's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why a SQLite database could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("create {}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("could not switch to WAL journaling (got {0})")]
+    NotWal(String),
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// How a database was opened for reading when it could not be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadOnly {
+    /// `mode=ro`: SQLite still sees what other processes commit meanwhile.
+    Shared,
+    /// `immutable=1` (a WAL database on a read-only filesystem, where SQLite can create
+    /// no WAL index): no locks; what another process commits meanwhile is not seen.
+    Immutable,
+}
 
 pub struct Sqlite {
     conn: Connection,
 }
 
 impl Sqlite {
-    pub fn open(path: &Path) -> anyhow::Result<Sqlite> {
+    pub fn open(path: &Path) -> Result<Sqlite, OpenError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|source| OpenError::CreateDir { dir: dir.into(), source })?;
         }
+        super::sigbus::install();
         let conn = Connection::open(path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // WAL with synchronous=NORMAL survives a killed process (not a power cut
         // mid-commit), which is what "kill -9 loses at most the run in flight" needs.
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            anyhow::bail!("could not switch to WAL journaling (got {mode})");
+            return Err(OpenError::NotWal(mode));
         }
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
         Ok(Sqlite { conn })
     }
+
+    /// Open an existing database without writing anything: `mode=ro` first; when SQLite
+    /// cannot build a WAL index there (no `-shm` and no right to create one), read the
+    /// file as immutable — safe only where nothing can write it, so only when `path`'s
+    /// filesystem is mounted read-only.
+    pub fn open_read_only(path: &Path) -> Result<(Sqlite, ReadOnly), OpenError> {
+        super::sigbus::install();
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let shared = Connection::open_with_flags(uri(path, "mode=ro"), flags).and_then(|conn| {
+            // Opening is lazy: the first read is what fails without a WAL index.
+            conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))?;
+            Ok(conn)
+        });
+        let (conn, how) = match shared {
+            Ok(conn) => (conn, ReadOnly::Shared),
+            Err(e) if on_read_only_filesystem(path) => {
+                let conn = Connection::open_with_flags(uri(path, "immutable=1"), flags).map_err(|_| e)?;
+                (conn, ReadOnly::Immutable)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        Ok((Sqlite { conn }, how))
+    }
+}
+
+/// Whether perflab may write the database file and create files beside it (its `-wal`
+/// and `-shm`). A missing file counts as writable: opening it creates it.
+pub fn writable(path: &Path) -> bool {
+    let access = |p: &Path| {
+        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else { return false };
+        // SAFETY: access(2) on a NUL-terminated path.
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    (!path.exists() || access(path)) && access(dir)
+}
+
+fn on_read_only_filesystem(path: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else { return false };
+    // SAFETY: statvfs on a NUL-terminated path into a zeroed struct.
+    unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        libc::statvfs(c.as_ptr(), &mut st) == 0 && st.f_flag & libc::ST_RDONLY != 0
+    }
+}
+
+/// A `file:` URI for `path` with `query` (SQLite's URI filenames: `%`, `?`, `#` and
+/// every byte that is not printable ASCII are %-escaped).
+fn uri(path: &Path, query: &str) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::from("file:");
+    for &byte in absolute.as_os_str().as_encoded_bytes() {
+        if byte.is_ascii_graphic() && !matches!(byte, b'%' | b'?' | b'#') || byte == b' ' {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    format!("{out}?{query}")
 }
 
 impl ToSql for Value {
@@ -89,6 +179,7 @@ impl Backend for Sqlite {
             .replace("{int}", "INTEGER")
             .replace("{real}", "REAL")
             .replace("{blob}", "BLOB")
+            .replace("{for_share}", "")
             .replace("{without_rowid}", " WITHOUT ROWID")
             .replace("{now}", "((julianday('now') - 2440587.5) * 86400.0)")
     }
@@ -136,5 +227,27 @@ impl Backend for Sqlite {
     fn lock_schema(&mut self) -> anyhow::Result<()> {
         // BEGIN IMMEDIATE already holds the database's only write lock.
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_escape_what_sqlite_would_read_as_syntax() {
+        assert_eq!(uri(Path::new("/a b/x%?#é.db"), "mode=ro"), "file:/a b/x%25%3F%23%C3%A9.db?mode=ro");
+    }
+
+    #[test]
+    fn a_database_opens_read_only_and_refuses_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("odd?name%.db");
+        Sqlite::open(&path).unwrap().batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1)").unwrap();
+        let (mut db, how) = Sqlite::open_read_only(&path).unwrap();
+        assert_eq!(how, ReadOnly::Shared);
+        assert_eq!(db.query("SELECT x FROM t", &[]).unwrap()[0][0].as_i64(), Some(1));
+        assert!(db.batch("INSERT INTO t VALUES (2)").is_err());
+        assert!(writable(&path) && writable(&dir.path().join("missing.db")));
     }
 }

@@ -6,7 +6,7 @@
 use super::backend::{bytes, int, opt_int, opt_real, opt_text, real, text, Backend, Value};
 use super::{fingerprint, Meta, Store};
 use crate::error::Failure;
-use crate::model::{CommandSpec, Experiment, Machine, Run, Settings};
+use crate::model::{CommandResult, CommandSpec, Experiment, Machine, Run, Settings};
 use anyhow::{anyhow, Context};
 
 /// Writes one experiment's runs as they complete. Made by [`Store::begin`].
@@ -18,6 +18,8 @@ pub struct Recorder<'s> {
     id: Option<i64>,
     /// Runs already committed, per command.
     recorded: Vec<usize>,
+    /// A fleet job's claim: every write checks it is still held (see [`Recorder::fenced`]).
+    fence: Option<super::fence::Claim>,
 }
 
 impl<'s> Recorder<'s> {
@@ -34,14 +36,29 @@ impl<'s> Recorder<'s> {
             pending: Some((machine.clone(), settings.clone(), commands.to_vec())),
             id: None,
             recorded: Vec::new(),
+            fence: None,
         }
+    }
+
+    /// Write for a fleet job under `claim`: each write checks, in its transaction, that
+    /// the claim is still this attempt's (a write after another agent took the job over
+    /// fails with [`super::fence::ClaimLost`]), and the experiment, once registered,
+    /// supersedes the incomplete ones earlier attempts of the job left for the same
+    /// benchmark on this machine — history and reports read only the new one.
+    pub fn fenced(mut self, claim: super::fence::Claim) -> Self {
+        self.fence = Some(claim);
+        self
     }
 }
 
 /// The compare engine reports each measured run here; a failed write stops the experiment.
 impl crate::experiment::Observer for Recorder<'_> {
     fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
-        self.record_run(command, run).map_err(|e| anyhow!("{e:#}"))
+        // The database's own error stays in the chain: an agent tells an outage from a bug by it.
+        self.record_run(command, run).map_err(|e| match e {
+            Failure::Other(e) => e,
+            other => anyhow!("{other}"),
+        })
     }
 }
 
@@ -64,12 +81,19 @@ impl Recorder<'_> {
     /// Commit one measured run (not a warm-up) of command `command_idx`, in its own transaction.
     pub fn record_run(&mut self, command_idx: usize, run: &Run) -> Result<(), Failure> {
         let pending = self.pending.take();
-        let (id, meta) = (self.id, &self.meta);
+        let (id, meta, fence) = (self.id, &self.meta, &self.fence);
         let result = self.store.write(|db| {
+            if let Some(claim) = fence {
+                super::fence::check_fence(db, claim)?;
+            }
             let id = match (id, &pending) {
                 (Some(id), _) => id,
                 (None, Some((machine, settings, commands))) => {
-                    insert_experiment(db, meta, machine, settings, commands, &now())?
+                    let id = insert_experiment(db, meta, machine, settings, commands, &now())?;
+                    if fence.is_some() {
+                        super::fence::supersede_incomplete(db, id)?;
+                    }
+                    id
                 }
                 (None, None) => return Err(anyhow!("recorder has no experiment")),
             };
@@ -97,14 +121,37 @@ impl Recorder<'_> {
     /// Store the summaries, comparisons and final state; runs of `experiment` that
     /// were not recorded yet (beyond the count recorded per command) are added too.
     pub fn finish(self, experiment: &Experiment) -> Result<i64, Failure> {
-        let Some(id) = self.id else {
-            return self.store.save(&self.meta, experiment);
-        };
-        let recorded = self.recorded;
+        let (fence, meta, recorded) = (self.fence, self.meta, self.recorded);
+        let location = self.store.location.clone();
         self.store
-            .write(|db| finish_experiment(db, id, experiment, &recorded))
-            .with_context(|| format!("storing into {}", self.store.location))?;
-        Ok(id)
+            .write(|db| {
+                if let Some(claim) = &fence {
+                    super::fence::check_fence(db, claim)?;
+                }
+                let id = match self.id {
+                    Some(id) => id,
+                    // No run was recorded (none finished): store it whole now.
+                    None => {
+                        let commands: Vec<CommandSpec> = experiment.commands.iter().map(CommandResult::spec).collect();
+                        let id = insert_experiment(
+                            db,
+                            &meta,
+                            &experiment.machine,
+                            &experiment.settings,
+                            &commands,
+                            &experiment.started_at,
+                        )?;
+                        if fence.is_some() {
+                            super::fence::supersede_incomplete(db, id)?;
+                        }
+                        id
+                    }
+                };
+                finish_experiment(db, id, experiment, &recorded)?;
+                Ok(id)
+            })
+            .with_context(|| format!("storing into {location}"))
+            .map_err(Failure::from)
     }
 }
 
@@ -325,7 +372,14 @@ pub(super) fn finish_experiment(
             }
         }
     }
-    for (idx, c) in exp.comparisons.iter().enumerate() {
+    // The primary metric's comparisons first: a read takes the first one's metric as the
+    // metric that decided (the experiment's other fields do not record it).
+    let primary_first = exp
+        .comparisons
+        .iter()
+        .filter(|c| c.metric == exp.primary_metric)
+        .chain(exp.comparisons.iter().filter(|c| c.metric != exp.primary_metric));
+    for (idx, c) in primary_first.enumerate() {
         db.execute(
             "INSERT INTO comparisons (experiment_id, idx, baseline, candidate, metric, ratio, ci_low, ci_high, confidence, \
              look_confidence, p_value, verdict, below_threshold, n, flags) \

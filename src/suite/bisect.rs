@@ -1,7 +1,8 @@
 //! `perflab bisect`: find the first commit that made a benchmark slower. Each tested
 //! commit is checked out in its own temporary git worktree, built with the user's
 //! command, and compared against the good commit's build in interleaved rounds; the
-//! compare engine's verdict classifies it.
+//! compare engine's verdict classifies it. Each step is reported to a [`BisectObserver`]
+//! (the command line prints it: `render::suite`).
 
 use crate::error::Failure;
 use crate::model::{Comparison, Verdict};
@@ -83,8 +84,36 @@ fn git(repo: &Path, args: &[&str]) -> Result<String, Failure> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// Bisect: print each tested commit's comparison and, at the end, the first bad commit.
-pub fn bisect(args: &BisectRequest) -> Result<(), Failure> {
+/// One tested commit: its comparison against the good build and how it was classified.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub commit: String,
+    pub subject: String,
+    /// The primary metric's comparison with the good commit's build.
+    pub comparison: Comparison,
+    /// Slower beyond the threshold.
+    pub bad: bool,
+}
+
+/// What a bisection found.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub first_bad: String,
+    pub subject: String,
+    pub steps: Vec<Step>,
+}
+
+/// Hears about a bisection as it goes (each comparison takes a while).
+pub trait BisectObserver {
+    /// `commits` commits lie between `good` and `bad`; `bench` is measured.
+    fn started(&mut self, _commits: usize, _good: &str, _bad: &str, _bench: &str) {}
+    /// A commit was built, measured and classified.
+    fn tested(&mut self, _step: &Step) {}
+}
+
+/// Bisect: each tested commit's comparison goes to `observer` as it is classified; the
+/// first bad commit is returned.
+pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result<Found, Failure> {
     let repo = args.repo.canonicalize().map_err(|e| crate::usage!("--repo {}: {e}", args.repo.display()))?;
     git(&repo, &["rev-parse", "--git-dir"]).map_err(|_| crate::usage!("{} is not a git repository", repo.display()))?;
     let suite = suite::load(&args.suite)?;
@@ -115,9 +144,10 @@ pub fn bisect(args: &BisectRequest) -> Result<(), Failure> {
     let scratch = ScratchDir::create()?;
 
     let (good_tree, good_build) = checkout_and_build(&repo, &good, scratch.path(), &args.build_command)?;
-    println!("bisecting {} commits between {} and {} on `{}`", commits.len(), short(&good), short(&bad), bench.name);
+    observer.started(commits.len(), &good, &bad, &bench.name);
 
-    let classify = |commit: &str| -> Result<bool, Failure> {
+    let mut steps = Vec::new();
+    let mut classify = |commit: &str| -> Result<bool, Failure> {
         let (_tree, build) = checkout_and_build(&repo, commit, scratch.path(), &args.build_command)?;
         let plan = plan_for(bench, Some(&build), Some(&good_build), &args.run)?;
         let comparison = compare(&plan)?;
@@ -126,16 +156,9 @@ pub fn bisect(args: &BisectRequest) -> Result<(), Failure> {
         // unchanged build would too often send the search the wrong way.
         let bad = comparison.verdict == Verdict::Slower && !comparison.below_threshold;
         let subject = git(&repo, &["log", "-1", "--format=%s", commit]).unwrap_or_default();
-        println!(
-            "{} {subject}: ×{:.3} [{:.3} – {:.3}] {} ({} rounds) → {}",
-            short(commit),
-            comparison.ratio,
-            comparison.ci_low,
-            comparison.ci_high,
-            comparison.verdict.as_str(),
-            comparison.n,
-            if bad { "bad" } else { "good" }
-        );
+        let step = Step { commit: commit.to_string(), subject, comparison, bad };
+        observer.tested(&step);
+        steps.push(step);
         Ok(bad)
     };
 
@@ -154,10 +177,9 @@ pub fn bisect(args: &BisectRequest) -> Result<(), Failure> {
         }
     }
     drop(good_tree);
-    let first_bad = &commits[hi];
-    let subject = git(&repo, &["log", "-1", "--format=%s", first_bad]).unwrap_or_default();
-    println!("first bad commit: {first_bad} {subject}");
-    Ok(())
+    let first_bad = commits[hi].clone();
+    let subject = git(&repo, &["log", "-1", "--format=%s", &first_bad]).unwrap_or_default();
+    Ok(Found { first_bad, subject, steps })
 }
 
 /// Resolves `--good`/`--bad` given as stored labels to their recorded commit.

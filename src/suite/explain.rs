@@ -105,6 +105,7 @@ mod tests {
             below_threshold,
             n: 10,
             flags: vec![],
+            explanation: None,
         }
     }
 

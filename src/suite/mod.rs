@@ -14,7 +14,7 @@ use crate::measure::Mode;
 use crate::model::metric::Better;
 use crate::model::{Hooks, Iterations};
 use crate::plan::command::{cartesian, expand, is_placeholder_name};
-use crate::plan::Options;
+use crate::plan::SettingsLayer;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ pub struct Benchmark {
     pub setup: Option<String>,
     pub cleanup: Option<String>,
     /// The benchmark's own options over the suite's `[defaults]`.
-    pub options: Options,
+    pub options: SettingsLayer,
 }
 
 impl Benchmark {
@@ -100,10 +100,11 @@ impl Suite {
     pub fn select(&self, filter: Option<&str>) -> Result<Vec<&Benchmark>, Failure> {
         let re = match filter {
             Some(re) => Some(regex::Regex::new(re).map_err(|e| {
-                // regex quotes the pattern over several lines; its last line says what is wrong.
-                let why = e.to_string();
-                let why = why.lines().last().unwrap_or_default().trim_start_matches("error: ").to_string();
-                crate::usage!("--filter `{re}` is not a regular expression: {why}")
+                crate::usage!(
+                    "--filter `{}` is not a regular expression: {}",
+                    crate::render::escape(re),
+                    crate::error::regex_error(&e)
+                )
             })?),
             None => None,
         };
@@ -189,7 +190,7 @@ macro_rules! with_options {
         }
 
         impl $name {
-            fn options(&self, file: &SourceFile) -> Result<Options, Failure> {
+            fn options(&self, file: &SourceFile) -> Result<SettingsLayer, Failure> {
                 let duration = |v: &Option<Spanned<toml::Value>>| -> Result<Option<f64>, Failure> {
                     let Some(v) = v else { return Ok(None) };
                     let parsed = match v.get_ref() {
@@ -221,7 +222,7 @@ macro_rules! with_options {
                 let shell = match &self.shell {
                     Some(s) => match s.get_ref() {
                         toml::Value::Boolean(true) => Some("/bin/sh".to_string()),
-                        toml::Value::Boolean(false) => None,
+                        toml::Value::Boolean(false) => Some("none".to_string()),
                         toml::Value::String(p) if !p.is_empty() => Some(p.clone()),
                         _ => return Err(file.error(s.span(), "expected `shell` = true, false or a shell's path")),
                     },
@@ -260,7 +261,7 @@ macro_rules! with_options {
                     Some(i) => Some(Iterations::named(i.get_ref(), warmup_iterations).map_err(|e| file.error(i.span(), &e))?),
                     None => None,
                 };
-                Ok(Options {
+                Ok(SettingsLayer {
                     output: (!output.is_empty()).then_some(output),
                     better: (!better.is_empty()).then_some(better),
                     iterations,
@@ -358,7 +359,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, Failure> {
     }
     let defaults = match &raw.defaults {
         Some(d) => d.options(&file)?,
-        None => Options::default(),
+        None => SettingsLayer::default(),
     };
     let base_dir = path.parent().unwrap_or(Path::new("."));
     let mut builds = Vec::new();
@@ -510,7 +511,7 @@ mod tests {
         let s = parse_str("[[benchmark]]\nname = \"a\"\ncommand = \"true\"\n").unwrap();
         assert_eq!(s.benchmarks.len(), 1);
         assert_eq!(s.benchmarks[0].command, "true");
-        assert_eq!(s.benchmarks[0].options, Options::default());
+        assert_eq!(s.benchmarks[0].options, SettingsLayer::default());
     }
 
     #[test]
@@ -644,7 +645,10 @@ input = "queries.sql"
             ("output_metric = \"([0-9]+)\"", "perflab.toml:4: --output-metric `([0-9]+)` has no named capture"),
             ("parse = \"csv\"", "perflab.toml:4: unknown output format `csv`"),
             ("parse = 3", "perflab.toml:4: expected `parse` to be a string or a list of strings"),
-            ("iterations = \"first\"", "perflab.toml:4: expected `iterations` \"all\" or \"steady\""),
+            (
+                "iterations = \"last\"",
+                "perflab.toml:4: expected `iterations` \"all\", \"first\", \"steady\" or \"each\"",
+            ),
         ] {
             let err = parse_str(&format!("[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n{text}\n")).unwrap_err();
             assert!(err.contains(expected), "{err}");

@@ -4,32 +4,61 @@
 
 use super::{Benchmark, Build};
 use crate::error::Failure;
-use crate::experiment::{self, Fanout};
-use crate::measure::{MeasureOptions, Mode};
+use crate::experiment::{self, Fanout, Observer};
+use crate::measure::MeasureOptions;
 use crate::model::{CommandSpec, Experiment, Hooks, Machine, Settings, StopReason};
-use crate::plan::{self, Options, Plan};
+use crate::plan::command::{Shell, ShellReason};
+use crate::plan::{self, Plan, SettingsLayer};
 use crate::store::{current_git_commit, Meta, Store};
 use crate::usage;
-
-/// Rounds per benchmark when nothing is compared and no stopping option is set:
-/// with no comparison there is no verdict to stop on.
-pub const DEFAULT_SOLO_ROUNDS: u32 = 10;
 
 /// How the experiments of a suite run, beyond what the suite file says.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Set on the command line: beats each benchmark's options and the suite's defaults.
-    pub overrides: Options,
+    pub overrides: SettingsLayer,
     pub seed: Option<u64>,
     pub show_output: bool,
     pub ignore_failure: bool,
-    pub hide_progress: bool,
     /// What produced the results, as stored (default `run`; a fleet agent says which job).
     pub source: Option<String>,
     /// The machine the results are stored under (default: the one detected).
     pub machine: Option<Machine>,
     /// Profile both builds of every benchmark found slower and store why (see `explain`).
     pub profile_changes: bool,
+    /// A fleet job's claim: results are written only while it is held, and replace what
+    /// an earlier attempt of the job left incomplete (see `store::Recorder::fenced`).
+    pub fence: Option<crate::store::fleet::Claim>,
+}
+
+/// What a suite run reports as it goes: the command line prints it, an agent logs it.
+/// Every callback has a default that ignores it.
+pub trait SuiteObserver {
+    /// `build`'s prepare command is about to run.
+    fn preparing(&mut self, _build: &Build) {}
+    /// Benchmark `index` (from 0) of `total` starts.
+    fn started(&mut self, _index: usize, _total: usize, _bench: &Benchmark) {}
+    /// Watches each benchmark's experiment (progress, say); none by default.
+    fn experiment(&mut self) -> Option<&mut dyn Observer> {
+        None
+    }
+    /// A benchmark ended: measured (see its stop reason) or failed before.
+    fn finished(&mut self, _bench: &Benchmark, _outcome: &Outcome) {}
+    /// A benchmark's cleanup failed (its results are stored already).
+    fn cleanup_failed(&mut self, _bench: &Benchmark, _why: &str) {}
+    /// `--profile-changes`: what profiling a slower benchmark found.
+    fn explained(&mut self, _bench: &Benchmark, _explanation: &Explanation) {}
+}
+
+/// What `--profile-changes` found for a benchmark slower than its baseline.
+#[derive(Debug, Clone)]
+pub enum Explanation {
+    /// Both builds are being profiled.
+    Profiling { baseline: String },
+    /// The function that changed most, and by how much (seconds).
+    Found { function: String, change_s: f64 },
+    /// No profiles could be made: only a warning, the measurements are stored.
+    NoProfiles(String),
 }
 
 /// What happened to one benchmark.
@@ -49,7 +78,17 @@ pub fn plan_for(
     baseline: Option<&Build>,
     run: &RunOptions,
 ) -> Result<Plan, Failure> {
-    let mut o = run.overrides.or(&bench.options);
+    planned(bench, candidate, baseline, run).map(|(plan, _)| plan)
+}
+
+/// [`plan_for`], and why its commands run through a shell the suite did not ask for.
+fn planned(
+    bench: &Benchmark,
+    candidate: Option<&Build>,
+    baseline: Option<&Build>,
+    run: &RunOptions,
+) -> Result<(Plan, Option<ShellReason>), Failure> {
+    let o = run.overrides.or(&bench.options);
     let mut texts = Vec::new();
     let mut names = Vec::new();
     let mut hooks = Vec::new();
@@ -62,13 +101,11 @@ pub fn plan_for(
     texts.push(bench.command_for(candidate)?);
     hooks.push(bench.hooks_for(candidate));
     names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
-    let commands = crate::plan::command::parse_commands(&texts, &names, o.shell.as_deref())
+    let shell = Shell::named(o.shell.as_deref()).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+    let (commands, shell_reason) = crate::plan::command::parse_commands(&texts, &names, &shell)
         .map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+    let o = o.for_commands(commands.len());
     let mode = o.mode.unwrap_or_default();
-    let solo = commands.len() == 1 && mode != Mode::Instructions;
-    if solo && o.rounds.is_none() && o.max_time.is_none() && o.max_rounds.is_none() {
-        o.rounds = Some(DEFAULT_SOLO_ROUNDS);
-    }
     let settings = Settings {
         hooks: if hooks.iter().all(Hooks::is_empty) { Vec::new() } else { hooks },
         ..plan::settings(&o, run.seed)
@@ -77,40 +114,39 @@ pub fn plan_for(
         events: o.events.unwrap_or_default(),
         mode,
         output: o.output.unwrap_or_default(),
+        iterations: o.iterations.unwrap_or_default(),
         ..MeasureOptions::default()
     };
     let compared = plan::compared_metrics(&[], &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
-    Ok(Plan {
-        commands,
-        settings,
-        primary_metric: compared.primary,
-        auto_primary: compared.auto_primary,
-        metrics: compared.metrics,
-        show_output: run.show_output,
-        ignore_failure: run.ignore_failure,
-        measure,
-    })
+    let plan = Plan::new(commands, settings, measure, compared)
+        .showing_output(run.show_output)
+        .ignoring_failure(run.ignore_failure);
+    Ok((plan, shell_reason))
 }
 
 /// Run `benchmarks` of `suite` and store every run under `label`. Every plan is made
 /// before anything runs, so a typo fails in a second, and every program is looked up
-/// once the builds are prepared, before the first measurement. `on_outcome` hears about
-/// each benchmark as it ends; an interrupt stops after the benchmark in flight (its runs kept).
+/// once the builds are prepared, before the first measurement. `observer` hears about
+/// each step; an interrupt stops after the benchmark in flight (its runs kept).
 pub fn run_suite(
     benchmarks: &[&Benchmark],
     label: &str,
     (candidate, baseline): (Option<&Build>, Option<&Build>),
     options: &RunOptions,
     store: &mut Store,
-    on_outcome: &mut dyn FnMut(&Benchmark, &Outcome),
+    observer: &mut dyn SuiteObserver,
 ) -> Result<(), Failure> {
     let mut prepared = Vec::new();
     for bench in benchmarks {
-        prepared.push((*bench, plan_for(bench, candidate, baseline, options)?));
+        let (plan, shell_reason) = planned(bench, candidate, baseline, options)?;
+        if let Some(reason) = shell_reason {
+            eprintln!("note: benchmark `{}`: {}", bench.name, reason.note());
+        }
+        prepared.push((*bench, plan));
     }
     for build in [baseline, candidate].into_iter().flatten() {
         if let Some(prepare) = &build.prepare {
-            eprintln!("preparing build `{}`: {prepare}", build.name);
+            observer.preparing(build);
             crate::plan::command::run_shell(prepare, None, true)
                 .map_err(|e| Failure::CommandFailed(format!("preparing build `{}` failed: {e}", build.name)))?;
         }
@@ -129,10 +165,10 @@ pub fn run_suite(
         if interrupt.requested() {
             break;
         }
-        eprintln!("[{}/{total}] {}", i + 1, bench.name);
+        observer.started(i, total, bench);
         if let Some(setup) = &bench.setup {
             if let Err(e) = crate::plan::command::run_shell(setup, None, true) {
-                on_outcome(bench, &Outcome::Failed(format!("setup failed ({e}); skipped")));
+                observer.finished(bench, &Outcome::Failed(format!("setup failed ({e}); skipped")));
                 continue;
             }
         }
@@ -143,14 +179,18 @@ pub fn run_suite(
             source: options.source.clone().unwrap_or_else(|| "run".into()),
         };
         let mut recorder = store.begin(&meta, &machine, &plan.settings, &plan.commands);
-        let mut progress = crate::render::progress::ProgressDisplay::new(&plan.settings, options.hide_progress);
-        let result = experiment::run(plan, &mut Fanout(vec![&mut progress, &mut recorder]));
-        progress.finish();
+        if let Some(claim) = &options.fence {
+            recorder = recorder.fenced(claim.clone());
+        }
+        let result = match observer.experiment() {
+            Some(watching) => experiment::run(plan, &mut Fanout(vec![watching, &mut recorder])),
+            None => experiment::run(plan, &mut recorder),
+        };
         let outcome = match result {
             Ok(experiment) => {
                 let id = recorder.finish(&experiment)?;
                 if options.profile_changes {
-                    explain_regression(store, id, &plan.commands, &experiment)?;
+                    explain_regression(store, id, &plan.commands, &experiment, &mut |e| observer.explained(bench, &e))?;
                 }
                 Outcome::Measured(Box::new(experiment))
             }
@@ -159,11 +199,11 @@ pub fn run_suite(
         };
         if let Some(cleanup) = &bench.cleanup {
             if let Err(e) = crate::plan::command::run_shell(cleanup, None, true) {
-                eprintln!("  cleanup failed: {e}");
+                observer.cleanup_failed(bench, &e);
             }
         }
         let interrupted = matches!(&outcome, Outcome::Measured(e) if e.stop_reason == StopReason::Interrupted);
-        on_outcome(bench, &outcome);
+        observer.finished(bench, &outcome);
         if interrupted {
             break;
         }
@@ -178,22 +218,19 @@ fn explain_regression(
     id: i64,
     commands: &[CommandSpec],
     experiment: &Experiment,
+    explained: &mut dyn FnMut(Explanation),
 ) -> Result<(), Failure> {
     let Some(slower) = super::explain::regression(experiment) else { return Ok(()) };
-    eprintln!("  slower than `{}`: profiling both", crate::render::terminal::escape(&slower.baseline));
+    explained(Explanation::Profiling { baseline: slower.baseline.clone() });
     match super::explain::profile_change(commands, slower) {
         Ok(Some(change)) => {
             store.save_profile_change(id, &change)?;
             if let Some(top) = change.functions.first() {
-                eprintln!(
-                    "  most of the change: {} ({:+.3} s)",
-                    crate::render::terminal::escape(&top.name),
-                    top.change_s
-                );
+                explained(Explanation::Found { function: top.name.clone(), change_s: top.change_s });
             }
         }
         Ok(None) => {}
-        Err(e) => eprintln!("  {}", crate::render::color::yellow(&format!("warning: no profiles: {e:#}"))),
+        Err(e) => explained(Explanation::NoProfiles(format!("{e:#}"))),
     }
     Ok(())
 }
@@ -239,7 +276,7 @@ command = "true"
         RunOptions { seed: Some(7), ..RunOptions::default() }
     }
 
-    fn overriding(overrides: Options) -> RunOptions {
+    fn overriding(overrides: SettingsLayer) -> RunOptions {
         RunOptions { overrides, ..seeded() }
     }
 
@@ -260,22 +297,23 @@ command = "true"
 
     #[test]
     fn the_command_line_beats_benchmark_and_suite() {
-        let cli = overriding(Options { min_rounds: Some(12), threshold: Some(0.005), ..Options::default() });
+        let cli =
+            overriding(SettingsLayer { min_rounds: Some(12), threshold: Some(0.005), ..SettingsLayer::default() });
         let s = settings_for(SUITE, "own", &cli);
         assert_eq!((s.min_rounds, s.threshold, s.warmup_rounds, s.max_time_s), (12, 0.005, 3, 120.0));
     }
 
     #[test]
     fn fixed_rounds_above_the_round_limit_are_all_run() {
-        let cli = overriding(Options { rounds: Some(20_000), ..Options::default() });
+        let cli = overriding(SettingsLayer { rounds: Some(20_000), ..SettingsLayer::default() });
         let s = settings_for(SUITE, "inherits", &cli);
         assert_eq!((s.fixed_rounds, s.max_rounds), (Some(20_000), 20_000));
     }
 
     #[test]
     fn a_single_command_runs_fixed_rounds_unless_a_limit_is_set() {
-        assert_eq!(settings_for(SUITE, "solo", &seeded()).fixed_rounds, Some(DEFAULT_SOLO_ROUNDS));
-        let limited = overriding(Options { max_time: Some(5.0), ..Options::default() });
+        assert_eq!(settings_for(SUITE, "solo", &seeded()).fixed_rounds, Some(plan::SOLO_RUNS));
+        let limited = overriding(SettingsLayer { max_time: Some(5.0), ..SettingsLayer::default() });
         assert_eq!(settings_for(SUITE, "solo", &limited).fixed_rounds, None);
     }
 
@@ -302,7 +340,7 @@ command = "true"
             (s.fixed_rounds, s.warmup_rounds, s.env_padding, s.mode.as_str()),
             (Some(1), 0, false, "instructions")
         );
-        let cli = overriding(Options { warmup: Some(2), ..Options::default() });
+        let cli = overriding(SettingsLayer { warmup: Some(2), ..SettingsLayer::default() });
         assert_eq!(settings_for(suite, "b", &cli).warmup_rounds, 2);
     }
 }

@@ -39,6 +39,14 @@ impl Cluster {
     /// A running cluster with pgbench's tables, or `None` when PostgreSQL is not
     /// installed (outside CI).
     pub fn start() -> Option<Cluster> {
+        let cluster = Cluster::start_empty()?;
+        let init = Command::new("pgbench").args(cluster.client_args()).args(["-i", "-q", "-s", "1"]).output().unwrap();
+        assert!(init.status.success(), "pgbench -i: {}", String::from_utf8_lossy(&init.stderr));
+        Some(cluster)
+    }
+
+    /// A running cluster with nothing in it but the `postgres` database.
+    pub fn start_empty() -> Option<Cluster> {
         let Some(bin) = server_bin() else {
             assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but PostgreSQL is not installed");
             eprintln!("skipping: PostgreSQL's server binaries (/usr/lib/postgresql/*/bin) are not installed");
@@ -60,11 +68,43 @@ impl Cluster {
             cluster.tool("pg_ctl"),
             cluster.data(),
             cluster.dir.path().join("log").display(),
-            quote(&format!("-p {port} -k {} -c listen_addresses=''", cluster.dir.path().display()))
+            quote(&cluster.server_options())
         ));
-        let init = Command::new("pgbench").args(cluster.client_args()).args(["-i", "-q", "-s", "1"]).output().unwrap();
-        assert!(init.status.success(), "pgbench -i: {}", String::from_utf8_lossy(&init.stderr));
         Some(cluster)
+    }
+
+    fn server_options(&self) -> String {
+        format!("-p {} -k {} -c listen_addresses=''", self.port, self.dir.path().display())
+    }
+
+    /// Restart the server now: `immediate` is a crash (no checkpoint, every connection
+    /// dropped), `fast` a clean shutdown; waits until it accepts connections again.
+    pub fn restart_now(&self, mode: &str) {
+        self.owner_run(&format!(
+            "{} -D {} -l {} -m {mode} -w -o {} restart",
+            self.tool("pg_ctl"),
+            self.data(),
+            self.dir.path().join("log").display(),
+            quote(&self.server_options())
+        ));
+    }
+
+    /// Stop the server (`immediate`: as a crash) and start it again after `down`.
+    pub fn outage(&self, down: std::time::Duration) {
+        self.owner_run(&format!("{} -D {} -m immediate -w stop", self.tool("pg_ctl"), self.data()));
+        std::thread::sleep(down);
+        self.owner_run(&format!(
+            "{} -D {} -l {} -w -o {} start",
+            self.tool("pg_ctl"),
+            self.data(),
+            self.dir.path().join("log").display(),
+            quote(&self.server_options())
+        ));
+    }
+
+    /// The server's Unix socket.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join(format!(".s.PGSQL.{}", self.port))
     }
 
     fn tool(&self, name: &str) -> String {

@@ -67,6 +67,7 @@ pub fn fixture_with(name: &str, extra: &[&str]) -> PathBuf {
 
 pub mod cluster;
 pub mod pg;
+pub mod proxy;
 
 /// Chromium from Debian (`apt-get install chromium`); under CI=true its absence fails.
 pub fn chromium() -> Option<PathBuf> {

@@ -4,7 +4,7 @@
 //! mappings live at that moment, so the profile can be symbolized after the processes
 //! are gone. Whatever the source of the records, this is where they become a profile.
 
-use super::jit::JitObjects;
+use super::jit::{Classifier, Contents, JitObjects};
 use super::objects::Objects;
 use super::records::{Record, Timed, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER};
 use crate::profile::format::{FrameRef, Profile, SampleCount, Space, StackCount, Task, Timeline};
@@ -20,8 +20,9 @@ struct Mapping {
     end: u64,
     pgoff: u64,
     object: u32,
-    /// Anonymous memory (JIT code): its addresses stay addresses.
-    anonymous: bool,
+    path: std::rc::Rc<str>,
+    /// An object file, or code generated at run time (its addresses stay addresses).
+    contents: Contents,
 }
 
 /// (pid, tid, space, object, offset) of a sampled location.
@@ -46,6 +47,7 @@ pub(crate) struct Converter {
     /// Every sample: (time, location number, stack number or NO_STACK, period).
     timeline: Vec<(u64, u32, u32, u64)>,
     jit: JitObjects,
+    classifier: Classifier,
     off_cpu: offcpu::Tracker,
     lost: u64,
     /// The first timestamp seen (records that existed before recording have 0).
@@ -72,6 +74,7 @@ impl Converter {
             stacks: Vec::new(),
             timeline: Vec::new(),
             jit: JitObjects::default(),
+            classifier: Classifier::default(),
             off_cpu: offcpu::Tracker::default(),
             lost: 0,
             first_time: None,
@@ -79,11 +82,24 @@ impl Converter {
         }
     }
 
-    /// Interpret `records` (from any source, any CPU) in time order into `profile`.
-    pub(crate) fn convert(mut records: Vec<Timed>, profile: &mut Profile, call_graph: bool) {
+    /// Interpret `records` (from any source, any CPU) in time order into `profile`, with
+    /// no runtime code copied (a held run's probe names native code only).
+    pub(crate) fn convert(records: Vec<Timed>, profile: &mut Profile, call_graph: bool) {
+        Converter::convert_classified(records, profile, call_graph, Classifier::default())
+    }
+
+    /// [`convert`](Self::convert) with the mapped files already classified while they
+    /// existed (a code file may be deleted before the recording ends).
+    pub(crate) fn convert_classified(
+        mut records: Vec<Timed>,
+        profile: &mut Profile,
+        call_graph: bool,
+        classifier: Classifier,
+    ) {
         // Stable: records of one CPU with equal timestamps keep their ring order.
         records.sort_by_key(|(time, _)| *time);
         let mut converter = Converter::new(call_graph);
+        converter.classifier = classifier;
         for (time, record) in records {
             converter.handle(time, record);
         }
@@ -117,10 +133,10 @@ impl Converter {
         if super::jit::is_jitdump_path(path) {
             // The runtime maps its jitdump file as a marker for perf: the file names its
             // JIT code, and the mapping itself holds no code.
-            self.jit.jitdump(pid, path, &mut self.objects);
+            self.jit.jitdump(pid, path);
             return;
         }
-        let anonymous = path.starts_with("//anon") || path.starts_with("[anon");
+        let contents = self.classifier.contents(path);
         let object = self.objects.id(path);
         let end = start.saturating_add(len);
         let space = self.spaces.entry(pid).or_default();
@@ -129,7 +145,7 @@ impl Converter {
         for s in overlapping {
             space.remove(&s);
         }
-        space.insert(start, Mapping { start, end, pgoff, object, anonymous });
+        space.insert(start, Mapping { start, end, pgoff, object, path: path.into(), contents });
     }
 
     fn on_comm(&mut self, pid: u32, tid: u32, comm: String, exec: bool) {
@@ -200,11 +216,33 @@ impl Converter {
         self.off_cpu.switched_out(time, pid, tid, ids);
     }
 
-    /// An address normalised against `pid`'s mappings live now; JIT code named from its
-    /// perf map.
+    /// An address normalised against `pid`'s mappings live now: (object, file offset)
+    /// in an object file, the process's runtime code (JIT, SBCL) by address.
     fn locate(&mut self, pid: u32, address: u64, kernel: bool) -> FrameRef {
-        let frame = normalise(&self.spaces, pid, address, kernel);
-        self.jit.attribute(pid, frame, &mut self.objects)
+        if kernel {
+            return FrameRef { space: Space::Kernel, object: None, offset: address };
+        }
+        let mapping = self
+            .spaces
+            .get(&pid)
+            .and_then(|s| s.range(..=address).next_back())
+            .map(|(_, m)| m)
+            .filter(|m| address < m.end);
+        let place = match mapping {
+            Some(m) if m.contents == Contents::Object => {
+                return FrameRef { space: Space::User, object: Some(m.object), offset: address - m.start + m.pgoff }
+            }
+            Some(m) => {
+                let anonymous = matches!(m.contents, Contents::Runtime { anonymous: true });
+                Some((&*m.path, m.start, m.pgoff, anonymous))
+            }
+            None => None,
+        };
+        self.jit.attribute(pid, address, place, &mut self.objects).unwrap_or(FrameRef {
+            space: Space::Unmapped,
+            object: None,
+            offset: address,
+        })
     }
 
     /// Frame ids (leaf first) of a sampled location and its callers in `chain`, every
@@ -304,20 +342,6 @@ fn timeline(
         t.stack.clear();
     }
     Some(t)
-}
-
-/// (space, object, offset) of an address in `pid`'s address space as it is now.
-fn normalise(spaces: &HashMap<u32, BTreeMap<u64, Mapping>>, pid: u32, ip: u64, kernel: bool) -> FrameRef {
-    if kernel {
-        return FrameRef { space: Space::Kernel, object: None, offset: ip };
-    }
-    let mapping = spaces.get(&pid).and_then(|s| s.range(..=ip).next_back()).map(|(_, m)| m).filter(|m| ip < m.end);
-    match mapping {
-        Some(m) if !m.anonymous => {
-            FrameRef { space: Space::User, object: Some(m.object), offset: ip - m.start + m.pgoff }
-        }
-        _ => FrameRef { space: Space::Unmapped, object: None, offset: ip },
-    }
 }
 
 /// The callers in a raw callchain, innermost first, as (address, in kernel). The chain

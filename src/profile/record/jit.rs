@@ -1,39 +1,111 @@
-//! JIT attribution while converting: code outside any file mapping in a process that
-//! wrote a perf map — or mapped a jitdump file (`jit-PID.dump`, written by runtimes for
-//! `perf inject --jit`: node --perf-prof, the JVM's agent, CPython -X perf_jit) — is
-//! attributed to that file: its frames become (file object, address), named from it,
-//! and the symbols of every sampled JIT address are kept in the profile (the file may
-//! be gone when the profile is read).
+//! Code generated at run time, while converting: an address in anonymous executable
+//! memory, in a file mapping that is no ELF object (SBCL compiles Lisp into a private
+//! writable mapping of `sbcl.core`), or outside every mapping but named by the
+//! process's perf map, becomes a frame of the process's runtime code (`[jit:PID]`, the
+//! address as offset). When the recording ends each sampled address is named from the
+//! perf map (`/tmp/perf-PID.map`) or, where nothing names it, grouped with its sampled
+//! neighbours into one unnamed region — one row per hot piece of code instead of one
+//! per instruction. The names are kept in the profile (the map file may be gone when
+//! the profile is read). A process that maps a jitdump file (`jit-PID.dump`, written by
+//! runtimes for `perf inject --jit`: node --perf-prof, the JVM's agent, CPython -X
+//! perf_jit) has its code named from that file instead of a perf map.
 
 use super::objects::Objects;
 use crate::profile::format::{FrameRef, JitSymbol, Profile, Space};
 use crate::profile::jitmap::{self, JitMap};
-use std::collections::{BTreeMap, HashMap};
+use crate::profile::symbolize::basename;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Read;
+
+/// Sampled unnamed addresses closer than this belong to one region: code of one
+/// function lies together, and the gap between two functions' hot loops is usually
+/// larger. A guess, said in the docs; a perf map replaces it with the runtime's names.
+const REGION_GAP: u64 = 256;
+
+/// What an executable mapping holds, for attributing its samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Contents {
+    /// An ELF object on disk: symbolized from the file at report time.
+    Object,
+    /// Code the process generated (anonymous memory, a non-ELF or deleted file, memfd).
+    Runtime { anonymous: bool },
+}
+
+/// Classifies mapped paths (each file is opened once).
+#[derive(Default, Clone)]
+pub(crate) struct Classifier {
+    files: HashMap<String, Contents>,
+}
+
+impl Classifier {
+    pub(crate) fn contents(&mut self, path: &str) -> Contents {
+        if path.is_empty()
+            || path.starts_with("//anon")
+            || path.starts_with("[anon")
+            || path == "[heap]"
+            || path == "[stack]"
+        {
+            return Contents::Runtime { anonymous: true };
+        }
+        // [vdso], [vsyscall], [uprobes]: the kernel's, symbolized as before.
+        if path.starts_with('[') {
+            return Contents::Object;
+        }
+        *self.files.entry(path.to_string()).or_insert_with(|| classify_file(path))
+    }
+}
+
+fn classify_file(path: &str) -> Contents {
+    let runtime = Contents::Runtime { anonymous: false };
+    // memfd code (double-mapped JIT heaps) and files deleted while mapped have nothing
+    // on disk to read the code from.
+    if path.starts_with("/memfd:") || path.ends_with(" (deleted)") {
+        return runtime;
+    }
+    let mut magic = [0u8; 4];
+    match std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)) {
+        Ok(()) if magic == *b"\x7fELF" => Contents::Object,
+        Ok(()) => runtime,
+        // Unreadable here (another mount namespace, permissions): leave it to the
+        // symbolizer, which says so.
+        Err(_) => Contents::Object,
+    }
+}
+
+/// Where a sampled runtime address lay when it was sampled.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Place {
+    /// The mapping's path (empty outside any mapping) and its start and file offset.
+    path: String,
+    start: u64,
+    pgoff: u64,
+    anonymous: bool,
+}
 
 #[derive(Default)]
 pub(crate) struct JitObjects {
-    /// Per pid: the perf map and its object index, None when the process has none.
-    maps: HashMap<u32, Option<(JitMap, u32)>>,
+    /// Per pid: the perf map, None when the process has none.
+    maps: HashMap<u32, Option<JitMap>>,
+    /// Per pid: the object of its runtime code.
+    objects: HashMap<u32, u32>,
+    /// Per sampled runtime (pid, address): where it lay.
+    places: HashMap<(u32, u64), Place>,
 }
 
-/// Is `path` a jitdump file (`…/jit-PID.dump`)? Samples attributed to one are JIT code.
+/// Is `path` a jitdump file (`…/jit-PID.dump`)? A process mapping one names its JIT
+/// code in it.
 pub(crate) fn is_jitdump_path(path: &str) -> bool {
-    crate::profile::symbolize::basename(path)
+    basename(path)
         .strip_prefix("jit-")
         .and_then(|rest| rest.strip_suffix(".dump"))
         .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Whether an object of a profile holds JIT code names (a perf map or a jitdump file).
-pub fn is_jit_object(path: &str) -> bool {
-    jitmap::is_map_path(path) || is_jitdump_path(path)
-}
-
 /// The code a jitdump file says was loaded (and moved) by the end of the file, as a map
-/// of code ranges; None when it cannot be read.
+/// of code ranges; None when it cannot be read (or is no regular file).
 fn read_jitdump(path: &str) -> Option<JitMap> {
     use linux_perf_data::jitdump::{JitDumpReader, JitDumpRecord};
-    let file = std::fs::File::open(path).ok()?;
+    let file = crate::files::open_regular(std::path::Path::new(path)).ok()?;
     let mut reader = JitDumpReader::new(std::io::BufReader::new(file)).ok()?;
     let mut map = JitMap::default();
     // Moves refer to code by its old address: keep each loaded range's name by start.
@@ -60,48 +132,113 @@ fn read_jitdump(path: &str) -> Option<JitMap> {
 }
 
 impl JitObjects {
-    /// `pid` mapped a jitdump file: its code ranges name the process's JIT code.
-    pub(crate) fn jitdump(&mut self, pid: u32, path: &str, objects: &mut Objects) {
+    /// `pid` mapped a jitdump file: its code ranges name the process's runtime code
+    /// (instead of a perf map).
+    pub(crate) fn jitdump(&mut self, pid: u32, path: &str) {
         if let Some(map) = read_jitdump(path) {
-            self.maps.insert(pid, Some((map, objects.id(path))));
+            self.maps.insert(pid, Some(map));
         }
     }
 
-    pub(crate) fn attribute(&mut self, pid: u32, frame: FrameRef, objects: &mut Objects) -> FrameRef {
-        if frame.space != Space::Unmapped {
-            return frame;
+    /// The runtime-code frame of `address` in `pid`, which lies in a mapping of runtime
+    /// code (`place`: path, start, file offset, anonymous) or, with `place` None, outside
+    /// every mapping — then only if the process's perf map names it.
+    pub(crate) fn attribute(
+        &mut self,
+        pid: u32,
+        address: u64,
+        place: Option<(&str, u64, u64, bool)>,
+        objects: &mut Objects,
+    ) -> Option<FrameRef> {
+        let map = self.maps.entry(pid).or_insert_with(|| JitMap::read(pid));
+        if place.is_none() && map.as_ref().is_none_or(|m| m.lookup(address).is_none()) {
+            return None;
         }
-        let map = self.maps.entry(pid).or_insert_with(|| {
-            let map = JitMap::read(pid)?;
-            let object = objects.id(&jitmap::map_path(pid).display().to_string());
-            Some((map, object))
-        });
-        match map {
-            Some((_, object)) => FrameRef { space: Space::User, object: Some(*object), offset: frame.offset },
-            None => frame,
-        }
+        let object = *self.objects.entry(pid).or_insert_with(|| objects.id(&jitmap::runtime_object(pid)));
+        let (path, start, pgoff, anonymous) = place.unwrap_or(("", 0, 0, true));
+        self.places.entry((pid, address)).or_insert_with(|| Place { path: path.to_string(), start, pgoff, anonymous });
+        Some(FrameRef { space: Space::User, object: Some(object), offset: address })
     }
 
-    /// The symbols of every sampled JIT address, each once.
+    /// The symbols of every sampled runtime address: the perf map's, else one unnamed
+    /// region per run of sampled addresses (in one mapping, at most [`REGION_GAP`]
+    /// apart), each once, sorted by (object, start).
     pub(crate) fn symbols(&self, profile: &Profile) -> Vec<JitSymbol> {
-        let by_object: HashMap<u32, &JitMap> = self.maps.values().flatten().map(|(map, o)| (*o, map)).collect();
-        let addresses = profile
+        let pid_of: HashMap<u32, u32> = self.objects.iter().map(|(&pid, &o)| (o, pid)).collect();
+        let addresses: BTreeSet<(u32, u64)> = profile
             .samples
             .iter()
             .map(|s| (s.object, s.offset))
-            .chain(profile.frames.iter().map(|f| (f.object, f.offset)));
+            .chain(profile.frames.iter().map(|f| (f.object, f.offset)))
+            .filter_map(|(object, address)| Some((object?, address)))
+            .filter(|(object, _)| pid_of.contains_key(object))
+            .collect();
         let mut symbols: BTreeMap<(u32, u64), JitSymbol> = BTreeMap::new();
+        // Unnamed addresses per (object, mapping), in address order.
+        let mut unnamed: BTreeMap<(u32, &Place), Vec<u64>> = BTreeMap::new();
         for (object, address) in addresses {
-            let Some((object, map)) = object.and_then(|o| Some((o, *by_object.get(&o)?))) else { continue };
-            if let Some((start, size, name)) = map.lookup(address) {
-                symbols.entry((object, start)).or_insert_with(|| JitSymbol {
-                    object,
-                    start,
-                    size,
-                    name: name.to_string(),
-                });
+            let pid = pid_of[&object];
+            let named = self.maps.get(&pid).and_then(Option::as_ref).and_then(|m| m.lookup(address));
+            match named {
+                Some((start, size, name)) => {
+                    symbols.entry((object, start)).or_insert_with(|| JitSymbol {
+                        object,
+                        start,
+                        size,
+                        name: name.to_string(),
+                        unnamed: false,
+                        code: None,
+                    });
+                }
+                None => {
+                    if let Some(place) = self.places.get(&(pid, address)) {
+                        unnamed.entry((object, place)).or_default().push(address);
+                    }
+                }
+            }
+        }
+        for ((object, place), addresses) in unnamed {
+            let mut run_start = addresses[0];
+            let mut last = addresses[0];
+            for &address in addresses[1..].iter().chain(std::iter::once(&u64::MAX)) {
+                if address != u64::MAX && address - last <= REGION_GAP {
+                    last = address;
+                    continue;
+                }
+                let name = if place.anonymous {
+                    format!("[anon {run_start:#x}]")
+                } else {
+                    format!("{}+{:#x}", basename(&place.path), run_start - place.start + place.pgoff)
+                };
+                symbols.insert(
+                    (object, run_start),
+                    JitSymbol { object, start: run_start, size: last - run_start + 1, name, unnamed: true, code: None },
+                );
+                run_start = address;
+                last = address;
             }
         }
         symbols.into_values().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mappings_are_told_apart_by_their_contents() {
+        let mut c = Classifier::default();
+        assert_eq!(c.contents("//anon"), Contents::Runtime { anonymous: true });
+        assert_eq!(c.contents("[anon:v8]"), Contents::Runtime { anonymous: true });
+        assert_eq!(c.contents("[vdso]"), Contents::Object);
+        assert_eq!(c.contents("/memfd:jit (deleted)"), Contents::Runtime { anonymous: false });
+        let exe = std::env::current_exe().unwrap();
+        assert_eq!(c.contents(exe.to_str().unwrap()), Contents::Object);
+        let dir = tempfile::tempdir().unwrap();
+        let core = dir.path().join("sbcl.core");
+        std::fs::write(&core, b"CORE and compiled code").unwrap();
+        assert_eq!(c.contents(core.to_str().unwrap()), Contents::Runtime { anonymous: false });
+        assert_eq!(c.contents("/nonexistent/lib.so"), Contents::Object, "left to the symbolizer");
     }
 }

@@ -8,7 +8,9 @@
 //! time order so that every sample is normalised to (object, file offset) against the
 //! address space it was taken in.
 
+mod capture;
 pub(crate) mod converter;
+mod held;
 pub(crate) mod jit;
 mod objects;
 pub mod perf_data;
@@ -17,11 +19,12 @@ mod session;
 mod source;
 mod unwinding;
 
-pub use session::{Progress, Session};
+pub use held::HeldRecording;
+pub use session::{Session, SessionState};
 
 use crate::error::Failure;
 use crate::executor::process::Output;
-use crate::measure::counters;
+
 use crate::profile::format::Profile;
 use crate::profile::unwind;
 use crate::usage;
@@ -71,7 +74,7 @@ pub struct RecordOptions {
     /// Samples per second of each task's time (the kernel adapts the period).
     pub frequency_hz: u64,
     /// A sample every N events instead (`-c N`, like `perf record -c`); wins over
-    /// `frequency_hz`.
+    /// `frequency_hz`. Tracepoints default to every event, as in perf.
     pub period: Option<u64>,
     pub call_graph: CallGraph,
     /// Also record where threads block and for how long (implies call stacks).
@@ -157,7 +160,10 @@ impl RecordOptions {
                 ));
             }
         }
-        counters::event(&self.event)?;
+        crate::measure::event::parse_one(&self.event)?;
+        if self.period == Some(0) {
+            return Err(usage!("-c must be at least 1 (sample every Nth event)"));
+        }
         Ok(())
     }
 }
@@ -185,7 +191,7 @@ pub fn record_then(opts: &RecordOptions, started: impl FnOnce()) -> Result<Recor
     started();
     let ending = loop {
         match session.poll(POLL_INTERVAL, interrupt) {
-            Progress::Running => {}
+            SessionState::Running => {}
             ending => break ending,
         }
     };

@@ -3,6 +3,7 @@
 //! rings into records — unwinding each batch's stack copies with `-g dwarf` — and hand
 //! them to the converter, at the end or window by window for a live view.
 
+use super::capture::CodeCapture;
 use super::converter::Converter;
 use super::records::{Record, Timed};
 use super::source::{self, Observe, Ring};
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 
 /// Why a recording stops (or that it goes on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
+pub enum SessionState {
     Running,
     /// The command exited, or every attached process did.
     TargetEnded,
@@ -50,6 +51,9 @@ pub struct Session {
     /// With `-g dwarf`: the unwinder (fed the mappings of every drained batch) and what
     /// it did.
     unwinder: Option<(DwarfUnwinder, DwarfStats)>,
+    /// Copies of the runtime code (JIT, SBCL) that samples land in, taken while the
+    /// processes run.
+    capture: CodeCapture,
 }
 
 impl Session {
@@ -76,6 +80,7 @@ impl Session {
             records: Vec::new(),
             history: Vec::new(),
             unwinder,
+            capture: CodeCapture::default(),
         };
         match session.opts.mode.clone() {
             RecordingMode::Launch { argv, output } => session.launch(&argv, output)?,
@@ -155,6 +160,7 @@ impl Session {
     /// first drain.
     fn add_existing(&mut self, pids: &[u32]) {
         let (mappings, threads) = target::existing(pids);
+        let before = self.records.len();
         for t in threads {
             self.records.push((0, Record::Comm { pid: t.pid, tid: t.tid, comm: t.comm, exec: false }));
         }
@@ -165,6 +171,7 @@ impl Session {
             self.records
                 .push((0, Record::Mmap { pid: m.pid, start: m.start, len: m.len, pgoff: m.pgoff, path: m.path }));
         }
+        self.capture.observe(&self.records[before..]);
     }
 
     /// Copy out every record waiting in the rings; with `-g dwarf`, unwind the new
@@ -174,13 +181,16 @@ impl Session {
         for ring in &mut self.rings {
             ring.drain_into(&mut self.records);
         }
+        // In time order, so each sample meets the mappings of its moment.
+        self.records[before..].sort_by_key(|(time, _)| *time);
         if let Some((unwinder, stats)) = &mut self.unwinder {
             unwind_batch(unwinder, stats, &mut self.records[before..]);
         }
+        self.capture.observe(&self.records[before..]);
     }
 
     /// Wait up to `timeout` for records, Ctrl-C or the target's end, and drain the rings.
-    pub fn poll(&mut self, timeout: Duration, interrupt: &Interrupt) -> Progress {
+    pub fn poll(&mut self, timeout: Duration, interrupt: &Interrupt) -> SessionState {
         let duration = self.opts.duration();
         let deadline = duration.map(|d| d.saturating_sub(self.start.elapsed()));
         let timeout = deadline.map_or(timeout, |left| left.min(timeout));
@@ -193,12 +203,12 @@ impl Session {
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout.as_millis() as i32) };
         self.drain();
         if interrupt.requested() {
-            return Progress::Interrupted;
+            return SessionState::Interrupted;
         }
         let mut next = 1;
         if self.child_pidfd.is_some() {
             if fds[1].revents != 0 {
-                return Progress::TargetEnded;
+                return SessionState::TargetEnded;
             }
             next = 2;
         }
@@ -216,13 +226,13 @@ impl Session {
             });
             self.cpu_of_exited += cpu_of_exited;
             if self.watched.is_empty() {
-                return Progress::TargetEnded;
+                return SessionState::TargetEnded;
             }
         }
         if duration.is_some_and(|d| self.start.elapsed() >= d) {
-            return Progress::DurationElapsed;
+            return SessionState::DurationElapsed;
         }
-        Progress::Running
+        SessionState::Running
     }
 
     /// Kill the command's process group if it is still running (a live view was quit).
@@ -266,13 +276,13 @@ impl Session {
         records.extend(samples);
         let mut profile = self.empty_profile();
         profile.duration_s = self.start.elapsed().as_secs_f64();
-        Converter::convert(records, &mut profile, self.call_graph());
+        Converter::convert_classified(records, &mut profile, self.call_graph(), self.capture.classifier());
         profile
     }
 
     /// Stop recording (a command is waited for; after an interrupt its process group is
     /// killed) and build the profile.
-    pub fn finish(mut self, ending: Progress, interrupt: &Interrupt) -> Result<Recording, Failure> {
+    pub fn finish(mut self, ending: SessionState, interrupt: &Interrupt) -> Result<Recording, Failure> {
         let mut profile = self.empty_profile();
         let interrupted = match self.child.take() {
             Some(child) => {
@@ -291,7 +301,7 @@ impl Session {
                     Err(process::SpawnError::Probe(e)) => return Err(Failure::Other(e)),
                     Err(process::SpawnError::Interrupted) | Ok(_) => {}
                 }
-                ending == Progress::Interrupted
+                ending == SessionState::Interrupted
             }
             None => {
                 profile.duration_s = self.start.elapsed().as_secs_f64();
@@ -302,14 +312,15 @@ impl Session {
                         .filter_map(|(pid, _, before)| Some(target::cpu_seconds(*pid)? - (*before)?))
                         .sum::<f64>();
                 // Without --duration, Ctrl-C is how an attached recording ends.
-                ending == Progress::Interrupted && self.opts.duration().is_some()
+                ending == SessionState::Interrupted && self.opts.duration().is_some()
             }
         };
         self.drain();
         drop(std::mem::take(&mut self.rings));
         let mut records = std::mem::take(&mut self.history);
         records.append(&mut self.records);
-        Converter::convert(records, &mut profile, self.call_graph());
+        Converter::convert_classified(records, &mut profile, self.call_graph(), self.capture.classifier());
+        self.capture.attach(&mut profile);
         kernel::attach_symbols(&mut profile);
         profile.dwarf = self.unwinder.map(|(_, stats)| stats);
         Ok(Recording { profile, interrupted })

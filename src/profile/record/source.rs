@@ -7,7 +7,8 @@
 use super::records::{self, Collect, Timed};
 use super::{CallGraph, RecordOptions};
 use crate::error::Failure;
-use crate::measure::counters::{self, EventKind};
+use crate::measure::counters;
+use crate::measure::event::{Event, EventKind};
 use crate::profile::unwind;
 use crate::usage;
 use perf_event::data::parse::Parser;
@@ -107,7 +108,14 @@ fn max_stack() -> u16 {
         .map_or(MAX_STACK, |limit| limit.min(MAX_STACK))
 }
 
-fn configure(b: &mut Builder, opts: &RecordOptions, off_cpu: bool, who: Observe, include_kernel: bool) {
+fn configure(
+    b: &mut Builder,
+    opts: &RecordOptions,
+    spec: Option<&Event>,
+    off_cpu: bool,
+    who: Observe,
+    include_kernel: bool,
+) {
     match who {
         Observe::Exec(pid) => b.observe_pid(pid).enabled(false).enable_on_exec(true).inherit(true),
         Observe::Thread(tid) => b.observe_pid(tid).enabled(true).inherit(true),
@@ -128,13 +136,18 @@ fn configure(b: &mut Builder, opts: &RecordOptions, off_cpu: bool, who: Observe,
         // mappings and task records come through the sampling rings.
         b.sample_period(1).context_switch(true);
     } else {
-        match opts.period {
+        let tracepoint = spec.is_some_and(|s| matches!(s.kind, EventKind::Tracepoint(_)));
+        match opts.period.or(tracepoint.then_some(1)) {
             Some(period) => b.sample_period(period),
             None => b.sample_frequency(opts.frequency_hz),
         };
         b.mmap(true).mmap2(true).comm(true).comm_exec(true).task(true);
     }
     b.sample(flags).sample_id_all(true).exclude_kernel(!include_kernel).exclude_hv(true);
+    if let Some(spec) = spec {
+        // perf's :u/:k/:h and :p… (u/k/h override the kernel fallback's choice).
+        spec.modifiers.apply(b, !include_kernel);
+    }
 }
 
 /// Why an event could not be opened, as the one line the user sees.
@@ -164,8 +177,8 @@ fn open_failure(e: &std::io::Error, opts: &RecordOptions, off_cpu: bool, who: Ob
 /// Open one kind of event for every observed task on every online CPU. A thread that
 /// exits meanwhile is skipped (no ring at all when every observed thread is gone).
 fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Result<Vec<Ring>, Failure> {
-    let event =
-        if off_cpu { EventKind::Software(Software::CONTEXT_SWITCHES) } else { counters::event(&opts.event)?.kind };
+    let spec = if off_cpu { None } else { Some(crate::measure::event::parse_one(&opts.event)?) };
+    let event = spec.as_ref().map_or(EventKind::Software(Software::CONTEXT_SWITCHES), |s| s.kind);
     let mut rings = Vec::new();
     for cpu in online_cpus() {
         let mut ring: Option<Ring> = None;
@@ -174,7 +187,7 @@ fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Resu
             let open = |include_kernel: bool, ring: Option<usize>| -> std::io::Result<perf_event::Counter> {
                 let mut b = Builder::new(event);
                 b.one_cpu(cpu);
-                configure(&mut b, opts, off_cpu, who, include_kernel);
+                configure(&mut b, opts, spec.as_ref(), off_cpu, who, include_kernel);
                 if let Some(size) = ring {
                     // Wake up at a quarter full: headroom for bursts between drains.
                     b.wakeup_watermark(size / 4);

@@ -7,9 +7,9 @@
 
 use super::exporter::{ExportInput, Exporter};
 use crate::profile::error::ProfileError;
+use crate::profile::flame::FlameOptions;
 use crate::profile::format::Profile;
 use crate::profile::report::Report;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// One output format of `profile` and `show`.
@@ -81,35 +81,45 @@ pub fn check_distinct(destinations: &[Destination]) -> Result<(), ProfileError> 
     Ok(())
 }
 
-/// The bytes of `format` for a report of `profile`; `title` heads the pictures.
-pub fn render(format: Format, profile: &Profile, report: &Report, title: &str) -> Result<Vec<u8>, ProfileError> {
-    format.exporter().encode(&ExportInput { profile, report, title })
+/// The bytes of `format` for a report of `profile`; `title` heads the pictures, `flame`
+/// says how flame graphs are drawn.
+pub fn render(
+    format: Format,
+    profile: &Profile,
+    report: &Report,
+    title: &str,
+    flame: &FlameOptions,
+) -> Result<Vec<u8>, ProfileError> {
+    format.exporter().encode(&ExportInput { profile, report, title, flame })
 }
 
-/// Write bytes to a file or to stdout (`-`).
+/// Write bytes to a file or to stdout (`-`, through `render::stdout`: a failing stdout
+/// never panics, its failure is reported once the command is done).
 pub fn write(path: &Path, bytes: &[u8]) -> Result<(), ProfileError> {
     if path == Path::new("-") {
-        let mut out = std::io::stdout().lock();
-        // A closed pipe (`| head`) is the reader's choice, not an error worth a message.
-        return match out.write_all(bytes).and_then(|_| out.flush()) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                Err(ProfileError::Write { path: path.to_path_buf(), source: e })
-            }
-            _ => Ok(()),
-        };
+        crate::render::stdout::write_bytes(bytes);
+        return Ok(());
     }
     std::fs::write(path, bytes).map_err(|e| ProfileError::Write { path: path.to_path_buf(), source: e })
 }
 
-/// Render and write every destination, in order.
+/// Render and write every destination: the files first, each on its own, then stdout,
+/// so that a broken stdout (`| head`) or one unwritable file loses none of the others;
+/// the first failure is returned.
 pub fn write_all(
     destinations: &[Destination],
     profile: &Profile,
     report: &Report,
     title: &str,
+    flame: &FlameOptions,
 ) -> Result<(), ProfileError> {
-    for d in destinations {
-        write(&d.path, &render(d.format, profile, report, title)?)?;
+    let mut ordered: Vec<&Destination> = destinations.iter().collect();
+    ordered.sort_by_key(|d| d.to_stdout());
+    let mut first_failure = None;
+    for d in ordered {
+        if let Err(e) = render(d.format, profile, report, title, flame).and_then(|bytes| write(&d.path, &bytes)) {
+            first_failure.get_or_insert(e);
+        }
     }
-    Ok(())
+    first_failure.map_or(Ok(()), Err)
 }

@@ -11,6 +11,8 @@ pub struct ExportInput<'a> {
     pub profile: &'a Profile,
     pub report: &'a Report,
     pub title: &'a str,
+    /// How flame graphs are drawn (view, focus, merged thin frames).
+    pub flame: &'a crate::profile::flame::FlameOptions,
 }
 
 /// One output file format.

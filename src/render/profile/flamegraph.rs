@@ -21,8 +21,14 @@ impl Exporter for FlameGraph {
             .report
             .graph
             .as_ref()
-            .and_then(|g| flame::call_graph_svg(input.profile, g, input.title))
-            .unwrap_or_else(|| flame::empty_svg(input.title, "no samples"))
+            .and_then(|g| flame::call_graph_svg_with(input.profile, g, input.title, input.flame))
+            .unwrap_or_else(|| {
+                let why = match &input.flame.focus {
+                    Some(f) => format!("no samples through {f}"),
+                    None => "no samples".to_string(),
+                };
+                flame::empty_svg(input.title, &why)
+            })
             .into_bytes())
     }
 }

@@ -2,7 +2,7 @@
 //! and self shares when there are call stacks), the samples per process and thread,
 //! the caller/callee trees and off-CPU time.
 
-use super::{function_label, paint_share};
+use super::{function_label, function_label_within, paint_share};
 use crate::profile::aggregate::Row;
 use crate::profile::callers::{Direction, TreeNode};
 use crate::profile::format::{RecordTarget, Weight};
@@ -52,6 +52,7 @@ fn table(r: &FlatReport, limit: usize) -> String {
         columns += &format!(" {:>12}", "events");
     }
     let _ = writeln!(out, "{}", color::dim(&format!("{columns}  {what}")));
+    let width = crate::render::table::width(crate::render::table::Stream::Stdout);
     for row in rows.iter().take(limit) {
         let mut share = paint_share(row.self_share, &format!("{:>6.2}%", row.self_share * 100.0));
         if let Some(total) = row.total_share {
@@ -61,7 +62,10 @@ fn table(r: &FlatReport, limit: usize) -> String {
         if events {
             counts += &format!(" {:>12}", row.self_period);
         }
-        let _ = writeln!(out, "{share} {counts}  {}", function_label(&row.name, &row.object));
+        // Too wide for the terminal, a row loses its object, then the middle of its name.
+        let used = if totals { 15 } else { 7 } + 1 + counts.len() + 2;
+        let room = width.map(|w| w.saturating_sub(used));
+        let _ = writeln!(out, "{share} {counts}  {}", function_label_within(&row.name, &row.object, room));
     }
     if rows.len() > limit {
         let rest = &rows[limit..];

@@ -43,7 +43,19 @@ pub fn function_label(name: &str, object: &str) -> String {
         let module = if object == kernel::KERNEL_OBJECT { String::new() } else { color::dim(&format!("  {object}")) };
         return format!("[k] {escaped}{module}");
     }
-    format!("{escaped}{}", color::dim(&format!("  [{}]", escape(object))))
+    // `[jit]`, `[vdso]`: already bracketed.
+    let object = escape(object);
+    let object = if object.starts_with('[') { object } else { format!("[{object}]") };
+    format!("{escaped}{}", color::dim(&format!("  {object}")))
+}
+
+/// [`function_label`] in at most `width` terminal columns: the object goes first, then
+/// the name is shortened in the middle (`render::table::abbreviate`).
+pub fn function_label_within(name: &str, object: &str, width: Option<usize>) -> String {
+    let full = function_label(name, object);
+    let Some(width) = width.filter(|&w| super::table::display_width(&full) > w) else { return full };
+    let prefix = if kernel::is_kernel_object(object) && object != name { "[k] " } else { "" };
+    format!("{prefix}{}", super::table::abbreviate(&escape(name), width.saturating_sub(prefix.len()).max(12)))
 }
 
 /// `perflab: warning: …` lines for stderr.

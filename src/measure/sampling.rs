@@ -1,0 +1,108 @@
+//! The sampling probe of `compare --explain`: every measured run is also sampled (a
+//! cpu-clock timer by default, any event perf names), from the held child's exec to its
+//! exit, and its samples are named per function right after the run — while the
+//! compared binaries are there — into the run's [`RunProfile`]. Both commands of a round
+//! carry the same probe, so its cost is the same on both sides.
+
+use super::Probe;
+use crate::model::{Run, RunProfile};
+use crate::profile::aggregate::{self, By};
+use crate::profile::record::{CallGraph, HeldRecording, RecordOptions};
+use crate::profile::symbolize::Symbolizer;
+
+/// `perflab profile`'s default rate: its cost was +1.5 % CPU time on a CPU-bound program
+/// (docs/profiling.md), the same on both sides of a comparison.
+pub const DEFAULT_FREQUENCY_HZ: u64 = 997;
+
+/// What to sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampling {
+    pub event: String,
+    pub frequency_hz: u64,
+    /// Also keep call stacks (frame pointers) for the flame graph.
+    pub call_stacks: bool,
+}
+
+impl Default for Sampling {
+    fn default() -> Sampling {
+        Sampling { event: "cpu-clock".into(), frequency_hz: DEFAULT_FREQUENCY_HZ, call_stacks: true }
+    }
+}
+
+/// Samples every run of one command.
+pub struct SamplingProbe {
+    options: RecordOptions,
+    argv: Vec<String>,
+    running: Option<HeldRecording>,
+    /// Kept across runs: each object is read and indexed once per experiment.
+    symbolizer: Symbolizer,
+}
+
+impl SamplingProbe {
+    pub fn new(sampling: &Sampling) -> Result<SamplingProbe, crate::error::Failure> {
+        crate::measure::event::parse_one(&sampling.event)?;
+        let call_graph = if sampling.call_stacks { CallGraph::FramePointers } else { CallGraph::None };
+        let options = RecordOptions {
+            event: sampling.event.clone(),
+            frequency_hz: sampling.frequency_hz,
+            call_graph,
+            ..RecordOptions::default()
+        };
+        Ok(SamplingProbe { options, argv: Vec::new(), running: None, symbolizer: Symbolizer::default() })
+    }
+}
+
+impl Probe for SamplingProbe {
+    fn needs_gate(&self) -> bool {
+        true
+    }
+
+    fn attach(&mut self, pid: libc::pid_t) -> anyhow::Result<()> {
+        let recording = HeldRecording::open(pid, &self.argv, &self.options).map_err(|e| anyhow::anyhow!("{e}"))?;
+        self.running = Some(recording);
+        Ok(())
+    }
+
+    fn collect(&mut self, run: &mut Run) -> anyhow::Result<()> {
+        if let Some(recording) = self.running.take() {
+            let profile = recording.finish();
+            run.profile = Some(Box::new(run_profile(&profile, &mut self.symbolizer)));
+        }
+        Ok(())
+    }
+}
+
+impl SamplingProbe {
+    /// The argv the runs exec (to name the command's own object `[command]`, as `diff`
+    /// does, so two builds' functions match).
+    pub fn set_argv(&mut self, argv: &[String]) {
+        self.argv = argv.to_vec();
+    }
+}
+
+/// A run's samples named per function (self time) and per folded stack.
+pub fn run_profile(profile: &crate::profile::format::Profile, symbolizer: &mut Symbolizer) -> RunProfile {
+    let (located, graph) = aggregate::locate_with_graph(profile, symbolizer);
+    let mut out = RunProfile {
+        event: profile.event.clone(),
+        period_is_time: profile.period_is_time(),
+        samples: profile.total_samples(),
+        period: profile.total_period(),
+        lost: profile.lost,
+        ..RunProfile::default()
+    };
+    for row in aggregate::flat(&located, By::Function) {
+        let object = aggregate::matching_object(profile, &row.object).to_string();
+        let entry = out.functions.entry((row.name, object)).or_default();
+        entry.0 += row.self_samples;
+        entry.1 += row.self_period;
+    }
+    if let Some(graph) = graph {
+        for stack in graph.named_stacks() {
+            let entry = out.stacks.entry(aggregate::folded_names(&stack.frames)).or_default();
+            entry.0 += stack.samples;
+            entry.1 += stack.period;
+        }
+    }
+    out
+}

@@ -1,0 +1,74 @@
+//! Suites and bisection on the terminal: one line per benchmark as it ends (`run`, the
+//! fleet agent), `run --list`, what `--profile-changes` found, and `bisect`'s steps.
+
+use super::color;
+use super::terminal::escape;
+use crate::model::Experiment;
+use crate::suite::bisect::Step;
+use crate::suite::runner::Explanation;
+use crate::units::format_value;
+
+/// `name  median [CI] (n runs)` of the primary metric and, against a baseline, the verdict.
+pub fn summary_line(name: &str, experiment: &Experiment) -> String {
+    let primary = experiment.primary_metric.as_str();
+    let name = escape(name);
+    let Some(measured) = experiment.commands.last() else { return format!("{name}: no runs") };
+    let value = |v| format_value(primary, v);
+    let runs = |n: usize| if n == 1 { "1 run".to_string() } else { format!("{n} runs") };
+    let mut line = match measured.summary.get(primary) {
+        Some(s) => match s.median_ci {
+            Some((lo, hi)) => format!("{name}  {} [{} – {}] ({})", value(s.median), value(lo), value(hi), runs(s.n)),
+            None => format!("{name}  {} ({})", value(s.median), runs(s.n)),
+        },
+        None => format!("{name}  {}", runs(measured.runs.len())),
+    };
+    if let Some(c) = experiment.comparisons.iter().find(|c| c.metric == primary) {
+        line += &format!(
+            "  {} vs {}: ×{:.3} {} {}",
+            escape(&c.candidate),
+            escape(&c.baseline),
+            c.ratio,
+            c.interval_text(3),
+            c.verdict.as_str()
+        );
+    }
+    line
+}
+
+/// `run --list`: a benchmark and the commands it would run.
+pub fn list_line(name: &str, commands: &[String]) -> String {
+    format!("{}\t{}", escape(name), commands.iter().map(|c| escape(c)).collect::<Vec<_>>().join("  vs  "))
+}
+
+/// A line about `--profile-changes` (for stderr).
+pub fn explanation(e: &Explanation) -> String {
+    match e {
+        Explanation::Profiling { baseline } => format!("  slower than `{}`: profiling both", escape(baseline)),
+        Explanation::Found { function, change_s } => {
+            format!("  most of the change: {} ({change_s:+.3} s)", escape(function))
+        }
+        Explanation::NoProfiles(why) => {
+            format!("  {}", color::yellow(&format!("warning: no profiles: {}", escape(why))))
+        }
+    }
+}
+
+/// One tested commit of a bisection.
+pub fn bisect_step(step: &Step) -> String {
+    let c = &step.comparison;
+    format!(
+        "{} {}: ×{:.3} {} {} ({} rounds) → {}",
+        short(&step.commit),
+        escape(&step.subject),
+        c.ratio,
+        c.interval_text(3),
+        c.verdict.as_str(),
+        c.n,
+        if step.bad { "bad" } else { "good" }
+    )
+}
+
+/// The first ten characters of a commit hash.
+pub fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(10)]
+}

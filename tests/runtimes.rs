@@ -1,0 +1,301 @@
+//! The systems our users tune: code generated at run time (a fixture that writes code
+//! into a file mapping and names it in its perf map; real SBCL compiling a consing loop
+//! that writes its own perf map) named, grouped per piece of code, copied while the
+//! process lives and annotated from the copy; stripped binaries named from debug files
+//! served by a real debuginfod.
+
+mod common;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn perflab() -> Command {
+    Command::cargo_bin("perflab").unwrap()
+}
+
+/// On CI a missing tool fails the test; elsewhere the test is skipped with a message.
+fn have(tool: &str, package: &str) -> bool {
+    let found = which::which(tool).is_ok();
+    if !found {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{tool} is required on CI (apt-get install {package})");
+        eprintln!("SKIPPED: {tool} is not installed");
+    }
+    found
+}
+
+/// Profile `argv` into `dir/NAME.profile`; returns the profile and its JSON report.
+fn profile(dir: &Path, name: &str, argv: &[&str]) -> (PathBuf, Value) {
+    let out = dir.join(format!("{name}.profile"));
+    let json = dir.join(format!("{name}.json"));
+    perflab()
+        .args(["profile", "-F", "2000", "-o"])
+        .arg(&out)
+        .arg("--json")
+        .arg(&json)
+        .arg("--")
+        .args(argv)
+        .assert()
+        .success();
+    (out, serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap())
+}
+
+fn row<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in {:#}", report["functions"]))
+}
+
+fn annotate_json(profile: &Path, extra: &[&str]) -> Value {
+    let out = perflab().arg("annotate").arg(profile).args(extra).args(["--json", "-"]).assert().success();
+    serde_json::from_slice(&out.get_output().stdout).unwrap()
+}
+
+/// Perf maps the profiled processes wrote (named by their pids in the profile).
+fn remove_perf_maps(report: &Value) {
+    for task in report["tasks"].as_array().unwrap() {
+        let _ = std::fs::remove_file(format!("/tmp/perf-{}.map", task["pid"]));
+    }
+}
+
+#[test]
+fn code_written_into_a_file_mapping_is_named_by_the_perf_map_grouped_and_annotated() {
+    let exe = common::fixture("runtime_code");
+    let dir = tempfile::tempdir().unwrap();
+    let code_file = dir.path().join("code.bin");
+    let (path, report) =
+        profile(dir.path(), "runtime", &[exe.to_str().unwrap(), code_file.to_str().unwrap(), "300000000", "30000000"]);
+    remove_perf_maps(&report);
+    // The perf map names code in a file mapping (no ELF object): one row, not one per address.
+    let named = row(&report, "spin_named");
+    assert_eq!(named["object"], "[jit]");
+    assert!(named["self_share"].as_f64().unwrap() > 0.5, "{named}");
+    // The unnamed function is one row named after its file and offset (its sampled
+    // instructions are 6 bytes apart), not one row per instruction.
+    let unnamed: Vec<&Value> = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["name"].as_str().unwrap().starts_with("code.bin+0x"))
+        .collect();
+    assert_eq!(unnamed.len(), 1, "{:#}", report["functions"]);
+    assert!(unnamed[0]["self_share"].as_f64().unwrap() > 0.05, "{}", unnamed[0]);
+
+    // The file is gone, the process too: annotate works from the copy in the profile.
+    std::fs::remove_file(&code_file).unwrap();
+    let doc = annotate_json(&path, &["--top", "2"]);
+    let functions = doc["functions"].as_array().unwrap();
+    assert_eq!(functions[0]["name"], "spin_named", "the hottest function, JIT included");
+    assert_eq!(functions[0]["generated"], true);
+    let texts: Vec<&str> =
+        functions[0]["instructions"].as_array().unwrap().iter().map(|i| i["text"].as_str().unwrap()).collect();
+    assert_eq!(texts.first(), Some(&"mov $1, %rax"), "{texts:?}");
+    assert!(texts.contains(&"imul $3, %rax") && texts.last() == Some(&"ret"), "{texts:?}");
+    let sampled: u64 =
+        functions[0]["instructions"].as_array().unwrap().iter().map(|i| i["samples"].as_u64().unwrap()).sum();
+    assert_eq!(sampled, functions[0]["samples"].as_u64().unwrap());
+    // The unnamed code decodes into the division loop; the div's samples skid to the add.
+    let div = &functions[1];
+    assert!(div["name"].as_str().unwrap().starts_with("code.bin+0x"), "{}", div["name"]);
+    assert!(div["note"].as_str().unwrap().contains("decoding starts"), "{}", div["note"]);
+    let instructions = div["instructions"].as_array().unwrap();
+    let at = instructions.iter().position(|i| i["text"] == "div %rcx").expect("the div is decoded");
+    assert!(instructions[at]["hints"].as_array().unwrap().iter().any(|h| h["id"] == "div-integer"));
+    assert!(
+        instructions[at + 1]["hints"].as_array().unwrap().iter().any(|h| h["id"] == "skid"),
+        "{}",
+        instructions[at + 1]
+    );
+
+    // By the runtime's name, and by an address inside it.
+    let by_name = annotate_json(&path, &["--symbol", "spin_named"]);
+    assert_eq!(by_name["functions"][0]["start"], functions[0]["start"]);
+    let address = format!("{:#x}", functions[0]["start"].as_u64().unwrap() + 7);
+    let by_address = annotate_json(&path, &["--symbol", &address]);
+    assert_eq!(by_address["functions"][0]["name"], "spin_named");
+    // The terminal shows the loop; nothing is hidden in so short a function.
+    let out = perflab().arg("annotate").arg(&path).args(["--symbol", "spin_named"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(text.contains("loop back") && !text.contains("not shown"), "{text}");
+}
+
+#[test]
+fn sbcl_consing_loop_is_named_from_its_own_perf_map_and_its_allocation_sequence_annotated() {
+    if !have("sbcl", "sbcl") {
+        return;
+    }
+    let script = common::fixtures_dir().join("sbcl_consing.lisp");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, report) = profile(dir.path(), "sbcl", &["sbcl", "--script", script.to_str().unwrap(), "150000000"]);
+    remove_perf_maps(&report);
+    // SBCL compiled the loop into its mapping of sbcl.core (or anonymous memory beside
+    // it); its own perf map names it, and the loop is the hottest function.
+    let hottest = &report["functions"][0];
+    assert_eq!(hottest["name"], "MAKE-GARBAGE", "{:#}", report["functions"]);
+    assert_eq!(hottest["object"], "[jit]");
+    assert!(hottest["self_share"].as_f64().unwrap() > 0.3, "{hottest}");
+    // Unnamed Lisp code of sbcl.core (the GC's, the allocator's) is grouped per piece of
+    // code: no two of its rows start within 256 bytes of each other (before, every
+    // sampled instruction was a row of its own).
+    let mut offsets: Vec<u64> = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["name"].as_str().unwrap().strip_prefix("sbcl.core+0x"))
+        .map(|hex| u64::from_str_radix(hex, 16).unwrap())
+        .collect();
+    offsets.sort_unstable();
+    assert!(offsets.windows(2).all(|w| w[1] - w[0] > 256), "{offsets:x?}");
+
+    // annotate without --symbol disassembles the hottest function from the copy taken
+    // while SBCL ran: the inline allocation (bump the region's free pointer, compare with
+    // its end) and the cons's two stores are there, with their samples.
+    let doc = annotate_json(&path, &["--top", "1"]);
+    let function = &doc["functions"][0];
+    assert_eq!(function["name"], "MAKE-GARBAGE");
+    let instructions = function["instructions"].as_array().unwrap();
+    let texts: Vec<&str> = instructions.iter().map(|i| i["text"].as_str().unwrap()).collect();
+    assert!(texts.iter().any(|t| t.starts_with("lea 0x10(%")), "allocation of 16 bytes: {texts:?}");
+    assert!(texts.iter().any(|t| t.starts_with("cmp ") && t.contains("(%r")), "{texts:?}");
+    assert!(instructions.iter().any(|i| i["text"].as_str().unwrap().contains("loop") || i.get("jump_to").is_some()));
+    let sampled: u64 = instructions.iter().map(|i| i["samples"].as_u64().unwrap()).sum();
+    assert_eq!(sampled, function["samples"].as_u64().unwrap(), "every sample lands on a decoded instruction");
+    assert!(sampled as f64 >= 0.3 * report["samples"].as_f64().unwrap());
+}
+
+/// A real debuginfod (elfutils') on 127.0.0.1 serving the files under a directory;
+/// stopped when dropped.
+struct Debuginfod {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Debuginfod {
+    fn serve(dir: &Path, db: &Path) -> Debuginfod {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = std::process::Command::new("debuginfod")
+            .args(["-F"])
+            .arg(dir)
+            .args(["-p", &port.to_string(), "-d"])
+            .arg(db)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start debuginfod");
+        Debuginfod { child, url: format!("http://127.0.0.1:{port}") }
+    }
+
+    /// Wait until the server has indexed `build_id` (it scans its directory at start).
+    fn wait_for(&self, build_id: &str) {
+        let url = format!("{}/buildid/{build_id}/debuginfo", self.url);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            if ureq::get(&url).call().is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        panic!("debuginfod did not serve {url} within 60 s");
+    }
+}
+
+impl Drop for Debuginfod {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run(program: &str, args: &[&std::ffi::OsStr]) -> String {
+    let out = std::process::Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_stripped_binary_gets_names_and_lines_from_a_real_debuginfod_server() {
+    if !have("debuginfod", "debuginfod") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = common::fixtures_dir().join("stripped_static.c");
+    let full = dir.path().join("app.full");
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    let debug = served.join("app.debug");
+    let app = dir.path().join("app");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    run(
+        &cc,
+        &[
+            "-O2".as_ref(),
+            "-g".as_ref(),
+            "-Wl,--build-id".as_ref(),
+            "-o".as_ref(),
+            full.as_os_str(),
+            source.as_os_str(),
+        ],
+    );
+    // As distributions ship it: the debug info split off, the binary stripped.
+    run("objcopy", &["--only-keep-debug".as_ref(), full.as_os_str(), debug.as_os_str()]);
+    run("strip", &["-o".as_ref(), app.as_os_str(), full.as_os_str()]);
+    std::fs::remove_file(&full).unwrap();
+    let notes = run("readelf", &["-n".as_ref(), app.as_os_str()]);
+    let build_id = notes.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).expect("a build-id").to_string();
+
+    // Without debug info the static functions have no names.
+    let cache = dir.path().join("cache");
+    let bare = dir.path().join("bare.profile");
+    let out = perflab()
+        .env_remove("DEBUGINFOD_URLS")
+        .args(["profile", "-F", "2000", "-o"])
+        .arg(&bare)
+        .args(["--json", "-", "--"])
+        .arg(&app)
+        .arg("60000000")
+        .assert()
+        .success();
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert!(report["functions"][0]["name"].as_str().unwrap().starts_with("app+0x"), "{:#}", report["functions"]);
+
+    let server = Debuginfod::serve(&served, &dir.path().join("index.sqlite"));
+    server.wait_for(&build_id);
+    let show = |urls: &str, extra: &[&str]| {
+        let out = perflab()
+            .env("DEBUGINFOD_URLS", urls)
+            .env("DEBUGINFOD_CACHE_PATH", &cache)
+            .arg("show")
+            .arg(&bare)
+            .args(extra)
+            .args(["--json", "-"])
+            .assert()
+            .success();
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        (serde_json::from_slice::<Value>(&out.get_output().stdout).unwrap(), stderr)
+    };
+    // The same profile, shown with the server: names, lines, regions, and it is said where they came from.
+    let (named, stderr) = show(&server.url, &["--group-by-source", "stripped_static.c:^static NOINLINE .* (\\w+)\\("]);
+    assert!(stderr.contains("fetched from debuginfod") && stderr.contains(&server.url), "{stderr}");
+    let alloc = row(&named, "alloc_set_alloc")["self_share"].as_f64().unwrap();
+    let free = row(&named, "alloc_set_free")["self_share"].as_f64().unwrap();
+    assert!((alloc / (alloc + free) - 0.75).abs() < 0.08, "3:1 expected, {alloc} vs {free}");
+    assert!(named["lines"][0]["name"].as_str().unwrap().contains("stripped_static.c:"), "{}", named["lines"][0]);
+    let regions = named["regions"].as_array().unwrap();
+    let region = |name: &str| regions.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("{regions:#?}"));
+    assert!((region("alloc_set_alloc")["self_share"].as_f64().unwrap() - alloc).abs() < 0.02);
+    assert!(cache.join(&build_id).join("debuginfo").is_file(), "cached where elfutils caches");
+
+    // Server gone: the cache answers, and says so.
+    drop(server);
+    let (cached, stderr) = show("http://127.0.0.1:1", &[]);
+    assert!(stderr.contains("debuginfod cache"), "{stderr}");
+    assert_eq!(row(&cached, "alloc_set_alloc")["self_samples"], row(&named, "alloc_set_alloc")["self_samples"]);
+    // No cache and no server: the failure is said, names fall back to offsets.
+    std::fs::remove_dir_all(&cache).unwrap();
+    let (unnamed, stderr) = show("http://127.0.0.1:1", &[]);
+    assert!(stderr.contains("asking debuginfod failed"), "{stderr}");
+    assert!(unnamed["functions"][0]["name"].as_str().unwrap().starts_with("app+0x"));
+}
