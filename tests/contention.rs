@@ -197,5 +197,8 @@ fn threads_and_children_need_a_cgroup_and_are_never_guessed() {
     assert_eq!(spin_wait["supported"], true, "a single-threaded program needs no cgroup: {spin_wait}");
     // With the JSON on stdout, the table (and its list of what is not supported) is on stderr.
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("not supported here:\n  runq_wait_s: the command ran other threads"), "{stderr}");
+    assert!(
+        stderr.contains("not supported here:\n") && stderr.contains("\n  runq_wait_s: the command ran other threads"),
+        "{stderr}"
+    );
 }

@@ -23,7 +23,7 @@ fn json_of(output: &[u8]) -> Value {
 fn a_metric_that_cannot_be_compared_is_reported_and_the_gate_fails_closed() {
     let out = perflab()
         .args(["compare", "-r6", "-w0", "--fail-if-slower", "--json", "-"])
-        .args(["--output-metric", "v=(?<v>\\S+)", "--shell", "echo v=0", "echo v=5"])
+        .args(["--output-metric", "v=(?<v>\\S+)", "--shell=/bin/sh", "echo v=0", "echo v=5"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("gate").and(predicate::str::contains("`v`")))
@@ -44,7 +44,7 @@ fn a_metric_that_cannot_be_compared_is_reported_and_the_gate_fails_closed() {
 fn a_metric_missing_in_one_command_is_reported() {
     let out = perflab()
         .args(["compare", "-r6", "-w0", "--metric", "v,wall_s"])
-        .args(["--output-metric", "v=(?<v>\\S+)", "--shell", "echo v=2", "echo w=5"])
+        .args(["--output-metric", "v=(?<v>\\S+)", "--shell=/bin/sh", "echo v=2", "echo w=5"])
         .assert()
         .code(3)
         .get_output()
@@ -63,7 +63,7 @@ fn skipped_non_positive_rounds_are_said() {
     let alternating =
         format!("n=$(cat {0} 2>/dev/null || echo 0); echo $((n + 1)) > {0}; echo v=$((n % 2))", count.display());
     perflab()
-        .args(["compare", "-r8", "-w0", "--output-metric", "v=(?<v>\\S+)", "--shell", &alternating, "echo v=1"])
+        .args(["compare", "-r8", "-w0", "--output-metric", "v=(?<v>\\S+)", "--shell=/bin/sh", &alternating, "echo v=1"])
         .assert()
         .success()
         .stdout(predicate::str::contains("4 of 8 rounds skipped: v ≤ 0 on a side"))
@@ -358,7 +358,7 @@ fn exit_and_peak_rss(argv: &[&str]) -> (i32, std::process::Output, i64) {
 fn metrics_are_read_from_output_of_any_size_in_bounded_memory() {
     let command = "yes 0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 \
                    | head -c 25165824; head -c 2097152 /dev/zero | tr '\\0' x; echo; echo v=5; echo w=7 >&2";
-    let base = ["compare", "-r2", "-w0", "--no-progress", "--json", "-", "--shell"];
+    let base = ["compare", "-r2", "-w0", "--no-progress", "--json", "-", "--shell=/bin/sh"];
     let (code, _, reference_kib) = exit_and_peak_rss(&[&base[..], &[command, command]].concat());
     assert_eq!(code, 0);
     let metrics = ["--output-metric", "v=(?<v>[0-9]+)", "--output-metric", "w=(?<w>[0-9]+)"];
@@ -388,7 +388,7 @@ fn a_failing_run_with_printed_metrics_is_explained_by_its_stderr() {
             "--no-progress",
             "--output-metric",
             "v=(?<v>[0-9]+)",
-            "--shell",
+            "--shell=/bin/sh",
             command,
             command,
         ])

@@ -199,7 +199,8 @@ fn two_agents_as_two_machines_one_killed_mid_job() {
     }
     let out = perflab(dir, &db).args(["history", "--reference", "old", "-l", "new"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("new ÷ old (wall_s) on each machine") && text.contains("alpha on "), "{text}");
+    // The metric the sessions decided on (uncontended_s when they ran busy, as here).
+    assert!(text.contains("new ÷ old (") && text.contains(") on each machine") && text.contains("alpha on "), "{text}");
 
     let out = perflab(dir, &db).args(["queue", "--list"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

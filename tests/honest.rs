@@ -104,7 +104,7 @@ fn identical_and_zero_counters_are_equivalent_and_shown() {
         "6",
         "--parse",
         "jsonl",
-        "-m",
+        "--metric",
         "items,wall_s,major_faults",
         &print("42"),
         &format!("{} # the same", print("42")),

@@ -163,7 +163,7 @@ fn output_goes_where_asked_per_command() {
     let out = perflab()
         .args(["compare", "-r", "2", "--output"])
         .arg(&log)
-        .args(["--output", "pipe", "--shell", "echo to-file", "echo to-pipe"])
+        .args(["--output", "pipe", "--shell=/bin/sh", "echo to-file", "echo to-pipe"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");

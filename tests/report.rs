@@ -155,10 +155,11 @@ fn report_from_the_store_has_one_row_per_benchmark_and_escapes_names() {
     assert!(chart.contains("<g class=\"r slower\" data-name=\"bench-00\""));
     assert!(chart.contains("<g class=\"r slower\" data-name=\"bench-03\""));
     assert!(!chart.contains("<g class=\"r slower\" data-name=\"bench-01\""));
-    // The interleaved experiment's paired interval wins over the independent one.
+    // The interleaved experiment's paired interval wins over the sessions' one.
     let first = &chart[chart.find("data-name=\"bench-00\"").unwrap()..];
     assert!(first[..first.find("</title>").unwrap()].contains("paired"));
-    assert!(chart.contains("independent runs"));
+    // The other labels are separate sessions: their interval carries the session noise.
+    assert!(chart.contains("separate sessions, with their session-to-session noise"));
     assert!(html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"));
     assert_eq!(html.matches("<script").count(), 1, "only the page's own script");
     assert!(html.contains("v3 vs v1"));

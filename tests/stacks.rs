@@ -415,7 +415,7 @@ fn flame_graph_opens_in_chromium_zooms_searches_and_shows_hostile_names_as_text(
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert_eq!(svg.matches("<script").count(), 1, "only the flame graph's own script");
     assert!(!svg.contains("<img") && !svg.contains('\u{1b}'), "markup or control characters leaked");
-    assert!(svg.contains("&lt;/script&gt;&lt;script&gt;alert(1)"));
+    assert!(svg.contains("&#60;/script&#62;&#60;script&#62;alert(1)"));
 
     let Some(browser) = chromium() else { return };
     // The SVG inline in an HTML page, as the HTML report embeds it: a probe records

@@ -61,7 +61,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub no_env_padding: bool,
     /// Exit 1 when a candidate's whole CI lies above 1 + PCT % (default 0).
-    #[arg(long, value_name = "PCT", num_args = 0..=1, default_missing_value = "0", value_parser = percent)]
+    #[arg(long, value_name = "PCT", num_args = 0..=1, require_equals = true, default_missing_value = "0", value_parser = percent)]
     pub fail_if_slower: Option<f64>,
     /// With parameters as factors (-L/-P, two or more): also compare every pair of
     /// builds, each with its interval (Bonferroni over the pairs). The main effect of
