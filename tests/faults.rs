@@ -397,3 +397,38 @@ fn a_failing_run_with_printed_metrics_is_explained_by_its_stderr() {
         .code(3)
         .stderr(predicate::str::contains("fatal: the disk is on fire"));
 }
+
+/// A measured command's background children are ended with it (they would run beside,
+/// and write into, the next run); `--keep-children` leaves them, as before.
+#[test]
+fn a_runs_process_group_is_ended_after_it_unless_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = |name: &str| -> Vec<i32> {
+        std::fs::read_to_string(dir.path().join(name)).unwrap().lines().map(|l| l.trim().parse().unwrap()).collect()
+    };
+    let alive = |pid: i32| {
+        // A zombie is not alive: its state is Z in /proc/PID/stat (or it is gone).
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+            .unwrap_or(false)
+    };
+    let background = |name: &str| format!("sleep 30 & echo $! >> {}", dir.path().join(name).display());
+    for (file, keep) in [("ended", false), ("kept", true)] {
+        let mut cmd = perflab();
+        cmd.args(["compare", "-r", "2", "-w", "0", "--no-progress", "--shell=/bin/sh"]);
+        if keep {
+            cmd.arg("--keep-children");
+        }
+        cmd.args([&background(file), "true"]).assert().success();
+        let started = pids(file);
+        assert_eq!(started.len(), 2, "{started:?}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        for pid in started {
+            assert_eq!(alive(pid), keep, "background child {pid}, --keep-children {keep}");
+            if keep {
+                // SAFETY: ending the sleeper this test left running.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}

@@ -26,10 +26,12 @@ use std::time::{Duration, Instant};
 
 /// Inputs a target accepted (the rest were refused with a usage error): a fuzzer whose
 /// every input is refused at the first check tests nothing beyond it.
-static ACCEPTED: [AtomicUsize; 3] = [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
+static ACCEPTED: [AtomicUsize; 4] =
+    [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
 const IMPORT: usize = 0;
 const SUITE: usize = 1;
 const REPORT: usize = 2;
+const OUTPUT: usize = 3;
 
 /// Run `exercise` on values of `strategy`: `PERFLAB_FUZZ_SECONDS` long, else `cases` times.
 fn fuzz<S: Strategy>(name: &str, target: usize, cases: usize, strategy: S, exercise: impl Fn(&S::Value))
@@ -413,5 +415,40 @@ fn reports_render_any_history() {
             assert!(html.trim_end().ends_with("</html>"), "the page is complete");
             assert!(!html.contains("<script>alert(1)") && !html.contains("<b>fuzz</b>"), "text is escaped");
         }
+    });
+}
+
+/// What a benchmarked command prints: pgbench-, JSON-lines- and regex-like lines mixed
+/// with hostile ones (huge numbers, NaN, broken JSON, control characters, no newline).
+fn output_lines() -> impl Strategy<Value = Vec<(bool, String)>> {
+    let line = prop_oneof![
+        Just("tps = 1234.5 (without initial connection time)".to_string()),
+        Just("latency average = 0.81 ms".to_string()),
+        "tps = [-+0-9.eE]{0,12}.*",
+        "latency average = [-+0-9.eE naNinf]{0,10} ms",
+        "\\{\"metric\": \"[a-z_]{0,6}\", \"value\": [-0-9.eE]{0,8}\\}",
+        "\\{.{0,40}",
+        "v=[-+0-9.eE]{0,10}",
+        ".{0,60}",
+        "[\\x00-\\x1f]{0,8}",
+    ];
+    proptest::collection::vec((any::<bool>(), line), 0..40)
+}
+
+#[test]
+fn command_output_parsers_never_panic() {
+    use perflab::measure::output::{google_benchmark_from, Parser, RunParse, Stream};
+    let parsers =
+        [Parser::format("pgbench").unwrap(), Parser::format("jsonl").unwrap(), Parser::regex("v=(?<v>\\S+)").unwrap()];
+    fuzz("output", OUTPUT, 400, output_lines(), |lines| {
+        let mut run = RunParse::new(&parsers);
+        for (stderr, line) in lines {
+            run.line(if *stderr { Stream::Stderr } else { Stream::Stdout }, line);
+        }
+        if run.finish().is_ok() {
+            ACCEPTED[OUTPUT].fetch_add(1, Ordering::Relaxed);
+        }
+        let text: String = lines.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>().join("\n");
+        let _ = google_benchmark_from(text.as_bytes());
     });
 }

@@ -100,6 +100,11 @@ pub struct RunnerArgs {
     /// Let the commands' stdout and stderr through instead of discarding them.
     #[arg(long)]
     pub show_output: bool,
+    /// Leave running what a measured command left in its process group (background
+    /// children, daemons); by default the group is killed after every run, so nothing
+    /// from one run runs beside the next.
+    #[arg(long)]
+    pub keep_children: bool,
     /// Write perflab's result as JSON, every run included (`-` for stdout; docs/json-schema.md).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,

@@ -208,6 +208,7 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
     };
     let plan = Plan::new(commands, settings, measure, compared)
         .showing_output(args.experiment.runner.show_output)
+        .keeping_children(args.experiment.runner.keep_children)
         .sending_output(sinks)
         .ignoring_failure(args.experiment.ignore_failure)
         .with_design(design);

@@ -49,6 +49,7 @@ impl RunArgs {
             overrides: self.experiment.options(),
             seed: self.experiment.seed,
             show_output: self.experiment.runner.show_output,
+            keep_children: self.experiment.runner.keep_children,
             ignore_failure: self.experiment.ignore_failure,
             profile_changes: self.profile_changes,
             ..RunOptions::default()

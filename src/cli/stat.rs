@@ -90,8 +90,9 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     .for_commands(1);
     let hooks = args.hooks.per_command(1)?;
     let settings = Settings { hooks, ..plan::settings(&options, None) };
-    let plan =
-        Plan::new(commands, settings, measure, Compared::fixed(names.clone())).showing_output(args.runner.show_output);
+    let plan = Plan::new(commands, settings, measure, Compared::fixed(names.clone()))
+        .showing_output(args.runner.show_output)
+        .keeping_children(args.runner.keep_children);
     let style = args.export.style;
     style.apply_colors();
     let outputs = args.export.outputs(args.runner.json.as_deref(), |r: &StatReport| &r.experiment)?;

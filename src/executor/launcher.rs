@@ -68,6 +68,8 @@ struct Setup {
     /// The commands' stdin (`--input`), else /dev/null.
     input: Option<Vec<u8>>,
     timeout_s: Option<f64>,
+    /// Leave what a run left behind in its process group (`--keep-children`).
+    keep_children: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -116,7 +118,7 @@ pub struct Spawner {
 
 enum Inner {
     Helper { socket: OwnedFd, pid: libc::pid_t, ready: Ready, captures: Vec<Captures> },
-    InProcess { prepared: Vec<Prepared>, env: Environment, timeout: Option<Duration> },
+    InProcess { prepared: Vec<Prepared>, env: Environment, timeout: Option<Duration>, keep_children: bool },
 }
 
 impl Spawner {
@@ -126,13 +128,16 @@ impl Spawner {
         commands: &[(PathBuf, Vec<String>, Output)],
         input: Option<&Path>,
         timeout: Option<Duration>,
+        keep_children: bool,
     ) -> Result<Spawner, String> {
         if !BINARY_SERVES.load(Ordering::SeqCst) {
             let prepared = commands
                 .iter()
                 .map(|(program, argv, output)| Prepared::with_input(program, argv, output, input))
                 .collect::<Result<Vec<_>, _>>()?;
-            return Ok(Spawner { inner: Inner::InProcess { prepared, env: Environment::inherited(), timeout } });
+            return Ok(Spawner {
+                inner: Inner::InProcess { prepared, env: Environment::inherited(), timeout, keep_children },
+            });
         }
         let setup = Setup {
             commands: commands
@@ -145,6 +150,7 @@ impl Spawner {
                 .collect(),
             input: input.map(|p| p.as_os_str().as_bytes().to_vec()),
             timeout_s: timeout.map(|t| t.as_secs_f64()),
+            keep_children,
         };
         let (socket, pid) = start_helper().map_err(|e| format!("cannot start perflab's spawner process: {e}"))?;
         let mut spawner =
@@ -175,9 +181,9 @@ impl Spawner {
         gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>>,
     ) -> Result<Run, SpawnError> {
         match &mut self.inner {
-            Inner::InProcess { prepared, env, timeout } => {
+            Inner::InProcess { prepared, env, timeout, keep_children } => {
                 env.pad(pad_bytes);
-                measure(&prepared[command], env, *timeout, gate, interrupt::watcher(), None)
+                measure(&prepared[command], env, *timeout, gate, interrupt::watcher(), None, !*keep_children)
             }
             Inner::Helper { socket, .. } => run_in_helper(socket.as_raw_fd(), command, pad_bytes, gate),
         }
@@ -410,9 +416,10 @@ fn measure(
     gate: Option<&mut dyn FnMut(libc::pid_t) -> anyhow::Result<()>>,
     interrupt: &Interrupt,
     accounting: Option<&Accounting>,
+    end_group: bool,
 ) -> Result<Run, SpawnError> {
     let before = accounting.map(Accounting::snapshot);
-    let outcome = process::start(prepared, env, gate)?.wait(timeout, interrupt)?;
+    let outcome = process::start(prepared, env, gate)?.ending_its_group(end_group).wait(timeout, interrupt)?;
     let mut run = outcome.run();
     let tree = accounting.zip(before).and_then(|(a, before)| a.reading(before, &outcome));
     contention::add_readings(&mut run, outcome.main_thread, outcome.harness_waited, tree.ok_or(NO_CGROUP));
@@ -491,7 +498,15 @@ fn serve(socket: OwnedFd) -> i32 {
                     }
                 };
                 let accounting = group.as_ref().ok().map(|group| Accounting { group, cpu_time: &cpu_time });
-                match measure(&prepared[command], &env, timeout, Some(&mut hold), interrupt, accounting.as_ref()) {
+                match measure(
+                    &prepared[command],
+                    &env,
+                    timeout,
+                    Some(&mut hold),
+                    interrupt,
+                    accounting.as_ref(),
+                    !setup.keep_children,
+                ) {
                     Ok(run) => Reply::Done(run),
                     Err(SpawnError::Interrupted) => Reply::Interrupted,
                     Err(SpawnError::Exec(why)) => Reply::ExecFailed(why),

@@ -197,7 +197,8 @@ impl ProcessExecutor {
             });
         }
         let timeout = plan.settings.timeout_s.map(Duration::from_secs_f64);
-        let spawner = Spawner::new(&commands, input, timeout).map_err(|e| Failure::Other(anyhow::anyhow!(e)))?;
+        let spawner = Spawner::new(&commands, input, timeout, plan.keep_children)
+            .map_err(|e| Failure::Other(anyhow::anyhow!(e)))?;
         let mut facts = crate::measure::environment_facts(&plan.measure, &plan.commands);
         facts.extend(spawner.facts());
         let streams = (0..commands.len())

@@ -509,6 +509,8 @@ pub struct Child {
     /// profiler's ring buffers): it costs ~4 µs per run.
     pidfd: Option<OwnedFd>,
     started: Instant,
+    /// End the child's whole process group when it exits (see [`Child::ending_its_group`]).
+    end_group: bool,
 }
 
 /// Start `prepared` with `env`. When `gate` is given the child is held between fork
@@ -524,7 +526,7 @@ pub fn start(
         None => spawn_fast(prepared, argv, envp)?,
         Some(gate) => spawn_gated(prepared, argv, envp, gate)?,
     };
-    Ok(Child { pid, pidfd: None, started })
+    Ok(Child { pid, pidfd: None, started, end_group: false })
 }
 
 fn spawn_fast(
@@ -667,6 +669,15 @@ impl Child {
         Ok(raw)
     }
 
+    /// When the child exits, kill what is left of its process group (background
+    /// children, a forgotten server): they would run beside, and write into, the next
+    /// run. Measured commands do this unless `--keep-children`; hooks never (a
+    /// `--prepare` may start a server on purpose).
+    pub fn ending_its_group(mut self, end_group: bool) -> Child {
+        self.end_group = end_group;
+        self
+    }
+
     /// Sleep until the child exits, the timeout passes, or an interrupt arrives; then
     /// read its main thread's scheduler statistics, reap it with `wait4` and return its
     /// measurements. Without a timeout the harness just blocks in `waitid` (an interrupt
@@ -699,6 +710,11 @@ impl Child {
             .map(|(before, after)| after.saturating_sub(before));
         let main_thread = if exited == 0 { contention::schedstat(self.pid).ok() } else { None };
         let allowed_cpus = if exited == 0 { contention::allowed_cpus(self.pid) } else { None };
+        if self.end_group && exited == 0 {
+            // SAFETY: signalling our child's process group; the leader is a zombie until
+            // reaped below, so the group id cannot have been reused.
+            unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+        }
         let mut status = 0;
         // SAFETY: rusage is plain data; wait4 fills it for this child only.
         let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };

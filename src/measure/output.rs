@@ -111,18 +111,7 @@ impl Parser {
     /// The samples in the whole texts `stdout` and `stderr`, as [`RunParse`] finds them.
     #[cfg(test)]
     fn samples(&self, stdout: &str, stderr: &str, out: &mut Samples) -> Result<(), String> {
-        let parsers = std::slice::from_ref(self);
-        let mut parse = RunParse::new(parsers);
-        for line in stdout.lines() {
-            parse.line(Stream::Stdout, line);
-        }
-        for line in stderr.lines() {
-            parse.line(Stream::Stderr, line);
-        }
-        if parse.wants_json() {
-            parse.google_benchmark(google_benchmark_from(stdout.as_bytes()));
-        }
-        *out = parse.finish()?.pop().unwrap_or_default();
+        *out = parse_texts(std::slice::from_ref(self), stdout, stderr)?.pop().unwrap_or_default();
         Ok(())
     }
 }
@@ -503,6 +492,12 @@ pub fn read_metrics(
     iterations: Iterations,
     run: &mut Run,
 ) -> Result<Vec<String>, String> {
+    Ok(record_metrics(parsers, parse_texts(parsers, stdout, stderr)?, iterations, run))
+}
+
+/// Each parser's samples in the whole texts `stdout` and `stderr` (a run's output read
+/// after it ended), line by line as [`RunParse`] reads a stream.
+fn parse_texts(parsers: &[Parser], stdout: &str, stderr: &str) -> Result<Vec<Samples>, String> {
     let mut parse = RunParse::new(parsers);
     for line in stdout.lines() {
         parse.line(Stream::Stdout, line);
@@ -513,7 +508,7 @@ pub fn read_metrics(
     if parse.wants_json() {
         parse.google_benchmark(google_benchmark_from(stdout.as_bytes()));
     }
-    Ok(record_metrics(parsers, parse.finish()?, iterations, run))
+    parse.finish()
 }
 
 #[cfg(test)]

@@ -31,6 +31,9 @@ pub struct Plan {
     pub measure: MeasureOptions,
     /// The commands as builds of a factorial design (parameters as factors), analysed
     /// as such at the end (`analysis::design`).
+    /// Leave what a measured run left running in its process group (`--keep-children`);
+    /// by default the group is ended after every run.
+    pub keep_children: bool,
     pub design: Option<crate::model::Design>,
 }
 
@@ -269,7 +272,13 @@ impl Plan {
             ignore_failure: false,
             measure,
             design: None,
+            keep_children: false,
         }
+    }
+
+    /// Leave what runs leave behind in their process group (`--keep-children`).
+    pub fn keeping_children(self, keep_children: bool) -> Plan {
+        Plan { keep_children, ..self }
     }
 
     /// Analyse the commands as the builds of a factorial design (`-L`/`-P` factors).

@@ -19,6 +19,8 @@ pub struct RunOptions {
     pub overrides: SettingsLayer,
     pub seed: Option<u64>,
     pub show_output: bool,
+    /// Leave what runs left in their process group (`--keep-children`).
+    pub keep_children: bool,
     pub ignore_failure: bool,
     /// What produced the results, as stored (default `run`; a fleet agent says which job).
     pub source: Option<String>,
@@ -120,6 +122,7 @@ fn planned(
     let compared = plan::compared_metrics(&[], &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
     let plan = Plan::new(commands, settings, measure, compared)
         .showing_output(run.show_output)
+        .keeping_children(run.keep_children)
         .ignoring_failure(run.ignore_failure);
     Ok((plan, shell_reason))
 }
