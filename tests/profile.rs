@@ -54,6 +54,35 @@ fn known_three_to_one_ratio_is_measured_within_five_points() {
     assert_eq!(report["functions"][0]["object"], "profile_ratio");
 }
 
+/// perf report's filters: `--comm` and `--dso` keep the matching samples (shares then of
+/// those, said on stderr), a filter that keeps nothing is one line and exit 2.
+#[test]
+fn show_keeps_only_the_samples_a_filter_selects() {
+    let exe = common::fixture("profile_ratio");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = profile(dir.path(), "ratio", &[exe.to_str().unwrap(), "30000000"]);
+    let show = |filter: &[&str]| {
+        let json = dir.path().join("filtered.json");
+        let out = perflab().arg("show").arg(&path).args(filter).arg("--json").arg(&json).output().unwrap();
+        let report =
+            out.status.success().then(|| serde_json::from_slice::<Value>(&std::fs::read(&json).unwrap()).unwrap());
+        (out, report)
+    };
+    let (out, report) = show(&["--dso", "profile_ratio"]);
+    let report = report.unwrap_or_else(|| panic!("{out:?}"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("samples kept by --dso profile_ratio"), "{out:?}");
+    let names: Vec<&str> =
+        report["functions"].as_array().unwrap().iter().map(|f| f["object"].as_str().unwrap()).collect();
+    assert!(names.iter().all(|o| *o == "profile_ratio"), "{names:?}");
+    assert!((share_of(&report, "heavy_work") - 0.75).abs() <= 0.05, "{report}");
+    let (out, report) = show(&["--comm", "profile_ratio"]);
+    assert!(report.is_some(), "{out:?}");
+    let (out, report) = show(&["--comm", "no-such-command"]);
+    assert!(report.is_none() && out.status.code() == Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no samples match --comm no-such-command") && stderr.lines().count() == 1, "{stderr}");
+}
+
 #[test]
 fn saved_profile_is_shown_again_identically() {
     let exe = common::fixture("profile_ratio");

@@ -10,6 +10,7 @@ use crate::profile::flame::{FlameOptions, FlameView};
 use crate::profile::format::Profile;
 use crate::profile::record::{self, CallGraph, RecordOptions, RecordingMode};
 use crate::profile::report::{self, ReportOptions};
+use crate::profile::select::SampleFilter;
 use crate::profile::top::TopOptions;
 use crate::profile::unwind::{self, Unwinding};
 use crate::profile::{self, flame};
@@ -246,6 +247,36 @@ pub struct TopArgs {
     pub command: Vec<String>,
 }
 
+/// perf report's sample filters, comma-separated lists (samples matching every given
+/// one are kept; shares are then of what was kept).
+#[derive(Debug, Args, Default)]
+pub struct SampleFilterArgs {
+    /// Only samples of these command names (comm).
+    #[arg(long = "comm", value_name = "COMM[,COMM...]", value_delimiter = ',')]
+    pub comms: Vec<String>,
+    /// Only samples of these processes.
+    #[arg(long = "pid", value_name = "PID[,PID...]", value_delimiter = ',')]
+    pub pids: Vec<u32>,
+    /// Only samples of these threads.
+    #[arg(long = "tid", value_name = "TID[,TID...]", value_delimiter = ',')]
+    pub tids: Vec<u32>,
+    /// Only samples in these objects: a path or file name (libc.so.6), [kernel.kallsyms],
+    /// [unknown] (code outside any mapped file).
+    #[arg(long = "dso", value_name = "DSO[,DSO...]", value_delimiter = ',')]
+    pub dsos: Vec<String>,
+}
+
+impl SampleFilterArgs {
+    fn filter(&self) -> SampleFilter {
+        SampleFilter {
+            comms: self.comms.clone(),
+            pids: self.pids.clone(),
+            tids: self.tids.clone(),
+            dsos: self.dsos.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// A profile saved by `perflab profile`, or a perf.data file of `perf record`.
@@ -254,6 +285,8 @@ pub struct ShowArgs {
     /// name for it, e.g. cycles:u).
     #[arg(short = 'e', long = "event", value_name = "NAME")]
     pub event: Option<String>,
+    #[command(flatten)]
+    pub select: SampleFilterArgs,
     #[command(flatten)]
     pub report: FlatReportArgs,
 }
@@ -266,6 +299,8 @@ pub struct AnnotateArgs {
     /// Of a perf.data file with samples of several events: the event to annotate.
     #[arg(short = 'e', long = "event", value_name = "NAME")]
     pub event: Option<String>,
+    #[command(flatten)]
+    pub select: SampleFilterArgs,
     /// Annotate this function (demangled name, clone suffixes optional) instead of the hottest ones.
     #[arg(long, value_name = "NAME")]
     pub symbol: Option<String>,
@@ -303,6 +338,9 @@ pub struct DiffArgs {
     /// Of perf.data files with samples of several events: the event to compare.
     #[arg(short = 'e', long = "event", value_name = "NAME")]
     pub event: Option<String>,
+    /// Applied to both profiles.
+    #[command(flatten)]
+    pub select: SampleFilterArgs,
     /// Match and report by function, source line or object.
     #[arg(long, default_value = "function", value_parser = by_parser())]
     pub by: By,
@@ -445,15 +483,32 @@ pub fn main_top(args: TopArgs) -> Result<(), Failure> {
     })
 }
 
-/// A profile file (perflab's or perf.data), its reading's warnings on stderr.
-fn load(path: &Path, event: Option<&str>) -> Result<Profile, Failure> {
+/// A profile file (perflab's or perf.data), its reading's warnings on stderr, only the
+/// samples `select` keeps (and how many that is, said on stderr).
+fn load(path: &Path, event: Option<&str>, select: &SampleFilterArgs) -> Result<Profile, Failure> {
     let loaded = profile::input::load(path, event)?;
     eprint!("{}", render::warnings(&loaded.warnings));
-    Ok(loaded.profile)
+    let mut profile = loaded.profile;
+    let filter = select.filter();
+    if !filter.is_empty() {
+        let kept = filter.apply(&mut profile);
+        if kept.samples == 0 {
+            let (path, filter) = (path.to_path_buf(), filter.describe());
+            return Err(ProfileError::NothingSelected { path, filter, of: kept.of }.into());
+        }
+        eprintln!(
+            "perflab: {}: {} of {} samples kept by {}; shares are of those",
+            path.display(),
+            kept.samples,
+            kept.of,
+            crate::render::escape(&filter.describe())
+        );
+    }
+    Ok(profile)
 }
 
 pub fn main_show(args: ShowArgs) -> Result<(), Failure> {
-    let profile = load(&args.profile, args.event.as_deref())?;
+    let profile = load(&args.profile, args.event.as_deref(), &args.select)?;
     if profile.stacks.is_empty() {
         if let Some(flag) = args.report.needs_stacks() {
             return Err(ProfileError::NoStacks { path: args.profile.clone(), flag }.into());
@@ -465,7 +520,7 @@ pub fn main_show(args: ShowArgs) -> Result<(), Failure> {
 }
 
 pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
-    let profile = load(&args.profile, args.event.as_deref())?;
+    let profile = load(&args.profile, args.event.as_deref(), &args.select)?;
     let options = AnnotateOptions {
         symbol: args.symbol,
         top: args.top,
@@ -486,8 +541,8 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
 
 pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
     let flame = args.flame.options(!args.flame_absolute)?;
-    let old = load(&args.old, args.event.as_deref())?;
-    let new = load(&args.new, args.event.as_deref())?;
+    let old = load(&args.old, args.event.as_deref(), &args.select)?;
+    let new = load(&args.new, args.event.as_deref(), &args.select)?;
     if let Some(path) = &args.flamegraph {
         for (p, path) in [(&old, &args.old), (&new, &args.new)] {
             if p.stacks.is_empty() {

@@ -25,6 +25,7 @@ pub mod mca;
 pub mod offcpu;
 pub mod record;
 pub mod report;
+pub mod select;
 pub mod symbolize;
 pub mod target;
 pub mod top;
