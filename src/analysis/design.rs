@@ -9,7 +9,7 @@
 //! signed-rank interval). Drift common to a round cancels, as in the pairwise verdicts.
 
 use super::verdict;
-use crate::model::{Comparison, Design, DesignAnalysis, DesignCell, Experiment, Verdict};
+use crate::model::{Comparison, Design, DesignAnalysis, DesignCell, Experiment};
 use crate::plan::Plan;
 use crate::stats::{signed_rank, summary};
 use std::collections::BTreeMap;
@@ -127,7 +127,6 @@ pub fn main_effect_contrasts(
 /// filled in by the caller).
 fn contrast_comparison(d: &[f64], level: f64, plan: &Plan, metric: &str) -> Comparison {
     let settings = &plan.settings;
-    let better = settings.metric_info(metric).better;
     let exact = !d.is_empty() && d.iter().all(|x| *x == d[0]);
     let (ratio, ci, p_value) = if exact {
         let r = d[0].exp();
@@ -136,30 +135,8 @@ fn contrast_comparison(d: &[f64], level: f64, plan: &Plan, metric: &str) -> Comp
         let interval = signed_rank::hl_interval(d, level).map(|i| (i.low.exp(), i.high.exp()));
         (signed_rank::hodges_lehmann(d).exp(), interval, signed_rank::wilcoxon_p(d).0)
     };
-    let (verdict, below_threshold, (ci_low, ci_high)) = match ci {
-        Some((lo, hi)) => {
-            let (v, b) = verdict::classify(lo, hi, settings.threshold, better);
-            (v, b, (lo, hi))
-        }
-        None => (Verdict::Inconclusive, false, (0.0, f64::INFINITY)),
-    };
-    Comparison {
-        baseline: String::new(),
-        candidate: String::new(),
-        metric: metric.to_string(),
-        better,
-        ratio,
-        ci_low,
-        ci_high,
-        confidence: settings.confidence,
-        look_confidence: level,
-        p_value,
-        verdict,
-        below_threshold,
-        n: d.len(),
-        flags: if exact { vec!["exact: every round gave the same contrast".into()] } else { Vec::new() },
-        explanation: None,
-    }
+    let flags = if exact { vec!["exact: every round gave the same contrast".into()] } else { Vec::new() };
+    verdict::judged(metric, ratio, ci, p_value, d.len(), level, settings, flags)
 }
 
 #[cfg(test)]
@@ -168,6 +145,7 @@ mod tests {
     use crate::executor::simulated::{Noise, Simulated};
     use crate::experiment::{run_experiment, Quiet};
     use crate::measure::MeasureOptions;
+    use crate::model::Verdict;
     use crate::model::{metric, CommandSpec, Factor, Settings};
     use crate::plan::Compared;
 

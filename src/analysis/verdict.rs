@@ -39,6 +39,47 @@ pub fn pairs(baseline: &CommandResult, candidate: &CommandResult, metric: &str) 
     candidate.runs.iter().filter_map(|r| Some((*by_round.get(&r.round)?, r.metric(metric)?))).unzip()
 }
 
+/// A ratio with its interval at `level` (None: too few rounds for one yet) judged against
+/// the settings' threshold in the metric's direction; the commands' names are left empty
+/// for the caller.
+#[allow(clippy::too_many_arguments)] // the fields of one comparison, each named once here
+pub fn judged(
+    metric: &str,
+    ratio: f64,
+    ci: Option<(f64, f64)>,
+    p_value: f64,
+    n: usize,
+    level: f64,
+    settings: &Settings,
+    flags: Vec<String>,
+) -> Comparison {
+    let better = settings.metric_info(metric).better;
+    let (verdict, below_threshold, (ci_low, ci_high)) = match ci {
+        Some((lo, hi)) => {
+            let (v, b) = classify(lo, hi, settings.threshold, better);
+            (v, b, (lo, hi))
+        }
+        None => (Verdict::Inconclusive, false, (0.0, f64::INFINITY)),
+    };
+    Comparison {
+        baseline: String::new(),
+        candidate: String::new(),
+        metric: metric.to_string(),
+        better,
+        ratio,
+        ci_low,
+        ci_high,
+        confidence: settings.confidence,
+        look_confidence: level,
+        p_value,
+        verdict,
+        below_threshold,
+        n,
+        flags,
+        explanation: None,
+    }
+}
+
 /// Compare `candidate` with `baseline` on `metric` with an interval at `level` (the
 /// per-look level; the settings' confidence is the family-wise one reported with it,
 /// their threshold the equivalence margin, their metric info the direction). A metric
@@ -53,32 +94,10 @@ pub fn compare(
 ) -> Comparison {
     let better = settings.metric_info(metric).better;
     let (base, cand) = pairs(baseline, candidate, metric);
-    let comparison = |ratio: f64, ci: Option<(f64, f64)>, p_value: f64, n: usize, flags: Vec<String>| {
-        let (verdict, below_threshold, (ci_low, ci_high)) = match ci {
-            Some((lo, hi)) => {
-                let (v, b) = classify(lo, hi, settings.threshold, better);
-                (v, b, (lo, hi))
-            }
-            // No interval at this level exists yet with so few rounds.
-            None => (Verdict::Inconclusive, false, (0.0, f64::INFINITY)),
-        };
-        Comparison {
-            baseline: baseline.name.clone(),
-            candidate: candidate.name.clone(),
-            metric: metric.to_string(),
-            better,
-            ratio,
-            ci_low,
-            ci_high,
-            confidence: settings.confidence,
-            look_confidence: level,
-            p_value,
-            verdict,
-            below_threshold,
-            n,
-            flags,
-            explanation: None,
-        }
+    let comparison = |ratio: f64, ci: Option<(f64, f64)>, p_value: f64, n: usize, flags: Vec<String>| Comparison {
+        baseline: baseline.name.clone(),
+        candidate: candidate.name.clone(),
+        ..judged(metric, ratio, ci, p_value, n, level, settings, flags)
     };
     let not_comparable = |reason: String| Comparison {
         verdict: Verdict::NotComparable,

@@ -112,7 +112,7 @@ pub fn tree(graph: &CallGraph, function: &str, direction: Direction) -> Option<T
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::profile::aggregate::locate_with_graph;
     use crate::profile::format::{FrameRef, ObjectRef, Profile, Space, StackCount};
@@ -120,7 +120,7 @@ mod tests {
 
     /// Unreadable object: frames are named `x+0xOFFSET`. Stacks (root last):
     /// leaf ← a ← main (3), leaf ← b ← main (1), a ← a ← main (2, recursion).
-    fn graph() -> CallGraph {
+    pub(crate) fn graph() -> CallGraph {
         let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
         let stack = |frames: Vec<u32>, count| StackCount { pid: 1, tid: 1, frames, count, period: count };
         let profile = Profile {

@@ -237,24 +237,11 @@ fn off_cpu(report: &OffCpuReport, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::aggregate::locate_with_graph;
     use crate::profile::callers;
-    use crate::profile::format::{FrameRef, ObjectRef, Profile, Space, StackCount};
-    use crate::profile::symbolize::Symbolizer;
 
     #[test]
     fn single_child_chains_share_a_line() {
-        let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
-        let stack = |frames: Vec<u32>, count| StackCount { pid: 1, tid: 1, frames, count, period: count };
-        let profile = Profile {
-            event: "cpu-clock".into(),
-            frequency_hz: 1000,
-            objects: vec![ObjectRef { path: "/nonexistent/x".into() }],
-            frames: vec![user(0x10), user(0x20), user(0x30), user(0x40)],
-            stacks: vec![stack(vec![0, 1, 3], 3), stack(vec![0, 2, 3], 1), stack(vec![1, 1, 3], 2)],
-            ..Profile::default()
-        };
-        let graph = locate_with_graph(&profile, &mut Symbolizer::default()).1.unwrap();
+        let graph = callers::tests::graph();
         let main = callers::tree(&graph, "x+0x40", Direction::Callees).unwrap();
         let printed = tree_lines(&main, " → ", 0.0).join("\n");
         assert!(printed.contains("x+0x30 [x] → x+0x10 [x]"), "single-child chains on one line:\n{printed}");
