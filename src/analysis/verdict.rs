@@ -192,10 +192,12 @@ pub const ALL_ZERO: &str = "exact: 0 in every run of both";
 
 /// `cand / base`, 1 for 0 / 0 (equal), NaN when only the baseline is 0.
 fn ratio_of(base: f64, cand: f64) -> f64 {
-    match (base, cand) {
-        (b, c) if b == 0.0 && c == 0.0 => 1.0,
-        (b, _) if b == 0.0 => f64::NAN,
-        (b, c) => c / b,
+    if base != 0.0 {
+        cand / base
+    } else if cand == 0.0 {
+        1.0
+    } else {
+        f64::NAN
     }
 }
 

@@ -57,14 +57,20 @@ pub fn explanation(e: &Explanation) -> String {
 pub fn bisect_step(step: &Step) -> String {
     let c = &step.comparison;
     format!(
-        "{} {}: ×{:.3} {} {} ({} rounds) → {}",
+        "{} {}: ×{:.3} {} {} ({} rounds) → {}{}",
         short(&step.commit),
         escape(&step.subject),
         c.ratio,
         c.interval_text(3),
         c.verdict.as_str(),
         c.n,
-        if step.bad { "bad" } else { "good" }
+        if step.bad { "bad" } else { "good" },
+        match step.halfway {
+            Some(halfway) if !step.bad && c.verdict == crate::model::Verdict::Slower => {
+                format!(" (slower, but less than halfway to the bad end: ×{halfway:.3})")
+            }
+            _ => String::new(),
+        }
     )
 }
 

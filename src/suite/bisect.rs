@@ -91,8 +91,11 @@ pub struct Step {
     pub subject: String,
     /// The primary metric's comparison with the good commit's build.
     pub comparison: Comparison,
-    /// Slower beyond the threshold.
+    /// Slower beyond the threshold and at least `halfway` slower.
     pub bad: bool,
+    /// The geometric midpoint between the good build and the bad end's slowdown (None
+    /// for the bad end itself).
+    pub halfway: Option<f64>,
 }
 
 /// What a bisection found.
@@ -147,30 +150,31 @@ pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result
     observer.started(commits.len(), &good, &bad, &bench.name);
 
     let mut steps = Vec::new();
-    let mut classify = |commit: &str| -> Result<bool, Failure> {
+    // `bad_end`: how much slower the bad end is. None while it is being measured.
+    let mut measure = |commit: &str, bad_end: Option<f64>| -> Result<(bool, f64), Failure> {
         let (_tree, build) = checkout_and_build(&repo, commit, scratch.path(), &args.build_command)?;
         let plan = plan_for(bench, Some(&build), Some(&good_build), &args.run)?;
         let comparison = compare(&plan)?;
-        // Only a regression beyond the threshold counts: each step is one comparison at
-        // α = 5 %, and a bisect takes several, so a `slower` within the threshold on an
-        // unchanged build would too often send the search the wrong way.
-        let bad = comparison.verdict == Verdict::Slower && !comparison.below_threshold;
+        let slowdown = slowdown(&comparison);
+        let bad = is_bad(&comparison, bad_end);
         let subject = git(&repo, &["log", "-1", "--format=%s", commit]).unwrap_or_default();
-        let step = Step { commit: commit.to_string(), subject, comparison, bad };
+        let halfway = bad_end.map(f64::sqrt);
+        let step = Step { commit: commit.to_string(), subject, comparison, bad, halfway };
         observer.tested(&step);
         steps.push(step);
-        Ok(bad)
+        Ok((bad, slowdown))
     };
 
     // The bad end must really be slower, or there is nothing to find.
-    if !classify(&bad)? {
+    let (bad_is_slower, bad_end) = measure(&bad, None)?;
+    if !bad_is_slower {
         return Err(crate::usage!("--bad {} is not slower than --good {}: nothing to bisect", args.bad, args.good));
     }
     // Invariant: commits[hi] is bad; everything up to lo-1 (and good) is good.
     let (mut lo, mut hi) = (0usize, commits.len() - 1);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if classify(&commits[mid])? {
+        if measure(&commits[mid], Some(bad_end))?.0 {
             hi = mid;
         } else {
             lo = mid + 1;
@@ -180,6 +184,31 @@ pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result
     let first_bad = commits[hi].clone();
     let subject = git(&repo, &["log", "-1", "--format=%s", &first_bad]).unwrap_or_default();
     Ok(Found { first_bad, subject, steps })
+}
+
+/// How many times slower than the good build `comparison` found the commit (above 1 is
+/// slower, whichever way the metric improves).
+fn slowdown(comparison: &Comparison) -> f64 {
+    if comparison.better.is_lower() {
+        comparison.ratio
+    } else {
+        1.0 / comparison.ratio
+    }
+}
+
+/// A commit is bad when it is `slower` beyond the threshold and — between the two
+/// ends — closer (on a log scale) to the bad end's slowdown than to the good build.
+///
+/// Why the halfway mark: an unchanged build can read a percent slower than the good
+/// one (code placed on other pages, another path in argv); with a ×7 regression to
+/// find, that percent must not send the search the wrong way. It is what one does by
+/// hand with `git bisect run` on a timing.
+fn is_bad(comparison: &Comparison, bad_end: Option<f64>) -> bool {
+    let slower = comparison.verdict == Verdict::Slower && !comparison.below_threshold;
+    match bad_end {
+        None => slower,
+        Some(bad_end) => slower && slowdown(comparison) >= bad_end.sqrt(),
+    }
 }
 
 /// Resolves `--good`/`--bad` given as stored labels to their recorded commit.
@@ -237,4 +266,41 @@ fn compare(plan: &Plan) -> Result<Comparison, Failure> {
         .into_iter()
         .find(|c| c.metric == experiment.primary_metric)
         .ok_or_else(|| Failure::CommandFailed("the comparison produced no verdict (did a command fail?)".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::verdict::judged;
+    use crate::model::{metric, Settings};
+
+    fn wall(ratio: f64, ci: (f64, f64)) -> Comparison {
+        judged(metric::WALL, ratio, Some(ci), 0.001, 500, 0.95, &Settings::default(), vec![])
+    }
+
+    #[test]
+    fn a_percent_slower_is_good_when_the_bad_end_is_seven_times_slower() {
+        // The step seen on a CI runner: an unchanged build read ×1.011 [1.003, 1.019].
+        let unchanged = wall(1.011, (1.003, 1.019));
+        assert_eq!(unchanged.verdict, Verdict::Slower);
+        assert!(is_bad(&unchanged, None), "alone, it is a regression beyond the threshold");
+        assert!(!is_bad(&unchanged, Some(7.0)));
+        assert!(is_bad(&wall(6.6, (6.0, 7.5)), Some(7.0)));
+        // Past the halfway mark (√7 ≈ 2.65) counts; short of it does not.
+        assert!(is_bad(&wall(2.8, (2.7, 2.9)), Some(7.0)));
+        assert!(!is_bad(&wall(2.5, (2.4, 2.6)), Some(7.0)));
+        // A small regression to find: halfway is ×1.025 for a ×1.05 bad end.
+        assert!(is_bad(&wall(1.04, (1.03, 1.05)), Some(1.05)));
+        assert!(!is_bad(&wall(1.0, (0.995, 1.005)), Some(1.05)));
+    }
+
+    #[test]
+    fn throughput_slows_down_when_its_ratio_falls() {
+        let mut tps = wall(0.5, (0.45, 0.55));
+        tps.better = metric::Better::Higher;
+        tps.verdict = Verdict::Slower;
+        assert!((slowdown(&tps) - 2.0).abs() < 1e-12);
+        assert!(is_bad(&tps, Some(3.0)));
+        assert!(!is_bad(&tps, Some(5.0)));
+    }
 }
