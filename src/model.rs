@@ -897,10 +897,12 @@ pub struct Explanation {
     pub confidence: f64,
     /// The level of each function's interval (Bonferroni over the functions tested and
     /// the candidates, at the final look's level).
+    #[serde(deserialize_with = "null_as_nan")]
     pub function_level: f64,
     /// Functions tested (each its own row; the rest are summed into `[other functions]`).
     pub tested: usize,
     /// The equivalence margin of the verdicts, a fraction of the baseline's total per run.
+    #[serde(deserialize_with = "null_as_nan")]
     pub threshold: f64,
     /// Every sample: the total the contributions add up to.
     pub total: FunctionChange,
@@ -928,6 +930,7 @@ pub struct Explanation {
 /// An estimate with its interval (None: unbounded, or no interval with so few rounds).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Change {
+    #[serde(deserialize_with = "null_as_nan")]
     pub estimate: f64,
     pub low: Option<f64>,
     pub high: Option<f64>,
@@ -947,10 +950,14 @@ pub struct FunctionChange {
     /// Object basename (`[command]` for the compared programs' own code).
     pub object: String,
     /// Mean time (or events) per run in it: baseline, candidate.
+    #[serde(deserialize_with = "null_as_nan")]
     pub baseline_per_run: f64,
+    #[serde(deserialize_with = "null_as_nan")]
     pub candidate_per_run: f64,
     /// Mean samples per run in it: baseline, candidate.
+    #[serde(deserialize_with = "null_as_nan")]
     pub baseline_samples: f64,
+    #[serde(deserialize_with = "null_as_nan")]
     pub candidate_samples: f64,
     /// candidate / baseline of the means; None when the baseline never ran it.
     pub ratio: Option<f64>,
@@ -973,6 +980,7 @@ pub struct FunctionChange {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detectable: Option<f64>,
     /// Paired t-test p-value of no change.
+    #[serde(deserialize_with = "null_as_nan")]
     pub p_value: f64,
     /// Per-function counts beside the samples (instruction mode: instructions, branch
     /// mispredictions, cache misses): metric → (baseline, candidate) per run.

@@ -326,3 +326,44 @@ fn report_from_a_real_compare_json_result() {
     assert!(chart.contains("<g class=\"r slower\" data-name=\"spin\""), "{chart}");
     assert!(chart.contains("paired"));
 }
+
+/// A store written before per-run sampling kept one profile of each build of a regression
+/// (`profile_changes`): the report still shows it, saying which method it used.
+#[test]
+fn an_older_one_profile_explanation_is_still_shown_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let mut store = Store::open(Some(db.to_str().unwrap())).unwrap();
+    let paired = experiment(
+        vec![command("v1", 0.001), command("v2", 0.0012)],
+        vec![comparison("v1", "v2", 1.2, Verdict::Slower)],
+        "box",
+    );
+    let meta = Meta { label: "v2".into(), benchmark: "sort".into(), git_commit: None, source: "test".into() };
+    let id = store.save(&meta, &paired).unwrap();
+    let row: perflab::profile::diff::Change = serde_json::from_value(serde_json::json!({
+        "name": "insertion_sort", "object": "[command]", "old_samples": 100, "new_samples": 140,
+        "old_share": 0.5, "new_share": 0.58, "share_change": 0.08,
+        "old_s": 0.1, "new_s": 0.14, "change_s": 0.04, "contribution": 0.95
+    }))
+    .unwrap();
+    let change = perflab::store::ProfileChange {
+        metric: "wall_s".into(),
+        baseline: "v1".into(),
+        candidate: "v2".into(),
+        functions: vec![row],
+        flame_graph: None,
+        warnings: vec![],
+        baseline_profile: b"old".to_vec(),
+        candidate_profile: b"new".to_vec(),
+    };
+    store.save_profile_change(id, &change).unwrap();
+    drop(store);
+    let out = dir.path().join("report.html");
+    perflab().args(["report", "--db"]).arg(&db).arg("--out").arg(&out).assert().success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    let section = &html[html.find("<section id=\"explained\">").expect("a Why slower section")..];
+    let section = &section[..section.find("</section>").unwrap()];
+    assert!(section.contains("Explained from one profile of each build"), "{section}");
+    assert!(section.contains("insertion_sort"), "{section}");
+}

@@ -344,3 +344,64 @@ fn metric_samples_match_the_runs() {
         }
     });
 }
+
+/// A comparison's per-function explanation (`run --profile-changes`, `compare --explain
+/// --save`) reads back as written, a NaN p-value (one round) included.
+#[test]
+fn an_explanation_reads_back_with_its_comparison() {
+    each_backend("explanation", |url| {
+        let mut store = Store::open(Some(url)).unwrap();
+        let change = |estimate: f64, low: f64, high: f64| Change { estimate, low: Some(low), high: Some(high) };
+        let function = |name: &str, base: f64, cand: f64, verdict: Verdict| FunctionChange {
+            name: name.into(),
+            object: "[command]".into(),
+            baseline_per_run: base,
+            candidate_per_run: cand,
+            baseline_samples: base * 4.0,
+            candidate_samples: cand * 4.0,
+            ratio: Some(cand / base),
+            ci_low: Some(cand / base - 0.125),
+            ci_high: Some(cand / base + 0.125),
+            verdict,
+            below_threshold: false,
+            contribution: change(cand - base, cand - base - 0.5, cand - base + 0.5),
+            share: None,
+            detectable: Some(0.0625),
+            p_value: 0.001,
+            counts: BTreeMap::new(),
+        };
+        let explanation = Explanation {
+            baseline: "old".into(),
+            candidate: "new".into(),
+            event: "cpu-clock".into(),
+            method: "sampled".into(),
+            unit: "ms".into(),
+            rounds: 3,
+            samples_per_run: (400.0, 500.0),
+            confidence: 0.95,
+            function_level: 0.995,
+            tested: 2,
+            threshold: 0.01,
+            total: function("[total]", 100.0, 125.0, Verdict::Slower),
+            functions: vec![
+                function("f_up", 50.0, 75.0, Verdict::Slower),
+                FunctionChange { p_value: f64::NAN, ..function("f_same", 50.0, 50.0, Verdict::Inconclusive) },
+            ],
+            unflagged_within: Some(0.25),
+            unflagged_contribution_within: Some(1.5),
+            primary_change: Some(change(25.0, 20.0, 30.0)),
+            flame_graph: Some("<svg class=\"perflab-flame\"><title>f_up &lt;+25&gt;</title></svg>".into()),
+            warnings: vec!["only 3 rounds".into()],
+        };
+        let mut exp = experiment("h1");
+        exp.comparisons[0].explanation = Some(Box::new(explanation.clone()));
+        store.save(&meta("v1", "a"), &exp).unwrap();
+        store.save(&meta("v2", "a"), &experiment("h1")).unwrap();
+        let back = store.experiments(&Query::default()).unwrap();
+        let got = back[0].experiment.comparisons[0].explanation.as_deref().expect("the explanation is stored");
+        assert!(got.functions[1].p_value.is_nan(), "{url}");
+        let same = |e: &Explanation| Explanation { functions: vec![e.functions[0].clone()], ..e.clone() };
+        assert_eq!(same(got), same(&explanation), "{url}");
+        assert_eq!(back[1].experiment.comparisons[0].explanation, None, "not explained: {url}");
+    });
+}

@@ -32,6 +32,10 @@ pub struct QueueArgs {
     /// several; default: every machine). Each matching machine runs the job once.
     #[arg(long = "machine", value_name = "PATTERN")]
     pub machines: Vec<String>,
+    /// For every benchmark found slower than --baseline beyond the threshold, store why:
+    /// every run of both builds is sampled (as `perflab run --profile-changes`).
+    #[arg(long, requires = "baseline")]
+    pub profile_changes: bool,
     /// List the jobs and each machine's state of them instead.
     #[arg(long, conflicts_with_all = ["label", "cancel"])]
     pub list: bool,
@@ -73,6 +77,7 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
         baseline: args.selection.baseline,
         filter: args.selection.filter,
         machines: args.machines,
+        profile_changes: args.profile_changes,
     };
     let mut store = args.db.open()?;
     let id = fleet::queue(&mut store, &args.suite, &request)?;

@@ -32,9 +32,9 @@ pub struct RunArgs {
     /// List the benchmarks and their commands without running them.
     #[arg(long)]
     pub list: bool,
-    /// For every benchmark found slower than --baseline beyond the threshold, profile one
-    /// run of each build and store the per-function diff and differential flame graph
-    /// (shown by `perflab report`).
+    /// Sample every measured run of both builds (as `compare --explain`), and for every
+    /// benchmark found slower than --baseline beyond the threshold store why, function by
+    /// function with intervals, with the experiment (shown by `perflab report`, `history`).
     #[arg(long, requires = "baseline")]
     pub profile_changes: bool,
     #[command(flatten)]

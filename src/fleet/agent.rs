@@ -403,6 +403,7 @@ fn execute(
         source: Some(source),
         machine: Some(options.machine.clone()),
         show_output: options.show_output,
+        profile_changes: job.spec.profile_changes,
         fence: Some(claim.clone()),
         ..RunOptions::default()
     };

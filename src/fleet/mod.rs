@@ -25,6 +25,8 @@ pub struct QueueRequest {
     pub filter: Option<String>,
     /// Glob patterns over machine id, hostname and fingerprint; empty = every machine.
     pub machines: Vec<String>,
+    /// Explain regressions against the baseline (`run --profile-changes`).
+    pub profile_changes: bool,
 }
 
 /// Check the suite and the request as `perflab run` would, then queue a job; returns its id.
@@ -44,6 +46,7 @@ pub fn queue(store: &mut Store, suite_path: &Path, request: &QueueRequest) -> Re
         baseline: request.baseline.clone(),
         filter: request.filter.clone(),
         machines: request.machines.clone(),
+        profile_changes: request.profile_changes,
     })
 }
 

@@ -45,6 +45,40 @@ pub struct MachineHistory {
     pub description: String,
     pub machine: Machine,
     pub benchmarks: Vec<BenchmarkHistory>,
+    /// Labels whose experiment found a build slower than its baseline build and stored
+    /// why (`run --profile-changes`), in stored order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub explained: Vec<ExplainedRegression>,
+}
+
+/// A benchmark found slower than its baseline build under a label, with the stored
+/// per-function explanation (its flame graph left out: the report draws it).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ExplainedRegression {
+    pub benchmark: String,
+    pub label: String,
+    pub comparison: crate::model::Comparison,
+}
+
+/// The regressions of `experiments` explained function by function.
+fn explained_regressions(experiments: &[&StoredExperiment]) -> Vec<ExplainedRegression> {
+    let mut out = Vec::new();
+    for e in experiments {
+        let slower = e.experiment.comparisons.iter().find(|c| {
+            c.metric == e.experiment.primary_metric
+                && c.verdict == crate::model::Verdict::Slower
+                && !c.below_threshold
+                && c.explanation.is_some()
+        });
+        if let Some(c) = slower {
+            let mut comparison = c.clone();
+            if let Some(explanation) = comparison.explanation.as_mut() {
+                explanation.flame_graph = None;
+            }
+            out.push(ExplainedRegression { benchmark: e.benchmark.clone(), label: e.label.clone(), comparison });
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -171,6 +205,7 @@ pub fn build<'a>(
         .into_iter()
         .zip(members)
         .map(|((first, benchmarks), members)| {
+            let explained = explained_regressions(&members);
             let sessions = sessions::collect(members.iter().copied(), metric_name);
             let noise = sessions::MachineNoise::new(&sessions, ratio::SESSION_PRIOR);
             let by_name: HashMap<&str, &sessions::BenchmarkSessions> =
@@ -211,6 +246,7 @@ pub fn build<'a>(
                     let change_points = shifts(detector, &groups, &points);
                     BenchmarkHistory { name: name.to_string(), points, change_points }
                 }),
+                explained,
             }
         })
         .collect();

@@ -34,10 +34,33 @@ pub fn render(history: &History, detail: bool, width: Option<usize>) -> String {
         } else {
             out.push_str(&render_overview(&machine.benchmarks, &history.metric, width));
         }
+        out.push_str(&explained(&machine.explained));
         out.push('\n');
     }
     if let Some(m) = &history.matrix {
         out.push_str(&matrix(m, width));
+    }
+    out
+}
+
+/// Regressions explained from their runs' samples (`run --profile-changes`): the
+/// latest few, one story each.
+fn explained(regressions: &[crate::history::ExplainedRegression]) -> String {
+    const SHOWN: usize = 5;
+    let mut out = String::new();
+    if regressions.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "why slower (stored by run --profile-changes; `perflab report` has every row):");
+    let skipped = regressions.len().saturating_sub(SHOWN);
+    if skipped > 0 {
+        let _ = writeln!(out, "  … {skipped} earlier (see --json)");
+    }
+    for r in &regressions[skipped..] {
+        if let Some(e) = &r.comparison.explanation {
+            let story = super::explain::story(&r.comparison, e);
+            let _ = writeln!(out, "  {} @ {}: {}", escape(&r.benchmark), escape(&r.label), story);
+        }
     }
     out
 }
@@ -259,5 +282,41 @@ mod tests {
         assert_eq!(sparkline(&[1.0, 2.0, 3.0]), "▁▅█");
         assert_eq!(sparkline(&[5.0, 5.0]), "▄▄");
         assert_eq!(sparkline(&[]), "");
+    }
+
+    /// A label whose experiment stored why its build is slower gets its story under the
+    /// machine's table; other labels say nothing.
+    #[test]
+    fn a_stored_explanation_is_told_under_the_table() {
+        let mut slower = stored("v2", 1, "sort", "h", &[1.2, 1.21, 1.19]);
+        let mut explanation = crate::analysis::explain::simulate::example_explanation();
+        explanation.flame_graph = Some("<svg></svg>".into());
+        slower.experiment.primary_metric = "wall_s".into();
+        slower.experiment.comparisons.push(crate::model::Comparison {
+            baseline: "base".into(),
+            candidate: "B".into(),
+            metric: "wall_s".into(),
+            better: Default::default(),
+            ratio: 1.025,
+            ci_low: 1.021,
+            ci_high: 1.029,
+            confidence: 0.95,
+            look_confidence: 0.95,
+            p_value: 0.001,
+            verdict: crate::model::Verdict::Slower,
+            below_threshold: false,
+            n: 3,
+            flags: vec![],
+            explanation: Some(Box::new(explanation)),
+        });
+        let experiments = [stored("v1", 0, "sort", "h", &[1.0, 1.01, 0.99]), slower];
+        let history = build(&experiments, "wall_s", Steps::Compare);
+        let explained = &history.machines[0].explained;
+        assert_eq!(explained.len(), 1);
+        assert!(explained[0].comparison.explanation.as_ref().unwrap().flame_graph.is_none(), "left to the report");
+        let text = render(&history, false, None);
+        let line = text.lines().find(|l| l.starts_with("  sort @ v2: ")).unwrap_or_else(|| panic!("{text}"));
+        assert!(line.contains("B is 2.5 % [2.1, 2.9] slower: f_up +"), "{line}");
+        assert!(!text.contains("@ v1"), "{text}");
     }
 }

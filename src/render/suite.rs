@@ -40,15 +40,19 @@ pub fn list_line(name: &str, commands: &[String]) -> String {
     format!("{}\t{}", escape(name), commands.iter().map(|c| escape(c)).collect::<Vec<_>>().join("  vs  "))
 }
 
-/// A line about `--profile-changes` (for stderr).
+/// Lines about `--profile-changes` (for stderr): the explanation's story, or why there
+/// is none.
 pub fn explanation(e: &Explanation) -> String {
     match e {
-        Explanation::Profiling { baseline } => format!("  slower than `{}`: profiling both", escape(baseline)),
-        Explanation::Found { function, change_s } => {
-            format!("  most of the change: {} ({change_s:+.3} s)", escape(function))
-        }
-        Explanation::NoProfiles(why) => {
-            format!("  {}", color::yellow(&format!("warning: no profiles: {}", escape(why))))
+        Explanation::Found(comparison) => match &comparison.explanation {
+            Some(explanation) => format!(
+                "  why (from every run's samples, stored for `perflab report`): {}",
+                super::explain::story(comparison, explanation)
+            ),
+            None => String::new(),
+        },
+        Explanation::Missing(why) => {
+            format!("  {}", color::yellow(&format!("warning: slower, but not explained: {}", escape(why))))
         }
     }
 }

@@ -7,7 +7,7 @@
 use super::svg::{format_change, format_value, num, tick_labels, truncate, LinearScale, LogScale};
 use super::{
     geomean, CounterTable, Explained, Geomean, LabelComparison, MachineGroup, MachinePage, Ratio, RelativeTime,
-    ReportData,
+    ReportData, Why,
 };
 use crate::history::matrix::Matrix;
 use crate::history::{BenchmarkHistory, Point};
@@ -753,8 +753,9 @@ fn history_chart<'a>(
     }
 }
 
-/// Per benchmark found slower: the functions whose own time changed most, then the
-/// differential flame graph.
+/// Per benchmark found slower: the functions that explain it, then the differential
+/// flame graph. A regression is explained by its runs' samples (`sampled`) or, in older
+/// stores, by one profile of each build (`one_profile`).
 struct ExplainedView<'a> {
     benchmark: &'a str,
     short: String,
@@ -765,10 +766,42 @@ struct ExplainedView<'a> {
     ci_high: String,
     metric: &'a str,
     warnings: &'a [String],
-    functions: Vec<ExplainedFunction<'a>>,
+    sampled: Option<SampledView<'a>>,
+    one_profile: Vec<ExplainedFunction<'a>>,
     /// The differential flame graph: self-contained SVG whose own names are escaped and
     /// whose script finds its own elements, so it is safe inline.
     flame_graph: Option<&'a str>,
+}
+
+/// The per-function explanation of a regression from every run's samples.
+struct SampledView<'a> {
+    /// What the rows are: the method, the rounds and the intervals' level.
+    method: String,
+    story: String,
+    unit: &'a str,
+    rows: Vec<SampledFunction<'a>>,
+    /// Rows not shown (they are in the stored explanation and `--json`).
+    more: usize,
+}
+
+struct SampledFunction<'a> {
+    name: &'a str,
+    short: String,
+    object: &'a str,
+    baseline: f64,
+    candidate: f64,
+    /// NaN when the baseline never ran the function (sorted last).
+    ratio: f64,
+    ratio_text: String,
+    /// The ratio's interval, or "unbounded".
+    ratio_interval: String,
+    /// The CSS class of the verdict (`slower`, `faster`, …; `small` beyond the threshold
+    /// but too small to matter).
+    verdict_class: &'static str,
+    verdict: String,
+    contribution: f64,
+    contribution_text: String,
+    contribution_interval: String,
 }
 
 struct ExplainedFunction<'a> {
@@ -781,34 +814,116 @@ struct ExplainedFunction<'a> {
     contribution: f64,
 }
 
+/// A value per run with 3 significant digits (at least 0 decimals).
+fn per_run(x: f64) -> String {
+    let digits = if x == 0.0 { 0 } else { (2 - x.abs().log10().floor() as i32).clamp(0, 6) as usize };
+    format!("{x:.digits$}")
+}
+
+fn signed_per_run(x: f64) -> String {
+    if x >= 0.0 {
+        format!("+{}", per_run(x))
+    } else {
+        per_run(x)
+    }
+}
+
+fn sampled_function(f: &crate::model::FunctionChange) -> SampledFunction<'_> {
+    let verdict_class = match f.verdict {
+        _ if f.below_threshold => "small",
+        Verdict::Slower => "slower",
+        Verdict::Faster => "faster",
+        Verdict::Equivalent => "equivalent",
+        _ => "inconclusive",
+    };
+    let verdict = if f.below_threshold {
+        format!("{} (too small to matter)", f.verdict.as_str())
+    } else {
+        f.verdict.as_str().to_string()
+    };
+    let c = &f.contribution;
+    let interval = |low: Option<f64>, high: Option<f64>, each: fn(f64) -> String| match (low, high) {
+        (Some(lo), Some(hi)) if lo == hi => "exact".to_string(),
+        (Some(lo), Some(hi)) => format!("[{}, {}]", each(lo), each(hi)),
+        _ => "unbounded".to_string(),
+    };
+    SampledFunction {
+        name: &f.name,
+        short: truncate(&f.name, NAME_CHARS).into_owned(),
+        object: &f.object,
+        baseline: f.baseline_per_run,
+        candidate: f.candidate_per_run,
+        ratio: f.ratio.unwrap_or(f64::NAN),
+        ratio_text: f.ratio.map_or_else(|| "new".to_string(), |r| format!("×{r:.3}")),
+        ratio_interval: match f.ratio {
+            Some(_) => interval(f.ci_low, f.ci_high, |r| format!("{r:.3}")),
+            None => String::new(),
+        },
+        verdict_class,
+        verdict,
+        contribution: c.estimate,
+        contribution_text: signed_per_run(c.estimate),
+        contribution_interval: interval(c.low, c.high, signed_per_run),
+    }
+}
+
 impl<'a> ExplainedView<'a> {
     fn of(x: &'a Explained) -> ExplainedView<'a> {
-        let (c, change) = (&x.comparison, &x.change);
-        ExplainedView {
+        let c = &x.comparison;
+        let view = |candidate: &'a str, baseline: &'a str, warnings: &'a [String]| ExplainedView {
             benchmark: &x.benchmark,
             short: truncate(&x.benchmark, NAME_CHARS).into_owned(),
-            candidate: &change.candidate,
-            baseline: &change.baseline,
+            candidate,
+            baseline,
             ratio: format_ratio(c.ratio),
             ci_low: format_ratio(c.ci_low),
             ci_high: format_ratio(c.ci_high),
             metric: &c.metric,
-            warnings: &change.warnings,
-            functions: change
-                .functions
-                .iter()
-                .take(PROFILE_ROWS)
-                .map(|f| ExplainedFunction {
-                    name: &f.name,
-                    short: truncate(&f.name, NAME_CHARS).into_owned(),
-                    object: &f.object,
-                    old_s: f.old_s,
-                    new_s: f.new_s,
-                    change_s: f.change_s,
-                    contribution: f.contribution,
-                })
-                .collect(),
-            flame_graph: change.flame_graph.as_deref(),
+            warnings,
+            sampled: None,
+            one_profile: Vec::new(),
+            flame_graph: None,
+        };
+        match &x.why {
+            Why::Sampled(e) => ExplainedView {
+                sampled: Some(SampledView {
+                    method: format!(
+                        "{} samples of every measured run of both builds in {} rounds ({:.0} and {:.0} per run); \
+                         each function's interval at {:.2} % ({:.0} % for all {} together)",
+                        e.event,
+                        e.rounds,
+                        e.samples_per_run.0,
+                        e.samples_per_run.1,
+                        e.function_level * 100.0,
+                        e.confidence * 100.0,
+                        e.tested
+                    ),
+                    story: crate::render::explain::story(c, e),
+                    unit: &e.unit,
+                    rows: e.functions.iter().take(PROFILE_ROWS).map(sampled_function).collect(),
+                    more: e.functions.len().saturating_sub(PROFILE_ROWS),
+                }),
+                flame_graph: e.flame_graph.as_deref(),
+                ..view(&e.candidate, &e.baseline, &e.warnings)
+            },
+            Why::OneProfile(change) => ExplainedView {
+                one_profile: change
+                    .functions
+                    .iter()
+                    .take(PROFILE_ROWS)
+                    .map(|f| ExplainedFunction {
+                        name: &f.name,
+                        short: truncate(&f.name, NAME_CHARS).into_owned(),
+                        object: &f.object,
+                        old_s: f.old_s,
+                        new_s: f.new_s,
+                        change_s: f.change_s,
+                        contribution: f.contribution,
+                    })
+                    .collect(),
+                flame_graph: change.flame_graph.as_deref(),
+                ..view(&change.candidate, &change.baseline, &change.warnings)
+            },
         }
     }
 }
@@ -1170,5 +1285,73 @@ mod tests {
         let html = render_html(&data);
         let matrix = &html[html.find("<section id=\"matrix\">").unwrap()..html.find("<h2 class=\"part\"").unwrap()];
         insta::assert_snapshot!(matrix);
+    }
+
+    /// "Why slower" for both methods: a regression explained from every run's samples
+    /// (rows with intervals, coloured verdicts, contributions, the story) and one from an
+    /// older store's single profile of each build.
+    #[test]
+    fn why_slower_shows_each_method_and_matches_its_snapshot() {
+        let mut data = sample(&["a", "b"]);
+        let comparison = |candidate: &str| crate::model::Comparison {
+            baseline: "A".into(),
+            candidate: candidate.into(),
+            metric: "wall_s".into(),
+            better: Default::default(),
+            ratio: 1.025,
+            ci_low: 1.021,
+            ci_high: 1.029,
+            confidence: 0.95,
+            look_confidence: 0.95,
+            p_value: 0.001,
+            verdict: Verdict::Slower,
+            below_threshold: false,
+            n: 40,
+            flags: vec![],
+            explanation: None,
+        };
+        let mut explanation = crate::analysis::explain::simulate::example_explanation();
+        explanation.baseline = "A".into();
+        explanation.candidate = "B".into();
+        explanation.flame_graph = Some("<svg class=\"perflab-flame\"></svg>".into());
+        let row: crate::profile::diff::Change = serde_json::from_value(serde_json::json!({
+            "name": "f_up<int>", "object": "[command]", "old_samples": 100, "new_samples": 130,
+            "old_share": 0.1, "new_share": 0.13, "share_change": 0.03,
+            "old_s": 0.1, "new_s": 0.13, "change_s": 0.03, "contribution": 0.9
+        }))
+        .unwrap();
+        let change = crate::store::ProfileChange {
+            metric: "wall_s".into(),
+            baseline: "A".into(),
+            candidate: "C".into(),
+            functions: vec![row],
+            flame_graph: None,
+            warnings: vec!["only 150 samples of `A` (one run at 1999 Hz): its shares are rough".into()],
+            baseline_profile: Vec::new(),
+            candidate_profile: Vec::new(),
+        };
+        data.pages[0].explained = vec![
+            Explained {
+                benchmark: "a".into(),
+                label: "v2".into(),
+                comparison: comparison("B"),
+                why: Why::Sampled(Box::new(explanation)),
+            },
+            Explained {
+                benchmark: "b".into(),
+                label: "v2".into(),
+                comparison: comparison("C"),
+                why: Why::OneProfile(Box::new(change)),
+            },
+        ];
+        let html = render_html(&data);
+        let section = &html[html.find("<section id=\"explained\">").unwrap()..];
+        let section = &section[..section.find("</section>").unwrap()];
+        assert!(
+            section.contains("<td class=\"slower\">slower</td>") && section.contains("B is 2.5 % [2.1, 2.9] slower")
+        );
+        assert!(section.contains("f_up&#60;int&#62;") && !section.contains("f_up<int>"), "names are escaped");
+        assert!(section.contains("Explained from one profile of each build"));
+        insta::assert_snapshot!(section);
     }
 }

@@ -4,11 +4,11 @@
 //! the page and `perflab history` always agree.
 
 use super::{
-    CounterRow, CounterTable, Explained, LabelComparison, MachineGroup, MachinePage, RelativeTime, ReportData,
+    CounterRow, CounterTable, Explained, LabelComparison, MachineGroup, MachinePage, RelativeTime, ReportData, Why,
 };
 use crate::error::Failure;
 use crate::history::{matrix, measured_values, ratio};
-use crate::model::{metric, Comparison, Experiment, Run, StopReason};
+use crate::model::{metric, Comparison, Experiment, Run, StopReason, Verdict};
 use crate::store::{self, StoredExperiment};
 use crate::usage;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -307,23 +307,36 @@ fn describe_noise(noise: &crate::stats::sessions::SessionNoise) -> String {
     parts.join(", ")
 }
 
-/// The profile changes stored for experiments of the `shown` labels (a label's experiment
-/// may have compared it with a baseline build), with the comparisons they explain,
-/// largest ratio first.
+/// The regressions of the `shown` labels' experiments (a label's experiment may have
+/// compared it with a baseline build) that are explained — by their runs' samples, or in
+/// older stores by one profile of each build — largest ratio first.
 fn explained(experiments: &[&StoredExperiment], shown: &[String]) -> Vec<Explained> {
     let mut explained: Vec<Explained> = experiments
         .iter()
         .filter(|e| shown.contains(&e.label))
         .filter_map(|e| {
-            let change = (**e.profile_change.as_ref()?).clone();
-            let comparison = e.experiment.comparisons.iter().find(|c| {
-                c.metric == change.metric && c.baseline == change.baseline && c.candidate == change.candidate
-            })?;
+            let slower = |c: &&Comparison| {
+                c.metric == e.experiment.primary_metric && c.verdict == Verdict::Slower && !c.below_threshold
+            };
+            let sampled = e.experiment.comparisons.iter().filter(slower).find_map(|c| {
+                let explanation = c.explanation.clone()?;
+                Some((c, Why::Sampled(explanation)))
+            });
+            let (comparison, why) = match sampled {
+                Some(found) => found,
+                None => {
+                    let change = e.profile_change.as_ref()?;
+                    let comparison = e.experiment.comparisons.iter().find(|c| {
+                        c.metric == change.metric && c.baseline == change.baseline && c.candidate == change.candidate
+                    })?;
+                    (comparison, Why::OneProfile(change.clone()))
+                }
+            };
             Some(Explained {
                 benchmark: e.benchmark.clone(),
                 label: e.label.clone(),
-                comparison: comparison.clone(),
-                change,
+                comparison: Comparison { explanation: None, ..comparison.clone() },
+                why,
             })
         })
         .collect();

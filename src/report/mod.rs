@@ -73,18 +73,29 @@ pub struct MachinePage {
     pub histories: Vec<crate::history::BenchmarkHistory>,
     pub counters: CounterTable,
     pub machines: Vec<MachineGroup>,
-    /// Benchmarks found slower than a baseline build under a shown label, with profiles
-    /// of both builds (`run --profile-changes`), largest ratio first.
+    /// Benchmarks found slower than a baseline build under a shown label, explained
+    /// (`run --profile-changes`), largest ratio first.
     pub explained: Vec<Explained>,
 }
 
-/// Why a benchmark got slower under a label: its comparison and the profiles' diff.
+/// Why a benchmark got slower under a label: its comparison and what explains it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Explained {
     pub benchmark: String,
     pub label: String,
     pub comparison: crate::model::Comparison,
-    pub change: crate::store::ProfileChange,
+    pub why: Why,
+}
+
+/// How a regression was explained.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Why {
+    /// Every measured run of both builds sampled in the experiment's rounds: per-function
+    /// ratios with intervals and verdicts (the comparison's stored `explanation`).
+    Sampled(Box<crate::model::Explanation>),
+    /// Stores written before that: one profile of each build after the experiment, a
+    /// per-function diff without intervals.
+    OneProfile(Box<crate::store::ProfileChange>),
 }
 
 /// Every benchmark's time under `label` relative to the reference label.

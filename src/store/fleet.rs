@@ -32,6 +32,9 @@ pub struct JobSpec {
     pub filter: Option<String>,
     /// Glob patterns over a machine's id, hostname and fingerprint; empty = every machine.
     pub machines: Vec<String>,
+    /// Sample every run and store why a benchmark is slower than the baseline
+    /// (`run --profile-changes`).
+    pub profile_changes: bool,
 }
 
 /// A queued job.
@@ -69,7 +72,7 @@ pub enum JobEnd {
 }
 
 const JOB_COLUMNS: &str =
-    "j.id, j.suite_path, j.suite, j.label, j.git_commit, j.build, j.baseline, j.filter, j.machines, j.created_at, j.cancelled";
+    "j.id, j.suite_path, j.suite, j.label, j.git_commit, j.build, j.baseline, j.filter, j.machines, j.created_at, j.cancelled, j.profile_changes";
 
 fn job_from_row(r: &[Value]) -> anyhow::Result<Job> {
     let s = |i: usize| r[i].as_str().map(str::to_string);
@@ -84,6 +87,7 @@ fn job_from_row(r: &[Value]) -> anyhow::Result<Job> {
             baseline: s(6),
             filter: s(7),
             machines: serde_json::from_str(r[8].as_str().unwrap_or("[]")).context("job machines")?,
+            profile_changes: r[11].as_i64().unwrap_or(0) != 0,
         },
         created_at: s(9).unwrap_or_default(),
         cancelled: r[10].as_i64().unwrap_or(0) != 0,
@@ -96,8 +100,8 @@ impl Store {
         let machines = serde_json::to_string(&spec.machines).map_err(anyhow::Error::from)?;
         let id = self.write(|db| {
             db.query(
-                "INSERT INTO fleet_jobs (suite_path, suite, label, git_commit, build, baseline, filter, machines, created_at, cancelled) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0) RETURNING id",
+                "INSERT INTO fleet_jobs (suite_path, suite, label, git_commit, build, baseline, filter, machines, created_at, cancelled, profile_changes) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10) RETURNING id",
                 &[
                     text(&spec.suite_path),
                     text(&spec.suite),
@@ -108,6 +112,7 @@ impl Store {
                     opt_text(spec.filter.as_deref()),
                     text(machines),
                     text(now()),
+                    int(spec.profile_changes as i64),
                 ],
             )?
             .first()
@@ -272,6 +277,7 @@ mod tests {
             baseline: None,
             filter: None,
             machines: vec!["bench-*".into()],
+            profile_changes: true,
         }
     }
 

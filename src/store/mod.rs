@@ -490,6 +490,36 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Comparisons stored before explanations were (schema 9) read back unexplained.
+    #[test]
+    fn comparisons_from_before_explanations_read_back_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v9.db");
+        let mut old =
+            Store { db: Box::new(sqlite::Sqlite::open(&path).unwrap()), location: "v9.db".into(), read_only: None };
+        old.migrate(9).unwrap();
+        let spec =
+            CommandSpec { name: "x".into(), argv: vec!["x".into()], command_line: "x".into(), ..Default::default() };
+        let meta = Meta { label: "v1".into(), benchmark: "b".into(), git_commit: None, source: "test".into() };
+        old.begin(&meta, &Machine::default(), &Settings::default(), &[spec.clone(), spec])
+            .record_run(0, &Run { wall_s: 0.5, ..Run::default() })
+            .unwrap();
+        let id = old.db.query("SELECT id FROM experiments", &[]).unwrap()[0][0].as_i64().unwrap();
+        old.db
+            .execute(
+                "INSERT INTO comparisons (experiment_id, idx, baseline, candidate, metric, ratio, ci_low, ci_high, \
+                 confidence, look_confidence, p_value, verdict, below_threshold, n, flags) \
+                 VALUES ($1, 0, 'x #1', 'x #2', 'wall_s', 1.5, 1.25, 1.75, 0.95, 0.95, 0.01, 'slower', 0, 3, '[]')",
+                &[backend::int(id)],
+            )
+            .unwrap();
+        drop(old);
+        let mut store = Store::open(Some(path.to_str().unwrap())).unwrap();
+        let back = store.experiments(&Query::default()).unwrap();
+        let comparison = &back[0].experiment.comparisons[0];
+        assert_eq!((comparison.ratio, comparison.explanation.is_none()), (1.5, true));
+    }
+
     #[test]
     fn redact_hides_only_the_password() {
         assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");

@@ -573,6 +573,7 @@ fn comparisons_by_experiment(db: &mut dyn Backend, filter: &Filter) -> anyhow::R
             "t.below_threshold",
             "t.n",
             "t.flags",
+            "t.explanation",
         ],
         &filter.child("comparisons", "t.experiment_id, t.idx"),
         &filter.params,
@@ -596,7 +597,10 @@ fn comparisons_by_experiment(db: &mut dyn Backend, filter: &Filter) -> anyhow::R
             below_threshold: r.flag("below_threshold"),
             n: r.count("n") as usize,
             flags: r.json("flags", "[]").unwrap_or_default(),
-            explanation: None,
+            explanation: match r.opt_text("explanation") {
+                Some(json) => Some(Box::new(serde_json::from_str(&json).context("a comparison's explanation")?)),
+                None => None,
+            },
         });
     }
     Ok(by_experiment)

@@ -22,6 +22,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
         "an incomplete experiment superseded by a later attempt of the same fleet job",
         "ALTER TABLE experiments ADD COLUMN superseded_by {int};",
     ),
+    // `run --profile-changes` and `compare --explain --save`: the comparison explained
+    // function by function from every run's samples (JSON of `model::Explanation`, its
+    // flame graph included); null when not explained.
+    (10, "per-function explanations of comparisons", "ALTER TABLE comparisons ADD COLUMN explanation TEXT;"),
+    // `queue --profile-changes`: the job's agents explain its regressions (null: no).
+    (11, "fleet jobs that explain regressions", "ALTER TABLE fleet_jobs ADD COLUMN profile_changes {int};"),
 ];
 
 const CALIBRATIONS: &str = r#"

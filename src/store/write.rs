@@ -382,8 +382,8 @@ pub(super) fn finish_experiment(
     for (idx, c) in primary_first.enumerate() {
         db.execute(
             "INSERT INTO comparisons (experiment_id, idx, baseline, candidate, metric, ratio, ci_low, ci_high, confidence, \
-             look_confidence, p_value, verdict, below_threshold, n, flags) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             look_confidence, p_value, verdict, below_threshold, n, flags, explanation) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
             &[
                 int(id),
                 int(idx),
@@ -400,6 +400,7 @@ pub(super) fn finish_experiment(
                 int(c.below_threshold as i64),
                 int(c.n),
                 text(serde_json::to_string(&c.flags)?),
+                opt_text(c.explanation.as_ref().map(serde_json::to_string).transpose()?.as_deref()),
             ],
         )?;
     }

@@ -1,22 +1,29 @@
-//! Regressions explained (`run --profile-changes`): when a benchmark's build is slower
-//! than its baseline beyond the threshold, profile one run of each and keep, with the two
-//! profiles, the per-function diff and the differential flame graph — computed right
-//! away, while the builds' binaries are there to name the sampled addresses.
+//! Regressions explained (`run --profile-changes`): every measured run of both builds is
+//! sampled inside the experiment's interleaved rounds (the probe of `compare --explain`),
+//! so when a benchmark's build is slower than its baseline beyond the threshold, its
+//! comparison carries the per-function explanation — ratios with intervals, verdicts,
+//! contributions, the story and the differential flame graph — stored with the
+//! experiment, with nothing more to run. (Stores written before this kept one profile of
+//! each build, `store::ProfileChange`; the report still shows those.)
 
-use crate::error::Failure;
-use crate::executor::process::Output;
-use crate::model::{CommandSpec, Comparison, Experiment, Verdict};
-use crate::profile::aggregate::By;
-use crate::profile::format::Profile;
-use crate::profile::record::{self, CallGraph, RecordOptions, RecordingMode};
-use crate::profile::unwind::DEFAULT_STACK_BYTES;
-use crate::profile::{diff, flame};
-use crate::store::ProfileChange;
+use crate::measure::sampling::Sampling;
+use crate::model::{Comparison, Experiment, Verdict};
 
-/// Twice `perflab profile`'s default: a single run of each build must give enough samples.
-pub const FREQUENCY_HZ: u64 = 1999;
-/// Below this many samples in a profile, its shares are rough (said in the warnings).
-const FEW_SAMPLES: u64 = 200;
+/// What `--profile-changes` found for a benchmark slower than its baseline.
+#[derive(Debug, Clone)]
+pub enum Explanation {
+    /// The regression explained function by function from its runs' samples (stored
+    /// with the experiment): the comparison, whose `explanation` is set.
+    Found(Box<Comparison>),
+    /// Slower, but its runs' samples gave no explanation (why): only a warning, the
+    /// measurements are stored.
+    Missing(String),
+}
+
+/// What the suite's runs sample: the probe's defaults (see `measure::sampling`).
+pub fn sampling() -> Sampling {
+    Sampling::default()
+}
 
 /// The comparison of the experiment's primary metric when it found the candidate slower
 /// (worse) beyond the equivalence threshold.
@@ -27,62 +34,19 @@ pub fn regression(experiment: &Experiment) -> Option<&Comparison> {
         .find(|c| c.metric == experiment.primary_metric && c.verdict == Verdict::Slower && !c.below_threshold)
 }
 
-/// Profile one run of the comparison's baseline, then of its candidate (`commands` are
-/// the experiment's), and diff them. None when interrupted.
-pub fn profile_change(commands: &[CommandSpec], comparison: &Comparison) -> Result<Option<ProfileChange>, Failure> {
-    let find = |name: &str| {
-        commands.iter().find(|c| c.name == name).ok_or_else(|| crate::usage!("no command named `{name}` to profile"))
-    };
-    let Some(old) = profile(find(&comparison.baseline)?)? else { return Ok(None) };
-    let Some(new) = profile(find(&comparison.candidate)?)? else { return Ok(None) };
-    let (functions, mut warnings) = diff::diff(&old, &new, By::Function);
-    for (p, name) in [(&old, &comparison.baseline), (&new, &comparison.candidate)] {
-        if p.total_samples() < FEW_SAMPLES {
-            warnings.push(format!(
-                "only {} samples of `{name}` (one run at {FREQUENCY_HZ} Hz): its shares are rough",
-                p.total_samples()
-            ));
-        }
-    }
-    let title = format!("{} vs {}", comparison.candidate, comparison.baseline);
-    let flame_graph = flame::diff_svg(&old, &new, &title);
-    if flame_graph.is_none() {
-        warnings.push("no call stacks were recorded, so there is no flame graph".into());
-    }
-    let file = |p: &Profile| p.to_bytes().map_err(|e| Failure::Other(anyhow::anyhow!("encoding a profile: {e}")));
-    Ok(Some(ProfileChange {
-        metric: comparison.metric.clone(),
-        baseline: comparison.baseline.clone(),
-        candidate: comparison.candidate.clone(),
-        functions,
-        flame_graph,
-        warnings,
-        baseline_profile: file(&old)?,
-        candidate_profile: file(&new)?,
-    }))
-}
-
-/// One run of `command` sampled on cpu-clock (no PMU needed) with call stacks unwound
-/// from DWARF CFI (release builds rarely keep frame pointers); None when interrupted.
-fn profile(command: &CommandSpec) -> Result<Option<Profile>, Failure> {
-    let recording = record::record(&RecordOptions {
-        mode: RecordingMode::Launch { argv: command.argv.clone(), output: Output::Discard },
-        event: "cpu-clock".into(),
-        frequency_hz: FREQUENCY_HZ,
-        period: None,
-        call_graph: CallGraph::Dwarf { stack_bytes: DEFAULT_STACK_BYTES },
-        off_cpu: false,
-    })?;
-    if recording.interrupted {
-        return Ok(None);
-    }
-    match recording.profile.exit_code {
-        Some(0) => Ok(Some(recording.profile)),
-        Some(code) => {
-            Err(Failure::CommandFailed(format!("`{}` exited with status {code} when profiled", command.name)))
-        }
-        None => Err(Failure::CommandFailed(format!("`{}` was killed by a signal when profiled", command.name))),
-    }
+/// What to say about a sampled experiment: None when it found no regression.
+pub fn explained(experiment: &Experiment) -> Option<Explanation> {
+    let slower = regression(experiment)?;
+    Some(match &slower.explanation {
+        Some(_) => Explanation::Found(Box::new(slower.clone())),
+        None => Explanation::Missing(
+            experiment
+                .warnings
+                .iter()
+                .find(|w| w.message.contains("--explain"))
+                .map_or_else(|| "no run of both builds was sampled".to_string(), |w| w.message.clone()),
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -122,5 +86,19 @@ mod tests {
             None,
             "not the primary metric"
         );
+    }
+
+    #[test]
+    fn a_regression_is_found_explained_or_said_to_be_missing() {
+        let slower = comparison("wall_s", Verdict::Slower, false);
+        let experiment =
+            Experiment { primary_metric: "wall_s".into(), comparisons: vec![slower.clone()], ..Experiment::default() };
+        assert!(matches!(explained(&experiment), Some(Explanation::Missing(why)) if why.contains("sampled")));
+        let example = crate::analysis::explain::simulate::example_explanation();
+        let with = Comparison { explanation: Some(Box::new(example)), ..slower };
+        let experiment = Experiment { comparisons: vec![with], ..experiment };
+        assert!(matches!(explained(&experiment), Some(Explanation::Found(c)) if c.explanation.is_some()));
+        let faster = Experiment { comparisons: vec![comparison("wall_s", Verdict::Faster, false)], ..experiment };
+        assert!(explained(&faster).is_none(), "nothing to explain");
     }
 }

@@ -6,7 +6,7 @@ use super::{Benchmark, Build};
 use crate::error::Failure;
 use crate::experiment::{self, Fanout, Observer};
 use crate::measure::MeasureOptions;
-use crate::model::{CommandSpec, Experiment, Hooks, Machine, Settings, StopReason};
+use crate::model::{Experiment, Hooks, Machine, Settings, StopReason};
 use crate::plan::command::{Shell, ShellReason};
 use crate::plan::{self, Plan, SettingsLayer};
 use crate::store::{current_git_commit, Meta, Store};
@@ -26,7 +26,9 @@ pub struct RunOptions {
     pub source: Option<String>,
     /// The machine the results are stored under (default: the one detected).
     pub machine: Option<Machine>,
-    /// Profile both builds of every benchmark found slower and store why (see `explain`).
+    /// Sample every measured run of a benchmark compared with a baseline build, so a
+    /// regression's comparison carries its per-function explanation, stored with the
+    /// experiment (see `explain`).
     pub profile_changes: bool,
     /// A fleet job's claim: results are written only while it is held, and replace what
     /// an earlier attempt of the job left incomplete (see `store::Recorder::fenced`).
@@ -48,20 +50,11 @@ pub trait SuiteObserver {
     fn finished(&mut self, _bench: &Benchmark, _outcome: &Outcome) {}
     /// A benchmark's cleanup failed (its results are stored already).
     fn cleanup_failed(&mut self, _bench: &Benchmark, _why: &str) {}
-    /// `--profile-changes`: what profiling a slower benchmark found.
+    /// `--profile-changes`: what the runs' samples say about a slower benchmark.
     fn explained(&mut self, _bench: &Benchmark, _explanation: &Explanation) {}
 }
 
-/// What `--profile-changes` found for a benchmark slower than its baseline.
-#[derive(Debug, Clone)]
-pub enum Explanation {
-    /// Both builds are being profiled.
-    Profiling { baseline: String },
-    /// The function that changed most, and by how much (seconds).
-    Found { function: String, change_s: f64 },
-    /// No profiles could be made: only a warning, the measurements are stored.
-    NoProfiles(String),
-}
+pub use super::explain::Explanation;
 
 /// What happened to one benchmark.
 #[derive(Debug)]
@@ -117,6 +110,9 @@ fn planned(
         mode,
         output: o.output.unwrap_or_default(),
         iterations: o.iterations.unwrap_or_default(),
+        // Every run of both builds sampled in the same interleaved rounds, so a regression
+        // is explained with nothing more to run; one command has nothing to compare with.
+        explain: (run.profile_changes && commands.len() > 1).then(super::explain::sampling),
         ..MeasureOptions::default()
     };
     let compared = plan::compared_metrics(&[], &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
@@ -189,11 +185,12 @@ pub fn run_suite(
             Some(watching) => experiment::run(plan, &mut Fanout(vec![watching, &mut recorder])),
             None => experiment::run(plan, &mut recorder),
         };
+        let mut explanation = None;
         let outcome = match result {
             Ok(experiment) => {
-                let id = recorder.finish(&experiment)?;
+                recorder.finish(&experiment)?;
                 if options.profile_changes {
-                    explain_regression(store, id, &plan.commands, &experiment, &mut |e| observer.explained(bench, &e))?;
+                    explanation = super::explain::explained(&experiment);
                 }
                 Outcome::Measured(Box::new(experiment))
             }
@@ -207,33 +204,13 @@ pub fn run_suite(
         }
         let interrupted = matches!(&outcome, Outcome::Measured(e) if e.stop_reason == StopReason::Interrupted);
         observer.finished(bench, &outcome);
+        // Said under the benchmark's line; it is stored with the experiment already.
+        if let Some(explanation) = &explanation {
+            observer.explained(bench, explanation);
+        }
         if interrupted {
             break;
         }
-    }
-    Ok(())
-}
-
-/// With the experiment (stored as `id`) slower than its baseline, profile both and store
-/// why. A profile that cannot be made is a warning: the measurements are stored already.
-fn explain_regression(
-    store: &mut Store,
-    id: i64,
-    commands: &[CommandSpec],
-    experiment: &Experiment,
-    explained: &mut dyn FnMut(Explanation),
-) -> Result<(), Failure> {
-    let Some(slower) = super::explain::regression(experiment) else { return Ok(()) };
-    explained(Explanation::Profiling { baseline: slower.baseline.clone() });
-    match super::explain::profile_change(commands, slower) {
-        Ok(Some(change)) => {
-            store.save_profile_change(id, &change)?;
-            if let Some(top) = change.functions.first() {
-                explained(Explanation::Found { function: top.name.clone(), change_s: top.change_s });
-            }
-        }
-        Ok(None) => {}
-        Err(e) => explained(Explanation::NoProfiles(format!("{e:#}"))),
     }
     Ok(())
 }
@@ -281,6 +258,16 @@ command = "true"
 
     fn overriding(overrides: SettingsLayer) -> RunOptions {
         RunOptions { overrides, ..seeded() }
+    }
+
+    /// `--profile-changes` samples every run of both builds (the probe of `compare
+    /// --explain`); a benchmark measured once, without {build}, has nothing to explain.
+    #[test]
+    fn profile_changes_samples_every_run_of_compared_builds() {
+        let explaining = RunOptions { profile_changes: true, ..seeded() };
+        assert_eq!(plan_of(SUITE, "own", &explaining).measure.explain, Some(crate::suite::explain::sampling()));
+        assert_eq!(plan_of(SUITE, "own", &seeded()).measure.explain, None);
+        assert_eq!(plan_of(SUITE, "solo", &explaining).measure.explain, None, "one command");
     }
 
     #[test]

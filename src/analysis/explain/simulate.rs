@@ -223,6 +223,15 @@ pub struct FunctionRecord {
     pub half_width_sum: f64,
 }
 
+/// A realistic explanation to test what shows or stores one: the opposite changes
+/// (`f_up` slower, `f_down` faster beside the unchanged `f_hot`) over 40 rounds.
+#[cfg(test)]
+pub fn example_explanation() -> crate::model::Explanation {
+    let (base, cand) = Simulation::new(Scenario::opposite_changes(), 11).commands(40);
+    let options = super::Options { confidence: 0.95, comparison_level: 0.95, threshold: 0.01 };
+    super::explain(&base, &cand, crate::model::metric::CPU, &options).expect("the simulated runs have samples")
+}
+
 /// `trials` experiments of `rounds` rounds each, every function's record in scenario order.
 pub fn evaluate(scenario: &Scenario, rounds: u32, trials: usize, seed: u64) -> Vec<FunctionRecord> {
     let mut records: Vec<FunctionRecord> = scenario
