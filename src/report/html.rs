@@ -889,7 +889,7 @@ impl<'a> ExplainedView<'a> {
                 sampled: Some(SampledView {
                     method: format!(
                         "{} samples of every measured run of both builds in {} rounds ({:.0} and {:.0} per run); \
-                         each function's interval at {:.2} % ({:.0} % for all {} together)",
+                         each function's interval at {:.2} % ({:.0} % for the {} tested together)",
                         e.event,
                         e.rounds,
                         e.samples_per_run.0,
