@@ -216,6 +216,47 @@ fn three_to_one_shares_agree_with_perf_report_on_the_same_file() {
     assert!(diff["changes"][0]["change_s"].as_f64().unwrap() > 0.0);
 }
 
+/// `show --sort comm,dso` against `perf report --sort comm,dso` on the same file: every
+/// row perf prints is one of perflab's with the same key values, and the shares differ
+/// by at most 0.2 percentage points (perf prints two decimals; a thread's samples taken
+/// before its exec are perf's `perf-exec` and perflab's command, a few at most).
+#[test]
+fn sort_keys_agree_with_perf_report_on_the_same_file() {
+    if !have_perf() {
+        return;
+    }
+    let exe = common::fixture("profile_ratio");
+    let dir = tempfile::tempdir().unwrap();
+    let data =
+        perf_record(dir.path(), "ratio", &["-e", "cpu-clock", "-F", "2000"], &[exe.to_str().unwrap(), "30000000"]);
+    let out = std::process::Command::new("perf")
+        .args(["report", "--stdio", "-q", "-g", "none", "--percent-limit", "0", "--sort", "comm,dso", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "perf report failed: {}", String::from_utf8_lossy(&out.stderr));
+    let perf: Vec<(String, String, f64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [share, comm, dso] => Some((comm.to_string(), dso.to_string(), share.strip_suffix('%')?.parse().ok()?)),
+            _ => None,
+        })
+        .collect();
+    assert!(!perf.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    let ours = show_json(&data, &["--sort", "comm,dso"]);
+    let rows = ours["sorted"]["rows"].as_array().unwrap();
+    let share = |comm: &str, dso: &str| {
+        rows.iter().find(|r| r["keys"] == serde_json::json!([comm, dso])).map(|r| r["self_share"].as_f64().unwrap())
+    };
+    for (comm, dso, theirs) in &perf {
+        let ours = share(comm, dso).unwrap_or(0.0) * 100.0;
+        eprintln!("{comm} {dso}: perf report {theirs:.2}%, perflab {ours:.2}%");
+        assert!((ours - theirs).abs() <= 0.2, "{comm} {dso}: perf report {theirs}%, perflab {ours}%");
+    }
+    let main = share(exe.file_name().unwrap().to_str().unwrap(), "profile_ratio").unwrap();
+    assert!(main > 0.9, "{ours:#}");
+}
+
 #[test]
 fn frame_pointer_and_dwarf_call_stacks_agree_with_perf_report_children() {
     if !have_perf() {
