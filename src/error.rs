@@ -76,9 +76,114 @@ impl Failure {
         match self {
             Failure::Interrupted(what) => format!("perflab: {what}"),
             Failure::GateTripped(what) => format!("perflab: gate: {what}"),
-            Failure::Other(err) => format!("perflab: error: {err:#}"),
+            Failure::Other(err) => format!("perflab: error: {}", chain_line(err.chain())),
             other => format!("perflab: error: {other}"),
         }
+    }
+}
+
+/// An error and its causes on one line, `outer: cause: cause`, as anyhow's `{:#}` but
+/// without repeating a cause the message above already quotes: area errors say
+/// "cannot read FILE: {source}" and keep the `io::Error` as their `#[source]` too.
+pub fn chain_line<'a>(mut chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> String {
+    let mut line = chain.next().map(|e| e.to_string()).unwrap_or_default();
+    for cause in chain {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
+// Each area's typed error maps to one exit code here, the one place codes are decided.
+
+impl From<crate::model::ParseError> for Failure {
+    fn from(e: crate::model::ParseError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
+impl From<crate::units::ParseError> for Failure {
+    fn from(e: crate::units::ParseError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
+impl From<crate::measure::event::EventError> for Failure {
+    fn from(e: crate::measure::event::EventError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
+impl From<crate::plan::error::PlanError> for Failure {
+    /// Commands, programs, parameters and options: bad input.
+    fn from(e: crate::plan::error::PlanError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
+impl From<crate::suite::error::SuiteError> for Failure {
+    /// All bad input: the suite file, `--filter`, `--build`, `--baseline`.
+    fn from(e: crate::suite::error::SuiteError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
+impl From<crate::suite::error::BisectError> for Failure {
+    fn from(e: crate::suite::error::BisectError) -> Failure {
+        use crate::suite::error::BisectError;
+        match e {
+            // The user's build command or a compared command failed.
+            BisectError::BuildFailed { .. } | BisectError::NoVerdict => Failure::CommandFailed(e.to_string()),
+            BisectError::Interrupted => Failure::Interrupted(e.to_string()),
+            bad_input => Failure::Usage(bad_input.to_string()),
+        }
+    }
+}
+
+impl From<crate::executor::error::PrepareError> for Failure {
+    /// A command's arguments, `--input`, `--output`: bad input.
+    fn from(e: crate::executor::error::PrepareError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
+impl From<crate::executor::error::ExecutorError> for Failure {
+    fn from(e: crate::executor::error::ExecutorError) -> Failure {
+        use crate::executor::error::ExecutorError;
+        match e {
+            // A hook, a command's arguments or files, a missing program: bad input.
+            ExecutorError::Hook { .. }
+            | ExecutorError::Command { .. }
+            | ExecutorError::Probe { .. }
+            | ExecutorError::CannotStart { .. } => Failure::Usage(e.to_string()),
+            // The machine refused a helper process, a pipe, a thread.
+            machine => Failure::Other(anyhow::Error::new(machine)),
+        }
+    }
+}
+
+impl From<crate::measure::error::ParserError> for Failure {
+    fn from(e: crate::measure::error::ParserError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
+impl From<crate::measure::error::ProbeError> for Failure {
+    fn from(e: crate::measure::error::ProbeError) -> Failure {
+        use crate::measure::error::ProbeError;
+        match e {
+            ProbeError::OutputDir(cause) => Failure::Other(cause),
+            bad_input => Failure::Usage(bad_input.to_string()),
+        }
+    }
+}
+
+impl From<crate::fleet::error::FleetError> for Failure {
+    fn from(e: crate::fleet::error::FleetError) -> Failure {
+        Failure::Usage(e.to_string())
     }
 }
 
@@ -95,4 +200,58 @@ pub type Result<T, E = Failure> = std::result::Result<T, E>;
 pub fn regex_error(err: &regex::Error) -> String {
     let text = err.to_string();
     text.lines().last().unwrap_or_default().trim_start_matches("error: ").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    #[test]
+    fn typed_errors_print_one_line_with_their_cause_once() {
+        // A missing suite file: the io::Error is both quoted and the `#[source]`.
+        let missing = crate::suite::error::SuiteError::Read {
+            path: "nowhere/perflab.toml".into(),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        };
+        let failure = Failure::from(missing);
+        assert_eq!(failure.exit_code(), EXIT_USAGE);
+        assert_eq!(failure.line(), "perflab: error: cannot read nowhere/perflab.toml: entity not found");
+
+        // A bad duration and a bad --shell: bad input, one line.
+        let duration = Failure::from(crate::units::parse_duration("5 parsecs").unwrap_err());
+        assert_eq!(duration.line(), "perflab: error: `5 parsecs` is not a duration (e.g. 30, 90s, 5m, 250ms)");
+        let shell = Failure::from(crate::plan::command::Shell::named(Some("sh 'x")).unwrap_err());
+        assert_eq!(shell.exit_code(), EXIT_USAGE);
+        assert_eq!(shell.line(), "perflab: error: --shell `sh 'x` is empty or cannot be split into words");
+
+        // The machine's failures go to Other, whose chain is not repeated.
+        use crate::executor::error::{ExecutorError, LaunchError};
+        let launch = Failure::from(ExecutorError::Launch(LaunchError::Start(io::Error::other("no fork"))));
+        assert!(matches!(launch, Failure::Other(_)));
+        assert_eq!(launch.line(), "perflab: error: cannot start perflab's spawner process: no fork");
+        assert!(!launch.line().contains('\n'));
+    }
+
+    #[test]
+    fn failing_builds_and_comparisons_keep_their_exit_codes() {
+        use crate::suite::error::BisectError;
+        let script = crate::plan::command::run_shell("exit 3", None, false).unwrap_err();
+        let build = Failure::from(BisectError::BuildFailed { commit: "abc".into(), source: script });
+        assert_eq!(build.exit_code(), EXIT_COMMAND_FAILED);
+        assert!(
+            build.line().starts_with("perflab: error: building abc failed: `exit 3` exit status: 3"),
+            "{}",
+            build.line()
+        );
+        assert_eq!(Failure::from(BisectError::Interrupted).exit_code(), EXIT_INTERRUPTED);
+        assert_eq!(Failure::from(BisectError::SameCommit).exit_code(), EXIT_USAGE);
+    }
+
+    #[test]
+    fn a_cause_already_quoted_is_not_repeated() {
+        let inner = io::Error::other("disk full");
+        let err = anyhow::Error::new(inner).context("cannot write x: disk full").context("saving");
+        assert_eq!(chain_line(err.chain()), "saving: cannot write x: disk full");
+    }
 }

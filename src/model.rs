@@ -7,6 +7,26 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// A name in the model's vocabulary (a suite file's or the command line's) that is not
+/// one; the message quotes it and lists the choices.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("expected `iterations` \"all\", \"first\", \"steady\" or \"each\", found \"{0}\"")]
+    Iterations(String),
+    #[error("expected `mode` \"wall\" or \"instructions\", found \"{0}\"")]
+    Mode(String),
+}
+
+/// Why a metric printed once per iteration has no value for a run (recorded as the
+/// reading's reason).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoValue {
+    #[error("the steady state leaves out the first {skip} iteration(s), and the run printed only {printed}")]
+    SteadyStateMissing { skip: u32, printed: usize },
+    #[error("no value was printed")]
+    NothingPrinted,
+}
+
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// Metric names measured by the harness for every run, and the one registry of what
@@ -255,7 +275,7 @@ impl CounterReading {
         }
     }
     /// A metric printed `samples.len()` times in one run, aggregated as `iterations` says.
-    pub fn sampled(samples: Vec<f64>, iterations: Iterations) -> Result<Self, String> {
+    pub fn sampled(samples: Vec<f64>, iterations: Iterations) -> Result<Self, NoValue> {
         let value = iterations.aggregate(&samples)?;
         Ok(CounterReading { supported: true, value: Some(value), scaled: false, reason: None, samples })
     }
@@ -290,15 +310,13 @@ impl Iterations {
 
     /// `all`, `first` (the first `warmup` iterations), `steady` (leaving them out) or
     /// `each` (all, with a verdict per group).
-    pub fn named(name: &str, warmup: u32) -> Result<Iterations, String> {
+    pub fn named(name: &str, warmup: u32) -> Result<Iterations, ParseError> {
         match name {
             "all" => Ok(Iterations::All),
             "steady" => Ok(Iterations::Steady(warmup)),
             "first" => Ok(Iterations::First(warmup)),
             "each" => Ok(Iterations::Each(warmup)),
-            other => {
-                Err(format!("expected `iterations` \"all\", \"first\", \"steady\" or \"each\", found \"{other}\""))
-            }
+            other => Err(ParseError::Iterations(other.to_string())),
         }
     }
 
@@ -316,16 +334,15 @@ impl Iterations {
     }
 
     /// The value of a run that printed `samples`; an error says why there is none.
-    pub fn aggregate(&self, samples: &[f64]) -> Result<f64, String> {
+    pub fn aggregate(&self, samples: &[f64]) -> Result<f64, NoValue> {
         let (from, to) = self.kept();
         let kept = samples.get(from..to.unwrap_or(samples.len()).min(samples.len())).unwrap_or_default();
         if kept.is_empty() {
             return Err(match *self {
-                Iterations::Steady(skip) if !samples.is_empty() => format!(
-                    "the steady state leaves out the first {skip} iteration(s), and the run printed only {}",
-                    samples.len()
-                ),
-                _ => "no value was printed".to_string(),
+                Iterations::Steady(skip) if !samples.is_empty() => {
+                    NoValue::SteadyStateMissing { skip, printed: samples.len() }
+                }
+                _ => NoValue::NothingPrinted,
             });
         }
         Ok(kept.iter().sum::<f64>() / kept.len() as f64)
@@ -756,12 +773,12 @@ impl Mode {
 }
 
 impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Mode, ParseError> {
         match s {
             "wall" => Ok(Mode::Wall),
             "instructions" => Ok(Mode::Instructions),
-            other => Err(format!("expected `mode` \"wall\" or \"instructions\", found \"{other}\"")),
+            other => Err(ParseError::Mode(other.to_string())),
         }
     }
 }
@@ -1184,7 +1201,7 @@ mod tests {
         let samples = [4.0, 1.0, 1.0, 2.0];
         assert_eq!(Iterations::All.aggregate(&samples), Ok(2.0));
         assert_eq!(Iterations::Steady(1).aggregate(&samples), Ok(4.0 / 3.0));
-        let err = Iterations::Steady(4).aggregate(&samples).unwrap_err();
+        let err = Iterations::Steady(4).aggregate(&samples).unwrap_err().to_string();
         assert!(err.contains("leaves out the first 4") && err.contains("only 4"), "{err}");
         assert!(Iterations::All.aggregate(&[]).is_err());
         let reading = CounterReading::sampled(samples.to_vec(), Iterations::All).unwrap();

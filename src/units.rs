@@ -7,8 +7,35 @@
 /// well inside what `std::time::Duration` and timestamps can hold.
 pub const MAX_DURATION_S: f64 = 7.0 * 24.0 * 3600.0;
 
+/// What is wrong with a number the user typed; each message quotes the text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParseError {
+    #[error("`{0}` is not a duration (e.g. 30, 90s, 5m, 250ms)")]
+    NotADuration(String),
+    #[error("`{text}` {why}")]
+    Duration { text: String, why: DurationRangeError },
+    #[error("`{0}` is not a percentage")]
+    NotAPercentage(String),
+    #[error("`{0}` must be a percentage from 0 to 1000")]
+    PercentOutOfRange(String),
+    #[error("confidence `{0}` must be between 50 and 100 (exclusive)")]
+    ConfidenceOutOfRange(String),
+}
+
+/// Why a duration in seconds is outside the accepted range; the message follows the
+/// value it is about ("`0s` must be a positive duration").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DurationRangeError {
+    #[error("must be a positive duration")]
+    NotPositive,
+    #[error("is shorter than a microsecond")]
+    UnderAMicrosecond,
+    #[error("is longer than the longest accepted duration (a week, 168h)")]
+    OverAWeek,
+}
+
 /// Parse "60", "60s", "1.5m", "250ms", "1h" into seconds, from 1 µs to a week.
-pub fn parse_duration(text: &str) -> Result<f64, String> {
+pub fn parse_duration(text: &str) -> Result<f64, ParseError> {
     let t = text.trim();
     let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1e-3)
@@ -23,39 +50,39 @@ pub fn parse_duration(text: &str) -> Result<f64, String> {
     } else {
         (t, 1.0)
     };
-    let v: f64 = num.trim().parse().map_err(|_| format!("`{text}` is not a duration (e.g. 30, 90s, 5m, 250ms)"))?;
-    check_duration(v * scale).map_err(|why| format!("`{text}` {why}"))
+    let v: f64 = num.trim().parse().map_err(|_| ParseError::NotADuration(text.to_string()))?;
+    check_duration(v * scale).map_err(|why| ParseError::Duration { text: text.to_string(), why })
 }
 
 /// A duration in seconds within the accepted range; the error says why not.
-pub fn check_duration(seconds: f64) -> Result<f64, String> {
+pub fn check_duration(seconds: f64) -> Result<f64, DurationRangeError> {
     if !seconds.is_finite() || seconds <= 0.0 {
-        return Err("must be a positive duration".to_string());
+        return Err(DurationRangeError::NotPositive);
     }
     if seconds < 1e-6 {
-        return Err("is shorter than a microsecond".to_string());
+        return Err(DurationRangeError::UnderAMicrosecond);
     }
     if seconds > MAX_DURATION_S {
-        return Err("is longer than the longest accepted duration (a week, 168h)".to_string());
+        return Err(DurationRangeError::OverAWeek);
     }
     Ok(seconds)
 }
 
 /// Parse "1", "1%", "2.5" (percent) into a fraction.
-pub fn parse_percent(text: &str) -> Result<f64, String> {
+pub fn parse_percent(text: &str) -> Result<f64, ParseError> {
     let v: f64 =
-        text.trim().trim_end_matches('%').trim().parse().map_err(|_| format!("`{text}` is not a percentage"))?;
+        text.trim().trim_end_matches('%').trim().parse().map_err(|_| ParseError::NotAPercentage(text.to_string()))?;
     if !v.is_finite() || !(0.0..1000.0).contains(&v) {
-        return Err(format!("`{text}` must be a percentage from 0 to 1000"));
+        return Err(ParseError::PercentOutOfRange(text.to_string()));
     }
     Ok(v / 100.0)
 }
 
 /// Parse a confidence level in percent (50 < level < 100) into a fraction.
-pub fn parse_confidence(text: &str) -> Result<f64, String> {
+pub fn parse_confidence(text: &str) -> Result<f64, ParseError> {
     let v = parse_percent(text)?;
     if !(0.5..1.0).contains(&v) {
-        return Err(format!("confidence `{text}` must be between 50 and 100 (exclusive)"));
+        return Err(ParseError::ConfidenceOutOfRange(text.to_string()));
     }
     Ok(v)
 }
@@ -212,7 +239,7 @@ mod tests {
         for bad in ["0", "-1s", "1e19", "1e30s", "inf", "NaN", "1e-9s", "8d", "x"] {
             assert!(parse_duration(bad).is_err(), "{bad} must be refused");
         }
-        assert!(parse_duration("1e19").unwrap_err().contains("a week"));
+        assert!(parse_duration("1e19").unwrap_err().to_string().contains("a week"));
     }
 
     #[test]

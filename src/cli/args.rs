@@ -22,13 +22,13 @@ use clap::Args;
 use serde::Serialize;
 
 /// clap value parsers over the library's unit parsers.
-pub fn duration(text: &str) -> Result<f64, String> {
+pub fn duration(text: &str) -> Result<f64, units::ParseError> {
     units::parse_duration(text)
 }
-pub fn percent(text: &str) -> Result<f64, String> {
+pub fn percent(text: &str) -> Result<f64, units::ParseError> {
     units::parse_percent(text)
 }
-pub fn confidence(text: &str) -> Result<f64, String> {
+pub fn confidence(text: &str) -> Result<f64, units::ParseError> {
     units::parse_confidence(text)
 }
 
@@ -338,10 +338,10 @@ impl OutputArgs {
     pub fn options(&self) -> Result<SettingsLayer, Failure> {
         let mut parsers = Vec::new();
         for format in &self.parse {
-            parsers.push(Parser::format(format).map_err(Failure::Usage)?);
+            parsers.push(Parser::format(format)?);
         }
         for text in &self.output_metrics {
-            parsers.push(Parser::regex(text).map_err(Failure::Usage)?);
+            parsers.push(Parser::regex(text)?);
         }
         let mut better = std::collections::BTreeMap::new();
         for (names, direction) in [(&self.higher_is_better, Better::Higher), (&self.lower_is_better, Better::Lower)] {
@@ -354,7 +354,7 @@ impl OutputArgs {
         Ok(SettingsLayer {
             output: (!parsers.is_empty()).then_some(parsers),
             better: (!better.is_empty()).then_some(better),
-            iterations: Some(Iterations::named(&self.iterations, self.warmup_iterations).map_err(Failure::Usage)?),
+            iterations: Some(Iterations::named(&self.iterations, self.warmup_iterations)?),
             ..SettingsLayer::default()
         })
     }
@@ -436,7 +436,7 @@ impl ParameterArgs {
             out.push((list[0].clone(), list[1].split(',').map(str::to_string).collect()));
         }
         for scan in self.scans.chunks_exact(3) {
-            out.push((scan[0].clone(), scan_values(&scan[1], &scan[2], self.step.as_deref()).map_err(Failure::Usage)?));
+            out.push((scan[0].clone(), scan_values(&scan[1], &scan[2], self.step.as_deref())?));
         }
         for (i, (name, _)) in out.iter().enumerate() {
             if out[..i].iter().any(|(n, _)| n == name) {

@@ -14,7 +14,7 @@
 //! everything it wrote is in the pipes then, and the thread drains them before it
 //! reports the run's samples.
 
-use crate::measure::output::{google_benchmark_from, Parser, RunParse, Samples, Stream};
+use crate::measure::output::{google_benchmark_from, ParseError, Parser, RunParse, Samples, Stream};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::mpsc;
@@ -28,7 +28,7 @@ pub const TAIL: usize = 8192;
 #[derive(Debug)]
 pub struct RunOutput {
     /// Per parser, or the first malformed metric line.
-    pub samples: Result<Vec<Samples>, String>,
+    pub samples: Result<Vec<Samples>, ParseError>,
     /// The last [`TAIL`] bytes of stderr.
     pub stderr_tail: Vec<u8>,
     /// Lines longer than [`MAX_LINE`], not parsed.
@@ -110,7 +110,7 @@ impl OutputReader {
         // SAFETY: writing one byte from a live buffer to our own pipe.
         unsafe { libc::write(self.end.as_raw_fd(), b"e".as_ptr().cast(), 1) };
         self.results.recv().unwrap_or(RunOutput {
-            samples: Err("perflab's output reader stopped".into()),
+            samples: Err(ParseError::ReaderStopped),
             stderr_tail: Vec::new(),
             skipped_lines: 0,
         })

@@ -27,6 +27,7 @@
 //! else `/proc/stat` (clock ticks: only for runs of at least [`COARSE_TICKS`] ticks);
 //! without any, such runs get no value, with the reason.
 
+use crate::executor::error::{CgroupError, NoCpuTime};
 use crate::model::{metric, CounterReading, Run};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -75,24 +76,26 @@ pub struct PressureGroup {
 
 impl PressureGroup {
     /// Create `perflab-PID` below this process's cgroup v2 and move into it.
-    pub fn join() -> Result<PressureGroup, String> {
-        let mount = cgroup2_mount().ok_or("no cgroup v2 hierarchy is mounted")?;
+    pub fn join() -> Result<PressureGroup, CgroupError> {
+        let mount = cgroup2_mount().ok_or(CgroupError::NoHierarchy)?;
         let own = std::fs::read_to_string("/proc/self/cgroup")
             .ok()
             .and_then(|t| t.lines().find_map(|l| l.strip_prefix("0::").map(str::to_string)))
-            .ok_or("this process is in no cgroup v2")?;
+            .ok_or(CgroupError::NotInOne)?;
         let parent = mount.join(own.trim_start_matches('/'));
         let dir = parent.join(format!("perflab-{}", std::process::id()));
-        std::fs::create_dir(&dir).map_err(|e| format!("cannot create a cgroup in {}: {e}", parent.display()))?;
+        if let Err(source) = std::fs::create_dir(&dir) {
+            return Err(CgroupError::Create { parent, source });
+        }
         let group = PressureGroup { dir };
         if let Err(e) = std::fs::write(group.dir.join("cgroup.procs"), "0") {
             group.remove();
-            return Err(format!("cannot move into a new cgroup: {e}"));
+            return Err(CgroupError::MoveIn(e));
         }
-        if let Err(e) = group.stalled() {
-            let why = format!("no CPU pressure accounting in {}: {e}", group.dir.display());
+        if let Err(source) = group.stalled() {
+            let dir = group.dir.clone();
             group.leave();
-            return Err(why);
+            return Err(CgroupError::NoPressure { dir, source });
         }
         Ok(group)
     }
@@ -264,7 +267,7 @@ pub enum CpuTimeSource {
 
 impl CpuTimeSource {
     /// The most precise source this machine has, or why there is none.
-    pub fn detect() -> Result<CpuTimeSource, String> {
+    pub fn detect() -> Result<CpuTimeSource, NoCpuTime> {
         if let Some(root) = cgroup1_root("cpuacct") {
             let path = root.join("cpuacct.usage_percpu");
             if std::fs::read_to_string(&path).is_ok() {
@@ -279,7 +282,7 @@ impl CpuTimeSource {
         if hz > 0 && std::fs::read_to_string("/proc/stat").is_ok_and(|t| parse_proc_stat(&t).is_some()) {
             return Ok(CpuTimeSource::ProcStat { tick: Duration::from_secs_f64(1.0 / hz as f64) });
         }
-        Err("no per-CPU busy time (no cpuacct cgroup, /proc/schedstat or /proc/stat)".into())
+        Err(NoCpuTime)
     }
 
     /// Each CPU's busy time so far (index = CPU number).

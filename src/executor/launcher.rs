@@ -17,6 +17,7 @@
 //! in-process: the same measurements, with its own footprint as the floor.
 
 use crate::executor::contention::{self, CpuTimeSource, PressureGroup, TreeReading};
+use crate::executor::error::{LaunchError, NoCpuTime};
 use crate::executor::process::{self, Captures, Environment, Output, Prepared, SpawnError};
 use crate::interrupt::{self, Interrupt};
 use crate::model::Run;
@@ -129,7 +130,7 @@ impl Spawner {
         input: Option<&Path>,
         timeout: Option<Duration>,
         keep_children: bool,
-    ) -> Result<Spawner, String> {
+    ) -> Result<Spawner, LaunchError> {
         if !BINARY_SERVES.load(Ordering::SeqCst) {
             let prepared = commands
                 .iter()
@@ -152,21 +153,18 @@ impl Spawner {
             timeout_s: timeout.map(|t| t.as_secs_f64()),
             keep_children,
         };
-        let (socket, pid) = start_helper().map_err(|e| format!("cannot start perflab's spawner process: {e}"))?;
+        let (socket, pid) = start_helper().map_err(LaunchError::Start)?;
         let mut spawner =
             Spawner { inner: Inner::Helper { socket, pid, ready: Ready::default(), captures: Vec::new() } };
         let Inner::Helper { socket, ready, captures, .. } = &mut spawner.inner else { unreachable!("just built") };
-        send(socket.as_raw_fd(), &setup).map_err(|e| format!("cannot set up perflab's spawner process: {e}"))?;
+        send(socket.as_raw_fd(), &setup).map_err(LaunchError::Setup)?;
         match recv::<Reply>(socket.as_raw_fd()) {
             Ok(Some(Reply::Ready(r))) => *ready = r,
-            Ok(Some(Reply::SetupFailed(why))) => return Err(why),
-            other => return Err(format!("perflab's spawner process did not start: {other:?}")),
+            Ok(Some(Reply::SetupFailed(why))) => return Err(LaunchError::HelperRefused(why)),
+            other => return Err(LaunchError::NoReply(format!("{other:?}"))),
         }
         for (fds, (_, _, output)) in ready.captures.iter().zip(commands) {
-            captures.push(
-                Captures::open_in(pid, *fds, *output == Output::Capture)
-                    .map_err(|e| format!("cannot read the spawner process's captures: {e}"))?,
-            );
+            captures.push(Captures::open_in(pid, *fds, *output == Output::Capture).map_err(LaunchError::Captures)?);
         }
         interrupt::watcher().forward_to(pid);
         Ok(spawner)
@@ -361,7 +359,7 @@ fn run_in_helper(
 /// machine's per-CPU busy time (to tell the tree's own waiting from a neighbour's).
 struct Accounting<'a> {
     group: &'a PressureGroup,
-    cpu_time: &'a Result<CpuTimeSource, String>,
+    cpu_time: &'a Result<CpuTimeSource, NoCpuTime>,
 }
 
 /// A reading of the group and the machine before or after a run.
@@ -378,7 +376,7 @@ impl Accounting<'_> {
             used: self.group.cpu_used(),
             per_cpu: match self.cpu_time {
                 Ok(source) => source.read().map_err(|e| format!("reading {}: {e}", source.describe())),
-                Err(why) => Err(why.clone()),
+                Err(why) => Err(why.to_string()),
             },
         }
     }
@@ -450,7 +448,7 @@ fn serve(socket: OwnedFd) -> i32 {
     let prepared = match prepared {
         Ok(p) => p,
         Err(why) => {
-            let _ = send(fd, &Reply::SetupFailed(why));
+            let _ = send(fd, &Reply::SetupFailed(why.to_string()));
             return crate::error::EXIT_USAGE;
         }
     };

@@ -5,6 +5,7 @@
 
 pub mod capture;
 pub mod contention;
+pub mod error;
 pub mod launcher;
 pub mod process;
 pub mod simulated;
@@ -16,8 +17,8 @@ use crate::measure::{build_probes, Probe};
 use crate::model::{Iterations, Machine, Run};
 use crate::plan::command::resolve_program;
 use crate::plan::{OutputSink, Plan};
-use crate::usage;
 use capture::OutputReader;
+use error::{CleanupError, ExecutorError};
 use launcher::Spawner;
 use process::{Output, Prepared, SpawnError};
 use std::collections::BTreeMap;
@@ -25,26 +26,7 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Why a run produced no measurement, or not all of it.
-#[derive(Debug)]
-pub enum RunError {
-    /// The user asked to stop; the running command was killed.
-    Interrupted,
-    /// The command could not be started or measured.
-    Failed(String),
-    /// Something around the command failed — a hook, or reading what it printed. `run`
-    /// holds the measured run when the command itself ran.
-    Incomplete { run: Option<Box<Run>>, why: String },
-}
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::Interrupted => write!(f, "interrupted"),
-            RunError::Failed(why) | RunError::Incomplete { why, .. } => write!(f, "{why}"),
-        }
-    }
-}
+pub use error::RunError;
 
 /// Runs the commands of one plan, one run at a time.
 pub trait Executor {
@@ -61,7 +43,7 @@ pub trait Executor {
     }
     /// Called once after the last round, whatever ended the experiment (`--cleanup`);
     /// the error says what failed.
-    fn cleanup(&mut self) -> Result<(), String> {
+    fn cleanup(&mut self) -> Result<(), CleanupError> {
         Ok(())
     }
     /// The metrics the baseline printed about itself in its first run that printed any,
@@ -99,9 +81,10 @@ struct Hook {
 }
 
 impl Hook {
-    fn new(text: &str, output: Output) -> Result<Hook, Failure> {
+    fn new(text: &str, output: Output) -> Result<Hook, ExecutorError> {
         let argv = ["/bin/sh".to_string(), "-c".to_string(), text.to_string()];
-        let prepared = Prepared::new(Path::new("/bin/sh"), &argv, output).map_err(|e| usage!("hook `{text}`: {e}"))?;
+        let prepared = Prepared::new(Path::new("/bin/sh"), &argv, output)
+            .map_err(|source| ExecutorError::Hook { hook: text.to_string(), source })?;
         Ok(Hook { text: text.to_string(), prepared })
     }
 
@@ -178,12 +161,13 @@ impl ProcessExecutor {
             let probes = build_probes(&plan.measure, &spec.argv)?;
             let mut argv = spec.argv.clone();
             for probe in &probes {
-                argv = probe.wrap(argv).map_err(|e| usage!("{}: {e:#}", spec.name))?;
+                argv = probe.wrap(argv).map_err(|cause| ExecutorError::Probe { command: spec.name.clone(), cause })?;
             }
             let program = resolve_program(&argv[0])?;
             // Checked here for a one-line usage error; the spawner prepares its own copy.
             let output = output_of(i);
-            Prepared::with_input(&program, &argv, &output, input).map_err(|e| usage!("{}: {e}", spec.name))?;
+            Prepared::with_input(&program, &argv, &output, input)
+                .map_err(|source| ExecutorError::Command { command: spec.name.clone(), source })?;
             commands.push((program, argv, output));
             let hooks = plan.settings.hooks.get(i).cloned().unwrap_or_default();
             let hook = |text: &Option<String>| text.as_deref().map(|t| Hook::new(t, hook_output.clone())).transpose();
@@ -197,20 +181,16 @@ impl ProcessExecutor {
             });
         }
         let timeout = plan.settings.timeout_s.map(Duration::from_secs_f64);
-        let spawner = Spawner::new(&commands, input, timeout, plan.keep_children)
-            .map_err(|e| Failure::Other(anyhow::anyhow!(e)))?;
+        let spawner = Spawner::new(&commands, input, timeout, plan.keep_children).map_err(ExecutorError::from)?;
         let mut facts = crate::measure::environment_facts(&plan.measure, &plan.commands);
         facts.extend(spawner.facts());
         let streams = (0..commands.len())
             .map(|i| spawner.streams(i))
             .collect::<std::io::Result<Vec<_>>>()
-            .map_err(|e| Failure::Other(anyhow::anyhow!("cannot read the commands' output: {e}")))?;
+            .map_err(ExecutorError::Streams)?;
         // Every command's output is captured exactly when metrics are read from it.
         let reader = if !parsers.is_empty() {
-            Some(
-                OutputReader::start(parsers.clone(), plan.show_output)
-                    .map_err(|e| Failure::Other(anyhow::anyhow!("cannot start the output reader: {e}")))?,
-            )
+            Some(OutputReader::start(parsers.clone(), plan.show_output).map_err(ExecutorError::OutputReader)?)
         } else {
             None
         };
@@ -235,9 +215,9 @@ impl ProcessExecutor {
     fn record_output(
         &mut self,
         index: usize,
-        printed: Result<Vec<output::Samples>, String>,
+        printed: Result<Vec<output::Samples>, output::ParseError>,
         run: &mut Run,
-    ) -> Result<(), String> {
+    ) -> Result<(), output::ParseError> {
         let found = output::record_metrics(&self.parsers, printed?, self.iterations, run);
         if index == 0 && self.baseline_printed.is_empty() {
             self.baseline_printed = found;
@@ -283,7 +263,7 @@ impl Executor for ProcessExecutor {
         let incomplete = |run: Run, why: String| RunError::Incomplete { run: Some(Box::new(run)), why };
         if let Some(printed) = printed {
             if let Err(why) = self.record_output(index, printed.samples, &mut run) {
-                return Err(incomplete(run, why));
+                return Err(incomplete(run, why.to_string()));
             }
         }
         if let Some(hook) = &self.subjects[index].conclude {
@@ -310,18 +290,18 @@ impl Executor for ProcessExecutor {
     /// whatever it starts — so it uses a plain blocking child in perflab's own process
     /// group (a second Ctrl-C reaches it). Its output is discarded unless shown, like
     /// the other hooks' (stdout may carry the JSON report).
-    fn cleanup(&mut self) -> Result<(), String> {
+    fn cleanup(&mut self) -> Result<(), CleanupError> {
         let mut failures = Vec::new();
         for subject in &self.subjects {
             let Some(text) = &subject.cleanup else { continue };
             if let Err(e) = crate::plan::command::run_shell(text, None, self.show_output) {
-                failures.push(format!("--cleanup of `{}` failed: {e}", subject.name));
+                failures.push((subject.name.clone(), e));
             }
         }
         if failures.is_empty() {
             Ok(())
         } else {
-            Err(failures.join("; "))
+            Err(CleanupError(failures))
         }
     }
 

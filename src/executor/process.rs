@@ -9,6 +9,7 @@
 //! pidfd polled with a deadline, opened only then: it costs ~4 µs per run).
 
 use crate::executor::contention::{self, Schedstat};
+pub use crate::executor::error::PrepareError;
 use crate::interrupt::Interrupt;
 use crate::model::{ExitInfo, Run};
 use std::ffi::{CString, OsStr};
@@ -51,11 +52,11 @@ struct DrainedPipe {
 }
 
 impl DrainedPipe {
-    fn new() -> Result<DrainedPipe, String> {
+    fn new() -> Result<DrainedPipe, PrepareError> {
         let mut fds = [0; 2];
         // SAFETY: pipe2 fills two descriptors, which we then own.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(format!("pipe: {}", io::Error::last_os_error()));
+            return Err(PrepareError::System { call: "pipe", source: io::Error::last_os_error() });
         }
         // SAFETY: fresh descriptors from pipe2.
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
@@ -66,7 +67,7 @@ impl DrainedPipe {
                 let mut read = std::fs::File::from(read);
                 let _ = io::copy(&mut read, &mut io::sink());
             })
-            .map_err(|e| format!("cannot start the pipe's reader: {e}"))?;
+            .map_err(PrepareError::DrainThread)?;
         Ok(DrainedPipe { write })
     }
 }
@@ -214,15 +215,15 @@ impl std::fmt::Display for SpawnError {
     }
 }
 
-fn cstring(bytes: &[u8], what: &str) -> Result<CString, String> {
-    CString::new(bytes).map_err(|_| format!("{what} contains a NUL byte"))
+fn cstring(bytes: &[u8], what: &'static str) -> Result<CString, PrepareError> {
+    CString::new(bytes).map_err(|_| PrepareError::NulByte { what })
 }
 
-fn memfd(name: &std::ffi::CStr) -> Result<OwnedFd, String> {
+fn memfd(name: &std::ffi::CStr) -> Result<OwnedFd, PrepareError> {
     // SAFETY: memfd_create with a valid NUL-terminated name.
     let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
-        return Err(format!("memfd_create: {}", io::Error::last_os_error()));
+        return Err(PrepareError::System { call: "memfd_create", source: io::Error::last_os_error() });
     }
     // SAFETY: fd is a fresh descriptor we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -272,12 +273,12 @@ pub struct Captures {
 
 /// A pipe, both ends close-on-exec, with room for `size` bytes where the kernel allows
 /// (a command's burst of output then waits less for the reader).
-fn pipe(size: libc::c_int) -> Result<(OwnedFd, OwnedFd), String> {
+fn pipe(size: libc::c_int) -> Result<(OwnedFd, OwnedFd), PrepareError> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: pipe2 fills the two descriptors; F_SETPIPE_SZ may fail (a limit) harmlessly.
     unsafe {
         if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            return Err(format!("pipe: {}", io::Error::last_os_error()));
+            return Err(PrepareError::System { call: "pipe", source: io::Error::last_os_error() });
         }
         libc::fcntl(fds[1], libc::F_SETPIPE_SZ, size);
         Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
@@ -342,7 +343,7 @@ impl Captures {
 
 impl Prepared {
     /// Prepare `argv` (argv[0] is resolved to `program`) for repeated runs.
-    pub fn new(program: &Path, argv: &[String], output: Output) -> Result<Prepared, String> {
+    pub fn new(program: &Path, argv: &[String], output: Output) -> Result<Prepared, PrepareError> {
         Prepared::with_input(program, argv, &output, None)
     }
 
@@ -353,7 +354,7 @@ impl Prepared {
         argv: &[String],
         output: &Output,
         input: Option<&Path>,
-    ) -> Result<Prepared, String> {
+    ) -> Result<Prepared, PrepareError> {
         let path = cstring(program.as_os_str().as_bytes(), "program path")?;
         let argv = argv.iter().map(|a| cstring(a.as_bytes(), "an argument")).collect::<Result<Vec<_>, _>>()?;
         let captures = match output {
@@ -378,30 +379,27 @@ impl Prepared {
             Output::File(file) => {
                 // Emptied once, then appended to: commands sharing the file interleave
                 // their runs instead of overwriting each other.
-                let cannot = |e: io::Error| format!("cannot write --output {}: {e}", file.display());
+                let cannot = |source: io::Error| PrepareError::OutputFile { path: file.clone(), source };
                 std::fs::File::create(file).map_err(cannot)?;
                 let appending = std::fs::OpenOptions::new().append(true).open(file).map_err(cannot)?;
                 Some(Sink::File(OwnedFd::from(appending)))
             }
             _ => None,
         };
-        let devnull = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/null")
-            .map_err(|e| format!("cannot open /dev/null: {e}"))?;
+        let devnull =
+            std::fs::OpenOptions::new().read(true).write(true).open("/dev/null").map_err(PrepareError::DevNull)?;
         let devnull = OwnedFd::from(devnull);
         let stdin = match input {
             Some(file) => {
-                let opened =
-                    std::fs::File::open(file).map_err(|e| format!("cannot read --input {}: {e}", file.display()))?;
+                let opened = std::fs::File::open(file)
+                    .map_err(|source| PrepareError::Input { path: file.to_path_buf(), source })?;
                 // Every run reads it from the start: it must be seekable.
                 if !opened.metadata().is_ok_and(|m| m.is_file()) {
-                    return Err(format!("--input {} is not a regular file", file.display()));
+                    return Err(PrepareError::InputNotAFile(file.to_path_buf()));
                 }
                 OwnedFd::from(opened)
             }
-            None => devnull.try_clone().map_err(|e| format!("dup /dev/null: {e}"))?,
+            None => devnull.try_clone().map_err(|source| PrepareError::System { call: "dup /dev/null", source })?,
         };
         let written = captures.write_ends.as_ref().map(|(out, err)| (out.as_raw_fd(), err.as_raw_fd()));
         let redirect = Redirect {
@@ -884,7 +882,9 @@ mod tests {
         }
         std::fs::remove_file(&input).ok();
         let err = Prepared::with_input(&program, &argv, &Output::Capture, Some(Path::new("/dev/stdin"))).err();
-        assert!(err.is_some_and(|e| e.contains("not a regular file") || e.contains("cannot read")));
+        assert!(err
+            .map(|e| e.to_string())
+            .is_some_and(|e| e.contains("not a regular file") || e.contains("cannot read")));
     }
 
     #[test]

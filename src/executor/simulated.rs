@@ -129,7 +129,7 @@ impl Executor for Simulated {
         Ok(run)
     }
 
-    fn cleanup(&mut self) -> Result<(), String> {
+    fn cleanup(&mut self) -> Result<(), crate::executor::error::CleanupError> {
         self.cleanups += 1;
         Ok(())
     }

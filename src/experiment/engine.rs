@@ -5,11 +5,11 @@
 use super::observer::{Observer, Progress};
 use crate::analysis::{busy_warning, examine_busy, finish, primary_comparisons, Switch};
 use crate::error::Failure;
+use crate::executor::error::ExecutorError;
 use crate::executor::{Executor, RunError};
 use crate::model::{CommandResult, Experiment, Run, StopReason};
 use crate::plan::schedule::{LookSchedule, RoundPlanner};
 use crate::plan::Plan;
-use crate::usage;
 
 /// The group-sequential horizon is planned this much beyond the rounds that fit in
 /// `--max-time` at the first rounds' pace, so that later rounds a little faster than
@@ -69,7 +69,7 @@ pub fn run_experiment(
     if let Err(why) = cleanup {
         experiment.failure = Some(match experiment.failure.take() {
             Some(failure) => format!("{failure}; then {why}"),
-            None => why,
+            None => why.to_string(),
         });
         if stop_reason != StopReason::Interrupted {
             stop_reason = StopReason::CommandFailed;
@@ -154,7 +154,9 @@ fn rounds(
                     break 'rounds StopReason::CommandFailed;
                 }
                 // A command that cannot even start in the first round is bad input.
-                Err(err) if first_round => return Err(usage!("{name}: {err}")),
+                Err(source) if first_round => {
+                    return Err(ExecutorError::CannotStart { command: name.to_string(), source }.into())
+                }
                 Err(err) => {
                     experiment.failure = Some(format!("{name}: {err}"));
                     break 'rounds StopReason::CommandFailed;

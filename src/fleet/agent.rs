@@ -169,7 +169,7 @@ fn reconnect(db: Option<&str>, failure: Failure, events: &EventSink) -> Result<S
 /// `once`). `observer` hears about every benchmark, `events` about the rest.
 pub fn run(options: &AgentOptions, observer: &mut dyn SuiteObserver, events: EventSink) -> Result<(), Failure> {
     std::env::set_current_dir(&options.dir)
-        .map_err(|e| crate::usage!("cannot work in {}: {e}", options.dir.display()))?;
+        .map_err(|source| super::error::FleetError::WorkDir { path: options.dir.clone(), source })?;
     // A database that is down or restarting when the agent starts is waited for like
     // any outage (each attempt is logged); a wrong URL or password ends it at once.
     let mut store = match Store::open(options.db.as_deref()) {

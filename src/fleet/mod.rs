@@ -5,6 +5,7 @@
 //! The queue's storage and its claim protocol are in [`crate::store::fleet`].
 
 pub mod agent;
+pub mod error;
 
 pub use crate::store::fleet::{ClaimStatus, Job, JobSpec};
 
@@ -12,6 +13,7 @@ use crate::error::Failure;
 use crate::model::Machine;
 use crate::store::{self, Store};
 use crate::suite;
+use error::FleetError;
 use globset::{Glob, GlobSetBuilder};
 use std::path::Path;
 
@@ -31,8 +33,8 @@ pub struct QueueRequest {
 
 /// Check the suite and the request as `perflab run` would, then queue a job; returns its id.
 pub fn queue(store: &mut Store, suite_path: &Path, request: &QueueRequest) -> Result<i64, Failure> {
-    let text =
-        std::fs::read_to_string(suite_path).map_err(|e| crate::usage!("cannot read {}: {e}", suite_path.display()))?;
+    let text = std::fs::read_to_string(suite_path)
+        .map_err(|source| suite::error::SuiteError::Read { path: suite_path.to_path_buf(), source })?;
     let suite = suite::parse(&text, suite_path)?;
     suite.select(request.filter.as_deref())?;
     suite.builds(request.build.as_deref(), request.baseline.as_deref(), Some(&request.label))?;
@@ -50,9 +52,9 @@ pub fn queue(store: &mut Store, suite_path: &Path, request: &QueueRequest) -> Re
     })
 }
 
-fn check_patterns(patterns: &[String]) -> Result<(), Failure> {
+fn check_patterns(patterns: &[String]) -> Result<(), FleetError> {
     for p in patterns {
-        Glob::new(p).map_err(|e| crate::usage!("--machine `{p}` is not a glob pattern: {e}"))?;
+        Glob::new(p).map_err(|source| FleetError::BadPattern { pattern: p.clone(), source })?;
     }
     Ok(())
 }

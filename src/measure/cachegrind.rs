@@ -2,6 +2,7 @@
 //! simulation at fixed cache sizes, so its counts do not depend on the host; the
 //! per-run output files are parsed into counters and deleted.
 
+use super::error::ProbeError;
 use super::Probe;
 use crate::model::{CounterReading, Run};
 use anyhow::Context;
@@ -50,9 +51,8 @@ const LOG_PREFIX: &str = "valgrind.log.";
 pub const INSTALL_HINT: &str = "install it with `apt-get install valgrind`";
 
 /// Where valgrind is, or the one-line usage error (exit 2) with the install hint.
-pub fn find_valgrind() -> Result<PathBuf, crate::error::Failure> {
-    which::which("valgrind")
-        .map_err(|_| crate::usage!("--mode instructions needs valgrind, which is not on PATH; {INSTALL_HINT}"))
+pub fn find_valgrind() -> Result<PathBuf, ProbeError> {
+    which::which("valgrind").map_err(|source| ProbeError::NoValgrind { hint: INSTALL_HINT, source })
 }
 
 /// A private directory for one command's cachegrind output files, removed on drop.
@@ -98,9 +98,9 @@ pub struct CachegrindProbe {
 }
 
 impl CachegrindProbe {
-    pub fn new() -> Result<Self, crate::error::Failure> {
+    pub fn new() -> Result<Self, ProbeError> {
         let valgrind = find_valgrind()?;
-        Ok(CachegrindProbe { valgrind, out: OutputDir::create()?, per_function: false })
+        Ok(CachegrindProbe { valgrind, out: OutputDir::create().map_err(ProbeError::OutputDir)?, per_function: false })
     }
 
     /// Keep each run's per-function counts in its profile (`--explain`).

@@ -45,8 +45,8 @@ pub const DERIVED: [(&str, &str, &str, f64); 5] = [
 const KERNEL_ONLY: [&str; 2] = ["context-switches", "cpu-migrations"];
 
 /// Parse `-e` values (perf's syntax, see [`super::event`]) into an event list.
-pub fn parse_events(values: &[String]) -> Result<EventList, crate::error::Failure> {
-    Ok(super::event::parse_list(values)?)
+pub fn parse_events(values: &[String]) -> Result<EventList, super::event::EventError> {
+    super::event::parse_list(values)
 }
 
 /// A metric name split into the event part and perf's modifier suffix (`cycles:u` →
@@ -94,14 +94,19 @@ impl Scope {
     pub const NAMES: [&'static str; 3] = ["auto", "user", "all"];
 }
 
+/// A `--counter-scope` that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected counter scope auto, user or all, found `{0}`")]
+pub struct UnknownScope(pub String);
+
 impl std::str::FromStr for Scope {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Scope, String> {
+    type Err = UnknownScope;
+    fn from_str(s: &str) -> Result<Scope, UnknownScope> {
         match s {
             "auto" => Ok(Scope::Auto),
             "user" => Ok(Scope::User),
             "all" | "user+kernel" => Ok(Scope::All),
-            other => Err(format!("expected counter scope auto, user or all, found `{other}`")),
+            other => Err(UnknownScope(other.to_string())),
         }
     }
 }
@@ -723,7 +728,7 @@ mod tests {
 
     #[test]
     fn unknown_event_is_a_usage_error_listing_valid_names() {
-        let err = parse_events(&["cycle".to_string()]).unwrap_err();
+        let err = crate::error::Failure::from(parse_events(&["cycle".to_string()]).unwrap_err());
         assert_eq!(err.exit_code(), crate::error::EXIT_USAGE);
         let text = err.to_string();
         assert!(text.contains("unknown event `cycle`"), "{text}");

@@ -42,12 +42,6 @@ pub enum EventError {
     Group(String),
 }
 
-impl From<EventError> for crate::error::Failure {
-    fn from(err: EventError) -> Self {
-        crate::error::Failure::Usage(err.to_string())
-    }
-}
-
 /// What the kernel is asked to count: perf_event_attr's type and config words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {

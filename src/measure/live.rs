@@ -16,6 +16,12 @@ pub enum LiveError {
     NoSuchProcess(libc::pid_t),
     #[error("cannot start `{command}`: {why}")]
     Start { command: String, why: String },
+    #[error("cannot start `{command}`: {source}")]
+    Prepare {
+        command: String,
+        #[source]
+        source: crate::executor::error::PrepareError,
+    },
     #[error("waiting for the command failed: {0}")]
     Wait(String),
 }
@@ -160,7 +166,7 @@ pub fn count(
         Some(argv) => {
             let program = crate::plan::command::resolve_program(&argv[0])?;
             let prepared = Prepared::new(&program, argv, Output::Inherit)
-                .map_err(|why| LiveError::Start { command: argv.join(" "), why })?;
+                .map_err(|source| LiveError::Prepare { command: argv.join(" "), source })?;
             let mut opened: Option<OpenSet> = None;
             let mut gate = |pid: libc::pid_t| -> anyhow::Result<()> {
                 if options.whom == Whom::Command {

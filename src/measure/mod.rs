@@ -4,6 +4,7 @@
 
 pub mod cachegrind;
 pub mod counters;
+pub mod error;
 pub mod event;
 pub mod live;
 pub mod output;
@@ -39,16 +40,10 @@ pub use crate::model::Mode;
 pub fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec<Box<dyn Probe>>, crate::error::Failure> {
     let events = counters::parse_events(&args.events)?;
     if args.mode == Mode::Instructions && !args.output.is_empty() {
-        return Err(crate::usage!(
-            "--output-metric and --parse cannot be combined with --mode instructions: under valgrind a program's own \
-             timings describe the simulator"
-        ));
+        return Err(error::ProbeError::OutputUnderValgrind.into());
     }
     match args.mode {
-        Mode::Instructions if !events.is_empty() => Err(crate::usage!(
-            "-e cannot be combined with --mode instructions: perf counters would count valgrind itself; \
-             instruction mode already reports instructions, cache misses and branch mispredicts"
-        )),
+        Mode::Instructions if !events.is_empty() => Err(error::ProbeError::EventsUnderValgrind.into()),
         Mode::Instructions => {
             Ok(vec![Box::new(cachegrind::CachegrindProbe::new()?.per_function(args.explain.is_some()))])
         }
@@ -91,7 +86,7 @@ pub fn output_names_discovered(args: &MeasureOptions) -> bool {
 }
 
 /// The counter metrics these options produce per run, in display order.
-pub fn metric_names(args: &MeasureOptions) -> Result<Vec<String>, crate::error::Failure> {
+pub fn metric_names(args: &MeasureOptions) -> Result<Vec<String>, event::EventError> {
     Ok(match args.mode {
         Mode::Instructions => cachegrind::COMPARED
             .iter()

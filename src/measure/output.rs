@@ -10,6 +10,7 @@
 //! ([`google_benchmark_from`]), keeping only the fields perflab reports. Samples keep
 //! the order of the streams: stdout's first, then stderr's.
 
+pub use super::error::{Malformed, NameError, ParseError, ParserError};
 use crate::model::{metric, CounterReading, Iterations, Run};
 use regex::Regex;
 use serde_json::Value;
@@ -44,30 +45,25 @@ const PGBENCH_METRICS: [&str; 2] = ["tps", "latency_ms"];
 
 impl Parser {
     /// A `--parse` format by name.
-    pub fn format(name: &str) -> Result<Parser, String> {
+    pub fn format(name: &str) -> Result<Parser, ParserError> {
         match name {
             "pgbench" => Ok(Parser::Pgbench),
             "google-benchmark" | "gbench" => Ok(Parser::GoogleBenchmark),
             "jsonl" | "json-lines" => Ok(Parser::JsonLines),
-            other => Err(format!("unknown output format `{other}`; expected one of {}", FORMAT_NAMES.join(", "))),
+            other => Err(ParserError::UnknownFormat { name: other.to_string(), expected: FORMAT_NAMES.join(", ") }),
         }
     }
 
     /// A `--output-metric` expression: a regular expression whose named captures are
     /// the metrics.
-    pub fn regex(text: &str) -> Result<Parser, String> {
-        let regex = regex::RegexBuilder::new(text).multi_line(true).build().map_err(|e| {
-            format!(
-                "--output-metric `{}` is not a regular expression: {}",
-                text.escape_debug(),
-                crate::error::regex_error(&e)
-            )
-        })?;
+    pub fn regex(text: &str) -> Result<Parser, ParserError> {
+        let regex = regex::RegexBuilder::new(text)
+            .multi_line(true)
+            .build()
+            .map_err(|e| ParserError::BadRegex { text: text.to_string(), why: crate::error::regex_error(&e) })?;
         let names: Vec<&str> = regex.capture_names().flatten().collect();
         if names.is_empty() {
-            return Err(format!(
-                "--output-metric `{text}` has no named capture: name the value, e.g. `tps = (?<tps>[0-9.]+)`"
-            ));
+            return Err(ParserError::NoNamedCapture(text.to_string()));
         }
         for name in names {
             check_name(name)?;
@@ -110,7 +106,7 @@ impl Parser {
 
     /// The samples in the whole texts `stdout` and `stderr`, as [`RunParse`] finds them.
     #[cfg(test)]
-    fn samples(&self, stdout: &str, stderr: &str, out: &mut Samples) -> Result<(), String> {
+    fn samples(&self, stdout: &str, stderr: &str, out: &mut Samples) -> Result<(), ParseError> {
         *out = parse_texts(std::slice::from_ref(self), stdout, stderr)?.pop().unwrap_or_default();
         Ok(())
     }
@@ -130,7 +126,7 @@ pub struct RunParse<'p> {
     /// Per parser.
     stdout: Vec<Samples>,
     stderr: Vec<Samples>,
-    error: Option<String>,
+    error: Option<ParseError>,
 }
 
 fn pgbench_progress() -> &'static Regex {
@@ -183,7 +179,7 @@ impl<'p> RunParse<'p> {
     }
 
     /// What [`google_benchmark_from`] read from stdout, for every Google Benchmark parser.
-    pub fn google_benchmark(&mut self, result: Result<Samples, String>) {
+    pub fn google_benchmark(&mut self, result: Result<Samples, ParseError>) {
         match result {
             Ok(samples) => {
                 for (i, parser) in self.parsers.iter().enumerate() {
@@ -199,7 +195,7 @@ impl<'p> RunParse<'p> {
     }
 
     /// Each parser's samples (stdout's, then stderr's), or the first error.
-    pub fn finish(self) -> Result<Vec<Samples>, String> {
+    pub fn finish(self) -> Result<Vec<Samples>, ParseError> {
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -226,7 +222,7 @@ impl<'p> RunParse<'p> {
 }
 
 /// The samples `parser` finds in one line of `stream`.
-fn parse_line(parser: &Parser, stream: Stream, line: &str, out: &mut Samples) -> Result<(), String> {
+fn parse_line(parser: &Parser, stream: Stream, line: &str, out: &mut Samples) -> Result<(), ParseError> {
     match parser {
         Parser::Regex(regex) => {
             // Most lines do not match: the matcher without captures says so fastest.
@@ -236,7 +232,9 @@ fn parse_line(parser: &Parser, stream: Stream, line: &str, out: &mut Samples) ->
             for captures in regex.captures_iter(line) {
                 for name in regex.capture_names().flatten() {
                     if let Some(found) = captures.name(name) {
-                        out.push(name, number(found.as_str()).map_err(|e| format!("`{name}`: {e}"))?);
+                        let value = number(found.as_str())
+                            .map_err(|e| ParseError::Capture { name: name.to_string(), source: Box::new(e) })?;
+                        out.push(name, value);
                     }
                 }
             }
@@ -249,23 +247,23 @@ fn parse_line(parser: &Parser, stream: Stream, line: &str, out: &mut Samples) ->
 }
 
 /// Names a command may give its metrics: not one perflab measures itself.
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), NameError> {
     if metric::ALL.contains(&name) {
-        return Err(format!("`{name}` is measured by perflab itself; give the printed metric another name"));
+        return Err(NameError::Reserved(name.to_string()));
     }
     if name.is_empty() || name.chars().any(|c| c.is_control() || c == ',') {
-        return Err(format!("`{}` is not a metric name (no commas or control characters)", name.escape_debug()));
+        return Err(NameError::Invalid(name.to_string()));
     }
     Ok(())
 }
 
 /// A number as programs print them: `1234.5`, `1.2e3`; thousands separators (`1,234`)
 /// are taken out. Never infinite or NaN.
-fn number(text: &str) -> Result<f64, String> {
+fn number(text: &str) -> Result<f64, ParseError> {
     let cleaned: String = text.trim().chars().filter(|c| *c != ',' && *c != '_').collect();
     match cleaned.parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
-        _ => Err(format!("`{}` is not a number", text.escape_debug())),
+        _ => Err(ParseError::NotANumber(text.to_string())),
     }
 }
 
@@ -288,7 +286,7 @@ impl Samples {
     }
 }
 
-fn json_line(line: &str, out: &mut Samples) -> Result<(), String> {
+fn json_line(line: &str, out: &mut Samples) -> Result<(), ParseError> {
     let trimmed = line.trim();
     if !trimmed.starts_with('{') {
         return Ok(());
@@ -296,10 +294,10 @@ fn json_line(line: &str, out: &mut Samples) -> Result<(), String> {
     // Other JSON a program prints is not for perflab; only objects naming a metric are.
     let Ok(Value::Object(object)) = serde_json::from_str::<Value>(trimmed) else { return Ok(()) };
     let Some(name) = object.get("metric") else { return Ok(()) };
-    let malformed = |why: &str| format!("malformed metric line ({why}): {}", truncate(trimmed));
-    let name = name.as_str().ok_or_else(|| malformed("`metric` must be a string"))?;
-    check_name(name).map_err(|e| malformed(&e))?;
-    let value = object.get("value").and_then(Value::as_f64).ok_or_else(|| malformed("`value` must be a number"))?;
+    let malformed = |why: Malformed| ParseError::MalformedLine { why, line: truncate(trimmed) };
+    let name = name.as_str().ok_or_else(|| malformed(Malformed::MetricNotAString))?;
+    check_name(name).map_err(|e| malformed(e.into()))?;
+    let value = object.get("value").and_then(Value::as_f64).ok_or_else(|| malformed(Malformed::ValueNotANumber))?;
     out.push(name, value);
     Ok(())
 }
@@ -317,7 +315,7 @@ fn truncate(text: &str) -> String {
 /// `tps = N (without initial connection time)`, older versions a line `(including …)`
 /// and one `(excluding …)`: the latter is taken, as the connection is not what a
 /// select-only load measures.
-fn pgbench_line(stream: Stream, line: &str, out: &mut Samples) -> Result<(), String> {
+fn pgbench_line(stream: Stream, line: &str, out: &mut Samples) -> Result<(), ParseError> {
     match stream {
         Stream::Stderr => {
             if let Some(c) = pgbench_progress().captures(line) {
@@ -385,22 +383,22 @@ impl<R: Read> Read for FromFirstBrace<R> {
 /// Google Benchmark's JSON report, read from `stdout` as it arrives (the first JSON
 /// document after any banner): per benchmark run (aggregates skipped: perflab makes its
 /// own), its times in nanoseconds and its rates. Output without JSON gives no samples.
-pub fn google_benchmark_from(stdout: impl Read) -> Result<Samples, String> {
+pub fn google_benchmark_from(stdout: impl Read) -> Result<Samples, ParseError> {
     let reader = std::io::BufReader::new(FromFirstBrace { inner: stdout, found: false });
     let Some(document) = serde_json::Deserializer::from_reader(reader).into_iter::<GbDocument>().next() else {
         return Ok(Samples::default());
     };
-    let document = document.map_err(|e| format!("Google Benchmark's JSON does not parse: {e}"))?;
-    let benchmarks = document.benchmarks.ok_or("Google Benchmark's JSON has no `benchmarks` list")?;
+    let document = document.map_err(ParseError::GoogleJson)?;
+    let benchmarks = document.benchmarks.ok_or(ParseError::GoogleNoBenchmarks)?;
     let mut out = Samples::default();
     for b in benchmarks {
         if b.run_type.as_ref().and_then(Value::as_str) == Some("aggregate") {
             continue;
         }
-        let name = b.name.as_ref().and_then(Value::as_str).ok_or("a benchmark without a `name`")?;
+        let name = b.name.as_ref().and_then(Value::as_str).ok_or(ParseError::GoogleNoName)?;
         if b.error_occurred.as_ref().and_then(Value::as_bool) == Some(true) {
             let message = b.error_message.as_ref().and_then(Value::as_str).unwrap_or("no message");
-            return Err(format!("benchmark `{name}` reported an error: {message}"));
+            return Err(ParseError::GoogleReported { name: name.to_string(), message: message.to_string() });
         }
         let unit = b.time_unit.as_ref().and_then(Value::as_str).unwrap_or("ns");
         let to_ns = match unit {
@@ -408,7 +406,7 @@ pub fn google_benchmark_from(stdout: impl Read) -> Result<Samples, String> {
             "us" => 1e3,
             "ms" => 1e6,
             "s" => 1e9,
-            other => return Err(format!("benchmark `{name}`: unknown time_unit `{other}`")),
+            other => return Err(ParseError::GoogleTimeUnit { name: name.to_string(), unit: other.to_string() }),
         };
         for (field, suffix, scale) in [
             (&b.real_time, "real_ns", to_ns),
@@ -491,13 +489,13 @@ pub fn read_metrics(
     stderr: &str,
     iterations: Iterations,
     run: &mut Run,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, ParseError> {
     Ok(record_metrics(parsers, parse_texts(parsers, stdout, stderr)?, iterations, run))
 }
 
 /// Each parser's samples in the whole texts `stdout` and `stderr` (a run's output read
 /// after it ended), line by line as [`RunParse`] reads a stream.
-fn parse_texts(parsers: &[Parser], stdout: &str, stderr: &str) -> Result<Vec<Samples>, String> {
+fn parse_texts(parsers: &[Parser], stdout: &str, stderr: &str) -> Result<Vec<Samples>, ParseError> {
     let mut parse = RunParse::new(parsers);
     for line in stdout.lines() {
         parse.line(Stream::Stdout, line);
@@ -515,7 +513,7 @@ fn parse_texts(parsers: &[Parser], stdout: &str, stderr: &str) -> Result<Vec<Sam
 mod tests {
     use super::*;
 
-    fn parse(parser: &Parser, stdout: &str, stderr: &str) -> Result<Samples, String> {
+    fn parse(parser: &Parser, stdout: &str, stderr: &str) -> Result<Samples, ParseError> {
         let mut out = Samples::default();
         parser.samples(stdout, stderr, &mut out)?;
         Ok(out)
@@ -583,14 +581,14 @@ progress: 2.0 s, 11746.5 tps, lat 0.085 ms stddev 0.250, 0 failed
 
     #[test]
     fn bad_expressions_and_values_are_clear_errors() {
-        assert!(Parser::regex("tps = ([0-9.]+)").unwrap_err().contains("no named capture"));
-        assert!(Parser::regex("(?<x>[0-9").unwrap_err().contains("not a regular expression"));
-        assert!(Parser::regex("(?<wall_s>[0-9.]+)").unwrap_err().contains("measured by perflab itself"));
+        assert!(Parser::regex("tps = ([0-9.]+)").unwrap_err().to_string().contains("no named capture"));
+        assert!(Parser::regex("(?<x>[0-9").unwrap_err().to_string().contains("not a regular expression"));
+        assert!(Parser::regex("(?<wall_s>[0-9.]+)").unwrap_err().to_string().contains("measured by perflab itself"));
         let p = Parser::regex(r"v=(?<v>\S+)").unwrap();
-        let err = parse(&p, "v=fast\n", "").unwrap_err();
+        let err = parse(&p, "v=fast\n", "").unwrap_err().to_string();
         assert!(err.contains("`v`: `fast` is not a number"), "{err}");
         assert!(parse(&p, "v=inf\n", "").is_err(), "infinite values are refused");
-        assert!(Parser::format("csv").unwrap_err().contains("pgbench, google-benchmark, jsonl"));
+        assert!(Parser::format("csv").unwrap_err().to_string().contains("pgbench, google-benchmark, jsonl"));
     }
 
     #[test]
@@ -601,10 +599,10 @@ progress: 2.0 s, 11746.5 tps, lat 0.085 ms stddev 0.250, 0 failed
         assert_eq!(s.get("parse_ns"), Some(&[812.5, 790.0][..]));
         assert_eq!(s.get("rows_per_s"), Some(&[1e6][..]));
         for bad in [r#"{"metric": "x", "value": "fast"}"#, r#"{"metric": 3, "value": 1}"#, r#"{"metric": "x"}"#] {
-            let err = parse(&Parser::JsonLines, bad, "").unwrap_err();
+            let err = parse(&Parser::JsonLines, bad, "").unwrap_err().to_string();
             assert!(err.starts_with("malformed metric line") && err.contains(bad), "{err}");
         }
-        let err = parse(&Parser::JsonLines, r#"{"metric": "wall_s", "value": 1}"#, "").unwrap_err();
+        let err = parse(&Parser::JsonLines, r#"{"metric": "wall_s", "value": 1}"#, "").unwrap_err().to_string();
         assert!(err.contains("measured by perflab itself"), "{err}");
     }
 
@@ -638,9 +636,16 @@ progress: 2.0 s, 11746.5 tps, lat 0.085 ms stddev 0.250, 0 failed
                          "error_message": "out of memory", "real_time": 0, "cpu_time": 0, "time_unit": "ns"}]}"#;
         assert!(parse(&Parser::GoogleBenchmark, failed, "")
             .unwrap_err()
+            .to_string()
             .contains("`BM_x` reported an error: out of memory"));
-        assert!(parse(&Parser::GoogleBenchmark, "{\"benchmarks\": [", "").unwrap_err().contains("does not parse"));
-        assert!(parse(&Parser::GoogleBenchmark, "{\"context\": {}}", "").unwrap_err().contains("no `benchmarks`"));
+        assert!(parse(&Parser::GoogleBenchmark, "{\"benchmarks\": [", "")
+            .unwrap_err()
+            .to_string()
+            .contains("does not parse"));
+        assert!(parse(&Parser::GoogleBenchmark, "{\"context\": {}}", "")
+            .unwrap_err()
+            .to_string()
+            .contains("no `benchmarks`"));
         assert_eq!(parse(&Parser::GoogleBenchmark, "no json at all", "").unwrap(), Samples::default());
     }
 

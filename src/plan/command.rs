@@ -4,9 +4,8 @@
 //! shell syntax, which split into words would run literally), the program resolved on
 //! PATH, and a failure before anything runs when it does not exist or is not executable.
 
-use crate::error::Failure;
+pub use super::error::{PlanError, ScriptError};
 use crate::model::CommandSpec;
-use crate::usage;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
@@ -27,33 +26,18 @@ pub enum Shell {
 /// `/bin/sh`, the shell `Auto` falls back to and `--shell=default` names.
 pub const DEFAULT_SHELL: &str = "/bin/sh";
 
-/// Why a command could not be turned into something to execute.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum CommandError {
-    #[error("command `{command}` has shell syntax ({syntax}), and -N (--no-shell) runs commands without a shell; drop -N to run it with {DEFAULT_SHELL} -c, or quote the characters meant literally")]
-    ShellSyntaxRefused { command: String, syntax: String },
-    #[error("--shell `{0}` is empty or cannot be split into words")]
-    BadShell(String),
-}
-
-impl From<CommandError> for Failure {
-    fn from(e: CommandError) -> Failure {
-        Failure::Usage(e.to_string())
-    }
-}
-
 impl Shell {
     /// The shell a command line or suite names: `none` is [`Shell::Never`], `default`
     /// `/bin/sh`, anything else a shell's program with optional arguments
     /// (`bash --norc`), as hyperfine's `--shell` takes it; nothing named is [`Shell::Auto`].
-    pub fn named(name: Option<&str>) -> Result<Shell, CommandError> {
+    pub fn named(name: Option<&str>) -> Result<Shell, PlanError> {
         match name.map(str::trim) {
             None => Ok(Shell::Auto),
             Some("none") => Ok(Shell::Never),
             Some("default") => Ok(Shell::Always(vec![DEFAULT_SHELL.to_string()])),
             Some(text) => match shell_words::split(text) {
                 Ok(words) if !words.is_empty() => Ok(Shell::Always(words)),
-                _ => Err(CommandError::BadShell(text.to_string())),
+                _ => Err(PlanError::BadShell(text.to_string())),
             },
         }
     }
@@ -193,16 +177,14 @@ pub fn parse_commands(
     texts: &[String],
     names: &[String],
     shell: &Shell,
-) -> Result<(Vec<CommandSpec>, Option<ShellReason>), Failure> {
+) -> Result<(Vec<CommandSpec>, Option<ShellReason>), PlanError> {
     if names.len() > texts.len() {
-        return Err(usage!("{} --name given for {} commands", names.len(), texts.len()));
+        return Err(PlanError::MoreNamesThanCommands { names: names.len(), commands: texts.len() });
     }
     let found = texts.iter().find_map(|t| shell_syntax(t).map(|syntax| ShellReason { command: t.clone(), syntax }));
     let (through, reason) = match (shell, found) {
         (Shell::Always(words), _) => (Some(words.clone()), None),
-        (Shell::Never, Some(r)) => {
-            return Err(CommandError::ShellSyntaxRefused { command: r.command, syntax: r.syntax }.into())
-        }
+        (Shell::Never, Some(r)) => return Err(PlanError::ShellSyntaxRefused { command: r.command, syntax: r.syntax }),
         (Shell::Never, None) | (Shell::Auto, None) => (None, None),
         (Shell::Auto, Some(r)) => (Some(vec![DEFAULT_SHELL.to_string()]), Some(r)),
     };
@@ -210,10 +192,12 @@ pub fn parse_commands(
     for (i, text) in texts.iter().enumerate() {
         let argv = match &through {
             Some(words) => words.iter().cloned().chain(["-c".to_string(), text.clone()]).collect(),
-            None => shell_words::split(text).map_err(|e| usage!("cannot split command `{text}`: {e}"))?,
+            None => {
+                shell_words::split(text).map_err(|source| PlanError::Unsplittable { command: text.clone(), source })?
+            }
         };
         if argv.is_empty() {
-            return Err(usage!("command {} is empty", i + 1));
+            return Err(PlanError::EmptyCommand(i + 1));
         }
         let name = match names.get(i) {
             Some(name) => name.clone(),
@@ -232,7 +216,7 @@ pub fn parse_commands(
     let mut seen = std::collections::HashSet::new();
     for spec in &specs {
         if !seen.insert(spec.name.as_str()) {
-            return Err(usage!("two commands are named `{}`; give each a distinct --name", spec.name));
+            return Err(PlanError::DuplicateName(spec.name.clone()));
         }
     }
     Ok((specs, reason))
@@ -250,22 +234,25 @@ pub fn command_text(words: &[String], through_shell: bool) -> String {
 }
 
 /// Resolve a program name to an executable path, like execvp would.
-pub fn resolve_program(program: &str) -> Result<PathBuf, Failure> {
+pub fn resolve_program(program: &str) -> Result<PathBuf, PlanError> {
     let path = if program.contains('/') {
         let p = PathBuf::from(program);
         if !p.exists() {
-            return Err(usage!("program `{program}` does not exist"));
+            return Err(PlanError::NoSuchProgram(program.to_string()));
         }
         p
     } else {
-        which::which(program).map_err(|_| usage!("program `{program}` not found on PATH"))?
+        which::which(program).map_err(|source| PlanError::NotOnPath { program: program.to_string(), source })?
     };
-    let meta = std::fs::metadata(&path).map_err(|e| usage!("cannot inspect `{}`: {e}", path.display()))?;
+    let meta = match std::fs::metadata(&path) {
+        Ok(meta) => meta,
+        Err(source) => return Err(PlanError::Uninspectable { path, source }),
+    };
     if meta.is_dir() {
-        return Err(usage!("`{}` is a directory, not a program", path.display()));
+        return Err(PlanError::Directory(path));
     }
     if meta.permissions().mode() & 0o111 == 0 {
-        return Err(usage!("`{}` is not executable", path.display()));
+        return Err(PlanError::NotExecutable(path));
     }
     Ok(path)
 }
@@ -341,28 +328,32 @@ const MAX_SCAN_VALUES: usize = 10_000;
 
 /// The values of `-P NAME LO HI [-D STEP]`: LO, LO+STEP, … up to HI. Integers stay
 /// integers; with a decimal step the values are printed with the step's decimals.
-pub fn scan_values(low: &str, high: &str, step: Option<&str>) -> Result<Vec<String>, String> {
-    let parse = |text: &str, what: &str| -> Result<f64, String> {
+pub fn scan_values(low: &str, high: &str, step: Option<&str>) -> Result<Vec<String>, PlanError> {
+    let parse = |text: &str, what: &'static str| -> Result<f64, PlanError> {
         text.trim()
             .parse::<f64>()
             .ok()
             .filter(|v| v.is_finite())
-            .ok_or_else(|| format!("{what} `{text}` is not a number"))
+            .ok_or_else(|| PlanError::ScanNotANumber { what, text: text.to_string() })
     };
     let (lo, hi) = (parse(low, "--parameter-scan's start")?, parse(high, "--parameter-scan's end")?);
     let step_text = step.unwrap_or("1");
     let delta = parse(step_text, "--parameter-step-size")?;
     if delta <= 0.0 {
-        return Err(format!("--parameter-step-size `{step_text}` must be positive"));
+        return Err(PlanError::ScanStepNotPositive(step_text.to_string()));
     }
     if hi < lo {
-        return Err(format!("--parameter-scan goes from {low} down to {high}: give the smaller value first"));
+        return Err(PlanError::ScanDescending { low: low.to_string(), high: high.to_string() });
     }
     let count = ((hi - lo) / delta + 1e-9).floor() as usize + 1;
     if count > MAX_SCAN_VALUES {
-        return Err(format!(
-            "--parameter-scan from {low} to {high} by {step_text} gives {count} values (at most {MAX_SCAN_VALUES})"
-        ));
+        return Err(PlanError::ScanTooLong {
+            low: low.to_string(),
+            high: high.to_string(),
+            step: step_text.to_string(),
+            count,
+            max: MAX_SCAN_VALUES,
+        });
     }
     let decimals = [low, high, step_text].iter().filter_map(|t| t.trim().split_once('.')).map(|(_, f)| f.len()).max();
     Ok((0..count)
@@ -383,13 +374,13 @@ pub fn scan_values(low: &str, high: &str, step: Option<&str>) -> Result<Vec<Stri
 pub fn expand_parameters(
     templates: &[String],
     parameters: &[(String, Vec<String>)],
-) -> Result<Vec<(usize, Combination)>, Failure> {
+) -> Result<Vec<(usize, Combination)>, PlanError> {
     for (name, values) in parameters {
         if !is_placeholder_name(name) {
-            return Err(usage!("parameter name `{name}`: expected letters, digits, `_` or `-`"));
+            return Err(PlanError::BadParameterName(name.clone()));
         }
         if values.is_empty() || values.iter().any(String::is_empty) {
-            return Err(usage!("parameter `{name}` needs non-empty values"));
+            return Err(PlanError::EmptyParameterValues(name.clone()));
         }
     }
     if !parameters.is_empty() {
@@ -397,9 +388,7 @@ pub fn expand_parameters(
             if let Some(unknown) =
                 expand(template, &|_| None).1.iter().find(|p| !parameters.iter().any(|(n, _)| n == *p))
             {
-                return Err(usage!(
-                    "`{{{unknown}}}` in `{template}` is not a parameter (-L/-P); write `{{{{{unknown}}}}}` for literal braces"
-                ));
+                return Err(PlanError::UnknownPlaceholder { placeholder: unknown.clone(), template: template.clone() });
             }
         }
     }
@@ -419,7 +408,7 @@ pub fn substitute(template: &str, combination: &[(String, String)]) -> String {
 /// Run a helper script (a build step, a suite's setup or cleanup) through `sh -c`,
 /// untimed, in `dir` (default: here). With `show_output` its output is passed through;
 /// otherwise it is discarded and the last line it wrote to stderr explains a failure.
-pub fn run_shell(script: &str, dir: Option<&std::path::Path>, show_output: bool) -> Result<(), String> {
+pub fn run_shell(script: &str, dir: Option<&std::path::Path>, show_output: bool) -> Result<(), ScriptError> {
     use std::process::{Command, Stdio};
     let mut command = Command::new("/bin/sh");
     command.args(["-c", script]).stdin(Stdio::null());
@@ -429,15 +418,13 @@ pub fn run_shell(script: &str, dir: Option<&std::path::Path>, show_output: bool)
     if !show_output {
         command.stdout(Stdio::null()).stderr(Stdio::piped());
     }
-    let out = command.output().map_err(|e| format!("cannot run /bin/sh: {e}"))?;
+    let out = command.output().map_err(ScriptError::Spawn)?;
     if out.status.success() {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
-    match stderr.lines().rev().find(|l| !l.trim().is_empty()) {
-        Some(last) => Err(format!("`{script}` {}: {}", out.status, last.trim())),
-        None => Err(format!("`{script}` {}", out.status)),
-    }
+    let last_line = stderr.lines().rev().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_string());
+    Err(ScriptError::Failed { script: script.to_string(), status: out.status, last_line })
 }
 
 #[cfg(test)]
@@ -469,16 +456,16 @@ mod tests {
         assert_eq!(scan_values("1", "4", None).unwrap(), ["1", "2", "3", "4"]);
         assert_eq!(scan_values("0", "1", Some("0.25")).unwrap(), ["0.00", "0.25", "0.50", "0.75", "1.00"]);
         assert_eq!(scan_values("10", "20", Some("5")).unwrap(), ["10", "15", "20"]);
-        assert!(scan_values("5", "1", None).unwrap_err().contains("smaller value first"));
-        assert!(scan_values("1", "x", None).unwrap_err().contains("not a number"));
-        assert!(scan_values("1", "2", Some("0")).unwrap_err().contains("must be positive"));
-        assert!(scan_values("0", "1e9", None).unwrap_err().contains("at most"));
+        assert!(scan_values("5", "1", None).unwrap_err().to_string().contains("smaller value first"));
+        assert!(scan_values("1", "x", None).unwrap_err().to_string().contains("not a number"));
+        assert!(scan_values("1", "2", Some("0")).unwrap_err().to_string().contains("must be positive"));
+        assert!(scan_values("0", "1e9", None).unwrap_err().to_string().contains("at most"));
     }
 
     #[test]
     fn helper_scripts_report_their_last_error_line() {
-        assert_eq!(run_shell("true", None, false), Ok(()));
-        let err = run_shell("echo first >&2; echo 'the reason' >&2; exit 4", None, false).unwrap_err();
+        assert!(run_shell("true", None, false).is_ok());
+        let err = run_shell("echo first >&2; echo 'the reason' >&2; exit 4", None, false).unwrap_err().to_string();
         assert!(err.contains("exit status: 4") && err.ends_with("the reason"), "{err}");
         let dir = std::env::temp_dir().join(format!("perflab-shell-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -491,7 +478,7 @@ mod tests {
         texts: &[&str],
         names: &[&str],
         shell: &Shell,
-    ) -> Result<(Vec<CommandSpec>, Option<ShellReason>), Failure> {
+    ) -> Result<(Vec<CommandSpec>, Option<ShellReason>), PlanError> {
         let texts: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
         let names: Vec<String> = names.iter().map(|t| t.to_string()).collect();
         parse_commands(&texts, &names, shell)
@@ -512,9 +499,9 @@ mod tests {
         assert_eq!(specs[0].name, "x");
         let (specs, _) = parse(&["true"], &[], &Shell::named(Some("bash --norc")).unwrap()).unwrap();
         assert_eq!(specs[0].argv, ["bash", "--norc", "-c", "true"]);
-        assert_eq!(Shell::named(Some("none")), Ok(Shell::Never));
-        assert_eq!(Shell::named(Some("default")), Ok(Shell::Always(vec![DEFAULT_SHELL.into()])));
-        assert_eq!(Shell::named(None), Ok(Shell::Auto));
+        assert_eq!(Shell::named(Some("none")).unwrap(), Shell::Never);
+        assert_eq!(Shell::named(Some("default")).unwrap(), Shell::Always(vec![DEFAULT_SHELL.into()]));
+        assert_eq!(Shell::named(None).unwrap(), Shell::Auto);
         assert!(Shell::named(Some("  ")).is_err() && Shell::named(Some("sh 'x")).is_err());
     }
 
@@ -575,7 +562,8 @@ mod tests {
             "{}",
             reason.note()
         );
-        let err = parse(&["/bin/true", "echo hi > out.txt"], &[], &Shell::Never).unwrap_err();
+        let err =
+            crate::error::Failure::from(parse(&["/bin/true", "echo hi > out.txt"], &[], &Shell::Never).unwrap_err());
         assert_eq!(err.exit_code(), crate::error::EXIT_USAGE);
         assert!(err.to_string().contains("`echo hi > out.txt` has shell syntax (>), and -N"), "{err}");
         // An explicit shell runs everything through it, and needs no note.

@@ -3,14 +3,15 @@
 //! the metrics it compares.
 
 pub mod command;
+pub mod error;
 pub mod schedule;
 
-use crate::error::Failure;
 use crate::measure::output::Parser;
 use crate::measure::{MeasureOptions, Mode};
 use crate::model::{metric, CommandSpec, Iterations, Settings};
-use crate::usage;
 use std::collections::BTreeMap;
+
+pub use error::PlanError;
 
 /// Everything an experiment needs to run; built from the command line or a suite.
 #[derive(Debug, Clone)]
@@ -164,12 +165,12 @@ pub fn settings(options: &SettingsLayer, seed: Option<u64>) -> Settings {
 }
 
 /// Values no experiment can run with, as one-line usage errors.
-pub fn check(options: &SettingsLayer) -> Result<(), Failure> {
+pub fn check(options: &SettingsLayer) -> Result<(), PlanError> {
     if options.rounds == Some(0) {
-        return Err(usage!("--rounds must be at least 1"));
+        return Err(PlanError::NoRounds);
     }
     if options.min_rounds.is_some_and(|n| n < 2) {
-        return Err(usage!("--min-rounds must be at least 2"));
+        return Err(PlanError::TooFewMinRounds);
     }
     Ok(())
 }
@@ -199,7 +200,7 @@ impl Compared {
 /// The metrics to compare and the primary one (whose verdict decides when to stop):
 /// in instruction mode the cachegrind counts; otherwise `requested` (by default the
 /// metrics the commands print, then wall time, CPU time and peak RSS) plus any counters.
-pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Result<Compared, Failure> {
+pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Result<Compared, PlanError> {
     if measure.mode == Mode::Instructions {
         let metrics: Vec<String> = INSTRUCTION_METRICS.iter().map(|s| s.to_string()).collect();
         let primary = metrics[0].clone();
@@ -216,7 +217,7 @@ pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Resul
             let mut choices: Vec<&str> = printed.iter().map(String::as_str).collect();
             choices.extend(metric::ALL);
             choices.extend(metric::CONTENTION);
-            return Err(usage!("unknown metric `{m}`; choose from {}", choices.join(", ")));
+            return Err(PlanError::UnknownMetric { metric: m.clone(), choices: choices.join(", ") });
         }
     }
     // Wall time may give way to uncontended time only when nobody chose a metric and the
@@ -235,7 +236,7 @@ pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Resul
 
 /// The metrics `stat` reports for these options: what the command prints, harness
 /// metrics, then counters.
-pub fn stat_metrics(measure: &MeasureOptions) -> Result<Vec<String>, Failure> {
+pub fn stat_metrics(measure: &MeasureOptions) -> Result<Vec<String>, PlanError> {
     let mut names = crate::measure::output_names(measure);
     names.extend(match measure.mode {
         // Under valgrind, time and memory describe the simulator, not the program.

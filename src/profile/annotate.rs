@@ -3,14 +3,13 @@
 //! loop back-edges marked, and instruction-cost hints (see [`super::hints`]).
 
 use super::aggregate::{self, By};
+use super::error::{NotAnnotated, ProfileError};
 use super::format::{Profile, SampleCount, Space};
 use super::hints::{self, Hint};
 use super::jitmap;
 use super::kernel;
 use super::mca::{self, McaBlock, McaInstruction};
 use super::symbolize::{normalize, FunctionSymbol, ObjectInfo, Symbolizer};
-use crate::error::Failure;
-use crate::usage;
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Formatter, GasFormatter, Instruction, IntelFormatter};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -28,12 +27,12 @@ impl Syntax {
 }
 
 impl std::str::FromStr for Syntax {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Syntax, String> {
+    type Err = super::error::UnknownChoice;
+    fn from_str(s: &str) -> Result<Syntax, Self::Err> {
         match s {
             "att" => Ok(Syntax::Att),
             "intel" => Ok(Syntax::Intel),
-            other => Err(format!("expected syntax att or intel, found `{other}`")),
+            other => Err(super::error::UnknownChoice { expected: "syntax att or intel", found: other.to_string() }),
         }
     }
 }
@@ -125,11 +124,11 @@ pub struct Annotation {
 }
 
 /// Annotate the hottest functions of `profile`, or the one named in `opts`.
-pub fn annotation(profile: &Profile, opts: &AnnotateOptions) -> Result<Annotation, Failure> {
+pub fn annotation(profile: &Profile, opts: &AnnotateOptions) -> Result<Annotation, ProfileError> {
     let installed_mca = mca::find();
     let mca_request = match (&opts.mca, &installed_mca) {
         (None, _) => None,
-        (Some(_), None) => return Err(usage!("--mca needs llvm-mca on PATH (Debian: apt-get install llvm)")),
+        (Some(_), None) => return Err(ProfileError::NoMca),
         (Some(cpu), Some(binary)) => Some(McaRequest {
             cpu: if cpu == "auto" { mca::default_cpu(binary) } else { cpu.clone() },
             binary: binary.clone(),
@@ -170,41 +169,38 @@ enum Target {
 
 /// The kernel image to disassemble kernel functions from: `--vmlinux`, else one where
 /// perf looks. The error says why kernel functions cannot be annotated.
-fn kernel_image(symbolizer: &mut Symbolizer, vmlinux: Option<&Path>) -> Result<Rc<ObjectInfo>, String> {
+fn kernel_image(symbolizer: &mut Symbolizer, vmlinux: Option<&Path>) -> Result<Rc<ObjectInfo>, NotAnnotated> {
     let path = match vmlinux {
         Some(p) => p.to_path_buf(),
         None => kernel::find_vmlinux().ok_or_else(|| {
             let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-            format!(
-                "no readable kernel image (no vmlinux in /boot, /usr/lib/debug or /lib/modules/{}/build; \
-                 install the running kernel's debug symbols, e.g. linux-image-{}-dbg, or pass --vmlinux FILE)",
-                release.trim(),
-                release.trim()
-            )
+            NotAnnotated::NoKernelImage { release: release.trim().to_string() }
         })?,
     };
-    let path = path.to_str().ok_or("the kernel image path is not UTF-8")?.to_string();
+    let path = path.to_str().ok_or(NotAnnotated::KernelImagePath)?.to_string();
     symbolizer.object(&path).ok_or_else(|| {
         let why = symbolizer.warnings.pop().unwrap_or_default();
-        format!("cannot use {path} as the kernel image: {why}")
+        NotAnnotated::KernelImage { path, why }
     })
 }
 
 /// A kernel function of the profile located in the kernel image.
-fn kernel_target(profile: &Profile, image: &Rc<ObjectInfo>, name: &str) -> Result<Target, String> {
+fn kernel_target(profile: &Profile, image: &Rc<ObjectInfo>, name: &str) -> Result<Target, NotAnnotated> {
     if profile.kernel_symbols.is_empty() {
-        return Err(profile
-            .kernel_symbols_note
-            .clone()
-            .unwrap_or_else(|| "the profile has no kernel addresses of named functions".to_string()));
+        return Err(NotAnnotated::NoKernelNames(
+            profile
+                .kernel_symbols_note
+                .clone()
+                .unwrap_or_else(|| "the profile has no kernel addresses of named functions".to_string()),
+        ));
     }
     let running =
-        profile.kernel_symbols.iter().find(|k| normalize(&k.name) == name).ok_or("not a sampled kernel function")?;
+        profile.kernel_symbols.iter().find(|k| normalize(&k.name) == name).ok_or(NotAnnotated::NotSampledKernel)?;
     if let Some(module) = &running.module {
-        return Err(format!("it is in module {module}, not in the kernel image"));
+        return Err(NotAnnotated::InModule(module.clone()));
     }
     let symbol =
-        image.symbols_named(name).next().cloned().ok_or_else(|| format!("{} does not define it", image.path))?;
+        image.symbols_named(name).next().cloned().ok_or_else(|| NotAnnotated::NotDefined(image.path.clone()))?;
     let kernel_slide = Some(running.start.wrapping_sub(symbol.start));
     Ok(Target::Object { object: image.clone(), symbol, kernel_slide })
 }
@@ -215,7 +211,7 @@ fn targets(
     symbol: Option<&str>,
     top: usize,
     vmlinux: Option<&Path>,
-) -> Result<Vec<Target>, Failure> {
+) -> Result<Vec<Target>, ProfileError> {
     if let Some(index) = symbol.and_then(|s| runtime_by_address(profile, s)) {
         return Ok(vec![Target::Runtime { index }]);
     }
@@ -234,7 +230,7 @@ fn targets(
             match target {
                 Ok(t) => out.push(t),
                 Err(why) if symbol.is_some() => {
-                    return Err(usage!("cannot annotate kernel function `{}`: {why}", row.name))
+                    return Err(ProfileError::CannotAnnotateKernel { name: row.name.clone(), why })
                 }
                 Err(why) => kernel_skipped = kernel_skipped.or(Some(why)),
             }
@@ -249,12 +245,12 @@ fn targets(
             .zip(&located)
             .find(|(s, l)| s.space == Space::User && l.location.function == row.name);
         let found = match hit {
-            None => Err("its samples are outside every known mapping (no perf map names them)".to_string()),
+            None => Err(NotAnnotated::OutsideMappings),
             Some((sample, _)) if is_runtime(profile, sample.object) => runtime_target(profile, sample),
             Some((sample, located)) => match symbolizer.object(&located.location.object) {
-                None => Err(format!("{} cannot be read", located.location.object)),
+                None => Err(NotAnnotated::Unreadable(located.location.object.clone())),
                 Some(object) => match object.svma(sample.offset).and_then(|a| object.symbol_at(a)).cloned() {
-                    None => Err(format!("{} has neither a symbol nor an unwind entry there", object.path)),
+                    None => Err(NotAnnotated::NoSymbol(object.path.clone())),
                     Some(sym) => Ok(Target::Object { object, symbol: sym, kernel_slide: None }),
                 },
             },
@@ -265,7 +261,7 @@ fn targets(
                     out.push(target);
                 }
             }
-            Err(why) if symbol.is_some() => return Err(usage!("cannot annotate `{}`: {why}", row.name)),
+            Err(why) if symbol.is_some() => return Err(ProfileError::CannotAnnotate { name: row.name.clone(), why }),
             // Said plainly, so a cooler function annotated instead is not mistaken for the hottest.
             Err(why) => symbolizer.warnings.push(format!(
                 "cannot annotate `{}` ({:.1}% of the samples): {why}",
@@ -293,7 +289,7 @@ fn targets(
             }
         }
         if out.is_empty() {
-            return Err(usage!("function `{name}` is not in the profile's objects (see `perflab show` for names)"));
+            return Err(ProfileError::NotInObjects(name.to_string()));
         }
     }
     Ok(out)
@@ -311,13 +307,11 @@ fn is_runtime(profile: &Profile, object: Option<u32>) -> bool {
 }
 
 /// The runtime symbol a sample of runtime code lies in, if its code was copied.
-fn runtime_target(profile: &Profile, sample: &SampleCount) -> Result<Target, String> {
-    let index = runtime_symbol(profile, sample.object, sample.offset)
-        .ok_or("it is runtime code no perf map names, in a profile recorded before perflab copied such code")?;
+fn runtime_target(profile: &Profile, sample: &SampleCount) -> Result<Target, NotAnnotated> {
+    let index = runtime_symbol(profile, sample.object, sample.offset).ok_or(NotAnnotated::RuntimeUnnamed)?;
     if profile.jit_symbols[index].code.is_none() {
-        return Err(format!(
-            "its code was not copied while the process ran ({})",
-            profile.code_note.as_deref().unwrap_or("recorded by a perflab that did not copy runtime code")
+        return Err(NotAnnotated::RuntimeNotCopied(
+            profile.code_note.clone().unwrap_or_else(|| "recorded by a perflab that did not copy runtime code".into()),
         ));
     }
     Ok(Target::Runtime { index })
@@ -346,7 +340,7 @@ pub fn annotate(
     syntax: Syntax,
     mca: Option<&McaRequest>,
     vmlinux: Option<&Path>,
-) -> Result<Vec<AnnotatedFunction>, Failure> {
+) -> Result<Vec<AnnotatedFunction>, ProfileError> {
     // Shares weigh each sample by its period (time or events), as everywhere.
     let total = profile.total_period();
     let mut out = Vec::new();
@@ -804,7 +798,8 @@ mod tests {
         assert_eq!((fns[0].instructions[0].address, fns[0].instructions[0].samples), (sym.start, 7));
         // Without an image: one clear reason, for a named function an error.
         let err = annotate(&p, &mut s, Some(name), 3, Syntax::Att, None, Some(Path::new("/nonexistent/vmlinux")));
-        assert!(matches!(err, Err(Failure::Usage(m)) if m.contains("cannot use /nonexistent/vmlinux")));
+        let err = crate::error::Failure::from(err.expect_err("an error for a named function"));
+        assert!(matches!(err, crate::error::Failure::Usage(m) if m.contains("cannot use /nonexistent/vmlinux")));
         let hottest =
             annotate(&p, &mut s, None, 3, Syntax::Att, None, Some(Path::new("/nonexistent/vmlinux"))).unwrap();
         assert!(hottest.is_empty());
@@ -813,6 +808,6 @@ mod tests {
         p.kernel_symbols.clear();
         p.kernel_symbols_note = Some("/proc/kallsyms shows zero addresses".into());
         let image = s.object(exe.to_str().unwrap()).unwrap();
-        assert_eq!(kernel_target(&p, &image, name).err().unwrap(), "/proc/kallsyms shows zero addresses");
+        assert_eq!(kernel_target(&p, &image, name).err().unwrap().to_string(), "/proc/kallsyms shows zero addresses");
     }
 }

@@ -104,13 +104,15 @@ impl FlameView {
 }
 
 impl std::str::FromStr for FlameView {
-    type Err = String;
-    fn from_str(s: &str) -> Result<FlameView, String> {
+    type Err = super::error::UnknownChoice;
+    fn from_str(s: &str) -> Result<FlameView, Self::Err> {
         match s {
             "flame" => Ok(FlameView::Flame),
             "icicle" => Ok(FlameView::Icicle),
             "inverted" => Ok(FlameView::Inverted),
-            other => Err(format!("expected flame, icicle or inverted, found `{other}`")),
+            other => {
+                Err(super::error::UnknownChoice { expected: "flame, icicle or inverted", found: other.to_string() })
+            }
         }
     }
 }

@@ -13,8 +13,7 @@
 //! version 1 files are the same document without them and still load. Later additions
 //! (`target`, `kernel_symbols`, `off_cpu`) are optional keys that older files lack.
 
-use crate::error::Failure;
-use crate::usage;
+use super::error::{FormatError, ProfileError};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
@@ -377,14 +376,15 @@ impl Profile {
     /// Write atomically (temp file + rename) so an interrupted write never leaves half a
     /// profile; a target that is not a regular file (`/dev/null`, a FIFO) is written in
     /// place, since renaming over it would replace the device with a file.
-    pub fn save(&self, path: &Path) -> Result<(), Failure> {
+    pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
+        let cannot = |source| ProfileError::WriteProfile { path: path.to_path_buf(), source };
         if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
             let write = || -> std::io::Result<()> {
                 let mut out = std::io::BufWriter::new(std::fs::OpenOptions::new().write(true).open(path)?);
                 self.write_to(&mut out)?;
                 out.flush()
             };
-            return write().map_err(|e| usage!("cannot write profile {}: {e}", path.display()));
+            return write().map_err(cannot);
         }
         let tmp = path.with_extension("profile.tmp");
         let write = || -> std::io::Result<()> {
@@ -393,7 +393,7 @@ impl Profile {
             out.flush()?;
             std::fs::rename(&tmp, path)
         };
-        write().map_err(|e| usage!("cannot write profile {}: {e}", path.display()))
+        write().map_err(cannot)
     }
 
     /// The bytes of the profile file (what [`Profile::parse`] reads).
@@ -409,32 +409,28 @@ impl Profile {
         writeln!(out)
     }
 
-    pub fn load(path: &Path) -> Result<Profile, Failure> {
-        let bytes = std::fs::read(path).map_err(|e| usage!("cannot read profile {}: {e}", path.display()))?;
-        Profile::parse(&bytes).map_err(|why| usage!("{} is not a valid perflab profile: {why}", path.display()))
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let bytes =
+            std::fs::read(path).map_err(|source| ProfileError::ReadProfile { path: path.to_path_buf(), source })?;
+        Profile::parse(&bytes).map_err(|source| ProfileError::Format { path: path.to_path_buf(), source })
     }
 
     /// Parse and validate; the error is one line without the file name.
-    pub fn parse(bytes: &[u8]) -> Result<Profile, String> {
-        let newline = bytes.iter().position(|&b| b == b'\n').ok_or("no header line")?;
-        let header = std::str::from_utf8(&bytes[..newline]).map_err(|_| "header is not text")?;
-        let version =
-            header.strip_prefix(MAGIC).map(str::trim).ok_or_else(|| format!("header does not start with `{MAGIC}`"))?;
+    pub fn parse(bytes: &[u8]) -> Result<Profile, FormatError> {
+        let newline = bytes.iter().position(|&b| b == b'\n').ok_or(FormatError::NoHeader)?;
+        let header = std::str::from_utf8(&bytes[..newline]).map_err(|_| FormatError::HeaderNotText)?;
+        let version = header.strip_prefix(MAGIC).map(str::trim).ok_or(FormatError::NotAProfile { magic: MAGIC })?;
         match version.parse::<u32>() {
             Ok(v) if (OLDEST_VERSION..=VERSION).contains(&v) => {}
-            Ok(v) => {
-                return Err(format!(
-                    "format version {v} is not supported (this perflab reads {OLDEST_VERSION} to {VERSION})"
-                ))
-            }
-            Err(_) => return Err(format!("bad format version `{}`", truncate(version))),
+            Ok(version) => return Err(FormatError::Unsupported { version, oldest: OLDEST_VERSION, newest: VERSION }),
+            Err(_) => return Err(FormatError::BadVersion(truncate(version))),
         }
-        let profile: Profile = serde_json::from_slice(&bytes[newline + 1..]).map_err(|e| format!("body: {e}"))?;
+        let profile: Profile = serde_json::from_slice(&bytes[newline + 1..]).map_err(FormatError::Body)?;
         profile.validate()?;
         Ok(profile)
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), FormatError> {
         for s in &self.samples {
             check_object(s.space, s.object, self.objects.len())?;
         }
@@ -442,14 +438,14 @@ impl Profile {
             check_object(f.space, f.object, self.objects.len())?;
         }
         if let Some(j) = self.jit_symbols.iter().find(|j| j.object as usize >= self.objects.len()) {
-            return Err(format!("JIT symbol refers to object {}, but there are {}", j.object, self.objects.len()));
+            return Err(FormatError::JitNoSuchObject { object: j.object, objects: self.objects.len() });
         }
         for s in self.stacks.iter().chain(&self.off_cpu) {
             if s.frames.is_empty() {
-                return Err("empty call stack".into());
+                return Err(FormatError::EmptyStack);
             }
-            if let Some(i) = s.frames.iter().find(|&&i| i as usize >= self.frames.len()) {
-                return Err(format!("stack refers to frame {i}, but there are {}", self.frames.len()));
+            if let Some(&frame) = s.frames.iter().find(|&&i| i as usize >= self.frames.len()) {
+                return Err(FormatError::NoSuchFrame { frame, frames: self.frames.len() });
             }
         }
         if let Some(t) = &self.timeline {
@@ -458,26 +454,26 @@ impl Profile {
                 || !(t.stack.is_empty() || t.stack.len() == n)
                 || !(t.period.is_empty() || t.period.len() == n)
             {
-                return Err("timeline columns differ in length".into());
+                return Err(FormatError::TimelineLengths);
             }
             if t.sample.iter().any(|&i| i as usize >= self.samples.len())
                 || t.stack.iter().any(|&i| i as usize >= self.stacks.len())
             {
-                return Err("timeline refers to a sample or stack that is not there".into());
+                return Err(FormatError::TimelineDangling);
             }
         }
         if self.frequency_hz == 0 && self.sample_period.is_none_or(|p| p == 0) {
-            return Err("neither frequency_hz nor sample_period is set".into());
+            return Err(FormatError::NoRate);
         }
         Ok(())
     }
 }
 
-fn check_object(space: Space, object: Option<u32>, objects: usize) -> Result<(), String> {
+fn check_object(space: Space, object: Option<u32>, objects: usize) -> Result<(), FormatError> {
     match (space, object) {
         (Space::User, Some(i)) if (i as usize) < objects => Ok(()),
-        (Space::User, Some(i)) => Err(format!("sample refers to object {i}, but there are {objects}")),
-        (Space::User, None) => Err("user sample without an object".into()),
+        (Space::User, Some(object)) => Err(FormatError::NoSuchObject { object, objects }),
+        (Space::User, None) => Err(FormatError::NoObject),
         (_, _) => Ok(()),
     }
 }
@@ -583,29 +579,29 @@ mod tests {
 
     #[test]
     fn rejects_wrong_magic_version_and_dangling_objects() {
-        assert!(Profile::parse(b"hello\n{}").unwrap_err().contains("header"));
-        assert!(Profile::parse(b"perflab-profile 99\n{}").unwrap_err().contains("version 99"));
+        assert!(Profile::parse(b"hello\n{}").unwrap_err().to_string().contains("header"));
+        assert!(Profile::parse(b"perflab-profile 99\n{}").unwrap_err().to_string().contains("version 99"));
         let mut p = example();
         p.samples[0].object = Some(5);
-        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("object 5"));
+        assert!(Profile::parse(&encode(&p)).unwrap_err().to_string().contains("object 5"));
         let mut p = example();
         p.stacks[0].frames.push(9);
-        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("frame 9"));
+        assert!(Profile::parse(&encode(&p)).unwrap_err().to_string().contains("frame 9"));
         let mut p = example();
         p.jit_symbols[0].object = 3;
-        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("JIT symbol refers to object 3"));
+        assert!(Profile::parse(&encode(&p)).unwrap_err().to_string().contains("JIT symbol refers to object 3"));
         let mut p = example();
         p.off_cpu[0].frames.push(9);
-        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("frame 9"));
+        assert!(Profile::parse(&encode(&p)).unwrap_err().to_string().contains("frame 9"));
         let mut p = example();
         p.timeline.as_mut().unwrap().sample[2] = 7;
-        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("timeline refers"));
+        assert!(Profile::parse(&encode(&p)).unwrap_err().to_string().contains("timeline refers"));
         let mut p = example();
         p.timeline.as_mut().unwrap().delta_ns.pop();
-        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("timeline columns"));
+        assert!(Profile::parse(&encode(&p)).unwrap_err().to_string().contains("timeline columns"));
         let mut p = example();
         p.frames[1].object = None;
-        assert!(Profile::parse(&encode(&p)).unwrap_err().contains("without an object"));
+        assert!(Profile::parse(&encode(&p)).unwrap_err().to_string().contains("without an object"));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! Written by hand: kallsyms is a three-column text file, and blazesym's kernel
 //! resolver wants the whole symbolizer stack around it.
 
+use super::error::KallsymsError;
 use super::format::{KernelSymbol, Profile, Space};
 use std::path::PathBuf;
 
@@ -30,14 +31,14 @@ pub struct Kallsyms {
 
 impl Kallsyms {
     /// Read /proc/kallsyms; the error says why kernel addresses cannot be named.
-    pub fn read() -> Result<Kallsyms, String> {
-        let text = std::fs::read_to_string("/proc/kallsyms").map_err(|e| format!("cannot read /proc/kallsyms: {e}"))?;
+    pub fn read() -> Result<Kallsyms, KallsymsError> {
+        let text = std::fs::read_to_string("/proc/kallsyms").map_err(KallsymsError::Read)?;
         Kallsyms::parse(&text)
     }
 
     /// `ADDRESS TYPE NAME [\t[MODULE]]` per line. Every address is zero when the reader
     /// may not see them (kptr_restrict, or not root with kptr_restrict=1).
-    pub fn parse(text: &str) -> Result<Kallsyms, String> {
+    pub fn parse(text: &str) -> Result<Kallsyms, KallsymsError> {
         let mut starts: Vec<(u64, &str, Option<&str>)> = Vec::new();
         let mut lines = 0;
         for line in text.lines() {
@@ -60,12 +61,9 @@ impl Kallsyms {
         if starts.is_empty() {
             return Err(if lines > 0 {
                 let restrict = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict").unwrap_or_default();
-                format!(
-                    "/proc/kallsyms shows zero addresses (kptr_restrict={}; run as root, or set kernel.kptr_restrict=0)",
-                    restrict.trim()
-                )
+                KallsymsError::ZeroAddresses { kptr_restrict: restrict.trim().to_string() }
             } else {
-                "/proc/kallsyms lists no kernel functions".to_string()
+                KallsymsError::NoFunctions
             });
         }
         starts.sort_by_key(|(address, _, _)| *address);
@@ -118,7 +116,7 @@ pub fn attach_symbols(profile: &mut Profile) {
     }
     match Kallsyms::read() {
         Ok(kallsyms) => kallsyms.keep_used(profile),
-        Err(why) => profile.kernel_symbols_note = Some(why),
+        Err(why) => profile.kernel_symbols_note = Some(why.to_string()),
     }
 }
 
@@ -199,9 +197,10 @@ ffffffffc0001000 t ext4_read\t[ext4]
 
     #[test]
     fn zero_addresses_mean_no_names_with_a_reason() {
-        let err = Kallsyms::parse("0000000000000000 T _stext\n0000000000000000 t do_syscall_64\n").err().unwrap();
+        let err =
+            Kallsyms::parse("0000000000000000 T _stext\n0000000000000000 t do_syscall_64\n").err().unwrap().to_string();
         assert!(err.contains("zero addresses") && err.contains("kptr_restrict"), "{err}");
-        assert!(Kallsyms::parse("").err().unwrap().contains("no kernel functions"));
+        assert!(Kallsyms::parse("").err().unwrap().to_string().contains("no kernel functions"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! .gnu_debuglink under /usr/lib/debug; names demangled (Rust, C++) and normalised so
 //! two builds of one program can be matched. Objects are loaded once and cached.
 
+use super::error::ObjectError;
 use super::format::KernelSymbol;
 use super::kernel;
 use addr2line::Context;
@@ -56,12 +57,15 @@ pub struct ObjectInfo {
 
 impl ObjectInfo {
     /// Load and index an object; the error is one line naming what is wrong with it.
-    pub fn load(path: &str) -> Result<ObjectInfo, String> {
-        let file = crate::files::open_regular(path).map_err(|e| format!("cannot open {path}: {e}"))?;
+    pub fn load(path: &str) -> Result<ObjectInfo, ObjectError> {
+        let file =
+            crate::files::open_regular(path).map_err(|source| ObjectError::Open { path: path.to_string(), source })?;
         // SAFETY: the file is only read; a concurrent truncation could fault, as for every
         // tool that maps binaries (perf, addr2line), and is accepted.
-        let data = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map {path}: {e}"))?;
-        let elf = object::File::parse(&*data).map_err(|e| format!("{path} is not a readable object file: {e}"))?;
+        let data = unsafe { memmap2::Mmap::map(&file) }
+            .map_err(|source| ObjectError::Map { path: path.to_string(), source })?;
+        let elf = object::File::parse(&*data)
+            .map_err(|source| ObjectError::NotAnObject { path: path.to_string(), source })?;
         let segments: Vec<(u64, u64, u64)> = elf
             .segments()
             .map(|s| {
@@ -409,7 +413,7 @@ impl Symbolizer {
                     Some(Rc::new(o))
                 }
                 Err(e) => {
-                    self.warnings.push(e);
+                    self.warnings.push(e.to_string());
                     None
                 }
             }
@@ -522,7 +526,7 @@ mod tests {
         }
         let p = dir.path().join("text");
         std::fs::write(&p, b"not an elf").unwrap();
-        let err = ObjectInfo::load(p.to_str().unwrap()).err().expect("a text file is no object");
+        let err = ObjectInfo::load(p.to_str().unwrap()).err().expect("a text file is no object").to_string();
         assert!(err.contains("not a readable object"), "{err}");
     }
 }

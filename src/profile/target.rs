@@ -3,8 +3,7 @@
 //! names only for what happens after the events are opened, so the address spaces and
 //! thread names that already exist are read from /proc, as `perf record -p` does.
 
-use crate::error::Failure;
-use crate::usage;
+use super::error::ProfileError;
 use std::os::fd::{FromRawFd, OwnedFd};
 
 /// An executable mapping of a running process, from /proc/PID/maps.
@@ -26,11 +25,11 @@ pub struct ExistingThread {
 }
 
 /// Parse `-p 12,34`.
-pub fn parse_pids(text: &str) -> Result<Vec<u32>, String> {
-    let pids: Result<Vec<u32>, String> = text
+pub fn parse_pids(text: &str) -> Result<Vec<u32>, ProfileError> {
+    let pids: Result<Vec<u32>, ProfileError> = text
         .split(',')
         .map(str::trim)
-        .map(|p| p.parse::<u32>().ok().filter(|&p| p > 0).ok_or_else(|| format!("`{p}` is not a process id")))
+        .map(|p| p.parse::<u32>().ok().filter(|&p| p > 0).ok_or_else(|| ProfileError::NotAPid(p.to_string())))
         .collect();
     let mut pids = pids?;
     pids.sort_unstable();
@@ -39,10 +38,10 @@ pub fn parse_pids(text: &str) -> Result<Vec<u32>, String> {
 }
 
 /// The threads of `pid` now (they come and go: callers re-read after opening events).
-pub fn threads(pid: u32) -> Result<Vec<u32>, Failure> {
-    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => usage!("no process with PID {pid}"),
-        _ => usage!("cannot list the threads of PID {pid}: {e}"),
+pub fn threads(pid: u32) -> Result<Vec<u32>, ProfileError> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => ProfileError::NoProcess(pid),
+        _ => ProfileError::ListThreads { pid, source },
     })?;
     let mut tids: Vec<u32> = dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
     tids.sort_unstable();
@@ -110,14 +109,14 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
 }
 
 /// A descriptor that becomes readable when the process exits.
-pub fn pidfd(pid: u32) -> Result<OwnedFd, Failure> {
+pub fn pidfd(pid: u32) -> Result<OwnedFd, ProfileError> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
     if fd < 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(match e.raw_os_error() {
-            Some(libc::ESRCH) => usage!("no process with PID {pid}"),
-            _ => usage!("cannot watch PID {pid}: {e}"),
+        let source = std::io::Error::last_os_error();
+        return Err(match source.raw_os_error() {
+            Some(libc::ESRCH) => ProfileError::NoProcess(pid),
+            _ => ProfileError::WatchProcess { pid, source },
         });
     }
     // SAFETY: the descriptor was just created and is owned by nobody else.
@@ -132,7 +131,7 @@ mod tests {
     fn pid_lists_parse_and_reject_garbage() {
         assert_eq!(parse_pids("34,12, 12").unwrap(), [12, 34]);
         assert_eq!(parse_pids("7").unwrap(), [7]);
-        assert!(parse_pids("12,x").unwrap_err().contains("`x`"));
+        assert!(parse_pids("12,x").unwrap_err().to_string().contains("`x`"));
         assert!(parse_pids("0").is_err() && parse_pids("").is_err());
     }
 
@@ -175,6 +174,7 @@ mod tests {
     }
 
     fn threads_of_missing_process_is_a_usage_error() -> bool {
-        matches!(threads(u32::MAX / 2), Err(Failure::Usage(m)) if m.contains("no process"))
+        use crate::error::Failure;
+        matches!(threads(u32::MAX / 2).map_err(Failure::from), Err(Failure::Usage(m)) if m.contains("no process"))
     }
 }

@@ -8,13 +8,13 @@
 //! interval, like `top -b`.
 
 use super::aggregate::{self, Located};
+use super::error::ProfileError;
 use super::kernel::Kallsyms;
 use super::record::{RecordOptions, RecordingMode, Session, SessionState};
 use super::symbolize::Symbolizer;
 use crate::error::Failure;
 use crate::executor::process::Output;
 use crate::interrupt::Interrupt;
-use crate::usage;
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyModifiers};
 use crossterm::{cursor, execute, terminal};
 use std::io::{IsTerminal, Write};
@@ -41,7 +41,7 @@ pub struct TopOptions {
 struct Screen;
 
 impl Screen {
-    fn take() -> Result<Screen, Failure> {
+    fn take() -> Result<Screen, ProfileError> {
         // The panic message is printed before unwinding drops the guard: give the
         // screen back first, or the message would vanish with the alternate screen.
         let previous = std::panic::take_hook();
@@ -49,11 +49,10 @@ impl Screen {
             restore();
             previous(info);
         }));
-        terminal::enable_raw_mode().map_err(|e| usage!("cannot control the terminal: {e}"))?;
+        terminal::enable_raw_mode().map_err(ProfileError::Terminal)?;
         // From here on the guard restores the terminal, whatever happens next.
         let screen = Screen;
-        execute!(std::io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)
-            .map_err(|e| usage!("cannot control the terminal: {e}"))?;
+        execute!(std::io::stdout(), terminal::EnterAlternateScreen, cursor::Hide).map_err(ProfileError::Terminal)?;
         Ok(screen)
     }
 }
@@ -230,7 +229,7 @@ fn rows(window: &super::format::Profile, located: &[Located], view: &View) -> Ve
 pub fn main_top(opts: &TopOptions) -> Result<(), Failure> {
     let every_cpu_by_default = opts.every_cpu_by_default;
     if opts.interval < Duration::from_millis(100) {
-        return Err(usage!("--interval must be at least 0.1 s"));
+        return Err(ProfileError::IntervalTooShort.into());
     }
     let interactive = !opts.batch && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     // The command's output would scribble over the view.
@@ -320,7 +319,7 @@ fn run(
         if !view.paused || !interactive {
             match &kallsyms {
                 Ok(k) => k.keep_used(&mut window),
-                Err(why) => window.kernel_symbols_note = Some(why.clone()),
+                Err(why) => window.kernel_symbols_note = Some(why.to_string()),
             }
             let located = aggregate::locate(&window, &mut symbolizer);
             if interactive {

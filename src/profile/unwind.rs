@@ -31,12 +31,12 @@ impl Unwinding {
 }
 
 impl std::str::FromStr for Unwinding {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Unwinding, String> {
+    type Err = super::error::UnknownChoice;
+    fn from_str(s: &str) -> Result<Unwinding, Self::Err> {
         match s {
             "fp" => Ok(Unwinding::FramePointers),
             "dwarf" => Ok(Unwinding::Dwarf),
-            other => Err(format!("expected fp or dwarf, found `{other}`")),
+            other => Err(super::error::UnknownChoice { expected: "fp or dwarf", found: other.to_string() }),
         }
     }
 }

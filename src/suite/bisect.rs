@@ -8,6 +8,7 @@ use crate::error::Failure;
 use crate::model::{Comparison, Verdict};
 use crate::plan::Plan;
 use crate::store::{Query, Store};
+use crate::suite::error::BisectError;
 use crate::suite::runner::{plan_for, RunOptions};
 use crate::suite::{self, Build};
 use std::path::{Path, PathBuf};
@@ -37,9 +38,11 @@ pub struct BisectRequest {
 struct ScratchDir(PathBuf);
 
 impl ScratchDir {
-    fn create() -> Result<ScratchDir, Failure> {
+    fn create() -> Result<ScratchDir, BisectError> {
         let dir = std::env::temp_dir().join(format!("perflab-bisect-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| crate::usage!("cannot create {}: {e}", dir.display()))?;
+        if let Err(source) = std::fs::create_dir_all(&dir) {
+            return Err(BisectError::Scratch { path: dir, source });
+        }
         Ok(ScratchDir(dir))
     }
     fn path(&self) -> &Path {
@@ -70,16 +73,12 @@ impl Drop for Worktree<'_> {
     }
 }
 
-fn git(repo: &Path, args: &[&str]) -> Result<String, Failure> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .output()
-        .map_err(|e| crate::usage!("cannot run git: {e}"))?;
+fn git(repo: &Path, args: &[&str]) -> Result<String, BisectError> {
+    let out = Command::new("git").arg("-C").arg(repo).args(args).output().map_err(BisectError::GitNotRunnable)?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        return Err(crate::usage!("git {}: {}", args.join(" "), stderr.lines().next().unwrap_or("failed")));
+        let first_line = stderr.lines().next().unwrap_or("failed").to_string();
+        return Err(BisectError::Git { args: args.join(" "), first_line });
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
@@ -117,32 +116,29 @@ pub trait BisectObserver {
 /// Bisect: each tested commit's comparison goes to `observer` as it is classified; the
 /// first bad commit is returned.
 pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result<Found, Failure> {
-    let repo = args.repo.canonicalize().map_err(|e| crate::usage!("--repo {}: {e}", args.repo.display()))?;
-    git(&repo, &["rev-parse", "--git-dir"]).map_err(|_| crate::usage!("{} is not a git repository", repo.display()))?;
+    let repo = args.repo.canonicalize().map_err(|source| BisectError::Repo { path: args.repo.clone(), source })?;
+    git(&repo, &["rev-parse", "--git-dir"]).map_err(|_| BisectError::NotARepository(repo.clone()))?;
     let suite = suite::load(&args.suite)?;
     let bench = suite
         .benchmarks
         .iter()
         .find(|b| b.name == args.bench)
-        .ok_or_else(|| crate::usage!("no benchmark `{}` in {}", args.bench, args.suite.display()))?;
+        .ok_or_else(|| BisectError::NoSuchBenchmark { bench: args.bench.clone(), suite: args.suite.clone() })?;
     if !bench.uses_build() {
-        return Err(crate::usage!(
-            "benchmark `{}` does not use {{build}}, so every commit would run the same program",
-            bench.name
-        ));
+        return Err(BisectError::NoBuildPlaceholder(bench.name.clone()).into());
     }
     let mut resolver = LabelResolver { db: args.db.as_deref(), experiments: None };
     let good = resolve(&repo, &args.good, &mut resolver)?;
     let bad = resolve(&repo, &args.bad, &mut resolver)?;
     if git(&repo, &["merge-base", "--is-ancestor", &good, &bad]).is_err() {
-        return Err(crate::usage!("--good {} is not an ancestor of --bad {}", args.good, args.bad));
+        return Err(BisectError::NotAncestor { good: args.good.clone(), bad: args.bad.clone() }.into());
     }
     let commits: Vec<String> = git(&repo, &["rev-list", "--ancestry-path", "--reverse", &format!("{good}..{bad}")])?
         .lines()
         .map(str::to_string)
         .collect();
     if commits.is_empty() {
-        return Err(crate::usage!("--good and --bad are the same commit"));
+        return Err(BisectError::SameCommit.into());
     }
     let scratch = ScratchDir::create()?;
 
@@ -168,7 +164,7 @@ pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result
     // The bad end must really be slower, or there is nothing to find.
     let (bad_is_slower, bad_end) = measure(&bad, None)?;
     if !bad_is_slower {
-        return Err(crate::usage!("--bad {} is not slower than --good {}: nothing to bisect", args.bad, args.good));
+        return Err(BisectError::NotSlower { good: args.good.clone(), bad: args.bad.clone() }.into());
     }
     // Invariant: commits[hi] is bad; everything up to lo-1 (and good) is good.
     let (mut lo, mut hi) = (0usize, commits.len() - 1);
@@ -225,14 +221,17 @@ fn resolve(repo: &Path, rev: &str, labels: &mut LabelResolver) -> Result<String,
         let mut store = Store::open_existing(labels.db)?;
         labels.experiments = Some(store.experiments(&Query { label: Some(rev.to_string()), ..Query::default() })?);
     }
-    let commit =
-        labels.experiments.iter().flatten().filter(|e| e.label == rev).find_map(|e| e.git_commit.clone()).ok_or_else(
-            || crate::usage!("`{rev}` is neither a commit of {} nor a stored label with a commit", repo.display()),
-        )?;
+    let commit = labels
+        .experiments
+        .iter()
+        .flatten()
+        .filter(|e| e.label == rev)
+        .find_map(|e| e.git_commit.clone())
+        .ok_or_else(|| BisectError::UnknownRevision { rev: rev.to_string(), repo: repo.to_path_buf() })?;
     let commit = commit.trim_end_matches("-dirty");
-    git(repo, &["rev-parse", "--verify", "--quiet", &format!("{commit}^{{commit}}")]).map_err(|_| {
-        crate::usage!("label `{rev}` was recorded at commit {commit}, which {} does not have", repo.display())
-    })
+    Ok(git(repo, &["rev-parse", "--verify", "--quiet", &format!("{commit}^{{commit}}")]).map_err(|_| {
+        BisectError::LabelCommitMissing { rev: rev.to_string(), commit: commit.to_string(), repo: repo.to_path_buf() }
+    })?)
 }
 
 fn short(commit: &str) -> &str {
@@ -244,13 +243,13 @@ fn checkout_and_build<'r>(
     commit: &str,
     scratch: &Path,
     build_command: &str,
-) -> Result<(Worktree<'r>, Build), Failure> {
+) -> Result<(Worktree<'r>, Build), BisectError> {
     let dir = scratch.join(short(commit));
     git(repo, &["worktree", "add", "--detach", "--quiet", dir.to_str().unwrap_or_default(), commit])?;
     let tree = Worktree { repo, dir: dir.clone() };
     let command = build_command.replace("{commit}", commit);
     crate::plan::command::run_shell(&command, Some(&dir), false)
-        .map_err(|e| Failure::CommandFailed(format!("building {} failed: {e}", short(commit))))?;
+        .map_err(|source| BisectError::BuildFailed { commit: short(commit).to_string(), source })?;
     let build = Build { name: short(commit).to_string(), value: dir.to_string_lossy().into_owned(), prepare: None };
     Ok((tree, build))
 }
@@ -259,13 +258,13 @@ fn checkout_and_build<'r>(
 fn compare(plan: &Plan) -> Result<Comparison, Failure> {
     let experiment = crate::experiment::run(plan, &mut crate::experiment::Quiet)?;
     if crate::interrupt::watcher().requested() {
-        return Err(Failure::Interrupted("interrupted; bisect stopped".into()));
+        return Err(BisectError::Interrupted.into());
     }
     experiment
         .comparisons
         .into_iter()
         .find(|c| c.metric == experiment.primary_metric)
-        .ok_or_else(|| Failure::CommandFailed("the comparison produced no verdict (did a command fail?)".into()))
+        .ok_or_else(|| BisectError::NoVerdict.into())
 }
 
 #[cfg(test)]

@@ -4,12 +4,11 @@
 //! See docs/suites.md for the format.
 
 pub mod bisect;
-
+pub mod error;
 pub mod explain;
 pub mod runner;
 
-use crate::error::Failure;
-use crate::measure::output::Parser;
+use crate::measure::output::{Parser, ParserError};
 use crate::measure::Mode;
 use crate::model::metric::Better;
 use crate::model::{Hooks, Iterations};
@@ -19,6 +18,8 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
+
+pub use error::SuiteError;
 
 /// The suite file used when `--suite` is not given.
 pub const DEFAULT_FILE: &str = "perflab.toml";
@@ -72,13 +73,10 @@ impl Benchmark {
     }
 
     /// The command line for `build` (`{build}` substituted).
-    pub fn command_for(&self, build: Option<&Build>) -> Result<String, Failure> {
+    pub fn command_for(&self, build: Option<&Build>) -> Result<String, SuiteError> {
         match build {
             Some(b) => Ok(expand(&self.command, &|name| (name == "build").then(|| b.value.clone())).0),
-            None if self.uses_build() => Err(crate::usage!(
-                "benchmark `{}` uses {{build}}: define [builds] in the suite and pass --label or --build naming one",
-                self.name
-            )),
+            None if self.uses_build() => Err(SuiteError::NeedsBuild(self.name.clone())),
             None => Ok(self.command.clone()),
         }
     }
@@ -97,25 +95,21 @@ impl Suite {
     }
 
     /// The benchmarks whose name matches the regular expression `filter` (all without one).
-    pub fn select(&self, filter: Option<&str>) -> Result<Vec<&Benchmark>, Failure> {
+    pub fn select(&self, filter: Option<&str>) -> Result<Vec<&Benchmark>, SuiteError> {
         let re = match filter {
-            Some(re) => Some(regex::Regex::new(re).map_err(|e| {
-                crate::usage!(
-                    "--filter `{}` is not a regular expression: {}",
-                    crate::render::escape(re),
-                    crate::error::regex_error(&e)
-                )
+            Some(re) => Some(regex::Regex::new(re).map_err(|e| SuiteError::BadFilter {
+                pattern: crate::render::escape(re),
+                why: crate::error::regex_error(&e),
             })?),
             None => None,
         };
         let selected: Vec<&Benchmark> =
             self.benchmarks.iter().filter(|b| re.as_ref().is_none_or(|re| re.is_match(&b.name))).collect();
         if selected.is_empty() {
-            return Err(crate::usage!(
-                "no benchmark in {} matches --filter {}",
-                self.path.display(),
-                filter.unwrap_or("")
-            ));
+            return Err(SuiteError::NothingSelected {
+                path: self.path.clone(),
+                filter: filter.unwrap_or("").to_string(),
+            });
         }
         Ok(selected)
     }
@@ -127,17 +121,15 @@ impl Suite {
         build: Option<&str>,
         baseline: Option<&str>,
         label: Option<&str>,
-    ) -> Result<(Option<&Build>, Option<&Build>), Failure> {
+    ) -> Result<(Option<&Build>, Option<&Build>), SuiteError> {
         let known = || self.builds.iter().map(|b| format!("`{}`", b.name)).collect::<Vec<_>>().join(", ");
-        let find = |name: &str, what: &str| {
+        let find = |name: &str, flag: &'static str| {
             self.build(name).ok_or_else(|| {
+                let (name, path) = (name.to_string(), self.path.clone());
                 if self.builds.is_empty() {
-                    crate::usage!(
-                        "{what} `{name}` is not a build: {} defines no [builds] (to compare with a stored label, use `perflab history` or `perflab report --reference`)",
-                        self.path.display()
-                    )
+                    SuiteError::NoBuilds { flag, name, path }
                 } else {
-                    crate::usage!("{what} `{name}` is not a build in {} (builds: {})", self.path.display(), known())
+                    SuiteError::NoSuchBuild { flag, name, path, known: known() }
                 }
             })
         };
@@ -150,13 +142,11 @@ impl Suite {
             None => None,
         };
         if baseline.is_some() && candidate.is_none() && self.benchmarks.iter().any(Benchmark::uses_build) {
-            return Err(crate::usage!(
-                "--baseline needs a build to compare with: pass --build or a --label naming a build"
-            ));
+            return Err(SuiteError::BaselineWithoutBuild);
         }
         if let (Some(b), Some(c)) = (baseline, candidate) {
             if b.name == c.name {
-                return Err(crate::usage!("--baseline and the measured build are both `{}`", b.name));
+                return Err(SuiteError::SameBuild(b.name.clone()));
             }
         }
         Ok((candidate, baseline))
@@ -190,20 +180,20 @@ macro_rules! with_options {
         }
 
         impl $name {
-            fn options(&self, file: &SourceFile) -> Result<SettingsLayer, Failure> {
-                let duration = |v: &Option<Spanned<toml::Value>>| -> Result<Option<f64>, Failure> {
+            fn options(&self, file: &SourceFile) -> Result<SettingsLayer, SuiteError> {
+                let duration = |v: &Option<Spanned<toml::Value>>| -> Result<Option<f64>, SuiteError> {
                     let Some(v) = v else { return Ok(None) };
-                    let parsed = match v.get_ref() {
-                        toml::Value::Integer(i) => crate::units::check_duration(*i as f64).map_err(|why| format!("{i} {why}")),
-                        toml::Value::Float(f) => crate::units::check_duration(*f).map_err(|why| format!("{f} {why}")),
-                        toml::Value::String(s) => crate::units::parse_duration(s),
-                        _ => Err("expected a positive number of seconds or a duration such as \"90s\" or \"5m\"".to_string()),
+                    let parsed: Result<f64, error::Problem> = match v.get_ref() {
+                        toml::Value::Integer(i) => crate::units::check_duration(*i as f64).map_err(|why| format!("{i} {why}").into()),
+                        toml::Value::Float(f) => crate::units::check_duration(*f).map_err(|why| format!("{f} {why}").into()),
+                        toml::Value::String(s) => crate::units::parse_duration(s).map_err(Into::into),
+                        _ => Err("expected a positive number of seconds or a duration such as \"90s\" or \"5m\"".into()),
                     };
-                    parsed.map(Some).map_err(|e| file.error(v.span(), &e))
+                    parsed.map(Some).map_err(|e| file.error(v.span(), e))
                 };
-                let positive = |v: &Option<Spanned<u32>>, what: &str| -> Result<Option<u32>, Failure> {
+                let positive = |v: &Option<Spanned<u32>>, what: &str| -> Result<Option<u32>, SuiteError> {
                     match v {
-                        Some(n) if *n.get_ref() == 0 => Err(file.error(n.span(), &format!("{what} must be at least 1"))),
+                        Some(n) if *n.get_ref() == 0 => Err(file.error(n.span(), format!("{what} must be at least 1"))),
                         Some(n) => Ok(Some(*n.get_ref())),
                         None => Ok(None),
                     }
@@ -216,7 +206,7 @@ macro_rules! with_options {
                     None => None,
                 };
                 let mode = match &self.mode {
-                    Some(m) => Some(m.get_ref().parse::<Mode>().map_err(|e| file.error(m.span(), &e))?),
+                    Some(m) => Some(m.get_ref().parse::<Mode>().map_err(|e| file.error(m.span(), e))?),
                     None => None,
                 };
                 let shell = match &self.shell {
@@ -229,17 +219,17 @@ macro_rules! with_options {
                     None => None,
                 };
                 // A string or a list of strings, each turned into a parser.
-                let parsers = |v: &Option<Spanned<toml::Value>>, key: &str, make: fn(&str) -> Result<Parser, String>|
-                 -> Result<Vec<Parser>, Failure> {
+                let parsers = |v: &Option<Spanned<toml::Value>>, key: &str, make: fn(&str) -> Result<Parser, ParserError>|
+                 -> Result<Vec<Parser>, SuiteError> {
                     let Some(v) = v else { return Ok(Vec::new()) };
                     let texts: Vec<&str> = match v.get_ref() {
                         toml::Value::String(s) => vec![s.as_str()],
                         toml::Value::Array(items) if items.iter().all(toml::Value::is_str) => {
                             items.iter().filter_map(toml::Value::as_str).collect()
                         }
-                        _ => return Err(file.error(v.span(), &format!("expected `{key}` to be a string or a list of strings"))),
+                        _ => return Err(file.error(v.span(), format!("expected `{key}` to be a string or a list of strings"))),
                     };
-                    texts.into_iter().map(|t| make(t).map_err(|e| file.error(v.span(), &e))).collect()
+                    texts.into_iter().map(|t| make(t).map_err(|e| file.error(v.span(), e))).collect()
                 };
                 let mut output = parsers(&self.parse, "parse", Parser::format)?;
                 output.extend(parsers(&self.output_metric, "output_metric", Parser::regex)?);
@@ -258,7 +248,7 @@ macro_rules! with_options {
                     None => 1,
                 };
                 let iterations = match &self.iterations {
-                    Some(i) => Some(Iterations::named(i.get_ref(), warmup_iterations).map_err(|e| file.error(i.span(), &e))?),
+                    Some(i) => Some(Iterations::named(i.get_ref(), warmup_iterations).map_err(|e| file.error(i.span(), e))?),
                     None => None,
                 };
                 Ok(SettingsLayer {
@@ -325,37 +315,33 @@ impl SourceFile<'_> {
         self.text.as_bytes()[..offset.min(self.text.len())].iter().filter(|&&b| b == b'\n').count() + 1
     }
 
-    fn error(&self, span: std::ops::Range<usize>, message: &str) -> Failure {
-        crate::usage!("{}:{}: {}", self.display, self.line(span.start), message)
+    fn error(&self, span: std::ops::Range<usize>, problem: impl Into<error::Problem>) -> SuiteError {
+        SuiteError::At { file: self.display.clone(), line: self.line(span.start), problem: problem.into() }
     }
 }
 
 /// Read and check a suite file; every problem is a one-line `FILE:LINE: …` usage error.
-pub fn load(path: &Path) -> Result<Suite, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound && path == Path::new(DEFAULT_FILE) {
-            crate::usage!("no {DEFAULT_FILE} here: write one (see docs/suites.md) or pass --suite FILE")
+pub fn load(path: &Path) -> Result<Suite, SuiteError> {
+    let text = std::fs::read_to_string(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound && path == Path::new(DEFAULT_FILE) {
+            SuiteError::NoSuiteHere
         } else {
-            crate::usage!("cannot read {}: {e}", path.display())
+            SuiteError::Read { path: path.to_path_buf(), source }
         }
     })?;
     parse(&text, path)
 }
 
 /// Parse suite text read from `path` (used for messages and to resolve build paths).
-pub fn parse(text: &str, path: &Path) -> Result<Suite, Failure> {
+pub fn parse(text: &str, path: &Path) -> Result<Suite, SuiteError> {
     let file = SourceFile { display: path.display().to_string(), text };
     let raw: RawSuite = toml::from_str(text).map_err(|e| {
-        let line = e.span().map_or(1, |s| file.line(s.start));
         // toml's message can span lines (it quotes the source); the first line says it.
         let message = e.message().lines().next().unwrap_or("invalid TOML").trim_end_matches('.');
-        crate::usage!("{}:{line}: {message}", file.display)
+        file.error(e.span().unwrap_or(0..0), message.to_string())
     })?;
     if raw.benchmark.is_empty() {
-        return Err(crate::usage!(
-            "{}:1: expected at least one [[benchmark]] table with `name` and `command`",
-            file.display
-        ));
+        return Err(file.error(0..0, "expected at least one [[benchmark]] table with `name` and `command`"));
     }
     let defaults = match &raw.defaults {
         Some(d) => d.options(&file)?,
@@ -384,12 +370,12 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, Failure> {
             if key == "build" || !is_placeholder_name(key) {
                 return Err(file.error(
                     values.span(),
-                    &format!("parameter `{key}`: expected a name of letters, digits, `_` or `-`, other than `build`"),
+                    format!("parameter `{key}`: expected a name of letters, digits, `_` or `-`, other than `build`"),
                 ));
             }
             if values.get_ref().is_empty() {
                 return Err(
-                    file.error(values.span(), &format!("parameter `{key}`: expected a non-empty list of values"))
+                    file.error(values.span(), format!("parameter `{key}`: expected a non-empty list of values"))
                 );
             }
             let mut texts = Vec::new();
@@ -402,7 +388,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, Failure> {
                     _ => {
                         return Err(file.error(
                             values.span(),
-                            &format!("parameter `{key}`: expected strings or numbers, found {}", v.type_str()),
+                            format!("parameter `{key}`: expected strings or numbers, found {}", v.type_str()),
                         ))
                     }
                 });
@@ -413,7 +399,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, Failure> {
             if placeholder != "build" && !raw_bench.params.contains_key(&placeholder) {
                 return Err(file.error(
                     raw_bench.command.span(),
-                    &format!(
+                    format!(
                         "`{{{placeholder}}}` in the command is not a parameter: expected one of {{build}}{} (write `{{{{` for a literal brace)",
                         raw_bench.params.keys().map(|k| format!(", {{{k}}}")).collect::<String>()
                     ),
@@ -435,7 +421,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, Failure> {
                 format!("{name}[{}]", inner.join(","))
             };
             if benchmarks.iter().any(|b| b.name == full_name) {
-                return Err(file.error(raw_bench.name.span(), &format!("duplicate benchmark `{full_name}`")));
+                return Err(file.error(raw_bench.name.span(), format!("duplicate benchmark `{full_name}`")));
             }
             let mut options = options.clone();
             for hook in [&mut options.prepare, &mut options.conclude] {
@@ -454,7 +440,12 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, Failure> {
     Ok(Suite { path: path.to_path_buf(), builds, benchmarks })
 }
 
-fn parse_build(file: &SourceFile, name: &str, value: &Spanned<toml::Value>, base_dir: &Path) -> Result<Build, Failure> {
+fn parse_build(
+    file: &SourceFile,
+    name: &str,
+    value: &Spanned<toml::Value>,
+    base_dir: &Path,
+) -> Result<Build, SuiteError> {
     let expected = "expected a build as a string (a path) or a table with `path` or `command` and optional `prepare`";
     let resolve = |p: &str| {
         let path = Path::new(p);
@@ -470,18 +461,18 @@ fn parse_build(file: &SourceFile, name: &str, value: &Spanned<toml::Value>, base
         }
         toml::Value::Table(t) => {
             let get =
-                |k: &str| -> Result<Option<String>, Failure> {
+                |k: &str| -> Result<Option<String>, SuiteError> {
                     match t.get(k) {
                         None => Ok(None),
                         Some(toml::Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
                         Some(_) => Err(file
-                            .error(value.span(), &format!("build `{name}`: expected `{k}` to be a non-empty string"))),
+                            .error(value.span(), format!("build `{name}`: expected `{k}` to be a non-empty string"))),
                     }
                 };
             if let Some(unknown) = t.keys().find(|k| !["path", "command", "prepare"].contains(&k.as_str())) {
                 return Err(file.error(
                     value.span(),
-                    &format!("build `{name}`: unknown key `{unknown}`, expected `path`, `command` or `prepare`"),
+                    format!("build `{name}`: unknown key `{unknown}`, expected `path`, `command` or `prepare`"),
                 ));
             }
             let value_text = match (get("path")?, get("command")?) {
@@ -489,12 +480,12 @@ fn parse_build(file: &SourceFile, name: &str, value: &Spanned<toml::Value>, base
                 (None, Some(c)) => c,
                 _ => {
                     return Err(file
-                        .error(value.span(), &format!("build `{name}`: expected exactly one of `path` or `command`")))
+                        .error(value.span(), format!("build `{name}`: expected exactly one of `path` or `command`")))
                 }
             };
             Ok(Build { name: name.to_string(), value: value_text, prepare: get("prepare")? })
         }
-        _ => Err(file.error(value.span(), &format!("build `{name}`: {expected}"))),
+        _ => Err(file.error(value.span(), format!("build `{name}`: {expected}"))),
     }
 }
 

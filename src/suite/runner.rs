@@ -199,7 +199,7 @@ pub fn run_suite(
         };
         if let Some(cleanup) = &bench.cleanup {
             if let Err(e) = crate::plan::command::run_shell(cleanup, None, true) {
-                observer.cleanup_failed(bench, &e);
+                observer.cleanup_failed(bench, &e.to_string());
             }
         }
         let interrupted = matches!(&outcome, Outcome::Measured(e) if e.stop_reason == StopReason::Interrupted);

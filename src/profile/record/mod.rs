@@ -24,10 +24,10 @@ pub use session::{Session, SessionState};
 
 use crate::error::Failure;
 use crate::executor::process::Output;
+use crate::profile::error::RecordError;
 
 use crate::profile::format::Profile;
 use crate::profile::unwind;
-use crate::usage;
 use std::time::Duration;
 
 /// What a recording samples.
@@ -130,40 +130,32 @@ impl RecordOptions {
         Some(format!("sampling {what} {until}"))
     }
 
-    fn check(&self) -> Result<(), Failure> {
+    fn check(&self) -> Result<(), RecordError> {
         match &self.mode {
-            RecordingMode::Launch { argv, .. } if argv.is_empty() => {
-                return Err(usage!("nothing to profile: put a command after `--`, or attach with -p PID or -a"))
-            }
-            RecordingMode::Pids { pids, .. } if pids.is_empty() => return Err(usage!("-p needs at least one PID")),
+            RecordingMode::Launch { argv, .. } if argv.is_empty() => return Err(RecordError::NothingToProfile),
+            RecordingMode::Pids { pids, .. } if pids.is_empty() => return Err(RecordError::NoPids),
             _ => {}
         }
         if self.duration().is_some_and(|d| d.is_zero()) {
-            return Err(usage!("--duration must be more than 0"));
+            return Err(RecordError::ZeroDuration);
         }
         match self.period {
-            Some(0) => return Err(usage!("-c must be at least 1 (a sample every N events)")),
+            Some(0) => return Err(RecordError::ZeroPeriod),
             Some(_) => {}
             None if self.frequency_hz == 0 || self.frequency_hz > 100_000 => {
-                return Err(usage!("-F must be between 1 and 100000 Hz, got {}", self.frequency_hz))
+                return Err(RecordError::Frequency(self.frequency_hz))
             }
             None => {}
         }
         if let CallGraph::Dwarf { stack_bytes } = self.call_graph {
             if !cfg!(target_arch = "x86_64") {
-                return Err(usage!("-g dwarf is implemented for x86-64 only; use -g fp"));
+                return Err(RecordError::DwarfNotHere);
             }
             if stack_bytes == 0 || stack_bytes > unwind::MAX_STACK_BYTES || stack_bytes % 8 != 0 {
-                return Err(usage!(
-                    "--stack-size must be a multiple of 8 between 8 and {} bytes, got {stack_bytes}",
-                    unwind::MAX_STACK_BYTES
-                ));
+                return Err(RecordError::StackSize { got: stack_bytes, max: unwind::MAX_STACK_BYTES });
             }
         }
         crate::measure::event::parse_one(&self.event)?;
-        if self.period == Some(0) {
-            return Err(usage!("-c must be at least 1 (sample every Nth event)"));
-        }
         Ok(())
     }
 }

@@ -415,7 +415,7 @@ fn name_kernel(profile: &mut Profile, perf_file: &linux_perf_data::PerfFile, tex
             }
             kallsyms.keep_used(profile);
         }
-        Err(why) => profile.kernel_symbols_note = Some(why),
+        Err(why) => profile.kernel_symbols_note = Some(why.to_string()),
     }
 }
 

@@ -12,10 +12,10 @@ use super::{CallGraph, RecordOptions, Recording, RecordingMode};
 use crate::error::Failure;
 use crate::executor::process;
 use crate::interrupt::Interrupt;
+use crate::profile::error::RecordError;
 use crate::profile::format::{DwarfStats, Profile, RecordTarget};
 use crate::profile::unwind::DwarfUnwinder;
 use crate::profile::{kernel, target};
-use crate::usage;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
@@ -98,7 +98,7 @@ impl Session {
     fn launch(&mut self, argv: &[String], output: process::Output) -> Result<(), Failure> {
         let opts = &self.opts;
         let program = crate::plan::command::resolve_program(&argv[0])?;
-        let prepared = process::Prepared::new(&program, argv, output).map_err(|e| usage!("{e}"))?;
+        let prepared = process::Prepared::new(&program, argv, output)?;
         let mut rings = Vec::new();
         let mut open_failure = None;
         let mut gate = |pid: libc::pid_t| match source::open_all(&[Observe::Exec(pid)], opts) {
@@ -114,11 +114,13 @@ impl Session {
         };
         let mut child = match process::start(&prepared, &process::Environment::inherited(), Some(&mut gate)) {
             Ok(child) => child,
-            Err(process::SpawnError::Probe(e)) => return Err(open_failure.unwrap_or_else(|| usage!("{e:#}"))),
+            Err(process::SpawnError::Probe(e)) => {
+                return Err(open_failure.map_or_else(|| RecordError::Gate(e).into(), Failure::from))
+            }
             Err(process::SpawnError::Interrupted) => {
                 return Err(Failure::Interrupted("interrupted before the profiled command started".into()))
             }
-            Err(process::SpawnError::Exec(e)) => return Err(usage!("{e}")),
+            Err(process::SpawnError::Exec(e)) => return Err(RecordError::Exec(e).into()),
         };
         self.child_pidfd = Some(child.pidfd().map_err(|e| Failure::Other(anyhow::anyhow!("{e}")))?);
         self.child = Some(child);
@@ -149,7 +151,7 @@ impl Session {
             opened.extend(new);
         }
         if self.rings.is_empty() {
-            return Err(usage!("no thread of PID {} is left to attach to", super::join(pids)));
+            return Err(RecordError::NoThreadLeft { pids: super::join(pids) }.into());
         }
         self.add_existing(pids);
         Ok(())

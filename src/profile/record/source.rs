@@ -6,11 +6,10 @@
 
 use super::records::{self, Collect, Timed};
 use super::{CallGraph, RecordOptions};
-use crate::error::Failure;
 use crate::measure::counters;
 use crate::measure::event::{Event, EventKind};
+use crate::profile::error::OpenError;
 use crate::profile::unwind;
-use crate::usage;
 use perf_event::data::parse::Parser;
 use perf_event::events::Software;
 use perf_event::{Builder, SampleFlag, Sampler};
@@ -151,32 +150,28 @@ fn configure(
 }
 
 /// Why an event could not be opened, as the one line the user sees.
-fn open_failure(e: &std::io::Error, opts: &RecordOptions, off_cpu: bool, who: Observe, cpu: usize) -> Failure {
+fn open_failure(source: std::io::Error, opts: &RecordOptions, off_cpu: bool, who: Observe, cpu: usize) -> OpenError {
     let paranoid = counters::paranoid_level().map_or("unknown".into(), |l| l.to_string());
-    let event = if off_cpu { "context-switches" } else { opts.event.as_str() };
-    match (e.raw_os_error(), who) {
-        (Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV), _) => usage!(
-            "event `{event}` is not supported on this machine ({e}); cpu-clock works without a hardware PMU"
-        ),
-        (Some(libc::EACCES) | Some(libc::EPERM), _) if off_cpu => usage!(
-            "--off-cpu needs kernel samples (perf_event_paranoid is {paranoid}); run as root or set /proc/sys/kernel/perf_event_paranoid to 1"
-        ),
-        (Some(libc::EACCES) | Some(libc::EPERM), Observe::AllTasks) => usage!(
-            "not allowed to sample every CPU (perf_event_paranoid is {paranoid}); -a needs root, CAP_PERFMON or perf_event_paranoid ≤ 0"
-        ),
-        (Some(libc::EACCES) | Some(libc::EPERM), Observe::Thread(tid)) => usage!(
-            "not allowed to attach to thread {tid} (perf_event_paranoid is {paranoid}); another user's process needs root or CAP_PERFMON, your own needs perf_event_paranoid ≤ 2"
-        ),
-        (Some(libc::EACCES) | Some(libc::EPERM), Observe::Exec(_)) => usage!(
-            "not allowed to sample (perf_event_paranoid is {paranoid}); run as root or lower /proc/sys/kernel/perf_event_paranoid"
-        ),
-        _ => usage!("cannot open event `{event}` on CPU {cpu}: {e}"),
+    let event = if off_cpu { "context-switches" } else { opts.event.as_str() }.to_string();
+    match (source.raw_os_error(), who) {
+        (Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV), _) => {
+            OpenError::Unsupported { event, source }
+        }
+        (Some(libc::EACCES) | Some(libc::EPERM), _) if off_cpu => OpenError::OffCpuNotAllowed { paranoid, source },
+        (Some(libc::EACCES) | Some(libc::EPERM), Observe::AllTasks) => {
+            OpenError::AllCpusNotAllowed { paranoid, source }
+        }
+        (Some(libc::EACCES) | Some(libc::EPERM), Observe::Thread(tid)) => {
+            OpenError::ThreadNotAllowed { tid, paranoid, source }
+        }
+        (Some(libc::EACCES) | Some(libc::EPERM), Observe::Exec(_)) => OpenError::NotAllowed { paranoid, source },
+        _ => OpenError::Open { event, cpu, source },
     }
 }
 
 /// Open one kind of event for every observed task on every online CPU. A thread that
 /// exits meanwhile is skipped (no ring at all when every observed thread is gone).
-fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Result<Vec<Ring>, Failure> {
+fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Result<Vec<Ring>, OpenError> {
     let spec = if off_cpu { None } else { Some(crate::measure::event::parse_one(&opts.event)?) };
     let event = spec.as_ref().map_or(EventKind::Software(Software::CONTEXT_SWITCHES), |s| s.kind);
     let mut rings = Vec::new();
@@ -202,7 +197,7 @@ fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Resu
                         ring.redirected.push(counter);
                     }
                     Err(e) if gone(&e) => {}
-                    Err(e) => return Err(open_failure(&e, opts, off_cpu, who, cpu)),
+                    Err(e) => return Err(open_failure(e, opts, off_cpu, who, cpu)),
                 }
                 continue;
             }
@@ -231,7 +226,7 @@ fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Resu
             match result {
                 Ok(r) => ring = Some(r),
                 Err(e) if gone(&e) => {}
-                Err(e) => return Err(open_failure(&e, opts, off_cpu, who, cpu)),
+                Err(e) => return Err(open_failure(e, opts, off_cpu, who, cpu)),
             }
         }
         rings.extend(ring);
@@ -240,17 +235,16 @@ fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Resu
 }
 
 /// Send `counter`'s records into `ring`'s buffer.
-fn redirect(counter: &perf_event::Counter, ring: &Ring) -> Result<(), Failure> {
+fn redirect(counter: &perf_event::Counter, ring: &Ring) -> Result<(), OpenError> {
     // SAFETY: both descriptors are perf events on the same CPU that we own.
     if unsafe { perf_event_open_sys::ioctls::SET_OUTPUT(counter.as_raw_fd(), ring.sampler.as_raw_fd()) } < 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(usage!("cannot share a ring buffer between threads: {e}"));
+        return Err(OpenError::Redirect(std::io::Error::last_os_error()));
     }
     Ok(())
 }
 
 /// The sampling rings and, with `--off-cpu`, the context-switch rings.
-pub(crate) fn open_all(observed: &[Observe], opts: &RecordOptions) -> Result<Vec<Ring>, Failure> {
+pub(crate) fn open_all(observed: &[Observe], opts: &RecordOptions) -> Result<Vec<Ring>, OpenError> {
     let mut rings = open_rings(observed, false, opts)?;
     if opts.off_cpu {
         rings.extend(open_rings(observed, true, opts)?);
@@ -260,16 +254,14 @@ pub(crate) fn open_all(observed: &[Observe], opts: &RecordOptions) -> Result<Vec
 
 /// Redirect newly opened rings (of threads found later) into the existing ones of the
 /// same CPU and kind.
-pub(crate) fn join_rings(rings: &mut Vec<Ring>, new_rings: Vec<Ring>) -> Result<(), Failure> {
+pub(crate) fn join_rings(rings: &mut Vec<Ring>, new_rings: Vec<Ring>) -> Result<(), OpenError> {
     if rings.is_empty() {
         *rings = new_rings;
         return Ok(());
     }
     for new in new_rings {
-        let target = rings
-            .iter_mut()
-            .find(|r| r.off_cpu == new.off_cpu && r.cpu == new.cpu)
-            .ok_or_else(|| usage!("a CPU went offline while attaching"))?;
+        let target =
+            rings.iter_mut().find(|r| r.off_cpu == new.off_cpu && r.cpu == new.cpu).ok_or(OpenError::CpuOffline)?;
         let Ring { sampler, redirected, .. } = new;
         let counter = sampler.into_counter();
         redirect(&counter, target)?;

@@ -1,0 +1,97 @@
+//! What can go wrong with the metrics a command prints about itself, as typed errors
+//! for the measure area: a `--parse`/`--output-metric` that cannot be used (bad input,
+//! mapped to exit code 2 in `error.rs`), and output a parser cannot read (the run's
+//! failure, recorded by the engine). Kept apart from the modules that return
+//! `Failure` so `error.rs` can name them without an import cycle.
+
+use thiserror::Error;
+
+/// A `--parse` format or `--output-metric` expression that cannot be used.
+#[derive(Debug, Error)]
+pub enum ParserError {
+    /// `expected`: the format names, comma-separated.
+    #[error("unknown output format `{name}`; expected one of {expected}")]
+    UnknownFormat { name: String, expected: String },
+    /// `why`: the regex crate's one-line reason.
+    #[error("--output-metric `{}` is not a regular expression: {why}", text.escape_debug())]
+    BadRegex { text: String, why: String },
+    #[error("--output-metric `{0}` has no named capture: name the value, e.g. `tps = (?<tps>[0-9.]+)`")]
+    NoNamedCapture(String),
+    #[error(transparent)]
+    Name(#[from] NameError),
+}
+
+/// A metric name a command may not give (in an expression or its output).
+#[derive(Debug, Error)]
+pub enum NameError {
+    #[error("`{0}` is measured by perflab itself; give the printed metric another name")]
+    Reserved(String),
+    #[error("`{}` is not a metric name (no commas or control characters)", .0.escape_debug())]
+    Invalid(String),
+}
+
+/// Output a parser cannot read: the run that printed it failed.
+#[derive(Debug, Error)]
+pub enum ParseError {
+    #[error("`{}` is not a number", .0.escape_debug())]
+    NotANumber(String),
+    /// A regex capture whose text is not a number.
+    #[error("`{name}`: {source}")]
+    Capture {
+        name: String,
+        #[source]
+        source: Box<ParseError>,
+    },
+    /// A JSON line naming a metric, but not as perflab reads them (`line` truncated).
+    #[error("malformed metric line ({why}): {line}")]
+    MalformedLine { why: Malformed, line: String },
+    #[error("Google Benchmark's JSON does not parse: {0}")]
+    GoogleJson(#[source] serde_json::Error),
+    #[error("Google Benchmark's JSON has no `benchmarks` list")]
+    GoogleNoBenchmarks,
+    #[error("a benchmark without a `name`")]
+    GoogleNoName,
+    #[error("benchmark `{name}` reported an error: {message}")]
+    GoogleReported { name: String, message: String },
+    #[error("benchmark `{name}`: unknown time_unit `{unit}`")]
+    GoogleTimeUnit { name: String, unit: String },
+    /// The thread reading the commands' output ended before the run's.
+    #[error("perflab's output reader stopped")]
+    ReaderStopped,
+}
+
+/// What is wrong with a JSON metric line.
+#[derive(Debug, Error)]
+pub enum Malformed {
+    #[error("`metric` must be a string")]
+    MetricNotAString,
+    #[error("`value` must be a number")]
+    ValueNotANumber,
+    #[error(transparent)]
+    Name(#[from] NameError),
+}
+
+/// Probes that cannot be set up for these options.
+#[derive(Debug, Error)]
+pub enum ProbeError {
+    #[error(
+        "--output-metric and --parse cannot be combined with --mode instructions: under valgrind a program's own \
+         timings describe the simulator"
+    )]
+    OutputUnderValgrind,
+    #[error(
+        "-e cannot be combined with --mode instructions: perf counters would count valgrind itself; \
+         instruction mode already reports instructions, cache misses and branch mispredicts"
+    )]
+    EventsUnderValgrind,
+    /// `hint`: how to install it.
+    #[error("--mode instructions needs valgrind, which is not on PATH; {hint}")]
+    NoValgrind {
+        hint: &'static str,
+        #[source]
+        source: which::Error,
+    },
+    /// The machine's, not the input's: a temporary directory for cachegrind's files.
+    #[error("{0:#}")]
+    OutputDir(anyhow::Error),
+}
