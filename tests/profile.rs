@@ -721,7 +721,8 @@ fn weighted_share(report: &Value, function: &str) -> f64 {
 fn page_fault_shares_are_of_events_not_samples() {
     // At a frequency the kernel adapts the period from sample to sample: counting
     // samples gave touch_a 67–70 % of a 75 % truth; each sample weighing its period
-    // gives the true split (74.6–75.7 % for touch_a in 12 runs here, beside 16 busy jobs).
+    // gives the true split (74.6–75.7 % for touch_a in 12 runs here, beside 16 busy jobs;
+    // 77.4 % once).
     let exe = common::fixture("profile_faults");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("faults.profile");
@@ -736,7 +737,8 @@ fn page_fault_shares_are_of_events_not_samples() {
         .success();
     let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let (a, b) = (weighted_share(&report, "touch_a"), weighted_share(&report, "touch_b"));
-    assert!((a - 0.75).abs() <= 0.02 && (b - 0.25).abs() <= 0.02, "touch_a {a}, touch_b {b}");
+    // ±0.03: beside a dozen busy jobs one run read 0.774; counting samples reads ≤ 0.70.
+    assert!((a - 0.75).abs() <= 0.03 && (b - 0.25).abs() <= 0.03, "touch_a {a}, touch_b {b}");
     assert!(report["period"].as_u64().unwrap() > 200_000, "{}", report["period"]);
     let shown = perflab().env("NO_COLOR", "1").arg("show").arg(&out).assert().success().get_output().stdout.clone();
     let shown = String::from_utf8_lossy(&shown);
