@@ -70,14 +70,16 @@ fn skipped_non_positive_rounds_are_said() {
         .stdout(predicate::str::contains("warning: v of `echo v=1` vs"));
 }
 
-/// A gate without an interval (too few rounds for one) cannot pass.
+/// A gate without an interval (too few rounds for one) cannot pass. The reason it gives
+/// depends on the machine: usually "too few rounds"; on a loaded one the runs of `true`
+/// can leave no usable uncontended time, and the comparison is then "not comparable".
 #[test]
 fn the_gate_fails_closed_without_an_interval() {
     perflab()
         .args(["compare", "-r3", "-w0", "--fail-if-slower", "--", "true", "true"])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("cannot judge").and(predicate::str::contains("too few rounds")));
+        .stderr(predicate::str::contains("perflab: gate: cannot judge `true #2`"));
 }
 
 fn is_root() -> bool {

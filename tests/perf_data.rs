@@ -216,6 +216,54 @@ fn three_to_one_shares_agree_with_perf_report_on_the_same_file() {
     assert!(diff["changes"][0]["change_s"].as_f64().unwrap() > 0.0);
 }
 
+/// `show --sort comm,dso` against `perf report --sort comm,dso` on the same file: the
+/// same rows (key values), and the shares differ
+/// by at most 0.2 percentage points (perf prints two decimals; a thread's samples taken
+/// before its exec could be named by its old command in one and its new one in the
+/// other, a few at most).
+#[test]
+fn sort_keys_agree_with_perf_report_on_the_same_file() {
+    if !have_perf() {
+        return;
+    }
+    // Three commands (sh, then two programs it runs, one with threads and a child).
+    let (ratio, tasks) = (common::fixture("profile_ratio"), common::fixture("profile_tasks"));
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("{} 20000000; {} 30000000", tasks.display(), ratio.display());
+    let data = perf_record(dir.path(), "sorted", &["-e", "cpu-clock", "-F", "2000"], &["sh", "-c", &script]);
+    let out = std::process::Command::new("perf")
+        .args(["report", "--stdio", "-q", "-g", "none", "--percent-limit", "0", "--sort", "comm,dso", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "perf report failed: {}", String::from_utf8_lossy(&out.stderr));
+    let perf: Vec<(String, String, f64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [share, comm, dso] => Some((comm.to_string(), dso.to_string(), share.strip_suffix('%')?.parse().ok()?)),
+            _ => None,
+        })
+        .collect();
+    assert!(!perf.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    let ours = show_json(&data, &["--sort", "comm,dso"]);
+    let rows = ours["sorted"]["rows"].as_array().unwrap();
+    let share = |comm: &str, dso: &str| {
+        rows.iter().find(|r| r["keys"] == serde_json::json!([comm, dso])).map(|r| r["self_share"].as_f64().unwrap())
+    };
+    for (comm, dso, theirs) in &perf {
+        let ours = share(comm, dso).unwrap_or(0.0) * 100.0;
+        eprintln!("{comm} {dso}: perf report {theirs:.2}%, perflab {ours:.2}%");
+        assert!((ours - theirs).abs() <= 0.2, "{comm} {dso}: perf report {theirs}%, perflab {ours}%");
+    }
+    for r in rows {
+        let keys: Vec<&str> = r["keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+        assert!(perf.iter().any(|(c, d, _)| [c.as_str(), d.as_str()] == keys[..]), "{keys:?} not in perf's {perf:?}");
+    }
+    for program in ["profile_ratio", "profile_tasks"] {
+        assert!(share(program, program).unwrap() > 0.2, "{ours:#}");
+    }
+}
+
 #[test]
 fn frame_pointer_and_dwarf_call_stacks_agree_with_perf_report_children() {
     if !have_perf() {

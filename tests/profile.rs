@@ -81,6 +81,60 @@ fn show_keeps_only_the_samples_a_filter_selects() {
     assert!(report.is_none() && out.status.code() == Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no samples match --comm no-such-command") && stderr.lines().count() == 1, "{stderr}");
+
+    // --symbol keeps the samples that landed in the named functions, by exact name.
+    let (out, report) = show(&["--symbol", "heavy_work,light_work"]);
+    let report = report.unwrap_or_else(|| panic!("{out:?}"));
+    let names: Vec<&str> =
+        report["functions"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!((share_of(&report, "heavy_work") - 0.75).abs() <= 0.05, "{report}");
+    let (out, report) = show(&["--symbol", "heavy"]);
+    assert!(report.is_none() && out.status.code() == Some(2), "not a substring match: {out:?}");
+}
+
+/// perf report's sort keys: one column per key in the order given, rows per distinct
+/// tuple; an unknown key, or a key diff cannot match by, is one line and exit 2.
+#[test]
+fn show_groups_by_perf_report_sort_keys() {
+    let exe = common::fixture("profile_ratio");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = profile(dir.path(), "ratio", &[exe.to_str().unwrap(), "30000000"]);
+    let json = dir.path().join("sorted.json");
+    perflab().arg("show").arg(&path).args(["--sort", "sym,comm", "--json"]).arg(&json).assert().success();
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["sorted"]["keys"], serde_json::json!(["sym", "comm"]));
+    let rows = report["sorted"]["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["keys"], serde_json::json!(["heavy_work", "profile_ratio"]), "{report:#}");
+    let heavy = share_of(&report, "heavy_work");
+    assert!((rows[0]["self_share"].as_f64().unwrap() - heavy).abs() < 1e-9, "same share as the function row");
+    let sum: f64 = rows.iter().map(|r| r["self_share"].as_f64().unwrap()).sum();
+    assert!((sum - 1.0).abs() < 1e-9, "{sum}");
+
+    let text = perflab().arg("show").arg(&path).args(["--sort", "comm,dso"]).env("NO_COLOR", "1").assert().success();
+    let text = String::from_utf8_lossy(&text.get_output().stdout).to_string();
+    let header = text.lines().find(|l| l.contains("Command")).unwrap_or_else(|| panic!("{text}"));
+    assert!(header.find("Command").unwrap() < header.find("Shared Object").unwrap(), "{text}");
+    assert!(text.lines().any(|l| l.contains("profile_ratio  profile_ratio")), "{text}");
+
+    for (command, sort, message) in [
+        ("show", "comm,cpu", "unknown sort key `cpu` in --sort comm,cpu; valid keys: comm, pid, dso, sym, srcline"),
+        ("diff", "comm,dso", "diff --sort comm,dso is not supported"),
+    ] {
+        let mut cmd = perflab();
+        cmd.arg(command).arg(&path);
+        if command == "diff" {
+            cmd.arg(&path);
+        }
+        let out = cmd.args(["--sort", sort]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(message) && stderr.lines().count() == 1, "{stderr}");
+    }
+    let diff =
+        perflab().arg("diff").arg(&path).arg(&path).args(["--sort", "dso,sym", "--json", "-"]).assert().success();
+    let diff: Value = serde_json::from_slice(&diff.get_output().stdout).unwrap();
+    assert!(diff["changes"].as_array().unwrap().iter().any(|c| c["name"] == "heavy_work"), "{diff:#}");
 }
 
 #[test]
@@ -667,7 +721,8 @@ fn weighted_share(report: &Value, function: &str) -> f64 {
 fn page_fault_shares_are_of_events_not_samples() {
     // At a frequency the kernel adapts the period from sample to sample: counting
     // samples gave touch_a 67–70 % of a 75 % truth; each sample weighing its period
-    // gives the true split (74.6–75.7 % for touch_a in 12 runs here, beside 16 busy jobs).
+    // gives the true split (74.6–75.7 % for touch_a in 12 runs here, beside 16 busy jobs;
+    // 77.4 % once).
     let exe = common::fixture("profile_faults");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("faults.profile");
@@ -682,7 +737,8 @@ fn page_fault_shares_are_of_events_not_samples() {
         .success();
     let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let (a, b) = (weighted_share(&report, "touch_a"), weighted_share(&report, "touch_b"));
-    assert!((a - 0.75).abs() <= 0.02 && (b - 0.25).abs() <= 0.02, "touch_a {a}, touch_b {b}");
+    // ±0.03: beside a dozen busy jobs one run read 0.774; counting samples reads ≤ 0.70.
+    assert!((a - 0.75).abs() <= 0.03 && (b - 0.25).abs() <= 0.03, "touch_a {a}, touch_b {b}");
     assert!(report["period"].as_u64().unwrap() > 200_000, "{}", report["period"]);
     let shown = perflab().env("NO_COLOR", "1").arg("show").arg(&out).assert().success().get_output().stdout.clone();
     let shown = String::from_utf8_lossy(&shown);

@@ -69,6 +69,11 @@ pub struct FlatReportArgs {
     /// matching REGEX, named by its first capture group (e.g. 'insns.def:^DEFINE_INSN\((\w+)').
     #[arg(long, value_name = "GLOB:REGEX")]
     pub group_by_source: Option<String>,
+    /// Group the terminal table by perf report's sort keys, in this order, one column each:
+    /// comm, pid (per thread, TID:comm), dso, sym, srcline (e.g. --sort comm,dso). Shares as
+    /// in every table (of all samples' periods); exports are unaffected.
+    #[arg(long, value_name = "KEY[,KEY...]", conflicts_with_all = ["by", "group_by_source"])]
+    pub sort: Option<String>,
     /// Rows to print in the terminal table.
     #[arg(long, default_value_t = 25)]
     pub limit: usize,
@@ -109,6 +114,7 @@ impl FlatReportArgs {
             group_by_source: self.group_by_source.clone(),
             callers: self.callers.clone(),
             callees: self.callees.clone(),
+            sort: self.sort.clone(),
         }
     }
 
@@ -267,14 +273,26 @@ pub struct SampleFilterArgs {
 }
 
 impl SampleFilterArgs {
-    fn filter(&self) -> SampleFilter {
+    /// The filter, with `--symbol` names where the command has that flag (annotate's
+    /// `--symbol` names the function to annotate instead).
+    fn filter(&self, symbols: &[String]) -> SampleFilter {
         SampleFilter {
             comms: self.comms.clone(),
             pids: self.pids.clone(),
             tids: self.tids.clone(),
             dsos: self.dsos.clone(),
+            symbols: symbols.to_vec(),
         }
     }
+}
+
+/// perf report's `--symbols` filter, for `show` and `diff`.
+#[derive(Debug, Args, Default)]
+pub struct SymbolFilterArgs {
+    /// Only samples in these functions (self, the sampled function, not its callers), by
+    /// exact name as the function column shows it (perf report --symbols).
+    #[arg(long = "symbol", visible_alias = "symbols", value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    pub symbols: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -287,6 +305,8 @@ pub struct ShowArgs {
     pub event: Option<String>,
     #[command(flatten)]
     pub select: SampleFilterArgs,
+    #[command(flatten)]
+    pub symbols: SymbolFilterArgs,
     #[command(flatten)]
     pub report: FlatReportArgs,
 }
@@ -341,9 +361,16 @@ pub struct DiffArgs {
     /// Applied to both profiles.
     #[command(flatten)]
     pub select: SampleFilterArgs,
+    #[command(flatten)]
+    pub symbols: SymbolFilterArgs,
     /// Match and report by function, source line or object.
     #[arg(long, default_value = "function", value_parser = by_parser())]
     pub by: By,
+    /// perf report's sort keys, as the matching key: dso,sym (or sym) is --by function,
+    /// dso is --by object, srcline is --by line; comm and pid are refused (two runs have
+    /// different processes).
+    #[arg(long, value_name = "KEY[,KEY...]", conflicts_with_all = ["by", "stacks"])]
+    pub sort: Option<String>,
     /// Rows to print in the terminal table.
     #[arg(long, default_value_t = 25)]
     pub limit: usize,
@@ -385,6 +412,9 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
     // Fail before the run, not after it, when the results could not be written.
     if let Some(spec) = &args.report.group_by_source {
         profile::aggregate::SourceRegions::parse(spec)?;
+    }
+    if let Some(spec) = &args.report.sort {
+        profile::sort::parse_keys(spec)?;
     }
     args.report.flame.options(true)?;
     check_writable(&args.output)?;
@@ -485,11 +515,10 @@ pub fn main_top(args: TopArgs) -> Result<(), Failure> {
 
 /// A profile file (perflab's or perf.data), its reading's warnings on stderr, only the
 /// samples `select` keeps (and how many that is, said on stderr).
-fn load(path: &Path, event: Option<&str>, select: &SampleFilterArgs) -> Result<Profile, Failure> {
+fn load(path: &Path, event: Option<&str>, filter: &SampleFilter) -> Result<Profile, Failure> {
     let loaded = profile::input::load(path, event)?;
     eprint!("{}", render::warnings(&loaded.warnings));
     let mut profile = loaded.profile;
-    let filter = select.filter();
     if !filter.is_empty() {
         let kept = filter.apply(&mut profile);
         if kept.samples == 0 {
@@ -508,7 +537,11 @@ fn load(path: &Path, event: Option<&str>, select: &SampleFilterArgs) -> Result<P
 }
 
 pub fn main_show(args: ShowArgs) -> Result<(), Failure> {
-    let profile = load(&args.profile, args.event.as_deref(), &args.select)?;
+    if let Some(spec) = &args.report.sort {
+        profile::sort::parse_keys(spec)?;
+    }
+    let filter = args.select.filter(&args.symbols.symbols);
+    let profile = load(&args.profile, args.event.as_deref(), &filter)?;
     if profile.stacks.is_empty() {
         if let Some(flag) = args.report.needs_stacks() {
             return Err(ProfileError::NoStacks { path: args.profile.clone(), flag }.into());
@@ -520,7 +553,7 @@ pub fn main_show(args: ShowArgs) -> Result<(), Failure> {
 }
 
 pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
-    let profile = load(&args.profile, args.event.as_deref(), &args.select)?;
+    let profile = load(&args.profile, args.event.as_deref(), &args.select.filter(&[]))?;
     let options = AnnotateOptions {
         symbol: args.symbol,
         top: args.top,
@@ -541,8 +574,13 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
 
 pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
     let flame = args.flame.options(!args.flame_absolute)?;
-    let old = load(&args.old, args.event.as_deref(), &args.select)?;
-    let new = load(&args.new, args.event.as_deref(), &args.select)?;
+    let by = match &args.sort {
+        Some(spec) => profile::sort::diff_by(&profile::sort::parse_keys(spec)?)?,
+        None => args.by,
+    };
+    let filter = args.select.filter(&args.symbols.symbols);
+    let old = load(&args.old, args.event.as_deref(), &filter)?;
+    let new = load(&args.new, args.event.as_deref(), &filter)?;
     if let Some(path) = &args.flamegraph {
         for (p, path) in [(&old, &args.old), (&new, &args.new)] {
             if p.stacks.is_empty() {
@@ -553,7 +591,7 @@ pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
             return Err(usage!("--json and --flamegraph cannot write to the same place"));
         }
     }
-    let report = profile::diff::report(&old, &new, [&args.old, &args.new], args.by, args.stacks)?;
+    let report = profile::diff::report(&old, &new, [&args.old, &args.new], by, args.stacks)?;
     eprint!("{}", render::warnings(&report.warnings));
     if let Some(path) = &args.json {
         crate::render::json::write(path, &report)?;

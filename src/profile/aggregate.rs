@@ -134,6 +134,12 @@ pub fn locate(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Located> {
     locate_in(profile, &mut Resolver { profile, symbolizer, cache: HashMap::new() })
 }
 
+/// Each entry of the profile's `frames`, symbolised (the call stacks' frames), in order.
+pub fn locate_frames(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Location> {
+    let mut resolver = Resolver { profile, symbolizer, cache: HashMap::new() };
+    profile.frames.iter().map(|f| resolver.resolve(f.space, f.object, f.offset)).collect()
+}
+
 /// [`locate`] and the profile's call graph (None without call stacks), resolving each
 /// distinct address once for both.
 pub fn locate_with_graph(profile: &Profile, symbolizer: &mut Symbolizer) -> (Vec<Located>, Option<CallGraph>) {

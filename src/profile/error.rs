@@ -40,7 +40,7 @@ pub enum ProfileError {
     /// A bad option value (a filter, a sort key, an event selection).
     #[error("{0}")]
     Option(String),
-    /// A sample filter (`--comm`, `--pid`, `--tid`, `--dso`) that keeps nothing.
+    /// A sample filter (`--comm`, `--pid`, `--tid`, `--dso`, `--symbol`) that keeps nothing.
     #[error("{path}: no samples match {filter} (of {of} samples)")]
     NothingSelected { path: PathBuf, filter: String, of: u64 },
     /// An exporter could not encode the profile.

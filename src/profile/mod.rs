@@ -7,7 +7,8 @@
 //! `-g dwarf` stacks are unwound by [`unwind`] while recording, runtime code (JIT, SBCL)
 //! is named from perf maps by [`jitmap`] and copied while recording, stripped objects'
 //! debug files may come from [`debuginfod`]; call stacks are drawn by [`flame`] and
-//! walked by [`callers`].
+//! walked by [`callers`]. [`select`] keeps some samples (perf report's filters),
+//! [`sort`] groups them by perf report's sort keys.
 
 pub mod aggregate;
 pub mod annotate;
@@ -26,6 +27,7 @@ pub mod offcpu;
 pub mod record;
 pub mod report;
 pub mod select;
+pub mod sort;
 pub mod symbolize;
 pub mod target;
 pub mod top;

@@ -1,12 +1,14 @@
 //! The flat report of one profile (`profile` and `show`): the table the terminal shows
-//! (by function, source line, object or region), the samples per task, the caller and
-//! callee trees, off-CPU time and the warnings — computed here as data; `render::profile`
-//! prints it and `render::json` writes it (this struct is the `--json` schema).
+//! (by function, source line, object or region, or by perf report's sort keys), the
+//! samples per task, the caller and callee trees, off-CPU time and the warnings —
+//! computed here as data; `render::profile` prints it and `render::json` writes it (this
+//! struct is the `--json` schema).
 
 use super::aggregate::{self, By, CallGraph, Located, Row, SourceRegions};
 use super::callers::{self, Direction, JsonNode, TreeNode};
 use super::error::ProfileError;
 use super::format::{self, Profile, Weight};
+use super::sort::{self, SortedTable};
 use super::symbolize::Symbolizer;
 use super::{kernel, offcpu};
 use serde::Serialize;
@@ -23,11 +25,13 @@ pub struct ReportOptions {
     pub callers: Option<String>,
     /// The tree of functions this function calls; needs call stacks.
     pub callees: Option<String>,
+    /// perf report's sort keys (`comm,dso`): the terminal table groups by them instead.
+    pub sort: Option<String>,
 }
 
 impl Default for ReportOptions {
     fn default() -> ReportOptions {
-        ReportOptions { by: By::Function, group_by_source: None, callers: None, callees: None }
+        ReportOptions { by: By::Function, group_by_source: None, callers: None, callees: None, sort: None }
     }
 }
 
@@ -88,6 +92,9 @@ pub struct FlatReport {
     pub objects: Vec<Row>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub regions: Option<Vec<Row>>,
+    /// With --sort KEYS: rows per distinct tuple of key values (it replaces the terminal table).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sorted: Option<SortedTable>,
     /// With --callers NAME.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub callers: Option<Vec<JsonNode>>,
@@ -125,6 +132,7 @@ pub struct Report {
 /// Symbolise the profile and compute everything the report shows.
 pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileError> {
     let regions = opts.group_by_source.as_deref().map(SourceRegions::parse).transpose()?;
+    let sort_keys = opts.sort.as_deref().map(sort::parse_keys).transpose()?;
     let mut symbolizer = Symbolizer::default();
     let (located, graph) = aggregate::locate_with_graph(profile, &mut symbolizer);
     let functions = || {
@@ -173,6 +181,7 @@ pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileE
         lines: aggregate::flat(&located, By::Line),
         objects: aggregate::flat(&located, By::Object),
         regions: region_rows,
+        sorted: sort_keys.map(|keys| sort::table(profile, &located, &keys)),
         callers: caller_tree.as_ref().map(callers::flatten),
         callees: callee_tree.as_ref().map(callers::flatten),
         off_cpu: offcpu::report(profile, graph.as_ref()),

@@ -8,7 +8,9 @@ use crate::profile::callers::{Direction, TreeNode};
 use crate::profile::format::{RecordTarget, Weight};
 use crate::profile::offcpu::OffCpuReport;
 use crate::profile::report::{FlatReport, TaskSamples};
+use crate::profile::sort::SortedTable;
 use crate::render::color;
+use crate::render::table::display_width;
 use crate::render::terminal::escape;
 use std::fmt::Write;
 
@@ -44,6 +46,10 @@ fn table(r: &FlatReport, limit: usize) -> String {
         return out;
     }
     let _ = writeln!(out, "{}", color::dim(&weight_line(r)));
+    if let Some(sorted) = &r.sorted {
+        out += &sorted_table(sorted, r.weight == Weight::Events, limit);
+        return out;
+    }
     let totals = rows.iter().any(|r| r.total_share.is_some());
     let events = r.weight == Weight::Events;
     let mut columns = if totals { format!("{:>7} {:>7}", "total", "self") } else { format!("{:>7}", "share") };
@@ -75,6 +81,69 @@ fn table(r: &FlatReport, limit: usize) -> String {
         }
         let indent = if totals { 16 } else { 8 };
         let more = format!("{:indent$}{counts}  ({} more rows; --limit to see them)", "", rows.len() - limit);
+        let _ = writeln!(out, "{}", color::dim(&more));
+    }
+    out
+}
+
+/// The `--sort` table: share, samples (and events), then one column per key in the
+/// order given, each as wide as its widest shown value (the last one unpadded, shortened
+/// in the middle when the terminal is too narrow).
+fn sorted_table(t: &SortedTable, events: bool, limit: usize) -> String {
+    let mut out = String::new();
+    let shown = &t.rows[..t.rows.len().min(limit)];
+    let cells: Vec<Vec<String>> = shown.iter().map(|r| r.keys.iter().map(|k| escape(k)).collect()).collect();
+    let widths: Vec<usize> = t
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(i, key)| {
+            let widest = cells.iter().map(|c| display_width(&c[i])).max().unwrap_or(0);
+            widest.max(key.header().len())
+        })
+        .collect();
+    let pad = |text: &str, width: usize| {
+        let fill = width.saturating_sub(display_width(text));
+        format!("{text}{}", " ".repeat(fill))
+    };
+    let line = |counts: String, values: &[String]| {
+        let last = values.len().saturating_sub(1);
+        let columns: Vec<String> =
+            values.iter().enumerate().map(|(i, v)| if i == last { v.clone() } else { pad(v, widths[i]) }).collect();
+        format!("{counts}  {}", columns.join("  "))
+    };
+    let mut header = format!("{:>7} {:>9}", "share", "samples");
+    if events {
+        header += &format!(" {:>12}", "events");
+    }
+    let headers: Vec<String> = t.keys.iter().map(|k| k.header().to_string()).collect();
+    let _ = writeln!(out, "{}", color::dim(&line(header, &headers)));
+    let width = crate::render::table::width(crate::render::table::Stream::Stdout);
+    for (row, mut values) in shown.iter().zip(cells) {
+        let mut counts = format!(
+            "{} {:>9}",
+            paint_share(row.self_share, &format!("{:>6.2}%", row.self_share * 100.0)),
+            row.self_samples
+        );
+        if events {
+            counts += &format!(" {:>12}", row.self_period);
+        }
+        // Too wide for the terminal, the last key's value is shortened in the middle.
+        let full = display_width(&line(counts.clone(), &values));
+        if let Some(width) = width.filter(|&w| full > w) {
+            let last = values.last_mut().expect("at least one key");
+            let room = width.saturating_sub(full - display_width(last)).max(12);
+            *last = crate::render::table::abbreviate(last, room);
+        }
+        let _ = writeln!(out, "{}", line(counts, &values));
+    }
+    if t.rows.len() > limit {
+        let rest = &t.rows[limit..];
+        let mut counts = format!("{:>7} {:>9}", "", rest.iter().map(|r| r.self_samples).sum::<u64>());
+        if events {
+            counts += &format!(" {:>12}", rest.iter().map(|r| r.self_period).sum::<u64>());
+        }
+        let more = format!("{counts}  ({} more rows; --limit to see them)", t.rows.len() - limit);
         let _ = writeln!(out, "{}", color::dim(&more));
     }
     out
