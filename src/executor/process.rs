@@ -195,24 +195,18 @@ pub struct Finished {
 }
 
 /// Why a run did not produce an [`Finished`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
     /// The user pressed Ctrl-C (or sent SIGTERM); the child's group was killed.
+    #[error("interrupted")]
     Interrupted,
-    /// The program could not be started at all.
+    /// The program could not be started at all (the reason may have crossed from the
+    /// spawner process as text).
+    #[error("{0}")]
     Exec(String),
     /// A probe failed to attach to the held child.
+    #[error("attaching a probe failed: {0:#}")]
     Probe(anyhow::Error),
-}
-
-impl std::fmt::Display for SpawnError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SpawnError::Interrupted => write!(f, "interrupted"),
-            SpawnError::Exec(msg) => write!(f, "{msg}"),
-            SpawnError::Probe(err) => write!(f, "attaching a probe failed: {err:#}"),
-        }
-    }
 }
 
 fn cstring(bytes: &[u8], what: &'static str) -> Result<CString, PrepareError> {
