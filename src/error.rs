@@ -99,6 +99,26 @@ pub fn chain_line<'a>(mut chain: impl Iterator<Item = &'a (dyn std::error::Error
 
 // Each area's typed error maps to one exit code here, the one place codes are decided.
 
+impl From<crate::store::error::StoreError> for Failure {
+    /// A database that cannot be opened or read as this perflab's: bad input.
+    fn from(e: crate::store::error::StoreError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
+impl From<crate::store::error::ImportError> for Failure {
+    fn from(e: crate::store::error::ImportError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
+impl From<crate::report::error::ReportError> for Failure {
+    /// Bad input, or an `--out` that cannot be written (2 as every output).
+    fn from(e: crate::report::error::ReportError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
 impl From<crate::model::ParseError> for Failure {
     fn from(e: crate::model::ParseError) -> Failure {
         Failure::Usage(e.to_string())

@@ -6,9 +6,8 @@
 
 use super::format::{Profile, Space, StackCount, Weight};
 use super::jitmap;
+use super::error::{ProfileError, UnknownChoice};
 use super::symbolize::{basename, Location, Symbolizer};
-use crate::error::Failure;
-use crate::usage;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -25,13 +24,13 @@ impl By {
 }
 
 impl std::str::FromStr for By {
-    type Err = String;
-    fn from_str(s: &str) -> Result<By, String> {
+    type Err = UnknownChoice;
+    fn from_str(s: &str) -> Result<By, UnknownChoice> {
         match s {
             "function" => Ok(By::Function),
             "line" => Ok(By::Line),
             "object" => Ok(By::Object),
-            other => Err(format!("expected function, line or object, found `{other}`")),
+            other => Err(UnknownChoice { expected: "function, line or object", found: other.to_string() }),
         }
     }
 }
@@ -413,18 +412,17 @@ pub struct SourceRegions {
 pub const OUTSIDE_REGIONS: &str = "[outside regions]";
 
 impl SourceRegions {
-    pub fn parse(spec: &str) -> Result<SourceRegions, Failure> {
-        let (glob, regex) =
-            spec.split_once(':').ok_or_else(|| usage!("--group-by-source wants GLOB:REGEX, got `{spec}`"))?;
+    pub fn parse(spec: &str) -> Result<SourceRegions, ProfileError> {
+        let (glob, regex) = spec.split_once(':').ok_or_else(|| ProfileError::GroupBySourceSpec(spec.to_string()))?;
         let glob = globset::GlobBuilder::new(glob)
             .literal_separator(false)
             .build()
-            .map_err(|e| usage!("bad glob in --group-by-source: {e}"))?
+            .map_err(ProfileError::GroupBySourceGlob)?
             .compile_matcher();
         let regex = regex::Regex::new(regex)
-            .map_err(|e| usage!("bad regex in --group-by-source: {}", crate::error::regex_error(&e)))?;
+            .map_err(|e| ProfileError::GroupBySourceRegex(crate::error::regex_error(&e)))?;
         if regex.captures_len() < 2 {
-            return Err(usage!("the regex in --group-by-source needs a capture group naming the region"));
+            return Err(ProfileError::GroupBySourceNoCapture);
         }
         Ok(SourceRegions { glob, regex, files: HashMap::new(), warnings: Vec::new() })
     }

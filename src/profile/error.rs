@@ -40,6 +40,15 @@ pub enum ProfileError {
     /// A bad option value (a filter, a sort key, an event selection).
     #[error("{0}")]
     Option(String),
+    #[error("--group-by-source wants GLOB:REGEX, got `{0}`")]
+    GroupBySourceSpec(String),
+    #[error("bad glob in --group-by-source: {0}")]
+    GroupBySourceGlob(#[source] globset::Error),
+    /// The regex crate's own complaint, on one line (`error::regex_error`).
+    #[error("bad regex in --group-by-source: {0}")]
+    GroupBySourceRegex(String),
+    #[error("the regex in --group-by-source needs a capture group naming the region")]
+    GroupBySourceNoCapture,
     /// A sample filter (`--comm`, `--pid`, `--tid`, `--dso`, `--symbol`) that keeps nothing.
     #[error("{path}: no samples match {filter} (of {of} samples)")]
     NothingSelected { path: PathBuf, filter: String, of: u64 },

@@ -10,7 +10,7 @@ use crate::error::Failure;
 use crate::history::{matrix, measured_values, ratio};
 use crate::model::{metric, Comparison, Experiment, Run, StopReason, Verdict};
 use crate::store::{self, StoredExperiment};
-use crate::usage;
+use super::error::ReportError;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
@@ -23,10 +23,12 @@ pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperimen
     let mut label_order: Vec<String> = Vec::new();
     for path in paths {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| usage!("cannot read {}: {e}", path.display()))?;
-        let experiment: Experiment =
-            serde_json::from_str(&text).map_err(|e| usage!("{} is not a perflab JSON result: {e}", path.display()))?;
-        crate::store::exchange::check_values(&experiment).map_err(|why| usage!("{}: {why}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ReportError::Read { path: path.to_path_buf(), source })?;
+        let experiment: Experiment = serde_json::from_str(&text)
+            .map_err(|source| ReportError::NotAResult { path: path.to_path_buf(), source })?;
+        crate::store::exchange::check_values(&experiment)
+            .map_err(|source| ReportError::OutOfRange { path: path.to_path_buf(), source })?;
         let benchmark =
             path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
         let fingerprint = store::fingerprint(&experiment.machine);
@@ -86,7 +88,7 @@ pub struct Selection {
 fn chosen_labels(labels: &[String], options: &Selection) -> Result<(String, Vec<String>), Failure> {
     let reference = match &options.reference {
         Some(r) if labels.contains(r) => r.clone(),
-        Some(r) => return Err(usage!("reference label {r} has no results (labels: {})", labels.join(", "))),
+        Some(r) => return Err(ReportError::NoReference { label: r.clone(), known: labels.join(", ") }.into()),
         None => labels[0].clone(),
     };
     let compared: Vec<String> = if options.labels.is_empty() {
@@ -94,7 +96,7 @@ fn chosen_labels(labels: &[String], options: &Selection) -> Result<(String, Vec<
     } else {
         for l in &options.labels {
             if !labels.contains(l) {
-                return Err(usage!("label {l} has no results (labels: {})", labels.join(", ")));
+                return Err(ReportError::NoLabel { label: l.clone(), known: labels.join(", ") }.into());
             }
         }
         options.labels.iter().filter(|l| **l != reference).cloned().collect()
@@ -133,21 +135,16 @@ pub fn build(experiments: &[StoredExperiment], options: &Selection) -> Result<Re
         experiments
             .retain(|e| e.machine_fingerprint.starts_with(wanted.as_str()) || e.experiment.machine.hostname == *wanted);
         if experiments.is_empty() {
-            return Err(usage!("no results from machine {wanted}"));
+            return Err(ReportError::NoMachine(wanted.clone()).into());
         }
     }
     if experiments.is_empty() {
-        return Err(usage!(
-            "no results to report: store some with `perflab run` or `perflab compare --save`, or pass --from FILE.json"
-        ));
+        return Err(ReportError::NothingToReport.into());
     }
     let labels = ordered_labels(&experiments);
     let (reference, compared) = chosen_labels(&labels, options)?;
     if !experiments.iter().any(|e| !measured_values(e, &options.metric).is_empty()) {
-        return Err(usage!(
-            "no successful run has the metric {} (try wall_s, cpu_s, max_rss_kib or a recorded counter)",
-            options.metric
-        ));
+        return Err(ReportError::NoSuchMetric(options.metric.clone()).into());
     }
     let mut notes: Vec<String> = options.metric_note.iter().cloned().collect();
     let info = experiments

@@ -5,6 +5,7 @@
 //! [`ReportData`] is what the page shows, independent of where it came from (the
 //! store, JSON files, tests); [`html::render_html`] draws it.
 
+pub mod error;
 pub mod html;
 pub mod load;
 pub mod svg;
@@ -14,28 +15,29 @@ pub use html::render_html;
 use crate::error::Failure;
 pub use crate::history::ratio::{CiMethod, Ratio};
 use crate::model::Machine;
-use crate::usage;
+use error::ReportError;
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::BTreeMap;
 
 /// Write the page for `data` to `out`, atomically.
 pub fn write(data: &ReportData, out: &std::path::Path) -> Result<(), Failure> {
-    write_atomically(out, render_html(data).as_bytes())
+    Ok(write_atomically(out, render_html(data).as_bytes())?)
 }
 
 /// Write to a temporary file beside `path`, then rename: a reader never sees half a page.
 /// A target that exists and is not a regular file (`/dev/null`, a FIFO, `/dev/stdout`)
 /// is written in place: renaming over it would replace the device with a file.
-fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure> {
+fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let failed = |source| ReportError::Write { path: path.to_path_buf(), source };
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        return std::fs::write(path, bytes).map_err(|e| usage!("cannot write {}: {e}", path.display()));
+        return std::fs::write(path, bytes).map_err(failed);
     }
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let name = path.file_name().ok_or_else(|| usage!("--out {} is not a file name", path.display()))?;
+    let name = path.file_name().ok_or_else(|| ReportError::NotAFileName(path.to_path_buf()))?;
     let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
     std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        usage!("cannot write {}: {e}", path.display())
+        failed(e)
     })
 }
 

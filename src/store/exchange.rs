@@ -1,6 +1,7 @@
 //! Getting results into and out of the store: `perflab import` (hyperfine JSON,
 //! perflab JSON, perflab exports, checked at the edge) and `perflab export`.
 
+use super::error::{ImportError, OutOfRange};
 use super::{current_git_commit, Meta, Query, Store, StoredExperiment};
 use crate::error::Failure;
 use crate::model::{CommandResult, ExitInfo, Experiment, Machine, Run, Settings, StopReason, Warning, WarningKind};
@@ -53,12 +54,13 @@ struct HyperfineResult {
 
 /// Read and check an import file: the experiments it holds, ready to store.
 pub fn read_import(args: &ImportOptions) -> Result<Vec<StoredExperiment>, Failure> {
-    let text = std::fs::read_to_string(&args.file).map_err(|e| crate::usage!("cannot read {}: {e}", args.file))?;
+    let file = || args.file.clone();
+    let text = std::fs::read_to_string(&args.file).map_err(|source| ImportError::Read { file: file(), source })?;
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| crate::usage!("{}: not JSON: {e}", args.file))?;
+        serde_json::from_str(&text).map_err(|source| ImportError::NotJson { file: file(), source })?;
     let records = to_records(&value, args)?;
     for record in &records {
-        check_values(&record.experiment).map_err(|why| crate::usage!("{}: {why}", args.file))?;
+        check_values(&record.experiment).map_err(|source| ImportError::OutOfRange { file: file(), source })?;
     }
     Ok(records)
 }
@@ -82,32 +84,32 @@ pub fn store_records(store: &mut Store, records: &[StoredExperiment]) -> Result<
 /// Imported numbers are checked at the edge: a run's times and sizes must be finite,
 /// non-negative and below what any real run could take (a year; an exabyte), so no
 /// later summary, chart or interval meets an overflow.
-pub fn check_values(experiment: &Experiment) -> Result<(), String> {
+pub fn check_values(experiment: &Experiment) -> Result<(), OutOfRange> {
     const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
     const MAX_COUNT: f64 = 1e18;
     if experiment.machine.cores > 1 << 20 {
-        return Err(format!("machine.cores = {} is out of range", experiment.machine.cores));
+        return Err(OutOfRange(format!("machine.cores = {} is out of range", experiment.machine.cores)));
     }
     for command in &experiment.commands {
         for (i, run) in command.runs.iter().enumerate() {
             let times = [("wall_s", run.wall_s), ("user_s", run.user_s), ("sys_s", run.sys_s)];
             for (name, v) in times {
                 if !v.is_finite() || !(0.0..=MAX_SECONDS).contains(&v) {
-                    return Err(format!(
+                    return Err(OutOfRange(format!(
                         "`{}` run {}: {name} = {v:e} is not a time between 0 and a year",
                         command.name,
                         i + 1
-                    ));
+                    )));
                 }
             }
             for (name, reading) in &run.counters {
                 if let Some(v) = reading.value {
                     if !v.is_finite() || v.abs() > MAX_COUNT {
-                        return Err(format!(
+                        return Err(OutOfRange(format!(
                             "`{}` run {}: counter {name} = {v:e} is out of range",
                             command.name,
                             i + 1
-                        ));
+                        )));
                     }
                 }
             }
@@ -119,17 +121,17 @@ pub fn check_values(experiment: &Experiment) -> Result<(), String> {
                 ("involuntary_cs", run.involuntary_cs),
             ];
             if let Some((name, v)) = counts.iter().find(|(_, v)| *v as f64 > MAX_COUNT) {
-                return Err(format!("`{}` run {}: {name} = {v} is out of range", command.name, i + 1));
+                return Err(OutOfRange(format!("`{}` run {}: {name} = {v} is out of range", command.name, i + 1)));
             }
         }
         for (metric, s) in &command.summary {
             let values = [s.median, s.mean, s.stddev, s.mad, s.min, s.max];
             let interval = s.median_ci.map_or([0.0, 0.0], |(lo, hi)| [lo, hi]);
             if let Some(v) = values.iter().chain(&interval).find(|v| !v.is_finite() || v.abs() > MAX_COUNT) {
-                return Err(format!("`{}`: the summary of {metric} holds {v:e}, out of range", command.name));
+                return Err(OutOfRange(format!("`{}`: the summary of {metric} holds {v:e}, out of range", command.name)));
             }
             if s.n as f64 > MAX_COUNT || s.outliers > s.n {
-                return Err(format!("`{}`: the summary of {metric} counts {} runs, out of range", command.name, s.n));
+                return Err(OutOfRange(format!("`{}`: the summary of {metric} counts {} runs, out of range", command.name, s.n)));
             }
         }
     }
@@ -139,24 +141,24 @@ pub fn check_values(experiment: &Experiment) -> Result<(), String> {
         let interval_ok =
             c.ci_low >= 0.0 && c.ci_low <= c.ci_high && (c.ci_high < MAX_COUNT || c.ci_high.is_infinite());
         if !ratio_ok || !interval_ok || c.n as f64 > MAX_COUNT {
-            return Err(format!(
+            return Err(OutOfRange(format!(
                 "comparison `{}` vs `{}` on {}: ratio or interval out of range",
                 c.candidate, c.baseline, c.metric
-            ));
+            )));
         }
     }
     Ok(())
 }
 
 /// Recognize the file's format and turn it into records to store.
-fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<StoredExperiment>, Failure> {
+fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<StoredExperiment>, ImportError> {
     let file = &args.file;
-    let need_label = |kind: &str| {
-        args.label.clone().ok_or_else(|| crate::usage!("{file} is a {kind} file: pass --label to name these results"))
-    };
+    let need_label =
+        |kind: &'static str| args.label.clone().ok_or_else(|| ImportError::NeedsLabel { file: file.clone(), kind });
+    let invalid = |kind: &'static str| move |source| ImportError::Invalid { file: file.clone(), kind, source };
     if value.get("format").and_then(|f| f.as_str()) == Some(EXPORT_FORMAT) {
         let export: ExportFile = serde_json::from_value(value.clone())
-            .map_err(|e| crate::usage!("{file}: not a valid perflab export: {e}"))?;
+            .map_err(invalid("perflab export"))?;
         return Ok(export
             .experiments
             .into_iter()
@@ -179,18 +181,18 @@ fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<Sto
         let mut records = Vec::new();
         for item in items {
             let r: RunRecord = serde_json::from_value(item.clone())
-                .map_err(|e| crate::usage!("{file}: not a valid `perflab run --json` file: {e}"))?;
+                .map_err(invalid("`perflab run --json` file"))?;
             let label = args.label.clone().unwrap_or(r.label);
             records.push(record(label, r.benchmark, "import:perflab", r.experiment));
         }
         if records.is_empty() {
-            return Err(crate::usage!("{file}: the file holds no results"));
+            return Err(ImportError::Empty(file.clone()));
         }
         return Ok(records);
     }
     if value.get("results").is_some_and(|r| r.is_array()) {
         let hyperfine: HyperfineFile = serde_json::from_value(value.clone())
-            .map_err(|e| crate::usage!("{file}: not a valid hyperfine JSON export: {e}"))?;
+            .map_err(invalid("hyperfine JSON export"))?;
         let label = need_label("hyperfine")?;
         let machine = if args.this_machine {
             Machine::detect()
@@ -201,7 +203,7 @@ fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<Sto
     }
     if value.get("schema_version").is_some() && value.get("commands").is_some() {
         let experiment: Experiment = serde_json::from_value(value.clone())
-            .map_err(|e| crate::usage!("{file}: not a valid perflab result: {e}"))?;
+            .map_err(invalid("perflab result"))?;
         let label = need_label("perflab result")?;
         let benchmark = args
             .bench
@@ -209,9 +211,7 @@ fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<Sto
             .unwrap_or_else(|| experiment.commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" vs "));
         return Ok(vec![record(label, benchmark, "import:perflab", experiment)]);
     }
-    Err(crate::usage!(
-        "{file}: expected hyperfine --export-json output (`results`), perflab compare/run --json output or a perflab export"
-    ))
+    Err(ImportError::UnknownFormat(file.clone()))
 }
 
 fn record(label: String, benchmark: String, source: &str, experiment: Experiment) -> StoredExperiment {
@@ -237,7 +237,7 @@ fn from_hyperfine(
     label: &str,
     path: &str,
     machine: &Machine,
-) -> Result<Vec<StoredExperiment>, Failure> {
+) -> Result<Vec<StoredExperiment>, ImportError> {
     let started_at = std::fs::metadata(path)
         .and_then(|m| m.modified())
         .map(|t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
@@ -247,9 +247,9 @@ fn from_hyperfine(
         let times = result
             .times
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| crate::usage!("{path}: result {} (`{}`) has no per-run `times`", i + 1, result.command))?;
+            .ok_or_else(|| ImportError::NoTimes { file: path.to_string(), index: i + 1, command: result.command.clone() })?;
         if let Some(bad) = times.iter().find(|t| !t.is_finite() || **t < 0.0) {
-            return Err(crate::usage!("{path}: result {} has an invalid time {bad}", i + 1));
+            return Err(ImportError::BadTime { file: path.to_string(), index: i + 1, time: *bad });
         }
         let mut name = result.command.clone();
         let parameters: BTreeMap<String, String> = result
@@ -324,7 +324,7 @@ fn from_hyperfine(
         records.push(record(label.to_string(), name, "import:hyperfine", experiment));
     }
     if records.is_empty() {
-        return Err(crate::usage!("{path}: the hyperfine file has no results"));
+        return Err(ImportError::Empty(path.to_string()));
     }
     Ok(records)
 }

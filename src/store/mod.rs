@@ -10,6 +10,7 @@
 //! [`Recorder::finish`] adds the summaries and comparisons.
 
 mod backend;
+pub mod error;
 pub mod exchange;
 mod fence;
 pub mod fleet;
@@ -26,6 +27,7 @@ pub use write::Recorder;
 use write::{finish_experiment, insert_experiment, now};
 
 use crate::error::Failure;
+use error::StoreError;
 use crate::model::{Calibration, CommandResult, CommandSpec, Experiment, Machine, Settings};
 use anyhow::Context;
 use std::path::Path;
@@ -211,13 +213,14 @@ impl Store {
         } else {
             let path = location.strip_prefix("sqlite:").unwrap_or(&location);
             if Path::new(path).exists() && !sqlite::writable(Path::new(path)) {
-                return Err(crate::usage!(
-                    "cannot store into database {path}: it is not writable here (read-only filesystem, file or directory)"
-                ));
+                return Err(StoreError::NotWritable(path.to_string()).into());
             }
             Box::new(
-                sqlite::Sqlite::open(Path::new(path))
-                    .map_err(|e| crate::usage!("cannot open database {path}: {e:#}"))?,
+                sqlite::Sqlite::open(Path::new(path)).map_err(|source| StoreError::Open {
+                    path: path.to_string(),
+                    read_only: false,
+                    source,
+                })?,
             )
         };
         let mut store = Store { db, location: redact(&location), read_only: None };
@@ -225,7 +228,7 @@ impl Store {
             if postgres::is_unavailable(&e) {
                 Failure::Other(e.context(format!("database {}", store.location)))
             } else {
-                crate::usage!("database {}: {e:#}", store.location)
+                StoreError::Schema { location: store.location.clone(), cause: e }.into()
             }
         })?;
         Ok(store)
@@ -239,9 +242,7 @@ impl Store {
         if !is_postgres(&location) {
             let path = location.strip_prefix("sqlite:").unwrap_or(&location);
             if !Path::new(path).exists() {
-                return Err(crate::usage!(
-                    "no history database at {path}: store results with `perflab run` or `perflab compare --save` (or pass --db)"
-                ));
+                return Err(StoreError::Missing(path.to_string()).into());
             }
             if !sqlite::writable(Path::new(path)) {
                 return Store::open_read_only(path);
@@ -254,14 +255,14 @@ impl Store {
     /// read-only database cannot be migrated.
     fn open_read_only(path: &str) -> Result<Store, Failure> {
         let (db, how) = sqlite::Sqlite::open_read_only(Path::new(path))
-            .map_err(|e| crate::usage!("cannot open database {path} read-only: {e:#}"))?;
+            .map_err(|source| StoreError::Open { path: path.to_string(), read_only: true, source })?;
         let mut store = Store { db: Box::new(db), location: path.to_string(), read_only: Some(how) };
-        let version = schema::stored_version(store.db.as_mut()).map_err(|e| crate::usage!("database {path}: {e:#}"))?;
+        let version = schema::stored_version(store.db.as_mut())
+            .map_err(|cause| StoreError::Schema { location: path.to_string(), cause })?;
         if version != schema_version() {
-            return Err(crate::usage!(
-                "database {path} is read-only and at schema version {version}, this perflab reads version {}: open it once where it is writable to migrate it",
-                schema_version()
-            ));
+            return Err(
+                StoreError::ReadOnlyAtOtherVersion { path: path.to_string(), version, wanted: schema_version() }.into()
+            );
         }
         Ok(store)
     }

@@ -47,6 +47,13 @@ pub enum SuiteError {
     BaselineWithoutBuild,
     #[error("--baseline and the measured build are both `{0}`")]
     SameBuild(String),
+    /// A benchmark's commands, shell or metrics as the plan reads them.
+    #[error("benchmark `{bench}`: {source}")]
+    Benchmark {
+        bench: String,
+        #[source]
+        source: crate::plan::error::PlanError,
+    },
 }
 
 /// What stops `perflab bisect` before or between its comparisons (a comparison's own

@@ -10,7 +10,7 @@ use crate::model::{Experiment, Hooks, Machine, Settings, StopReason};
 use crate::plan::command::{Shell, ShellReason};
 use crate::plan::{self, Plan, SettingsLayer};
 use crate::store::{current_git_commit, Meta, Store};
-use crate::usage;
+use super::error::SuiteError;
 
 /// How the experiments of a suite run, beyond what the suite file says.
 #[derive(Debug, Clone, Default)]
@@ -96,9 +96,9 @@ fn planned(
     texts.push(bench.command_for(candidate)?);
     hooks.push(bench.hooks_for(candidate));
     names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
-    let shell = Shell::named(o.shell.as_deref()).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
-    let (commands, shell_reason) = crate::plan::command::parse_commands(&texts, &names, &shell)
-        .map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+    let in_bench = |source| SuiteError::Benchmark { bench: bench.name.clone(), source };
+    let shell = Shell::named(o.shell.as_deref()).map_err(in_bench)?;
+    let (commands, shell_reason) = crate::plan::command::parse_commands(&texts, &names, &shell).map_err(in_bench)?;
     let o = o.for_commands(commands.len());
     let mode = o.mode.unwrap_or_default();
     let settings = Settings {
@@ -115,7 +115,7 @@ fn planned(
         explain: (run.profile_changes && commands.len() > 1).then(super::explain::sampling),
         ..MeasureOptions::default()
     };
-    let compared = plan::compared_metrics(&[], &measure).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+    let compared = plan::compared_metrics(&[], &measure).map_err(in_bench)?;
     let plan = Plan::new(commands, settings, measure, compared)
         .showing_output(run.show_output)
         .keeping_children(run.keep_children)
@@ -153,7 +153,8 @@ pub fn run_suite(
     // Checked once the builds are prepared: a prepare may make the programs.
     for (bench, plan) in &prepared {
         for c in &plan.commands {
-            crate::plan::command::resolve_program(&c.argv[0]).map_err(|e| usage!("benchmark `{}`: {e}", bench.name))?;
+            crate::plan::command::resolve_program(&c.argv[0])
+                .map_err(|source| SuiteError::Benchmark { bench: bench.name.clone(), source })?;
         }
     }
     let git_commit = current_git_commit();
