@@ -312,7 +312,7 @@ fn explained_flame_graph(base: &CommandResult, cand: &CommandResult, e: &crate::
         if listed.is_empty() { "" } else { " — " },
         listed.join(", ")
     );
-    let title = format!("perflab compare --explain: {} vs {}", e.candidate, e.baseline);
+    let title = format!("Why {} differs from {}: each function's time per run", e.candidate, e.baseline);
     crate::profile::flame::explained_svg(&old, &new, changes, &title, &subtitle)
 }
 
