@@ -62,6 +62,36 @@ pub mod metric {
     /// reason): how much a busy machine delayed each run.
     pub const CONTENTION: [&str; 3] = [RUNQ_WAIT, NEIGHBOUR_WAIT, UNCONTENDED];
 
+    /// Where a metric's values come from: the one answer to "is this a harness metric?".
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Kind {
+        /// Measured by the harness for every run and kept in a field of `Run` ([`ALL`]).
+        Field,
+        /// The harness's reading of how a busy machine delayed a run, kept in
+        /// `Run::counters` ([`CONTENTION`]).
+        Contention,
+        /// Not the harness's own: a counter, a probe's count, a number the command printed.
+        Measured,
+    }
+
+    impl Kind {
+        /// Measured by perflab itself for every run, whatever the plan asks.
+        pub fn is_harness(self) -> bool {
+            self != Kind::Measured
+        }
+    }
+
+    /// Which [`Kind`] of metric `name` is.
+    pub fn kind(name: &str) -> Kind {
+        if ALL.contains(&name) {
+            Kind::Field
+        } else if CONTENTION.contains(&name) {
+            Kind::Contention
+        } else {
+            Kind::Measured
+        }
+    }
+
     /// Which way a metric improves. Ratios are always candidate / baseline; this says
     /// whether a ratio above 1 is worse (`lower`: times, counts) or better (`higher`:
     /// throughput).
@@ -1143,6 +1173,18 @@ impl Default for Experiment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_metric_is_the_harness_field_or_contention_reading_or_measured() {
+        use metric::{kind, Kind};
+        assert_eq!(kind(metric::WALL), Kind::Field);
+        assert_eq!(kind(metric::MAX_RSS), Kind::Field);
+        assert_eq!(kind(metric::UNCONTENDED), Kind::Contention);
+        for measured in ["instructions", "cycles:u", "tps", "iter_ns[first]"] {
+            assert_eq!(kind(measured), Kind::Measured, "{measured}");
+        }
+        assert!(Kind::Contention.is_harness() && !Kind::Measured.is_harness());
+    }
 
     #[test]
     fn a_comparison_without_interval_round_trips_through_json() {

@@ -25,11 +25,7 @@ pub fn corrected_metrics(plan: &Plan, experiment: &Experiment) -> Vec<String> {
     let Some(baseline) = experiment.commands.first() else { return Vec::new() };
     plan.metrics
         .iter()
-        .filter(|name| {
-            **name != experiment.primary_metric
-                && !metric::ALL.contains(&name.as_str())
-                && !metric::CONTENTION.contains(&name.as_str())
-        })
+        .filter(|name| **name != experiment.primary_metric && !metric::kind(name).is_harness())
         .filter(|name| baseline.runs.iter().any(|run| run.metric(name).is_some()))
         .cloned()
         .collect()

@@ -291,8 +291,7 @@ fn explain_flame_graph(e: &Experiment) -> String {
 
 /// The CSV's columns beyond the run's own fields: every metric kept in `Run::counters`.
 fn counter_columns(metrics: &[String]) -> Vec<String> {
-    let has_column = |m: &str| metric::ALL.contains(&m) || metric::CONTENTION.contains(&m);
-    let counters = metrics.iter().filter(|m| !has_column(m)).cloned();
+    let counters = metrics.iter().filter(|m| !metric::kind(m).is_harness()).cloned();
     metric::CONTENTION.iter().map(|m| m.to_string()).chain(counters).collect()
 }
 

@@ -209,8 +209,7 @@ pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Resul
     let printed = crate::measure::output_names(measure);
     for m in requested {
         // A format that names its metrics in the output can report any other name.
-        let known = metric::ALL.contains(&m.as_str())
-            || metric::CONTENTION.contains(&m.as_str())
+        let known = metric::kind(m).is_harness()
             || printed.contains(m)
             || (crate::measure::output_names_discovered(measure) && !m.is_empty());
         if !known {
@@ -314,7 +313,11 @@ impl Plan {
             return Vec::new();
         }
         let counters = crate::measure::metric_names(&self.measure).unwrap_or_default();
-        self.metrics.iter().filter(|m| !metric::ALL.contains(&m.as_str()) && !counters.contains(m)).cloned().collect()
+        self.metrics
+            .iter()
+            .filter(|m| metric::kind(m) != metric::Kind::Field && !counters.contains(m))
+            .cloned()
+            .collect()
     }
 
     /// True when the metrics to compare are only known once the baseline printed them

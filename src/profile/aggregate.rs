@@ -4,9 +4,9 @@
 //! (inlined functions expanded, one root per process) for folded output, flame graphs
 //! and caller/callee trees.
 
+use super::error::{ProfileError, UnknownChoice};
 use super::format::{Profile, Space, StackCount, Weight};
 use super::jitmap;
-use super::error::{ProfileError, UnknownChoice};
 use super::symbolize::{basename, Location, Symbolizer};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -419,8 +419,8 @@ impl SourceRegions {
             .build()
             .map_err(ProfileError::GroupBySourceGlob)?
             .compile_matcher();
-        let regex = regex::Regex::new(regex)
-            .map_err(|e| ProfileError::GroupBySourceRegex(crate::error::regex_error(&e)))?;
+        let regex =
+            regex::Regex::new(regex).map_err(|e| ProfileError::GroupBySourceRegex(crate::error::regex_error(&e)))?;
         if regex.captures_len() < 2 {
             return Err(ProfileError::GroupBySourceNoCapture);
         }

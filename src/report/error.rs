@@ -40,7 +40,9 @@ pub enum ReportError {
     NoLabel { label: String, known: String },
     #[error("no results from machine {0}")]
     NoMachine(String),
-    #[error("no results to report: store some with `perflab run` or `perflab compare --save`, or pass --from FILE.json")]
+    #[error(
+        "no results to report: store some with `perflab run` or `perflab compare --save`, or pass --from FILE.json"
+    )]
     NothingToReport,
     #[error("no successful run has the metric {0} (try wall_s, cpu_s, max_rss_kib or a recorded counter)")]
     NoSuchMetric(String),

@@ -3,6 +3,7 @@
 //! machines. History points and change points come from [`crate::history::build`], so
 //! the page and `perflab history` always agree.
 
+use super::error::ReportError;
 use super::{
     CounterRow, CounterTable, Explained, LabelComparison, MachineGroup, MachinePage, RelativeTime, ReportData, Why,
 };
@@ -10,7 +11,6 @@ use crate::error::Failure;
 use crate::history::{matrix, measured_values, ratio};
 use crate::model::{metric, Comparison, Experiment, Run, StopReason, Verdict};
 use crate::store::{self, StoredExperiment};
-use super::error::ReportError;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 

@@ -128,10 +128,16 @@ pub fn check_values(experiment: &Experiment) -> Result<(), OutOfRange> {
             let values = [s.median, s.mean, s.stddev, s.mad, s.min, s.max];
             let interval = s.median_ci.map_or([0.0, 0.0], |(lo, hi)| [lo, hi]);
             if let Some(v) = values.iter().chain(&interval).find(|v| !v.is_finite() || v.abs() > MAX_COUNT) {
-                return Err(OutOfRange(format!("`{}`: the summary of {metric} holds {v:e}, out of range", command.name)));
+                return Err(OutOfRange(format!(
+                    "`{}`: the summary of {metric} holds {v:e}, out of range",
+                    command.name
+                )));
             }
             if s.n as f64 > MAX_COUNT || s.outliers > s.n {
-                return Err(OutOfRange(format!("`{}`: the summary of {metric} counts {} runs, out of range", command.name, s.n)));
+                return Err(OutOfRange(format!(
+                    "`{}`: the summary of {metric} counts {} runs, out of range",
+                    command.name, s.n
+                )));
             }
         }
     }
@@ -157,8 +163,7 @@ fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<Sto
         |kind: &'static str| args.label.clone().ok_or_else(|| ImportError::NeedsLabel { file: file.clone(), kind });
     let invalid = |kind: &'static str| move |source| ImportError::Invalid { file: file.clone(), kind, source };
     if value.get("format").and_then(|f| f.as_str()) == Some(EXPORT_FORMAT) {
-        let export: ExportFile = serde_json::from_value(value.clone())
-            .map_err(invalid("perflab export"))?;
+        let export: ExportFile = serde_json::from_value(value.clone()).map_err(invalid("perflab export"))?;
         return Ok(export
             .experiments
             .into_iter()
@@ -180,8 +185,7 @@ fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<Sto
         }
         let mut records = Vec::new();
         for item in items {
-            let r: RunRecord = serde_json::from_value(item.clone())
-                .map_err(invalid("`perflab run --json` file"))?;
+            let r: RunRecord = serde_json::from_value(item.clone()).map_err(invalid("`perflab run --json` file"))?;
             let label = args.label.clone().unwrap_or(r.label);
             records.push(record(label, r.benchmark, "import:perflab", r.experiment));
         }
@@ -191,8 +195,8 @@ fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<Sto
         return Ok(records);
     }
     if value.get("results").is_some_and(|r| r.is_array()) {
-        let hyperfine: HyperfineFile = serde_json::from_value(value.clone())
-            .map_err(invalid("hyperfine JSON export"))?;
+        let hyperfine: HyperfineFile =
+            serde_json::from_value(value.clone()).map_err(invalid("hyperfine JSON export"))?;
         let label = need_label("hyperfine")?;
         let machine = if args.this_machine {
             Machine::detect()
@@ -202,8 +206,7 @@ fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<Sto
         return from_hyperfine(hyperfine, &label, file, &machine);
     }
     if value.get("schema_version").is_some() && value.get("commands").is_some() {
-        let experiment: Experiment = serde_json::from_value(value.clone())
-            .map_err(invalid("perflab result"))?;
+        let experiment: Experiment = serde_json::from_value(value.clone()).map_err(invalid("perflab result"))?;
         let label = need_label("perflab result")?;
         let benchmark = args
             .bench
@@ -244,10 +247,11 @@ fn from_hyperfine(
         .unwrap_or_default();
     let mut records: Vec<StoredExperiment> = Vec::new();
     for (i, result) in file.results.into_iter().enumerate() {
-        let times = result
-            .times
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| ImportError::NoTimes { file: path.to_string(), index: i + 1, command: result.command.clone() })?;
+        let times = result.times.filter(|t| !t.is_empty()).ok_or_else(|| ImportError::NoTimes {
+            file: path.to_string(),
+            index: i + 1,
+            command: result.command.clone(),
+        })?;
         if let Some(bad) = times.iter().find(|t| !t.is_finite() || **t < 0.0) {
             return Err(ImportError::BadTime { file: path.to_string(), index: i + 1, time: *bad });
         }

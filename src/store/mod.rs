@@ -27,9 +27,9 @@ pub use write::Recorder;
 use write::{finish_experiment, insert_experiment, now};
 
 use crate::error::Failure;
-use error::StoreError;
 use crate::model::{Calibration, CommandResult, CommandSpec, Experiment, Machine, Settings};
 use anyhow::Context;
+use error::StoreError;
 use std::path::Path;
 
 /// Where the database lives when neither `--db` nor `PERFLAB_DB` says otherwise.
@@ -215,13 +215,11 @@ impl Store {
             if Path::new(path).exists() && !sqlite::writable(Path::new(path)) {
                 return Err(StoreError::NotWritable(path.to_string()).into());
             }
-            Box::new(
-                sqlite::Sqlite::open(Path::new(path)).map_err(|source| StoreError::Open {
-                    path: path.to_string(),
-                    read_only: false,
-                    source,
-                })?,
-            )
+            Box::new(sqlite::Sqlite::open(Path::new(path)).map_err(|source| StoreError::Open {
+                path: path.to_string(),
+                read_only: false,
+                source,
+            })?)
         };
         let mut store = Store { db, location: redact(&location), read_only: None };
         store.migrate(schema_version()).map_err(|e| {
@@ -254,15 +252,21 @@ impl Store {
     /// Open a SQLite file for reading only; its schema must be this perflab's, since a
     /// read-only database cannot be migrated.
     fn open_read_only(path: &str) -> Result<Store, Failure> {
-        let (db, how) = sqlite::Sqlite::open_read_only(Path::new(path))
-            .map_err(|source| StoreError::Open { path: path.to_string(), read_only: true, source })?;
+        let (db, how) = sqlite::Sqlite::open_read_only(Path::new(path)).map_err(|source| StoreError::Open {
+            path: path.to_string(),
+            read_only: true,
+            source,
+        })?;
         let mut store = Store { db: Box::new(db), location: path.to_string(), read_only: Some(how) };
         let version = schema::stored_version(store.db.as_mut())
             .map_err(|cause| StoreError::Schema { location: path.to_string(), cause })?;
         if version != schema_version() {
-            return Err(
-                StoreError::ReadOnlyAtOtherVersion { path: path.to_string(), version, wanted: schema_version() }.into()
-            );
+            return Err(StoreError::ReadOnlyAtOtherVersion {
+                path: path.to_string(),
+                version,
+                wanted: schema_version(),
+            }
+            .into());
         }
         Ok(store)
     }

@@ -296,7 +296,7 @@ fn insert_run(db: &mut dyn Backend, experiment: i64, command_idx: usize, run: &R
 /// their runs.
 fn keeps_sample(metric: &str) -> bool {
     use crate::model::metric;
-    !metric::ALL.contains(&metric) || metric::COMPARED.contains(&metric)
+    metric::kind(metric) != metric::Kind::Field || metric::COMPARED.contains(&metric)
 }
 
 /// The values of a stored sample: the metric's values over the successful runs as

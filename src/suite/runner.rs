@@ -2,6 +2,7 @@
 //! baseline build when one is given), each run committed to the history store as it
 //! completes, the builds prepared first and each benchmark's setup and cleanup around it.
 
+use super::error::SuiteError;
 use super::{Benchmark, Build};
 use crate::error::Failure;
 use crate::experiment::{self, Fanout, Observer};
@@ -10,7 +11,6 @@ use crate::model::{Experiment, Hooks, Machine, Settings, StopReason};
 use crate::plan::command::{Shell, ShellReason};
 use crate::plan::{self, Plan, SettingsLayer};
 use crate::store::{current_git_commit, Meta, Store};
-use super::error::SuiteError;
 
 /// How the experiments of a suite run, beyond what the suite file says.
 #[derive(Debug, Clone, Default)]
