@@ -617,6 +617,29 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// A decided wall-time regression, ×1.025 [1.021, 1.029] over 40 rounds, for tests
+    /// of what shows a comparison.
+    #[cfg(test)]
+    pub fn example_slower(baseline: &str, candidate: &str) -> Comparison {
+        Comparison {
+            baseline: baseline.into(),
+            candidate: candidate.into(),
+            metric: metric::WALL.into(),
+            better: metric::Better::Lower,
+            ratio: 1.025,
+            ci_low: 1.021,
+            ci_high: 1.029,
+            confidence: 0.95,
+            look_confidence: 0.95,
+            p_value: 0.001,
+            verdict: Verdict::Slower,
+            below_threshold: false,
+            n: 40,
+            flags: vec![],
+            explanation: None,
+        }
+    }
+
     /// The bounds a gate checks: the interval, or for one run each of a deterministic
     /// count (decided, no interval) the exact ratio itself.
     pub fn bounds(&self) -> (f64, f64) {

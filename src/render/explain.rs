@@ -220,23 +220,7 @@ mod tests {
         let (base, cand) = Simulation::new(Scenario::opposite_changes(), 11).commands(40);
         let options = Options { confidence: 0.95, comparison_level: 0.95, threshold: 0.01 };
         let e = explain(&base, &cand, metric::CPU, &options).unwrap();
-        let comparison = Comparison {
-            baseline: "A".into(),
-            candidate: "B".into(),
-            metric: metric::WALL.into(),
-            better: Default::default(),
-            ratio: 1.025,
-            ci_low: 1.021,
-            ci_high: 1.029,
-            confidence: 0.95,
-            look_confidence: 0.95,
-            p_value: 0.001,
-            verdict: Verdict::Slower,
-            below_threshold: false,
-            n: 40,
-            flags: vec![],
-            explanation: None,
-        };
+        let comparison = Comparison::example_slower("A", "B");
         let story = story(&comparison, &e);
         assert!(story.starts_with("B is 2.5 % [2.1, 2.9] slower: f_up +"), "{story}");
         assert!(story.contains("ms/run; f_down −") && story.contains("saves"), "{story}");

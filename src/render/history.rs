@@ -293,21 +293,9 @@ mod tests {
         explanation.flame_graph = Some("<svg></svg>".into());
         slower.experiment.primary_metric = "wall_s".into();
         slower.experiment.comparisons.push(crate::model::Comparison {
-            baseline: "base".into(),
-            candidate: "B".into(),
-            metric: "wall_s".into(),
-            better: Default::default(),
-            ratio: 1.025,
-            ci_low: 1.021,
-            ci_high: 1.029,
-            confidence: 0.95,
-            look_confidence: 0.95,
-            p_value: 0.001,
-            verdict: crate::model::Verdict::Slower,
-            below_threshold: false,
             n: 3,
-            flags: vec![],
             explanation: Some(Box::new(explanation)),
+            ..crate::model::Comparison::example_slower("base", "B")
         });
         let experiments = [stored("v1", 0, "sort", "h", &[1.0, 1.01, 0.99]), slower];
         let history = build(&experiments, "wall_s", Steps::Compare);

@@ -1293,23 +1293,7 @@ mod tests {
     #[test]
     fn why_slower_shows_each_method_and_matches_its_snapshot() {
         let mut data = sample(&["a", "b"]);
-        let comparison = |candidate: &str| crate::model::Comparison {
-            baseline: "A".into(),
-            candidate: candidate.into(),
-            metric: "wall_s".into(),
-            better: Default::default(),
-            ratio: 1.025,
-            ci_low: 1.021,
-            ci_high: 1.029,
-            confidence: 0.95,
-            look_confidence: 0.95,
-            p_value: 0.001,
-            verdict: Verdict::Slower,
-            below_threshold: false,
-            n: 40,
-            flags: vec![],
-            explanation: None,
-        };
+        let comparison = |candidate: &str| crate::model::Comparison::example_slower("A", candidate);
         let mut explanation = crate::analysis::explain::simulate::example_explanation();
         explanation.baseline = "A".into();
         explanation.candidate = "B".into();
