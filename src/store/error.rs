@@ -3,7 +3,24 @@
 //! of it is bad input or an unusable database: 2). Kept apart from `store/mod.rs` so
 //! `error.rs` can name them without importing the module that returns `Failure`.
 
+use std::path::PathBuf;
 use thiserror::Error;
+
+/// Why a SQLite database could not be opened (here rather than in `sqlite.rs`, so this
+/// file imports nothing that returns `Failure`).
+#[derive(Debug, Error)]
+pub enum OpenError {
+    #[error("create {}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("could not switch to WAL journaling (got {0})")]
+    NotWal(String),
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
 
 /// Opening a database (SQLite file or PostgreSQL URL) for this perflab.
 #[derive(Debug, Error)]
@@ -15,7 +32,7 @@ pub enum StoreError {
         path: String,
         read_only: bool,
         #[source]
-        source: super::sqlite::OpenError,
+        source: OpenError,
     },
     /// Reading or migrating the schema failed; `cause` is an anyhow chain (the backends'
     /// own errors with their context), printed on one line.

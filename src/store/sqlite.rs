@@ -6,26 +6,13 @@
 use super::{Backend, Value};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{params_from_iter, Connection, OpenFlags, ToSql};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// How long a writer waits for another process's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Why a SQLite database could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    #[error("create {}", dir.display())]
-    CreateDir {
-        dir: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("could not switch to WAL journaling (got {0})")]
-    NotWal(String),
-    #[error(transparent)]
-    Sqlite(#[from] rusqlite::Error),
-}
+pub use super::error::OpenError;
 
 /// How a database was opened for reading when it could not be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
