@@ -19,12 +19,7 @@ use perflab::plan::{Compared, Plan};
 use rand::{Rng, SeedableRng};
 
 fn plan(seed: u64) -> Plan {
-    let command = |name: &str| CommandSpec {
-        name: name.into(),
-        argv: vec![name.into()],
-        command_line: name.into(),
-        ..CommandSpec::default()
-    };
+    let command = CommandSpec::bare;
     let compared = Compared {
         metrics: vec![metric::WALL.into(), metric::CPU.into()],
         primary: metric::WALL.into(),

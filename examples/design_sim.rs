@@ -16,12 +16,7 @@ use perflab::model::{metric, CommandSpec, Design, Factor, Settings, Verdict};
 use perflab::plan::{Compared, Plan};
 
 fn plan(rounds: Option<u32>, seed: u64) -> Plan {
-    let command = |name: &str| CommandSpec {
-        name: name.into(),
-        argv: vec![name.into()],
-        command_line: name.into(),
-        ..CommandSpec::default()
-    };
+    let command = CommandSpec::bare;
     Plan::new(
         ["gcc-switch", "gcc-threaded", "clang-switch", "clang-threaded"].map(command).to_vec(),
         Settings { seed, fixed_rounds: rounds, ..Settings::default() },

@@ -17,12 +17,7 @@ use perflab::model::{metric, CommandSpec, LookDesign, Settings, Verdict};
 use perflab::plan::{Compared, Plan};
 
 fn plan(design: LookDesign, seed: u64) -> Plan {
-    let command = |name: &str| CommandSpec {
-        name: name.into(),
-        argv: vec![name.into()],
-        command_line: name.into(),
-        ..CommandSpec::default()
-    };
+    let command = CommandSpec::bare;
     Plan::new(
         vec![command("A"), command("B")],
         Settings { seed, looks: design, ..Settings::default() },

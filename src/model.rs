@@ -226,6 +226,18 @@ pub struct CommandSpec {
     pub parameters: BTreeMap<String, String>,
 }
 
+impl CommandSpec {
+    /// A program run without arguments, named after itself (the simulations' commands).
+    pub fn bare(program: &str) -> CommandSpec {
+        CommandSpec {
+            name: program.into(),
+            argv: vec![program.into()],
+            command_line: program.into(),
+            ..CommandSpec::default()
+        }
+    }
+}
+
 /// How one run ended.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct ExitInfo {

@@ -162,12 +162,7 @@ mod tests {
     }
 
     fn plan(rounds: u32, seed: u64, pairwise: bool) -> Plan {
-        let command = |name: &str| CommandSpec {
-            name: name.into(),
-            argv: vec![name.into()],
-            command_line: name.into(),
-            ..CommandSpec::default()
-        };
+        let command = CommandSpec::bare;
         Plan::new(
             ["gcc-switch", "gcc-threaded", "clang-switch", "clang-threaded"].map(command).to_vec(),
             Settings { seed, fixed_rounds: Some(rounds), warmup_rounds: 0, ..Settings::default() },
