@@ -34,7 +34,7 @@ pub mod plan;
 pub mod profile;
 pub mod render;
 pub mod report;
-pub mod stats;
+pub use perflab_stats as stats;
 pub mod store;
 pub mod suite;
 pub mod units;

@@ -505,23 +505,7 @@ impl Run {
     }
 }
 
-/// Descriptive statistics of one metric over one command's runs.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Summary {
-    pub n: usize,
-    pub median: f64,
-    pub mean: f64,
-    pub stddev: f64,
-    /// Median absolute deviation, scaled by 1.4826 to estimate σ under normality.
-    pub mad: f64,
-    pub min: f64,
-    pub max: f64,
-    /// Runs further than 3.5 scaled MADs from the median.
-    pub outliers: usize,
-    /// 95 % order-statistic interval of the median (None when n is too small).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub median_ci: Option<(f64, f64)>,
-}
+pub use perflab_stats::summary::Summary;
 
 /// All runs of one command, with summaries per metric.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

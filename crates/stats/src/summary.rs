@@ -4,8 +4,26 @@
 //! input, or a single value for `stddev`); [`summarize`] instead returns finite numbers for
 //! every size so a [`Summary`] always serializes to JSON (see its doc).
 
-use crate::model::Summary;
+use serde::{Deserialize, Serialize};
 use statrs::distribution::{Binomial, DiscreteCDF};
+
+/// Descriptive statistics of one metric over one command's runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub n: usize,
+    pub median: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    /// Median absolute deviation, scaled by 1.4826 to estimate σ under normality.
+    pub mad: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Runs further than 3.5 scaled MADs from the median.
+    pub outliers: usize,
+    /// 95 % order-statistic interval of the median (None when n is too small).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_ci: Option<(f64, f64)>,
+}
 
 /// Scale making the MAD a consistent estimator of σ for normal data: 1 / Φ⁻¹(3/4) ≈ 1.4826,
 /// at full precision as SciPy's `median_abs_deviation(scale="normal")` uses it.
