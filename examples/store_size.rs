@@ -38,7 +38,7 @@ fn main() {
 }
 
 fn fill(store: &mut Store, runs: usize, counters: usize) {
-    let machine = Machine::detect();
+    let machine = perflab::machine::detect();
     let settings = Settings { seed: 1, fixed_rounds: Some(50), ..Default::default() };
     let specs: Vec<CommandSpec> = ["old", "new"]
         .iter()

@@ -40,43 +40,41 @@ pub fn allowed_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-impl Machine {
-    /// Read the fingerprint of the machine we run on (best effort, never fails).
-    pub fn detect() -> Machine {
-        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let field = |name: &str| {
-            cpuinfo
-                .lines()
-                .find(|l| l.split(':').next().is_some_and(|key| key.trim() == name))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        };
-        let cpu_model = field("model name").unwrap_or_else(|| "unknown".into());
-        let hypervisor = field("flags").is_some_and(|flags| flags.split_whitespace().any(|f| f == "hypervisor"));
-        let virtualization =
-            hypervisor.then(|| read_line("/sys/class/dmi/id/sys_vendor").unwrap_or_else(|| "hypervisor".into()));
-        let memory_mib = fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-            let kib = m.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.trim().trim_end_matches("kB").trim();
-            kib.parse::<u64>().ok().map(|k| k / 1024)
-        });
-        Machine {
-            hostname: read_line("/proc/sys/kernel/hostname").unwrap_or_default(),
-            cpu_model,
-            cores: allowed_cpus(),
-            kernel: read_line("/proc/sys/kernel/osrelease").unwrap_or_default(),
-            governor: read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-            // A PMU shows up as the "cpu" event source (core PMU on x86).
-            pmu: Path::new("/sys/bus/event_source/devices/cpu").exists()
-                || Path::new("/sys/bus/event_source/devices/cpu_core").exists(),
-            virtualization,
-            id: std::env::var(MACHINE_ID_ENV).ok().filter(|id| !id.is_empty()),
-            microcode: field("microcode"),
-            // acpi-cpufreq and amd-pstate say `boost`; intel_pstate says the opposite.
-            boost: read_flag("/sys/devices/system/cpu/cpufreq/boost")
-                .or_else(|| read_flag("/sys/devices/system/cpu/intel_pstate/no_turbo").map(|off| !off)),
-            smt: read_flag("/sys/devices/system/cpu/smt/active"),
-            memory_mib,
-        }
+/// Read the fingerprint of the machine we run on (best effort, never fails).
+pub fn detect() -> Machine {
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().is_some_and(|key| key.trim() == name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let cpu_model = field("model name").unwrap_or_else(|| "unknown".into());
+    let hypervisor = field("flags").is_some_and(|flags| flags.split_whitespace().any(|f| f == "hypervisor"));
+    let virtualization =
+        hypervisor.then(|| read_line("/sys/class/dmi/id/sys_vendor").unwrap_or_else(|| "hypervisor".into()));
+    let memory_mib = fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let kib = m.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.trim().trim_end_matches("kB").trim();
+        kib.parse::<u64>().ok().map(|k| k / 1024)
+    });
+    Machine {
+        hostname: read_line("/proc/sys/kernel/hostname").unwrap_or_default(),
+        cpu_model,
+        cores: allowed_cpus(),
+        kernel: read_line("/proc/sys/kernel/osrelease").unwrap_or_default(),
+        governor: read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        // A PMU shows up as the "cpu" event source (core PMU on x86).
+        pmu: Path::new("/sys/bus/event_source/devices/cpu").exists()
+            || Path::new("/sys/bus/event_source/devices/cpu_core").exists(),
+        virtualization,
+        id: std::env::var(MACHINE_ID_ENV).ok().filter(|id| !id.is_empty()),
+        microcode: field("microcode"),
+        // acpi-cpufreq and amd-pstate say `boost`; intel_pstate says the opposite.
+        boost: read_flag("/sys/devices/system/cpu/cpufreq/boost")
+            .or_else(|| read_flag("/sys/devices/system/cpu/intel_pstate/no_turbo").map(|off| !off)),
+        smt: read_flag("/sys/devices/system/cpu/smt/active"),
+        memory_mib,
     }
 }
 
@@ -86,7 +84,7 @@ mod tests {
 
     #[test]
     fn this_machine_is_described_and_a_stored_older_record_keeps_its_fingerprint() {
-        let m = Machine::detect();
+        let m = crate::machine::detect();
         assert!(!m.cpu_model.is_empty() && m.cores >= 1 && !m.kernel.is_empty(), "{m:?}");
         assert!(m.memory_mib.is_some_and(|mib| mib > 0), "{m:?}");
         // A record written before the new fields existed reads back with them unset and
@@ -97,6 +95,6 @@ mod tests {
         assert_eq!((machine.id.as_deref(), machine.microcode.as_deref(), machine.memory_mib), (None, None, None));
         assert_eq!(serde_json::to_string(&machine).unwrap(), old);
         // sha256 of that JSON, as every perflab before the new fields computed it.
-        assert_eq!(crate::store::fingerprint(&machine), "4ff393b3b7bc");
+        assert_eq!(machine.fingerprint(), "4ff393b3b7bc");
     }
 }

@@ -123,7 +123,7 @@ fn rejects_a_bad_end_that_is_not_slower_and_bad_revisions() {
     )
     .unwrap();
     let run = perflab::model::Run { wall_s: 0.1, ..Default::default() };
-    store.begin(&meta, &perflab::model::Machine::detect(), &settings, &[spec]).record_run(0, &run).unwrap();
+    store.begin(&meta, &perflab::machine::detect(), &settings, &[spec]).record_run(0, &run).unwrap();
     drop(store);
     let out = bisect("release-1", &bad);
     assert_eq!(out.status.code(), Some(2));

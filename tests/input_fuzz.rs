@@ -384,7 +384,7 @@ fn history() -> impl Strategy<Value = Vec<perflab::store::StoredExperiment>> {
                     git_commit: None,
                     source: "fuzz".into(),
                     recorded_at: String::new(),
-                    machine_fingerprint: perflab::store::fingerprint(&experiment.machine),
+                    machine_fingerprint: experiment.machine.fingerprint(),
                     complete,
                     sample: None,
                     profile_change: None,

@@ -6,7 +6,7 @@ mod common;
 use perflab::history::measured_values;
 use perflab::model::metric::Better;
 use perflab::model::*;
-use perflab::store::{fingerprint, Meta, Query, Store, StoredExperiment};
+use perflab::store::{Meta, Query, Store, StoredExperiment};
 use std::collections::BTreeMap;
 
 /// Each test body runs once per backend, on an empty database.
@@ -141,7 +141,7 @@ fn saved_experiment_reads_back_identical() {
         assert_eq!(got.label, "v1");
         assert_eq!(got.benchmark, "sort[n=10]");
         assert_eq!(got.git_commit.as_deref(), Some("abc123"));
-        assert_eq!(got.machine_fingerprint, fingerprint(&exp.machine));
+        assert_eq!(got.machine_fingerprint, exp.machine.fingerprint());
         assert!(got.complete);
     });
 }
@@ -210,7 +210,7 @@ fn queries_filter_by_label_benchmark_and_machine() {
         assert_eq!(count(&mut store, q(Some("v1"), None, None)), 2);
         assert_eq!(count(&mut store, q(None, Some("a"), None)), 3);
         assert_eq!(count(&mut store, q(None, Some("a"), Some("h2"))), 1);
-        let fp = fingerprint(&machine("h1"));
+        let fp = machine("h1").fingerprint();
         assert_eq!(count(&mut store, q(None, None, Some(&fp[..6]))), 3);
         assert_eq!(count(&mut store, q(Some("nope"), None, None)), 0);
         let ordered: Vec<String> =

@@ -72,7 +72,7 @@ fn imports_a_fresh_hyperfine_run() {
     let exported = export(dir.path(), db, &["--label", "fresh"]);
     let e = &exported["experiments"][0];
     assert_eq!(e["experiment"]["commands"][0]["runs"].as_array().unwrap().len(), 4);
-    assert_eq!(e["experiment"]["machine"], serde_json::to_value(perflab::model::Machine::detect()).unwrap());
+    assert_eq!(e["experiment"]["machine"], serde_json::to_value(perflab::machine::detect()).unwrap());
 }
 
 #[test]

@@ -9,7 +9,7 @@ use super::args::{
 use crate::error::Failure;
 use crate::experiment::{self, Fanout, Observer};
 use crate::model::metric::Better;
-use crate::model::{metric, Comparison, Experiment, Hooks, Machine, Settings, Verdict, Warning, WarningKind};
+use crate::model::{metric, Comparison, Experiment, Hooks, Settings, Verdict, Warning, WarningKind};
 use crate::plan::command::{expand_parameters, parse_commands, resolve_program, substitute, ShellReason};
 use crate::plan::{self, OutputSink, Plan};
 use crate::render::export::Text;
@@ -303,7 +303,7 @@ fn threshold_warning(args: &CompareArgs, plan: &Plan) -> Option<Warning> {
         return None;
     }
     let mut store = args.save.db.open_existing().ok()?;
-    let calibration = store.latest_calibration(&Machine::detect()).ok()??;
+    let calibration = store.latest_calibration(&crate::machine::detect()).ok()??;
     let message = crate::doctor::threshold_warning(&calibration, plan.settings.threshold, plan.settings.max_time_s)?;
     Some(Warning::new(WarningKind::Noisy, message))
 }
@@ -320,7 +320,7 @@ fn begin_saving<'s>(store: &'s mut Store, save: &SaveArgs, plan: &Plan) -> Recor
         git_commit,
         source: "compare".into(),
     };
-    store.begin(&meta, &Machine::detect(), &plan.settings, &plan.commands)
+    store.begin(&meta, &crate::machine::detect(), &plan.settings, &plan.commands)
 }
 
 /// Store the summaries and verdicts too, and say where on stderr.

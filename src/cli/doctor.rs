@@ -60,9 +60,9 @@ pub fn main(args: DoctorArgs) -> Result<(), Failure> {
     if let Some(path) = &args.json {
         outputs.add("--json", path, Json)?;
     }
-    let machine = Machine::detect();
+    let machine = crate::machine::detect();
     let mut report = Report {
-        fingerprint: crate::store::fingerprint(&machine),
+        fingerprint: machine.fingerprint(),
         machine,
         findings: doctor::check_machine(),
         calibration: None,

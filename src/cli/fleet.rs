@@ -5,7 +5,6 @@ use super::args::{duration, DbArgs, SelectionArgs};
 use crate::error::Failure;
 use crate::fleet::agent::{AgentOptions, Event};
 use crate::fleet::{self, QueueRequest};
-use crate::model::Machine;
 use crate::render::suite::summary_line;
 use crate::render::terminal::escape;
 use crate::suite;
@@ -122,7 +121,7 @@ pub struct AgentArgs {
 
 /// `perflab agent`.
 pub fn main_agent(args: AgentArgs) -> Result<(), Failure> {
-    let mut machine = Machine::detect();
+    let mut machine = crate::machine::detect();
     if let Some(id) = args.machine_id.filter(|id| !id.is_empty()) {
         machine.id = Some(id);
     }

@@ -204,7 +204,7 @@ fn clock_ticks_per_second() -> f64 {
 }
 
 fn virtualization(sample: &Sample) -> Finding {
-    let machine = crate::model::Machine::detect();
+    let machine = crate::machine::detect();
     let steal = sample.steal_share.unwrap_or(0.0);
     match machine.virtualization {
         None => finding("virtualization", Status::Ok, "bare metal", None),
@@ -259,7 +259,7 @@ fn neighbours(sample: &Sample) -> Finding {
 
 fn perf_events() -> Finding {
     let paranoid = crate::measure::counters::paranoid_level();
-    let pmu = crate::model::Machine::detect().pmu;
+    let pmu = crate::machine::detect().pmu;
     let level = paranoid.map_or("unknown".to_string(), |l| l.to_string());
     match (pmu, paranoid) {
         (false, _) => finding(

@@ -325,7 +325,7 @@ impl Executor for ProcessExecutor {
     }
 
     fn machine(&self) -> Machine {
-        Machine::detect()
+        crate::machine::detect()
     }
 
     fn environment_facts(&self) -> BTreeMap<String, String> {

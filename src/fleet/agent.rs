@@ -176,7 +176,7 @@ pub fn run(options: &AgentOptions, observer: &mut dyn SuiteObserver, events: Eve
         Ok(store) => store,
         Err(e) => reconnect(options.db.as_deref(), e, &events)?,
     };
-    let fingerprint = store::fingerprint(&options.machine);
+    let fingerprint = options.machine.fingerprint();
     let machine_id = loop {
         match store.register_machine(&options.machine) {
             Ok(id) => break id,
@@ -186,7 +186,7 @@ pub fn run(options: &AgentOptions, observer: &mut dyn SuiteObserver, events: Eve
     let agent = format!("{}:{}", options.machine.hostname, std::process::id());
     events(&Event::Started {
         agent: agent.clone(),
-        machine: store::describe_machine(&fingerprint, &options.machine),
+        machine: options.machine.describe(&fingerprint),
         store: store.location().to_string(),
     });
     let interrupt = crate::interrupt::watcher();

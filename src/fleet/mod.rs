@@ -11,7 +11,7 @@ pub use crate::store::fleet::{ClaimStatus, Job, JobSpec};
 
 use crate::error::Failure;
 use crate::model::Machine;
-use crate::store::{self, Store};
+use crate::store::Store;
 use crate::suite;
 use error::FleetError;
 use globset::{Glob, GlobSetBuilder};
@@ -118,7 +118,7 @@ pub fn render_status(status: &QueueStatus) -> String {
                 c.state,
                 c.attempt,
                 escape(&c.agent),
-                escape(&store::describe_machine(&c.fingerprint, &c.machine)),
+                escape(&c.machine.describe(&c.fingerprint)),
                 c.message.as_deref().map(|m| format!(": {}", escape(m))).unwrap_or_default()
             );
         }

@@ -6,7 +6,7 @@ use super::ratio::{self, Ratio};
 use super::sessions::{self, BenchmarkSessions, MachineNoise};
 use crate::model::Machine;
 use crate::stats::sessions::SessionNoise;
-use crate::store::{describe_machine, StoredExperiment};
+use crate::store::StoredExperiment;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -53,7 +53,7 @@ pub fn matrix(experiments: &[&StoredExperiment], metric: &str, reference: &str, 
             machines.push(MachineColumn {
                 fingerprint: e.machine_fingerprint.clone(),
                 name: m.id.clone().unwrap_or_else(|| m.hostname.clone()),
-                description: describe_machine(&e.machine_fingerprint, m),
+                description: m.describe(&e.machine_fingerprint),
                 machine: m.clone(),
             });
         }

@@ -10,7 +10,7 @@ pub mod sessions;
 use crate::model::metric::Better;
 use crate::model::Machine;
 use crate::stats::changepoint::{ChangePointConfig, Detector};
-use crate::store::{describe_machine, StoredExperiment};
+use crate::store::StoredExperiment;
 use ratio::Ratio;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -212,7 +212,7 @@ pub fn build<'a>(
                 sessions.iter().map(|b| (b.benchmark.as_str(), b)).collect();
             MachineHistory {
                 fingerprint: first.machine_fingerprint.clone(),
-                description: describe_machine(&first.machine_fingerprint, &first.experiment.machine),
+                description: first.experiment.machine.describe(&first.machine_fingerprint),
                 machine: first.experiment.machine.clone(),
                 // A report's thousand benchmarks are independent; each thread keeps one
                 // detector, so series of the same shape share the permutation null distributions.
@@ -291,7 +291,7 @@ pub(crate) mod tests {
             git_commit: None,
             source: "test".into(),
             recorded_at: String::new(),
-            machine_fingerprint: crate::store::fingerprint(&machine),
+            machine_fingerprint: machine.fingerprint(),
             complete: true,
             sample: None,
             profile_change: None,

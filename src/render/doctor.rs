@@ -9,7 +9,7 @@ use crate::units::format_seconds;
 
 /// The heading and one line per finding (plus its fix).
 pub fn findings(report: &Report) -> String {
-    let machine = crate::store::describe_machine(&report.fingerprint, &report.machine);
+    let machine = report.machine.describe(&report.fingerprint);
     let mut out = format!("{} {}\n", bold("perflab doctor —"), escape(&machine));
     out.push_str(&finding_lines(&report.findings));
     out

@@ -145,7 +145,7 @@ fn page_view<'a>(page: &'a MachinePage, metric: &'a str, index: usize) -> PageVi
         fingerprints: page
             .machines
             .iter()
-            .map(|m| crate::store::fingerprint(&m.machine))
+            .map(|m| m.machine.fingerprint())
             .collect::<std::collections::BTreeSet<String>>()
             .len(),
     }

@@ -31,7 +31,7 @@ pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperimen
             .map_err(|source| ReportError::OutOfRange { path: path.to_path_buf(), source })?;
         let benchmark =
             path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
-        let fingerprint = store::fingerprint(&experiment.machine);
+        let fingerprint = experiment.machine.fingerprint();
         for (i, command) in experiment.commands.iter().enumerate() {
             let order = label_order.iter().position(|l| *l == command.name).unwrap_or_else(|| {
                 label_order.push(command.name.clone());
@@ -177,7 +177,7 @@ pub fn build(experiments: &[StoredExperiment], options: &Selection) -> Result<Re
     for fingerprint in &fingerprints {
         let group: Vec<&StoredExperiment> =
             experiments.iter().copied().filter(|e| e.machine_fingerprint == *fingerprint).collect();
-        let description = store::describe_machine(fingerprint, &group[0].experiment.machine);
+        let description = group[0].experiment.machine.describe(fingerprint);
         let prefix = if several { format!("{description}: ") } else { String::new() };
         match machine_page(&group, &reference, &compared, &options.metric, description, &mut notes, &prefix) {
             Some(page) => pages.push(page),

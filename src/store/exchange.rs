@@ -199,7 +199,7 @@ fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<Sto
             serde_json::from_value(value.clone()).map_err(invalid("hyperfine JSON export"))?;
         let label = need_label("hyperfine")?;
         let machine = if args.this_machine {
-            Machine::detect()
+            crate::machine::detect()
         } else {
             Machine { hostname: "unknown (hyperfine import)".into(), cpu_model: "unknown".into(), ..Machine::default() }
         };
@@ -226,7 +226,7 @@ fn record(label: String, benchmark: String, source: &str, experiment: Experiment
         git_commit: None,
         source: source.into(),
         recorded_at: String::new(),
-        machine_fingerprint: super::fingerprint(&experiment.machine),
+        machine_fingerprint: experiment.machine.fingerprint(),
         complete: true,
         sample: None,
         profile_change: None,

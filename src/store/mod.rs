@@ -133,25 +133,6 @@ pub struct MachineInfo {
     pub experiments: i64,
 }
 
-/// Short stable fingerprint of a machine: every field of [`Machine`] counts, since
-/// any of them (even the hostname, on identical cloud types) can shift results.
-pub fn fingerprint(machine: &Machine) -> String {
-    use sha2::{Digest, Sha256};
-    // serde_json of a plain struct cannot fail.
-    let json = serde_json::to_string(machine).unwrap_or_default();
-    let digest = Sha256::digest(json.as_bytes());
-    digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
-}
-
-/// One line naming a machine for people: `[id on] host (CPU, N cores, kernel) [fingerprint]`.
-pub fn describe_machine(fingerprint: &str, machine: &Machine) -> String {
-    let id = machine.id.as_deref().map(|id| format!("{id} on ")).unwrap_or_default();
-    format!(
-        "{id}{} ({}, {} cores, Linux {}) [{}]",
-        machine.hostname, machine.cpu_model, machine.cores, machine.kernel, fingerprint
-    )
-}
-
 /// The git commit of the current directory, `-dirty` when the tree has changes;
 /// `None` outside a git repository or without git.
 pub fn current_git_commit() -> Option<String> {
@@ -368,7 +349,7 @@ impl Store {
         let rows = self.db.query(
             "SELECT c.json FROM calibrations c JOIN machines m ON m.id = c.machine_id WHERE m.fingerprint = $1 \
              ORDER BY c.id DESC LIMIT 1",
-            &[backend::text(fingerprint(machine))],
+            &[backend::text(machine.fingerprint())],
         )?;
         let Some(json) = rows.first().and_then(|r| r[0].as_str()) else { return Ok(None) };
         Ok(Some(serde_json::from_str(json).with_context(|| format!("a calibration in {}", self.location))?))
@@ -536,8 +517,8 @@ mod tests {
     fn fingerprint_changes_with_any_field() {
         let a = Machine { hostname: "a".into(), cores: 2, ..Default::default() };
         let b = Machine { cores: 4, ..a.clone() };
-        assert_eq!(fingerprint(&a), fingerprint(&a.clone()));
-        assert_ne!(fingerprint(&a), fingerprint(&b));
-        assert_eq!(fingerprint(&a).len(), 12);
+        assert_eq!(a.fingerprint(), a.clone().fingerprint());
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.fingerprint().len(), 12);
     }
 }

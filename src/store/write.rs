@@ -4,7 +4,7 @@
 //! comparisons when it finishes.
 
 use super::backend::{bytes, int, opt_int, opt_real, opt_text, real, text, Backend, Value};
-use super::{fingerprint, Meta, Store};
+use super::{Meta, Store};
 use crate::error::Failure;
 use crate::model::{CommandResult, CommandSpec, Experiment, Machine, Run, Settings};
 use anyhow::{anyhow, Context};
@@ -189,7 +189,7 @@ pub(super) fn machine_id(db: &mut dyn Backend, machine: &Machine) -> anyhow::Res
     intern(
         db,
         "machines",
-        &fingerprint(machine),
+        &machine.fingerprint(),
         &[
             ("hostname", text(&machine.hostname)),
             ("cpu_model", text(&machine.cpu_model)),

@@ -158,7 +158,7 @@ pub fn run_suite(
         }
     }
     let git_commit = current_git_commit();
-    let machine = options.machine.clone().unwrap_or_else(Machine::detect);
+    let machine = options.machine.clone().unwrap_or_else(crate::machine::detect);
     let interrupt = crate::interrupt::watcher();
     let total = prepared.len();
     for (i, (bench, plan)) in prepared.iter().enumerate() {

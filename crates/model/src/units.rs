@@ -104,8 +104,8 @@ pub fn format_seconds(s: f64) -> String {
 /// A metric's value with its unit: times in the most readable unit, KiB as MiB when
 /// large, rates and percentages with their unit, counts plain.
 pub fn format_value(metric: &str, v: f64) -> String {
-    let unit = crate::model::metric::unit(metric);
-    if let Some(seconds) = crate::model::metric::to_seconds(unit) {
+    let unit = crate::metric::unit(metric);
+    if let Some(seconds) = crate::metric::to_seconds(unit) {
         return format_seconds(v * seconds);
     }
     match unit {

@@ -1,0 +1,337 @@
+//! What was run and what one run measured: commands, exits, counters, iterations, runs and
+//! each command's runs with their summaries.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::{NoValue, ParseError, Summary};
+
+/// A command as the user gave it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct CommandSpec {
+    pub name: String,
+    /// The argument vector executed (for `--shell`: the shell and `-c`).
+    pub argv: Vec<String>,
+    /// The text the user typed.
+    pub command_line: String,
+    /// The `-L`/`-P` parameter values this command was made with, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, String>,
+}
+
+impl CommandSpec {
+    /// A program run without arguments, named after itself (the simulations' commands).
+    pub fn bare(program: &str) -> CommandSpec {
+        CommandSpec {
+            name: program.into(),
+            argv: vec![program.into()],
+            command_line: program.into(),
+            ..CommandSpec::default()
+        }
+    }
+}
+
+/// How one run ended.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct ExitInfo {
+    /// Exit code when the process exited normally.
+    pub exit_code: Option<i32>,
+    /// Signal number when it was killed by a signal.
+    pub signal: Option<i32>,
+    /// True when perflab killed it for exceeding `--timeout`.
+    #[serde(default)]
+    pub timed_out: bool,
+}
+
+impl ExitInfo {
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+
+    pub fn describe(&self) -> String {
+        if self.timed_out {
+            "timed out".to_string()
+        } else if let Some(sig) = self.signal {
+            format!("was killed by signal {sig} ({})", signal_name(sig))
+        } else {
+            format!("exited with code {}", self.exit_code.unwrap_or(-1))
+        }
+    }
+}
+
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+/// One hardware/software counter (or simulated count) for one run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CounterReading {
+    pub supported: bool,
+    /// The count, scaled to the full run when the kernel multiplexed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// True when the value was extrapolated from time_running < time_enabled.
+    #[serde(default)]
+    pub scaled: bool,
+    /// Why the counter could not be read (when `supported` is false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Every value a self-reporting command printed for this metric in this run, in
+    /// order (per-iteration samples); `value` is their aggregate (see [`Iterations`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<f64>,
+}
+
+impl CounterReading {
+    pub fn value(value: f64, scaled: bool) -> Self {
+        CounterReading { supported: true, value: Some(value), scaled, reason: None, samples: Vec::new() }
+    }
+    pub fn unsupported(reason: impl Into<String>) -> Self {
+        CounterReading {
+            supported: false,
+            value: None,
+            scaled: false,
+            reason: Some(reason.into()),
+            samples: Vec::new(),
+        }
+    }
+    /// A metric printed `samples.len()` times in one run, aggregated as `iterations` says.
+    pub fn sampled(samples: Vec<f64>, iterations: Iterations) -> Result<Self, NoValue> {
+        let value = iterations.aggregate(&samples)?;
+        Ok(CounterReading { supported: true, value: Some(value), scaled: false, reason: None, samples })
+    }
+}
+
+/// Which of a run's per-iteration samples make its value. The run — one process — stays
+/// the unit of replication: iterations inside one process share its layout, heap and
+/// caches and are not independent, so they are aggregated into one value per run before
+/// the paired statistics (docs/statistics.md).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Iterations {
+    /// The mean of every iteration: what the whole run cost per iteration, first
+    /// (cold) iterations included.
+    #[default]
+    All,
+    /// The mean of the iterations after the first N: the steady state.
+    Steady(u32),
+    /// The mean of the first N iterations: the cold start.
+    First(u32),
+    /// The mean of every iteration decides, and each group — the first N (`NAME[first]`)
+    /// and the rest (`NAME[steady]`) — gets its own verdict.
+    Each(u32),
+}
+
+/// The suffixes of the per-group metrics `--iterations each` adds.
+pub const ITERATION_GROUPS: [&str; 2] = ["first", "steady"];
+
+impl Iterations {
+    /// The choices as the command line and suite files spell them.
+    pub const NAMES: [&'static str; 4] = ["all", "first", "steady", "each"];
+
+    /// `all`, `first` (the first `warmup` iterations), `steady` (leaving them out) or
+    /// `each` (all, with a verdict per group).
+    pub fn named(name: &str, warmup: u32) -> Result<Iterations, ParseError> {
+        match name {
+            "all" => Ok(Iterations::All),
+            "steady" => Ok(Iterations::Steady(warmup)),
+            "first" => Ok(Iterations::First(warmup)),
+            "each" => Ok(Iterations::Each(warmup)),
+            other => Err(ParseError::Iterations(other.to_string())),
+        }
+    }
+
+    pub fn is_all(&self) -> bool {
+        *self == Iterations::All
+    }
+
+    /// The iterations (0-based, end exclusive; None: to the last) that make the value.
+    fn kept(&self) -> (usize, Option<usize>) {
+        match *self {
+            Iterations::All | Iterations::Each(_) => (0, None),
+            Iterations::Steady(skip) => (skip as usize, None),
+            Iterations::First(n) => (0, Some(n as usize)),
+        }
+    }
+
+    /// The value of a run that printed `samples`; an error says why there is none.
+    pub fn aggregate(&self, samples: &[f64]) -> Result<f64, NoValue> {
+        let (from, to) = self.kept();
+        let kept = samples.get(from..to.unwrap_or(samples.len()).min(samples.len())).unwrap_or_default();
+        if kept.is_empty() {
+            return Err(match *self {
+                Iterations::Steady(skip) if !samples.is_empty() => {
+                    NoValue::SteadyStateMissing { skip, printed: samples.len() }
+                }
+                _ => NoValue::NothingPrinted,
+            });
+        }
+        Ok(kept.iter().sum::<f64>() / kept.len() as f64)
+    }
+
+    /// With `each`: the group metrics of a metric printed as `samples` — (`NAME[first]`,
+    /// mean of the first N), (`NAME[steady]`, mean of the rest) — when there is a rest.
+    pub fn groups(&self, name: &str, samples: &[f64]) -> Vec<(String, f64)> {
+        let Iterations::Each(n) = *self else { return Vec::new() };
+        let n = n as usize;
+        if samples.len() <= n {
+            return Vec::new();
+        }
+        let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+        vec![(group_metric(name, "first"), mean(&samples[..n])), (group_metric(name, "steady"), mean(&samples[n..]))]
+    }
+
+    /// The metric names `each` adds for `name` (none for the other choices).
+    pub fn group_names(&self, name: &str) -> Vec<String> {
+        match self {
+            Iterations::Each(_) => ITERATION_GROUPS.iter().map(|g| group_metric(name, g)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// How a run's value is made, for the terminal.
+    pub fn describe(&self) -> String {
+        let range = |n: u32| if n == 1 { "iteration 1".to_string() } else { format!("iterations 1–{n}") };
+        match *self {
+            Iterations::All => "the mean of all iterations".to_string(),
+            Iterations::Steady(skip) => format!("the steady state, the mean of iterations {}…", skip + 1),
+            Iterations::First(n) => {
+                format!("the cold start, {}", if n == 1 { range(1) } else { format!("the mean of {}", range(n)) })
+            }
+            Iterations::Each(n) => format!(
+                "the mean of all iterations; NAME[first] is {}, NAME[steady] iterations {}…, each with its own verdict",
+                range(n),
+                n + 1
+            ),
+        }
+    }
+}
+
+/// `NAME[group]`: a per-iteration-group metric of `--iterations each`.
+pub fn group_metric(name: &str, group: &str) -> String {
+    format!("{name}[{group}]")
+}
+
+/// One execution of one command: the unit of replication.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Run {
+    /// Round number, 0-based, counting measured rounds only.
+    pub round: u32,
+    /// Position of this command within its round's random order.
+    pub position: u32,
+    pub wall_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub max_rss_kib: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub voluntary_cs: u64,
+    pub involuntary_cs: u64,
+    #[serde(flatten)]
+    pub exit: ExitInfo,
+    /// Bytes of random environment padding used in this round.
+    pub env_pad_bytes: u32,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, CounterReading>,
+    /// Where the run's samples fell (`compare --explain`): kept in memory until the
+    /// explanation is computed, not written with the run (the explanation is).
+    #[serde(skip)]
+    pub profile: Option<Box<RunProfile>>,
+}
+
+/// One run's samples per function, from the sampling probe of `compare --explain` (or one
+/// cachegrind run's counts per function in instruction mode).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunProfile {
+    /// What was sampled (`cpu-clock`, …) or counted (`instructions`).
+    pub event: String,
+    /// True when `period` is in nanoseconds (clock events).
+    pub period_is_time: bool,
+    /// Exact counts (cachegrind), not samples: the same run gives the same numbers.
+    pub exact: bool,
+    pub samples: u64,
+    /// The sum of the samples' periods: nanoseconds for clock events, events otherwise.
+    pub period: u64,
+    /// Records the kernel dropped.
+    pub lost: u64,
+    /// (function, object basename) → (samples, summed period) of the samples whose leaf
+    /// it is (self time).
+    pub functions: BTreeMap<(String, String), (u64, u64)>,
+    /// Folded call stacks (`root;…;leaf`) → (samples, summed period); empty without
+    /// call stacks.
+    pub stacks: BTreeMap<String, (u64, u64)>,
+    /// Further counts per function (instruction mode: branch mispredictions, cache
+    /// misses), by metric name.
+    pub counts: BTreeMap<String, BTreeMap<(String, String), u64>>,
+}
+
+impl Run {
+    /// The value of a metric for this run, `None` when it was not measured.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        use crate::metric::*;
+        Some(match name {
+            WALL => self.wall_s,
+            CPU => self.user_s + self.sys_s,
+            USER => self.user_s,
+            SYS => self.sys_s,
+            MAX_RSS => self.max_rss_kib as f64,
+            MINOR_FAULTS => self.minor_faults as f64,
+            MAJOR_FAULTS => self.major_faults as f64,
+            VOLUNTARY_CS => self.voluntary_cs as f64,
+            INVOLUNTARY_CS => self.involuntary_cs as f64,
+            other => return self.counters.get(other).and_then(|c| c.value),
+        })
+    }
+}
+
+
+/// All runs of one command, with summaries per metric.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct CommandResult {
+    pub name: String,
+    pub argv: Vec<String>,
+    pub command_line: String,
+    /// The `-L`/`-P` parameter values this command was made with, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, String>,
+    pub runs: Vec<Run>,
+    pub summary: BTreeMap<String, Summary>,
+}
+
+impl CommandResult {
+    /// The command as it was given, to run or record it again.
+    pub fn spec(&self) -> CommandSpec {
+        CommandSpec {
+            name: self.name.clone(),
+            argv: self.argv.clone(),
+            command_line: self.command_line.clone(),
+            parameters: self.parameters.clone(),
+        }
+    }
+
+    /// A metric's finite values over the successful runs, in run order: the sample history
+    /// and the report pool per label (a failed run's time is not the benchmark's; it may
+    /// have stopped half-way).
+    pub fn values(&self, metric: &str) -> Vec<f64> {
+        self.runs
+            .iter()
+            .filter(|r| r.exit.success())
+            .filter_map(|r| r.metric(metric))
+            .filter(|v| v.is_finite())
+            .collect()
+    }
+}
