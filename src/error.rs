@@ -14,13 +14,7 @@
 
 use thiserror::Error;
 
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_GATE: i32 = 1;
-pub const EXIT_USAGE: i32 = 2;
-pub const EXIT_COMMAND_FAILED: i32 = 3;
-pub const EXIT_INTERRUPTED: i32 = 130;
-/// 128 + SIGPIPE, what a shell reports for `cat` whose reader left.
-pub const EXIT_CLOSED_PIPE: i32 = 141;
+pub use perflab_sys::exit::{EXIT_CLOSED_PIPE, EXIT_COMMAND_FAILED, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 
 /// A failure the user must see as one line, with a documented exit code.
 #[derive(Debug, Error)]
@@ -144,6 +138,13 @@ impl From<crate::plan::error::PlanError> for Failure {
     }
 }
 
+impl From<crate::plan::error::CommandError> for Failure {
+    /// A command, its program or parameters: bad input.
+    fn from(e: crate::plan::error::CommandError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
 impl From<crate::suite::error::SuiteError> for Failure {
     /// All bad input: the suite file, `--filter`, `--build`, `--baseline`.
     fn from(e: crate::suite::error::SuiteError) -> Failure {
@@ -244,6 +245,13 @@ mod tests {
         let shell = Failure::from(crate::plan::command::Shell::named(Some("sh 'x")).unwrap_err());
         assert_eq!(shell.exit_code(), EXIT_USAGE);
         assert_eq!(shell.line(), "perflab: error: --shell `sh 'x` is empty or cannot be split into words");
+        // Shell syntax under -N and an unknown event: bad input too.
+        let shell = crate::plan::command::Shell::Never;
+        let texts = ["/bin/true".to_string(), "echo hi > out.txt".to_string()];
+        let refused = crate::plan::command::parse_commands(&texts, &[], &shell).unwrap_err();
+        assert_eq!(Failure::from(refused).exit_code(), EXIT_USAGE);
+        let event = crate::measure::counters::parse_events(&["cycle".to_string()]).unwrap_err();
+        assert_eq!(Failure::from(event).exit_code(), EXIT_USAGE);
 
         // The machine's failures go to Other, whose chain is not repeated.
         use crate::executor::error::{ExecutorError, LaunchError};

@@ -548,3 +548,18 @@ pub struct SelectionArgs {
     #[arg(long, value_name = "REGEX")]
     pub filter: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_symbolic_event_and_alias_is_in_the_help_of_stat_and_profile() {
+        for (name, aliases, _) in crate::measure::event::SYMBOLIC {
+            assert!(SAMPLED_EVENT_HELP.contains(name), "profile --help lacks {name}");
+            for n in std::iter::once(name).chain(aliases.iter()) {
+                assert!(COUNTED_EVENTS_HELP.contains(n), "stat --help lacks {n}");
+            }
+        }
+    }
+}

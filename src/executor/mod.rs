@@ -4,10 +4,8 @@
 //! The engine decides what runs when; an executor only runs.
 
 pub mod capture;
-pub mod contention;
+pub use perflab_sys::spawn::{contention, launcher, process};
 pub mod error;
-pub mod launcher;
-pub mod process;
 pub mod simulated;
 
 use crate::error::Failure;

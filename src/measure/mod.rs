@@ -3,14 +3,13 @@
 //! a command prints about itself ([`output`]).
 
 pub mod cachegrind;
-pub mod counters;
 pub mod error;
-pub mod event;
 pub mod live;
 pub mod output;
 pub mod sampling;
 
-use crate::model::{CommandSpec, Run};
+pub use perflab_sys::perf::{counters, event, Probe};
+use crate::model::CommandSpec;
 use std::collections::BTreeMap;
 
 /// What a run measures besides time and rusage.
@@ -133,25 +132,3 @@ pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTr
     facts
 }
 
-/// Something that measures a run beyond wall time and rusage.
-///
-/// The spawner calls, per run: [`Probe::wrap`] once when the command is prepared,
-/// then [`Probe::attach`] with the child's pid while the child is held before
-/// `execve` (only when [`Probe::needs_gate`]), then [`Probe::collect`] after the
-/// child was reaped.
-pub trait Probe {
-    /// Rewrite the argument vector before it is prepared (e.g. prefix valgrind).
-    fn wrap(&self, argv: Vec<String>) -> anyhow::Result<Vec<String>> {
-        Ok(argv)
-    }
-    /// True when [`Probe::attach`] must run between fork and exec.
-    fn needs_gate(&self) -> bool {
-        false
-    }
-    /// Called with the child's pid while it waits to exec; counting must start at exec.
-    fn attach(&mut self, _pid: libc::pid_t) -> anyhow::Result<()> {
-        Ok(())
-    }
-    /// Called after the child was reaped: add this probe's readings to `run`.
-    fn collect(&mut self, run: &mut Run) -> anyhow::Result<()>;
-}

@@ -96,9 +96,9 @@ fn planned(
     texts.push(bench.command_for(candidate)?);
     hooks.push(bench.hooks_for(candidate));
     names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
-    let in_bench = |source| SuiteError::Benchmark { bench: bench.name.clone(), source };
-    let shell = Shell::named(o.shell.as_deref()).map_err(in_bench)?;
-    let (commands, shell_reason) = crate::plan::command::parse_commands(&texts, &names, &shell).map_err(in_bench)?;
+    let in_bench = |source: crate::plan::error::PlanError| SuiteError::Benchmark { bench: bench.name.clone(), source };
+    let shell = Shell::named(o.shell.as_deref()).map_err(|e| in_bench(e.into()))?;
+    let (commands, shell_reason) = crate::plan::command::parse_commands(&texts, &names, &shell).map_err(|e| in_bench(e.into()))?;
     let o = o.for_commands(commands.len());
     let mode = o.mode.unwrap_or_default();
     let settings = Settings {
@@ -154,7 +154,7 @@ pub fn run_suite(
     for (bench, plan) in &prepared {
         for c in &plan.commands {
             crate::plan::command::resolve_program(&c.argv[0])
-                .map_err(|source| SuiteError::Benchmark { bench: bench.name.clone(), source })?;
+                .map_err(|source| SuiteError::Benchmark { bench: bench.name.clone(), source: source.into() })?;
         }
     }
     let git_commit = current_git_commit();

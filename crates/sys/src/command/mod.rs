@@ -4,8 +4,10 @@
 //! shell syntax, which split into words would run literally), the program resolved on
 //! PATH, and a failure before anything runs when it does not exist or is not executable.
 
-pub use super::error::{PlanError, ScriptError};
-use crate::model::CommandSpec;
+pub mod error;
+
+pub use error::{CommandError, ScriptError};
+use perflab_model::CommandSpec;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
@@ -30,14 +32,14 @@ impl Shell {
     /// The shell a command line or suite names: `none` is [`Shell::Never`], `default`
     /// `/bin/sh`, anything else a shell's program with optional arguments
     /// (`bash --norc`), as hyperfine's `--shell` takes it; nothing named is [`Shell::Auto`].
-    pub fn named(name: Option<&str>) -> Result<Shell, PlanError> {
+    pub fn named(name: Option<&str>) -> Result<Shell, CommandError> {
         match name.map(str::trim) {
             None => Ok(Shell::Auto),
             Some("none") => Ok(Shell::Never),
             Some("default") => Ok(Shell::Always(vec![DEFAULT_SHELL.to_string()])),
             Some(text) => match shell_words::split(text) {
                 Ok(words) if !words.is_empty() => Ok(Shell::Always(words)),
-                _ => Err(PlanError::BadShell(text.to_string())),
+                _ => Err(CommandError::BadShell(text.to_string())),
             },
         }
     }
@@ -177,14 +179,14 @@ pub fn parse_commands(
     texts: &[String],
     names: &[String],
     shell: &Shell,
-) -> Result<(Vec<CommandSpec>, Option<ShellReason>), PlanError> {
+) -> Result<(Vec<CommandSpec>, Option<ShellReason>), CommandError> {
     if names.len() > texts.len() {
-        return Err(PlanError::MoreNamesThanCommands { names: names.len(), commands: texts.len() });
+        return Err(CommandError::MoreNamesThanCommands { names: names.len(), commands: texts.len() });
     }
     let found = texts.iter().find_map(|t| shell_syntax(t).map(|syntax| ShellReason { command: t.clone(), syntax }));
     let (through, reason) = match (shell, found) {
         (Shell::Always(words), _) => (Some(words.clone()), None),
-        (Shell::Never, Some(r)) => return Err(PlanError::ShellSyntaxRefused { command: r.command, syntax: r.syntax }),
+        (Shell::Never, Some(r)) => return Err(CommandError::ShellSyntaxRefused { command: r.command, syntax: r.syntax }),
         (Shell::Never, None) | (Shell::Auto, None) => (None, None),
         (Shell::Auto, Some(r)) => (Some(vec![DEFAULT_SHELL.to_string()]), Some(r)),
     };
@@ -193,11 +195,11 @@ pub fn parse_commands(
         let argv = match &through {
             Some(words) => words.iter().cloned().chain(["-c".to_string(), text.clone()]).collect(),
             None => {
-                shell_words::split(text).map_err(|source| PlanError::Unsplittable { command: text.clone(), source })?
+                shell_words::split(text).map_err(|source| CommandError::Unsplittable { command: text.clone(), source })?
             }
         };
         if argv.is_empty() {
-            return Err(PlanError::EmptyCommand(i + 1));
+            return Err(CommandError::EmptyCommand(i + 1));
         }
         let name = match names.get(i) {
             Some(name) => name.clone(),
@@ -216,7 +218,7 @@ pub fn parse_commands(
     let mut seen = std::collections::HashSet::new();
     for spec in &specs {
         if !seen.insert(spec.name.as_str()) {
-            return Err(PlanError::DuplicateName(spec.name.clone()));
+            return Err(CommandError::DuplicateName(spec.name.clone()));
         }
     }
     Ok((specs, reason))
@@ -234,25 +236,25 @@ pub fn command_text(words: &[String], through_shell: bool) -> String {
 }
 
 /// Resolve a program name to an executable path, like execvp would.
-pub fn resolve_program(program: &str) -> Result<PathBuf, PlanError> {
+pub fn resolve_program(program: &str) -> Result<PathBuf, CommandError> {
     let path = if program.contains('/') {
         let p = PathBuf::from(program);
         if !p.exists() {
-            return Err(PlanError::NoSuchProgram(program.to_string()));
+            return Err(CommandError::NoSuchProgram(program.to_string()));
         }
         p
     } else {
-        which::which(program).map_err(|source| PlanError::NotOnPath { program: program.to_string(), source })?
+        which::which(program).map_err(|source| CommandError::NotOnPath { program: program.to_string(), source })?
     };
     let meta = match std::fs::metadata(&path) {
         Ok(meta) => meta,
-        Err(source) => return Err(PlanError::Uninspectable { path, source }),
+        Err(source) => return Err(CommandError::Uninspectable { path, source }),
     };
     if meta.is_dir() {
-        return Err(PlanError::Directory(path));
+        return Err(CommandError::Directory(path));
     }
     if meta.permissions().mode() & 0o111 == 0 {
-        return Err(PlanError::NotExecutable(path));
+        return Err(CommandError::NotExecutable(path));
     }
     Ok(path)
 }
@@ -328,26 +330,26 @@ const MAX_SCAN_VALUES: usize = 10_000;
 
 /// The values of `-P NAME LO HI [-D STEP]`: LO, LO+STEP, … up to HI. Integers stay
 /// integers; with a decimal step the values are printed with the step's decimals.
-pub fn scan_values(low: &str, high: &str, step: Option<&str>) -> Result<Vec<String>, PlanError> {
-    let parse = |text: &str, what: &'static str| -> Result<f64, PlanError> {
+pub fn scan_values(low: &str, high: &str, step: Option<&str>) -> Result<Vec<String>, CommandError> {
+    let parse = |text: &str, what: &'static str| -> Result<f64, CommandError> {
         text.trim()
             .parse::<f64>()
             .ok()
             .filter(|v| v.is_finite())
-            .ok_or_else(|| PlanError::ScanNotANumber { what, text: text.to_string() })
+            .ok_or_else(|| CommandError::ScanNotANumber { what, text: text.to_string() })
     };
     let (lo, hi) = (parse(low, "--parameter-scan's start")?, parse(high, "--parameter-scan's end")?);
     let step_text = step.unwrap_or("1");
     let delta = parse(step_text, "--parameter-step-size")?;
     if delta <= 0.0 {
-        return Err(PlanError::ScanStepNotPositive(step_text.to_string()));
+        return Err(CommandError::ScanStepNotPositive(step_text.to_string()));
     }
     if hi < lo {
-        return Err(PlanError::ScanDescending { low: low.to_string(), high: high.to_string() });
+        return Err(CommandError::ScanDescending { low: low.to_string(), high: high.to_string() });
     }
     let count = ((hi - lo) / delta + 1e-9).floor() as usize + 1;
     if count > MAX_SCAN_VALUES {
-        return Err(PlanError::ScanTooLong {
+        return Err(CommandError::ScanTooLong {
             low: low.to_string(),
             high: high.to_string(),
             step: step_text.to_string(),
@@ -374,13 +376,13 @@ pub fn scan_values(low: &str, high: &str, step: Option<&str>) -> Result<Vec<Stri
 pub fn expand_parameters(
     templates: &[String],
     parameters: &[(String, Vec<String>)],
-) -> Result<Vec<(usize, Combination)>, PlanError> {
+) -> Result<Vec<(usize, Combination)>, CommandError> {
     for (name, values) in parameters {
         if !is_placeholder_name(name) {
-            return Err(PlanError::BadParameterName(name.clone()));
+            return Err(CommandError::BadParameterName(name.clone()));
         }
         if values.is_empty() || values.iter().any(String::is_empty) {
-            return Err(PlanError::EmptyParameterValues(name.clone()));
+            return Err(CommandError::EmptyParameterValues(name.clone()));
         }
     }
     if !parameters.is_empty() {
@@ -388,7 +390,7 @@ pub fn expand_parameters(
             if let Some(unknown) =
                 expand(template, &|_| None).1.iter().find(|p| !parameters.iter().any(|(n, _)| n == *p))
             {
-                return Err(PlanError::UnknownPlaceholder { placeholder: unknown.clone(), template: template.clone() });
+                return Err(CommandError::UnknownPlaceholder { placeholder: unknown.clone(), template: template.clone() });
             }
         }
     }
@@ -478,7 +480,7 @@ mod tests {
         texts: &[&str],
         names: &[&str],
         shell: &Shell,
-    ) -> Result<(Vec<CommandSpec>, Option<ShellReason>), PlanError> {
+    ) -> Result<(Vec<CommandSpec>, Option<ShellReason>), CommandError> {
         let texts: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
         let names: Vec<String> = names.iter().map(|t| t.to_string()).collect();
         parse_commands(&texts, &names, shell)
@@ -562,9 +564,8 @@ mod tests {
             "{}",
             reason.note()
         );
-        let err =
-            crate::error::Failure::from(parse(&["/bin/true", "echo hi > out.txt"], &[], &Shell::Never).unwrap_err());
-        assert_eq!(err.exit_code(), crate::error::EXIT_USAGE);
+        let err = parse(&["/bin/true", "echo hi > out.txt"], &[], &Shell::Never).unwrap_err();
+        assert!(matches!(err, CommandError::ShellSyntaxRefused { .. }), "{err:?}");
         assert!(err.to_string().contains("`echo hi > out.txt` has shell syntax (>), and -N"), "{err}");
         // An explicit shell runs everything through it, and needs no note.
         let (_, reason) = parse(&["a > b"], &[], &Shell::Always(vec!["zsh".into()])).unwrap();

@@ -8,10 +8,10 @@
 //! at once to an interrupt (whose handler kills the child's group) or a timeout (a
 //! pidfd polled with a deadline, opened only then: it costs ~4 µs per run).
 
-use crate::executor::contention::{self, Schedstat};
-pub use crate::executor::error::PrepareError;
+use crate::spawn::contention::{self, Schedstat};
+pub use crate::spawn::error::PrepareError;
 use crate::interrupt::Interrupt;
-use crate::model::{ExitInfo, Run};
+use perflab_model::{ExitInfo, Run};
 use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -800,7 +800,7 @@ mod tests {
     }
 
     fn prepared(args: &[&str], show: bool) -> Prepared {
-        let program = crate::plan::command::resolve_program(args[0]).unwrap();
+        let program = crate::command::resolve_program(args[0]).unwrap();
         let output = if show { Output::Inherit } else { Output::Discard };
         Prepared::new(&program, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), output).unwrap()
     }
@@ -861,7 +861,7 @@ mod tests {
         let w = crate::interrupt::watcher();
         let input = std::env::temp_dir().join(format!("perflab-input-{}", std::process::id()));
         std::fs::write(&input, "line one\nline two\n").unwrap();
-        let program = crate::plan::command::resolve_program("sh").unwrap();
+        let program = crate::command::resolve_program("sh").unwrap();
         let argv = ["sh", "-c", "cat; echo err >&2"].map(String::from);
         for gated in [false, true] {
             let p = Prepared::with_input(&program, &argv, &Output::Capture, Some(&input)).unwrap();
@@ -884,7 +884,7 @@ mod tests {
     #[test]
     fn output_goes_to_a_drained_pipe_or_is_appended_to_a_file() {
         let w = crate::interrupt::watcher();
-        let program = crate::plan::command::resolve_program("sh").unwrap();
+        let program = crate::command::resolve_program("sh").unwrap();
         // More than a pipe buffer holds: the run would block without a reader.
         let argv = ["sh", "-c", "head -c 1000000 /dev/zero; test -p /dev/stdout"].map(String::from);
         let piped = Prepared::with_input(&program, &argv, &Output::Pipe, None).unwrap();

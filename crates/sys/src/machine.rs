@@ -2,7 +2,7 @@
 //! machines are never mixed silently: CPU model and microcode, core count, SMT, boost and
 //! governor, memory, kernel, virtualization, PMU, hostname and an optional operator-given id.
 
-use crate::model::Machine;
+use perflab_model::Machine;
 use std::fs;
 use std::path::Path;
 

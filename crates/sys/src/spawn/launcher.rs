@@ -16,11 +16,11 @@
 //! cannot serve as a helper (a program using the library, unit tests) runs commands
 //! in-process: the same measurements, with its own footprint as the floor.
 
-use crate::executor::contention::{self, CpuTimeSource, PressureGroup, TreeReading};
-use crate::executor::error::{LaunchError, NoCpuTime};
-use crate::executor::process::{self, Captures, Environment, Output, Prepared, SpawnError};
+use crate::spawn::contention::{self, CpuTimeSource, PressureGroup, TreeReading};
+use crate::spawn::error::{LaunchError, NoCpuTime};
+use crate::spawn::process::{self, Captures, Environment, Output, Prepared, SpawnError};
 use crate::interrupt::{self, Interrupt};
-use crate::model::Run;
+use perflab_model::Run;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -436,7 +436,7 @@ fn serve(socket: OwnedFd) -> i32 {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
     }
     let interrupt = interrupt::watcher();
-    let Ok(Some(setup)) = recv::<Setup>(fd) else { return crate::error::EXIT_USAGE };
+    let Ok(Some(setup)) = recv::<Setup>(fd) else { return crate::exit::EXIT_USAGE };
     let prepared = setup
         .commands
         .iter()
@@ -449,7 +449,7 @@ fn serve(socket: OwnedFd) -> i32 {
         Ok(p) => p,
         Err(why) => {
             let _ = send(fd, &Reply::SetupFailed(why.to_string()));
-            return crate::error::EXIT_USAGE;
+            return crate::exit::EXIT_USAGE;
         }
     };
     let mut env = Environment::inherited();

@@ -27,8 +27,8 @@
 //! else `/proc/stat` (clock ticks: only for runs of at least [`COARSE_TICKS`] ticks);
 //! without any, such runs get no value, with the reason.
 
-use crate::executor::error::{CgroupError, NoCpuTime};
-use crate::model::{metric, CounterReading, Run};
+use crate::spawn::error::{CgroupError, NoCpuTime};
+use perflab_model::{metric, CounterReading, Run};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

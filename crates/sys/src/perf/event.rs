@@ -555,25 +555,31 @@ mod tests {
     /// A sysfs tree of our own: a `cpu` PMU with perf's x86 format and a tracefs with one
     /// tracepoint, so encoding is checked without the machine's PMU.
     fn fake_sysfs() -> Sysfs {
-        let root = std::env::temp_dir().join(format!("perflab-fake-sysfs-{}", std::process::id()));
-        let cpu = root.join("devices/cpu");
-        std::fs::create_dir_all(cpu.join("format")).unwrap();
-        std::fs::create_dir_all(cpu.join("events")).unwrap();
-        std::fs::write(cpu.join("type"), "4\n").unwrap();
-        for (field, bits) in [
-            ("event", "config:0-7"),
-            ("umask", "config:8-15"),
-            ("cmask", "config:24-31"),
-            ("inv", "config:23"),
-            ("ldlat", "config1:0-15"),
-        ] {
-            std::fs::write(cpu.join("format").join(field), format!("{bits}\n")).unwrap();
-        }
-        std::fs::write(cpu.join("events/cycles-t"), "event=0x3c,in_tx=1\n").unwrap();
-        std::fs::write(cpu.join("events/mem-loads"), "event=0xcd,umask=0x1,ldlat=3\n").unwrap();
-        let tp = root.join("tracing/events/sched/sched_switch");
-        std::fs::create_dir_all(&tp).unwrap();
-        std::fs::write(tp.join("id"), "372\n").unwrap();
+        // Written once per test process: tests run in parallel, and rewriting a file
+        // another test is reading would hand it an empty format file.
+        static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        let root = ROOT.get_or_init(|| {
+            let root = std::env::temp_dir().join(format!("perflab-fake-sysfs-{}", std::process::id()));
+            let cpu = root.join("devices/cpu");
+            std::fs::create_dir_all(cpu.join("format")).unwrap();
+            std::fs::create_dir_all(cpu.join("events")).unwrap();
+            std::fs::write(cpu.join("type"), "4\n").unwrap();
+            for (field, bits) in [
+                ("event", "config:0-7"),
+                ("umask", "config:8-15"),
+                ("cmask", "config:24-31"),
+                ("inv", "config:23"),
+                ("ldlat", "config1:0-15"),
+            ] {
+                std::fs::write(cpu.join("format").join(field), format!("{bits}\n")).unwrap();
+            }
+            std::fs::write(cpu.join("events/cycles-t"), "event=0x3c,in_tx=1\n").unwrap();
+            std::fs::write(cpu.join("events/mem-loads"), "event=0xcd,umask=0x1,ldlat=3\n").unwrap();
+            let tp = root.join("tracing/events/sched/sched_switch");
+            std::fs::create_dir_all(&tp).unwrap();
+            std::fs::write(tp.join("id"), "372\n").unwrap();
+            root
+        });
         Sysfs { pmus: root.join("devices"), tracing: vec![root.join("tracing")], mount_tracefs: false }
     }
 
@@ -645,16 +651,6 @@ mod tests {
         assert!(err.contains("no tracepoint `nope`") && err.contains("sched_switch"), "{err}");
         let err = parse(&["nosuch:thing"]).unwrap_err().to_string();
         assert!(err.contains("no tracepoint subsystem `nosuch`"), "{err}");
-    }
-
-    #[test]
-    fn every_symbolic_event_and_alias_is_in_the_help_of_stat_and_profile() {
-        for (name, aliases, _) in SYMBOLIC {
-            assert!(crate::cli::args::SAMPLED_EVENT_HELP.contains(name), "profile --help lacks {name}");
-            for n in std::iter::once(name).chain(aliases.iter()) {
-                assert!(crate::cli::args::COUNTED_EVENTS_HELP.contains(n), "stat --help lacks {n}");
-            }
-        }
     }
 
     #[test]

@@ -1,0 +1,10 @@
+//! Text from outside (command names, labels, file contents) made safe to print.
+
+/// Text made safe for a terminal: control characters — a newline, an escape sequence —
+/// are shown as escapes, never acted on.
+pub fn escape(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
