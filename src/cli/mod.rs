@@ -11,6 +11,7 @@ pub mod profile;
 pub mod run;
 pub mod stat;
 pub mod store;
+pub mod top;
 
 use crate::error::{Failure, EXIT_OK, EXIT_USAGE};
 use crate::model::{Experiment, StopReason};

@@ -498,7 +498,7 @@ fn print_text(text: &str) {
 
 pub fn main_top(args: TopArgs) -> Result<(), Failure> {
     let mode = args.target.mode(args.command, None)?;
-    profile::top::main_top(&TopOptions {
+    super::top::main_top(&TopOptions {
         every_cpu_by_default: mode.is_none(),
         record: RecordOptions {
             mode: mode.unwrap_or(RecordingMode::AllCpus { duration: None }),

@@ -16,6 +16,7 @@ pub mod json;
 pub mod pprof;
 pub mod samples;
 pub mod speedscope;
+pub mod top;
 
 use super::color;
 use super::terminal::escape;
