@@ -390,7 +390,11 @@ fn an_explanation_reads_back_with_its_comparison() {
             unflagged_within: Some(0.25),
             unflagged_contribution_within: Some(1.5),
             primary_change: Some(change(25.0, 20.0, 30.0)),
-            flame_graph: Some("<svg class=\"perflab-flame\"><title>f_up &lt;+25&gt;</title></svg>".into()),
+            stacks: Some(perflab::model::MeanStacks {
+                baseline: [("main;f_up".to_string(), 50.0), ("main;f_same".to_string(), 50.0)].into(),
+                candidate: [("main;f_up".to_string(), 75.0), ("main;f_same".to_string(), 50.0)].into(),
+            }),
+            stored_flame_graph: None,
             warnings: vec!["only 3 rounds".into()],
         };
         let mut exp = experiment("h1");

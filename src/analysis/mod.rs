@@ -278,7 +278,10 @@ fn explain_comparisons(plan: &Plan, experiment: &mut Experiment, level: f64) {
         match (comparison, explanation) {
             (Some(c), Some(mut e)) => {
                 if let Some(cand) = candidates.iter().find(|c| c.name == candidate) {
-                    e.flame_graph = explained_flame_graph(base, cand, &e);
+                    let (baseline, candidate) = explain::mean_stacks(base, cand);
+                    if !baseline.is_empty() || !candidate.is_empty() {
+                        e.stacks = Some(crate::model::MeanStacks { baseline, candidate });
+                    }
                 }
                 c.explanation = Some(Box::new(e))
             }
@@ -291,30 +294,6 @@ fn explain_comparisons(plan: &Plan, experiment: &mut Experiment, level: f64) {
     }
 }
 
-/// The explanation's differential flame graph: both commands' stacks, coloured only by
-/// the functions found slower (red) or faster (blue) beyond the threshold, listed in the
-/// terminal's order.
-fn explained_flame_graph(base: &CommandResult, cand: &CommandResult, e: &crate::model::Explanation) -> Option<String> {
-    let (old, new) = explain::mean_stacks(base, cand);
-    let real: Vec<&crate::model::FunctionChange> = e
-        .functions
-        .iter()
-        .filter(|f| {
-            matches!(f.verdict, Verdict::Slower | Verdict::Faster) && !f.below_threshold && f.name != explain::OTHER
-        })
-        .collect();
-    let changes = real.iter().map(|f| (f.name.clone(), f.contribution.estimate)).collect();
-    let listed: Vec<String> =
-        real.iter().map(|f| format!("{} {:+.3} {}/run", f.name, f.contribution.estimate, e.unit)).collect();
-    let subtitle = format!(
-        "{} per run, widths the mean of both; red: slower, blue: faster, grey: no real change{}{}",
-        e.unit,
-        if listed.is_empty() { "" } else { " — " },
-        listed.join(", ")
-    );
-    let title = format!("Why {} differs from {}: each function's time per run", e.candidate, e.baseline);
-    crate::profile::flame::explained_svg(&old, &new, changes, &title, &subtitle)
-}
 
 /// Process creation and exec cost ~0.1 ms (a static binary) to ~0.5 ms (a dynamic one)
 /// here; runs of at least 20× that keep it under 5 % of what is measured.

@@ -6,14 +6,15 @@ use crate::executor::process::Output;
 use crate::profile::aggregate::By;
 use crate::profile::annotate::{AnnotateOptions, Syntax};
 use crate::profile::error::ProfileError;
-use crate::profile::flame::{FlameOptions, FlameView};
+use crate::render::profile::flame::{FlameOptions, FlameView};
 use crate::profile::format::Profile;
 use crate::profile::record::{self, CallGraph, RecordOptions, RecordingMode};
 use crate::profile::report::{self, ReportOptions};
 use crate::profile::select::SampleFilter;
 use crate::profile::top::TopOptions;
 use crate::profile::unwind::{self, Unwinding};
-use crate::profile::{self, flame};
+use crate::profile;
+use crate::render::profile::flame;
 use crate::render::profile as render;
 use crate::render::profile::export::{self, Destination, Format};
 use crate::usage;
@@ -38,7 +39,7 @@ pub struct FlameArgs {
     pub flame_focus: Option<String>,
     /// Sibling frames each under PCT % of the whole are drawn as one "other" frame
     /// (0 draws every frame).
-    #[arg(long, value_name = "PCT", default_value_t = crate::profile::flame::DEFAULT_MIN_SHARE * 100.0)]
+    #[arg(long, value_name = "PCT", default_value_t = crate::render::profile::flame::DEFAULT_MIN_SHARE * 100.0)]
     pub flame_min_share: f64,
 }
 

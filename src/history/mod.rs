@@ -73,7 +73,8 @@ fn explained_regressions(experiments: &[&StoredExperiment]) -> Vec<ExplainedRegr
         if let Some(c) = slower {
             let mut comparison = c.clone();
             if let Some(explanation) = comparison.explanation.as_mut() {
-                explanation.flame_graph = None;
+                explanation.stacks = None;
+                explanation.stored_flame_graph = None;
             }
             out.push(ExplainedRegression { benchmark: e.benchmark.clone(), label: e.label.clone(), comparison });
         }

@@ -16,7 +16,7 @@ pub mod callers;
 pub mod debuginfod;
 pub mod diff;
 pub mod error;
-pub mod flame;
+
 pub mod format;
 pub mod hints;
 pub mod input;

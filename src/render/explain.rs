@@ -5,7 +5,7 @@
 
 use super::color::{dim, green, red, yellow};
 use super::escape;
-use crate::model::{metric, Change, Comparison, Explanation, FunctionChange, Verdict};
+use crate::model::{metric, Change, Comparison, Explanation, FunctionChange, Verdict, OTHER_FUNCTIONS};
 use crate::units::format_level;
 
 /// A signed percentage of a ratio: 1.3 → "+30", 0.8 → "−20" (one decimal below 10 %).
@@ -209,6 +209,31 @@ pub fn table(e: &Explanation, limit: usize) -> String {
     out
 }
 
+/// The explanation's differential flame graph: both commands' stacks, coloured only by
+/// the functions found slower (red) or faster (blue) beyond the threshold, listed in the
+/// terminal's order. An explanation stored by an older perflab brings its own picture.
+pub fn flame_graph(e: &Explanation) -> Option<String> {
+    let Some(stacks) = &e.stacks else { return e.stored_flame_graph.clone() };
+    let real: Vec<&FunctionChange> = e
+        .functions
+        .iter()
+        .filter(|f| {
+            matches!(f.verdict, Verdict::Slower | Verdict::Faster) && !f.below_threshold && f.name != OTHER_FUNCTIONS
+        })
+        .collect();
+    let changes = real.iter().map(|f| (f.name.clone(), f.contribution.estimate)).collect();
+    let listed: Vec<String> =
+        real.iter().map(|f| format!("{} {:+.3} {}/run", f.name, f.contribution.estimate, e.unit)).collect();
+    let subtitle = format!(
+        "{} per run, widths the mean of both; red: slower, blue: faster, grey: no real change{}{}",
+        e.unit,
+        if listed.is_empty() { "" } else { " — " },
+        listed.join(", ")
+    );
+    let title = format!("Why {} differs from {}: each function's time per run", e.candidate, e.baseline);
+    super::profile::flame::explained_svg(&stacks.baseline, &stacks.candidate, changes, &title, &subtitle)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,5 +252,18 @@ mod tests {
         assert!(story.contains("no other function changed beyond ±"), "{story}");
         let table = table(&e, 10);
         assert!(table.contains("f_hot") && table.contains("[total]"), "{table}");
+    }
+
+    #[test]
+    fn the_flame_graph_is_drawn_from_the_stored_stacks() {
+        let mut e = crate::analysis::explain::simulate::example_explanation();
+        assert_eq!(flame_graph(&e), None, "no stacks, no picture");
+        let stacks = |leaf: f64| [("main;work".to_string(), leaf), ("main".to_string(), 1.0)].into_iter().collect();
+        e.stacks = Some(crate::model::MeanStacks { baseline: stacks(10.0), candidate: stacks(30.0) });
+        let svg = flame_graph(&e).expect("a picture");
+        assert!(svg.starts_with("<svg") && svg.contains("work") && svg.contains("Why "), "{svg}");
+        // Stored as data: the explanation's JSON has the stacks, not markup.
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains("main;work") && !json.contains("<svg"), "{json}");
     }
 }

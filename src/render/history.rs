@@ -290,7 +290,7 @@ mod tests {
     fn a_stored_explanation_is_told_under_the_table() {
         let mut slower = stored("v2", 1, "sort", "h", &[1.2, 1.21, 1.19]);
         let mut explanation = crate::analysis::explain::simulate::example_explanation();
-        explanation.flame_graph = Some("<svg></svg>".into());
+        explanation.stacks = Some(crate::model::MeanStacks::default());
         slower.experiment.primary_metric = "wall_s".into();
         slower.experiment.comparisons.push(crate::model::Comparison {
             n: 3,
@@ -301,7 +301,7 @@ mod tests {
         let history = build(&experiments, "wall_s", Steps::Compare);
         let explained = &history.machines[0].explained;
         assert_eq!(explained.len(), 1);
-        assert!(explained[0].comparison.explanation.as_ref().unwrap().flame_graph.is_none(), "left to the report");
+        assert!(explained[0].comparison.explanation.as_ref().unwrap().stacks.is_none(), "left to the report");
         let text = render(&history, false, None);
         let line = text.lines().find(|l| l.starts_with("  sort @ v2: ")).unwrap_or_else(|| panic!("{text}"));
         assert!(line.contains("B is 2.5 % [2.1, 2.9] slower: f_up +"), "{line}");

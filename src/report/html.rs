@@ -770,7 +770,7 @@ struct ExplainedView<'a> {
     one_profile: Vec<ExplainedFunction<'a>>,
     /// The differential flame graph: self-contained SVG whose own names are escaped and
     /// whose script finds its own elements, so it is safe inline.
-    flame_graph: Option<&'a str>,
+    flame_graph: Option<String>,
 }
 
 /// The per-function explanation of a regression from every run's samples.
@@ -903,7 +903,7 @@ impl<'a> ExplainedView<'a> {
                     rows: e.functions.iter().take(PROFILE_ROWS).map(sampled_function).collect(),
                     more: e.functions.len().saturating_sub(PROFILE_ROWS),
                 }),
-                flame_graph: e.flame_graph.as_deref(),
+                flame_graph: crate::render::explain::flame_graph(e),
                 ..view(&e.candidate, &e.baseline, &e.warnings)
             },
             Why::OneProfile(change) => ExplainedView {
@@ -921,7 +921,7 @@ impl<'a> ExplainedView<'a> {
                         contribution: f.contribution,
                     })
                     .collect(),
-                flame_graph: change.flame_graph.as_deref(),
+                flame_graph: change.flame_graph.clone(),
                 ..view(&change.candidate, &change.baseline, &change.warnings)
             },
         }
@@ -1297,7 +1297,8 @@ mod tests {
         let mut explanation = crate::analysis::explain::simulate::example_explanation();
         explanation.baseline = "A".into();
         explanation.candidate = "B".into();
-        explanation.flame_graph = Some("<svg class=\"perflab-flame\"></svg>".into());
+        // A picture stored by an older perflab is shown as it was stored.
+        explanation.stored_flame_graph = Some("<svg class=\"perflab-flame\"></svg>".into());
         let row: crate::profile::diff::Change = serde_json::from_value(serde_json::json!({
             "name": "f_up<int>", "object": "[command]", "old_samples": 100, "new_samples": 130,
             "old_share": 0.1, "new_share": 0.13, "share_change": 0.03,

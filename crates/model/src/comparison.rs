@@ -166,11 +166,24 @@ pub struct Explanation {
     /// a time) with its interval, to check that the samples account for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub primary_change: Option<Change>,
-    /// A differential flame graph coloured by the verdicts (SVG), when stacks were recorded.
+    /// Both commands' call stacks (folded, `caller;…;leaf`) with their mean time (or
+    /// events) per run in `unit`, when stacks were sampled: what the differential flame
+    /// graph is drawn from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flame_graph: Option<String>,
+    pub stacks: Option<MeanStacks>,
+    /// A flame graph drawn when the explanation was stored, by perflab versions that kept
+    /// the picture instead of the stacks: read from old stores, never written.
+    #[serde(default, rename = "flame_graph", skip_serializing)]
+    pub stored_flame_graph: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+/// Mean time (or events) per run of each folded call stack, for both commands.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct MeanStacks {
+    pub baseline: BTreeMap<String, f64>,
+    pub candidate: BTreeMap<String, f64>,
 }
 
 /// An estimate with its interval (None: unbounded, or no interval with so few rounds).
@@ -188,6 +201,9 @@ impl Change {
         self.low.is_some_and(|l| l > 0.0) || self.high.is_some_and(|h| h < 0.0)
     }
 }
+
+/// The row of an explanation that sums the functions not tested one by one.
+pub const OTHER_FUNCTIONS: &str = "[other functions]";
 
 /// One function's change between baseline and candidate.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -34,7 +34,7 @@ pub const MIN_SAMPLES_PER_RUN: f64 = 5.0;
 /// At most this many functions get rows of their own (the family of the correction).
 pub const MAX_TESTED: usize = 30;
 /// The name of the row that sums every function without a row of its own.
-pub const OTHER: &str = "[other functions]";
+pub const OTHER: &str = crate::model::OTHER_FUNCTIONS;
 /// The name of the total row.
 pub const TOTAL: &str = "[total]";
 /// Functions holding at least this share of the baseline's time are the ones whose
@@ -231,7 +231,8 @@ pub fn explain(base: &CommandResult, cand: &CommandResult, primary: &str, option
         unflagged_within,
         unflagged_contribution_within,
         primary_change,
-        flame_graph: None,
+        stacks: None,
+        stored_flame_graph: None,
         warnings,
     })
 }

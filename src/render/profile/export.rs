@@ -7,7 +7,7 @@
 
 use super::exporter::{ExportInput, Exporter};
 use crate::profile::error::ProfileError;
-use crate::profile::flame::FlameOptions;
+use crate::render::profile::flame::FlameOptions;
 use crate::profile::format::Profile;
 use crate::profile::report::Report;
 use std::path::{Path, PathBuf};

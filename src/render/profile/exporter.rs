@@ -12,7 +12,7 @@ pub struct ExportInput<'a> {
     pub report: &'a Report,
     pub title: &'a str,
     /// How flame graphs are drawn (view, focus, merged thin frames).
-    pub flame: &'a crate::profile::flame::FlameOptions,
+    pub flame: &'a crate::render::profile::flame::FlameOptions,
 }
 
 /// One output file format.

@@ -2,7 +2,7 @@
 
 use super::exporter::{ExportInput, Exporter};
 use crate::profile::error::ProfileError;
-use crate::profile::flame;
+use crate::render::profile::flame;
 
 pub struct FlameGraph;
 

@@ -9,6 +9,7 @@ pub mod diff;
 pub mod export;
 pub mod exporter;
 pub mod firefox;
+pub mod flame;
 pub mod flamegraph;
 pub mod flat;
 pub mod folded;

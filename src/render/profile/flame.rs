@@ -11,10 +11,10 @@
 //! `<script>` (no global ids), so several can sit inline in one HTML page, and every
 //! name in it is escaped.
 
-use super::aggregate::{self, CallGraph, FrameKind, NamedStack, StackFrame};
-use super::diff::DiffUnit;
-use super::format::{Profile, Weight};
-use super::symbolize::Symbolizer;
+use crate::profile::aggregate::{self, CallGraph, FrameKind, NamedStack, StackFrame};
+use crate::profile::diff::DiffUnit;
+use crate::profile::format::{Profile, Weight};
+use crate::profile::symbolize::Symbolizer;
 use askama::Template;
 use std::collections::BTreeMap;
 
@@ -104,14 +104,14 @@ impl FlameView {
 }
 
 impl std::str::FromStr for FlameView {
-    type Err = super::error::UnknownChoice;
+    type Err = crate::profile::error::UnknownChoice;
     fn from_str(s: &str) -> Result<FlameView, Self::Err> {
         match s {
             "flame" => Ok(FlameView::Flame),
             "icicle" => Ok(FlameView::Icicle),
             "inverted" => Ok(FlameView::Inverted),
             other => {
-                Err(super::error::UnknownChoice { expected: "flame, icicle or inverted", found: other.to_string() })
+                Err(crate::profile::error::UnknownChoice { expected: "flame, icicle or inverted", found: other.to_string() })
             }
         }
     }
@@ -345,7 +345,7 @@ fn fill(node: &Node, mode: &Colouring) -> String {
             let f = &node.frame;
             if f.kind == FrameKind::Process {
                 format!("rgb({},{},{})", 170 + (v1 * 30.0) as u8, 180 + (v2 * 30.0) as u8, 220)
-            } else if super::kernel::is_kernel_object(&f.object) {
+            } else if crate::profile::kernel::is_kernel_object(&f.object) {
                 format!("rgb({},{},{})", 230, 140 + (v1 * 50.0) as u8, 40 + (v2 * 30.0) as u8)
             } else if f.object == "[jit]" {
                 format!("rgb({},{},{})", 60 + (v1 * 40.0) as u8, 190 + (v2 * 40.0) as u8, 120)
@@ -640,7 +640,7 @@ struct FrameBox {
 
 /// Zoom, search and details for one flame graph; everything is looked up from the
 /// `<svg>` that contains this script, and names only ever go into `textContent`.
-const SCRIPT: &str = include_str!("../../templates/flame/flame.js");
+const SCRIPT: &str = include_str!("../../../templates/flame/flame.js");
 
 #[cfg(test)]
 mod tests {
