@@ -138,6 +138,31 @@ impl From<crate::plan::error::PlanError> for Failure {
     }
 }
 
+impl From<crate::profile::error::ProfileError> for Failure {
+    fn from(e: crate::profile::error::ProfileError) -> Failure {
+        use crate::profile::error::ProfileError;
+        match e {
+            ProfileError::Interrupted(what) => Failure::Interrupted(what.to_string()),
+            ProfileError::System(cause) => Failure::Other(cause),
+            // Output that could not be written keeps its cause chain.
+            e @ (ProfileError::Write { .. } | ProfileError::Export { .. }) => Failure::Other(anyhow::Error::new(e)),
+            bad_input => Failure::Usage(bad_input.to_string()),
+        }
+    }
+}
+
+impl From<crate::profile::error::RecordError> for Failure {
+    fn from(e: crate::profile::error::RecordError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
+impl From<crate::profile::error::OpenError> for Failure {
+    fn from(e: crate::profile::error::OpenError) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+}
+
 impl From<crate::plan::error::CommandError> for Failure {
     /// A command, its program or parameters: bad input.
     fn from(e: crate::plan::error::CommandError) -> Failure {
@@ -216,12 +241,8 @@ macro_rules! usage {
 
 pub type Result<T, E = Failure> = std::result::Result<T, E>;
 
-/// What is wrong with a regular expression, on one line: the regex crate quotes the
-/// pattern over several lines with a caret under the fault, and its last line says what.
-pub fn regex_error(err: &regex::Error) -> String {
-    let text = err.to_string();
-    text.lines().last().unwrap_or_default().trim_start_matches("error: ").to_string()
-}
+pub use perflab_sys::text::regex_error;
+
 
 #[cfg(test)]
 mod tests {

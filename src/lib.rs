@@ -31,7 +31,7 @@ pub mod measure;
 pub use perflab_model as model;
 pub use perflab_sys::parallel;
 pub mod plan;
-pub mod profile;
+pub use perflab_profile as profile;
 pub mod render;
 pub mod report;
 pub use perflab_stats as stats;

@@ -119,7 +119,7 @@ pub fn main_top(opts: &TopOptions) -> Result<(), Failure> {
     // The command's output would scribble over the view.
     let record = opts.record.clone().with_output(if interactive { Output::Discard } else { Output::Inherit });
     let interrupt = crate::interrupt::watcher();
-    let mut session = Session::start(&record).map_err(|failure| match failure {
+    let mut session = Session::start(&record).map_err(Failure::from).map_err(|failure| match failure {
         Failure::Usage(why) if every_cpu_by_default => {
             Failure::Usage(format!("{why} (top watches every CPU unless given -p PID or a command)"))
         }

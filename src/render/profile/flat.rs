@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn single_child_chains_share_a_line() {
-        let graph = callers::tests::graph();
+        let graph = callers::example_graph();
         let main = callers::tree(&graph, "x+0x40", Direction::Callees).unwrap();
         let printed = tree_lines(&main, " → ", 0.0).join("\n");
         assert!(printed.contains("x+0x30 [x] → x+0x10 [x]"), "single-child chains on one line:\n{printed}");

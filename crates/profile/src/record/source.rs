@@ -6,10 +6,10 @@
 
 use super::records::{self, Collect, Timed};
 use super::{CallGraph, RecordOptions};
-use crate::measure::counters;
-use crate::measure::event::{Event, EventKind};
-use crate::profile::error::OpenError;
-use crate::profile::unwind;
+use perflab_sys::perf::counters;
+use perflab_sys::perf::event::{Event, EventKind};
+use crate::error::OpenError;
+use crate::unwind;
 use perf_event::data::parse::Parser;
 use perf_event::events::Software;
 use perf_event::{Builder, SampleFlag, Sampler};
@@ -172,7 +172,7 @@ fn open_failure(source: std::io::Error, opts: &RecordOptions, off_cpu: bool, who
 /// Open one kind of event for every observed task on every online CPU. A thread that
 /// exits meanwhile is skipped (no ring at all when every observed thread is gone).
 fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Result<Vec<Ring>, OpenError> {
-    let spec = if off_cpu { None } else { Some(crate::measure::event::parse_one(&opts.event)?) };
+    let spec = if off_cpu { None } else { Some(perflab_sys::perf::event::parse_one(&opts.event)?) };
     let event = spec.as_ref().map_or(EventKind::Software(Software::CONTEXT_SWITCHES), |s| s.kind);
     let mut rings = Vec::new();
     for cpu in online_cpus() {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-const TABLE_TOML: &str = include_str!("../../data/instruction-hints.toml");
+const TABLE_TOML: &str = include_str!("../data/instruction-hints.toml");
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -174,7 +174,6 @@ mod tests {
     }
 
     fn threads_of_missing_process_is_a_usage_error() -> bool {
-        use crate::error::Failure;
-        matches!(threads(u32::MAX / 2).map_err(Failure::from), Err(Failure::Usage(m)) if m.contains("no process"))
+        matches!(threads(u32::MAX / 2), Err(e @ ProfileError::NoProcess(_)) if e.to_string().contains("no process"))
     }
 }

@@ -59,7 +59,7 @@ impl ObjectInfo {
     /// Load and index an object; the error is one line naming what is wrong with it.
     pub fn load(path: &str) -> Result<ObjectInfo, ObjectError> {
         let file =
-            crate::files::open_regular(path).map_err(|source| ObjectError::Open { path: path.to_string(), source })?;
+            perflab_sys::files::open_regular(path).map_err(|source| ObjectError::Open { path: path.to_string(), source })?;
         // SAFETY: the file is only read; a concurrent truncation could fault, as for every
         // tool that maps binaries (perf, addr2line), and is accepted.
         let data = unsafe { memmap2::Mmap::map(&file) }
@@ -82,7 +82,7 @@ impl ObjectInfo {
             let (file, note) = find_debug_file(&elf, Path::new(path));
             debug_note = note;
             file.and_then(|debug| {
-                let f = crate::files::open_regular(&debug).ok()?;
+                let f = perflab_sys::files::open_regular(&debug).ok()?;
                 // SAFETY: as above.
                 unsafe { memmap2::Mmap::map(&f) }.ok()
             })
@@ -500,11 +500,11 @@ mod tests {
         let exe = std::env::current_exe().unwrap();
         let path = exe.to_str().unwrap();
         let obj = ObjectInfo::load(path).unwrap();
-        let sym = obj.symbols_named("perflab::profile::symbolize::normalize").next().expect("symbol present");
+        let sym = obj.symbols_named("perflab_profile::symbolize::normalize").next().expect("symbol present");
         let off = obj.file_offset(sym.start).unwrap();
         assert_eq!(obj.svma(off), Some(sym.start));
         let mut s = Symbolizer::default();
-        assert_eq!(s.resolve(path, off).function, "perflab::profile::symbolize::normalize");
+        assert_eq!(s.resolve(path, off).function, "perflab_profile::symbolize::normalize");
         let far = s.resolve(path, u64::MAX / 2);
         assert!(far.function.contains("+0x"), "{}", far.function);
     }

@@ -70,13 +70,13 @@ impl SortKey {
 /// lists the valid ones.
 pub fn parse_keys(spec: &str) -> Result<Vec<SortKey>, ProfileError> {
     let valid = SortKey::NAMES.join(", ");
-    let shown = crate::render::escape(spec);
+    let shown = perflab_sys::text::escape(spec);
     let mut keys = Vec::new();
     for name in spec.split(',').map(str::trim) {
         let key = SortKey::parse(name).ok_or_else(|| {
             ProfileError::Option(format!(
                 "unknown sort key `{}` in --sort {shown}; valid keys: {valid}",
-                crate::render::escape(name)
+                perflab_sys::text::escape(name)
             ))
         })?;
         if keys.contains(&key) {
@@ -181,8 +181,8 @@ pub fn table(profile: &Profile, located: &[Located], keys: &[SortKey]) -> Sorted
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::format::Task;
-    use crate::profile::symbolize::Location;
+    use crate::format::Task;
+    use crate::symbolize::Location;
 
     fn at(pid: u32, tid: u32, object: &str, function: &str, count: u64) -> Located {
         Located {

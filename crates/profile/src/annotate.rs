@@ -708,13 +708,13 @@ fn run_mca(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::format::{ObjectRef, SampleCount, Task};
+    use crate::format::{ObjectRef, SampleCount, Task};
 
     /// A profile of this test binary with samples on `normalize`'s first instructions.
     fn profile_on_own_code() -> (Profile, u64) {
         let exe = std::env::current_exe().unwrap().to_str().unwrap().to_string();
         let obj = ObjectInfo::load(&exe).unwrap();
-        let sym = obj.symbols_named("perflab::profile::symbolize::normalize").next().unwrap().clone();
+        let sym = obj.symbols_named("perflab_profile::symbolize::normalize").next().unwrap().clone();
         let off = obj.file_offset(sym.start).unwrap();
         let sample = |offset, count| SampleCount {
             pid: 1,
@@ -744,7 +744,7 @@ mod tests {
         let (p, start) = profile_on_own_code();
         let mut s = Symbolizer::default();
         let fns = annotate(&p, &mut s, None, 3, Syntax::Intel, None, None).unwrap();
-        assert_eq!(fns[0].name, "perflab::profile::symbolize::normalize");
+        assert_eq!(fns[0].name, "perflab_profile::symbolize::normalize");
         assert_eq!(fns[0].samples, 30);
         assert_eq!(fns[0].instructions[0].address, start);
         assert_eq!(fns[0].instructions[0].samples, 30);
@@ -759,7 +759,7 @@ mod tests {
         let mut s = Symbolizer::default();
         assert!(annotate(&p, &mut s, Some("no_such_function_xyz"), 3, Syntax::Att, None, None).is_err());
         let named =
-            annotate(&p, &mut s, Some("perflab::profile::symbolize::demangle"), 3, Syntax::Att, None, None).unwrap();
+            annotate(&p, &mut s, Some("perflab_profile::symbolize::demangle"), 3, Syntax::Att, None, None).unwrap();
         assert_eq!(named[0].samples, 0);
     }
 
@@ -768,7 +768,7 @@ mod tests {
         // This test binary stands in for vmlinux: the "running kernel" has it 0x1000_0000 higher.
         let exe = std::env::current_exe().unwrap();
         let obj = ObjectInfo::load(exe.to_str().unwrap()).unwrap();
-        let name = "perflab::profile::symbolize::normalize";
+        let name = "perflab_profile::symbolize::normalize";
         let sym = obj.symbols_named(name).next().unwrap().clone();
         let slide = 0x1000_0000;
         let running = sym.start + slide;
@@ -785,7 +785,7 @@ mod tests {
             event: "cpu-clock".into(),
             frequency_hz: 1000,
             samples: vec![kernel_sample(running, 7), kernel_sample(running + 1, 0)],
-            kernel_symbols: vec![crate::profile::format::KernelSymbol {
+            kernel_symbols: vec![crate::format::KernelSymbol {
                 start: running,
                 end: running + obj.symbol_len(&sym),
                 name: name.to_string(),
@@ -798,8 +798,9 @@ mod tests {
         assert_eq!((fns[0].instructions[0].address, fns[0].instructions[0].samples), (sym.start, 7));
         // Without an image: one clear reason, for a named function an error.
         let err = annotate(&p, &mut s, Some(name), 3, Syntax::Att, None, Some(Path::new("/nonexistent/vmlinux")));
-        let err = crate::error::Failure::from(err.expect_err("an error for a named function"));
-        assert!(matches!(err, crate::error::Failure::Usage(m) if m.contains("cannot use /nonexistent/vmlinux")));
+        let err = err.expect_err("an error for a named function");
+        assert!(matches!(err, ProfileError::CannotAnnotateKernel { .. }), "{err:?}");
+        assert!(err.to_string().contains("cannot use /nonexistent/vmlinux"), "{err}");
         let hottest =
             annotate(&p, &mut s, None, 3, Syntax::Att, None, Some(Path::new("/nonexistent/vmlinux"))).unwrap();
         assert!(hottest.is_empty());

@@ -169,7 +169,7 @@ pub fn vmlinux_candidates(release: &str) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::format::{FrameRef, SampleCount};
+    use crate::format::{FrameRef, SampleCount};
 
     const KALLSYMS: &str = "\
 ffffffff81000000 T _stext

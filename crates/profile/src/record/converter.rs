@@ -7,8 +7,8 @@
 use super::jit::{Classifier, Contents, JitObjects};
 use super::objects::Objects;
 use super::records::{Record, Timed, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER};
-use crate::profile::format::{FrameRef, Profile, SampleCount, Space, StackCount, Task, Timeline};
-use crate::profile::offcpu;
+use crate::format::{FrameRef, Profile, SampleCount, Space, StackCount, Task, Timeline};
+use crate::offcpu;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// A stack's identity: (pid, tid, frame ids leaf first).

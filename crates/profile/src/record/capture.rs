@@ -8,8 +8,8 @@
 
 use super::jit::{Classifier, Contents};
 use super::records::{Record, Timed};
-use crate::profile::format::{CodeBytes, Profile};
-use crate::profile::jitmap;
+use crate::format::{CodeBytes, Profile};
+use crate::jitmap;
 use std::collections::{BTreeMap, HashMap};
 
 const PAGE: u64 = 4096;
@@ -200,7 +200,7 @@ fn read_memory(pid: u32, address: u64, len: usize) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::format::{JitSymbol, ObjectRef};
+    use crate::format::{JitSymbol, ObjectRef};
 
     #[test]
     fn code_sampled_in_anonymous_memory_is_copied_and_cut_to_its_symbols() {

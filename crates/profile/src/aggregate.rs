@@ -331,7 +331,7 @@ impl CallGraph {
 /// line break would end the line, so control characters become escapes.
 pub fn folded_names(frames: &[StackFrame]) -> String {
     let names: Vec<String> =
-        frames.iter().map(|f| crate::render::terminal::escape(&f.function).replace(';', ":")).collect();
+        frames.iter().map(|f| perflab_sys::text::escape(&f.function).replace(';', ":")).collect();
     names.join(";")
 }
 
@@ -420,7 +420,7 @@ impl SourceRegions {
             .map_err(ProfileError::GroupBySourceGlob)?
             .compile_matcher();
         let regex =
-            regex::Regex::new(regex).map_err(|e| ProfileError::GroupBySourceRegex(crate::error::regex_error(&e)))?;
+            regex::Regex::new(regex).map_err(|e| ProfileError::GroupBySourceRegex(perflab_sys::text::regex_error(&e)))?;
         if regex.captures_len() < 2 {
             return Err(ProfileError::GroupBySourceNoCapture);
         }
@@ -433,7 +433,7 @@ impl SourceRegions {
             let starts = if !matches {
                 None
             } else {
-                match crate::files::read_regular_to_string(file) {
+                match perflab_sys::files::read_regular_to_string(file) {
                     Ok(text) => Some(
                         text.lines()
                             .enumerate()
@@ -514,7 +514,7 @@ mod tests {
 
     #[test]
     fn call_graph_totals_count_recursion_once_and_fold_root_first() {
-        use crate::profile::format::{FrameRef, ObjectRef, SampleCount, StackCount};
+        use crate::format::{FrameRef, ObjectRef, SampleCount, StackCount};
         let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
         let stack = |frames: Vec<u32>, count| StackCount { pid: 1, tid: 1, frames, count, period: count * 10 };
         let sample = |offset, count| SampleCount {

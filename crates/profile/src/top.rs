@@ -130,8 +130,8 @@ mod tests {
 
     #[test]
     fn rows_are_per_process_and_function_with_the_command_name() {
-        use crate::profile::format::{Profile, Task};
-        use crate::profile::symbolize::Location;
+        use crate::format::{Profile, Task};
+        use crate::symbolize::Location;
         let located = |pid, function: &str, count| Located {
             location: Location { object: "/bin/app".into(), function: function.into(), file: None, line: None },
             pid,

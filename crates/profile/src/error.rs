@@ -1,8 +1,5 @@
 //! What can go wrong recording, reading, annotating and exporting profiles, as typed
-//! errors for the profile area, each mapped to an exit code once (bad input: 2). The
-//! `From` impls live here rather than in `error.rs`: `ProfileError` still wraps a
-//! `Failure` from code that returns one, so `error.rs` naming this file would make an
-//! import cycle.
+//! errors; the `perflab` binary maps them to exit codes (bad input: 2).
 
 use std::path::PathBuf;
 use thiserror::Error;
@@ -110,9 +107,24 @@ pub enum ProfileError {
     Terminal(#[source] std::io::Error),
     #[error("--interval must be at least 0.1 s")]
     IntervalTooShort,
-    /// A failure from code that still reports `Failure` directly.
+    /// Recording options that cannot work.
     #[error(transparent)]
-    Failure(#[from] crate::error::Failure),
+    Record(#[from] RecordError),
+    /// The events could not be opened.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// The profiled command's program (not found, not executable).
+    #[error(transparent)]
+    Command(#[from] perflab_sys::command::CommandError),
+    /// The profiled command's arguments or files (a NUL byte, an unreadable file).
+    #[error(transparent)]
+    Prepare(#[from] perflab_sys::spawn::process::PrepareError),
+    /// The user interrupted before anything was recorded (what was interrupted).
+    #[error("{0}")]
+    Interrupted(&'static str),
+    /// The machine refused something the recording needs (a pipe, a thread, a pidfd).
+    #[error("{0:#}")]
+    System(anyhow::Error),
 }
 
 /// Why bytes are not a perflab profile (one line, without the file's name).
@@ -204,7 +216,7 @@ pub enum RecordError {
     #[error("--stack-size must be a multiple of 8 between 8 and {max} bytes, got {got}")]
     StackSize { got: u32, max: u32 },
     #[error(transparent)]
-    Event(#[from] crate::measure::event::EventError),
+    Event(#[from] perflab_sys::perf::event::EventError),
     /// The profiled command could not be started (the spawner's reason).
     #[error("{0}")]
     Exec(String),
@@ -216,11 +228,6 @@ pub enum RecordError {
     NoThreadLeft { pids: String },
 }
 
-impl From<RecordError> for crate::error::Failure {
-    fn from(e: RecordError) -> crate::error::Failure {
-        crate::error::Failure::Usage(e.to_string())
-    }
-}
 
 /// Why perf events could not be opened for a recording: the machine lacks the event, or
 /// the user lacks the permission (bad input: exit code 2). `paranoid` is
@@ -270,14 +277,9 @@ pub enum OpenError {
     #[error("a CPU went offline while attaching")]
     CpuOffline,
     #[error(transparent)]
-    Event(#[from] crate::measure::event::EventError),
+    Event(#[from] perflab_sys::perf::event::EventError),
 }
 
-impl From<OpenError> for crate::error::Failure {
-    fn from(e: OpenError) -> crate::error::Failure {
-        crate::error::Failure::Usage(e.to_string())
-    }
-}
 
 /// Why a function cannot be annotated: an error for the function asked for, a warning
 /// for a hot one skipped.
@@ -325,14 +327,3 @@ pub struct UnknownChoice {
     pub found: String,
 }
 
-impl From<ProfileError> for crate::error::Failure {
-    fn from(e: ProfileError) -> crate::error::Failure {
-        use crate::error::Failure;
-        match e {
-            ProfileError::Failure(f) => f,
-            // Output that could not be written keeps its cause chain.
-            e @ (ProfileError::Write { .. } | ProfileError::Export { .. }) => Failure::Other(anyhow::Error::new(e)),
-            bad_input => Failure::Usage(bad_input.to_string()),
-        }
-    }
-}

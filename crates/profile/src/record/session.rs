@@ -9,13 +9,13 @@ use super::records::{Record, Timed};
 use super::source::{self, Observe, Ring};
 use super::unwinding::unwind_batch;
 use super::{CallGraph, RecordOptions, Recording, RecordingMode};
-use crate::error::Failure;
-use crate::executor::process;
-use crate::interrupt::Interrupt;
-use crate::profile::error::RecordError;
-use crate::profile::format::{DwarfStats, Profile, RecordTarget};
-use crate::profile::unwind::DwarfUnwinder;
-use crate::profile::{kernel, target};
+use crate::error::ProfileError;
+use perflab_sys::spawn::process;
+use perflab_sys::interrupt::Interrupt;
+use crate::error::RecordError;
+use crate::format::{DwarfStats, Profile, RecordTarget};
+use crate::unwind::DwarfUnwinder;
+use crate::{kernel, target};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
@@ -58,7 +58,7 @@ pub struct Session {
 
 impl Session {
     /// Open the events on the target (starting the command, if that is the target).
-    pub fn start(opts: &RecordOptions) -> Result<Session, Failure> {
+    pub fn start(opts: &RecordOptions) -> Result<Session, ProfileError> {
         let mut opts = opts.clone();
         if opts.off_cpu && opts.call_graph == CallGraph::None {
             opts.call_graph = CallGraph::FramePointers;
@@ -95,9 +95,9 @@ impl Session {
     }
 
     /// Start the command, held between fork and exec while the events are opened on it.
-    fn launch(&mut self, argv: &[String], output: process::Output) -> Result<(), Failure> {
+    fn launch(&mut self, argv: &[String], output: process::Output) -> Result<(), ProfileError> {
         let opts = &self.opts;
-        let program = crate::plan::command::resolve_program(&argv[0])?;
+        let program = perflab_sys::command::resolve_program(&argv[0])?;
         let prepared = process::Prepared::new(&program, argv, output)?;
         let mut rings = Vec::new();
         let mut open_failure = None;
@@ -115,14 +115,14 @@ impl Session {
         let mut child = match process::start(&prepared, &process::Environment::inherited(), Some(&mut gate)) {
             Ok(child) => child,
             Err(process::SpawnError::Probe(e)) => {
-                return Err(open_failure.map_or_else(|| RecordError::Gate(e).into(), Failure::from))
+                return Err(open_failure.map_or_else(|| RecordError::Gate(e).into(), ProfileError::from))
             }
             Err(process::SpawnError::Interrupted) => {
-                return Err(Failure::Interrupted("interrupted before the profiled command started".into()))
+                return Err(ProfileError::Interrupted("interrupted before the profiled command started"))
             }
             Err(process::SpawnError::Exec(e)) => return Err(RecordError::Exec(e).into()),
         };
-        self.child_pidfd = Some(child.pidfd().map_err(|e| Failure::Other(anyhow::anyhow!("{e}")))?);
+        self.child_pidfd = Some(child.pidfd().map_err(|e| ProfileError::System(anyhow::anyhow!("{e}")))?);
         self.child = Some(child);
         self.rings = rings;
         Ok(())
@@ -131,7 +131,7 @@ impl Session {
     /// Open the events on every thread of the attached processes. Threads started
     /// before their creator's event was open do not inherit it: list again until no
     /// new thread appears.
-    fn attach(&mut self, pids: &[u32]) -> Result<(), Failure> {
+    fn attach(&mut self, pids: &[u32]) -> Result<(), ProfileError> {
         for &pid in pids {
             self.watched.push((pid, target::pidfd(pid)?, target::cpu_seconds(pid)));
         }
@@ -284,7 +284,7 @@ impl Session {
 
     /// Stop recording (a command is waited for; after an interrupt its process group is
     /// killed) and build the profile.
-    pub fn finish(mut self, ending: SessionState, interrupt: &Interrupt) -> Result<Recording, Failure> {
+    pub fn finish(mut self, ending: SessionState, interrupt: &Interrupt) -> Result<Recording, ProfileError> {
         let mut profile = self.empty_profile();
         let interrupted = match self.child.take() {
             Some(child) => {
@@ -299,8 +299,8 @@ impl Session {
                     Err(_) => profile.duration_s = self.start.elapsed().as_secs_f64(),
                 }
                 match outcome {
-                    Err(process::SpawnError::Exec(e)) => return Err(Failure::Other(anyhow::anyhow!(e))),
-                    Err(process::SpawnError::Probe(e)) => return Err(Failure::Other(e)),
+                    Err(process::SpawnError::Exec(e)) => return Err(ProfileError::System(anyhow::anyhow!(e))),
+                    Err(process::SpawnError::Probe(e)) => return Err(ProfileError::System(e)),
                     Err(process::SpawnError::Interrupted) | Ok(_) => {}
                 }
                 ending == SessionState::Interrupted

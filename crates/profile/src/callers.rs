@@ -111,28 +111,29 @@ pub fn tree(graph: &CallGraph, function: &str, direction: Direction) -> Option<T
     Some(finish(found?, root, total))
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use crate::profile::aggregate::locate_with_graph;
-    use crate::profile::format::{FrameRef, ObjectRef, Profile, Space, StackCount};
-    use crate::profile::symbolize::Symbolizer;
+#[cfg(any(test, feature = "fixtures"))]
+/// Unreadable object: frames are named `x+0xOFFSET`. Stacks (root last):
+/// leaf ← a ← main (3), leaf ← b ← main (1), a ← a ← main (2, recursion).
+pub fn example_graph() -> CallGraph {
+        use crate::aggregate::locate_with_graph;
+    use crate::format::{FrameRef, ObjectRef, Profile, Space, StackCount};
+    use crate::symbolize::Symbolizer;
+    let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
+    let stack = |frames: Vec<u32>, count| StackCount { pid: 1, tid: 1, frames, count, period: count };
+    let profile = Profile {
+        event: "cpu-clock".into(),
+        frequency_hz: 1000,
+        objects: vec![ObjectRef { path: "/nonexistent/x".into() }],
+        frames: vec![user(0x10), user(0x20), user(0x30), user(0x40)],
+        stacks: vec![stack(vec![0, 1, 3], 3), stack(vec![0, 2, 3], 1), stack(vec![1, 1, 3], 2)],
+        ..Profile::default()
+    };
+    locate_with_graph(&profile, &mut Symbolizer::default()).1.unwrap()
+}
 
-    /// Unreadable object: frames are named `x+0xOFFSET`. Stacks (root last):
-    /// leaf ← a ← main (3), leaf ← b ← main (1), a ← a ← main (2, recursion).
-    pub(crate) fn graph() -> CallGraph {
-        let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
-        let stack = |frames: Vec<u32>, count| StackCount { pid: 1, tid: 1, frames, count, period: count };
-        let profile = Profile {
-            event: "cpu-clock".into(),
-            frequency_hz: 1000,
-            objects: vec![ObjectRef { path: "/nonexistent/x".into() }],
-            frames: vec![user(0x10), user(0x20), user(0x30), user(0x40)],
-            stacks: vec![stack(vec![0, 1, 3], 3), stack(vec![0, 2, 3], 1), stack(vec![1, 1, 3], 2)],
-            ..Profile::default()
-        };
-        locate_with_graph(&profile, &mut Symbolizer::default()).1.unwrap()
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     fn names(node: &TreeNode) -> Vec<(String, u64)> {
         node.children.iter().map(|c| (c.name.clone(), c.samples)).collect()
@@ -140,7 +141,7 @@ pub(crate) mod tests {
 
     #[test]
     fn callers_split_by_caller_and_count_recursion_once() {
-        let g = graph();
+        let g = example_graph();
         let leaf = tree(&g, "x+0x10", Direction::Callers).unwrap();
         assert_eq!(leaf.samples, 4);
         assert_eq!(names(&leaf), [("x+0x20".to_string(), 3), ("x+0x30".to_string(), 1)]);
@@ -154,7 +155,7 @@ pub(crate) mod tests {
 
     #[test]
     fn callees_follow_the_outermost_call() {
-        let g = graph();
+        let g = example_graph();
         let main = tree(&g, "x+0x40", Direction::Callees).unwrap();
         assert_eq!(main.samples, 6);
         assert_eq!(names(&main), [("x+0x20".to_string(), 5), ("x+0x30".to_string(), 1)]);

@@ -90,7 +90,7 @@ struct UnwindSections {
 
 impl UnwindSections {
     fn load(path: &str) -> Option<UnwindSections> {
-        let file = crate::files::open_regular(path).ok()?;
+        let file = perflab_sys::files::open_regular(path).ok()?;
         // SAFETY: read-only mapping of an object file, as in symbolize.rs.
         let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;
         let elf = object::File::parse(&*data).ok()?;
@@ -103,7 +103,7 @@ impl UnwindSections {
         // in the separate debug file.
         let debug_frame = bytes(section(".debug_frame")).or_else(|| {
             let debug = symbolize::separate_debug_file(&elf, Path::new(path))?;
-            let f = crate::files::open_regular(debug).ok()?;
+            let f = perflab_sys::files::open_regular(debug).ok()?;
             // SAFETY: as above.
             let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
             let obj = object::File::parse(&*map).ok()?;

@@ -274,17 +274,17 @@ pub fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::format::{ObjectRef, SampleCount, Space, Task};
+    use crate::format::{ObjectRef, SampleCount, Space, Task};
 
     /// Two profiles of this test binary, the second under another file name (a symlink
     /// in `dir`, standing for a second build), with samples on two functions in
     /// different proportions.
     fn pair(dir: &std::path::Path) -> (Profile, Profile) {
         let exe = std::env::current_exe().unwrap().to_str().unwrap().to_string();
-        let obj = crate::profile::symbolize::ObjectInfo::load(&exe).unwrap();
+        let obj = crate::symbolize::ObjectInfo::load(&exe).unwrap();
         let off = |name: &str| obj.file_offset(obj.symbols_named(name).next().unwrap().start).unwrap();
-        let a = off("perflab::profile::symbolize::normalize");
-        let b = off("perflab::profile::symbolize::demangle");
+        let a = off("perflab_profile::symbolize::normalize");
+        let b = off("perflab_profile::symbolize::demangle");
         let renamed = dir.join("renamed-build");
         std::os::unix::fs::symlink(&exe, &renamed).unwrap();
         let make = |program: &str, na: u64, nb: u64| Profile {
@@ -328,7 +328,7 @@ mod tests {
         let (changes, warnings) = diff(&old, &new, By::Function);
         assert!(warnings.is_empty());
         assert_eq!(changes.len(), 2, "{changes:?}");
-        assert_eq!(changes[0].name, "perflab::profile::symbolize::normalize");
+        assert_eq!(changes[0].name, "perflab_profile::symbolize::normalize");
         assert!((changes[0].change_s - -0.2).abs() < 1e-9);
         assert!((changes[0].contribution - 1.0).abs() < 1e-9);
         assert!((changes[0].old_share - 0.75).abs() < 1e-9);

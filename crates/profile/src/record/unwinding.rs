@@ -6,8 +6,8 @@
 
 use super::records::{Record, Timed, PERF_CONTEXT_USER};
 use super::source::MAX_STACK;
-use crate::profile::format::DwarfStats;
-use crate::profile::unwind::DwarfUnwinder;
+use crate::format::DwarfStats;
+use crate::unwind::DwarfUnwinder;
 
 /// Unwind the user stacks of one batch of records in time order; the stack copies are
 /// dropped once unwound.
@@ -44,10 +44,10 @@ pub(crate) fn unwind_record(unwinder: &mut DwarfUnwinder, stats: &mut DwarfStats
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::format::DwarfStats;
-    use crate::profile::record::records::PERF_CONTEXT_KERNEL;
-    use crate::profile::unwind::DwarfUnwinder;
-    use crate::profile::unwind::UserStack;
+    use crate::format::DwarfStats;
+    use crate::record::records::PERF_CONTEXT_KERNEL;
+    use crate::unwind::DwarfUnwinder;
+    use crate::unwind::UserStack;
 
     #[test]
     fn stack_copies_of_samples_and_switch_outs_are_unwound_into_their_chains() {

@@ -8,8 +8,8 @@ use super::converter::Converter;
 use super::records::Timed;
 use super::source::{self, Observe, Ring};
 use super::{CallGraph, RecordOptions, RecordingMode};
-use crate::error::Failure;
-use crate::profile::format::{Profile, RecordTarget};
+use crate::error::ProfileError;
+use crate::format::{Profile, RecordTarget};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::thread::JoinHandle;
 
@@ -28,9 +28,9 @@ pub struct HeldRecording {
 impl HeldRecording {
     /// Open the events of `opts` (its event, frequency and call graph; the mode is
     /// ignored) on the held child `pid`, which will exec `argv`.
-    pub fn open(pid: libc::pid_t, argv: &[String], opts: &RecordOptions) -> Result<HeldRecording, Failure> {
+    pub fn open(pid: libc::pid_t, argv: &[String], opts: &RecordOptions) -> Result<HeldRecording, ProfileError> {
         let mut opts = opts.clone();
-        opts.mode = RecordingMode::Launch { argv: argv.to_vec(), output: crate::executor::process::Output::Discard };
+        opts.mode = RecordingMode::Launch { argv: argv.to_vec(), output: perflab_sys::spawn::process::Output::Discard };
         opts.off_cpu = false;
         if matches!(opts.call_graph, CallGraph::Dwarf { .. }) {
             // Unwinding needs the mappings of the run as it goes, which the drain thread
@@ -42,14 +42,14 @@ impl HeldRecording {
         let mut fds = [0; 2];
         // SAFETY: a valid array of two descriptors.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(Failure::Other(anyhow::anyhow!("pipe: {}", std::io::Error::last_os_error())));
+            return Err(ProfileError::System(anyhow::anyhow!("pipe: {}", std::io::Error::last_os_error())));
         }
         // SAFETY: pipe2 just created these descriptors; each is owned once.
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let drainer = std::thread::Builder::new()
             .name("perflab-drain".into())
             .spawn(move || drain_until_stopped(rings, read))
-            .map_err(|e| Failure::Other(anyhow::anyhow!("starting the drain thread: {e}")))?;
+            .map_err(|e| ProfileError::System(anyhow::anyhow!("starting the drain thread: {e}")))?;
         Ok(HeldRecording { opts, argv: argv.to_vec(), stop: write, drainer: Some(drainer) })
     }
 

@@ -22,12 +22,12 @@ mod unwinding;
 pub use held::HeldRecording;
 pub use session::{Session, SessionState};
 
-use crate::error::Failure;
-use crate::executor::process::Output;
-use crate::profile::error::RecordError;
+use crate::error::ProfileError;
+use perflab_sys::spawn::process::Output;
+use crate::error::RecordError;
 
-use crate::profile::format::Profile;
-use crate::profile::unwind;
+use crate::format::Profile;
+use crate::unwind;
 use std::time::Duration;
 
 /// What a recording samples.
@@ -124,7 +124,7 @@ impl RecordOptions {
             RecordingMode::AllCpus { .. } => "every CPU".to_string(),
         };
         let until = match self.duration() {
-            Some(d) => format!("for {}", crate::units::format_seconds(d.as_secs_f64())),
+            Some(d) => format!("for {}", perflab_model::units::format_seconds(d.as_secs_f64())),
             None => "until Ctrl-C".to_string(),
         };
         Some(format!("sampling {what} {until}"))
@@ -155,7 +155,7 @@ impl RecordOptions {
                 return Err(RecordError::StackSize { got: stack_bytes, max: unwind::MAX_STACK_BYTES });
             }
         }
-        crate::measure::event::parse_one(&self.event)?;
+        perflab_sys::perf::event::parse_one(&self.event)?;
         Ok(())
     }
 }
@@ -171,14 +171,14 @@ pub struct Recording {
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Run the command (or attach) under the sampler until it ends and build the profile.
-pub fn record(opts: &RecordOptions) -> Result<Recording, Failure> {
+pub fn record(opts: &RecordOptions) -> Result<Recording, ProfileError> {
     record_then(opts, || {})
 }
 
 /// [`record`], calling `started` once the sampler is open: a caller's "sampling …" line
 /// is then never printed before an error saying the sampler could not be opened.
-pub fn record_then(opts: &RecordOptions, started: impl FnOnce()) -> Result<Recording, Failure> {
-    let interrupt = crate::interrupt::watcher();
+pub fn record_then(opts: &RecordOptions, started: impl FnOnce()) -> Result<Recording, ProfileError> {
+    let interrupt = perflab_sys::interrupt::watcher();
     let mut session = Session::start(opts)?;
     started();
     let ending = loop {

@@ -173,7 +173,7 @@ fn dso_matches(dso: &str, space: Space, object: Option<u32>, objects: &[String])
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::format::{ObjectRef, SampleCount, StackCount, Task};
+    use crate::format::{ObjectRef, SampleCount, StackCount, Task};
 
     fn profile() -> Profile {
         let sample =

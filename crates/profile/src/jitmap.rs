@@ -85,7 +85,7 @@ impl JitMap {
         if !meta.is_file() || (meta.uid() != me && meta.uid() != 0) {
             return None;
         }
-        crate::files::read_regular(&path).ok().map(|bytes| JitMap::parse(&String::from_utf8_lossy(&bytes)))
+        perflab_sys::files::read_regular(&path).ok().map(|bytes| JitMap::parse(&String::from_utf8_lossy(&bytes)))
     }
 
     /// Code at `start..end` named `name`, replacing whatever it overlaps.

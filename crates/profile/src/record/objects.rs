@@ -1,7 +1,7 @@
 //! The object table of a profile being built: each mapped path numbered once, in the
 //! order the converter first meets it.
 
-use crate::profile::format::ObjectRef;
+use crate::format::ObjectRef;
 use std::collections::HashMap;
 
 /// The object table of the profile being built: each mapped path numbered once.

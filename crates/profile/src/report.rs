@@ -158,7 +158,7 @@ pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileE
     let tree = |name: &Option<String>, direction| -> Result<Option<TreeNode>, ProfileError> {
         let Some(name) = name else { return Ok(None) };
         graph.as_ref().and_then(|g| callers::tree(g, name, direction)).map(Some).ok_or_else(|| {
-            ProfileError::NoSuchFunction { name: crate::render::terminal::escape(name), place: "call stacks" }
+            ProfileError::NoSuchFunction { name: perflab_sys::text::escape(name), place: "call stacks" }
         })
     };
     let caller_tree = tree(&opts.callers, Direction::Callers)?;

@@ -11,12 +11,12 @@
 use super::converter::Converter;
 use super::records::Record;
 use super::unwinding::unwind_record;
-use crate::profile::error::ProfileError;
-use crate::profile::format::{DwarfStats, Profile, RecordTarget, Space};
-use crate::profile::kernel::Kallsyms;
-use crate::profile::symbolize::basename;
-use crate::profile::target;
-use crate::profile::unwind::{DwarfUnwinder, UserStack};
+use crate::error::ProfileError;
+use crate::format::{DwarfStats, Profile, RecordTarget, Space};
+use crate::kernel::Kallsyms;
+use crate::symbolize::basename;
+use crate::target;
+use crate::unwind::{DwarfUnwinder, UserStack};
 use linux_perf_data::linux_perf_event_reader::{
     CpuMode, EventRecord, HardwareEventId, PerfEventType, SampleRecord, SamplingPolicy, SoftwareCounterType,
 };

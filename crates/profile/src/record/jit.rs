@@ -11,9 +11,9 @@
 //! perf_jit) has its code named from that file instead of a perf map.
 
 use super::objects::Objects;
-use crate::profile::format::{FrameRef, JitSymbol, Profile, Space};
-use crate::profile::jitmap::{self, JitMap};
-use crate::profile::symbolize::basename;
+use crate::format::{FrameRef, JitSymbol, Profile, Space};
+use crate::jitmap::{self, JitMap};
+use crate::symbolize::basename;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 
@@ -105,7 +105,7 @@ pub(crate) fn is_jitdump_path(path: &str) -> bool {
 /// of code ranges; None when it cannot be read (or is no regular file).
 fn read_jitdump(path: &str) -> Option<JitMap> {
     use linux_perf_data::jitdump::{JitDumpReader, JitDumpRecord};
-    let file = crate::files::open_regular(std::path::Path::new(path)).ok()?;
+    let file = perflab_sys::files::open_regular(std::path::Path::new(path)).ok()?;
     let mut reader = JitDumpReader::new(std::io::BufReader::new(file)).ok()?;
     let mut map = JitMap::default();
     // Moves refer to code by its old address: keep each loaded range's name by start.
