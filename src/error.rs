@@ -200,14 +200,33 @@ impl From<crate::executor::error::ExecutorError> for Failure {
     fn from(e: crate::executor::error::ExecutorError) -> Failure {
         use crate::executor::error::ExecutorError;
         match e {
+            ExecutorError::Probes(probes) => Failure::from(probes),
             // A hook, a command's arguments or files, a missing program: bad input.
             ExecutorError::Hook { .. }
             | ExecutorError::Command { .. }
+            | ExecutorError::Program(_)
             | ExecutorError::Probe { .. }
             | ExecutorError::CannotStart { .. } => Failure::Usage(e.to_string()),
             // The machine refused a helper process, a pipe, a thread.
             machine => Failure::Other(anyhow::Error::new(machine)),
         }
+    }
+}
+
+impl From<crate::experiment::ExperimentError> for Failure {
+    fn from(e: crate::experiment::ExperimentError) -> Failure {
+        use crate::experiment::ExperimentError;
+        match e {
+            ExperimentError::Executor(e) => Failure::from(e),
+            // The store or an output could not take a run.
+            ExperimentError::Record(cause) => Failure::Other(cause),
+        }
+    }
+}
+
+impl From<crate::measure::live::LiveError> for Failure {
+    fn from(e: crate::measure::live::LiveError) -> Failure {
+        Failure::Usage(e.to_string())
     }
 }
 

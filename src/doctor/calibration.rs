@@ -2,8 +2,7 @@
 //! rounds — one round to time it, then as many as fit in the time asked for — whose
 //! paired noise [`super::calibrate`] turns into what the machine can resolve.
 
-use crate::error::Failure;
-use crate::experiment::{self, Observer};
+use crate::experiment::{self, ExperimentError, Observer};
 use crate::measure::MeasureOptions;
 use crate::model::{Experiment, Settings};
 use crate::plan::command::{parse_commands, resolve_program, Shell, ShellReason};
@@ -15,7 +14,7 @@ pub const MIN_ROUNDS: u32 = 12;
 
 /// An A/A plan for `command_line` (checked before anything runs), and why it goes
 /// through a shell when it does (for the caller to say).
-pub fn plan(command_line: &str, shell: &Shell) -> Result<(Plan, Option<ShellReason>), Failure> {
+pub fn plan(command_line: &str, shell: &Shell) -> Result<(Plan, Option<ShellReason>), crate::plan::error::PlanError> {
     let text = command_line.to_string();
     let (commands, shell_reason) = parse_commands(&[text.clone(), text], &[], shell)?;
     resolve_program(&commands[0].argv[0])?;
@@ -32,7 +31,7 @@ pub fn run(
     seconds: f64,
     planned: &mut dyn FnMut(u32, f64),
     observer: &mut dyn Observer,
-) -> Result<Experiment, Failure> {
+) -> Result<Experiment, ExperimentError> {
     let seed = rand::random();
     let probe = plan.with_settings(Settings { seed, fixed_rounds: Some(1), max_rounds: 1, ..plan.settings.clone() });
     let timed = experiment::run(&probe, &mut experiment::Quiet)?;

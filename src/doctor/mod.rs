@@ -235,7 +235,7 @@ fn neighbours(sample: &Sample) -> Finding {
         .busiest
         .iter()
         .map(|(share, pid, name)| {
-            format!("{} (pid {pid}) {:.0} %", crate::render::terminal::escape(name), share * 100.0)
+            format!("{} (pid {pid}) {:.0} %", perflab_sys::text::escape(name), share * 100.0)
         })
         .collect();
     let mut text = format!("load {load:.1} on {cpus} CPUs");
@@ -444,7 +444,7 @@ pub fn threshold_warning(calibration: &Calibration, threshold: f64, max_time_s: 
             "--threshold {:.2} % is finer than this machine resolved within {:.0} s when `perflab doctor` calibrated `{}` ({}; paired noise {:.1} %): expect ±{:.2} %, so `equivalent` is unlikely — raise --threshold or --max-time",
             threshold * 100.0,
             max_time_s,
-            crate::render::terminal::escape(&calibration.command_line),
+            perflab_sys::text::escape(&calibration.command_line),
             calibration.measured_at,
             calibration.paired_sigma * 100.0,
             margin * 100.0

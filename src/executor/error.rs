@@ -40,6 +40,12 @@ pub enum ExecutorError {
         #[source]
         source: PrepareError,
     },
+    /// The measurement asked for cannot be set up (an event, valgrind, a combination).
+    #[error(transparent)]
+    Probes(#[from] crate::measure::error::ProbeError),
+    /// A command's program (not found, not executable).
+    #[error(transparent)]
+    Program(#[from] crate::plan::error::CommandError),
     /// A probe could not wrap a command's argv (bad input: a missing program).
     #[error("{command}: {cause:#}")]
     Probe { command: String, cause: anyhow::Error },

@@ -8,7 +8,6 @@ pub use perflab_sys::spawn::{contention, launcher, process};
 pub mod error;
 pub mod simulated;
 
-use crate::error::Failure;
 use crate::interrupt;
 use crate::measure::output::{self, Parser};
 use crate::measure::{build_probes, Probe};
@@ -134,7 +133,7 @@ pub struct ProcessExecutor {
 impl ProcessExecutor {
     /// Prepare every command of `plan` (programs resolved, probes built, hooks and
     /// input opened); fails before anything runs.
-    pub fn new(plan: &Plan) -> Result<ProcessExecutor, Failure> {
+    pub fn new(plan: &Plan) -> Result<ProcessExecutor, ExecutorError> {
         let parsers = plan.measure.output.clone();
         // Output is captured only when metrics are read from it: the other runs keep the
         // cheaper /dev/null, or go where `--output` sends them.

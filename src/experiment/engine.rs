@@ -4,7 +4,7 @@
 
 use super::observer::{Observer, Progress};
 use crate::analysis::{busy_warning, examine_busy, finish, primary_comparisons, Switch};
-use crate::error::Failure;
+use super::error::ExperimentError;
 use crate::executor::error::ExecutorError;
 use crate::executor::{Executor, RunError};
 use crate::model::{CommandResult, Experiment, Run, StopReason};
@@ -25,7 +25,7 @@ pub fn run_experiment(
     plan: &Plan,
     executor: &mut dyn Executor,
     observer: &mut dyn Observer,
-) -> Result<Experiment, Failure> {
+) -> Result<Experiment, ExperimentError> {
     let settings = &plan.settings;
     let mut experiment = Experiment {
         started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -111,7 +111,7 @@ fn rounds(
     experiment: &mut Experiment,
     looks: &mut LookSchedule,
     busy: &mut Busy,
-) -> Result<(StopReason, Option<(u32, f64)>), Failure> {
+) -> Result<(StopReason, Option<(u32, f64)>), ExperimentError> {
     let settings = plan.settings.clone();
     let mut planner = RoundPlanner::new(settings.seed, plan.commands.len(), settings.env_padding);
     // When the measured rounds began, to plan how many fit in the limits.
@@ -130,7 +130,7 @@ fn rounds(
         let round_started = executor.elapsed();
         for (position, &index) in round.order.iter().enumerate() {
             let name = plan.commands[index].name.clone();
-            let mut keep = |run: Box<Run>, experiment: &mut Experiment| -> Result<(), Failure> {
+            let mut keep = |run: Box<Run>, experiment: &mut Experiment| -> Result<(), ExperimentError> {
                 let run = Run {
                     round: measured,
                     position: position as u32,
@@ -138,7 +138,7 @@ fn rounds(
                     ..*run
                 };
                 if !warmup {
-                    observer.run_finished(index, &run).map_err(Failure::Other)?;
+                    observer.run_finished(index, &run).map_err(ExperimentError::Record)?;
                     experiment.commands[index].runs.push(run);
                 }
                 Ok(())
@@ -373,7 +373,10 @@ mod tests {
         let mut machine =
             Simulated::new(5, vec![0.01, 0.01], Noise::none()).with(Event::CannotStart { command: 1, nth: 0 });
         let err = run_experiment(&plan, &mut machine, &mut Quiet).unwrap_err();
-        assert_eq!(err.exit_code(), crate::error::EXIT_USAGE);
+        assert!(
+            matches!(err, ExperimentError::Executor(crate::executor::error::ExecutorError::CannotStart { .. })),
+            "bad input: {err:?}"
+        );
         let mut machine =
             Simulated::new(5, vec![0.01, 0.01], Noise::none()).with(Event::CannotStart { command: 1, nth: 3 });
         let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();

@@ -9,6 +9,7 @@
 //! (stats, verdict, multiplicity, cross-check).
 
 pub mod engine;
+pub mod error;
 pub mod observer;
 
 pub use engine::run_experiment;
@@ -16,15 +17,16 @@ pub use observer::{Fanout, Observer, Progress, Quiet};
 
 use crate::executor::ProcessExecutor;
 use crate::plan::Plan;
-
-use crate::error::Failure;
+pub use error::ExperimentError;
 use crate::model::Experiment;
 
 /// Run `plan` as real processes on this machine, telling `observer` when it starts and
 /// ends (also when it cannot start).
-pub fn run(plan: &Plan, observer: &mut dyn Observer) -> Result<Experiment, Failure> {
+pub fn run(plan: &Plan, observer: &mut dyn Observer) -> Result<Experiment, ExperimentError> {
     observer.experiment_started(plan);
-    let result = ProcessExecutor::new(plan).and_then(|mut executor| run_experiment(plan, &mut executor, observer));
+    let result = ProcessExecutor::new(plan)
+        .map_err(ExperimentError::from)
+        .and_then(|mut executor| run_experiment(plan, &mut executor, observer));
     observer.experiment_finished();
     result
 }

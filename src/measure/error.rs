@@ -91,6 +91,9 @@ pub enum ProbeError {
         #[source]
         source: which::Error,
     },
+    /// An `-e` or `--explain-event` event perflab cannot count.
+    #[error(transparent)]
+    Event(#[from] crate::measure::event::EventError),
     /// The machine's, not the input's: a temporary directory for cachegrind's files.
     #[error("{0:#}")]
     OutputDir(anyhow::Error),

@@ -24,12 +24,9 @@ pub enum LiveError {
     },
     #[error("waiting for the command failed: {0}")]
     Wait(String),
-}
-
-impl From<LiveError> for crate::error::Failure {
-    fn from(err: LiveError) -> Self {
-        crate::error::Failure::Usage(err.to_string())
-    }
+    /// The command's program (not found, not executable).
+    #[error(transparent)]
+    Program(#[from] crate::plan::error::CommandError),
 }
 
 /// Whose events are counted.
@@ -135,7 +132,7 @@ pub fn count(
     counting: &Counting,
     options: &LiveOptions,
     on_interval: &mut dyn FnMut(&IntervalCounts),
-) -> Result<LiveReport, crate::error::Failure> {
+) -> Result<LiveReport, LiveError> {
     let interrupt = crate::interrupt::watcher();
     let mut groups: Vec<Group> = Vec::new();
     match &options.whom {

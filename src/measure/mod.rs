@@ -36,13 +36,13 @@ pub use crate::model::Mode;
 ///
 /// `-e` and `--mode instructions` are exclusive: under valgrind, perf counters would
 /// count the simulator's JIT, not the program.
-pub fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec<Box<dyn Probe>>, crate::error::Failure> {
+pub fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec<Box<dyn Probe>>, error::ProbeError> {
     let events = counters::parse_events(&args.events)?;
     if args.mode == Mode::Instructions && !args.output.is_empty() {
-        return Err(error::ProbeError::OutputUnderValgrind.into());
+        return Err(error::ProbeError::OutputUnderValgrind);
     }
     match args.mode {
-        Mode::Instructions if !events.is_empty() => Err(error::ProbeError::EventsUnderValgrind.into()),
+        Mode::Instructions if !events.is_empty() => Err(error::ProbeError::EventsUnderValgrind),
         Mode::Instructions => {
             Ok(vec![Box::new(cachegrind::CachegrindProbe::new()?.per_function(args.explain.is_some()))])
         }

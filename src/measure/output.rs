@@ -60,7 +60,7 @@ impl Parser {
         let regex = regex::RegexBuilder::new(text)
             .multi_line(true)
             .build()
-            .map_err(|e| ParserError::BadRegex { text: text.to_string(), why: crate::error::regex_error(&e) })?;
+            .map_err(|e| ParserError::BadRegex { text: text.to_string(), why: perflab_sys::text::regex_error(&e) })?;
         let names: Vec<&str> = regex.capture_names().flatten().collect();
         if names.is_empty() {
             return Err(ParserError::NoNamedCapture(text.to_string()));

@@ -43,7 +43,7 @@ pub struct SamplingProbe {
 }
 
 impl SamplingProbe {
-    pub fn new(sampling: &Sampling) -> Result<SamplingProbe, crate::error::Failure> {
+    pub fn new(sampling: &Sampling) -> Result<SamplingProbe, crate::measure::event::EventError> {
         crate::measure::event::parse_one(&sampling.event)?;
         let call_graph = if sampling.call_stacks { CallGraph::FramePointers } else { CallGraph::None };
         let options = RecordOptions {

@@ -2,7 +2,7 @@
 //! axes, the main effect of each factor, and (with --pairwise) every pair of builds.
 
 use super::escape;
-use crate::analysis::verdict::sentence;
+use crate::render::verdict::sentence;
 use crate::model::{DesignAnalysis, Experiment};
 use crate::units::{format_level, format_value};
 use comfy_table::{presets, Table};

@@ -8,7 +8,7 @@
 use super::export::Exporter;
 use super::style::{Style, TimeUnit};
 use super::OutputError;
-use crate::analysis::verdict::sentence;
+use crate::render::verdict::sentence;
 use crate::model::{metric, Experiment, Verdict};
 use crate::units::{format_level, format_p};
 

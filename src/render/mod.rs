@@ -31,6 +31,7 @@ pub mod style;
 pub mod suite;
 pub mod table;
 pub mod terminal;
+pub mod verdict;
 
 use std::path::PathBuf;
 use thiserror::Error;

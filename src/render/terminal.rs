@@ -7,7 +7,7 @@ use super::export::Exporter;
 use super::style::Style;
 use super::table::{Column, FitTable, Frame};
 use super::OutputError;
-use crate::analysis::verdict::sentence;
+use crate::render::verdict::sentence;
 use crate::model::{metric, Comparison, Experiment, StopReason, Verdict};
 use crate::stats::signed_rank::min_pairs_for_interval;
 use crate::stats::summary;

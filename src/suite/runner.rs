@@ -195,8 +195,7 @@ pub fn run_suite(
                 }
                 Outcome::Measured(Box::new(experiment))
             }
-            Err(Failure::CommandFailed(message)) => Outcome::Failed(message),
-            Err(other) => return Err(other),
+            Err(other) => return Err(other.into()),
         };
         if let Some(cleanup) = &bench.cleanup {
             if let Err(e) = crate::plan::command::run_shell(cleanup, None, true) {
