@@ -16,21 +16,21 @@
 //! [`machine`] fingerprints the machine; [`error`] maps failures to the documented exit
 //! codes. [`cli`] is the command line, the only module that knows clap.
 
-pub mod analysis;
+pub use perflab_engine::analysis;
 pub mod cli;
-pub mod doctor;
+pub use perflab_engine::doctor;
 pub mod error;
-pub mod executor;
-pub mod experiment;
+pub use perflab_engine::executor;
+pub use perflab_engine::experiment;
 pub use perflab_sys::files;
 pub mod fleet;
 pub mod history;
 pub use perflab_sys::interrupt;
 pub use perflab_sys::machine;
-pub mod measure;
+pub use perflab_engine::measure;
 pub use perflab_model as model;
 pub use perflab_sys::parallel;
-pub mod plan;
+pub use perflab_engine::plan;
 pub use perflab_profile as profile;
 pub mod render;
 pub mod report;

@@ -256,7 +256,7 @@ mod tests {
 
     #[test]
     fn the_flame_graph_is_drawn_from_the_stored_stacks() {
-        let mut e = crate::analysis::explain::simulate::example_explanation();
+        let mut e = perflab_engine::fixtures::example_explanation();
         assert_eq!(flame_graph(&e), None, "no stacks, no picture");
         let stacks = |leaf: f64| [("main;work".to_string(), leaf), ("main".to_string(), 1.0)].into_iter().collect();
         e.stacks = Some(crate::model::MeanStacks { baseline: stacks(10.0), candidate: stacks(30.0) });

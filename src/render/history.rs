@@ -289,7 +289,7 @@ mod tests {
     #[test]
     fn a_stored_explanation_is_told_under_the_table() {
         let mut slower = stored("v2", 1, "sort", "h", &[1.2, 1.21, 1.19]);
-        let mut explanation = crate::analysis::explain::simulate::example_explanation();
+        let mut explanation = perflab_engine::fixtures::example_explanation();
         explanation.stacks = Some(crate::model::MeanStacks::default());
         slower.experiment.primary_metric = "wall_s".into();
         slower.experiment.comparisons.push(crate::model::Comparison {

@@ -140,7 +140,11 @@ pub fn render_interval(interval: &crate::measure::live::IntervalCounts) -> Strin
 mod tests {
     use super::*;
     use crate::analysis::stat::stat_metrics;
-    use crate::analysis::stat::tests::{names, result};
+    use perflab_engine::fixtures::counter_result as result;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
 
     #[test]
     fn terminal_lists_values_spread_and_unsupported_reasons() {

@@ -1294,7 +1294,7 @@ mod tests {
     fn why_slower_shows_each_method_and_matches_its_snapshot() {
         let mut data = sample(&["a", "b"]);
         let comparison = |candidate: &str| crate::model::Comparison::example_slower("A", candidate);
-        let mut explanation = crate::analysis::explain::simulate::example_explanation();
+        let mut explanation = perflab_engine::fixtures::example_explanation();
         explanation.baseline = "A".into();
         explanation.candidate = "B".into();
         // A picture stored by an older perflab is shown as it was stored.

@@ -94,7 +94,7 @@ mod tests {
         let experiment =
             Experiment { primary_metric: "wall_s".into(), comparisons: vec![slower.clone()], ..Experiment::default() };
         assert!(matches!(explained(&experiment), Some(Explanation::Missing(why)) if why.contains("sampled")));
-        let example = crate::analysis::explain::simulate::example_explanation();
+        let example = perflab_engine::fixtures::example_explanation();
         let with = Comparison { explanation: Some(Box::new(example)), ..slower };
         let experiment = Experiment { comparisons: vec![with], ..experiment };
         assert!(matches!(explained(&experiment), Some(Explanation::Found(c)) if c.explanation.is_some()));

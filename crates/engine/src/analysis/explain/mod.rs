@@ -1,0 +1,442 @@
+//! Why a candidate differs, function by function (`compare --explain`): from the samples
+//! of every compared run, each function's time per run in both commands, the ratio of the
+//! means with Fieller's interval, a verdict, and its contribution to the total change in
+//! time per run and as a share of it, all paired by round. Pure: runs in, an
+//! [`Explanation`] out (docs/statistics.md, "Explanations").
+//!
+//! * **Values**: a function's time in a run is the sum of its samples' periods (self
+//!   time). Means per run make contributions add up to the total exactly; ratios of the
+//!   means survive functions absent from some runs (zero samples), which per-round log
+//!   ratios do not.
+//! * **Which functions**: those with at least [`MIN_SAMPLES_PER_RUN`] samples per run on
+//!   average over both commands, at most [`MAX_TESTED`] of them, chosen by the pooled
+//!   count (blind to the direction of any change); the rest are summed into one
+//!   `[other functions]` row, tested like a function, so nothing escapes the total.
+//! * **Multiplicity**: Bonferroni over the rows tested (and the candidates), at the level
+//!   of the experiment's final look: every function's interval holds at once with the
+//!   family's confidence, and a verdict read from an interval is the Bonferroni test.
+//! * **Verdict**: `slower`/`faster` when the contribution's interval excludes 0 (the
+//!   ratio's then excludes 1), marked below the threshold when it lies within ±threshold
+//!   of the baseline's total; `equivalent` when it lies within that band; else
+//!   `inconclusive`. A function's verdict is about what it did to the total, not about its
+//!   own relative change, which a function of 0.1 % can never pin to ±1 %.
+
+pub mod simulate;
+
+use perflab_model::{metric, Change, CommandResult, Explanation, FunctionChange, RunProfile, Verdict};
+use perflab_stats::paired_means::{self, fieller, mean_difference, RatioInterval};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Functions with fewer samples per run (over both commands) are summed into
+/// `[other functions]`: at 5 samples per run and 20 rounds, the Poisson noise alone puts
+/// a ratio's 99.7 % interval at about ±40 %.
+pub const MIN_SAMPLES_PER_RUN: f64 = 5.0;
+/// At most this many functions get rows of their own (the family of the correction).
+pub const MAX_TESTED: usize = 30;
+/// The name of the row that sums every function without a row of its own.
+pub const OTHER: &str = perflab_model::OTHER_FUNCTIONS;
+/// The name of the total row.
+pub const TOTAL: &str = "[total]";
+/// Functions holding at least this share of the baseline's time are the ones whose
+/// relative bounds the summary quotes ("no other function changed beyond ±4 %").
+pub const HOT_SHARE: f64 = 0.05;
+/// Power for [`FunctionChange::detectable`].
+const POWER_Z: f64 = 0.841_621_233_572_914_3;
+/// Below this many samples per run, per-function intervals are wide (a warning says so).
+const FEW_SAMPLES_PER_RUN: f64 = 100.0;
+
+/// The statistical settings of an explanation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// The family-wise confidence (the experiment's).
+    pub confidence: f64,
+    /// The level of this comparison's interval at the final look (already corrected for
+    /// the candidates): the functions share its α.
+    pub comparison_level: f64,
+    /// The equivalence margin, a fraction of the baseline's total.
+    pub threshold: f64,
+}
+
+type Key = (String, String);
+
+/// Per-round values of one row: baseline, candidate (in the explanation's unit) and
+/// sample counts.
+#[derive(Default, Clone)]
+struct Series {
+    base: Vec<f64>,
+    cand: Vec<f64>,
+    base_samples: Vec<f64>,
+    cand_samples: Vec<f64>,
+    counts: BTreeMap<String, (Vec<f64>, Vec<f64>)>,
+}
+
+impl Series {
+    fn new(rounds: usize) -> Series {
+        Series {
+            base: vec![0.0; rounds],
+            cand: vec![0.0; rounds],
+            base_samples: vec![0.0; rounds],
+            cand_samples: vec![0.0; rounds],
+            counts: BTreeMap::new(),
+        }
+    }
+
+    fn add(&mut self, other: &Series) {
+        for (a, b) in [
+            (&mut self.base, &other.base),
+            (&mut self.cand, &other.cand),
+            (&mut self.base_samples, &other.base_samples),
+            (&mut self.cand_samples, &other.cand_samples),
+        ] {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        }
+    }
+}
+
+/// The runs of both commands that were sampled, paired by round, successful ones only.
+fn paired_profiles<'a>(base: &'a CommandResult, cand: &'a CommandResult) -> Vec<(u32, &'a RunProfile, &'a RunProfile)> {
+    let by_round: BTreeMap<u32, &RunProfile> =
+        base.runs.iter().filter(|r| r.exit.success()).filter_map(|r| Some((r.round, r.profile.as_deref()?))).collect();
+    cand.runs
+        .iter()
+        .filter(|r| r.exit.success())
+        .filter_map(|r| Some((r.round, *by_round.get(&r.round)?, r.profile.as_deref()?)))
+        .collect()
+}
+
+/// Explain `cand` against `base` from their runs' profiles (runs paired by round).
+/// `primary` is the metric that decided the comparison, whose change the samples are
+/// checked against. None when no round has samples of both.
+pub fn explain(base: &CommandResult, cand: &CommandResult, primary: &str, options: &Options) -> Option<Explanation> {
+    let pairs = paired_profiles(base, cand);
+    let first = pairs.first()?.1;
+    let rounds = pairs.len();
+    let time = first.period_is_time;
+    let exact = pairs.iter().all(|(_, a, b)| a.exact && b.exact);
+    let scale = if time { 1e-6 } else { 1.0 };
+    let unit = if time { "ms".to_string() } else { first.event.clone() };
+
+    let mut rows: BTreeMap<Key, Series> = BTreeMap::new();
+    for (i, (_, a, b)) in pairs.iter().enumerate() {
+        for (profile, candidate) in [(a, false), (b, true)] {
+            for (key, &(samples, period)) in &profile.functions {
+                let row = rows.entry(key.clone()).or_insert_with(|| Series::new(rounds));
+                let (values, counts) = if candidate {
+                    (&mut row.cand, &mut row.cand_samples)
+                } else {
+                    (&mut row.base, &mut row.base_samples)
+                };
+                values[i] += period as f64 * scale;
+                counts[i] += samples as f64;
+            }
+            for (name, per_function) in &profile.counts {
+                for (key, &count) in per_function {
+                    let row = rows.entry(key.clone()).or_insert_with(|| Series::new(rounds));
+                    let (b, c) =
+                        row.counts.entry(name.clone()).or_insert_with(|| (vec![0.0; rounds], vec![0.0; rounds]));
+                    let values = if candidate { c } else { b };
+                    values[i] += count as f64;
+                }
+            }
+        }
+    }
+    let pooled =
+        |s: &Series| (s.base_samples.iter().sum::<f64>() + s.cand_samples.iter().sum::<f64>()) / (2.0 * rounds as f64);
+    let mut keys: Vec<&Key> = rows.keys().collect();
+    keys.sort_by(|a, b| pooled(&rows[*b]).total_cmp(&pooled(&rows[*a])).then_with(|| a.cmp(b)));
+    // Exact counts need no correction and no minimum: every function is its own row.
+    let min_samples = if exact { 0.0 } else { MIN_SAMPLES_PER_RUN };
+    let tested: BTreeSet<Key> = keys
+        .iter()
+        .filter(|k| pooled(&rows[**k]) >= min_samples && pooled(&rows[**k]) > 0.0)
+        .take(if exact { usize::MAX } else { MAX_TESTED })
+        .map(|k| (*k).clone())
+        .collect();
+    let mut other = Series::new(rounds);
+    let mut total = Series::new(rounds);
+    for (key, series) in &rows {
+        total.add(series);
+        if !tested.contains(key) {
+            other.add(series);
+        }
+    }
+    let has_other = other.base_samples.iter().chain(&other.cand_samples).any(|&s| s > 0.0);
+    let family = (tested.len() + usize::from(has_other)).max(1);
+    let function_level = 1.0 - (1.0 - options.comparison_level) / family as f64;
+
+    let baseline_total = paired_means::mean_difference(&total.base, &total.cand, options.comparison_level)?;
+    let band = options.threshold * baseline_total.mean_a;
+    let total_change = row_change(TOTAL, "", &total, options.comparison_level, band, exact, None);
+    let total_differences: Vec<f64> = total.base.iter().zip(&total.cand).map(|(a, b)| b - a).collect();
+    let shares_of = total_change.contribution.excludes_zero().then_some(total_differences.as_slice());
+
+    let mut functions: Vec<FunctionChange> = tested
+        .iter()
+        .map(|key| row_change(&key.0, &key.1, &rows[key], function_level, band, exact, shares_of))
+        .collect();
+    functions.sort_by(|a, b| {
+        b.contribution.estimate.abs().total_cmp(&a.contribution.estimate.abs()).then_with(|| a.name.cmp(&b.name))
+    });
+    if has_other {
+        functions.push(row_change(OTHER, "", &other, function_level, band, exact, shares_of));
+    }
+
+    let flagged = |f: &FunctionChange| matches!(f.verdict, Verdict::Slower | Verdict::Faster);
+    let unflagged_within = functions
+        .iter()
+        .filter(|f| !flagged(f) && f.name != OTHER && f.baseline_per_run >= HOT_SHARE * baseline_total.mean_a)
+        .filter_map(|f| Some((f.ci_low? - 1.0).abs().max((f.ci_high? - 1.0).abs())))
+        .max_by(f64::total_cmp);
+    let unflagged_contribution_within = functions
+        .iter()
+        .filter(|f| !flagged(f))
+        .filter_map(|f| Some(f.contribution.low?.abs().max(f.contribution.high?.abs())))
+        .max_by(f64::total_cmp);
+
+    let samples_per_run = (
+        total.base_samples.iter().sum::<f64>() / rounds as f64,
+        total.cand_samples.iter().sum::<f64>() / rounds as f64,
+    );
+    let primary_change = primary_change(base, cand, primary, &pairs, time, options.comparison_level);
+    let mut warnings = Vec::new();
+    if !exact && samples_per_run.0.min(samples_per_run.1) < FEW_SAMPLES_PER_RUN {
+        warnings.push(format!(
+            "only {:.0} samples per run: per-function intervals are wide (longer runs, more rounds or a higher sampling rate narrow them)",
+            samples_per_run.0.min(samples_per_run.1)
+        ));
+    }
+    let lost: u64 = pairs.iter().map(|(_, a, b)| a.lost + b.lost).sum();
+    if lost > 0 {
+        warnings.push(format!("the kernel dropped {lost} sample records: the rounds that lost them count less"));
+    }
+    if let Some(p) = &primary_change {
+        if let Some(note) = consistency(p, &total_change.contribution, primary, &unit) {
+            warnings.push(note);
+        }
+    }
+    Some(Explanation {
+        baseline: base.name.clone(),
+        candidate: cand.name.clone(),
+        event: first.event.clone(),
+        method: if exact { "exact" } else { "sampled" }.to_string(),
+        unit,
+        rounds,
+        samples_per_run,
+        confidence: options.confidence,
+        function_level,
+        tested: tested.len(),
+        threshold: options.threshold,
+        total: total_change,
+        functions,
+        unflagged_within,
+        unflagged_contribution_within,
+        primary_change,
+        stacks: None,
+        stored_flame_graph: None,
+        warnings,
+    })
+}
+
+/// The change of one row at `level`; `band` is ±threshold of the baseline total per run,
+/// `total_differences` the per-round total changes to take shares of.
+fn row_change(
+    name: &str,
+    object: &str,
+    s: &Series,
+    level: f64,
+    band: f64,
+    exact: bool,
+    total_differences: Option<&[f64]>,
+) -> FunctionChange {
+    let md = mean_difference(&s.base, &s.cand, level).expect("every row has its rounds");
+    let ratio = (md.mean_a > 0.0).then(|| md.mean_b / md.mean_a);
+    let point = |x: f64| Change { estimate: x, low: Some(x), high: Some(x) };
+    let constant = |v: &[f64]| v.iter().all(|x| *x == v[0]);
+    let deterministic = exact || (constant(&s.base) && constant(&s.cand));
+    let (contribution, ci) = if deterministic {
+        (point(md.difference), ratio.map(|r| (r, r)))
+    } else {
+        let contribution =
+            Change { estimate: md.difference, low: md.interval.map(|i| i.0), high: md.interval.map(|i| i.1) };
+        let ci = match fieller(&s.cand, &s.base, level).and_then(|r| r.interval) {
+            Some(RatioInterval::Bounded(lo, hi)) if ratio.is_some() => Some((lo.max(0.0), hi)),
+            _ => None,
+        };
+        (contribution, ci)
+    };
+    let (verdict, below_threshold) = match (contribution.low, contribution.high) {
+        (Some(lo), Some(hi)) if lo > 0.0 => (Verdict::Slower, hi <= band),
+        (Some(lo), Some(hi)) if hi < 0.0 => (Verdict::Faster, lo >= -band),
+        (Some(lo), Some(hi)) if lo >= -band && hi <= band => (Verdict::Equivalent, false),
+        _ => (Verdict::Inconclusive, false),
+    };
+    let share = total_differences.and_then(|total| {
+        let d: Vec<f64> = s.base.iter().zip(&s.cand).map(|(a, b)| b - a).collect();
+        let r = fieller(&d, total, level)?;
+        match r.interval {
+            _ if deterministic => Some(point(r.ratio)),
+            Some(RatioInterval::Bounded(lo, hi)) => Some(Change { estimate: r.ratio, low: Some(lo), high: Some(hi) }),
+            _ => Some(Change { estimate: r.ratio, low: None, high: None }),
+        }
+    });
+    let detectable = (!deterministic && md.mean_a > 0.0)
+        .then(|| paired_means::t_quantile(level, md.n as f64 - 1.0).map(|t| (t + POWER_Z) * md.se / md.mean_a))
+        .flatten()
+        .filter(|d| d.is_finite());
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    FunctionChange {
+        name: name.to_string(),
+        object: object.to_string(),
+        baseline_per_run: md.mean_a,
+        candidate_per_run: md.mean_b,
+        baseline_samples: mean(&s.base_samples),
+        candidate_samples: mean(&s.cand_samples),
+        ratio,
+        ci_low: ci.map(|c| c.0),
+        ci_high: ci.map(|c| c.1),
+        verdict,
+        below_threshold,
+        contribution,
+        share,
+        detectable,
+        p_value: if deterministic { f64::from(u8::from(md.difference == 0.0)) } else { md.p_value },
+        counts: s.counts.iter().map(|(name, (b, c))| (name.clone(), (mean(b), mean(c)))).collect(),
+    }
+}
+
+/// Each command's call stacks (folded) as mean time per run over the rounds both were
+/// sampled in, for the explanation's flame graph: (baseline, candidate).
+pub fn mean_stacks(base: &CommandResult, cand: &CommandResult) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
+    let pairs = paired_profiles(base, cand);
+    let mut sides = (BTreeMap::new(), BTreeMap::new());
+    let n = pairs.len().max(1) as f64;
+    for (_, a, b) in &pairs {
+        for (profile, side) in [(a, &mut sides.0), (b, &mut sides.1)] {
+            let scale = if profile.period_is_time { 1e-6 } else { 1.0 };
+            for (stack, &(_, period)) in &profile.stacks {
+                *side.entry(stack.clone()).or_insert(0.0) += period as f64 * scale / n;
+            }
+        }
+    }
+    sides
+}
+
+/// The primary metric's paired change per run, in the explanation's unit when both are
+/// times.
+fn primary_change(
+    base: &CommandResult,
+    cand: &CommandResult,
+    primary: &str,
+    pairs: &[(u32, &RunProfile, &RunProfile)],
+    time: bool,
+    level: f64,
+) -> Option<Change> {
+    let seconds = metric::to_seconds(metric::unit(primary))?;
+    if !time {
+        return None;
+    }
+    let value = |c: &CommandResult, round: u32| c.runs.iter().find(|r| r.round == round)?.metric(primary);
+    let (a, b): (Vec<f64>, Vec<f64>) = pairs
+        .iter()
+        .filter_map(|(round, _, _)| Some((value(base, *round)? * seconds * 1e3, value(cand, *round)? * seconds * 1e3)))
+        .unzip();
+    let md = mean_difference(&a, &b, level)?;
+    Some(Change { estimate: md.difference, low: md.interval.map(|i| i.0), high: md.interval.map(|i| i.1) })
+}
+
+/// A note when the samples do not account for the primary metric's change: their
+/// intervals do not overlap (time off the CPU — sleeping, I/O, waiting for a CPU — is
+/// in wall time but not in cpu-clock samples).
+fn consistency(primary: &Change, sampled: &Change, metric: &str, unit: &str) -> Option<String> {
+    let (pl, ph, sl, sh) = (primary.low?, primary.high?, sampled.low?, sampled.high?);
+    if ph < sl || sh < pl {
+        Some(format!(
+            "the samples account for {:+.2} {unit}/run [{:+.2}, {:+.2}] of the {:+.2} {unit}/run [{:+.2}, {:+.2}] change in {metric}: the rest is time off the CPU (waiting, sleeping, I/O) or outside the sampled processes",
+            sampled.estimate, sl, sh, primary.estimate, pl, ph
+        ))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::simulate::{Scenario, Simulation};
+    use super::*;
+
+    fn options() -> Options {
+        Options { confidence: 0.95, comparison_level: 0.95, threshold: 0.01 }
+    }
+
+    #[test]
+    fn contributions_add_up_to_the_total_and_shares_to_one() {
+        let mut sim = Simulation::new(Scenario::opposite_changes(), 3);
+        let (base, cand) = sim.commands(60);
+        let e = explain(&base, &cand, metric::CPU, &options()).unwrap();
+        assert!(e.total.contribution.excludes_zero(), "{:?}", e.total);
+        let sum: f64 = e.functions.iter().map(|f| f.contribution.estimate).sum();
+        assert!((sum - e.total.contribution.estimate).abs() < 1e-9 * e.total.baseline_per_run, "{sum} vs total");
+        let shares: f64 = e.functions.iter().filter_map(|f| f.share.map(|s| s.estimate)).sum();
+        assert!((shares - 1.0).abs() < 1e-9, "{shares}");
+        assert_eq!(e.functions.last().unwrap().name, OTHER);
+        assert!(e.function_level > 0.95 && e.tested >= 3, "{e:?}");
+    }
+
+    #[test]
+    fn opposite_changes_are_found_with_their_signs_and_the_hot_function_is_not() {
+        let mut sim = Simulation::new(Scenario::opposite_changes(), 11);
+        let (base, cand) = sim.commands(40);
+        let e = explain(&base, &cand, metric::CPU, &options()).unwrap();
+        let row = |name: &str| e.functions.iter().find(|f| f.name == name).unwrap();
+        assert_eq!(row("f_up").verdict, Verdict::Slower);
+        assert_eq!(row("f_down").verdict, Verdict::Faster);
+        assert!(!matches!(row("f_hot").verdict, Verdict::Slower | Verdict::Faster), "{:?}", row("f_hot"));
+        let up = row("f_up");
+        assert!(up.ci_low.unwrap() <= 1.3 && 1.3 <= up.ci_high.unwrap(), "{up:?}");
+        assert!(e.unflagged_within.is_some());
+    }
+
+    #[test]
+    fn a_new_function_has_no_ratio_but_a_contribution() {
+        let mut scenario = Scenario::opposite_changes();
+        scenario.functions.push(simulate::FunctionSpec {
+            name: "f_new".into(),
+            baseline_ms: 0.0,
+            ratio: 1.0,
+            added_ms: 20.0,
+        });
+        let (base, cand) = Simulation::new(scenario, 5).commands(30);
+        let e = explain(&base, &cand, metric::CPU, &options()).unwrap();
+        let new = e.functions.iter().find(|f| f.name == "f_new").unwrap();
+        assert_eq!((new.ratio, new.ci_low, new.verdict), (None, None, Verdict::Slower));
+        assert!(new.contribution.low.unwrap() > 0.0);
+    }
+
+    #[test]
+    fn exact_counts_need_no_interval() {
+        let mut a = RunProfile { event: "instructions".into(), exact: true, ..RunProfile::default() };
+        a.functions.insert(("f".into(), "[command]".into()), (1000, 1000));
+        a.functions.insert(("g".into(), "[command]".into()), (500, 500));
+        let mut b = a.clone();
+        b.functions.insert(("f".into(), "[command]".into()), (1100, 1100));
+        let run = |p: RunProfile| perflab_model::Run {
+            exit: perflab_model::ExitInfo { exit_code: Some(0), ..Default::default() },
+            profile: Some(Box::new(p)),
+            ..Default::default()
+        };
+        let command = |name: &str, p: RunProfile| CommandResult {
+            name: name.into(),
+            argv: vec![],
+            command_line: name.into(),
+            parameters: Default::default(),
+            runs: vec![run(p)],
+            summary: Default::default(),
+        };
+        let e = explain(&command("a", a), &command("b", b), "instructions", &options()).unwrap();
+        assert_eq!(e.method, "exact");
+        let f = &e.functions[0];
+        assert_eq!((f.name.as_str(), f.ratio, f.ci_low, f.verdict), ("f", Some(1.1), Some(1.1), Verdict::Slower));
+        assert_eq!(e.functions[1].verdict, Verdict::Equivalent);
+        assert_eq!(f.share.unwrap().estimate, 1.0);
+    }
+}

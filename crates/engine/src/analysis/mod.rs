@@ -1,0 +1,402 @@
+//! What an experiment's runs say: per-command summaries, every metric's comparison at
+//! the level of the final look (counters Bonferroni-corrected), the count-vs-time
+//! cross-check, and warnings about the measurement itself.
+
+pub mod crosscheck;
+pub mod design;
+pub mod explain;
+pub mod multiplicity;
+pub mod stat;
+pub mod verdict;
+
+use crate::executor::contention;
+use crate::measure::Mode;
+use perflab_model::{metric, CommandResult, Comparison, Experiment, Verdict, Warning, WarningKind};
+use crate::plan::Plan;
+use perflab_stats::{changepoint, summary};
+use perflab_model::units::{format_seconds, format_value};
+
+/// Candidates are compared against the first command on every deciding metric; the
+/// family-wise error rate is split evenly over those comparisons (Bonferroni), so the
+/// level per comparison is 1 − α_look/(candidates · deciding metrics).
+fn per_comparison_level(plan: &Plan, experiment: &Experiment, look_level: f64) -> f64 {
+    let candidates = plan.commands.len().saturating_sub(1).max(1);
+    let family = candidates * deciding_metrics(plan, experiment).len().max(1);
+    1.0 - (1.0 - look_level) / family as f64
+}
+
+/// The metrics whose verdicts decide when to stop: the primary one, and with
+/// `--iterations each` its iteration groups (`NAME[first]`, `NAME[steady]`), so that every
+/// group gets its verdict.
+pub fn deciding_metrics(plan: &Plan, experiment: &Experiment) -> Vec<String> {
+    let primary = experiment.primary_metric.clone();
+    let groups = plan.settings.iterations.group_names(&primary);
+    let mut out = vec![primary];
+    out.extend(groups.into_iter().filter(|g| plan.metrics.contains(g)));
+    out
+}
+
+/// The deciding metrics' comparisons at a look of level `look_level`.
+pub fn primary_comparisons(plan: &Plan, experiment: &Experiment, look_level: f64) -> Vec<Comparison> {
+    let level = per_comparison_level(plan, experiment, look_level);
+    let base = &experiment.commands[0];
+    let mut out = Vec::new();
+    for cand in &experiment.commands[1..] {
+        for metric in deciding_metrics(plan, experiment) {
+            out.push(verdict::compare(base, cand, &metric, level, &plan.settings));
+        }
+    }
+    out
+}
+
+/// A machine where runs spend this share of their wall time waiting for a CPU a
+/// neighbour held is busy: the neighbours' share of wall time would dominate the noise.
+pub const BUSY_SHARE: f64 = 0.05;
+
+/// When the machine became busy enough to decide on `uncontended_s`: the round of the
+/// look that switched, and the share of wall time the runs since the previous look
+/// waited behind neighbours.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Switch {
+    pub round: u32,
+    /// The first round of the runs the look examined.
+    pub since_round: u32,
+    pub share: f64,
+}
+
+/// At a look after `rounds` rounds, the previous one at `previous` (0 for the first): with
+/// `auto_primary`, switch from `wall_s` to `uncontended_s` when the runs since the
+/// previous look — or all runs so far — waited behind neighbours for at least
+/// [`BUSY_SHARE`] of their wall time. Only waits enter the choice, never an interval or
+/// the compared values, so it cannot steer which metric looks decisive; a later switch
+/// spends only what the earlier looks left of α (docs/statistics.md). Returns the switch
+/// when this look made it.
+pub fn examine_busy(plan: &Plan, experiment: &mut Experiment, previous: u32, rounds: u32) -> Option<Switch> {
+    let switchable = plan.auto_primary
+        && plan.commands.len() >= 2
+        && plan.measure.mode != Mode::Instructions
+        && experiment.primary_metric == metric::WALL;
+    if !switchable {
+        return None;
+    }
+    let runs = || experiment.commands.iter().flat_map(|c| &c.runs);
+    if !runs().all(|r| r.metric(metric::UNCONTENDED).is_some()) {
+        return None;
+    }
+    let recent = contention::busy_share(runs().filter(|r| r.round >= previous))?;
+    let all = contention::busy_share(runs()).unwrap_or(0.0);
+    if recent.max(all) < BUSY_SHARE {
+        return None;
+    }
+    experiment.primary_metric = metric::UNCONTENDED.to_string();
+    Some(Switch { round: rounds, since_round: previous, share: recent })
+}
+
+/// The warning about a busy machine at the end: which metric decided and why, from the
+/// switch (if a look made one) and the share over all runs; none on a quiet machine.
+pub fn busy_warning(plan: &Plan, experiment: &Experiment, switch: Option<Switch>) -> Option<Warning> {
+    let runs = || experiment.commands.iter().flat_map(|c| &c.runs);
+    let share = contention::busy_share(runs())?;
+    let busy = format!("the machine was busy: {:.0} % of wall time was waiting for a CPU", share * 100.0);
+    let message = match switch {
+        Some(s) if s.since_round == 0 => {
+            format!("{busy}; deciding on uncontended_s (wall time minus that wait; --metric wall_s decides on wall time)")
+        }
+        Some(s) => format!(
+            "{busy}; deciding on uncontended_s from round {} on, when {:.0} % of the runs' wall time since round {} was (wall time minus that wait; the looks before decided on wall_s and spent their part of α, which uncontended_s does not spend again; --metric wall_s decides on wall time)",
+            s.round,
+            s.share * 100.0,
+            s.since_round + 1
+        ),
+        None if share < BUSY_SHARE || plan.measure.mode == Mode::Instructions => return None,
+        None if plan.commands.len() < 2 => format!("{busy} (uncontended_s is wall time without that wait)"),
+        None if !plan.auto_primary => {
+            let hint = if experiment.primary_metric == metric::UNCONTENDED {
+                ""
+            } else {
+                " (--metric uncontended_s removes the wait)"
+            };
+            format!("{busy}; deciding on {} as asked{hint}", experiment.primary_metric)
+        }
+        None if !runs().all(|r| r.metric(metric::UNCONTENDED).is_some()) => {
+            format!("{busy}; deciding on wall_s: some runs have no uncontended time (see `not supported here`)")
+        }
+        None => format!(
+            "{busy}, after the last look; the verdict was decided on {} (--metric uncontended_s removes the wait)",
+            experiment.primary_metric
+        ),
+    };
+    Some(Warning::new(WarningKind::Busy, message))
+}
+
+/// Summaries, every metric's comparisons at the final level, and warnings.
+pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
+    let level = per_comparison_level(plan, experiment, look_level);
+    for command in &mut experiment.commands {
+        for name in metric::ALL.iter().chain(&metric::CONTENTION).map(|s| s.to_string()).chain(plan.metrics.clone()) {
+            let values: Vec<f64> = command.runs.iter().filter_map(|r| r.metric(&name)).collect();
+            if !values.is_empty() {
+                command.summary.insert(name, summary::summarize(&values));
+            }
+        }
+    }
+    let deciding = deciding_metrics(plan, experiment);
+    let counters: Vec<String> =
+        multiplicity::corrected_metrics(plan, experiment).into_iter().filter(|m| !deciding.contains(m)).collect();
+    let secondary_level = multiplicity::secondary_confidence(look_level, plan.commands.len() - 1, counters.len());
+    let mut compared = plan.metrics.clone();
+    if !compared.contains(&experiment.primary_metric) {
+        compared.insert(1.min(compared.len()), experiment.primary_metric.clone());
+    }
+    if let Some((base, candidates)) = experiment.commands.split_first() {
+        for cand in candidates {
+            for name in &compared {
+                let level = if counters.contains(name) { secondary_level } else { level };
+                let c = verdict::compare(base, cand, name, level, &plan.settings);
+                // A metric neither command has (a counter this machine cannot read) is
+                // listed as unsupported, not as a comparison; the primary always shows.
+                let anywhere = |r: &CommandResult| r.runs.iter().any(|run| run.metric(name).is_some());
+                if c.verdict != Verdict::NotComparable
+                    || *name == experiment.primary_metric
+                    || anywhere(base)
+                    || anywhere(cand)
+                {
+                    experiment.comparisons.push(c);
+                }
+            }
+        }
+    }
+    crosscheck::cross_check(&mut experiment.comparisons);
+    experiment.design = design::analyze(plan, experiment, look_level);
+    // How busy the machine was, for history and reports that compare sessions (read
+    // back without the runs).
+    if let Some(share) = contention::busy_share(experiment.commands.iter().flat_map(|c| &c.runs)) {
+        experiment.environment.insert(contention::BUSY_FACT.to_string(), format!("{share:.4}"));
+    }
+    let client = client_cpu(plan, experiment);
+    if plan.measure.explain.is_some() {
+        explain_comparisons(plan, experiment, level);
+    }
+    experiment.warnings.extend(not_comparable_warnings(&experiment.comparisons));
+    experiment.warnings.extend(warnings(plan, experiment));
+    experiment.warnings.extend(client);
+}
+
+/// Failed runs that `--ignore-failure` kept: per command, how many and how they ended.
+/// Their values are in the statistics. (Without it the first failure stops the
+/// experiment and is its failure.)
+fn failed_runs(experiment: &Experiment) -> Vec<Warning> {
+    let mut out = Vec::new();
+    for command in &experiment.commands {
+        let failed: Vec<String> =
+            command.runs.iter().filter(|r| !r.exit.success()).map(|r| r.exit.describe()).collect();
+        if failed.is_empty() {
+            continue;
+        }
+        let mut ends: Vec<(String, usize)> = Vec::new();
+        for end in failed.iter() {
+            match ends.iter_mut().find(|(e, _)| e == end) {
+                Some((_, n)) => *n += 1,
+                None => ends.push((end.clone(), 1)),
+            }
+        }
+        let how = ends.iter().map(|(end, n)| format!("{end} ×{n}")).collect::<Vec<_>>().join(", ");
+        out.push(Warning::new(
+            WarningKind::Failures,
+            format!(
+                "`{}` failed in {} of {} runs ({how}); --ignore-failure kept them, and their values are in the statistics",
+                command.name,
+                failed.len(),
+                command.runs.len()
+            ),
+        ));
+    }
+    out
+}
+
+/// Output formats of clients: their command measures the client, and a server's work is
+/// elsewhere.
+const CLIENT_FORMATS: [&str; 1] = ["pgbench"];
+
+/// With a client's output parsed (a server A/B through pgbench), `cpu_s` is the client's
+/// CPU time: say so, on the comparison and as a warning.
+fn client_cpu(plan: &Plan, experiment: &mut Experiment) -> Option<Warning> {
+    let client = plan.measure.output.iter().map(|p| p.describe()).find(|d| CLIENT_FORMATS.contains(&d.as_str()))?;
+    let note = format!("the client's CPU time ({client}'s), not the server's");
+    let mut compared = false;
+    for c in experiment.comparisons.iter_mut().filter(|c| c.metric == metric::CPU) {
+        c.flags.push(note.clone());
+        compared = true;
+    }
+    compared.then(|| {
+        Warning::new(
+            WarningKind::Scope,
+            format!(
+                "cpu_s is {note}: the command measured is the client, and the server's CPU is not in it (measure the server with `perflab profile -p PID` or its own statistics)"
+            ),
+        )
+    })
+}
+
+/// A warning for every comparison that gave no ratio, or skipped rounds to give one:
+/// a dropped metric must never pass silently (a gate on it would pass).
+fn not_comparable_warnings(comparisons: &[Comparison]) -> Vec<Warning> {
+    comparisons
+        .iter()
+        .filter(|c| c.verdict == Verdict::NotComparable || c.flags.iter().any(|f| f.contains("rounds skipped")))
+        .map(|c| {
+            let why = c.flags.iter().find(|f| c.verdict == Verdict::NotComparable || f.contains("rounds skipped"));
+            let what = if c.verdict == Verdict::NotComparable { "not comparable" } else { "compared on fewer rounds" };
+            Warning::new(
+                WarningKind::NotComparable,
+                format!(
+                    "{} of `{}` vs `{}` {what}: {}",
+                    c.metric,
+                    c.candidate,
+                    c.baseline,
+                    why.map_or("", String::as_str)
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Each primary comparison explained function by function from its runs' samples
+/// (`compare --explain`), at the comparison's level of the final look.
+fn explain_comparisons(plan: &Plan, experiment: &mut Experiment, level: f64) {
+    let options = explain::Options {
+        confidence: plan.settings.confidence,
+        comparison_level: level,
+        threshold: plan.settings.threshold,
+    };
+    let primary = experiment.primary_metric.clone();
+    let Some((base, candidates)) = experiment.commands.split_first() else { return };
+    let explanations: Vec<(String, Option<perflab_model::Explanation>)> =
+        candidates.iter().map(|cand| (cand.name.clone(), explain::explain(base, cand, &primary, &options))).collect();
+    for (candidate, explanation) in explanations {
+        let comparison = experiment.comparisons.iter_mut().find(|c| c.metric == primary && c.candidate == candidate);
+        match (comparison, explanation) {
+            (Some(c), Some(mut e)) => {
+                if let Some(cand) = candidates.iter().find(|c| c.name == candidate) {
+                    let (baseline, candidate) = explain::mean_stacks(base, cand);
+                    if !baseline.is_empty() || !candidate.is_empty() {
+                        e.stacks = Some(perflab_model::MeanStacks { baseline, candidate });
+                    }
+                }
+                c.explanation = Some(Box::new(e))
+            }
+            (_, None) => experiment.warnings.push(Warning::new(
+                WarningKind::Other,
+                format!("--explain: no round has samples of both `{}` and `{candidate}`", base.name),
+            )),
+            _ => {}
+        }
+    }
+}
+
+
+/// Process creation and exec cost ~0.1 ms (a static binary) to ~0.5 ms (a dynamic one)
+/// here; runs of at least 20× that keep it under 5 % of what is measured.
+const SHORT_RUN_S: f64 = 0.010;
+/// Paired run-to-run spread (robust, of ln ratios) above which results need many rounds.
+const NOISY_SPREAD: f64 = 0.05;
+
+/// Warnings about the primary metric's runs: process creation dominating short ones
+/// (unless the commands time themselves), shifts during the measurement, noise.
+/// One warning per reason for the counters no run of any command could read (a
+/// hardware event on a machine without a PMU): the table shows `<not supported>`, and the
+/// warning says that the experiment went on without them.
+fn unread_counters(experiment: &Experiment) -> Vec<Warning> {
+    let runs = || experiment.commands.iter().flat_map(|c| &c.runs);
+    let mut by_reason: std::collections::BTreeMap<String, Vec<&str>> = std::collections::BTreeMap::new();
+    let mut names: Vec<&str> = runs().flat_map(|r| r.counters.keys().map(String::as_str)).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let mut readings = runs().filter_map(|r| r.counters.get(name));
+        // A derived rate (`ipc`) is unread because an input is, and that input is named.
+        if readings.clone().any(|reading| reading.supported) || crate::measure::counters::is_derived(name) {
+            continue;
+        }
+        let reason = readings.find_map(|reading| reading.reason.clone()).unwrap_or_else(|| "no reason given".into());
+        by_reason.entry(reason).or_default().push(name);
+    }
+    by_reason
+        .into_iter()
+        .map(|(reason, names)| {
+            let names = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+            Warning::new(WarningKind::Unsupported, format!("{names} not counted, measured without: {reason}"))
+        })
+        .collect()
+}
+
+fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
+    let mut out = if plan.ignore_failure { failed_runs(experiment) } else { Vec::new() };
+    if let Some(fake) = experiment.environment.get("fake_pmu") {
+        out.push(Warning::new(WarningKind::Other, format!("{fake}: not a measurement of this CPU")));
+    }
+    out.extend(unread_counters(experiment));
+    if plan.measure.mode == Mode::Instructions {
+        return out;
+    }
+    let primary = experiment.primary_metric.as_str();
+    let self_timed = plan.printed_metrics().iter().any(|m| m == primary);
+    let what = if primary == metric::WALL { "wall time" } else { primary };
+    for command in &experiment.commands {
+        let walls: Vec<f64> = command.runs.iter().map(|r| r.wall_s).collect();
+        if walls.is_empty() {
+            continue;
+        }
+        let median = summary::median(&walls);
+        if median < SHORT_RUN_S && !self_timed {
+            out.push(Warning::new(
+                WarningKind::ShortRun,
+                format!(
+                    "`{}` runs for only {}: process creation and exec (~0.1–0.5 ms) are a sizeable part of that; measure a longer workload (≥ {})",
+                    command.name,
+                    format_seconds(median),
+                    format_seconds(SHORT_RUN_S)
+                ),
+            ));
+        }
+        let values: Vec<f64> = command.runs.iter().filter_map(|r| r.metric(primary)).collect();
+        let shifts = changepoint::detect(&values, &changepoint::ChangePointConfig::default());
+        if let Some(largest) = shifts.iter().max_by(|a, b| a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs())) {
+            out.push(Warning::new(
+                WarningKind::Unstable,
+                format!(
+                    "`{}` was not stable: its {what} shifted {} time{} during the measurement (largest {:+.1} % at run {}, median {} → {}); pairing within rounds absorbs slow drift, but a quieter machine narrows the interval",
+                    command.name,
+                    shifts.len(),
+                    if shifts.len() == 1 { "" } else { "s" },
+                    (largest.ratio - 1.0) * 100.0,
+                    largest.index + 1,
+                    format_value(primary, largest.before),
+                    format_value(primary, largest.after)
+                ),
+            ));
+        }
+    }
+    if let Some((base, candidates)) = experiment.commands.split_first() {
+        for cand in candidates {
+            let (b, c) = verdict::pairs(base, cand, primary);
+            let d: Vec<f64> =
+                b.iter().zip(&c).filter(|(b, c)| **b > 0.0 && **c > 0.0).map(|(b, c)| (c / b).ln()).collect();
+            if d.len() >= 6 {
+                let spread = summary::mad_scaled(&d);
+                if spread > NOISY_SPREAD {
+                    out.push(Warning::new(
+                        WarningKind::Noisy,
+                        format!(
+                            "noisy: `{}` vs `{}` varies by {:.1} % from round to round (robust σ of the paired ratio); expect wide intervals — quiet the machine or lengthen the runs",
+                            cand.name,
+                            base.name,
+                            spread * 100.0
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}

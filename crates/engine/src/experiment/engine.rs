@@ -1,0 +1,544 @@
+//! The experiment loop: warm-up, then randomized interleaved rounds through an
+//! [`Executor`], looks at the primary metric on the planned schedule, and a stop as soon
+//! as every candidate has a verdict (or a limit, a failure or an interrupt ends it).
+
+use super::observer::{Observer, Progress};
+use crate::analysis::{busy_warning, examine_busy, finish, primary_comparisons, Switch};
+use super::error::ExperimentError;
+use crate::executor::error::ExecutorError;
+use crate::executor::{Executor, RunError};
+use perflab_model::{CommandResult, Experiment, Run, StopReason};
+use crate::plan::schedule::{LookSchedule, RoundPlanner};
+use crate::plan::Plan;
+
+/// The group-sequential horizon is planned this much beyond the rounds that fit in
+/// `--max-time` at the first rounds' pace, so that later rounds a little faster than
+/// those rarely exhaust it first (a limit reached before it spends what is left).
+const HORIZON_MARGIN: f64 = 1.1;
+
+/// Run the experiment described by `plan`. Returns the experiment also when it stopped
+/// early (interrupt, failing command or hook): callers save what was measured and pick
+/// the outcome from `stop_reason`. Fails only before the first run (a command that
+/// cannot start at all) or when an observer cannot record a run. The setup hooks run
+/// before the first round, the cleanup hooks after the last whatever ended it.
+pub fn run_experiment(
+    plan: &Plan,
+    executor: &mut dyn Executor,
+    observer: &mut dyn Observer,
+) -> Result<Experiment, ExperimentError> {
+    let settings = &plan.settings;
+    let mut experiment = Experiment {
+        started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        machine: executor.machine(),
+        settings: settings.clone(),
+        commands: plan
+            .commands
+            .iter()
+            .map(|c| CommandResult {
+                name: c.name.clone(),
+                argv: c.argv.clone(),
+                command_line: c.command_line.clone(),
+                parameters: c.parameters.clone(),
+                runs: Vec::new(),
+                summary: Default::default(),
+            })
+            .collect(),
+        environment: executor.environment_facts(),
+        primary_metric: plan.primary_metric.clone(),
+        ..Experiment::default()
+    };
+    let candidates = plan.commands.len().saturating_sub(1);
+    let mut looks = match settings.fixed_rounds {
+        Some(n) => LookSchedule::fixed(settings.confidence, candidates, n),
+        None => LookSchedule::sequential(settings.looks, settings.confidence, candidates, settings.min_rounds),
+    };
+    // The metrics printed by the commands may only be known after their first run.
+    let mut plan = plan.clone();
+    // The primary metric is examined at every look (see `examine_busy`).
+    let mut busy = Busy::default();
+    let outcome = match executor.setup() {
+        Ok(()) => rounds(&mut plan, executor, observer, &mut experiment, &mut looks, &mut busy),
+        Err(RunError::Interrupted) => Ok((StopReason::Interrupted, None)),
+        Err(err) => {
+            experiment.failure = Some(err.to_string());
+            Ok((StopReason::CommandFailed, None))
+        }
+    };
+    let cleanup = executor.cleanup();
+    let (mut stop_reason, last_look) = outcome?;
+    if let Err(why) = cleanup {
+        experiment.failure = Some(match experiment.failure.take() {
+            Some(failure) => format!("{failure}; then {why}"),
+            None => why.to_string(),
+        });
+        if stop_reason != StopReason::Interrupted {
+            stop_reason = StopReason::CommandFailed;
+        }
+    }
+    experiment.stop_reason = stop_reason;
+    experiment.duration_s = executor.elapsed().as_secs_f64();
+    if busy.looks == 0 {
+        // No look happened (an interrupt, a failure): the final one is the first.
+        let rounds = experiment.rounds;
+        busy.switch = examine_busy(&plan, &mut experiment, 0, rounds);
+    }
+    let level = match last_look {
+        Some((rounds, level)) if rounds == experiment.rounds => level,
+        _ => looks.final_look(experiment.rounds),
+    };
+    finish(&plan, &mut experiment, level);
+    if let Some(warning) = busy_warning(&plan, &experiment, busy.switch) {
+        experiment.warnings.insert(0, warning);
+    }
+    Ok(experiment)
+}
+
+/// What the looks found out about the machine so far.
+#[derive(Debug, Default)]
+struct Busy {
+    looks: u32,
+    /// The round of the latest look (0 before the first).
+    previous_look: u32,
+    switch: Option<Switch>,
+}
+
+/// The rounds, until something stops them: why, and the round count and level of the
+/// last look (reused when the experiment ends on it).
+fn rounds(
+    plan: &mut Plan,
+    executor: &mut dyn Executor,
+    observer: &mut dyn Observer,
+    experiment: &mut Experiment,
+    looks: &mut LookSchedule,
+    busy: &mut Busy,
+) -> Result<(StopReason, Option<(u32, f64)>), ExperimentError> {
+    let settings = plan.settings.clone();
+    let mut planner = RoundPlanner::new(settings.seed, plan.commands.len(), settings.env_padding);
+    // When the measured rounds began, to plan how many fit in the limits.
+    let mut measuring_since = None;
+    let mut last_look: Option<(u32, f64)> = None;
+    let mut warmups_left = settings.warmup_rounds;
+    let mut measured: u32 = 0;
+
+    let stop_reason = 'rounds: loop {
+        if executor.interrupted() {
+            break StopReason::Interrupted;
+        }
+        let warmup = warmups_left > 0;
+        let first_round = measured == 0 && warmups_left == settings.warmup_rounds;
+        let round = planner.next_round();
+        let round_started = executor.elapsed();
+        for (position, &index) in round.order.iter().enumerate() {
+            let name = plan.commands[index].name.clone();
+            let mut keep = |run: Box<Run>, experiment: &mut Experiment| -> Result<(), ExperimentError> {
+                let run = Run {
+                    round: measured,
+                    position: position as u32,
+                    env_pad_bytes: round.pad_bytes.unwrap_or(0) as u32,
+                    ..*run
+                };
+                if !warmup {
+                    observer.run_finished(index, &run).map_err(ExperimentError::Record)?;
+                    experiment.commands[index].runs.push(run);
+                }
+                Ok(())
+            };
+            let run = match executor.run(index, round.pad_bytes) {
+                Ok(run) => run,
+                Err(RunError::Interrupted) => break 'rounds StopReason::Interrupted,
+                Err(RunError::Incomplete { run, why }) => {
+                    if let Some(run) = run {
+                        keep(run, experiment)?;
+                    }
+                    experiment.failure = Some(format!("`{name}`: {why}"));
+                    break 'rounds StopReason::CommandFailed;
+                }
+                // A command that cannot even start in the first round is bad input.
+                Err(source) if first_round => {
+                    return Err(ExecutorError::CannotStart { command: name.to_string(), source }.into())
+                }
+                Err(err) => {
+                    experiment.failure = Some(format!("{name}: {err}"));
+                    break 'rounds StopReason::CommandFailed;
+                }
+            };
+            let failure = if !run.exit.success() {
+                (!plan.ignore_failure).then(|| {
+                    let stderr = executor.stderr_tail(index);
+                    let mut message = format!("`{name}` {}", run.exit.describe());
+                    if !stderr.is_empty() {
+                        message.push_str(&format!("; its last stderr lines:\n{stderr}"));
+                    }
+                    message
+                })
+            } else {
+                missing_printed_metric(plan, &name, &run)
+            };
+            keep(Box::new(run), experiment)?;
+            if let Some(message) = failure {
+                experiment.failure = Some(message);
+                break 'rounds StopReason::CommandFailed;
+            }
+        }
+        if first_round && plan.learns_metrics_from_output() {
+            let printed = executor.printed_metrics();
+            if printed.is_empty() {
+                let expected = crate::measure::output::expected_output(&plan.measure.output);
+                experiment.failure = Some(format!("`{}` printed no metric: {expected}", plan.commands[0].name));
+                break StopReason::CommandFailed;
+            }
+            *plan = plan.with_printed_metrics(&printed);
+            experiment.primary_metric = plan.primary_metric.clone();
+        }
+        if warmup {
+            warmups_left -= 1;
+            observer.round_finished(&Progress { rounds: 0, warmup: true, elapsed: executor.elapsed(), latest: vec![] });
+            continue;
+        }
+        let since = *measuring_since.get_or_insert(round_started);
+        measured += 1;
+        experiment.rounds = measured;
+        let mut latest = Vec::new();
+        if looks.is_look(measured) {
+            if busy.switch.is_none() {
+                if let Some(switch) = examine_busy(plan, experiment, busy.previous_look, measured) {
+                    if busy.looks > 0 {
+                        looks.restart_statistic();
+                    }
+                    busy.switch = Some(switch);
+                }
+            }
+            busy.looks += 1;
+            busy.previous_look = measured;
+            let pace = (executor.elapsed() - since).as_secs_f64() / measured as f64;
+            let time_left = settings.max_time_s - executor.elapsed().as_secs_f64();
+            let affordable = (measured as f64 + HORIZON_MARGIN * (time_left / pace.max(1e-9)).max(0.0))
+                .min(settings.max_rounds as f64);
+            if let Some(level) = looks.take_look(measured, affordable as u32) {
+                last_look = Some((measured, level));
+                latest = primary_comparisons(plan, experiment, level);
+            }
+        }
+        let decided =
+            !latest.is_empty() && latest.iter().all(|c| c.verdict.is_decided()) && settings.fixed_rounds.is_none();
+        observer.round_finished(&Progress { rounds: measured, warmup: false, elapsed: executor.elapsed(), latest });
+        if decided {
+            break StopReason::Decided;
+        }
+        if settings.fixed_rounds.is_some_and(|n| measured >= n) {
+            break StopReason::FixedRounds;
+        }
+        if measured >= settings.max_rounds {
+            break StopReason::MaxRounds;
+        }
+        if settings.fixed_rounds.is_none() && executor.elapsed().as_secs_f64() >= settings.max_time_s {
+            break StopReason::MaxTime;
+        }
+        if looks.planned_rounds_done(measured) {
+            break StopReason::PlannedRounds;
+        }
+    };
+    Ok((stop_reason, last_look))
+}
+
+/// Why a successful run of `name` fails the experiment: it lacks a compared metric it
+/// should have printed (never counted as a zero).
+fn missing_printed_metric(plan: &Plan, name: &str, run: &Run) -> Option<String> {
+    let missing = plan.printed_metrics().into_iter().find(|m| run.metric(m).is_none())?;
+    let why = run.counters.get(&missing).and_then(|c| c.reason.clone());
+    Some(match why {
+        Some(why) => format!("`{name}` printed no value of `{missing}`: {why}"),
+        None => format!("`{name}` printed no value of `{missing}`, which `{}` printed", plan.commands[0].name),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::simulated::{Event, Noise, Simulated};
+    use crate::experiment::observer::Quiet;
+    use crate::measure::MeasureOptions;
+    use perflab_model::{metric, CommandSpec, Run, Settings, Verdict};
+    use crate::plan::Compared;
+
+    fn plan(commands: usize, settings: Settings) -> Plan {
+        let commands = (0..commands)
+            .map(|i| CommandSpec {
+                name: format!("c{i}"),
+                argv: vec![format!("c{i}")],
+                command_line: format!("c{i}"),
+                ..CommandSpec::default()
+            })
+            .collect();
+        let compared = Compared {
+            metrics: vec![metric::WALL.into(), metric::CPU.into()],
+            primary: metric::WALL.into(),
+            auto_primary: true,
+        };
+        Plan::new(commands, Settings { seed: 11, ..settings }, MeasureOptions::default(), compared)
+    }
+
+    /// Records what the observer saw.
+    #[derive(Default)]
+    struct Log {
+        runs: Vec<(usize, Run)>,
+        rounds: Vec<(u32, bool)>,
+    }
+
+    impl Observer for Log {
+        fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
+            self.runs.push((command, run.clone()));
+            Ok(())
+        }
+        fn round_finished(&mut self, progress: &Progress) {
+            self.rounds.push((progress.rounds, progress.warmup));
+        }
+    }
+
+    fn wall(e: &Experiment) -> &perflab_model::Comparison {
+        e.comparisons.iter().find(|c| c.metric == metric::WALL).expect("a wall comparison")
+    }
+
+    #[test]
+    fn identical_commands_without_noise_are_equivalent_at_the_first_attainable_look() {
+        let plan = plan(2, Settings::default());
+        let mut machine = Simulated::new(1, vec![0.05, 0.05], Noise::none());
+        let mut log = Log::default();
+        let e = run_experiment(&plan, &mut machine, &mut log).unwrap();
+        assert_eq!(e.stop_reason, StopReason::Decided);
+        // Looks come at 6, 8, 10, … rounds; the first two spend too little α for a
+        // Wilcoxon interval of so few rounds (the smallest level 2/2ⁿ is not reached), 10 do.
+        assert_eq!(e.rounds, 10);
+        assert_eq!(wall(&e).verdict, Verdict::Equivalent);
+        assert_eq!(wall(&e).ratio, 1.0);
+        // One warm-up round is run and reported, never recorded.
+        assert_eq!(log.rounds.first(), Some(&(0, true)));
+        assert_eq!(log.rounds.iter().filter(|r| !r.1).map(|r| r.0).collect::<Vec<_>>(), (1..=10).collect::<Vec<_>>());
+        assert_eq!(log.runs.len(), 20, "warm-up runs are not observed");
+    }
+
+    #[test]
+    fn every_round_runs_each_command_once_in_random_order_with_shared_padding() {
+        let plan = plan(3, Settings { fixed_rounds: Some(30), max_rounds: 30, ..Settings::default() });
+        let mut machine = Simulated::new(2, vec![0.01, 0.01, 0.01], Noise::gaussian(0.01));
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        assert_eq!((e.stop_reason, e.rounds), (StopReason::FixedRounds, 30));
+        let mut orders = std::collections::HashSet::new();
+        for round in 0..30 {
+            let runs: Vec<&Run> = e.commands.iter().map(|c| &c.runs[round as usize]).collect();
+            assert!(runs.iter().all(|r| r.round == round));
+            let mut positions: Vec<u32> = runs.iter().map(|r| r.position).collect();
+            orders.insert(positions.clone());
+            positions.sort();
+            assert_eq!(positions, [0, 1, 2]);
+            assert!(runs.iter().all(|r| r.env_pad_bytes == runs[0].env_pad_bytes), "one padding per round");
+        }
+        assert!(orders.len() >= 5, "orders vary: {orders:?}");
+    }
+
+    #[test]
+    fn a_ten_percent_slowdown_is_slower_and_the_interval_covers_it() {
+        let plan = plan(2, Settings::default());
+        let mut machine = Simulated::new(3, vec![0.05, 0.055], Noise::gaussian(0.01));
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        let c = wall(&e);
+        assert_eq!((e.stop_reason, c.verdict), (StopReason::Decided, Verdict::Slower));
+        assert!(c.ci_low <= 1.1 && 1.1 <= c.ci_high, "{c:?}");
+        assert_eq!(e.commands[0].summary[metric::WALL].n, e.rounds as usize);
+    }
+
+    #[test]
+    fn a_failing_command_stops_the_experiment_and_keeps_what_was_measured() {
+        let plan = plan(2, Settings::default());
+        let mut machine =
+            Simulated::new(4, vec![0.01, 0.01], Noise::none()).with(Event::Fails { command: 1, nth: 4, code: 7 });
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::CommandFailed);
+        let failure = e.failure.as_deref().unwrap();
+        assert!(failure.contains("`c1` exited with code 7") && failure.contains("simulated failure"), "{failure}");
+        // The 5th run of c1 is in measured round 4 (after one warm-up); it is kept.
+        assert_eq!(e.commands[1].runs.len(), 4);
+        assert_eq!(e.commands[1].runs.last().unwrap().exit.exit_code, Some(7));
+
+        let tolerant = plan.ignoring_failure(true);
+        let mut machine =
+            Simulated::new(4, vec![0.01, 0.01], Noise::none()).with(Event::Fails { command: 1, nth: 4, code: 7 });
+        let e = run_experiment(&tolerant, &mut machine, &mut Quiet).unwrap();
+        assert_eq!((e.stop_reason, e.failure.as_deref()), (StopReason::Decided, None));
+    }
+
+    #[test]
+    fn a_command_that_cannot_start_is_bad_input_only_in_the_first_round() {
+        let plan = plan(2, Settings::default());
+        let mut machine =
+            Simulated::new(5, vec![0.01, 0.01], Noise::none()).with(Event::CannotStart { command: 1, nth: 0 });
+        let err = run_experiment(&plan, &mut machine, &mut Quiet).unwrap_err();
+        assert!(
+            matches!(err, ExperimentError::Executor(crate::executor::error::ExecutorError::CannotStart { .. })),
+            "bad input: {err:?}"
+        );
+        let mut machine =
+            Simulated::new(5, vec![0.01, 0.01], Noise::none()).with(Event::CannotStart { command: 1, nth: 3 });
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::CommandFailed);
+        assert!(e.failure.unwrap().contains("cannot execute"));
+    }
+
+    #[test]
+    fn limits_and_interrupts_end_the_experiment_with_everything_measured() {
+        // Equal commands under heavy noise cannot be decided quickly: the time cap ends it.
+        let noisy = Noise { run_sigma: 0.2, ..Noise::none() };
+        let capped = plan(2, Settings { max_time_s: 5.0, ..Settings::default() });
+        let mut machine = Simulated::new(6, vec![0.1, 0.1], noisy.clone());
+        let e = run_experiment(&capped, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::MaxTime);
+        assert!((5.0..5.5).contains(&e.duration_s), "{}", e.duration_s);
+        assert_eq!(e.commands[0].runs.len(), e.rounds as usize);
+        assert!(!e.comparisons.is_empty(), "the final look still compares");
+
+        let rounds = plan(2, Settings { max_rounds: 12, ..Settings::default() });
+        let e = run_experiment(&rounds, &mut Simulated::new(6, vec![0.1, 0.1], noisy.clone()), &mut Quiet).unwrap();
+        assert_eq!((e.stop_reason, e.rounds), (StopReason::MaxRounds, 12));
+
+        let mut machine = Simulated::new(6, vec![0.1, 0.1], noisy).with(Event::InterruptAfter(1.0));
+        let e = run_experiment(&rounds, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::Interrupted);
+        assert!(e.rounds >= 3 && e.commands[1].runs.len() == e.rounds as usize, "{}", e.rounds);
+    }
+
+    #[test]
+    fn a_failing_hook_stops_even_the_first_round_as_a_failure_and_cleanup_still_runs() {
+        let plan = plan(2, Settings::default());
+        let mut machine =
+            Simulated::new(7, vec![0.01, 0.01], Noise::none()).with(Event::HookFails { command: 1, nth: 0 });
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::CommandFailed, "a hook is no bad input: exit 3, not 2");
+        assert!(e.failure.unwrap().contains("`c1`: --prepare `simulated` exited with code 1"));
+        assert_eq!(machine.cleanups, 1);
+        let mut interrupted = Simulated::new(7, vec![0.1, 0.1], Noise::none()).with(Event::InterruptAfter(0.5));
+        run_experiment(&plan, &mut interrupted, &mut Quiet).unwrap();
+        assert_eq!(interrupted.cleanups, 1, "cleanup after an interrupt too");
+    }
+
+    #[test]
+    fn metrics_printed_by_the_commands_are_learned_from_the_baseline_and_decide_in_their_direction() {
+        let mut plan = plan(2, Settings::default());
+        plan.measure.output = vec![crate::measure::output::Parser::JsonLines];
+        // The candidate takes 10 % longer, so its printed rate is 10 % lower: worse.
+        let mut machine = Simulated::new(8, vec![0.05, 0.055], Noise::gaussian(0.01)).printing("ops_per_s", 5);
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        assert_eq!(e.primary_metric, "ops_per_s");
+        let c = e.comparisons.iter().find(|c| c.metric == "ops_per_s").unwrap();
+        assert_eq!((c.verdict, c.better), (Verdict::Slower, metric::Better::Higher));
+        assert!(c.ci_low <= 1.0 / 1.1 && 1.0 / 1.1 <= c.ci_high, "{c:?}");
+        assert_eq!(e.comparisons[0].metric, "ops_per_s", "compared first");
+        assert_eq!(e.commands[0].runs[0].counters["ops_per_s"].samples.len(), 5);
+
+        // A candidate that stops printing it fails the experiment, naming the metric;
+        // the run is kept, without a value (never a zero).
+        let mut silent = Simulated::new(8, vec![0.05, 0.05], Noise::none())
+            .printing("ops_per_s", 1)
+            .with(Event::Silent { command: 1, nth: 3 });
+        let e = run_experiment(&plan, &mut silent, &mut Quiet).unwrap();
+        assert_eq!(e.stop_reason, StopReason::CommandFailed);
+        assert_eq!(e.failure.as_deref(), Some("`c1` printed no value of `ops_per_s`, which `c0` printed"));
+        let last = e.commands[1].runs.last().unwrap();
+        assert_eq!((e.commands[1].runs.len(), last.metric("ops_per_s")), (3, None));
+    }
+
+    #[test]
+    fn a_busy_machine_decides_on_uncontended_time_and_says_why() {
+        // Half of every run's wall time is spent waiting, at random: wall time is noisy,
+        // the run's own time is not.
+        let busy = Noise { busy: 0.5, ..Noise::gaussian(0.005) };
+        let e = run_experiment(
+            &plan(2, Settings::default()),
+            &mut Simulated::new(12, vec![0.05, 0.0505], busy.clone()),
+            &mut Quiet,
+        )
+        .unwrap();
+        assert_eq!(e.primary_metric, metric::UNCONTENDED);
+        let warning = e.warnings.iter().find(|w| w.kind == perflab_model::WarningKind::Busy).expect("a busy warning");
+        assert!(
+            warning.message.contains("% of wall time was waiting for a CPU; deciding on uncontended_s"),
+            "{warning}"
+        );
+        let decided = e.comparisons.iter().find(|c| c.metric == metric::UNCONTENDED).unwrap();
+        assert_eq!((e.stop_reason, decided.verdict), (StopReason::Decided, Verdict::Slower));
+        assert!(decided.ci_low <= 1.01 && 1.01 <= decided.ci_high, "{decided:?}");
+
+        let asked = Plan { auto_primary: false, ..plan(2, Settings { max_rounds: 20, ..Settings::default() }) };
+        let e = run_experiment(&asked, &mut Simulated::new(12, vec![0.05, 0.0505], busy), &mut Quiet).unwrap();
+        assert_eq!(e.primary_metric, metric::WALL, "a metric the user named is kept");
+        assert!(e.warnings.iter().any(|w| w.message.contains("deciding on wall_s as asked")), "{:?}", e.warnings);
+
+        let quiet = run_experiment(
+            &plan(2, Settings::default()),
+            &mut Simulated::new(12, vec![0.05, 0.05], Noise::gaussian(0.01)),
+            &mut Quiet,
+        )
+        .unwrap();
+        assert_eq!(quiet.primary_metric, metric::WALL);
+        assert!(quiet.warnings.iter().all(|w| w.kind != perflab_model::WarningKind::Busy));
+    }
+
+    #[test]
+    fn a_benchmark_waiting_for_its_own_tasks_is_not_a_busy_machine() {
+        // A pinned ping-pong alone: 45 % of its time one half waits for the other.
+        let pingpong = Noise { own_wait: 0.45, ..Noise::gaussian(0.005) };
+        let e = run_experiment(
+            &plan(2, Settings::default()),
+            &mut Simulated::new(13, vec![0.1, 0.1], pingpong.clone()),
+            &mut Quiet,
+        )
+        .unwrap();
+        assert_eq!(e.primary_metric, metric::WALL);
+        assert!(e.warnings.iter().all(|w| w.kind != perflab_model::WarningKind::Busy), "{:?}", e.warnings);
+        assert_eq!((e.stop_reason, wall(&e).verdict), (StopReason::Decided, Verdict::Equivalent));
+        let median = |m: &str| e.commands[0].summary[m].median;
+        assert!(median(metric::RUNQ_WAIT) > 0.04, "the wait is measured");
+        assert!((median(metric::UNCONTENDED) / median(metric::WALL) - 1.0).abs() < 0.05, "and not removed");
+
+        // Beside a neighbour: its share is removed, the ping-pong's own waiting is not.
+        let beside = Noise { busy: 0.5, ..pingpong };
+        let e =
+            run_experiment(&plan(2, Settings::default()), &mut Simulated::new(13, vec![0.1, 0.1], beside), &mut Quiet)
+                .unwrap();
+        assert_eq!(e.primary_metric, metric::UNCONTENDED);
+        let median = |m: &str| e.commands[0].summary[m].median;
+        assert!(median(metric::WALL) > 0.15, "neighbours doubled the wall time");
+        assert!((median(metric::UNCONTENDED) / 0.1 - 1.0).abs() < 0.05, "{}", median(metric::UNCONTENDED));
+        assert!(median(metric::RUNQ_WAIT) > median(metric::NEIGHBOUR_WAIT) + 0.04);
+    }
+
+    #[test]
+    fn a_neighbour_arriving_after_the_first_look_switches_the_metric_at_a_later_look() {
+        // Quiet for the first 1.5 s (about 7 rounds of 2 × 0.1 s), then a neighbour takes
+        // half of the wall time at random: wall time cannot decide a 1 % change in 60 s.
+        let late = Noise { busy: 0.5, busy_after_s: 1.5, ..Noise::gaussian(0.005) };
+        let e =
+            run_experiment(&plan(2, Settings::default()), &mut Simulated::new(14, vec![0.1, 0.101], late), &mut Quiet)
+                .unwrap();
+        assert_eq!(e.primary_metric, metric::UNCONTENDED);
+        assert_eq!(e.stop_reason, StopReason::Decided, "not stuck on wall time until the cap");
+        assert!(e.duration_s < 30.0, "{}", e.duration_s);
+        let decided = e.comparisons.iter().find(|c| c.metric == metric::UNCONTENDED).unwrap();
+        assert_eq!(decided.verdict, Verdict::Slower);
+        assert!(decided.ci_low <= 1.01 && 1.01 <= decided.ci_high, "{decided:?}");
+        let warning = e.warnings.iter().find(|w| w.kind == perflab_model::WarningKind::Busy).unwrap();
+        assert!(warning.message.contains("deciding on uncontended_s from round 8 on"), "{warning}");
+        assert!(warning.message.contains("does not spend again"), "{warning}");
+    }
+
+    #[test]
+    fn the_same_seed_replays_the_same_experiment() {
+        let plan = plan(2, Settings::default());
+        let run = || {
+            let mut machine = Simulated::new(9, vec![0.05, 0.0505], Noise::gaussian(0.02));
+            let mut e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+            e.started_at.clear();
+            e
+        };
+        assert_eq!(run(), run());
+    }
+}
