@@ -94,9 +94,13 @@ pub fn chain_line<'a>(mut chain: impl Iterator<Item = &'a (dyn std::error::Error
 // Each area's typed error maps to one exit code here, the one place codes are decided.
 
 impl From<crate::store::error::StoreError> for Failure {
-    /// A database that cannot be opened or read as this perflab's: bad input.
+    /// A database that cannot be opened or read as this perflab's: bad input; one that
+    /// failed a request keeps its chain.
     fn from(e: crate::store::error::StoreError) -> Failure {
-        Failure::Usage(e.to_string())
+        match e {
+            crate::store::error::StoreError::Database(cause) => Failure::Other(cause),
+            bad_input => Failure::Usage(bad_input.to_string()),
+        }
     }
 }
 
@@ -171,9 +175,16 @@ impl From<crate::plan::error::CommandError> for Failure {
 }
 
 impl From<crate::suite::error::SuiteError> for Failure {
-    /// All bad input: the suite file, `--filter`, `--build`, `--baseline`.
     fn from(e: crate::suite::error::SuiteError) -> Failure {
-        Failure::Usage(e.to_string())
+        use crate::suite::error::SuiteError;
+        match e {
+            // A build's prepare command failed, as a benchmarked command would.
+            SuiteError::PrepareBuild { .. } => Failure::CommandFailed(e.to_string()),
+            SuiteError::Store(e) => Failure::from(e),
+            SuiteError::Experiment(e) => Failure::from(e),
+            // The suite file, `--filter`, `--build`, `--baseline`: bad input.
+            bad_input => Failure::Usage(bad_input.to_string()),
+        }
     }
 }
 
@@ -184,6 +195,9 @@ impl From<crate::suite::error::BisectError> for Failure {
             // The user's build command or a compared command failed.
             BisectError::BuildFailed { .. } | BisectError::NoVerdict => Failure::CommandFailed(e.to_string()),
             BisectError::Interrupted => Failure::Interrupted(e.to_string()),
+            BisectError::Suite(e) => Failure::from(e),
+            BisectError::Store(e) => Failure::from(e),
+            BisectError::Experiment(e) => Failure::from(e),
             bad_input => Failure::Usage(bad_input.to_string()),
         }
     }
@@ -201,14 +215,10 @@ impl From<crate::executor::error::ExecutorError> for Failure {
         use crate::executor::error::ExecutorError;
         match e {
             ExecutorError::Probes(probes) => Failure::from(probes),
-            // A hook, a command's arguments or files, a missing program: bad input.
-            ExecutorError::Hook { .. }
-            | ExecutorError::Command { .. }
-            | ExecutorError::Program(_)
-            | ExecutorError::Probe { .. }
-            | ExecutorError::CannotStart { .. } => Failure::Usage(e.to_string()),
             // The machine refused a helper process, a pipe, a thread.
-            machine => Failure::Other(anyhow::Error::new(machine)),
+            machine if machine.is_machine() => Failure::Other(anyhow::Error::new(machine)),
+            // A hook, a command's arguments or files, a missing program: bad input.
+            bad_input => Failure::Usage(bad_input.to_string()),
         }
     }
 }
@@ -248,7 +258,13 @@ impl From<crate::measure::error::ProbeError> for Failure {
 
 impl From<crate::fleet::error::FleetError> for Failure {
     fn from(e: crate::fleet::error::FleetError) -> Failure {
-        Failure::Usage(e.to_string())
+        use crate::fleet::error::FleetError;
+        match e {
+            FleetError::Store(e) => Failure::from(e),
+            FleetError::Suite(e) => Failure::from(e),
+            FleetError::Interrupted(what) => Failure::Interrupted(what),
+            bad_input => Failure::Usage(bad_input.to_string()),
+        }
     }
 }
 

@@ -281,7 +281,7 @@ fn concurrent_writers_lose_nothing() {
 
 #[test]
 fn unreachable_database_is_a_one_line_usage_error() {
-    let err = Store::open(Some("postgres://nobody:pw@127.0.0.1:1/none")).err().unwrap();
+    let err = perflab::error::Failure::from(Store::open(Some("postgres://nobody:pw@127.0.0.1:1/none")).err().unwrap());
     assert_eq!(err.exit_code(), 2);
     assert!(err.to_string().contains("cannot connect to postgres://nobody:***@127.0.0.1:1/none"), "{err}");
     assert!(!err.to_string().contains('\n'));

@@ -496,7 +496,7 @@ pub struct DbArgs {
 impl DbArgs {
     /// Open (and create, when missing) the database, for commands that write to it.
     pub fn open(&self) -> Result<crate::store::Store, crate::error::Failure> {
-        crate::store::Store::open(self.db.as_deref())
+        Ok(crate::store::Store::open(self.db.as_deref())?)
     }
 
     /// Open an existing database for reading; never creates one. Says so when the

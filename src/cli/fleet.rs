@@ -136,7 +136,7 @@ pub fn main_agent(args: AgentArgs) -> Result<(), Failure> {
         show_output: args.show_output,
     };
     let events: fleet::agent::EventSink = std::sync::Arc::new(|event: &Event| eprintln!("{}", event_line(event)));
-    fleet::agent::run(&options, &mut AgentLog, events)
+    Ok(fleet::agent::run(&options, &mut AgentLog, events)?)
 }
 
 /// An agent's log on stderr: a line per benchmark as it ends.

@@ -13,10 +13,10 @@
 //! gets results from two attempts. What happens is told through [`Event`]s.
 
 use super::{selects, Job};
-use crate::error::Failure;
+use super::error::FleetError;
 use crate::model::{Machine, StopReason};
-use crate::store::fleet::{claim_lost, Claim, JobEnd};
-use crate::store::{self, Store};
+use crate::store::fleet::{Claim, JobEnd};
+use crate::store::Store;
 use crate::suite::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
 use crate::suite::{self, Benchmark, Build};
 use rand::Rng;
@@ -131,26 +131,26 @@ impl Backoff {
 }
 
 /// A failure with its causes, on one line.
-fn describe(failure: &Failure) -> String {
-    match failure {
-        Failure::Other(e) => format!("{e:#}"),
-        other => other.to_string(),
+fn describe(failure: &FleetError) -> String {
+    match failure.database() {
+        Some(e) => format!("{e:#}"),
+        None => failure.to_string(),
     }
 }
 
 /// Open the store again after `failure` made it unusable, waiting with backoff while the
 /// database is unavailable. Another kind of failure, or an interrupt, ends the wait.
-fn reconnect(db: Option<&str>, failure: Failure, events: &EventSink) -> Result<Store, Failure> {
+fn reconnect(db: Option<&str>, failure: impl Into<FleetError>, events: &EventSink) -> Result<Store, FleetError> {
     let mut backoff = Backoff::new();
-    let mut why = failure;
+    let mut why = failure.into();
     loop {
-        if !store::unavailable(&why) {
+        if !why.is_unavailable() {
             return Err(why);
         }
         let wait = backoff.next_wait_s();
         events(&Event::Unavailable { why: describe(&why), attempt: backoff.attempts, retry_in_s: wait });
         if !idle(wait) {
-            return Err(Failure::Interrupted("agent stopped while the database was unavailable".into()));
+            return Err(FleetError::Interrupted("agent stopped while the database was unavailable".into()));
         }
         match Store::open(db) {
             Ok(store) => {
@@ -160,16 +160,16 @@ fn reconnect(db: Option<&str>, failure: Failure, events: &EventSink) -> Result<S
                 });
                 return Ok(store);
             }
-            Err(e) => why = e,
+            Err(e) => why = e.into(),
         }
     }
 }
 
 /// Run the agent until interrupted (or idle with `exit_when_idle`, or after one job with
 /// `once`). `observer` hears about every benchmark, `events` about the rest.
-pub fn run(options: &AgentOptions, observer: &mut dyn SuiteObserver, events: EventSink) -> Result<(), Failure> {
+pub fn run(options: &AgentOptions, observer: &mut dyn SuiteObserver, events: EventSink) -> Result<(), FleetError> {
     std::env::set_current_dir(&options.dir)
-        .map_err(|source| super::error::FleetError::WorkDir { path: options.dir.clone(), source })?;
+        .map_err(|source| FleetError::WorkDir { path: options.dir.clone(), source })?;
     // A database that is down or restarting when the agent starts is waited for like
     // any outage (each attempt is logged); a wrong URL or password ends it at once.
     let mut store = match Store::open(options.db.as_deref()) {
@@ -192,7 +192,7 @@ pub fn run(options: &AgentOptions, observer: &mut dyn SuiteObserver, events: Eve
     let interrupt = crate::interrupt::watcher();
     loop {
         if interrupt.requested() {
-            return Err(Failure::Interrupted("agent stopped between jobs".into()));
+            return Err(FleetError::Interrupted("agent stopped between jobs".into()));
         }
         let next = match next_job(&mut store, machine_id, &fingerprint, &agent, options) {
             Ok(next) => next,
@@ -226,7 +226,7 @@ fn next_job(
     fingerprint: &str,
     agent: &str,
     options: &AgentOptions,
-) -> Result<Option<(Job, Claim)>, Failure> {
+) -> Result<Option<(Job, Claim)>, FleetError> {
     store
         .open_jobs(machine_id)?
         .into_iter()
@@ -237,6 +237,7 @@ fn next_job(
             Err(e) => Some(Err(e)),
         })
         .transpose()
+        .map_err(FleetError::from)
 }
 
 /// Sleep `seconds`, waking early for an interrupt; false when interrupted.
@@ -259,7 +260,7 @@ fn work(
     options: &AgentOptions,
     observer: &mut dyn SuiteObserver,
     events: &EventSink,
-) -> Result<(), Failure> {
+) -> Result<(), FleetError> {
     events(&Event::Claimed {
         job: job.id,
         attempt: claim.attempt,
@@ -281,7 +282,7 @@ fn work(
     let result = loop {
         let result = execute(store, job, claim, fingerprint, options, observer, events);
         match result {
-            Err(e) if store::unavailable(&e) => match keep_claim(store, claim, options, e, events) {
+            Err(e) if e.is_unavailable() => match keep_claim(store, claim, options, e, events) {
                 Ok(true) => continue,
                 Ok(false) => {
                     heartbeat.stop();
@@ -289,7 +290,7 @@ fn work(
                 }
                 Err(e) => break Err(e),
             },
-            Err(e) if claim_lost(&e) => {
+            Err(e) if e.is_claim_lost() => {
                 heartbeat.stop();
                 events(&Event::ClaimLost { job: job.id, attempt: claim.attempt });
                 return Ok(());
@@ -301,16 +302,17 @@ fn work(
     let (end, message) = match &result {
         Ok(failed) if failed.is_empty() => (JobEnd::Done, None),
         Ok(failed) => (JobEnd::Failed, Some(format!("{} benchmark(s) failed: {}", failed.len(), failed.join(", ")))),
-        Err(Failure::Interrupted(why)) => {
+        Err(FleetError::Interrupted(why)) => {
             let _ = store.release(claim, "agent interrupted");
-            return Err(Failure::Interrupted(format!("{why}; job {} is queued again", job.id)));
+            return Err(FleetError::Interrupted(format!("{why}; job {} is queued again", job.id)));
         }
-        Err(Failure::Other(_)) => {
+        Err(e) if e.is_system() => {
             // The store or the system failed, not the job: give it back and stop.
             let _ = store.release(claim, "agent error");
             return result.map(|_| ());
         }
-        Err(failure) => (JobEnd::Failed, Some(failure.line())),
+        // As the command line would print it.
+        Err(failure) => (JobEnd::Failed, Some(format!("perflab: error: {failure}"))),
     };
     let recorded = finish_claim(store, claim, end, message.as_deref(), options, events)?;
     if !(recorded && lease_kept) {
@@ -330,9 +332,9 @@ fn keep_claim(
     store: &mut Store,
     claim: &Claim,
     options: &AgentOptions,
-    failure: Failure,
+    failure: FleetError,
     events: &EventSink,
-) -> Result<bool, Failure> {
+) -> Result<bool, FleetError> {
     let mut failure = failure;
     loop {
         *store = reconnect(options.db.as_deref(), failure, events)?;
@@ -345,7 +347,7 @@ fn keep_claim(
                 events(&Event::ClaimLost { job: claim.job, attempt: claim.attempt });
                 return Ok(false);
             }
-            Err(e) => failure = e,
+            Err(e) => failure = e.into(),
         }
     }
 }
@@ -360,12 +362,12 @@ fn finish_claim(
     message: Option<&str>,
     options: &AgentOptions,
     events: &EventSink,
-) -> Result<bool, Failure> {
+) -> Result<bool, FleetError> {
     let mut retried = false;
     loop {
         match store.finish_claim(claim, end, message) {
             Ok(true) => return Ok(true),
-            Ok(false) if retried => return store.claim_ended(claim, end),
+            Ok(false) if retried => return Ok(store.claim_ended(claim, end)?),
             Ok(false) => return Ok(false),
             Err(e) => {
                 *store = reconnect(options.db.as_deref(), e, events)?;
@@ -384,7 +386,7 @@ fn execute(
     options: &AgentOptions,
     observer: &mut dyn SuiteObserver,
     events: &EventSink,
-) -> Result<Vec<String>, Failure> {
+) -> Result<Vec<String>, FleetError> {
     let suite = suite::parse(&job.spec.suite, &options.dir.join(&job.spec.suite_path))?;
     let selected = suite.select(job.spec.filter.as_deref())?;
     let (candidate, baseline) =
@@ -410,7 +412,7 @@ fn execute(
     let mut tally = Tally { inner: observer, failed: &mut failed };
     run_suite(&todo, &job.spec.label, (candidate, baseline), &run, store, &mut tally)?;
     if crate::interrupt::watcher().requested() {
-        return Err(Failure::Interrupted("agent interrupted during the job".into()));
+        return Err(FleetError::Interrupted("agent interrupted during the job".into()));
     }
     Ok(failed)
 }
@@ -481,7 +483,8 @@ impl Heartbeat {
                     Ok(true) => failing = false,
                     Ok(false) => return false,
                     Err(e) => {
-                        if store::unavailable(&e) {
+                        let e = FleetError::from(e);
+                        if e.is_unavailable() {
                             store = None;
                         }
                         if !failing {

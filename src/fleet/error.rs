@@ -1,7 +1,6 @@
-//! What the fleet's own steps refuse — a `--machine` pattern, the agent's directory —
-//! as a typed error; `error::Failure` maps it to an exit code once (bad input: 2). The
-//! suite and the store keep their own errors. Kept apart from the modules that return
-//! `Failure` so `error.rs` can name it without an import cycle.
+//! What stops a fleet step — a `--machine` pattern, the agent's directory, the store, a
+//! job's suite, an interrupt — as a typed error; the `perflab` binary maps it to an exit
+//! code.
 
 use std::path::PathBuf;
 use thiserror::Error;
@@ -21,4 +20,42 @@ pub enum FleetError {
         #[source]
         source: std::io::Error,
     },
+    /// The shared store.
+    #[error(transparent)]
+    Store(#[from] crate::store::error::StoreError),
+    /// A suite: the file queued, or a job's benchmarks.
+    #[error(transparent)]
+    Suite(#[from] crate::suite::error::SuiteError),
+    /// The agent was asked to stop (what it left, and how).
+    #[error("{0}")]
+    Interrupted(String),
+}
+
+impl FleetError {
+    /// The database's own error, when the store failed a request (directly or under a
+    /// job's suite).
+    pub fn database(&self) -> Option<&anyhow::Error> {
+        match self {
+            FleetError::Store(crate::store::error::StoreError::Database(e)) => Some(e),
+            FleetError::Suite(suite) => suite.database(),
+            _ => None,
+        }
+    }
+
+    /// True when the database could not be reached or stopped answering: wait and retry.
+    pub fn is_unavailable(&self) -> bool {
+        self.database().is_some_and(crate::store::error::unavailable)
+    }
+
+    /// True when a fenced write found the job's claim taken over by another agent.
+    pub fn is_claim_lost(&self) -> bool {
+        self.database().is_some_and(crate::store::error::claim_lost)
+    }
+
+    /// True when the store or the machine failed, not the job: the job is given back.
+    pub fn is_system(&self) -> bool {
+        use crate::experiment::ExperimentError;
+        self.database().is_some()
+            || matches!(self, FleetError::Suite(crate::suite::error::SuiteError::Experiment(ExperimentError::Executor(e))) if e.is_machine())
+    }
 }

@@ -9,7 +9,6 @@ pub mod error;
 
 pub use crate::store::fleet::{ClaimStatus, Job, JobSpec};
 
-use crate::error::Failure;
 use crate::model::Machine;
 use crate::store::Store;
 use crate::suite;
@@ -32,14 +31,14 @@ pub struct QueueRequest {
 }
 
 /// Check the suite and the request as `perflab run` would, then queue a job; returns its id.
-pub fn queue(store: &mut Store, suite_path: &Path, request: &QueueRequest) -> Result<i64, Failure> {
+pub fn queue(store: &mut Store, suite_path: &Path, request: &QueueRequest) -> Result<i64, FleetError> {
     let text = std::fs::read_to_string(suite_path)
         .map_err(|source| suite::error::SuiteError::Read { path: suite_path.to_path_buf(), source })?;
     let suite = suite::parse(&text, suite_path)?;
     suite.select(request.filter.as_deref())?;
     suite.builds(request.build.as_deref(), request.baseline.as_deref(), Some(&request.label))?;
     check_patterns(&request.machines)?;
-    store.enqueue(&JobSpec {
+    Ok(store.enqueue(&JobSpec {
         suite_path: suite_path.to_string_lossy().into_owned(),
         suite: text,
         label: request.label.clone(),
@@ -49,7 +48,7 @@ pub fn queue(store: &mut Store, suite_path: &Path, request: &QueueRequest) -> Re
         filter: request.filter.clone(),
         machines: request.machines.clone(),
         profile_changes: request.profile_changes,
-    })
+    })?)
 }
 
 fn check_patterns(patterns: &[String]) -> Result<(), FleetError> {
@@ -83,7 +82,7 @@ pub struct QueueStatus {
     pub claims: Vec<ClaimStatus>,
 }
 
-pub fn status(store: &mut Store) -> Result<QueueStatus, Failure> {
+pub fn status(store: &mut Store) -> Result<QueueStatus, FleetError> {
     Ok(QueueStatus { jobs: store.jobs()?, claims: store.claims()? })
 }
 

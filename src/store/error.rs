@@ -1,13 +1,11 @@
-//! What can go wrong opening the history database and importing results into it, as
-//! typed errors of the store area; `error::Failure` maps them to an exit code once (all
-//! of it is bad input or an unusable database: 2). Kept apart from `store/mod.rs` so
-//! `error.rs` can name them without importing the module that returns `Failure`.
+//! What can go wrong opening, reading and writing the history database and importing
+//! results into it, as typed errors; the `perflab` binary maps them to exit codes (all
+//! of it is bad input or an unusable database: 2).
 
 use std::path::PathBuf;
 use thiserror::Error;
 
-/// Why a SQLite database could not be opened (here rather than in `sqlite.rs`, so this
-/// file imports nothing that returns `Failure`).
+/// Why a SQLite database could not be opened.
 #[derive(Debug, Error)]
 pub enum OpenError {
     #[error("create {}", dir.display())]
@@ -44,6 +42,33 @@ pub enum StoreError {
         "database {path} is read-only and at schema version {version}, this perflab reads version {wanted}: open it once where it is writable to migrate it"
     )]
     ReadOnlyAtOtherVersion { path: String, version: i64, wanted: i64 },
+    /// A file of results that cannot be imported.
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    /// The database failed a request or could not be reached; the backend's own error
+    /// stays in the chain (an agent tells an outage from a bug by it).
+    #[error(transparent)]
+    Database(#[from] anyhow::Error),
+}
+
+impl StoreError {
+    /// True when the database could not be reached or stopped answering (a restart, a
+    /// partition, a time-out), so that trying again later may work.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, StoreError::Database(e) if unavailable(e))
+    }
+}
+
+/// True when the database's error `e` (anywhere in its chain) says it could not be
+/// reached or stopped answering, rather than that the request was wrong.
+pub fn unavailable(e: &anyhow::Error) -> bool {
+    super::postgres::is_unavailable(e)
+}
+
+/// True when the database's error `e` came from a write fenced by a fleet claim that
+/// another agent took over.
+pub fn claim_lost(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<super::fence::ClaimLost>())
 }
 
 /// A number in an imported or loaded result that no real run could have.

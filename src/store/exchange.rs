@@ -3,7 +3,7 @@
 
 use super::error::{ImportError, OutOfRange};
 use super::{current_git_commit, Meta, Query, Store, StoredExperiment};
-use crate::error::Failure;
+use crate::store::error::StoreError;
 use crate::model::{CommandResult, ExitInfo, Experiment, Machine, Run, Settings, StopReason, Warning, WarningKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -53,7 +53,7 @@ struct HyperfineResult {
 }
 
 /// Read and check an import file: the experiments it holds, ready to store.
-pub fn read_import(args: &ImportOptions) -> Result<Vec<StoredExperiment>, Failure> {
+pub fn read_import(args: &ImportOptions) -> Result<Vec<StoredExperiment>, StoreError> {
     let file = || args.file.clone();
     let text = std::fs::read_to_string(&args.file).map_err(|source| ImportError::Read { file: file(), source })?;
     let value: serde_json::Value =
@@ -67,7 +67,7 @@ pub fn read_import(args: &ImportOptions) -> Result<Vec<StoredExperiment>, Failur
 
 /// Store imported records; the commit of the tree they were imported from stands in
 /// where a record has none.
-pub fn store_records(store: &mut Store, records: &[StoredExperiment]) -> Result<(), Failure> {
+pub fn store_records(store: &mut Store, records: &[StoredExperiment]) -> Result<(), StoreError> {
     let git_commit = current_git_commit();
     for record in records {
         let meta = Meta {
@@ -353,7 +353,7 @@ fn imported_settings(rounds: usize) -> Settings {
 }
 
 /// Everything `query` selects, as the file `perflab export` writes.
-pub fn export(store: &mut Store, query: &Query) -> Result<ExportFile, Failure> {
+pub fn export(store: &mut Store, query: &Query) -> Result<ExportFile, StoreError> {
     let experiments = store.experiments(query)?;
     Ok(ExportFile { format: EXPORT_FORMAT.into(), format_version: 1, experiments })
 }

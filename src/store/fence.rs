@@ -3,7 +3,6 @@
 //! experiment supersedes what earlier attempts left incomplete (docs/fleet.md).
 
 use super::backend::{int, Backend};
-use crate::error::Failure;
 
 /// A claim this agent holds: renew it while working, then finish or release it.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,11 +20,6 @@ pub struct Claim {
 pub struct ClaimLost {
     pub job: i64,
     pub attempt: i64,
-}
-
-/// True when `failure` came from a write fenced by a claim that was lost.
-pub fn claim_lost(failure: &Failure) -> bool {
-    matches!(failure, Failure::Other(e) if e.chain().any(|c| c.is::<ClaimLost>()))
 }
 
 /// Inside a write transaction: fail with [`ClaimLost`] unless `claim` is still the

@@ -7,10 +7,10 @@
 //! lock held while the job runs.
 
 use super::backend::{int, opt_text, real, text, Value};
-pub use super::fence::{claim_lost, Claim, ClaimLost};
+pub use super::fence::{Claim, ClaimLost};
 use super::write::{machine_id, now};
 use super::Store;
-use crate::error::Failure;
+use crate::store::error::StoreError;
 use crate::model::Machine;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -96,7 +96,7 @@ fn job_from_row(r: &[Value]) -> anyhow::Result<Job> {
 
 impl Store {
     /// Add a job; returns its id.
-    pub fn enqueue(&mut self, spec: &JobSpec) -> Result<i64, Failure> {
+    pub fn enqueue(&mut self, spec: &JobSpec) -> Result<i64, StoreError> {
         let machines = serde_json::to_string(&spec.machines).map_err(anyhow::Error::from)?;
         let id = self.write(|db| {
             db.query(
@@ -123,18 +123,18 @@ impl Store {
     }
 
     /// Cancel a job: agents claim it no more (a running claim finishes).
-    pub fn cancel_job(&mut self, id: i64) -> Result<bool, Failure> {
+    pub fn cancel_job(&mut self, id: i64) -> Result<bool, StoreError> {
         Ok(self.write(|db| db.execute("UPDATE fleet_jobs SET cancelled = 1 WHERE id = $1", &[int(id)]))? == 1)
     }
 
     /// Every job, oldest first.
-    pub fn jobs(&mut self) -> Result<Vec<Job>, Failure> {
+    pub fn jobs(&mut self) -> Result<Vec<Job>, StoreError> {
         let rows = self.db.query(&format!("SELECT {JOB_COLUMNS} FROM fleet_jobs j ORDER BY j.id"), &[])?;
         Ok(rows.iter().map(|r| job_from_row(r)).collect::<anyhow::Result<_>>()?)
     }
 
     /// Every claim with its machine, by job then first claim.
-    pub fn claims(&mut self) -> Result<Vec<ClaimStatus>, Failure> {
+    pub fn claims(&mut self) -> Result<Vec<ClaimStatus>, StoreError> {
         let sql = self.db.dialect(
             "SELECT c.job_id, m.fingerprint, m.json, c.state, c.attempt, c.agent, c.claimed_at, c.lease_until, c.message, \
              CASE WHEN c.state = 'running' AND c.lease_until <= {now} THEN 1 ELSE 0 END \
@@ -157,18 +157,18 @@ impl Store {
                 })
             })
             .collect::<anyhow::Result<_>>()
-            .map_err(Failure::from)
+            .map_err(StoreError::from)
     }
 
     /// The machine's row id (inserted on first use), for claims.
-    pub fn register_machine(&mut self, machine: &Machine) -> Result<i64, Failure> {
+    pub fn register_machine(&mut self, machine: &Machine) -> Result<i64, StoreError> {
         Ok(self.write(|db| machine_id(db, machine))?)
     }
 
     /// Jobs not cancelled that machine `machine_id` has neither finished nor holds a live
     /// lease on, oldest first (whether the machine matches a job's patterns is for the
     /// caller to decide).
-    pub fn open_jobs(&mut self, machine_id: i64) -> Result<Vec<Job>, Failure> {
+    pub fn open_jobs(&mut self, machine_id: i64) -> Result<Vec<Job>, StoreError> {
         let sql = self.db.dialect(&format!(
             "SELECT {JOB_COLUMNS} FROM fleet_jobs j WHERE j.cancelled = 0 AND NOT EXISTS (\
              SELECT 1 FROM fleet_claims c WHERE c.job_id = j.id AND c.machine_id = $1 \
@@ -181,7 +181,7 @@ impl Store {
     /// Claim job `job` for machine `machine_id` for `lease_s` seconds: a first claim, or a
     /// takeover of a running claim whose lease expired (its agent died). None when
     /// another agent holds it or the machine already finished it.
-    pub fn claim(&mut self, job: i64, machine_id: i64, agent: &str, lease_s: f64) -> Result<Option<Claim>, Failure> {
+    pub fn claim(&mut self, job: i64, machine_id: i64, agent: &str, lease_s: f64) -> Result<Option<Claim>, StoreError> {
         let sql = self.db.dialect(
             "INSERT INTO fleet_claims (job_id, machine_id, state, attempt, agent, claimed_at, lease_until) \
              VALUES ($1, $2, 'running', 1, $3, {now}, {now} + $4) \
@@ -196,7 +196,7 @@ impl Store {
 
     /// Extend a claim's lease to `lease_s` seconds from now; false when it is no longer
     /// this attempt's (it expired and another agent took it over).
-    pub fn renew(&mut self, claim: &Claim, lease_s: f64) -> Result<bool, Failure> {
+    pub fn renew(&mut self, claim: &Claim, lease_s: f64) -> Result<bool, StoreError> {
         let sql = self.db.dialect(
             "UPDATE fleet_claims SET lease_until = {now} + $4 \
              WHERE job_id = $1 AND machine_id = $2 AND attempt = $3 AND state = 'running'",
@@ -206,7 +206,7 @@ impl Store {
     }
 
     /// Record how the job ended on this machine; false when the claim was lost meanwhile.
-    pub fn finish_claim(&mut self, claim: &Claim, end: JobEnd, message: Option<&str>) -> Result<bool, Failure> {
+    pub fn finish_claim(&mut self, claim: &Claim, end: JobEnd, message: Option<&str>) -> Result<bool, StoreError> {
         let sql = self.db.dialect(
             "UPDATE fleet_claims SET state = $4, finished_at = {now}, message = $5 \
              WHERE job_id = $1 AND machine_id = $2 AND attempt = $3 AND state = 'running'",
@@ -221,7 +221,7 @@ impl Store {
 
     /// Whether `claim`'s attempt is recorded as having ended with `end` (a finish whose
     /// answer was lost in an outage, retried).
-    pub fn claim_ended(&mut self, claim: &Claim, end: JobEnd) -> Result<bool, Failure> {
+    pub fn claim_ended(&mut self, claim: &Claim, end: JobEnd) -> Result<bool, StoreError> {
         let state = match end {
             JobEnd::Done => "done",
             JobEnd::Failed => "failed",
@@ -234,7 +234,7 @@ impl Store {
     }
 
     /// Give a claim back at once (an interrupted agent): the job is claimable again.
-    pub fn release(&mut self, claim: &Claim, why: &str) -> Result<bool, Failure> {
+    pub fn release(&mut self, claim: &Claim, why: &str) -> Result<bool, StoreError> {
         let params = [int(claim.job), int(claim.machine_id), int(claim.attempt), text(why)];
         Ok(self.write(|db| {
             db.execute(
@@ -252,7 +252,7 @@ impl Store {
         source: &str,
         label: &str,
         fingerprint: &str,
-    ) -> Result<Vec<String>, Failure> {
+    ) -> Result<Vec<String>, StoreError> {
         let rows = self.db.query(
             "SELECT DISTINCT b.name FROM experiments e JOIN benchmarks b ON b.id = e.benchmark_id \
              JOIN labels l ON l.id = e.label_id JOIN machines m ON m.id = e.machine_id \

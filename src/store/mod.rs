@@ -26,7 +26,6 @@ pub use schema::schema_version;
 pub use write::Recorder;
 use write::{finish_experiment, insert_experiment, now};
 
-use crate::error::Failure;
 use crate::model::{Calibration, CommandResult, CommandSpec, Experiment, Machine, Settings};
 use anyhow::Context;
 use error::StoreError;
@@ -153,12 +152,6 @@ pub fn default_label(git_commit: Option<&str>) -> String {
     }
 }
 
-/// True when `failure` says the database could not be reached or stopped answering
-/// (a restart, a partition, a time-out), so that trying again later may work.
-pub fn unavailable(failure: &Failure) -> bool {
-    matches!(failure, Failure::Other(e) if postgres::is_unavailable(e))
-}
-
 /// The database named by `url`, else by `$PERFLAB_DB`, else the default path.
 fn locate(url: Option<&str>) -> String {
     let env = std::env::var(DB_ENV).ok().filter(|v| !v.is_empty());
@@ -181,14 +174,14 @@ impl Store {
     /// Open (creating and migrating as needed) the database named by `url`, else by
     /// `$PERFLAB_DB`, else `.perflab/perflab.db`. A `postgres://` or `postgresql://`
     /// URL selects PostgreSQL; anything else is a SQLite file path (`sqlite:` prefix optional).
-    pub fn open(url: Option<&str>) -> Result<Store, Failure> {
+    pub fn open(url: Option<&str>) -> Result<Store, StoreError> {
         let location = locate(url);
         let db: Box<dyn Backend> = if is_postgres(&location) {
             Box::new(
                 // Kept typed (exit code 2 all the same): an agent retries when the
                 // server is unavailable, and only then.
                 postgres::Postgres::connect(&location).map_err(|e| {
-                    Failure::Other(anyhow::Error::from(e).context(format!("cannot connect to {}", redact(&location))))
+                    StoreError::Database(anyhow::Error::from(e).context(format!("cannot connect to {}", redact(&location))))
                 })?,
             )
         } else {
@@ -205,7 +198,7 @@ impl Store {
         let mut store = Store { db, location: redact(&location), read_only: None };
         store.migrate(schema_version()).map_err(|e| {
             if postgres::is_unavailable(&e) {
-                Failure::Other(e.context(format!("database {}", store.location)))
+                StoreError::Database(e.context(format!("database {}", store.location)))
             } else {
                 StoreError::Schema { location: store.location.clone(), cause: e }.into()
             }
@@ -216,7 +209,7 @@ impl Store {
     /// Open a database that must already exist, for commands that only read: a missing
     /// SQLite file is an error, never created; one perflab may not write (a read-only
     /// filesystem, file or directory) is opened read-only ([`Store::read_only`] says how).
-    pub fn open_existing(url: Option<&str>) -> Result<Store, Failure> {
+    pub fn open_existing(url: Option<&str>) -> Result<Store, StoreError> {
         let location = locate(url);
         if !is_postgres(&location) {
             let path = location.strip_prefix("sqlite:").unwrap_or(&location);
@@ -232,7 +225,7 @@ impl Store {
 
     /// Open a SQLite file for reading only; its schema must be this perflab's, since a
     /// read-only database cannot be migrated.
-    fn open_read_only(path: &str) -> Result<Store, Failure> {
+    fn open_read_only(path: &str) -> Result<Store, StoreError> {
         let (db, how) = sqlite::Sqlite::open_read_only(Path::new(path)).map_err(|source| StoreError::Open {
             path: path.to_string(),
             read_only: true,
@@ -301,7 +294,7 @@ impl Store {
     }
 
     /// Store a finished experiment (from `compare --save` or an import) in one transaction.
-    pub fn save(&mut self, meta: &Meta, experiment: &Experiment) -> Result<i64, Failure> {
+    pub fn save(&mut self, meta: &Meta, experiment: &Experiment) -> Result<i64, StoreError> {
         let commands: Vec<CommandSpec> = experiment.commands.iter().map(CommandResult::spec).collect();
         let id = self
             .write(|db| {
@@ -321,7 +314,7 @@ impl Store {
     }
 
     /// Store a calibration of `machine`'s noise (`perflab doctor CMD`).
-    pub fn save_calibration(&mut self, machine: &Machine, calibration: &Calibration) -> Result<(), Failure> {
+    pub fn save_calibration(&mut self, machine: &Machine, calibration: &Calibration) -> Result<(), StoreError> {
         self.write(|db| {
             let machine = write::machine_id(db, machine)?;
             db.execute(
@@ -345,7 +338,7 @@ impl Store {
     }
 
     /// The latest calibration stored for `machine`, if any.
-    pub fn latest_calibration(&mut self, machine: &Machine) -> Result<Option<Calibration>, Failure> {
+    pub fn latest_calibration(&mut self, machine: &Machine) -> Result<Option<Calibration>, StoreError> {
         let rows = self.db.query(
             "SELECT c.json FROM calibrations c JOIN machines m ON m.id = c.machine_id WHERE m.fingerprint = $1 \
              ORDER BY c.id DESC LIMIT 1",
@@ -356,7 +349,7 @@ impl Store {
     }
 
     /// Labels in stored order (first use), with how many experiments carry each.
-    pub fn labels(&mut self) -> Result<Vec<LabelInfo>, Failure> {
+    pub fn labels(&mut self) -> Result<Vec<LabelInfo>, StoreError> {
         let rows = self.db.query(
             "SELECT l.name, l.created_at, COUNT(e.id) FROM labels l \
              LEFT JOIN experiments e ON e.label_id = l.id AND e.superseded_by IS NULL \
@@ -374,7 +367,7 @@ impl Store {
     }
 
     /// Machines in the store, in order of first use.
-    pub fn machines(&mut self) -> Result<Vec<MachineInfo>, Failure> {
+    pub fn machines(&mut self) -> Result<Vec<MachineInfo>, StoreError> {
         let rows = self.db.query(
             "SELECT m.fingerprint, m.json, COUNT(e.id) FROM machines m \
              LEFT JOIN experiments e ON e.machine_id = m.id AND e.superseded_by IS NULL \
@@ -394,20 +387,20 @@ impl Store {
     }
 
     /// The experiments matching `query`, oldest label first, then in storing order.
-    pub fn experiments(&mut self, query: &Query) -> Result<Vec<StoredExperiment>, Failure> {
+    pub fn experiments(&mut self, query: &Query) -> Result<Vec<StoredExperiment>, StoreError> {
         read::experiments(self.db.as_mut(), query)
             .with_context(|| format!("reading {}", self.location))
-            .map_err(Failure::from)
+            .map_err(StoreError::from)
     }
 
     /// The lean read for history and reports of one `metric`: the experiments matching
     /// `query` without their runs, each with its [`StoredExperiment::sample`] of `metric`
     /// (stored with the summaries, else read from the runs); no summaries, no warnings.
     /// Store why experiment `experiment_id` found its candidate slower.
-    pub fn save_profile_change(&mut self, experiment_id: i64, change: &ProfileChange) -> Result<(), Failure> {
+    pub fn save_profile_change(&mut self, experiment_id: i64, change: &ProfileChange) -> Result<(), StoreError> {
         self.write(|db| write::insert_profile_change(db, experiment_id, change))
             .with_context(|| format!("storing profiles in {}", self.location))
-            .map_err(Failure::from)
+            .map_err(StoreError::from)
     }
 
     /// The profile changes of the experiments matching `query`, by experiment id; the
@@ -416,16 +409,16 @@ impl Store {
         &mut self,
         query: &Query,
         with_profiles: bool,
-    ) -> Result<Vec<(i64, ProfileChange)>, Failure> {
+    ) -> Result<Vec<(i64, ProfileChange)>, StoreError> {
         read::profile_changes(self.db.as_mut(), query, with_profiles)
             .with_context(|| format!("reading {}", self.location))
-            .map_err(Failure::from)
+            .map_err(StoreError::from)
     }
 
-    pub fn metric_experiments(&mut self, query: &Query, metric: &str) -> Result<Vec<StoredExperiment>, Failure> {
+    pub fn metric_experiments(&mut self, query: &Query, metric: &str) -> Result<Vec<StoredExperiment>, StoreError> {
         read::metric_experiments(self.db.as_mut(), query, metric)
             .with_context(|| format!("reading {}", self.location))
-            .map_err(Failure::from)
+            .map_err(StoreError::from)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use super::backend::{bytes, int, opt_int, opt_real, opt_text, real, text, Backend, Value};
 use super::{Meta, Store};
-use crate::error::Failure;
+use crate::store::error::StoreError;
 use crate::model::{CommandResult, CommandSpec, Experiment, Machine, Run, Settings};
 use anyhow::{anyhow, Context};
 
@@ -56,7 +56,7 @@ impl crate::experiment::Observer for Recorder<'_> {
     fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
         // The database's own error stays in the chain: an agent tells an outage from a bug by it.
         self.record_run(command, run).map_err(|e| match e {
-            Failure::Other(e) => e,
+            StoreError::Database(e) => e,
             other => anyhow!("{other}"),
         })
     }
@@ -79,7 +79,7 @@ impl Recorder<'_> {
     }
 
     /// Commit one measured run (not a warm-up) of command `command_idx`, in its own transaction.
-    pub fn record_run(&mut self, command_idx: usize, run: &Run) -> Result<(), Failure> {
+    pub fn record_run(&mut self, command_idx: usize, run: &Run) -> Result<(), StoreError> {
         let pending = self.pending.take();
         let (id, meta, fence) = (self.id, &self.meta, &self.fence);
         let result = self.store.write(|db| {
@@ -113,14 +113,14 @@ impl Recorder<'_> {
                 if self.id.is_none() {
                     self.pending = pending;
                 }
-                Err(Failure::Other(e.context(format!("storing a run into {}", self.store.location))))
+                Err(StoreError::Database(e.context(format!("storing a run into {}", self.store.location))))
             }
         }
     }
 
     /// Store the summaries, comparisons and final state; runs of `experiment` that
     /// were not recorded yet (beyond the count recorded per command) are added too.
-    pub fn finish(self, experiment: &Experiment) -> Result<i64, Failure> {
+    pub fn finish(self, experiment: &Experiment) -> Result<i64, StoreError> {
         let (fence, meta, recorded) = (self.fence, self.meta, self.recorded);
         let location = self.store.location.clone();
         self.store
@@ -151,7 +151,7 @@ impl Recorder<'_> {
                 Ok(id)
             })
             .with_context(|| format!("storing into {location}"))
-            .map_err(Failure::from)
+            .map_err(StoreError::from)
     }
 }
 

@@ -4,7 +4,6 @@
 //! compare engine's verdict classifies it. Each step is reported to a [`BisectObserver`]
 //! (the command line prints it: `render::suite`).
 
-use crate::error::Failure;
 use crate::model::{Comparison, Verdict};
 use crate::plan::Plan;
 use crate::store::{Query, Store};
@@ -115,7 +114,7 @@ pub trait BisectObserver {
 
 /// Bisect: each tested commit's comparison goes to `observer` as it is classified; the
 /// first bad commit is returned.
-pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result<Found, Failure> {
+pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result<Found, BisectError> {
     let repo = args.repo.canonicalize().map_err(|source| BisectError::Repo { path: args.repo.clone(), source })?;
     git(&repo, &["rev-parse", "--git-dir"]).map_err(|_| BisectError::NotARepository(repo.clone()))?;
     let suite = suite::load(&args.suite)?;
@@ -147,7 +146,7 @@ pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result
 
     let mut steps = Vec::new();
     // `bad_end`: how much slower the bad end is. None while it is being measured.
-    let mut measure = |commit: &str, bad_end: Option<f64>| -> Result<(bool, f64), Failure> {
+    let mut measure = |commit: &str, bad_end: Option<f64>| -> Result<(bool, f64), BisectError> {
         let (_tree, build) = checkout_and_build(&repo, commit, scratch.path(), &args.build_command)?;
         let plan = plan_for(bench, Some(&build), Some(&good_build), &args.run)?;
         let comparison = compare(&plan)?;
@@ -213,7 +212,7 @@ struct LabelResolver<'a> {
     experiments: Option<Vec<crate::store::StoredExperiment>>,
 }
 
-fn resolve(repo: &Path, rev: &str, labels: &mut LabelResolver) -> Result<String, Failure> {
+fn resolve(repo: &Path, rev: &str, labels: &mut LabelResolver) -> Result<String, BisectError> {
     if let Ok(hash) = git(repo, &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")]) {
         return Ok(hash);
     }
@@ -255,16 +254,16 @@ fn checkout_and_build<'r>(
 }
 
 /// Compare the plan's two commands; the primary metric's comparison.
-fn compare(plan: &Plan) -> Result<Comparison, Failure> {
+fn compare(plan: &Plan) -> Result<Comparison, BisectError> {
     let experiment = crate::experiment::run(plan, &mut crate::experiment::Quiet)?;
     if crate::interrupt::watcher().requested() {
-        return Err(BisectError::Interrupted.into());
+        return Err(BisectError::Interrupted);
     }
     experiment
         .comparisons
         .into_iter()
         .find(|c| c.metric == experiment.primary_metric)
-        .ok_or_else(|| BisectError::NoVerdict.into())
+        .ok_or(BisectError::NoVerdict)
 }
 
 #[cfg(test)]

@@ -1,7 +1,5 @@
-//! What can go wrong loading a suite file and choosing its benchmarks and builds, as one
-//! typed error for the suite area; `error::Failure` maps it to an exit code once (all of
-//! it is bad input: 2). Kept apart from `suite/mod.rs` so `error.rs` can name it
-//! without importing the module that itself returns `Failure`.
+//! What can go wrong loading a suite file, choosing its benchmarks and builds and running
+//! them, and bisecting, as typed errors; the `perflab` binary maps them to exit codes.
 
 use std::path::PathBuf;
 use thiserror::Error;
@@ -54,6 +52,31 @@ pub enum SuiteError {
         #[source]
         source: crate::plan::error::PlanError,
     },
+    /// A build's prepare command failed (exit code 3, as a failing command).
+    #[error("preparing build `{build}` failed: {source}")]
+    PrepareBuild {
+        build: String,
+        #[source]
+        source: crate::plan::error::ScriptError,
+    },
+    /// The store could not take the results.
+    #[error(transparent)]
+    Store(#[from] crate::store::error::StoreError),
+    /// A benchmark could not run at all.
+    #[error(transparent)]
+    Experiment(#[from] crate::experiment::ExperimentError),
+}
+
+impl SuiteError {
+    /// The database's own error when the store failed a request (the suite stopped
+    /// because of it): an agent tells an outage from a bug by it.
+    pub fn database(&self) -> Option<&anyhow::Error> {
+        match self {
+            SuiteError::Store(crate::store::error::StoreError::Database(e)) => Some(e),
+            SuiteError::Experiment(crate::experiment::ExperimentError::Record(e)) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// What stops `perflab bisect` before or between its comparisons (a comparison's own
@@ -104,4 +127,13 @@ pub enum BisectError {
     NoVerdict,
     #[error("interrupted; bisect stopped")]
     Interrupted,
+    /// The suite file or the benchmark's plan.
+    #[error(transparent)]
+    Suite(#[from] SuiteError),
+    /// The store holding labels' commits.
+    #[error(transparent)]
+    Store(#[from] crate::store::error::StoreError),
+    /// A comparison that could not run.
+    #[error(transparent)]
+    Experiment(#[from] crate::experiment::ExperimentError),
 }

@@ -4,7 +4,6 @@
 
 use super::error::SuiteError;
 use super::{Benchmark, Build};
-use crate::error::Failure;
 use crate::experiment::{self, Fanout, Observer};
 use crate::measure::MeasureOptions;
 use crate::model::{Experiment, Hooks, Machine, Settings, StopReason};
@@ -72,7 +71,7 @@ pub fn plan_for(
     candidate: Option<&Build>,
     baseline: Option<&Build>,
     run: &RunOptions,
-) -> Result<Plan, Failure> {
+) -> Result<Plan, SuiteError> {
     planned(bench, candidate, baseline, run).map(|(plan, _)| plan)
 }
 
@@ -82,7 +81,7 @@ fn planned(
     candidate: Option<&Build>,
     baseline: Option<&Build>,
     run: &RunOptions,
-) -> Result<(Plan, Option<ShellReason>), Failure> {
+) -> Result<(Plan, Option<ShellReason>), SuiteError> {
     let o = run.overrides.or(&bench.options);
     let mut texts = Vec::new();
     let mut names = Vec::new();
@@ -134,7 +133,7 @@ pub fn run_suite(
     options: &RunOptions,
     store: &mut Store,
     observer: &mut dyn SuiteObserver,
-) -> Result<(), Failure> {
+) -> Result<(), SuiteError> {
     let mut prepared = Vec::new();
     for bench in benchmarks {
         let (plan, shell_reason) = planned(bench, candidate, baseline, options)?;
@@ -147,7 +146,7 @@ pub fn run_suite(
         if let Some(prepare) = &build.prepare {
             observer.preparing(build);
             crate::plan::command::run_shell(prepare, None, true)
-                .map_err(|e| Failure::CommandFailed(format!("preparing build `{}` failed: {e}", build.name)))?;
+                .map_err(|source| SuiteError::PrepareBuild { build: build.name.clone(), source })?;
         }
     }
     // Checked once the builds are prepared: a prepare may make the programs.

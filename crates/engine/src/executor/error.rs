@@ -65,6 +65,22 @@ pub enum ExecutorError {
     },
 }
 
+impl ExecutorError {
+    /// True when the machine refused something (a helper process, a pipe, a thread),
+    /// false for bad input (a hook, a command, its program, a probe).
+    pub fn is_machine(&self) -> bool {
+        match self {
+            ExecutorError::Probes(probes) => probes.is_machine(),
+            ExecutorError::Hook { .. }
+            | ExecutorError::Command { .. }
+            | ExecutorError::Program(_)
+            | ExecutorError::Probe { .. }
+            | ExecutorError::CannotStart { .. } => false,
+            ExecutorError::Launch(_) | ExecutorError::Streams(_) | ExecutorError::OutputReader(_) => true,
+        }
+    }
+}
+
 /// `--cleanup` commands that failed (each subject's name and why); the experiment
 /// records them as its failure.
 #[derive(Debug, Error)]

@@ -98,3 +98,10 @@ pub enum ProbeError {
     #[error("{0:#}")]
     OutputDir(anyhow::Error),
 }
+
+impl ProbeError {
+    /// True when the machine failed (a temporary directory), false for bad input.
+    pub fn is_machine(&self) -> bool {
+        matches!(self, ProbeError::OutputDir(_))
+    }
+}
