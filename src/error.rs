@@ -113,7 +113,10 @@ impl From<crate::store::error::ImportError> for Failure {
 impl From<crate::report::error::ReportError> for Failure {
     /// Bad input, or an `--out` that cannot be written (2 as every output).
     fn from(e: crate::report::error::ReportError) -> Failure {
-        Failure::Usage(e.to_string())
+        match e {
+            crate::report::error::ReportError::Store(e) => Failure::from(e),
+            other => Failure::Usage(other.to_string()),
+        }
     }
 }
 

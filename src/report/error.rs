@@ -1,7 +1,6 @@
-//! What stops `perflab report` from making its page, as one typed error of the report
-//! area; `error::Failure` maps it to an exit code once (all of it is bad input or an
-//! unwritable `--out`: 2). Kept apart from `report/mod.rs` so `error.rs` can name it
-//! without importing the module that returns `Failure`.
+//! What stops `perflab report` from making its page, as one typed error; the `perflab`
+//! binary maps it to an exit code (all of it is bad input, an unreadable store or an
+//! unwritable `--out`: 2).
 
 use std::path::PathBuf;
 use thiserror::Error;
@@ -46,4 +45,7 @@ pub enum ReportError {
     NothingToReport,
     #[error("no successful run has the metric {0} (try wall_s, cpu_s, max_rss_kib or a recorded counter)")]
     NoSuchMetric(String),
+    /// The history store.
+    #[error(transparent)]
+    Store(#[from] crate::store::error::StoreError),
 }

@@ -7,7 +7,6 @@ use super::error::ReportError;
 use super::{
     CounterRow, CounterTable, Explained, LabelComparison, MachineGroup, MachinePage, RelativeTime, ReportData, Why,
 };
-use crate::error::Failure;
 use crate::history::{matrix, measured_values, ratio};
 use crate::model::{metric, Comparison, Experiment, Run, StopReason, Verdict};
 use crate::store::{self, StoredExperiment};
@@ -18,7 +17,7 @@ use std::path::Path;
 /// benchmark named after the file, each command one label named after the command
 /// (labels ordered as they first appear). A candidate keeps the baseline command and
 /// their comparison, so its paired interval is used.
-pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperiment>, Failure> {
+pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperiment>, ReportError> {
     let mut out = Vec::new();
     let mut label_order: Vec<String> = Vec::new();
     for path in paths {
@@ -85,7 +84,7 @@ pub struct Selection {
 }
 
 /// The reference label and the compared labels the options ask for among `labels`.
-fn chosen_labels(labels: &[String], options: &Selection) -> Result<(String, Vec<String>), Failure> {
+fn chosen_labels(labels: &[String], options: &Selection) -> Result<(String, Vec<String>), ReportError> {
     let reference = match &options.reference {
         Some(r) if labels.contains(r) => r.clone(),
         Some(r) => return Err(ReportError::NoReference { label: r.clone(), known: labels.join(", ") }.into()),
@@ -107,7 +106,7 @@ fn chosen_labels(labels: &[String], options: &Selection) -> Result<(String, Vec<
 /// The experiments the report of `options` needs from `store`: the lean read of the
 /// metric for every label (history, ratios), and in full for the reference and compared
 /// labels (their counters table shows every other metric).
-pub fn from_store(store: &mut store::Store, options: &Selection) -> Result<Vec<StoredExperiment>, Failure> {
+pub fn from_store(store: &mut store::Store, options: &Selection) -> Result<Vec<StoredExperiment>, ReportError> {
     let query = store::Query { machine: options.machine.clone(), ..Default::default() };
     let lean = store.metric_experiments(&query, &options.metric)?;
     let labels = ordered_labels(&lean.iter().collect::<Vec<_>>());
@@ -129,7 +128,7 @@ pub fn from_store(store: &mut store::Store, options: &Selection) -> Result<Vec<S
 }
 
 /// Arrange stored experiments (oldest label first, as the store returns them) for the page.
-pub fn build(experiments: &[StoredExperiment], options: &Selection) -> Result<ReportData, Failure> {
+pub fn build(experiments: &[StoredExperiment], options: &Selection) -> Result<ReportData, ReportError> {
     let mut experiments: Vec<&StoredExperiment> = experiments.iter().collect();
     if let Some(wanted) = &options.machine {
         experiments

@@ -12,7 +12,6 @@ pub mod svg;
 
 pub use html::render_html;
 
-use crate::error::Failure;
 pub use crate::history::ratio::{CiMethod, Ratio};
 use crate::model::Machine;
 use error::ReportError;
@@ -20,7 +19,7 @@ use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::BTreeMap;
 
 /// Write the page for `data` to `out`, atomically.
-pub fn write(data: &ReportData, out: &std::path::Path) -> Result<(), Failure> {
+pub fn write(data: &ReportData, out: &std::path::Path) -> Result<(), ReportError> {
     Ok(write_atomically(out, render_html(data).as_bytes())?)
 }
 

@@ -100,7 +100,7 @@ extern "C" fn on_sigbus(_signal: libc::c_int, info: *mut libc::siginfo_t, _conte
         }
     }
     // SAFETY: _exit is async-signal-safe and ends the process at once.
-    unsafe { libc::_exit(crate::error::EXIT_USAGE) };
+    unsafe { libc::_exit(perflab_sys::exit::EXIT_USAGE) };
 }
 
 /// The path of the file mapped at `address`, from /proc/self/maps, using `line` as the

@@ -99,7 +99,7 @@ impl Suite {
         let re = match filter {
             Some(re) => Some(regex::Regex::new(re).map_err(|e| SuiteError::BadFilter {
                 pattern: crate::render::escape(re),
-                why: crate::error::regex_error(&e),
+                why: perflab_sys::text::regex_error(&e),
             })?),
             None => None,
         };
