@@ -242,8 +242,8 @@ pub fn matrix(m: &Matrix, width: Option<usize>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::matrix::tests::runs;
-    use crate::history::tests::{stored, tenfold_step};
+    use perflab_store::fixtures::runs;
+    use perflab_store::fixtures::{stored, tenfold_step};
     use crate::history::{build, matrix::matrix as builds_by_machines, Steps};
 
     #[test]

@@ -10,8 +10,8 @@ use super::backend::{int, opt_text, real, text, Value};
 pub use super::fence::{Claim, ClaimLost};
 use super::write::{machine_id, now};
 use super::Store;
-use crate::store::error::StoreError;
-use crate::model::Machine;
+use crate::error::StoreError;
+use perflab_model::Machine;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 

@@ -7,10 +7,10 @@ pub mod matrix;
 pub mod ratio;
 pub mod sessions;
 
-use crate::model::metric::Better;
-use crate::model::Machine;
-use crate::stats::changepoint::{ChangePointConfig, Detector};
-use crate::store::StoredExperiment;
+use perflab_model::metric::Better;
+use perflab_model::Machine;
+use perflab_stats::changepoint::{ChangePointConfig, Detector};
+use crate::StoredExperiment;
 use ratio::Ratio;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -57,7 +57,7 @@ pub struct MachineHistory {
 pub struct ExplainedRegression {
     pub benchmark: String,
     pub label: String,
-    pub comparison: crate::model::Comparison,
+    pub comparison: perflab_model::Comparison,
 }
 
 /// The regressions of `experiments` explained function by function.
@@ -66,7 +66,7 @@ fn explained_regressions(experiments: &[&StoredExperiment]) -> Vec<ExplainedRegr
     for e in experiments {
         let slower = e.experiment.comparisons.iter().find(|c| {
             c.metric == e.experiment.primary_metric
-                && c.verdict == crate::model::Verdict::Slower
+                && c.verdict == perflab_model::Verdict::Slower
                 && !c.below_threshold
                 && c.explanation.is_some()
         });
@@ -217,7 +217,7 @@ pub fn build<'a>(
                 machine: first.experiment.machine.clone(),
                 // A report's thousand benchmarks are independent; each thread keeps one
                 // detector, so series of the same shape share the permutation null distributions.
-                benchmarks: crate::parallel::map(&benchmarks, detector, |(name, pools), detector| {
+                benchmarks: perflab_sys::parallel::map(&benchmarks, detector, |(name, pools), detector| {
                     let own = by_name.get(name).copied();
                     let label = |l: &str| own.and_then(|b| b.label(l));
                     let points: Vec<Point> = pools
@@ -225,7 +225,7 @@ pub fn build<'a>(
                         .enumerate()
                         .map(|(i, p)| {
                             let (median, median_ci) =
-                                crate::stats::summary::median_and_ci(&p.values, ratio::CONFIDENCE);
+                                perflab_stats::summary::median_and_ci(&p.values, ratio::CONFIDENCE);
                             let vs_previous = i.checked_sub(1).filter(|_| steps == Steps::Compare).and_then(|prev| {
                                 let (a, b) = (label(pools[prev].label)?, label(p.label)?);
                                 let noise = noise.between(&a.label, &b.label);
@@ -278,66 +278,11 @@ fn shifts(detector: &mut Detector, groups: &[&[f64]], points: &[Point]) -> Vec<S
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::model::{CommandResult, ExitInfo, Experiment, Run, Settings, StopReason};
+    use crate::fixtures::{stored, tenfold_step};
+    use perflab_model::ExitInfo;
 
-    pub(crate) fn stored(label: &str, order: i64, bench: &str, host: &str, walls: &[f64]) -> StoredExperiment {
-        let machine = Machine { hostname: host.into(), ..Machine::default() };
-        StoredExperiment {
-            id: 0,
-            label: label.into(),
-            label_order: order,
-            benchmark: bench.into(),
-            git_commit: None,
-            source: "test".into(),
-            recorded_at: String::new(),
-            machine_fingerprint: machine.fingerprint(),
-            complete: true,
-            sample: None,
-            profile_change: None,
-            experiment: Experiment {
-                perflab_version: String::new(),
-                machine,
-                settings: Settings {
-                    warmup_rounds: 0,
-                    min_rounds: 1,
-                    max_rounds: 1,
-                    max_time_s: 1.0,
-                    env_padding: false,
-                    ..Default::default()
-                },
-                rounds: walls.len() as u32,
-                stop_reason: StopReason::FixedRounds,
-                commands: vec![
-                    CommandResult {
-                        name: "base".into(),
-                        argv: vec![],
-                        command_line: String::new(),
-                        parameters: Default::default(),
-                        runs: vec![],
-                        summary: Default::default(),
-                    },
-                    CommandResult {
-                        name: "x".into(),
-                        argv: vec![],
-                        command_line: String::new(),
-                        parameters: Default::default(),
-                        runs: walls
-                            .iter()
-                            .map(|&w| Run {
-                                wall_s: w,
-                                exit: ExitInfo { exit_code: Some(0), ..ExitInfo::default() },
-                                ..Run::default()
-                            })
-                            .collect(),
-                        summary: Default::default(),
-                    },
-                ],
-                ..Experiment::default()
-            },
-        }
-    }
 
     #[test]
     fn machines_are_kept_apart_and_labels_pooled() {
@@ -380,16 +325,6 @@ pub(crate) mod tests {
         assert!((shifts[0].ratio - 1.3).abs() < 0.05, "{shifts:?}");
     }
 
-    /// Six labels of eight runs, the locked xchg replaced by a mov at v5: 243 ms → 18.5 ms.
-    pub(crate) fn tenfold_step() -> Vec<StoredExperiment> {
-        (1..=6)
-            .map(|i| {
-                let level = if i < 5 { 0.243 } else { 0.0185 };
-                let walls: Vec<f64> = (0..8).map(|k| level * (1.0 + 0.003 * ((i * 3 + k) % 5) as f64)).collect();
-                stored(&format!("v{i}"), i as i64, "xchg", "h1", &walls)
-            })
-            .collect()
-    }
 
     #[test]
     fn six_labels_of_eight_runs_show_a_tenfold_step_with_its_interval() {

@@ -6,11 +6,11 @@
 //! always agree.
 
 use super::sessions::{BenchmarkSessions, LabelSessions};
-use crate::analysis::BUSY_SHARE;
-use crate::model::metric::{self, Better};
-use crate::model::{Comparison, Verdict};
-use crate::stats::sessions::{difference, Prior, SessionNoise};
-use crate::store::StoredExperiment;
+use perflab_engine::analysis::BUSY_SHARE;
+use perflab_model::metric::{self, Better};
+use perflab_model::{Comparison, Verdict};
+use perflab_stats::sessions::{difference, Prior, SessionNoise};
+use crate::StoredExperiment;
 use serde::Serialize;
 
 /// The confidence of every interval computed here from runs.
@@ -133,7 +133,7 @@ pub fn between_sessions(
 ) -> Option<Ratio> {
     let d = difference(&a.sessions, &b.sessions, noise, CONFIDENCE)?;
     let (lo, hi) = (d.low.exp(), d.high.exp());
-    let (mut verdict, _) = crate::analysis::verdict::classify(lo, hi, threshold, better);
+    let (mut verdict, _) = perflab_engine::analysis::verdict::classify(lo, hi, threshold, better);
     let mut note = None;
     if metric == metric::WALL {
         let busy = |l: &LabelSessions| l.busy_share.filter(|s| *s >= BUSY_SHARE);
@@ -199,15 +199,15 @@ pub fn independent(base: &[f64], cand: &[f64], threshold: f64, better: Better) -
     }
     let ln_base: Vec<f64> = base.iter().map(|v| v.ln()).collect();
     let ln_cand: Vec<f64> = cand.iter().map(|v| v.ln()).collect();
-    let (shift, interval) = crate::stats::rank_sum::shift_with_interval(&ln_base, &ln_cand, CONFIDENCE)?;
+    let (shift, interval) = perflab_stats::rank_sum::shift_with_interval(&ln_base, &ln_cand, CONFIDENCE)?;
     let (lo, hi) = (interval.low.exp(), interval.high.exp());
     Some(Ratio {
         ratio: shift.exp(),
         ci_low: lo,
         ci_high: hi,
         confidence: interval.achieved_confidence,
-        p_value: Some(crate::stats::rank_sum::mann_whitney(&ln_base, &ln_cand).p_value),
-        verdict: crate::analysis::verdict::classify(lo, hi, threshold, better).0,
+        p_value: Some(perflab_stats::rank_sum::mann_whitney(&ln_base, &ln_cand).p_value),
+        verdict: perflab_engine::analysis::verdict::classify(lo, hi, threshold, better).0,
         method: CiMethod::Independent,
         n: base.len().min(cand.len()),
         session_noise: None,

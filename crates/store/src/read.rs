@@ -7,7 +7,7 @@
 use super::backend::{text, Backend, Value};
 use super::write::sample_values;
 use super::{MetricSample, ProfileChange, Query, StoredExperiment};
-use crate::model::{
+use perflab_model::{
     metric, CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, Settings, StopReason, Summary,
     Verdict,
 };
@@ -395,7 +395,7 @@ pub(super) fn profile_changes(
 /// The runs column (an expression `… AS value`) holding a harness metric, as
 /// [`Run::metric`] computes it; None for counters (and any other metric).
 fn run_column(metric: &str) -> Option<&'static str> {
-    use crate::model::metric::*;
+    use perflab_model::metric::*;
     Some(match metric {
         WALL => "t.wall_s AS value",
         CPU => "t.user_s + t.sys_s AS value",
@@ -510,7 +510,7 @@ struct Shared {
     labels: HashMap<i64, String>,
     benchmarks: HashMap<i64, String>,
     /// Fingerprint and record.
-    machines: HashMap<i64, (String, crate::model::Machine)>,
+    machines: HashMap<i64, (String, perflab_model::Machine)>,
 }
 
 impl Shared {
@@ -691,7 +691,7 @@ fn stored_experiment(
         machine_fingerprint: fingerprint.clone(),
         complete,
         experiment: Experiment {
-            schema_version: crate::model::SCHEMA_VERSION,
+            schema_version: perflab_model::SCHEMA_VERSION,
             primary_metric,
             perflab_version: r.text("perflab_version"),
             started_at: if full { r.text("started_at") } else { String::new() },
@@ -736,7 +736,7 @@ mod tests {
             .iter()
             .map(|&(label, id)| StoredExperiment {
                 id,
-                ..crate::history::tests::stored(&format!("v{label}"), label, "b", "h", &[1.0])
+                ..crate::fixtures::stored(&format!("v{label}"), label, "b", "h", &[1.0])
             })
             .collect();
         let sorted = in_label_order(experiments);

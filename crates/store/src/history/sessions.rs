@@ -4,11 +4,11 @@
 //! and `report` compare by default — the one the sessions decided on.
 
 use super::measured_values;
-use crate::analysis::BUSY_SHARE;
-use crate::executor::contention::{self, BUSY_FACT};
-use crate::model::metric;
-use crate::stats::sessions::{session_noise, Prior, Session, SessionNoise};
-use crate::store::StoredExperiment;
+use perflab_engine::analysis::BUSY_SHARE;
+use perflab_engine::executor::contention::{self, BUSY_FACT};
+use perflab_model::metric;
+use perflab_stats::sessions::{session_noise, Prior, Session, SessionNoise};
+use crate::StoredExperiment;
 use std::collections::HashMap;
 
 /// How busy the machine was during an experiment: the recorded fact, else (an older
@@ -223,7 +223,7 @@ fn list(labels: &[&str]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::stored;
+    use crate::fixtures::stored;
     use super::*;
 
     fn busy(mut e: StoredExperiment, share: f64) -> StoredExperiment {

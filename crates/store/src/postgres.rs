@@ -50,7 +50,7 @@ pub enum PgError {
 }
 
 fn seconds(d: Duration) -> String {
-    crate::units::format_seconds(d.as_secs_f64())
+    perflab_model::units::format_seconds(d.as_secs_f64())
 }
 
 impl PgError {
@@ -107,7 +107,7 @@ impl Timeouts {
     pub fn from_env(config: &Config) -> Result<Timeouts, PgError> {
         let read = |name: &'static str| -> Result<Option<Duration>, PgError> {
             match std::env::var(name) {
-                Ok(value) if !value.trim().is_empty() => crate::units::parse_duration(&value)
+                Ok(value) if !value.trim().is_empty() => perflab_model::units::parse_duration(&value)
                     .ok()
                     .filter(|s| *s > 0.0 && s.is_finite())
                     .map(|s| Some(Duration::from_secs_f64(s)))

@@ -4,9 +4,9 @@
 
 use super::ratio::{self, Ratio};
 use super::sessions::{self, BenchmarkSessions, MachineNoise};
-use crate::model::Machine;
-use crate::stats::sessions::SessionNoise;
-use crate::store::StoredExperiment;
+use perflab_model::Machine;
+use perflab_stats::sessions::SessionNoise;
+use crate::StoredExperiment;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -99,14 +99,11 @@ pub fn matrix(experiments: &[&StoredExperiment], metric: &str, reference: &str, 
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::super::tests::stored;
+mod tests {
+    use crate::fixtures::{runs, stored};
     use super::*;
-    use crate::model::Verdict;
+    use perflab_model::Verdict;
 
-    pub(crate) fn runs(level: f64) -> Vec<f64> {
-        (0..8).map(|k| level * (1.0 + 0.001 * k as f64)).collect()
-    }
 
     #[test]
     fn each_machine_gets_its_own_ratio_and_none_is_pooled() {

@@ -5,8 +5,8 @@
 
 use super::backend::{bytes, int, opt_int, opt_real, opt_text, real, text, Backend, Value};
 use super::{Meta, Store};
-use crate::store::error::StoreError;
-use crate::model::{CommandResult, CommandSpec, Experiment, Machine, Run, Settings};
+use crate::error::StoreError;
+use perflab_model::{CommandResult, CommandSpec, Experiment, Machine, Run, Settings};
 use anyhow::{anyhow, Context};
 
 /// Writes one experiment's runs as they complete. Made by [`Store::begin`].
@@ -52,7 +52,7 @@ impl<'s> Recorder<'s> {
 }
 
 /// The compare engine reports each measured run here; a failed write stops the experiment.
-impl crate::experiment::Observer for Recorder<'_> {
+impl perflab_engine::experiment::Observer for Recorder<'_> {
     fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
         // The database's own error stays in the chain: an agent tells an outage from a bug by it.
         self.record_run(command, run).map_err(|e| match e {
@@ -295,7 +295,7 @@ fn insert_run(db: &mut dyn Backend, experiment: i64, command_idx: usize, run: &R
 /// reports follow — the compared harness metrics and every counter; the rest are read from
 /// their runs.
 fn keeps_sample(metric: &str) -> bool {
-    use crate::model::metric;
+    use perflab_model::metric;
     metric::kind(metric) != metric::Kind::Field || metric::COMPARED.contains(&metric)
 }
 

@@ -3,11 +3,16 @@
 //!
 //! One schema and one set of queries serve both databases: the SQL lives here and the
 //! backends ([`sqlite`], [`postgres`]) only execute it, so they cannot drift apart.
-//! Reading back always yields the one data model, [`crate::model::Experiment`].
+//! Reading back always yields the one data model, [`perflab_model::Experiment`].
 //!
 //! Writing is incremental: [`Store::begin`] registers an experiment, [`Recorder::record_run`]
 //! commits each run as it completes (a `kill -9` loses at most the run in flight), and
-//! [`Recorder::finish`] adds the summaries and comparisons.
+//! [`Recorder::finish`] adds the summaries and comparisons. [`history`] reads labels over
+//! time back out of it (what `perflab history` and the report draw).
+//!
+//! May use: `perflab-model`, `perflab-stats`, `perflab-sys`, `perflab-profile` (a stored
+//! profile diff) and `perflab-engine` (an [`Observer`](perflab_engine::experiment::Observer)
+//! of experiments, the verdict rules history reuses).
 
 mod backend;
 pub mod error;
@@ -21,12 +26,16 @@ mod sigbus;
 pub mod sqlite;
 mod write;
 
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
+pub mod history;
+
 pub use backend::{Backend, Value};
 pub use schema::schema_version;
 pub use write::Recorder;
 use write::{finish_experiment, insert_experiment, now};
 
-use crate::model::{Calibration, CommandResult, CommandSpec, Experiment, Machine, Settings};
+use perflab_model::{Calibration, CommandResult, CommandSpec, Experiment, Machine, Settings};
 use anyhow::Context;
 use error::StoreError;
 use std::path::Path;
@@ -99,7 +108,7 @@ pub struct ProfileChange {
     pub baseline: String,
     pub candidate: String,
     /// Per function, sorted by contribution to the total change (`perflab diff`).
-    pub functions: Vec<crate::profile::diff::Change>,
+    pub functions: Vec<perflab_profile::diff::Change>,
     /// The differential flame graph (self-contained SVG), when both had call stacks.
     pub flame_graph: Option<String>,
     pub warnings: Vec<String>,
@@ -439,7 +448,7 @@ fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Run;
+    use perflab_model::Run;
 
     #[test]
     fn an_older_database_is_upgraded_in_place() {

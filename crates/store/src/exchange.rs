@@ -3,8 +3,8 @@
 
 use super::error::{ImportError, OutOfRange};
 use super::{current_git_commit, Meta, Query, Store, StoredExperiment};
-use crate::store::error::StoreError;
-use crate::model::{CommandResult, ExitInfo, Experiment, Machine, Run, Settings, StopReason, Warning, WarningKind};
+use crate::error::StoreError;
+use perflab_model::{CommandResult, ExitInfo, Experiment, Machine, Run, Settings, StopReason, Warning, WarningKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -199,7 +199,7 @@ fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<Sto
             serde_json::from_value(value.clone()).map_err(invalid("hyperfine JSON export"))?;
         let label = need_label("hyperfine")?;
         let machine = if args.this_machine {
-            crate::machine::detect()
+            perflab_sys::machine::detect()
         } else {
             Machine { hostname: "unknown (hyperfine import)".into(), cpu_model: "unknown".into(), ..Machine::default() }
         };
@@ -304,7 +304,7 @@ fn from_hyperfine(
             ));
         }
         let summary =
-            BTreeMap::from([(crate::model::metric::WALL.to_string(), crate::stats::summary::summarize(&times))]);
+            BTreeMap::from([(perflab_model::metric::WALL.to_string(), perflab_stats::summary::summarize(&times))]);
         let experiment = Experiment {
             started_at: started_at.clone(),
             machine: machine.clone(),
@@ -346,7 +346,7 @@ fn imported_settings(rounds: usize) -> Settings {
         confidence: 0.95,
         looks: Settings::default().looks,
         env_padding: false,
-        mode: crate::model::Mode::Wall,
+        mode: perflab_model::Mode::Wall,
         timeout_s: None,
         ..Settings::default()
     }

@@ -1,0 +1,78 @@
+//! Example stored experiments for tests of what reads the history (here and in the
+//! crates above, through the `fixtures` feature).
+
+use crate::StoredExperiment;
+use perflab_model::{CommandResult, ExitInfo, Experiment, Machine, Run, Settings, StopReason};
+
+pub fn stored(label: &str, order: i64, bench: &str, host: &str, walls: &[f64]) -> StoredExperiment {
+    let machine = Machine { hostname: host.into(), ..Machine::default() };
+    StoredExperiment {
+        id: 0,
+        label: label.into(),
+        label_order: order,
+        benchmark: bench.into(),
+        git_commit: None,
+        source: "test".into(),
+        recorded_at: String::new(),
+        machine_fingerprint: machine.fingerprint(),
+        complete: true,
+        sample: None,
+        profile_change: None,
+        experiment: Experiment {
+            perflab_version: String::new(),
+            machine,
+            settings: Settings {
+                warmup_rounds: 0,
+                min_rounds: 1,
+                max_rounds: 1,
+                max_time_s: 1.0,
+                env_padding: false,
+                ..Default::default()
+            },
+            rounds: walls.len() as u32,
+            stop_reason: StopReason::FixedRounds,
+            commands: vec![
+                CommandResult {
+                    name: "base".into(),
+                    argv: vec![],
+                    command_line: String::new(),
+                    parameters: Default::default(),
+                    runs: vec![],
+                    summary: Default::default(),
+                },
+                CommandResult {
+                    name: "x".into(),
+                    argv: vec![],
+                    command_line: String::new(),
+                    parameters: Default::default(),
+                    runs: walls
+                        .iter()
+                        .map(|&w| Run {
+                            wall_s: w,
+                            exit: ExitInfo { exit_code: Some(0), ..ExitInfo::default() },
+                            ..Run::default()
+                        })
+                        .collect(),
+                    summary: Default::default(),
+                },
+            ],
+            ..Experiment::default()
+        },
+    }
+}
+
+/// Six labels of eight runs, the locked xchg replaced by a mov at v5: 243 ms → 18.5 ms.
+pub fn tenfold_step() -> Vec<StoredExperiment> {
+    (1..=6)
+        .map(|i| {
+            let level = if i < 5 { 0.243 } else { 0.0185 };
+            let walls: Vec<f64> = (0..8).map(|k| level * (1.0 + 0.003 * ((i * 3 + k) % 5) as f64)).collect();
+            stored(&format!("v{i}"), i as i64, "xchg", "h1", &walls)
+        })
+        .collect()
+}
+
+/// Eight wall times at `level`, each 0.1 % above the one before.
+pub fn runs(level: f64) -> Vec<f64> {
+    (0..8).map(|k| level * (1.0 + 0.001 * k as f64)).collect()
+}
