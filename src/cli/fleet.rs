@@ -58,7 +58,7 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
                 return Ok(());
             }
         }
-        crate::out!("{}", fleet::render_status(&status));
+        crate::out!("{}", crate::render::suite::queue_status(&status));
         return Ok(());
     }
     if let Some(job) = args.cancel {

@@ -1,8 +1,10 @@
 //! Suites and bisection on the terminal: one line per benchmark as it ends (`run`, the
-//! fleet agent), `run --list`, what `--profile-changes` found, and `bisect`'s steps.
+//! fleet agent), `run --list`, what `--profile-changes` found, `bisect`'s steps and the
+//! fleet's queue.
 
 use super::color;
 use super::terminal::escape;
+use crate::fleet::{ClaimStatus, QueueStatus};
 use crate::model::Experiment;
 use crate::suite::bisect::Step;
 use crate::suite::runner::Explanation;
@@ -82,3 +84,42 @@ pub fn bisect_step(step: &Step) -> String {
 pub fn short(commit: &str) -> &str {
     &commit[..commit.len().min(10)]
 }
+/// The terminal listing of the fleet's queue (`perflab queue --status`).
+pub fn queue_status(status: &QueueStatus) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if status.jobs.is_empty() {
+        return "the queue is empty\n".into();
+    }
+    for job in &status.jobs {
+        let machines = if job.spec.machines.is_empty() { "every machine".into() } else { job.spec.machines.join(", ") };
+        let _ = writeln!(
+            out,
+            "job {}: label `{}`, suite {}, on {}{}{}",
+            job.id,
+            escape(&job.spec.label),
+            escape(&job.spec.suite_path),
+            escape(&machines),
+            job.spec.git_commit.as_deref().map(|c| format!(", commit {}", escape(c))).unwrap_or_default(),
+            if job.cancelled { " (cancelled)" } else { "" }
+        );
+        let claims: Vec<&ClaimStatus> = status.claims.iter().filter(|c| c.job == job.id).collect();
+        if claims.is_empty() {
+            let _ = writeln!(out, "  no machine has claimed it yet");
+        }
+        for c in claims {
+            let _ = writeln!(
+                out,
+                "  {:<8} attempt {} by {} on {}{}",
+                c.state,
+                c.attempt,
+                escape(&c.agent),
+                escape(&c.machine.describe(&c.fingerprint)),
+                c.message.as_deref().map(|m| format!(": {}", escape(m))).unwrap_or_default()
+            );
+        }
+    }
+    out
+}
+
+

@@ -14,11 +14,11 @@
 
 use super::{selects, Job};
 use super::error::FleetError;
-use crate::model::{Machine, StopReason};
-use crate::store::fleet::{Claim, JobEnd};
-use crate::store::Store;
-use crate::suite::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
-use crate::suite::{self, Benchmark, Build};
+use perflab_model::{Machine, StopReason};
+use perflab_store::fleet::{Claim, JobEnd};
+use perflab_store::Store;
+use crate::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
+use crate::{Benchmark, Build};
 use rand::Rng;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -189,7 +189,7 @@ pub fn run(options: &AgentOptions, observer: &mut dyn SuiteObserver, events: Eve
         machine: options.machine.describe(&fingerprint),
         store: store.location().to_string(),
     });
-    let interrupt = crate::interrupt::watcher();
+    let interrupt = perflab_sys::interrupt::watcher();
     loop {
         if interrupt.requested() {
             return Err(FleetError::Interrupted("agent stopped between jobs".into()));
@@ -242,7 +242,7 @@ fn next_job(
 
 /// Sleep `seconds`, waking early for an interrupt; false when interrupted.
 fn idle(seconds: f64) -> bool {
-    let interrupt = crate::interrupt::watcher();
+    let interrupt = perflab_sys::interrupt::watcher();
     let end = Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
     while !interrupt.requested() && Instant::now() < end {
         std::thread::sleep(Duration::from_millis(50).min(end.saturating_duration_since(Instant::now())));
@@ -276,7 +276,7 @@ fn work(
         None => std::env::remove_var("PERFLAB_COMMIT"),
     }
     if let Some(id) = &options.machine.id {
-        std::env::set_var(crate::machine::MACHINE_ID_ENV, id);
+        std::env::set_var(perflab_sys::machine::MACHINE_ID_ENV, id);
     }
     let heartbeat = Heartbeat::start(options.db.clone(), claim.clone(), options.lease_s, events.clone());
     let result = loop {
@@ -387,7 +387,7 @@ fn execute(
     observer: &mut dyn SuiteObserver,
     events: &EventSink,
 ) -> Result<Vec<String>, FleetError> {
-    let suite = suite::parse(&job.spec.suite, &options.dir.join(&job.spec.suite_path))?;
+    let suite = crate::parse(&job.spec.suite, &options.dir.join(&job.spec.suite_path))?;
     let selected = suite.select(job.spec.filter.as_deref())?;
     let (candidate, baseline) =
         suite.builds(job.spec.build.as_deref(), job.spec.baseline.as_deref(), Some(&job.spec.label))?;
@@ -411,7 +411,7 @@ fn execute(
     };
     let mut tally = Tally { inner: observer, failed: &mut failed };
     run_suite(&todo, &job.spec.label, (candidate, baseline), &run, store, &mut tally)?;
-    if crate::interrupt::watcher().requested() {
+    if perflab_sys::interrupt::watcher().requested() {
         return Err(FleetError::Interrupted("agent interrupted during the job".into()));
     }
     Ok(failed)
@@ -430,7 +430,7 @@ impl SuiteObserver for Tally<'_> {
     fn started(&mut self, index: usize, total: usize, bench: &Benchmark) {
         self.inner.started(index, total, bench);
     }
-    fn experiment(&mut self) -> Option<&mut dyn crate::experiment::Observer> {
+    fn experiment(&mut self) -> Option<&mut dyn perflab_engine::experiment::Observer> {
         self.inner.experiment()
     }
     fn finished(&mut self, bench: &Benchmark, outcome: &Outcome) {

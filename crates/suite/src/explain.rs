@@ -6,8 +6,8 @@
 //! experiment, with nothing more to run. (Stores written before this kept one profile of
 //! each build, `store::ProfileChange`; the report still shows those.)
 
-use crate::measure::sampling::Sampling;
-use crate::model::{Comparison, Experiment, Verdict};
+use perflab_engine::measure::sampling::Sampling;
+use perflab_model::{Comparison, Experiment, Verdict};
 
 /// What `--profile-changes` found for a benchmark slower than its baseline.
 #[derive(Debug, Clone)]

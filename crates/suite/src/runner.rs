@@ -4,12 +4,12 @@
 
 use super::error::SuiteError;
 use super::{Benchmark, Build};
-use crate::experiment::{self, Fanout, Observer};
-use crate::measure::MeasureOptions;
-use crate::model::{Experiment, Hooks, Machine, Settings, StopReason};
-use crate::plan::command::{Shell, ShellReason};
-use crate::plan::{self, Plan, SettingsLayer};
-use crate::store::{current_git_commit, Meta, Store};
+use perflab_engine::experiment::{self, Fanout, Observer};
+use perflab_engine::measure::MeasureOptions;
+use perflab_model::{Experiment, Hooks, Machine, Settings, StopReason};
+use perflab_engine::plan::command::{Shell, ShellReason};
+use perflab_engine::plan::{self, Plan, SettingsLayer};
+use perflab_store::{current_git_commit, Meta, Store};
 
 /// How the experiments of a suite run, beyond what the suite file says.
 #[derive(Debug, Clone, Default)]
@@ -31,7 +31,7 @@ pub struct RunOptions {
     pub profile_changes: bool,
     /// A fleet job's claim: results are written only while it is held, and replace what
     /// an earlier attempt of the job left incomplete (see `store::Recorder::fenced`).
-    pub fence: Option<crate::store::fleet::Claim>,
+    pub fence: Option<perflab_store::fleet::Claim>,
 }
 
 /// What a suite run reports as it goes: the command line prints it, an agent logs it.
@@ -95,9 +95,9 @@ fn planned(
     texts.push(bench.command_for(candidate)?);
     hooks.push(bench.hooks_for(candidate));
     names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
-    let in_bench = |source: crate::plan::error::PlanError| SuiteError::Benchmark { bench: bench.name.clone(), source };
+    let in_bench = |source: perflab_engine::plan::error::PlanError| SuiteError::Benchmark { bench: bench.name.clone(), source };
     let shell = Shell::named(o.shell.as_deref()).map_err(|e| in_bench(e.into()))?;
-    let (commands, shell_reason) = crate::plan::command::parse_commands(&texts, &names, &shell).map_err(|e| in_bench(e.into()))?;
+    let (commands, shell_reason) = perflab_engine::plan::command::parse_commands(&texts, &names, &shell).map_err(|e| in_bench(e.into()))?;
     let o = o.for_commands(commands.len());
     let mode = o.mode.unwrap_or_default();
     let settings = Settings {
@@ -145,20 +145,20 @@ pub fn run_suite(
     for build in [baseline, candidate].into_iter().flatten() {
         if let Some(prepare) = &build.prepare {
             observer.preparing(build);
-            crate::plan::command::run_shell(prepare, None, true)
+            perflab_engine::plan::command::run_shell(prepare, None, true)
                 .map_err(|source| SuiteError::PrepareBuild { build: build.name.clone(), source })?;
         }
     }
     // Checked once the builds are prepared: a prepare may make the programs.
     for (bench, plan) in &prepared {
         for c in &plan.commands {
-            crate::plan::command::resolve_program(&c.argv[0])
+            perflab_engine::plan::command::resolve_program(&c.argv[0])
                 .map_err(|source| SuiteError::Benchmark { bench: bench.name.clone(), source: source.into() })?;
         }
     }
     let git_commit = current_git_commit();
-    let machine = options.machine.clone().unwrap_or_else(crate::machine::detect);
-    let interrupt = crate::interrupt::watcher();
+    let machine = options.machine.clone().unwrap_or_else(perflab_sys::machine::detect);
+    let interrupt = perflab_sys::interrupt::watcher();
     let total = prepared.len();
     for (i, (bench, plan)) in prepared.iter().enumerate() {
         if interrupt.requested() {
@@ -166,7 +166,7 @@ pub fn run_suite(
         }
         observer.started(i, total, bench);
         if let Some(setup) = &bench.setup {
-            if let Err(e) = crate::plan::command::run_shell(setup, None, true) {
+            if let Err(e) = perflab_engine::plan::command::run_shell(setup, None, true) {
                 observer.finished(bench, &Outcome::Failed(format!("setup failed ({e}); skipped")));
                 continue;
             }
@@ -197,7 +197,7 @@ pub fn run_suite(
             Err(other) => return Err(other.into()),
         };
         if let Some(cleanup) = &bench.cleanup {
-            if let Err(e) = crate::plan::command::run_shell(cleanup, None, true) {
+            if let Err(e) = perflab_engine::plan::command::run_shell(cleanup, None, true) {
                 observer.cleanup_failed(bench, &e.to_string());
             }
         }
@@ -217,7 +217,7 @@ pub fn run_suite(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Settings;
+    use perflab_model::Settings;
 
     const SUITE: &str = r#"
 [defaults]
@@ -242,7 +242,7 @@ command = "true"
 
     /// The plan `run` would use for `bench` of SUITE, new against old.
     fn plan_of(suite: &str, bench: &str, cli: &RunOptions) -> Plan {
-        let suite = crate::suite::parse(suite, std::path::Path::new("perflab.toml")).unwrap();
+        let suite = crate::parse(suite, std::path::Path::new("perflab.toml")).unwrap();
         let bench = suite.benchmarks.iter().find(|b| b.name == bench).unwrap();
         plan_for(bench, suite.build("new"), suite.build("old"), cli).unwrap()
     }
@@ -264,7 +264,7 @@ command = "true"
     #[test]
     fn profile_changes_samples_every_run_of_compared_builds() {
         let explaining = RunOptions { profile_changes: true, ..seeded() };
-        assert_eq!(plan_of(SUITE, "own", &explaining).measure.explain, Some(crate::suite::explain::sampling()));
+        assert_eq!(plan_of(SUITE, "own", &explaining).measure.explain, Some(crate::explain::sampling()));
         assert_eq!(plan_of(SUITE, "own", &seeded()).measure.explain, None);
         assert_eq!(plan_of(SUITE, "solo", &explaining).measure.explain, None, "one command");
     }
@@ -312,7 +312,7 @@ command = "true"
                      parse = \"pgbench\"\nprepare = \"echo {build}\"\n";
         let plan = plan_of(suite, "b", &seeded());
         assert_eq!(plan.primary_metric, "tps");
-        assert_eq!(&plan.metrics[..3], ["tps", "latency_ms", crate::model::metric::WALL]);
+        assert_eq!(&plan.metrics[..3], ["tps", "latency_ms", perflab_model::metric::WALL]);
         let prepares: Vec<_> = plan.settings.hooks.iter().map(|h| h.prepare.as_deref().unwrap()).collect();
         assert_eq!(prepares, ["echo old", "echo new"], "baseline first");
         assert_eq!(plan.settings.output_parsers, ["pgbench"]);
@@ -322,8 +322,8 @@ command = "true"
     fn instruction_mode_compares_counts_from_one_round_without_warm_up_or_padding() {
         let suite = "[defaults]\nmode = \"instructions\"\n[[benchmark]]\nname = \"b\"\ncommand = \"true\"\n";
         let plan = plan_of(suite, "b", &seeded());
-        assert_eq!(plan.primary_metric, crate::plan::INSTRUCTION_METRICS[0]);
-        assert!(!plan.metrics.iter().any(|m| m == crate::model::metric::WALL), "{:?}", plan.metrics);
+        assert_eq!(plan.primary_metric, perflab_engine::plan::INSTRUCTION_METRICS[0]);
+        assert!(!plan.metrics.iter().any(|m| m == perflab_model::metric::WALL), "{:?}", plan.metrics);
         let s = plan.settings;
         assert_eq!(
             (s.fixed_rounds, s.warmup_rounds, s.env_padding, s.mode.as_str()),

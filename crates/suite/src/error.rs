@@ -50,21 +50,21 @@ pub enum SuiteError {
     Benchmark {
         bench: String,
         #[source]
-        source: crate::plan::error::PlanError,
+        source: perflab_engine::plan::error::PlanError,
     },
     /// A build's prepare command failed (exit code 3, as a failing command).
     #[error("preparing build `{build}` failed: {source}")]
     PrepareBuild {
         build: String,
         #[source]
-        source: crate::plan::error::ScriptError,
+        source: perflab_engine::plan::error::ScriptError,
     },
     /// The store could not take the results.
     #[error(transparent)]
-    Store(#[from] crate::store::error::StoreError),
+    Store(#[from] perflab_store::error::StoreError),
     /// A benchmark could not run at all.
     #[error(transparent)]
-    Experiment(#[from] crate::experiment::ExperimentError),
+    Experiment(#[from] perflab_engine::experiment::ExperimentError),
 }
 
 impl SuiteError {
@@ -72,8 +72,8 @@ impl SuiteError {
     /// because of it): an agent tells an outage from a bug by it.
     pub fn database(&self) -> Option<&anyhow::Error> {
         match self {
-            SuiteError::Store(crate::store::error::StoreError::Database(e)) => Some(e),
-            SuiteError::Experiment(crate::experiment::ExperimentError::Record(e)) => Some(e),
+            SuiteError::Store(perflab_store::error::StoreError::Database(e)) => Some(e),
+            SuiteError::Experiment(perflab_engine::experiment::ExperimentError::Record(e)) => Some(e),
             _ => None,
         }
     }
@@ -121,7 +121,7 @@ pub enum BisectError {
     BuildFailed {
         commit: String,
         #[source]
-        source: crate::plan::error::ScriptError,
+        source: perflab_engine::plan::error::ScriptError,
     },
     #[error("the comparison produced no verdict (did a command fail?)")]
     NoVerdict,
@@ -132,8 +132,8 @@ pub enum BisectError {
     Suite(#[from] SuiteError),
     /// The store holding labels' commits.
     #[error(transparent)]
-    Store(#[from] crate::store::error::StoreError),
+    Store(#[from] perflab_store::error::StoreError),
     /// A comparison that could not run.
     #[error(transparent)]
-    Experiment(#[from] crate::experiment::ExperimentError),
+    Experiment(#[from] perflab_engine::experiment::ExperimentError),
 }

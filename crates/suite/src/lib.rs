@@ -1,19 +1,25 @@
 //! The suite file (`perflab.toml`): benchmarks with command templates and parameters,
 //! builds to compare, and defaults, checked up front with `FILE:LINE: what is expected`.
 //!
-//! See docs/suites.md for the format.
+//! See docs/suites.md for the format. [`runner`] runs a suite's benchmarks through the
+//! engine into the store (and [`explain`] says why a regression is slower), [`bisect`]
+//! finds the commit that made a benchmark slower, and [`fleet`] queues suites for many
+//! machines sharing one PostgreSQL store and runs them there.
+//!
+//! May use: `perflab-engine`, `perflab-store` and the floors below them.
 
 pub mod bisect;
 pub mod error;
 pub mod explain;
+pub mod fleet;
 pub mod runner;
 
-use crate::measure::output::{Parser, ParserError};
-use crate::measure::Mode;
-use crate::model::metric::Better;
-use crate::model::{Hooks, Iterations};
-use crate::plan::command::{cartesian, expand, is_placeholder_name};
-use crate::plan::SettingsLayer;
+use perflab_engine::measure::output::{Parser, ParserError};
+use perflab_engine::measure::Mode;
+use perflab_model::metric::Better;
+use perflab_model::{Hooks, Iterations};
+use perflab_engine::plan::command::{cartesian, expand, is_placeholder_name};
+use perflab_engine::plan::SettingsLayer;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -98,7 +104,7 @@ impl Suite {
     pub fn select(&self, filter: Option<&str>) -> Result<Vec<&Benchmark>, SuiteError> {
         let re = match filter {
             Some(re) => Some(regex::Regex::new(re).map_err(|e| SuiteError::BadFilter {
-                pattern: crate::render::escape(re),
+                pattern: perflab_sys::text::escape(re),
                 why: perflab_sys::text::regex_error(&e),
             })?),
             None => None,
@@ -184,9 +190,9 @@ macro_rules! with_options {
                 let duration = |v: &Option<Spanned<toml::Value>>| -> Result<Option<f64>, SuiteError> {
                     let Some(v) = v else { return Ok(None) };
                     let parsed: Result<f64, error::Problem> = match v.get_ref() {
-                        toml::Value::Integer(i) => crate::units::check_duration(*i as f64).map_err(|why| format!("{i} {why}").into()),
-                        toml::Value::Float(f) => crate::units::check_duration(*f).map_err(|why| format!("{f} {why}").into()),
-                        toml::Value::String(s) => crate::units::parse_duration(s).map_err(Into::into),
+                        toml::Value::Integer(i) => perflab_model::units::check_duration(*i as f64).map_err(|why| format!("{i} {why}").into()),
+                        toml::Value::Float(f) => perflab_model::units::check_duration(*f).map_err(|why| format!("{f} {why}").into()),
+                        toml::Value::String(s) => perflab_model::units::parse_duration(s).map_err(Into::into),
                         _ => Err("expected a positive number of seconds or a duration such as \"90s\" or \"5m\"".into()),
                     };
                     parsed.map(Some).map_err(|e| file.error(v.span(), e))

@@ -2,16 +2,15 @@
 //! agents on one host): `perflab queue` adds jobs — a suite, a label, which machines —
 //! and `perflab agent` on each machine claims the jobs meant for it, builds via the
 //! suite's `prepare`, runs the suite and stores the results under its own fingerprint.
-//! The queue's storage and its claim protocol are in [`crate::store::fleet`].
+//! The queue's storage and its claim protocol are in [`perflab_store::fleet`].
 
 pub mod agent;
 pub mod error;
 
-pub use crate::store::fleet::{ClaimStatus, Job, JobSpec};
+pub use perflab_store::fleet::{ClaimStatus, Job, JobSpec};
 
-use crate::model::Machine;
-use crate::store::Store;
-use crate::suite;
+use perflab_model::Machine;
+use perflab_store::Store;
 use error::FleetError;
 use globset::{Glob, GlobSetBuilder};
 use std::path::Path;
@@ -33,8 +32,8 @@ pub struct QueueRequest {
 /// Check the suite and the request as `perflab run` would, then queue a job; returns its id.
 pub fn queue(store: &mut Store, suite_path: &Path, request: &QueueRequest) -> Result<i64, FleetError> {
     let text = std::fs::read_to_string(suite_path)
-        .map_err(|source| suite::error::SuiteError::Read { path: suite_path.to_path_buf(), source })?;
-    let suite = suite::parse(&text, suite_path)?;
+        .map_err(|source| crate::error::SuiteError::Read { path: suite_path.to_path_buf(), source })?;
+    let suite = crate::parse(&text, suite_path)?;
     suite.select(request.filter.as_deref())?;
     suite.builds(request.build.as_deref(), request.baseline.as_deref(), Some(&request.label))?;
     check_patterns(&request.machines)?;
@@ -84,45 +83,6 @@ pub struct QueueStatus {
 
 pub fn status(store: &mut Store) -> Result<QueueStatus, FleetError> {
     Ok(QueueStatus { jobs: store.jobs()?, claims: store.claims()? })
-}
-
-/// The terminal listing of [`status`].
-pub fn render_status(status: &QueueStatus) -> String {
-    use crate::render::terminal::escape;
-    use std::fmt::Write;
-    let mut out = String::new();
-    if status.jobs.is_empty() {
-        return "the queue is empty\n".into();
-    }
-    for job in &status.jobs {
-        let machines = if job.spec.machines.is_empty() { "every machine".into() } else { job.spec.machines.join(", ") };
-        let _ = writeln!(
-            out,
-            "job {}: label `{}`, suite {}, on {}{}{}",
-            job.id,
-            escape(&job.spec.label),
-            escape(&job.spec.suite_path),
-            escape(&machines),
-            job.spec.git_commit.as_deref().map(|c| format!(", commit {}", escape(c))).unwrap_or_default(),
-            if job.cancelled { " (cancelled)" } else { "" }
-        );
-        let claims: Vec<&ClaimStatus> = status.claims.iter().filter(|c| c.job == job.id).collect();
-        if claims.is_empty() {
-            let _ = writeln!(out, "  no machine has claimed it yet");
-        }
-        for c in claims {
-            let _ = writeln!(
-                out,
-                "  {:<8} attempt {} by {} on {}{}",
-                c.state,
-                c.attempt,
-                escape(&c.agent),
-                escape(&c.machine.describe(&c.fingerprint)),
-                c.message.as_deref().map(|m| format!(": {}", escape(m))).unwrap_or_default()
-            );
-        }
-    }
-    out
 }
 
 #[cfg(test)]

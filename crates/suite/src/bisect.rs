@@ -4,12 +4,12 @@
 //! compare engine's verdict classifies it. Each step is reported to a [`BisectObserver`]
 //! (the command line prints it: `render::suite`).
 
-use crate::model::{Comparison, Verdict};
-use crate::plan::Plan;
-use crate::store::{Query, Store};
-use crate::suite::error::BisectError;
-use crate::suite::runner::{plan_for, RunOptions};
-use crate::suite::{self, Build};
+use perflab_model::{Comparison, Verdict};
+use perflab_engine::plan::Plan;
+use perflab_store::{Query, Store};
+use crate::error::BisectError;
+use crate::runner::{plan_for, RunOptions};
+use crate::Build;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -117,7 +117,7 @@ pub trait BisectObserver {
 pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result<Found, BisectError> {
     let repo = args.repo.canonicalize().map_err(|source| BisectError::Repo { path: args.repo.clone(), source })?;
     git(&repo, &["rev-parse", "--git-dir"]).map_err(|_| BisectError::NotARepository(repo.clone()))?;
-    let suite = suite::load(&args.suite)?;
+    let suite = crate::load(&args.suite)?;
     let bench = suite
         .benchmarks
         .iter()
@@ -209,7 +209,7 @@ fn is_bad(comparison: &Comparison, bad_end: Option<f64>) -> bool {
 /// Resolves `--good`/`--bad` given as stored labels to their recorded commit.
 struct LabelResolver<'a> {
     db: Option<&'a str>,
-    experiments: Option<Vec<crate::store::StoredExperiment>>,
+    experiments: Option<Vec<perflab_store::StoredExperiment>>,
 }
 
 fn resolve(repo: &Path, rev: &str, labels: &mut LabelResolver) -> Result<String, BisectError> {
@@ -247,7 +247,7 @@ fn checkout_and_build<'r>(
     git(repo, &["worktree", "add", "--detach", "--quiet", dir.to_str().unwrap_or_default(), commit])?;
     let tree = Worktree { repo, dir: dir.clone() };
     let command = build_command.replace("{commit}", commit);
-    crate::plan::command::run_shell(&command, Some(&dir), false)
+    perflab_engine::plan::command::run_shell(&command, Some(&dir), false)
         .map_err(|source| BisectError::BuildFailed { commit: short(commit).to_string(), source })?;
     let build = Build { name: short(commit).to_string(), value: dir.to_string_lossy().into_owned(), prepare: None };
     Ok((tree, build))
@@ -255,8 +255,8 @@ fn checkout_and_build<'r>(
 
 /// Compare the plan's two commands; the primary metric's comparison.
 fn compare(plan: &Plan) -> Result<Comparison, BisectError> {
-    let experiment = crate::experiment::run(plan, &mut crate::experiment::Quiet)?;
-    if crate::interrupt::watcher().requested() {
+    let experiment = perflab_engine::experiment::run(plan, &mut perflab_engine::experiment::Quiet)?;
+    if perflab_sys::interrupt::watcher().requested() {
         return Err(BisectError::Interrupted);
     }
     experiment
@@ -269,8 +269,8 @@ fn compare(plan: &Plan) -> Result<Comparison, BisectError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::verdict::judged;
-    use crate::model::{metric, Settings};
+    use perflab_engine::analysis::verdict::judged;
+    use perflab_model::{metric, Settings};
 
     fn wall(ratio: f64, ci: (f64, f64)) -> Comparison {
         judged(metric::WALL, ratio, Some(ci), 0.001, 500, 0.95, &Settings::default(), vec![])

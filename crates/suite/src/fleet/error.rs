@@ -22,10 +22,10 @@ pub enum FleetError {
     },
     /// The shared store.
     #[error(transparent)]
-    Store(#[from] crate::store::error::StoreError),
+    Store(#[from] perflab_store::error::StoreError),
     /// A suite: the file queued, or a job's benchmarks.
     #[error(transparent)]
-    Suite(#[from] crate::suite::error::SuiteError),
+    Suite(#[from] crate::error::SuiteError),
     /// The agent was asked to stop (what it left, and how).
     #[error("{0}")]
     Interrupted(String),
@@ -36,7 +36,7 @@ impl FleetError {
     /// job's suite).
     pub fn database(&self) -> Option<&anyhow::Error> {
         match self {
-            FleetError::Store(crate::store::error::StoreError::Database(e)) => Some(e),
+            FleetError::Store(perflab_store::error::StoreError::Database(e)) => Some(e),
             FleetError::Suite(suite) => suite.database(),
             _ => None,
         }
@@ -44,18 +44,18 @@ impl FleetError {
 
     /// True when the database could not be reached or stopped answering: wait and retry.
     pub fn is_unavailable(&self) -> bool {
-        self.database().is_some_and(crate::store::error::unavailable)
+        self.database().is_some_and(perflab_store::error::unavailable)
     }
 
     /// True when a fenced write found the job's claim taken over by another agent.
     pub fn is_claim_lost(&self) -> bool {
-        self.database().is_some_and(crate::store::error::claim_lost)
+        self.database().is_some_and(perflab_store::error::claim_lost)
     }
 
     /// True when the store or the machine failed, not the job: the job is given back.
     pub fn is_system(&self) -> bool {
-        use crate::experiment::ExperimentError;
+        use perflab_engine::experiment::ExperimentError;
         self.database().is_some()
-            || matches!(self, FleetError::Suite(crate::suite::error::SuiteError::Experiment(ExperimentError::Executor(e))) if e.is_machine())
+            || matches!(self, FleetError::Suite(crate::error::SuiteError::Experiment(ExperimentError::Executor(e))) if e.is_machine())
     }
 }
