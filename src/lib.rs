@@ -20,6 +20,7 @@ pub use perflab_engine::analysis;
 pub mod cli;
 pub use perflab_engine::doctor;
 pub mod error;
+pub mod output;
 pub use perflab_engine::executor;
 pub use perflab_engine::experiment;
 pub use perflab_sys::files;

@@ -238,8 +238,10 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     let mut csv = match &args.csv {
         Some(path) => {
             outputs.add_streaming("--csv", path)?;
-            Some(render::csv::CsvWriter::create(
-                path,
+            let (out, file) = crate::output::open_csv(path)?;
+            Some(render::csv::CsvWriter::new(
+                out,
+                file,
                 plan.commands.iter().map(|c| c.name.clone()).collect(),
                 (!plan.learns_metrics_from_output()).then(|| counter_columns(&plan.metrics)),
             )?)
@@ -247,7 +249,7 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
         None => None,
     };
     let mut progress =
-        render::progress::ProgressDisplay::new(style.hides_progress(args.experiment.runner.progress_hidden()));
+        crate::output::progress::ProgressDisplay::new(style.hides_progress(args.experiment.runner.progress_hidden()));
     let mut store = if args.save.save { Some(args.save.db.open()?) } else { None };
     let mut recorder = store.as_mut().map(|store| begin_saving(store, &args.save, &plan));
     let experiment = {

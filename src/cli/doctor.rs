@@ -7,7 +7,8 @@ use crate::error::Failure;
 use crate::model::{Calibration, Machine, StopReason};
 use crate::plan::command::command_text;
 use crate::render;
-use crate::render::export::{Outputs, Text};
+use crate::output::Outputs;
+use crate::render::export::Text;
 use crate::render::json::Json;
 use crate::render::terminal::escape;
 use crate::units::format_seconds;
@@ -71,7 +72,7 @@ pub fn main(args: DoctorArgs) -> Result<(), Failure> {
     if outputs.stdout_taken() {
         eprint!("{findings}");
     } else {
-        render::stdout::write(&findings);
+        crate::output::stdout::write(&findings);
     }
     let Some(plan) = plan else { return Ok(outputs.write(&report, None)?) };
     let command_line = plan.commands[0].command_line.clone();
@@ -84,7 +85,7 @@ pub fn main(args: DoctorArgs) -> Result<(), Failure> {
         )
     };
     let hidden = !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut progress = render::progress::ProgressDisplay::new(hidden);
+    let mut progress = crate::output::progress::ProgressDisplay::new(hidden);
     let experiment = calibration::run(&plan, args.calibrate_for, &mut planned, &mut progress)?;
     report.calibration = doctor::calibrate(&experiment, &command_line);
     let saved = match &report.calibration {

@@ -53,7 +53,7 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
     if args.list {
         let status = fleet::status(&mut args.db.open_existing()?)?;
         if let Some(path) = &args.json {
-            crate::render::json::write(path, &status)?;
+            crate::output::write_json(path, &status)?;
             if path == "-" {
                 return Ok(());
             }

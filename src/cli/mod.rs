@@ -87,7 +87,7 @@ pub fn main() -> i32 {
     crate::render::table::set_wide(cli.wide);
     let Some(command) = cli.command else {
         // `perflab` alone is a request for help, like `cargo` alone.
-        crate::render::stdout::write(&Cli::command().render_help().to_string());
+        crate::output::stdout::write(&Cli::command().render_help().to_string());
         return finish(Ok(()));
     };
     let result = match command {
@@ -111,7 +111,7 @@ pub fn main() -> i32 {
             // clap_complete panics when its writer fails: it writes to memory here.
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "perflab", &mut script);
-            crate::render::stdout::write_bytes(&script);
+            crate::output::stdout::write_bytes(&script);
             Ok(())
         }
         Command::Man { dir } => man(dir),
@@ -124,7 +124,7 @@ pub fn main() -> i32 {
 /// The command's own failure (a gate, an interrupt) decides the code; a closed pipe alone
 /// ends silently with 141, as cat and grep do.
 fn finish(result: Result<(), Failure>) -> i32 {
-    let stdout = crate::render::stdout::take_failure().map(Failure::Stdout);
+    let stdout = crate::output::stdout::take_failure().map(Failure::Stdout);
     let mut code = EXIT_OK;
     for failure in [stdout, result.err()].into_iter().flatten() {
         if !failure.is_silent() {
@@ -139,7 +139,7 @@ fn finish(result: Result<(), Failure>) -> i32 {
 /// "did you mean" tip kept.
 fn parse_error(err: clap::Error) -> i32 {
     if !err.use_stderr() {
-        crate::render::stdout::write(&err.render().to_string());
+        crate::output::stdout::write(&err.render().to_string());
         return finish(Ok(()));
     }
     eprintln!("{}", one_line(&err.render().to_string()));
@@ -170,7 +170,7 @@ fn man(dir: Option<std::path::PathBuf>) -> Result<(), Failure> {
     let Some(dir) = dir else {
         let mut page = Vec::new();
         clap_mangen::Man::new(cli).render(&mut page).map_err(|e| Failure::Other(e.into()))?;
-        crate::render::stdout::write_bytes(&page);
+        crate::output::stdout::write_bytes(&page);
         return Ok(());
     };
     std::fs::create_dir_all(&dir).map_err(|e| crate::usage!("cannot create {}: {e}", dir.display()))?;

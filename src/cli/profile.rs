@@ -484,7 +484,7 @@ fn report_profile(profile: &Profile, args: &FlatReportArgs, destinations: &[Dest
     let report = report::build(profile, &args.options())?;
     eprint!("{}", render::warnings(&report.flat.warnings));
     let title = format!("perflab: {}", profile.command.join(" "));
-    export::write_all(destinations, profile, &report, &title, &flame)?;
+    crate::output::profile::write_all(destinations, profile, &report, &title, &flame)?;
     if !destinations.iter().any(Destination::to_stdout) {
         print_text(&render::flat::report(&report.flat, args.limit));
     }
@@ -494,7 +494,7 @@ fn report_profile(profile: &Profile, args: &FlatReportArgs, destinations: &[Dest
 /// Terminal text on stdout (never a panic: `render::stdout` keeps a failure for the
 /// end of the command, after every file is written).
 fn print_text(text: &str) {
-    crate::render::stdout::write(text);
+    crate::output::stdout::write(text);
 }
 
 pub fn main_top(args: TopArgs) -> Result<(), Failure> {
@@ -565,7 +565,7 @@ pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {
     let annotation = profile::annotate::annotation(&profile, &options)?;
     eprint!("{}", render::warnings(&annotation.warnings));
     if let Some(path) = &args.json {
-        crate::render::json::write(path, &annotation)?;
+        crate::output::write_json(path, &annotation)?;
     }
     if args.json.as_deref() != Some(Path::new("-")) {
         print_text(&render::annotate::report(&annotation, args.all));
@@ -595,13 +595,13 @@ pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
     let report = profile::diff::report(&old, &new, [&args.old, &args.new], by, args.stacks)?;
     eprint!("{}", render::warnings(&report.warnings));
     if let Some(path) = &args.json {
-        crate::render::json::write(path, &report)?;
+        crate::output::write_json(path, &report)?;
     }
     if let Some(path) = &args.flamegraph {
         let title = format!("perflab diff {} → {}", args.old.display(), args.new.display());
         let svg =
             flame::diff_svg_with(&old, &new, &title, &flame).expect("both profiles have call stacks (checked above)");
-        export::write(path, svg.as_bytes())?;
+        crate::output::profile::write(path, svg.as_bytes())?;
     }
     let to_stdout = [&args.json, &args.flamegraph].into_iter().flatten().any(|p| p == Path::new("-"));
     if !to_stdout {

@@ -5,7 +5,8 @@ use super::args::DbArgs;
 use crate::error::Failure;
 use crate::history;
 use crate::model::metric;
-use crate::render::export::{Outputs, Text};
+use crate::output::Outputs;
+use crate::render::export::Text;
 use crate::render::json::Json;
 use crate::render::table::{self, Stream};
 use crate::report;
@@ -78,7 +79,7 @@ pub fn main_export(args: ExportArgs) -> Result<(), Failure> {
     let mut store = args.db.open_existing()?;
     let export =
         exchange::export(&mut store, &Query { label: args.label, benchmark: args.bench, machine: args.machine })?;
-    crate::render::json::write(&args.json, &export)?;
+    crate::output::write_json(&args.json, &export)?;
     if args.json != "-" {
         eprintln!("exported {} experiments to {}", export.experiments.len(), args.json);
     }

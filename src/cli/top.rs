@@ -220,7 +220,7 @@ fn run(
             return Ok(Ending { interrupted, last_frame });
         }
         // Nobody reads a broken stdout (`| head`): stop; `cli` reports it.
-        if crate::render::stdout::failed()
+        if crate::output::stdout::failed()
             || progress != SessionState::Running
             || opts.iterations.is_some_and(|n| frames >= n)
         {
@@ -247,7 +247,7 @@ fn draw(
 
 fn show(lines: &[String], interactive: bool, width: usize) -> std::io::Result<()> {
     if !interactive {
-        crate::render::stdout::write(&(lines.join("\n") + "\n\n"));
+        crate::output::stdout::write(&(lines.join("\n") + "\n\n"));
         return Ok(());
     }
     let mut out = std::io::stdout().lock();

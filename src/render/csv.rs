@@ -4,7 +4,6 @@
 //! reported once the other outputs are written (hyperfine's per-command summary CSV is
 //! `render::hyperfine`).
 
-use super::export::Target;
 use super::OutputError;
 use crate::experiment::Observer;
 use crate::model::Run;
@@ -43,15 +42,13 @@ impl CsvWriter {
     /// `counters` become extra columns (empty where a run lacks them); `None` when they
     /// are only known from the output (the first run's metrics become the columns, and
     /// the header is written with it).
-    pub fn create(path: &str, names: Vec<String>, counters: Option<Vec<String>>) -> Result<CsvWriter, OutputError> {
-        let (out, path): (Box<dyn std::io::Write>, _) = match Target::parse(path) {
-            Target::Stdout => (Box::new(super::stdout::Stdout), None),
-            Target::File(path) => {
-                let file =
-                    std::fs::File::create(&path).map_err(|source| OutputError::File { path: path.clone(), source })?;
-                (Box::new(std::io::BufWriter::new(file)), Some(path))
-            }
-        };
+    /// `out` is where the rows go, `path` its file (`None` for stdout).
+    pub fn new(
+        out: Box<dyn std::io::Write>,
+        path: Option<PathBuf>,
+        names: Vec<String>,
+        counters: Option<Vec<String>>,
+    ) -> Result<CsvWriter, OutputError> {
         let mut csv = CsvWriter { writer: csv::Writer::from_writer(out), path, names, counters: None, failure: None };
         if let Some(counters) = counters {
             if let Err(e) = csv.header(counters) {

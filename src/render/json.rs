@@ -3,10 +3,9 @@
 //! Non-finite numbers (an interval that does not exist yet) are written as null by
 //! serde_json.
 
-use super::export::{write_to, Exporter};
+use super::export::Exporter;
 use super::OutputError;
 use serde::Serialize;
-use std::path::Path;
 
 /// The JSON exporter of any serializable result.
 #[derive(Debug, Clone, Copy, Default)]
@@ -21,9 +20,4 @@ impl<R: Serialize + ?Sized> Exporter<R> for Json {
 /// `value` as pretty JSON ending in a newline.
 pub fn to_string(value: &(impl Serialize + ?Sized)) -> Result<String, OutputError> {
     serde_json::to_string_pretty(value).map(|text| text + "\n").map_err(OutputError::Json)
-}
-
-/// Write `value` as pretty JSON to `path` (`-` is stdout).
-pub fn write(path: impl AsRef<Path>, value: &(impl Serialize + ?Sized)) -> Result<(), OutputError> {
-    write_to(path, &to_string(value)?)
 }

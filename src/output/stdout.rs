@@ -62,12 +62,12 @@ impl Write for Stdout {
 /// `print!` that never panics (see the module).
 #[macro_export]
 macro_rules! out {
-    ($($arg:tt)*) => { $crate::render::stdout::write(&format!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::output::stdout::write(&format!($($arg)*)) };
 }
 
 /// `println!` that never panics (see the module).
 #[macro_export]
 macro_rules! outln {
-    () => { $crate::render::stdout::write("\n") };
-    ($($arg:tt)*) => { $crate::render::stdout::write(&format!("{}\n", format!($($arg)*))) };
+    () => { $crate::output::stdout::write("\n") };
+    ($($arg:tt)*) => { $crate::output::stdout::write(&format!("{}\n", format!($($arg)*))) };
 }
