@@ -281,7 +281,6 @@ pub type Result<T, E = Failure> = std::result::Result<T, E>;
 
 pub use perflab_sys::text::regex_error;
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -284,10 +284,9 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
 /// `--explain-flamegraph`: the differential flame graph of the sampled runs (a picture
 /// saying so when no call stacks were sampled).
 fn explain_flame_graph(e: &Experiment) -> String {
-    e.comparisons
-        .iter()
-        .find_map(|c| crate::render::explain::flame_graph(c.explanation.as_ref()?))
-        .unwrap_or_else(|| crate::render::profile::flame::empty_svg("perflab compare --explain", "no call stacks were sampled"))
+    e.comparisons.iter().find_map(|c| crate::render::explain::flame_graph(c.explanation.as_ref()?)).unwrap_or_else(
+        || crate::render::profile::flame::empty_svg("perflab compare --explain", "no call stacks were sampled"),
+    )
 }
 
 /// The CSV's columns beyond the run's own fields: every metric kept in `Run::counters`.

@@ -5,9 +5,9 @@ use super::args::{duration, percent, DbArgs};
 use crate::doctor::{self, calibration, Report};
 use crate::error::Failure;
 use crate::model::{Calibration, Machine, StopReason};
+use crate::output::Outputs;
 use crate::plan::command::command_text;
 use crate::render;
-use crate::output::Outputs;
 use crate::render::export::Text;
 use crate::render::json::Json;
 use crate::render::terminal::escape;
@@ -62,12 +62,8 @@ pub fn main(args: DoctorArgs) -> Result<(), Failure> {
         outputs.add("--json", path, Json)?;
     }
     let machine = crate::machine::detect();
-    let mut report = Report {
-        fingerprint: machine.fingerprint(),
-        machine,
-        findings: doctor::check_machine(),
-        calibration: None,
-    };
+    let mut report =
+        Report { fingerprint: machine.fingerprint(), machine, findings: doctor::check_machine(), calibration: None };
     let findings = render::doctor::findings(&report);
     if outputs.stdout_taken() {
         eprint!("{findings}");

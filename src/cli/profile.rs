@@ -3,20 +3,20 @@
 
 use crate::error::Failure;
 use crate::executor::process::Output;
+use crate::profile;
 use crate::profile::aggregate::By;
 use crate::profile::annotate::{AnnotateOptions, Syntax};
 use crate::profile::error::ProfileError;
-use crate::render::profile::flame::{FlameOptions, FlameView};
 use crate::profile::format::Profile;
 use crate::profile::record::{self, CallGraph, RecordOptions, RecordingMode};
 use crate::profile::report::{self, ReportOptions};
 use crate::profile::select::SampleFilter;
 use crate::profile::top::TopOptions;
 use crate::profile::unwind::{self, Unwinding};
-use crate::profile;
-use crate::render::profile::flame;
 use crate::render::profile as render;
 use crate::render::profile::export::{self, Destination, Format};
+use crate::render::profile::flame;
+use crate::render::profile::flame::{FlameOptions, FlameView};
 use crate::usage;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;

@@ -96,7 +96,8 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     let style = args.export.style;
     style.apply_colors();
     let outputs = args.export.outputs(args.runner.json.as_deref(), |r: &StatReport| &r.experiment)?;
-    let mut progress = crate::output::progress::ProgressDisplay::new(style.hides_progress(args.runner.progress_hidden()));
+    let mut progress =
+        crate::output::progress::ProgressDisplay::new(style.hides_progress(args.runner.progress_hidden()));
     let experiment = experiment::run(&plan, &mut progress)?;
     let metrics = match experiment.commands.first() {
         Some(result) => stat_metrics(result, &names),

@@ -273,7 +273,10 @@ mod tests {
         let mut view = View::default();
         assert_eq!(press(&mut view, KeyCode::Char('q')), Key::Quit);
         assert_eq!(press(&mut view, KeyCode::Esc), Key::Quit);
-        assert_eq!(key(&mut view, Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL))), Key::Interrupt);
+        assert_eq!(
+            key(&mut view, Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL))),
+            Key::Interrupt
+        );
         assert_eq!(press(&mut view, KeyCode::Char('c')), Key::Nothing);
     }
 

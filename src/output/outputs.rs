@@ -168,7 +168,8 @@ pub fn open_csv(path: &str) -> Result<(Box<dyn std::io::Write>, Option<PathBuf>)
     Ok(match Target::parse(path) {
         Target::Stdout => (Box::new(stdout::Stdout), None),
         Target::File(path) => {
-            let file = std::fs::File::create(&path).map_err(|source| OutputError::File { path: path.clone(), source })?;
+            let file =
+                std::fs::File::create(&path).map_err(|source| OutputError::File { path: path.clone(), source })?;
             (Box::new(std::io::BufWriter::new(file)), Some(path))
         }
     })

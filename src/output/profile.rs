@@ -32,7 +32,9 @@ pub fn write_all(
     ordered.sort_by_key(|d| d.to_stdout());
     let mut first_failure = None;
     for d in ordered {
-        if let Err(e) = crate::render::profile::export::render(d.format, profile, report, title, flame).and_then(|bytes| write(&d.path, &bytes)) {
+        if let Err(e) = crate::render::profile::export::render(d.format, profile, report, title, flame)
+            .and_then(|bytes| write(&d.path, &bytes))
+        {
             first_failure.get_or_insert(e);
         }
     }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use crate::{metric, ParseError, SCHEMA_VERSION, null_as_nan, CommandResult, Comparison, Iterations};
+use crate::{metric, null_as_nan, CommandResult, Comparison, Iterations, ParseError, SCHEMA_VERSION};
 
 /// Where and on what the measurement ran; compared before results are mixed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -52,7 +52,10 @@ impl Machine {
     /// One line naming the machine for people: `[id on] host (CPU, N cores, kernel) [fingerprint]`.
     pub fn describe(&self, fingerprint: &str) -> String {
         let id = self.id.as_deref().map(|id| format!("{id} on ")).unwrap_or_default();
-        format!("{id}{} ({}, {} cores, Linux {}) [{}]", self.hostname, self.cpu_model, self.cores, self.kernel, fingerprint)
+        format!(
+            "{id}{} ({}, {} cores, Linux {}) [{}]",
+            self.hostname, self.cpu_model, self.cores, self.kernel, fingerprint
+        )
     }
 }
 

@@ -28,17 +28,16 @@ pub enum NoValue {
 
 pub const SCHEMA_VERSION: u32 = 2;
 
-
-pub mod metric;
-pub mod units;
 mod comparison;
 mod experiment;
+pub mod metric;
 mod run;
+pub mod units;
 
 pub use comparison::*;
 pub use experiment::*;
-pub use run::*;
 pub use perflab_stats::summary::Summary;
+pub use run::*;
 
 /// JSON has no NaN or infinity: serde_json writes them as null; read null back.
 pub(crate) fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {

@@ -25,8 +25,7 @@ pub const UNCONTENDED: &str = "uncontended_s";
 /// Metrics compared by default, in display order.
 pub const COMPARED: [&str; 3] = [WALL, CPU, MAX_RSS];
 /// Every harness metric kept in a field of `Run`, in display order.
-pub const ALL: [&str; 9] =
-    [WALL, CPU, USER, SYS, MAX_RSS, MINOR_FAULTS, MAJOR_FAULTS, VOLUNTARY_CS, INVOLUNTARY_CS];
+pub const ALL: [&str; 9] = [WALL, CPU, USER, SYS, MAX_RSS, MINOR_FAULTS, MAJOR_FAULTS, VOLUNTARY_CS, INVOLUNTARY_CS];
 /// Harness metrics kept in `Run::counters` (a reading may be unsupported, with the
 /// reason): how much a busy machine delayed each run.
 pub const CONTENTION: [&str; 3] = [RUNQ_WAIT, NEIGHBOUR_WAIT, UNCONTENDED];

@@ -298,7 +298,6 @@ impl Run {
     }
 }
 
-
 /// All runs of one command, with summaries per metric.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct CommandResult {

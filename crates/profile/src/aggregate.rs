@@ -330,8 +330,7 @@ impl CallGraph {
 /// `root;caller;leaf`: `;` inside a name would split a frame, so it becomes `:`, and a
 /// line break would end the line, so control characters become escapes.
 pub fn folded_names(frames: &[StackFrame]) -> String {
-    let names: Vec<String> =
-        frames.iter().map(|f| perflab_sys::text::escape(&f.function).replace(';', ":")).collect();
+    let names: Vec<String> = frames.iter().map(|f| perflab_sys::text::escape(&f.function).replace(';', ":")).collect();
     names.join(";")
 }
 
@@ -419,8 +418,8 @@ impl SourceRegions {
             .build()
             .map_err(ProfileError::GroupBySourceGlob)?
             .compile_matcher();
-        let regex =
-            regex::Regex::new(regex).map_err(|e| ProfileError::GroupBySourceRegex(perflab_sys::text::regex_error(&e)))?;
+        let regex = regex::Regex::new(regex)
+            .map_err(|e| ProfileError::GroupBySourceRegex(perflab_sys::text::regex_error(&e)))?;
         if regex.captures_len() < 2 {
             return Err(ProfileError::GroupBySourceNoCapture);
         }

@@ -115,7 +115,7 @@ pub fn tree(graph: &CallGraph, function: &str, direction: Direction) -> Option<T
 /// Unreadable object: frames are named `x+0xOFFSET`. Stacks (root last):
 /// leaf ← a ← main (3), leaf ← b ← main (1), a ← a ← main (2, recursion).
 pub fn example_graph() -> CallGraph {
-        use crate::aggregate::locate_with_graph;
+    use crate::aggregate::locate_with_graph;
     use crate::format::{FrameRef, ObjectRef, Profile, Space, StackCount};
     use crate::symbolize::Symbolizer;
     let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };

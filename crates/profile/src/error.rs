@@ -228,7 +228,6 @@ pub enum RecordError {
     NoThreadLeft { pids: String },
 }
 
-
 /// Why perf events could not be opened for a recording: the machine lacks the event, or
 /// the user lacks the permission (bad input: exit code 2). `paranoid` is
 /// perf_event_paranoid's value as read.
@@ -280,7 +279,6 @@ pub enum OpenError {
     Event(#[from] perflab_sys::perf::event::EventError),
 }
 
-
 /// Why a function cannot be annotated: an error for the function asked for, a warning
 /// for a hot one skipped.
 #[derive(Debug, Error)]
@@ -326,4 +324,3 @@ pub struct UnknownChoice {
     pub expected: &'static str,
     pub found: String,
 }
-

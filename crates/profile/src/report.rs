@@ -155,12 +155,13 @@ pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileE
         (None, By::Line) => (aggregate::flat(&located, By::Line), TableKind::Line),
         (None, By::Object) => (aggregate::flat(&located, By::Object), TableKind::Object),
     };
-    let tree = |name: &Option<String>, direction| -> Result<Option<TreeNode>, ProfileError> {
-        let Some(name) = name else { return Ok(None) };
-        graph.as_ref().and_then(|g| callers::tree(g, name, direction)).map(Some).ok_or_else(|| {
-            ProfileError::NoSuchFunction { name: perflab_sys::text::escape(name), place: "call stacks" }
-        })
-    };
+    let tree =
+        |name: &Option<String>, direction| -> Result<Option<TreeNode>, ProfileError> {
+            let Some(name) = name else { return Ok(None) };
+            graph.as_ref().and_then(|g| callers::tree(g, name, direction)).map(Some).ok_or_else(|| {
+                ProfileError::NoSuchFunction { name: perflab_sys::text::escape(name), place: "call stacks" }
+            })
+        };
     let caller_tree = tree(&opts.callers, Direction::Callers)?;
     let callee_tree = tree(&opts.callees, Direction::Callees)?;
     let flat = FlatReport {

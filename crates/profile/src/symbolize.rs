@@ -58,8 +58,8 @@ pub struct ObjectInfo {
 impl ObjectInfo {
     /// Load and index an object; the error is one line naming what is wrong with it.
     pub fn load(path: &str) -> Result<ObjectInfo, ObjectError> {
-        let file =
-            perflab_sys::files::open_regular(path).map_err(|source| ObjectError::Open { path: path.to_string(), source })?;
+        let file = perflab_sys::files::open_regular(path)
+            .map_err(|source| ObjectError::Open { path: path.to_string(), source })?;
         // SAFETY: the file is only read; a concurrent truncation could fault, as for every
         // tool that maps binaries (perf, addr2line), and is accepted.
         let data = unsafe { memmap2::Mmap::map(&file) }

@@ -71,7 +71,6 @@ impl Default for View {
     }
 }
 
-
 /// One row of the view: a function's samples in one process.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopRow {

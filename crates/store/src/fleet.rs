@@ -11,8 +11,8 @@ pub use super::fence::{Claim, ClaimLost};
 use super::write::{machine_id, now};
 use super::Store;
 use crate::error::StoreError;
-use perflab_model::Machine;
 use anyhow::Context;
+use perflab_model::Machine;
 use serde::{Deserialize, Serialize};
 
 /// What `perflab queue` adds: run `suite` under `label` on every machine matching `machines`.

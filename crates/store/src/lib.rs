@@ -35,9 +35,9 @@ pub use schema::schema_version;
 pub use write::Recorder;
 use write::{finish_experiment, insert_experiment, now};
 
-use perflab_model::{Calibration, CommandResult, CommandSpec, Experiment, Machine, Settings};
 use anyhow::Context;
 use error::StoreError;
+use perflab_model::{Calibration, CommandResult, CommandSpec, Experiment, Machine, Settings};
 use std::path::Path;
 
 /// Where the database lives when neither `--db` nor `PERFLAB_DB` says otherwise.
@@ -190,7 +190,9 @@ impl Store {
                 // Kept typed (exit code 2 all the same): an agent retries when the
                 // server is unavailable, and only then.
                 postgres::Postgres::connect(&location).map_err(|e| {
-                    StoreError::Database(anyhow::Error::from(e).context(format!("cannot connect to {}", redact(&location))))
+                    StoreError::Database(
+                        anyhow::Error::from(e).context(format!("cannot connect to {}", redact(&location))),
+                    )
                 })?,
             )
         } else {

@@ -7,11 +7,11 @@
 use super::backend::{text, Backend, Value};
 use super::write::sample_values;
 use super::{MetricSample, ProfileChange, Query, StoredExperiment};
+use anyhow::Context;
 use perflab_model::{
     metric, CommandResult, Comparison, CounterReading, ExitInfo, Experiment, Run, Settings, StopReason, Summary,
     Verdict,
 };
-use anyhow::Context;
 use std::collections::{BTreeMap, HashMap};
 
 /// The result of a query whose columns are known by name.

@@ -6,8 +6,8 @@
 use super::backend::{bytes, int, opt_int, opt_real, opt_text, real, text, Backend, Value};
 use super::{Meta, Store};
 use crate::error::StoreError;
-use perflab_model::{CommandResult, CommandSpec, Experiment, Machine, Run, Settings};
 use anyhow::{anyhow, Context};
+use perflab_model::{CommandResult, CommandSpec, Experiment, Machine, Run, Settings};
 
 /// Writes one experiment's runs as they complete. Made by [`Store::begin`].
 pub struct Recorder<'s> {

@@ -4,12 +4,12 @@
 //! compare engine's verdict classifies it. Each step is reported to a [`BisectObserver`]
 //! (the command line prints it: `render::suite`).
 
-use perflab_model::{Comparison, Verdict};
-use perflab_engine::plan::Plan;
-use perflab_store::{Query, Store};
 use crate::error::BisectError;
 use crate::runner::{plan_for, RunOptions};
 use crate::Build;
+use perflab_engine::plan::Plan;
+use perflab_model::{Comparison, Verdict};
+use perflab_store::{Query, Store};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -259,11 +259,7 @@ fn compare(plan: &Plan) -> Result<Comparison, BisectError> {
     if perflab_sys::interrupt::watcher().requested() {
         return Err(BisectError::Interrupted);
     }
-    experiment
-        .comparisons
-        .into_iter()
-        .find(|c| c.metric == experiment.primary_metric)
-        .ok_or(BisectError::NoVerdict)
+    experiment.comparisons.into_iter().find(|c| c.metric == experiment.primary_metric).ok_or(BisectError::NoVerdict)
 }
 
 #[cfg(test)]

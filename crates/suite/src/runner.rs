@@ -6,9 +6,9 @@ use super::error::SuiteError;
 use super::{Benchmark, Build};
 use perflab_engine::experiment::{self, Fanout, Observer};
 use perflab_engine::measure::MeasureOptions;
-use perflab_model::{Experiment, Hooks, Machine, Settings, StopReason};
 use perflab_engine::plan::command::{Shell, ShellReason};
 use perflab_engine::plan::{self, Plan, SettingsLayer};
+use perflab_model::{Experiment, Hooks, Machine, Settings, StopReason};
 use perflab_store::{current_git_commit, Meta, Store};
 
 /// How the experiments of a suite run, beyond what the suite file says.
@@ -95,9 +95,11 @@ fn planned(
     texts.push(bench.command_for(candidate)?);
     hooks.push(bench.hooks_for(candidate));
     names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
-    let in_bench = |source: perflab_engine::plan::error::PlanError| SuiteError::Benchmark { bench: bench.name.clone(), source };
+    let in_bench =
+        |source: perflab_engine::plan::error::PlanError| SuiteError::Benchmark { bench: bench.name.clone(), source };
     let shell = Shell::named(o.shell.as_deref()).map_err(|e| in_bench(e.into()))?;
-    let (commands, shell_reason) = perflab_engine::plan::command::parse_commands(&texts, &names, &shell).map_err(|e| in_bench(e.into()))?;
+    let (commands, shell_reason) =
+        perflab_engine::plan::command::parse_commands(&texts, &names, &shell).map_err(|e| in_bench(e.into()))?;
     let o = o.for_commands(commands.len());
     let mode = o.mode.unwrap_or_default();
     let settings = Settings {

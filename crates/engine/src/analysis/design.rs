@@ -9,8 +9,8 @@
 //! signed-rank interval). Drift common to a round cancels, as in the pairwise verdicts.
 
 use super::verdict;
-use perflab_model::{Comparison, Design, DesignAnalysis, DesignCell, Experiment};
 use crate::plan::Plan;
+use perflab_model::{Comparison, Design, DesignAnalysis, DesignCell, Experiment};
 use perflab_stats::{signed_rank, summary};
 use std::collections::BTreeMap;
 
@@ -145,9 +145,9 @@ mod tests {
     use crate::executor::simulated::{Noise, Simulated};
     use crate::experiment::{run_experiment, Quiet};
     use crate::measure::MeasureOptions;
+    use crate::plan::Compared;
     use perflab_model::Verdict;
     use perflab_model::{metric, CommandSpec, Factor, Settings};
-    use crate::plan::Compared;
 
     /// cc ∈ {gcc, clang} × disp ∈ {switch, threaded}, first factor slowest.
     fn design(pairwise: bool) -> Design {

@@ -11,10 +11,10 @@ pub mod verdict;
 
 use crate::executor::contention;
 use crate::measure::Mode;
-use perflab_model::{metric, CommandResult, Comparison, Experiment, Verdict, Warning, WarningKind};
 use crate::plan::Plan;
-use perflab_stats::{changepoint, summary};
 use perflab_model::units::{format_seconds, format_value};
+use perflab_model::{metric, CommandResult, Comparison, Experiment, Verdict, Warning, WarningKind};
+use perflab_stats::{changepoint, summary};
 
 /// Candidates are compared against the first command on every deciding metric; the
 /// family-wise error rate is split evenly over those comparisons (Bonferroni), so the
@@ -293,7 +293,6 @@ fn explain_comparisons(plan: &Plan, experiment: &mut Experiment, level: f64) {
         }
     }
 }
-
 
 /// Process creation and exec cost ~0.1 ms (a static binary) to ~0.5 ms (a dynamic one)
 /// here; runs of at least 20× that keep it under 5 % of what is measured.

@@ -7,8 +7,8 @@
 //! at level 1 − α/(k·m) is exactly the Bonferroni test; Holm's step-down gains power for
 //! the tests but has no equally simple matching intervals.
 
-use perflab_model::{metric, Experiment};
 use crate::plan::Plan;
+use perflab_model::{metric, Experiment};
 
 /// Confidence of each counter's interval: 1 − α / (candidates · counters per candidate),
 /// where α = 1 − `confidence` (the level of the final look). The primary metric keeps its

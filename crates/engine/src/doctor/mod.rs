@@ -9,8 +9,8 @@
 
 pub mod calibration;
 
-use perflab_model::{Calibration, Experiment, LookDesign, Machine, Resolution, Settings};
 use crate::plan::schedule::LookSchedule;
+use perflab_model::{Calibration, Experiment, LookDesign, Machine, Resolution, Settings};
 use perflab_stats::summary;
 use serde::Serialize;
 use std::fs;
@@ -234,9 +234,7 @@ fn neighbours(sample: &Sample) -> Finding {
     let busy: Vec<String> = sample
         .busiest
         .iter()
-        .map(|(share, pid, name)| {
-            format!("{} (pid {pid}) {:.0} %", perflab_sys::text::escape(name), share * 100.0)
-        })
+        .map(|(share, pid, name)| format!("{} (pid {pid}) {:.0} %", perflab_sys::text::escape(name), share * 100.0))
         .collect();
     let mut text = format!("load {load:.1} on {cpus} CPUs");
     if let Some(p) = pressure {

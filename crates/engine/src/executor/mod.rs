@@ -8,15 +8,15 @@ pub use perflab_sys::spawn::{contention, launcher, process};
 pub mod error;
 pub mod simulated;
 
-use perflab_sys::interrupt;
 use crate::measure::output::{self, Parser};
 use crate::measure::{build_probes, Probe};
-use perflab_model::{Iterations, Machine, Run};
 use crate::plan::command::resolve_program;
 use crate::plan::{OutputSink, Plan};
 use capture::OutputReader;
 use error::{CleanupError, ExecutorError};
 use launcher::Spawner;
+use perflab_model::{Iterations, Machine, Run};
+use perflab_sys::interrupt;
 use process::{Output, Prepared, SpawnError};
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;

@@ -2,14 +2,14 @@
 //! [`Executor`], looks at the primary metric on the planned schedule, and a stop as soon
 //! as every candidate has a verdict (or a limit, a failure or an interrupt ends it).
 
+use super::error::ExperimentError;
 use super::observer::{Observer, Progress};
 use crate::analysis::{busy_warning, examine_busy, finish, primary_comparisons, Switch};
-use super::error::ExperimentError;
 use crate::executor::error::ExecutorError;
 use crate::executor::{Executor, RunError};
-use perflab_model::{CommandResult, Experiment, Run, StopReason};
 use crate::plan::schedule::{LookSchedule, RoundPlanner};
 use crate::plan::Plan;
+use perflab_model::{CommandResult, Experiment, Run, StopReason};
 
 /// The group-sequential horizon is planned this much beyond the rounds that fit in
 /// `--max-time` at the first rounds' pace, so that later rounds a little faster than
@@ -258,8 +258,8 @@ mod tests {
     use crate::executor::simulated::{Event, Noise, Simulated};
     use crate::experiment::observer::Quiet;
     use crate::measure::MeasureOptions;
-    use perflab_model::{metric, CommandSpec, Run, Settings, Verdict};
     use crate::plan::Compared;
+    use perflab_model::{metric, CommandSpec, Run, Settings, Verdict};
 
     fn plan(commands: usize, settings: Settings) -> Plan {
         let commands = (0..commands)

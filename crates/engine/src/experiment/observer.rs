@@ -3,8 +3,8 @@
 //! and after every round (to show progress). Called between runs only, so the harness
 //! stays idle while a command runs.
 
-use perflab_model::{Comparison, Run};
 use crate::plan::Plan;
+use perflab_model::{Comparison, Run};
 use std::time::Duration;
 
 /// Where the experiment stands after a round (for progress displays).

@@ -4,8 +4,8 @@
 
 use super::error::ProbeError;
 use super::Probe;
-use perflab_model::{CounterReading, Run};
 use anyhow::Context;
+use perflab_model::{CounterReading, Run};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -8,8 +8,8 @@ pub mod live;
 pub mod output;
 pub mod sampling;
 
-pub use perflab_sys::perf::{counters, event, Probe};
 use perflab_model::CommandSpec;
+pub use perflab_sys::perf::{counters, event, Probe};
 use std::collections::BTreeMap;
 
 /// What a run measures besides time and rusage.
@@ -131,4 +131,3 @@ pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTr
     }
     facts
 }
-

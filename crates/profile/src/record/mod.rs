@@ -23,8 +23,8 @@ pub use held::HeldRecording;
 pub use session::{Session, SessionState};
 
 use crate::error::ProfileError;
-use perflab_sys::spawn::process::Output;
 use crate::error::RecordError;
+use perflab_sys::spawn::process::Output;
 
 use crate::format::Profile;
 use crate::unwind;

@@ -10,12 +10,12 @@ use super::source::{self, Observe, Ring};
 use super::unwinding::unwind_batch;
 use super::{CallGraph, RecordOptions, Recording, RecordingMode};
 use crate::error::ProfileError;
-use perflab_sys::spawn::process;
-use perflab_sys::interrupt::Interrupt;
 use crate::error::RecordError;
 use crate::format::{DwarfStats, Profile, RecordTarget};
 use crate::unwind::DwarfUnwinder;
 use crate::{kernel, target};
+use perflab_sys::interrupt::Interrupt;
+use perflab_sys::spawn::process;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 

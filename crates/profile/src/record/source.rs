@@ -6,13 +6,13 @@
 
 use super::records::{self, Collect, Timed};
 use super::{CallGraph, RecordOptions};
-use perflab_sys::perf::counters;
-use perflab_sys::perf::event::{Event, EventKind};
 use crate::error::OpenError;
 use crate::unwind;
 use perf_event::data::parse::Parser;
 use perf_event::events::Software;
 use perf_event::{Builder, SampleFlag, Sampler};
+use perflab_sys::perf::counters;
+use perflab_sys::perf::event::{Event, EventKind};
 use std::os::fd::{AsRawFd, RawFd};
 
 /// Ring buffer sizes per CPU, tried in order. At 10 kHz a drain every 50 ms needs

@@ -4,9 +4,9 @@
 
 use super::ratio::{self, Ratio};
 use super::sessions::{self, BenchmarkSessions, MachineNoise};
+use crate::StoredExperiment;
 use perflab_model::Machine;
 use perflab_stats::sessions::SessionNoise;
-use crate::StoredExperiment;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -100,10 +100,9 @@ pub fn matrix(experiments: &[&StoredExperiment], metric: &str, reference: &str, 
 
 #[cfg(test)]
 mod tests {
-    use crate::fixtures::{runs, stored};
     use super::*;
+    use crate::fixtures::{runs, stored};
     use perflab_model::Verdict;
-
 
     #[test]
     fn each_machine_gets_its_own_ratio_and_none_is_pooled() {

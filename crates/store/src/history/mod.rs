@@ -7,10 +7,10 @@ pub mod matrix;
 pub mod ratio;
 pub mod sessions;
 
+use crate::StoredExperiment;
 use perflab_model::metric::Better;
 use perflab_model::Machine;
 use perflab_stats::changepoint::{ChangePointConfig, Detector};
-use crate::StoredExperiment;
 use ratio::Ratio;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -283,7 +283,6 @@ mod tests {
     use crate::fixtures::{stored, tenfold_step};
     use perflab_model::ExitInfo;
 
-
     #[test]
     fn machines_are_kept_apart_and_labels_pooled() {
         let exps = vec![
@@ -324,7 +323,6 @@ mod tests {
         assert_eq!(shifts[0].label, "v9");
         assert!((shifts[0].ratio - 1.3).abs() < 0.05, "{shifts:?}");
     }
-
 
     #[test]
     fn six_labels_of_eight_runs_show_a_tenfold_step_with_its_interval() {

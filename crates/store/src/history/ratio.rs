@@ -6,11 +6,11 @@
 //! always agree.
 
 use super::sessions::{BenchmarkSessions, LabelSessions};
+use crate::StoredExperiment;
 use perflab_engine::analysis::BUSY_SHARE;
 use perflab_model::metric::{self, Better};
 use perflab_model::{Comparison, Verdict};
 use perflab_stats::sessions::{difference, Prior, SessionNoise};
-use crate::StoredExperiment;
 use serde::Serialize;
 
 /// The confidence of every interval computed here from runs.

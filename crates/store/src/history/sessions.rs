@@ -4,11 +4,11 @@
 //! and `report` compare by default — the one the sessions decided on.
 
 use super::measured_values;
+use crate::StoredExperiment;
 use perflab_engine::analysis::BUSY_SHARE;
 use perflab_engine::executor::contention::{self, BUSY_FACT};
 use perflab_model::metric;
 use perflab_stats::sessions::{session_noise, Prior, Session, SessionNoise};
-use crate::StoredExperiment;
 use std::collections::HashMap;
 
 /// How busy the machine was during an experiment: the recorded fact, else (an older
@@ -223,8 +223,8 @@ fn list(labels: &[&str]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::fixtures::stored;
     use super::*;
+    use crate::fixtures::stored;
 
     fn busy(mut e: StoredExperiment, share: f64) -> StoredExperiment {
         e.experiment.environment.insert(BUSY_FACT.into(), share.to_string());

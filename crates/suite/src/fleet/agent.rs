@@ -12,13 +12,13 @@
 //! meanwhile, leaves it to that one. Its writes are fenced by the claim, so a job never
 //! gets results from two attempts. What happens is told through [`Event`]s.
 
-use super::{selects, Job};
 use super::error::FleetError;
+use super::{selects, Job};
+use crate::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
+use crate::{Benchmark, Build};
 use perflab_model::{Machine, StopReason};
 use perflab_store::fleet::{Claim, JobEnd};
 use perflab_store::Store;
-use crate::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
-use crate::{Benchmark, Build};
 use rand::Rng;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};

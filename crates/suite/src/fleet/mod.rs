@@ -9,10 +9,10 @@ pub mod error;
 
 pub use perflab_store::fleet::{ClaimStatus, Job, JobSpec};
 
-use perflab_model::Machine;
-use perflab_store::Store;
 use error::FleetError;
 use globset::{Glob, GlobSetBuilder};
+use perflab_model::Machine;
+use perflab_store::Store;
 use std::path::Path;
 
 /// What to queue besides the suite file.

@@ -186,7 +186,9 @@ pub fn parse_commands(
     let found = texts.iter().find_map(|t| shell_syntax(t).map(|syntax| ShellReason { command: t.clone(), syntax }));
     let (through, reason) = match (shell, found) {
         (Shell::Always(words), _) => (Some(words.clone()), None),
-        (Shell::Never, Some(r)) => return Err(CommandError::ShellSyntaxRefused { command: r.command, syntax: r.syntax }),
+        (Shell::Never, Some(r)) => {
+            return Err(CommandError::ShellSyntaxRefused { command: r.command, syntax: r.syntax })
+        }
         (Shell::Never, None) | (Shell::Auto, None) => (None, None),
         (Shell::Auto, Some(r)) => (Some(vec![DEFAULT_SHELL.to_string()]), Some(r)),
     };
@@ -194,9 +196,8 @@ pub fn parse_commands(
     for (i, text) in texts.iter().enumerate() {
         let argv = match &through {
             Some(words) => words.iter().cloned().chain(["-c".to_string(), text.clone()]).collect(),
-            None => {
-                shell_words::split(text).map_err(|source| CommandError::Unsplittable { command: text.clone(), source })?
-            }
+            None => shell_words::split(text)
+                .map_err(|source| CommandError::Unsplittable { command: text.clone(), source })?,
         };
         if argv.is_empty() {
             return Err(CommandError::EmptyCommand(i + 1));
@@ -390,7 +391,10 @@ pub fn expand_parameters(
             if let Some(unknown) =
                 expand(template, &|_| None).1.iter().find(|p| !parameters.iter().any(|(n, _)| n == *p))
             {
-                return Err(CommandError::UnknownPlaceholder { placeholder: unknown.clone(), template: template.clone() });
+                return Err(CommandError::UnknownPlaceholder {
+                    placeholder: unknown.clone(),
+                    template: template.clone(),
+                });
             }
         }
     }

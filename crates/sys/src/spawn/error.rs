@@ -87,4 +87,3 @@ pub enum CgroupError {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("no per-CPU busy time (no cpuacct cgroup, /proc/schedstat or /proc/stat)")]
 pub struct NoCpuTime;
-

@@ -16,10 +16,10 @@
 //! cannot serve as a helper (a program using the library, unit tests) runs commands
 //! in-process: the same measurements, with its own footprint as the floor.
 
+use crate::interrupt::{self, Interrupt};
 use crate::spawn::contention::{self, CpuTimeSource, PressureGroup, TreeReading};
 use crate::spawn::error::{LaunchError, NoCpuTime};
 use crate::spawn::process::{self, Captures, Environment, Output, Prepared, SpawnError};
-use crate::interrupt::{self, Interrupt};
 use perflab_model::Run;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

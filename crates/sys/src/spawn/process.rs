@@ -8,9 +8,9 @@
 //! at once to an interrupt (whose handler kills the child's group) or a timeout (a
 //! pidfd polled with a deadline, opened only then: it costs ~4 µs per run).
 
+use crate::interrupt::Interrupt;
 use crate::spawn::contention::{self, Schedstat};
 pub use crate::spawn::error::PrepareError;
-use crate::interrupt::Interrupt;
 use perflab_model::{ExitInfo, Run};
 use std::ffi::{CString, OsStr};
 use std::io;

@@ -1,0 +1,123 @@
+//! Suites and bisection on the terminal: one line per benchmark as it ends (`run`, the
+//! fleet agent), `run --list`, what `--profile-changes` found, `bisect`'s steps and the
+//! fleet's queue.
+
+use super::color;
+use super::terminal::escape;
+use perflab_model::units::format_value;
+use perflab_model::Experiment;
+use perflab_suite::bisect::Step;
+use perflab_suite::fleet::{ClaimStatus, QueueStatus};
+use perflab_suite::runner::Explanation;
+
+/// `name  median [CI] (n runs)` of the primary metric and, against a baseline, the verdict.
+pub fn summary_line(name: &str, experiment: &Experiment) -> String {
+    let primary = experiment.primary_metric.as_str();
+    let name = escape(name);
+    let Some(measured) = experiment.commands.last() else { return format!("{name}: no runs") };
+    let value = |v| format_value(primary, v);
+    let runs = |n: usize| if n == 1 { "1 run".to_string() } else { format!("{n} runs") };
+    let mut line = match measured.summary.get(primary) {
+        Some(s) => match s.median_ci {
+            Some((lo, hi)) => format!("{name}  {} [{} – {}] ({})", value(s.median), value(lo), value(hi), runs(s.n)),
+            None => format!("{name}  {} ({})", value(s.median), runs(s.n)),
+        },
+        None => format!("{name}  {}", runs(measured.runs.len())),
+    };
+    if let Some(c) = experiment.comparisons.iter().find(|c| c.metric == primary) {
+        line += &format!(
+            "  {} vs {}: ×{:.3} {} {}",
+            escape(&c.candidate),
+            escape(&c.baseline),
+            c.ratio,
+            c.interval_text(3),
+            c.verdict.as_str()
+        );
+    }
+    line
+}
+
+/// `run --list`: a benchmark and the commands it would run.
+pub fn list_line(name: &str, commands: &[String]) -> String {
+    format!("{}\t{}", escape(name), commands.iter().map(|c| escape(c)).collect::<Vec<_>>().join("  vs  "))
+}
+
+/// Lines about `--profile-changes` (for stderr): the explanation's story, or why there
+/// is none.
+pub fn explanation(e: &Explanation) -> String {
+    match e {
+        Explanation::Found(comparison) => match &comparison.explanation {
+            Some(explanation) => format!(
+                "  why (from every run's samples, stored for `perflab report`): {}",
+                super::explain::story(comparison, explanation)
+            ),
+            None => String::new(),
+        },
+        Explanation::Missing(why) => {
+            format!("  {}", color::yellow(&format!("warning: slower, but not explained: {}", escape(why))))
+        }
+    }
+}
+
+/// One tested commit of a bisection.
+pub fn bisect_step(step: &Step) -> String {
+    let c = &step.comparison;
+    format!(
+        "{} {}: ×{:.3} {} {} ({} rounds) → {}{}",
+        short(&step.commit),
+        escape(&step.subject),
+        c.ratio,
+        c.interval_text(3),
+        c.verdict.as_str(),
+        c.n,
+        if step.bad { "bad" } else { "good" },
+        match step.halfway {
+            Some(halfway) if !step.bad && c.verdict == perflab_model::Verdict::Slower => {
+                format!(" (slower, but less than halfway to the bad end: ×{halfway:.3})")
+            }
+            _ => String::new(),
+        }
+    )
+}
+
+/// The first ten characters of a commit hash.
+pub fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(10)]
+}
+/// The terminal listing of the fleet's queue (`perflab queue --status`).
+pub fn queue_status(status: &QueueStatus) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if status.jobs.is_empty() {
+        return "the queue is empty\n".into();
+    }
+    for job in &status.jobs {
+        let machines = if job.spec.machines.is_empty() { "every machine".into() } else { job.spec.machines.join(", ") };
+        let _ = writeln!(
+            out,
+            "job {}: label `{}`, suite {}, on {}{}{}",
+            job.id,
+            escape(&job.spec.label),
+            escape(&job.spec.suite_path),
+            escape(&machines),
+            job.spec.git_commit.as_deref().map(|c| format!(", commit {}", escape(c))).unwrap_or_default(),
+            if job.cancelled { " (cancelled)" } else { "" }
+        );
+        let claims: Vec<&ClaimStatus> = status.claims.iter().filter(|c| c.job == job.id).collect();
+        if claims.is_empty() {
+            let _ = writeln!(out, "  no machine has claimed it yet");
+        }
+        for c in claims {
+            let _ = writeln!(
+                out,
+                "  {:<8} attempt {} by {} on {}{}",
+                c.state,
+                c.attempt,
+                escape(&c.agent),
+                escape(&c.machine.describe(&c.fingerprint)),
+                c.message.as_deref().map(|m| format!(": {}", escape(m))).unwrap_or_default()
+            );
+        }
+    }
+    out
+}
