@@ -33,7 +33,7 @@ pub enum Failure {
     GateTripped(String),
     /// An output file could not be written (the others were).
     #[error(transparent)]
-    Output(#[from] crate::render::OutputError),
+    Output(#[from] perflab_render::OutputError),
     /// Standard output failed — a full disk, a closed pipe — after the file outputs and
     /// stored runs were written.
     #[error("cannot write to standard output: {0}")]
@@ -93,61 +93,61 @@ pub fn chain_line<'a>(mut chain: impl Iterator<Item = &'a (dyn std::error::Error
 
 // Each area's typed error maps to one exit code here, the one place codes are decided.
 
-impl From<crate::store::error::StoreError> for Failure {
+impl From<perflab_store::error::StoreError> for Failure {
     /// A database that cannot be opened or read as this perflab's: bad input; one that
     /// failed a request keeps its chain.
-    fn from(e: crate::store::error::StoreError) -> Failure {
+    fn from(e: perflab_store::error::StoreError) -> Failure {
         match e {
-            crate::store::error::StoreError::Database(cause) => Failure::Other(cause),
+            perflab_store::error::StoreError::Database(cause) => Failure::Other(cause),
             bad_input => Failure::Usage(bad_input.to_string()),
         }
     }
 }
 
-impl From<crate::store::error::ImportError> for Failure {
-    fn from(e: crate::store::error::ImportError) -> Failure {
+impl From<perflab_store::error::ImportError> for Failure {
+    fn from(e: perflab_store::error::ImportError) -> Failure {
         Failure::Usage(e.to_string())
     }
 }
 
-impl From<crate::report::error::ReportError> for Failure {
+impl From<perflab_render::report::error::ReportError> for Failure {
     /// Bad input, or an `--out` that cannot be written (2 as every output).
-    fn from(e: crate::report::error::ReportError) -> Failure {
+    fn from(e: perflab_render::report::error::ReportError) -> Failure {
         match e {
-            crate::report::error::ReportError::Store(e) => Failure::from(e),
+            perflab_render::report::error::ReportError::Store(e) => Failure::from(e),
             other => Failure::Usage(other.to_string()),
         }
     }
 }
 
-impl From<crate::model::ParseError> for Failure {
-    fn from(e: crate::model::ParseError) -> Failure {
+impl From<perflab_model::ParseError> for Failure {
+    fn from(e: perflab_model::ParseError) -> Failure {
         Failure::Usage(e.to_string())
     }
 }
 
-impl From<crate::units::ParseError> for Failure {
-    fn from(e: crate::units::ParseError) -> Failure {
+impl From<perflab_model::units::ParseError> for Failure {
+    fn from(e: perflab_model::units::ParseError) -> Failure {
         Failure::Usage(e.to_string())
     }
 }
 
-impl From<crate::measure::event::EventError> for Failure {
-    fn from(e: crate::measure::event::EventError) -> Failure {
+impl From<perflab_engine::measure::event::EventError> for Failure {
+    fn from(e: perflab_engine::measure::event::EventError) -> Failure {
         Failure::Usage(e.to_string())
     }
 }
 
-impl From<crate::plan::error::PlanError> for Failure {
+impl From<perflab_engine::plan::error::PlanError> for Failure {
     /// Commands, programs, parameters and options: bad input.
-    fn from(e: crate::plan::error::PlanError) -> Failure {
+    fn from(e: perflab_engine::plan::error::PlanError) -> Failure {
         Failure::Usage(e.to_string())
     }
 }
 
-impl From<crate::profile::error::ProfileError> for Failure {
-    fn from(e: crate::profile::error::ProfileError) -> Failure {
-        use crate::profile::error::ProfileError;
+impl From<perflab_profile::error::ProfileError> for Failure {
+    fn from(e: perflab_profile::error::ProfileError) -> Failure {
+        use perflab_profile::error::ProfileError;
         match e {
             ProfileError::Interrupted(what) => Failure::Interrupted(what.to_string()),
             ProfileError::System(cause) => Failure::Other(cause),
@@ -158,28 +158,28 @@ impl From<crate::profile::error::ProfileError> for Failure {
     }
 }
 
-impl From<crate::profile::error::RecordError> for Failure {
-    fn from(e: crate::profile::error::RecordError) -> Failure {
+impl From<perflab_profile::error::RecordError> for Failure {
+    fn from(e: perflab_profile::error::RecordError) -> Failure {
         Failure::Usage(e.to_string())
     }
 }
 
-impl From<crate::profile::error::OpenError> for Failure {
-    fn from(e: crate::profile::error::OpenError) -> Failure {
+impl From<perflab_profile::error::OpenError> for Failure {
+    fn from(e: perflab_profile::error::OpenError) -> Failure {
         Failure::Usage(e.to_string())
     }
 }
 
-impl From<crate::plan::error::CommandError> for Failure {
+impl From<perflab_engine::plan::error::CommandError> for Failure {
     /// A command, its program or parameters: bad input.
-    fn from(e: crate::plan::error::CommandError) -> Failure {
+    fn from(e: perflab_engine::plan::error::CommandError) -> Failure {
         Failure::Usage(e.to_string())
     }
 }
 
-impl From<crate::suite::error::SuiteError> for Failure {
-    fn from(e: crate::suite::error::SuiteError) -> Failure {
-        use crate::suite::error::SuiteError;
+impl From<perflab_suite::error::SuiteError> for Failure {
+    fn from(e: perflab_suite::error::SuiteError) -> Failure {
+        use perflab_suite::error::SuiteError;
         match e {
             // A build's prepare command failed, as a benchmarked command would.
             SuiteError::PrepareBuild { .. } => Failure::CommandFailed(e.to_string()),
@@ -191,9 +191,9 @@ impl From<crate::suite::error::SuiteError> for Failure {
     }
 }
 
-impl From<crate::suite::error::BisectError> for Failure {
-    fn from(e: crate::suite::error::BisectError) -> Failure {
-        use crate::suite::error::BisectError;
+impl From<perflab_suite::error::BisectError> for Failure {
+    fn from(e: perflab_suite::error::BisectError) -> Failure {
+        use perflab_suite::error::BisectError;
         match e {
             // The user's build command or a compared command failed.
             BisectError::BuildFailed { .. } | BisectError::NoVerdict => Failure::CommandFailed(e.to_string()),
@@ -206,16 +206,16 @@ impl From<crate::suite::error::BisectError> for Failure {
     }
 }
 
-impl From<crate::executor::error::PrepareError> for Failure {
+impl From<perflab_engine::executor::error::PrepareError> for Failure {
     /// A command's arguments, `--input`, `--output`: bad input.
-    fn from(e: crate::executor::error::PrepareError) -> Failure {
+    fn from(e: perflab_engine::executor::error::PrepareError) -> Failure {
         Failure::Usage(e.to_string())
     }
 }
 
-impl From<crate::executor::error::ExecutorError> for Failure {
-    fn from(e: crate::executor::error::ExecutorError) -> Failure {
-        use crate::executor::error::ExecutorError;
+impl From<perflab_engine::executor::error::ExecutorError> for Failure {
+    fn from(e: perflab_engine::executor::error::ExecutorError) -> Failure {
+        use perflab_engine::executor::error::ExecutorError;
         match e {
             ExecutorError::Probes(probes) => Failure::from(probes),
             // The machine refused a helper process, a pipe, a thread.
@@ -226,9 +226,9 @@ impl From<crate::executor::error::ExecutorError> for Failure {
     }
 }
 
-impl From<crate::experiment::ExperimentError> for Failure {
-    fn from(e: crate::experiment::ExperimentError) -> Failure {
-        use crate::experiment::ExperimentError;
+impl From<perflab_engine::experiment::ExperimentError> for Failure {
+    fn from(e: perflab_engine::experiment::ExperimentError) -> Failure {
+        use perflab_engine::experiment::ExperimentError;
         match e {
             ExperimentError::Executor(e) => Failure::from(e),
             // The store or an output could not take a run.
@@ -237,21 +237,21 @@ impl From<crate::experiment::ExperimentError> for Failure {
     }
 }
 
-impl From<crate::measure::live::LiveError> for Failure {
-    fn from(e: crate::measure::live::LiveError) -> Failure {
+impl From<perflab_engine::measure::live::LiveError> for Failure {
+    fn from(e: perflab_engine::measure::live::LiveError) -> Failure {
         Failure::Usage(e.to_string())
     }
 }
 
-impl From<crate::measure::error::ParserError> for Failure {
-    fn from(e: crate::measure::error::ParserError) -> Failure {
+impl From<perflab_engine::measure::error::ParserError> for Failure {
+    fn from(e: perflab_engine::measure::error::ParserError) -> Failure {
         Failure::Usage(e.to_string())
     }
 }
 
-impl From<crate::measure::error::ProbeError> for Failure {
-    fn from(e: crate::measure::error::ProbeError) -> Failure {
-        use crate::measure::error::ProbeError;
+impl From<perflab_engine::measure::error::ProbeError> for Failure {
+    fn from(e: perflab_engine::measure::error::ProbeError) -> Failure {
+        use perflab_engine::measure::error::ProbeError;
         match e {
             ProbeError::OutputDir(cause) => Failure::Other(cause),
             bad_input => Failure::Usage(bad_input.to_string()),
@@ -259,9 +259,9 @@ impl From<crate::measure::error::ProbeError> for Failure {
     }
 }
 
-impl From<crate::fleet::error::FleetError> for Failure {
-    fn from(e: crate::fleet::error::FleetError) -> Failure {
-        use crate::fleet::error::FleetError;
+impl From<perflab_suite::fleet::error::FleetError> for Failure {
+    fn from(e: perflab_suite::fleet::error::FleetError) -> Failure {
+        use perflab_suite::fleet::error::FleetError;
         match e {
             FleetError::Store(e) => Failure::from(e),
             FleetError::Suite(e) => Failure::from(e),
@@ -289,7 +289,7 @@ mod tests {
     #[test]
     fn typed_errors_print_one_line_with_their_cause_once() {
         // A missing suite file: the io::Error is both quoted and the `#[source]`.
-        let missing = crate::suite::error::SuiteError::Read {
+        let missing = perflab_suite::error::SuiteError::Read {
             path: "nowhere/perflab.toml".into(),
             source: io::Error::from(io::ErrorKind::NotFound),
         };
@@ -298,21 +298,21 @@ mod tests {
         assert_eq!(failure.line(), "perflab: error: cannot read nowhere/perflab.toml: entity not found");
 
         // A bad duration and a bad --shell: bad input, one line.
-        let duration = Failure::from(crate::units::parse_duration("5 parsecs").unwrap_err());
+        let duration = Failure::from(perflab_model::units::parse_duration("5 parsecs").unwrap_err());
         assert_eq!(duration.line(), "perflab: error: `5 parsecs` is not a duration (e.g. 30, 90s, 5m, 250ms)");
-        let shell = Failure::from(crate::plan::command::Shell::named(Some("sh 'x")).unwrap_err());
+        let shell = Failure::from(perflab_engine::plan::command::Shell::named(Some("sh 'x")).unwrap_err());
         assert_eq!(shell.exit_code(), EXIT_USAGE);
         assert_eq!(shell.line(), "perflab: error: --shell `sh 'x` is empty or cannot be split into words");
         // Shell syntax under -N and an unknown event: bad input too.
-        let shell = crate::plan::command::Shell::Never;
+        let shell = perflab_engine::plan::command::Shell::Never;
         let texts = ["/bin/true".to_string(), "echo hi > out.txt".to_string()];
-        let refused = crate::plan::command::parse_commands(&texts, &[], &shell).unwrap_err();
+        let refused = perflab_engine::plan::command::parse_commands(&texts, &[], &shell).unwrap_err();
         assert_eq!(Failure::from(refused).exit_code(), EXIT_USAGE);
-        let event = crate::measure::counters::parse_events(&["cycle".to_string()]).unwrap_err();
+        let event = perflab_engine::measure::counters::parse_events(&["cycle".to_string()]).unwrap_err();
         assert_eq!(Failure::from(event).exit_code(), EXIT_USAGE);
 
         // The machine's failures go to Other, whose chain is not repeated.
-        use crate::executor::error::{ExecutorError, LaunchError};
+        use perflab_engine::executor::error::{ExecutorError, LaunchError};
         let launch = Failure::from(ExecutorError::Launch(LaunchError::Start(io::Error::other("no fork"))));
         assert!(matches!(launch, Failure::Other(_)));
         assert_eq!(launch.line(), "perflab: error: cannot start perflab's spawner process: no fork");
@@ -321,8 +321,8 @@ mod tests {
 
     #[test]
     fn failing_builds_and_comparisons_keep_their_exit_codes() {
-        use crate::suite::error::BisectError;
-        let script = crate::plan::command::run_shell("exit 3", None, false).unwrap_err();
+        use perflab_suite::error::BisectError;
+        let script = perflab_engine::plan::command::run_shell("exit 3", None, false).unwrap_err();
         let build = Failure::from(BisectError::BuildFailed { commit: "abc".into(), source: script });
         assert_eq!(build.exit_code(), EXIT_COMMAND_FAILED);
         assert!(

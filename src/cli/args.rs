@@ -2,21 +2,21 @@
 //! alike, and their conversion into the library's plain settings.
 
 use crate::error::Failure;
-use crate::measure::counters::Scope;
-use crate::measure::output::{Parser, FORMAT_NAMES};
-use crate::measure::{MeasureOptions, Mode};
-use crate::model::metric::Better;
-use crate::model::Experiment;
-use crate::model::{Hooks, Iterations, Settings};
+use perflab_engine::measure::counters::Scope;
+use perflab_engine::measure::output::{Parser, FORMAT_NAMES};
+use perflab_engine::measure::{MeasureOptions, Mode};
+use perflab_model::metric::Better;
+use perflab_model::Experiment;
+use perflab_model::{Hooks, Iterations, Settings};
 use crate::output::Outputs;
-use crate::plan::command::{resolve_program, scan_values, Shell, DEFAULT_SHELL};
-use crate::plan::SettingsLayer;
-use crate::render::dialect;
-use crate::render::export::Part;
-use crate::render::hyperfine::{HyperfineCsv, HyperfineJson};
-use crate::render::json::Json;
-use crate::render::style::{SortOrder, Style, TimeUnit};
-use crate::units;
+use perflab_engine::plan::command::{resolve_program, scan_values, Shell, DEFAULT_SHELL};
+use perflab_engine::plan::SettingsLayer;
+use perflab_render::dialect;
+use perflab_render::export::Part;
+use perflab_render::hyperfine::{HyperfineCsv, HyperfineJson};
+use perflab_render::json::Json;
+use perflab_render::style::{SortOrder, Style, TimeUnit};
+use perflab_model::units;
 use crate::usage;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
@@ -213,8 +213,8 @@ impl OutputStyle {
     /// Applies the colour choice (over `--color`, when the style makes one).
     pub fn apply_colors(self) {
         match self {
-            OutputStyle::Basic | OutputStyle::NoColor | OutputStyle::None => crate::render::color::init("never"),
-            OutputStyle::Full | OutputStyle::Color => crate::render::color::init("always"),
+            OutputStyle::Basic | OutputStyle::NoColor | OutputStyle::None => perflab_render::color::init("never"),
+            OutputStyle::Full | OutputStyle::Color => perflab_render::color::init("always"),
             OutputStyle::Auto => {}
         }
     }
@@ -496,24 +496,24 @@ pub struct DbArgs {
 
 impl DbArgs {
     /// Open (and create, when missing) the database, for commands that write to it.
-    pub fn open(&self) -> Result<crate::store::Store, crate::error::Failure> {
-        Ok(crate::store::Store::open(self.db.as_deref())?)
+    pub fn open(&self) -> Result<perflab_store::Store, crate::error::Failure> {
+        Ok(perflab_store::Store::open(self.db.as_deref())?)
     }
 
     /// Open an existing database for reading; never creates one. Says so when the
     /// database could only be opened read-only.
-    pub fn open_existing(&self) -> Result<crate::store::Store, crate::error::Failure> {
-        let store = crate::store::Store::open_existing(self.db.as_deref())?;
+    pub fn open_existing(&self) -> Result<perflab_store::Store, crate::error::Failure> {
+        let store = perflab_store::Store::open_existing(self.db.as_deref())?;
         if let Some(how) = store.read_only() {
             let what = match how {
-                crate::store::sqlite::ReadOnly::Shared => "",
-                crate::store::sqlite::ReadOnly::Immutable => {
+                perflab_store::sqlite::ReadOnly::Shared => "",
+                perflab_store::sqlite::ReadOnly::Immutable => {
                     " as immutable (its filesystem is read-only; nothing can change it meanwhile)"
                 }
             };
             eprintln!(
                 "perflab: note: {} is not writable here: opened read-only{what}",
-                crate::render::terminal::escape(store.location())
+                perflab_render::terminal::escape(store.location())
             );
         }
         Ok(store)
@@ -556,7 +556,7 @@ mod tests {
 
     #[test]
     fn every_symbolic_event_and_alias_is_in_the_help_of_stat_and_profile() {
-        for (name, aliases, _) in crate::measure::event::SYMBOLIC {
+        for (name, aliases, _) in perflab_engine::measure::event::SYMBOLIC {
             assert!(SAMPLED_EVENT_HELP.contains(name), "profile --help lacks {name}");
             for n in std::iter::once(name).chain(aliases.iter()) {
                 assert!(COUNTED_EVENTS_HELP.contains(n), "stat --help lacks {n}");

@@ -7,17 +7,17 @@ use super::args::{
     ShellArgs,
 };
 use crate::error::Failure;
-use crate::experiment::{self, Fanout, Observer};
-use crate::model::metric::Better;
-use crate::model::{metric, Comparison, Experiment, Hooks, Settings, Verdict, Warning, WarningKind};
-use crate::plan::command::{expand_parameters, parse_commands, resolve_program, substitute, ShellReason};
-use crate::plan::{self, OutputSink, Plan};
-use crate::render::export::Text;
-use crate::render::table::{self, Stream};
-use crate::render::terminal::Terminal;
-use crate::render::{self, color};
-use crate::store::{current_git_commit, default_label, Meta, Recorder, Store};
-use crate::units::format_percent;
+use perflab_engine::experiment::{self as experiment, Fanout, Observer};
+use perflab_model::metric::Better;
+use perflab_model::{metric, Comparison, Experiment, Hooks, Settings, Verdict, Warning, WarningKind};
+use perflab_engine::plan::command::{expand_parameters, parse_commands, resolve_program, substitute, ShellReason};
+use perflab_engine::plan::{self as plan, OutputSink, Plan};
+use perflab_render::export::Text;
+use perflab_render::table::{self, Stream};
+use perflab_render::terminal::Terminal;
+use perflab_render::{self as render, color};
+use perflab_store::{current_git_commit, default_label, Meta, Recorder, Store};
+use perflab_model::units::format_percent;
 use crate::usage;
 use clap::Args;
 use std::collections::BTreeMap;
@@ -88,7 +88,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE", requires = "explain")]
     pub explain_flamegraph: Option<String>,
     /// Samples per second of CPU time for --explain.
-    #[arg(long, value_name = "HZ", default_value_t = crate::measure::sampling::DEFAULT_FREQUENCY_HZ)]
+    #[arg(long, value_name = "HZ", default_value_t = perflab_engine::measure::sampling::DEFAULT_FREQUENCY_HZ)]
     pub explain_frequency: u64,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -192,7 +192,7 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
         if args.explain_frequency == 0 || args.explain_frequency > 100_000 {
             return Err(usage!("--explain-frequency must be between 1 and 100000 Hz, got {}", args.explain_frequency));
         }
-        measure.explain = Some(crate::measure::sampling::Sampling {
+        measure.explain = Some(perflab_engine::measure::sampling::Sampling {
             event: args.explain_event.clone(),
             frequency_hz: args.explain_frequency,
             call_stacks: true,
@@ -284,8 +284,8 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
 /// `--explain-flamegraph`: the differential flame graph of the sampled runs (a picture
 /// saying so when no call stacks were sampled).
 fn explain_flame_graph(e: &Experiment) -> String {
-    e.comparisons.iter().find_map(|c| crate::render::explain::flame_graph(c.explanation.as_ref()?)).unwrap_or_else(
-        || crate::render::profile::flame::empty_svg("perflab compare --explain", "no call stacks were sampled"),
+    e.comparisons.iter().find_map(|c| perflab_render::explain::flame_graph(c.explanation.as_ref()?)).unwrap_or_else(
+        || perflab_render::profile::flame::empty_svg("perflab compare --explain", "no call stacks were sampled"),
     )
 }
 
@@ -303,8 +303,8 @@ fn threshold_warning(args: &CompareArgs, plan: &Plan) -> Option<Warning> {
         return None;
     }
     let mut store = args.save.db.open_existing().ok()?;
-    let calibration = store.latest_calibration(&crate::machine::detect()).ok()??;
-    let message = crate::doctor::threshold_warning(&calibration, plan.settings.threshold, plan.settings.max_time_s)?;
+    let calibration = store.latest_calibration(&perflab_sys::machine::detect()).ok()??;
+    let message = perflab_engine::doctor::threshold_warning(&calibration, plan.settings.threshold, plan.settings.max_time_s)?;
     Some(Warning::new(WarningKind::Noisy, message))
 }
 
@@ -320,7 +320,7 @@ fn begin_saving<'s>(store: &'s mut Store, save: &SaveArgs, plan: &Plan) -> Recor
         git_commit,
         source: "compare".into(),
     };
-    store.begin(&meta, &crate::machine::detect(), &plan.settings, &plan.commands)
+    store.begin(&meta, &perflab_sys::machine::detect(), &plan.settings, &plan.commands)
 }
 
 /// Store the summaries and verdicts too, and say where on stderr.
@@ -360,7 +360,7 @@ fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
             Some(c) if !c.ci_high.is_finite() => reasons.push(format!(
                 "cannot judge `{}` on `{primary}`: too few rounds for a {} % interval ({} paired)",
                 c.candidate,
-                crate::units::format_level(c.confidence),
+                perflab_model::units::format_level(c.confidence),
                 c.n
             )),
             Some(c) if worse(c) => reasons.push(format!(

@@ -1,17 +1,17 @@
 //! `perflab doctor [CMD]`: its arguments, wired to the machine checks and the A/A
-//! calibration of `crate::doctor`, the store, and `render::doctor`.
+//! calibration of `perflab_engine::doctor`, the store, and `render::doctor`.
 
 use super::args::{duration, percent, DbArgs};
-use crate::doctor::{self, calibration, Report};
+use perflab_engine::doctor::{self as doctor, calibration, Report};
 use crate::error::Failure;
-use crate::model::{Calibration, Machine, StopReason};
+use perflab_model::{Calibration, Machine, StopReason};
 use crate::output::Outputs;
-use crate::plan::command::command_text;
-use crate::render;
-use crate::render::export::Text;
-use crate::render::json::Json;
-use crate::render::terminal::escape;
-use crate::units::format_seconds;
+use perflab_engine::plan::command::command_text;
+use perflab_render as render;
+use perflab_render::export::Text;
+use perflab_render::json::Json;
+use perflab_render::terminal::escape;
+use perflab_model::units::format_seconds;
 use crate::usage;
 use clap::Args;
 
@@ -49,10 +49,10 @@ pub fn main(args: DoctorArgs) -> Result<(), Failure> {
         [] => None,
         words => {
             let shell = args.shell.shell()?;
-            let through_shell = matches!(shell, crate::plan::command::Shell::Always(_));
+            let through_shell = matches!(shell, perflab_engine::plan::command::Shell::Always(_));
             let (plan, shell_reason) = calibration::plan(&command_text(words, through_shell), &shell)?;
             if let Some(reason) = shell_reason {
-                eprintln!("perflab: note: {}", crate::render::escape(&reason.note()));
+                eprintln!("perflab: note: {}", perflab_render::escape(&reason.note()));
             }
             Some(plan)
         }
@@ -61,7 +61,7 @@ pub fn main(args: DoctorArgs) -> Result<(), Failure> {
     if let Some(path) = &args.json {
         outputs.add("--json", path, Json)?;
     }
-    let machine = crate::machine::detect();
+    let machine = perflab_sys::machine::detect();
     let mut report =
         Report { fingerprint: machine.fingerprint(), machine, findings: doctor::check_machine(), calibration: None };
     let findings = render::doctor::findings(&report);

@@ -3,13 +3,13 @@
 
 use super::args::{duration, DbArgs, SelectionArgs};
 use crate::error::Failure;
-use crate::fleet::agent::{AgentOptions, Event};
-use crate::fleet::{self, QueueRequest};
-use crate::render::suite::summary_line;
-use crate::render::terminal::escape;
-use crate::suite;
-use crate::suite::runner::{Explanation, Outcome, SuiteObserver};
-use crate::suite::{Benchmark, Build};
+use perflab_suite::fleet::agent::{AgentOptions, Event};
+use perflab_suite::fleet::{self as fleet, QueueRequest};
+use perflab_render::suite::summary_line;
+use perflab_render::terminal::escape;
+use perflab_suite as suite;
+use perflab_suite::runner::{Explanation, Outcome, SuiteObserver};
+use perflab_suite::{Benchmark, Build};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -58,7 +58,7 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
                 return Ok(());
             }
         }
-        crate::out!("{}", crate::render::suite::queue_status(&status));
+        crate::out!("{}", perflab_render::suite::queue_status(&status));
         return Ok(());
     }
     if let Some(job) = args.cancel {
@@ -121,7 +121,7 @@ pub struct AgentArgs {
 
 /// `perflab agent`.
 pub fn main_agent(args: AgentArgs) -> Result<(), Failure> {
-    let mut machine = crate::machine::detect();
+    let mut machine = perflab_sys::machine::detect();
     if let Some(id) = args.machine_id.filter(|id| !id.is_empty()) {
         machine.id = Some(id);
     }
@@ -156,13 +156,13 @@ impl SuiteObserver for AgentLog {
         }
     }
     fn explained(&mut self, _bench: &Benchmark, explanation: &Explanation) {
-        eprintln!("{}", crate::render::suite::explanation(explanation));
+        eprintln!("{}", perflab_render::suite::explanation(explanation));
     }
 }
 
 /// One line of the agent's log for `event`.
 fn event_line(event: &Event) -> String {
-    let seconds = |s: f64| crate::units::format_seconds(s);
+    let seconds = |s: f64| perflab_model::units::format_seconds(s);
     match event {
         Event::Started { agent, machine, store } => {
             format!("perflab agent {}: machine {}, queue in {}", escape(agent), escape(machine), escape(store))

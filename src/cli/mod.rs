@@ -14,7 +14,7 @@ pub mod store;
 pub mod top;
 
 use crate::error::{Failure, EXIT_OK, EXIT_USAGE};
-use crate::model::{Experiment, StopReason};
+use perflab_model::{Experiment, StopReason};
 use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -83,8 +83,8 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(err) => return parse_error(err),
     };
-    crate::render::color::init(&cli.color);
-    crate::render::table::set_wide(cli.wide);
+    perflab_render::color::init(&cli.color);
+    perflab_render::table::set_wide(cli.wide);
     let Some(command) = cli.command else {
         // `perflab` alone is a request for help, like `cargo` alone.
         crate::output::stdout::write(&Cli::command().render_help().to_string());

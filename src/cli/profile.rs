@@ -2,21 +2,21 @@
 //! profiler's plain options.
 
 use crate::error::Failure;
-use crate::executor::process::Output;
-use crate::profile;
-use crate::profile::aggregate::By;
-use crate::profile::annotate::{AnnotateOptions, Syntax};
-use crate::profile::error::ProfileError;
-use crate::profile::format::Profile;
-use crate::profile::record::{self, CallGraph, RecordOptions, RecordingMode};
-use crate::profile::report::{self, ReportOptions};
-use crate::profile::select::SampleFilter;
-use crate::profile::top::TopOptions;
-use crate::profile::unwind::{self, Unwinding};
-use crate::render::profile as render;
-use crate::render::profile::export::{self, Destination, Format};
-use crate::render::profile::flame;
-use crate::render::profile::flame::{FlameOptions, FlameView};
+use perflab_engine::executor::process::Output;
+use perflab_profile as profile;
+use perflab_profile::aggregate::By;
+use perflab_profile::annotate::{AnnotateOptions, Syntax};
+use perflab_profile::error::ProfileError;
+use perflab_profile::format::Profile;
+use perflab_profile::record::{self, CallGraph, RecordOptions, RecordingMode};
+use perflab_profile::report::{self, ReportOptions};
+use perflab_profile::select::SampleFilter;
+use perflab_profile::top::TopOptions;
+use perflab_profile::unwind::{self, Unwinding};
+use perflab_render::profile as render;
+use perflab_render::profile::export::{self, Destination, Format};
+use perflab_render::profile::flame;
+use perflab_render::profile::flame::{FlameOptions, FlameView};
 use crate::usage;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
@@ -39,7 +39,7 @@ pub struct FlameArgs {
     pub flame_focus: Option<String>,
     /// Sibling frames each under PCT % of the whole are drawn as one "other" frame
     /// (0 draws every frame).
-    #[arg(long, value_name = "PCT", default_value_t = crate::render::profile::flame::DEFAULT_MIN_SHARE * 100.0)]
+    #[arg(long, value_name = "PCT", default_value_t = perflab_render::profile::flame::DEFAULT_MIN_SHARE * 100.0)]
     pub flame_min_share: f64,
 }
 
@@ -531,7 +531,7 @@ fn load(path: &Path, event: Option<&str>, filter: &SampleFilter) -> Result<Profi
             path.display(),
             kept.samples,
             kept.of,
-            crate::render::escape(&filter.describe())
+            perflab_render::escape(&filter.describe())
         );
     }
     Ok(profile)

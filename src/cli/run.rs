@@ -4,17 +4,17 @@
 
 use super::args::{duration, DbArgs, ExperimentArgs, SelectionArgs};
 use crate::error::Failure;
-use crate::experiment::Observer;
-use crate::model::{Experiment, StopReason};
+use perflab_engine::experiment::Observer;
+use perflab_model::{Experiment, StopReason};
 use crate::output::progress::ProgressDisplay;
 use crate::output::Outputs;
-use crate::plan;
-use crate::render::json::Json;
-use crate::render::terminal::escape;
-use crate::render::{self, color};
-use crate::suite::bisect::{self, BisectObserver, BisectRequest, Step};
-use crate::suite::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
-use crate::suite::{self, Benchmark, Build};
+use perflab_engine::plan as plan;
+use perflab_render::json::Json;
+use perflab_render::terminal::escape;
+use perflab_render::{self as render, color};
+use perflab_suite::bisect::{self, BisectObserver, BisectRequest, Step};
+use perflab_suite::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
+use perflab_suite::{self as suite, Benchmark, Build};
 use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -165,7 +165,7 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
         store.location()
     );
     written?;
-    if crate::interrupt::watcher().requested() {
+    if perflab_sys::interrupt::watcher().requested() {
         return Err(Failure::Interrupted(format!(
             "interrupted; the {} benchmark result{} above are stored",
             records.len(),

@@ -2,16 +2,16 @@
 //! metric (`render::stat`).
 
 use super::args::{ExportArgs, HookArgs, MeasureArgs, OutputArgs, RunnerArgs};
-use crate::analysis::stat::{stat_metrics, StatReport};
+use perflab_engine::analysis::stat::{stat_metrics, StatReport};
 use crate::error::Failure;
-use crate::experiment;
-use crate::measure::{counters, Mode};
-use crate::model::Settings;
-use crate::plan::command::{command_text, parse_commands, resolve_program};
-use crate::plan::{self, Compared, Plan};
-use crate::render::stat::StatTerminal;
-use crate::render::table::{self, Stream};
-use crate::render::{self, color};
+use perflab_engine::experiment as experiment;
+use perflab_engine::measure::{counters, Mode};
+use perflab_model::Settings;
+use perflab_engine::plan::command::{command_text, parse_commands, resolve_program};
+use perflab_engine::plan::{self as plan, Compared, Plan};
+use perflab_render::stat::StatTerminal;
+use perflab_render::table::{self, Stream};
+use perflab_render::{self as render, color};
 use clap::Args;
 
 #[derive(Debug, Args, Clone)]
@@ -67,7 +67,7 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
         if instructions {
             return Err(crate::usage!("-d counts perf events; instruction mode already reports cache misses"));
         }
-        measure.events.extend(crate::measure::event::DETAILED.map(String::from));
+        measure.events.extend(perflab_engine::measure::event::DETAILED.map(String::from));
     }
     if args.all_cpus || !args.pid.is_empty() || args.interval.is_some() {
         return live(&args, &measure);
@@ -76,7 +76,7 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     let text = command_text(&args.command, args.shell.shell.is_some());
     let (commands, shell_reason) = parse_commands(&[text], &[], &args.shell.shell()?)?;
     if let Some(reason) = shell_reason {
-        eprintln!("perflab: note: {}", crate::render::escape(&reason.note()));
+        eprintln!("perflab: note: {}", perflab_render::escape(&reason.note()));
     }
     resolve_program(&commands[0].argv[0])?;
     let options = plan::SettingsLayer {
@@ -122,8 +122,8 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
 }
 
 /// `stat -a`, `-p`, `-I`: one counting period, not repeated runs.
-fn live(args: &StatArgs, measure: &crate::measure::MeasureOptions) -> Result<(), Failure> {
-    use crate::measure::live::{self, LiveOptions, Whom};
+fn live(args: &StatArgs, measure: &perflab_engine::measure::MeasureOptions) -> Result<(), Failure> {
+    use perflab_engine::measure::live::{self, LiveOptions, Whom};
     if measure.mode == Mode::Instructions {
         return Err(crate::usage!(
             "-a, -p and -I count with perf events; they cannot be combined with --mode instructions"
@@ -147,7 +147,7 @@ fn live(args: &StatArgs, measure: &crate::measure::MeasureOptions) -> Result<(),
     let command = match args.command.as_slice() {
         [] => None,
         words => match args.shell.shell()? {
-            crate::plan::command::Shell::Always(mut shell) => {
+            perflab_engine::plan::command::Shell::Always(mut shell) => {
                 shell.extend(["-c".to_string(), words.join(" ")]);
                 Some(shell)
             }

@@ -3,15 +3,15 @@
 
 use super::args::DbArgs;
 use crate::error::Failure;
-use crate::history;
-use crate::model::metric;
+use perflab_store::history as history;
+use perflab_model::metric;
 use crate::output::Outputs;
-use crate::render::export::Text;
-use crate::render::json::Json;
-use crate::render::table::{self, Stream};
-use crate::report;
-use crate::store::exchange::{self, ImportOptions};
-use crate::store::{Query, StoredExperiment};
+use perflab_render::export::Text;
+use perflab_render::json::Json;
+use perflab_render::table::{self, Stream};
+use perflab_render::report as report;
+use perflab_store::exchange::{self, ImportOptions};
+use perflab_store::{Query, StoredExperiment};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -51,7 +51,7 @@ pub fn main_import(args: ImportArgs) -> Result<(), Failure> {
         if records.len() == 1 { "" } else { "s" },
         records.iter().flat_map(|r| &r.experiment.commands).map(|c| c.runs.len()).sum::<usize>(),
         if labels.len() == 1 { "" } else { "s" },
-        labels.iter().map(|l| format!("`{}`", crate::render::terminal::escape(l))).collect::<Vec<_>>().join(", "),
+        labels.iter().map(|l| format!("`{}`", perflab_render::terminal::escape(l))).collect::<Vec<_>>().join(", "),
         store.location()
     );
     Ok(())
@@ -186,7 +186,7 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
     // `--json -` takes stdout instead of the table.
     let detail = args.bench.is_some();
     let width = table::width(Stream::Stdout);
-    let terminal = Text(|h: &history::History| crate::render::history::render(h, detail, width));
+    let terminal = Text(|h: &history::History| perflab_render::history::render(h, detail, width));
     Ok(outputs.write(&history, (!outputs.stdout_taken()).then_some(&terminal as _))?)
 }
 

@@ -8,15 +8,15 @@
 //! interval, like `top -b`.
 
 use crate::error::Failure;
-use crate::executor::process::Output;
-use crate::interrupt::Interrupt;
-use crate::profile::aggregate::{self, Located};
-use crate::profile::error::ProfileError;
-use crate::profile::kernel::Kallsyms;
-use crate::profile::record::{RecordOptions, Session, SessionState};
-use crate::profile::symbolize::Symbolizer;
-use crate::profile::top::{rows, TopOptions, View};
-use crate::render::profile::top::{cut_to_width, frame};
+use perflab_engine::executor::process::Output;
+use perflab_sys::interrupt::Interrupt;
+use perflab_profile::aggregate::{self, Located};
+use perflab_profile::error::ProfileError;
+use perflab_profile::kernel::Kallsyms;
+use perflab_profile::record::{RecordOptions, Session, SessionState};
+use perflab_profile::symbolize::Symbolizer;
+use perflab_profile::top::{rows, TopOptions, View};
+use perflab_render::profile::top::{cut_to_width, frame};
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyModifiers};
 use crossterm::{cursor, execute, terminal};
 use std::io::{IsTerminal, Write};
@@ -118,7 +118,7 @@ pub fn main_top(opts: &TopOptions) -> Result<(), Failure> {
     let interactive = !opts.batch && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     // The command's output would scribble over the view.
     let record = opts.record.clone().with_output(if interactive { Output::Discard } else { Output::Inherit });
-    let interrupt = crate::interrupt::watcher();
+    let interrupt = perflab_sys::interrupt::watcher();
     let mut session = Session::start(&record).map_err(Failure::from).map_err(|failure| match failure {
         Failure::Usage(why) if every_cpu_by_default => {
             Failure::Usage(format!("{why} (top watches every CPU unless given -p PID or a command)"))
@@ -168,7 +168,7 @@ fn run(
     let mut window_start = Instant::now();
     let mut view = View::default();
     // The last interval's rows, to redraw at once when a key changes the view.
-    let mut last: Option<(crate::profile::format::Profile, Vec<Located>, Duration)> = None;
+    let mut last: Option<(perflab_profile::format::Profile, Vec<Located>, Duration)> = None;
     let mut last_frame = Vec::new();
     loop {
         let started = Instant::now();
@@ -231,7 +231,7 @@ fn run(
 
 /// Draw one frame on the terminal; returns it as plain text (for after the view ends).
 fn draw(
-    window: &crate::profile::format::Profile,
+    window: &perflab_profile::format::Profile,
     located: &[Located],
     record: &RecordOptions,
     elapsed: Duration,
@@ -284,7 +284,7 @@ mod tests {
     fn keys_sort_filter_and_pause() {
         let mut view = View::default();
         assert_eq!(press(&mut view, KeyCode::Char('s')), Key::Redraw);
-        assert_eq!(view.sort, crate::profile::top::SortKey::Pid);
+        assert_eq!(view.sort, perflab_profile::top::SortKey::Pid);
         press(&mut view, KeyCode::Char('/'));
         for c in "spin".chars() {
             press(&mut view, KeyCode::Char(c));

@@ -1,12 +1,12 @@
 //! Sending a result to its destinations: every format is a
-//! [`render::export::Exporter`](crate::render::export::Exporter); [`Outputs`] sends each
+//! [`render::export::Exporter`](perflab_render::export::Exporter); [`Outputs`] sends each
 //! to a file or to stdout (`-`). Files are written first and each on its own — one that
 //! fails does not keep the others from being written — then stdout, so a full disk or a
 //! closed pipe on stdout never costs a file.
 
 use super::stdout;
-use crate::render::export::Exporter;
-use crate::render::OutputError;
+use perflab_render::export::Exporter;
+use perflab_render::OutputError;
 use std::path::{Path, PathBuf};
 
 /// Where an output goes.
@@ -177,7 +177,7 @@ pub fn open_csv(path: &str) -> Result<(Box<dyn std::io::Write>, Option<PathBuf>)
 
 /// Write `value` as pretty JSON to `path` (`-` is stdout).
 pub fn write_json(path: impl AsRef<Path>, value: &(impl serde::Serialize + ?Sized)) -> Result<(), OutputError> {
-    write_to(path, &crate::render::json::to_string(value)?)
+    write_to(path, &perflab_render::json::to_string(value)?)
 }
 
 /// Write `text` to `path`: a file, or stdout for `-`.

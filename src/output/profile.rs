@@ -1,11 +1,11 @@
 //! Writing a profile's exports (`--flamegraph`, `--pprof`, `--speedscope`, …) to their
 //! files or to stdout.
 
-use crate::profile::error::ProfileError;
-use crate::profile::format::Profile;
-use crate::profile::report::Report;
-use crate::render::profile::export::Destination;
-use crate::render::profile::flame::FlameOptions;
+use perflab_profile::error::ProfileError;
+use perflab_profile::format::Profile;
+use perflab_profile::report::Report;
+use perflab_render::profile::export::Destination;
+use perflab_render::profile::flame::FlameOptions;
 use std::path::Path;
 
 /// Write bytes to a file or to stdout (`-`, through `output::stdout`: a failing stdout
@@ -32,7 +32,7 @@ pub fn write_all(
     ordered.sort_by_key(|d| d.to_stdout());
     let mut first_failure = None;
     for d in ordered {
-        if let Err(e) = crate::render::profile::export::render(d.format, profile, report, title, flame)
+        if let Err(e) = perflab_render::profile::export::render(d.format, profile, report, title, flame)
             .and_then(|bytes| write(&d.path, &bytes))
         {
             first_failure.get_or_insert(e);

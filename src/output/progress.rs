@@ -2,8 +2,8 @@
 //! latest interval per candidate. Updated between runs only — no ticker thread — so
 //! the harness stays idle while a command runs.
 
-use crate::experiment::{Observer, Progress};
-use crate::plan::Plan;
+use perflab_engine::experiment::{Observer, Progress};
+use perflab_engine::plan::Plan;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct ProgressDisplay {
@@ -22,7 +22,7 @@ impl ProgressDisplay {
         ProgressDisplay { hidden, bar: None, fixed_rounds: false }
     }
 
-    fn bar_for(settings: &crate::model::Settings, hidden: bool) -> ProgressBar {
+    fn bar_for(settings: &perflab_model::Settings, hidden: bool) -> ProgressBar {
         let target = if hidden { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() };
         let (bar, template) = match settings.fixed_rounds {
             Some(n) => (
