@@ -132,8 +132,8 @@ impl From<perflab_model::units::ParseError> for Failure {
     }
 }
 
-impl From<perflab_engine::measure::event::EventError> for Failure {
-    fn from(e: perflab_engine::measure::event::EventError) -> Failure {
+impl From<perflab_sys::perf::event::EventError> for Failure {
+    fn from(e: perflab_sys::perf::event::EventError) -> Failure {
         Failure::Usage(e.to_string())
     }
 }
@@ -300,15 +300,15 @@ mod tests {
         // A bad duration and a bad --shell: bad input, one line.
         let duration = Failure::from(perflab_model::units::parse_duration("5 parsecs").unwrap_err());
         assert_eq!(duration.line(), "perflab: error: `5 parsecs` is not a duration (e.g. 30, 90s, 5m, 250ms)");
-        let shell = Failure::from(perflab_engine::plan::command::Shell::named(Some("sh 'x")).unwrap_err());
+        let shell = Failure::from(perflab_sys::command::Shell::named(Some("sh 'x")).unwrap_err());
         assert_eq!(shell.exit_code(), EXIT_USAGE);
         assert_eq!(shell.line(), "perflab: error: --shell `sh 'x` is empty or cannot be split into words");
         // Shell syntax under -N and an unknown event: bad input too.
-        let shell = perflab_engine::plan::command::Shell::Never;
+        let shell = perflab_sys::command::Shell::Never;
         let texts = ["/bin/true".to_string(), "echo hi > out.txt".to_string()];
-        let refused = perflab_engine::plan::command::parse_commands(&texts, &[], &shell).unwrap_err();
+        let refused = perflab_sys::command::parse_commands(&texts, &[], &shell).unwrap_err();
         assert_eq!(Failure::from(refused).exit_code(), EXIT_USAGE);
-        let event = perflab_engine::measure::counters::parse_events(&["cycle".to_string()]).unwrap_err();
+        let event = perflab_sys::perf::counters::parse_events(&["cycle".to_string()]).unwrap_err();
         assert_eq!(Failure::from(event).exit_code(), EXIT_USAGE);
 
         // The machine's failures go to Other, whose chain is not repeated.
@@ -322,7 +322,7 @@ mod tests {
     #[test]
     fn failing_builds_and_comparisons_keep_their_exit_codes() {
         use perflab_suite::error::BisectError;
-        let script = perflab_engine::plan::command::run_shell("exit 3", None, false).unwrap_err();
+        let script = perflab_sys::command::run_shell("exit 3", None, false).unwrap_err();
         let build = Failure::from(BisectError::BuildFailed { commit: "abc".into(), source: script });
         assert_eq!(build.exit_code(), EXIT_COMMAND_FAILED);
         assert!(

@@ -1,8 +1,8 @@
 //! `perflab` binary: a thin shell over the library (see `perflab::cli`).
 
 fn main() {
-    // perflab runs benchmarked commands from a copy of itself (see `perflab::executor::launcher`).
-    if let Some(code) = perflab::executor::launcher::serve_if_requested() {
+    // perflab runs benchmarked commands from a copy of itself (see `perflab_sys::spawn::launcher`).
+    if let Some(code) = perflab_sys::spawn::launcher::serve_if_requested() {
         std::process::exit(code);
     }
     // SIGPIPE stays ignored (Rust's default): a closed stdout is an error that

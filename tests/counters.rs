@@ -7,7 +7,7 @@ use serde_json::Value;
 
 fn perflab() -> Command {
     let mut cmd = Command::cargo_bin("perflab").unwrap();
-    cmd.env("NO_COLOR", "1").env_remove(perflab::measure::counters::FORCE_NO_PMU_ENV);
+    cmd.env("NO_COLOR", "1").env_remove(perflab_sys::perf::counters::FORCE_NO_PMU_ENV);
     cmd
 }
 
@@ -39,7 +39,7 @@ const HARDWARE: [&str; 4] = ["cycles", "instructions", "branches", "branch-misse
 #[test]
 fn stat_without_pmu_reports_software_counters_and_unsupported_hardware() {
     let output = perflab()
-        .env(perflab::measure::counters::FORCE_NO_PMU_ENV, "1")
+        .env(perflab_sys::perf::counters::FORCE_NO_PMU_ENV, "1")
         .args(["stat", "-r", "3", "--no-progress", "--json", "-", &spin(), "200000"])
         .output()
         .unwrap();
@@ -87,7 +87,7 @@ fn stat_on_this_machine_gives_a_value_or_a_reason_for_every_counter() {
         perflab().args(["stat", "-r", "2", "--no-progress", "--json", "-", &spin(), "100000"]).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let doc = json_of(&output);
-    for name in perflab::measure::counters::DEFAULT_STAT_EVENTS {
+    for name in perflab_sys::perf::counters::DEFAULT_STAT_EVENTS {
         let m = metric(&doc, name);
         match m["supported"].as_bool() {
             Some(true) => assert!(m["value"].as_f64().is_some(), "{m}"),
@@ -103,7 +103,7 @@ fn stat_on_this_machine_gives_a_value_or_a_reason_for_every_counter() {
 #[test]
 fn stat_terminal_lists_unsupported_counters_with_reasons() {
     let output = perflab()
-        .env(perflab::measure::counters::FORCE_NO_PMU_ENV, "1")
+        .env(perflab_sys::perf::counters::FORCE_NO_PMU_ENV, "1")
         .args(["stat", "-r", "2", "--no-progress", "-e", "task-clock,cycles", &spin(), "100000"])
         .output()
         .unwrap();
@@ -245,7 +245,7 @@ fn a_failing_program_under_valgrind_keeps_its_exit_code() {
 #[test]
 fn compare_with_events_compares_each_measured_counter_at_the_corrected_level() {
     let output = perflab()
-        .env(perflab::measure::counters::FORCE_NO_PMU_ENV, "1")
+        .env(perflab_sys::perf::counters::FORCE_NO_PMU_ENV, "1")
         .args(["compare", "-r", "6", "-e", "task-clock,page-faults,cycles", "--no-progress", "--json", "-"])
         .arg(format!("{} 100000", spin()))
         .arg(format!("{} 200000", spin()))
@@ -284,7 +284,7 @@ fn compare_with_events_compares_each_measured_counter_at_the_corrected_level() {
 #[test]
 fn compare_with_perf_event_syntax_on_the_fake_pmu() {
     let output = perflab()
-        .env(perflab::measure::counters::FAKE_PMU_ENV, "1")
+        .env(perflab_sys::perf::counters::FAKE_PMU_ENV, "1")
         .args(["compare", "-r", "6", "-e", "{cycles,instructions}:u,page-faults:u", "--no-progress", "--json", "-"])
         .arg(format!("{} 100000", spin()))
         .arg(format!("{} 200000", spin()))
@@ -363,7 +363,7 @@ fn is_root() -> bool {
 #[test]
 fn stat_counts_tracepoints_modifiers_and_says_why_a_group_failed() {
     let output = perflab()
-        .env(perflab::measure::counters::FORCE_NO_PMU_ENV, "1")
+        .env(perflab_sys::perf::counters::FORCE_NO_PMU_ENV, "1")
         .args(["stat", "-r", "2", "--no-progress", "--json", "-"])
         .args(["-e", "task-clock:u,{page-faults,cycles},r00c0"])
         .args(if is_root() { vec!["-e", "sched:sched_process_exec"] } else { vec![] })
@@ -392,7 +392,7 @@ fn stat_counts_tracepoints_modifiers_and_says_why_a_group_failed() {
 #[test]
 fn stat_detailed_on_the_fake_pmu_derives_rates_and_says_the_counts_are_fake() {
     let output = perflab()
-        .env(perflab::measure::counters::FAKE_PMU_ENV, "slots=4")
+        .env(perflab_sys::perf::counters::FAKE_PMU_ENV, "slots=4")
         .args(["stat", "-d", "-r", "2", "--no-progress", "--json", "-", &spin(), "100000"])
         .output()
         .unwrap();

@@ -2,24 +2,24 @@
 //! alike, and their conversion into the library's plain settings.
 
 use crate::error::Failure;
-use perflab_engine::measure::counters::Scope;
+use crate::output::Outputs;
+use crate::usage;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::Args;
 use perflab_engine::measure::output::{Parser, FORMAT_NAMES};
 use perflab_engine::measure::{MeasureOptions, Mode};
+use perflab_engine::plan::SettingsLayer;
 use perflab_model::metric::Better;
+use perflab_model::units;
 use perflab_model::Experiment;
 use perflab_model::{Hooks, Iterations, Settings};
-use crate::output::Outputs;
-use perflab_engine::plan::command::{resolve_program, scan_values, Shell, DEFAULT_SHELL};
-use perflab_engine::plan::SettingsLayer;
 use perflab_render::dialect;
 use perflab_render::export::Part;
 use perflab_render::hyperfine::{HyperfineCsv, HyperfineJson};
 use perflab_render::json::Json;
 use perflab_render::style::{SortOrder, Style, TimeUnit};
-use perflab_model::units;
-use crate::usage;
-use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::Args;
+use perflab_sys::command::{resolve_program, scan_values, Shell, DEFAULT_SHELL};
+use perflab_sys::perf::counters::Scope;
 use serde::Serialize;
 
 /// clap value parsers over the library's unit parsers.
@@ -556,7 +556,7 @@ mod tests {
 
     #[test]
     fn every_symbolic_event_and_alias_is_in_the_help_of_stat_and_profile() {
-        for (name, aliases, _) in perflab_engine::measure::event::SYMBOLIC {
+        for (name, aliases, _) in perflab_sys::perf::event::SYMBOLIC {
             assert!(SAMPLED_EVENT_HELP.contains(name), "profile --help lacks {name}");
             for n in std::iter::once(name).chain(aliases.iter()) {
                 assert!(COUNTED_EVENTS_HELP.contains(n), "stat --help lacks {n}");

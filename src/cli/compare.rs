@@ -7,19 +7,19 @@ use super::args::{
     ShellArgs,
 };
 use crate::error::Failure;
+use crate::usage;
+use clap::Args;
 use perflab_engine::experiment::{self as experiment, Fanout, Observer};
-use perflab_model::metric::Better;
-use perflab_model::{metric, Comparison, Experiment, Hooks, Settings, Verdict, Warning, WarningKind};
-use perflab_engine::plan::command::{expand_parameters, parse_commands, resolve_program, substitute, ShellReason};
 use perflab_engine::plan::{self as plan, OutputSink, Plan};
+use perflab_model::metric::Better;
+use perflab_model::units::format_percent;
+use perflab_model::{metric, Comparison, Experiment, Hooks, Settings, Verdict, Warning, WarningKind};
 use perflab_render::export::Text;
 use perflab_render::table::{self, Stream};
 use perflab_render::terminal::Terminal;
 use perflab_render::{self as render, color};
 use perflab_store::{current_git_commit, default_label, Meta, Recorder, Store};
-use perflab_model::units::format_percent;
-use crate::usage;
-use clap::Args;
+use perflab_sys::command::{expand_parameters, parse_commands, resolve_program, substitute, ShellReason};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Args, Clone)]
@@ -304,7 +304,8 @@ fn threshold_warning(args: &CompareArgs, plan: &Plan) -> Option<Warning> {
     }
     let mut store = args.save.db.open_existing().ok()?;
     let calibration = store.latest_calibration(&perflab_sys::machine::detect()).ok()??;
-    let message = perflab_engine::doctor::threshold_warning(&calibration, plan.settings.threshold, plan.settings.max_time_s)?;
+    let message =
+        perflab_engine::doctor::threshold_warning(&calibration, plan.settings.threshold, plan.settings.max_time_s)?;
     Some(Warning::new(WarningKind::Noisy, message))
 }
 

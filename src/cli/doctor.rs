@@ -2,18 +2,18 @@
 //! calibration of `perflab_engine::doctor`, the store, and `render::doctor`.
 
 use super::args::{duration, percent, DbArgs};
-use perflab_engine::doctor::{self as doctor, calibration, Report};
 use crate::error::Failure;
-use perflab_model::{Calibration, Machine, StopReason};
 use crate::output::Outputs;
-use perflab_engine::plan::command::command_text;
+use crate::usage;
+use clap::Args;
+use perflab_engine::doctor::{self as doctor, calibration, Report};
+use perflab_model::units::format_seconds;
+use perflab_model::{Calibration, Machine, StopReason};
 use perflab_render as render;
 use perflab_render::export::Text;
 use perflab_render::json::Json;
 use perflab_render::terminal::escape;
-use perflab_model::units::format_seconds;
-use crate::usage;
-use clap::Args;
+use perflab_sys::command::command_text;
 
 #[derive(Debug, Args, Clone)]
 pub struct DoctorArgs {
@@ -49,7 +49,7 @@ pub fn main(args: DoctorArgs) -> Result<(), Failure> {
         [] => None,
         words => {
             let shell = args.shell.shell()?;
-            let through_shell = matches!(shell, perflab_engine::plan::command::Shell::Always(_));
+            let through_shell = matches!(shell, perflab_sys::command::Shell::Always(_));
             let (plan, shell_reason) = calibration::plan(&command_text(words, through_shell), &shell)?;
             if let Some(reason) = shell_reason {
                 eprintln!("perflab: note: {}", perflab_render::escape(&reason.note()));

@@ -3,14 +3,14 @@
 
 use super::args::{duration, DbArgs, SelectionArgs};
 use crate::error::Failure;
-use perflab_suite::fleet::agent::{AgentOptions, Event};
-use perflab_suite::fleet::{self as fleet, QueueRequest};
+use clap::Args;
 use perflab_render::suite::summary_line;
 use perflab_render::terminal::escape;
 use perflab_suite as suite;
+use perflab_suite::fleet::agent::{AgentOptions, Event};
+use perflab_suite::fleet::{self as fleet, QueueRequest};
 use perflab_suite::runner::{Explanation, Outcome, SuiteObserver};
 use perflab_suite::{Benchmark, Build};
-use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]

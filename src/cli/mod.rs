@@ -14,8 +14,8 @@ pub mod store;
 pub mod top;
 
 use crate::error::{Failure, EXIT_OK, EXIT_USAGE};
-use perflab_model::{Experiment, StopReason};
 use clap::{CommandFactory, Parser, Subcommand};
+use perflab_model::{Experiment, StopReason};
 
 #[derive(Debug, Parser)]
 #[command(name = "perflab", version, about = "A performance lab for native code on Linux")]

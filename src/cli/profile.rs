@@ -2,7 +2,9 @@
 //! profiler's plain options.
 
 use crate::error::Failure;
-use perflab_engine::executor::process::Output;
+use crate::usage;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::Args;
 use perflab_profile as profile;
 use perflab_profile::aggregate::By;
 use perflab_profile::annotate::{AnnotateOptions, Syntax};
@@ -17,9 +19,7 @@ use perflab_render::profile as render;
 use perflab_render::profile::export::{self, Destination, Format};
 use perflab_render::profile::flame;
 use perflab_render::profile::flame::{FlameOptions, FlameView};
-use crate::usage;
-use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::Args;
+use perflab_sys::spawn::process::Output;
 use std::path::{Path, PathBuf};
 
 fn by_parser() -> impl TypedValueParser<Value = By> {

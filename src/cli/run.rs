@@ -4,18 +4,18 @@
 
 use super::args::{duration, DbArgs, ExperimentArgs, SelectionArgs};
 use crate::error::Failure;
-use perflab_engine::experiment::Observer;
-use perflab_model::{Experiment, StopReason};
 use crate::output::progress::ProgressDisplay;
 use crate::output::Outputs;
-use perflab_engine::plan as plan;
+use clap::Args;
+use perflab_engine::experiment::Observer;
+use perflab_engine::plan;
+use perflab_model::{Experiment, StopReason};
 use perflab_render::json::Json;
 use perflab_render::terminal::escape;
 use perflab_render::{self as render, color};
 use perflab_suite::bisect::{self, BisectObserver, BisectRequest, Step};
 use perflab_suite::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
 use perflab_suite::{self as suite, Benchmark, Build};
-use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
 

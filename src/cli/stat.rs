@@ -2,17 +2,18 @@
 //! metric (`render::stat`).
 
 use super::args::{ExportArgs, HookArgs, MeasureArgs, OutputArgs, RunnerArgs};
-use perflab_engine::analysis::stat::{stat_metrics, StatReport};
 use crate::error::Failure;
-use perflab_engine::experiment as experiment;
-use perflab_engine::measure::{counters, Mode};
-use perflab_model::Settings;
-use perflab_engine::plan::command::{command_text, parse_commands, resolve_program};
+use clap::Args;
+use perflab_engine::analysis::stat::{stat_metrics, StatReport};
+use perflab_engine::experiment;
+use perflab_engine::measure::Mode;
 use perflab_engine::plan::{self as plan, Compared, Plan};
+use perflab_model::Settings;
 use perflab_render::stat::StatTerminal;
 use perflab_render::table::{self, Stream};
 use perflab_render::{self as render, color};
-use clap::Args;
+use perflab_sys::command::{command_text, parse_commands, resolve_program};
+use perflab_sys::perf::counters;
 
 #[derive(Debug, Args, Clone)]
 pub struct StatArgs {
@@ -67,7 +68,7 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
         if instructions {
             return Err(crate::usage!("-d counts perf events; instruction mode already reports cache misses"));
         }
-        measure.events.extend(perflab_engine::measure::event::DETAILED.map(String::from));
+        measure.events.extend(perflab_sys::perf::event::DETAILED.map(String::from));
     }
     if args.all_cpus || !args.pid.is_empty() || args.interval.is_some() {
         return live(&args, &measure);
@@ -147,7 +148,7 @@ fn live(args: &StatArgs, measure: &perflab_engine::measure::MeasureOptions) -> R
     let command = match args.command.as_slice() {
         [] => None,
         words => match args.shell.shell()? {
-            perflab_engine::plan::command::Shell::Always(mut shell) => {
+            perflab_sys::command::Shell::Always(mut shell) => {
                 shell.extend(["-c".to_string(), words.join(" ")]);
                 Some(shell)
             }

@@ -3,16 +3,16 @@
 
 use super::args::DbArgs;
 use crate::error::Failure;
-use perflab_store::history as history;
-use perflab_model::metric;
 use crate::output::Outputs;
+use clap::Args;
+use perflab_model::metric;
 use perflab_render::export::Text;
 use perflab_render::json::Json;
+use perflab_render::report;
 use perflab_render::table::{self, Stream};
-use perflab_render::report as report;
 use perflab_store::exchange::{self, ImportOptions};
+use perflab_store::history;
 use perflab_store::{Query, StoredExperiment};
-use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]

@@ -8,8 +8,8 @@
 //! interval, like `top -b`.
 
 use crate::error::Failure;
-use perflab_engine::executor::process::Output;
-use perflab_sys::interrupt::Interrupt;
+use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::{cursor, execute, terminal};
 use perflab_profile::aggregate::{self, Located};
 use perflab_profile::error::ProfileError;
 use perflab_profile::kernel::Kallsyms;
@@ -17,8 +17,8 @@ use perflab_profile::record::{RecordOptions, Session, SessionState};
 use perflab_profile::symbolize::Symbolizer;
 use perflab_profile::top::{rows, TopOptions, View};
 use perflab_render::profile::top::{cut_to_width, frame};
-use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyModifiers};
-use crossterm::{cursor, execute, terminal};
+use perflab_sys::interrupt::Interrupt;
+use perflab_sys::spawn::process::Output;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 

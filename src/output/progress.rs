@@ -2,9 +2,9 @@
 //! latest interval per candidate. Updated between runs only — no ticker thread — so
 //! the harness stays idle while a command runs.
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use perflab_engine::experiment::{Observer, Progress};
 use perflab_engine::plan::Plan;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct ProgressDisplay {
     hidden: bool,

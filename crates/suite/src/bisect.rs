@@ -247,7 +247,7 @@ fn checkout_and_build<'r>(
     git(repo, &["worktree", "add", "--detach", "--quiet", dir.to_str().unwrap_or_default(), commit])?;
     let tree = Worktree { repo, dir: dir.clone() };
     let command = build_command.replace("{commit}", commit);
-    perflab_engine::plan::command::run_shell(&command, Some(&dir), false)
+    perflab_sys::command::run_shell(&command, Some(&dir), false)
         .map_err(|source| BisectError::BuildFailed { commit: short(commit).to_string(), source })?;
     let build = Build { name: short(commit).to_string(), value: dir.to_string_lossy().into_owned(), prepare: None };
     Ok((tree, build))

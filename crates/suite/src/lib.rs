@@ -16,10 +16,10 @@ pub mod runner;
 
 use perflab_engine::measure::output::{Parser, ParserError};
 use perflab_engine::measure::Mode;
-use perflab_engine::plan::command::{cartesian, expand, is_placeholder_name};
 use perflab_engine::plan::SettingsLayer;
 use perflab_model::metric::Better;
 use perflab_model::{Hooks, Iterations};
+use perflab_sys::command::{cartesian, expand, is_placeholder_name};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -6,10 +6,10 @@ use super::error::SuiteError;
 use super::{Benchmark, Build};
 use perflab_engine::experiment::{self, Fanout, Observer};
 use perflab_engine::measure::MeasureOptions;
-use perflab_engine::plan::command::{Shell, ShellReason};
 use perflab_engine::plan::{self, Plan, SettingsLayer};
 use perflab_model::{Experiment, Hooks, Machine, Settings, StopReason};
 use perflab_store::{current_git_commit, Meta, Store};
+use perflab_sys::command::{Shell, ShellReason};
 
 /// How the experiments of a suite run, beyond what the suite file says.
 #[derive(Debug, Clone, Default)]
@@ -99,7 +99,7 @@ fn planned(
         |source: perflab_engine::plan::error::PlanError| SuiteError::Benchmark { bench: bench.name.clone(), source };
     let shell = Shell::named(o.shell.as_deref()).map_err(|e| in_bench(e.into()))?;
     let (commands, shell_reason) =
-        perflab_engine::plan::command::parse_commands(&texts, &names, &shell).map_err(|e| in_bench(e.into()))?;
+        perflab_sys::command::parse_commands(&texts, &names, &shell).map_err(|e| in_bench(e.into()))?;
     let o = o.for_commands(commands.len());
     let mode = o.mode.unwrap_or_default();
     let settings = Settings {
@@ -147,14 +147,14 @@ pub fn run_suite(
     for build in [baseline, candidate].into_iter().flatten() {
         if let Some(prepare) = &build.prepare {
             observer.preparing(build);
-            perflab_engine::plan::command::run_shell(prepare, None, true)
+            perflab_sys::command::run_shell(prepare, None, true)
                 .map_err(|source| SuiteError::PrepareBuild { build: build.name.clone(), source })?;
         }
     }
     // Checked once the builds are prepared: a prepare may make the programs.
     for (bench, plan) in &prepared {
         for c in &plan.commands {
-            perflab_engine::plan::command::resolve_program(&c.argv[0])
+            perflab_sys::command::resolve_program(&c.argv[0])
                 .map_err(|source| SuiteError::Benchmark { bench: bench.name.clone(), source: source.into() })?;
         }
     }
@@ -168,7 +168,7 @@ pub fn run_suite(
         }
         observer.started(i, total, bench);
         if let Some(setup) = &bench.setup {
-            if let Err(e) = perflab_engine::plan::command::run_shell(setup, None, true) {
+            if let Err(e) = perflab_sys::command::run_shell(setup, None, true) {
                 observer.finished(bench, &Outcome::Failed(format!("setup failed ({e}); skipped")));
                 continue;
             }
@@ -199,7 +199,7 @@ pub fn run_suite(
             Err(other) => return Err(other.into()),
         };
         if let Some(cleanup) = &bench.cleanup {
-            if let Err(e) = perflab_engine::plan::command::run_shell(cleanup, None, true) {
+            if let Err(e) = perflab_sys::command::run_shell(cleanup, None, true) {
                 observer.cleanup_failed(bench, &e.to_string());
             }
         }

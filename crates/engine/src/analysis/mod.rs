@@ -9,12 +9,12 @@ pub mod multiplicity;
 pub mod stat;
 pub mod verdict;
 
-use crate::executor::contention;
 use crate::measure::Mode;
 use crate::plan::Plan;
 use perflab_model::units::{format_seconds, format_value};
 use perflab_model::{metric, CommandResult, Comparison, Experiment, Verdict, Warning, WarningKind};
 use perflab_stats::{changepoint, summary};
+use perflab_sys::spawn::contention;
 
 /// Candidates are compared against the first command on every deciding metric; the
 /// family-wise error rate is split evenly over those comparisons (Bonferroni), so the
@@ -314,7 +314,7 @@ fn unread_counters(experiment: &Experiment) -> Vec<Warning> {
     for name in names {
         let mut readings = runs().filter_map(|r| r.counters.get(name));
         // A derived rate (`ipc`) is unread because an input is, and that input is named.
-        if readings.clone().any(|reading| reading.supported) || crate::measure::counters::is_derived(name) {
+        if readings.clone().any(|reading| reading.supported) || perflab_sys::perf::counters::is_derived(name) {
             continue;
         }
         let reason = readings.find_map(|reading| reading.reason.clone()).unwrap_or_else(|| "no reason given".into());

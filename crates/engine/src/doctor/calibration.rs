@@ -4,9 +4,9 @@
 
 use crate::experiment::{self, ExperimentError, Observer};
 use crate::measure::MeasureOptions;
-use crate::plan::command::{parse_commands, resolve_program, Shell, ShellReason};
 use crate::plan::{self, Plan};
 use perflab_model::{Experiment, Settings};
+use perflab_sys::command::{parse_commands, resolve_program, Shell, ShellReason};
 
 /// Fewest measured rounds a calibration runs, whatever its duration: enough for a
 /// robust σ of the paired ratio.

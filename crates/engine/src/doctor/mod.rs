@@ -256,7 +256,7 @@ fn neighbours(sample: &Sample) -> Finding {
 }
 
 fn perf_events() -> Finding {
-    let paranoid = crate::measure::counters::paranoid_level();
+    let paranoid = perflab_sys::perf::counters::paranoid_level();
     let pmu = perflab_sys::machine::detect().pmu;
     let level = paranoid.map_or("unknown".to_string(), |l| l.to_string());
     match (pmu, paranoid) {
@@ -330,7 +330,7 @@ fn affinity() -> Finding {
 }
 
 fn run_queue_source() -> Finding {
-    match crate::executor::contention::PressureGroup::join() {
+    match perflab_sys::spawn::contention::PressureGroup::join() {
         Ok(group) => {
             let dir = group.dir().display().to_string();
             group.leave();
@@ -427,7 +427,7 @@ pub fn calibrate(experiment: &Experiment, command_line: &str) -> Option<Calibrat
         rounds: experiment.rounds,
         round_s,
         paired_sigma,
-        busy_share: crate::executor::contention::busy_share(experiment.commands.iter().flat_map(|c| &c.runs)),
+        busy_share: perflab_sys::spawn::contention::busy_share(experiment.commands.iter().flat_map(|c| &c.runs)),
         resolution: BUDGETS_S.iter().map(|&budget| resolution(paired_sigma, round_s, budget)).collect(),
     })
 }

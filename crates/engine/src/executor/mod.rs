@@ -4,19 +4,20 @@
 //! The engine decides what runs when; an executor only runs.
 
 pub mod capture;
-pub use perflab_sys::spawn::{contention, launcher, process};
+use perflab_sys::spawn::{launcher, process};
 pub mod error;
 pub mod simulated;
 
+use crate::measure::build_probes;
 use crate::measure::output::{self, Parser};
-use crate::measure::{build_probes, Probe};
-use crate::plan::command::resolve_program;
 use crate::plan::{OutputSink, Plan};
 use capture::OutputReader;
 use error::{CleanupError, ExecutorError};
 use launcher::Spawner;
 use perflab_model::{Iterations, Machine, Run};
+use perflab_sys::command::resolve_program;
 use perflab_sys::interrupt;
+use perflab_sys::perf::Probe;
 use process::{Output, Prepared, SpawnError};
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
@@ -291,7 +292,7 @@ impl Executor for ProcessExecutor {
         let mut failures = Vec::new();
         for subject in &self.subjects {
             let Some(text) = &subject.cleanup else { continue };
-            if let Err(e) = crate::plan::command::run_shell(text, None, self.show_output) {
+            if let Err(e) = perflab_sys::command::run_shell(text, None, self.show_output) {
                 failures.push((subject.name.clone(), e));
             }
         }

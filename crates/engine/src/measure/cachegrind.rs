@@ -139,7 +139,7 @@ impl Probe for CachegrindProbe {
     fn wrap(&self, argv: Vec<String>) -> anyhow::Result<Vec<String>> {
         // valgrind would only report a missing program as a failing run: check it first.
         let program = argv.first().context("empty command")?;
-        crate::plan::command::resolve_program(program)?;
+        perflab_sys::command::resolve_program(program)?;
         Ok(valgrind_argv(&self.valgrind, &self.out.0, argv))
     }
 

@@ -93,7 +93,7 @@ pub enum ProbeError {
     },
     /// An `-e` or `--explain-event` event perflab cannot count.
     #[error(transparent)]
-    Event(#[from] crate::measure::event::EventError),
+    Event(#[from] perflab_sys::perf::event::EventError),
     /// The machine's, not the input's: a temporary directory for cachegrind's files.
     #[error("{0:#}")]
     OutputDir(anyhow::Error),

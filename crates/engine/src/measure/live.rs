@@ -4,8 +4,8 @@
 //! the end (as totals).
 
 use super::counters::{add_derived, Counting, OpenSet, Target};
-use crate::executor::process::{self, Environment, Output, Prepared};
 use perflab_model::{CounterReading, ExitInfo};
+use perflab_sys::spawn::process::{self, Environment, Output, Prepared};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -161,7 +161,7 @@ pub fn count(
     let started = Instant::now();
     let mut child = match &options.command {
         Some(argv) => {
-            let program = crate::plan::command::resolve_program(&argv[0])?;
+            let program = perflab_sys::command::resolve_program(&argv[0])?;
             let prepared = Prepared::new(&program, argv, Output::Inherit)
                 .map_err(|source| LiveError::Prepare { command: argv.join(" "), source })?;
             let mut opened: Option<OpenSet> = None;
@@ -279,7 +279,7 @@ fn poll_readable(fds: &[std::os::fd::RawFd], timeout: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::counters::{parse_events, PerfOpener, Scope};
+    use perflab_sys::perf::counters::{parse_events, PerfOpener, Scope};
 
     fn counting(events: &str) -> Counting {
         Counting::new(parse_events(&[events.to_string()]).unwrap(), Scope::Auto, Box::new(PerfOpener))

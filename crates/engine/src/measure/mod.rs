@@ -9,7 +9,7 @@ pub mod output;
 pub mod sampling;
 
 use perflab_model::CommandSpec;
-pub use perflab_sys::perf::{counters, event, Probe};
+use perflab_sys::perf::{counters, event, Probe};
 use std::collections::BTreeMap;
 
 /// What a run measures besides time and rusage.
@@ -117,7 +117,7 @@ pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTr
         let per_command: Vec<(&str, BTreeMap<String, String>)> = commands
             .iter()
             .filter_map(|c| {
-                let program = crate::plan::command::resolve_program(c.argv.first()?).ok()?;
+                let program = perflab_sys::command::resolve_program(c.argv.first()?).ok()?;
                 Some((c.name.as_str(), cachegrind::environment_facts(&program)))
             })
             .collect();

@@ -43,8 +43,8 @@ pub struct SamplingProbe {
 }
 
 impl SamplingProbe {
-    pub fn new(sampling: &Sampling) -> Result<SamplingProbe, crate::measure::event::EventError> {
-        crate::measure::event::parse_one(&sampling.event)?;
+    pub fn new(sampling: &Sampling) -> Result<SamplingProbe, perflab_sys::perf::event::EventError> {
+        perflab_sys::perf::event::parse_one(&sampling.event)?;
         let call_graph = if sampling.call_stacks { CallGraph::FramePointers } else { CallGraph::None };
         let options = RecordOptions {
             event: sampling.event.clone(),

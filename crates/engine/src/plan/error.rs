@@ -21,5 +21,5 @@ pub enum PlanError {
     UnknownMetric { metric: String, choices: String },
     /// An `-e` event list the counters cannot count.
     #[error(transparent)]
-    Event(#[from] crate::measure::event::EventError),
+    Event(#[from] perflab_sys::perf::event::EventError),
 }

@@ -2,7 +2,7 @@
 //! command line, a suite benchmark, the suite's defaults and `Settings::default()`, and
 //! the metrics it compares.
 
-pub use perflab_sys::command;
+use perflab_sys::command;
 pub mod error;
 pub mod schedule;
 

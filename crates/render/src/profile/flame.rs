@@ -437,7 +437,7 @@ fn describe(node: &Node, mode: &Colouring, total_old: f64, total_new: f64) -> St
 /// Names shown in the picture: control characters escaped (XML cannot carry most of
 /// them even as references), then escaped by the template where written.
 fn visible(text: &str) -> String {
-    crate::terminal::escape(text)
+    perflab_sys::text::escape(text)
 }
 
 /// One box of the picture: a node of the tree, or several small siblings merged.

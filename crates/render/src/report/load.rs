@@ -434,8 +434,7 @@ fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> Counter
 /// Environment facts of one session's harness, not of the machine: the spawner's peak-RSS
 /// floor, the cgroup it created (its path names its process id), how busy the machine
 /// was. Labels that differ only in these ran on the same machine with the same setup.
-const SESSION_FACTS: [&str; 3] =
-    ["max_rss_floor_kib", "run_queue_wait", perflab_engine::executor::contention::BUSY_FACT];
+const SESSION_FACTS: [&str; 3] = ["max_rss_floor_kib", "run_queue_wait", perflab_sys::spawn::contention::BUSY_FACT];
 
 /// Labels grouped by the machine, perflab version and environment they ran with (the
 /// environment without its per-session facts).

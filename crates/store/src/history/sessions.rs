@@ -6,9 +6,9 @@
 use super::measured_values;
 use crate::StoredExperiment;
 use perflab_engine::analysis::BUSY_SHARE;
-use perflab_engine::executor::contention::{self, BUSY_FACT};
 use perflab_model::metric;
 use perflab_stats::sessions::{session_noise, Prior, Session, SessionNoise};
+use perflab_sys::spawn::contention::{self, BUSY_FACT};
 use std::collections::HashMap;
 
 /// How busy the machine was during an experiment: the recorded fact, else (an older
