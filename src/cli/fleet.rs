@@ -8,7 +8,7 @@ use perflab_render::suite::summary_line;
 use perflab_render::terminal::escape;
 use perflab_suite as suite;
 use perflab_suite::fleet::agent::{AgentOptions, Event};
-use perflab_suite::fleet::{self as fleet, QueueRequest};
+use perflab_suite::fleet::{self as fleet, JobSpec};
 use perflab_suite::runner::{Explanation, Outcome, SuiteObserver};
 use perflab_suite::{Benchmark, Build};
 use std::path::PathBuf;
@@ -69,7 +69,9 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
         eprintln!("cancelled job {job}");
         return Ok(());
     }
-    let request = QueueRequest {
+    let spec = JobSpec {
+        suite_path: args.suite.to_string_lossy().into_owned(),
+        suite: fleet::read_suite(&args.suite)?,
         label: args.label.unwrap_or_default(),
         git_commit: args.commit,
         build: args.selection.build,
@@ -79,12 +81,12 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
         profile_changes: args.profile_changes,
     };
     let mut store = args.db.open()?;
-    let id = fleet::queue(&mut store, &args.suite, &request)?;
+    let id = fleet::queue(&mut store, &spec)?;
     eprintln!(
         "queued job {id}: {} under label `{}` on {} ({})",
         args.suite.display(),
-        escape(&request.label),
-        if request.machines.is_empty() { "every machine".to_string() } else { request.machines.join(", ") },
+        escape(&spec.label),
+        if spec.machines.is_empty() { "every machine".to_string() } else { spec.machines.join(", ") },
         store.location()
     );
     Ok(())

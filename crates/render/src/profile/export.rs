@@ -1,11 +1,11 @@
 //! The files a profile report is written as, each a [`Format`] sent to a file or to
 //! stdout (`-`), in the spirit of hyperfine's exporters: every format implements
-//! [`Exporter`] in its own module — the `--json` report ([`super::json`]), folded stacks
+//! [`ProfileExporter`](super::exporter::ProfileExporter) in its own module — the `--json` report ([`super::json`]), folded stacks
 //! ([`super::folded`]), the SVG flame graph ([`super::flamegraph`]) and the viewers'
 //! formats: the Firefox Profiler ([`super::firefox`]), speedscope ([`super::speedscope`])
 //! and pprof ([`super::pprof`]).
 
-use super::exporter::{ExportInput, Exporter};
+use super::exporter::{ExportInput, ProfileExporter};
 use crate::profile::flame::FlameOptions;
 use perflab_profile::error::ProfileError;
 use perflab_profile::format::Profile;
@@ -31,7 +31,7 @@ pub enum Format {
 
 impl Format {
     /// The exporter that writes it.
-    pub fn exporter(self) -> &'static dyn Exporter {
+    pub fn exporter(self) -> &'static dyn ProfileExporter {
         match self {
             Format::Json => &super::json::Json,
             Format::Folded => &super::folded::Folded,

@@ -16,7 +16,7 @@ pub struct ExportInput<'a> {
 }
 
 /// One output file format.
-pub trait Exporter: Sync {
+pub trait ProfileExporter: Sync {
     /// The option that asks for it (`--pprof`).
     fn flag(&self) -> &'static str;
 

@@ -5,7 +5,7 @@
 //! a category by where the code is (user, kernel, JIT). A count event's samples weigh
 //! their periods (the call tree counts events).
 
-use super::exporter::{ExportInput, Exporter};
+use super::exporter::{ExportInput, ProfileExporter};
 use super::samples::Samples;
 use fxprof_processed_profile::{
     CategoryColor, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo, ProcessHandle, Profile as Processed,
@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 pub struct Firefox;
 
-impl Exporter for Firefox {
+impl ProfileExporter for Firefox {
     fn flag(&self) -> &'static str {
         "--firefox"
     }

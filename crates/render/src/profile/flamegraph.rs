@@ -1,12 +1,12 @@
 //! `--flamegraph FILE`: perflab's interactive SVG flame graph.
 
-use super::exporter::{ExportInput, Exporter};
+use super::exporter::{ExportInput, ProfileExporter};
 use crate::profile::flame;
 use perflab_profile::error::ProfileError;
 
 pub struct FlameGraph;
 
-impl Exporter for FlameGraph {
+impl ProfileExporter for FlameGraph {
     fn flag(&self) -> &'static str {
         "--flamegraph"
     }

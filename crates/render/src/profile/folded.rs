@@ -1,12 +1,12 @@
 //! `--folded FILE`: Brendan Gregg's folded stacks (`a;b;c weight`), read by
 //! flamegraph.pl, inferno and speedscope.
 
-use super::exporter::{ExportInput, Exporter};
+use super::exporter::{ExportInput, ProfileExporter};
 use perflab_profile::error::ProfileError;
 
 pub struct Folded;
 
-impl Exporter for Folded {
+impl ProfileExporter for Folded {
     fn flag(&self) -> &'static str {
         "--folded"
     }

@@ -1,11 +1,11 @@
 //! `--json FILE`: the flat report as JSON (its fields in docs/profiling.md).
 
-use super::exporter::{ExportInput, Exporter};
+use super::exporter::{ExportInput, ProfileExporter};
 use perflab_profile::error::ProfileError;
 
 pub struct Json;
 
-impl Exporter for Json {
+impl ProfileExporter for Json {
     fn flag(&self) -> &'static str {
         "--json"
     }

@@ -1,7 +1,7 @@
 //! The profile commands' terminal output — the flat report ([`flat`]), the diff
 //! ([`diff`]) and the annotation ([`annotate`]) — as strings, from the data the
 //! profile library computes; plus the file formats a profile is written in
-//! ([`export`] chooses the [`exporter::Exporter`]: JSON, folded stacks, flame graphs,
+//! ([`export`] chooses the [`exporter::ProfileExporter`]: JSON, folded stacks, flame graphs,
 //! the Firefox Profiler, speedscope, pprof — one module each).
 
 pub mod annotate;

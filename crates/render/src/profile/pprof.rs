@@ -8,7 +8,7 @@
 //! (github.com/google/pprof/blob/main/proto/profile.proto): the crates that ship them
 //! generated (pprof, pprof_util) come with a profiler or an allocator attached.
 
-use super::exporter::{ExportInput, Exporter};
+use super::exporter::{ExportInput, ProfileExporter};
 use super::samples::Samples;
 use perflab_profile::error::ProfileError;
 use perflab_profile::format::{Profile, Weight};
@@ -253,7 +253,7 @@ pub fn message(profile: &Profile, samples: &Samples) -> PprofProfile {
 
 pub struct Pprof;
 
-impl Exporter for Pprof {
+impl ProfileExporter for Pprof {
     fn flag(&self) -> &'static str {
         "--pprof"
     }

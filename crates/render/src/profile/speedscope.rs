@@ -5,7 +5,7 @@
 //! count event. Written with serde: the schema is a small JSON document and no crate
 //! writes it.
 
-use super::exporter::{ExportInput, Exporter};
+use super::exporter::{ExportInput, ProfileExporter};
 use super::samples::Samples;
 use perflab_profile::error::ProfileError;
 use perflab_profile::format::{Profile, Weight};
@@ -52,7 +52,7 @@ struct Sampled {
 
 pub struct Speedscope;
 
-impl Exporter for Speedscope {
+impl ProfileExporter for Speedscope {
     fn flag(&self) -> &'static str {
         "--speedscope"
     }

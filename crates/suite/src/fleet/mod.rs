@@ -15,39 +15,20 @@ use perflab_model::Machine;
 use perflab_store::Store;
 use std::path::Path;
 
-/// What to queue besides the suite file.
-#[derive(Debug, Clone, Default)]
-pub struct QueueRequest {
-    pub label: String,
-    pub git_commit: Option<String>,
-    pub build: Option<String>,
-    pub baseline: Option<String>,
-    pub filter: Option<String>,
-    /// Glob patterns over machine id, hostname and fingerprint; empty = every machine.
-    pub machines: Vec<String>,
-    /// Explain regressions against the baseline (`run --profile-changes`).
-    pub profile_changes: bool,
+/// The suite file at `suite_path`, read to be queued with a job (every machine then runs
+/// the same suite, whatever its copy of the file says).
+pub fn read_suite(suite_path: &Path) -> Result<String, FleetError> {
+    std::fs::read_to_string(suite_path)
+        .map_err(|source| crate::error::SuiteError::Read { path: suite_path.to_path_buf(), source }.into())
 }
 
-/// Check the suite and the request as `perflab run` would, then queue a job; returns its id.
-pub fn queue(store: &mut Store, suite_path: &Path, request: &QueueRequest) -> Result<i64, FleetError> {
-    let text = std::fs::read_to_string(suite_path)
-        .map_err(|source| crate::error::SuiteError::Read { path: suite_path.to_path_buf(), source })?;
-    let suite = crate::parse(&text, suite_path)?;
-    suite.select(request.filter.as_deref())?;
-    suite.builds(request.build.as_deref(), request.baseline.as_deref(), Some(&request.label))?;
-    check_patterns(&request.machines)?;
-    Ok(store.enqueue(&JobSpec {
-        suite_path: suite_path.to_string_lossy().into_owned(),
-        suite: text,
-        label: request.label.clone(),
-        git_commit: request.git_commit.clone(),
-        build: request.build.clone(),
-        baseline: request.baseline.clone(),
-        filter: request.filter.clone(),
-        machines: request.machines.clone(),
-        profile_changes: request.profile_changes,
-    })?)
+/// Check the job's suite and choices as `perflab run` would, then queue it; returns its id.
+pub fn queue(store: &mut Store, spec: &JobSpec) -> Result<i64, FleetError> {
+    let suite = crate::parse(&spec.suite, Path::new(&spec.suite_path))?;
+    suite.select(spec.filter.as_deref())?;
+    suite.builds(spec.build.as_deref(), spec.baseline.as_deref(), Some(&spec.label))?;
+    check_patterns(&spec.machines)?;
+    Ok(store.enqueue(spec)?)
 }
 
 fn check_patterns(patterns: &[String]) -> Result<(), FleetError> {
