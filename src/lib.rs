@@ -29,6 +29,7 @@ pub mod interrupt;
 pub mod machine;
 pub mod measure;
 pub mod model;
+pub mod panic_guard;
 pub mod parallel;
 pub mod plan;
 pub mod profile;
