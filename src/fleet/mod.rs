@@ -33,7 +33,7 @@ pub struct QueueRequest {
 
 /// Check the suite and the request as `perflab run` would, then queue a job; returns its id.
 pub fn queue(store: &mut Store, suite_path: &Path, request: &QueueRequest) -> Result<i64, Failure> {
-    let text = std::fs::read_to_string(suite_path)
+    let text = crate::files::read_regular_to_string(suite_path)
         .map_err(|source| suite::error::SuiteError::Read { path: suite_path.to_path_buf(), source })?;
     let suite = suite::parse(&text, suite_path)?;
     suite.select(request.filter.as_deref())?;
