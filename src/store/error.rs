@@ -92,4 +92,16 @@ pub enum ImportError {
         #[source]
         source: OutOfRange,
     },
+    /// A record whose values cannot be right, refused with where it is.
+    #[error("{file}: record {record} (ending on line {line}): {source}")]
+    Refused {
+        file: String,
+        record: usize,
+        line: u64,
+        #[source]
+        source: OutOfRange,
+    },
+    /// Storing stopped (the store's own error is reported instead).
+    #[error("storing stopped")]
+    Stopped,
 }

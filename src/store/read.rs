@@ -111,6 +111,8 @@ struct Filter {
     /// The joins from experiment `e` the conditions need (empty without conditions: the
     /// tables are then read without joins).
     joins: String,
+    /// A condition on experiment `e` itself (its id): child tables join it.
+    on_experiment: bool,
 }
 
 impl Filter {
@@ -135,12 +137,27 @@ impl Filter {
             joins.push("JOIN machines m ON m.id = e.machine_id");
         }
         let sql = if conditions.is_empty() { "1 = 1".to_string() } else { conditions.join(" AND ") };
-        Filter { sql, params, joins: joins.join(" ") }
+        Filter { sql, params, joins: joins.join(" "), on_experiment: false }
+    }
+
+    /// Only the experiments `ids` (a batch of an export).
+    fn with_ids(mut self, ids: &[i64]) -> Filter {
+        let first = self.params.len() + 1;
+        self.params.extend(ids.iter().map(|&id| Value::Int(Some(id))));
+        let placeholders: Vec<String> = (first..first + ids.len()).map(|n| format!("${n}")).collect();
+        self.sql = format!("{} AND e.id IN ({})", self.sql, placeholders.join(", "));
+        self.on_experiment = true;
+        self
+    }
+
+    /// Whether a child table must be joined to its experiment for the conditions.
+    fn joined(&self) -> bool {
+        !self.joins.is_empty() || self.on_experiment
     }
 
     /// `FROM <table> t`, joined to its experiment `e` when the conditions need it.
     fn from(&self, table: &str) -> String {
-        if self.joins.is_empty() {
+        if !self.joined() {
             format!("FROM {table} t")
         } else {
             format!("FROM {table} t JOIN experiments e ON e.id = t.experiment_id {}", self.joins)
@@ -163,7 +180,38 @@ impl Filter {
 
 /// The experiments matching `query`, oldest label first, then in storing order.
 pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result<Vec<StoredExperiment>> {
+    experiments_filtered(db, Filter::new(query))
+}
+
+/// The ids of the experiments matching `query`, oldest label first, then in storing
+/// order (as [`experiments`] orders them), for reading them a batch at a time.
+pub(super) fn experiment_ids(db: &mut dyn Backend, query: &Query) -> anyhow::Result<Vec<i64>> {
     let filter = Filter::new(query);
+    let rows = Rows::query(
+        db,
+        &["e.id"],
+        &format!(
+            "FROM experiments e {} WHERE {} AND e.superseded_by IS NULL ORDER BY e.label_id, e.id",
+            filter.joins, filter.sql
+        ),
+        &filter.params,
+    )?;
+    Ok(rows.iter().map(|r| r.id("id")).collect())
+}
+
+/// The experiments `ids` among those matching `query`, in [`experiments`]' order.
+pub(super) fn experiments_with_ids(
+    db: &mut dyn Backend,
+    query: &Query,
+    ids: &[i64],
+) -> anyhow::Result<Vec<StoredExperiment>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    experiments_filtered(db, Filter::new(query).with_ids(ids))
+}
+
+fn experiments_filtered(db: &mut dyn Backend, filter: Filter) -> anyhow::Result<Vec<StoredExperiment>> {
     let mut commands_by_experiment = commands(db, &filter, Detail::Full)?;
     let runs = Rows::query(
         db,
@@ -194,7 +242,7 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
         &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason", "c.samples"],
         &format!(
             "FROM counters c JOIN runs t ON t.id = c.run_id {} WHERE {} ORDER BY c.run_id, c.name",
-            if filter.joins.is_empty() {
+            if !filter.joined() {
                 String::new()
             } else {
                 format!("JOIN experiments e ON e.id = t.experiment_id {}", filter.joins)
