@@ -327,9 +327,9 @@ fn begin_saving<'s>(store: &'s mut Store, save: &SaveArgs, plan: &Plan) -> Recor
 fn finish_saving(recorder: Recorder, experiment: &Experiment) -> Result<(), Failure> {
     let message = format!(
         "saved `{}` as label `{}` in {}",
-        recorder.meta().benchmark,
-        recorder.meta().label,
-        recorder.location()
+        render::terminal::escape(&recorder.meta().benchmark),
+        render::terminal::escape(&recorder.meta().label),
+        render::terminal::escape(recorder.location())
     );
     recorder.finish(experiment)?;
     eprintln!("{message}");
