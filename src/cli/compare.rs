@@ -339,7 +339,8 @@ fn finish_saving(recorder: Recorder, experiment: &Experiment) -> Result<(), Fail
 /// `--fail-if-slower`: a candidate whose whole interval lies beyond 1 + PCT on the worse
 /// side trips it (above 1 + PCT for a time, below 1 − PCT for a higher-is-better metric).
 /// It fails closed: a candidate without an interval on the gated metric (not comparable,
-/// too few rounds) trips it too, with the reason — a gate that cannot look never passes.
+/// too few rounds, 0 in every run of both) trips it too, with the reason — a gate that
+/// cannot look never passes.
 fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
     let Some(pct) = fail_if_slower else { return Ok(()) };
     let worse = |c: &Comparison| match (c.better, c.bounds()) {
@@ -356,6 +357,12 @@ fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
                 "cannot judge `{}` on `{primary}`: {}",
                 c.candidate,
                 c.flags.first().map_or("not comparable", String::as_str)
+            )),
+            // 0 in every run of both is "equal" for a counter that never fired, but a
+            // gate given nothing measured has nothing to pass.
+            Some(c) if c.flags.iter().any(|f| f == crate::analysis::verdict::ALL_ZERO) => reasons.push(format!(
+                "cannot judge `{}` on `{primary}`: it was 0 in every run of both, so nothing was measured",
+                c.candidate
             )),
             Some(c) if !c.ci_high.is_finite() => reasons.push(format!(
                 "cannot judge `{}` on `{primary}`: too few rounds for a {} % interval ({} paired)",
@@ -429,6 +436,13 @@ mod tests {
         assert_eq!((s.fixed_rounds, s.warmup_rounds, s.env_padding), (Some(1), 0, false));
         let s = settings_of(&["--mode", "instructions", "-r", "3", "-w", "1"]).unwrap();
         assert_eq!((s.fixed_rounds, s.warmup_rounds), (Some(3), 1));
+    }
+
+    #[test]
+    fn max_time_binds_fixed_rounds_only_when_given() {
+        let s = settings_of(&["--rounds", "2147483648", "--max-time", "2s"]).unwrap();
+        assert_eq!((s.fixed_rounds, s.max_time_s, s.max_time_bounds_fixed_rounds), (Some(1 << 31), 2.0, true));
+        assert!(!settings_of(&["--rounds", "20"]).unwrap().max_time_bounds_fixed_rounds);
     }
 
     #[test]
