@@ -133,6 +133,14 @@ fn bounded_line(line: &str) -> String {
     format!("{head}… ({} characters cut) …{tail}", count - LINE_MAX / 2 - LINE_MAX / 4)
 }
 
+/// A failure's text with its causes (without the `perflab: error:` prefix of its line).
+pub fn chain_of(failure: &Failure) -> String {
+    match failure {
+        Failure::Other(err) => chain_line(err.chain()),
+        other => other.to_string(),
+    }
+}
+
 /// An error and its causes on one line, `outer: cause: cause`, as anyhow's `{:#}` but
 /// without repeating a cause the message above already quotes: area errors say
 /// "cannot read FILE: {source}" and keep the `io::Error` as their `#[source]` too.

@@ -16,7 +16,7 @@ use crate::render::export::Text;
 use crate::render::table::{self, Stream};
 use crate::render::terminal::Terminal;
 use crate::render::{self, color};
-use crate::store::{current_git_commit, default_label, Meta, Recorder, Store};
+use crate::store::{current_git_commit, default_label, Lenient, Meta, Recorder, Store};
 use crate::units::format_percent;
 use crate::usage;
 use clap::Args;
@@ -249,7 +249,7 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     let mut progress =
         render::progress::ProgressDisplay::new(style.hides_progress(args.experiment.runner.progress_hidden()));
     let mut store = if args.save.save { Some(args.save.db.open()?) } else { None };
-    let mut recorder = store.as_mut().map(|store| begin_saving(store, &args.save, &plan));
+    let mut recorder = store.as_mut().map(|store| Lenient::new(begin_saving(store, &args.save, &plan)));
     let experiment = {
         let mut observers: Vec<&mut dyn Observer> = vec![&mut progress];
         observers.extend(recorder.as_mut().map(|r| r as &mut dyn Observer));
@@ -263,6 +263,13 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     // Stored first, then the files, then the terminal: each on its own, so a failure of
     // one (a full disk, a closed stdout) loses none of the others.
     let saved = recorder.map(|recorder| finish_saving(recorder, &experiment));
+    if let Some(Err(failure)) = &saved {
+        // Said in the results too (the terminal, --json): they are all there is of it.
+        experiment.warnings.push(Warning::new(
+            WarningKind::Other,
+            format!("not stored in the history: {}", crate::error::chain_of(failure)),
+        ));
+    }
     let csv_written = csv.map(render::csv::CsvWriter::finish);
     let stream = if outputs.stdout_taken() { Stream::Stderr } else { Stream::Stdout };
     let terminal = Terminal { style: args.export.layout(table::width(stream)) };
@@ -324,7 +331,7 @@ fn begin_saving<'s>(store: &'s mut Store, save: &SaveArgs, plan: &Plan) -> Recor
 }
 
 /// Store the summaries and verdicts too, and say where on stderr.
-fn finish_saving(recorder: Recorder, experiment: &Experiment) -> Result<(), Failure> {
+fn finish_saving(recorder: Lenient, experiment: &Experiment) -> Result<(), Failure> {
     let message = format!(
         "saved `{}` as label `{}` in {}",
         render::terminal::escape(&recorder.meta().benchmark),

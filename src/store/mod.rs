@@ -25,8 +25,8 @@ mod write;
 
 pub use backend::{Backend, Value};
 pub use schema::schema_version;
-pub use write::Recorder;
 use write::{finish_experiment, insert_experiment, now};
+pub use write::{Lenient, Recorder};
 
 use crate::error::Failure;
 use crate::model::{Calibration, CommandResult, CommandSpec, Experiment, Machine, Settings};
