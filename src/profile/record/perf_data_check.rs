@@ -54,6 +54,8 @@ pub struct Checked {
     /// The command-line feature can be read (linux-perf-data would otherwise reserve
     /// room for as many words as its count says, before reading one).
     pub cmdline_readable: bool,
+    /// The most bytes of records (with their bookkeeping) the reader will hold at once.
+    pub held_bytes: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -91,6 +93,11 @@ impl Endian {
 /// Check the layout of the perf.data file `file` (`len` bytes long). The error says
 /// what is wrong, in a phrase that follows "is not a readable perf.data file: ".
 pub fn check(file: &File, len: u64) -> Result<Checked, String> {
+    check_holding(file, len, HELD_LIMIT_BYTES)
+}
+
+/// [`check`] with `held_limit` in place of [`HELD_LIMIT_BYTES`].
+fn check_holding(file: &File, len: u64, held_limit: u64) -> Result<Checked, String> {
     let mut header = [0u8; FILE_HEADER as usize];
     if len < FILE_HEADER || file.read_exact_at(&mut header, 0).is_err() {
         return Err(format!("{len} bytes is shorter than a perf.data header ({FILE_HEADER} bytes)"));
@@ -147,8 +154,8 @@ pub fn check(file: &File, len: u64) -> Result<Checked, String> {
         None => true,
     };
     let simpleperf = feature(FEATURE_SIMPLEPERF_META_INFO).is_some();
-    file.records(data.0, data_end, simpleperf)?;
-    Ok(Checked { cmdline_readable })
+    let held_bytes = file.records(data.0, data_end, simpleperf, held_limit)?;
+    Ok(Checked { cmdline_readable, held_bytes })
 }
 
 fn check_attr_size(attr_size: u64) -> Result<(), String> {
@@ -271,10 +278,10 @@ impl Layout<'_> {
     /// Walk the records' headers: an AUXTRACE record's trace data must lie in the data
     /// section, and no two rounds together may hold more than [`HELD_LIMIT_BYTES`]
     /// (compressed records counted as what they decompress to).
-    fn records(&self, start: u64, end: u64, simpleperf: bool) -> Result<(), String> {
+    fn records(&self, start: u64, end: u64, simpleperf: bool, held_limit: u64) -> Result<u64, String> {
         let mut reader = BufReader::with_capacity(1 << 18, self.file);
         reader.seek(SeekFrom::Start(start)).map_err(|e| e.to_string())?;
-        let mut rounds = Rounds::new(simpleperf);
+        let mut rounds = Rounds::new(simpleperf, held_limit);
         let mut at = start;
         let mut header = [0u8; RECORD_HEADER as usize];
         let mut body = Vec::new();
@@ -288,7 +295,7 @@ impl Layout<'_> {
             if size > end - at {
                 // linux-perf-data reads it from past the data section (the feature table),
                 // at most 64 KiB; nothing to bound.
-                return Ok(());
+                return Ok(rounds.most);
             }
             let body_len = (size - RECORD_HEADER) as usize;
             if !matches!(kind, RECORD_AUXTRACE | RECORD_COMPRESSED | RECORD_COMPRESSED2) {
@@ -328,12 +335,15 @@ impl Layout<'_> {
             }
             at = next;
         }
-        Ok(())
+        Ok(rounds.most)
     }
 }
 
 /// What linux-perf-data's sorter would hold: the current round and the one before.
 struct Rounds {
+    limit: u64,
+    /// The most held at once so far.
+    most: u64,
     previous: u64,
     current: u64,
     records: u64,
@@ -344,8 +354,17 @@ struct Rounds {
 }
 
 impl Rounds {
-    fn new(simpleperf: bool) -> Rounds {
-        Rounds { previous: 0, current: 0, records: 0, simpleperf, decompressor: None, carry: Vec::new() }
+    fn new(simpleperf: bool, limit: u64) -> Rounds {
+        Rounds {
+            limit,
+            most: 0,
+            previous: 0,
+            current: 0,
+            records: 0,
+            simpleperf,
+            decompressor: None,
+            carry: Vec::new(),
+        }
     }
 
     fn finish(&mut self) {
@@ -357,11 +376,12 @@ impl Rounds {
     fn hold(&mut self, bytes: u64, at: u64) -> Result<(), String> {
         self.current = self.current.saturating_add(bytes + HELD_PER_RECORD);
         let held = self.previous.saturating_add(self.current);
-        if held > HELD_LIMIT_BYTES {
+        self.most = self.most.max(held);
+        if held > self.limit {
             return Err(format!(
-                "reading it would hold over {} MiB of records in memory at once (at byte {at}, no round marker for too long); perflab's limit is {} MiB",
-                held >> 20,
-                HELD_LIMIT_BYTES >> 20
+                "reading it would hold over {} of records in memory at once (at byte {at}, no round marker for too long); perflab's limit is {}",
+                mib(held),
+                mib(self.limit)
             ));
         }
         self.records += 1;
@@ -402,11 +422,11 @@ impl Rounds {
             }
             self.carry.drain(..used);
             // The reader keeps the whole decompressed chunk in one buffer while it splits it.
-            if self.previous.saturating_add(self.current).saturating_add(total) > HELD_LIMIT_BYTES {
+            if self.previous.saturating_add(self.current).saturating_add(total) > self.limit {
                 return Err(format!(
-                    "the compressed record at byte {at} decompresses to over {} MiB; perflab's limit is {} MiB",
-                    total >> 20,
-                    HELD_LIMIT_BYTES >> 20
+                    "the compressed record at byte {at} decompresses to over {}; perflab's limit is {}",
+                    mib(total),
+                    mib(self.limit)
                 ));
             }
             if produced < chunk.len() && input.pos() == compressed.len() {
@@ -415,6 +435,10 @@ impl Rounds {
             }
         }
     }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }
 
 /// linux-perf-data's jitdump reader asserts that the file header fits its first 4 KiB
@@ -455,4 +479,55 @@ pub fn check_jitdump(file: &File, len: u64) -> Result<(), String> {
         at += size;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed(name: &str) -> (File, u64) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hostile").join(name);
+        let file = File::open(path).unwrap();
+        let len = file.metadata().unwrap().len();
+        (file, len)
+    }
+
+    #[test]
+    fn records_held_between_rounds_are_bounded_compressed_ones_as_decompressed() {
+        for name in ["callchain.perf.data", "dwarf.perf.data", "compressed.perf.data"] {
+            let (file, len) = seed(name);
+            assert!(check(&file, len).is_ok(), "{name} is a real recording");
+            let refused = check_holding(&file, len, 4096).unwrap_err();
+            assert!(refused.contains("limit is 0.0 MiB"), "{name}: {refused}");
+        }
+    }
+
+    #[test]
+    fn compressed_records_count_as_what_they_decompress_to() {
+        // 1,000 records of 64 bytes, compressed to about 1.4 KB.
+        let mut records = Vec::new();
+        for _ in 0..1000 {
+            records.extend_from_slice(&9u32.to_le_bytes());
+            records.extend_from_slice(&0u16.to_le_bytes());
+            records.extend_from_slice(&64u16.to_le_bytes());
+            records.extend_from_slice(&[0u8; 56]);
+        }
+        let mut compressed = vec![0u8; zstd_safe::compress_bound(records.len())];
+        let n = zstd_safe::compress(&mut compressed[..], &records, 1).unwrap();
+        compressed.truncate(n);
+        assert!(compressed.len() < 4000, "{} bytes", compressed.len());
+        let mut rounds = Rounds::new(false, u64::MAX);
+        rounds.decompressed(&compressed, Endian::Little, 0).unwrap();
+        assert_eq!(rounds.most, 1000 * (64 + HELD_PER_RECORD));
+        let mut rounds = Rounds::new(false, 100_000);
+        let refused = rounds.decompressed(&compressed, Endian::Little, 0).unwrap_err();
+        assert!(refused.contains("limit is 0.1 MiB"), "{refused}");
+        // Zeros decompress to records shorter than their header: refused at the first.
+        let zeros = vec![0u8; 1 << 20];
+        let mut bomb = vec![0u8; zstd_safe::compress_bound(zeros.len())];
+        let n = zstd_safe::compress(&mut bomb[..], &zeros, 1).unwrap();
+        bomb.truncate(n);
+        let refused = Rounds::new(false, u64::MAX).decompressed(&bomb, Endian::Little, 0).unwrap_err();
+        assert!(refused.contains("shorter than its header"), "{refused}");
+    }
 }
