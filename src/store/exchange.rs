@@ -2,7 +2,7 @@
 //! perflab JSON, perflab exports, checked at the edge) and `perflab export`.
 
 use super::error::{ImportError, OutOfRange};
-use super::import_stream as stream;
+use super::import_stream::{self as stream, EXPORT_FORMAT};
 use super::{current_git_commit, Meta, Query, Store, StoredExperiment};
 use crate::error::Failure;
 use crate::model::{CommandResult, ExitInfo, Experiment, Machine, Run, Settings, StopReason, Warning, WarningKind};
@@ -30,8 +30,6 @@ pub struct ExportFile {
     pub format_version: u32,
     pub experiments: Vec<StoredExperiment>,
 }
-
-pub(super) const EXPORT_FORMAT: &str = "perflab-export";
 
 /// One result of hyperfine's `--export-json` (the fields perflab uses; see hyperfine's
 /// src/export/json.rs). `memory_usage_byte` exists from hyperfine 1.17 on.

@@ -17,6 +17,9 @@ use std::io::Read;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
+/// The `format` of the file `perflab export` writes.
+pub(super) const EXPORT_FORMAT: &str = "perflab-export";
+
 /// The formats `perflab import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -88,7 +91,7 @@ impl<'de> Visitor<'de> for Detect {
         let (mut export, mut results, mut schema, mut commands) = (false, false, false, false);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
-                "format" => export = map.next_value::<Text>()?.0.as_deref() == Some(super::exchange::EXPORT_FORMAT),
+                "format" => export = map.next_value::<Text>()?.0.as_deref() == Some(EXPORT_FORMAT),
                 "results" => results = map.next_value::<IsArray>()?.0,
                 "schema_version" => {
                     schema = true;
