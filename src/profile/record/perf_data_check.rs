@@ -54,8 +54,6 @@ pub struct Checked {
     /// The command-line feature can be read (linux-perf-data would otherwise reserve
     /// room for as many words as its count says, before reading one).
     pub cmdline_readable: bool,
-    /// The most bytes of records (with their bookkeeping) the reader will hold at once.
-    pub held_bytes: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -154,8 +152,9 @@ fn check_holding(file: &File, len: u64, held_limit: u64) -> Result<Checked, Stri
         None => true,
     };
     let simpleperf = feature(FEATURE_SIMPLEPERF_META_INFO).is_some();
-    let held_bytes = file.records(data.0, data_end, simpleperf, held_limit)?;
-    Ok(Checked { cmdline_readable, held_bytes })
+    // (The most it would hold is known here; only going over the limit matters.)
+    file.records(data.0, data_end, simpleperf, held_limit)?;
+    Ok(Checked { cmdline_readable })
 }
 
 fn check_attr_size(attr_size: u64) -> Result<(), String> {
