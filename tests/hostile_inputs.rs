@@ -163,7 +163,10 @@ fn hostile_input_figures() {
         libc::getrusage(libc::RUSAGE_SELF, &mut usage);
         usage.ru_maxrss
     };
-    println!("harness RSS before forking: {} MiB (each child starts with it)", baseline / 1024);
+    println!(
+        "the harness's own peak RSS: {} MiB (a case's RSS counts the pages its child shares with it)",
+        baseline / 1024
+    );
     println!(
         "{:<10} {:>7} {:>8} {:>8} {:>7} {:>7} {:>9} {:>13} {:>12} {:>8}",
         "reader",

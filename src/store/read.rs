@@ -213,7 +213,37 @@ pub(super) fn experiments_with_ids(
 
 fn experiments_filtered(db: &mut dyn Backend, filter: Filter) -> anyhow::Result<Vec<StoredExperiment>> {
     let mut commands_by_experiment = commands(db, &filter, Detail::Full)?;
-    let runs = Rows::query(
+    // Counters, then runs, each made from its row as the row is read (no table of rows
+    // is kept: an experiment of 100,000 runs held both tables beside its runs).
+    let mut counters_by_run: BTreeMap<i64, BTreeMap<String, CounterReading>> = BTreeMap::new();
+    Rows::each(
+        db,
+        &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason", "c.samples"],
+        &format!(
+            "FROM counters c JOIN runs t ON t.id = c.run_id {} WHERE {} ORDER BY c.run_id, c.name",
+            if !filter.joined() {
+                String::new()
+            } else {
+                format!("JOIN experiments e ON e.id = t.experiment_id {}", filter.joins)
+            },
+            filter.sql
+        ),
+        &filter.params,
+        |r| {
+            counters_by_run.entry(r.id("run_id")).or_default().insert(
+                r.text("name"),
+                CounterReading {
+                    supported: r.flag("supported"),
+                    value: r.opt_real("value"),
+                    scaled: r.flag("scaled"),
+                    reason: r.opt_text("reason"),
+                    samples: r.json("samples", "[]").context("per-iteration samples")?,
+                },
+            );
+            Ok(())
+        },
+    )?;
+    Rows::each(
         db,
         &[
             "t.experiment_id",
@@ -236,20 +266,32 @@ fn experiments_filtered(db: &mut dyn Backend, filter: Filter) -> anyhow::Result<
         ],
         &filter.child("runs", "t.experiment_id, t.id"),
         &filter.params,
-    )?;
-    let counters = Rows::query(
-        db,
-        &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason", "c.samples"],
-        &format!(
-            "FROM counters c JOIN runs t ON t.id = c.run_id {} WHERE {} ORDER BY c.run_id, c.name",
-            if !filter.joined() {
-                String::new()
-            } else {
-                format!("JOIN experiments e ON e.id = t.experiment_id {}", filter.joins)
-            },
-            filter.sql
-        ),
-        &filter.params,
+        |r| {
+            let run = Run {
+                round: r.count("round") as u32,
+                position: r.count("position") as u32,
+                wall_s: r.real("wall_s"),
+                user_s: r.real("user_s"),
+                sys_s: r.real("sys_s"),
+                max_rss_kib: r.count("max_rss_kib"),
+                minor_faults: r.count("minor_faults"),
+                major_faults: r.count("major_faults"),
+                voluntary_cs: r.count("voluntary_cs"),
+                involuntary_cs: r.count("involuntary_cs"),
+                exit: ExitInfo {
+                    exit_code: r.int("exit_code").map(|v| v as i32),
+                    signal: r.int("exit_signal").map(|v| v as i32),
+                    timed_out: r.flag("timed_out"),
+                },
+                env_pad_bytes: r.count("env_pad_bytes") as u32,
+                counters: counters_by_run.remove(&r.id("id")).unwrap_or_default(),
+                profile: None,
+            };
+            if let Some(command) = command_mut(&mut commands_by_experiment, r, "command_idx") {
+                command.runs.push(run);
+            }
+            Ok(())
+        },
     )?;
     let summaries = Rows::query(
         db,
@@ -271,45 +313,6 @@ fn experiments_filtered(db: &mut dyn Backend, filter: Filter) -> anyhow::Result<
         &filter.child("summaries", "t.experiment_id, t.command_idx, t.metric"),
         &filter.params,
     )?;
-
-    let mut counters_by_run: BTreeMap<i64, BTreeMap<String, CounterReading>> = BTreeMap::new();
-    for r in counters.iter() {
-        counters_by_run.entry(r.id("run_id")).or_default().insert(
-            r.text("name"),
-            CounterReading {
-                supported: r.flag("supported"),
-                value: r.opt_real("value"),
-                scaled: r.flag("scaled"),
-                reason: r.opt_text("reason"),
-                samples: r.json("samples", "[]").context("per-iteration samples")?,
-            },
-        );
-    }
-    for r in runs.iter() {
-        let run = Run {
-            round: r.count("round") as u32,
-            position: r.count("position") as u32,
-            wall_s: r.real("wall_s"),
-            user_s: r.real("user_s"),
-            sys_s: r.real("sys_s"),
-            max_rss_kib: r.count("max_rss_kib"),
-            minor_faults: r.count("minor_faults"),
-            major_faults: r.count("major_faults"),
-            voluntary_cs: r.count("voluntary_cs"),
-            involuntary_cs: r.count("involuntary_cs"),
-            exit: ExitInfo {
-                exit_code: r.int("exit_code").map(|v| v as i32),
-                signal: r.int("exit_signal").map(|v| v as i32),
-                timed_out: r.flag("timed_out"),
-            },
-            env_pad_bytes: r.count("env_pad_bytes") as u32,
-            counters: counters_by_run.remove(&r.id("id")).unwrap_or_default(),
-            profile: None,
-        };
-        if let Some(command) = command_mut(&mut commands_by_experiment, &r, "command_idx") {
-            command.runs.push(run);
-        }
-    }
     for r in summaries.iter() {
         let summary = Summary {
             n: r.count("n") as usize,
