@@ -65,31 +65,77 @@ impl Failure {
         matches!(self, Failure::Stdout(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
     }
 
-    /// The one line `main` prints on stderr.
+    /// The one line `main` prints on stderr: database secrets hidden (`store::url`),
+    /// control characters a message quotes (a
+    /// program named `tru\x1b]e`) are shown escaped, never sent to the terminal, and a
+    /// quoted value too long to read is shortened with its length.
     pub fn line(&self) -> String {
-        match self {
+        let line = match self {
             Failure::Interrupted(what) => format!("perflab: {what}"),
             Failure::GateTripped(what) => format!("perflab: gate: {what}"),
             Failure::Other(err) => format!("perflab: error: {}", chain_line(err.chain())),
             other => format!("perflab: error: {other}"),
-        }
+        };
+        printable_line(&line)
     }
 }
 
-/// An error and its causes on one line, `outer: cause: cause`, as anyhow's `{:#}` but
-/// without repeating a cause the message above already quotes: area errors say
-/// "cannot read FILE: {source}" and keep the `io::Error` as their `#[source]` too.
-pub fn chain_line<'a>(mut chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> String {
-    let mut line = chain.next().map(|e| e.to_string()).unwrap_or_default();
-    for cause in chain {
-        let text = cause.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
+/// A line of perflab's own as it may be printed on stderr: database secrets hidden,
+/// control characters escaped, long quoted values shortened (see [`Failure::line`]).
+pub fn printable_line(line: &str) -> String {
+    bounded_line(&perflab_sys::text::escape(&perflab_store::url::mask(line)))
+}
+
+/// The longest value an error line quotes whole; longer ones are shortened.
+const QUOTED_MAX: usize = 200;
+/// The longest error line; beyond it the middle is cut (a value quoted without backticks).
+const LINE_MAX: usize = 2000;
+
+/// `value` as an error line quotes it: whole up to 200 characters, else its start, an
+/// ellipsis and its length (`aaaa…` (412345 characters)).
+pub fn shorten(value: &str) -> String {
+    let count = value.chars().count();
+    if count <= QUOTED_MAX {
+        return value.to_string();
+    }
+    let start: String = value.chars().take(QUOTED_MAX / 2).collect();
+    format!("{start}… ({count} characters)")
+}
+
+/// Every backtick-quoted span of `line` shortened (see [`shorten`]); a line still longer
+/// than [`LINE_MAX`] keeps its start and end around a count of what was cut.
+fn bounded_line(line: &str) -> String {
+    let parts: Vec<&str> = line.split('`').collect();
+    let mut out = String::with_capacity(line.len().min(LINE_MAX + 100));
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        // Odd parts lie between backticks (an unclosed last one too).
+        if i % 2 == 1 {
+            out.push_str(&shorten(part));
+        } else {
+            out.push_str(part);
         }
     }
-    line
+    let count = out.chars().count();
+    if count <= LINE_MAX {
+        return out;
+    }
+    let head: String = out.chars().take(LINE_MAX / 2).collect();
+    let tail: String = out.chars().skip(count - LINE_MAX / 4).collect();
+    format!("{head}… ({} characters cut) …{tail}", count - LINE_MAX / 2 - LINE_MAX / 4)
 }
+
+/// A failure's text with its causes (without the `perflab: error:` prefix of its line).
+pub fn chain_of(failure: &Failure) -> String {
+    match failure {
+        Failure::Other(err) => chain_line(err.chain()),
+        other => other.to_string(),
+    }
+}
+
+pub use perflab_sys::text::chain_line;
 
 // Each area's typed error maps to one exit code here, the one place codes are decided.
 
@@ -283,6 +329,19 @@ pub use perflab_sys::text::regex_error;
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn error_lines_escape_control_characters_and_shorten_long_values() {
+        let line = Failure::Usage("program `tru\u{1b}]0;x\u{7}e` not found".into()).line();
+        assert_eq!(line, "perflab: error: program `tru\\u{1b}]0;x\\u{7}e` not found");
+        let long = "a".repeat(400_000);
+        let line = Failure::Usage(format!("bad value `{long}` for --x")).line();
+        assert!(line.len() < 400, "{} bytes", line.len());
+        assert!(line.contains("… (400000 characters)` for --x"), "{line}");
+        let line = Failure::Usage(format!("unquoted {long} end")).line();
+        assert!(line.len() < 2100 && line.contains("characters cut") && line.ends_with(" end"), "{}", line.len());
+        assert_eq!(shorten("short"), "short");
+    }
+
     use super::*;
     use std::io;
 

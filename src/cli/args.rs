@@ -510,6 +510,9 @@ impl DbArgs {
                 perflab_store::sqlite::ReadOnly::Immutable => {
                     " as immutable (its filesystem is read-only; nothing can change it meanwhile)"
                 }
+                perflab_store::sqlite::ReadOnly::ImmutableWithoutWal => {
+                    " as immutable (no WAL index can be made here; a change made meanwhile would not be seen)"
+                }
             };
             eprintln!(
                 "perflab: note: {} is not writable here: opened read-only{what}",

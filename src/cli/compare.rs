@@ -18,7 +18,7 @@ use perflab_render::export::Text;
 use perflab_render::table::{self, Stream};
 use perflab_render::terminal::Terminal;
 use perflab_render::{self as render, color};
-use perflab_store::{current_git_commit, default_label, Meta, Recorder, Store};
+use perflab_store::{current_git_commit, default_label, Lenient, Meta, Recorder, Store};
 use perflab_sys::command::{expand_parameters, parse_commands, resolve_program, substitute, ShellReason};
 use std::collections::BTreeMap;
 
@@ -251,7 +251,7 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     let mut progress =
         crate::output::progress::ProgressDisplay::new(style.hides_progress(args.experiment.runner.progress_hidden()));
     let mut store = if args.save.save { Some(args.save.db.open()?) } else { None };
-    let mut recorder = store.as_mut().map(|store| begin_saving(store, &args.save, &plan));
+    let mut recorder = store.as_mut().map(|store| Lenient::new(begin_saving(store, &args.save, &plan)));
     let experiment = {
         let mut observers: Vec<&mut dyn Observer> = vec![&mut progress];
         observers.extend(recorder.as_mut().map(|r| r as &mut dyn Observer));
@@ -265,6 +265,13 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     // Stored first, then the files, then the terminal: each on its own, so a failure of
     // one (a full disk, a closed stdout) loses none of the others.
     let saved = recorder.map(|recorder| finish_saving(recorder, &experiment));
+    if let Some(Err(failure)) = &saved {
+        // Said in the results too (the terminal, --json): they are all there is of it.
+        experiment.warnings.push(Warning::new(
+            WarningKind::Other,
+            format!("not stored in the history: {}", crate::error::chain_of(failure)),
+        ));
+    }
     let csv_written = csv.map(render::csv::CsvWriter::finish);
     let stream = if outputs.stdout_taken() { Stream::Stderr } else { Stream::Stdout };
     let terminal = Terminal { style: args.export.layout(table::width(stream)) };
@@ -325,12 +332,12 @@ fn begin_saving<'s>(store: &'s mut Store, save: &SaveArgs, plan: &Plan) -> Recor
 }
 
 /// Store the summaries and verdicts too, and say where on stderr.
-fn finish_saving(recorder: Recorder, experiment: &Experiment) -> Result<(), Failure> {
+fn finish_saving(recorder: Lenient, experiment: &Experiment) -> Result<(), Failure> {
     let message = format!(
         "saved `{}` as label `{}` in {}",
-        recorder.meta().benchmark,
-        recorder.meta().label,
-        recorder.location()
+        render::terminal::escape(&recorder.meta().benchmark),
+        render::terminal::escape(&recorder.meta().label),
+        render::terminal::escape(recorder.location())
     );
     recorder.finish(experiment)?;
     eprintln!("{message}");
@@ -340,7 +347,8 @@ fn finish_saving(recorder: Recorder, experiment: &Experiment) -> Result<(), Fail
 /// `--fail-if-slower`: a candidate whose whole interval lies beyond 1 + PCT on the worse
 /// side trips it (above 1 + PCT for a time, below 1 − PCT for a higher-is-better metric).
 /// It fails closed: a candidate without an interval on the gated metric (not comparable,
-/// too few rounds) trips it too, with the reason — a gate that cannot look never passes.
+/// too few rounds, 0 in every run of both) trips it too, with the reason — a gate that
+/// cannot look never passes.
 fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
     let Some(pct) = fail_if_slower else { return Ok(()) };
     let worse = |c: &Comparison| match (c.better, c.bounds()) {
@@ -358,6 +366,14 @@ fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
                 c.candidate,
                 c.flags.first().map_or("not comparable", String::as_str)
             )),
+            // 0 in every run of both is "equal" for a counter that never fired, but a
+            // gate given nothing measured has nothing to pass.
+            Some(c) if c.flags.iter().any(|f| f == perflab_engine::analysis::verdict::ALL_ZERO) => {
+                reasons.push(format!(
+                    "cannot judge `{}` on `{primary}`: it was 0 in every run of both, so nothing was measured",
+                    c.candidate
+                ))
+            }
             Some(c) if !c.ci_high.is_finite() => reasons.push(format!(
                 "cannot judge `{}` on `{primary}`: too few rounds for a {} % interval ({} paired)",
                 c.candidate,
@@ -430,6 +446,13 @@ mod tests {
         assert_eq!((s.fixed_rounds, s.warmup_rounds, s.env_padding), (Some(1), 0, false));
         let s = settings_of(&["--mode", "instructions", "-r", "3", "-w", "1"]).unwrap();
         assert_eq!((s.fixed_rounds, s.warmup_rounds), (Some(3), 1));
+    }
+
+    #[test]
+    fn max_time_binds_fixed_rounds_only_when_given() {
+        let s = settings_of(&["--rounds", "2147483648", "--max-time", "2s"]).unwrap();
+        assert_eq!((s.fixed_rounds, s.max_time_s, s.max_time_bounds_fixed_rounds), (Some(1 << 31), 2.0, true));
+        assert!(!settings_of(&["--rounds", "20"]).unwrap().max_time_bounds_fixed_rounds);
     }
 
     #[test]

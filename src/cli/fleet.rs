@@ -154,7 +154,9 @@ impl SuiteObserver for AgentLog {
     fn finished(&mut self, bench: &Benchmark, outcome: &Outcome) {
         match outcome {
             Outcome::Measured(experiment) => eprintln!("{}", summary_line(&bench.name, experiment)),
-            Outcome::Failed(message) => eprintln!("  {}: {message}", escape(&bench.name)),
+            Outcome::Failed(message) => {
+                eprintln!("  {}: {}", escape(&bench.name), escape(&perflab_store::url::mask(message)))
+            }
         }
     }
     fn explained(&mut self, _bench: &Benchmark, explanation: &Explanation) {
@@ -162,8 +164,12 @@ impl SuiteObserver for AgentLog {
     }
 }
 
-/// One line of the agent's log for `event`.
+/// One line of the agent's log for `event`, database secrets hidden.
 fn event_line(event: &Event) -> String {
+    perflab_store::url::mask(&event_text(event))
+}
+
+fn event_text(event: &Event) -> String {
     let seconds = |s: f64| perflab_model::units::format_seconds(s);
     match event {
         Event::Started { agent, machine, store } => {

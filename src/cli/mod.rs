@@ -142,7 +142,7 @@ fn parse_error(err: clap::Error) -> i32 {
         crate::output::stdout::write(&err.render().to_string());
         return finish(Ok(()));
     }
-    eprintln!("{}", one_line(&err.render().to_string()));
+    eprintln!("{}", crate::error::printable_line(&one_line(&err.render().to_string())));
     EXIT_USAGE
 }
 

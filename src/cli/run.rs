@@ -162,7 +162,7 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
         records.len(),
         if records.len() == 1 { "" } else { "s" },
         escape(&label),
-        store.location()
+        escape(store.location())
     );
     written?;
     if perflab_sys::interrupt::watcher().requested() {

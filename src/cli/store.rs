@@ -35,23 +35,20 @@ pub struct ImportArgs {
 }
 
 pub fn main_import(args: ImportArgs) -> Result<(), Failure> {
-    // The file is read and checked before any database is opened or created.
-    let records = exchange::read_import(&ImportOptions {
-        file: args.file,
-        label: args.label,
-        bench: args.bench,
-        this_machine: args.this_machine,
-    })?;
+    let options =
+        ImportOptions { file: args.file, label: args.label, bench: args.bench, this_machine: args.this_machine };
+    // The file is read and checked whole before any database is opened or created, then
+    // read again and stored a record at a time: memory holds one experiment.
+    exchange::check_import(&options)?;
     let mut store = args.db.open()?;
-    exchange::store_records(&mut store, &records)?;
-    let labels: std::collections::BTreeSet<&str> = records.iter().map(|r| r.label.as_str()).collect();
+    let imported = exchange::store_import(&options, &mut store)?;
     eprintln!(
         "imported {} benchmark result{} ({} runs) under label{} {} into {}",
-        records.len(),
-        if records.len() == 1 { "" } else { "s" },
-        records.iter().flat_map(|r| &r.experiment.commands).map(|c| c.runs.len()).sum::<usize>(),
-        if labels.len() == 1 { "" } else { "s" },
-        labels.iter().map(|l| format!("`{}`", perflab_render::terminal::escape(l))).collect::<Vec<_>>().join(", "),
+        imported.experiments,
+        if imported.experiments == 1 { "" } else { "s" },
+        imported.runs,
+        if imported.labels.len() == 1 { "" } else { "s" },
+        imported.labels.iter().map(|l| format!("`{}`", perflab_sys::text::escape(l))).collect::<Vec<_>>().join(", "),
         store.location()
     );
     Ok(())
@@ -77,11 +74,22 @@ pub struct ExportArgs {
 
 pub fn main_export(args: ExportArgs) -> Result<(), Failure> {
     let mut store = args.db.open_existing()?;
-    let export =
-        exchange::export(&mut store, &Query { label: args.label, benchmark: args.bench, machine: args.machine })?;
-    crate::output::write_json(&args.json, &export)?;
+    // Written a batch of experiments at a time: memory does not grow with the store.
+    let query = Query { label: args.label, benchmark: args.bench, machine: args.machine };
+    let written = |source| perflab_render::OutputError::File { path: args.json.clone().into(), source };
+    let exported = match crate::output::Target::parse(&args.json) {
+        crate::output::Target::Stdout => exchange::export_to(&mut store, &query, &mut crate::output::stdout::Stdout),
+        crate::output::Target::File(path) => {
+            let mut file = std::fs::File::create(&path).map_err(written)?;
+            exchange::export_to(&mut store, &query, &mut file)
+        }
+    };
+    let count = exported.map_err(|e| match e {
+        exchange::ExportError::Store(e) => Failure::from(e),
+        exchange::ExportError::Write(source) => written(source).into(),
+    })?;
     if args.json != "-" {
-        eprintln!("exported {} experiments to {}", export.experiments.len(), args.json);
+        eprintln!("exported {count} experiments to {}", args.json);
     }
     Ok(())
 }

@@ -227,6 +227,11 @@ pub struct Settings {
     /// The file every run read as its standard input (`--input`; default /dev/null).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<String>,
+    /// `--max-time` was given with `--rounds`: the time limit holds too (`--rounds
+    /// 2147483648 --max-time 2s` ran until killed). Without it, exactly N rounds run
+    /// however long they take. Not recorded: the stop reason says which limit ended it.
+    #[serde(skip)]
+    pub max_time_bounds_fixed_rounds: bool,
 }
 
 /// Shell commands run around one measured command, never timed: to restart a server,
@@ -295,6 +300,7 @@ impl Default for Settings {
             output_parsers: Vec::new(),
             hooks: Vec::new(),
             input: None,
+            max_time_bounds_fixed_rounds: false,
         }
     }
 }

@@ -12,6 +12,8 @@ use serde::Deserialize;
 pub enum ParseError {
     #[error("expected `iterations` \"all\", \"first\", \"steady\" or \"each\", found \"{0}\"")]
     Iterations(String),
+    #[error("at most {max} warm-up iterations (the values kept per run), got {0}", max = SAMPLES_KEPT)]
+    TooManyWarmupIterations(u32),
     #[error("expected `mode` \"wall\" or \"instructions\", found \"{0}\"")]
     Mode(String),
 }

@@ -111,8 +111,72 @@ impl CounterReading {
     }
     /// A metric printed `samples.len()` times in one run, aggregated as `iterations` says.
     pub fn sampled(samples: Vec<f64>, iterations: Iterations) -> Result<Self, NoValue> {
-        let value = iterations.aggregate(&samples)?;
-        Ok(CounterReading { supported: true, value: Some(value), scaled: false, reason: None, samples })
+        let mut printed = Printed::default();
+        for v in samples {
+            printed.push(v);
+        }
+        CounterReading::printed(printed, iterations)
+    }
+
+    /// A metric as a run printed it (every value aggregated, the first [`SAMPLES_KEPT`]
+    /// kept as its samples), aggregated as `iterations` says.
+    pub fn printed(printed: Printed, iterations: Iterations) -> Result<Self, NoValue> {
+        let value = iterations.aggregate_printed(&printed)?;
+        Ok(CounterReading { supported: true, value: Some(value), scaled: false, reason: None, samples: printed.kept })
+    }
+}
+
+/// How many values of a printed metric one run keeps as its per-iteration samples. A
+/// command printing a gigabyte of matching lines kept every value (16.8 GB of memory,
+/// ~94 B per line); now each value still counts in the run's value (the sums are
+/// streamed) but only the first 10,000 are kept, and a warning says so
+/// (`analysis::warnings`). Documented in docs/inputs.md.
+pub const SAMPLES_KEPT: usize = 10_000;
+
+/// The values a run printed for one metric, in bounded memory: how many, their sum
+/// (compensated: a hundred million values keep their mean exact to the last digits) and
+/// the first [`SAMPLES_KEPT`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Printed {
+    pub kept: Vec<f64>,
+    pub count: u64,
+    sum: f64,
+    /// Neumaier's compensation term of `sum`.
+    compensation: f64,
+}
+
+impl Printed {
+    pub fn push(&mut self, v: f64) {
+        if self.kept.len() < SAMPLES_KEPT {
+            self.kept.push(v);
+        }
+        self.count += 1;
+        let t = self.sum + v;
+        self.compensation += if self.sum.abs() >= v.abs() { (self.sum - t) + v } else { (v - t) + self.sum };
+        self.sum = t;
+    }
+
+    /// Every value of `other` after this one's (a second stream of the same run).
+    pub fn append(&mut self, other: &Printed) {
+        let room = SAMPLES_KEPT.saturating_sub(self.kept.len());
+        self.kept.extend(other.kept.iter().take(room));
+        self.count += other.count;
+        for part in [other.sum, other.compensation] {
+            let t = self.sum + part;
+            self.compensation +=
+                if self.sum.abs() >= part.abs() { (self.sum - t) + part } else { (part - t) + self.sum };
+            self.sum = t;
+        }
+    }
+
+    /// The sum of every value printed.
+    pub fn sum(&self) -> f64 {
+        self.sum + self.compensation
+    }
+
+    /// Whether values were printed beyond those kept.
+    pub fn capped(&self) -> bool {
+        self.count > self.kept.len() as u64
     }
 }
 
@@ -146,6 +210,10 @@ impl Iterations {
     /// `all`, `first` (the first `warmup` iterations), `steady` (leaving them out) or
     /// `each` (all, with a verdict per group).
     pub fn named(name: &str, warmup: u32) -> Result<Iterations, ParseError> {
+        // The first and steady means need the first `warmup` values, which are kept.
+        if warmup as usize > SAMPLES_KEPT {
+            return Err(ParseError::TooManyWarmupIterations(warmup));
+        }
         match name {
             "all" => Ok(Iterations::All),
             "steady" => Ok(Iterations::Steady(warmup)),
@@ -183,16 +251,35 @@ impl Iterations {
         Ok(kept.iter().sum::<f64>() / kept.len() as f64)
     }
 
-    /// With `each`: the group metrics of a metric printed as `samples` — (`NAME[first]`,
+    /// [`Iterations::aggregate`] of every value printed, of which the first
+    /// [`SAMPLES_KEPT`] are kept (warm-up counts are at most that, see [`Iterations::named`]).
+    pub fn aggregate_printed(&self, printed: &Printed) -> Result<f64, NoValue> {
+        if !printed.capped() {
+            return self.aggregate(&printed.kept);
+        }
+        let first = |n: usize| printed.kept[..n.min(printed.kept.len())].iter().sum::<f64>();
+        Ok(match *self {
+            Iterations::All | Iterations::Each(_) => printed.sum() / printed.count as f64,
+            Iterations::Steady(skip) => (printed.sum() - first(skip as usize)) / (printed.count - skip as u64) as f64,
+            Iterations::First(n) => first(n as usize) / n as f64,
+        })
+    }
+
+    /// With `each`: the group metrics of a metric printed as `printed` — (`NAME[first]`,
     /// mean of the first N), (`NAME[steady]`, mean of the rest) — when there is a rest.
-    pub fn groups(&self, name: &str, samples: &[f64]) -> Vec<(String, f64)> {
+    pub fn groups_printed(&self, name: &str, printed: &Printed) -> Vec<(String, f64)> {
         let Iterations::Each(n) = *self else { return Vec::new() };
-        let n = n as usize;
-        if samples.len() <= n {
+        if printed.count <= n as u64 {
             return Vec::new();
         }
-        let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
-        vec![(group_metric(name, "first"), mean(&samples[..n])), (group_metric(name, "steady"), mean(&samples[n..]))]
+        if !printed.capped() {
+            let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+            let (first, rest) = printed.kept.split_at(n as usize);
+            return vec![(group_metric(name, "first"), mean(first)), (group_metric(name, "steady"), mean(rest))];
+        }
+        let first: f64 = printed.kept[..(n as usize).min(printed.kept.len())].iter().sum();
+        let steady = (printed.sum() - first) / (printed.count - n as u64) as f64;
+        vec![(group_metric(name, "first"), first / n as f64), (group_metric(name, "steady"), steady)]
     }
 
     /// The metric names `each` adds for `name` (none for the other choices).

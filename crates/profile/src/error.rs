@@ -31,6 +31,10 @@ pub enum ProfileError {
         #[source]
         source: linux_perf_data::Error,
     },
+    /// A perf.data file whose layout cannot be right (a size beyond the file, a count
+    /// its bytes cannot hold): refused before it is parsed.
+    #[error("{path} is not a readable perf.data file: {why}")]
+    PerfDataLayout { path: PathBuf, why: String },
     /// A perf.data file that parses but holds nothing perflab can use.
     #[error("{path}: {why}")]
     PerfDataContent { path: PathBuf, why: String },

@@ -410,8 +410,8 @@ impl Profile {
     }
 
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-        let bytes =
-            std::fs::read(path).map_err(|source| ProfileError::ReadProfile { path: path.to_path_buf(), source })?;
+        let bytes = perflab_sys::files::read_regular(path)
+            .map_err(|source| ProfileError::ReadProfile { path: path.to_path_buf(), source })?;
         Profile::parse(&bytes).map_err(|source| ProfileError::Format { path: path.to_path_buf(), source })
     }
 

@@ -57,6 +57,14 @@ impl StoreError {
     pub fn is_unavailable(&self) -> bool {
         matches!(self, StoreError::Database(e) if unavailable(e))
     }
+
+    /// The error and its causes on one line (the database's own error kept in it).
+    pub fn line(&self) -> String {
+        match self {
+            StoreError::Database(e) => perflab_sys::text::chain_line(e.chain()),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// True when the database's error `e` (anywhere in its chain) says it could not be
@@ -117,4 +125,16 @@ pub enum ImportError {
         #[source]
         source: OutOfRange,
     },
+    /// A record whose values cannot be right, refused with where it is.
+    #[error("{file}: record {record} (ending on line {line}): {source}")]
+    Refused {
+        file: String,
+        record: usize,
+        line: u64,
+        #[source]
+        source: OutOfRange,
+    },
+    /// Storing stopped (the store's own error is reported instead).
+    #[error("storing stopped")]
+    Stopped,
 }

@@ -2,6 +2,7 @@
 //! perflab JSON, perflab exports, checked at the edge) and `perflab export`.
 
 use super::error::{ImportError, OutOfRange};
+use super::import_stream::{self as stream, EXPORT_FORMAT};
 use super::{current_git_commit, Meta, Query, Store, StoredExperiment};
 use crate::error::StoreError;
 use perflab_model::{CommandResult, ExitInfo, Experiment, Machine, Run, Settings, StopReason, Warning, WarningKind};
@@ -30,17 +31,10 @@ pub struct ExportFile {
     pub experiments: Vec<StoredExperiment>,
 }
 
-const EXPORT_FORMAT: &str = "perflab-export";
-
-/// hyperfine's `--export-json` (the fields perflab uses; see hyperfine's
+/// One result of hyperfine's `--export-json` (the fields perflab uses; see hyperfine's
 /// src/export/json.rs). `memory_usage_byte` exists from hyperfine 1.17 on.
 #[derive(Debug, Deserialize)]
-struct HyperfineFile {
-    results: Vec<HyperfineResult>,
-}
-
-#[derive(Debug, Deserialize)]
-struct HyperfineResult {
+pub(super) struct HyperfineResult {
     command: String,
     user: Option<f64>,
     system: Option<f64>,
@@ -52,17 +46,164 @@ struct HyperfineResult {
     parameters: BTreeMap<String, serde_json::Value>,
 }
 
-/// Read and check an import file: the experiments it holds, ready to store.
+/// Read and check an import file: the experiments it holds, ready to store (all in
+/// memory: for tests and small files; `perflab import` streams with [`check_import`] and
+/// [`store_import`]).
 pub fn read_import(args: &ImportOptions) -> Result<Vec<StoredExperiment>, StoreError> {
-    let file = || args.file.clone();
-    let text = std::fs::read_to_string(&args.file).map_err(|source| ImportError::Read { file: file(), source })?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|source| ImportError::NotJson { file: file(), source })?;
-    let records = to_records(&value, args)?;
-    for record in &records {
-        check_values(&record.experiment).map_err(|source| ImportError::OutOfRange { file: file(), source })?;
-    }
+    let mut records = Vec::new();
+    for_each_record(args, &mut |record, _| {
+        records.push(record);
+        Ok(())
+    })?;
     Ok(records)
+}
+
+/// What an import holds (or stored): for its summary line.
+#[derive(Debug, Default)]
+pub struct Imported {
+    pub experiments: usize,
+    pub runs: usize,
+    pub labels: std::collections::BTreeSet<String>,
+}
+
+impl Imported {
+    fn count(&mut self, record: &StoredExperiment) {
+        self.experiments += 1;
+        self.runs += record.experiment.commands.iter().map(|c| c.runs.len()).sum::<usize>();
+        if !self.labels.contains(&record.label) {
+            self.labels.insert(record.label.clone());
+        }
+    }
+}
+
+/// Read the whole import file once, a record at a time, checking each (nothing is kept):
+/// an import is refused before anything is stored. Memory holds one record (one
+/// experiment), whatever the file's size.
+pub fn check_import(args: &ImportOptions) -> Result<Imported, StoreError> {
+    let mut imported = Imported::default();
+    for_each_record(args, &mut |record, _| {
+        imported.count(&record);
+        Ok(())
+    })?;
+    Ok(imported)
+}
+
+/// Read the (checked) import file again and store each record as it is read.
+pub fn store_import(args: &ImportOptions, store: &mut Store) -> Result<Imported, StoreError> {
+    let git_commit = current_git_commit();
+    let mut imported = Imported::default();
+    let mut failure = None;
+    for_each_record(args, &mut |record, _| {
+        let meta = Meta {
+            label: record.label.clone(),
+            benchmark: record.benchmark.clone(),
+            git_commit: record.git_commit.clone().or_else(|| git_commit.clone()),
+            source: record.source.clone(),
+        };
+        match store.save(&meta, &record.experiment) {
+            Ok(_) => {
+                imported.count(&record);
+                Ok(())
+            }
+            Err(e) => {
+                failure = Some(e);
+                Err(ImportError::Stopped)
+            }
+        }
+    })
+    .map_err(|e| failure.take().unwrap_or(e))?;
+    Ok(imported)
+}
+
+/// Hand every record of the import file to `each` (with the line it ends on), checked,
+/// reading the file a record at a time. The file is read twice: once to tell its format
+/// (nothing kept), once for the records.
+fn for_each_record(
+    args: &ImportOptions,
+    each: &mut dyn FnMut(StoredExperiment, u64) -> Result<(), ImportError>,
+) -> Result<(), StoreError> {
+    let file = &args.file;
+    let kind = match stream::detect(file)? {
+        Some(kind) => kind,
+        None => return Err(ImportError::UnknownFormat(file.clone()).into()),
+    };
+    let need_label =
+        |kind: &'static str| args.label.clone().ok_or_else(|| ImportError::NeedsLabel { file: file.clone(), kind });
+    let mut index = 0usize;
+    let mut checked = |record: StoredExperiment, line: u64| -> Result<(), ImportError> {
+        index += 1;
+        check_values(&record.experiment).map_err(|source| ImportError::Refused {
+            file: file.clone(),
+            record: index,
+            line,
+            source,
+        })?;
+        each(record, line)
+    };
+    match kind {
+        stream::Kind::Export => {
+            let label = args.label.clone();
+            stream::export(file, &mut |mut record: StoredExperiment, line| {
+                if let Some(label) = &label {
+                    record.label = label.clone();
+                }
+                checked(record, line)
+            })?;
+        }
+        stream::Kind::RunArray => {
+            #[derive(Deserialize)]
+            struct RunRecord {
+                benchmark: String,
+                label: String,
+                experiment: Experiment,
+            }
+            let mut any = false;
+            stream::run_array(file, &mut |r: RunRecord, line| {
+                any = true;
+                let label = args.label.clone().unwrap_or(r.label);
+                checked(record(label, r.benchmark, "import:perflab", r.experiment), line)
+            })?;
+            if !any {
+                return Err(ImportError::Empty(file.clone()).into());
+            }
+        }
+        stream::Kind::Hyperfine => {
+            let label = need_label("hyperfine")?;
+            let machine = if args.this_machine {
+                perflab_sys::machine::detect()
+            } else {
+                Machine {
+                    hostname: "unknown (hyperfine import)".into(),
+                    cpu_model: "unknown".into(),
+                    ..Machine::default()
+                }
+            };
+            let started_at = std::fs::metadata(file)
+                .and_then(|m| m.modified())
+                .map(|t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+                .unwrap_or_default();
+            // Benchmark names given so far (a name met twice gets ` (2)`).
+            let mut names = std::collections::HashSet::new();
+            let mut i = 0;
+            stream::hyperfine(file, &mut |result: HyperfineResult, line| {
+                i += 1;
+                let record = from_hyperfine(result, i, &label, file, &machine, &started_at, &mut names)?;
+                checked(record, line)
+            })?;
+            if i == 0 {
+                return Err(ImportError::Empty(file.clone()).into());
+            }
+        }
+        stream::Kind::Result => {
+            let label = need_label("perflab result")?;
+            let experiment = stream::result(file)?;
+            let benchmark = args.bench.clone().unwrap_or_else(|| {
+                experiment.commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" vs ")
+            });
+            checked(record(label, benchmark, "import:perflab", experiment), 1)?;
+        }
+    }
+    Ok(())
 }
 
 /// Store imported records; the commit of the tree they were imported from stands in
@@ -90,8 +231,35 @@ pub fn check_values(experiment: &Experiment) -> Result<(), OutOfRange> {
     if experiment.machine.cores > 1 << 20 {
         return Err(OutOfRange(format!("machine.cores = {} is out of range", experiment.machine.cores)));
     }
+    if experiment.commands.is_empty() {
+        return Err(OutOfRange("the experiment has no commands".into()));
+    }
     for command in &experiment.commands {
+        // A command runs once per round: a second run of a round would be paired (and
+        // pooled) twice.
+        let mut rounds = std::collections::HashSet::with_capacity(command.runs.len());
+        for run in &command.runs {
+            if !rounds.insert(run.round) {
+                return Err(OutOfRange(format!(
+                    "`{}` has two runs of round {} (position {})",
+                    command.name, run.round, run.position
+                )));
+            }
+        }
         for (i, run) in command.runs.iter().enumerate() {
+            // The harness's contention readings are times: never negative.
+            for (name, reading) in &run.counters {
+                let harness = perflab_model::metric::kind(name) == perflab_model::metric::Kind::Contention;
+                if let (true, Some(v)) = (harness, reading.value) {
+                    if v < 0.0 {
+                        return Err(OutOfRange(format!(
+                            "`{}` run {}: {name} = {v:e} is negative (a time)",
+                            command.name,
+                            i + 1
+                        )));
+                    }
+                }
+            }
             let times = [("wall_s", run.wall_s), ("user_s", run.user_s), ("sys_s", run.sys_s)];
             for (name, v) in times {
                 if !v.is_finite() || !(0.0..=MAX_SECONDS).contains(&v) {
@@ -156,67 +324,6 @@ pub fn check_values(experiment: &Experiment) -> Result<(), OutOfRange> {
     Ok(())
 }
 
-/// Recognize the file's format and turn it into records to store.
-fn to_records(value: &serde_json::Value, args: &ImportOptions) -> Result<Vec<StoredExperiment>, ImportError> {
-    let file = &args.file;
-    let need_label =
-        |kind: &'static str| args.label.clone().ok_or_else(|| ImportError::NeedsLabel { file: file.clone(), kind });
-    let invalid = |kind: &'static str| move |source| ImportError::Invalid { file: file.clone(), kind, source };
-    if value.get("format").and_then(|f| f.as_str()) == Some(EXPORT_FORMAT) {
-        let export: ExportFile = serde_json::from_value(value.clone()).map_err(invalid("perflab export"))?;
-        return Ok(export
-            .experiments
-            .into_iter()
-            .map(|mut r| {
-                if let Some(label) = &args.label {
-                    r.label = label.clone();
-                }
-                r
-            })
-            .collect());
-    }
-    if let Some(items) = value.as_array().filter(|a| a.iter().all(|i| i.get("experiment").is_some())) {
-        // `perflab run --json`: [{"benchmark", "label", "experiment"}]
-        #[derive(Deserialize)]
-        struct RunRecord {
-            benchmark: String,
-            label: String,
-            experiment: Experiment,
-        }
-        let mut records = Vec::new();
-        for item in items {
-            let r: RunRecord = serde_json::from_value(item.clone()).map_err(invalid("`perflab run --json` file"))?;
-            let label = args.label.clone().unwrap_or(r.label);
-            records.push(record(label, r.benchmark, "import:perflab", r.experiment));
-        }
-        if records.is_empty() {
-            return Err(ImportError::Empty(file.clone()));
-        }
-        return Ok(records);
-    }
-    if value.get("results").is_some_and(|r| r.is_array()) {
-        let hyperfine: HyperfineFile =
-            serde_json::from_value(value.clone()).map_err(invalid("hyperfine JSON export"))?;
-        let label = need_label("hyperfine")?;
-        let machine = if args.this_machine {
-            perflab_sys::machine::detect()
-        } else {
-            Machine { hostname: "unknown (hyperfine import)".into(), cpu_model: "unknown".into(), ..Machine::default() }
-        };
-        return from_hyperfine(hyperfine, &label, file, &machine);
-    }
-    if value.get("schema_version").is_some() && value.get("commands").is_some() {
-        let experiment: Experiment = serde_json::from_value(value.clone()).map_err(invalid("perflab result"))?;
-        let label = need_label("perflab result")?;
-        let benchmark = args
-            .bench
-            .clone()
-            .unwrap_or_else(|| experiment.commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" vs "));
-        return Ok(vec![record(label, benchmark, "import:perflab", experiment)]);
-    }
-    Err(ImportError::UnknownFormat(file.clone()))
-}
-
 fn record(label: String, benchmark: String, source: &str, experiment: Experiment) -> StoredExperiment {
     StoredExperiment {
         id: 0,
@@ -234,103 +341,95 @@ fn record(label: String, benchmark: String, source: &str, experiment: Experiment
     }
 }
 
-/// One experiment per hyperfine command, so each is a benchmark in the history.
+/// One experiment per hyperfine command (the `index`th, from 1), so each is a benchmark
+/// in the history; `names` are the benchmark names given so far.
 fn from_hyperfine(
-    file: HyperfineFile,
+    result: HyperfineResult,
+    index: usize,
     label: &str,
     path: &str,
     machine: &Machine,
-) -> Result<Vec<StoredExperiment>, ImportError> {
-    let started_at = std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .map(|t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-        .unwrap_or_default();
-    let mut records: Vec<StoredExperiment> = Vec::new();
-    for (i, result) in file.results.into_iter().enumerate() {
-        let times = result.times.filter(|t| !t.is_empty()).ok_or_else(|| ImportError::NoTimes {
-            file: path.to_string(),
-            index: i + 1,
-            command: result.command.clone(),
-        })?;
-        if let Some(bad) = times.iter().find(|t| !t.is_finite() || **t < 0.0) {
-            return Err(ImportError::BadTime { file: path.to_string(), index: i + 1, time: *bad });
-        }
-        let mut name = result.command.clone();
-        let parameters: BTreeMap<String, String> = result
-            .parameters
-            .iter()
-            .map(|(k, v)| match v {
-                serde_json::Value::String(s) => (k.clone(), s.clone()),
-                other => (k.clone(), other.to_string()),
-            })
-            .collect();
-        if !parameters.is_empty() {
-            let params: Vec<String> = parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            name = format!("{name}[{}]", params.join(","));
-        }
-        let base = name.clone();
-        let mut n = 2;
-        while records.iter().any(|r| r.benchmark == name) {
-            name = format!("{base} ({n})");
-            n += 1;
-        }
-        let runs: Vec<Run> = times
-            .iter()
-            .enumerate()
-            .map(|(round, &wall_s)| Run {
-                round: round as u32,
-                wall_s,
-                max_rss_kib: result.memory_usage_byte.as_ref().and_then(|m| m.get(round)).map_or(0, |b| b / 1024),
-                exit: ExitInfo {
-                    exit_code: result.exit_codes.as_ref().and_then(|c| c.get(round).copied()).unwrap_or(Some(0)),
-                    signal: None,
-                    timed_out: false,
-                },
-                ..Run::default()
-            })
-            .collect();
-        let mut warnings = vec![Warning::new(
-            WarningKind::Import,
-            format!(
-                "imported from hyperfine, which records no per-run user/system time: user_s and sys_s are 0 (hyperfine's means: user {:.6} s, system {:.6} s)",
-                result.user.unwrap_or(0.0),
-                result.system.unwrap_or(0.0)
-            ),
-        )];
-        if result.memory_usage_byte.is_none() {
-            warnings.push(Warning::new(
-                WarningKind::Import,
-                "hyperfine before 1.17 records no memory use: max_rss_kib is 0",
-            ));
-        }
-        let summary =
-            BTreeMap::from([(perflab_model::metric::WALL.to_string(), perflab_stats::summary::summarize(&times))]);
-        let experiment = Experiment {
-            started_at: started_at.clone(),
-            machine: machine.clone(),
-            settings: imported_settings(times.len()),
-            rounds: times.len() as u32,
-            // hyperfine records no total; the runs' sum is the part it measured.
-            duration_s: times.iter().sum(),
-            stop_reason: StopReason::FixedRounds,
-            commands: vec![CommandResult {
-                name: name.clone(),
-                argv: Vec::new(),
-                command_line: result.command,
-                parameters,
-                runs,
-                summary,
-            }],
-            warnings,
-            environment: BTreeMap::from([("imported_from".to_string(), "hyperfine".to_string())]),
-            ..Experiment::default()
-        };
-        records.push(record(label.to_string(), name, "import:hyperfine", experiment));
+    started_at: &str,
+    names: &mut std::collections::HashSet<String>,
+) -> Result<StoredExperiment, ImportError> {
+    let times = result.times.filter(|t| !t.is_empty()).ok_or_else(|| ImportError::NoTimes {
+        file: path.to_string(),
+        index,
+        command: result.command.clone(),
+    })?;
+    if let Some(bad) = times.iter().find(|t| !t.is_finite() || **t < 0.0) {
+        return Err(ImportError::BadTime { file: path.to_string(), index, time: *bad });
     }
-    if records.is_empty() {
-        return Err(ImportError::Empty(path.to_string()));
+    let mut name = result.command.clone();
+    let parameters: BTreeMap<String, String> = result
+        .parameters
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => (k.clone(), s.clone()),
+            other => (k.clone(), other.to_string()),
+        })
+        .collect();
+    if !parameters.is_empty() {
+        let params: Vec<String> = parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        name = format!("{name}[{}]", params.join(","));
     }
-    Ok(records)
+    let base = name.clone();
+    let mut n = 2;
+    while names.contains(&name) {
+        name = format!("{base} ({n})");
+        n += 1;
+    }
+    names.insert(name.clone());
+    let runs: Vec<Run> = times
+        .iter()
+        .enumerate()
+        .map(|(round, &wall_s)| Run {
+            round: round as u32,
+            wall_s,
+            max_rss_kib: result.memory_usage_byte.as_ref().and_then(|m| m.get(round)).map_or(0, |b| b / 1024),
+            exit: ExitInfo {
+                exit_code: result.exit_codes.as_ref().and_then(|c| c.get(round).copied()).unwrap_or(Some(0)),
+                signal: None,
+                timed_out: false,
+            },
+            ..Run::default()
+        })
+        .collect();
+    let mut warnings = vec![Warning::new(
+        WarningKind::Import,
+        format!(
+            "imported from hyperfine, which records no per-run user/system time: user_s and sys_s are 0 (hyperfine's means: user {:.6} s, system {:.6} s)",
+            result.user.unwrap_or(0.0),
+            result.system.unwrap_or(0.0)
+        ),
+    )];
+    if result.memory_usage_byte.is_none() {
+        warnings
+            .push(Warning::new(WarningKind::Import, "hyperfine before 1.17 records no memory use: max_rss_kib is 0"));
+    }
+    let summary =
+        BTreeMap::from([(perflab_model::metric::WALL.to_string(), perflab_stats::summary::summarize(&times))]);
+    let experiment = Experiment {
+        started_at: started_at.to_string(),
+        machine: machine.clone(),
+        settings: imported_settings(times.len()),
+        rounds: times.len() as u32,
+        // hyperfine records no total; the runs' sum is the part it measured.
+        duration_s: times.iter().sum(),
+        stop_reason: StopReason::FixedRounds,
+        commands: vec![CommandResult {
+            name: name.clone(),
+            argv: Vec::new(),
+            command_line: result.command,
+            parameters,
+            runs,
+            summary,
+        }],
+        warnings,
+        environment: BTreeMap::from([("imported_from".to_string(), "hyperfine".to_string())]),
+        ..Experiment::default()
+    };
+    Ok(record(label.to_string(), name, "import:hyperfine", experiment))
 }
 
 /// Settings describing an imported run: its rounds, nothing perflab chose.
@@ -352,8 +451,83 @@ fn imported_settings(rounds: usize) -> Settings {
     }
 }
 
-/// Everything `query` selects, as the file `perflab export` writes.
+/// Everything `query` selects, as the file `perflab export` writes (in memory; `perflab
+/// export` streams with [`export_to`]).
 pub fn export(store: &mut Store, query: &Query) -> Result<ExportFile, StoreError> {
     let experiments = store.experiments(query)?;
     Ok(ExportFile { format: EXPORT_FORMAT.into(), format_version: 1, experiments })
+}
+
+/// How many experiments an export reads from the store at once: its memory is a batch,
+/// not the store.
+const EXPORT_BATCH: usize = 32;
+
+/// Write everything `query` selects to `out` as the file `perflab export` writes — the
+/// same JSON as [`export`]'s, written a batch of experiments at a time. Returns how many
+/// experiments were written.
+pub fn export_to(store: &mut Store, query: &Query, out: &mut dyn std::io::Write) -> Result<usize, ExportError> {
+    let ids = store.experiment_ids(query)?;
+    let stream = ExportStream { store: std::cell::RefCell::new(store), query, ids: &ids, failure: Default::default() };
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    let result = serde_json::to_writer_pretty(&mut out, &stream).map_err(std::io::Error::from).and_then(|()| {
+        std::io::Write::write_all(&mut out, b"\n")?;
+        std::io::Write::flush(&mut out)
+    });
+    if let Some(failure) = stream.failure.into_inner() {
+        return Err(failure.into());
+    }
+    result.map_err(ExportError::Write)?;
+    Ok(ids.len())
+}
+
+/// Why an export stopped: the store, or the destination.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Write(std::io::Error),
+}
+
+/// An export whose experiments are read from the store while they are serialized.
+struct ExportStream<'a> {
+    store: std::cell::RefCell<&'a mut Store>,
+    query: &'a Query,
+    ids: &'a [i64],
+    /// A store error met while serializing (serde can only say that it stopped).
+    failure: std::cell::RefCell<Option<StoreError>>,
+}
+
+impl Serialize for ExportStream<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeStruct};
+        struct Experiments<'x, 'a>(&'x ExportStream<'a>);
+        impl Serialize for Experiments<'_, '_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeSeq;
+                let stream = self.0;
+                let mut seq = serializer.serialize_seq(Some(stream.ids.len()))?;
+                for batch in stream.ids.chunks(EXPORT_BATCH) {
+                    let experiments = stream.store.borrow_mut().experiments_with_ids(stream.query, batch);
+                    match experiments {
+                        Ok(experiments) => {
+                            for e in &experiments {
+                                seq.serialize_element(e)?;
+                            }
+                        }
+                        Err(failure) => {
+                            *stream.failure.borrow_mut() = Some(failure);
+                            return Err(S::Error::custom("reading the store failed"));
+                        }
+                    }
+                }
+                seq.end()
+            }
+        }
+        let mut s = serializer.serialize_struct("ExportFile", 3)?;
+        s.serialize_field("format", EXPORT_FORMAT)?;
+        s.serialize_field("format_version", &1u32)?;
+        s.serialize_field("experiments", &Experiments(self))?;
+        s.end()
+    }
 }

@@ -19,11 +19,13 @@ pub mod error;
 pub mod exchange;
 mod fence;
 pub mod fleet;
+mod import_stream;
 pub mod postgres;
 mod read;
 mod schema;
 mod sigbus;
 pub mod sqlite;
+pub mod url;
 mod write;
 
 #[cfg(any(test, feature = "fixtures"))]
@@ -32,8 +34,8 @@ pub mod history;
 
 pub use backend::{Backend, Value};
 pub use schema::schema_version;
-pub use write::Recorder;
 use write::{finish_experiment, insert_experiment, now};
+pub use write::{Lenient, Recorder};
 
 use anyhow::Context;
 use error::StoreError;
@@ -164,7 +166,10 @@ pub fn default_label(git_commit: Option<&str>) -> String {
 /// The database named by `url`, else by `$PERFLAB_DB`, else the default path.
 fn locate(url: Option<&str>) -> String {
     let env = std::env::var(DB_ENV).ok().filter(|v| !v.is_empty());
-    url.map(str::to_string).or(env).unwrap_or_else(|| DEFAULT_PATH.to_string())
+    let location = url.map(str::to_string).or(env).unwrap_or_else(|| DEFAULT_PATH.to_string());
+    // Its passwords are hidden from here on, wherever a message quotes them.
+    url::remember(&location);
+    location
 }
 
 fn is_postgres(location: &str) -> bool {
@@ -242,7 +247,7 @@ impl Store {
             read_only: true,
             source,
         })?;
-        let mut store = Store { db: Box::new(db), location: path.to_string(), read_only: Some(how) };
+        let mut store = Store { db: Box::new(db), location: redact(path), read_only: Some(how) };
         let version = schema::stored_version(store.db.as_mut())
             .map_err(|cause| StoreError::Schema { location: path.to_string(), cause })?;
         if version != schema_version() {
@@ -404,6 +409,20 @@ impl Store {
             .map_err(StoreError::from)
     }
 
+    /// The ids of the experiments matching `query`, in [`Store::experiments`]' order.
+    pub fn experiment_ids(&mut self, query: &Query) -> Result<Vec<i64>, StoreError> {
+        read::experiment_ids(self.db.as_mut(), query)
+            .with_context(|| format!("reading {}", self.location))
+            .map_err(StoreError::from)
+    }
+
+    /// The experiments `ids` (a batch of [`Store::experiment_ids`]) matching `query`.
+    pub fn experiments_with_ids(&mut self, query: &Query, ids: &[i64]) -> Result<Vec<StoredExperiment>, StoreError> {
+        read::experiments_with_ids(self.db.as_mut(), query, ids)
+            .with_context(|| format!("reading {}", self.location))
+            .map_err(StoreError::from)
+    }
+
     /// The lean read for history and reports of one `metric`: the experiments matching
     /// `query` without their runs, each with its [`StoredExperiment::sample`] of `metric`
     /// (stored with the summaries, else read from the runs); no summaries, no warnings.
@@ -433,18 +452,9 @@ impl Store {
     }
 }
 
-/// Remove a password from a URL before it is shown.
+/// A URL as it is shown: without its secrets (see [`url::mask`]).
 fn redact(url: &str) -> String {
-    match (url.find("://"), url.find('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
+    url::mask(url)
 }
 
 #[cfg(test)]

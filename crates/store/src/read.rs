@@ -111,6 +111,8 @@ struct Filter {
     /// The joins from experiment `e` the conditions need (empty without conditions: the
     /// tables are then read without joins).
     joins: String,
+    /// A condition on experiment `e` itself (its id): child tables join it.
+    on_experiment: bool,
 }
 
 impl Filter {
@@ -135,12 +137,27 @@ impl Filter {
             joins.push("JOIN machines m ON m.id = e.machine_id");
         }
         let sql = if conditions.is_empty() { "1 = 1".to_string() } else { conditions.join(" AND ") };
-        Filter { sql, params, joins: joins.join(" ") }
+        Filter { sql, params, joins: joins.join(" "), on_experiment: false }
+    }
+
+    /// Only the experiments `ids` (a batch of an export).
+    fn with_ids(mut self, ids: &[i64]) -> Filter {
+        let first = self.params.len() + 1;
+        self.params.extend(ids.iter().map(|&id| Value::Int(Some(id))));
+        let placeholders: Vec<String> = (first..first + ids.len()).map(|n| format!("${n}")).collect();
+        self.sql = format!("{} AND e.id IN ({})", self.sql, placeholders.join(", "));
+        self.on_experiment = true;
+        self
+    }
+
+    /// Whether a child table must be joined to its experiment for the conditions.
+    fn joined(&self) -> bool {
+        !self.joins.is_empty() || self.on_experiment
     }
 
     /// `FROM <table> t`, joined to its experiment `e` when the conditions need it.
     fn from(&self, table: &str) -> String {
-        if self.joins.is_empty() {
+        if !self.joined() {
             format!("FROM {table} t")
         } else {
             format!("FROM {table} t JOIN experiments e ON e.id = t.experiment_id {}", self.joins)
@@ -163,9 +180,70 @@ impl Filter {
 
 /// The experiments matching `query`, oldest label first, then in storing order.
 pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result<Vec<StoredExperiment>> {
+    experiments_filtered(db, Filter::new(query))
+}
+
+/// The ids of the experiments matching `query`, oldest label first, then in storing
+/// order (as [`experiments`] orders them), for reading them a batch at a time.
+pub(super) fn experiment_ids(db: &mut dyn Backend, query: &Query) -> anyhow::Result<Vec<i64>> {
     let filter = Filter::new(query);
+    let rows = Rows::query(
+        db,
+        &["e.id"],
+        &format!(
+            "FROM experiments e {} WHERE {} AND e.superseded_by IS NULL ORDER BY e.label_id, e.id",
+            filter.joins, filter.sql
+        ),
+        &filter.params,
+    )?;
+    Ok(rows.iter().map(|r| r.id("id")).collect())
+}
+
+/// The experiments `ids` among those matching `query`, in [`experiments`]' order.
+pub(super) fn experiments_with_ids(
+    db: &mut dyn Backend,
+    query: &Query,
+    ids: &[i64],
+) -> anyhow::Result<Vec<StoredExperiment>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    experiments_filtered(db, Filter::new(query).with_ids(ids))
+}
+
+fn experiments_filtered(db: &mut dyn Backend, filter: Filter) -> anyhow::Result<Vec<StoredExperiment>> {
     let mut commands_by_experiment = commands(db, &filter, Detail::Full)?;
-    let runs = Rows::query(
+    // Counters, then runs, each made from its row as the row is read (no table of rows
+    // is kept: an experiment of 100,000 runs held both tables beside its runs).
+    let mut counters_by_run: BTreeMap<i64, BTreeMap<String, CounterReading>> = BTreeMap::new();
+    Rows::each(
+        db,
+        &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason", "c.samples"],
+        &format!(
+            "FROM counters c JOIN runs t ON t.id = c.run_id {} WHERE {} ORDER BY c.run_id, c.name",
+            if !filter.joined() {
+                String::new()
+            } else {
+                format!("JOIN experiments e ON e.id = t.experiment_id {}", filter.joins)
+            },
+            filter.sql
+        ),
+        &filter.params,
+        |r| {
+            counters_by_run.entry(r.id("run_id")).or_default().insert(
+                r.text("name"),
+                CounterReading {
+                    supported: r.flag("supported"),
+                    value: r.opt_real("value"),
+                    scaled: r.flag("scaled"),
+                    reason: r.opt_text("reason"),
+                    samples: r.json("samples", "[]").context("per-iteration samples")?,
+                },
+            );
+            Ok(())
+        },
+    )?;
+    Rows::each(
         db,
         &[
             "t.experiment_id",
@@ -188,20 +266,32 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
         ],
         &filter.child("runs", "t.experiment_id, t.id"),
         &filter.params,
-    )?;
-    let counters = Rows::query(
-        db,
-        &["c.run_id", "c.name", "c.supported", "c.value", "c.scaled", "c.reason", "c.samples"],
-        &format!(
-            "FROM counters c JOIN runs t ON t.id = c.run_id {} WHERE {} ORDER BY c.run_id, c.name",
-            if filter.joins.is_empty() {
-                String::new()
-            } else {
-                format!("JOIN experiments e ON e.id = t.experiment_id {}", filter.joins)
-            },
-            filter.sql
-        ),
-        &filter.params,
+        |r| {
+            let run = Run {
+                round: r.count("round") as u32,
+                position: r.count("position") as u32,
+                wall_s: r.real("wall_s"),
+                user_s: r.real("user_s"),
+                sys_s: r.real("sys_s"),
+                max_rss_kib: r.count("max_rss_kib"),
+                minor_faults: r.count("minor_faults"),
+                major_faults: r.count("major_faults"),
+                voluntary_cs: r.count("voluntary_cs"),
+                involuntary_cs: r.count("involuntary_cs"),
+                exit: ExitInfo {
+                    exit_code: r.int("exit_code").map(|v| v as i32),
+                    signal: r.int("exit_signal").map(|v| v as i32),
+                    timed_out: r.flag("timed_out"),
+                },
+                env_pad_bytes: r.count("env_pad_bytes") as u32,
+                counters: counters_by_run.remove(&r.id("id")).unwrap_or_default(),
+                profile: None,
+            };
+            if let Some(command) = command_mut(&mut commands_by_experiment, r, "command_idx") {
+                command.runs.push(run);
+            }
+            Ok(())
+        },
     )?;
     let summaries = Rows::query(
         db,
@@ -223,45 +313,6 @@ pub(super) fn experiments(db: &mut dyn Backend, query: &Query) -> anyhow::Result
         &filter.child("summaries", "t.experiment_id, t.command_idx, t.metric"),
         &filter.params,
     )?;
-
-    let mut counters_by_run: BTreeMap<i64, BTreeMap<String, CounterReading>> = BTreeMap::new();
-    for r in counters.iter() {
-        counters_by_run.entry(r.id("run_id")).or_default().insert(
-            r.text("name"),
-            CounterReading {
-                supported: r.flag("supported"),
-                value: r.opt_real("value"),
-                scaled: r.flag("scaled"),
-                reason: r.opt_text("reason"),
-                samples: r.json("samples", "[]").context("per-iteration samples")?,
-            },
-        );
-    }
-    for r in runs.iter() {
-        let run = Run {
-            round: r.count("round") as u32,
-            position: r.count("position") as u32,
-            wall_s: r.real("wall_s"),
-            user_s: r.real("user_s"),
-            sys_s: r.real("sys_s"),
-            max_rss_kib: r.count("max_rss_kib"),
-            minor_faults: r.count("minor_faults"),
-            major_faults: r.count("major_faults"),
-            voluntary_cs: r.count("voluntary_cs"),
-            involuntary_cs: r.count("involuntary_cs"),
-            exit: ExitInfo {
-                exit_code: r.int("exit_code").map(|v| v as i32),
-                signal: r.int("exit_signal").map(|v| v as i32),
-                timed_out: r.flag("timed_out"),
-            },
-            env_pad_bytes: r.count("env_pad_bytes") as u32,
-            counters: counters_by_run.remove(&r.id("id")).unwrap_or_default(),
-            profile: None,
-        };
-        if let Some(command) = command_mut(&mut commands_by_experiment, &r, "command_idx") {
-            command.runs.push(run);
-        }
-    }
     for r in summaries.iter() {
         let summary = Summary {
             n: r.count("n") as usize,

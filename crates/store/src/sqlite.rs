@@ -22,6 +22,10 @@ pub enum ReadOnly {
     /// `immutable=1` (a WAL database on a read-only filesystem, where SQLite can create
     /// no WAL index): no locks; what another process commits meanwhile is not seen.
     Immutable,
+    /// `immutable=1` on a writable filesystem where perflab may not create the WAL index
+    /// (a file 444 in a directory 555) and no WAL holds commits: the file is all there
+    /// is, but a change made meanwhile by someone who may write it would not be seen.
+    ImmutableWithoutWal,
 }
 
 pub struct Sqlite {
@@ -64,6 +68,13 @@ impl Sqlite {
                 let conn = Connection::open_with_flags(uri(path, "immutable=1"), flags).map_err(|_| e)?;
                 (conn, ReadOnly::Immutable)
             }
+            // Without a WAL holding commits the main file is the whole database: read it
+            // immutable rather than not at all (a WAL with commits would be ignored: refused).
+            Err(e) if !wal_holds_commits(path) => {
+                let conn = Connection::open_with_flags(uri(path, "immutable=1"), flags).map_err(|_| e)?;
+                conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))?;
+                (conn, ReadOnly::ImmutableWithoutWal)
+            }
             Err(e) => return Err(e.into()),
         };
         conn.busy_timeout(BUSY_TIMEOUT)?;
@@ -71,8 +82,17 @@ impl Sqlite {
     }
 }
 
-/// Whether perflab may write the database file and create files beside it (its `-wal`
-/// and `-shm`). A missing file counts as writable: opening it creates it.
+/// Whether the database's `-wal` file exists and holds more than its header (commits
+/// not yet copied into the main file).
+fn wal_holds_commits(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(&wal).is_ok_and(|m| m.len() > 32)
+}
+
+/// Whether perflab may write the database file, its `-wal` and `-shm` when they exist
+/// (an immutable `-wal` cannot be written even by root: access(2) says EPERM), and create
+/// files beside it. A missing file counts as writable: opening it creates it.
 pub fn writable(path: &Path) -> bool {
     let access = |p: &Path| {
         let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else { return false };
@@ -83,7 +103,13 @@ pub fn writable(path: &Path) -> bool {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    (!path.exists() || access(path)) && access(dir)
+    let beside = |suffix: &str| {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        std::path::PathBuf::from(p)
+    };
+    let companions_writable = ["-wal", "-shm"].iter().map(|s| beside(s)).all(|p| !p.exists() || access(&p));
+    (!path.exists() || access(path)) && access(dir) && companions_writable
 }
 
 fn on_read_only_filesystem(path: &Path) -> bool {

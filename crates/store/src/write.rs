@@ -62,6 +62,54 @@ impl perflab_engine::experiment::Observer for Recorder<'_> {
     }
 }
 
+/// A recorder whose failure does not stop the experiment (`compare --save`, `run`): the
+/// first failed write is kept, later runs are not written, and the experiment goes on, so
+/// that what is measured is still printed and written to its files (a full store lost
+/// the `--json` file and left `run --json` with `[]`); the failure is reported at the
+/// end. A fleet job's recorder stops instead: its claim may be lost.
+pub struct Lenient<'s> {
+    recorder: Recorder<'s>,
+    failure: Option<StoreError>,
+}
+
+impl<'s> Lenient<'s> {
+    pub fn new(recorder: Recorder<'s>) -> Lenient<'s> {
+        Lenient { recorder, failure: None }
+    }
+
+    pub fn meta(&self) -> &Meta {
+        self.recorder.meta()
+    }
+
+    pub fn location(&self) -> &str {
+        self.recorder.location()
+    }
+
+    /// Why storing stopped, if it did.
+    pub fn failure(&self) -> Option<&StoreError> {
+        self.failure.as_ref()
+    }
+
+    /// [`Recorder::finish`], or the failure that stopped the storing.
+    pub fn finish(self, experiment: &Experiment) -> Result<i64, StoreError> {
+        match self.failure {
+            Some(failure) => Err(failure),
+            None => self.recorder.finish(experiment),
+        }
+    }
+}
+
+impl perflab_engine::experiment::Observer for Lenient<'_> {
+    fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {
+        if self.failure.is_none() {
+            if let Err(e) = self.recorder.record_run(command, run) {
+                self.failure = Some(e);
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Recorder<'_> {
     /// The label, benchmark and commit the experiment is stored under.
     pub fn meta(&self) -> &Meta {

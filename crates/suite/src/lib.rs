@@ -19,7 +19,9 @@ use perflab_engine::measure::Mode;
 use perflab_engine::plan::SettingsLayer;
 use perflab_model::metric::Better;
 use perflab_model::{Hooks, Iterations};
-use perflab_sys::command::{cartesian, expand, is_placeholder_name};
+use perflab_sys::command::{
+    cartesian, check_combination_count, combination_count, expand, is_placeholder_name, MAX_COMBINATIONS,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -328,7 +330,8 @@ impl SourceFile<'_> {
 
 /// Read and check a suite file; every problem is a one-line `FILE:LINE: …` usage error.
 pub fn load(path: &Path) -> Result<Suite, SuiteError> {
-    let text = std::fs::read_to_string(path).map_err(|source| {
+    // A regular file only: a FIFO would block, /dev/zero fill memory.
+    let text = perflab_sys::files::read_regular_to_string(path).map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound && path == Path::new(DEFAULT_FILE) {
             SuiteError::NoSuiteHere
         } else {
@@ -360,6 +363,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, SuiteError> {
     }
 
     let mut benchmarks: Vec<Benchmark> = Vec::new();
+    // Names seen, for the duplicate check (a scan of every benchmark made it quadratic).
+    let mut names: std::collections::HashSet<String> = std::collections::HashSet::new();
     for spanned in &raw.benchmark {
         let raw_bench = spanned.get_ref();
         let name = raw_bench.name.get_ref();
@@ -412,6 +417,19 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, SuiteError> {
                 ));
             }
         }
+        // Counted before expanding: the suite's benchmarks so far and these.
+        let count = combination_count(&params);
+        if let Err(too_many) = check_combination_count(1, &params) {
+            return Err(file.error(raw_bench.name.span(), too_many.to_string()));
+        }
+        if (benchmarks.len() as u64).saturating_add(count) > MAX_COMBINATIONS {
+            return Err(file.error(
+                raw_bench.name.span(),
+                format!(
+                    "the suite makes more than {MAX_COMBINATIONS} benchmarks with this one's {count}: more than perflab's limit"
+                ),
+            ));
+        }
         for combination in cartesian(&params) {
             // Only escapes can name a non-parameter here (unknown placeholders failed
             // above); answering for them unescapes them. `{build}` waits for command_for.
@@ -426,7 +444,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, SuiteError> {
                 let inner: Vec<String> = combination.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 format!("{name}[{}]", inner.join(","))
             };
-            if benchmarks.iter().any(|b| b.name == full_name) {
+            if !names.insert(full_name.clone()) {
                 return Err(file.error(raw_bench.name.span(), format!("duplicate benchmark `{full_name}`")));
             }
             let mut options = options.clone();

@@ -8,7 +8,7 @@ use perflab_engine::experiment::{self, Fanout, Observer};
 use perflab_engine::measure::MeasureOptions;
 use perflab_engine::plan::{self, Plan, SettingsLayer};
 use perflab_model::{Experiment, Hooks, Machine, Settings, StopReason};
-use perflab_store::{current_git_commit, Meta, Store};
+use perflab_store::{current_git_commit, Lenient, Meta, Store};
 use perflab_sys::command::{Shell, ShellReason};
 
 /// How the experiments of a suite run, beyond what the suite file says.
@@ -179,19 +179,40 @@ pub fn run_suite(
             git_commit: git_commit.clone(),
             source: options.source.clone().unwrap_or_else(|| "run".into()),
         };
-        let mut recorder = store.begin(&meta, &machine, &plan.settings, &plan.commands);
-        if let Some(claim) = &options.fence {
-            recorder = recorder.fenced(claim.clone());
-        }
+        let recorder = store.begin(&meta, &machine, &plan.settings, &plan.commands);
+        // A fleet job stops at a failed write (its claim may be lost); `perflab run`
+        // measures the benchmark to its end, so that it is still printed and written.
+        let mut recorder = match &options.fence {
+            Some(claim) => Recording::Fenced(recorder.fenced(claim.clone())),
+            None => Recording::Lenient(Lenient::new(recorder)),
+        };
         let result = match observer.experiment() {
-            Some(watching) => experiment::run(plan, &mut Fanout(vec![watching, &mut recorder])),
-            None => experiment::run(plan, &mut recorder),
+            Some(watching) => experiment::run(plan, &mut Fanout(vec![watching, recorder.observer()])),
+            None => experiment::run(plan, recorder.observer()),
         };
         let mut explanation = None;
+        let mut not_stored = None;
         let outcome = match result {
-            Ok(experiment) => {
-                recorder.finish(&experiment)?;
-                if options.profile_changes {
+            // A fleet job's benchmark cut short by an interrupt is left incomplete, as a
+            // kill -9 leaves it: the job is queued again, and its next attempt measures
+            // the benchmark anew and supersedes these runs (finished, it counted as done
+            // with 5 of its 40 rounds).
+            Ok(experiment) if options.fence.is_some() && experiment.stop_reason == StopReason::Interrupted => {
+                Outcome::Measured(Box::new(experiment))
+            }
+            Ok(mut experiment) => {
+                match recorder.finish(&experiment) {
+                    Ok(_) => {}
+                    Err(failure) if options.fence.is_none() => {
+                        experiment.warnings.push(perflab_model::Warning::new(
+                            perflab_model::WarningKind::Other,
+                            format!("not stored in the history: {}", failure.line()),
+                        ));
+                        not_stored = Some(failure);
+                    }
+                    Err(failure) => return Err(failure.into()),
+                }
+                if options.profile_changes && not_stored.is_none() {
                     explanation = super::explain::explained(&experiment);
                 }
                 Outcome::Measured(Box::new(experiment))
@@ -212,8 +233,35 @@ pub fn run_suite(
         if interrupted {
             break;
         }
+        // The store failed: the benchmark was measured, printed and kept for --json;
+        // the next ones would not be stored either.
+        if let Some(failure) = not_stored {
+            return Err(failure.into());
+        }
     }
     Ok(())
+}
+
+/// A benchmark's recorder: a fleet job's stops at a failed write, `run`'s goes on.
+enum Recording<'s> {
+    Fenced(perflab_store::Recorder<'s>),
+    Lenient(Lenient<'s>),
+}
+
+impl Recording<'_> {
+    fn observer(&mut self) -> &mut dyn perflab_engine::experiment::Observer {
+        match self {
+            Recording::Fenced(r) => r,
+            Recording::Lenient(r) => r,
+        }
+    }
+
+    fn finish(self, experiment: &perflab_model::Experiment) -> Result<i64, perflab_store::error::StoreError> {
+        match self {
+            Recording::Fenced(r) => r.finish(experiment),
+            Recording::Lenient(r) => r.finish(experiment),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 pub struct Interrupt {
@@ -17,6 +17,9 @@ pub struct Interrupt {
 
 static INSTANCE: OnceLock<Interrupt> = OnceLock::new();
 static REQUESTED: AtomicBool = AtomicBool::new(false);
+/// How many SIGINT/SIGTERM arrived: long work after a first Ctrl-C (which may just end a
+/// recording) stops at the next one.
+static SIGNALS: AtomicU32 = AtomicU32::new(0);
 /// The process group a blocking waiter waits for (0: none). One waiter at a time:
 /// perflab runs one command at a time.
 static WAITED_GROUP: AtomicI32 = AtomicI32::new(0);
@@ -36,6 +39,7 @@ pub fn watcher() -> &'static Interrupt {
             let _ = unsafe {
                 signal_hook::low_level::register(sig, || {
                     REQUESTED.store(true, Ordering::SeqCst);
+                    SIGNALS.fetch_add(1, Ordering::SeqCst);
                     kill_group(WAITED_GROUP.load(Ordering::SeqCst));
                     forward(FORWARD_TO.load(Ordering::SeqCst));
                 })
@@ -44,6 +48,12 @@ pub fn watcher() -> &'static Interrupt {
         }
         Interrupt { read_end }
     })
+}
+
+/// SIGINT/SIGTERM received so far (0 when the handlers are not installed: then a signal
+/// ends the process). Does not install the handlers.
+pub fn signals_received() -> u32 {
+    SIGNALS.load(Ordering::SeqCst)
 }
 
 fn kill_group(group: libc::pid_t) {

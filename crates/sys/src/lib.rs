@@ -17,6 +17,7 @@ pub mod exit;
 pub mod files;
 pub mod interrupt;
 pub mod machine;
+pub mod panic_guard;
 pub mod parallel;
 pub mod perf;
 pub mod spawn;

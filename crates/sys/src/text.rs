@@ -15,3 +15,18 @@ pub fn regex_error(err: &regex::Error) -> String {
     let text = err.to_string();
     text.lines().last().unwrap_or_default().trim_start_matches("error: ").to_string()
 }
+
+/// An error and its causes on one line, `outer: cause: cause`, as anyhow's `{:#}` but
+/// without repeating a cause the message above already quotes: area errors say
+/// "cannot read FILE: {source}" and keep the `io::Error` as their `#[source]` too.
+pub fn chain_line<'a>(mut chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> String {
+    let mut line = chain.next().map(|e| e.to_string()).unwrap_or_default();
+    for cause in chain {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}

@@ -329,12 +329,38 @@ fn unread_counters(experiment: &Experiment) -> Vec<Warning> {
         .collect()
 }
 
+/// Printed metrics some run printed [`SAMPLES_KEPT`] or more values of: each run's value
+/// is still made from all of them, but only the first are kept as its samples.
+fn capped_samples(experiment: &Experiment) -> Vec<Warning> {
+    use perflab_model::SAMPLES_KEPT;
+    let mut names: Vec<&str> = Vec::new();
+    for run in experiment.commands.iter().flat_map(|c| &c.runs) {
+        for (name, reading) in &run.counters {
+            if reading.samples.len() >= SAMPLES_KEPT && !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            Warning::new(
+                WarningKind::Other,
+                format!(
+                    "`{name}`: runs printed {SAMPLES_KEPT} values or more; each run's value is made from every one, but only the first {SAMPLES_KEPT} are kept as its per-iteration samples (the iteration table and the stored samples stop there)"
+                ),
+            )
+        })
+        .collect()
+}
+
 fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
     let mut out = if plan.ignore_failure { failed_runs(experiment) } else { Vec::new() };
     if let Some(fake) = experiment.environment.get("fake_pmu") {
         out.push(Warning::new(WarningKind::Other, format!("{fake}: not a measurement of this CPU")));
     }
     out.extend(unread_counters(experiment));
+    out.extend(capped_samples(experiment));
     if plan.measure.mode == Mode::Instructions {
         return out;
     }

@@ -231,7 +231,8 @@ fn rounds(
         if measured >= settings.max_rounds {
             break StopReason::MaxRounds;
         }
-        if settings.fixed_rounds.is_none() && executor.elapsed().as_secs_f64() >= settings.max_time_s {
+        let time_limited = settings.fixed_rounds.is_none() || settings.max_time_bounds_fixed_rounds;
+        if time_limited && executor.elapsed().as_secs_f64() >= settings.max_time_s {
             break StopReason::MaxTime;
         }
         if looks.planned_rounds_done(measured) {
@@ -382,6 +383,27 @@ mod tests {
         let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
         assert_eq!(e.stop_reason, StopReason::CommandFailed);
         assert!(e.failure.unwrap().contains("cannot execute"));
+    }
+
+    #[test]
+    fn max_time_given_with_fixed_rounds_holds_too() {
+        // --rounds 2147483648 --max-time 2s: 0.1 s rounds of two commands stop after ~2 s.
+        let both = Settings {
+            fixed_rounds: Some(1 << 31),
+            max_rounds: 1 << 31,
+            max_time_s: 2.0,
+            max_time_bounds_fixed_rounds: true,
+            ..Settings::default()
+        };
+        let e = run_experiment(&plan(2, both), &mut Simulated::new(3, vec![0.05, 0.05], Noise::none()), &mut Quiet)
+            .unwrap();
+        assert_eq!(e.stop_reason, StopReason::MaxTime);
+        assert!((2.0..2.3).contains(&e.duration_s), "{}", e.duration_s);
+        // Without --max-time, exactly N rounds run however long they take.
+        let exact = Settings { fixed_rounds: Some(30), max_rounds: 30, max_time_s: 1.0, ..Settings::default() };
+        let e = run_experiment(&plan(2, exact), &mut Simulated::new(3, vec![0.05, 0.05], Noise::none()), &mut Quiet)
+            .unwrap();
+        assert_eq!((e.stop_reason, e.rounds), (StopReason::FixedRounds, 30));
     }
 
     #[test]

@@ -420,7 +420,7 @@ fn output_of(command: &mut Command) -> Option<String> {
 /// The ELF program interpreter (dynamic loader) of a binary, if it has one.
 fn interpreter(binary: &Path) -> Option<PathBuf> {
     use object::read::elf::{ElfFile64, ProgramHeader};
-    let data = std::fs::read(binary).ok()?;
+    let data = perflab_sys::files::read_regular(binary).ok()?;
     let elf = ElfFile64::<object::Endianness>::parse(&*data).ok()?;
     let endian = elf.endian();
     elf.elf_program_headers().iter().find_map(|header| {
@@ -431,7 +431,7 @@ fn interpreter(binary: &Path) -> Option<PathBuf> {
 }
 
 fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
+    let mut file = perflab_sys::files::open_regular(path)?;
     let mut hasher = Sha256::new();
     std::io::copy(&mut file, &mut hasher)?;
     Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())

@@ -58,6 +58,9 @@ pub enum ParseError {
     /// The thread reading the commands' output ended before the run's.
     #[error("perflab's output reader stopped")]
     ReaderStopped,
+    /// A run printed more metric names than perflab keeps per run.
+    #[error("the run printed more than {0} different metric names")]
+    TooManyNames(usize),
 }
 
 /// What is wrong with a JSON metric line.

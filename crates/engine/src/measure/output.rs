@@ -11,7 +11,7 @@
 //! the order of the streams: stdout's first, then stderr's.
 
 pub use super::error::{Malformed, NameError, ParseError, ParserError};
-use perflab_model::{metric, CounterReading, Iterations, Run};
+use perflab_model::{metric, CounterReading, Iterations, Printed, Run};
 use regex::Regex;
 use serde_json::Value;
 use std::io::Read;
@@ -184,7 +184,7 @@ impl<'p> RunParse<'p> {
             Ok(samples) => {
                 for (i, parser) in self.parsers.iter().enumerate() {
                     if matches!(parser, Parser::GoogleBenchmark) {
-                        self.stdout[i] = Samples(samples.0.clone());
+                        self.stdout[i] = samples.clone();
                     }
                 }
             }
@@ -209,9 +209,10 @@ impl<'p> RunParse<'p> {
                 Parser::Pgbench | Parser::GoogleBenchmark => stdout,
                 Parser::Regex(_) | Parser::JsonLines => {
                     let mut all = stdout;
-                    for (name, values) in stderr.0 {
-                        for v in values {
-                            all.push(&name, v);
+                    for (name, printed) in stderr.0 {
+                        match all.0.iter_mut().find(|(n, _)| *n == name) {
+                            Some((_, mine)) => mine.append(&printed),
+                            None => all.0.push((name, printed)),
                         }
                     }
                     all
@@ -234,7 +235,7 @@ fn parse_line(parser: &Parser, stream: Stream, line: &str, out: &mut Samples) ->
                     if let Some(found) = captures.name(name) {
                         let value = number(found.as_str())
                             .map_err(|e| ParseError::Capture { name: name.to_string(), source: Box::new(e) })?;
-                        out.push(name, value);
+                        out.push(name, value)?;
                     }
                 }
             }
@@ -267,22 +268,39 @@ fn number(text: &str) -> Result<f64, ParseError> {
     }
 }
 
+/// The most metric names one run may print: each is kept per run, and a program
+/// printing a new name per line would otherwise grow memory with its output.
+pub const MAX_METRIC_NAMES: usize = 1000;
+
 /// Samples per metric in order of first appearance (a run's output order decides the
-/// order metrics are shown in).
-#[derive(Debug, Default, PartialEq)]
-pub struct Samples(Vec<(String, Vec<f64>)>);
+/// order metrics are shown in), each in bounded memory ([`Printed`]: every value counts,
+/// the first [`perflab_model::SAMPLES_KEPT`] are kept).
+#[derive(Debug, Default, PartialEq, Clone)]
+pub struct Samples(Vec<(String, Printed)>);
 
 impl Samples {
-    fn push(&mut self, name: &str, value: f64) {
+    fn push(&mut self, name: &str, value: f64) -> Result<(), ParseError> {
+        let full = self.0.len() >= MAX_METRIC_NAMES;
         match self.0.iter_mut().find(|(n, _)| n == name) {
-            Some((_, values)) => values.push(value),
-            None => self.0.push((name.to_string(), vec![value])),
+            Some((_, printed)) => printed.push(value),
+            None if full => return Err(ParseError::TooManyNames(MAX_METRIC_NAMES)),
+            None => {
+                let mut printed = Printed::default();
+                printed.push(value);
+                self.0.push((name.to_string(), printed));
+            }
         }
+        Ok(())
     }
 
-    /// The samples of `name`.
+    /// The kept samples of `name`.
     pub fn get(&self, name: &str) -> Option<&[f64]> {
-        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.kept.as_slice())
+    }
+
+    /// How many values of `name` were printed (kept or not).
+    pub fn count(&self, name: &str) -> u64 {
+        self.0.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| v.count)
     }
 }
 
@@ -298,8 +316,7 @@ fn json_line(line: &str, out: &mut Samples) -> Result<(), ParseError> {
     let name = name.as_str().ok_or_else(|| malformed(Malformed::MetricNotAString))?;
     check_name(name).map_err(|e| malformed(e.into()))?;
     let value = object.get("value").and_then(Value::as_f64).ok_or_else(|| malformed(Malformed::ValueNotANumber))?;
-    out.push(name, value);
-    Ok(())
+    out.push(name, value)
 }
 
 fn truncate(text: &str) -> String {
@@ -319,18 +336,18 @@ fn pgbench_line(stream: Stream, line: &str, out: &mut Samples) -> Result<(), Par
     match stream {
         Stream::Stderr => {
             if let Some(c) = pgbench_progress().captures(line) {
-                out.push("tps", number(&c[1])?);
-                out.push("latency_ms", number(&c[2])?);
+                out.push("tps", number(&c[1])?)?;
+                out.push("latency_ms", number(&c[2])?)?;
             }
         }
         Stream::Stdout => {
             let (tps, latency) = pgbench_report();
             // The report's first figure of each.
             if let Some(c) = tps.captures(line).filter(|_| out.get("tps").is_none()) {
-                out.push("tps", number(&c[1])?);
+                out.push("tps", number(&c[1])?)?;
             }
             if let Some(c) = latency.captures(line).filter(|_| out.get("latency_ms").is_none()) {
-                out.push("latency_ms", number(&c[1])?);
+                out.push("latency_ms", number(&c[1])?)?;
             }
         }
     }
@@ -415,7 +432,7 @@ pub fn google_benchmark_from(stdout: impl Read) -> Result<Samples, ParseError> {
             (&b.bytes_per_second, "bytes_per_s", 1.0),
         ] {
             if let Some(v) = field.as_ref().and_then(Value::as_f64) {
-                out.push(&format!("{name}:{suffix}"), v * scale);
+                out.push(&format!("{name}:{suffix}"), v * scale)?;
             }
         }
     }
@@ -448,9 +465,9 @@ pub fn record_metrics(
 ) -> Vec<String> {
     let mut found = Vec::new();
     for (parser, samples) in parsers.iter().zip(found_samples) {
-        for (name, values) in samples.0 {
-            let groups = iterations.groups(&name, &values);
-            let reading = CounterReading::sampled(values, iterations)
+        for (name, printed) in samples.0 {
+            let groups = iterations.groups_printed(&name, &printed);
+            let reading = CounterReading::printed(printed, iterations)
                 .unwrap_or_else(|why| CounterReading::unsupported(format!("{name}: {why}")));
             if !found.contains(&name) {
                 found.push(name.clone());

@@ -152,6 +152,7 @@ pub fn settings(options: &SettingsLayer, seed: Option<u64>) -> Settings {
         // Exactly N rounds means N, whatever the round limit.
         max_rounds: options.max_rounds.unwrap_or(d.max_rounds).max(fixed_rounds.unwrap_or(0)),
         max_time_s: options.max_time.unwrap_or(d.max_time_s),
+        max_time_bounds_fixed_rounds: fixed_rounds.is_some() && options.max_time.is_some(),
         threshold: options.threshold.unwrap_or(d.threshold),
         env_padding: d.env_padding && !instructions,
         mode,

@@ -63,7 +63,8 @@ fn classify_file(path: &str) -> Contents {
         return runtime;
     }
     let mut magic = [0u8; 4];
-    match std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)) {
+    // Only a regular file is opened: a FIFO or device named by a mapping would block.
+    match perflab_sys::files::open_regular(path).and_then(|mut f| f.read_exact(&mut magic)) {
         Ok(()) if magic == *b"\x7fELF" => Contents::Object,
         Ok(()) => runtime,
         // Unreadable here (another mount namespace, permissions): leave it to the
@@ -103,14 +104,28 @@ pub(crate) fn is_jitdump_path(path: &str) -> bool {
 
 /// The code a jitdump file says was loaded (and moved) by the end of the file, as a map
 /// of code ranges; None when it cannot be read (or is no regular file).
-fn read_jitdump(path: &str) -> Option<JitMap> {
-    use linux_perf_data::jitdump::{JitDumpReader, JitDumpRecord};
+/// Public for the fuzz tests (tests/hostile_inputs.rs).
+pub fn read_jitdump(path: &str) -> Option<JitMap> {
+    use linux_perf_data::jitdump::JitDumpReader;
     let file = perflab_sys::files::open_regular(std::path::Path::new(path)).ok()?;
-    let mut reader = JitDumpReader::new(std::io::BufReader::new(file)).ok()?;
+    let len = file.metadata().ok()?.len();
+    super::perf_data_check::check_jitdump(&file, len).ok()?;
+    std::io::Seek::rewind(&mut &file).ok()?;
+    perflab_sys::panic_guard::catching(|| jitdump_ranges(JitDumpReader::new(std::io::BufReader::new(file)).ok()?))
+        .ok()?
+}
+
+fn jitdump_ranges<R: Read>(mut reader: linux_perf_data::jitdump::JitDumpReader<R>) -> Option<JitMap> {
+    use linux_perf_data::jitdump::{JitDumpRecord, JitDumpRecordType};
     let mut map = JitMap::default();
     // Moves refer to code by its old address: keep each loaded range's name by start.
     let mut names: HashMap<u64, (u64, String)> = HashMap::new();
     while let Ok(Some(raw)) = reader.next_record() {
+        // Only loads and moves name code; other records are not parsed at all (the
+        // crate sizes a debug-info record's entries by its stated count).
+        if !matches!(raw.record_type, JitDumpRecordType::JIT_CODE_LOAD | JitDumpRecordType::JIT_CODE_MOVE) {
+            continue;
+        }
         match raw.parse() {
             Ok(JitDumpRecord::CodeLoad(load)) => {
                 let name = String::from_utf8_lossy(&load.function_name.as_slice()).into_owned();

@@ -11,9 +11,10 @@
 mod capture;
 pub(crate) mod converter;
 mod held;
-pub(crate) mod jit;
+pub mod jit;
 mod objects;
 pub mod perf_data;
+mod perf_data_check;
 pub(crate) mod records;
 mod session;
 mod source;

@@ -9,6 +9,7 @@
 //! files the process mapped (`jit-PID.dump`) or from perf maps.
 
 use super::converter::Converter;
+use super::perf_data_check;
 use super::records::Record;
 use super::unwinding::unwind_record;
 use crate::error::ProfileError;
@@ -35,7 +36,7 @@ const REG_IP: u64 = 8;
 /// Whether the file at `path` is a perf.data file (by its magic bytes).
 pub fn is_perf_data(path: &Path) -> bool {
     let mut magic = [0u8; 8];
-    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == MAGIC
+    perflab_sys::files::open_regular(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == MAGIC
 }
 
 /// A profile read from perf.data, with what the user should know about it.
@@ -45,10 +46,27 @@ pub struct PerfData {
 }
 
 /// Read `path`, keeping the samples of `event` (perf's name for it, e.g. `cycles:u`;
-/// None: the first sampled event in the file).
+/// None: the first sampled event in the file). perf.data comes from other machines and
+/// other perf versions: its layout is checked before the parser sees it
+/// (`perf_data_check`), and a panic left in the parser becomes an error.
 pub fn read(path: &Path, event: Option<&str>) -> Result<PerfData, ProfileError> {
+    let read_error = |source| ProfileError::Read { path: path.to_path_buf(), source };
+    let file = perflab_sys::files::open_regular(path).map_err(read_error)?;
+    let len = file.metadata().map_err(read_error)?.len();
+    let layout = |why| ProfileError::PerfDataLayout { path: path.to_path_buf(), why };
+    let checked = perf_data_check::check(&file, len).map_err(layout)?;
+    std::io::Seek::rewind(&mut &file).map_err(read_error)?;
+    perflab_sys::panic_guard::catching(|| read_checked(path, file, checked, event))
+        .map_err(|panic| layout(format!("the reader failed on it ({panic}; a perflab bug, please report it)")))?
+}
+
+fn read_checked(
+    path: &Path,
+    file: std::fs::File,
+    checked: perf_data_check::Checked,
+    event: Option<&str>,
+) -> Result<PerfData, ProfileError> {
     let perf_data_error = |source| ProfileError::PerfData { path: path.to_path_buf(), source };
-    let file = std::fs::File::open(path).map_err(|source| ProfileError::Read { path: path.to_path_buf(), source })?;
     let PerfFileReader { mut perf_file, mut record_iter } =
         PerfFileReader::parse_file(std::io::BufReader::new(file)).map_err(perf_data_error)?;
     let attributes = perf_file.event_attributes().to_vec();
@@ -140,7 +158,8 @@ pub fn read(path: &Path, event: Option<&str>) -> Result<PerfData, ProfileError> 
         converter.handle(time, record);
     }
 
-    let (target, mut command) = recorded_target(perf_file.cmdline().ok().flatten().as_deref());
+    let cmdline = if checked.cmdline_readable { perf_file.cmdline().ok().flatten() } else { None };
+    let (target, mut command) = recorded_target(cmdline.as_deref());
     // The program as it ran (its path), for matching builds in `diff`.
     match (&seen.program, command.first_mut()) {
         (Some(program), Some(first)) if basename(first) == basename(program) => *first = program.clone(),
@@ -444,7 +463,8 @@ fn changed_objects(perf_file: &linux_perf_data::PerfFile, profile: &Profile) -> 
 
 fn build_id(path: &str) -> Option<Vec<u8>> {
     use object::Object;
-    let data = std::fs::read(path).ok()?;
+    // The path comes from the file: only a regular file is read (not a FIFO or /dev/zero).
+    let data = perflab_sys::files::read_regular(path).ok()?;
     let file = object::File::parse(&*data).ok()?;
     file.build_id().ok().flatten().map(<[u8]>::to_vec)
 }
@@ -480,7 +500,7 @@ mod tests {
         let path = dir.path().join("x");
         std::fs::write(&path, b"PERFILE2 but nothing else").unwrap();
         assert!(is_perf_data(&path));
-        assert!(matches!(read(&path, None), Err(ProfileError::PerfData { .. })));
+        assert!(matches!(read(&path, None), Err(ProfileError::PerfDataLayout { .. })));
         std::fs::write(&path, b"perflab-profile 2\n{}").unwrap();
         assert!(!is_perf_data(&path));
     }

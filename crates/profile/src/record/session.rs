@@ -321,10 +321,13 @@ impl Session {
         drop(std::mem::take(&mut self.rings));
         let mut records = std::mem::take(&mut self.history);
         records.append(&mut self.records);
+        // Naming code from a long perf map stops at a signal: what is named by then is kept.
+        let signals = perflab_sys::interrupt::signals_received();
         Converter::convert_classified(records, &mut profile, self.call_graph(), self.capture.classifier());
         self.capture.attach(&mut profile);
         kernel::attach_symbols(&mut profile);
         profile.dwarf = self.unwinder.map(|(_, stats)| stats);
+        let interrupted = interrupted || perflab_sys::interrupt::signals_received() != signals;
         Ok(Recording { profile, interrupted })
     }
 }

@@ -22,8 +22,8 @@ pub fn from_json_files(paths: &[impl AsRef<Path>]) -> Result<Vec<StoredExperimen
     let mut label_order: Vec<String> = Vec::new();
     for path in paths {
         let path = path.as_ref();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ReportError::Read { path: path.to_path_buf(), source })?;
+        let text = perflab_sys::files::read_regular_to_string(path)
+            .map_err(|source| ReportError::Read { path: path.to_path_buf(), source })?;
         let experiment: Experiment = serde_json::from_str(&text)
             .map_err(|source| ReportError::NotAResult { path: path.to_path_buf(), source })?;
         perflab_store::exchange::check_values(&experiment)

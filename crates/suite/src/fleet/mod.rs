@@ -18,7 +18,7 @@ use std::path::Path;
 /// The suite file at `suite_path`, read to be queued with a job (every machine then runs
 /// the same suite, whatever its copy of the file says).
 pub fn read_suite(suite_path: &Path) -> Result<String, FleetError> {
-    std::fs::read_to_string(suite_path)
+    perflab_sys::files::read_regular_to_string(suite_path)
         .map_err(|source| crate::error::SuiteError::Read { path: suite_path.to_path_buf(), source }.into())
 }
 

@@ -60,6 +60,9 @@ pub enum CommandError {
     ScanDescending { low: String, high: String },
     #[error("--parameter-scan from {low} to {high} by {step} gives {count} values (at most {max})")]
     ScanTooLong { low: String, high: String, step: String, count: usize, max: usize },
+    /// Parameters whose combinations are counted before they are expanded.
+    #[error("the parameters make {count} commands ({product}), more than perflab's limit of {limit}")]
+    TooManyCombinations { count: String, product: String, limit: u64 },
 }
 
 /// A helper script (a build step, a suite's setup or cleanup, a `--cleanup`) that

@@ -306,6 +306,36 @@ pub fn expand(template: &str, lookup: &dyn Fn(&str) -> Option<String>) -> (Strin
 }
 
 /// Every combination of parameter values, first parameter varying slowest.
+/// The most commands parameters may expand to (the commands of a comparison, the
+/// benchmarks of a suite): each is something perflab will run, so more is surely a
+/// mistake — and the expansion itself would take memory without bound (9 parameters of
+/// 10 values in a 432-byte suite are 10⁹ benchmarks). Counted before anything is
+/// expanded; documented in docs/inputs.md.
+pub const MAX_COMBINATIONS: u64 = 10_000;
+
+/// How many combinations `params` make, without making them (saturating).
+pub fn combination_count(params: &[(String, Vec<String>)]) -> u64 {
+    params.iter().fold(1u64, |n, (_, values)| n.saturating_mul(values.len() as u64))
+}
+
+/// `count` commands from `templates` templates and `params`: an error above
+/// [`MAX_COMBINATIONS`] that says how the count comes about.
+pub fn check_combination_count(templates: u64, params: &[(String, Vec<String>)]) -> Result<(), CommandError> {
+    let count = combination_count(params).saturating_mul(templates);
+    if count <= MAX_COMBINATIONS {
+        return Ok(());
+    }
+    let mut factors: Vec<String> = params.iter().map(|(name, v)| format!("{} values of {name}", v.len())).collect();
+    if templates > 1 {
+        factors.insert(0, format!("{templates} commands"));
+    }
+    Err(CommandError::TooManyCombinations {
+        count: if count == u64::MAX { format!("more than {}", u64::MAX) } else { count.to_string() },
+        product: factors.join(" × "),
+        limit: MAX_COMBINATIONS,
+    })
+}
+
 pub fn cartesian(params: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
     let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for (key, values) in params {
@@ -398,6 +428,7 @@ pub fn expand_parameters(
             }
         }
     }
+    check_combination_count(templates.len() as u64, parameters)?;
     let combinations = cartesian(parameters);
     Ok((0..templates.len()).flat_map(|i| combinations.iter().map(move |c| (i, c.clone()))).collect())
 }

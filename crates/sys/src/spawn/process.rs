@@ -385,12 +385,12 @@ impl Prepared {
         let devnull = OwnedFd::from(devnull);
         let stdin = match input {
             Some(file) => {
-                let opened = std::fs::File::open(file)
-                    .map_err(|source| PrepareError::Input { path: file.to_path_buf(), source })?;
-                // Every run reads it from the start: it must be seekable.
-                if !opened.metadata().is_ok_and(|m| m.is_file()) {
-                    return Err(PrepareError::InputNotAFile(file.to_path_buf()));
-                }
+                // Every run reads it from the start: it must be a regular file (opening a
+                // FIFO to find out would block).
+                let opened = crate::files::open_regular(file).map_err(|source| match source.kind() {
+                    std::io::ErrorKind::InvalidInput => PrepareError::InputNotAFile(file.to_path_buf()),
+                    _ => PrepareError::Input { path: file.to_path_buf(), source },
+                })?;
                 OwnedFd::from(opened)
             }
             None => devnull.try_clone().map_err(|source| PrepareError::System { call: "dup /dev/null", source })?,
