@@ -10,7 +10,7 @@ use crate::error::Failure;
 use crate::usage;
 use clap::Args;
 use perflab_engine::experiment::{self as experiment, Fanout, Observer};
-use perflab_engine::plan::{self as plan, OutputSink, Plan};
+use perflab_engine::plan::{self as plan, OutputSink, Plan, PlanRequest};
 use perflab_model::metric::Better;
 use perflab_model::units::format_percent;
 use perflab_model::{metric, Comparison, Experiment, Hooks, Settings, Verdict, Warning, WarningKind};
@@ -19,7 +19,7 @@ use perflab_render::table::{self, Stream};
 use perflab_render::terminal::Terminal;
 use perflab_render::{self as render, color};
 use perflab_store::{current_git_commit, default_label, Lenient, Meta, Recorder, Store};
-use perflab_sys::command::{expand_parameters, parse_commands, resolve_program, substitute, ShellReason};
+use perflab_sys::command::{expand_parameters, substitute, ShellReason};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Args, Clone)]
@@ -173,20 +173,11 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
     if texts.len() == 1 && args.fail_if_slower.is_some() {
         return Err(usage!("--fail-if-slower needs a second command to compare with"));
     }
-    let (mut commands, shell_reason) = parse_commands(&texts, &names, &args.shell.shell()?)?;
-    for (spec, parameters) in commands.iter_mut().zip(parameters) {
-        spec.parameters = parameters;
-    }
-    for spec in &commands {
-        resolve_program(&spec.argv[0])?;
-    }
     let options = plan::SettingsLayer {
         mode: Some(args.measure.mode),
         input: args.hooks.input.clone(),
         ..args.output.options()?.or(&args.experiment.options())
-    }
-    .for_commands(commands.len());
-    plan::check(&options)?;
+    };
     let mut measure = args.measure.options(&options);
     if args.explain {
         if args.explain_frequency == 0 || args.explain_frequency > 100_000 {
@@ -198,21 +189,26 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
             call_stacks: true,
         });
     }
-    let compared = plan::compared_metrics(&args.metrics, &measure)?;
-    let defaults = plan::settings(&options, args.experiment.seed);
-    let settings = Settings {
+    let request = PlanRequest {
+        names,
+        parameters,
+        hooks,
+        options,
+        seed: args.experiment.seed,
+        measure,
+        metrics: args.metrics.clone(),
+        show_output: args.experiment.runner.show_output,
+        keep_children: args.experiment.runner.keep_children,
+        ignore_failure: args.experiment.ignore_failure,
+        output_sinks: sinks,
+        design,
+        ..PlanRequest::new(texts, args.shell.shell()?)
+    };
+    Ok(request.build_with(|defaults| Settings {
         confidence: args.confidence,
         env_padding: defaults.env_padding && !args.no_env_padding,
-        hooks,
         ..defaults
-    };
-    let plan = Plan::new(commands, settings, measure, compared)
-        .showing_output(args.experiment.runner.show_output)
-        .keeping_children(args.experiment.runner.keep_children)
-        .sending_output(sinks)
-        .ignoring_failure(args.experiment.ignore_failure)
-        .with_design(design);
-    Ok((plan, shell_reason))
+    })?)
 }
 
 /// `perflab compare`: plan, run with progress, CSV rows and the store watching; then the

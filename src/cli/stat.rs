@@ -7,12 +7,11 @@ use clap::Args;
 use perflab_engine::analysis::stat::{stat_metrics, StatReport};
 use perflab_engine::experiment;
 use perflab_engine::measure::Mode;
-use perflab_engine::plan::{self as plan, Compared, Plan};
-use perflab_model::Settings;
+use perflab_engine::plan::{self as plan, PlanRequest};
 use perflab_render::stat::StatTerminal;
 use perflab_render::table::{self, Stream};
 use perflab_render::{self as render, color};
-use perflab_sys::command::{command_text, parse_commands, resolve_program};
+use perflab_sys::command::command_text;
 use perflab_sys::perf::counters;
 
 #[derive(Debug, Args, Clone)]
@@ -75,25 +74,26 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     }
     let names = plan::stat_metrics(&measure)?;
     let text = command_text(&args.command, args.shell.shell.is_some());
-    let (commands, shell_reason) = parse_commands(&[text], &[], &args.shell.shell()?)?;
+    let request = PlanRequest {
+        hooks: args.hooks.per_command(1)?,
+        options: plan::SettingsLayer {
+            rounds: args.runs,
+            warmup: args.runner.warmup,
+            timeout: args.runner.timeout,
+            mode: Some(measure.mode),
+            input: args.hooks.input.clone(),
+            ..output
+        },
+        measure,
+        fixed_metrics: Some(names.clone()),
+        show_output: args.runner.show_output,
+        keep_children: args.runner.keep_children,
+        ..PlanRequest::new(vec![text], args.shell.shell()?)
+    };
+    let (plan, shell_reason) = request.build()?;
     if let Some(reason) = shell_reason {
         eprintln!("perflab: note: {}", perflab_render::escape(&reason.note()));
     }
-    resolve_program(&commands[0].argv[0])?;
-    let options = plan::SettingsLayer {
-        rounds: args.runs,
-        warmup: args.runner.warmup,
-        timeout: args.runner.timeout,
-        mode: Some(measure.mode),
-        input: args.hooks.input.clone(),
-        ..output
-    }
-    .for_commands(1);
-    let hooks = args.hooks.per_command(1)?;
-    let settings = Settings { hooks, ..plan::settings(&options, None) };
-    let plan = Plan::new(commands, settings, measure, Compared::fixed(names.clone()))
-        .showing_output(args.runner.show_output)
-        .keeping_children(args.runner.keep_children);
     let style = args.export.style;
     style.apply_colors();
     let outputs = args.export.outputs(args.runner.json.as_deref(), |r: &StatReport| &r.experiment)?;

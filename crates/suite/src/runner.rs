@@ -6,8 +6,8 @@ use super::error::SuiteError;
 use super::{Benchmark, Build};
 use perflab_engine::experiment::{self, Fanout, Observer};
 use perflab_engine::measure::MeasureOptions;
-use perflab_engine::plan::{self, Plan, SettingsLayer};
-use perflab_model::{Experiment, Hooks, Machine, Settings, StopReason};
+use perflab_engine::plan::{Plan, PlanRequest, SettingsLayer};
+use perflab_model::{Experiment, Machine, StopReason};
 use perflab_store::{current_git_commit, Lenient, Meta, Store};
 use perflab_sys::command::{Shell, ShellReason};
 
@@ -98,30 +98,30 @@ fn planned(
     let in_bench =
         |source: perflab_engine::plan::error::PlanError| SuiteError::Benchmark { bench: bench.name.clone(), source };
     let shell = Shell::named(o.shell.as_deref()).map_err(|e| in_bench(e.into()))?;
-    let (commands, shell_reason) =
-        perflab_sys::command::parse_commands(&texts, &names, &shell).map_err(|e| in_bench(e.into()))?;
-    let o = o.for_commands(commands.len());
-    let mode = o.mode.unwrap_or_default();
-    let settings = Settings {
-        hooks: if hooks.iter().all(Hooks::is_empty) { Vec::new() } else { hooks },
-        ..plan::settings(&o, run.seed)
-    };
     let measure = MeasureOptions {
-        events: o.events.unwrap_or_default(),
-        mode,
-        output: o.output.unwrap_or_default(),
+        events: o.events.clone().unwrap_or_default(),
+        mode: o.mode.unwrap_or_default(),
+        output: o.output.clone().unwrap_or_default(),
         iterations: o.iterations.unwrap_or_default(),
         // Every run of both builds sampled in the same interleaved rounds, so a regression
         // is explained with nothing more to run; one command has nothing to compare with.
-        explain: (run.profile_changes && commands.len() > 1).then(super::explain::sampling),
+        explain: (run.profile_changes && texts.len() > 1).then(super::explain::sampling),
         ..MeasureOptions::default()
     };
-    let compared = plan::compared_metrics(&[], &measure).map_err(in_bench)?;
-    let plan = Plan::new(commands, settings, measure, compared)
-        .showing_output(run.show_output)
-        .keeping_children(run.keep_children)
-        .ignoring_failure(run.ignore_failure);
-    Ok((plan, shell_reason))
+    let request = PlanRequest {
+        names,
+        hooks,
+        options: o,
+        seed: run.seed,
+        measure,
+        // Checked once the builds are prepared: a prepare may make the programs.
+        resolve_programs: false,
+        show_output: run.show_output,
+        keep_children: run.keep_children,
+        ignore_failure: run.ignore_failure,
+        ..PlanRequest::new(texts, shell)
+    };
+    request.build().map_err(in_bench)
 }
 
 /// Run `benchmarks` of `suite` and store every run under `label`. Every plan is made
@@ -351,7 +351,7 @@ command = "true"
 
     #[test]
     fn a_single_command_runs_fixed_rounds_unless_a_limit_is_set() {
-        assert_eq!(settings_for(SUITE, "solo", &seeded()).fixed_rounds, Some(plan::SOLO_RUNS));
+        assert_eq!(settings_for(SUITE, "solo", &seeded()).fixed_rounds, Some(perflab_engine::plan::SOLO_RUNS));
         let limited = overriding(SettingsLayer { max_time: Some(5.0), ..SettingsLayer::default() });
         assert_eq!(settings_for(SUITE, "solo", &limited).fixed_rounds, None);
     }

@@ -3,10 +3,10 @@
 //! paired noise [`super::calibrate`] turns into what the machine can resolve.
 
 use crate::experiment::{self, ExperimentError, Observer};
-use crate::measure::MeasureOptions;
-use crate::plan::{self, Plan};
+
+use crate::plan::{Plan, PlanRequest};
 use perflab_model::{Experiment, Settings};
-use perflab_sys::command::{parse_commands, resolve_program, Shell, ShellReason};
+use perflab_sys::command::{Shell, ShellReason};
 
 /// Fewest measured rounds a calibration runs, whatever its duration: enough for a
 /// robust σ of the paired ratio.
@@ -16,11 +16,8 @@ pub const MIN_ROUNDS: u32 = 12;
 /// through a shell when it does (for the caller to say).
 pub fn plan(command_line: &str, shell: &Shell) -> Result<(Plan, Option<ShellReason>), crate::plan::error::PlanError> {
     let text = command_line.to_string();
-    let (commands, shell_reason) = parse_commands(&[text.clone(), text], &[], shell)?;
-    resolve_program(&commands[0].argv[0])?;
-    let measure = MeasureOptions::default();
-    let compared = plan::compared_metrics(&[], &measure)?;
-    Ok((Plan::new(commands, Settings::default(), measure, compared), shell_reason))
+    let (plan, shell_reason) = PlanRequest::new(vec![text.clone(), text], shell.clone()).build()?;
+    Ok((plan.with_settings(Settings::default()), shell_reason))
 }
 
 /// One round to time the command, then as many interleaved A/A rounds as fit in

@@ -4,6 +4,7 @@
 
 use perflab_sys::command;
 pub mod error;
+pub mod request;
 pub mod schedule;
 
 use crate::measure::output::Parser;
@@ -12,6 +13,7 @@ use perflab_model::{metric, CommandSpec, Iterations, Settings};
 use std::collections::BTreeMap;
 
 pub use error::PlanError;
+pub use request::PlanRequest;
 
 /// Everything an experiment needs to run; built from the command line or a suite.
 #[derive(Debug, Clone)]
