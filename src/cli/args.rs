@@ -1,6 +1,10 @@
 //! Option groups several commands share, defined once so they parse, check and default
 //! alike, and their conversion into the library's plain settings.
 
+// Doc comments here are --help text (clap), read by people on a terminal: brackets mean
+// what they say, not rustdoc links.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+
 use crate::error::Failure;
 use crate::output::Outputs;
 use crate::usage;

@@ -1,6 +1,10 @@
 //! `perflab profile`, `show`, `annotate` and `diff`: their arguments, turned into the
 //! profiler's plain options.
 
+// Doc comments here are --help text (clap), read by people on a terminal: brackets mean
+// what they say, not rustdoc links.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+
 use crate::error::Failure;
 use crate::usage;
 use clap::builder::{PossibleValuesParser, TypedValueParser};

@@ -19,7 +19,7 @@ pub fn write(text: &str) -> bool {
     write_bytes(text.as_bytes())
 }
 
-/// [`write`] for bytes.
+/// [`write()`] for bytes.
 pub fn write_bytes(bytes: &[u8]) -> bool {
     let mut failure = FAILURE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if failure.is_some() {
@@ -45,7 +45,7 @@ pub fn take_failure() -> Option<io::Error> {
     FAILURE.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
 }
 
-/// A [`Write`] over [`write`], for writers that stream to stdout (the per-run CSV):
+/// A [`Write`] over [`write()`], for writers that stream to stdout (the per-run CSV):
 /// it never fails, so a broken stdout cannot stop an experiment.
 pub struct Stdout;
 

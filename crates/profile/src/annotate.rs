@@ -457,7 +457,7 @@ fn code_of(profile: &Profile, target: &Target) -> Code {
 /// Functions up to this many instructions are printed whole.
 const SHORT_FUNCTION: usize = 60;
 /// An instruction with at least this share of its function's samples is hot: it, the
-/// loop around it and [`CONTEXT`] instructions on each side are printed.
+/// loop around it and `CONTEXT` instructions on each side are printed.
 pub const HOT_INSTRUCTION_SHARE: f64 = 0.01;
 const CONTEXT: usize = 4;
 

@@ -1,6 +1,6 @@
 //! Debug files from debuginfod servers, as elfutils' client fetches them: every server
 //! of `DEBUGINFOD_URLS` (space-separated; Debian's profile sets
-//! https://debuginfod.debian.net) is asked for `/buildid/HEX/debuginfo` in turn, and
+//! <https://debuginfod.debian.net>) is asked for `/buildid/HEX/debuginfo` in turn, and
 //! the answer is cached where elfutils caches it (`$DEBUGINFOD_CACHE_PATH`, else
 //! `$XDG_CACHE_HOME/debuginfod_client`, else `~/.cache/debuginfod_client`, as
 //! `HEX/debuginfo`), so perflab, gdb and perf share one cache. A miss is cached as an

@@ -6,7 +6,7 @@
 //! installed, llvm-mca via [`mca`]) and [`diff`]; `render::profile` prints them;
 //! `-g dwarf` stacks are unwound by [`unwind`] while recording, runtime code (JIT, SBCL)
 //! is named from perf maps by [`jitmap`] and copied while recording, stripped objects'
-//! debug files may come from [`debuginfod`]; call stacks are drawn by [`flame`] and
+//! debug files may come from [`debuginfod`]; call stacks are drawn by perflab-render and
 //! walked by [`callers`]. [`select`] keeps some samples (perf report's filters),
 //! [`sort`] groups them by perf report's sort keys.
 

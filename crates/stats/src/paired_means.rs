@@ -10,7 +10,7 @@
 //! round-to-round variance of the paired values, which holds the sampling noise and the
 //! run noise and their correlation together, so neither needs a model of either.
 //!
-//! Fieller's interval for ρ = E[num]/E[den] is the set of ρ for which the paired t-test
+//! Fieller's interval for ρ = E\[num\]/E\[den\] is the set of ρ for which the paired t-test
 //! of num − ρ·den does not reject: at ρ = 1 that is the paired t-test of the difference,
 //! so the ratio's interval excludes 1 exactly when the difference's interval excludes 0.
 
@@ -127,7 +127,7 @@ pub struct MeanRatio {
     pub interval: Option<RatioInterval>,
 }
 
-/// Fieller's interval (Fieller 1954) for E[num]/E[den] from pairs (num_i, den_i) at
+/// Fieller's interval (Fieller 1954) for E\[num\]/E\[den\] from pairs (num_i, den_i) at
 /// `confidence`, with the sample variances and covariance of the means and Student's t
 /// with n − 1 degrees of freedom: {ρ : (x̄ − ρȳ)² ≤ t²(v₁₁ − 2ρv₁₂ + ρ²v₂₂)}.
 pub fn fieller(num: &[f64], den: &[f64], confidence: f64) -> Option<MeanRatio> {

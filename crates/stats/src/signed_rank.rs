@@ -271,7 +271,7 @@ fn approx_critical_count(n: usize, tail: f64, lower_cdf: impl Fn(usize) -> f64) 
 }
 
 /// Distribution-free confidence interval for the center of symmetry of the d_i:
-/// [W₍k₎, W₍M+1−k₎] of the sorted Walsh averages with k from [`critical_rank`] (exact
+/// \[W₍k₎, W₍M+1−k₎\] of the sorted Walsh averages with k from `critical_rank` (exact
 /// signed-rank null for n ≤ [`EXACT_INTERVAL_MAX_N`], saddlepoint approximation beyond).
 /// Non-finite values are ignored; zeros are kept (they are observations of no change).
 /// With ties the interval is that of the continuous-data procedure, which is slightly

@@ -10,7 +10,7 @@
 //! - the values of the environment variables libpq reads a password from (PGPASSWORD,
 //!   PGSSLPASSWORD), and every password of a URL perflab opened ([`remember`]),
 //!   wherever they appear verbatim (a server's error quoting it, a URL perflab
-//!   re-formatted) — those of 8 characters or more (see [`MIN_VERBATIM`]).
+//!   re-formatted) — those of 8 characters or more (see `MIN_VERBATIM`).
 
 use regex::Regex;
 use std::sync::{Mutex, OnceLock};

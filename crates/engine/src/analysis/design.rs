@@ -4,7 +4,7 @@
 //! request, every pairwise ratio; intervals Bonferroni-corrected over their family.
 //!
 //! The interleaved rounds run every build once per round, so round r gives one
-//! contrast d_r = mean over the other factors' levels c of ln(x[B,c,r] / x[A,c,r]);
+//! contrast d_r = mean over the other factors' levels c of ln(x\[B,c,r\] / x\[A,c,r\]);
 //! the d_r are then treated like any paired log ratio (Hodges–Lehmann estimate, exact
 //! signed-rank interval). Drift common to a round cancels, as in the pairwise verdicts.
 

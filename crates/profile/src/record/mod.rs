@@ -1,10 +1,10 @@
-//! Sampling with perf_event_open, split like samply's recorder: the event [`source`]
+//! Sampling with perf_event_open, split like samply's recorder: the event `source`
 //! (one sampling event per online CPU on a launched command — inherit + enable_on_exec,
 //! so threads and children are followed and nothing before exec is sampled —, on every
 //! thread of attached processes, or on every task, with mmap/comm/task tracking and,
 //! with `--off-cpu`, context-switch samples in rings of their own) produces
-//! [`records`]; a [`Session`] drains them while the target runs (with `-g dwarf`
-//! unwinding each batch's stack copies at once); the [`converter`] interprets them in
+//! `records`; a [`Session`] drains them while the target runs (with `-g dwarf`
+//! unwinding each batch's stack copies at once); the `converter` interprets them in
 //! time order so that every sample is normalised to (object, file offset) against the
 //! address space it was taken in.
 

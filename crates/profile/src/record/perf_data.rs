@@ -1,5 +1,5 @@
 //! perf.data as a source: the records of a `perf record` file (read with samply's
-//! linux-perf-data) become the same [`Record`]s a live recording produces and go
+//! linux-perf-data) become the same `Record`s a live recording produces and go
 //! through the same converter, so a perf.data file is symbolized, shown, annotated and
 //! diffed by perflab's own pipeline. Samples of one event are kept (any event: clocks,
 //! hardware and software counts, tracepoints); `-g` call chains are used as they are,

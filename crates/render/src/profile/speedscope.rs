@@ -1,5 +1,5 @@
 //! `--speedscope FILE`: the profile in speedscope's file format
-//! (https://www.speedscope.app/file-format-schema.json): shared frames (function and
+//! (<https://www.speedscope.app/file-format-schema.json>): shared frames (function and
 //! object), one "sampled" profile per thread with its stacks (outermost frame first)
 //! in time order and their weights — nanoseconds of CPU time for a clock, events for a
 //! count event. Written with serde: the schema is a small JSON document and no crate

@@ -336,7 +336,7 @@ impl Captures {
 }
 
 impl Prepared {
-    /// Prepare `argv` (argv[0] is resolved to `program`) for repeated runs.
+    /// Prepare `argv` (`argv[0]` is resolved to `program`) for repeated runs.
     pub fn new(program: &Path, argv: &[String], output: Output) -> Result<Prepared, PrepareError> {
         Prepared::with_input(program, argv, &output, None)
     }
