@@ -1,7 +1,7 @@
 //! Profiling: `perflab profile` samples a command, `show` prints a saved profile,
 //! `annotate` disassembles hot functions with per-instruction samples and cost hints,
 //! `diff` compares two profiles. The pipeline is
-//! [`record`] (sample) → [`format`] (the saved file) → [`symbolize`] → [`aggregate`] →
+//! [`record`] (sample) → [`format`](mod@format) (the saved file) → [`symbolize`] → [`aggregate`] →
 //! [`report`] (the flat report as data), [`annotate`] (with [`hints`] and, where
 //! installed, llvm-mca via [`mca`]) and [`diff`]; `render::profile` prints them;
 //! `-g dwarf` stacks are unwound by [`unwind`] while recording, runtime code (JIT, SBCL)
