@@ -4,7 +4,9 @@
 //! [`contention`] (how long a run waited for a CPU, and how much of that a neighbour
 //! caused).
 
+pub mod captures;
 pub mod contention;
+pub mod environment;
 pub mod error;
 pub mod launcher;
 pub mod process;
