@@ -189,7 +189,12 @@ pub fn run_suite(
         };
         let mut explanation = None;
         let outcome = match result {
-            Ok(experiment) => {
+            Ok(mut experiment) => {
+                // Whether every build runs the same command here: such a benchmark is a
+                // control of the sessions, not a change of the builds (history::controls).
+                experiment
+                    .environment
+                    .insert(perflab_store::history::controls::USES_BUILD_FACT.into(), bench.uses_build().to_string());
                 recorder.finish(&experiment)?;
                 if options.profile_changes {
                     explanation = super::explain::explained(&experiment);
