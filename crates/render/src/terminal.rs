@@ -214,7 +214,7 @@ fn comparison_table(e: &Experiment, style: &Style) -> FitTable {
     let mut table = FitTable::new(
         Frame::Rules,
         vec![
-            Column::shrinkable("candidate vs baseline"),
+            Column::pair("candidate vs baseline", " vs "),
             Column::kept("metric"),
             Column::kept("ratio").right(),
             Column::kept(format!("{level} % CI")).right(),

@@ -1004,6 +1004,9 @@ struct CountersView<'a> {
     reference: &'a str,
     /// Whether any label is compared (else only the reference's medians are shown).
     compared: bool,
+    /// The one compared label (its name heads the medians), or None for several (a
+    /// column names each row's).
+    single: Option<&'a str>,
     rows: Vec<CounterRowView<'a>>,
 }
 
@@ -1037,6 +1040,11 @@ impl<'a> CountersView<'a> {
             compact: table.rows.len() > COMPACT_ROWS,
             reference: &table.reference,
             compared: table.rows.iter().any(|r| r.label.is_some()),
+            single: {
+                let mut labels = table.rows.iter().filter_map(|r| r.label.as_deref());
+                let first = labels.next();
+                first.filter(|f| labels.all(|l| l == *f))
+            },
             rows: table
                 .rows
                 .iter()

@@ -5,7 +5,7 @@
 
 use super::error::ReportError;
 use super::{
-    Control, CounterRow, CounterTable, Explained, LabelComparison, MachineGroup, MachinePage, RelativeTime, ReportData,
+    Control, CounterRow, CounterTable, Explained, LabelComparison, MachineGroup, MachinePage, Ratio, RelativeTime, ReportData,
     Why,
 };
 use perflab_model::{metric, Comparison, Experiment, Run, StopReason, Verdict};
@@ -614,15 +614,12 @@ fn counter_table(
                                 e.experiment.settings.metric_info(&name).better
                             });
                         match (benchmark_sessions.label(reference), benchmark_sessions.label(label)) {
-                            (Some(a), Some(b)) => ratio::between_sessions(
-                                a,
-                                b,
-                                &name,
-                                &noise.between(reference, label),
-                                threshold,
-                                better,
-                            )
-                            .ok_or_else(|| format!("no interval: {name} is not positive in the sessions of both")),
+                            (Some(a), Some(b)) => {
+                                let noise = noise.between(reference, label);
+                                ratio::between_sessions(a, b, &name, &noise, threshold, better)
+                                    .map(|r| withheld_without_own_noise(r, &noise))
+                                    .ok_or_else(|| format!("no interval: {name} is not positive in the sessions of both"))
+                            }
                             _ if is_control(label, benchmark) => Err(format!(
                                 "a control (the same command for both): measured once, in {label}'s session; nothing to compare"
                             )),
@@ -653,6 +650,24 @@ fn counter_table(
         }
     }
     CounterTable { reference: reference.to_string(), rows }
+}
+
+/// A cross-session ratio of a metric other than time whose session-to-session noise
+/// comes from the prior alone (no repeated sessions or other steps of it were read): the
+/// prior was sized for wall time (docs/statistics.md), and a 1 ms sleep's CPU time or a
+/// counter varies between sessions far more, so its verdict is withheld and the row
+/// says why.
+fn withheld_without_own_noise(mut r: Ratio, noise: &perflab_stats::sessions::SessionNoise) -> Ratio {
+    let timed = [metric::WALL, metric::UNCONTENDED].contains(&r.metric.as_str());
+    if !timed && noise.replicate_df == 0.0 && noise.step_df == 0.0 {
+        r.verdict = Verdict::Inconclusive;
+        r.note = Some(format!(
+            "verdict withheld: how much {} varies between sessions on this machine is unknown (the interval assumes the prior's σ = {:.1} %, sized for wall time); measure both in one session (run --baseline) for a paired ratio",
+            r.metric,
+            ratio::SESSION_PRIOR.tau * 100.0
+        ));
+    }
+    r
 }
 
 /// The experiments of the `shown` labels (read in full, with every metric's runs).
@@ -930,7 +945,12 @@ mod tests {
         let data = build(&sessions, &options()).unwrap();
         for row in &data.pages[0].counters.rows {
             match &row.change {
-                Ok(r) => assert_eq!(r.method, CiMethod::Sessions, "{row:?}"),
+                // Two sessions of one benchmark say nothing of how much max_rss_kib varies
+                // between sessions: the verdict is withheld, and the row says why.
+                Ok(r) => {
+                    assert_eq!((r.method, r.verdict), (CiMethod::Sessions, Verdict::Inconclusive), "{row:?}");
+                    assert!(r.note.as_deref().unwrap().starts_with("verdict withheld"), "{row:?}");
+                }
                 Err(why) => assert!(why.contains("not positive"), "{row:?}"),
             }
         }
