@@ -78,6 +78,7 @@ pub fn render_styled(e: &Experiment, style: &Style) -> String {
 
     if !e.comparisons.is_empty() {
         out.push_str(&comparison_table(e, style).render(style.width));
+        out.push_str(&levels_note(e));
         let order = style.order(e);
         let position = |name: &str| order.iter().position(|&i| e.commands[i].name == name).unwrap_or(usize::MAX);
         let mut primary_comparisons: Vec<&Comparison> = e.comparisons.iter().filter(|c| c.metric == primary).collect();
@@ -206,6 +207,31 @@ fn alone(e: &Experiment, style: &Style) -> String {
         escape(&c.name),
         dim("one command, measured alone (as `perflab stat`); give a second one to compare with it")
     )
+}
+
+/// When a row's nominal p-value and its interval (at the look's corrected level) seem to
+/// disagree — p below 1 − confidence beside an interval that includes 1× — what each is.
+fn levels_note(e: &Experiment) -> String {
+    let disagree: Vec<&Comparison> = e
+        .comparisons
+        .iter()
+        .filter(|c| {
+            c.verdict != Verdict::NotComparable
+                && c.look_confidence > c.confidence + 1e-9
+                && c.p_value < 1.0 - c.confidence
+                && c.ci_low <= 1.0
+                && c.ci_high >= 1.0
+        })
+        .collect();
+    let Some(c) = disagree.first() else { return String::new() };
+    let rows: Vec<String> = disagree.iter().map(|c| format!("{} (p = {})", c.metric, format_p(c.p_value))).collect();
+    dim(&format!(
+        "note: p is each row's nominal Wilcoxon p-value; the intervals are at {} % each, so that the {} % holds over every look at the rounds and every metric at once: {} below {} beside an interval that includes 1× is no difference at that level\n",
+        format_level(c.look_confidence),
+        format_level(c.confidence),
+        rows.join(", "),
+        format_p(1.0 - c.confidence)
+    ))
 }
 
 /// Candidate vs baseline per metric: ratio, interval, p-value, verdict.
@@ -396,6 +422,29 @@ mod tests {
             Plan::new(commands, Settings { seed: 5, ..Settings::default() }, MeasureOptions::default(), compared);
         let mut machine = Simulated::new(5, vec![0.05, 0.055], Noise::gaussian(0.01));
         run_experiment(&plan, &mut machine, &mut Quiet).unwrap()
+    }
+
+    /// Issue #28: a secondary metric printed nominal p = 0.029 beside its look-adjusted
+    /// interval and "inconclusive", two levels side by side without a word.
+    #[test]
+    fn a_nominal_p_beside_a_corrected_interval_is_explained() {
+        crate::color::init("never");
+        let mut e = experiment();
+        let secondary = Comparison {
+            metric: metric::CPU.into(),
+            ratio: 1.02,
+            ci_low: 0.99,
+            ci_high: 1.05,
+            look_confidence: 0.995,
+            p_value: 0.029,
+            verdict: Verdict::Inconclusive,
+            ..Comparison::example_slower("A", "B")
+        };
+        e.comparisons = vec![Comparison::example_slower("A", "B"), secondary];
+        let note = levels_note(&e);
+        assert!(note.contains("at 99.5 % each") && note.contains("cpu_s (p = 0.029)"), "{note}");
+        e.comparisons.truncate(1);
+        assert_eq!(levels_note(&e), "", "an interval and a p that agree need no note");
     }
 
     #[test]
