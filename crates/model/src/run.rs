@@ -134,6 +134,9 @@ pub enum Iterations {
     /// The mean of every iteration decides, and each group — the first N (`NAME[first]`)
     /// and the rest (`NAME[steady]`) — gets its own verdict.
     Each(u32),
+    /// The N-th value each run printed alone (1-based): one of several different things
+    /// a run prints the same way (psql's `Time:` of a `SET`, then of the query).
+    Only(u32),
 }
 
 /// The suffixes of the per-group metrics `--iterations each` adds.
@@ -151,7 +154,10 @@ impl Iterations {
             "steady" => Ok(Iterations::Steady(warmup)),
             "first" => Ok(Iterations::First(warmup)),
             "each" => Ok(Iterations::Each(warmup)),
-            other => Err(ParseError::Iterations(other.to_string())),
+            other => match other.parse::<u32>() {
+                Ok(n) if n >= 1 => Ok(Iterations::Only(n)),
+                _ => Err(ParseError::Iterations(other.to_string())),
+            },
         }
     }
 
@@ -165,6 +171,7 @@ impl Iterations {
             Iterations::All | Iterations::Each(_) => (0, None),
             Iterations::Steady(skip) => (skip as usize, None),
             Iterations::First(n) => (0, Some(n as usize)),
+            Iterations::Only(n) => (n.saturating_sub(1) as usize, Some(n as usize)),
         }
     }
 
@@ -177,6 +184,7 @@ impl Iterations {
                 Iterations::Steady(skip) if !samples.is_empty() => {
                     NoValue::SteadyStateMissing { skip, printed: samples.len() }
                 }
+                Iterations::Only(wanted) if !samples.is_empty() => NoValue::NthMissing { wanted, printed: samples.len() },
                 _ => NoValue::NothingPrinted,
             });
         }
@@ -217,6 +225,7 @@ impl Iterations {
                 range(n),
                 n + 1
             ),
+            Iterations::Only(n) => format!("value #{n} of those it printed, alone (--iterations {n})"),
         }
     }
 }
