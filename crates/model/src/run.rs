@@ -184,7 +184,9 @@ impl Iterations {
                 Iterations::Steady(skip) if !samples.is_empty() => {
                     NoValue::SteadyStateMissing { skip, printed: samples.len() }
                 }
-                Iterations::Only(wanted) if !samples.is_empty() => NoValue::NthMissing { wanted, printed: samples.len() },
+                Iterations::Only(wanted) if !samples.is_empty() => {
+                    NoValue::NthMissing { wanted, printed: samples.len() }
+                }
                 _ => NoValue::NothingPrinted,
             });
         }

@@ -84,7 +84,8 @@ mod tests {
     /// 9950.0 %" (a level multiplied by 100 twice).
     #[test]
     fn the_corrected_level_is_a_percentage_once() {
-        let factor = |name: &str, levels: [&str; 2]| Factor { name: name.into(), levels: levels.map(String::from).to_vec() };
+        let factor =
+            |name: &str, levels: [&str; 2]| Factor { name: name.into(), levels: levels.map(String::from).to_vec() };
         let effect = |c: &str| Comparison { look_confidence: 0.995, ..Comparison::example_slower("cc=gcc", c) };
         let design = DesignAnalysis {
             metric: "wall_s".into(),

@@ -57,7 +57,8 @@ fn headline(c: &Comparison) -> String {
     // change in that direction, all of one sign ("14 % [11, 48] faster", not "[−48, −11]").
     let magnitude = |r: f64| percent(r).trim_start_matches(['+', '−']).to_string();
     let sized = |lo: f64, hi: f64| {
-        let bounds = if c.ci_high.is_finite() { format!(" [{}, {}]", magnitude(lo), magnitude(hi)) } else { String::new() };
+        let bounds =
+            if c.ci_high.is_finite() { format!(" [{}, {}]", magnitude(lo), magnitude(hi)) } else { String::new() };
         format!("{} %{bounds}", magnitude(c.ratio))
     };
     match c.verdict {

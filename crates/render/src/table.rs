@@ -253,18 +253,20 @@ impl FitTable {
             excess -= 1;
         }
         let fit = |i: usize, cell: &str| match widths.iter().find(|(c, _, _)| *c == i) {
-            Some((_, width, _)) => match self.columns[i].joined_by.and_then(|sep| cell.split_once(sep).map(|p| (sep, p))) {
-                // Both names keep their ends: `sleep … 0.02 vs sleep … 0.01`, not `sleep … 0.01`.
-                Some((sep, (a, b))) if *width > sep.width() + 2 => {
-                    let room = width - sep.width();
-                    let (wa, wb) = (a.width(), b.width());
-                    let a_room = if wa + wb <= room { wa } else { (room.div_ceil(2)).max(room.saturating_sub(wb)) };
-                    let a_short = abbreviate_apart(a, b, a_room.min(room));
-                    let b_short = abbreviate_apart(b, a, room - a_short.width());
-                    format!("{a_short}{sep}{b_short}")
+            Some((_, width, _)) => {
+                match self.columns[i].joined_by.and_then(|sep| cell.split_once(sep).map(|p| (sep, p))) {
+                    // Both names keep their ends: `sleep … 0.02 vs sleep … 0.01`, not `sleep … 0.01`.
+                    Some((sep, (a, b))) if *width > sep.width() + 2 => {
+                        let room = width - sep.width();
+                        let (wa, wb) = (a.width(), b.width());
+                        let a_room = if wa + wb <= room { wa } else { (room.div_ceil(2)).max(room.saturating_sub(wb)) };
+                        let a_short = abbreviate_apart(a, b, a_room.min(room));
+                        let b_short = abbreviate_apart(b, a, room - a_short.width());
+                        format!("{a_short}{sep}{b_short}")
+                    }
+                    _ => abbreviate(cell, *width),
                 }
-                _ => abbreviate(cell, *width),
-            },
+            }
             None => cell.to_string(),
         };
         let headers = self.columns.iter().enumerate().map(|(i, c)| fit(i, &c.header)).collect();
@@ -426,7 +428,10 @@ mod tests {
         let row = strip_ansi(text.lines().nth(3).unwrap());
         let (candidate, baseline) = row.trim().split_once(" vs ").unwrap_or_else(|| panic!("{row}"));
         assert!(candidate.contains("0.02") && baseline.contains("0.01"), "{row}");
-        assert!(text.lines().take(7).map(display_width).collect::<std::collections::BTreeSet<_>>().len() == 1, "{text}");
+        assert!(
+            text.lines().take(7).map(display_width).collect::<std::collections::BTreeSet<_>>().len() == 1,
+            "{text}"
+        );
     }
 
     #[test]

@@ -50,7 +50,11 @@ pub fn several_matches(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
                 .find_map(|r| r.counters.get(name).filter(|reading| reading.samples.len() > 1))
                 .map(|reading| reading.samples.iter().take(5).map(|v| format_value(name, *v)).collect())
                 .unwrap_or_default();
-            let times = if fewest == most { format!("{most} times in every run") } else { format!("{fewest} to {most} times per run") };
+            let times = if fewest == most {
+                format!("{most} times in every run")
+            } else {
+                format!("{fewest} to {most} times per run")
+            };
             let more = if most > 5 { ", …" } else { "" };
             let used = plan.settings.iterations.describe();
             let pick = match plan.settings.iterations {
@@ -122,7 +126,10 @@ mod tests {
         let warnings = several_matches(&plan, &experiment);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         let text = &warnings[0].message;
-        assert!(text.contains("`ms` matched 2 times in every run") && text.contains("the mean of all iterations"), "{text}");
+        assert!(
+            text.contains("`ms` matched 2 times in every run") && text.contains("the mean of all iterations"),
+            "{text}"
+        );
         assert!(text.contains("--iterations 2"), "{text}");
         assert_eq!(experiment.commands[0].runs[0].counters["ms"].value, Some((0.17 + 88.3) / 2.0));
         let (plan, experiment) = psql(Iterations::Only(2));
@@ -137,9 +144,19 @@ mod tests {
     fn a_database_client_is_known_by_its_program() {
         let (plan, _) = psql(Iterations::All);
         assert_eq!(client_program(&plan).as_deref(), Some("psql"));
-        let shell = Plan::new(vec![spec("/usr/bin/psql -c 'SELECT 1' | cat")], Settings::default(), MeasureOptions::default(), Compared::fixed(vec![]));
+        let shell = Plan::new(
+            vec![spec("/usr/bin/psql -c 'SELECT 1' | cat")],
+            Settings::default(),
+            MeasureOptions::default(),
+            Compared::fixed(vec![]),
+        );
         assert_eq!(client_program(&shell).as_deref(), Some("psql"));
-        let local = Plan::new(vec![spec("./sort 1000")], Settings::default(), MeasureOptions::default(), Compared::fixed(vec![]));
+        let local = Plan::new(
+            vec![spec("./sort 1000")],
+            Settings::default(),
+            MeasureOptions::default(),
+            Compared::fixed(vec![]),
+        );
         assert_eq!(client_program(&local), None);
     }
 }

@@ -253,7 +253,8 @@ fn parse_line(parser: &Parser, stream: Stream, line: &str, out: &mut Samples) ->
 /// `(?<iter>[0-9]+)` captures is which iteration a line is about, an index and no
 /// measurement — never a metric, never the verdict's (it numbers the per-iteration
 /// profile as the program printed it).
-pub const INDEX_NAMES: [&str; 10] = ["i", "iter", "iteration", "idx", "index", "step", "rep", "repetition", "epoch", "loop"];
+pub const INDEX_NAMES: [&str; 10] =
+    ["i", "iter", "iteration", "idx", "index", "step", "rep", "repetition", "epoch", "loop"];
 
 /// Whether a capture named `name` is an iteration's number ([`INDEX_NAMES`]).
 pub fn is_index(name: &str) -> bool {
