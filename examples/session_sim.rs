@@ -12,7 +12,7 @@
 //! (defaults 2000, and the prior perflab uses; it prints its table).
 
 use perflab::history::ratio::{independent, SESSION_PRIOR};
-use perflab::model::metric::Better;
+use perflab::model::metric::{self, Better};
 use perflab::model::Verdict;
 use perflab::stats::sessions::{difference, session_noise, Prior, Session};
 use rand::rngs::StdRng;
@@ -178,7 +178,7 @@ fn main() {
                     );
                     new.covered += usize::from(lo <= ratio && ratio <= hi);
                     let pooled = |s: &[Vec<f64>]| s.concat();
-                    let r = independent(&pooled(&a), &pooled(&b), 0.01, Better::Lower).unwrap();
+                    let r = independent(metric::WALL, &pooled(&a), &pooled(&b), 0.01, Better::Lower).unwrap();
                     old.n += 1;
                     old.called += usize::from(
                         matches!(r.verdict, Verdict::Slower | Verdict::Faster) && truth == 0.0

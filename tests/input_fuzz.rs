@@ -220,6 +220,7 @@ fn import_store_report(doc: &Value) {
             reference,
             labels: vec![],
             metric: metric::WALL.into(),
+            metric_asked: false,
             machine: None,
             metric_note: None,
         };
@@ -406,6 +407,7 @@ fn reports_render_any_history() {
             reference: reference.map(|r| format!("v{r}")),
             labels: vec![],
             metric: metric::WALL.into(),
+            metric_asked: false,
             machine: one_machine.then(|| "host0".to_string()),
             metric_note: None,
         };

@@ -144,7 +144,7 @@ fn the_per_iteration_profile_shows_a_cold_first_iteration_and_steady_state_decid
         }
     }
     let stderr = String::from_utf8_lossy(&all.stderr);
-    assert!(stderr.contains("iter_ns per iteration (median over runs; a run's value is the mean of all iterations)"));
+    assert!(stderr.contains("iter_ns per iteration (median over runs; #1 is the first value each run printed; a run's value is the mean of all iterations)"));
     let cold_row = stderr.lines().find(|l| l.trim_start().starts_with("cold ") && l.contains('×')).unwrap();
     let first_over_rest: f64 = cold_row.split_whitespace().last().unwrap().trim_end_matches('×').parse().unwrap();
     assert!(first_over_rest > 2.0, "the cold first iteration shows: {cold_row}");

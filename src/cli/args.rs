@@ -329,9 +329,11 @@ pub struct OutputArgs {
     pub lower_is_better: Vec<String>,
     /// Which iterations of a metric printed several times per run make the run's value:
     /// all (their mean), first (the first --warmup-iterations: the cold start), steady (the
-    /// mean of those after them), or each (all decides; NAME[first] and NAME[steady] get
-    /// their own verdicts).
-    #[arg(long, default_value = "all", value_parser = PossibleValuesParser::new(Iterations::NAMES))]
+    /// mean of those after them), each (all decides; NAME[first] and NAME[steady] get
+    /// their own verdicts), or a number N: the N-th value each run printed alone (one
+    /// statement of several timed the same way).
+    #[arg(long, default_value = "all", value_name = "all|first|steady|each|N",
+          value_parser = |s: &str| Iterations::named(s, 1).map(|_| s.to_string()).map_err(|e| e.to_string()))]
     pub iterations: String,
     /// Iterations in the first group (left out of the steady state).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]

@@ -62,6 +62,10 @@ impl RunArgs {
 struct RunRecord {
     benchmark: String,
     label: String,
+    /// Against a baseline build: the pair's record on the metric the session decided on
+    /// (paired rounds), as `history` and `report` show it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    comparison: Option<perflab_store::history::ratio::Ratio>,
     experiment: Experiment,
 }
 
@@ -106,9 +110,15 @@ impl SuiteObserver for Printer {
                     }
                     self.failed.push(bench.name.clone());
                 }
+                let comparison = experiment
+                    .comparisons
+                    .iter()
+                    .find(|c| c.metric == experiment.primary_metric)
+                    .map(|c| perflab_store::history::ratio::paired(c, false));
                 self.records.push(RunRecord {
                     benchmark: bench.name.clone(),
                     label: self.label.clone(),
+                    comparison,
                     experiment: (**experiment).clone(),
                 });
             }

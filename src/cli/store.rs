@@ -12,6 +12,7 @@ use perflab_render::report;
 use perflab_render::table::{self, Stream};
 use perflab_store::exchange::{self, ImportOptions};
 use perflab_store::history;
+use perflab_store::history::pair::MetricChoice;
 use perflab_store::{Query, StoredExperiment};
 use std::path::PathBuf;
 
@@ -139,10 +140,12 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
         }
         Ok(experiments)
     };
-    let wall = select(store.metric_experiments(&query, metric::WALL)?)?;
-    let (metric_name, mut experiments, why) = history::sessions::choose_metric(args.metric.as_deref(), wall, |m| {
-        select(store.metric_experiments(&query, m)?)
-    })?;
+    // The metric is chosen from every benchmark's sessions, as the report chooses it, so
+    // `history BENCH` compares on what the whole history and the report compare on.
+    let wall = store.metric_experiments(&query, metric::WALL)?;
+    let (metric_name, experiments, why) =
+        history::sessions::choose_metric(args.metric.as_deref(), wall, |m| store.metric_experiments(&query, m))?;
+    let mut experiments = select(experiments)?;
     if experiments.is_empty() {
         return Err(match &args.machine {
             Some(m) => crate::usage!(
@@ -161,7 +164,11 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
         let first_kept = orders[orders.len().saturating_sub(n as usize)];
         experiments.retain(|e| e.label_order >= first_kept);
     }
-    let mut history = history::build(&experiments, &metric_name, history::Steps::Compare);
+    let choice = match &args.metric {
+        Some(_) => MetricChoice::Asked(&metric_name),
+        None => MetricChoice::Decided(&metric_name),
+    };
+    let mut history = history::build_with(&experiments, choice, history::Steps::Compare);
     history.metric_note = why;
     if history.machines.is_empty() {
         return Err(crate::usage!("no successful stored run has the metric `{metric_name}`"));
@@ -173,6 +180,10 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
                 labels.push(&e.label);
             }
         }
+        // A build measured only beside a label (`run --baseline`) can be compared with it.
+        let stored: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
+        let builds = history::pair::paired_builds(&experiments, &stored);
+        labels.extend(builds.iter().map(String::as_str));
         let pick = |given: &Option<String>, default: &str| -> Result<String, Failure> {
             match given {
                 Some(l) if labels.contains(&l.as_str()) => Ok(l.clone()),
@@ -180,11 +191,13 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
                 None => Ok(default.to_string()),
             }
         };
-        let reference = pick(&args.reference, labels[0])?;
-        let label = pick(&args.label, labels[labels.len() - 1])?;
+        // As the report: the oldest label, or the build a lone label was measured beside.
+        let oldest = if stored.len() == 1 { builds.first().unwrap_or(&stored[0]) } else { &stored[0] };
+        let reference = pick(&args.reference, oldest)?;
+        let label = pick(&args.label, &stored[stored.len() - 1])?;
         if reference != label {
             let all: Vec<&StoredExperiment> = experiments.iter().collect();
-            history.matrix = Some(history::matrix::matrix(&all, &metric_name, &reference, &label));
+            history.matrix = Some(history::matrix::matrix(&all, choice, &reference, &label));
         }
     }
     let mut outputs: Outputs<history::History> = Outputs::new();
@@ -236,6 +249,7 @@ pub fn main_report(args: HtmlReportArgs) -> Result<(), Failure> {
         labels: args.labels.clone(),
         metric: args.metric.clone().unwrap_or_else(|| metric::WALL.to_string()),
         machine: args.machine.clone(),
+        metric_asked: args.metric.is_some(),
         metric_note: None,
     };
     let experiments = if args.from.is_empty() {

@@ -10,10 +10,10 @@ use serde::Deserialize;
 /// one; the message quotes it and lists the choices.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
-    #[error("expected `iterations` \"all\", \"first\", \"steady\" or \"each\", found \"{0}\"")]
+    #[error("expected `iterations` \"all\", \"first\", \"steady\", \"each\" or a number N ≥ 1 (the N-th value each run printed), found \"{0}\"")]
     Iterations(String),
-    #[error("at most {max} warm-up iterations (the values kept per run), got {0}", max = SAMPLES_KEPT)]
-    TooManyWarmupIterations(u32),
+    #[error("at most {max} iterations can be set apart (the values kept per run), got {0}", max = SAMPLES_KEPT)]
+    TooManyIterationsSetApart(u32),
     #[error("expected `mode` \"wall\" or \"instructions\", found \"{0}\"")]
     Mode(String),
 }
@@ -26,6 +26,8 @@ pub enum NoValue {
     SteadyStateMissing { skip: u32, printed: usize },
     #[error("no value was printed")]
     NothingPrinted,
+    #[error("the value printed {wanted}th was asked for, and the run printed only {printed}")]
+    NthMissing { wanted: u32, printed: usize },
 }
 
 pub const SCHEMA_VERSION: u32 = 2;

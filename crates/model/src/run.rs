@@ -198,6 +198,9 @@ pub enum Iterations {
     /// The mean of every iteration decides, and each group — the first N (`NAME[first]`)
     /// and the rest (`NAME[steady]`) — gets its own verdict.
     Each(u32),
+    /// The N-th value each run printed alone (1-based): one of several different things
+    /// a run prints the same way (psql's `Time:` of a `SET`, then of the query).
+    Only(u32),
 }
 
 /// The suffixes of the per-group metrics `--iterations each` adds.
@@ -212,14 +215,18 @@ impl Iterations {
     pub fn named(name: &str, warmup: u32) -> Result<Iterations, ParseError> {
         // The first and steady means need the first `warmup` values, which are kept.
         if warmup as usize > SAMPLES_KEPT {
-            return Err(ParseError::TooManyWarmupIterations(warmup));
+            return Err(ParseError::TooManyIterationsSetApart(warmup));
         }
         match name {
             "all" => Ok(Iterations::All),
             "steady" => Ok(Iterations::Steady(warmup)),
             "first" => Ok(Iterations::First(warmup)),
             "each" => Ok(Iterations::Each(warmup)),
-            other => Err(ParseError::Iterations(other.to_string())),
+            other => match other.parse::<u32>() {
+                Ok(n) if n as usize > SAMPLES_KEPT => Err(ParseError::TooManyIterationsSetApart(n)),
+                Ok(n) if n >= 1 => Ok(Iterations::Only(n)),
+                _ => Err(ParseError::Iterations(other.to_string())),
+            },
         }
     }
 
@@ -233,6 +240,7 @@ impl Iterations {
             Iterations::All | Iterations::Each(_) => (0, None),
             Iterations::Steady(skip) => (skip as usize, None),
             Iterations::First(n) => (0, Some(n as usize)),
+            Iterations::Only(n) => (n.saturating_sub(1) as usize, Some(n as usize)),
         }
     }
 
@@ -244,6 +252,9 @@ impl Iterations {
             return Err(match *self {
                 Iterations::Steady(skip) if !samples.is_empty() => {
                     NoValue::SteadyStateMissing { skip, printed: samples.len() }
+                }
+                Iterations::Only(wanted) if !samples.is_empty() => {
+                    NoValue::NthMissing { wanted, printed: samples.len() }
                 }
                 _ => NoValue::NothingPrinted,
             });
@@ -262,6 +273,8 @@ impl Iterations {
             Iterations::All | Iterations::Each(_) => printed.sum() / printed.count as f64,
             Iterations::Steady(skip) => (printed.sum() - first(skip as usize)) / (printed.count - skip as u64) as f64,
             Iterations::First(n) => first(n as usize) / n as f64,
+            // The N-th value is among those kept (N ≤ SAMPLES_KEPT, see `named`).
+            Iterations::Only(_) => return self.aggregate(&printed.kept),
         })
     }
 
@@ -304,6 +317,7 @@ impl Iterations {
                 range(n),
                 n + 1
             ),
+            Iterations::Only(n) => format!("value #{n} of those it printed, alone (--iterations {n})"),
         }
     }
 }

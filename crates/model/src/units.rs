@@ -143,14 +143,11 @@ pub fn group_thousands(n: i64) -> String {
     out
 }
 
-/// A confidence level as a percentage: 0.95 → "95", 0.975 → "97.5".
+/// A confidence level as a percentage with the digits it has (up to three decimals):
+/// 0.95 → "95", 0.975 → "97.5", 0.9975 → "99.75".
 pub fn format_level(confidence: f64) -> String {
-    let p = confidence * 100.0;
-    if (p - p.round()).abs() < 1e-9 {
-        format!("{p:.0}")
-    } else {
-        format!("{p:.1}")
-    }
+    let text = format!("{:.3}", confidence * 100.0);
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// A percentage with enough digits to be meaningful: 12.3, 2.1, 0.42, 0.013.

@@ -23,6 +23,7 @@ pub mod input;
 pub mod jitmap;
 pub mod kernel;
 pub mod mca;
+pub mod notes;
 pub mod offcpu;
 pub mod record;
 pub mod report;

@@ -10,7 +10,7 @@ use super::error::ProfileError;
 use super::format::{self, Profile, Weight};
 use super::sort::{self, SortedTable};
 use super::symbolize::Symbolizer;
-use super::{kernel, offcpu};
+use super::{kernel, notes, offcpu};
 use serde::Serialize;
 
 /// What the report groups and walks.
@@ -144,9 +144,16 @@ pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileE
     };
     let mut warnings = std::mem::take(&mut symbolizer.warnings);
     warnings.extend(kernel::missing_symbols_warning(profile));
+    warnings.extend(notes::shallow_stacks(profile));
+    warnings.extend(notes::unnamed_functions(&located, &mut symbolizer));
+    warnings.extend(notes::children_not_followed(profile));
     let region_rows = regions.map(|mut r| {
         let rows = r.rows(&located);
         warnings.extend(r.warnings);
+        let outside =
+            rows.iter().filter(|row| row.name == aggregate::OUTSIDE_REGIONS).map(|row| row.self_samples).sum();
+        let spec = opts.group_by_source.as_deref().unwrap_or_default();
+        warnings.extend(notes::missing_lines(&located, outside, spec, &mut symbolizer));
         rows
     });
     let (table, table_kind) = match (&region_rows, opts.by) {

@@ -52,6 +52,9 @@ pub struct ObjectInfo {
     /// Where the debug information came from when it was fetched (debuginfod), or why
     /// a fetch failed: for the user to know.
     pub debug_note: Option<String>,
+    /// When the object lacks names or source lines and no debug file was found: where
+    /// one was looked for (said when samples fall where it would have helped).
+    pub debug_searched: Option<String>,
     pub is_64: bool,
 }
 
@@ -78,8 +81,12 @@ impl ObjectInfo {
         // A stripped object's names and lines are in its debug file: on this disk, or
         // from a debuginfod server.
         let mut debug_note = None;
+        let mut debug_searched = None;
         let debug_data = if own_dwarf.is_none() || stripped {
             let (file, note) = find_debug_file(&elf, Path::new(path));
+            if file.is_none() {
+                debug_searched = Some(debug_search(&elf, Path::new(path), note.is_some()));
+            }
             debug_note = note;
             file.and_then(|debug| {
                 let f = perflab_sys::files::open_regular(&debug).ok()?;
@@ -115,7 +122,17 @@ impl ObjectInfo {
         let is_64 = elf.is_64();
         drop(elf);
         drop(debug_elf);
-        Ok(ObjectInfo { path: path.to_string(), data, segments, symbols, dwarf, debug_data, debug_note, is_64 })
+        Ok(ObjectInfo {
+            path: path.to_string(),
+            data,
+            segments,
+            symbols,
+            dwarf,
+            debug_data,
+            debug_note,
+            debug_searched,
+            is_64,
+        })
     }
 
     /// SVMA for a file offset: find the PT_LOAD that maps that offset.
@@ -265,6 +282,50 @@ fn find_debug_file(elf: &object::File, path: &Path) -> (Option<PathBuf>, Option<
     }
 }
 
+/// Where the debug file of an object was looked for, for a note when none was found:
+/// the build-id path and the debuglink places [`separate_debug_file`] tries, and
+/// debuginfod — unset, or which servers had nothing (a failed request has its own note,
+/// `failed_said`).
+fn debug_search(elf: &object::File, path: &Path, failed_said: bool) -> String {
+    let mut places = Vec::new();
+    let hex = elf.build_id().ok().flatten().map(|id| id.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    if let Some(hex) = hex.as_ref().filter(|h| h.len() > 2) {
+        places.push(format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..]));
+    }
+    if let Ok(Some((name, _))) = elf.gnu_debuglink() {
+        let name = String::from_utf8_lossy(name);
+        let dir = path.parent().map_or_else(String::new, |d| d.display().to_string());
+        places.push(format!("{name} in {dir}, {dir}/.debug and /usr/lib/debug{dir}"));
+    }
+    let config = super::debuginfod::Config::from_env();
+    let servers = if failed_said {
+        None
+    } else if config.urls.is_empty() {
+        Some(
+            "DEBUGINFOD_URLS is unset, so no debuginfod server was asked (Debian's: https://debuginfod.debian.net)"
+                .to_string(),
+        )
+    } else {
+        match &hex {
+            Some(hex) => Some(format!(
+                "the debuginfod servers of DEBUGINFOD_URLS ({}) have none for build-id {hex}",
+                config.urls.join(" ")
+            )),
+            None => Some("it has no build-id to ask debuginfod with".to_string()),
+        }
+    };
+    let looked = if places.is_empty() {
+        "it names no debug file (no build-id, no debuglink)".to_string()
+    } else {
+        format!("looked for {}", places.join(" and "))
+    };
+    let mut text = format!("no debug info found for {}: {looked}", path.display());
+    if let Some(servers) = servers {
+        text += &format!("; {servers}");
+    }
+    text + "; install its debug package (-dbgsym on Debian and Ubuntu, -debuginfo on Fedora)"
+}
+
 /// (start, length) of every function described by an FDE in .eh_frame.
 fn eh_frame_functions(elf: &object::File) -> Vec<(u64, u64)> {
     use gimli::UnwindSection;
@@ -388,6 +449,14 @@ pub struct Location {
     /// Innermost source location, when DWARF has one.
     pub file: Option<String>,
     pub line: Option<u32>,
+}
+
+impl Symbolizer {
+    /// Where the debug information of `path` was looked for when none was found (the
+    /// object lacks names or lines); None when found, not needed, or not loaded.
+    pub fn debug_searched(&mut self, path: &str) -> Option<String> {
+        self.object(path)?.debug_searched.clone()
+    }
 }
 
 /// Caches loaded objects and resolved offsets.

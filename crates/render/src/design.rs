@@ -26,7 +26,7 @@ pub fn render(e: &Experiment) -> String {
             "main effects (each level against the first, the mean over the other factors' levels, paired by round; \
              {} % CI each at {} % — Bonferroni over {} contrast{}):\n",
             format_level(first.confidence),
-            format_level(first.look_confidence * 100.0),
+            format_level(first.look_confidence),
             d.effects.len(),
             if d.effects.len() == 1 { "" } else { "s" }
         ));
@@ -36,10 +36,11 @@ pub fn render(e: &Experiment) -> String {
     }
     if let Some(first) = d.pairwise.first() {
         out.push_str(&format!(
-            "every pair of builds ({} % CI each at {} % — Bonferroni over {} pairs):\n",
+            "every pair of builds ({} % CI each at {} % — Bonferroni over {} pair{}):\n",
             format_level(first.confidence),
-            format_level(first.look_confidence * 100.0),
-            d.pairwise.len()
+            format_level(first.look_confidence),
+            d.pairwise.len(),
+            if d.pairwise.len() == 1 { "" } else { "s" }
         ));
         for c in &d.pairwise {
             out.push_str(&format!("  {}\n", escape(&sentence(c, e.settings.threshold, c.n as u32))));
@@ -72,4 +73,29 @@ fn axes_table(d: &DesignAnalysis) -> String {
         table.add_row(row);
     }
     table.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perflab_model::{Comparison, DesignCell, Factor};
+
+    /// Issue #28: `-L cc gcc,clang -L disp switch,threaded` printed "95 % CI each at
+    /// 9950.0 %" (a level multiplied by 100 twice).
+    #[test]
+    fn the_corrected_level_is_a_percentage_once() {
+        let factor =
+            |name: &str, levels: [&str; 2]| Factor { name: name.into(), levels: levels.map(String::from).to_vec() };
+        let effect = |c: &str| Comparison { look_confidence: 0.995, ..Comparison::example_slower("cc=gcc", c) };
+        let design = DesignAnalysis {
+            metric: "wall_s".into(),
+            factors: vec![factor("cc", ["gcc", "clang"]), factor("disp", ["switch", "threaded"])],
+            cells: vec![DesignCell { command: "a".into(), levels: vec!["gcc".into(), "switch".into()], median: 1.0 }],
+            effects: vec![effect("cc=clang"), effect("disp=threaded")],
+            pairwise: vec![Comparison { look_confidence: 0.99833, ..Comparison::example_slower("a", "b") }],
+        };
+        let text = render(&Experiment { design: Some(design), ..Experiment::default() });
+        assert!(text.contains("95 % CI each at 99.5 % — Bonferroni over 2 contrasts"), "{text}");
+        assert!(text.contains("(95 % CI each at 99.833 % — Bonferroni over 1 pair)"), "{text}");
+    }
 }

@@ -53,10 +53,17 @@ fn headline(c: &Comparison) -> String {
     } else {
         String::new()
     };
-    let change = format!("{} %{bounds}", percent(c.ratio).trim_start_matches(['+', '−']));
+    // "faster" and "slower" carry the sign: the estimate and its interval are sizes of the
+    // change in that direction, all of one sign ("14 % [11, 48] faster", not "[−48, −11]").
+    let magnitude = |r: f64| percent(r).trim_start_matches(['+', '−']).to_string();
+    let sized = |lo: f64, hi: f64| {
+        let bounds =
+            if c.ci_high.is_finite() { format!(" [{}, {}]", magnitude(lo), magnitude(hi)) } else { String::new() };
+        format!("{} %{bounds}", magnitude(c.ratio))
+    };
     match c.verdict {
-        Verdict::Slower if time => format!("{} is {change} slower{what}", c.candidate),
-        Verdict::Faster if time => format!("{} is {change} faster{what}", c.candidate),
+        Verdict::Slower if time => format!("{} is {} slower{what}", c.candidate, sized(c.ci_low, c.ci_high)),
+        Verdict::Faster if time => format!("{} is {} faster{what}", c.candidate, sized(c.ci_high, c.ci_low)),
         _ => {
             format!("{} vs {}{what}: {} %{bounds} ({})", c.candidate, c.baseline, percent(c.ratio), c.verdict.as_str())
         }
@@ -252,6 +259,21 @@ mod tests {
         assert!(story.contains("no other function changed beyond ±"), "{story}");
         let table = table(&e, 10);
         assert!(table.contains("f_hot") && table.contains("[total]"), "{table}");
+    }
+
+    /// Issue #28: "idx is 14 % [−48, −11] faster" mixed signs in one phrase; the interval
+    /// reads in the verdict's direction, as sizes of the speed-up.
+    #[test]
+    fn a_faster_headline_has_one_sign() {
+        let c = Comparison {
+            ratio: 0.86,
+            ci_low: 0.52,
+            ci_high: 0.89,
+            verdict: Verdict::Faster,
+            ..Comparison::example_slower("seq", "idx")
+        };
+        assert_eq!(headline(&c), "idx is 14 % [11, 48] faster");
+        assert_eq!(headline(&Comparison::example_slower("A", "B")), "B is 2.5 % [2.1, 2.9] slower");
     }
 
     #[test]

@@ -6,9 +6,10 @@
 
 use super::table::{Column, FitTable, Frame};
 use super::terminal::escape;
-use perflab_model::units::{format_ratio, format_value};
+use perflab_model::units::format_value;
 use perflab_store::history::matrix::Matrix;
-use perflab_store::history::{BenchmarkHistory, History, Point, Shift};
+use perflab_store::history::ratio::CiMethod;
+use perflab_store::history::{BenchmarkHistory, History, Point, Shift, MIN_RELATIVE_SPAN};
 use std::fmt::Write;
 
 /// The whole history, its tables fitting `width` (`None`: full width).
@@ -109,11 +110,11 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str, width: Option<usiz
         ],
     );
     let mut notes = Vec::new();
+    let mut methods = Vec::new();
     for (i, p) in bench.points.iter().enumerate() {
         let change = match &p.vs_previous {
             Some(r) => {
-                let [ratio, lo, hi] = percents([r.ratio, r.ci_low, r.ci_high]);
-                let mark = if r.note.is_some() {
+                let mark = if r.note.is_some() && r.method != CiMethod::Paired {
                     " (withheld)"
                 } else if r.significant() && r.verdict.is_decided() {
                     " *"
@@ -121,7 +122,9 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str, width: Option<usiz
                     ""
                 };
                 notes.extend(r.note.clone());
-                format!("{ratio} [{lo} … {hi}]{mark}")
+                methods.push(r.method);
+                // The pair's record, as `run` and the report print it.
+                format!("{} {}{mark}", super::pair::ratio_and_interval(r), super::pair::method(r))
             }
             None if i > 0 => "no sessions to compare".to_string(),
             None => String::new(),
@@ -151,11 +154,24 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str, width: Option<usiz
     }
     out.push_str(&table.render(width));
     let noise = bench.points.iter().find_map(|p| p.vs_previous.as_ref()?.session_noise);
-    out.push_str(&format!(
-        "* the change's 95 % interval excludes 0: this label's sessions against the previous label's, with the machine's session-to-session noise{}; \
-         one test per row, so about 1 row in 20 is marked by chance — change points are tested for the whole series\n",
-        noise.map_or(String::new(), |tau| format!(" (σ = {:.2} %)", tau * 100.0))
-    ));
+    let mut how = Vec::new();
+    if methods.contains(&CiMethod::Paired) {
+        how.push(
+            "paired: both were measured interleaved in one session (run --baseline), their paired rounds".to_string(),
+        );
+    }
+    if methods.contains(&CiMethod::Sessions) {
+        how.push(format!(
+            "separate sessions: this label's sessions against the previous label's, with the machine's session-to-session noise{}",
+            noise.map_or(String::new(), |tau| format!(" (σ = {:.2} %)", tau * 100.0))
+        ));
+    }
+    if !how.is_empty() {
+        out.push_str(&format!(
+            "* the change's 95 % interval excludes 1×; {}; one test per row, so about 1 row in 20 is marked by chance — change points are tested for the whole series\n",
+            how.join("; ")
+        ));
+    }
     for note in notes {
         out.push_str(&format!("note: {}\n", escape(&note)));
     }
@@ -190,22 +206,23 @@ fn format_point(p: &Point, metric_name: &str) -> String {
     }
 }
 
-/// One Unicode block per value, scaled between the series' minimum and maximum.
+/// One Unicode block per value, scaled between the series' minimum and maximum; a series
+/// spanning less than [`MIN_RELATIVE_SPAN`] of its level is drawn on that span from the
+/// middle block up, so a change inside the noise of two sessions is no jump (▄▄, not ▁█).
 pub fn sparkline(values: &[f64]) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let (min, max) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-    values
-        .iter()
-        .map(
-            |&v| {
-                if max > min {
-                    BARS[(((v - min) / (max - min)) * 7.0).round().clamp(0.0, 7.0) as usize]
-                } else {
-                    BARS[3]
-                }
-            },
-        )
-        .collect()
+    let span = MIN_RELATIVE_SPAN * (min.abs() + max.abs()) / 2.0;
+    let bar = |v: f64| -> usize {
+        if max - min >= span && max > min {
+            (((v - min) / (max - min)) * 7.0).round().clamp(0.0, 7.0) as usize
+        } else if span > 0.0 {
+            3 + ((v - min) / span * 8.0).floor().clamp(0.0, 4.0) as usize
+        } else {
+            3
+        }
+    };
+    values.iter().map(|&v| BARS[bar(v)]).collect()
 }
 
 /// The builds × machines table: one row per benchmark, one column per machine (benchmark
@@ -217,19 +234,13 @@ pub fn matrix(m: &Matrix, width: Option<usize>) -> String {
     let mut table = FitTable::new(Frame::Plain, columns);
     for row in &m.rows {
         let cells = row.cells.iter().map(|c| match c {
-            Some(r) => format!(
-                "{} [{} – {}] {}",
-                format_ratio(r.ratio),
-                format_ratio(r.ci_low),
-                format_ratio(r.ci_high),
-                r.verdict.as_str()
-            ),
+            Some(r) => format!("{} {} ({})", super::pair::ratio_and_interval(r), r.verdict.as_str(), r.method.short()),
             None => "—".into(),
         });
         table.row(std::iter::once(escape(&row.benchmark)).chain(cells).collect());
     }
     let mut out = format!(
-        "{} ÷ {} ({}) on each machine, never pooled (95 % CI; paired where both ran interleaved):\n",
+        "{} ÷ {} ({}) on each machine, never pooled (95 % CI; paired where both ran interleaved in one session, else from separate sessions):\n",
         escape(&m.label),
         escape(&m.reference),
         m.metric
@@ -246,6 +257,7 @@ mod tests {
     use super::*;
     use perflab_store::fixtures::runs;
     use perflab_store::fixtures::{stored, tenfold_step};
+    use perflab_store::history::pair::MetricChoice;
     use perflab_store::history::{build, matrix::matrix as builds_by_machines, Steps};
 
     #[test]
@@ -259,11 +271,11 @@ mod tests {
     fn a_step_shows_its_change_its_interval_and_where_it_began() {
         let text = render(&build(&tenfold_step(), "wall_s", Steps::Compare), true, None);
         assert!(text.contains("◀ shift -92.") && text.contains("at `v5`"), "{text}");
-        assert!(text.contains("-92.4 % [-92.") && text.contains(" %] *"), "{text}");
+        assert!(text.contains("0.0759× [0.07") && text.contains("] wall_s, separate sessions *"), "{text}");
         assert!(!text.contains("no change point"), "{text}");
         // 60 columns: `runs` and `95% CI` go first, the numbers that matter stay.
         let narrow = render(&build(&tenfold_step(), "wall_s", Steps::Compare), true, Some(60));
-        assert!(narrow.contains("-92.4 % [-92.") && narrow.contains(" %] *"), "{narrow}");
+        assert!(narrow.contains("0.0759× [0.07") && narrow.contains(" *"), "{narrow}");
         assert!(narrow.contains("left out `runs`, `95% CI`"), "{narrow}");
     }
 
@@ -274,7 +286,7 @@ mod tests {
             stored("gcc54", 2, "vm_insns", "sandy", &runs(1.1)),
             stored("gcc48", 1, "vm_insns", "haswell", &runs(0.8)),
         ];
-        let m = builds_by_machines(&exps.iter().collect::<Vec<_>>(), "wall_s", "gcc48", "gcc54");
+        let m = builds_by_machines(&exps.iter().collect::<Vec<_>>(), MetricChoice::Asked("wall_s"), "gcc48", "gcc54");
         let text = matrix(&m, None);
         assert!(text.contains("gcc54 ÷ gcc48") && text.contains("1.1× [") && text.contains("—"), "{text}");
     }
@@ -284,6 +296,16 @@ mod tests {
         assert_eq!(sparkline(&[1.0, 2.0, 3.0]), "▁▅█");
         assert_eq!(sparkline(&[5.0, 5.0]), "▄▄");
         assert_eq!(sparkline(&[]), "");
+    }
+
+    /// Issue #28: a 0.1 % change was drawn ▁█. Inside the span of two sessions' noise it
+    /// stays level; a change of a few percent still shows, a large one spans the blocks.
+    #[test]
+    fn sparkline_of_a_change_inside_the_noise_is_level() {
+        assert_eq!(sparkline(&[27.11, 27.14]), "▄▄");
+        assert_eq!(sparkline(&[1.0, 1.002, 0.999]), "▄▄▄");
+        assert_eq!(sparkline(&[1.0, 1.03, 0.999]), "▄█▄");
+        assert_eq!(sparkline(&[1.0, 1.3]), "▁█");
     }
 
     /// A label whose experiment stored why its build is slower gets its story under the

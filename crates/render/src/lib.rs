@@ -25,6 +25,7 @@ pub mod history;
 pub mod hyperfine;
 pub mod json;
 pub mod markup;
+pub mod pair;
 pub mod profile;
 pub mod report;
 pub mod stat;

@@ -10,7 +10,8 @@ use perflab_suite::bisect::Step;
 use perflab_suite::fleet::{ClaimStatus, QueueStatus};
 use perflab_suite::runner::Explanation;
 
-/// `name  median [CI] (n runs)` of the primary metric and, against a baseline, the verdict.
+/// `name  median [CI] (n runs)` of the primary metric and, against a baseline, the pair's
+/// record: ratio, interval, verdict, metric and method.
 pub fn summary_line(name: &str, experiment: &Experiment) -> String {
     let primary = experiment.primary_metric.as_str();
     let name = escape(name);
@@ -24,15 +25,10 @@ pub fn summary_line(name: &str, experiment: &Experiment) -> String {
         },
         None => format!("{name}  {}", runs(measured.runs.len())),
     };
+    // The pair's record as history and the report print it (history::pair).
     if let Some(c) = experiment.comparisons.iter().find(|c| c.metric == primary) {
-        line += &format!(
-            "  {} vs {}: ×{:.3} {} {}",
-            escape(&c.candidate),
-            escape(&c.baseline),
-            c.ratio,
-            c.interval_text(3),
-            c.verdict.as_str()
-        );
+        let record = perflab_store::history::ratio::paired(c, false);
+        line += &format!("  {} vs {}: {}", escape(&c.candidate), escape(&c.baseline), super::pair::describe(&record));
     }
     line
 }

@@ -102,6 +102,35 @@ pub fn abbreviate(text: &str, width: usize) -> String {
     format!("{head}…{tail}")
 }
 
+/// `text` in at most `width` columns keeping what tells it apart from `other` (where the
+/// two differ) and, cut in their middles, what comes before and after it: `sle…0.02…lag`
+/// beside `sle…0.01…lag`, where cutting both in the middle gave the same text twice.
+pub fn abbreviate_apart(text: &str, other: &str, width: usize) -> String {
+    if text.width() <= width {
+        return text.to_string();
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let others: Vec<char> = other.chars().collect();
+    let prefix = chars.iter().zip(&others).take_while(|(a, b)| a == b).count();
+    let suffix = chars[prefix..]
+        .iter()
+        .rev()
+        .zip(others[prefix.min(others.len())..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let differ: String = chars[prefix..chars.len() - suffix].iter().collect();
+    if differ.is_empty() || differ.width() + 2 > width {
+        return abbreviate(text, width);
+    }
+    let head: String = chars[..prefix].iter().collect();
+    let tail: String = chars[chars.len() - suffix..].iter().collect();
+    let room = width - differ.width();
+    let head_room = head.width().min(room.div_ceil(2).max(room.saturating_sub(tail.width())));
+    let head = abbreviate(&head, head_room);
+    let tail = abbreviate(&tail, room - head.width());
+    format!("{head}{differ}{tail}")
+}
+
 /// How a table is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Frame {
@@ -121,12 +150,15 @@ pub struct Column {
     /// Cells may be shortened in the middle once every droppable column is gone
     /// (plain text only: names, labels, commands).
     pub shrinkable: bool,
+    /// Cells holding two names joined by this (`new vs old`): each is shortened on its
+    /// own, so both stay told apart.
+    pub joined_by: Option<&'static str>,
 }
 
 impl Column {
     /// A column kept whatever the width.
     pub fn kept(header: impl Into<String>) -> Column {
-        Column { header: header.into(), right_aligned: false, drop_rank: None, shrinkable: false }
+        Column { header: header.into(), right_aligned: false, drop_rank: None, shrinkable: false, joined_by: None }
     }
     /// A column left out when the table does not fit, rank 1 first.
     pub fn droppable(header: impl Into<String>, rank: u8) -> Column {
@@ -135,6 +167,10 @@ impl Column {
     /// A name-like column, shortened when nothing else can go.
     pub fn shrinkable(header: impl Into<String>) -> Column {
         Column { shrinkable: true, ..Column::kept(header) }
+    }
+    /// A shrinkable column of two names joined by `separator`, each shortened alone.
+    pub fn pair(header: impl Into<String>, separator: &'static str) -> Column {
+        Column { joined_by: Some(separator), ..Column::shrinkable(header) }
     }
     pub fn right(self) -> Column {
         Column { right_aligned: true, ..self }
@@ -217,7 +253,20 @@ impl FitTable {
             excess -= 1;
         }
         let fit = |i: usize, cell: &str| match widths.iter().find(|(c, _, _)| *c == i) {
-            Some((_, width, _)) => abbreviate(cell, *width),
+            Some((_, width, _)) => {
+                match self.columns[i].joined_by.and_then(|sep| cell.split_once(sep).map(|p| (sep, p))) {
+                    // Both names keep their ends: `sleep … 0.02 vs sleep … 0.01`, not `sleep … 0.01`.
+                    Some((sep, (a, b))) if *width > sep.width() + 2 => {
+                        let room = width - sep.width();
+                        let (wa, wb) = (a.width(), b.width());
+                        let a_room = if wa + wb <= room { wa } else { (room.div_ceil(2)).max(room.saturating_sub(wb)) };
+                        let a_short = abbreviate_apart(a, b, a_room.min(room));
+                        let b_short = abbreviate_apart(b, a, room - a_short.width());
+                        format!("{a_short}{sep}{b_short}")
+                    }
+                    _ => abbreviate(cell, *width),
+                }
+            }
             None => cell.to_string(),
         };
         let headers = self.columns.iter().enumerate().map(|(i, c)| fit(i, &c.header)).collect();
@@ -242,9 +291,11 @@ impl FitTable {
                 table.load_preset(presets::NOTHING);
             }
         }
-        table.set_header(kept.iter().map(|&i| headers[i].clone()).collect::<Vec<_>>());
+        // comfy-table counts colour codes as width (its `custom_styling` feature would
+        // not): the table is laid out in plain text and the colours put back after.
+        table.set_header(kept.iter().map(|&i| strip_ansi(&headers[i])).collect::<Vec<_>>());
         for row in rows {
-            table.add_row(kept.iter().map(|&i| row[i].clone()).collect::<Vec<_>>());
+            table.add_row(kept.iter().map(|&i| strip_ansi(&row[i])).collect::<Vec<_>>());
         }
         for (position, &i) in kept.iter().enumerate() {
             if self.columns[i].right_aligned {
@@ -253,8 +304,42 @@ impl FitTable {
                 }
             }
         }
-        table.to_string()
+        let text = table.to_string();
+        recolour(&text, rows, kept, self.frame)
     }
+}
+
+/// `text` (a table laid out from the plain cells of `rows`) with each coloured cell's
+/// colours put back: every row is one line, after the header (and its rule).
+fn recolour(text: &str, rows: &[Vec<String>], kept: &[usize], frame: Frame) -> String {
+    if !rows.iter().flatten().any(|cell| cell.contains('\x1b')) {
+        return text.to_string();
+    }
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let after = if frame == Frame::Rules { 1 } else { 0 };
+    let Some(first) = lines.len().checked_sub(rows.len() + after) else { return text.to_string() };
+    for (r, row) in rows.iter().enumerate() {
+        let Some(line) = lines.get_mut(first + r) else { break };
+        let mut cursor = 0;
+        for &i in kept {
+            let plain = strip_ansi(&row[i]);
+            if plain.is_empty() {
+                continue;
+            }
+            let Some(at) = line[cursor..].find(&plain).map(|at| at + cursor) else { break };
+            if plain != row[i] {
+                line.replace_range(at..at + plain.len(), &row[i]);
+                cursor = at + row[i].len();
+            } else {
+                cursor = at + plain.len();
+            }
+        }
+    }
+    let mut out = lines.join("\n");
+    if text.ends_with('\n') {
+        out.push('\n');
+    }
+    out
 }
 
 fn widest_line(text: &str) -> usize {
@@ -317,6 +402,36 @@ mod tests {
         assert!(narrow.contains("./build-a/db-…") && narrow.contains("--n 1000000"), "both ends kept: {narrow}");
         assert!(narrow.contains("shortened names with …"), "{narrow}");
         assert!(!narrow.lines().take(5).any(|l| l.contains("min … max")), "{narrow}");
+    }
+
+    /// Issue #28: coloured verdicts made an 80-column table 82 wide (comfy-table counted
+    /// the escape codes), and `sleep 0.02 vs sleep 0.01` shortened to `sleep … 0.01`.
+    #[test]
+    fn coloured_cells_take_their_visible_width_and_both_names_stay_told_apart() {
+        let mut t = FitTable::new(
+            Frame::Rules,
+            vec![Column::pair("candidate vs baseline", " vs "), Column::kept("ratio"), Column::kept("verdict")],
+        );
+        for (verdict, colour) in [("slower", "31"), ("equivalent", "2"), ("inconclusive", "33")] {
+            t.row(vec![
+                "sleep 0.020000 --really-long-flag vs sleep 0.010000 --really-long-flag".into(),
+                "1.8891".into(),
+                format!("\x1b[{colour}m{verdict}\x1b[0m"),
+            ]);
+        }
+        let text = t.render(Some(60));
+        // Rules, header, rule, three rows, rule; then the note (which may wrap as prose).
+        for line in text.lines().take(7) {
+            assert!(display_width(line) <= 60, "{} columns: {line:?}", display_width(line));
+        }
+        assert!(text.contains("\x1b[31mslower\x1b[0m"), "the colours are kept: {text:?}");
+        let row = strip_ansi(text.lines().nth(3).unwrap());
+        let (candidate, baseline) = row.trim().split_once(" vs ").unwrap_or_else(|| panic!("{row}"));
+        assert!(candidate.contains("0.02") && baseline.contains("0.01"), "{row}");
+        assert!(
+            text.lines().take(7).map(display_width).collect::<std::collections::BTreeSet<_>>().len() == 1,
+            "{text}"
+        );
     }
 
     #[test]

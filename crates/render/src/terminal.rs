@@ -78,6 +78,7 @@ pub fn render_styled(e: &Experiment, style: &Style) -> String {
 
     if !e.comparisons.is_empty() {
         out.push_str(&comparison_table(e, style).render(style.width));
+        out.push_str(&levels_note(e));
         let order = style.order(e);
         let position = |name: &str| order.iter().position(|&i| e.commands[i].name == name).unwrap_or(usize::MAX);
         let mut primary_comparisons: Vec<&Comparison> = e.comparisons.iter().filter(|c| c.metric == primary).collect();
@@ -208,13 +209,38 @@ fn alone(e: &Experiment, style: &Style) -> String {
     )
 }
 
+/// When a row's nominal p-value and its interval (at the look's corrected level) seem to
+/// disagree — p below 1 − confidence beside an interval that includes 1× — what each is.
+fn levels_note(e: &Experiment) -> String {
+    let disagree: Vec<&Comparison> = e
+        .comparisons
+        .iter()
+        .filter(|c| {
+            c.verdict != Verdict::NotComparable
+                && c.look_confidence > c.confidence + 1e-9
+                && c.p_value < 1.0 - c.confidence
+                && c.ci_low <= 1.0
+                && c.ci_high >= 1.0
+        })
+        .collect();
+    let Some(c) = disagree.first() else { return String::new() };
+    let rows: Vec<String> = disagree.iter().map(|c| format!("{} (p = {})", c.metric, format_p(c.p_value))).collect();
+    dim(&format!(
+        "note: p is each row's nominal Wilcoxon p-value; the intervals are at {} % each, so that the {} % holds over every look at the rounds and every metric at once: {} below {} beside an interval that includes 1× is no difference at that level\n",
+        format_level(c.look_confidence),
+        format_level(c.confidence),
+        rows.join(", "),
+        format_p(1.0 - c.confidence)
+    ))
+}
+
 /// Candidate vs baseline per metric: ratio, interval, p-value, verdict.
 fn comparison_table(e: &Experiment, style: &Style) -> FitTable {
     let level = e.comparisons.first().map_or("95".into(), |c| format_level(c.confidence));
     let mut table = FitTable::new(
         Frame::Rules,
         vec![
-            Column::shrinkable("candidate vs baseline"),
+            Column::pair("candidate vs baseline", " vs "),
             Column::kept("metric"),
             Column::kept("ratio").right(),
             Column::kept(format!("{level} % CI")).right(),
@@ -286,9 +312,13 @@ const PROFILE_ITERATIONS: usize = 4;
 /// iteration (or a warm-up) shows — one table per metric.
 pub fn iteration_profile(e: &Experiment, width: Option<usize>) -> String {
     let mut metrics: Vec<&String> = Vec::new();
+    // The program's own numbers for its iterations, when a capture read them (`iter 0`).
+    let mut numbers: Option<(&String, &Vec<f64>)> = None;
     for run in e.commands.iter().flat_map(|c| &c.runs) {
         for (name, reading) in &run.counters {
-            if reading.samples.len() > 1 && !metrics.contains(&name) {
+            if reading.reason.as_deref() == Some(perflab_engine::measure::output::INDEX_REASON) {
+                numbers = numbers.or(Some((name, &reading.samples)));
+            } else if reading.samples.len() > 1 && !metrics.contains(&name) {
                 metrics.push(name);
             }
         }
@@ -311,10 +341,16 @@ pub fn iteration_profile(e: &Experiment, width: Option<usize>) -> String {
         } else {
             (0..PROFILE_ITERATIONS).chain([longest - 1]).collect()
         };
+        // As the program numbered them when a capture read its numbers, else by the order
+        // printed (#1 the first value a run printed).
+        let program_numbers = numbers.filter(|(_, n)| n.len() >= longest && n.iter().all(|v| v.fract() == 0.0));
         let mut columns = vec![Column::shrinkable("command")];
         for (k, &i) in shown.iter().enumerate() {
             let gap = if k > 0 && i > shown[k - 1] + 1 { "… " } else { "" };
-            columns.push(Column::kept(format!("{gap}#{}", i + 1)));
+            columns.push(Column::kept(match program_numbers {
+                Some((index, n)) => format!("{gap}{index} {}", n[i]),
+                None => format!("{gap}#{}", i + 1),
+            }));
         }
         columns.push(Column::kept("first ÷ rest"));
         let mut table = FitTable::new(Frame::Rules, columns);
@@ -331,15 +367,19 @@ pub fn iteration_profile(e: &Experiment, width: Option<usize>) -> String {
             let rest: Vec<f64> = iterations.iter().skip(1).flatten().copied().collect();
             let ratio = match (iterations.first(), rest.is_empty()) {
                 (Some(first), false) if !first.is_empty() => {
-                    format!("{:.2}×", summary::median(first) / summary::median(&rest))
+                    perflab_model::units::format_ratio(summary::median(first) / summary::median(&rest))
                 }
                 _ => "-".into(),
             };
             row.push(ratio);
             table.row(row);
         }
+        let numbering = match program_numbers {
+            Some((index, _)) => format!("numbered as the program printed them, by `{index}`"),
+            None => "#1 is the first value each run printed".to_string(),
+        };
         out.push_str(&format!(
-            "{name} per iteration (median over runs; a run's value is {}):\n",
+            "{name} per iteration (median over runs; {numbering}; a run's value is {}):\n",
             e.settings.iterations.describe()
         ));
         out.push_str(&table.render(width));
@@ -396,6 +436,61 @@ mod tests {
             Plan::new(commands, Settings { seed: 5, ..Settings::default() }, MeasureOptions::default(), compared);
         let mut machine = Simulated::new(5, vec![0.05, 0.055], Noise::gaussian(0.01));
         run_experiment(&plan, &mut machine, &mut Quiet).unwrap()
+    }
+
+    /// Issue #28: `--iterations first` on a program printing `iter 0 …` showed its iter 0
+    /// as "#1"; captured, the program's own numbers head the columns. The first ÷ rest of
+    /// a 0.17 ms statement before 88 ms ones read "0.00×"; it has its digits now.
+    #[test]
+    fn iterations_are_numbered_as_the_program_printed_them() {
+        use perflab_engine::measure::output::{read_metrics, Parser};
+        use perflab_model::{CommandResult, Iterations, Run};
+        crate::color::init("never");
+        let profile = |regex: &str| {
+            let parser = Parser::regex(regex).unwrap();
+            let runs = (0..3)
+                .map(|_| {
+                    let mut run = Run::default();
+                    let out = "iter 0: 0.17 ms\niter 1: 88.1 ms\niter 2: 88.3 ms\n";
+                    read_metrics(std::slice::from_ref(&parser), out, "", Iterations::First(1), &mut run).unwrap();
+                    run
+                })
+                .collect();
+            let e = Experiment {
+                commands: vec![CommandResult { name: "a".into(), runs, ..CommandResult::default() }],
+                ..Experiment::default()
+            };
+            iteration_profile(&e, None)
+        };
+        let numbered = profile(r"iter (?<iter>\d+): (?<ms>[0-9.]+) ms");
+        assert!(numbered.contains("numbered as the program printed them, by `iter`"), "{numbered}");
+        assert!(numbered.contains("iter 0") && numbered.contains("iter 2") && !numbered.contains("#1"), "{numbered}");
+        assert!(numbered.contains("0.00193×"), "{numbered}");
+        let ordered = profile(r"iter \d+: (?<ms>[0-9.]+) ms");
+        assert!(ordered.contains("#1 is the first value each run printed") && ordered.contains("#1"), "{ordered}");
+    }
+
+    /// Issue #28: a secondary metric printed nominal p = 0.029 beside its look-adjusted
+    /// interval and "inconclusive", two levels side by side without a word.
+    #[test]
+    fn a_nominal_p_beside_a_corrected_interval_is_explained() {
+        crate::color::init("never");
+        let mut e = experiment();
+        let secondary = Comparison {
+            metric: metric::CPU.into(),
+            ratio: 1.02,
+            ci_low: 0.99,
+            ci_high: 1.05,
+            look_confidence: 0.995,
+            p_value: 0.029,
+            verdict: Verdict::Inconclusive,
+            ..Comparison::example_slower("A", "B")
+        };
+        e.comparisons = vec![Comparison::example_slower("A", "B"), secondary];
+        let note = levels_note(&e);
+        assert!(note.contains("at 99.5 % each") && note.contains("cpu_s (p = 0.029)"), "{note}");
+        e.comparisons.truncate(1);
+        assert_eq!(levels_note(&e), "", "an interval and a p that agree need no note");
     }
 
     #[test]

@@ -662,7 +662,7 @@ input = "queries.sql"
             ("parse = 3", "perflab.toml:4: expected `parse` to be a string or a list of strings"),
             (
                 "iterations = \"last\"",
-                "perflab.toml:4: expected `iterations` \"all\", \"first\", \"steady\" or \"each\"",
+                "perflab.toml:4: expected `iterations` \"all\", \"first\", \"steady\", \"each\" or a number N ≥ 1",
             ),
         ] {
             let err = parse_str(&format!("[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n{text}\n")).unwrap_err();

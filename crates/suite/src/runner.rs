@@ -201,6 +201,11 @@ pub fn run_suite(
                 Outcome::Measured(Box::new(experiment))
             }
             Ok(mut experiment) => {
+                // Whether every build runs the same command here: such a benchmark is a
+                // control of the sessions, not a change of the builds (history::controls).
+                experiment
+                    .environment
+                    .insert(perflab_store::history::controls::USES_BUILD_FACT.into(), bench.uses_build().to_string());
                 match recorder.finish(&experiment) {
                     Ok(_) => {}
                     Err(failure) if options.fence.is_none() => {

@@ -6,6 +6,7 @@ pub mod crosscheck;
 pub mod design;
 pub mod explain;
 pub mod multiplicity;
+pub mod printed;
 pub mod stat;
 pub mod verdict;
 
@@ -180,6 +181,7 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     experiment.warnings.extend(not_comparable_warnings(&experiment.comparisons));
     experiment.warnings.extend(warnings(plan, experiment));
     experiment.warnings.extend(client);
+    experiment.warnings.extend(printed::several_matches(plan, experiment));
 }
 
 /// Failed runs that `--ignore-failure` kept: per command, how many and how they ended.
@@ -221,7 +223,13 @@ const CLIENT_FORMATS: [&str; 1] = ["pgbench"];
 /// With a client's output parsed (a server A/B through pgbench), `cpu_s` is the client's
 /// CPU time: say so, on the comparison and as a warning.
 fn client_cpu(plan: &Plan, experiment: &mut Experiment) -> Option<Warning> {
-    let client = plan.measure.output.iter().map(|p| p.describe()).find(|d| CLIENT_FORMATS.contains(&d.as_str()))?;
+    let client = plan
+        .measure
+        .output
+        .iter()
+        .map(|p| p.describe())
+        .find(|d| CLIENT_FORMATS.contains(&d.as_str()))
+        .or_else(|| printed::client_program(plan))?;
     let note = format!("the client's CPU time ({client}'s), not the server's");
     let mut compared = false;
     for c in experiment.comparisons.iter_mut().filter(|c| c.metric == metric::CPU) {
@@ -315,6 +323,10 @@ fn unread_counters(experiment: &Experiment) -> Vec<Warning> {
         let mut readings = runs().filter_map(|r| r.counters.get(name));
         // A derived rate (`ipc`) is unread because an input is, and that input is named.
         if readings.clone().any(|reading| reading.supported) || perflab_sys::perf::counters::is_derived(name) {
+            continue;
+        }
+        // An iteration's number was never a measurement to be read.
+        if readings.clone().any(|r| r.reason.as_deref() == Some(crate::measure::output::INDEX_REASON)) {
             continue;
         }
         let reason = readings.find_map(|reading| reading.reason.clone()).unwrap_or_else(|| "no reason given".into());

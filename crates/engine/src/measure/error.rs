@@ -17,6 +17,9 @@ pub enum ParserError {
     BadRegex { text: String, why: String },
     #[error("--output-metric `{0}` has no named capture: name the value, e.g. `tps = (?<tps>[0-9.]+)`")]
     NoNamedCapture(String),
+    /// Every capture is named like an iteration's number (`iter`, `i`, …).
+    #[error("--output-metric `{text}` captures only the iteration's number (`{names}`), which is not a measurement: name the value measured, e.g. `iter (?<iter>[0-9]+): (?<ms>[0-9.]+) ms`")]
+    OnlyIndex { text: String, names: String },
     #[error(transparent)]
     Name(#[from] NameError),
 }

@@ -65,6 +65,9 @@ impl Parser {
         if names.is_empty() {
             return Err(ParserError::NoNamedCapture(text.to_string()));
         }
+        if names.iter().all(|n| is_index(n)) {
+            return Err(ParserError::OnlyIndex { text: text.to_string(), names: names.join("`, `") });
+        }
         for name in names {
             check_name(name)?;
         }
@@ -85,7 +88,7 @@ impl Parser {
     /// when the names come from the output itself.
     pub fn known_names(&self) -> Option<Vec<String>> {
         match self {
-            Parser::Regex(r) => Some(r.capture_names().flatten().map(String::from).collect()),
+            Parser::Regex(r) => Some(r.capture_names().flatten().filter(|n| !is_index(n)).map(String::from).collect()),
             Parser::Pgbench => Some(PGBENCH_METRICS.map(String::from).to_vec()),
             Parser::JsonLines | Parser::GoogleBenchmark => None,
         }
@@ -246,6 +249,21 @@ fn parse_line(parser: &Parser, stream: Stream, line: &str, out: &mut Samples) ->
         Parser::GoogleBenchmark => Ok(()),
     }
 }
+
+/// Capture names that number a run's iterations rather than measure them: the value
+/// `(?<iter>[0-9]+)` captures is which iteration a line is about, an index and no
+/// measurement — never a metric, never the verdict's (it numbers the per-iteration
+/// profile as the program printed it).
+pub const INDEX_NAMES: [&str; 10] =
+    ["i", "iter", "iteration", "idx", "index", "step", "rep", "repetition", "epoch", "loop"];
+
+/// Whether a capture named `name` is an iteration's number ([`INDEX_NAMES`]).
+pub fn is_index(name: &str) -> bool {
+    INDEX_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
+}
+
+/// Why an index capture's reading has no value: what it is.
+pub const INDEX_REASON: &str = "the iteration's number as the program printed it, not a measurement";
 
 /// Names a command may give its metrics: not one perflab measures itself.
 fn check_name(name: &str) -> Result<(), NameError> {
@@ -466,6 +484,12 @@ pub fn record_metrics(
     let mut found = Vec::new();
     for (parser, samples) in parsers.iter().zip(found_samples) {
         for (name, printed) in samples.0 {
+            if matches!(parser, Parser::Regex(_)) && is_index(&name) {
+                // Kept with the run to number its iterations, never compared.
+                let reading = CounterReading { samples: printed.kept, ..CounterReading::unsupported(INDEX_REASON) };
+                run.counters.insert(name, reading);
+                continue;
+            }
             let groups = iterations.groups_printed(&name, &printed);
             let reading = CounterReading::printed(printed, iterations)
                 .unwrap_or_else(|why| CounterReading::unsupported(format!("{name}: {why}")));
@@ -529,6 +553,22 @@ fn parse_texts(parsers: &[Parser], stdout: &str, stderr: &str) -> Result<Vec<Sam
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #28: `(?<iter>\d+)` became a metric, and the headline said "cold is
+    /// equivalent to pretouch in iter". An index numbers the iterations; it is no metric.
+    #[test]
+    fn an_iteration_number_capture_is_no_metric() {
+        let p = Parser::regex(r"iter (?<iter>\d+): (?<ms>[0-9.]+) ms").unwrap();
+        assert_eq!(p.known_names(), Some(vec!["ms".to_string()]), "the verdict's metric is ms");
+        let mut run = Run::default();
+        let found = read_metrics(&[p], "iter 0: 5.0 ms\niter 1: 3.0 ms\n", "", Iterations::All, &mut run).unwrap();
+        assert_eq!(found, ["ms"]);
+        let iter = &run.counters["iter"];
+        assert_eq!((iter.supported, iter.value, iter.samples.as_slice()), (false, None, &[0.0, 1.0][..]));
+        assert_eq!(run.counters["ms"].value, Some(4.0));
+        let only = Parser::regex(r"iter (?<iter>\d+)").unwrap_err().to_string();
+        assert!(only.contains("only the iteration's number"), "{only}");
+    }
 
     fn parse(parser: &Parser, stdout: &str, stderr: &str) -> Result<Samples, ParseError> {
         let mut out = Samples::default();

@@ -17,6 +17,9 @@ pub enum PlanError {
     NoRounds,
     #[error("--min-rounds must be at least 2")]
     TooFewMinRounds,
+    /// hyperfine's `-m 20 -M 5`: the first look would come after the last round.
+    #[error("--min-rounds ({min}) is above --max-rounds ({max}): no look at the statistics could happen before the last round; lower -m or raise -M")]
+    MinAboveMaxRounds { min: u32, max: u32 },
     #[error("unknown metric `{metric}`; choose from {choices}")]
     UnknownMetric { metric: String, choices: String },
     /// An `-e` event list the counters cannot count.

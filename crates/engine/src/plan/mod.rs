@@ -175,6 +175,11 @@ pub fn check(options: &SettingsLayer) -> Result<(), PlanError> {
     if options.min_rounds.is_some_and(|n| n < 2) {
         return Err(PlanError::TooFewMinRounds);
     }
+    if let (Some(min), Some(max)) = (options.min_rounds, options.max_rounds) {
+        if min > max {
+            return Err(PlanError::MinAboveMaxRounds { min, max });
+        }
+    }
     Ok(())
 }
 

@@ -6,25 +6,28 @@
 
 use super::svg::{format_change, format_value, num, tick_labels, truncate, LinearScale, LogScale};
 use super::{
-    geomean, CounterTable, Explained, Geomean, LabelComparison, MachineGroup, MachinePage, Ratio, RelativeTime,
-    ReportData, Why,
+    geomean, CiMethod, CounterTable, Explained, Geomean, LabelComparison, MachineGroup, MachinePage, Ratio,
+    RelativeTime, ReportData, Why,
 };
 use askama::Template;
 use perflab_model::units::{format_p, format_ratio};
 use perflab_model::{metric, Verdict};
 use perflab_store::history::matrix::Matrix;
-use perflab_store::history::{BenchmarkHistory, Point};
+use perflab_store::history::{BenchmarkHistory, Point, MIN_RELATIVE_SPAN};
 use std::collections::HashMap;
 use std::fmt::Write;
 
 /// Forest plot geometry (pixels). Names sit left of the plot, values right of it.
 const FOREST_WIDTH: f64 = 980.0;
-const NAME_WIDTH: f64 = 300.0;
-const VALUE_WIDTH: f64 = 190.0;
+const NAME_WIDTH: f64 = 250.0;
+/// Wide enough for the ratio, its interval and the method that made them.
+const VALUE_WIDTH: f64 = 250.0;
 const PLOT_LEFT: f64 = NAME_WIDTH + 12.0;
 const PLOT_RIGHT: f64 = FOREST_WIDTH - VALUE_WIDTH - 12.0;
 /// Characters of a benchmark name shown before the ellipsis (the tooltip has all).
 const NAME_CHARS: usize = 44;
+/// The same in a forest plot's narrower name column.
+const FOREST_NAME_CHARS: usize = 36;
 /// Above this many benchmarks rows get compact and the chart scrolls.
 const COMPACT_ROWS: usize = 40;
 
@@ -137,7 +140,7 @@ fn page_view<'a>(page: &'a MachinePage, metric: &'a str, index: usize) -> PageVi
         ids: SectionIds::of(index),
         description: &page.description,
         reference: &page.reference,
-        forests: page.comparisons.iter().map(|c| forest_view(c, page)).collect(),
+        forests: page.comparisons.iter().map(|c| forest_view(c, page, metric)).collect(),
         explained: page.explained.iter().map(ExplainedView::of).collect(),
         history_charts: history_charts(page, metric),
         counters: CountersView::of(&page.counters),
@@ -239,10 +242,24 @@ struct ForestView<'a> {
     grid: GridView,
     rows: Vec<ForestRowView<'a>>,
     geomean: Option<GeomeanView>,
+    /// Benchmarks with the same command under both labels: the sessions' A/A check.
+    controls: Vec<ControlView<'a>>,
+}
+
+/// A control's row: its ratio with interval, verdict and method, or why it has none.
+struct ControlView<'a> {
+    name: &'a str,
+    class: &'static str,
+    text: String,
+    verdict: &'static str,
+    tag: String,
 }
 
 struct SummaryView {
     geomean: Option<GeomeanText>,
+    /// How the rows' ratios were made.
+    paired: usize,
+    sessions: usize,
     slower: usize,
     faster: usize,
     equivalent: usize,
@@ -331,6 +348,8 @@ struct ForestRowView<'a> {
     p: String,
     n: usize,
     method: &'static str,
+    /// The method (and the metric, when not the page's) printed beside the number.
+    tag: String,
     name_x: String,
     text_y: String,
     cy: String,
@@ -356,7 +375,7 @@ struct GeomeanView {
     value_x: String,
 }
 
-fn forest_view<'a>(comparison: &'a LabelComparison, page: &MachinePage) -> ForestView<'a> {
+fn forest_view<'a>(comparison: &'a LabelComparison, page: &MachinePage, metric: &str) -> ForestView<'a> {
     let rows = sorted_by_change(&comparison.rows);
     let gm = geomean(&comparison.rows);
     let count = |v: Verdict| comparison.rows.iter().filter(|r| r.change.verdict == v).count();
@@ -378,6 +397,8 @@ fn forest_view<'a>(comparison: &'a LabelComparison, page: &MachinePage) -> Fores
         label: &comparison.label,
         summary: SummaryView {
             geomean: gm.as_ref().map(GeomeanText::of),
+            paired: comparison.rows.iter().filter(|r| r.change.method == CiMethod::Paired).count(),
+            sessions: comparison.rows.iter().filter(|r| r.change.method != CiMethod::Paired).count(),
             slower: count(Verdict::Slower),
             faster: count(Verdict::Faster),
             equivalent: count(Verdict::Equivalent),
@@ -403,9 +424,29 @@ fn forest_view<'a>(comparison: &'a LabelComparison, page: &MachinePage) -> Fores
         rows: rows
             .iter()
             .enumerate()
-            .map(|(i, row)| forest_row(row, &scale, top + i as f64 * row_height, row_height, compact))
+            .map(|(i, row)| forest_row(row, metric, &scale, top + i as f64 * row_height, row_height, compact))
             .collect(),
         geomean: gm.map(|g| geomean_view(&g, &scale, &ticks)),
+        controls: comparison
+            .controls
+            .iter()
+            .map(|c| match &c.change {
+                Ok(r) => ControlView {
+                    name: &c.benchmark,
+                    class: r.verdict.as_str(),
+                    text: crate::pair::ratio_and_interval(r),
+                    verdict: r.verdict.as_str(),
+                    tag: tag(r, metric),
+                },
+                Err(why) => ControlView {
+                    name: &c.benchmark,
+                    class: "none",
+                    text: why.clone(),
+                    verdict: "",
+                    tag: String::new(),
+                },
+            })
+            .collect(),
     }
 }
 
@@ -478,8 +519,20 @@ fn marks(scale: &LogScale, ratio: f64, lo: f64, hi: f64, cy: f64, row_height: f6
     }
 }
 
+/// What made a ratio, in a word or two beside it: `paired`, `separate sessions`, with the
+/// metric when it is not the page's (a pair measured in one session answers on the metric
+/// that session decided on).
+fn tag(r: &Ratio, page_metric: &str) -> String {
+    if r.metric == page_metric || r.metric.is_empty() {
+        r.method.short().to_string()
+    } else {
+        format!("{}, {}", r.method.short(), r.metric)
+    }
+}
+
 fn forest_row<'a>(
     relative: &'a RelativeTime,
+    page_metric: &str,
     scale: &LogScale,
     y: f64,
     row_height: f64,
@@ -490,7 +543,7 @@ fn forest_row<'a>(
     ForestRowView {
         class: row.verdict.as_str(),
         name: &relative.benchmark,
-        short: truncate(&relative.benchmark, NAME_CHARS).into_owned(),
+        short: truncate(&relative.benchmark, FOREST_NAME_CHARS).into_owned(),
         y: num(y),
         ratio: format_ratio(row.ratio),
         change: format_change(row.ratio),
@@ -500,6 +553,7 @@ fn forest_row<'a>(
         p: row.p_value.map(|p| format!(", p = {}", format_p(p))).unwrap_or_default(),
         n: row.n,
         method: row.method.describe(),
+        tag: tag(row, page_metric),
         name_x: num(NAME_WIDTH),
         text_y: num(cy + 4.0),
         cy: num(cy),
@@ -633,14 +687,16 @@ fn history_chart<'a>(
         .collect();
     let last_x = (page.labels.len().max(history.points.len()).max(2) - 1) as f64;
     let x = |i: f64| HIST_LEFT + i / last_x * (HIST_WIDTH - HIST_LEFT - HIST_RIGHT);
-    let y_scale = LinearScale::covering(
-        points.iter().flat_map(|(_, p)| {
+    let values: Vec<f64> = points
+        .iter()
+        .flat_map(|(_, p)| {
             let (lo, hi) = p.median_ci.unwrap_or((p.median, p.median));
             [p.median, lo, hi]
-        }),
-        HIST_HEIGHT - HIST_BOTTOM,
-        HIST_TOP,
-    );
+        })
+        .filter(|v| v.is_finite())
+        .collect();
+    let y_scale =
+        LinearScale::covering(values.iter().copied().chain(minimum_span(&values)), HIST_HEIGHT - HIST_BOTTOM, HIST_TOP);
     let tooltip = match (points.first(), points.last()) {
         (Some((_, first)), Some((_, last))) => Some(format!(
             "{} at {} → {} at {} ({}), {} labels",
@@ -751,6 +807,19 @@ fn history_chart<'a>(
         dots,
         change_points,
     }
+}
+
+/// The ends of the smallest span a history chart draws around `values` (medians and
+/// their intervals): [`MIN_RELATIVE_SPAN`] of their level, centred on them, when they
+/// span less — a change inside the noise of two sessions never fills the chart.
+fn minimum_span(values: &[f64]) -> Vec<f64> {
+    let (lo, hi) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let span = MIN_RELATIVE_SPAN * (lo.abs() + hi.abs()) / 2.0;
+    if values.is_empty() || hi - lo >= span {
+        return Vec::new();
+    }
+    let middle = (lo + hi) / 2.0;
+    vec![middle - span / 2.0, middle + span / 2.0]
 }
 
 /// Per benchmark found slower: the functions that explain it, then the differential
@@ -928,12 +997,16 @@ impl<'a> ExplainedView<'a> {
     }
 }
 
-/// Counter values per benchmark and label, then each label ÷ the reference label.
+/// Every other metric per benchmark under the reference and each compared label, with
+/// the pair's record on it — ratio, interval, verdict and method — or why it has none.
 struct CountersView<'a> {
     compact: bool,
-    labels: &'a [String],
     reference: &'a str,
-    compared: &'a [String],
+    /// Whether any label is compared (else only the reference's medians are shown).
+    compared: bool,
+    /// The one compared label (its name heads the medians), or None for several (a
+    /// column names each row's).
+    single: Option<&'a str>,
     rows: Vec<CounterRowView<'a>>,
 }
 
@@ -941,7 +1014,17 @@ struct CounterRowView<'a> {
     benchmark: &'a str,
     short: String,
     metric: &'a str,
-    cells: Vec<CounterCell>,
+    label: &'a str,
+    reference_value: CounterCell,
+    value: CounterCell,
+    ratio: CounterCell,
+    /// The interval, or why there is none.
+    interval: String,
+    verdict_class: &'static str,
+    verdict: &'static str,
+    method: String,
+    /// What to keep in mind reading the ratio (its note, the method in full).
+    title: String,
 }
 
 /// A sortable cell: its `data-v` (NaN when missing) and its text.
@@ -955,28 +1038,54 @@ impl<'a> CountersView<'a> {
         let missing = || CounterCell { value: f64::NAN, text: "—".into() };
         CountersView {
             compact: table.rows.len() > COMPACT_ROWS,
-            labels: &table.labels,
-            reference: table.labels.first().map_or("", |l| l.as_str()),
-            compared: table.labels.get(1..).unwrap_or_default(),
+            reference: &table.reference,
+            compared: table.rows.iter().any(|r| r.label.is_some()),
+            single: {
+                let mut labels = table.rows.iter().filter_map(|r| r.label.as_deref());
+                let first = labels.next();
+                first.filter(|f| labels.all(|l| l == *f))
+            },
             rows: table
                 .rows
                 .iter()
                 .map(|row| {
                     let unit = metric::unit(&row.metric);
-                    let values = row.values.iter().map(|value| match value {
-                        Some(v) => CounterCell { value: *v, text: format_value(*v, unit) },
+                    let cell = |v: Option<f64>| match v {
+                        Some(v) => CounterCell { value: v, text: format_value(v, unit) },
                         None => missing(),
-                    });
-                    let reference = row.values.first().copied().flatten();
-                    let ratios = row.values.iter().skip(1).map(|value| match (reference, value) {
-                        (Some(r), Some(v)) if r > 0.0 => CounterCell { value: v / r, text: format_ratio(v / r) },
-                        _ => missing(),
-                    });
+                    };
+                    let (ratio, interval, verdict_class, verdict, method, title) = match &row.change {
+                        Ok(r) => (
+                            CounterCell { value: r.ratio, text: format_ratio(r.ratio) },
+                            crate::pair::ratio_and_interval(r)
+                                .strip_prefix(&format_ratio(r.ratio))
+                                .unwrap_or_default()
+                                .trim()
+                                .to_string(),
+                            r.verdict.as_str(),
+                            r.verdict.as_str(),
+                            r.method.short().to_string(),
+                            format!(
+                                "{}{}",
+                                r.method.describe(),
+                                r.note.as_ref().map(|n| format!("; {n}")).unwrap_or_default()
+                            ),
+                        ),
+                        Err(why) => (missing(), why.clone(), "none", "", String::new(), why.clone()),
+                    };
                     CounterRowView {
                         benchmark: &row.benchmark,
                         short: truncate(&row.benchmark, NAME_CHARS).into_owned(),
                         metric: &row.metric,
-                        cells: values.chain(ratios).collect(),
+                        label: row.label.as_deref().unwrap_or(""),
+                        reference_value: cell(row.reference_value),
+                        value: cell(row.value),
+                        ratio,
+                        interval,
+                        verdict_class,
+                        verdict,
+                        method,
+                        title,
                     }
                 })
                 .collect(),
@@ -1018,7 +1127,7 @@ fn machine_rows(info: &MachineGroup) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::super::tests::row;
-    use super::super::{CiMethod, CounterRow};
+    use super::super::{Control, CounterRow};
     use super::*;
     use perflab_model::Machine;
     use perflab_store::history::Shift;
@@ -1044,7 +1153,21 @@ mod tests {
             description: "box (EPYC, 2 cores, Linux 6.1) [abc]".into(),
             reference: "v1".into(),
             labels: labels.clone(),
-            comparisons: vec![LabelComparison { label: "v3".into(), rows }],
+            comparisons: vec![LabelComparison {
+                label: "v3".into(),
+                rows,
+                controls: vec![
+                    Control {
+                        benchmark: "nap".into(),
+                        change: Ok(Ratio {
+                            method: CiMethod::Sessions,
+                            verdict: Verdict::Inconclusive,
+                            ..row("nap", 1.003, 0.964, 1.043, Verdict::Inconclusive).change
+                        }),
+                    },
+                    Control { benchmark: "idle".into(), change: Err("measured once: nothing to compare".into()) },
+                ],
+            }],
             histories: names
                 .iter()
                 .map(|n| BenchmarkHistory {
@@ -1075,13 +1198,25 @@ mod tests {
                 })
                 .collect(),
             counters: CounterTable {
-                labels: vec!["v1".into(), "v3".into()],
+                reference: "v1".into(),
                 rows: names
                     .iter()
-                    .map(|n| CounterRow {
+                    .enumerate()
+                    .map(|(i, n)| CounterRow {
                         benchmark: n.to_string(),
                         metric: "instructions".into(),
-                        values: vec![Some(1e9), Some(1.1e9)],
+                        label: Some("v3".into()),
+                        reference_value: Some(1e9),
+                        value: Some(1.1e9),
+                        change: if i == 0 {
+                            Err("no interval: not measured in one session with v1, and v1 has no session of its own"
+                                .into())
+                        } else {
+                            Ok(Ratio {
+                                metric: "instructions".into(),
+                                ..row(n, 1.1, 1.09, 1.11, Verdict::Slower).change
+                            })
+                        },
                     })
                     .collect(),
             },
@@ -1249,6 +1384,38 @@ mod tests {
         let mut data = sample(&["a"]);
         data.pages[0].comparisons[0].rows[0].change.method = CiMethod::Independent;
         assert!(render_html(&data).contains("independent runs"));
+    }
+
+    /// Issue #28, row 5: a 0.1 % change was drawn as a full-height rise. The chart's axis
+    /// spans at least the noise of two sessions, so it stays a small step; a real change
+    /// still spans the chart.
+    #[test]
+    fn a_change_inside_the_noise_is_no_jump_on_the_history_chart() {
+        let rise = |levels: [f64; 2]| {
+            let mut data = sample(&["hot"]);
+            let page = &mut data.pages[0];
+            page.labels.truncate(2);
+            page.histories[0].change_points.clear();
+            page.histories[0].points.truncate(2);
+            for (p, level) in page.histories[0].points.iter_mut().zip(levels) {
+                p.median = level;
+                p.median_ci = Some((level * 0.9995, level * 1.0005));
+            }
+            let page = &data.pages[0];
+            let index: HashMap<&str, usize> = page.labels.iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
+            let chart = history_chart(&page.histories[0], page, &index, "s");
+            let ys: Vec<f64> = chart
+                .line
+                .split(['M', 'L'])
+                .filter(|p| !p.is_empty())
+                .map(|p| p.split(' ').nth(1).unwrap().parse().unwrap())
+                .collect();
+            (ys[0] - ys[1]) / (HIST_HEIGHT - HIST_BOTTOM - HIST_TOP)
+        };
+        let small = rise([0.02711, 0.02714]);
+        assert!(small > 0.0 && small < 0.05, "a 0.1 % change rises {:.0} % of the height", small * 100.0);
+        let real = rise([0.02711, 0.0336]);
+        assert!(real > 0.8, "a 24 % change rises {:.0} % of the height", real * 100.0);
     }
 
     /// The page's body as a reviewed snapshot: the markup every section draws for a

@@ -5,10 +5,13 @@
 
 use super::error::ReportError;
 use super::{
-    CounterRow, CounterTable, Explained, LabelComparison, MachineGroup, MachinePage, RelativeTime, ReportData, Why,
+    Control, CounterRow, CounterTable, Explained, LabelComparison, MachineGroup, MachinePage, Ratio, RelativeTime, ReportData,
+    Why,
 };
 use perflab_model::{metric, Comparison, Experiment, Run, StopReason, Verdict};
-use perflab_store::history::{matrix, measured_values, ratio};
+use perflab_store::history::pair::{self, MetricChoice};
+use perflab_store::history::sessions::{self, BenchmarkSessions, MachineNoise};
+use perflab_store::history::{controls, matrix, measured_values, ratio};
 use perflab_store::StoredExperiment;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
@@ -77,25 +80,39 @@ pub struct Selection {
     /// Labels to compare with the reference; default: the last label.
     pub labels: Vec<String>,
     pub metric: String,
+    /// True when the user named `metric` (every pair is compared on it); otherwise a pair
+    /// measured in one session is compared on the metric that session decided on.
+    pub metric_asked: bool,
     /// Keep only results from this machine (fingerprint prefix or hostname).
     pub machine: Option<String>,
     /// Why `metric` was chosen when none was asked for (shown first among the notes).
     pub metric_note: Option<String>,
 }
 
-/// The reference label and the compared labels the options ask for among `labels`.
-fn chosen_labels(labels: &[String], options: &Selection) -> Result<(String, Vec<String>), ReportError> {
+/// The reference label and the compared labels the options ask for among the stored
+/// `labels` and the `builds` measured only beside them (`run --label new --baseline
+/// base` stores `base` only as the baseline of `new`'s experiments). Without
+/// `--reference` the oldest label is the reference — or, when only one label is
+/// stored, the build it was measured beside, so its paired comparisons are shown.
+fn chosen_labels(
+    labels: &[String],
+    builds: &[String],
+    options: &Selection,
+) -> Result<(String, Vec<String>), ReportError> {
+    let known = |l: &String| labels.contains(l) || builds.contains(l);
+    let listed = || labels.iter().chain(builds).cloned().collect::<Vec<_>>().join(", ");
     let reference = match &options.reference {
-        Some(r) if labels.contains(r) => r.clone(),
-        Some(r) => return Err(ReportError::NoReference { label: r.clone(), known: labels.join(", ") }.into()),
+        Some(r) if known(r) => r.clone(),
+        Some(r) => return Err(ReportError::NoReference { label: r.clone(), known: listed() }),
+        None if labels.len() == 1 && !builds.is_empty() => builds[0].clone(),
         None => labels[0].clone(),
     };
     let compared: Vec<String> = if options.labels.is_empty() {
         labels.last().filter(|l| **l != reference).cloned().into_iter().collect()
     } else {
         for l in &options.labels {
-            if !labels.contains(l) {
-                return Err(ReportError::NoLabel { label: l.clone(), known: labels.join(", ") }.into());
+            if !known(l) {
+                return Err(ReportError::NoLabel { label: l.clone(), known: listed() });
             }
         }
         options.labels.iter().filter(|l| **l != reference).cloned().collect()
@@ -113,7 +130,8 @@ pub fn from_store(store: &mut perflab_store::Store, options: &Selection) -> Resu
     if labels.is_empty() {
         return Ok(lean);
     }
-    let (reference, compared) = chosen_labels(&labels, options)?;
+    let builds = pair::paired_builds(&lean, &labels);
+    let (reference, compared) = chosen_labels(&labels, &builds, options)?;
     let mut detailed: HashMap<i64, StoredExperiment> = HashMap::new();
     for label in std::iter::once(reference).chain(compared) {
         let query = perflab_store::Query { label: Some(label), ..query.clone() };
@@ -141,7 +159,13 @@ pub fn build(experiments: &[StoredExperiment], options: &Selection) -> Result<Re
         return Err(ReportError::NothingToReport.into());
     }
     let labels = ordered_labels(&experiments);
-    let (reference, compared) = chosen_labels(&labels, options)?;
+    let builds = pair::paired_builds(experiments.iter().copied(), &labels);
+    let (reference, compared) = chosen_labels(&labels, &builds, options)?;
+    let choice = if options.metric_asked {
+        MetricChoice::Asked(&options.metric)
+    } else {
+        MetricChoice::Decided(&options.metric)
+    };
     if !experiments.iter().any(|e| !measured_values(e, &options.metric).is_empty()) {
         return Err(ReportError::NoSuchMetric(options.metric.clone()).into());
     }
@@ -168,7 +192,7 @@ pub fn build(experiments: &[StoredExperiment], options: &Selection) -> Result<Re
     }
     let several = fingerprints.len() > 1;
     let matrices = if several {
-        compared.iter().map(|l| matrix::matrix(&experiments, &options.metric, &reference, l)).collect()
+        compared.iter().map(|l| matrix::matrix(&experiments, choice, &reference, l)).collect()
     } else {
         Vec::new()
     };
@@ -178,7 +202,7 @@ pub fn build(experiments: &[StoredExperiment], options: &Selection) -> Result<Re
             experiments.iter().copied().filter(|e| e.machine_fingerprint == *fingerprint).collect();
         let description = group[0].experiment.machine.describe(fingerprint);
         let prefix = if several { format!("{description}: ") } else { String::new() };
-        match machine_page(&group, &reference, &compared, &options.metric, description, &mut notes, &prefix) {
+        match machine_page(&group, &reference, &compared, choice, description, &mut notes, &prefix) {
             Some(page) => pages.push(page),
             None => notes.push(format!("{prefix}no successful run has the metric {}", options.metric)),
         }
@@ -199,12 +223,17 @@ fn machine_page(
     experiments: &[&StoredExperiment],
     reference: &str,
     compared: &[String],
-    metric: &str,
+    choice: MetricChoice,
     description: String,
     notes: &mut Vec<String>,
     prefix: &str,
 ) -> Option<MachinePage> {
+    let metric = choice.name();
     let labels = ordered_labels(experiments);
+    // The stored labels and the builds measured only beside them: each pair's record
+    // may come from a session that paired them.
+    let mut known = labels.clone();
+    known.extend(pair::paired_builds(experiments.iter().copied(), &labels));
     let shown: Vec<String> = std::iter::once(reference.to_string()).chain(compared.iter().cloned()).collect();
     let samples = Samples::collect(experiments, metric, &shown);
     if samples.benchmarks.is_empty() {
@@ -214,21 +243,30 @@ fn machine_page(
     for e in experiments {
         by_benchmark.entry(e.benchmark.as_str()).or_default().push(e);
     }
-    let has = |l: &str| labels.iter().any(|x| x == l);
+    let has = |l: &str| known.iter().any(|x| x == l);
     // Every experiment is a session of its label; the machine's history sizes how much
     // sessions differ (history::sessions).
-    let sessions = perflab_store::history::sessions::collect(experiments.iter().copied(), metric);
-    let machine_noise = perflab_store::history::sessions::MachineNoise::new(&sessions, ratio::SESSION_PRIOR);
-    let no_sessions = perflab_store::history::sessions::BenchmarkSessions::default();
+    let sessions = sessions::collect(experiments.iter().copied(), metric);
+    let machine_noise = MachineNoise::new(&sessions, ratio::SESSION_PRIOR);
     let mut comparisons = Vec::new();
     for label in compared.iter().filter(|l| has(reference) && has(l)) {
         let noise = machine_noise.between(reference, label);
         let mut rows = Vec::new();
+        let mut controls = Vec::new();
         let mut missing = Vec::new();
         for &benchmark in &samples.benchmarks {
             let own = by_benchmark.get(benchmark).map_or(&[][..], Vec::as_slice);
-            let benchmark_sessions = sessions.iter().find(|b| b.benchmark == benchmark).unwrap_or(&no_sessions);
-            match ratio::between_labels(own, &labels, reference, label, metric, benchmark_sessions, &noise) {
+            let benchmark_sessions =
+                sessions.iter().find(|b| b.benchmark == benchmark).unwrap_or(&sessions::NO_SESSIONS);
+            let record = pair::pair_comparison(own, &known, reference, label, choice, benchmark_sessions, &noise);
+            if controls::same_command(own, reference, label) {
+                let change = record.ok_or_else(|| {
+                    format!("the same command for both; measured once, in {label}'s session: nothing to compare")
+                });
+                controls.push(Control { benchmark: benchmark.to_string(), change });
+                continue;
+            }
+            match record {
                 Some(change) => rows.push(RelativeTime { benchmark: benchmark.to_string(), change }),
                 None => missing.push(benchmark),
             }
@@ -240,17 +278,16 @@ fn machine_page(
                 abbreviate(&missing)
             ));
         }
-        if rows.iter().any(|r| r.change.method == ratio::CiMethod::Sessions) {
-            notes.push(format!(
-                "{prefix}{label} and {reference} were measured in separate sessions: their intervals include the session-to-session noise of this machine, σ = {:.2} % ({})",
-                noise.tau * 100.0,
-                describe_noise(&noise)
-            ));
-        }
+        notes.extend(method_notes(&rows, &controls, reference, label, metric, &noise, prefix));
         for row in rows.iter().filter_map(|r| r.change.note.as_ref().map(|n| (&r.benchmark, n))) {
             notes.push(format!("{prefix}{}: {}", row.0, row.1));
         }
-        comparisons.push(LabelComparison { label: label.clone(), rows });
+        if let Some(build) = paired_elsewhere(experiments, &known, reference, label) {
+            notes.push(format!(
+                "{prefix}{label} was measured beside {build} in one session (run --baseline): `--reference {build}` shows those paired comparisons"
+            ));
+        }
+        comparisons.push(LabelComparison { label: label.clone(), rows, controls });
     }
     for l in sessions.iter().flat_map(|b| &b.labels).filter(|l| l.busy() && shown.contains(&l.label)) {
         let note = format!(
@@ -274,8 +311,7 @@ fn machine_page(
             .map(|m| m.benchmarks)
             .unwrap_or_default();
     let explained = explained(experiments, &shown);
-    let counter_labels: Vec<String> = shown.into_iter().filter(|l| has(l)).collect();
-    let counters = counter_table(&samples, &counter_labels, metric);
+    let counters = counter_table(&samples, &by_benchmark, &known, reference, &comparisons, compared, metric);
     let machines = machine_groups(experiments, &labels);
     Some(MachinePage {
         description,
@@ -286,6 +322,86 @@ fn machine_page(
         counters,
         machines,
         explained,
+    })
+}
+
+/// What the notes say of how a label's ratios were made: sessions and their noise,
+/// metrics other than the page's (a pair measured in one session answers on the metric
+/// it decided on), and controls that moved.
+fn method_notes(
+    rows: &[RelativeTime],
+    controls: &[Control],
+    reference: &str,
+    label: &str,
+    metric: &str,
+    noise: &perflab_stats::sessions::SessionNoise,
+    prefix: &str,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let paired = rows.iter().filter(|r| r.change.method == ratio::CiMethod::Paired).count();
+    let separate = rows.iter().filter(|r| r.change.method == ratio::CiMethod::Sessions).count()
+        + controls.iter().filter(|c| c.change.as_ref().is_ok_and(|r| r.method == ratio::CiMethod::Sessions)).count();
+    if separate > 0 {
+        let paired = match paired {
+            0 => String::new(),
+            n => format!("; {n} ratio(s) are paired rounds of one session, without that noise"),
+        };
+        notes.push(format!(
+            "{prefix}{label} and {reference} were measured in separate sessions for {separate} benchmark(s): their intervals include the session-to-session noise of this machine, σ = {:.2} % ({}){paired}",
+            noise.tau * 100.0,
+            describe_noise(noise)
+        ));
+    }
+    let other: Vec<&str> = rows.iter().filter(|r| r.change.metric != metric).map(|r| r.benchmark.as_str()).collect();
+    if !other.is_empty() {
+        let metrics: BTreeSet<&str> =
+            rows.iter().filter(|r| r.change.metric != metric).map(|r| r.change.metric.as_str()).collect();
+        notes.push(format!(
+            "{prefix}{label} vs {reference}: {} ratio(s) are on {}, the metric their session decided on (what `run` printed for them): {}; --metric {metric} compares every pair on {metric}",
+            other.len(),
+            metrics.into_iter().collect::<Vec<_>>().join(", "),
+            abbreviate(&other)
+        ));
+    }
+    let moved: Vec<String> = controls
+        .iter()
+        .filter_map(|c| {
+            let r = c.change.as_ref().ok()?;
+            (r.verdict == Verdict::Slower || r.verdict == Verdict::Faster).then(|| {
+                format!(
+                    "{} {} [{}, {}]",
+                    c.benchmark,
+                    super::svg::format_change(r.ratio),
+                    super::svg::format_change(r.ci_low),
+                    super::svg::format_change(r.ci_high)
+                )
+            })
+        })
+        .collect();
+    if !moved.is_empty() {
+        notes.push(format!(
+            "{prefix}warning: controls moved between {reference} and {label} (the same command under both): {}; the sessions differ beyond their noise, and every ratio from separate sessions carries that difference (paired ones do not)",
+            moved.join(", ")
+        ));
+    }
+    notes
+}
+
+/// The build `label` was measured beside in one session when that is not `reference`
+/// (the latest such), for a pointer to its paired comparisons.
+fn paired_elsewhere<'a>(
+    experiments: &[&'a StoredExperiment],
+    known: &[String],
+    reference: &str,
+    label: &str,
+) -> Option<&'a str> {
+    experiments.iter().rev().filter(|e| e.label == label).find_map(|e| {
+        let baseline = &e.experiment.commands.first()?.name;
+        let paired = e.experiment.commands.len() > 1
+            && baseline != reference
+            && known.contains(baseline)
+            && e.experiment.comparisons.iter().any(|c| &c.baseline == baseline);
+        paired.then_some(baseline.as_str())
     })
 }
 
@@ -415,26 +531,162 @@ impl<'a> Samples<'a> {
     }
 }
 
-fn counter_table(samples: &Samples, labels: &[String], primary: &str) -> CounterTable {
+/// Every other measured metric per benchmark (the chart's metric left out), under the
+/// reference and each compared label, with the pair's record on it: the session that
+/// paired them (its stored comparison, or one computed from its paired runs), else
+/// their sessions with this metric's session noise. A row without a ratio says why.
+fn counter_table(
+    samples: &Samples,
+    by_benchmark: &HashMap<&str, Vec<&StoredExperiment>>,
+    known: &[String],
+    reference: &str,
+    comparisons: &[LabelComparison],
+    compared: &[String],
+    primary: &str,
+) -> CounterTable {
     let mut rows = Vec::new();
+    let shown: Vec<String> = std::iter::once(reference.to_string()).chain(compared.iter().cloned()).collect();
+    // The sessions of each metric, and the machine's noise between them, read once.
+    let mut noise_of: HashMap<String, (Vec<BenchmarkSessions>, MachineNoise)> = HashMap::new();
+    let chart_metric = |label: &str, benchmark: &str| {
+        comparisons
+            .iter()
+            .find(|c| c.label == label)
+            .and_then(|c| c.rows.iter().find(|r| r.benchmark == benchmark))
+            .map_or(primary, |r| r.change.metric.as_str())
+    };
+    let is_control = |label: &str, benchmark: &str| {
+        comparisons.iter().any(|c| c.label == label && c.controls.iter().any(|k| k.benchmark == benchmark))
+    };
     for benchmark in &samples.benchmarks {
-        for name in samples.other_metrics(benchmark, labels, primary) {
-            let values: Vec<Option<f64>> = labels
-                .iter()
-                .map(|l| samples.values(benchmark, l, &name).map(|v| perflab_stats::summary::median(&v)))
-                .collect();
-            if values.iter().any(Option::is_some) {
-                rows.push(CounterRow { benchmark: benchmark.to_string(), metric: name, values });
+        let own = by_benchmark.get(benchmark).map_or(&[][..], Vec::as_slice);
+        for name in samples.other_metrics(benchmark, &shown, primary) {
+            if compared.is_empty() {
+                let value = samples.values(benchmark, reference, &name).map(|v| perflab_stats::summary::median(&v));
+                if value.is_some() {
+                    rows.push(CounterRow {
+                        benchmark: benchmark.to_string(),
+                        metric: name.clone(),
+                        label: None,
+                        reference_value: value,
+                        value: None,
+                        change: Err("no label compared with the reference".into()),
+                    });
+                }
+                continue;
+            }
+            for label in compared {
+                if name == chart_metric(label, benchmark) {
+                    continue;
+                }
+                let paired = pair::paired_session(own, known, reference, label);
+                let (reference_value, value) = match &paired {
+                    Some(session) => session.medians(&name),
+                    None => {
+                        let median =
+                            |l: &str| samples.values(benchmark, l, &name).map(|v| perflab_stats::summary::median(&v));
+                        (median(reference), median(label))
+                    }
+                };
+                if reference_value.is_none() && value.is_none() {
+                    continue;
+                }
+                let change = match paired.and_then(|s| s.comparison(MetricChoice::Asked(&name))) {
+                    Some(r) => Ok(r),
+                    None => {
+                        let (metric_sessions, noise) = noise_of.entry(name.clone()).or_insert_with(|| {
+                            let full = own_labels_experiments(by_benchmark, &shown);
+                            let collected = sessions::collect(full, &name);
+                            let noise = MachineNoise::new(&collected, ratio::SESSION_PRIOR);
+                            (collected, noise)
+                        });
+                        let benchmark_sessions = metric_sessions
+                            .iter()
+                            .find(|b| &b.benchmark.as_str() == benchmark)
+                            .unwrap_or(&sessions::NO_SESSIONS);
+                        let threshold = own
+                            .iter()
+                            .rev()
+                            .find(|e| e.label == *label)
+                            .map_or(ratio::DEFAULT_THRESHOLD, |e| e.experiment.settings.threshold);
+                        let better =
+                            own.iter().rev().find(|e| e.label == *label).map_or(metric::info(&name).better, |e| {
+                                e.experiment.settings.metric_info(&name).better
+                            });
+                        match (benchmark_sessions.label(reference), benchmark_sessions.label(label)) {
+                            (Some(a), Some(b)) => {
+                                let noise = noise.between(reference, label);
+                                ratio::between_sessions(a, b, &name, &noise, threshold, better)
+                                    .map(|r| withheld_without_own_noise(r, &noise))
+                                    .ok_or_else(|| format!("no interval: {name} is not positive in the sessions of both"))
+                            }
+                            _ if is_control(label, benchmark) => Err(format!(
+                                "a control (the same command for both): measured once, in {label}'s session; nothing to compare"
+                            )),
+                            _ if reference_value.is_none() => Err(format!("not measured under {reference}")),
+                            _ if value.is_none() => Err(format!("not measured under {label}")),
+                            (a, _) => {
+                                let lacking = if a.is_none() { reference } else { label.as_str() };
+                                if own.iter().any(|e| e.label == lacking) {
+                                    Err(format!("no interval: {name} is not positive in {lacking}'s runs"))
+                                } else {
+                                    Err(format!(
+                                        "no interval: not measured in one session with {reference}, and {lacking} has no session of its own"
+                                    ))
+                                }
+                            }
+                        }
+                    }
+                };
+                rows.push(CounterRow {
+                    benchmark: benchmark.to_string(),
+                    metric: name.clone(),
+                    label: Some(label.clone()),
+                    reference_value,
+                    value,
+                    change,
+                });
             }
         }
     }
-    CounterTable { labels: labels.to_vec(), rows }
+    CounterTable { reference: reference.to_string(), rows }
+}
+
+/// A cross-session ratio of a metric other than time whose session-to-session noise
+/// comes from the prior alone (no repeated sessions or other steps of it were read): the
+/// prior was sized for wall time (docs/statistics.md), and a 1 ms sleep's CPU time or a
+/// counter varies between sessions far more, so its verdict is withheld and the row
+/// says why.
+fn withheld_without_own_noise(mut r: Ratio, noise: &perflab_stats::sessions::SessionNoise) -> Ratio {
+    let timed = [metric::WALL, metric::UNCONTENDED].contains(&r.metric.as_str());
+    if !timed && noise.replicate_df == 0.0 && noise.step_df == 0.0 {
+        r.verdict = Verdict::Inconclusive;
+        r.note = Some(format!(
+            "verdict withheld: how much {} varies between sessions on this machine is unknown (the interval assumes the prior's σ = {:.1} %, sized for wall time); measure both in one session (run --baseline) for a paired ratio",
+            r.metric,
+            ratio::SESSION_PRIOR.tau * 100.0
+        ));
+    }
+    r
+}
+
+/// The experiments of the `shown` labels (read in full, with every metric's runs).
+fn own_labels_experiments<'a>(
+    by_benchmark: &HashMap<&str, Vec<&'a StoredExperiment>>,
+    shown: &[String],
+) -> Vec<&'a StoredExperiment> {
+    let mut out: Vec<&StoredExperiment> =
+        by_benchmark.values().flatten().copied().filter(|e| shown.contains(&e.label)).collect();
+    // Sessions keep stored (label) order.
+    out.sort_by_key(|e| (e.label_order, e.id));
+    out
 }
 
 /// Environment facts of one session's harness, not of the machine: the spawner's peak-RSS
 /// floor, the cgroup it created (its path names its process id), how busy the machine
 /// was. Labels that differ only in these ran on the same machine with the same setup.
-const SESSION_FACTS: [&str; 3] = ["max_rss_floor_kib", "run_queue_wait", perflab_sys::spawn::contention::BUSY_FACT];
+const SESSION_FACTS: [&str; 4] =
+    ["max_rss_floor_kib", "run_queue_wait", perflab_sys::spawn::contention::BUSY_FACT, controls::USES_BUILD_FACT];
 
 /// Labels grouped by the machine, perflab version and environment they ran with (the
 /// environment without its per-session facts).
@@ -636,5 +888,98 @@ mod tests {
         let data = build(&experiments, &options()).unwrap();
         assert_eq!(data.pages[0].comparisons[0].rows[0].change.method, CiMethod::Paired);
         assert_eq!(data.pages[0].histories[0].points.len(), 2);
+    }
+
+    fn uses_build(mut e: StoredExperiment, uses: bool) -> StoredExperiment {
+        e.experiment.environment.insert(controls::USES_BUILD_FACT.into(), uses.to_string());
+        e
+    }
+
+    /// Issue #28, row 2: after `run --label new --baseline base` the report said "No other
+    /// label to compare", and `--reference base` "has no results". The paired comparison
+    /// stored by that run is the report's, without a second session.
+    #[test]
+    fn what_run_baseline_measured_is_in_the_report_without_a_second_session() {
+        use perflab_store::fixtures::interleaved;
+        // On the machine of `interleaved` (fixtures' host "h").
+        let nap = uses_build(perflab_store::fixtures::stored("new", 1, "nap", "h", &[0.02; 8]), false);
+        let experiments = vec![uses_build(interleaved("new", 1, "hot", "base"), true), nap];
+        for reference in [None, Some("base".to_string())] {
+            let data = build(&experiments, &Selection { reference, ..options() }).unwrap();
+            let page = &data.pages[0];
+            assert_eq!(page.reference, "base");
+            let comparison = &page.comparisons[0];
+            assert_eq!(comparison.label, "new");
+            let hot = &comparison.rows[0].change;
+            assert_eq!((comparison.rows.len(), hot.method, hot.ratio), (1, CiMethod::Paired, 1.2));
+            // The benchmark without {build} ran once, in new's session: a control with nothing to compare.
+            assert_eq!(comparison.controls[0].benchmark, "nap");
+            assert!(comparison.controls[0].change.as_ref().unwrap_err().contains("measured once"));
+            assert!(!data.notes.iter().any(|n| n.contains("no results under label base")), "{:?}", data.notes);
+        }
+        let unknown = build(&experiments, &Selection { reference: Some("nope".into()), ..options() }).unwrap_err();
+        assert!(unknown.to_string().contains("base"), "the builds are listed: {unknown}");
+    }
+
+    /// Issue #28, row 3: the Counters table printed cpu_s new÷base 0.504× for identical
+    /// code, with no interval. Every ratio now is the pair's record on that metric, with its
+    /// interval, verdict and method, or a row saying why there is none.
+    #[test]
+    fn every_counter_ratio_carries_its_interval_and_method_or_says_why_not() {
+        use perflab_store::fixtures::interleaved;
+        let experiments = vec![uses_build(interleaved("new", 1, "hot", "base"), true)];
+        let data = build(&experiments, &options()).unwrap();
+        let rows = &data.pages[0].counters.rows;
+        let cpu = rows.iter().find(|r| r.metric == metric::CPU).unwrap();
+        let change = cpu.change.as_ref().unwrap();
+        // cpu_s was not compared by the session: computed from its paired runs, and said.
+        assert_eq!((change.method, change.verdict), (CiMethod::Paired, Verdict::Slower));
+        assert!((change.ratio - 1.2).abs() < 1e-9 && change.ci_low <= 1.2 && 1.2 <= change.ci_high, "{change:?}");
+        assert!(change.note.as_deref().unwrap().contains("paired runs"), "{change:?}");
+        let medians = (cpu.reference_value.unwrap(), cpu.value.unwrap());
+        assert!((medians.1 / medians.0 - 1.2).abs() < 1e-9, "the medians the ratio compares: {medians:?}");
+        assert!(!rows.iter().any(|r| r.metric == metric::WALL), "the chart's own metric is not repeated");
+        // Separate sessions: the sessions' record with their noise, on each metric.
+        let sessions =
+            vec![stored("v1", 0, "b", &[("./bench", 1.0)], vec![]), stored("v2", 1, "b", &[("./bench", 1.0)], vec![])];
+        let data = build(&sessions, &options()).unwrap();
+        for row in &data.pages[0].counters.rows {
+            match &row.change {
+                // Two sessions of one benchmark say nothing of how much max_rss_kib varies
+                // between sessions: the verdict is withheld, and the row says why.
+                Ok(r) => {
+                    assert_eq!((r.method, r.verdict), (CiMethod::Sessions, Verdict::Inconclusive), "{row:?}");
+                    assert!(r.note.as_deref().unwrap().starts_with("verdict withheld"), "{row:?}");
+                }
+                Err(why) => assert!(why.contains("not positive"), "{row:?}"),
+            }
+        }
+    }
+
+    /// Issue #28, row 4: the geometric mean (1.158×) included `nap`, whose command does not
+    /// use {build}; the real changes were ≈ +24 %. Controls stay out of it, are shown as
+    /// an A/A check of the sessions, and warn when they move.
+    #[test]
+    fn controls_are_left_out_of_the_geomean_and_warn_when_they_move() {
+        let experiments = vec![
+            uses_build(stored("v1", 0, "hot", &[("v1", 1.0)], vec![]), true),
+            uses_build(stored("v1", 0, "nap", &[("nap", 1.0)], vec![]), false),
+            uses_build(stored("v2", 1, "hot", &[("v2", 1.24)], vec![]), true),
+            uses_build(stored("v2", 1, "nap", &[("nap", 1.0)], vec![]), false),
+        ];
+        let data = build(&experiments, &options()).unwrap();
+        let comparison = &data.pages[0].comparisons[0];
+        assert_eq!(comparison.rows.len(), 1);
+        let g = super::super::geomean(&comparison.rows).unwrap();
+        assert!((g.ratio - 1.24).abs() < 1e-9 && g.n == 1, "{g:?}");
+        let nap = comparison.controls[0].change.as_ref().unwrap();
+        assert_eq!((comparison.controls[0].benchmark.as_str(), nap.method), ("nap", CiMethod::Sessions));
+        assert!(!data.notes.iter().any(|n| n.contains("controls moved")), "{:?}", data.notes);
+        let mut moved = experiments.clone();
+        moved[3] = uses_build(stored("v2", 1, "nap", &[("nap", 1.3)], vec![]), false);
+        let data = build(&moved, &options()).unwrap();
+        let warning =
+            data.notes.iter().find(|n| n.contains("controls moved")).unwrap_or_else(|| panic!("{:?}", data.notes));
+        assert!(warning.contains("nap +30 %"), "{warning}");
     }
 }

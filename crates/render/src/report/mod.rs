@@ -103,7 +103,19 @@ pub enum Why {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabelComparison {
     pub label: String,
+    /// Benchmarks whose builds differ: the chart's rows and its geometric mean.
     pub rows: Vec<RelativeTime>,
+    /// Benchmarks whose command is the same under both labels: an A/A check of the
+    /// sessions, shown apart and left out of the geometric mean.
+    pub controls: Vec<Control>,
+}
+
+/// A benchmark run with the same command under both labels (`history::controls`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Control {
+    pub benchmark: String,
+    /// Its label ÷ reference ratio, or why there is none.
+    pub change: Result<Ratio, String>,
 }
 
 /// One benchmark's label/reference ratio of the metric (> 1: slower than the reference).
@@ -113,11 +125,11 @@ pub struct RelativeTime {
     pub change: Ratio,
 }
 
-/// Counter values per benchmark and label; ratios are taken against `labels[0]`.
+/// Every other measured metric of each benchmark, under the reference and each compared
+/// label, with the pair's record on that metric (ratio, interval, verdict, method).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CounterTable {
-    /// The reference label first, then the compared labels.
-    pub labels: Vec<String>,
+    pub reference: String,
     pub rows: Vec<CounterRow>,
 }
 
@@ -125,8 +137,14 @@ pub struct CounterTable {
 pub struct CounterRow {
     pub benchmark: String,
     pub metric: String,
-    /// Median per label, aligned with [`CounterTable::labels`]; `None` = not measured.
-    pub values: Vec<Option<f64>>,
+    /// The compared label (None: the reference alone, nothing to compare with).
+    pub label: Option<String>,
+    /// Medians of the metric as the record measured them: the two commands of the
+    /// session that paired them, else each label's runs; None = not measured.
+    pub reference_value: Option<f64>,
+    pub value: Option<f64>,
+    /// label ÷ reference on this metric, or why there is no ratio with an interval.
+    pub change: Result<Ratio, String>,
 }
 
 /// The machine, perflab version and environment shared by a group of labels.
@@ -177,6 +195,16 @@ pub fn geomean(rows: &[RelativeTime]) -> Option<Geomean> {
     if n == 0 {
         return None;
     }
+    // One ratio is its own mean: its record's interval, not a normal approximation of it
+    // (which would differ in the last printed digit from the row above it).
+    if let (1, Some(only)) = (
+        n,
+        rows.iter()
+            .map(|r| &r.change)
+            .find(|r| r.ratio.is_finite() && r.ratio > 0.0 && r.ci_low > 0.0 && r.ci_high.is_finite()),
+    ) {
+        return Some(Geomean { ratio: only.ratio, ci_low: only.ci_low, ci_high: only.ci_high, n });
+    }
     let mean = sum_ln / n as f64;
     let half = normal.inverse_cdf(0.975) * sum_var.sqrt() / n as f64;
     Some(Geomean { ratio: mean.exp(), ci_low: (mean - half).exp(), ci_high: (mean + half).exp(), n })
@@ -210,6 +238,7 @@ pub(crate) mod tests {
         RelativeTime {
             benchmark: name.into(),
             change: Ratio {
+                metric: "wall_s".into(),
                 ratio,
                 ci_low: lo,
                 ci_high: hi,
@@ -240,8 +269,8 @@ pub(crate) mod tests {
         let g1 = geomean(&one).unwrap();
         let g4 = geomean(&four).unwrap();
         assert!((g1.ratio - 1.1).abs() < 1e-12 && (g4.ratio - 1.1).abs() < 1e-12);
-        // A single benchmark's 95 % interval comes back unchanged (symmetric in log).
-        assert!((g1.ci_low - 1.0).abs() < 1e-9 && (g1.ci_high - 1.21).abs() < 1e-9);
+        // A single benchmark's 95 % interval comes back unchanged.
+        assert_eq!((g1.ci_low, g1.ci_high), (1.0, 1.21));
         let width = |g: Geomean| g.ci_high.ln() - g.ci_low.ln();
         assert!((width(g4) - width(g1) / 2.0).abs() < 1e-9, "√4 = 2× narrower");
     }

@@ -2,6 +2,7 @@
 //! side by side and never pooled — whether a change holds on every CPU generation or only
 //! on some (the same binary can lose 6 % to branch misses on one and nothing on another).
 
+use super::pair::{self, MetricChoice};
 use super::ratio::{self, Ratio};
 use super::sessions::{self, BenchmarkSessions, MachineNoise};
 use crate::StoredExperiment;
@@ -37,9 +38,11 @@ pub struct MatrixRow {
     pub cells: Vec<Option<Ratio>>,
 }
 
-/// `label` ÷ `reference` of `metric` for every benchmark on every machine of `experiments`
-/// (stored order, oldest label first).
-pub fn matrix(experiments: &[&StoredExperiment], metric: &str, reference: &str, label: &str) -> Matrix {
+/// `label` ÷ `reference` of the `choice`n metric for every benchmark on every machine of
+/// `experiments` (stored order, oldest label first): each cell the pair's one record
+/// ([`pair::pair_comparison`]).
+pub fn matrix(experiments: &[&StoredExperiment], choice: MetricChoice, reference: &str, label: &str) -> Matrix {
+    let metric = choice.name();
     let mut labels: Vec<String> = Vec::new();
     let mut machines: Vec<MachineColumn> = Vec::new();
     let mut benchmarks: Vec<&str> = Vec::new();
@@ -47,6 +50,9 @@ pub fn matrix(experiments: &[&StoredExperiment], metric: &str, reference: &str, 
     for e in experiments {
         if !labels.contains(&e.label) {
             labels.push(e.label.clone());
+        }
+        for build in pair::paired_builds([*e], &labels) {
+            labels.push(build);
         }
         if !machines.iter().any(|m| m.fingerprint == e.machine_fingerprint) {
             let m = &e.experiment.machine;
@@ -89,8 +95,8 @@ pub fn matrix(experiments: &[&StoredExperiment], metric: &str, reference: &str, 
                 .zip(&per_machine)
                 .map(|(m, (sessions, noise))| {
                     let own = by_cell.get(&(benchmark, m.fingerprint.as_str()))?;
-                    let sessions = sessions.iter().find(|b| b.benchmark == benchmark)?;
-                    ratio::between_labels(own, &labels, reference, label, metric, sessions, noise)
+                    let sessions = sessions.iter().find(|b| b.benchmark == benchmark).unwrap_or(&sessions::NO_SESSIONS);
+                    pair::pair_comparison(own, &labels, reference, label, choice, sessions, noise)
                 })
                 .collect(),
         })
@@ -114,7 +120,7 @@ mod tests {
             stored("gcc54", 2, "vm_insns", "sandy", &runs(1.1)),
             stored("gcc54", 2, "vm_insns", "haswell", &runs(0.8)),
         ];
-        let m = matrix(&exps.iter().collect::<Vec<_>>(), "wall_s", "gcc48", "gcc54");
+        let m = matrix(&exps.iter().collect::<Vec<_>>(), MetricChoice::Asked("wall_s"), "gcc48", "gcc54");
         let names: Vec<&str> = m.machines.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["haswell", "sandy", "skylake"]);
         let row = &m.rows[0];

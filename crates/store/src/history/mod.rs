@@ -3,12 +3,14 @@
 //! and the change points where a shift began. [`build`] is also what the HTML report
 //! draws its history lines from.
 
+pub mod controls;
 pub mod matrix;
+pub mod pair;
 pub mod ratio;
 pub mod sessions;
 
 use crate::StoredExperiment;
-use perflab_model::metric::Better;
+use pair::MetricChoice;
 use perflab_model::Machine;
 use perflab_stats::changepoint::{ChangePointConfig, Detector};
 use ratio::Ratio;
@@ -107,8 +109,9 @@ pub struct Point {
     /// mean); ≥ 5 %: measured on a busy machine. None when not recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub busy_share: Option<f64>,
-    /// This label against the previous one, session against session with the machine's
-    /// session-to-session noise (95 % interval); None for the first label.
+    /// This label against the previous one: the pair's one record ([`pair::pair_comparison`]:
+    /// paired rounds when both were measured in one session, else session against session
+    /// with the machine's session-to-session noise); None for the first label.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vs_previous: Option<Ratio>,
 }
@@ -138,20 +141,34 @@ pub enum Steps {
     Skip,
 }
 
-/// The history of `metric` in `experiments` (as read from the store, oldest label first).
+/// The smallest relative span a chart or sparkline of a history draws (bottom to top, as
+/// a fraction of the series' level): twice the ±2.8 % a 95 % interval between two sessions
+/// spans at the session-to-session noise of this project's VM (σ ≈ 1 %,
+/// docs/statistics.md), so a change inside that noise never fills the height.
+pub const MIN_RELATIVE_SPAN: f64 = 0.056;
+
+/// The history of exactly `metric` in `experiments` (as read from the store, oldest label
+/// first).
 pub fn build<'a>(
     experiments: impl IntoIterator<Item = &'a StoredExperiment>,
     metric_name: &str,
     steps: Steps,
 ) -> History {
+    build_with(experiments, MetricChoice::Asked(metric_name), steps)
+}
+
+/// The history of the `choice`n metric (its medians), each label compared with the
+/// previous one by the pair's one record.
+pub fn build_with<'a>(
+    experiments: impl IntoIterator<Item = &'a StoredExperiment>,
+    choice: MetricChoice,
+    steps: Steps,
+) -> History {
+    let metric_name = choice.name();
     // Runs pooled per (machine, benchmark, label), in first-seen order.
     struct Pool<'a> {
         label: &'a str,
         incomplete: bool,
-        /// The equivalence margin of the label's latest experiment, for its verdict.
-        threshold: f64,
-        /// Which way the metric improves, by that experiment's settings.
-        better: Better,
         values: Vec<f64>,
     }
     /// A machine's first experiment (for its description) and its benchmarks' pools.
@@ -163,6 +180,8 @@ pub fn build<'a>(
     let mut machine_at: HashMap<&str, usize> = HashMap::new();
     let mut benchmark_at: HashMap<(usize, &str), usize> = HashMap::new();
     let mut pool_at: HashMap<(usize, usize, &str), usize> = HashMap::new();
+    // Each benchmark's experiments, for the pairs' records.
+    let mut own: HashMap<(usize, usize), Vec<&StoredExperiment>> = HashMap::new();
     for e in experiments {
         let values = measured_values(e, metric_name);
         if values.is_empty() {
@@ -179,34 +198,32 @@ pub fn build<'a>(
             benchmarks.push((&e.benchmark, Vec::new()));
             benchmarks.len() - 1
         });
+        own.entry((m, b)).or_default().push(e);
         let pools = &mut benchmarks[b].1;
-        let threshold = e.experiment.settings.threshold;
-        let better = e.experiment.settings.metric_info(metric_name).better;
         match pool_at.get(&(m, b, e.label.as_str())) {
             Some(&p) => {
                 let pool = &mut pools[p];
                 pool.incomplete |= !e.complete;
-                pool.threshold = threshold;
-                pool.better = better;
                 pool.values.extend_from_slice(&values);
             }
             None => {
                 pool_at.insert((m, b, &e.label), pools.len());
-                pools.push(Pool {
-                    label: &e.label,
-                    incomplete: !e.complete,
-                    threshold,
-                    better,
-                    values: values.into_owned(),
-                });
+                pools.push(Pool { label: &e.label, incomplete: !e.complete, values: values.into_owned() });
             }
         }
     }
     let machines = groups
         .into_iter()
         .zip(members)
-        .map(|((first, benchmarks), members)| {
+        .enumerate()
+        .map(|(m, ((first, benchmarks), members))| {
             let explained = explained_regressions(&members);
+            let mut seen = std::collections::HashSet::new();
+            let mut labels: Vec<String> =
+                members.iter().filter(|e| seen.insert(e.label.as_str())).map(|e| e.label.clone()).collect();
+            let builds = pair::paired_builds(members.iter().copied(), &labels);
+            labels.extend(builds);
+            let benchmarks: Vec<(usize, (&str, Vec<Pool>))> = benchmarks.into_iter().enumerate().collect();
             let sessions = sessions::collect(members.iter().copied(), metric_name);
             let noise = sessions::MachineNoise::new(&sessions, ratio::SESSION_PRIOR);
             let by_name: HashMap<&str, &sessions::BenchmarkSessions> =
@@ -217,9 +234,10 @@ pub fn build<'a>(
                 machine: first.experiment.machine.clone(),
                 // A report's thousand benchmarks are independent; each thread keeps one
                 // detector, so series of the same shape share the permutation null distributions.
-                benchmarks: perflab_sys::parallel::map(&benchmarks, detector, |(name, pools), detector| {
-                    let own = by_name.get(name).copied();
-                    let label = |l: &str| own.and_then(|b| b.label(l));
+                benchmarks: perflab_sys::parallel::map(&benchmarks, detector, |(b, (name, pools)), detector| {
+                    let own_sessions = by_name.get(name).copied();
+                    let label = |l: &str| own_sessions.and_then(|b| b.label(l));
+                    let experiments = own.get(&(m, *b)).map_or(&[][..], Vec::as_slice);
                     let points: Vec<Point> = pools
                         .iter()
                         .enumerate()
@@ -227,9 +245,16 @@ pub fn build<'a>(
                             let (median, median_ci) =
                                 perflab_stats::summary::median_and_ci(&p.values, ratio::CONFIDENCE);
                             let vs_previous = i.checked_sub(1).filter(|_| steps == Steps::Compare).and_then(|prev| {
-                                let (a, b) = (label(pools[prev].label)?, label(p.label)?);
-                                let noise = noise.between(&a.label, &b.label);
-                                ratio::between_sessions(a, b, metric_name, &noise, p.threshold, p.better)
+                                let (a, b) = (pools[prev].label, p.label);
+                                pair::pair_comparison(
+                                    experiments,
+                                    &labels,
+                                    a,
+                                    b,
+                                    choice,
+                                    own_sessions.unwrap_or(&sessions::NO_SESSIONS),
+                                    &noise.between(a, b),
+                                )
                             });
                             Point {
                                 label: p.label.to_string(),

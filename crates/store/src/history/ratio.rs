@@ -1,12 +1,10 @@
 //! The ratio of a metric between two labels of one benchmark on one machine, with its
-//! interval: from the paired comparison of an experiment that ran both interleaved, else
-//! from the labels' sessions with the machine's session-to-session noise (each label is
-//! one or more sessions, never a pile of independent runs). `perflab history` (vs
-//! previous, the builds × machines view) and `perflab report` both ask here, so they
-//! always agree.
+//! interval and verdict: as a stored paired comparison says it, or from the labels'
+//! sessions with the machine's session-to-session noise (each label is one or more
+//! sessions, never a pile of independent runs). Which of them answers for a pair is
+//! decided in one place, [`super::pair`].
 
-use super::sessions::{BenchmarkSessions, LabelSessions};
-use crate::StoredExperiment;
+use super::sessions::LabelSessions;
 use perflab_engine::analysis::BUSY_SHARE;
 use perflab_model::metric::{self, Better};
 use perflab_model::{Comparison, Verdict};
@@ -48,11 +46,24 @@ impl CiMethod {
             CiMethod::Sessions => "separate sessions, with their session-to-session noise",
         }
     }
+
+    /// The method in a word or two, printed beside every ratio it made.
+    pub fn short(self) -> &'static str {
+        match self {
+            CiMethod::Paired => "paired",
+            CiMethod::Independent => "independent runs",
+            CiMethod::Sessions => "separate sessions",
+        }
+    }
 }
 
-/// label ÷ reference of a metric (> 1: more than under the reference).
+/// label ÷ reference of a metric (> 1: more than under the reference): the one record of
+/// a pair's comparison that every view prints (see [`super::pair`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Ratio {
+    /// The metric compared (a pair measured in one session is compared on the metric that
+    /// session decided on unless another is asked for).
+    pub metric: String,
     pub ratio: f64,
     pub ci_low: f64,
     pub ci_high: f64,
@@ -76,47 +87,6 @@ impl Ratio {
     pub fn significant(&self) -> bool {
         self.ci_low > 1.0 || self.ci_high < 1.0
     }
-}
-
-/// The label a command of a stored experiment measured: the measured (last) command is
-/// the experiment's label, as in `perflab history`; another command named like a stored
-/// label (an interleaved baseline) measured that label.
-fn label_of<'a>(e: &'a StoredExperiment, command_name: &'a str, labels: &[String]) -> Option<&'a str> {
-    if e.experiment.commands.last().is_some_and(|c| c.name == command_name) {
-        Some(&e.label)
-    } else {
-        labels.iter().any(|l| l == command_name).then_some(command_name)
-    }
-}
-
-/// `label` ÷ `reference` for one benchmark on one machine, from its `experiments`: the
-/// paired comparison of the latest experiment that ran both interleaved, else the labels'
-/// sessions (`sessions`: this benchmark's) under the machine's session noise `noise`.
-/// `labels` are the stored labels (to recognise an interleaved baseline command).
-pub fn between_labels(
-    experiments: &[&StoredExperiment],
-    labels: &[String],
-    reference: &str,
-    label: &str,
-    metric: &str,
-    sessions: &BenchmarkSessions,
-    noise: &SessionNoise,
-) -> Option<Ratio> {
-    for e in experiments.iter().rev() {
-        // A comparison without a ratio says nothing of the labels: fall through to the
-        // pooled runs (which say so in turn when they cannot give one either).
-        for c in e.experiment.comparisons.iter().filter(|c| c.metric == metric && c.verdict != Verdict::NotComparable) {
-            match (label_of(e, &c.baseline, labels), label_of(e, &c.candidate, labels)) {
-                (Some(b), Some(k)) if b == reference && k == label => return Some(paired(c, false)),
-                (Some(b), Some(k)) if b == label && k == reference => return Some(paired(c, true)),
-                _ => {}
-            }
-        }
-    }
-    let settings = experiments.iter().rev().find(|e| e.label == label).map(|e| &e.experiment.settings);
-    let threshold = settings.map_or(DEFAULT_THRESHOLD, |s| s.threshold);
-    let better = settings.map_or(metric::info(metric).better, |s| s.metric_info(metric).better);
-    between_sessions(sessions.label(reference)?, sessions.label(label)?, metric, noise, threshold, better)
 }
 
 /// `b` ÷ `a` from their sessions under session noise `noise`: the verdict for a metric
@@ -150,6 +120,7 @@ pub fn between_sessions(
         }
     }
     Some(Ratio {
+        metric: metric.to_string(),
         ratio: d.estimate.exp(),
         ci_low: lo,
         ci_high: hi,
@@ -176,6 +147,7 @@ pub fn paired(c: &Comparison, inverted: bool) -> Ratio {
         (c.ratio, c.ci_low, c.ci_high, c.verdict)
     };
     Ratio {
+        metric: c.metric.clone(),
         ratio,
         ci_low,
         ci_high,
@@ -193,7 +165,7 @@ pub fn paired(c: &Comparison, inverted: bool) -> Ratio {
 /// values and its Mann–Whitney interval, exponentiated; None for values ≤ 0 or samples
 /// too small for an interval (about 4 each at 95 %). The verdict is for a metric that
 /// improves in the direction `better`.
-pub fn independent(base: &[f64], cand: &[f64], threshold: f64, better: Better) -> Option<Ratio> {
+pub fn independent(metric: &str, base: &[f64], cand: &[f64], threshold: f64, better: Better) -> Option<Ratio> {
     if base.iter().chain(cand).any(|&v| v <= 0.0) {
         return None;
     }
@@ -202,6 +174,7 @@ pub fn independent(base: &[f64], cand: &[f64], threshold: f64, better: Better) -
     let (shift, interval) = perflab_stats::rank_sum::shift_with_interval(&ln_base, &ln_cand, CONFIDENCE)?;
     let (lo, hi) = (interval.low.exp(), interval.high.exp());
     Some(Ratio {
+        metric: metric.to_string(),
         ratio: shift.exp(),
         ci_low: lo,
         ci_high: hi,
@@ -223,11 +196,14 @@ mod tests {
     fn independent_ratio_covers_the_true_ratio_and_classifies_it() {
         let base: Vec<f64> = (0..8).map(|i| 1.0 + 0.002 * i as f64).collect();
         let cand: Vec<f64> = base.iter().map(|v| v * 1.5).collect();
-        let r = independent(&base, &cand, 0.01, Better::Lower).unwrap();
-        assert_eq!(independent(&base, &cand, 0.01, Better::Higher).unwrap().verdict, Verdict::Faster);
+        let r = independent("wall_s", &base, &cand, 0.01, Better::Lower).unwrap();
+        assert_eq!(independent("wall_s", &base, &cand, 0.01, Better::Higher).unwrap().verdict, Verdict::Faster);
         assert!(r.ci_low <= 1.5 && 1.5 <= r.ci_high && r.significant(), "{r:?}");
         assert_eq!((r.verdict, r.method, r.n), (Verdict::Slower, CiMethod::Independent, 8));
-        assert!(independent(&base[..3], &cand[..3], 0.01, Better::Lower).is_none(), "no 95 % interval for 3 and 3");
-        assert!(independent(&[0.0; 8], &cand, 0.01, Better::Lower).is_none());
+        assert!(
+            independent("wall_s", &base[..3], &cand[..3], 0.01, Better::Lower).is_none(),
+            "no 95 % interval for 3 and 3"
+        );
+        assert!(independent("wall_s", &[0.0; 8], &cand, 0.01, Better::Lower).is_none());
     }
 }

@@ -43,6 +43,9 @@ pub struct BenchmarkSessions {
     pub labels: Vec<LabelSessions>,
 }
 
+/// A benchmark with no sessions (what a lookup that finds none stands for).
+pub static NO_SESSIONS: BenchmarkSessions = BenchmarkSessions { benchmark: String::new(), labels: Vec::new() };
+
 impl BenchmarkSessions {
     pub fn label(&self, label: &str) -> Option<&LabelSessions> {
         self.labels.iter().find(|l| l.label == label)
