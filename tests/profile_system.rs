@@ -13,10 +13,7 @@ fn perflab() -> Command {
     Command::cargo_bin("perflab").unwrap()
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use common::is_root;
 
 fn paranoid() -> i32 {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap().trim().parse().unwrap()
@@ -26,7 +23,7 @@ fn paranoid() -> i32 {
 fn allowed(at_most: i32, what: &str) -> bool {
     let ok = is_root() || paranoid() <= at_most;
     if !ok {
-        eprintln!("perf_event_paranoid={} and not root: {what} is not allowed; skipping", paranoid());
+        common::skip(&format!("perf_event_paranoid={} and not root: {what} is not allowed", paranoid()));
     }
     ok
 }
@@ -220,7 +217,9 @@ fn dwarf_unwinding_works_when_attaching_and_for_off_cpu_stacks() {
     let via_a = common::folded_ending_with(&from_start, &["main", "a", "leaf"]);
     assert!(via_a > 50, "{folded}");
 
-    if !allowed(1, "--off-cpu") {
+    if !is_root() && paranoid() > 1 {
+        let reason = format!("perf_event_paranoid={} and not root: --off-cpu is not allowed", paranoid());
+        common::skip_part("the off-CPU half", &reason);
         return;
     }
     // Without frame pointers the kernel's walk of the blocked thread stops in nap.
@@ -258,7 +257,7 @@ fn target_options_are_checked() {
 /// possible here.
 fn as_nobody(args: &[&str]) -> Option<std::process::Output> {
     if !is_root() || which::which("setpriv").is_err() {
-        eprintln!("not root or no setpriv: cannot test as an unprivileged user; skipping");
+        common::skip("not root or no setpriv: cannot test as an unprivileged user");
         return None;
     }
     let exe = assert_cmd::cargo::cargo_bin("perflab");
@@ -275,7 +274,7 @@ fn as_nobody(args: &[&str]) -> Option<std::process::Output> {
 #[test]
 fn unprivileged_users_get_one_line_paranoid_messages() {
     if paranoid() < 2 {
-        eprintln!("perf_event_paranoid={} lets unprivileged users do more; skipping", paranoid());
+        common::skip(&format!("perf_event_paranoid={} lets unprivileged users do more", paranoid()));
         return;
     }
     let cases: [(&[&str], &str); 3] = [
@@ -305,9 +304,7 @@ fn unprivileged_users_get_one_line_paranoid_messages() {
 #[test]
 fn attaching_to_a_postgres_backend_during_pgbench_names_postgres_functions() {
     let Some(url) = common::pg::scratch_db("attach_pgbench") else { return };
-    if which::which("pgbench").is_err() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "pgbench is required in CI (apt-get install postgresql)");
-        eprintln!("pgbench not installed: skipping");
+    if !common::have("pgbench", "apt-get install postgresql") {
         return;
     }
     let init = std::process::Command::new("pgbench").args(["-q", "-i", "-s", "1", &url]).output().unwrap();
@@ -390,9 +387,7 @@ fn running_with_arg(arg: &str, exe: &std::path::Path) -> bool {
 /// screen back and leaves the last frame on it.
 #[test]
 fn top_on_a_terminal_takes_keys_quits_on_q_and_ctrl_c_and_keeps_the_last_frame() {
-    if which::which("tmux").is_err() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "tmux is required in CI (apt-get install tmux)");
-        eprintln!("tmux not installed: skipping the terminal test");
+    if !common::have("tmux", "apt-get install tmux") {
         return;
     }
     let exe = common::fixture("profile_ratio");

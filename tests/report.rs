@@ -246,7 +246,7 @@ fn bad_input_is_one_line_with_exit_code_2() {
 #[test]
 fn report_renders_in_headless_chromium_without_errors_or_injected_script() {
     let Some(browser) = common::chromium() else {
-        eprintln!("SKIPPED: chromium is not installed (CI would fail here)");
+        common::skip("chromium is not installed (apt-get install chromium)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

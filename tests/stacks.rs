@@ -19,14 +19,9 @@ fn json(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
-/// On CI a missing tool fails the test; elsewhere the test is skipped with a message.
+/// On CI a missing tool fails the test; elsewhere the test is skipped, said and counted.
 fn have(tool: &str, package: &str) -> bool {
-    let found = which::which(tool).is_ok();
-    if !found {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{tool} is required on CI (apt-get install {package})");
-        eprintln!("SKIPPED: {tool} is not installed");
-    }
-    found
+    common::have(tool, &format!("apt-get install {package}"))
 }
 
 /// The call-graph fixture (main calls a and b, both call leaf, 3:1) built with -O2
@@ -111,8 +106,8 @@ fn dwarf_unwinding_works_unprivileged() {
     // perf_event_paranoid 2 (Debian's default) lets a user sample its own user code,
     // stack copies included; the ring buffers must fit perf_event_mlock_kb.
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || which::which("setpriv").is_err() {
-        eprintln!("SKIPPED: needs root and setpriv to run as nobody");
+    if !common::is_root() || which::which("setpriv").is_err() {
+        common::skip("needs root and setpriv to run as nobody");
         return;
     }
     let exe = fixture_without_frame_pointers();
@@ -133,6 +128,7 @@ fn dwarf_unwinding_works_unprivileged() {
     if !out.status.success() {
         // The one refusal allowed is the documented paranoid message (paranoid ≥ 3).
         assert!(stderr.contains("perf_event_paranoid"), "{stderr}");
+        common::skip_part("the unwinding", &format!("perf_event_paranoid refuses user nobody: {}", stderr.trim()));
         return;
     }
     let folded = std::fs::read_to_string(&folded).unwrap();
@@ -179,8 +175,7 @@ fn comparable(name: &str) -> String {
 fn python_callers_of_the_top_function_agree_with_perf_dwarf() {
     let python = Path::new("/usr/bin/python3.11");
     if !python.exists() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "python3.11 is required on CI");
-        eprintln!("SKIPPED: /usr/bin/python3.11 is not installed");
+        common::skip("/usr/bin/python3.11 is not installed (Debian 12's python3)");
         return;
     }
     if !have("perf", "linux-perf") {
@@ -379,14 +374,9 @@ fn jit_profile(stacks: &[(&[&str], u64)]) -> String {
 
 const EVIL: &str = "</script><script>alert(1)</script><img src=x onerror=alert(2)> \"q\" & 'a' \u{1}\u{1b}[31m";
 
-/// Chromium from Debian; under CI=true its absence fails.
+/// Chromium from Debian; under CI=true its absence fails, elsewhere the caller skips.
 fn chromium() -> Option<PathBuf> {
-    let found = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|n| which::which(n).ok());
-    if found.is_none() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "chromium is required on CI (apt-get install chromium)");
-        eprintln!("SKIPPED: chromium is not installed");
-    }
-    found
+    common::chromium()
 }
 
 fn run_chromium(browser: &Path, extra: &[&str], page: &Path) -> std::process::Output {
@@ -417,7 +407,10 @@ fn flame_graph_opens_in_chromium_zooms_searches_and_shows_hostile_names_as_text(
     assert!(!svg.contains("<img") && !svg.contains('\u{1b}'), "markup or control characters leaked");
     assert!(svg.contains("&#60;/script&#62;&#60;script&#62;alert(1)"));
 
-    let Some(browser) = chromium() else { return };
+    let Some(browser) = chromium() else {
+        common::skip_part("the headless Chromium check", "chromium is not installed (apt-get install chromium)");
+        return;
+    };
     // The SVG inline in an HTML page, as the HTML report embeds it: a probe records
     // script errors and alert() calls, then drives zoom and search.
     let probe = "<script>window.__errors=[];window.onerror=function(m){window.__errors.push(String(m));};\
