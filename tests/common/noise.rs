@@ -128,7 +128,8 @@ pub fn critical_k(n: usize, confidence: f64) -> Option<usize> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(n as u64);
     let d: Vec<f64> = (0..n).map(|_| rng.gen::<f64>()).collect();
     let low = hl_interval(&d, confidence)?.low;
-    let mut walsh: Vec<f64> = (0..n).flat_map(|i| (i..n).map(move |j| (i, j))).map(|(i, j)| (d[i] + d[j]) / 2.0).collect();
+    let mut walsh: Vec<f64> =
+        (0..n).flat_map(|i| (i..n).map(move |j| (i, j))).map(|(i, j)| (d[i] + d[j]) / 2.0).collect();
     walsh.sort_by(f64::total_cmp);
     Some(walsh.partition_point(|w| *w < low) + 1)
 }
@@ -231,10 +232,8 @@ pub fn sequential_looks(until: u32, max_rounds: u32) -> Vec<(u32, f64)> {
 pub fn p_sequential_misses(tails: &[&Tail], effect: f64, by: u32) -> f64 {
     let looks = sequential_looks(by, 10_000);
     let (last, confidence) = *looks.last().expect("at least the first look");
-    let spoiled = tails
-        .iter()
-        .map(|tail| p_interval_misses(tail, last as usize, confidence, effect))
-        .fold(0.0, f64::max);
+    let spoiled =
+        tails.iter().map(|tail| p_interval_misses(tail, last as usize, confidence, effect)).fold(0.0, f64::max);
     spoiled + p_sequential_crosses(tails, effect - 0.01f64.ln_1p(), by)
 }
 
@@ -255,4 +254,18 @@ pub fn p_sequential_crosses(tails: &[&Tail], margin: f64, by: u32) -> f64 {
                 .sum::<f64>()
         })
         .fold(0.0, f64::max)
+}
+
+/// Assert that `part` of `part + other` samples is `truth` within [`split_tolerance`]
+/// (P(fail) ≤ 10⁻⁵ under the conservative model), and that the tolerance still means
+/// something (at most ±0.1: enough samples were taken).
+pub fn assert_split(part: u64, other: u64, truth: f64, what: &str) {
+    let n = part + other;
+    let tolerance = split_tolerance(n);
+    assert!(tolerance <= 0.1, "{what}: {n} samples are too few to check a split (±{tolerance:.3})");
+    let share = part as f64 / n as f64;
+    assert!(
+        (share - truth).abs() <= tolerance,
+        "{what}: {share:.4} of {n} samples, expected {truth} ± {tolerance:.3} (P(fail) ≤ 1e-5 by Hoeffding)"
+    );
 }
