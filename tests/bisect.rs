@@ -1,7 +1,10 @@
 //! `perflab bisect` on a tiny git repository made here: a C loop whose iteration count
 //! rises tenfold at a known commit.
 //!
-//! Why real timed runs: bisect builds and times each commit; the step is tenfold.
+//! Why real timed runs: bisect builds and times each commit; the step is tenfold, and
+//! the chance that a busy machine misleads a step is computed (tests/common/noise.rs).
+
+mod common;
 
 use assert_cmd::Command;
 use std::path::Path;
@@ -36,27 +39,41 @@ fn finds_the_commit_that_made_the_loop_slower() {
     let repo_dir = tempfile::tempdir().unwrap();
     let repo = repo_dir.path();
     git(repo, &["init", "-q"]);
-    let good = commit(repo, "loop.c", &program(2_000_000), "first version");
+    let good = commit(repo, "loop.c", &program(10_000_000), "first version");
     commit(repo, "README", "a loop\n", "add a README");
-    commit(repo, "loop.c", &(program(2_000_000) + "/* tidy */\n"), "tidy");
-    let culprit = commit(repo, "loop.c", &(program(20_000_000) + "/* tidy */\n"), "loop ten times longer");
+    commit(repo, "loop.c", &(program(10_000_000) + "/* tidy */\n"), "tidy");
+    let culprit = commit(repo, "loop.c", &(program(300_000_000) + "/* tidy */\n"), "loop thirty times longer");
     commit(repo, "README", "a longer loop\n", "update the README");
-    let bad = commit(repo, "loop.c", &(program(20_000_000) + "/* tidy again */\n"), "tidy again");
+    let bad = commit(repo, "loop.c", &(program(300_000_000) + "/* tidy again */\n"), "tidy again");
+
+    // Each step compares a commit with the good one on the sequential design, its first
+    // look at 20 rounds (at most 200; a 20 % threshold lets an unchanged build be called
+    // `equivalent` in a few rounds instead of running to the time limit). A step with
+    // the change (~27× the wall time, e^3 assumed) is misread as good only if no look by
+    // 58 rounds cleared 1 (≤ 60 s beside two burners) or its ratio read below bisect's
+    // halfway mark (√27 ≈ 5.2: 1.6 below the truth); an unchanged one is misread as bad
+    // only if a look's whole interval cleared 5.2. At most 4 steps (tests/common/noise.rs):
+    let tails = [common::noise::tail("wall_s", 10_000_000), common::noise::tail("uncontended_s", 10_000_000)];
+    let tails: Vec<_> = tails.iter().collect();
+    let p_step = common::noise::p_sequential_misses(20, &tails, 3.0, 58)
+        + common::noise::p_sequential_estimate_off(20, &tails, 1.6, 58)
+        + common::noise::p_sequential_crosses(20, &tails, 1.6, 200);
+    assert!(4.0 * p_step < common::noise::P_MAX, "P(fail) ≤ {:e}", 4.0 * p_step);
 
     let work = tempfile::tempdir().unwrap();
-    std::fs::write(work.path().join("perflab.toml"), "[[benchmark]]\nname = \"loop\"\ncommand = \"{build}/loop\"\n")
-        .unwrap();
+    let suite = "[defaults]\nthreshold = 20\nmin_rounds = 20\nmax_rounds = 200\n[[benchmark]]\nname = \"loop\"\ncommand = \"{build}/loop\"\n";
+    std::fs::write(work.path().join("perflab.toml"), suite).unwrap();
     let out = Command::cargo_bin("perflab")
         .unwrap()
         .current_dir(work.path())
-        .args(["bisect", "--good", &good, "--bad", &bad, "--bench", "loop", "--max-time", "10s", "--repo"])
+        .args(["bisect", "--good", &good, "--bad", &bad, "--bench", "loop", "--max-time", "90s", "--repo"])
         .arg(repo)
         .args(["--build", "cc -O1 -o loop loop.c && echo {commit} > built-at"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains(&format!("first bad commit: {culprit} loop ten times longer")), "{stdout}");
+    assert!(stdout.contains(&format!("first bad commit: {culprit} loop thirty times longer")), "{stdout}");
     // The bad end is confirmed first, then each step prints its verdict.
     let steps: Vec<&str> = stdout.lines().filter(|l| l.contains(" → ")).collect();
     assert!(steps.len() >= 3, "{stdout}");

@@ -116,7 +116,7 @@ fn sequential_looks_stop_on_a_tenfold_difference() {
     // interval misses `slower` — or an earlier look decided the wrong way — only if 9
     // rounds strayed by e^1.6 (tests/common/noise.rs): P ≤ 2.5e-7.
     let tails = [common::noise::tail("wall_s", 10_000_000), common::noise::tail("uncontended_s", 10_000_000)];
-    let p = common::noise::p_sequential_misses(&tails.iter().collect::<Vec<_>>(), 2.0, 58);
+    let p = common::noise::p_sequential_misses(6, &tails.iter().collect::<Vec<_>>(), 2.0, 58);
     assert!(p < common::noise::P_MAX, "P(no `slower` by 58 rounds) ≤ {p:e}");
     assert_eq!(json["stop_reason"], "decided", "{}", String::from_utf8_lossy(&out.stderr));
     let primary = json["primary_metric"].as_str().unwrap();
@@ -342,8 +342,8 @@ fn the_gate_trips_on_a_real_regression_only() {
     // or more (4 of 600 did beside two burners) (tests/common/noise.rs).
     let tails = [common::noise::tail("wall_s", 10_000_000), common::noise::tail("uncontended_s", 10_000_000)];
     let tails: Vec<_> = tails.iter().collect();
-    let p = common::noise::p_sequential_misses(&tails, 2.0, 58)
-        + common::noise::p_sequential_crosses(&tails, (11.0f64 / 3.0).ln(), 200);
+    let p = common::noise::p_sequential_misses(6, &tails, 2.0, 58)
+        + common::noise::p_sequential_crosses(6, &tails, (11.0f64 / 3.0).ln(), 200);
     assert!(p < common::noise::P_MAX, "P(fail) ≤ {p:e}");
     perflab()
         .args(["compare", "--fail-if-slower", "--", &spin(10_000_000), &spin(100_000_000)])

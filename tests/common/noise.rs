@@ -39,7 +39,10 @@ struct Measured {
 
 #[derive(Deserialize)]
 struct Case {
-    iterations: u64,
+    /// The spin fixture's loop count (its A/A cases).
+    iterations: Option<u64>,
+    /// The command of a benchmark timing itself (its A/A case).
+    selftimed: Option<String>,
     metrics: std::collections::BTreeMap<String, MetricTail>,
 }
 
@@ -61,15 +64,26 @@ pub struct Tail {
 /// whose shorter command does at least `iterations` of the spin fixture's loop (or as
 /// much CPU work): the longest measured length not above it — shorter runs stray more.
 pub fn tail(metric: &str, iterations: u64) -> Tail {
-    let measured: Measured = serde_json::from_str(include_str!("../data/noise_tails.json")).expect("noise_tails.json");
-    let case = measured
+    let case = measured()
         .cases
-        .iter()
-        .filter(|c| c.iterations <= iterations)
+        .into_iter()
+        .filter(|c| c.iterations.is_some_and(|n| n <= iterations))
         .max_by_key(|c| c.iterations)
         .unwrap_or_else(|| panic!("no measured noise for commands as short as {iterations} iterations"));
     let tail = case.metrics.get(metric).unwrap_or_else(|| panic!("no measured noise of {metric}")).clone();
-    Tail { what: format!("{metric} of {}-iteration runs", case.iterations), measured: tail }
+    Tail { what: format!("{metric} of {}-iteration runs", case.iterations.unwrap()), measured: tail }
+}
+
+/// The measured tail of a self-timed `metric` (`iter_ns`, `iter_ns[first]`,
+/// `iter_ns[steady]`) of tests/fixtures/iterations.c, run as `iterations 10 warm 200000`.
+pub fn selftimed_tail(metric: &str) -> Tail {
+    let case = measured().cases.into_iter().find(|c| c.selftimed.is_some()).expect("a self-timed case");
+    let tail = case.metrics.get(metric).unwrap_or_else(|| panic!("no measured noise of {metric}")).clone();
+    Tail { what: format!("{metric} of `{}`", case.selftimed.unwrap()), measured: tail }
+}
+
+fn measured() -> Measured {
+    serde_json::from_str(include_str!("../data/noise_tails.json")).expect("noise_tails.json")
 }
 
 impl Tail {
@@ -198,22 +212,22 @@ pub fn split_tolerance(samples: u64) -> f64 {
 }
 
 /// The looks of the default sequential design (perflab compare without `--rounds`: at
-/// 6, 8, 10, 12, 15, … rounds, ×1.2) up to `until` rounds, each with an upper bound on
+/// `first` (`--min-rounds`, 6 by default), then ×1.2: 8, 10, 12, 15, … rounds) up to
+/// `until` rounds, each with an upper bound on
 /// its interval's confidence: 1 − the α the logarithmic spending adds since the previous
 /// scheduled look, over the longest horizon perflab ever plans (`max_rounds`, 10,000 by
 /// default). A look's nominal α is at least that increment — a look skipped because no
 /// interval was attainable only leaves more for the next, and after a switch to
 /// uncontended_s the next look spends exactly its increment — so every real look's
 /// interval is at most this wide.
-pub fn sequential_looks(until: u32, max_rounds: u32) -> Vec<(u32, f64)> {
+pub fn sequential_looks(first: u32, until: u32, max_rounds: u32) -> Vec<(u32, f64)> {
     use perflab::stats::sequential::Spending;
-    const FIRST: u32 = 6;
     const GROWTH: f64 = 1.2; // perflab's GROUP_SEQUENTIAL_GROWTH, also the start's divisor
     let horizon = max_rounds as f64;
-    let spending = Spending::Logarithmic { start: (FIRST as f64 / GROWTH / horizon).min(0.5) };
+    let spending = Spending::Logarithmic { start: (first as f64 / GROWTH / horizon).min(0.5) };
     let alpha = 0.05;
     let mut looks = Vec::new();
-    let (mut previous, mut n) = (0.0, FIRST);
+    let (mut previous, mut n) = (0.0, first);
     while n <= until {
         let spent = spending.spent(alpha, n as f64 / horizon);
         looks.push((n, 1.0 - (spent - previous)));
@@ -223,18 +237,19 @@ pub fn sequential_looks(until: u32, max_rounds: u32) -> Vec<(u32, f64)> {
     looks
 }
 
-/// An upper bound on P(a comparison on the default sequential design, of a change whose
+/// An upper bound on P(a comparison on the sequential design with its first look at
+/// `first` rounds, of a change whose
 /// true log ratio is at least `effect` on the metric it decides on, has not stopped on
 /// the right verdict by the look at `by` rounds): its interval at that look spoiled, or
 /// an earlier look's interval decided the wrong way (its upper limit below 1 + the 1 %
 /// threshold). `tails`: every metric it may decide on (wall time, or the uncontended
 /// time on a busy machine); the worst counts.
-pub fn p_sequential_misses(tails: &[&Tail], effect: f64, by: u32) -> f64 {
-    let looks = sequential_looks(by, 10_000);
+pub fn p_sequential_misses(first: u32, tails: &[&Tail], effect: f64, by: u32) -> f64 {
+    let looks = sequential_looks(first, by, 10_000);
     let (last, confidence) = *looks.last().expect("at least the first look");
     let spoiled =
         tails.iter().map(|tail| p_interval_misses(tail, last as usize, confidence, effect)).fold(0.0, f64::max);
-    spoiled + p_sequential_crosses(tails, effect - 0.01f64.ln_1p(), by)
+    spoiled + p_sequential_crosses(first, tails, effect - 0.01f64.ln_1p(), by)
 }
 
 /// An upper bound on P(any look up to `by` rounds of the default sequential design has
@@ -242,8 +257,8 @@ pub fn p_sequential_misses(tails: &[&Tail], effect: f64, by: u32) -> f64 {
 /// side of it): most of that look's rounds must stray past the point. Taken at the 95 %
 /// level, the narrowest any look's interval gets (every look's boundary is at least the
 /// fixed design's: its α is part of the 5 %).
-pub fn p_sequential_crosses(tails: &[&Tail], margin: f64, by: u32) -> f64 {
-    let looks = sequential_looks(by, 10_000);
+pub fn p_sequential_crosses(first: u32, tails: &[&Tail], margin: f64, by: u32) -> f64 {
+    let looks = sequential_looks(first, by, 10_000);
     tails
         .iter()
         .map(|tail| {
@@ -268,4 +283,14 @@ pub fn assert_split(part: u64, other: u64, truth: f64, what: &str) {
         (share - truth).abs() <= tolerance,
         "{what}: {share:.4} of {n} samples, expected {truth} ± {tolerance:.3} (P(fail) ≤ 1e-5 by Hoeffding)"
     );
+}
+
+/// An upper bound on P(at any look up to `by` rounds of the default sequential design
+/// the Hodges–Lehmann estimate lies more than `margin` (log) from the truth).
+pub fn p_sequential_estimate_off(first: u32, tails: &[&Tail], margin: f64, by: u32) -> f64 {
+    let looks = sequential_looks(first, by, 10_000);
+    tails
+        .iter()
+        .map(|tail| looks.iter().map(|(n, _)| p_estimate_off(tail, *n as usize, margin)).sum::<f64>())
+        .fold(0.0, f64::max)
 }
