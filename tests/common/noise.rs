@@ -221,11 +221,15 @@ pub fn split_tolerance(samples: u64) -> f64 {
 /// uncontended_s the next look spends exactly its increment — so every real look's
 /// interval is at most this wide.
 pub fn sequential_looks(first: u32, until: u32, max_rounds: u32) -> Vec<(u32, f64)> {
+    sequential_looks_at(0.05, first, until, max_rounds)
+}
+
+/// [`sequential_looks`] with `alpha` for the comparison (5 % split over a Bonferroni family).
+pub fn sequential_looks_at(alpha: f64, first: u32, until: u32, max_rounds: u32) -> Vec<(u32, f64)> {
     use perflab::stats::sequential::Spending;
     const GROWTH: f64 = 1.2; // perflab's GROUP_SEQUENTIAL_GROWTH, also the start's divisor
     let horizon = max_rounds as f64;
     let spending = Spending::Logarithmic { start: (first as f64 / GROWTH / horizon).min(0.5) };
-    let alpha = 0.05;
     let mut looks = Vec::new();
     let (mut previous, mut n) = (0.0, first);
     while n <= until {
@@ -245,7 +249,12 @@ pub fn sequential_looks(first: u32, until: u32, max_rounds: u32) -> Vec<(u32, f6
 /// threshold). `tails`: every metric it may decide on (wall time, or the uncontended
 /// time on a busy machine); the worst counts.
 pub fn p_sequential_misses(first: u32, tails: &[&Tail], effect: f64, by: u32) -> f64 {
-    let looks = sequential_looks(first, by, 10_000);
+    p_sequential_misses_at(0.05, first, tails, effect, by)
+}
+
+/// [`p_sequential_misses`] for a comparison of a Bonferroni family (`alpha` its share).
+pub fn p_sequential_misses_at(alpha: f64, first: u32, tails: &[&Tail], effect: f64, by: u32) -> f64 {
+    let looks = sequential_looks_at(alpha, first, by, 10_000);
     let (last, confidence) = *looks.last().expect("at least the first look");
     let spoiled =
         tails.iter().map(|tail| p_interval_misses(tail, last as usize, confidence, effect)).fold(0.0, f64::max);
