@@ -146,6 +146,11 @@ fn beside_busy_neighbours_the_wait_is_measured_and_removed() {
         .flat_map(|c| c["runs"].as_array().unwrap().iter())
         .map(|r| r["user_s"].as_f64().unwrap() + r["sys_s"].as_f64().unwrap())
         .collect();
+    // The median over 24 runs leaves [0.97, 1.05) only if 12 runs did: beside four such
+    // spinners 8 of 200 runs did (the wait read from schedstat can miss or overcount a
+    // few ms: docs/statistics.md, Run-queue wait) — P ≤ 1e-6 (tests/common/noise.rs).
+    let p = common::noise::at_least(12, 24, common::noise::upper_bound(8, 200));
+    assert!(p < common::noise::P_MAX, "P(fail) ≤ {p:e}");
     let ratio = median(uncontended.iter().zip(&cpu).map(|(u, c)| u / c).collect());
     assert!((0.97..1.05).contains(&ratio), "uncontended / cpu = {ratio}");
     assert_eq!(e["primary_metric"], "uncontended_s", "{}", String::from_utf8_lossy(&out.stderr));

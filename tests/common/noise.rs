@@ -107,8 +107,8 @@ impl std::fmt::Debug for Tail {
     }
 }
 
-/// Clopper–Pearson upper bound of a rate seen `k` times in `n`.
-fn upper_bound(k: u64, n: u64) -> f64 {
+/// Clopper–Pearson upper bound (99.9 %) of a rate seen `k` times in `n`.
+pub fn upper_bound(k: u64, n: u64) -> f64 {
     if k >= n {
         return 1.0;
     }
