@@ -307,12 +307,16 @@ fn report_from_a_real_compare_json_result() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("spin.json");
     let spin = spin.to_str().unwrap();
+    // Runs long enough that process creation does not dominate, and adaptive stopping
+    // (not a fixed round count) so a busy machine costs rounds, not the verdict: not
+    // `slower` by the look at 58 rounds only with P ≤ 2.5e-7 (tests/common/noise.rs).
+    let tails = [common::noise::tail("wall_s", 10_000_000), common::noise::tail("uncontended_s", 10_000_000)];
+    let p = common::noise::p_sequential_misses(6, &tails.iter().collect::<Vec<_>>(), 2.0, 58);
+    assert!(p < common::noise::P_MAX, "P(fail) ≤ {p:e}");
     perflab()
-        // Runs long enough that process creation does not dominate, and adaptive stopping
-        // (not a fixed round count) so a busy machine costs rounds, not the verdict.
         .args(["compare", "--max-time", "60", "-n", "short", "-n", "long"])
-        .arg(format!("{spin} 4000000"))
-        .arg(format!("{spin} 40000000"))
+        .arg(format!("{spin} 10000000"))
+        .arg(format!("{spin} 100000000"))
         .arg("--json")
         .arg(&json)
         .assert()
