@@ -43,6 +43,8 @@ struct Case {
     iterations: Option<u64>,
     /// The command of a benchmark timing itself (its A/A case).
     selftimed: Option<String>,
+    /// What was measured on a PostgreSQL server (its A/A case).
+    postgres: Option<String>,
     metrics: std::collections::BTreeMap<String, MetricTail>,
 }
 
@@ -80,6 +82,19 @@ pub fn selftimed_tail(metric: &str) -> Tail {
     let case = measured().cases.into_iter().find(|c| c.selftimed.is_some()).expect("a self-timed case");
     let tail = case.metrics.get(metric).unwrap_or_else(|| panic!("no measured noise of {metric}")).clone();
     Tail { what: format!("{metric} of `{}`", case.selftimed.unwrap()), measured: tail }
+}
+
+/// The measured tail of `metric` of the PostgreSQL case whose description contains
+/// `what` (`synchronous_commit on`, `synchronous_commit off`, `index range scan`): pgbench's
+/// tps and EXPLAIN ANALYZE's execution time, measured on this machine's server.
+pub fn postgres_tail(metric: &str, what: &str) -> Tail {
+    let case = measured()
+        .cases
+        .into_iter()
+        .find(|c| c.postgres.as_deref().is_some_and(|p| p.contains(what)))
+        .unwrap_or_else(|| panic!("no PostgreSQL case `{what}` measured"));
+    let tail = case.metrics.get(metric).unwrap_or_else(|| panic!("no measured noise of {metric}")).clone();
+    Tail { what: format!("{metric} of {}", case.postgres.unwrap()), measured: tail }
 }
 
 fn measured() -> Measured {
