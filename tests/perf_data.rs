@@ -348,7 +348,15 @@ fn page_fault_shares_weigh_periods_like_perf_report() {
             // Every fault a sample: the true counts (a frequency's periods are the
             // kernel's estimate, which a busy machine can throw off: tests/profile.rs).
             let samples = |f: &str| row(&report, f).unwrap()["self_samples"].as_u64().unwrap();
-            assert_eq!((samples("touch_a"), samples("touch_b")), (153_600, 51_200));
+            // Unless perf lost some (a reader starved of CPU): those are said, and only
+            // those are missing.
+            let lost = report["lost"].as_u64().unwrap_or(0);
+            if lost == 0 {
+                assert_eq!((samples("touch_a"), samples("touch_b")), (153_600, 51_200));
+            } else {
+                assert!(samples("touch_a") <= 153_600 && samples("touch_b") <= 51_200, "{report:#}");
+                assert!(samples("touch_a") + samples("touch_b") + lost >= 204_800, "{report:#}");
+            }
         }
     }
 }
