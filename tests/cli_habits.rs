@@ -120,10 +120,13 @@ fn names_cannot_drive_the_terminal() {
 #[test]
 fn run_prints_the_warnings_compare_prints() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("perflab.toml"), "[[benchmark]]\nname = \"tiny\"\ncommand = \"true\"\n").unwrap();
-    let out = perflab().args(["run", "--label", "v1", "-r", "6"]).current_dir(dir.path()).assert().success();
+    // A warning that does not depend on the machine: failures kept by -i (a short-run
+    // warning would, as a busy machine can stretch `true`'s wall time past 10 ms).
+    std::fs::write(dir.path().join("perflab.toml"), "[[benchmark]]\nname = \"failing\"\ncommand = \"false\"\n")
+        .unwrap();
+    let out = perflab().args(["run", "--label", "v1", "-r", "6", "-i"]).current_dir(dir.path()).assert().success();
     let stderr = stderr_of(out.get_output());
-    assert!(stderr.contains("warning: `tiny` runs for only"), "{stderr}");
+    assert!(stderr.contains("warning: `failing` failed in 6 of 6 runs"), "{stderr}");
 }
 
 #[test]

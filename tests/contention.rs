@@ -146,6 +146,11 @@ fn beside_busy_neighbours_the_wait_is_measured_and_removed() {
         .flat_map(|c| c["runs"].as_array().unwrap().iter())
         .map(|r| r["user_s"].as_f64().unwrap() + r["sys_s"].as_f64().unwrap())
         .collect();
+    // The median over 24 runs leaves [0.97, 1.05) only if 12 runs did: beside four such
+    // spinners 8 of 200 runs did (the wait read from schedstat can miss or overcount a
+    // few ms: docs/statistics.md, Run-queue wait) — P ≤ 1e-6 (tests/common/noise.rs).
+    let p = common::noise::at_least(12, 24, common::noise::upper_bound(8, 200));
+    assert!(p < common::noise::P_MAX, "P(fail) ≤ {p:e}");
     let ratio = median(uncontended.iter().zip(&cpu).map(|(u, c)| u / c).collect());
     assert!((0.97..1.05).contains(&ratio), "uncontended / cpu = {ratio}");
     assert_eq!(e["primary_metric"], "uncontended_s", "{}", String::from_utf8_lossy(&out.stderr));
@@ -185,7 +190,10 @@ fn threads_and_children_need_a_cgroup_and_are_never_guessed() {
     } else {
         assert_eq!(tasks_wait["supported"], false, "{source}");
     }
-    let Some(out) = as_nobody(&["compare", "-r", "3", "--json", "-", &tasks, &spin]) else { return };
+    let Some(out) = as_nobody(&["compare", "-r", "3", "--json", "-", &tasks, &spin]) else {
+        common::skip_part("the unprivileged half", "running as user nobody needs root");
+        return;
+    };
     let e = json_of(&out);
     let source = e["environment"]["run_queue_wait"].as_str().unwrap();
     assert!(source.contains("have none: cannot create a cgroup"), "nobody cannot create a cgroup here: {source}");

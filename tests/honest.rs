@@ -146,9 +146,7 @@ fn a_server_ab_names_cpu_s_as_the_clients() {
 
 #[test]
 fn the_instruction_mode_estimate_counts_mispredicted_branches() {
-    if which::which("valgrind").is_err() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but valgrind is not installed");
-        eprintln!("skipping: valgrind is not installed");
+    if !common::have_valgrind() {
         return;
     }
     let dispatch = common::fixture("dispatch");
@@ -288,17 +286,15 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn a_pinned_ping_pong_keeps_its_own_waiting() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if which::which("taskset").is_err() {
-        eprintln!("skipping: no taskset");
+    if !common::have("taskset", "apt-get install util-linux") {
         return;
     }
     let pingpong = common::fixture("pingpong");
     let command = format!("taskset -c 0 {} 20000", pingpong.display());
-    let (json, _) = compare_json(&["-r", "6", "--no-progress", &command, &command]);
+    let (json, _) = compare_json(&["-r", "20", "--no-progress", &command, &command]);
     let source = json["environment"]["run_queue_wait"].as_str().unwrap_or_default();
     if !source.contains("neighbours' part bounded by") {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true (root) but: {source}");
-        eprintln!("skipping: runs with other processes have no neighbours' wait here: {source}");
+        common::skip(&format!("runs with other processes have no neighbours' wait here: {source}"));
         return;
     }
     let runs = json["commands"][0]["runs"].as_array().unwrap();
@@ -314,6 +310,10 @@ fn a_pinned_ping_pong_keeps_its_own_waiting() {
     }
     own_share.sort_by(f64::total_cmp);
     // The halves take turns on CPU 0: much of the wait is the benchmark's own, and kept
-    // (alone here 40–55 % of wall time; beside other jobs less, but never nothing).
+    // (alone here 40–55 % of wall time; beside other jobs less, but never nothing: beside
+    // a burner per CPU a median of 15 %, 1 of 60 runs at 10 % or less). The median of 40
+    // runs is ≤ 10 % only if 20 runs were: P ≤ 1e-8 (tests/common/noise.rs).
+    let p = common::noise::at_least(20, 40, common::noise::upper_bound(1, 60));
+    assert!(p < common::noise::P_MAX, "P(fail) ≤ {p:e}");
     assert!(own_share[own_share.len() / 2] > 0.1, "{own_share:?}");
 }

@@ -1,6 +1,11 @@
 //! End-to-end tests of `perflab profile`, `show`, `annotate` and `diff` on fixture
 //! programs. Sampling is statistical: the fixtures run long enough at -F 2000 for
-//! ~1000 samples, and tolerances are in percentage points of share, never in time.
+//! ~900 samples, and a split between functions is asserted within the tolerance
+//! Hoeffding's inequality gives that many samples (tests/common/noise.rs: P(fail) ≤ 1e-5
+//! each), never in time. Splits are of the functions' own samples: a busy machine adds
+//! samples of kernel code at every preemption (up to 7 % seen), which dilute every share
+//! of the whole but not a split between two functions. Exact counts come from counted
+//! events at a fixed period (`-e page-faults -c 1`).
 
 mod common;
 
@@ -29,6 +34,32 @@ fn profile(dir: &Path, name: &str, argv: &[&str]) -> (PathBuf, Value) {
     (out, report)
 }
 
+/// A function's own samples in a report (0 when it has no row).
+fn samples_of(report: &Value, function: &str) -> u64 {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == function)
+        .map_or(0, |f| f["self_samples"].as_u64().unwrap())
+}
+
+/// heavy_work's split of the samples in heavy_work and light_work: 0.75 (3:1 work).
+fn assert_three_to_one(report: &Value, what: &str) {
+    common::noise::assert_split(samples_of(report, "heavy_work"), samples_of(report, "light_work"), 0.75, what);
+}
+
+/// Samples in user space (every function whose object is not the kernel).
+fn user_samples(report: &Value) -> u64 {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| !f["object"].as_str().unwrap().starts_with("[kernel"))
+        .map(|f| f["self_samples"].as_u64().unwrap())
+        .sum()
+}
+
 fn share_of(report: &Value, function: &str) -> f64 {
     report["functions"]
         .as_array()
@@ -47,10 +78,7 @@ fn known_three_to_one_ratio_is_measured_within_five_points() {
     let (_, report) = profile(dir.path(), "ratio", &[exe.to_str().unwrap(), "100000000"]);
     assert_eq!(report["event"], "cpu-clock");
     assert!(report["samples"].as_u64().unwrap() > 500, "{}", report["samples"]);
-    let heavy = share_of(&report, "heavy_work");
-    let light = share_of(&report, "light_work");
-    assert!((heavy - 0.75).abs() <= 0.05, "heavy_work share {heavy}");
-    assert!((light - 0.25).abs() <= 0.05, "light_work share {light}");
+    assert_three_to_one(&report, "heavy_work : light_work");
     assert_eq!(report["functions"][0]["object"], "profile_ratio");
 }
 
@@ -60,7 +88,7 @@ fn known_three_to_one_ratio_is_measured_within_five_points() {
 fn show_keeps_only_the_samples_a_filter_selects() {
     let exe = common::fixture("profile_ratio");
     let dir = tempfile::tempdir().unwrap();
-    let (path, _) = profile(dir.path(), "ratio", &[exe.to_str().unwrap(), "30000000"]);
+    let (path, _) = profile(dir.path(), "ratio", &[exe.to_str().unwrap(), "100000000"]);
     let show = |filter: &[&str]| {
         let json = dir.path().join("filtered.json");
         let out = perflab().arg("show").arg(&path).args(filter).arg("--json").arg(&json).output().unwrap();
@@ -74,7 +102,7 @@ fn show_keeps_only_the_samples_a_filter_selects() {
     let names: Vec<&str> =
         report["functions"].as_array().unwrap().iter().map(|f| f["object"].as_str().unwrap()).collect();
     assert!(names.iter().all(|o| *o == "profile_ratio"), "{names:?}");
-    assert!((share_of(&report, "heavy_work") - 0.75).abs() <= 0.05, "{report}");
+    assert_three_to_one(&report, "--dso profile_ratio");
     let (out, report) = show(&["--comm", "profile_ratio"]);
     assert!(report.is_some(), "{out:?}");
     let (out, report) = show(&["--comm", "no-such-command"]);
@@ -88,7 +116,9 @@ fn show_keeps_only_the_samples_a_filter_selects() {
     let names: Vec<&str> =
         report["functions"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
     assert_eq!(names.len(), 2, "{names:?}");
-    assert!((share_of(&report, "heavy_work") - 0.75).abs() <= 0.05, "{report}");
+    assert_three_to_one(&report, "--symbol heavy_work,light_work");
+    let shares = share_of(&report, "heavy_work") + share_of(&report, "light_work");
+    assert!((shares - 1.0).abs() < 1e-9, "shares of the kept samples: {report}");
     let (out, report) = show(&["--symbol", "heavy"]);
     assert!(report.is_none() && out.status.code() == Some(2), "not a substring match: {out:?}");
 }
@@ -179,11 +209,14 @@ fn hot_function_in_a_shared_library_is_named() {
         .status()
         .unwrap();
     assert!(status.success());
-    let (_, report) = profile(dir.path(), "lib", &[exe.to_str().unwrap(), "200000000"]);
+    let (_, report) = profile(dir.path(), "lib", &[exe.to_str().unwrap(), "400000000"]);
     let top = &report["functions"][0];
     assert_eq!(top["name"], "library_hot_loop", "{report:#}");
     assert_eq!(top["object"], "libperflabwork.so");
-    assert!(top["self_share"].as_f64().unwrap() > 0.8);
+    // All the program's work is that loop: of its user-space samples (the dynamic
+    // loader takes ~1 ms of ~200 ms) at least 0.9, P(fail) ≤ 1e-5 by Hoeffding.
+    let hot = top["self_samples"].as_u64().unwrap();
+    common::noise::assert_split(hot, user_samples(&report) - hot, 0.99, "library_hot_loop of user samples");
 }
 
 #[test]
@@ -196,8 +229,9 @@ fn stripped_binary_gets_object_offset_names() {
         assert!(f["name"].as_str().unwrap().starts_with("profile_ratio-s+0x"), "{f}");
     }
     // .eh_frame still delimits the functions, so samples group per function.
-    let (heavy, light) = (functions[0]["self_share"].as_f64().unwrap(), functions[1]["self_share"].as_f64().unwrap());
-    assert!((heavy - 0.75).abs() <= 0.05 && (light - 0.25).abs() <= 0.05, "{heavy} {light}");
+    let (heavy, light) =
+        (functions[0]["self_samples"].as_u64().unwrap(), functions[1]["self_samples"].as_u64().unwrap());
+    common::noise::assert_split(heavy, light, 0.75, "the stripped heavy_work : light_work");
     let name = functions[0]["name"].as_str().unwrap();
     let doc = annotate_json(&path, name);
     assert!(doc["functions"][0]["instructions"].as_array().unwrap().len() > 3);
@@ -213,10 +247,13 @@ fn every_task_of_a_forking_threaded_program_is_sampled() {
     assert_eq!(tasks.len(), 4, "{:#}", report["tasks"]);
     let pids: std::collections::BTreeSet<u64> = tasks.iter().map(|t| t["pid"].as_u64().unwrap()).collect();
     assert_eq!(pids.len(), 2, "parent and forked child");
+    // Four tasks with a quarter of the work each (~225 samples): fewer than 20 would be
+    // a split of 0.02 where the truth is 0.25, far outside Hoeffding's ±0.08.
     for t in tasks {
         assert!(t["samples"].as_u64().unwrap() > 20, "{t}");
     }
-    assert!(share_of(&report, "spin") > 0.9);
+    let spin = samples_of(&report, "spin");
+    common::noise::assert_split(spin, user_samples(&report) - spin, 0.99, "spin of user samples");
 }
 
 fn annotate_json(path: &Path, symbol: &str) -> Value {
@@ -254,6 +291,9 @@ fn annotate_finds_the_implicitly_locked_xchg() {
     let ins = f["instructions"].as_array().unwrap();
     let x = ins.iter().position(|i| i["text"].as_str().unwrap().starts_with("xchg")).expect("an xchg");
     assert!(hint_ids(&ins[x]).contains(&"xchg-memory".to_string()), "{:#}", ins[x]);
+    // The xchg and the instruction after it (where its cost skids) held 448 of 452
+    // samples beside two burners: the top two miss both only if another instruction
+    // outdid them by a share Hoeffding puts at P ≤ 1e-10.
     let top2 = &hottest(ins)[..2];
     assert!(top2.contains(&x) || top2.contains(&(x + 1)), "xchg at {x}, hottest {top2:?}");
     // Terminal output shows the hint too.
@@ -278,6 +318,8 @@ fn annotate_flags_the_hot_division_and_its_skid() {
     let ins = doc["functions"][0]["instructions"].as_array().unwrap();
     let d = ins.iter().position(|i| i["text"].as_str().unwrap().starts_with("div")).expect("a div");
     assert!(hint_ids(&ins[d]).contains(&"div-integer".to_string()));
+    // The div and the add after it held 893 of 950 samples beside two burners (as for
+    // the xchg: P ≤ 1e-10 that another instruction outdoes both).
     let top2 = &hottest(ins)[..2];
     assert!(top2.contains(&d) || top2.contains(&(d + 1)), "div at {d}, hottest {top2:?}");
     // Whichever instruction after the DIV is hot points back at it.
@@ -301,6 +343,8 @@ fn diff_matches_functions_across_builds_and_sorts_by_contribution() {
         perflab().arg("diff").arg(&old).arg(&new).args(["--json", "-"]).assert().success().get_output().stdout.clone();
     let doc: Value = serde_json::from_slice(&out).unwrap();
     let changes = doc["changes"].as_array().unwrap();
+    // heavy_work gains 3 × 80 M iterations (~480 samples), light_work 80 M (~160); any
+    // kernel function a few: the order moves only with a split off by 0.25.
     assert_eq!(changes[0]["name"], "heavy_work", "{doc:#}");
     assert_eq!(changes[1]["name"], "light_work");
     assert!(changes[0]["change_s"].as_f64().unwrap() > changes[1]["change_s"].as_f64().unwrap());
@@ -319,7 +363,7 @@ fn group_by_source_makes_regions_from_matching_lines() {
         .arg(&out)
         .args(["--group-by-source", r"profile_ratio.c:^NOINLINE unsigned long (\w+)", "--json", "-", "--"])
         .arg(&exe)
-        .arg("60000000")
+        .arg("100000000")
         .assert()
         .success()
         .get_output()
@@ -327,10 +371,9 @@ fn group_by_source_makes_regions_from_matching_lines() {
         .clone();
     let doc: Value = serde_json::from_slice(&json).unwrap();
     let regions = doc["regions"].as_array().unwrap();
-    let share =
-        |name: &str| regions.iter().find(|r| r["name"] == name).map_or(0.0, |r| r["self_share"].as_f64().unwrap());
-    assert!((share("heavy_work") - 0.75).abs() <= 0.05, "{regions:?}");
-    assert!((share("light_work") - 0.25).abs() <= 0.05, "{regions:?}");
+    let samples =
+        |name: &str| regions.iter().find(|r| r["name"] == name).map_or(0, |r| r["self_samples"].as_u64().unwrap());
+    common::noise::assert_split(samples("heavy_work"), samples("light_work"), 0.75, "region heavy_work : light_work");
     perflab().arg("show").arg(&out).args(["--group-by-source", "nocolon"]).assert().code(2);
 }
 
@@ -366,16 +409,22 @@ fn top_five_functions_agree_with_perf() {
     let argv = [exe.to_str().unwrap(), "20000000"];
     let dir = tempfile::tempdir().unwrap();
     let Some(perf) = perf_top5(dir.path(), &argv) else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "perf is required in CI (apt-get install linux-perf)");
-        eprintln!("perf not installed: skipping the agreement test");
+        common::skip("perf is not installed (apt-get install linux-perf)");
         return;
     };
     let (_, report) = profile(dir.path(), "five", &argv);
+    // User functions only, as perf's `[.]` rows: on a busy machine a kernel function can
+    // hold a percent or two. The five hold 16:8:4:2:1 of the work — work_one 3.2 %,
+    // ~45 samples — and the next user code is the dynamic loader's ~1 ms (≤ 3 samples):
+    // two separate runs put the same five on top unless work_one lost 90 % of its
+    // samples (Hoeffding: P ≤ 1e-10 at 1,400 samples).
     let ours: Vec<String> = report["functions"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|f| !f["name"].as_str().unwrap().starts_with('['))
+        .filter(|f| {
+            !f["name"].as_str().unwrap().starts_with('[') && !f["object"].as_str().unwrap().starts_with("[kernel")
+        })
         .take(5)
         .map(|f| f["name"].as_str().unwrap().to_string())
         .collect();
@@ -489,8 +538,7 @@ fn ctrl_c_stops_the_command_and_keeps_the_profile() {
 #[test]
 fn llvm_mca_describes_the_hot_loop_when_installed() {
     if which::which("llvm-mca").is_err() && which::which("llvm-mca-14").is_err() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "llvm-mca is required in CI (apt-get install llvm)");
-        eprintln!("llvm-mca not installed: skipping");
+        common::skip("llvm-mca is not installed (apt-get install llvm)");
         return;
     }
     let exe = common::fixture("profile_div");
@@ -522,7 +570,7 @@ fn kernel_sampling_allowed() -> bool {
     // SAFETY: geteuid has no preconditions.
     let allowed = paranoid < 2 || unsafe { libc::geteuid() } == 0;
     if !allowed {
-        eprintln!("perf_event_paranoid={paranoid} and not root: kernel samples are not allowed; skipping");
+        common::skip(&format!("perf_event_paranoid={paranoid} and not root: kernel samples are not allowed"));
     }
     allowed
 }
@@ -546,6 +594,8 @@ fn kernel_samples_are_named_from_kallsyms_when_the_kernel_may_be_sampled() {
     let (path, report) = profile(dir.path(), "syscalls", &[exe.to_str().unwrap(), "3000000"]);
     let kernel = kernel_rows(&report);
     let share: f64 = kernel.iter().map(|f| f["self_share"].as_f64().unwrap()).sum();
+    // The fixture makes system calls in a loop: 77 % of ~1,000 samples in the kernel
+    // here; below 30 % is a split off by 0.47 (Hoeffding: P ≤ 1e-100).
     assert!(share > 0.3, "kernel share {share}");
     // Root reads kallsyms addresses: the hottest kernel rows are functions, not `[kernel]`.
     assert_ne!(kernel[0]["name"], "[kernel]", "{kernel:?}");
@@ -595,18 +645,24 @@ fn pipe_ping_pong_kernel_functions_agree_with_perf() {
     let argv = [exe.to_str().unwrap(), "150000"];
     let dir = tempfile::tempdir().unwrap();
     let Some(perf) = perf_top(dir.path(), &argv, "[k] ") else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "perf is required in CI (apt-get install linux-perf)");
-        eprintln!("perf not installed: skipping the kernel agreement test");
+        common::skip("perf is not installed (apt-get install linux-perf)");
         return;
     };
     let perf: Vec<String> = perf.iter().map(|n| without_clone_suffix(n)).collect();
     let (_, report) = profile(dir.path(), "pingpong", &argv);
     let ours: Vec<String> =
         kernel_rows(&report).iter().take(5).map(|f| f["name"].as_str().unwrap().to_string()).collect();
-    let common = perf.iter().filter(|n| ours.contains(n)).count();
-    // The ranks below the top two are a few tenths of a percent apart: one may swap.
-    assert!(common >= 4, "perflab {ours:?} vs perf {perf:?}");
-    assert_eq!(ours[0], perf[0]);
+    // Two separate runs: their top two kernel functions are the same two, the first the
+    // same one. Beside two burners perf's own runs gave finish_task_switch 40–49 %,
+    // _raw_spin_unlock_irqrestore 16–24 %, then functions of 1–5 % whose order changes
+    // from run to run — so ranks 3–5 are not compared here (the same perf.data read by
+    // both tools is, tests/perf_data.rs). Swapping the first two, or the second with the
+    // third, needs a share off by 0.05 or more (Hoeffding at ~2,000 samples: P ≤ 1e-5).
+    let (mut top_ours, mut top_perf) = (ours[..2].to_vec(), perf[..2].to_vec());
+    top_ours.sort();
+    top_perf.sort();
+    assert_eq!(top_ours, top_perf, "perflab {ours:?} vs perf {perf:?}");
+    assert_eq!(ours[0], perf[0], "perflab {ours:?} vs perf {perf:?}");
 }
 
 #[test]
@@ -649,25 +705,41 @@ fn call_graph_splits_the_leaf_between_its_callers_and_counts_inclusive_time() {
     let folded = std::fs::read_to_string(&folded).unwrap();
     let via_a = common::folded_ending_with(&folded, &["main", "a", "leaf"]);
     let via_b = common::folded_ending_with(&folded, &["main", "b", "leaf"]);
-    assert!(via_a + via_b > 500, "{folded}");
-    let ratio = via_a as f64 / via_b.max(1) as f64;
-    assert!((2.0..=4.5).contains(&ratio), "a:b = {ratio}\n{folded}");
+    common::noise::assert_split(via_a, via_b, 0.75, "leaf's samples through a : through b");
 
     let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let samples = report["samples"].as_u64().unwrap();
     let function = |name: &str| {
         report["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).cloned().unwrap_or_default()
     };
-    // The rest is the dynamic loader before main and the odd kernel sample.
+    // Outside main: the dynamic loader before it (~1 ms of CPU of ~450 ms, a few samples).
     let main = function("main");
     assert!(main["total_share"].as_f64().unwrap() > 0.95, "{main}");
     assert_eq!(main["self_samples"], 0);
+    // leaf's inclusive samples beyond its own are exactly the stacks that go on from leaf
+    // into the kernel (an interrupt taken while in leaf: more of them on a busy machine).
+    let kernel: std::collections::HashSet<&str> = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["object"].as_str().unwrap().starts_with("[kernel"))
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    let mut beyond_leaf = 0;
+    for line in folded.lines() {
+        let (stack, count) = line.rsplit_once(' ').unwrap();
+        let frames: Vec<&str> = stack.split(';').collect();
+        if let Some(at) = frames.iter().position(|f| *f == "leaf").filter(|&at| at + 1 < frames.len()) {
+            assert!(frames[at + 1..].iter().all(|f| kernel.contains(f)), "only the kernel runs above leaf: {line}");
+            beyond_leaf += count.parse::<u64>().unwrap();
+        }
+    }
     let leaf = function("leaf");
     let (total, own) = (leaf["total_samples"].as_u64().unwrap(), leaf["self_samples"].as_u64().unwrap());
-    // Only timer interrupts taken in the kernel while in leaf are leaf's without being its own.
-    assert!(total >= own && (total - own) as f64 <= 0.02 * samples as f64, "{leaf}");
-    let a = function("a");
-    assert!((a["total_share"].as_f64().unwrap() - 0.75).abs() <= 0.1, "{a}");
+    assert_eq!(total - own, beyond_leaf, "{leaf}");
+    let (a, b) = (function("a")["total_samples"].as_u64().unwrap(), function("b")["total_samples"].as_u64().unwrap());
+    common::noise::assert_split(a, b, 0.75, "inclusive a : b");
+    assert!(a + b <= samples);
 
     // The saved profile gives the same folded stacks and totals again.
     let shown = perflab().arg("show").arg(&out).args(["--folded", "-"]).assert().success().get_output().stdout.clone();
@@ -720,9 +792,7 @@ fn weighted_share(report: &Value, function: &str) -> f64 {
 #[test]
 fn page_fault_shares_are_of_events_not_samples() {
     // At a frequency the kernel adapts the period from sample to sample: counting
-    // samples gave touch_a 67–70 % of a 75 % truth; each sample weighing its period
-    // gives the true split (74.6–75.7 % for touch_a in 12 runs here, beside 16 busy jobs;
-    // 77.4 % once).
+    // samples gave touch_a 67–70 % of a 75 % truth; each sample weighs its period.
     let exe = common::fixture("profile_faults");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("faults.profile");
@@ -737,9 +807,19 @@ fn page_fault_shares_are_of_events_not_samples() {
         .success();
     let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let (a, b) = (weighted_share(&report, "touch_a"), weighted_share(&report, "touch_b"));
-    // ±0.03: beside a dozen busy jobs one run read 0.774; counting samples reads ≤ 0.70.
-    assert!((a - 0.75).abs() <= 0.03 && (b - 0.25).abs() <= 0.03, "touch_a {a}, touch_b {b}");
-    assert!(report["period"].as_u64().unwrap() > 200_000, "{}", report["period"]);
+    // Each share is its function's events (summed periods) over all events, exactly.
+    let functions = report["functions"].as_array().unwrap();
+    let events: u64 = functions.iter().map(|f| f["self_period"].as_u64().unwrap()).sum();
+    let period_of = |name: &str| functions.iter().find(|f| f["name"] == name).unwrap()["self_period"].as_u64().unwrap();
+    for (name, share) in [("touch_a", a), ("touch_b", b)] {
+        assert!((share - period_of(name) as f64 / events as f64).abs() < 1e-9, "{name}: {share} of {events}");
+    }
+    // How many events those are is the kernel's word: at a frequency it adapts the
+    // period from the time between samples, and beside busy neighbours at 997 Hz that
+    // miscounts several-fold (`perf record -e page-faults -F 997` read touch_a as 117,303
+    // to 185,006 of its 153,600 faults beside six burners, perflab as 158,478–537,074;
+    // at 4 kHz both within 1 %). So the split is checked against the truth below with
+    // every fault a sample.
     let shown = perflab().env("NO_COLOR", "1").arg("show").arg(&out).assert().success().get_output().stdout.clone();
     let shown = String::from_utf8_lossy(&shown);
     assert!(shown.contains("page-faults events (each sample weighs its period), not of samples"), "{shown}");
@@ -755,12 +835,21 @@ fn page_fault_shares_are_of_events_not_samples() {
         .success();
     let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(report["sample_period"], 1);
-    assert_eq!(report["lost"], 0);
     let row = |name: &str| report["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap().clone();
-    assert_eq!(row("touch_a")["self_samples"], 3 * 256 * 20);
-    assert_eq!(row("touch_b")["self_samples"], 256 * 20);
-    let (a, b) = (weighted_share(&report, "touch_a"), weighted_share(&report, "touch_b"));
-    assert!((a - 0.75).abs() <= 0.01 && (b - 0.25).abs() <= 0.01, "touch_a {a}, touch_b {b}");
+    let samples = |name: &str| row(name)["self_samples"].as_u64().unwrap();
+    let (truth_a, truth_b) = (3 * 256 * 20, 256 * 20);
+    // Exact — unless samples were lost (a ring buffer its reader, starved of CPU on a busy
+    // machine, did not drain in time): the profile says how many, and only those are
+    // missing.
+    let lost = report["lost"].as_u64().unwrap();
+    if lost == 0 {
+        assert_eq!((samples("touch_a"), samples("touch_b")), (truth_a, truth_b));
+        let (a, b) = (weighted_share(&report, "touch_a"), weighted_share(&report, "touch_b"));
+        assert!((a - 0.75).abs() <= 0.01 && (b - 0.25).abs() <= 0.01, "touch_a {a}, touch_b {b}");
+    } else {
+        assert!(samples("touch_a") <= truth_a && samples("touch_b") <= truth_b, "{report}");
+        assert!(samples("touch_a") + samples("touch_b") + lost >= truth_a + truth_b, "{report}");
+    }
     // -c and -F are two ways of saying when to sample: one at a time.
     perflab().args(["profile", "-c", "1", "-F", "99", "--", "true"]).assert().code(2);
     perflab().args(["profile", "-c", "0", "--", "true"]).assert().code(2);

@@ -14,10 +14,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
 /// One `profile -g` of the 3:1 fixture with every viewer's file, shared by the tests.
 struct Exports {
     _dir: tempfile::TempDir,
@@ -25,6 +21,9 @@ struct Exports {
     pprof: PathBuf,
     speedscope: PathBuf,
     firefox: PathBuf,
+    /// heavy_work's split of the samples in heavy_work and light_work, from perflab's
+    /// own report of the recording: what every viewer must show.
+    split: f64,
 }
 
 fn exports() -> &'static Exports {
@@ -33,8 +32,8 @@ fn exports() -> &'static Exports {
         let exe = common::fixture("profile_ratio");
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name);
-        let (profile, pprof, speedscope, firefox) =
-            (path("r.profile"), path("r.pb.gz"), path("r.speedscope.json"), path("r.firefox.json"));
+        let (profile, pprof, speedscope, firefox, report) =
+            (path("r.profile"), path("r.pb.gz"), path("r.speedscope.json"), path("r.firefox.json"), path("r.json"));
         Command::cargo_bin("perflab")
             .unwrap()
             .args(["profile", "-g", "-F", "2000", "-o"])
@@ -45,26 +44,40 @@ fn exports() -> &'static Exports {
             .arg(&speedscope)
             .arg("--firefox")
             .arg(&firefox)
+            .arg("--json")
+            .arg(&report)
             .arg("--")
             .arg(&exe)
             .arg("100000000")
             .assert()
             .success();
-        Exports { _dir: dir, profile, pprof, speedscope, firefox }
+        // The recording's split is 3:1 within Hoeffding's tolerance (tests/common/noise.rs);
+        // the viewers are then checked against the recording itself, exactly.
+        let report: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let samples = |name: &str| {
+            let functions = report["functions"].as_array().unwrap();
+            functions.iter().find(|f| f["name"] == name).map_or(0, |f| f["self_samples"].as_u64().unwrap())
+        };
+        let (heavy, light) = (samples("heavy_work"), samples("light_work"));
+        common::noise::assert_split(heavy, light, 0.75, "the recording's heavy_work : light_work");
+        let split = heavy as f64 / (heavy + light) as f64;
+        Exports { _dir: dir, profile, pprof, speedscope, firefox, split }
     })
 }
 
+/// The viewer shows the recording's split (within `go tool pprof`'s two decimals of a
+/// percent).
 fn assert_three_to_one(shares: &HashMap<String, f64>, client: &str) {
     let share = |name: &str| shares.get(name).copied().unwrap_or(0.0);
     let (heavy, light) = (share("heavy_work"), share("light_work"));
-    assert!((heavy - 0.75).abs() <= 0.05 && (light - 0.25).abs() <= 0.05, "{client}: heavy {heavy}, light {light}");
+    let split = heavy / (heavy + light);
+    let recorded = exports().split;
+    assert!((split - recorded).abs() < 1e-3, "{client}: heavy {heavy}, light {light}: {split}, recorded {recorded}");
 }
 
 /// `go tool pprof -top`'s flat% column per function.
 fn pprof_top(file: &Path) -> Option<HashMap<String, f64>> {
-    if which::which("go").is_err() {
-        assert!(!ci(), "CI=true but go is not installed (apt-get install golang-go)");
-        eprintln!("go not installed: cannot check with go tool pprof; skipping");
+    if !common::have("go", "apt-get install golang-go") {
         return None;
     }
     let out = std::process::Command::new("go").args(["tool", "pprof", "-top"]).arg(file).output().unwrap();
@@ -100,8 +113,7 @@ fn speedscope_schema() -> Option<PathBuf> {
     match schema.filter(|s| s.exists()) {
         Some(s) => Some(s),
         None => {
-            assert!(!ci(), "CI=true but speedscope's npm package is missing (scripts/test installs it)");
-            eprintln!("PERFLAB_SPEEDSCOPE_DIR unset or without speedscope (scripts/test installs it); skipping");
+            common::skip("PERFLAB_SPEEDSCOPE_DIR is unset or has no speedscope package (scripts/test installs it)");
             None
         }
     }

@@ -14,14 +14,17 @@ fn perflab() -> Command {
     Command::cargo_bin("perflab").unwrap()
 }
 
-/// On CI a missing tool fails the test; elsewhere the test is skipped with a message.
+/// On CI a missing tool fails the test; elsewhere the test is skipped, said and counted.
 fn have(tool: &str, package: &str) -> bool {
-    let found = which::which(tool).is_ok();
-    if !found {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{tool} is required on CI (apt-get install {package})");
-        eprintln!("SKIPPED: {tool} is not installed");
-    }
-    found
+    common::have(tool, &format!("apt-get install {package}"))
+}
+
+/// Samples in user space (every row whose object is not the kernel): shares of these are
+/// what a busy machine does not dilute (its preemptions add kernel samples).
+fn user_samples(report: &Value) -> f64 {
+    let functions = report["functions"].as_array().unwrap();
+    let user = functions.iter().filter(|f| !f["object"].as_str().unwrap().starts_with("[kernel"));
+    user.map(|f| f["self_samples"].as_u64().unwrap()).sum::<u64>() as f64
 }
 
 /// Profile `argv` into `dir/NAME.profile`; returns the profile and its JSON report.
@@ -72,7 +75,10 @@ fn code_written_into_a_file_mapping_is_named_by_the_perf_map_grouped_and_annotat
     // The perf map names code in a file mapping (no ELF object): one row, not one per address.
     let named = row(&report, "spin_named");
     assert_eq!(named["object"], "[jit]");
-    assert!(named["self_share"].as_f64().unwrap() > 0.5, "{named}");
+    // Of the user samples (~860) the named loop held 0.78 and the unnamed one 0.21 here;
+    // the bounds below are 0.28 and 0.16 away, where Hoeffding allows 0.09 (P ≤ 1e-5).
+    let user = user_samples(&report);
+    assert!(named["self_samples"].as_f64().unwrap() / user > 0.5, "{named}");
     // The unnamed function is one row named after its file and offset (its sampled
     // instructions are 6 bytes apart), not one row per instruction.
     let unnamed: Vec<&Value> = report["functions"]
@@ -82,7 +88,7 @@ fn code_written_into_a_file_mapping_is_named_by_the_perf_map_grouped_and_annotat
         .filter(|f| f["name"].as_str().unwrap().starts_with("code.bin+0x"))
         .collect();
     assert_eq!(unnamed.len(), 1, "{:#}", report["functions"]);
-    assert!(unnamed[0]["self_share"].as_f64().unwrap() > 0.05, "{}", unnamed[0]);
+    assert!(unnamed[0]["self_samples"].as_f64().unwrap() / user > 0.05, "{}", unnamed[0]);
 
     // The file is gone, the process too: annotate works from the copy in the profile.
     std::fs::remove_file(&code_file).unwrap();
@@ -136,7 +142,10 @@ fn sbcl_consing_loop_is_named_from_its_own_perf_map_and_its_allocation_sequence_
     let hottest = &report["functions"][0];
     assert_eq!(hottest["name"], "MAKE-GARBAGE", "{:#}", report["functions"]);
     assert_eq!(hottest["object"], "[jit]");
-    assert!(hottest["self_share"].as_f64().unwrap() > 0.3, "{hottest}");
+    // 0.6–0.7 of ~900 user samples here (the rest the GC and the allocator; the kernel's
+    // page clearing is not in it): 0.3 is 0.3 away, where Hoeffding allows 0.09.
+    let user = user_samples(&report);
+    assert!(hottest["self_samples"].as_f64().unwrap() / user > 0.3, "{hottest}");
     // Unnamed Lisp code of sbcl.core (the GC's, the allocator's) is grouped per piece of
     // code: no two of its rows start within 256 bytes of each other (before, every
     // sampled instruction was a row of its own).
@@ -163,7 +172,7 @@ fn sbcl_consing_loop_is_named_from_its_own_perf_map_and_its_allocation_sequence_
     assert!(instructions.iter().any(|i| i["text"].as_str().unwrap().contains("loop") || i.get("jump_to").is_some()));
     let sampled: u64 = instructions.iter().map(|i| i["samples"].as_u64().unwrap()).sum();
     assert_eq!(sampled, function["samples"].as_u64().unwrap(), "every sample lands on a decoded instruction");
-    assert!(sampled as f64 >= 0.3 * report["samples"].as_f64().unwrap());
+    assert!(sampled as f64 >= 0.3 * user);
 }
 
 /// A real debuginfod (elfutils') on 127.0.0.1 serving the files under a directory;
@@ -255,7 +264,7 @@ fn a_stripped_binary_gets_names_and_lines_from_a_real_debuginfod_server() {
         .arg(&bare)
         .args(["--json", "-", "--"])
         .arg(&app)
-        .arg("60000000")
+        .arg("120000000")
         .assert()
         .success();
     let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
@@ -279,9 +288,9 @@ fn a_stripped_binary_gets_names_and_lines_from_a_real_debuginfod_server() {
     // The same profile, shown with the server: names, lines, regions, and it is said where they came from.
     let (named, stderr) = show(&server.url, &["--group-by-source", "stripped_static.c:^static NOINLINE .* (\\w+)\\("]);
     assert!(stderr.contains("fetched from debuginfod") && stderr.contains(&server.url), "{stderr}");
+    let samples = |name: &str| row(&named, name)["self_samples"].as_u64().unwrap();
+    common::noise::assert_split(samples("alloc_set_alloc"), samples("alloc_set_free"), 0.75, "alloc : free");
     let alloc = row(&named, "alloc_set_alloc")["self_share"].as_f64().unwrap();
-    let free = row(&named, "alloc_set_free")["self_share"].as_f64().unwrap();
-    assert!((alloc / (alloc + free) - 0.75).abs() < 0.08, "3:1 expected, {alloc} vs {free}");
     assert!(named["lines"][0]["name"].as_str().unwrap().contains("stripped_static.c:"), "{}", named["lines"][0]);
     let regions = named["regions"].as_array().unwrap();
     let region = |name: &str| regions.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("{regions:#?}"));

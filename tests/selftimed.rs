@@ -4,7 +4,8 @@
 //!
 //! Why real runs: the metrics come from real commands' output; asserted verdicts are on
 //! printed numbers (deterministic) or on a cold-versus-warm difference of whole buffers'
-//! page faults, far beyond any load.
+//! page faults timed by the thread's CPU clock, with their failure probability computed
+//! from how far such iterations strayed beside two CPU burners (tests/common/noise.rs).
 
 mod common;
 
@@ -119,11 +120,29 @@ fn bad_output_options_are_usage_errors() {
     }
 }
 
+/// `iterations N cold|warm 200000`: iterations of ~0.4 ms of CPU; a cold first one also
+/// takes the 8,192 page faults of its buffer (~15 ms, ×40).
+fn iterations(n: u32, mode: &str) -> String {
+    format!("{} {n} {mode} 200000", common::fixture("iterations").display())
+}
+
 #[test]
 fn the_per_iteration_profile_shows_a_cold_first_iteration_and_steady_state_decides_without_it() {
     let _quiet = quiet();
-    let fixture = common::fixture("iterations");
-    let (warm, cold) = (format!("{} 10 warm", fixture.display()), format!("{} 10 cold", fixture.display()));
+    let (warm, cold) = (iterations(10, "warm"), iterations(10, "cold"));
+    // The failure probability of every assertion on measured values below:
+    // * all 10 iterations: cold's mean is ≥ 2.5× warm's (15 ms over 10 iterations of
+    //   0.4 ms), `slower` unless no look by 58 rounds cleared 1 (no round of 600 strayed
+    //   by e^0.4 beside two burners);
+    // * first ÷ rest of cold (~40×, a median over the runs' medians) reads ≤ 2 only if
+    //   more than half the runs' rest doubled — e^0.69, never seen;
+    // * the steady state (iterations 2…10) of 30 rounds: the estimate is off by ×1.25
+    //   only if 9 rounds strayed that far (1 of 600 beyond e^0.2).
+    let all = common::noise::selftimed_tail("iter_ns");
+    let steady_tail = common::noise::selftimed_tail("iter_ns[steady]");
+    let p = common::noise::p_sequential_misses(6, &[&all], 2.5f64.ln(), 58)
+        + common::noise::p_estimate_off(&steady_tail, 30, 1.25f64.ln());
+    assert!(p < common::noise::P_MAX, "P(fail) ≤ {p:e}");
     let all = perflab()
         .args(["compare", "--no-progress", "--max-time", "60s", "--parse", "jsonl", "--json", "-"])
         .args(["-n", "warm", "-n", "cold", &warm, &cold])
@@ -150,7 +169,7 @@ fn the_per_iteration_profile_shows_a_cold_first_iteration_and_steady_state_decid
     assert!(first_over_rest > 2.0, "the cold first iteration shows: {cold_row}");
 
     let steady = perflab()
-        .args(["compare", "--no-progress", "--max-time", "30s", "--confidence", "99", "--parse", "jsonl"])
+        .args(["compare", "--no-progress", "-r", "30", "--parse", "jsonl"])
         .args(["--iterations", "steady", "--json", "-", "-n", "warm", "-n", "cold", &warm, &cold])
         .assert()
         .success()
@@ -158,10 +177,16 @@ fn the_per_iteration_profile_shows_a_cold_first_iteration_and_steady_state_decid
         .clone();
     let json = json_of(&steady.stdout);
     let c = comparison(&json, "iter_ns");
-    // Without the cold iteration the two differ by their warm iterations only: at most a
-    // percent or so (memory placement), which the sequential design may still resolve.
-    assert!(c["ratio"].as_f64().unwrap() < 1.03, "{c}");
+    // Without the cold iteration the two differ by their warm iterations only (memory
+    // placement: a percent or so).
+    assert!((0.8..1.25).contains(&c["ratio"].as_f64().unwrap()), "{c}");
     assert_eq!(json["settings"]["iterations"], serde_json::json!({"steady": 1}));
+    for run in json["commands"][1]["runs"].as_array().unwrap() {
+        let iter = &run["counters"]["iter_ns"];
+        let samples: Vec<f64> = iter["samples"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        let steady_mean = samples[1..].iter().sum::<f64>() / 9.0;
+        assert!((iter["value"].as_f64().unwrap() - steady_mean).abs() < 1e-6 * steady_mean, "iterations 2…10: {iter}");
+    }
     let stderr = String::from_utf8_lossy(&steady.stderr);
     assert!(stderr.contains("a run's value is the steady state, the mean of iterations 2…"), "{stderr}");
 }
@@ -172,10 +197,18 @@ fn the_per_iteration_profile_shows_a_cold_first_iteration_and_steady_state_decid
 #[test]
 fn the_first_iteration_gets_its_own_verdict_and_each_group_gets_one() {
     let _quiet = quiet();
-    let fixture = common::fixture("iterations");
-    let (warm, cold) = (format!("{} 8 warm", fixture.display()), format!("{} 8 cold", fixture.display()));
+    let (warm, cold) = (iterations(8, "warm"), iterations(8, "cold"));
+    // The first iteration is ~40× longer cold (e^3 assumed). 40 rounds each: its
+    // interval (at 95 %; with `each` at 98.3 %, three groups deciding as one Bonferroni
+    // family) misses `slower`, or its ratio reads ≤ 2, only if several rounds strayed by
+    // e^2.3 or more — 2 of 600 strayed by e^0.4 beside two burners, none further.
+    let first_tail = common::noise::selftimed_tail("iter_ns[first]");
+    let p = common::noise::p_interval_misses(&first_tail, 40, 0.95, 3.0)
+        + common::noise::p_interval_misses(&first_tail, 40, 1.0 - 0.05 / 3.0, 3.0)
+        + 2.0 * common::noise::p_estimate_off(&first_tail, 40, 3.0 - 2f64.ln());
+    assert!(p < common::noise::P_MAX, "P(fail) ≤ {p:e}");
     let first = perflab()
-        .args(["compare", "--no-progress", "--max-time", "30s", "--parse", "jsonl", "--json", "-"])
+        .args(["compare", "--no-progress", "-r", "40", "--parse", "jsonl", "--json", "-"])
         .args(["--iterations", "first", "-n", "warm", "-n", "cold", &warm, &cold])
         .assert()
         .success()
@@ -200,7 +233,7 @@ fn the_first_iteration_gets_its_own_verdict_and_each_group_gets_one() {
     assert!(first_over_rest > 2.0, "first ÷ rest is iteration 1 over 2…8: {cold_row}");
 
     let each = perflab()
-        .args(["compare", "--no-progress", "--max-time", "30s", "--parse", "jsonl", "--json", "-"])
+        .args(["compare", "--no-progress", "-r", "40", "--parse", "jsonl", "--json", "-"])
         .args(["--iterations", "each", "-n", "warm", "-n", "cold", &warm, &cold])
         .assert()
         .success()

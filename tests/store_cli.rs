@@ -11,10 +11,6 @@ fn perflab(dir: &Path, db: &str) -> Command {
     cmd
 }
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
 fn export(dir: &Path, db: &str, args: &[&str]) -> serde_json::Value {
     let out = perflab(dir, db).arg("export").args(args).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -46,9 +42,7 @@ fn imports_checked_in_hyperfine_export() {
 /// A fresh hyperfine run on this machine (hyperfine must be installed when CI=true).
 #[test]
 fn imports_a_fresh_hyperfine_run() {
-    if which::which("hyperfine").is_err() {
-        assert!(!ci(), "CI=true but hyperfine is not installed (apt-get install hyperfine)");
-        eprintln!("note: hyperfine not installed, skipping imports_a_fresh_hyperfine_run");
+    if !common::have("hyperfine", "apt-get install hyperfine") {
         return;
     }
     let spin = common::fixture("spin");

@@ -66,16 +66,35 @@ pub fn fixture_with(name: &str, extra: &[&str]) -> PathBuf {
 }
 
 pub mod cluster;
+pub mod noise;
 pub mod pg;
 pub mod proxy;
+pub mod skip;
 
-/// Chromium from Debian (`apt-get install chromium`); under CI=true its absence fails.
+pub use skip::{ci, skip, skip_part};
+
+/// Chromium from Debian (`apt-get install chromium`), or None (nothing said: the caller
+/// skips what needs it with [`skip`] or [`skip_part`]); under CI=true its absence fails.
 pub fn chromium() -> Option<PathBuf> {
     let found = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|n| which::which(n).ok());
-    if found.is_none() && std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("CI=true but chromium is not installed (apt-get install chromium)");
+    assert!(found.is_some() || !ci(), "CI=true but chromium is not installed (apt-get install chromium)");
+    found
+}
+
+/// Whether `program` is on PATH; when it is not, the whole test is skipped (said and
+/// counted) with `install` as the hint, or fails under CI=true.
+pub fn have(program: &str, install: &str) -> bool {
+    let found = which::which(program).is_ok();
+    if !found {
+        skip(&format!("{program} is not installed ({install})"));
     }
     found
+}
+
+/// True when running as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
 }
 
 pub fn run_chromium(browser: &Path, profile: &Path, extra: &[&str], page: &Path) -> std::process::Output {
@@ -110,13 +129,7 @@ pub fn folded_ending_with(folded: &str, suffix: &[&str]) -> u64 {
         .sum()
 }
 
-/// True when valgrind is usable; on CI (`CI=true`) its absence fails the test instead of
-/// skipping it silently.
+/// True when valgrind is usable; else the test is skipped (fails under `CI=true`).
 pub fn have_valgrind() -> bool {
-    let found = which::which("valgrind").is_ok();
-    if !found {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "valgrind is required on CI (apt-get install valgrind)");
-        eprintln!("skipping: valgrind is not installed");
-    }
-    found
+    have("valgrind", "apt-get install valgrind")
 }

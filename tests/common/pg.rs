@@ -1,23 +1,26 @@
 //! A scratch PostgreSQL database per test, from `PERFLAB_TEST_PG`.
 //!
-//! Without `PERFLAB_TEST_PG` the PostgreSQL half of a test is skipped with a message,
-//! except when `CI=true`: then a missing or unreachable server fails the test.
+//! Without `PERFLAB_TEST_PG` the PostgreSQL part of a test is skipped and counted as
+//! such (tests/common/skip.rs), except when `CI=true`: then a missing or unreachable
+//! server fails the test.
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
+const UNSET: &str = "PERFLAB_TEST_PG is not set (scripts/test sets it: `eval \"$(scripts/ci/postgres.sh)\"`)";
+
+/// The URL of a freshly created, empty database named after `test`, or `None` (the
+/// whole test skipped, said and counted) when no server is configured outside CI.
+pub fn scratch_db(test: &str) -> Option<String> {
+    let url = server_url();
+    if url.is_none() {
+        super::skip(UNSET);
+    }
+    Some(scratch_db_at(url?, test))
 }
 
-/// A URL of a freshly created, empty database named after `test`, or `None` (with a
-/// message on stderr) when no server is configured outside CI.
-pub fn scratch_db(test: &str) -> Option<String> {
-    let base = match std::env::var("PERFLAB_TEST_PG") {
-        Ok(url) if !url.is_empty() => url,
-        _ => {
-            assert!(!ci(), "CI=true but PERFLAB_TEST_PG is not set: run `eval \"$(scripts/ci/postgres.sh)\"`");
-            eprintln!("note: PERFLAB_TEST_PG not set, skipping the PostgreSQL half of {test}");
-            return None;
-        }
-    };
+fn server_url() -> Option<String> {
+    std::env::var("PERFLAB_TEST_PG").ok().filter(|url| !url.is_empty())
+}
+
+fn scratch_db_at(base: String, test: &str) -> String {
     let mut client = postgres::Client::connect(&base, postgres::NoTls)
         .unwrap_or_else(|e| panic!("PERFLAB_TEST_PG={base} is unreachable: {e:?}"));
     let name = format!("perflab_t_{}_{}", test.replace(|c: char| !c.is_ascii_alphanumeric(), "_"), std::process::id());
@@ -28,7 +31,7 @@ pub fn scratch_db(test: &str) -> Option<String> {
         None => (base.as_str(), String::new()),
     };
     let server = head.rsplit_once('/').map_or(head, |(server, _db)| server);
-    Some(format!("{server}/{name}{query}"))
+    format!("{server}/{name}{query}")
 }
 
 /// Drop a database made by [`scratch_db`] once a test passed (a failed test keeps its
@@ -52,9 +55,12 @@ pub fn drop_scratch(url: &str) {
 pub fn each_backend(test: &str, body: impl Fn(&std::path::Path, &str)) {
     let dir = tempfile::tempdir().unwrap();
     body(dir.path(), dir.path().join("h.db").to_str().unwrap());
-    if let Some(url) = scratch_db(test) {
-        let dir = tempfile::tempdir().unwrap();
-        body(dir.path(), &url);
-        drop_scratch(&url);
-    }
+    let Some(base) = server_url() else {
+        super::skip_part("the PostgreSQL half", UNSET);
+        return;
+    };
+    let url = scratch_db_at(base, test);
+    let dir = tempfile::tempdir().unwrap();
+    body(dir.path(), &url);
+    drop_scratch(&url);
 }

@@ -184,8 +184,12 @@ pub fn add_readings(
     let waited: Result<(Duration, Result<Duration, String>), String> = match main_thread {
         None => Err("/proc/PID/schedstat was not readable (a kernel without CONFIG_SCHED_INFO?)".to_string()),
         Some(main) if cpu <= main.on_cpu + single_task_slack(cpu) => {
-            // One task: nothing of the benchmark's own can have held its CPU.
-            let all = main.waited + harness_waited.unwrap_or_default();
+            // One task: nothing of the benchmark's own can have held its CPU. Nor can it
+            // have waited longer than it was not running: read before and after the timed
+            // window, the statistics can hold a few ms of waiting outside it (beside a
+            // burner per CPU, runs of a 1 ms program read more wait than their wall time).
+            let not_running = Duration::from_secs_f64((run.wall_s - cpu.as_secs_f64()).max(0.0));
+            let all = (main.waited + harness_waited.unwrap_or_default()).min(not_running);
             Ok((all, Ok(all)))
         }
         Some(main) => match tree {
