@@ -184,7 +184,7 @@ Instruction Info:\n[1]: #uOps\n\n[1]    [2]    [3]    [4]    [5]    [6]    Instr
             eprintln!("SKIPPED: {reason}");
             if let Some(path) = std::env::var_os("PERFLAB_TEST_SKIPS") {
                 use std::io::Write;
-                let line = format!("perflab::profile::mca::tests::runs_llvm_mca_when_installed\twhole\t{reason}\n");
+                let line = format!("perflab_profile::mca::tests::runs_llvm_mca_when_installed\twhole\t{reason}\n");
                 let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
                 file.and_then(|mut f| f.write_all(line.as_bytes())).expect("append to PERFLAB_TEST_SKIPS");
             }
