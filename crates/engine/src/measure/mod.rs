@@ -106,6 +106,15 @@ pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTr
         if let Some(level) = counters::paranoid_level() {
             facts.insert("perf_event_paranoid".to_string(), level.to_string());
         }
+        // Where each uprobe was placed (object, offset, build ID): two experiments count
+        // the same function only if these agree.
+        if let Ok(events) = counters::parse_events(&args.events) {
+            for event in &events.events {
+                if let Some(placed) = perflab_sys::perf::uprobe::placement(&event.name) {
+                    facts.insert(format!("probe[{}]", event.name), placed.describe());
+                }
+            }
+        }
         if let Some(slots) = counters::fake_pmu_slots() {
             facts.insert(
                 "fake_pmu".to_string(),
