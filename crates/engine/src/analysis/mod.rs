@@ -335,6 +335,7 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
         out.push(Warning::new(WarningKind::Other, format!("{fake}: not a measurement of this CPU")));
     }
     out.extend(unread_counters(experiment));
+    out.extend(crate::measure::probe_cost::warnings(experiment));
     if plan.measure.mode == Mode::Instructions {
         return out;
     }

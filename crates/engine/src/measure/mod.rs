@@ -6,6 +6,7 @@ pub mod cachegrind;
 pub mod error;
 pub mod live;
 pub mod output;
+pub mod probe_cost;
 pub mod sampling;
 
 use perflab_model::CommandSpec;
@@ -114,6 +115,7 @@ pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTr
                     facts.insert(format!("probe[{}]", event.name), placed.describe());
                 }
             }
+            facts.extend(probe_cost::facts(&events));
         }
         if let Some(slots) = counters::fake_pmu_slots() {
             facts.insert(

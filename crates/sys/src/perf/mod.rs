@@ -5,6 +5,7 @@
 pub mod counters;
 pub mod event;
 pub mod uprobe;
+pub mod uprobe_cost;
 
 use perflab_model::Run;
 

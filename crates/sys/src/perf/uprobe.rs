@@ -188,6 +188,12 @@ fn place(
     Ok((placement, probe))
 }
 
+/// A probe at a known file offset of `path` (no symbol needed), not tried.
+pub fn at_file_offset(path: &Path, file_offset: u64, retprobe: bool, pmus: &Path) -> Result<Uprobe, String> {
+    let (pmu_type, retprobe_bit) = uprobe_pmu(pmus)?;
+    Ok(Uprobe { pmu_type, config: if retprobe { retprobe_bit } else { 0 }, path: intern(path)?, file_offset })
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
