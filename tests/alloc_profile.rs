@@ -181,3 +181,52 @@ fn bad_allocation_options_are_one_line_usage_errors() {
         assert!(err.contains(message), "{args:?}: {err}");
     }
 }
+
+/// `go tool pprof -sample_index=INDEX -top`: the flat value per function (raw numbers).
+fn pprof_flat(file: &std::path::Path, index: &str) -> BTreeMap<String, u64> {
+    let out = std::process::Command::new("go")
+        .args(["tool", "pprof", "-unit=byte", "-top", &format!("-sample_index={index}")])
+        .arg(file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "go tool pprof: {}{text}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("Type: {index}")), "{text}");
+    // Rows: flat flat% sum% cum cum% name; -unit=byte prints every value as NUMBERbyte or NUMBERB.
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let flat = cols.first()?.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse::<u64>().ok()?;
+            Some((cols.get(5..)?.join(" "), flat))
+        })
+        .filter(|(_, flat)| *flat > 0)
+        .collect()
+}
+
+/// The pprof file carries Go heap profiles' four sample types, read by `go tool pprof`
+/// itself with the fixture's exact numbers: calls and bytes per call site, and the
+/// blocks and bytes live at exit. The pprof file is written whatever `--alloc-view`
+/// says (it carries all of them).
+#[test]
+fn go_tool_pprof_reads_alloc_and_inuse_space_and_objects() {
+    if which::which("go").is_err() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but go is not installed");
+        eprintln!("SKIP: go not installed: cannot check with go tool pprof");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pprof = dir.path().join("alloc.pb.gz");
+    let fixture = common::fixture("alloc_calls");
+    let extra = ["--alloc-view", "calls", "--pprof", pprof.to_str().unwrap()];
+    let Some(_) = record(&extra, &fixture, "malloc", "1000") else { return };
+    let expect = |pairs: &[(&str, u64)]| pairs.iter().map(|(f, v)| (f.to_string(), *v)).collect::<BTreeMap<_, _>>();
+    assert_eq!(
+        pprof_flat(&pprof, "alloc_space"),
+        expect(&[("make_node", 74_624), ("main", 40_000), ("grow_buffer", 261_888)])
+    );
+    assert_eq!(pprof_flat(&pprof, "alloc_objects"), expect(&[("make_node", 1000), ("main", 250), ("grow_buffer", 10)]));
+    assert_eq!(pprof_flat(&pprof, "inuse_space"), expect(&[("make_node", 7_424)]));
+    assert_eq!(pprof_flat(&pprof, "inuse_objects"), expect(&[("make_node", 100)]));
+}
