@@ -5,57 +5,63 @@
 
 use perflab_model::{Experiment, Warning, WarningKind};
 use perflab_sys::perf::event::{EventKind, EventList};
-use perflab_sys::perf::uprobe_cost;
-use std::collections::BTreeMap;
+use perflab_sys::perf::uprobe_cost::{self, Trap};
+use std::collections::{BTreeMap, HashMap};
 
-/// Environment keys of the calibrated costs (nanoseconds per probed call).
-pub const ENTRY_COST: &str = "uprobe_cost_ns";
-pub const RETURN_COST: &str = "uretprobe_cost_ns";
+/// Environment key of a probe's calibrated cost (nanoseconds per probed call).
+pub fn cost_key(metric: &str) -> String {
+    format!("uprobe_cost_ns[{metric}]")
+}
+
+/// Environment key of how a probe's first instruction is trapped (what its cost depends on).
+pub fn trap_key(metric: &str) -> String {
+    format!("uprobe_trap[{metric}]")
+}
 
 /// True for a uprobe's metric name (`uprobe:…` or `uretprobe:…`).
 pub fn is_probe_metric(name: &str) -> bool {
     name.starts_with("uprobe:") || name.starts_with("uretprobe:")
 }
 
-/// The calibrated cost of the kinds of probe in `events` (none without uprobes); a cost
-/// that could not be measured is said instead.
+/// Per uprobe of `events`, what one call costs: its first instruction is read, and that
+/// kind of trap (emulated or single-stepped, entry or return probe) calibrated once; a
+/// cost that could not be measured is said instead.
 pub fn facts(events: &EventList) -> BTreeMap<String, String> {
     let mut facts = BTreeMap::new();
-    let probes: Vec<bool> = events
-        .events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Uprobe(probe) => Some(probe.config != 0),
-            _ => None,
-        })
-        .collect();
-    for (retprobe, key) in [(false, ENTRY_COST), (true, RETURN_COST)] {
-        if !probes.contains(&retprobe) {
-            continue;
-        }
-        let value = match uprobe_cost::cost_per_call_ns(retprobe) {
-            Ok(ns) => format!("{ns:.0}"),
-            Err(why) => format!("not measured: {why}"),
+    let mut measured: HashMap<(bool, Trap), Result<f64, String>> = HashMap::new();
+    for event in &events.events {
+        let EventKind::Uprobe(probe) = event.kind else { continue };
+        let value = match Trap::of_probe(&probe) {
+            Ok(trap) => {
+                facts.insert(trap_key(&event.name), trap.describe().to_string());
+                let retprobe = probe.config != 0;
+                match measured.entry((retprobe, trap)).or_insert_with(|| uprobe_cost::cost_per_call_ns(retprobe, trap))
+                {
+                    Ok(ns) => format!("{ns:.0}"),
+                    Err(why) => format!("not measured: {why}"),
+                }
+            }
+            Err(why) => format!("not measured: its first instruction could not be read: {why}"),
         };
-        facts.insert(key.to_string(), value);
+        facts.insert(cost_key(&event.name), value);
     }
     facts
 }
 
 /// One warning per command whose runs counted probed calls: how many per run, what they
-/// cost at the calibrated rate, and which share of its median CPU time that is (the
-/// traps are handled on the program's CPU time).
+/// cost at each probe's calibrated rate, and which share of its median CPU time that is
+/// (the traps are handled on the program's CPU time).
 pub fn warnings(experiment: &Experiment) -> Vec<Warning> {
-    let cost = |key: &str| experiment.environment.get(key).and_then(|v| v.parse::<f64>().ok());
-    let (entry, ret) = (cost(ENTRY_COST), cost(RETURN_COST));
+    let cost = |metric: &str| experiment.environment.get(&cost_key(metric)).and_then(|v| v.parse::<f64>().ok());
     let mut out = Vec::new();
     for command in &experiment.commands {
         let mut per_run: Vec<(f64, f64)> = Vec::new();
+        let mut rates: BTreeMap<&str, Option<f64>> = BTreeMap::new();
         for run in &command.runs {
             let (mut calls, mut ns) = (0.0, 0.0);
             for (name, reading) in &run.counters {
                 let (Some(value), true) = (reading.value, is_probe_metric(name)) else { continue };
-                let each = if name.starts_with("uretprobe:") { ret } else { entry };
+                let each = *rates.entry(name.as_str()).or_insert_with(|| cost(name));
                 calls += value;
                 ns += value * each.unwrap_or(f64::NAN);
             }
@@ -74,11 +80,18 @@ pub fn warnings(experiment: &Experiment) -> Vec<Warning> {
             } else {
                 format!("{share:.1} % of its median CPU time")
             };
+            let rates: Vec<String> = rates
+                .iter()
+                .filter_map(|(name, ns)| {
+                    let trap = experiment.environment.get(&trap_key(name)).map_or(String::new(), |t| format!(", {t}"));
+                    ns.map(|ns| format!("{name} {:.1} µs{trap}", ns / 1e3))
+                })
+                .collect();
             format!(
-                "`{}`: its probes trapped {} calls per run (median); at the {} per call measured here before the runs (a rough rate: a trap's cost depends on the instruction probed) that is ~{} ({share}): times measured beside uprobes include their cost",
+                "`{}`: its probes trapped {} calls per run (median); at the cost per call measured here before the runs ({}) that is ~{} ({share}): times measured beside uprobes include their cost",
                 command.name,
                 perflab_model::units::group_thousands(calls as i64),
-                describe_costs(entry, ret),
+                rates.join("; "),
                 perflab_model::units::format_seconds(ns / 1e9),
             )
         } else {
@@ -91,16 +104,6 @@ pub fn warnings(experiment: &Experiment) -> Vec<Warning> {
         out.push(Warning::new(WarningKind::Scope, message));
     }
     out
-}
-
-fn describe_costs(entry: Option<f64>, ret: Option<f64>) -> String {
-    let us = |ns: f64| format!("{:.1} µs", ns / 1e3);
-    match (entry, ret) {
-        (Some(e), Some(r)) => format!("{} (entry) and {} (return probe)", us(e), us(r)),
-        (Some(e), None) => us(e),
-        (None, Some(r)) => format!("{} (return probe)", us(r)),
-        (None, None) => "unknown cost".into(),
-    }
 }
 
 #[cfg(test)]
@@ -119,8 +122,9 @@ mod tests {
     #[test]
     fn the_cost_of_the_probed_calls_is_said_per_command() {
         let mut experiment = Experiment::default();
-        experiment.environment.insert(ENTRY_COST.into(), "2000".into());
-        experiment.environment.insert(RETURN_COST.into(), "3000".into());
+        experiment.environment.insert(cost_key("uprobe:libc.so.6:malloc"), "2000".into());
+        experiment.environment.insert(trap_key("uprobe:libc.so.6:malloc"), "first instruction emulated".into());
+        experiment.environment.insert(cost_key("uretprobe:libc.so.6:free"), "3000".into());
         experiment.commands = vec![
             CommandResult { name: "a".into(), runs: vec![run(0.1, 1000.0, 1000.0); 3], ..CommandResult::default() },
             CommandResult { name: "b".into(), runs: vec![run(0.1, 0.0, 0.0); 3], ..CommandResult::default() },
@@ -131,10 +135,12 @@ mod tests {
         // 1000 × 2 µs + 1000 × 3 µs = 5 ms of 100 ms CPU time; page faults are no probe.
         assert!(message.starts_with("`a`: its probes trapped 2,000 calls per run"), "{message}");
         assert!(
-            message.contains("2.0 µs (entry) and 3.0 µs (return probe)") && message.contains("~5.00 ms (5.0 %"),
+            message.contains(
+                "(uprobe:libc.so.6:malloc 2.0 µs, first instruction emulated; uretprobe:libc.so.6:free 3.0 µs)"
+            ) && message.contains("~5.00 ms (5.0 %"),
             "{message}"
         );
-        experiment.environment.remove(ENTRY_COST);
+        experiment.environment.insert(cost_key("uprobe:libc.so.6:malloc"), "not measured: not root".into());
         let unknown = &super::warnings(&experiment)[0].message;
         assert!(unknown.contains("whose cost could not be measured"), "{unknown}");
     }
