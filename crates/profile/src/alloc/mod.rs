@@ -380,11 +380,11 @@ fn build(
         ));
         Vec::new()
     };
-    if profile.lost > 0 {
+    let lost = profile.lost;
+    if lost > 0 {
         notes.push(format!(
-            "{} records were lost (the rings filled faster than perflab drained them): the counts miss those calls{}",
-            profile.lost,
-            if tracked { ", and blocks whose free was lost look live" } else { "" }
+            "{lost} records were lost (the rings filled faster than perflab drained them; a smaller --stack-size or --alloc-every N helps): the calls per function are the probes' counters (exact), their bytes estimates from the calls seen, and the call sites miss the lost calls{}",
+            if tracked { "; blocks whose free was lost look live" } else { "" }
         ));
     }
     let nested: u64 = paired.per_probe.iter().map(|p| p.2).sum();
@@ -398,9 +398,11 @@ fn build(
         .zip(&paired.per_probe)
         .zip(counted)
         .map(|((p, &(calls, bytes, nested)), &exact)| {
-            // Sampled: the counter knows every call; the bytes scale with the sampled mean.
+            // Sampled, or records lost: the counter knows every call (nested ones too, when
+            // they were told apart); the bytes scale with the mean of the calls seen.
+            let exact = if tracked { exact.saturating_sub(nested) } else { exact };
             let (calls, bytes) = match every {
-                1 => (calls, bytes),
+                1 if lost == 0 => (calls, bytes),
                 _ if calls == 0 => (exact, 0),
                 _ => (exact, (bytes as f64 * exact as f64 / calls as f64).round() as u64),
             };
@@ -493,6 +495,47 @@ mod tests {
         let plain = Profile { event: "cpu-clock".into(), frequency_hz: 997, ..Profile::default() };
         plain.save(&path).unwrap();
         assert_eq!(Profile::load(&path).unwrap().alloc, None);
+    }
+
+    /// Records lost: the per-function calls come from the probes' counters (every call),
+    /// less the nested calls told apart; the bytes are scaled from the calls seen; said.
+    #[test]
+    fn lost_records_leave_the_counted_calls_exact_and_say_so() {
+        let uprobe = |file_offset| Uprobe { pmu_type: 9, config: 0, path: c"/lib/libc.so.6", file_offset };
+        let probe = |name: &str, role, offset| Probe {
+            name: name.into(),
+            object: "/lib/libc.so.6".into(),
+            role,
+            calls: uprobe(offset),
+            returns: uprobe(offset),
+        };
+        let probes = [probe("malloc", Role::Alloc, 0x10), probe("free", Role::Free, 0x20)];
+        let call = |probe, returned, arg: u64| Item::Call {
+            pid: 7,
+            tid: 7,
+            probe,
+            returned,
+            args: [arg, 0, 0, 0],
+            regs: [0; 3],
+            stack: vec![],
+            chain: vec![0x401000],
+        };
+        // Two mallocs of 100 bytes seen (and returned), one freed; the rest was lost.
+        let items = vec![
+            (1, call(0, false, 100)),
+            (2, call(0, true, 0xa000)),
+            (3, call(0, false, 100)),
+            (4, call(0, true, 0xb000)),
+            (5, call(1, false, 0xa000)),
+            (6, Item::Other(Record::Lost(8))),
+        ];
+        let mut profile = Profile::default();
+        build(&mut profile, items, &probes, &[10, 4], true, 1, vec![]);
+        let summary = profile.alloc.unwrap();
+        let totals: Vec<(u64, u64)> = summary.functions.iter().map(|f| (f.calls, f.bytes)).collect();
+        assert_eq!(totals, [(10, 1000), (4, 0)]);
+        assert_eq!((summary.frees, summary.live_blocks(), summary.live_bytes()), (1, 1, 100));
+        assert!(summary.notes.iter().any(|n| n.starts_with("8 records were lost") && n.contains("counters (exact)")));
     }
 
     #[test]
