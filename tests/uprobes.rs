@@ -171,3 +171,25 @@ fn an_unprivileged_user_is_told_what_uprobes_need() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("uprobes need root or CAP_PERFMON"), "{err}");
 }
+
+/// `compare --explain` on a uprobe: every call of the probed function per run, A against
+/// B, exact for a program as deterministic as the fixture (the pool mode never calls
+/// make_node, the malloc mode 500 times), and no talk of too few samples.
+#[test]
+fn explain_on_a_uprobe_gives_calls_per_run() {
+    if !is_root() {
+        eprintln!("SKIP: counting uprobes needs root or CAP_PERFMON");
+        return;
+    }
+    let fixture = common::fixture("alloc_calls");
+    let f = fixture.display().to_string();
+    let out = perflab()
+        .args(["compare", "--no-progress", "-r", "6", "--explain", "--explain-event", &format!("uprobe:{f}:make_node")])
+        .args(["-n", "pool", "-n", "malloc", &format!("{f} pool 500"), &format!("{f} malloc 500")])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("make_node (new) adds 500 "), "{text}");
+    assert!(!text.contains("samples per run: per-function intervals are wide"), "{text}");
+}
