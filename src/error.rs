@@ -191,6 +191,21 @@ impl From<perflab_engine::plan::error::PlanError> for Failure {
     }
 }
 
+impl From<perflab_profile::alloc::AllocError> for Failure {
+    /// A probe that cannot be placed, a bad option: bad input; a command that could not
+    /// be started or probed keeps its cause.
+    fn from(e: perflab_profile::alloc::AllocError) -> Failure {
+        use perflab_profile::alloc::AllocError;
+        match e {
+            AllocError::Interrupted => Failure::Interrupted(e.to_string()),
+            e @ AllocError::Start(_) => Failure::Other(anyhow::Error::new(e)),
+            e @ AllocError::Open(_) => Failure::Usage(e.to_string()),
+            e @ AllocError::Command(_) => Failure::Usage(e.to_string()),
+            bad_input => Failure::Usage(bad_input.to_string()),
+        }
+    }
+}
+
 impl From<perflab_profile::error::ProfileError> for Failure {
     fn from(e: perflab_profile::error::ProfileError) -> Failure {
         use perflab_profile::error::ProfileError;

@@ -85,6 +85,13 @@ pub fn main() -> i32 {
     };
     perflab_render::color::init(&cli.color);
     perflab_render::table::set_wide(cli.wide);
+    // A uprobe on a stripped object finds its symbols where profiles find names: the
+    // debuginfod client lives above perflab-sys, which places the probes.
+    perflab_sys::perf::uprobe::set_debug_fetcher(|build_id| match perflab_profile::debuginfod::debuginfo(build_id) {
+        perflab_profile::debuginfod::Fetched::Cached(path)
+        | perflab_profile::debuginfod::Fetched::Downloaded { path, .. } => Some(path),
+        _ => None,
+    });
     let Some(command) = cli.command else {
         // `perflab` alone is a request for help, like `cargo` alone.
         crate::output::stdout::write(&Cli::command().render_help().to_string());

@@ -11,6 +11,8 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use perflab_profile as profile;
 use perflab_profile::aggregate::By;
+use perflab_profile::alloc::source::Stacks;
+use perflab_profile::alloc::view::AllocView;
 use perflab_profile::annotate::{AnnotateOptions, Syntax};
 use perflab_profile::error::ProfileError;
 use perflab_profile::format::Profile;
@@ -110,6 +112,12 @@ pub struct FlatReportArgs {
     pub callees: Option<String>,
     #[command(flatten)]
     pub flame: FlameArgs,
+    /// Of an allocation profile (`profile --alloc`): what the flame graph and the exports
+    /// (but pprof, which carries all) weigh: `bytes` requested, `calls`, or `live` (bytes
+    /// still allocated at exit).
+    #[arg(long, value_name = "VIEW", default_value = "bytes",
+          value_parser = PossibleValuesParser::new(AllocView::NAMES).map(|s| s.parse::<AllocView>().expect("a listed view")))]
+    pub alloc_view: AllocView,
 }
 
 impl FlatReportArgs {
@@ -185,6 +193,29 @@ pub struct ProfileArgs {
     /// With -p or -a: stop after this long (e.g. 10, 1.5s, 2m) instead of at Ctrl-C.
     #[arg(long, value_name = "DURATION", value_parser = super::args::duration)]
     pub duration: Option<f64>,
+    /// Profile allocations instead of sampling time: every call of the malloc family
+    /// (malloc, calloc, realloc, free, aligned_alloc, memalign, posix_memalign, valloc,
+    /// pvalloc) probed with uprobes, with its size and call stack; return probes follow
+    /// each block to its free, so the blocks live at exit are known. Call stacks are
+    /// unwound from a 4 KiB stack copy (-g dwarf, --stack-size) unless -g fp. Needs root or
+    /// CAP_PERFMON; every call traps into the kernel (see docs/profiling.md for the cost).
+    #[arg(long, conflicts_with_all = ["off_cpu", "count", "event", "frequency", "duration"])]
+    pub alloc: bool,
+    /// With --alloc: a sample every N calls of each function (calls and bytes become
+    /// estimates, blocks are not followed); the probes still trap on every call.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "alloc")]
+    pub alloc_every: u64,
+    /// With --alloc: also probe a custom allocator, its size in argument ARG (from 1;
+    /// default 1), e.g. `postgres:palloc`, `postgres:MemoryContextAlloc=2`; repeatable.
+    #[arg(long = "alloc-fn", value_name = "OBJECT:FUNCTION[=ARG]", requires = "alloc")]
+    pub alloc_fn: Vec<String>,
+    /// With --alloc: a custom release function, the block in argument ARG (default 1),
+    /// e.g. `postgres:pfree`; repeatable.
+    #[arg(long = "free-fn", value_name = "OBJECT:FUNCTION[=ARG]", requires = "alloc")]
+    pub free_fn: Vec<String>,
+    /// With --alloc: probe only the --alloc-fn/--free-fn functions, not the C library's.
+    #[arg(long, requires = "alloc")]
+    pub no_libc_alloc: bool,
     #[command(flatten)]
     pub report: FlatReportArgs,
     /// The command to profile, after `--` (or -p / -a).
@@ -400,6 +431,9 @@ pub struct DiffArgs {
 }
 
 pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
+    if args.alloc {
+        return main_alloc(args);
+    }
     let nothing = || usage!("nothing to profile: put a command after `--`, or attach with -p PID or -a");
     let record = RecordOptions {
         mode: args.target.mode(args.command, args.duration)?.ok_or_else(nothing)?,
@@ -554,7 +588,99 @@ pub fn main_show(args: ShowArgs) -> Result<(), Failure> {
     }
     let destinations = args.report.destinations();
     export::check_distinct(&destinations)?;
+    if profile.alloc.is_some() {
+        return report_alloc(&profile, &args.report, &destinations);
+    }
     report_profile(&profile, &args.report, &destinations)
+}
+
+/// `profile --alloc`: the command under the allocation probes (see `profile::alloc`).
+fn main_alloc(args: ProfileArgs) -> Result<(), Failure> {
+    if args.target.pid.is_some() || args.target.all_cpus {
+        return Err(usage!("--alloc profiles a command (after `--`); -p and -a are not supported with it"));
+    }
+    let stacks = match args.call_graph {
+        Some(Unwinding::FramePointers) => Stacks::FramePointers,
+        Some(Unwinding::Dwarf) => Stacks::Dwarf { stack_bytes: args.stack_size },
+        None => Stacks::Dwarf { stack_bytes: profile::alloc::DEFAULT_STACK_BYTES },
+    };
+    if let Stacks::Dwarf { stack_bytes } = stacks {
+        if stack_bytes == 0 || stack_bytes > unwind::MAX_STACK_BYTES || stack_bytes % 8 != 0 {
+            return Err(usage!("--stack-size must be a multiple of 8 between 8 and {}", unwind::MAX_STACK_BYTES));
+        }
+    }
+    let mut custom = Vec::new();
+    for spec in &args.alloc_fn {
+        custom.push(profile::alloc::Custom::parse(spec, false)?);
+    }
+    for spec in &args.free_fn {
+        custom.push(profile::alloc::Custom::parse(spec, true)?);
+    }
+    if args.no_libc_alloc && custom.is_empty() {
+        return Err(usage!("--no-libc-alloc leaves nothing to probe: name allocators with --alloc-fn"));
+    }
+    let destinations = args.report.destinations();
+    args.report.flame.options(true)?;
+    check_writable(&args.output)?;
+    export::check_distinct(&destinations)?;
+    for d in destinations.iter().filter(|d| !d.to_stdout()) {
+        check_writable(&d.path)?;
+    }
+    let report_on_stdout = destinations.iter().any(Destination::to_stdout);
+    let options = profile::alloc::AllocOptions {
+        argv: args.command,
+        output: if report_on_stdout { Output::StdoutToStderr } else { Output::Inherit },
+        every: args.alloc_every,
+        stacks,
+        custom,
+        libc: !args.no_libc_alloc,
+    };
+    let recording = profile::alloc::record(&options, || {})?;
+    let profile = recording.profile;
+    profile.save(&args.output)?;
+    let summary = profile.alloc.as_ref().expect("an allocation recording has its summary");
+    eprintln!(
+        "perflab: {} allocation calls and {} frees of `{}` in {:.2} s{} → {}",
+        summary.allocations(),
+        summary.functions.iter().filter(|f| !f.role.allocates()).map(|f| f.calls).sum::<u64>(),
+        profile.command.join(" "),
+        profile.duration_s,
+        if profile.lost > 0 { format!(", {} records lost", profile.lost) } else { String::new() },
+        args.output.display()
+    );
+    report_alloc(&profile, &args.report, &destinations)?;
+    if recording.interrupted {
+        return Err(Failure::Interrupted(format!("interrupted; the profile so far is in {}", args.output.display())));
+    }
+    match profile.exit_code {
+        Some(0) => Ok(()),
+        Some(code) => Err(Failure::CommandFailed(format!("the profiled command exited with status {code}"))),
+        None => Err(Failure::CommandFailed("the profiled command was killed by a signal".into())),
+    }
+}
+
+/// An allocation profile's report: the files (pprof from the profile as recorded, with
+/// every sample type; the others weighed as `--alloc-view` says), then the call sites.
+fn report_alloc(profile: &Profile, args: &FlatReportArgs, destinations: &[Destination]) -> Result<(), Failure> {
+    let flame = args.flame.options(true)?;
+    let viewed = profile::alloc::view::view(profile, args.alloc_view);
+    let (pprof, others): (Vec<Destination>, Vec<Destination>) =
+        destinations.iter().cloned().partition(|d| d.format == Format::Pprof);
+    let title = format!("perflab: {} ({})", profile.command.join(" "), viewed.event);
+    let report = report::build(&viewed, &args.options())?;
+    let mut first_failure = crate::output::profile::write_all(&others, &viewed, &report, &title, &flame).err();
+    if !pprof.is_empty() {
+        let report = report::build(profile, &args.options())?;
+        if let Err(e) = crate::output::profile::write_all(&pprof, profile, &report, &title, &flame) {
+            first_failure.get_or_insert(e);
+        }
+    }
+    if !destinations.iter().any(Destination::to_stdout) {
+        let sites = profile::alloc::view::sites(profile, &mut profile::symbolize::Symbolizer::default());
+        let summary = profile.alloc.as_ref().expect("an allocation profile");
+        print_text(&render::alloc::report(&profile.command.join(" "), profile.duration_s, summary, &sites, args.limit));
+    }
+    first_failure.map_or(Ok(()), |e| Err(e.into()))
 }
 
 pub fn main_annotate(args: AnnotateArgs) -> Result<(), Failure> {

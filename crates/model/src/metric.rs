@@ -137,6 +137,10 @@ pub fn info(name: &str) -> Info {
         "L1-dcache-miss-rate" => lower("%", "L1 data cache load misses per load"),
         "LLC-miss-rate" => lower("%", "last-level cache load misses per load"),
         "ipc" => higher("", "instructions per cycle"),
+        _ if name.starts_with("uprobe:") || name.starts_with("uretprobe:") => lower(
+            "",
+            "calls of a function, counted by a uprobe (each call traps into the kernel: times measured beside it include that cost)",
+        ),
         // A group of iterations (`iter_ns[first]`) reads like its metric.
         _ if super::ITERATION_GROUPS.iter().any(|g| name.ends_with(&format!("[{g}]"))) => {
             info(&name[..name.rfind('[').expect("a group suffix")])

@@ -92,6 +92,10 @@ pub struct Profile {
     /// failed), for `annotate` to say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code_note: Option<String>,
+    /// An allocation profile's totals, frees and live blocks (`profile --alloc`): its
+    /// samples are then calls by call site, their periods bytes requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc: Option<crate::allocations::AllocSummary>,
 }
 
 /// The samples of a profile one by one, in time order, as columns of equal length
@@ -440,11 +444,14 @@ impl Profile {
         if let Some(j) = self.jit_symbols.iter().find(|j| j.object as usize >= self.objects.len()) {
             return Err(FormatError::JitNoSuchObject { object: j.object, objects: self.objects.len() });
         }
-        for s in self.stacks.iter().chain(&self.off_cpu) {
-            if s.frames.is_empty() {
+        let live = self.alloc.as_ref().map_or(&[][..], |a| &a.live[..]);
+        let frame_lists =
+            self.stacks.iter().chain(&self.off_cpu).map(|s| &s.frames).chain(live.iter().map(|s| &s.frames));
+        for frames in frame_lists {
+            if frames.is_empty() {
                 return Err(FormatError::EmptyStack);
             }
-            if let Some(&frame) = s.frames.iter().find(|&&i| i as usize >= self.frames.len()) {
+            if let Some(&frame) = frames.iter().find(|&&i| i as usize >= self.frames.len()) {
                 return Err(FormatError::NoSuchFrame { frame, frames: self.frames.len() });
             }
         }
@@ -555,6 +562,7 @@ mod tests {
                 period: vec![],
             }),
             code_note: Some("reading process 7's memory failed".into()),
+            alloc: None,
         }
     }
 

@@ -7,10 +7,13 @@
 //! `-g dwarf` stacks are unwound by [`unwind`] while recording, runtime code (JIT, SBCL)
 //! is named from perf maps by [`jitmap`] and copied while recording, stripped objects'
 //! debug files may come from [`debuginfod`]; call stacks are drawn by perflab-render and
-//! walked by [`callers`]. [`select`] keeps some samples (perf report's filters),
+//! walked by [`callers`]. [`alloc`] records allocation profiles (the malloc family
+//! probed by uprobes), kept in the file as [`allocations`]. [`select`] keeps some samples (perf report's filters),
 //! [`sort`] groups them by perf report's sort keys.
 
 pub mod aggregate;
+pub mod alloc;
+pub mod allocations;
 pub mod annotate;
 pub mod callers;
 pub mod debuginfod;

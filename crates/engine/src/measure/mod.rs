@@ -6,6 +6,7 @@ pub mod cachegrind;
 pub mod error;
 pub mod live;
 pub mod output;
+pub mod probe_cost;
 pub mod sampling;
 
 use perflab_model::CommandSpec;
@@ -105,6 +106,16 @@ pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTr
         facts.insert("counter_scope".to_string(), args.counter_scope.resolve().as_str().to_string());
         if let Some(level) = counters::paranoid_level() {
             facts.insert("perf_event_paranoid".to_string(), level.to_string());
+        }
+        // Where each uprobe was placed (object, offset, build ID): two experiments count
+        // the same function only if these agree.
+        if let Ok(events) = counters::parse_events(&args.events) {
+            for event in &events.events {
+                if let Some(placed) = perflab_sys::perf::uprobe::placement(&event.name) {
+                    facts.insert(format!("probe[{}]", event.name), placed.describe());
+                }
+            }
+            facts.extend(probe_cost::facts(&events));
         }
         if let Some(slots) = counters::fake_pmu_slots() {
             facts.insert(

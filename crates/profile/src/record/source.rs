@@ -135,7 +135,8 @@ fn configure(
         // mappings and task records come through the sampling rings.
         b.sample_period(1).context_switch(true);
     } else {
-        let tracepoint = spec.is_some_and(|s| matches!(s.kind, EventKind::Tracepoint(_)));
+        // A tracepoint or a uprobe is sampled at every event by default, as perf does.
+        let tracepoint = spec.is_some_and(|s| matches!(s.kind, EventKind::Tracepoint(_) | EventKind::Uprobe(_)));
         match opts.period.or(tracepoint.then_some(1)) {
             Some(period) => b.sample_period(period),
             None => b.sample_frequency(opts.frequency_hz),

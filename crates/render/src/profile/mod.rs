@@ -1,9 +1,11 @@
-//! The profile commands' terminal output — the flat report ([`flat`]), the diff
+//! The profile commands' terminal output — the flat report ([`flat`]), allocation
+//! profiles ([`alloc`]), the diff
 //! ([`diff`]) and the annotation ([`annotate`]) — as strings, from the data the
 //! profile library computes; plus the file formats a profile is written in
 //! ([`export`] chooses the [`exporter::ProfileExporter`]: JSON, folded stacks, flame graphs,
 //! the Firefox Profiler, speedscope, pprof — one module each).
 
+pub mod alloc;
 pub mod annotate;
 pub mod diff;
 pub mod export;

@@ -2,7 +2,9 @@
 //! Parca, Pyroscope and OpenTelemetry's converters read. Two values per sample: the
 //! samples, and CPU nanoseconds (clock events) or events (count events), the latter the
 //! default; stacks are perflab's symbolised frames (leaf first, as pprof wants), each
-//! sample labelled with its pid, tid and thread name.
+//! sample labelled with its pid, tid and thread name. An allocation profile carries the
+//! four values of Go's heap profiles instead (calls and bytes allocated, blocks and bytes
+//! live at exit).
 //!
 //! The messages are derived here with prost from profile.proto's field numbers
 //! (github.com/google/pprof/blob/main/proto/profile.proto): the crates that ship them
@@ -10,6 +12,7 @@
 
 use super::exporter::{ExportInput, ProfileExporter};
 use super::samples::Samples;
+use perflab_profile::alloc::view::{view, AllocView};
 use perflab_profile::error::ProfileError;
 use perflab_profile::format::{Profile, Weight};
 use std::collections::HashMap;
@@ -133,15 +136,48 @@ impl Strings {
 
 /// The message (before compression), for tests.
 pub fn message(profile: &Profile, samples: &Samples) -> PprofProfile {
-    let mut strings = Strings::new();
     let (value_type, value_unit) = match samples.weight {
         Weight::Time => ("cpu", "nanoseconds"),
         Weight::Events => (profile.event.as_str(), "count"),
     };
-    let sample_type = vec![
-        ValueType { r#type: strings.id("samples"), unit: strings.id("count") },
-        ValueType { r#type: strings.id(value_type), unit: strings.id(value_unit) },
-    ];
+    let values = Values {
+        types: vec![("samples", "count"), (value_type, value_unit)],
+        default: None,
+        period_type: (value_type, value_unit),
+    };
+    message_of(profile, &[samples], &values)
+}
+
+/// An allocation profile's message (`profile --alloc`), with the sample types Go's heap
+/// profiles have, so `go tool pprof -sample_index=…` reads it as one: `alloc_objects`
+/// (calls) and `alloc_space` (bytes requested) from `allocated`, `inuse_objects` and
+/// `inuse_space` (blocks and bytes still allocated at exit) from `live` when blocks were
+/// followed. `alloc_space` is shown by default.
+pub fn alloc_message(profile: &Profile, allocated: &Samples, live: Option<&Samples>) -> PprofProfile {
+    let mut types = vec![("alloc_objects", "count"), ("alloc_space", "bytes")];
+    let mut sets = vec![allocated];
+    if let Some(live) = live {
+        types.extend([("inuse_objects", "count"), ("inuse_space", "bytes")]);
+        sets.push(live);
+    }
+    let values = Values { types, default: Some("alloc_space"), period_type: ("calls", "count") };
+    message_of(profile, &sets, &values)
+}
+
+/// What a message's samples carry: a (type, unit) per value — each set of samples fills
+/// two, its counts then its periods — the type shown by default (else the last), and
+/// what the profile's period counts.
+struct Values<'a> {
+    types: Vec<(&'a str, &'a str)>,
+    default: Option<&'a str>,
+    period_type: (&'a str, &'a str),
+}
+
+fn message_of(profile: &Profile, sets: &[&Samples], values: &Values) -> PprofProfile {
+    let samples = sets[0];
+    let mut strings = Strings::new();
+    let sample_type =
+        values.types.iter().map(|(t, u)| ValueType { r#type: strings.id(t), unit: strings.id(u) }).collect();
     let mut mappings: Vec<Mapping> = Vec::new();
     let mut mapping_ids: HashMap<String, u64> = HashMap::new();
     // pprof names the profile after its first mapping ("File:"): make it the object
@@ -161,63 +197,63 @@ pub fn message(profile: &Profile, samples: &Samples) -> PprofProfile {
     // One location per distinct (function, object, inlined) frame, one function per name.
     let mut location_ids: HashMap<(String, String, bool), u64> = HashMap::new();
     let mut function_ids: HashMap<(String, String), u64> = HashMap::new();
-    let stacks: Vec<Vec<u64>> = samples
-        .stacks
-        .iter()
-        .map(|stack| {
-            stack
-                .iter()
-                .rev()
-                .map(|f| {
-                    let name = Samples::frame_name(f);
-                    let key = (name.clone(), f.object.clone(), false);
-                    if let Some(&id) = location_ids.get(&key) {
-                        return id;
-                    }
-                    let mapping_id = *mapping_ids.entry(f.object.clone()).or_insert_with(|| {
-                        let id = mappings.len() as u64 + 1;
-                        mappings.push(Mapping { id, filename: strings.id(&f.object), has_functions: true });
-                        id
-                    });
-                    let function_id = *function_ids.entry((name.clone(), f.object.clone())).or_insert_with(|| {
-                        let id = functions.len() as u64 + 1;
-                        let name_id = strings.id(&name);
-                        functions.push(Function {
-                            id,
-                            name: name_id,
-                            system_name: name_id,
-                            filename: strings.id(&f.object),
-                        });
-                        id
-                    });
-                    let id = locations.len() as u64 + 1;
-                    locations.push(Location { id, mapping_id, line: vec![Line { function_id }] });
-                    location_ids.insert(key, id);
+    let mut locate = |stack: &Vec<perflab_profile::aggregate::StackFrame>| -> Vec<u64> {
+        stack
+            .iter()
+            .rev()
+            .map(|f| {
+                let name = Samples::frame_name(f);
+                let key = (name.clone(), f.object.clone(), false);
+                if let Some(&id) = location_ids.get(&key) {
+                    return id;
+                }
+                let mapping_id = *mapping_ids.entry(f.object.clone()).or_insert_with(|| {
+                    let id = mappings.len() as u64 + 1;
+                    mappings.push(Mapping { id, filename: strings.id(&f.object), has_functions: true });
                     id
-                })
-                .collect()
-        })
-        .collect();
-    // Samples merge per (thread, stack): pprof has no time axis.
-    let mut merged: HashMap<(u32, u32, usize), (u64, u64)> = HashMap::new();
-    for s in &samples.samples {
-        let e = merged.entry((s.pid, s.tid, s.stack)).or_default();
-        e.0 += s.count;
-        e.1 += s.period;
+                });
+                let function_id = *function_ids.entry((name.clone(), f.object.clone())).or_insert_with(|| {
+                    let id = functions.len() as u64 + 1;
+                    let name_id = strings.id(&name);
+                    functions.push(Function {
+                        id,
+                        name: name_id,
+                        system_name: name_id,
+                        filename: strings.id(&f.object),
+                    });
+                    id
+                });
+                let id = locations.len() as u64 + 1;
+                locations.push(Location { id, mapping_id, line: vec![Line { function_id }] });
+                location_ids.insert(key, id);
+                id
+            })
+            .collect()
+    };
+    // Samples merge per (thread, locations), whichever set and stack they came from:
+    // pprof has no time axis.
+    let mut merged: HashMap<(u32, u32, Vec<u64>), Vec<i64>> = HashMap::new();
+    for (set, of) in sets.iter().enumerate() {
+        let stacks: Vec<Vec<u64>> = of.stacks.iter().map(&mut locate).collect();
+        for s in &of.samples {
+            let e = merged.entry((s.pid, s.tid, stacks[s.stack].clone())).or_insert_with(|| vec![0; 2 * sets.len()]);
+            e[2 * set] += s.count as i64;
+            e[2 * set + 1] += s.period as i64;
+        }
     }
-    let mut keys: Vec<(u32, u32, usize)> = merged.keys().copied().collect();
-    keys.sort_unstable();
+    let mut merged: Vec<_> = merged.into_iter().collect();
+    merged.sort_unstable();
     let (pid_key, tid_key, thread_key) = (strings.id("pid"), strings.id("tid"), strings.id("thread"));
-    let sample = keys
+    let sample = merged
         .into_iter()
-        .map(|(pid, tid, stack)| {
-            let (count, period) = merged[&(pid, tid, stack)];
+        .map(|((pid, tid, location_id), value)| {
+            let thread = sets.iter().map(|s| s.thread_name(pid, tid)).next().unwrap_or_default();
             let label = vec![
                 Label { key: pid_key, str: 0, num: pid.into() },
                 Label { key: tid_key, str: 0, num: tid.into() },
-                Label { key: thread_key, str: strings.id(&samples.thread_name(pid, tid)), num: 0 },
+                Label { key: thread_key, str: strings.id(&thread), num: 0 },
             ];
-            PprofSample { location_id: stacks[stack].clone(), value: vec![count as i64, period as i64], label }
+            PprofSample { location_id, value, label }
         })
         .collect();
     let time_nanos =
@@ -227,7 +263,9 @@ pub fn message(profile: &Profile, samples: &Samples) -> PprofProfile {
         (None, hz) if hz > 0 && profile.period_is_time() => 1_000_000_000 / hz as i64,
         _ => 0,
     };
-    let period_type = Some(ValueType { r#type: strings.id(value_type), unit: strings.id(value_unit) });
+    let period_type =
+        Some(ValueType { r#type: strings.id(values.period_type.0), unit: strings.id(values.period_type.1) });
+    let default_sample_type = values.default.map_or(0, |t| strings.id(t));
     let comment = vec![strings.id(&format!(
         "perflab {}: {} of {}",
         env!("CARGO_PKG_VERSION"),
@@ -246,8 +284,8 @@ pub fn message(profile: &Profile, samples: &Samples) -> PprofProfile {
         period_type,
         period,
         comment,
-        // The second value (time or events) is what `go tool pprof` shows by default.
-        default_sample_type: 0,
+        // Unset (0, the empty string): `go tool pprof` shows the last value (time or events).
+        default_sample_type,
     }
 }
 
@@ -261,7 +299,28 @@ impl ProfileExporter for Pprof {
     /// The gzipped profile.proto bytes.
     fn encode(&self, input: &ExportInput) -> Result<Vec<u8>, ProfileError> {
         use prost::Message;
-        gzip(&message(input.profile, &Samples::of(input.profile, input.report)).encode_to_vec())
+        let samples = Samples::of(input.profile, input.report);
+        let message = match &input.profile.alloc {
+            None => message(input.profile, &samples),
+            Some(summary) => {
+                let mut allocated = samples;
+                // A timed sample is one sampled call, standing for `every` calls.
+                if allocated.timed {
+                    for s in &mut allocated.samples {
+                        s.count *= summary.every.max(1);
+                    }
+                }
+                let live = if summary.tracked {
+                    let live = view(input.profile, AllocView::Live);
+                    let report = perflab_profile::report::build(&live, &Default::default())?;
+                    Some(Samples::of(&live, &report))
+                } else {
+                    None
+                };
+                alloc_message(input.profile, &allocated, live.as_ref())
+            }
+        };
+        gzip(&message.encode_to_vec())
     }
 }
 

@@ -2,7 +2,8 @@
 //! names and aliases, modifiers (`:u :k :h :p :pp :ppp`), groups (`{a,b}`), raw events
 //! (`rUUEE`), PMU-formatted events (`cpu/event=0x3c,umask=0x00/`, `msr/tsc/`, encoded
 //! from the PMU's sysfs `format/` files) and tracepoints (`sched:sched_switch`, their id
-//! read from tracefs).
+//! read from tracefs) and dynamic probes on user functions (`uprobe:libc.so.6:malloc`,
+//! see [`super::uprobe`]).
 //!
 //! Hand-written because perf's own parser is part of perf (C, lex/yacc); the PMU field
 //! encoding is perf-event2's `Dynamic`, which reads the same sysfs files.
@@ -36,6 +37,8 @@ pub enum EventError {
     PmuTerm { event: String, what: String },
     #[error("tracepoint `{event}`: {what}")]
     Tracepoint { event: String, what: String },
+    #[error("probe `{event}`: {what}")]
+    Uprobe { event: String, what: String },
     #[error("unbalanced braces in the event list `{0}` (a group is written {{a,b}})")]
     Braces(String),
     #[error("a group cannot be nested or empty: `{0}`")]
@@ -60,6 +63,8 @@ pub enum EventKind {
     },
     /// A kernel tracepoint by its tracefs id.
     Tracepoint(u64),
+    /// A breakpoint on a user function (the uprobe PMU, see [`super::uprobe`]).
+    Uprobe(super::uprobe::Uprobe),
 }
 
 impl EventKind {
@@ -68,7 +73,7 @@ impl EventKind {
         match self {
             EventKind::Hardware(_) | EventKind::Cache(_) | EventKind::Raw(_) => true,
             EventKind::Pmu { pmu_type, .. } => pmu_type == bindings::PERF_TYPE_RAW,
-            EventKind::Software(_) | EventKind::Tracepoint(_) => false,
+            EventKind::Software(_) | EventKind::Tracepoint(_) | EventKind::Uprobe(_) => false,
         }
     }
 }
@@ -97,6 +102,7 @@ impl perf_event::events::Event for EventKind {
                 attr.type_ = bindings::PERF_TYPE_TRACEPOINT;
                 attr.config = id;
             }
+            EventKind::Uprobe(probe) => probe.update_attrs(attr),
         }
     }
 }
@@ -256,6 +262,9 @@ pub struct Sysfs {
     pub tracing: Vec<PathBuf>,
     /// Mount tracefs at the first root when none has events (perf does the same; root only).
     pub mount_tracefs: bool,
+    /// Try every uprobe on perflab itself while parsing, so one that cannot be placed is
+    /// refused before any run (off only where the PMU directory is made up).
+    pub try_probes: bool,
 }
 
 impl Default for Sysfs {
@@ -264,6 +273,7 @@ impl Default for Sysfs {
             pmus: PathBuf::from("/sys/bus/event_source/devices"),
             tracing: vec![PathBuf::from("/sys/kernel/tracing"), PathBuf::from("/sys/kernel/debug/tracing")],
             mount_tracefs: true,
+            try_probes: true,
         }
     }
 }
@@ -321,12 +331,16 @@ pub fn parse_list_with(values: &[String], sysfs: &Sysfs) -> Result<EventList, Ev
     Ok(list)
 }
 
-/// Split at commas outside `{…}` and outside `pmu/…/` terms.
+/// Split at commas outside `{…}` and outside `pmu/…/` terms (a uprobe's path is no
+/// PMU term: its slashes do not count).
 fn split_top_level(text: &str) -> Result<Vec<&str>, EventError> {
     let (mut depth, mut in_pmu, mut start) = (0i32, false, 0usize);
     let mut parts = Vec::new();
     for (i, c) in text.char_indices() {
+        let part = text[start..].trim_start_matches([' ', '{']);
+        let in_uprobe = part.starts_with("uprobe:") || part.starts_with("uretprobe:");
         match c {
+            '/' if in_uprobe => {}
             '{' => depth += 1,
             '}' => {
                 depth -= 1;
@@ -350,6 +364,17 @@ fn split_top_level(text: &str) -> Result<Vec<&str>, EventError> {
 }
 
 fn parse_event(text: &str, sysfs: &Sysfs) -> Result<Event, EventError> {
+    if let Some((name, placed)) = super::uprobe::parse(text, &sysfs.pmus, sysfs.try_probes) {
+        return match placed {
+            Ok(probe) => Ok(Event {
+                name: name.clone(),
+                base: name,
+                kind: EventKind::Uprobe(probe),
+                modifiers: Modifiers::default(),
+            }),
+            Err(what) => Err(EventError::Uprobe { event: name, what }),
+        };
+    }
     // PMU-formatted: `pmu/terms/` followed by optional `:mods` (perf also takes `pmu/terms/mods`).
     if let Some((pmu, rest)) = text.split_once('/') {
         let (terms, tail) = rest.rsplit_once('/').ok_or_else(|| EventError::PmuTerm {
@@ -580,7 +605,12 @@ mod tests {
             std::fs::write(tp.join("id"), "372\n").unwrap();
             root
         });
-        Sysfs { pmus: root.join("devices"), tracing: vec![root.join("tracing")], mount_tracefs: false }
+        Sysfs {
+            pmus: root.join("devices"),
+            tracing: vec![root.join("tracing")],
+            mount_tracefs: false,
+            try_probes: false,
+        }
     }
 
     #[test]
@@ -651,6 +681,16 @@ mod tests {
         assert!(err.contains("no tracepoint `nope`") && err.contains("sched_switch"), "{err}");
         let err = parse(&["nosuch:thing"]).unwrap_err().to_string();
         assert!(err.contains("no tracepoint subsystem `nosuch`"), "{err}");
+    }
+
+    /// A uprobe's path holds slashes but is no `pmu/…/` term: the list still splits at
+    /// its commas (the fake sysfs has no uprobe PMU, so the probe is refused by name).
+    #[test]
+    fn a_uprobe_path_does_not_swallow_the_rest_of_the_list() {
+        let err = parse(&["cycles,uprobe:/usr/bin/prog:f,task-clock"]).unwrap_err().to_string();
+        assert!(err.starts_with("probe `uprobe:/usr/bin/prog:f`: ") && err.contains("no uprobe PMU"), "{err}");
+        let err = parse(&["{uretprobe:/a/b/c:g,cycles}"]).unwrap_err().to_string();
+        assert!(err.starts_with("probe `uretprobe:/a/b/c:g`: "), "{err}");
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! perf_event_open for a measured run: perf's event syntax ([`event`]) and the counters
 //! opened on a run from its `exec` ([`counters`]), each a [`Probe`] the spawner calls
-//! around the run.
+//! around the run; [`uprobe`] places probes on user functions for `-e uprobe:…`.
 
 pub mod counters;
 pub mod event;
+pub mod uprobe;
+pub mod uprobe_cost;
 
 use perflab_model::Run;
 

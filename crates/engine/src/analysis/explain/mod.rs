@@ -199,7 +199,10 @@ pub fn explain(base: &CommandResult, cand: &CommandResult, primary: &str, option
     );
     let primary_change = primary_change(base, cand, primary, &pairs, time, options.comparison_level);
     let mut warnings = Vec::new();
-    if !exact && samples_per_run.0.min(samples_per_run.1) < FEW_SAMPLES_PER_RUN {
+    // A uprobe's "samples" are every call of the probed function (period 1), not a
+    // rate's draws: few of them are a small count, not a wide interval.
+    let every_call = crate::measure::probe_cost::is_probe_metric(&first.event);
+    if !exact && !every_call && samples_per_run.0.min(samples_per_run.1) < FEW_SAMPLES_PER_RUN {
         warnings.push(format!(
             "only {:.0} samples per run: per-function intervals are wide (longer runs, more rounds or a higher sampling rate narrow them)",
             samples_per_run.0.min(samples_per_run.1)
@@ -410,6 +413,34 @@ mod tests {
         let new = e.functions.iter().find(|f| f.name == "f_new").unwrap();
         assert_eq!((new.ratio, new.ci_low, new.verdict), (None, None, Verdict::Slower));
         assert!(new.contribution.low.unwrap() > 0.0);
+    }
+
+    /// Calls counted by a uprobe (every call, identical in every round): a point change,
+    /// and no warning about too few samples however few calls there are.
+    #[test]
+    fn probed_calls_are_counts_not_samples() {
+        let run = |calls: u64| {
+            let mut p = RunProfile { event: "uprobe:libc.so.6:malloc".into(), ..RunProfile::default() };
+            p.functions.insert(("malloc".into(), "libc.so.6".into()), (calls, calls));
+            perflab_model::Run {
+                exit: perflab_model::ExitInfo { exit_code: Some(0), ..Default::default() },
+                profile: Some(Box::new(p)),
+                ..Default::default()
+            }
+        };
+        let command = |name: &str, calls: u64| CommandResult {
+            name: name.into(),
+            argv: vec![],
+            command_line: name.into(),
+            parameters: Default::default(),
+            runs: (0..6).map(|round| perflab_model::Run { round, ..run(calls) }).collect(),
+            summary: Default::default(),
+        };
+        let e = explain(&command("pool", 1), &command("malloc", 501), metric::CPU, &options()).unwrap();
+        assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+        let malloc = e.functions.iter().find(|f| f.name == "malloc").unwrap();
+        assert_eq!((malloc.ratio, malloc.ci_low, malloc.ci_high), (Some(501.0), Some(501.0), Some(501.0)));
+        assert_eq!((malloc.contribution.estimate, malloc.verdict), (500.0, Verdict::Slower));
     }
 
     #[test]

@@ -1,0 +1,556 @@
+//! Allocation profiles (`perflab profile --alloc`): every call of the malloc family —
+//! malloc, calloc, realloc, free, aligned_alloc, memalign, posix_memalign, valloc,
+//! pvalloc, and custom allocators by name — probed with the kernel's uprobes (no agent
+//! in the process), with its size argument read from the registers and its call stack;
+//! return probes read the block each call handed back, so frees are matched to their
+//! allocations and the blocks still live at exit are known (leaks). C++'s operator new
+//! and delete call malloc and free, whose probes see them (with `operator new` as the
+//! caller), so they are not probed twice.
+//!
+//! The result is an ordinary [`Profile`] whose samples are the allocating calls by call
+//! site (a sample's count is calls, its period bytes requested), so every view — show,
+//! flame graphs, exports, diff — reads it, plus an [`AllocSummary`]: per function
+//! totals, frees, and the live blocks' stacks. With `every` > 1 a sample is taken every
+//! N-th call of each function (counts and bytes are then estimates, and blocks are not
+//! followed); the probe still traps on every call.
+
+pub(crate) mod pairing;
+pub mod source;
+pub mod view;
+
+use crate::allocations::LiveStack;
+use crate::allocations::{AllocFunction, AllocSummary, Role};
+use crate::format::{Profile, RecordTarget};
+use crate::record::converter::Converter;
+use crate::record::records::{Record, PERF_CONTEXT_USER};
+use crate::unwind::{DwarfUnwinder, UserStack};
+use pairing::Call;
+use perflab_sys::perf::uprobe::{self, Uprobe};
+use perflab_sys::spawn::process;
+use source::{Item, Stacks};
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::path::Path;
+use std::time::Duration;
+use thiserror::Error;
+
+/// Bytes of user stack copied per call by default: a call site's callers rarely need
+/// more, and at every call of a busy allocator the 16 KiB of `profile -g dwarf` filled
+/// the rings faster than they drained.
+pub const DEFAULT_STACK_BYTES: u32 = 4096;
+
+/// The malloc family of the C library, as probed by default.
+pub const FAMILY: [(&str, Role); 9] = [
+    ("malloc", Role::Alloc),
+    ("calloc", Role::Calloc),
+    ("realloc", Role::Realloc),
+    ("free", Role::Free),
+    ("aligned_alloc", Role::Aligned),
+    ("memalign", Role::Aligned),
+    ("posix_memalign", Role::PosixMemalign),
+    ("valloc", Role::Alloc),
+    ("pvalloc", Role::Alloc),
+];
+
+#[derive(Debug, Error)]
+pub enum AllocError {
+    /// A probe that cannot be placed (a usage error: exit 2), in uprobe's words.
+    #[error("{0}")]
+    Probe(String),
+    #[error("--alloc-fn/--free-fn want OBJECT:FUNCTION or OBJECT:FUNCTION=ARG (ARG: which argument, from 1, holds the size or the block), got `{0}`")]
+    Spec(String),
+    #[error("--alloc-every must be at least 1")]
+    Every,
+    #[error("nothing to profile: give a command after --")]
+    NothingToProfile,
+    #[error("the allocation probes could not be opened on the command: {0}")]
+    Open(std::io::Error),
+    #[error(transparent)]
+    Command(#[from] perflab_sys::command::CommandError),
+    #[error("cannot start the command: {0}")]
+    Start(String),
+    #[error("interrupted before the profiled command started")]
+    Interrupted,
+}
+
+/// A custom allocator or release function (`--alloc-fn postgres:palloc`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Custom {
+    pub object: String,
+    pub function: String,
+    pub role: Role,
+}
+
+impl Custom {
+    /// `OBJECT:FUNCTION[=ARG]`: ARG (from 1) holds the size (`free`: the block); 1 by default.
+    pub fn parse(spec: &str, free: bool) -> Result<Custom, AllocError> {
+        let bad = || AllocError::Spec(spec.to_string());
+        let (object, rest) = spec.split_once(':').ok_or_else(bad)?;
+        let (function, arg) = match rest.rsplit_once('=') {
+            Some((f, a)) => (f, a.parse::<u8>().ok().filter(|a| (1..=4).contains(a)).ok_or_else(bad)?),
+            None => (rest, 1),
+        };
+        if object.is_empty() || function.is_empty() {
+            return Err(bad());
+        }
+        let role = if free { Role::CustomFree { pointer_arg: arg - 1 } } else { Role::Custom { size_arg: arg - 1 } };
+        Ok(Custom { object: object.to_string(), function: function.to_string(), role })
+    }
+}
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct AllocOptions {
+    pub argv: Vec<String>,
+    pub output: process::Output,
+    /// A sample every N calls of each function (1: every call).
+    pub every: u64,
+    pub stacks: Stacks,
+    /// Allocators beside the C library's.
+    pub custom: Vec<Custom>,
+    /// Probe the C library's family too (off to see only custom allocators).
+    pub libc: bool,
+}
+
+/// One probed function with its two events.
+pub(crate) struct Probe {
+    pub name: String,
+    pub object: String,
+    pub role: Role,
+    pub calls: Uprobe,
+    pub returns: Uprobe,
+}
+
+/// The probes of `opts`, placed (and tried); what was left out, said in `notes`.
+pub(crate) fn probes(opts: &AllocOptions, notes: &mut Vec<String>) -> Result<Vec<Probe>, AllocError> {
+    let pmus = Path::new("/sys/bus/event_source/devices");
+    let place = |object: &str, function: &str, ret: bool| {
+        let kind = if ret { "uretprobe" } else { "uprobe" };
+        match uprobe::parse(&format!("{kind}:{object}:{function}"), pmus, true) {
+            Some((_, placed)) => placed,
+            None => Err("not a probe".to_string()),
+        }
+    };
+    let mut wanted: Vec<(String, String, Role, bool)> = Vec::new();
+    if opts.libc {
+        let libc = uprobe::find_object("libc.so.6").map_err(AllocError::Probe)?;
+        let libc = libc.display().to_string();
+        wanted.extend(FAMILY.iter().map(|(name, role)| (libc.clone(), name.to_string(), *role, false)));
+    }
+    wanted.extend(opts.custom.iter().map(|c| (c.object.clone(), c.function.clone(), c.role, true)));
+    let mut out: Vec<Probe> = Vec::new();
+    for (object, name, role, required) in wanted {
+        let calls = match place(&object, &name, false) {
+            Ok(probe) => probe,
+            // The family differs between C libraries (pvalloc is gone from some).
+            Err(why) if !required && name != "malloc" && why.contains("no function") => {
+                notes.push(format!("{name} is not in {object}: not probed"));
+                continue;
+            }
+            Err(why) => return Err(AllocError::Probe(format!("probe `uprobe:{object}:{name}`: {why}"))),
+        };
+        // Aliases (aligned_alloc is memalign in glibc) are one function: probed once.
+        if let Some(same) = out.iter().find(|p| p.calls.path == calls.path && p.calls.file_offset == calls.file_offset)
+        {
+            notes.push(format!("{name} is {} (the same code): probed once", same.name));
+            continue;
+        }
+        let returns = place(&object, &name, true)
+            .map_err(|why| AllocError::Probe(format!("probe `uretprobe:{object}:{name}`: {why}")))?;
+        let object = calls.path.to_string_lossy().into_owned();
+        out.push(Probe { name, object, role, calls, returns });
+    }
+    Ok(out)
+}
+
+/// A finished allocation recording.
+pub struct AllocRecording {
+    pub profile: Profile,
+    pub interrupted: bool,
+}
+
+/// How often the rings are drained below their wake-up watermark.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Run the command with the allocation probes on it, and build its allocation profile.
+pub fn record(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRecording, AllocError> {
+    if opts.every == 0 {
+        return Err(AllocError::Every);
+    }
+    if opts.argv.is_empty() {
+        return Err(AllocError::NothingToProfile);
+    }
+    let mut notes = Vec::new();
+    let probes = probes(opts, &mut notes)?;
+    // Blocks are followed only when every call and its return are seen.
+    let tracked = opts.every == 1;
+    let program = perflab_sys::command::resolve_program(&opts.argv[0])?;
+    let prepared = process::Prepared::new(&program, &opts.argv, opts.output.clone())
+        .map_err(|e| AllocError::Start(e.to_string()))?;
+    let mut opened = None;
+    let mut open_error = None;
+    let mut gate = |pid: libc::pid_t| match source::open(pid, &probes, opts.every, opts.stacks, tracked) {
+        Ok(o) => {
+            opened = Some(o);
+            Ok(())
+        }
+        Err(e) => {
+            let message = e.to_string();
+            open_error = Some(e);
+            Err(anyhow::anyhow!(message))
+        }
+    };
+    let interrupt = perflab_sys::interrupt::watcher();
+    let start = std::time::Instant::now();
+    let started_at = chrono::Utc::now().to_rfc3339();
+    let mut child = match process::start(&prepared, &process::Environment::inherited(), Some(&mut gate)) {
+        Ok(child) => child,
+        Err(process::SpawnError::Probe(e)) => {
+            return Err(open_error.map_or_else(|| AllocError::Start(e.to_string()), AllocError::Open))
+        }
+        Err(process::SpawnError::Interrupted) => return Err(AllocError::Interrupted),
+        Err(e) => return Err(AllocError::Start(e.to_string())),
+    };
+    let mut opened = opened.expect("the gate opened the probes");
+    started();
+    let pidfd = child.pidfd().map_err(|e| AllocError::Start(e.to_string()))?;
+    let mut items: Vec<(u64, Item)> = Vec::new();
+    let mut stacks = Unwinding::new(opts.stacks);
+    loop {
+        let ended = wait_for_records(pidfd, interrupt.fd(), &opened.rings);
+        let before = items.len();
+        for ring in &mut opened.rings {
+            ring.drain_into(&opened.ids, &mut items);
+        }
+        stacks.batch(&mut items[before..]);
+        if ended || interrupt.requested() {
+            break;
+        }
+    }
+    let outcome = child.wait(None, interrupt);
+    let before = items.len();
+    for ring in &mut opened.rings {
+        ring.drain_into(&opened.ids, &mut items);
+    }
+    stacks.batch(&mut items[before..]);
+    let mut counted = vec![0u64; probes.len()];
+    for ring in &mut opened.rings {
+        ring.add_counts(&mut counted);
+    }
+    drop(opened);
+    let mut profile = Profile {
+        event: "alloc-bytes".into(),
+        frequency_hz: 0,
+        sample_period: Some(opts.every),
+        command: opts.argv.clone(),
+        started: started_at,
+        target: RecordTarget::Command,
+        ..Profile::default()
+    };
+    let interrupted = match &outcome {
+        Ok(o) => {
+            profile.duration_s = o.wall.as_secs_f64();
+            profile.cpu_s = process::seconds(o.rusage.ru_utime) + process::seconds(o.rusage.ru_stime);
+            profile.exit_code = o.exit.exit_code;
+            false
+        }
+        Err(_) => {
+            profile.duration_s = start.elapsed().as_secs_f64();
+            true
+        }
+    };
+    build(&mut profile, items, &probes, &counted, tracked, opts.every, notes);
+    Ok(AllocRecording { profile, interrupted })
+}
+
+/// Block until a ring has records, the child exited, or [`POLL`] passed; true when the
+/// child exited.
+fn wait_for_records(pidfd: RawFd, interrupt: RawFd, rings: &[source::Ring]) -> bool {
+    let pollfd = |fd: RawFd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let mut fds = vec![pollfd(pidfd), pollfd(interrupt)];
+    fds.extend(rings.iter().map(|r| pollfd(r.fd())));
+    // SAFETY: fds is a valid array for the duration of the call.
+    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL.as_millis() as i32) };
+    fds[0].revents != 0
+}
+
+/// Turns each call's registers and stack into its call site and callers (return
+/// addresses, call site first), batch by batch while the rings drain, so stack copies
+/// are not kept.
+struct Unwinding {
+    stacks: Stacks,
+    unwinder: DwarfUnwinder,
+}
+
+impl Unwinding {
+    fn new(stacks: Stacks) -> Unwinding {
+        Unwinding { stacks, unwinder: DwarfUnwinder::default() }
+    }
+
+    fn batch(&mut self, batch: &mut [(u64, Item)]) {
+        batch.sort_by_key(|(time, _)| *time);
+        for (_, item) in batch {
+            match item {
+                Item::Other(Record::Mmap { pid, start, len, pgoff, path }) => {
+                    self.unwinder.mmap(*pid, *start, *len, *pgoff, path)
+                }
+                Item::Other(Record::Comm { pid, exec: true, .. }) => self.unwinder.exec(*pid),
+                Item::Other(Record::Fork { pid, ppid, .. }) => self.unwinder.fork(*pid, *ppid),
+                Item::Call { returned: false, pid, regs, stack, chain, .. } => {
+                    let bytes = std::mem::take(stack);
+                    *chain = match self.stacks {
+                        Stacks::Dwarf { .. } => {
+                            let user = UserStack { ip: regs[0], sp: regs[1], bp: regs[2], bytes };
+                            let unwound = self.unwinder.unwind(*pid, &user, 128);
+                            unwound.addresses.into_iter().skip(1).collect()
+                        }
+                        Stacks::FramePointers => {
+                            // [context, ip, callers of the caller…]: the caller itself is the
+                            // return address on top of the stack.
+                            let site = bytes.get(..8).map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")));
+                            let callers =
+                                chain.iter().copied().filter(|a| *a < crate::record::records::PERF_CONTEXT_MAX).skip(1);
+                            site.into_iter().chain(callers).collect()
+                        }
+                    };
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The profile of the recorded calls: allocations as samples by call site, the
+/// summary, and the live blocks' stacks.
+/// `counted`: every call of each probe as its counter saw it (sampled or not).
+fn build(
+    profile: &mut Profile,
+    mut items: Vec<(u64, Item)>,
+    probes: &[Probe],
+    counted: &[u64],
+    tracked: bool,
+    every: u64,
+    mut notes: Vec<String>,
+) {
+    items.sort_by_key(|(time, _)| *time);
+    let mut others: Vec<(u64, Record)> = Vec::new();
+    let mut calls: Vec<(u64, Call<Vec<u64>>)> = Vec::new();
+    for (time, item) in items {
+        match item {
+            Item::Other(record) => others.push((time, record)),
+            Item::Call { pid, tid, probe, returned: false, args, chain, .. } => {
+                calls.push((time, Call::Entry { pid, tid, probe, args, site: chain }))
+            }
+            Item::Call { tid, probe, returned: true, args, .. } => {
+                calls.push((time, Call::Return { tid, probe, value: args[0] }))
+            }
+        }
+    }
+    let roles: Vec<Role> = probes.iter().map(|p| p.role).collect();
+    let paired = pairing::pair(calls, &roles, tracked);
+    let sample = |a: &pairing::Allocation<Vec<u64>>| {
+        // The call site is a return address: the call instruction is just before it.
+        let site = a.site.first().copied().unwrap_or(0).wrapping_sub(1);
+        let mut chain = vec![PERF_CONTEXT_USER, site];
+        chain.extend(a.site.iter().skip(1));
+        let period = a.bytes.saturating_mul(every);
+        (a.time, Record::Sample { pid: a.pid, tid: a.tid, ip: site, period, kernel: false, chain })
+    };
+    let mut records = others.clone();
+    records.extend(paired.allocations.iter().map(sample));
+    Converter::convert(records, profile, true);
+    // Sampled calls stand for `every` calls each.
+    if every > 1 {
+        for s in &mut profile.samples {
+            s.count *= every;
+        }
+        for s in &mut profile.stacks {
+            s.count *= every;
+        }
+    }
+    let live = if tracked {
+        let mut records = others;
+        records.extend(paired.allocations.iter().filter(|a| a.live).map(sample));
+        let mut live_profile = Profile::default();
+        Converter::convert(records, &mut live_profile, true);
+        remap(&live_profile, profile)
+    } else {
+        notes.push(format!(
+            "a sample every {every} calls: the calls per function are counted exactly, but bytes and the split between call sites are estimates (each sample stands for {every} calls), and blocks are not followed to their frees"
+        ));
+        Vec::new()
+    };
+    let lost = profile.lost;
+    if lost > 0 {
+        notes.push(format!(
+            "{lost} records were lost (the rings filled faster than perflab drained them; a smaller --stack-size or --alloc-every N helps): the calls per function are the probes' counters (exact), their bytes estimates from the calls seen, and the call sites miss the lost calls{}",
+            if tracked { "; blocks whose free was lost look live" } else { "" }
+        ));
+    }
+    let nested: u64 = paired.per_probe.iter().map(|p| p.2).sum();
+    if nested > 0 {
+        notes.push(format!(
+            "{nested} calls made from inside a probed function (realloc(NULL, n) calling malloc, …) are counted once, as the outer call"
+        ));
+    }
+    let functions = probes
+        .iter()
+        .zip(&paired.per_probe)
+        .zip(counted)
+        .map(|((p, &(calls, bytes, nested)), &exact)| {
+            // Sampled, or records lost: the counter knows every call (nested ones too, when
+            // they were told apart); the bytes scale with the mean of the calls seen.
+            let exact = if tracked { exact.saturating_sub(nested) } else { exact };
+            let (calls, bytes) = match every {
+                1 if lost == 0 => (calls, bytes),
+                _ if calls == 0 => (exact, 0),
+                _ => (exact, (bytes as f64 * exact as f64 / calls as f64).round() as u64),
+            };
+            AllocFunction { name: p.name.clone(), object: p.object.clone(), role: p.role, calls, bytes, nested }
+        })
+        .collect();
+    if probes.iter().any(|p| p.role == Role::PosixMemalign)
+        && paired.per_probe.iter().zip(probes).any(|(c, p)| p.role == Role::PosixMemalign && c.0 > 0)
+    {
+        notes.push("posix_memalign writes its block's address to memory, not a register: its blocks are counted but not followed (their frees count as unmatched)".into());
+    }
+    profile.alloc = Some(AllocSummary {
+        every,
+        functions,
+        frees: paired.frees,
+        freed_bytes: paired.freed_bytes,
+        unmatched_frees: paired.unmatched_frees,
+        tracked,
+        live,
+        notes,
+    });
+}
+
+/// The stacks of `live` over the frames of `profile` (both converted from the same
+/// mappings, so objects agree by path).
+fn remap(live: &Profile, profile: &Profile) -> Vec<LiveStack> {
+    let key = |p: &Profile, f: &crate::format::FrameRef| {
+        (f.space, f.object.and_then(|o| p.objects.get(o as usize)).map(|o| o.path.clone()), f.offset)
+    };
+    let index: HashMap<_, u32> = profile.frames.iter().enumerate().map(|(i, f)| (key(profile, f), i as u32)).collect();
+    live.stacks
+        .iter()
+        .filter_map(|s| {
+            let frames = s
+                .frames
+                .iter()
+                .map(|&f| index.get(&key(live, live.frames.get(f as usize)?)).copied())
+                .collect::<Option<Vec<u32>>>()?;
+            Some(LiveStack { pid: s.pid, tid: s.tid, frames, count: s.count, period: s.period })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The summary survives the profile file, and files without it still read.
+    #[test]
+    fn the_summary_round_trips_through_the_profile_file() {
+        let summary = AllocSummary {
+            every: 1,
+            functions: vec![AllocFunction {
+                name: "malloc".into(),
+                object: "/lib/libc.so.6".into(),
+                role: Role::Alloc,
+                calls: 3,
+                bytes: 96,
+                nested: 1,
+            }],
+            frees: 2,
+            freed_bytes: 64,
+            unmatched_frees: 0,
+            tracked: true,
+            live: vec![LiveStack { pid: 1, tid: 1, frames: vec![0], count: 1, period: 32 }],
+            notes: vec!["a note".into()],
+        };
+        let profile = Profile {
+            event: "alloc-bytes".into(),
+            sample_period: Some(1),
+            frames: vec![crate::format::FrameRef { space: crate::format::Space::Unmapped, object: None, offset: 0x10 }],
+            alloc: Some(summary.clone()),
+            ..Profile::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.profile");
+        profile.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(r#""role":{"kind":"alloc"}"#), "{text}");
+        assert_eq!(Profile::load(&path).unwrap().alloc, Some(summary.clone()));
+        assert_eq!(
+            (summary.live_blocks(), summary.live_bytes(), summary.allocations(), summary.allocated_bytes()),
+            (1, 32, 3, 96)
+        );
+        // A live stack naming a frame the file does not have is refused, not followed.
+        let mut broken = profile.clone();
+        broken.alloc.as_mut().unwrap().live[0].frames = vec![7];
+        broken.save(&path).unwrap();
+        assert!(Profile::load(&path).unwrap_err().to_string().contains("frame"), "a dangling frame");
+        let plain = Profile { event: "cpu-clock".into(), frequency_hz: 997, ..Profile::default() };
+        plain.save(&path).unwrap();
+        assert_eq!(Profile::load(&path).unwrap().alloc, None);
+    }
+
+    /// Records lost: the per-function calls come from the probes' counters (every call),
+    /// less the nested calls told apart; the bytes are scaled from the calls seen; said.
+    #[test]
+    fn lost_records_leave_the_counted_calls_exact_and_say_so() {
+        let uprobe = |file_offset| Uprobe { pmu_type: 9, config: 0, path: c"/lib/libc.so.6", file_offset };
+        let probe = |name: &str, role, offset| Probe {
+            name: name.into(),
+            object: "/lib/libc.so.6".into(),
+            role,
+            calls: uprobe(offset),
+            returns: uprobe(offset),
+        };
+        let probes = [probe("malloc", Role::Alloc, 0x10), probe("free", Role::Free, 0x20)];
+        let call = |probe, returned, arg: u64| Item::Call {
+            pid: 7,
+            tid: 7,
+            probe,
+            returned,
+            args: [arg, 0, 0, 0],
+            regs: [0; 3],
+            stack: vec![],
+            chain: vec![0x401000],
+        };
+        // Two mallocs of 100 bytes seen (and returned), one freed; the rest was lost.
+        let items = vec![
+            (1, call(0, false, 100)),
+            (2, call(0, true, 0xa000)),
+            (3, call(0, false, 100)),
+            (4, call(0, true, 0xb000)),
+            (5, call(1, false, 0xa000)),
+            (6, Item::Other(Record::Lost(8))),
+        ];
+        let mut profile = Profile::default();
+        build(&mut profile, items, &probes, &[10, 4], true, 1, vec![]);
+        let summary = profile.alloc.unwrap();
+        let totals: Vec<(u64, u64)> = summary.functions.iter().map(|f| (f.calls, f.bytes)).collect();
+        assert_eq!(totals, [(10, 1000), (4, 0)]);
+        assert_eq!((summary.frees, summary.live_blocks(), summary.live_bytes()), (1, 1, 100));
+        assert!(summary.notes.iter().any(|n| n.starts_with("8 records were lost") && n.contains("counters (exact)")));
+    }
+
+    #[test]
+    fn custom_allocators_name_their_size_or_block_argument() {
+        let palloc = Custom::parse("postgres:palloc", false).unwrap();
+        assert_eq!(
+            (palloc.object.as_str(), palloc.function.as_str(), palloc.role),
+            ("postgres", "palloc", Role::Custom { size_arg: 0 })
+        );
+        let context = Custom::parse("postgres:MemoryContextAlloc=2", false).unwrap();
+        assert_eq!(context.role, Role::Custom { size_arg: 1 });
+        assert_eq!(Custom::parse("postgres:pfree", true).unwrap().role, Role::CustomFree { pointer_arg: 0 });
+        for bad in ["palloc", "postgres:", ":palloc", "postgres:palloc=0", "postgres:palloc=9", "postgres:palloc=x"] {
+            let err = Custom::parse(bad, false).unwrap_err().to_string();
+            assert!(err.contains("OBJECT:FUNCTION"), "{bad}: {err}");
+        }
+    }
+}

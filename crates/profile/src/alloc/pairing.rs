@@ -1,0 +1,227 @@
+//! Following blocks through a recording: the calls of the probed functions and their
+//! returns, in time order, become allocations (with their bytes and call stacks),
+//! frees matched to them, and the blocks still live at the end. A call made while the
+//! same thread is inside another probed function (glibc's realloc(NULL, n) calling
+//! malloc) is the allocator's own business: counted as nested, never twice.
+
+use crate::allocations::Role;
+use std::collections::HashMap;
+
+/// One probed call or return, in time order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Call<T> {
+    /// A call of probe `probe` with its first four arguments and what locates it (its
+    /// call stack).
+    Entry { pid: u32, tid: u32, probe: usize, args: [u64; 4], site: T },
+    /// A return of probe `probe` with its return value.
+    Return { tid: u32, probe: usize, value: u64 },
+}
+
+/// An allocation the program made.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Allocation<T> {
+    pub time: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub probe: usize,
+    pub bytes: u64,
+    pub site: T,
+    /// Still allocated at the end (only meaningful when blocks were tracked).
+    pub live: bool,
+}
+
+/// What the calls add up to.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Paired<T> {
+    pub allocations: Vec<Allocation<T>>,
+    /// Per probe: (calls from the program, bytes requested, nested calls).
+    pub per_probe: Vec<(u64, u64, u64)>,
+    pub frees: u64,
+    pub freed_bytes: u64,
+    pub unmatched_frees: u64,
+}
+
+struct Pending {
+    probe: usize,
+    args: [u64; 4],
+    /// The allocation this call made (not for nested calls and frees).
+    allocation: Option<usize>,
+}
+
+/// Pair `calls` (sorted by time) of probes with `roles`. `tracked`: the returns were
+/// recorded too, so blocks can be followed to their frees.
+pub(crate) fn pair<T>(calls: Vec<(u64, Call<T>)>, roles: &[Role], tracked: bool) -> Paired<T> {
+    let mut out = Paired {
+        allocations: Vec::new(),
+        per_probe: vec![(0, 0, 0); roles.len()],
+        frees: 0,
+        freed_bytes: 0,
+        unmatched_frees: 0,
+    };
+    let mut pending: HashMap<u32, Vec<Pending>> = HashMap::new();
+    // Address → (allocation, bytes) of every block believed allocated now.
+    let mut live: HashMap<u64, (usize, u64)> = HashMap::new();
+    for (time, call) in calls {
+        match call {
+            Call::Entry { pid, tid, probe, args, site } => {
+                let Some(&role) = roles.get(probe) else { continue };
+                let inside = pending.entry(tid).or_default();
+                if tracked && !inside.is_empty() {
+                    out.per_probe[probe].2 += 1;
+                    inside.push(Pending { probe, args, allocation: None });
+                    continue;
+                }
+                let bytes = role.bytes(&args);
+                out.per_probe[probe].0 += 1;
+                out.per_probe[probe].1 += bytes;
+                let allocation = match role {
+                    Role::Free | Role::CustomFree { .. } => {
+                        // A free returns nothing to wait for: release the block now.
+                        if let Some(address) = role.released(&args) {
+                            release(&mut live, &mut out, address);
+                        }
+                        continue;
+                    }
+                    // realloc(p, 0) frees p and allocates nothing.
+                    Role::Realloc if bytes == 0 && args[0] != 0 => None,
+                    _ => {
+                        out.allocations.push(Allocation { time, pid, tid, probe, bytes, site, live: false });
+                        Some(out.allocations.len() - 1)
+                    }
+                };
+                if tracked {
+                    inside.push(Pending { probe, args, allocation });
+                }
+            }
+            Call::Return { tid, probe, value } => {
+                let Some(inside) = pending.get_mut(&tid) else { continue };
+                // The innermost pending call of this probe (calls above it lost their
+                // returns: a longjmp, or records the kernel dropped).
+                let Some(at) = inside.iter().rposition(|p| p.probe == probe) else { continue };
+                let call = inside.swap_remove(at);
+                inside.truncate(at);
+                let Some(&role) = roles.get(probe) else { continue };
+                if call.allocation.is_none() && !(role == Role::Realloc && call.args[0] != 0) {
+                    continue; // nested, or a call that made nothing
+                }
+                if role == Role::Realloc {
+                    // The old block is gone when the new one came back, or when asked for 0 bytes.
+                    if let Some(old) = role.released(&call.args).filter(|_| value != 0 || call.args[1] == 0) {
+                        release(&mut live, &mut out, old);
+                    }
+                }
+                if let (Some(index), true) = (call.allocation, value != 0 && role.returns_block()) {
+                    if let Some((previous, _)) = live.insert(value, (index, out.allocations[index].bytes)) {
+                        // The same address handed out twice: its free was not seen.
+                        out.allocations[previous].live = false;
+                    }
+                    out.allocations[index].live = true;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn release<T>(live: &mut HashMap<u64, (usize, u64)>, out: &mut Paired<T>, address: u64) {
+    match live.remove(&address) {
+        Some((index, bytes)) => {
+            out.allocations[index].live = false;
+            out.frees += 1;
+            out.freed_bytes += bytes;
+        }
+        None => out.unmatched_frees += 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROLES: [Role; 4] = [Role::Alloc, Role::Calloc, Role::Realloc, Role::Free];
+    const MALLOC: usize = 0;
+    const CALLOC: usize = 1;
+    const REALLOC: usize = 2;
+    const FREE: usize = 3;
+
+    fn entry(probe: usize, args: [u64; 4], site: &'static str) -> Call<&'static str> {
+        Call::Entry { pid: 1, tid: 1, probe, args, site }
+    }
+
+    fn ret(probe: usize, value: u64) -> Call<&'static str> {
+        Call::Return { tid: 1, probe, value }
+    }
+
+    fn timed(calls: Vec<Call<&'static str>>) -> Vec<(u64, Call<&'static str>)> {
+        calls.into_iter().enumerate().map(|(t, c)| (t as u64, c)).collect()
+    }
+
+    #[test]
+    fn blocks_are_followed_from_allocation_to_free() {
+        let calls = timed(vec![
+            entry(MALLOC, [100, 0, 0, 0], "a"),
+            ret(MALLOC, 0x1000),
+            entry(CALLOC, [4, 8, 0, 0], "b"),
+            ret(CALLOC, 0x2000),
+            entry(FREE, [0x1000, 0, 0, 0], "c"),
+            entry(FREE, [0, 0, 0, 0], "c"),
+            entry(FREE, [0x9999, 0, 0, 0], "c"),
+        ]);
+        let paired = pair(calls, &ROLES, true);
+        assert_eq!(paired.per_probe, vec![(1, 100, 0), (1, 32, 0), (0, 0, 0), (3, 0, 0)]);
+        let live: Vec<(&str, u64, bool)> = paired.allocations.iter().map(|a| (a.site, a.bytes, a.live)).collect();
+        assert_eq!(live, vec![("a", 100, false), ("b", 32, true)]);
+        assert_eq!((paired.frees, paired.freed_bytes, paired.unmatched_frees), (1, 100, 1));
+    }
+
+    /// glibc's realloc(NULL, n) calls malloc inside: the nested call is not counted twice;
+    /// a moving realloc releases the old block, realloc(p, 0) frees it.
+    #[test]
+    fn nested_calls_count_once_and_realloc_moves_blocks() {
+        let calls = timed(vec![
+            entry(REALLOC, [0, 64, 0, 0], "grow"),
+            entry(MALLOC, [64, 0, 0, 0], "inside"),
+            ret(MALLOC, 0x1000),
+            ret(REALLOC, 0x1000),
+            entry(REALLOC, [0x1000, 128, 0, 0], "grow"),
+            ret(REALLOC, 0x3000),
+            entry(REALLOC, [0x3000, 0, 0, 0], "shrink"),
+            entry(FREE, [0x3000, 0, 0, 0], "inside"),
+            ret(REALLOC, 0),
+        ]);
+        let paired = pair(calls, &ROLES, true);
+        assert_eq!(paired.per_probe[MALLOC], (0, 0, 1), "the nested malloc");
+        assert_eq!(paired.per_probe[REALLOC], (3, 192, 0));
+        assert_eq!(paired.per_probe[FREE], (0, 0, 1), "realloc's own free is nested");
+        assert_eq!(paired.allocations.len(), 2, "realloc(p, 0) allocates nothing");
+        assert!(paired.allocations.iter().all(|a| !a.live), "{:?}", paired.allocations);
+        assert_eq!((paired.frees, paired.freed_bytes, paired.unmatched_frees), (2, 64 + 128, 0));
+    }
+
+    #[test]
+    fn without_returns_every_call_counts_and_nothing_is_followed() {
+        let calls = timed(vec![
+            entry(REALLOC, [0, 64, 0, 0], "grow"),
+            entry(MALLOC, [64, 0, 0, 0], "inside"),
+            entry(FREE, [0x1000, 0, 0, 0], "x"),
+        ]);
+        let paired = pair(calls, &ROLES, false);
+        assert_eq!(paired.per_probe[MALLOC], (1, 64, 0), "nesting is unknown without returns");
+        assert!(paired.allocations.iter().all(|a| !a.live));
+        assert_eq!(paired.unmatched_frees, 1);
+    }
+
+    /// Threads are apart: one thread's pending call does not make another's nested.
+    #[test]
+    fn threads_nest_separately() {
+        let calls = vec![
+            (0, Call::Entry { pid: 1, tid: 1, probe: MALLOC, args: [8, 0, 0, 0], site: "t1" }),
+            (1, Call::Entry { pid: 1, tid: 2, probe: MALLOC, args: [16, 0, 0, 0], site: "t2" }),
+            (2, Call::Return { tid: 2, probe: MALLOC, value: 0x20 }),
+            (3, Call::Return { tid: 1, probe: MALLOC, value: 0x10 }),
+        ];
+        let paired = pair(calls, &ROLES, true);
+        assert_eq!(paired.per_probe[MALLOC], (2, 24, 0));
+        assert!(paired.allocations.iter().all(|a| a.live));
+    }
+}

@@ -1,0 +1,271 @@
+//! The events of an allocation recording: on every online CPU, one ring for the calls
+//! of every probed function (arguments, registers and the top of the user stack, or the
+//! kernel's frame-pointer chain) and one for the returns of those that hand back a
+//! block (the return value only), each probe's further events redirected into the
+//! ring of its CPU; and the records drained out of them, told apart by event id.
+
+use super::Probe;
+use crate::record::records::{Collect, Record};
+use perf_event::data::parse::Parser;
+use perf_event::data::{self as pdata, RecordMetadata, Visitor};
+use perf_event::{Builder, SampleFlag, Sampler};
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, RawFd};
+
+/// x86-64 perf_regs.h numbers: AX 0, CX 2, DX 3, SI 4, DI 5, BP 6, SP 7, IP 8; the kernel
+/// writes the registers of the mask in bit order.
+const CALL_REGS: u64 = (1 << 2) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8);
+const RETURN_REGS: u64 = 1;
+/// Ring sizes per CPU, tried in order (a probed call is a record of up to a few KiB with
+/// its stack copy; the rings are drained every 20 ms or when a quarter full).
+const RING_SIZES: [usize; 4] = [8 << 20, 2 << 20, 512 << 10, 64 << 10];
+const RETURN_RING_SIZES: [usize; 4] = [1 << 20, 256 << 10, 64 << 10, 16 << 10];
+
+/// How a call's callers are found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stacks {
+    /// The kernel's frame-pointer chain, with the return address read from the top of the
+    /// stack (at a function's first instruction the caller has no frame of its own yet).
+    FramePointers,
+    /// A copy of the top `stack_bytes` of the user stack, unwound from DWARF CFI.
+    Dwarf { stack_bytes: u32 },
+}
+
+/// One record of the recording.
+#[derive(Debug, Clone)]
+pub(crate) enum Item {
+    /// A call (or, `returned`, a return) of probe `probe`.
+    Call {
+        pid: u32,
+        tid: u32,
+        probe: usize,
+        returned: bool,
+        /// The first four arguments (calls) or the return value in `args[0]` (returns).
+        args: [u64; 4],
+        /// ip, sp, bp at the call, for unwinding.
+        regs: [u64; 3],
+        stack: Vec<u8>,
+        /// The kernel's call chain (frame-pointer mode).
+        chain: Vec<u64>,
+    },
+    /// Mappings, tasks, losses: what the converter needs to place the calls.
+    Other(Record),
+}
+
+/// A ring of one CPU and the events redirected into it.
+pub(crate) struct Ring {
+    sampler: Sampler,
+    redirected: Vec<perf_event::Counter>,
+    /// The probe of the ring's own event, then of each redirected one.
+    probes: Vec<usize>,
+    returns: bool,
+}
+
+impl Ring {
+    pub(crate) fn fd(&self) -> RawFd {
+        self.sampler.as_raw_fd()
+    }
+
+    /// Calls counted per probe on this CPU (every call, sampled or not; children's counts
+    /// are in once they exited), added to `calls`.
+    pub(crate) fn add_counts(&mut self, calls: &mut [u64]) {
+        if self.returns {
+            return;
+        }
+        let mut counters: Vec<&mut perf_event::Counter> = vec![&mut *self.sampler];
+        counters.extend(self.redirected.iter_mut());
+        for (counter, &probe) in counters.into_iter().zip(&self.probes) {
+            if let (Ok(count), Some(slot)) = (counter.read(), calls.get_mut(probe)) {
+                *slot += count;
+            }
+        }
+    }
+
+    /// Copy out every record waiting in the ring.
+    pub(crate) fn drain_into(&mut self, ids: &HashMap<u64, (usize, bool)>, out: &mut Vec<(u64, Item)>) {
+        let config = self.sampler.config().clone();
+        while let Some(record) = self.sampler.next_record() {
+            let header = perf_event_open_sys::bindings::perf_event_header {
+                type_: record.ty(),
+                misc: record.misc(),
+                size: (record.len() + std::mem::size_of::<perf_event_open_sys::bindings::perf_event_header>()) as u16,
+            };
+            let bytes = record.to_contiguous();
+            let mut parser = Parser::new(bytes.as_ref(), config.clone());
+            // A record that does not parse is skipped, as the profiler's own source does.
+            if let Ok(Some(item)) = parser.parse_record_with_header(Items { ids }, header) {
+                out.push(item);
+            }
+        }
+    }
+}
+
+struct Items<'i> {
+    ids: &'i HashMap<u64, (usize, bool)>,
+}
+
+impl<'a> Visitor<'a> for Items<'_> {
+    type Output = Option<(u64, Item)>;
+
+    fn visit_unimplemented(self, _: RecordMetadata) -> Self::Output {
+        None
+    }
+    fn visit_sample(self, s: pdata::Sample<'a>, _: RecordMetadata) -> Self::Output {
+        let &(probe, returned) = self.ids.get(&s.id()?)?;
+        let regs = s.regs_user().map(|r| r.regs.to_vec()).unwrap_or_default();
+        let (args, ip_sp_bp) = if returned {
+            ([regs.first().copied().unwrap_or(0), 0, 0, 0], [s.ip().unwrap_or(0), 0, 0])
+        } else {
+            match regs.as_slice() {
+                &[cx, dx, si, di, bp, sp, ip] => ([di, si, dx, cx], [ip, sp, bp]),
+                _ => return None,
+            }
+        };
+        let item = Item::Call {
+            pid: s.pid()?,
+            tid: s.tid()?,
+            probe,
+            returned,
+            args,
+            regs: ip_sp_bp,
+            stack: s.stack_user().map(<[u8]>::to_vec).unwrap_or_default(),
+            chain: s.callchain().map(<[u64]>::to_vec).unwrap_or_default(),
+        };
+        Some((s.time().unwrap_or(0), item))
+    }
+    fn visit_mmap2(self, m: pdata::Mmap2<'a>, meta: RecordMetadata) -> Self::Output {
+        other(Collect { off_cpu: false }.visit_mmap2(m, meta))
+    }
+    fn visit_comm(self, c: pdata::Comm<'a>, meta: RecordMetadata) -> Self::Output {
+        other(Collect { off_cpu: false }.visit_comm(c, meta))
+    }
+    fn visit_exit(self, e: pdata::Exit, meta: RecordMetadata) -> Self::Output {
+        other(Collect { off_cpu: false }.visit_exit(e, meta))
+    }
+    fn visit_fork(self, f: pdata::Fork, meta: RecordMetadata) -> Self::Output {
+        other(Collect { off_cpu: false }.visit_fork(f, meta))
+    }
+    fn visit_lost(self, l: pdata::Lost, meta: RecordMetadata) -> Self::Output {
+        other(Collect { off_cpu: false }.visit_lost(l, meta))
+    }
+}
+
+fn other(record: Option<(u64, Record)>) -> Option<(u64, Item)> {
+    record.map(|(time, r)| (time, Item::Other(r)))
+}
+
+/// Online CPU ids from sysfs ("0-3,6").
+fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let mut ends = part.splitn(2, '-').map(|n| n.trim().parse::<usize>());
+        match (ends.next(), ends.next()) {
+            (Some(Ok(a)), Some(Ok(b))) => cpus.extend(a..=b),
+            (Some(Ok(a)), None) => cpus.push(a),
+            _ => {}
+        }
+    }
+    if cpus.is_empty() {
+        cpus = (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
+    }
+    cpus
+}
+
+/// The rings, and which probe (and whether its return) each event id stands for.
+pub(crate) struct Opened {
+    pub rings: Vec<Ring>,
+    pub ids: HashMap<u64, (usize, bool)>,
+}
+
+/// Open the calls (and, `returns`, the returns of block-returning probes) of `probes`
+/// on the child held before exec, sampled every `every` calls.
+pub(crate) fn open(
+    pid: libc::pid_t,
+    probes: &[Probe],
+    every: u64,
+    stacks: Stacks,
+    returns: bool,
+) -> std::io::Result<Opened> {
+    let mut opened = Opened { rings: Vec::new(), ids: HashMap::new() };
+    for cpu in online_cpus() {
+        let calls: Vec<(usize, &Probe)> = probes.iter().enumerate().collect();
+        opened.rings.extend(ring(pid, cpu, &calls, false, every, stacks, &mut opened.ids)?);
+        if returns {
+            let returning: Vec<(usize, &Probe)> =
+                calls.iter().copied().filter(|(_, p)| p.role.returns_block()).collect();
+            opened.rings.extend(ring(pid, cpu, &returning, true, every, stacks, &mut opened.ids)?);
+        }
+    }
+    Ok(opened)
+}
+
+fn ring(
+    pid: libc::pid_t,
+    cpu: usize,
+    probes: &[(usize, &Probe)],
+    returned: bool,
+    every: u64,
+    stacks: Stacks,
+    ids: &mut HashMap<u64, (usize, bool)>,
+) -> std::io::Result<Option<Ring>> {
+    let Some(((first_index, first), rest)) = probes.split_first() else { return Ok(None) };
+    let builder = |probe: &Probe, leader: bool| {
+        let event = if returned { probe.returns } else { probe.calls };
+        let mut b = Builder::new(event);
+        b.observe_pid(pid).one_cpu(cpu).inherit(true).enabled(false).enable_on_exec(true);
+        b.sample_period(every).exclude_kernel(true).exclude_hv(true).sample_id_all(true);
+        let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::ID | SampleFlag::REGS_USER;
+        if returned {
+            b.sample_regs_user(RETURN_REGS);
+        } else {
+            b.sample_regs_user(CALL_REGS);
+            flags |= SampleFlag::STACK_USER;
+            match stacks {
+                Stacks::FramePointers => {
+                    // The return address at the top of the stack.
+                    b.sample_stack_user(8);
+                    flags |= SampleFlag::CALLCHAIN;
+                    b.exclude_callchain_kernel(true).sample_max_stack(127);
+                }
+                Stacks::Dwarf { stack_bytes } => {
+                    b.sample_stack_user(stack_bytes);
+                }
+            }
+        }
+        b.sample(flags);
+        if leader && !returned {
+            // Mappings and tasks, once per CPU, to place the calls.
+            b.mmap(true).mmap2(true).comm(true).comm_exec(true).task(true);
+        }
+        b
+    };
+    let sizes: &[usize] = if returned { &RETURN_RING_SIZES } else { &RING_SIZES };
+    let mut result = Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    for &size in sizes {
+        let mut b = builder(first, true);
+        b.wakeup_watermark(size / 4);
+        result = b.build().and_then(|c| {
+            let id = c.id();
+            c.sampled(size).map(|s| (s, id))
+        });
+        match &result {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::ENOMEM)) => continue,
+            _ => break,
+        }
+    }
+    let (sampler, id) = result?;
+    ids.insert(id, (*first_index, returned));
+    let mut redirected = Vec::new();
+    for &(index, probe) in rest {
+        let counter = builder(probe, false).build()?;
+        // SAFETY: both descriptors are perf events on the same CPU that we own.
+        if unsafe { perf_event_open_sys::ioctls::SET_OUTPUT(counter.as_raw_fd(), sampler.as_raw_fd()) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        ids.insert(counter.id(), (index, returned));
+        redirected.push(counter);
+    }
+    let probes = probes.iter().map(|(index, _)| *index).collect();
+    Ok(Some(Ring { sampler, redirected, probes, returns: returned }))
+}

@@ -1,0 +1,232 @@
+//! Allocation profiles (`profile --alloc`) checked exactly against a fixture whose every
+//! allocation is known (tests/fixtures/alloc_calls.c): calls and bytes per call site,
+//! frees, the blocks live at exit, sampling every N-th call, custom allocators, and the
+//! views the other outputs draw. Needs root or CAP_PERFMON (uprobes): elsewhere SKIP,
+//! after checking the refusal is one line.
+
+mod common;
+
+use assert_cmd::Command;
+use perflab_profile::allocations::AllocSummary;
+use perflab_profile::format::Profile;
+use std::collections::BTreeMap;
+
+fn perflab() -> Command {
+    let mut cmd = Command::cargo_bin("perflab").unwrap();
+    cmd.env("NO_COLOR", "1");
+    cmd
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Record `args` + the fixture; the saved profile and the terminal report.
+fn record(extra: &[&str], fixture: &std::path::Path, mode: &str, n: &str) -> Option<(Profile, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("alloc.profile");
+    // 1 KiB stack copies: the ~3,400 records of ~1.2 KiB of the largest run here fit one
+    // 8 MiB ring even if perflab is never scheduled to drain it, so the exact counts do
+    // not depend on how busy the machine is (the fixture's stacks are shallow).
+    let output = perflab()
+        .args(["profile", "--alloc", "--stack-size", "1024", "-o", out.to_str().unwrap()])
+        .args(extra)
+        .arg("--")
+        .arg(fixture)
+        .args([mode, n])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !is_root() {
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("uprobes need root or CAP_PERFMON") && stderr.trim().lines().count() == 1, "{stderr}");
+        eprintln!("SKIP: allocation profiles need root or CAP_PERFMON");
+        return None;
+    }
+    assert!(output.status.success(), "{stderr}");
+    Some((Profile::load(&out).unwrap(), String::from_utf8_lossy(&output.stdout).into_owned()))
+}
+
+/// (calls, bytes) per call site's function, from the profile's leaf frames.
+fn by_site(profile: &Profile) -> BTreeMap<String, (u64, u64)> {
+    let mut symbolizer = perflab_profile::symbolize::Symbolizer::default();
+    perflab_profile::alloc::view::sites(profile, &mut symbolizer)
+        .into_iter()
+        .map(|s| (s.function, (s.calls, s.bytes)))
+        .collect()
+}
+
+fn function<'a>(summary: &'a AllocSummary, name: &str) -> &'a perflab_profile::allocations::AllocFunction {
+    summary.functions.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("{name} not probed: {summary:?}"))
+}
+
+/// Every number of the fixture's malloc mode (N = 1000), exact: make_node mallocs 32,
+/// 64, 128, … bytes (334 × 32 + 333 × 64 + 333 × 128 = 74,624) and leaks each tenth
+/// (k = 0..99: 34 × 32 + 33 × 64 + 33 × 128 = 7,424 bytes); 250 callocs of 160 bytes
+/// are made from main (make_table's call is a tail call: its frame is gone); grow_buffer
+/// reallocs 256 · (2^10 − 1) = 261,888 bytes over 10 calls, the first realloc(NULL)
+/// entering malloc inside (nested: not counted twice).
+#[test]
+fn an_allocation_profile_counts_every_call_and_byte_by_call_site() {
+    let fixture = common::fixture("alloc_calls");
+    let Some((profile, report)) = record(&[], &fixture, "malloc", "1000") else { return };
+    let summary = profile.alloc.as_ref().expect("an allocation summary");
+    assert_eq!(profile.lost, 0, "nothing may be lost for exact counts");
+    assert!(summary.tracked);
+    let sites = by_site(&profile);
+    assert_eq!(sites.get("make_node"), Some(&(1000, 74_624)), "{sites:?}");
+    assert_eq!(sites.get("main"), Some(&(250, 40_000)), "{sites:?}");
+    assert_eq!(sites.get("grow_buffer"), Some(&(10, 261_888)), "{sites:?}");
+    assert_eq!(sites.len(), 3, "{sites:?}");
+    let malloc = function(summary, "malloc");
+    assert_eq!((malloc.calls, malloc.bytes, malloc.nested), (1000, 74_624, 1));
+    assert_eq!((function(summary, "calloc").calls, function(summary, "calloc").bytes), (250, 40_000));
+    assert_eq!((function(summary, "realloc").calls, function(summary, "realloc").bytes), (10, 261_888));
+    assert_eq!(function(summary, "free").calls, 900 + 250 + 1);
+    // Frees matched: 900 nodes, 250 tables, the buffer, and the 9 blocks realloc moved
+    // or grew (each realloc of a block releases it).
+    assert_eq!((summary.frees, summary.unmatched_frees), (1160, 0));
+    assert_eq!((summary.live_blocks(), summary.live_bytes()), (100, 7_424));
+    assert_eq!(summary.allocated_bytes() - summary.freed_bytes, 7_424, "what was not freed is what is live");
+    // The live blocks' stacks run from _start through main to make_node.
+    let mut symbolizer = perflab_profile::symbolize::Symbolizer::default();
+    let live = perflab_profile::alloc::view::view(&profile, perflab_profile::alloc::view::AllocView::Live);
+    let (_, graph) = perflab_profile::aggregate::locate_with_graph(&live, &mut symbolizer);
+    let folded = graph.expect("call stacks").folded();
+    assert!(folded.trim().ends_with("main;make_node 7424"), "{folded}");
+    assert!(report.contains("1,260 allocations, 367.7 KiB requested"), "{report}");
+    assert!(report.contains("live at exit: 100 blocks, 7.2 KiB"), "{report}");
+}
+
+/// The pool's program allocates its pool once: the N node mallocs vanish.
+#[test]
+fn the_pool_mode_allocates_once() {
+    let fixture = common::fixture("alloc_calls");
+    let Some((profile, _)) = record(&[], &fixture, "pool", "1000") else { return };
+    let summary = profile.alloc.as_ref().unwrap();
+    assert_eq!(by_site(&profile).into_iter().collect::<Vec<_>>(), vec![("main".to_string(), (1, 64 * 128))]);
+    assert_eq!((summary.frees, summary.live_blocks()), (1, 0));
+}
+
+/// Frame-pointer stacks: the call site comes from the return address on top of the
+/// stack (at a function's first instruction its caller has no frame yet), its callers
+/// from the chain.
+#[test]
+fn frame_pointer_stacks_find_the_call_site() {
+    let fixture = common::fixture_with("alloc_calls", &["-fno-omit-frame-pointer"]);
+    let Some((profile, _)) = record(&["-g", "fp"], &fixture, "malloc", "300") else { return };
+    let sites = by_site(&profile);
+    assert_eq!(sites.get("make_node").map(|s| s.0), Some(300), "{sites:?}");
+    assert_eq!(sites.get("grow_buffer").map(|s| s.0), Some(3), "{sites:?}");
+}
+
+/// Every 10th call: calls per function stay exact (the counters see every call); the
+/// bytes are estimates; nothing is followed, and that is said.
+#[test]
+fn sampling_every_nth_call_keeps_exact_call_counts() {
+    let fixture = common::fixture("alloc_calls");
+    let Some((profile, report)) = record(&["--alloc-every", "10"], &fixture, "malloc", "1000") else { return };
+    let summary = profile.alloc.as_ref().unwrap();
+    assert_eq!(summary.every, 10);
+    assert!(!summary.tracked && summary.live.is_empty());
+    // Without return probes the realloc(NULL) → malloc call is not known to be nested.
+    assert_eq!(function(summary, "malloc").calls, 1001);
+    assert_eq!(function(summary, "calloc").calls, 250);
+    assert_eq!(function(summary, "free").calls, 1151);
+    // 100 (or 101) samples of make_node's malloc, each standing for 10 calls.
+    let make_node = by_site(&profile)["make_node"].0;
+    assert!((990..=1010).contains(&make_node), "{make_node}");
+    assert!(report.contains("counted exactly, but bytes and the split between call sites are estimates"), "{report}");
+}
+
+/// A custom allocator by name, its size in the first argument: the fixture's pool_get
+/// takes none, so `make_node` stands in (its size is its first argument).
+#[test]
+fn custom_allocators_are_probed_by_name() {
+    let fixture = common::fixture("alloc_calls");
+    let spec = format!("{}:make_node", fixture.display());
+    let Some((profile, _)) = record(&["--no-libc-alloc", "--alloc-fn", &spec], &fixture, "malloc", "600") else {
+        return;
+    };
+    let summary = profile.alloc.as_ref().unwrap();
+    assert_eq!(summary.functions.len(), 1);
+    assert_eq!((summary.functions[0].calls, summary.functions[0].bytes), (600, 200 * (32 + 64 + 128)));
+    assert_eq!(by_site(&profile).get("main").map(|s| s.0), Some(600));
+}
+
+#[test]
+fn bad_allocation_options_are_one_line_usage_errors() {
+    let fixture = common::fixture("alloc_calls");
+    for (args, message) in [
+        (vec!["--alloc-fn", "nocolon"], "OBJECT:FUNCTION"),
+        (vec!["--alloc-fn", "libc.so.6:no_such_allocator"], "no function no_such_allocator"),
+        (vec!["--alloc-every", "0"], "at least 1"),
+        (vec!["--no-libc-alloc"], "leaves nothing to probe"),
+    ] {
+        let out = perflab()
+            .args(["profile", "--alloc", "-o", "/tmp/perflab-alloc-bad.profile"])
+            .args(&args)
+            .arg("--")
+            .arg(&fixture)
+            .args(["pool", "1"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if !is_root() && err.contains("need root") {
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(message), "{args:?}: {err}");
+    }
+}
+
+/// `go tool pprof -sample_index=INDEX -top`: the flat value per function (raw numbers).
+fn pprof_flat(file: &std::path::Path, index: &str) -> BTreeMap<String, u64> {
+    let out = std::process::Command::new("go")
+        .args(["tool", "pprof", "-unit=byte", "-top", &format!("-sample_index={index}")])
+        .arg(file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "go tool pprof: {}{text}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("Type: {index}")), "{text}");
+    // Rows: flat flat% sum% cum cum% name; -unit=byte prints every value as NUMBERbyte or NUMBERB.
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let flat = cols.first()?.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse::<u64>().ok()?;
+            Some((cols.get(5..)?.join(" "), flat))
+        })
+        .filter(|(_, flat)| *flat > 0)
+        .collect()
+}
+
+/// The pprof file carries Go heap profiles' four sample types, read by `go tool pprof`
+/// itself with the fixture's exact numbers: calls and bytes per call site, and the
+/// blocks and bytes live at exit. The pprof file is written whatever `--alloc-view`
+/// says (it carries all of them).
+#[test]
+fn go_tool_pprof_reads_alloc_and_inuse_space_and_objects() {
+    if which::which("go").is_err() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but go is not installed");
+        eprintln!("SKIP: go not installed: cannot check with go tool pprof");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pprof = dir.path().join("alloc.pb.gz");
+    let fixture = common::fixture("alloc_calls");
+    let extra = ["--alloc-view", "calls", "--pprof", pprof.to_str().unwrap()];
+    let Some(_) = record(&extra, &fixture, "malloc", "1000") else { return };
+    let expect = |pairs: &[(&str, u64)]| pairs.iter().map(|(f, v)| (f.to_string(), *v)).collect::<BTreeMap<_, _>>();
+    assert_eq!(
+        pprof_flat(&pprof, "alloc_space"),
+        expect(&[("make_node", 74_624), ("main", 40_000), ("grow_buffer", 261_888)])
+    );
+    assert_eq!(pprof_flat(&pprof, "alloc_objects"), expect(&[("make_node", 1000), ("main", 250), ("grow_buffer", 10)]));
+    assert_eq!(pprof_flat(&pprof, "inuse_space"), expect(&[("make_node", 7_424)]));
+    assert_eq!(pprof_flat(&pprof, "inuse_objects"), expect(&[("make_node", 100)]));
+}
