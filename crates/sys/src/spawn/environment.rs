@@ -1,9 +1,12 @@
 //! The environment every run starts with, built once per experiment.
 
-use super::process::PAD_VARIABLE;
 use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::ptr;
+
+/// Name of the padding variable added to every command's environment (see
+/// `experiment::schedule`: it varies the stack's start between rounds).
+pub const PAD_VARIABLE: &str = "PERFLAB_PAD";
 
 /// The environment every run gets: perflab's own, plus the round's padding variable.
 /// Built once per experiment; a round only swaps the padding.

@@ -24,10 +24,6 @@ use std::path::Path;
 use std::ptr;
 use std::time::{Duration, Instant};
 
-/// Name of the padding variable added to every command's environment (see
-/// `experiment::schedule`: it varies the stack's start between rounds).
-pub const PAD_VARIABLE: &str = "PERFLAB_PAD";
-
 /// Where a command's stdout and stderr go.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Output {
