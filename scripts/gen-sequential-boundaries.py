@@ -2,7 +2,7 @@
 """Reference group-sequential boundaries for tests/data/sequential_boundaries.json.
 
 An independent computation of the two-sided Lan-DeMets boundaries perflab computes by
-numerical integration (src/stats/sequential.rs): here the probability of staying inside
+numerical integration (crates/stats/src/sequential.rs): here the probability of staying inside
 the boundaries at looks 1..k is the multivariate normal probability of a rectangle
 (Genz's algorithm, scipy.stats.multivariate_normal.cdf), with corr(Z_i, Z_j) =
 sqrt(t_i / t_j), and each boundary c_k solves

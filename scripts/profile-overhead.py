@@ -9,7 +9,7 @@ and of its wall time (exec → exit as perflab measures it, vs fork → wait for
 bare run), and the size of the saved profile.
 
 It also sizes the sampling probe of `compare --explain` / `run --profile-changes`
-(src/measure/sampling.rs), which opens the same cpu-clock perf event on the run with
+(crates/engine/src/measure/sampling.rs), which opens the same cpu-clock perf event on the run with
 frame-pointer call stacks or none: `-g` is the same frame-pointer unwinding, so the
 `-F 997`/`-F 499` rows with and without `-g` are the probe's costs at those rates.
 Each round runs every variant once in a shuffled order; the paired column is the

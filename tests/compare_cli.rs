@@ -3,7 +3,7 @@
 //! Why real timed runs: these test the whole path a user takes (spawn, wait4, the
 //! outputs, exit codes). Where a verdict is asserted the two commands differ tenfold, so
 //! no load on a CI runner can move it; the stopping and verdict logic itself is tested
-//! on the simulated executor (src/experiment/engine.rs, src/analysis/).
+//! on the simulated executor (crates/engine/src/experiment/engine.rs, src/analysis/).
 
 mod common;
 
