@@ -204,6 +204,12 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
         confidence: args.confidence,
         env_padding: defaults.env_padding && !args.no_env_padding,
         hooks,
+        budget_s: args.experiment.budget,
+        estimator: match args.experiment.estimator {
+            Some(crate::cli::args::EstimatorChoice::Fixed(e)) => Some(e),
+            _ => None,
+        },
+        estimator_by_shape: args.experiment.estimator == Some(crate::cli::args::EstimatorChoice::ByShape),
         ..defaults
     };
     let plan = Plan::new(commands, settings, measure, compared)

@@ -9,7 +9,7 @@ use super::table::{Column, FitTable, Frame};
 use super::OutputError;
 use crate::verdict::sentence;
 use perflab_model::units::{format_level, format_p, format_value};
-use perflab_model::{metric, Comparison, Experiment, StopReason, Verdict};
+use perflab_model::{metric, Comparison, Experiment, Learned, Promise, StopReason, Verdict};
 use perflab_stats::signed_rank::min_pairs_for_interval;
 use perflab_stats::summary;
 
@@ -70,6 +70,9 @@ pub fn render_styled(e: &Experiment, style: &Style) -> String {
         stop_text(e.stop_reason),
         dim(&format!("(seed {})", e.settings.seed)),
     ));
+    if let Some(p) = &e.promise {
+        out.push_str(&dim(&format!("{}\n", promise_line(p, e.settings.threshold))));
+    }
     out.push_str(&command_table(e, style).render(style.width));
     if e.commands.len() == 1 {
         out.push_str(&alone(e, style));
@@ -89,6 +92,9 @@ pub fn render_styled(e: &Experiment, style: &Style) -> String {
             let notes = if c.verdict == Verdict::NotComparable { &[][..] } else { &c.flags[..] };
             for flag in notes.iter().filter(|f| !f.starts_with("exact")) {
                 out.push_str(&format!("  note: {flag}\n"));
+            }
+            for learned in e.learned.iter().filter(|l| l.candidate == c.candidate && l.metric == c.metric) {
+                out.push_str(&format!("  {}\n", learned_line(learned, e.settings.threshold)));
             }
         }
         out.push_str(&too_few_rounds(e));
@@ -275,6 +281,67 @@ fn too_few_rounds(e: &Experiment) -> String {
         }
     )
 }
+/// A percentage of a fraction, with one decimal below 10 %.
+fn percent(fraction: f64) -> String {
+    let p = fraction * 100.0;
+    if p.abs() < 10.0 {
+        format!("{p:.1} %")
+    } else {
+        format!("{p:.0} %")
+    }
+}
+
+/// A duration for people: seconds up to two minutes, then minutes, then hours.
+fn rough_time(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{seconds:.0} s")
+    } else if seconds < 7200.0 {
+        format!("{:.0} min", seconds / 60.0)
+    } else {
+        format!("{:.1} h", seconds / 3600.0)
+    }
+}
+
+/// What `--budget` promised after its first look (printed then, and atop the report).
+pub fn promise_line(p: &Promise, threshold: f64) -> String {
+    let reach = if p.resolution <= threshold {
+        format!("±{} equivalence is within reach", percent(threshold))
+    } else {
+        format!("too coarse to call ±{} `equivalent`", percent(threshold))
+    };
+    format!(
+        "budget {}: about {} rounds of {}; at the noise of the first {} (σ {} per round) the interval will be about \
+         ±{} by then: changes of {} are found in 80 % of experiments, {reach}",
+        rough_time(p.budget_s),
+        p.rounds,
+        format_value(metric::WALL, p.round_s),
+        p.after_rounds,
+        percent(p.paired_sigma),
+        percent(p.resolution),
+        percent(p.detectable)
+    )
+}
+
+/// What an undecided comparison learned: the change still possible either way, the
+/// noise, and how long a change at the threshold would take to decide.
+pub fn learned_line(l: &Learned, threshold: f64) -> String {
+    let decide = match (l.rounds_to_decide, l.seconds_to_decide) {
+        (Some(n), Some(s)) => format!(
+            "; a {} change would be decided in 80 % of experiments after about {n} rounds ({} at this pace)",
+            percent(threshold),
+            rough_time(s)
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "learned: no change beyond −{} … +{} ({} %); noise σ {} per round{decide}",
+        percent(l.down.max(0.0)),
+        percent(l.up.max(0.0)),
+        format_level(l.confidence),
+        percent(l.paired_sigma)
+    )
+}
+
 /// Rows of an explanation shown in the terminal (the JSON has all).
 const EXPLAIN_ROWS: usize = 15;
 
