@@ -466,6 +466,27 @@ mod tests {
     }
 
     #[test]
+    fn an_undecided_comparison_prints_what_it_learned_and_a_budget_its_promise() {
+        crate::color::init("never");
+        let commands = ["A", "B"].iter().map(|c| CommandSpec::bare(c)).collect();
+        let compared = Compared::fixed(vec![metric::WALL.into()]);
+        // 6 % run noise in 3 s of 0.2 s rounds: no verdict on ±1 % by the deadline.
+        let settings = Settings { seed: 3, max_time_s: 3.0, budget_s: Some(3.0), ..Settings::default() };
+        let plan = Plan::new(commands, settings, MeasureOptions::default(), compared);
+        let mut machine = Simulated::new(3, vec![0.1, 0.1], Noise::gaussian(0.06));
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        let [learned] = e.learned.as_slice() else { panic!("{:?}", e.learned) };
+        let text = render(&e);
+        let line = learned_line(learned, e.settings.threshold);
+        assert!(text.contains(&line), "{text}");
+        assert!(line.starts_with("learned: no change beyond −") && line.contains("(95 %); noise σ "), "{line}");
+        assert!(line.contains("a 1.0 % change would be decided in 80 % of experiments after about "), "{line}");
+        let promise = e.promise.as_ref().expect("a budget promises");
+        assert!(text.contains(&promise_line(promise, e.settings.threshold)), "{text}");
+        assert!(promise_line(promise, 0.01).starts_with("budget 3 s: about "), "{promise:?}");
+    }
+
+    #[test]
     fn the_report_has_the_table_the_verdict_line_and_escaped_names() {
         crate::color::init("never");
         let e = experiment();
