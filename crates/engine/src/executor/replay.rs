@@ -382,6 +382,28 @@ mod tests {
     }
 
     #[test]
+    fn every_trace_of_the_library_reads_with_its_facts_and_whole_rounds() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/noise");
+        let mut paths: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+            .collect();
+        paths.sort();
+        assert!(paths.len() >= 4, "{paths:?}");
+        for path in paths {
+            let t = Trace::load(&path).unwrap();
+            for fact in ["recorded", "machine", "run", "case", "load", "steal", "rounds"] {
+                assert!(t.fact(fact).is_some(), "{}: no `{fact}`", t.name);
+            }
+            let rounds: usize = t.fact("rounds").unwrap().parse().unwrap();
+            assert_eq!(t.runs.len(), 2 * rounds, "{}", t.name);
+            assert_eq!(t.paired_log_ratios().len(), rounds, "{}: every round has both runs", t.name);
+            assert!(t.duration_s.is_some() && t.overhead_per_run_s() >= 0.0, "{}", t.name);
+        }
+    }
+
+    #[test]
     fn bad_traces_are_one_line_errors() {
         let cases = [
             ("round,wall,cpu\n0,1,1\n", "line 1: expected the columns"),
