@@ -117,3 +117,39 @@ fn bad_input_gets_one_line_and_exit_2_and_a_failing_command_exit_3() {
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!db.exists(), "a failed calibration stores nothing");
 }
+
+#[test]
+fn a_calibration_is_recorded_as_a_noise_trace_the_replay_reads_back() {
+    use perflab::executor::replay::Trace;
+    let dir = tempfile::tempdir().unwrap();
+    let trace_path = dir.path().join("trace.csv");
+    let out = perflab(&dir.path().join("h.db"))
+        .args(["doctor", "--calibrate-for", "1s", "--no-save", "--record-noise"])
+        .arg(&trace_path)
+        .args(["--", &spin(1_000_000)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let trace = Trace::load(&trace_path).unwrap();
+    // Every measured round of the A/A calibration, both runs of it, in execution order.
+    let rounds: usize = trace.fact("rounds").unwrap().parse().unwrap();
+    assert!(rounds >= 2, "{rounds}");
+    assert_eq!(trace.runs.len(), 2 * rounds);
+    for (k, pair) in trace.runs.chunks(2).enumerate() {
+        assert!(pair.iter().all(|r| r.round as usize == k && r.wall_s > 0.0), "{pair:?}");
+    }
+    assert!(trace.duration_s.is_some_and(|d| d > 0.0));
+    let text = std::fs::read_to_string(&trace_path).unwrap();
+    assert!(text.starts_with("# perflab noise trace: A/A runs of `"), "{text}");
+    assert!(text.contains("# load: 1-min load average "), "{text}");
+
+    // Both to stdout is a usage error, not an interleaving.
+    let both = perflab(&dir.path().join("h.db"))
+        .args(["doctor", "--calibrate-for", "1s", "--no-save", "--record-noise", "-", "--json", "-", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&both.stderr);
+    assert!(stderr.contains("--record-noise and --json cannot both write to stdout"), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+}

@@ -177,3 +177,52 @@ fn sequential_boundaries() {
         }
     }
 }
+
+/// The sign-test median interval and the 20 % trimmed mean (the estimators the adaptive
+/// choice considers besides Hodges–Lehmann). The order-statistic interval and the medians
+/// are SciPy's fields of the JSON; the trimmed-mean figures below were computed with SciPy
+/// 1.10.1 on the same cases' paired log ratios, by
+///   x = log(b) - log(a); g = floor(0.2 n); h = n - 2g; tm = stats.trim_mean(x, 0.2);
+///   w = mstats.winsorize(x, limits=(0.2, 0.2)); se = sqrt((n-1) var(w, ddof=1) / (h (h-1)));
+///   interval tm ± stats.t.ppf(0.975, h-1) se; p = 2 stats.t.sf(|tm/se|, h-1);
+///   sign test p = stats.binomtest(#(x>0), #(x≠0)).pvalue.
+#[test]
+fn sign_and_trimmed_mean() {
+    use perflab::stats::{sign, trimmed};
+    // (case, trimmed mean, se, low, high, Yuen p, sign-test p)
+    #[rustfmt::skip]
+    let trimmed_reference = [
+        ("case0", 4.979871886412468e-05, 0.01406480364188365, -0.04471068366579714, 0.04481028110352539, 0.9973972480642675, 1.0),
+        ("case1", 0.0010442701641615315, 0.0028121335342502743, -0.006184549221117437, 0.008273089549440501, 0.725596619233699, 0.7265625),
+        ("case2", -0.0010785870961983839, 0.006644616863596733, -0.018159118517024144, 0.016001944324627374, 0.8774061010225525, 1.0),
+        ("case3", 0.02186344002157936, 0.008428847506341652, 0.0019323828000162024, 0.04179449724314252, 0.03574210850431932, 0.03857421875),
+        ("case4", 0.0055402327769800514, 0.009593452137929916, -0.015574813012569733, 0.026655278566529838, 0.5752306351916177, 0.26317596435546875),
+        ("case5", -0.011950240657001536, 0.0047269113747322716, -0.022088457248490415, -0.0018120240655126567, 0.024118209017480838, 0.01463329792022705),
+        ("case6", 0.002393182105357309, 0.004561939409960609, -0.007043908573328253, 0.01183027278404287, 0.6048829542211833, 0.8746293123804207),
+        ("case7", 0.010261268947462106, 0.004491551485523169, 0.0011429346665569173, 0.019379603228367293, 0.028513629501625757, 0.027340133868077935),
+        ("case8", 0.0045305565233008105, 0.003422689037098648, -0.002318228417007174, 0.011379341463608795, 0.19071436720997087, 0.6172994135892521),
+    ];
+    let cases = cases();
+    assert_eq!(cases.len(), trimmed_reference.len());
+    for (case, (name, mean, se, low, high, p, sign_p)) in cases.iter().zip(trimmed_reference) {
+        assert_eq!(case["name"].as_str(), Some(name));
+        let d = log_ratios(case);
+        let t = trimmed::trimmed_mean(&d).expect("n ≥ 6");
+        assert_close(&format!("{name} trimmed mean"), t.estimate, mean, ESTIMATE_TOLERANCE);
+        assert_close(&format!("{name} trimmed se"), t.se, se, ESTIMATE_TOLERANCE);
+        let i = t.interval(0.95).expect("an interval");
+        assert_close(&format!("{name} trimmed low"), i.low, low, 1e-7);
+        assert_close(&format!("{name} trimmed high"), i.high, high, 1e-7);
+        assert_close(&format!("{name} Yuen p"), t.p_value(), p, P_TOLERANCE);
+        assert_close(&format!("{name} sign-test p"), sign::sign_test_p(&d), sign_p, P_TOLERANCE);
+
+        // The paired median, and the order-statistic interval on the baseline's runs.
+        let (median, _) = sign::median_interval(&d, 0.95);
+        assert_close(&format!("{name} median"), median, num(&case["paired_log_ratio"], "median"), ESTIMATE_TOLERANCE);
+        let expected_ci = &case["a_summary"]["median_ci95_order_statistics"];
+        match sign::median_interval(&floats(&case["a"]), 0.95).1 {
+            Some(i) => assert_eq!(vec![i.low, i.high], floats(expected_ci), "{name} sign interval"),
+            None => assert!(expected_ci.is_null(), "{name}: SciPy has an order-statistic interval"),
+        }
+    }
+}

@@ -30,6 +30,22 @@ use serde::Serialize;
 pub fn duration(text: &str) -> Result<f64, units::ParseError> {
     units::parse_duration(text)
 }
+/// `--estimator`: one estimator, or the choice by the rounds' shape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EstimatorChoice {
+    Fixed(perflab_model::Estimator),
+    ByShape,
+}
+
+pub fn estimator_choice(text: &str) -> Result<EstimatorChoice, String> {
+    if text == "auto" {
+        return Ok(EstimatorChoice::ByShape);
+    }
+    perflab_model::Estimator::parse(text)
+        .map(EstimatorChoice::Fixed)
+        .ok_or_else(|| format!("`{text}` is not one of hodges_lehmann (or hl), median, trimmed_mean, auto"))
+}
+
 pub fn percent(text: &str) -> Result<f64, units::ParseError> {
     units::parse_percent(text)
 }
@@ -62,6 +78,15 @@ pub struct ExperimentArgs {
           help = with_default("Stop after this much time even without a verdict (e.g. 60, 90s, 5m)",
                               format!("{}s", Settings::default().max_time_s)))]
     pub max_time: Option<f64>,
+    /// A deadline: plan the rounds to end by it (as --max-time), and say after the first
+    /// look what it can resolve at the noise seen so far (e.g. 10s, 2m).
+    #[arg(long, value_name = "DURATION", value_parser = duration, conflicts_with_all = ["max_time", "rounds"])]
+    pub budget: Option<f64>,
+    /// How the deciding comparisons are estimated: hodges_lehmann (default; signed-rank
+    /// interval), median (sign-test interval), trimmed_mean (20 %, t interval), or auto
+    /// (chosen from the rounds' shape at the look after 20 rounds; docs/statistics.md)
+    #[arg(long, value_name = "NAME", value_parser = estimator_choice)]
+    pub estimator: Option<EstimatorChoice>,
     #[arg(long, value_name = "PCT", value_parser = percent,
           help = with_default("Equivalence margin in percent: a CI inside ±PCT is `equivalent`",
                               Settings::default().threshold * 100.0))]
@@ -84,7 +109,7 @@ impl ExperimentArgs {
             warmup: self.runner.warmup,
             min_rounds: self.min_rounds,
             max_rounds: self.max_rounds,
-            max_time: self.max_time,
+            max_time: self.budget.or(self.max_time),
             timeout: self.runner.timeout,
             threshold: self.threshold,
             ..SettingsLayer::default()

@@ -207,6 +207,12 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
     Ok(request.build_with(|defaults| Settings {
         confidence: args.confidence,
         env_padding: defaults.env_padding && !args.no_env_padding,
+        budget_s: args.experiment.budget,
+        estimator: match args.experiment.estimator {
+            Some(crate::cli::args::EstimatorChoice::Fixed(e)) => Some(e),
+            _ => None,
+        },
+        estimator_by_shape: args.experiment.estimator == Some(crate::cli::args::EstimatorChoice::ByShape),
         ..defaults
     })?)
 }

@@ -35,6 +35,11 @@ pub struct DoctorArgs {
     /// Write the findings (and the calibration) as JSON (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
+    /// Write the calibration's runs as a noise trace (CSV, every run in execution order
+    /// with its round, wall, CPU and run-queue wait, and the machine's load), the format
+    /// of perflab's library of recorded noise (docs/statistics.md).
+    #[arg(long, value_name = "FILE", requires = "command")]
+    pub record_noise: Option<String>,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -57,6 +62,10 @@ pub fn main(args: DoctorArgs) -> Result<(), Failure> {
             Some(plan)
         }
     };
+    if args.record_noise.as_deref() == Some("-") && args.json.as_deref() == Some("-") {
+        return Err(usage!("--record-noise and --json cannot both write to stdout"));
+    }
+    let load_before = load_average();
     let mut outputs: Outputs<Report> = Outputs::new();
     if let Some(path) = &args.json {
         outputs.add("--json", path, Json)?;
@@ -90,6 +99,23 @@ pub fn main(args: DoctorArgs) -> Result<(), Failure> {
         }
         _ => Ok(()),
     };
+    if let Some(path) = &args.record_noise {
+        let trace = perflab_engine::executor::replay::Trace::from_experiment("doctor", &experiment);
+        let comments = vec![
+            format!(
+                "perflab noise trace: A/A runs of `{}` (perflab doctor --record-noise), in execution order",
+                command_line.replace('\n', " ")
+            ),
+            format!("load: 1-min load average {load_before} before, {} after", load_average()),
+        ];
+        match trace {
+            Some(trace) => {
+                let csv = trace.to_csv(&comments);
+                outputs.add("--record-noise", path, Text(move |_: &Report| csv.clone()))?;
+            }
+            None => eprintln!("perflab: --record-noise: the calibration ran too few rounds for a trace; none written"),
+        }
+    }
     let terminal = Text(|r: &Report| {
         r.calibration.as_ref().map_or(String::new(), |c| render::doctor::calibration(c, &experiment, args.effect))
     });
@@ -100,6 +126,14 @@ pub fn main(args: DoctorArgs) -> Result<(), Failure> {
         return Err(Failure::CommandFailed("the calibration finished too few rounds to measure the noise".into()));
     }
     Ok(())
+}
+
+/// The 1-minute load average, as /proc/loadavg says it ("unknown" where it cannot be read).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// Store the calibration with the machine fingerprint, and say where.

@@ -13,13 +13,15 @@ pub struct ProgressDisplay {
     /// With a fixed round count the bar counts rounds (and shows an ETA); otherwise it
     /// fills with time against `--max-time`, the latest the experiment can stop.
     fixed_rounds: bool,
+    /// The equivalence margin, for what a budget can reach.
+    threshold: f64,
 }
 
 impl ProgressDisplay {
     /// A display for the experiments to come (one at a time); drawn on stderr unless
     /// `hidden` (the commands pass `--no-progress`, a `--style` or stderr not being a terminal).
     pub fn new(hidden: bool) -> Self {
-        ProgressDisplay { hidden, bar: None, fixed_rounds: false }
+        ProgressDisplay { hidden, bar: None, fixed_rounds: false, threshold: 0.01 }
     }
 
     fn bar_for(settings: &perflab_model::Settings, hidden: bool) -> ProgressBar {
@@ -45,6 +47,7 @@ impl ProgressDisplay {
 impl Observer for ProgressDisplay {
     fn experiment_started(&mut self, plan: &Plan) {
         self.fixed_rounds = plan.settings.fixed_rounds.is_some();
+        self.threshold = plan.settings.threshold;
         self.bar = Some(Self::bar_for(&plan.settings, self.hidden));
     }
 
@@ -79,5 +82,15 @@ impl Observer for ProgressDisplay {
             }
         }
         bar.set_message(msg);
+    }
+
+    /// Said before the rounds go on, whether or not the bar is drawn.
+    fn promised(&mut self, promise: &perflab_model::Promise) {
+        let threshold = self.threshold;
+        let line = format!("perflab: {}", perflab_render::terminal::promise_line(promise, threshold));
+        match &self.bar {
+            Some(bar) if !self.hidden => bar.println(line),
+            _ => eprintln!("{line}"),
+        }
     }
 }

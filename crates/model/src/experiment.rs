@@ -232,6 +232,19 @@ pub struct Settings {
     /// however long they take. Not recorded: the stop reason says which limit ended it.
     #[serde(skip)]
     pub max_time_bounds_fixed_rounds: bool,
+    /// The estimator asked for (`--estimator NAME`); None: Hodges–Lehmann, or the choice
+    /// by the rounds' shape with `estimator_by_shape`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimator: Option<crate::Estimator>,
+    /// `--estimator auto`: the pilot look chooses the estimator from the rounds' shape.
+    /// Opt-in: on the validation (docs/statistics.md) it met the coverage and A/A targets
+    /// everywhere but was one look slower than the best single estimator on normal noise
+    /// and on two-speed phases, so Hodges–Lehmann stays the default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimator_by_shape: bool,
+    /// A deadline (`--budget`): `max_time_s` is it, and the first look says what it can resolve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<f64>,
 }
 
 /// Shell commands run around one measured command, never timed: to restart a server,
@@ -301,6 +314,9 @@ impl Default for Settings {
             hooks: Vec::new(),
             input: None,
             max_time_bounds_fixed_rounds: false,
+            estimator: None,
+            estimator_by_shape: false,
+            budget_s: None,
         }
     }
 }
@@ -369,6 +385,15 @@ pub struct Experiment {
     /// build's value, the main effect of every factor and, on request, every pairwise ratio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub design: Option<DesignAnalysis>,
+    /// How the deciding comparisons were estimated (sequential experiments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimation: Option<crate::Estimation>,
+    /// What `--budget` promised after the first look.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promise: Option<crate::Promise>,
+    /// What the comparisons a limit or an interrupt left undecided learned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub learned: Vec<crate::Learned>,
 }
 
 /// A factor of a design: a parameter and its levels, the first being the reference.
@@ -436,6 +461,9 @@ impl Default for Experiment {
             failure: None,
             environment: BTreeMap::new(),
             design: None,
+            estimation: None,
+            promise: None,
+            learned: Vec::new(),
         }
     }
 }

@@ -35,11 +35,13 @@ pub const SCHEMA_VERSION: u32 = 2;
 mod comparison;
 mod experiment;
 pub mod metric;
+mod noise;
 mod run;
 pub mod units;
 
 pub use comparison::*;
 pub use experiment::*;
+pub use noise::*;
 pub use perflab_stats::summary::Summary;
 pub use run::*;
 

@@ -9,7 +9,7 @@ use super::table::{Column, FitTable, Frame};
 use super::OutputError;
 use crate::verdict::sentence;
 use perflab_model::units::{format_level, format_p, format_value};
-use perflab_model::{metric, Comparison, Experiment, StopReason, Verdict};
+use perflab_model::{metric, Comparison, Experiment, Learned, Promise, StopReason, Verdict};
 use perflab_stats::signed_rank::min_pairs_for_interval;
 use perflab_stats::summary;
 
@@ -70,6 +70,9 @@ pub fn render_styled(e: &Experiment, style: &Style) -> String {
         stop_text(e.stop_reason),
         dim(&format!("(seed {})", e.settings.seed)),
     ));
+    if let Some(p) = &e.promise {
+        out.push_str(&dim(&format!("{}\n", promise_line(p, e.settings.threshold))));
+    }
     out.push_str(&command_table(e, style).render(style.width));
     if e.commands.len() == 1 {
         out.push_str(&alone(e, style));
@@ -90,6 +93,9 @@ pub fn render_styled(e: &Experiment, style: &Style) -> String {
             let notes = if c.verdict == Verdict::NotComparable { &[][..] } else { &c.flags[..] };
             for flag in notes.iter().filter(|f| !f.starts_with("exact")) {
                 out.push_str(&format!("  note: {flag}\n"));
+            }
+            for learned in e.learned.iter().filter(|l| l.candidate == c.candidate && l.metric == c.metric) {
+                out.push_str(&format!("  {}\n", learned_line(learned, e.settings.threshold)));
             }
         }
         out.push_str(&too_few_rounds(e));
@@ -301,6 +307,67 @@ fn too_few_rounds(e: &Experiment) -> String {
         }
     )
 }
+/// A percentage of a fraction, with one decimal below 10 %.
+fn percent(fraction: f64) -> String {
+    let p = fraction * 100.0;
+    if p.abs() < 10.0 {
+        format!("{p:.1} %")
+    } else {
+        format!("{p:.0} %")
+    }
+}
+
+/// A duration for people: seconds up to two minutes, then minutes, then hours.
+fn rough_time(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{seconds:.0} s")
+    } else if seconds < 7200.0 {
+        format!("{:.0} min", seconds / 60.0)
+    } else {
+        format!("{:.1} h", seconds / 3600.0)
+    }
+}
+
+/// What `--budget` promised after its first look (printed then, and atop the report).
+pub fn promise_line(p: &Promise, threshold: f64) -> String {
+    let reach = if p.resolution <= threshold {
+        format!("±{} equivalence is within reach", percent(threshold))
+    } else {
+        format!("too coarse to call ±{} `equivalent`", percent(threshold))
+    };
+    format!(
+        "budget {}: about {} rounds of {}; at the noise of the first {} (σ {} per round) the interval will be about \
+         ±{} by then: changes of {} are found in 80 % of experiments, {reach}",
+        rough_time(p.budget_s),
+        p.rounds,
+        format_value(metric::WALL, p.round_s),
+        p.after_rounds,
+        percent(p.paired_sigma),
+        percent(p.resolution),
+        percent(p.detectable)
+    )
+}
+
+/// What an undecided comparison learned: the change still possible either way, the
+/// noise, and how long a change at the threshold would take to decide.
+pub fn learned_line(l: &Learned, threshold: f64) -> String {
+    let decide = match (l.rounds_to_decide, l.seconds_to_decide) {
+        (Some(n), Some(s)) => format!(
+            "; a {} change would be decided in 80 % of experiments after about {n} rounds ({} at this pace)",
+            percent(threshold),
+            rough_time(s)
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "learned: no change beyond −{} … +{} ({} %); noise σ {} per round{decide}",
+        percent(l.down.max(0.0)),
+        percent(l.up.max(0.0)),
+        format_level(l.confidence),
+        percent(l.paired_sigma)
+    )
+}
+
 /// Rows of an explanation shown in the terminal (the JSON has all).
 const EXPLAIN_ROWS: usize = 15;
 
@@ -491,6 +558,27 @@ mod tests {
         assert!(note.contains("at 99.5 % each") && note.contains("cpu_s (p = 0.029)"), "{note}");
         e.comparisons.truncate(1);
         assert_eq!(levels_note(&e), "", "an interval and a p that agree need no note");
+    }
+
+    #[test]
+    fn an_undecided_comparison_prints_what_it_learned_and_a_budget_its_promise() {
+        crate::color::init("never");
+        let commands = ["A", "B"].iter().map(|c| CommandSpec::bare(c)).collect();
+        let compared = Compared::fixed(vec![metric::WALL.into()]);
+        // 6 % run noise in 3 s of 0.2 s rounds: no verdict on ±1 % by the deadline.
+        let settings = Settings { seed: 3, max_time_s: 3.0, budget_s: Some(3.0), ..Settings::default() };
+        let plan = Plan::new(commands, settings, MeasureOptions::default(), compared);
+        let mut machine = Simulated::new(3, vec![0.1, 0.1], Noise::gaussian(0.06));
+        let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+        let [learned] = e.learned.as_slice() else { panic!("{:?}", e.learned) };
+        let text = render(&e);
+        let line = learned_line(learned, e.settings.threshold);
+        assert!(text.contains(&line), "{text}");
+        assert!(line.starts_with("learned: no change beyond −") && line.contains("(95 %); noise σ "), "{line}");
+        assert!(line.contains("a 1.0 % change would be decided in 80 % of experiments after about "), "{line}");
+        let promise = e.promise.as_ref().expect("a budget promises");
+        assert!(text.contains(&promise_line(promise, e.settings.threshold)), "{text}");
+        assert!(promise_line(promise, 0.01).starts_with("budget 3 s: about "), "{promise:?}");
     }
 
     #[test]

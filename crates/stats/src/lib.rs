@@ -4,14 +4,17 @@
 //! (`tests/stats_vectors.rs`); methods and references in `docs/statistics.md`.
 
 pub mod changepoint;
+pub mod estimator;
 pub mod paired_means;
 pub mod rank_sum;
 pub mod sequential;
 pub mod sessions;
+pub mod sign;
 pub mod signed_rank;
 pub mod student;
 pub mod summary;
 pub mod synthetic;
+pub mod trimmed;
 pub mod welch;
 
 mod order;

@@ -758,6 +758,7 @@ fn stored_experiment(
             failure: if full { r.opt_text("failure") } else { None },
             // The design analysis is not stored; it is derived from the runs when asked.
             design: None,
+            ..Experiment::default()
         },
         sample: None,
         profile_change: None,

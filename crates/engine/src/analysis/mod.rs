@@ -6,6 +6,7 @@ pub mod crosscheck;
 pub mod design;
 pub mod explain;
 pub mod multiplicity;
+pub mod noise;
 pub mod printed;
 pub mod stat;
 pub mod verdict;
@@ -44,7 +45,8 @@ pub fn primary_comparisons(plan: &Plan, experiment: &Experiment, look_level: f64
     let mut out = Vec::new();
     for cand in &experiment.commands[1..] {
         for metric in deciding_metrics(plan, experiment) {
-            out.push(verdict::compare(base, cand, &metric, level, &plan.settings));
+            let estimator = noise::estimator_of(plan, experiment, &metric);
+            out.push(verdict::compare_estimated(base, cand, &metric, level, &plan.settings, estimator));
         }
     }
     out
@@ -149,11 +151,12 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     if !compared.contains(&experiment.primary_metric) {
         compared.insert(1.min(compared.len()), experiment.primary_metric.clone());
     }
+    let estimators: Vec<_> = compared.iter().map(|name| noise::estimator_of(plan, experiment, name)).collect();
     if let Some((base, candidates)) = experiment.commands.split_first() {
         for cand in candidates {
-            for name in &compared {
+            for (name, &estimator) in compared.iter().zip(&estimators) {
                 let level = if counters.contains(name) { secondary_level } else { level };
-                let c = verdict::compare(base, cand, name, level, &plan.settings);
+                let c = verdict::compare_estimated(base, cand, name, level, &plan.settings, estimator);
                 // A metric neither command has (a counter this machine cannot read) is
                 // listed as unsupported, not as a comparison; the primary always shows.
                 let anywhere = |r: &CommandResult| r.runs.iter().any(|run| run.metric(name).is_some());

@@ -3,8 +3,9 @@
 //! equivalent or inconclusive against the equivalence threshold.
 
 use perflab_model::metric::Better;
-use perflab_model::{CommandResult, Comparison, Settings, Verdict};
-use perflab_stats::signed_rank;
+use perflab_model::{CommandResult, Comparison, Estimator, Settings, Verdict};
+use perflab_stats::estimator;
+use perflab_stats::signed_rank::{self, PairedEstimate};
 use std::collections::BTreeMap;
 
 /// Classify an interval of the ratio candidate/baseline of a metric that improves in
@@ -91,6 +92,19 @@ pub fn compare(
     level: f64,
     settings: &Settings,
 ) -> Comparison {
+    compare_estimated(baseline, candidate, metric, level, settings, Estimator::HodgesLehmann)
+}
+
+/// [`compare`] with the ratio and interval of `estimator` (Hodges–Lehmann is
+/// [`compare`]); any other is named in a flag.
+pub fn compare_estimated(
+    baseline: &CommandResult,
+    candidate: &CommandResult,
+    metric: &str,
+    level: f64,
+    settings: &Settings,
+    estimator: Estimator,
+) -> Comparison {
     let better = settings.metric_info(metric).better;
     let (base, cand) = pairs(baseline, candidate, metric);
     let comparison = |ratio: f64, ci: Option<(f64, f64)>, p_value: f64, n: usize, flags: Vec<String>| Comparison {
@@ -128,11 +142,14 @@ pub fn compare(
         let p = if ratio == 1.0 { 1.0 } else { 0.0 };
         return comparison(ratio, Some((ratio, ratio)), p, base.len(), vec![flag.into()]);
     }
-    let est = signed_rank::paired(&base, &cand, level);
+    let est = paired(&base, &cand, level, estimator);
     if est.n == 0 {
         return not_comparable(non_positive_reason(baseline, &base, candidate, &cand, metric));
     }
     let mut flags = Vec::new();
+    if estimator != Estimator::HodgesLehmann {
+        flags.push(format!("{ESTIMATED_BY}{} (`estimation` says why)", estimator.describe()));
+    }
     if est.skipped > 0 {
         flags.push(format!(
             "{} of {} rounds skipped: {metric} ≤ 0 on a side (a ratio needs positive values)",
@@ -141,6 +158,32 @@ pub fn compare(
         ));
     }
     comparison(est.ratio, est.ci, est.p_value, est.n, flags)
+}
+
+/// The start of the flag of a comparison estimated otherwise than by Hodges–Lehmann.
+pub const ESTIMATED_BY: &str = "estimated by ";
+
+/// The paired estimate of `estimator` on the per-round log ratios.
+fn paired(base: &[f64], cand: &[f64], level: f64, estimator: Estimator) -> PairedEstimate {
+    if estimator == Estimator::HodgesLehmann {
+        return signed_rank::paired(base, cand, level);
+    }
+    let d = log_ratios(base, cand);
+    let l = estimator::locate(&d, estimator, level);
+    PairedEstimate {
+        n: d.len(),
+        skipped: base.len().min(cand.len()) - d.len(),
+        ratio: l.estimate.exp(),
+        ci: l.interval.map(|i| (i.low.exp(), i.high.exp())),
+        achieved_confidence: l.interval.map_or(0.0, |i| i.achieved_confidence),
+        p_value: l.p_value,
+    }
+}
+
+/// ln(cand/base) of the pairs where both are positive and finite.
+pub fn log_ratios(base: &[f64], cand: &[f64]) -> Vec<f64> {
+    let usable = |x: f64| x.is_finite() && x > 0.0;
+    base.iter().zip(cand).filter(|(&b, &c)| usable(b) && usable(c)).map(|(&b, &c)| c.ln() - b.ln()).collect()
 }
 
 /// Why no round has `metric` from both commands.
@@ -289,5 +332,41 @@ mod tests {
         let zero = compare(&counts("A", &[0.0; 6]), &counts("B", &[0.0; 6]), "context-switches", level, &settings());
         assert_eq!((zero.verdict, zero.ratio, zero.ci_low, zero.ci_high), (Verdict::Equivalent, 1.0, 1.0, 1.0));
         assert_eq!(zero.flags, [ALL_ZERO]);
+    }
+
+    #[test]
+    fn another_estimator_gives_its_own_interval_and_says_so() {
+        // 30 rounds: most agree to 0.1 %, five are off by ±20 % (a change of phase).
+        let base: Vec<f64> = (0..30).map(|i| 1.0 + 0.001 * ((i * 7 % 11) as f64 - 5.0)).collect();
+        let cand: Vec<f64> = base
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let wobble = 1.0 + 0.002 * ((i * 5 % 13) as f64 - 6.0) / 6.0;
+                let phase = if i % 6 != 0 {
+                    1.0
+                } else if i % 12 == 0 {
+                    1.2
+                } else {
+                    0.8
+                };
+                b * 1.02 * wobble * phase
+            })
+            .collect();
+        let (a, b) = (result("A", &base), result("B", &cand));
+        let hl = compare(&a, &b, "wall_s", 0.95, &settings());
+        let median = compare_estimated(&a, &b, "wall_s", 0.95, &settings(), Estimator::Median);
+        assert!(hl.flags.is_empty(), "{:?}", hl.flags);
+        assert_eq!(
+            median.flags,
+            [format!("{ESTIMATED_BY}the median with the sign-test interval (`estimation` says why)")]
+        );
+        // Both cover the 2 % change, each with its own interval.
+        for c in [&hl, &median] {
+            assert!(c.ci_low <= 1.02 && 1.02 <= c.ci_high && c.verdict == Verdict::Slower, "{c:?}");
+        }
+        assert_ne!((median.ci_low, median.ci_high), (hl.ci_low, hl.ci_high));
+        let trimmed = compare_estimated(&a, &b, "wall_s", 0.95, &settings(), Estimator::TrimmedMean);
+        assert_eq!((trimmed.n, trimmed.verdict), (30, Verdict::Slower));
     }
 }

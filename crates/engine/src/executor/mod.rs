@@ -6,6 +6,7 @@
 pub mod capture;
 use perflab_sys::spawn::{launcher, process};
 pub mod error;
+pub mod replay;
 pub mod simulated;
 
 use crate::measure::build_probes;

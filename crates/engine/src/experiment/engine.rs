@@ -4,7 +4,7 @@
 
 use super::error::ExperimentError;
 use super::observer::{Observer, Progress};
-use crate::analysis::{busy_warning, examine_busy, finish, primary_comparisons, Switch};
+use crate::analysis::{busy_warning, examine_busy, finish, noise, primary_comparisons, Switch};
 use crate::executor::error::ExecutorError;
 use crate::executor::{Executor, RunError};
 use crate::plan::schedule::{LookSchedule, RoundPlanner};
@@ -45,6 +45,7 @@ pub fn run_experiment(
             .collect(),
         environment: executor.environment_facts(),
         primary_metric: plan.primary_metric.clone(),
+        estimation: Some(noise::initial(settings)),
         ..Experiment::default()
     };
     let candidates = plan.commands.len().saturating_sub(1);
@@ -90,6 +91,8 @@ pub fn run_experiment(
     if let Some(warning) = busy_warning(&plan, &experiment, busy.switch) {
         experiment.warnings.insert(0, warning);
     }
+    // Whatever ended it, an undecided comparison says what the rounds did resolve.
+    experiment.learned = noise::learned(&plan, &experiment);
     Ok(experiment)
 }
 
@@ -200,13 +203,24 @@ fn rounds(
         experiment.rounds = measured;
         let mut latest = Vec::new();
         if looks.is_look(measured) {
+            let mut metric_switched = false;
             if busy.switch.is_none() {
                 if let Some(switch) = examine_busy(plan, experiment, busy.previous_look, measured) {
                     if busy.looks > 0 {
                         looks.restart_statistic();
                     }
                     busy.switch = Some(switch);
+                    metric_switched = true;
                 }
+            }
+            // At the pilot look the rounds' shape chooses the estimator; a new one is a
+            // new statistic, tested with what the earlier looks left of α.
+            if let Some(chosen) = noise::choose_at_look(plan, experiment, measured, metric_switched) {
+                let before = experiment.estimation.as_ref().map(|e| e.estimator);
+                if before != Some(chosen.estimator) && busy.looks > 0 {
+                    looks.restart_statistic();
+                }
+                experiment.estimation = Some(chosen);
             }
             busy.looks += 1;
             busy.previous_look = measured;
@@ -217,6 +231,13 @@ fn rounds(
             if let Some(level) = looks.take_look(measured, affordable as u32) {
                 last_look = Some((measured, level));
                 latest = primary_comparisons(plan, experiment, level);
+                if experiment.promise.is_none() {
+                    let elapsed = executor.elapsed().as_secs_f64();
+                    experiment.promise = noise::promise(plan, experiment, measured, pace, elapsed);
+                    if let Some(promise) = &experiment.promise {
+                        observer.promised(promise);
+                    }
+                }
             }
         }
         let decided =
@@ -562,5 +583,115 @@ mod tests {
             e
         };
         assert_eq!(run(), run());
+    }
+
+    #[test]
+    fn an_undecided_comparison_says_what_it_learned() {
+        // 5 % run noise (7 % paired) in 5 s of 0.2 s rounds: far too little for ±1 %.
+        let noisy = Noise { run_sigma: 0.05, ..Noise::none() };
+        let capped = plan(2, Settings { max_time_s: 5.0, ..Settings::default() });
+        let e = run_experiment(&capped, &mut Simulated::new(6, vec![0.1, 0.1], noisy), &mut Quiet).unwrap();
+        let c = wall(&e);
+        assert_eq!((e.stop_reason, c.verdict), (StopReason::MaxTime, Verdict::Inconclusive));
+        let [learned] = e.learned.as_slice() else { panic!("{:?}", e.learned) };
+        assert_eq!((learned.down, learned.up, learned.confidence), (1.0 - c.ci_low, c.ci_high - 1.0, 0.95));
+        assert!((0.04..0.11).contains(&learned.paired_sigma), "{learned:?}");
+        // (z + 0.84)² σ²/δ² with z ≈ 2.8 and σ ≈ 7 %: several hundred rounds, not 25.
+        let n = learned.rounds_to_decide.unwrap();
+        assert!(n > 10 * e.rounds && n < 5000, "{learned:?}");
+        let pace = e.duration_s / (e.rounds + e.settings.warmup_rounds) as f64;
+        assert!((learned.seconds_to_decide.unwrap() - n as f64 * pace).abs() < 1e-6);
+
+        let decided = run_experiment(
+            &plan(2, Settings::default()),
+            &mut Simulated::new(1, vec![0.05, 0.05], Noise::none()),
+            &mut Quiet,
+        )
+        .unwrap();
+        assert!(decided.learned.is_empty(), "a verdict needs no consolation");
+    }
+
+    #[test]
+    fn a_budget_says_once_what_it_can_resolve_after_the_first_look() {
+        #[derive(Default)]
+        struct Promises(Vec<perflab_model::Promise>);
+        impl Observer for Promises {
+            fn promised(&mut self, promise: &perflab_model::Promise) {
+                self.0.push(promise.clone());
+            }
+        }
+        let budget = plan(2, Settings { max_time_s: 20.0, budget_s: Some(20.0), ..Settings::default() });
+        let mut heard = Promises::default();
+        let machine = &mut Simulated::new(21, vec![0.05, 0.05], Noise::gaussian(0.01));
+        let e = run_experiment(&budget, machine, &mut heard).unwrap();
+        let [promise] = heard.0.as_slice() else { panic!("{:?}", heard.0) };
+        assert_eq!(e.promise.as_ref(), Some(promise));
+        // At the first look with an interval (10 rounds of 0.1 s): about 200 rounds fit in
+        // 20 s, and 1.4 % paired noise gives ±(2.7 × 1.02 × 1.4 %/√200) ≈ ±0.3 % by then.
+        assert_eq!(promise.after_rounds, 10);
+        assert!((180..=210).contains(&promise.rounds), "{promise:?}");
+        assert!((0.0008..0.006).contains(&promise.resolution), "{promise:?}");
+        assert!(promise.detectable > promise.resolution);
+        let none = run_experiment(&plan(2, Settings::default()), machine, &mut Quiet).unwrap();
+        assert_eq!(none.promise, None, "no budget, no promise");
+    }
+
+    /// A machine alternating every 25 rounds between a quiet speed (0.2 % run noise) and
+    /// a 20 % slower, noisy one (3 %): most rounds agree closely, the busy ones do not.
+    fn two_speeds(rounds: usize) -> crate::executor::replay::Trace {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let mut normal = || -> f64 { (0..12).map(|_| rng.gen::<f64>()).sum::<f64>() - 6.0 };
+        let runs = (0..2 * rounds)
+            .map(|i| {
+                let busy = (i / 2 / 25) % 2 == 1;
+                let (speed, sigma) = if busy { (1.2, 0.03) } else { (1.0, 0.002) };
+                let wall_s = 0.05 * speed * (sigma * normal()).exp();
+                crate::executor::replay::TraceRun { round: (i / 2) as u32, wall_s, cpu_s: wall_s, runq_s: Some(0.0) }
+            })
+            .collect();
+        crate::executor::replay::Trace { name: "two speeds".into(), header: vec![], runs, duration_s: None }
+    }
+
+    #[test]
+    fn rounds_of_two_speeds_choose_the_median_at_the_pilot_look_and_decide_sooner() {
+        use crate::executor::replay::Replay;
+        let trace = std::sync::Arc::new(two_speeds(2000));
+        let (mut piloted, mut median, mut adaptive_rounds, mut hl_rounds) = (0, 0, 0, 0);
+        for seed in 1..=12 {
+            let mut rounds = [0u32; 2];
+            for (k, estimator) in [None, Some(perflab_model::Estimator::HodgesLehmann)].into_iter().enumerate() {
+                let by_shape = estimator.is_none();
+                let plan = plan(2, Settings { estimator, estimator_by_shape: by_shape, ..Settings::default() });
+                let mut machine = Replay::with_blocks(trace.clone(), seed, vec![1.0, 1.0], 100);
+                let e = run_experiment(&plan, &mut machine, &mut Quiet).unwrap();
+                assert_eq!(wall(&e).verdict, Verdict::Equivalent, "seed {seed}, {estimator:?}");
+                let how = e.estimation.as_ref().unwrap();
+                if estimator.is_none() && e.rounds >= 22 {
+                    // Looks at 6, 8, 10, 12, 15, 18, 22: the pilot is the first with ≥ 20 rounds.
+                    assert_eq!((how.how.as_str(), how.from_round), ("shape", 22), "seed {seed}");
+                    // 22 rounds within one phase show no mixture: Hodges–Lehmann stays.
+                    if how.estimator == perflab_model::Estimator::Median {
+                        assert!(wall(&e).flags.iter().any(|f| f.starts_with("estimated by the median")));
+                        median += 1;
+                    }
+                } else if estimator.is_none() {
+                    // Decided in a quiet spell before the pilot look: nothing to choose.
+                    assert_eq!(how.how, "default");
+                } else {
+                    assert_eq!(how.how, "asked");
+                }
+                rounds[k] = e.rounds;
+            }
+            if rounds[0] >= 22 {
+                piloted += 1;
+                adaptive_rounds += rounds[0];
+                hl_rounds += rounds[1];
+            }
+        }
+        assert!(piloted >= 4 && median * 3 >= piloted * 2, "{median} of {piloted} chose the median at the pilot look");
+        // Those that reached the pilot needed 80 % of Hodges–Lehmann's rounds (252 vs 317
+        // with these seeds): the shape, not luck, since every seed replays the same runs.
+        assert!(adaptive_rounds * 10 < hl_rounds * 9, "{adaptive_rounds} vs {hl_rounds} rounds");
     }
 }

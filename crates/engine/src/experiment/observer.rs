@@ -4,7 +4,7 @@
 //! stays idle while a command runs.
 
 use crate::plan::Plan;
-use perflab_model::{Comparison, Run};
+use perflab_model::{Comparison, Promise, Run};
 use std::time::Duration;
 
 /// Where the experiment stands after a round (for progress displays).
@@ -29,6 +29,8 @@ pub trait Observer {
         Ok(())
     }
     fn round_finished(&mut self, _progress: &Progress) {}
+    /// A `--budget` said what it can resolve, after its first look.
+    fn promised(&mut self, _promise: &Promise) {}
 }
 
 /// An observer that ignores everything.
@@ -50,5 +52,8 @@ impl Observer for Fanout<'_> {
     }
     fn round_finished(&mut self, progress: &Progress) {
         self.0.iter_mut().for_each(|o| o.round_finished(progress));
+    }
+    fn promised(&mut self, promise: &Promise) {
+        self.0.iter_mut().for_each(|o| o.promised(promise));
     }
 }
