@@ -363,6 +363,10 @@ pub struct Experiment {
     /// build's value, the main effect of every factor and, on request, every pairwise ratio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub design: Option<DesignAnalysis>,
+    /// Builds measured in several code layouts each (`--layouts N`): how much layout
+    /// alone moves each version; the comparisons are then between versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layouts: Option<crate::LayoutAnalysis>,
 }
 
 /// A factor of a design: a parameter and its levels, the first being the reference.
@@ -430,6 +434,7 @@ impl Default for Experiment {
             failure: None,
             environment: BTreeMap::new(),
             design: None,
+            layouts: None,
         }
     }
 }

@@ -30,12 +30,14 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 mod comparison;
 mod experiment;
+mod layouts;
 pub mod metric;
 mod run;
 pub mod units;
 
 pub use comparison::*;
 pub use experiment::*;
+pub use layouts::*;
 pub use perflab_stats::summary::Summary;
 pub use run::*;
 

@@ -92,6 +92,7 @@ pub fn render_styled(e: &Experiment, style: &Style) -> String {
             }
         }
         out.push_str(&too_few_rounds(e));
+        out.push_str(&super::layouts::render(e));
         for c in e.comparisons.iter().filter(|c| c.metric == primary) {
             if let Some(explanation) = &c.explanation {
                 out.push('\n');

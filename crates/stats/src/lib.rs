@@ -4,6 +4,7 @@
 //! (`tests/stats_vectors.rs`); methods and references in `docs/statistics.md`.
 
 pub mod changepoint;
+pub mod layouts;
 pub mod paired_means;
 pub mod rank_sum;
 pub mod sequential;

@@ -707,6 +707,7 @@ fn stored_experiment(
             failure: if full { r.opt_text("failure") } else { None },
             // The design analysis is not stored; it is derived from the runs when asked.
             design: None,
+            layouts: None,
         },
         sample: None,
         profile_change: None,

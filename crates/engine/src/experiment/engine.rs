@@ -47,7 +47,7 @@ pub fn run_experiment(
         primary_metric: plan.primary_metric.clone(),
         ..Experiment::default()
     };
-    let candidates = plan.commands.len().saturating_sub(1);
+    let candidates = plan.candidates();
     let mut looks = match settings.fixed_rounds {
         Some(n) => LookSchedule::fixed(settings.confidence, candidates, n),
         None => LookSchedule::sequential(settings.looks, settings.confidence, candidates, settings.min_rounds),

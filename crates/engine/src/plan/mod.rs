@@ -36,6 +36,9 @@ pub struct Plan {
     /// by default the group is ended after every run.
     pub keep_children: bool,
     pub design: Option<perflab_model::Design>,
+    /// The commands as layouts of versions (`--layouts N`): versions are compared, with
+    /// intervals that count the layouts' spread (`analysis::layouts`).
+    pub layouts: Option<perflab_model::Layouts>,
 }
 
 /// Where a command's output goes (hyperfine's `--output`; stderr is kept to explain a
@@ -273,6 +276,21 @@ impl Plan {
             measure,
             design: None,
             keep_children: false,
+            layouts: None,
+        }
+    }
+
+    /// Compare the commands as layouts of versions (`--layouts N`).
+    pub fn with_layouts(self, layouts: Option<perflab_model::Layouts>) -> Plan {
+        Plan { layouts, ..self }
+    }
+
+    /// How many comparisons share the error rate: every command but the baseline, or
+    /// with layouts every version but the baseline version.
+    pub fn candidates(&self) -> usize {
+        match &self.layouts {
+            Some(layouts) => layouts.versions.len().saturating_sub(1),
+            None => self.commands.len().saturating_sub(1),
         }
     }
 

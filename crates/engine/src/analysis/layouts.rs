@@ -1,0 +1,276 @@
+//! Versions measured in several code layouts each (`--layouts N`): every version is
+//! compared with the baseline version across its layouts, with an interval that counts
+//! how much layouts of the same source differ (`perflab_stats::layouts`), judged by the
+//! same rules as any comparison; and how much layout alone moves each version.
+
+use super::verdict;
+use crate::plan::Plan;
+use perflab_model::units::format_percent;
+use perflab_model::{
+    Comparison, Experiment, LayoutAnalysis, LayoutContrast, LayoutLevel, Layouts, Verdict, VersionLayouts, Warning,
+    WarningKind,
+};
+use perflab_stats::layouts::{self as stats, LayoutFit};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A verdict left inconclusive is "within layout noise" when layouts account for at
+/// least this share of its interval's variance: more rounds would not decide it, and the
+/// difference is one relinking alone produces.
+pub const LAYOUT_DOMINATES: f64 = 0.5;
+
+/// The environment fact recording the layout σ a layout experiment measured (what a
+/// comparison without layouts is later checked against, `store::layout_spreads`).
+pub const SPREAD_FACT: &str = "layout_spread";
+/// The metric that spread was measured on.
+pub const SPREAD_METRIC_FACT: &str = "layout_spread_metric";
+
+/// `values[v][k][r]`: `metric` of layout k of version v in round r, over the rounds in
+/// which every layout's command has a value.
+fn values(layouts: &Layouts, experiment: &Experiment, metric: &str) -> Vec<Vec<Vec<f64>>> {
+    let by_round: Vec<BTreeMap<u32, f64>> = experiment
+        .commands
+        .iter()
+        .map(|c| c.runs.iter().filter_map(|r| Some((r.round, r.metric(metric)?))).collect())
+        .collect();
+    let involved: Vec<usize> = layouts.versions.iter().flat_map(|v| v.commands.iter().copied()).collect();
+    let mut rounds: Option<BTreeSet<u32>> = None;
+    for &k in &involved {
+        let have: BTreeSet<u32> = by_round.get(k).map(|m| m.keys().copied().collect()).unwrap_or_default();
+        rounds = Some(match rounds {
+            Some(r) => r.intersection(&have).copied().collect(),
+            None => have,
+        });
+    }
+    let rounds = rounds.unwrap_or_default();
+    layouts
+        .versions
+        .iter()
+        .map(|v| v.commands.iter().map(|&k| rounds.iter().map(|r| by_round[k][r]).collect()).collect())
+        .collect()
+}
+
+/// Every candidate version against the baseline version on `metric`, at `level`.
+pub fn comparisons(plan: &Plan, experiment: &Experiment, metric: &str, level: f64) -> Vec<Comparison> {
+    let Some(layouts) = &plan.layouts else { return Vec::new() };
+    let fit = stats::fit(&values(layouts, experiment, metric));
+    let base = &layouts.versions[0];
+    layouts.versions[1..]
+        .iter()
+        .enumerate()
+        .map(|(i, cand)| {
+            let named = |c: Comparison| Comparison { baseline: base.name.clone(), candidate: cand.name.clone(), ..c };
+            let Some(fit) = &fit else {
+                let reason = format!("no round has a value of {metric} from every layout");
+                return named(Comparison {
+                    verdict: Verdict::NotComparable,
+                    ..verdict::judged(metric, f64::NAN, None, 1.0, 0, level, &plan.settings, vec![reason])
+                });
+            };
+            named(judge(fit, 0, i + 1, metric, level, plan))
+        })
+        .collect()
+}
+
+/// The comparison of version `candidate` with version `baseline` of `fit`.
+fn judge(fit: &LayoutFit, baseline: usize, candidate: usize, metric: &str, level: f64, plan: &Plan) -> Comparison {
+    let layouts = (fit.locations[baseline].len(), fit.locations[candidate].len());
+    let Some(c) = stats::contrast(fit, baseline, candidate, level) else {
+        let why = format!("{} + {} layouts leave no degree of freedom for an interval", layouts.0, layouts.1);
+        return verdict::judged(metric, f64::NAN, None, 1.0, fit.rounds, level, &plan.settings, vec![why]);
+    };
+    let ci = c.interval.map(|(lo, hi)| (lo.exp(), hi.exp()));
+    let mut flags = vec![format!(
+        "across layouts: {} + {} layouts in {} rounds; the interval counts how much layouts differ (t on the layouts' levels, {:.0} df)",
+        layouts.0, layouts.1, fit.rounds, c.df
+    )];
+    if fit.skipped > 0 {
+        flags.push(format!(
+            "{} of {} rounds skipped: a layout had no positive {metric} there",
+            fit.skipped,
+            fit.rounds + fit.skipped
+        ));
+    }
+    verdict::judged(metric, c.difference.exp(), ci, c.p_value, fit.rounds, level, &plan.settings, flags)
+}
+
+/// The layouts' analysis on the primary metric, from the experiment's comparisons
+/// (already judged at the final level); None without layouts or without a usable round.
+pub fn analyze(plan: &Plan, experiment: &Experiment, level: f64) -> Option<LayoutAnalysis> {
+    let layouts = plan.layouts.as_ref()?;
+    let metric = experiment.primary_metric.clone();
+    let fit = stats::fit(&values(layouts, experiment, &metric))?;
+    let versions = layouts
+        .versions
+        .iter()
+        .zip(&fit.locations)
+        .enumerate()
+        .map(|(v, (version, locations))| {
+            let mean = locations.iter().sum::<f64>() / locations.len() as f64;
+            VersionLayouts {
+                name: version.name.clone(),
+                spread: fit.spread(v),
+                layouts: version
+                    .commands
+                    .iter()
+                    .zip(&version.seeds)
+                    .zip(locations)
+                    .map(|((&k, &seed), m)| LayoutLevel {
+                        command: experiment.commands[k].name.clone(),
+                        seed,
+                        relative: (m - mean).exp(),
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let contrasts = (1..layouts.versions.len())
+        .filter_map(|v| {
+            let c = stats::contrast(&fit, 0, v, level)?;
+            let (baseline, candidate) = (layouts.versions[0].name.clone(), layouts.versions[v].name.clone());
+            let verdict = experiment
+                .comparisons
+                .iter()
+                .find(|x| x.metric == metric && x.candidate == candidate && x.baseline == baseline)
+                .map(|x| x.verdict);
+            Some(LayoutContrast {
+                within_layout_noise: verdict == Some(Verdict::Inconclusive) && c.layout_share >= LAYOUT_DOMINATES,
+                baseline,
+                candidate,
+                df: c.df,
+                layout_share: c.layout_share,
+            })
+        })
+        .collect();
+    Some(LayoutAnalysis {
+        metric,
+        rounds: fit.rounds,
+        run_sigma: fit.run_sigma,
+        spread: fit.pooled_spread(),
+        versions,
+        contrasts,
+    })
+}
+
+/// Facts kept with the experiment (and stored) so that a later comparison of the same
+/// program without layouts can say how much layout alone moved it here.
+pub fn facts(analysis: &LayoutAnalysis) -> Vec<(String, String)> {
+    if !analysis.spread.is_finite() {
+        return Vec::new();
+    }
+    vec![
+        (SPREAD_FACT.to_string(), format!("{:.6}", analysis.spread)),
+        (SPREAD_METRIC_FACT.to_string(), analysis.metric.clone()),
+    ]
+}
+
+/// Warnings of a layout experiment: too few layouts for a useful interval, and layouts
+/// that moved the metric by more than the equivalence margin.
+pub fn warnings(plan: &Plan, analysis: &LayoutAnalysis) -> Vec<Warning> {
+    let mut out = Vec::new();
+    if let Some(layouts) = &plan.layouts {
+        let fewest = layouts.versions.iter().map(|v| v.commands.len()).min().unwrap_or(0);
+        if fewest < 4 {
+            out.push(Warning::new(
+                WarningKind::Other,
+                format!(
+                    "only {fewest} layouts per version: the interval has few degrees of freedom and is wide; 4–8 layouts give a useful one"
+                ),
+            ));
+        }
+    }
+    for v in analysis.versions.iter().filter(|v| v.spread > plan.settings.threshold) {
+        out.push(Warning::new(
+            WarningKind::Noisy,
+            format!(
+                "layouts of `{}` differ by ±{} % ({}), more than the ±{} % equivalence margin: where the linker put its code moves it that much, so a comparison of one build each could not be trusted at this margin",
+                v.name,
+                format_percent(v.spread * 100.0),
+                analysis.metric,
+                format_percent(plan.settings.threshold * 100.0)
+            ),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::simulated::{Noise, Simulated};
+    use crate::experiment::{run_experiment, Quiet};
+    use crate::measure::MeasureOptions;
+    use crate::plan::Compared;
+    use perflab_model::{metric, CommandSpec, LayoutVersion, Settings};
+
+    /// Versions `a` and `b` in `per` layouts each, commands `a@L1`, …, `b@L1`, ….
+    pub(crate) fn plan(per: usize, settings: Settings) -> Plan {
+        let mut commands = Vec::new();
+        let mut versions = Vec::new();
+        for (v, name) in ["a", "b"].iter().enumerate() {
+            let seeds: Vec<u64> = (0..per as u64).map(|k| 100 * v as u64 + k + 1).collect();
+            versions.push(LayoutVersion {
+                name: name.to_string(),
+                commands: (v * per..(v + 1) * per).collect(),
+                seeds: seeds.clone(),
+            });
+            for (k, seed) in seeds.iter().enumerate() {
+                commands.push(CommandSpec {
+                    parameters: Layouts::parameters(name, *seed),
+                    ..CommandSpec::bare(&format!("{name}@L{}", k + 1))
+                });
+            }
+        }
+        Plan::new(commands, settings, MeasureOptions::default(), Compared::fixed(vec![metric::WALL.into()]))
+            .with_layouts(Some(Layouts { versions }))
+    }
+
+    /// True times: `base` × exp(layout effect) for the given effects of each version.
+    fn times(base: [f64; 2], effects: [&[f64]; 2]) -> Vec<f64> {
+        (0..2).flat_map(|v| effects[v].iter().map(move |u| base[v] * u.exp())).collect()
+    }
+
+    #[test]
+    fn versions_are_compared_across_their_layouts_not_command_by_command() {
+        // Layouts of the same source differ by up to ±3 %; b is 10 % slower than a.
+        let plan = plan(4, Settings { seed: 3, fixed_rounds: Some(20), ..Settings::default() });
+        let effects: [&[f64]; 2] = [&[0.0, 0.03, -0.03, 0.01], &[-0.01, 0.02, 0.0, -0.02]];
+        let mut sim = Simulated::new(3, times([0.05, 0.055], effects), Noise::gaussian(0.005));
+        let e = run_experiment(&plan, &mut sim, &mut Quiet).unwrap();
+        let wall: Vec<&Comparison> = e.comparisons.iter().filter(|c| c.metric == metric::WALL).collect();
+        assert_eq!(wall.len(), 1, "one comparison: b against a");
+        let c = wall[0];
+        assert_eq!((c.baseline.as_str(), c.candidate.as_str(), c.verdict), ("a", "b", Verdict::Slower));
+        assert!(c.ci_low <= 1.1 && 1.1 <= c.ci_high, "{c:?}");
+        assert!(c.flags[0].starts_with("across layouts: 4 + 4 layouts in 20 rounds"), "{:?}", c.flags);
+        let a = e.layouts.as_ref().expect("a layout analysis");
+        assert_eq!(a.versions[0].layouts.len(), 4);
+        assert_eq!(a.versions[1].layouts[2].seed, 103);
+        // The a@L2 binary is 3 % above a's average layout (0.0025 above the mean of effects).
+        assert!((a.versions[0].layouts[1].relative - (0.03f64 - 0.0025).exp()).abs() < 0.01, "{a:?}");
+        assert!((a.spread - 0.021).abs() < 0.008, "σ of the effects ≈ 2.1 %: {}", a.spread);
+        assert_eq!(e.environment[SPREAD_METRIC_FACT], metric::WALL);
+    }
+
+    #[test]
+    fn an_unchanged_source_whose_layouts_differ_is_within_layout_noise() {
+        // The same source in both versions, but one draw of layouts made b's 2 % slower
+        // on average: a comparison of one binary each would call it slower.
+        let plan = plan(4, Settings { seed: 4, fixed_rounds: Some(30), ..Settings::default() });
+        let effects: [&[f64]; 2] = [&[-0.03, 0.01, 0.0, -0.01], &[0.0, 0.03, -0.02, 0.04]];
+        let mut sim = Simulated::new(4, times([0.05, 0.05], effects), Noise::gaussian(0.005));
+        let e = run_experiment(&plan, &mut sim, &mut Quiet).unwrap();
+        let c = e.comparisons.iter().find(|c| c.metric == metric::WALL).unwrap();
+        assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
+        let contrast = &e.layouts.as_ref().unwrap().contrasts[0];
+        assert!(contrast.within_layout_noise && contrast.layout_share > 0.9, "{contrast:?}");
+        // The first layouts alone: a paired comparison of a@L1 and b@L1 says slower.
+        let one = verdict::compare(&e.commands[0], &e.commands[4], metric::WALL, 0.95, &plan.settings);
+        assert_eq!(one.verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn the_schedule_counts_versions_not_layouts() {
+        let plan = plan(8, Settings::default());
+        assert_eq!((plan.commands.len(), plan.candidates()), (16, 1));
+    }
+}

@@ -1,0 +1,274 @@
+//! Versions measured in several code layouts each: the ratio between two versions with
+//! an interval that counts how much layouts of the same source differ (a random effect),
+//! and how large that spread is.
+//!
+//! Where the linker puts functions and loops moves run times by as much as a compiler
+//! flag does (Mytkowicz et al., ASPLOS 2009); one binary per version measures one draw
+//! of that layout effect, so a paired interval of two binaries, however narrow, can call
+//! a difference that a relink would undo. With L binaries per version — the same
+//! source linked with different layout seeds, all run in the same interleaved rounds —
+//! the model on the log scale is
+//!
+//!   y[k, r] = μ_v(k) + u_k + ρ_r + e[k, r],   u_k ~ (0, τ²), e ~ (0, σ²)
+//!
+//! with u_k the layout effect of binary k (nested in its version), ρ_r the round (the
+//! machine's state, shared by every run of the round) and e the run's own noise.
+//!
+//! **Estimate.** Each round is centred on its median over all binaries (ρ_r cancels, as
+//! in the paired comparison), and each binary's location m_k is the Hodges–Lehmann
+//! estimate of its centred values: robust to the heavy tails of single runs. The
+//! versions' difference is mean(m of the candidate) − mean(m of the baseline).
+//!
+//! **Interval.** Student's pooled two-sample t on the layout locations, with
+//! L_a + L_b − 2 degrees of freedom. Each m_k varies by τ² + σ²/R around its version's
+//! mean, so the sample variance of the m_k estimates exactly the variance that matters —
+//! between-layout and within-layout together — without estimating τ on its own: for a
+//! balanced nested design this is the mixed model's exact test of the fixed effect (the
+//! version mean square tested against the layout-within-version mean square; Searle,
+//! Casella & McCulloch, *Variance Components*, 1992, ch. 3; Kalibera & Jones, ISMM 2013,
+//! on replicating at the highest level). More rounds shrink only σ²/R; only more layouts
+//! shrink τ²/L. `examples/layouts_sim.rs` checks coverage and false verdicts by
+//! simulation (docs/statistics.md, "Code layouts").
+//!
+//! **Spread.** τ is reported, not used by the interval: τ̂² = max(0, s² − w²), s² the
+//! pooled variance of the layout locations within versions and w² ≈ (π/3)·σ̂²/R the part
+//! of it the runs' own noise explains (σ̂ the scaled MAD of the residuals; π/3 the
+//! Hodges–Lehmann estimate's variance relative to the mean's under normal noise).
+
+use super::signed_rank::hodges_lehmann;
+use super::student::pooled_t;
+use super::summary::{mad_scaled, median};
+
+/// Every binary's location and what the runs say about their own noise.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayoutFit {
+    /// Per version, per layout: the layout's location on the log scale, relative to the
+    /// rounds' medians (only differences between locations mean something).
+    pub locations: Vec<Vec<f64>>,
+    /// Robust σ (scaled MAD) of a single run around its binary's location, pooled over
+    /// every binary: the run-to-run noise left after the round's shared part.
+    pub run_sigma: f64,
+    /// Rounds used (those in which every binary has a usable value).
+    pub rounds: usize,
+    /// Rounds left out because some binary had no usable (finite, positive) value.
+    pub skipped: usize,
+}
+
+impl LayoutFit {
+    /// The variance of one layout location that the runs' own noise explains:
+    /// (π/3)·σ̂²/R.
+    pub fn within_variance(&self) -> f64 {
+        if self.rounds == 0 {
+            return f64::NAN;
+        }
+        std::f64::consts::FRAC_PI_3 * self.run_sigma * self.run_sigma / self.rounds as f64
+    }
+
+    /// The estimated σ of the layout effect among `version`'s layouts (log scale): how
+    /// much relinking the same source moves it, with the runs' own noise taken out.
+    /// NaN with fewer than two layouts.
+    pub fn spread(&self, version: usize) -> f64 {
+        let m = &self.locations[version];
+        if m.len() < 2 {
+            return f64::NAN;
+        }
+        layout_sigma(sample_variance(m), self.within_variance())
+    }
+
+    /// The layout σ pooled over every version (log scale).
+    pub fn pooled_spread(&self) -> f64 {
+        let (mut squares, mut df) = (0.0, 0usize);
+        for m in self.locations.iter().filter(|m| m.len() >= 2) {
+            squares += sample_variance(m) * (m.len() - 1) as f64;
+            df += m.len() - 1;
+        }
+        if df == 0 {
+            return f64::NAN;
+        }
+        layout_sigma(squares / df as f64, self.within_variance())
+    }
+}
+
+fn sample_variance(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0)
+}
+
+fn layout_sigma(between: f64, within: f64) -> f64 {
+    (between - within).max(0.0).sqrt()
+}
+
+/// Fit the layouts of every version: `versions[v][k][r]` is the value of layout k of
+/// version v in round r (every binary indexed by the same rounds). Rounds where some
+/// binary's value is not finite and positive are left out. None without two binaries
+/// and one usable round.
+pub fn fit(versions: &[Vec<Vec<f64>>]) -> Option<LayoutFit> {
+    let binaries: Vec<&Vec<f64>> = versions.iter().flatten().collect();
+    if binaries.len() < 2 {
+        return None;
+    }
+    let rounds = binaries.iter().map(|b| b.len()).min().unwrap_or(0);
+    let usable = |x: f64| x.is_finite() && x > 0.0;
+    let complete: Vec<usize> = (0..rounds).filter(|&r| binaries.iter().all(|b| usable(b[r]))).collect();
+    if complete.is_empty() {
+        return None;
+    }
+    // The round's shared part: the median over all binaries of the round's log values.
+    let reference: Vec<f64> =
+        complete.iter().map(|&r| median(&binaries.iter().map(|b| b[r].ln()).collect::<Vec<_>>())).collect();
+    let centred =
+        |values: &Vec<f64>| -> Vec<f64> { complete.iter().zip(&reference).map(|(&r, c)| values[r].ln() - c).collect() };
+    let mut residuals = Vec::with_capacity(binaries.len() * complete.len());
+    let locations: Vec<Vec<f64>> = versions
+        .iter()
+        .map(|layouts| {
+            layouts
+                .iter()
+                .map(|values| {
+                    let z = centred(values);
+                    let m = hodges_lehmann(&z);
+                    residuals.extend(z.iter().map(|x| x - m));
+                    m
+                })
+                .collect()
+        })
+        .collect();
+    Some(LayoutFit {
+        locations,
+        run_sigma: mad_scaled(&residuals),
+        rounds: complete.len(),
+        skipped: rounds - complete.len(),
+    })
+}
+
+/// One version against another across their layouts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayoutContrast {
+    /// mean(candidate's locations) − mean(baseline's): the log ratio.
+    pub difference: f64,
+    /// Its interval at the requested level; None when no degree of freedom is left
+    /// (one layout on each side).
+    pub interval: Option<(f64, f64)>,
+    /// Two-sided p-value of no difference (pooled t on the locations).
+    pub p_value: f64,
+    /// Degrees of freedom: layouts of both versions − 2.
+    pub df: f64,
+    /// Standard error of the difference (between and within layouts together).
+    pub se: f64,
+    /// The share of the difference's variance that layouts (τ²), not the runs' own noise,
+    /// account for: near 1, more rounds cannot narrow the interval, only more layouts can.
+    pub layout_share: f64,
+}
+
+/// Version `candidate` against version `baseline` of `fit`, at `level`.
+pub fn contrast(fit: &LayoutFit, baseline: usize, candidate: usize, level: f64) -> Option<LayoutContrast> {
+    let (a, b) = (&fit.locations[baseline], &fit.locations[candidate]);
+    let t = pooled_t(a, b)?;
+    let interval = if t.se > 0.0 { t.interval(level) } else { Some((t.difference, t.difference)) };
+    let pooled = {
+        let df = (a.len() + b.len()).saturating_sub(2).max(1) as f64;
+        let squares = |m: &[f64]| if m.len() >= 2 { sample_variance(m) * (m.len() - 1) as f64 } else { 0.0 };
+        (squares(a) + squares(b)) / df
+    };
+    let layout_share = if pooled > 0.0 { (1.0 - fit.within_variance() / pooled).clamp(0.0, 1.0) } else { 0.0 };
+    Some(LayoutContrast {
+        difference: t.difference,
+        interval: interval.filter(|_| t.df >= 1.0),
+        p_value: t.p_value,
+        df: t.df,
+        se: t.se,
+        layout_share,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, Normal};
+
+    /// Versions of `layouts` binaries each, true log location `means[v]` + u_k (σ `tau`),
+    /// runs with a shared round effect (σ 5 %) and their own Gaussian noise (σ `sigma`).
+    fn simulate(seed: u64, means: &[f64], layouts: usize, rounds: usize, tau: f64, sigma: f64) -> Vec<Vec<Vec<f64>>> {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let unit = Normal::new(0.0, 1.0).unwrap();
+        let round_effect: Vec<f64> = (0..rounds).map(|_| 0.05 * unit.sample(&mut rng)).collect();
+        means
+            .iter()
+            .map(|mu| {
+                (0..layouts)
+                    .map(|_| {
+                        let u = tau * unit.sample(&mut rng);
+                        (0..rounds)
+                            .map(|r| (mu + u + round_effect[r] + sigma * unit.sample(&mut rng)).exp() * 0.05)
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_noise_the_locations_are_the_true_ones_and_the_contrast_is_exact() {
+        // Layout effects 0, +2 %, −2 % on a baseline; the candidate 10 % slower with its own.
+        let version = |base: f64, effects: &[f64]| -> Vec<Vec<f64>> {
+            effects.iter().map(|u| (0..8).map(|r| base * (u + 0.01 * r as f64).exp()).collect()).collect()
+        };
+        let data = vec![version(1.0, &[0.0, 0.02, -0.02]), version(1.1, &[0.01, -0.01, 0.0])];
+        let fit = fit(&data).unwrap();
+        assert_eq!((fit.rounds, fit.skipped), (8, 0));
+        assert!(fit.run_sigma.abs() < 1e-12, "the round drift is shared: {}", fit.run_sigma);
+        let m = &fit.locations;
+        assert!((m[0][1] - m[0][0] - 0.02).abs() < 1e-12 && (m[0][2] - m[0][0] + 0.02).abs() < 1e-12);
+        assert!((fit.spread(0) - 0.02).abs() < 1e-12 && (fit.spread(1) - 0.01).abs() < 1e-12);
+        let c = contrast(&fit, 0, 1, 0.95).unwrap();
+        assert!((c.difference - 1.1f64.ln()).abs() < 1e-12, "{c:?}");
+        assert_eq!((c.df, c.layout_share), (4.0, 1.0));
+        let (lo, hi) = c.interval.unwrap();
+        assert!(lo < c.difference && c.difference < hi && lo > 0.0);
+    }
+
+    #[test]
+    fn rounds_missing_a_value_are_left_out() {
+        let mut data = simulate(1, &[0.0, 0.0], 2, 10, 0.01, 0.01);
+        data[1][0][3] = f64::NAN;
+        data[0][1][7] = 0.0;
+        let fit = fit(&data).unwrap();
+        assert_eq!((fit.rounds, fit.skipped), (8, 2));
+        assert!(super::fit(&[vec![vec![1.0]]]).is_none(), "one binary has nothing to compare");
+    }
+
+    #[test]
+    fn the_spread_estimates_the_layout_sigma_beyond_the_runs_own_noise() {
+        // 40 layouts per version: the estimate of τ = 2 % should be within ±0.6 %
+        // (its standard error is about τ/√(2·79) ≈ 0.16 %: a 3.7-σ margin).
+        let data = simulate(7, &[0.0, 0.0], 40, 30, 0.02, 0.03);
+        let fit = fit(&data).unwrap();
+        assert!((fit.pooled_spread() - 0.02).abs() < 0.006, "{}", fit.pooled_spread());
+        assert!((fit.run_sigma - 0.03).abs() < 0.004, "{}", fit.run_sigma);
+        // No layout effect at all: the spread is what the runs explain, near 0.
+        let flat = super::fit(&simulate(8, &[0.0, 0.0], 40, 30, 0.0, 0.03)).unwrap();
+        assert!(flat.pooled_spread() < 0.004, "{}", flat.pooled_spread());
+    }
+
+    /// A small coverage check (examples/layouts_sim.rs runs the full grid through the
+    /// engine): 400 A/A experiments of 4 + 4 layouts with τ = 2 %, σ = 2 %, 20 rounds.
+    /// The interval covers 0 in ≥ 95 % when it is right; binomial sd at 400 is 1.1 %, so
+    /// 92 % is > 2.7 sd below. A paired interval of one layout each covers far less.
+    #[test]
+    fn the_interval_covers_across_layouts_where_one_layout_each_does_not() {
+        let (mut covered, mut one_layout_covered) = (0, 0);
+        for seed in 0..400 {
+            let data = simulate(seed, &[0.0, 0.0], 4, 20, 0.02, 0.02);
+            let c = contrast(&super::fit(&data).unwrap(), 0, 1, 0.95).unwrap();
+            let (lo, hi) = c.interval.unwrap();
+            covered += (lo <= 0.0 && 0.0 <= hi) as usize;
+            let one = crate::signed_rank::paired(&data[0][0], &data[1][0], 0.95).ci.unwrap();
+            one_layout_covered += (one.0 <= 1.0 && 1.0 <= one.1) as usize;
+        }
+        assert!(covered >= 368, "coverage {covered}/400");
+        assert!(one_layout_covered < 300, "one layout each: {one_layout_covered}/400");
+    }
+}
