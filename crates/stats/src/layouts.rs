@@ -31,9 +31,12 @@
 //! simulation (docs/statistics.md, "Code layouts").
 //!
 //! **Spread.** τ is reported, not used by the interval: τ̂² = max(0, s² − w²), s² the
-//! pooled variance of the layout locations within versions and w² ≈ (π/3)·σ̂²/R the part
-//! of it the runs' own noise explains (σ̂ the scaled MAD of the residuals; π/3 the
-//! Hodges–Lehmann estimate's variance relative to the mean's under normal noise).
+//! pooled variance of the layout locations within versions and w² the part of it the
+//! runs' own noise explains, measured by splitting the rounds: each binary's location
+//! from the odd and from the even rounds differ by noise alone, with variance 4·w², so
+//! w² = Σ (m_odd − m_even)² / 4K over the K binaries — whatever the noise's tails (a
+//! formula from the residuals' MAD underestimates it under heavy tails and stalls). Layouts
+//! "differ" when s²/w² exceeds the F distribution's 95 % point (Searle et al., ch. 3).
 
 use super::signed_rank::hodges_lehmann;
 use super::student::pooled_t;
@@ -52,16 +55,35 @@ pub struct LayoutFit {
     pub rounds: usize,
     /// Rounds left out because some binary had no usable (finite, positive) value.
     pub skipped: usize,
+    /// The variance of one layout location that the runs' own noise explains (split-half
+    /// estimate; (π/3)·σ̂²/R from the residuals with fewer than 4 rounds).
+    within: f64,
+    /// Degrees of freedom of `within`: binaries, or rounds − 1 of the formula.
+    within_df: f64,
 }
 
 impl LayoutFit {
-    /// The variance of one layout location that the runs' own noise explains:
-    /// (π/3)·σ̂²/R.
+    /// The variance of one layout location that the runs' own noise explains (the
+    /// split-half estimate of the module's doc; (π/3)·σ̂²/R with fewer than 4 rounds).
     pub fn within_variance(&self) -> f64 {
-        if self.rounds == 0 {
-            return f64::NAN;
+        self.within
+    }
+
+    /// True when the layouts of the versions differ by more than the runs' own noise
+    /// explains: the pooled between-layout variance over the within variance exceeds the
+    /// F distribution's 95 % point.
+    pub fn layouts_differ(&self) -> bool {
+        let (mut squares, mut df) = (0.0, 0usize);
+        for m in self.locations.iter().filter(|m| m.len() >= 2) {
+            squares += sample_variance(m) * (m.len() - 1) as f64;
+            df += m.len() - 1;
         }
-        std::f64::consts::FRAC_PI_3 * self.run_sigma * self.run_sigma / self.rounds as f64
+        if df == 0 || !(self.within > 0.0) {
+            return df > 0 && squares > 0.0;
+        }
+        use statrs::distribution::{ContinuousCDF, FisherSnedecor};
+        let ratio = squares / df as f64 / self.within;
+        FisherSnedecor::new(df as f64, self.within_df).map_or(false, |f| f.inverse_cdf(0.95) < ratio)
     }
 
     /// The estimated σ of the layout effect among `version`'s layouts (log scale): how
@@ -120,6 +142,7 @@ pub fn fit(versions: &[Vec<Vec<f64>>]) -> Option<LayoutFit> {
     let centred =
         |values: &Vec<f64>| -> Vec<f64> { complete.iter().zip(&reference).map(|(&r, c)| values[r].ln() - c).collect() };
     let mut residuals = Vec::with_capacity(binaries.len() * complete.len());
+    let mut half_differences = Vec::with_capacity(binaries.len());
     let locations: Vec<Vec<f64>> = versions
         .iter()
         .map(|layouts| {
@@ -129,17 +152,22 @@ pub fn fit(versions: &[Vec<Vec<f64>>]) -> Option<LayoutFit> {
                     let z = centred(values);
                     let m = hodges_lehmann(&z);
                     residuals.extend(z.iter().map(|x| x - m));
+                    let half = |parity: usize| -> Vec<f64> { z.iter().skip(parity).step_by(2).copied().collect() };
+                    half_differences.push(hodges_lehmann(&half(0)) - hodges_lehmann(&half(1)));
                     m
                 })
                 .collect()
         })
         .collect();
-    Some(LayoutFit {
-        locations,
-        run_sigma: mad_scaled(&residuals),
-        rounds: complete.len(),
-        skipped: rounds - complete.len(),
-    })
+    let run_sigma = mad_scaled(&residuals);
+    let n = complete.len();
+    let (within, within_df) = if n >= 4 {
+        let k = half_differences.len() as f64;
+        (half_differences.iter().map(|d| d * d).sum::<f64>() / (4.0 * k), k)
+    } else {
+        (std::f64::consts::FRAC_PI_3 * run_sigma * run_sigma / n as f64, (n as f64 - 1.0).max(1.0))
+    };
+    Some(LayoutFit { locations, run_sigma, rounds: n, skipped: rounds - n, within, within_df })
 }
 
 /// One version against another across their layouts.
@@ -251,6 +279,18 @@ mod tests {
         // No layout effect at all: the spread is what the runs explain, near 0.
         let flat = super::fit(&simulate(8, &[0.0, 0.0], 40, 30, 0.0, 0.03)).unwrap();
         assert!(flat.pooled_spread() < 0.004, "{}", flat.pooled_spread());
+    }
+
+    #[test]
+    fn layouts_differ_only_when_their_spread_exceeds_the_runs_noise() {
+        let differ =
+            (0..50).filter(|&s| super::fit(&simulate(s, &[0.0, 0.0], 4, 20, 0.0, 0.02)).unwrap().layouts_differ());
+        // At the F test's 95 % point about 5 % of layout-free experiments say they differ;
+        // 50 experiments give more than 8 such with probability < 1 %.
+        assert!(differ.count() <= 8);
+        let real =
+            (0..50).filter(|&s| super::fit(&simulate(s, &[0.0, 0.0], 4, 20, 0.03, 0.02)).unwrap().layouts_differ());
+        assert!(real.count() >= 45, "τ = 3 % against σ/√20 ≈ 0.45 %: nearly always seen");
     }
 
     /// A small coverage check (examples/layouts_sim.rs runs the full grid through the
