@@ -68,6 +68,18 @@ pub struct CompareArgs {
     /// each factor is always shown.
     #[arg(long)]
     pub pairwise: bool,
+    /// Build every command N times with different code layouts before the first round
+    /// (--build, `{layout}` standing for each layout's seed) and compare the versions across
+    /// their layouts, with intervals that count how much layouts of the same source differ
+    /// (docs/suites.md, "Code layouts").
+    #[arg(long, value_name = "N", requires = "build")]
+    pub layouts: Option<u32>,
+    /// With --layouts: the shell command building one layout of a command's program,
+    /// `{layout}` its seed (lld/mold `--shuffle-sections`, `-falign-functions`, link order);
+    /// once for all commands or once per command. The commands name the program with
+    /// `{layout}` too.
+    #[arg(long = "build", value_name = "CMD", requires = "layouts")]
+    pub build: Vec<String>,
     #[command(flatten)]
     pub export: ExportArgs,
     /// Write every run as CSV, row by row as they finish (`-` for stdout).
@@ -218,7 +230,15 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
 /// `perflab compare`: plan, run with progress, CSV rows and the store watching; then the
 /// stored experiment, every file output, and last the terminal (see `render::export`).
 pub fn main(args: CompareArgs) -> Result<(), Failure> {
+    let (args, layout_builds) = super::layouts::expand(&args)?;
+    if let Some(builds) = &layout_builds {
+        super::layouts::build(builds)?;
+    }
     let (plan, shell_reason) = planned(&args)?;
+    let plan = match &layout_builds {
+        Some(builds) => super::layouts::attach(plan, builds)?,
+        None => plan,
+    };
     if let Some(reason) = shell_reason {
         eprintln!("perflab: note: {}", render::terminal::escape(&reason.note()));
     }
@@ -262,6 +282,7 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     };
     let mut experiment = experiment?;
     experiment.warnings.extend(threshold_warning(&args, &plan));
+    experiment.warnings.extend(layout_warnings(&args, &experiment));
     // Stored first, then the files, then the terminal: each on its own, so a failure of
     // one (a full disk, a closed stdout) loses none of the others.
     let saved = recorder.map(|recorder| finish_saving(recorder, &experiment));
@@ -309,6 +330,20 @@ fn threshold_warning(args: &CompareArgs, plan: &Plan) -> Option<Warning> {
     Some(Warning::new(WarningKind::Noisy, message))
 }
 
+/// Doubts about verdicts between two builds that are within the layout spread measured
+/// on this machine (stored by earlier `--layouts` experiments), from the history database
+/// if there is one; never creates one.
+fn layout_warnings(args: &CompareArgs, experiment: &Experiment) -> Vec<Warning> {
+    if experiment.layouts.is_some() {
+        return Vec::new();
+    }
+    let known = match args.save.db.open_existing() {
+        Ok(mut store) => store.layout_spreads(&perflab_sys::machine::detect()).unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    perflab_engine::analysis::layouts::spread_warnings(experiment, &known)
+}
+
 /// A recorder committing each run of `plan` as it completes (`--save`).
 fn begin_saving<'s>(store: &'s mut Store, save: &SaveArgs, plan: &Plan) -> Recorder<'s> {
     let git_commit = current_git_commit();
@@ -349,10 +384,15 @@ fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
     };
     let primary = &e.primary_metric;
     let mut reasons = Vec::new();
-    for candidate in e.commands.iter().skip(1) {
-        let found = e.comparisons.iter().find(|c| &c.metric == primary && c.candidate == candidate.name);
+    // With layouts the versions are the candidates, each across its layouts.
+    let candidates: Vec<&str> = match &e.layouts {
+        Some(layouts) => layouts.versions.iter().skip(1).map(|v| v.name.as_str()).collect(),
+        None => e.commands.iter().skip(1).map(|c| c.name.as_str()).collect(),
+    };
+    for candidate in candidates {
+        let found = e.comparisons.iter().find(|c| &c.metric == primary && c.candidate == candidate);
         match found {
-            None => reasons.push(format!("cannot judge `{}` on `{primary}`: no comparison", candidate.name)),
+            None => reasons.push(format!("cannot judge `{candidate}` on `{primary}`: no comparison")),
             Some(c) if c.verdict == Verdict::NotComparable => reasons.push(format!(
                 "cannot judge `{}` on `{primary}`: {}",
                 c.candidate,

@@ -134,6 +134,9 @@ pub enum StopReason {
     /// The rounds the sequential design planned for the limits were run (rounds went
     /// faster than the first ones): α is spent.
     PlannedRounds,
+    /// Versions in several layouts (`--layouts N`): every undecided comparison's interval
+    /// is set by how much the layouts differ, which more rounds cannot narrow.
+    LayoutLimited,
     Interrupted,
     CommandFailed,
 }

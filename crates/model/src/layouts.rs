@@ -119,6 +119,30 @@ pub struct LayoutContrast {
     pub within_layout_noise: bool,
 }
 
+/// A layout spread measured earlier on a machine (a stored layout experiment): what a
+/// comparison of one build per version is checked against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayoutSpread {
+    pub benchmark: String,
+    /// The file name of the program the layouts ran (`prog` of `out/v3-123/prog`): the
+    /// program kind a later comparison is matched by.
+    pub program: String,
+    pub metric: String,
+    /// σ of the layout effect (log scale ≈ a fraction).
+    pub spread: f64,
+    pub measured_at: String,
+}
+
+impl LayoutSpread {
+    /// The program kind a layout spread is matched by: the program's file name (`prog`
+    /// of `out/v3-123/prog`), the same for every build and layout of one program.
+    pub fn program_kind(program: &str) -> String {
+        std::path::Path::new(program)
+            .file_name()
+            .map_or_else(|| program.to_string(), |n| n.to_string_lossy().into_owned())
+    }
+}
+
 impl LayoutAnalysis {
     /// The version named `name`.
     pub fn version(&self, name: &str) -> Option<&VersionLayouts> {

@@ -19,6 +19,7 @@ pub mod error;
 pub mod exchange;
 mod fence;
 pub mod fleet;
+pub mod layouts;
 pub mod postgres;
 mod read;
 mod schema;

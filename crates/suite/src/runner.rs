@@ -211,6 +211,8 @@ pub fn run_suite(
     }
     let git_commit = current_git_commit();
     let machine = options.machine.clone().unwrap_or_else(perflab_sys::machine::detect);
+    // Layout spreads measured here before: a verdict between two builds within them is doubted.
+    let known_spreads = if layout_builds.is_none() { store.layout_spreads(&machine)? } else { Vec::new() };
     let interrupt = perflab_sys::interrupt::watcher();
     let total = prepared.len();
     for (i, (bench, plan)) in prepared.iter().enumerate() {
@@ -240,7 +242,9 @@ pub fn run_suite(
         };
         let mut explanation = None;
         let outcome = match result {
-            Ok(experiment) => {
+            Ok(mut experiment) => {
+                let doubts = perflab_engine::analysis::layouts::spread_warnings(&experiment, &known_spreads);
+                experiment.warnings.extend(doubts);
                 recorder.finish(&experiment)?;
                 if options.profile_changes {
                     explanation = super::explain::explained(&experiment);

@@ -13,9 +13,9 @@ use perflab_model::{
 use perflab_stats::layouts::{self as stats, LayoutFit};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A verdict left inconclusive is "within layout noise" when layouts account for at
-/// least this share of its interval's variance: more rounds would not decide it, and the
-/// difference is one relinking alone produces.
+/// A verdict left inconclusive is "within layout noise" when the layouts demonstrably
+/// differ (an F test) and account for at least this share of its interval's variance:
+/// more rounds would not decide it, and the difference is one relinking alone produces.
 pub const LAYOUT_DOMINATES: f64 = 0.5;
 
 /// The environment fact recording the layout σ a layout experiment measured (what a
@@ -93,6 +93,29 @@ fn judge(fit: &LayoutFit, baseline: usize, candidate: usize, metric: &str, level
     verdict::judged(metric, c.difference.exp(), ci, c.p_value, fit.rounds, level, &plan.settings, flags)
 }
 
+/// At a look: with layouts, true when every comparison of `latest` left undecided is one
+/// whose interval more rounds cannot narrow — the layouts demonstrably differ and account
+/// for at least [`ROUNDS_CANNOT_HELP`] of its variance (any number of rounds more would
+/// narrow it by at most 5 %). Stopping then spends nothing: the looks' intervals are
+/// valid whenever the experiment stops (docs/statistics.md, "Sequential stopping").
+pub fn rounds_cannot_decide(plan: &Plan, experiment: &Experiment, latest: &[Comparison]) -> bool {
+    let Some(layouts) = &plan.layouts else { return false };
+    let undecided: Vec<&Comparison> = latest.iter().filter(|c| !c.verdict.is_decided()).collect();
+    if undecided.is_empty() || undecided.iter().any(|c| c.verdict == Verdict::NotComparable) {
+        return false;
+    }
+    undecided.iter().all(|c| {
+        let Some(fit) = stats::fit(&values(layouts, experiment, &c.metric)) else { return false };
+        let Some(v) = layouts.versions.iter().position(|v| v.name == c.candidate) else { return false };
+        fit.layouts_differ()
+            && stats::contrast(&fit, 0, v, c.look_confidence).is_some_and(|x| x.layout_share >= ROUNDS_CANNOT_HELP)
+    })
+}
+
+/// See [`rounds_cannot_decide`]: with the runs' own noise at most 10 % of the variance,
+/// no number of rounds can bring the interval below √0.9 ≈ 95 % of its width.
+pub const ROUNDS_CANNOT_HELP: f64 = 0.9;
+
 /// The layouts' analysis on the primary metric, from the experiment's comparisons
 /// (already judged at the final level); None without layouts or without a usable round.
 pub fn analyze(plan: &Plan, experiment: &Experiment, level: f64) -> Option<LayoutAnalysis> {
@@ -133,7 +156,9 @@ pub fn analyze(plan: &Plan, experiment: &Experiment, level: f64) -> Option<Layou
                 .find(|x| x.metric == metric && x.candidate == candidate && x.baseline == baseline)
                 .map(|x| x.verdict);
             Some(LayoutContrast {
-                within_layout_noise: verdict == Some(Verdict::Inconclusive) && c.layout_share >= LAYOUT_DOMINATES,
+                within_layout_noise: verdict == Some(Verdict::Inconclusive)
+                    && c.layout_share >= LAYOUT_DOMINATES
+                    && fit.layouts_differ(),
                 baseline,
                 candidate,
                 df: c.df,
@@ -153,14 +178,16 @@ pub fn analyze(plan: &Plan, experiment: &Experiment, level: f64) -> Option<Layou
 
 /// Facts kept with the experiment (and stored) so that a later comparison of the same
 /// program without layouts can say how much layout alone moved it here.
-pub fn facts(analysis: &LayoutAnalysis) -> Vec<(String, String)> {
-    if !analysis.spread.is_finite() {
-        return Vec::new();
+pub fn facts(plan: &Plan, analysis: &LayoutAnalysis) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(json) = plan.layouts.as_ref().and_then(|l| serde_json::to_string(l).ok()) {
+        out.push((LAYOUTS_FACT.to_string(), json));
     }
-    vec![
-        (SPREAD_FACT.to_string(), format!("{:.6}", analysis.spread)),
-        (SPREAD_METRIC_FACT.to_string(), analysis.metric.clone()),
-    ]
+    if analysis.spread.is_finite() {
+        out.push((SPREAD_FACT.to_string(), format!("{:.6}", analysis.spread)));
+        out.push((SPREAD_METRIC_FACT.to_string(), analysis.metric.clone()));
+    }
+    out
 }
 
 /// Warnings of a layout experiment: too few layouts for a useful interval, and layouts
@@ -189,6 +216,94 @@ pub fn warnings(plan: &Plan, analysis: &LayoutAnalysis) -> Vec<Warning> {
                 format_percent(plan.settings.threshold * 100.0)
             ),
         ));
+    }
+    out
+}
+
+/// The environment fact holding which commands were which version's layouts (JSON of
+/// [`Layouts`]): the store keeps no command parameters, and history and the report read
+/// the grouping back from it.
+pub const LAYOUTS_FACT: &str = "layouts";
+
+/// Two builds of one source differ by layout alone with σ √2·τ (two independent layout
+/// draws); a difference within 1.96 of those σ is one layout alone produces 95 % of the time.
+const LAYOUT_ONLY_Z: f64 = 1.96;
+
+/// A difference below this many percent between two builds is the size code layout is
+/// known to produce (Mytkowicz et al., ASPLOS 2009): said as a doubt when nothing was
+/// measured on this machine.
+const PUBLISHED_LAYOUT_EFFECT: f64 = 0.03;
+
+/// For a comparison of one build per version (no layouts): a doubt about every
+/// `slower`/`faster` verdict on the primary metric between two different programs whose
+/// difference is within what relinking alone moves the program on this machine — from
+/// `known` spreads of earlier layout experiments, the same program's latest when there is
+/// one, else the median of other programs' (said so) — and, when nothing was measured
+/// here, about small differences, with how to check them (`--layouts`).
+pub fn spread_warnings(experiment: &Experiment, known: &[perflab_model::LayoutSpread]) -> Vec<Warning> {
+    if experiment.layouts.is_some() || experiment.settings.mode == perflab_model::Mode::Instructions {
+        return Vec::new();
+    }
+    let program = |name: &str| {
+        experiment.commands.iter().find(|c| c.name == name).and_then(|c| c.argv.first()).map(|p| p.as_str())
+    };
+    let mut out = Vec::new();
+    for c in experiment.comparisons.iter().filter(|c| c.metric == experiment.primary_metric) {
+        if !matches!(c.verdict, Verdict::Slower | Verdict::Faster) {
+            continue;
+        }
+        let (Some(base), Some(cand)) = (program(&c.baseline), program(&c.candidate)) else { continue };
+        if base == cand {
+            continue; // one program: layout does not differ between the two
+        }
+        let kind = perflab_model::LayoutSpread::program_kind(cand);
+        let same: Vec<&perflab_model::LayoutSpread> =
+            known.iter().filter(|k| k.program == kind && k.metric == c.metric).collect();
+        let (spread, whose) = match same.last() {
+            Some(k) => (
+                k.spread,
+                format!(
+                    "layouts of `{kind}` vary by ±{} % on this machine (measured {} in `{}`)",
+                    format_percent(k.spread * 100.0),
+                    k.measured_at,
+                    k.benchmark
+                ),
+            ),
+            None => {
+                let mut others: Vec<f64> = known.iter().filter(|k| k.metric == c.metric).map(|k| k.spread).collect();
+                if others.is_empty() {
+                    if (c.ratio.ln()).abs() < PUBLISHED_LAYOUT_EFFECT.ln_1p() {
+                        out.push(Warning::new(
+                            WarningKind::Other,
+                            format!(
+                                "`{}` vs `{}` differs by {} %, a size code layout alone can produce between two builds (where the linker put functions and loops); no layout spread was measured on this machine yet: build each version several times with `--layouts 8` to check (docs/suites.md, \"Code layouts\")",
+                                c.candidate,
+                                c.baseline,
+                                format_percent((c.ratio - 1.0) * 100.0)
+                            ),
+                        ));
+                    }
+                    continue;
+                }
+                others.sort_by(f64::total_cmp);
+                let median = others[others.len() / 2];
+                (median, format!("layouts of other programs vary by ±{} % on this machine (median of {} measured; none of `{kind}`)", format_percent(median * 100.0), others.len()))
+            }
+        };
+        let limit = LAYOUT_ONLY_Z * std::f64::consts::SQRT_2 * spread;
+        if c.ratio.ln().abs() <= limit {
+            out.push(Warning::new(
+                WarningKind::Noisy,
+                format!(
+                    "`{}` is {} than `{}` by {} %, within what relinking alone moves it: {whose}, so two builds of one source differ by up to ±{} % (95 %); check with `--layouts 8`, which compares the versions across their layouts (docs/suites.md, \"Code layouts\")",
+                    c.candidate,
+                    c.verdict.as_str(),
+                    c.baseline,
+                    format_percent((c.ratio - 1.0).abs() * 100.0),
+                    format_percent(limit.exp_m1() * 100.0)
+                ),
+            ));
+        }
     }
     out
 }
@@ -266,6 +381,45 @@ mod tests {
         // The first layouts alone: a paired comparison of a@L1 and b@L1 says slower.
         let one = verdict::compare(&e.commands[0], &e.commands[4], metric::WALL, 0.95, &plan.settings);
         assert_eq!(one.verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn a_verdict_within_the_measured_layout_spread_is_doubted() {
+        let mut e = perflab_model::Experiment::default();
+        let command = |name: &str, program: &str| perflab_model::CommandResult {
+            name: name.into(),
+            argv: vec![program.into()],
+            command_line: program.into(),
+            parameters: Default::default(),
+            runs: vec![],
+            summary: Default::default(),
+        };
+        e.commands = vec![command("master", "/b/master/prog"), command("v3", "/b/v3/prog")];
+        let mut c = Comparison::example_slower("master", "v3");
+        (c.ratio, c.ci_low, c.ci_high) = (1.011, 1.003, 1.019);
+        e.comparisons = vec![c];
+        let spread = |program: &str, spread: f64| perflab_model::LayoutSpread {
+            benchmark: "loop".into(),
+            program: program.into(),
+            metric: metric::WALL.into(),
+            spread,
+            measured_at: "2026-11-26T03:00:00Z".into(),
+        };
+        // prog's layouts vary by ±0.9 %: two builds differ by up to ±2.5 %; 1.1 % is within.
+        let w = spread_warnings(&e, &[spread("other", 0.001), spread("prog", 0.009)]);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].message.contains("`v3` is slower than `master` by 1.1 %, within what relinking alone moves it: layouts of `prog` vary by ±0.90 %"), "{}", w[0].message);
+        assert!(w[0].message.contains("up to ±2.5 % (95 %)") && w[0].message.contains("--layouts 8"));
+        // Measured tighter than that: no doubt. Another program's only: its median, said so.
+        assert!(spread_warnings(&e, &[spread("prog", 0.002)]).is_empty());
+        let other = spread_warnings(&e, &[spread("cc1", 0.01)]);
+        assert!(other[0].message.contains("layouts of other programs vary by ±1.0 %"), "{other:?}");
+        // Nothing measured: a doubt about a small difference, with the way to check.
+        let none = spread_warnings(&e, &[]);
+        assert!(none[0].message.contains("no layout spread was measured on this machine yet"), "{none:?}");
+        // One program on both sides (an interpreter): layout does not enter.
+        e.commands[1].argv[0] = "/b/master/prog".into();
+        assert!(spread_warnings(&e, &[spread("prog", 0.009)]).is_empty());
     }
 
     #[test]

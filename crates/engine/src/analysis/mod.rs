@@ -186,7 +186,7 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     experiment.design = design::analyze(plan, experiment, look_level);
     experiment.layouts = layouts::analyze(plan, experiment, level);
     if let Some(analysis) = &experiment.layouts {
-        experiment.environment.extend(layouts::facts(analysis));
+        experiment.environment.extend(layouts::facts(plan, analysis));
         experiment.warnings.extend(layouts::warnings(plan, analysis));
     }
     // How busy the machine was, for history and reports that compare sessions (read

@@ -221,9 +221,15 @@ fn rounds(
         }
         let decided =
             !latest.is_empty() && latest.iter().all(|c| c.verdict.is_decided()) && settings.fixed_rounds.is_none();
+        let layout_limited = !decided
+            && settings.fixed_rounds.is_none()
+            && crate::analysis::layouts::rounds_cannot_decide(plan, experiment, &latest);
         observer.round_finished(&Progress { rounds: measured, warmup: false, elapsed: executor.elapsed(), latest });
         if decided {
             break StopReason::Decided;
+        }
+        if layout_limited {
+            break StopReason::LayoutLimited;
         }
         if settings.fixed_rounds.is_some_and(|n| measured >= n) {
             break StopReason::FixedRounds;
