@@ -258,6 +258,48 @@ mod tests {
         assert!(lo < c.difference && c.difference < hi && lo > 0.0);
     }
 
+    /// The interval against values computed by hand: the layout locations of the test
+    /// above are exact, so the pooled t on them is too. Pooled s² = (2·0.0004 +
+    /// 2·0.0001)/4 = 0.00025, se = √(s²·(1/3 + 1/3)) = 0.0129099, t₀.₉₇₅,₄ = 2.7764451
+    /// (R: qt(0.975, 4)); p from t's closed form for 4 df, p = 1 − 1.5·(x − x³/3) with
+    /// x = t/√(4 + t²), t = ln 1.1 / se = 7.38269.
+    #[test]
+    fn the_interval_is_the_pooled_t_on_the_layout_locations() {
+        let version = |base: f64, effects: &[f64]| -> Vec<Vec<f64>> {
+            effects.iter().map(|u| (0..8).map(|r| base * (u + 0.01 * r as f64).exp()).collect()).collect()
+        };
+        let data = vec![version(1.0, &[0.0, 0.02, -0.02]), version(1.1, &[0.01, -0.01, 0.0])];
+        let c = contrast(&fit(&data).unwrap(), 0, 1, 0.95).unwrap();
+        let close = |x: f64, want: f64| (x - want).abs() < 1e-9;
+        assert!(close(c.se, 0.012909944487358056), "{c:?}");
+        let (lo, hi) = c.interval.unwrap();
+        assert!(close(lo, 0.059466427624024355) && close(hi, 0.13115393198462552), "{lo} {hi}");
+        assert!((c.p_value - 0.0017945432064729872).abs() < 1e-9, "{}", c.p_value);
+        // At 99 %: t₀.₉₉₅,₄ = 4.6040949 (R: qt(0.995, 4)).
+        let (lo, hi) = contrast(&fit(&data).unwrap(), 0, 1, 0.99).unwrap().interval.unwrap();
+        assert!(close(hi - lo, 2.0 * 4.604094871415897 * 0.012909944487358056), "{lo} {hi}");
+    }
+
+    /// The split-half estimate of the runs' own variance against a value computed by hand:
+    /// four binaries over four rounds, two flat and two alternating ±a in opposite phase, so
+    /// every round's median is 0 and every location is 0; the alternating ones' even-round
+    /// and odd-round locations differ by ±2a, the flat ones' by 0: w² = (4a² + 4a²)/(4·4)
+    /// = a²/2. Residuals are eight 0s and eight ±a: scaled MAD 1.4826·a/2. No layout
+    /// differs from another, so there is no spread and the F test says so.
+    #[test]
+    fn the_runs_own_variance_is_measured_by_splitting_the_rounds() {
+        let a = 0.01f64;
+        let flat = vec![1.0; 4];
+        let up: Vec<f64> = (0..4).map(|r| if r % 2 == 0 { a.exp() } else { (-a).exp() }).collect();
+        let down: Vec<f64> = up.iter().map(|v| 1.0 / v).collect();
+        let fit = fit(&[vec![flat.clone(), up], vec![flat, down]]).unwrap();
+        assert!(fit.locations.iter().flatten().all(|m| m.abs() < 1e-12), "{:?}", fit.locations);
+        assert!((fit.within_variance() - a * a / 2.0).abs() < 1e-13, "{}", fit.within_variance());
+        assert!((fit.run_sigma - 1.482602218505602 * a / 2.0).abs() < 1e-6, "{}", fit.run_sigma);
+        assert_eq!(fit.pooled_spread(), 0.0);
+        assert!(!fit.layouts_differ());
+    }
+
     #[test]
     fn rounds_missing_a_value_are_left_out() {
         let mut data = simulate(1, &[0.0, 0.0], 2, 10, 0.01, 0.01);
