@@ -34,10 +34,22 @@ pub fn expand(args: &CompareArgs) -> Result<(CompareArgs, Option<Vec<LayoutBuild
             "with --layouts every command must name its layout's program with {{layout}} (its seed), as --build makes it: `{c}` does not"
         ));
     }
+    let version_names: Vec<String> = args
+        .commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| args.names.get(i).cloned().unwrap_or_else(|| c.clone()))
+        .collect();
+    if let Some((i, name)) = version_names.iter().enumerate().find(|(i, n)| version_names[..*i].contains(n)) {
+        return Err(usage!(
+            "with --layouts, two versions named `{name}` (command {} and an earlier one): their layouts would be pooled as one version; name each with -n",
+            i + 1
+        ));
+    }
     let base = args.experiment.seed.unwrap_or_else(rand::random);
     let mut builds = Vec::new();
     for (i, command) in args.commands.iter().enumerate() {
-        let version = args.names.get(i).cloned().unwrap_or_else(|| command.clone());
+        let version = version_names[i].clone();
         let build = args.build.get(i).unwrap_or(&args.build[0]);
         let template = Build { name: version, value: command.clone(), prepare: Some(build.clone()) };
         builds.extend(layouts::expand_build(&template, count, base)?);

@@ -1,0 +1,222 @@
+//! End-to-end tests of `perflab compare --layouts N --build CMD` with a real compiler and
+//! linker: gcc builds tests/fixtures/layout_loop.c once per layout seed, lld's
+//! `--shuffle-sections=*=SEED` placing its functions (docs/suites.md, "Code layouts").
+//!
+//! What is asserted does not depend on the hour's noise: how many builds ran and that
+//! they differ, the experiment's structure (versions, layouts, seeds, one comparison per
+//! version across its layouts), exit codes and messages of bad input. The one verdict
+//! asserted is between versions whose work differs tenfold (see
+//! `a_tenfold_change_is_slower_across_layouts`). Whether layouts move the times, and how
+//! often a one-layout comparison is wrong, is measured by scripts/eval-layouts, not here.
+
+mod common;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+
+fn perflab() -> Command {
+    let mut cmd = Command::cargo_bin("perflab").unwrap();
+    cmd.env("NO_COLOR", "1");
+    cmd
+}
+
+/// gcc and lld, or why the test is skipped (scripts/test installs both).
+fn toolchain() -> Option<()> {
+    for tool in ["gcc", "ld.lld"] {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            eprintln!("SKIPPED: {tool} is not installed (scripts/test installs it)");
+            return None;
+        }
+    }
+    Some(())
+}
+
+/// The build of one layout of the fixture into `dir/<name>-{layout}`, `defines` added.
+fn build_command(dir: &Path, name: &str, defines: &str) -> String {
+    format!(
+        "gcc -O2 -ffunction-sections -falign-functions=1 -falign-loops=1 {defines} -fuse-ld=lld \
+         '-Wl,--shuffle-sections=*={{layout}}' -o {}/{name}-{{layout}} {}",
+        dir.display(),
+        common::fixtures_dir().join("layout_loop.c").display()
+    )
+}
+
+fn program(dir: &Path, name: &str, args: &str) -> String {
+    format!("{}/{name}-{{layout}} {args}", dir.display())
+}
+
+fn json_of(output: &[u8]) -> Value {
+    serde_json::from_slice(output).expect("valid JSON on stdout")
+}
+
+#[test]
+fn every_layout_is_built_and_the_versions_are_compared_across_them() {
+    let Some(()) = toolchain() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = perflab()
+        .args(["compare", "--layouts", "3", "--seed", "11", "-r", "6", "--no-progress", "--json", "-"])
+        .args(["--build", &build_command(dir.path(), "a", ""), "--build", &build_command(dir.path(), "b", "")])
+        .args(["-n", "master", "-n", "v3", &program(dir.path(), "a", "1 1"), &program(dir.path(), "b", "1 1")])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for (i, name) in ["master@L1", "master@L2", "master@L3", "v3@L1", "v3@L2", "v3@L3"].iter().enumerate() {
+        assert!(stderr.contains(&format!("perflab: building {name} ({}/6): gcc", i + 1)), "{stderr}");
+    }
+    // Six programs, all different files (check_distinct refuses identical ones).
+    let built: Vec<Vec<u8>> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+    assert_eq!(built.len(), 6);
+    assert!((0..6).all(|i| (0..i).all(|j| built[i] != built[j])), "two layouts linked the same program");
+
+    let json = json_of(&out.stdout);
+    let commands: Vec<&str> =
+        json["commands"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(commands, ["master@L1", "master@L2", "master@L3", "v3@L1", "v3@L2", "v3@L3"]);
+    assert_eq!(json["rounds"], 6);
+    assert_eq!(json["stop_reason"], "fixed_rounds");
+    // Every command ran once per measured round.
+    for c in json["commands"].as_array().unwrap() {
+        assert_eq!(c["runs"].as_array().unwrap().len(), 6, "{}", c["name"]);
+    }
+    // One comparison per metric: v3 against master across their layouts, never layout by layout.
+    let comparisons = json["comparisons"].as_array().unwrap();
+    assert!(comparisons.iter().all(|c| c["baseline"] == "master" && c["candidate"] == "v3"), "{comparisons:?}");
+    let primary = json["primary_metric"].as_str().unwrap();
+    let c = comparisons.iter().find(|c| c["metric"] == primary).unwrap();
+    let notes = c["flags"].to_string();
+    assert!(notes.contains("across layouts: 3 + 3 layouts in 6 rounds") && notes.contains("4 df"), "{notes}");
+    // The layouts' analysis: both versions, three seeds each, the seeds in the builds' paths.
+    let layouts = &json["layouts"];
+    let versions = layouts["versions"].as_array().unwrap();
+    assert_eq!(versions.iter().map(|v| v["name"].as_str().unwrap()).collect::<Vec<_>>(), ["master", "v3"]);
+    for v in versions {
+        let levels = v["layouts"].as_array().unwrap();
+        assert_eq!(levels.len(), 3, "{v}");
+        for level in levels {
+            let seed = level["seed"].as_u64().unwrap();
+            assert!((1..1 << 31).contains(&seed), "lld reads the seed as a positive 32-bit integer: {seed}");
+            let prefix = if v["name"] == "master" { "a" } else { "b" };
+            assert!(dir.path().join(format!("{prefix}-{seed}")).is_file(), "no build for seed {seed}");
+        }
+    }
+    // The environment keeps which commands were which version's layouts.
+    assert!(
+        json["environment"]["layouts"].as_str().is_some_and(|s| s.contains("\"master\"")),
+        "{}",
+        json["environment"]
+    );
+}
+
+/// The candidate does ten times the steady work of the baseline in every layout: its
+/// layouts' locations lie near ln 10 above the baseline's, and the hot loop the layouts
+/// move is a tenth of the baseline's time (1 of 10 million iterations vs steady 1 of 40 ×
+/// 10): a layout spread of even ±20 % of the baseline leaves the t interval on 3 + 3
+/// layouts (4 df, half-width 2.78·se) far above 1, whatever the load.
+#[test]
+fn a_tenfold_change_is_slower_across_layouts() {
+    let Some(()) = toolchain() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = perflab()
+        .args(["compare", "--layouts", "3", "--seed", "5", "-r", "6", "--no-progress", "--json", "-"])
+        .args(["--build", &build_command(dir.path(), "p", "")])
+        .args(["-n", "small", "-n", "large", &program(dir.path(), "p", "1 4"), &program(dir.path(), "p", "1 40")])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let json = json_of(&out.stdout);
+    let primary = json["primary_metric"].as_str().unwrap();
+    let c = json["comparisons"].as_array().unwrap().iter().find(|c| c["metric"] == primary).unwrap().clone();
+    assert_eq!((c["baseline"].as_str(), c["candidate"].as_str()), (Some("small"), Some("large")));
+    assert_eq!(c["verdict"], "slower", "{c}");
+    assert!(c["ci_low"].as_f64().unwrap() > 1.5, "{c}");
+}
+
+#[test]
+fn bad_layout_arguments_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let build = build_command(dir.path(), "a", "");
+    let run = |args: &[&str]| {
+        let out = perflab().arg("compare").args(args).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let cmd = program(dir.path(), "a", "1 1");
+    let (code, err) = run(&["--layouts", "1", "--build", &build, &cmd, &cmd]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--layouts must be at least 2"), "{err}");
+    let (code, err) = run(&["--layouts", "2", "--build", &build, "true", &cmd]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("every command must name its layout's program with {layout}"), "{err}");
+    let (code, err) = run(&["--layouts", "2", "--build", &build, "--build", &build, "--build", &build, &cmd, &cmd]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--build is given 3 times for 2 commands"), "{err}");
+    let (code, err) = run(&["--layouts", "2", &cmd, &cmd]);
+    assert_eq!(code, Some(2), "clap: --layouts requires --build: {err}");
+    let (code, err) = run(&["--layouts", "2", "--build", &build, &cmd, &cmd]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("two versions named"), "{err}");
+    // Nothing was built for any of them.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_failing_build_stops_before_any_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = program(dir.path(), "a", "1 1");
+    let out = perflab()
+        .args(["compare", "--layouts", "2", "--build", "exit 7", "-n", "a", "-n", "b", &cmd, &cmd])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("building ") && err.contains("@L1 failed"), "{err}");
+    assert!(!err.contains("@L2 (2/4)"), "stopped at the first failure: {err}");
+}
+
+/// A build whose `{layout}` reaches only the output path links one program N times: the
+/// experiment would measure no layout spread, so it is refused before any round.
+#[test]
+fn layouts_that_are_the_same_program_are_refused() {
+    let Some(()) = toolchain() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ignores_seed = format!(
+        "gcc -O2 -o {}/a-{{layout}} {}",
+        dir.path().display(),
+        common::fixtures_dir().join("layout_loop.c").display()
+    );
+    let cmd = program(dir.path(), "a", "1 1");
+    let out = perflab()
+        .args([
+            "compare",
+            "--layouts",
+            "2",
+            "--no-progress",
+            "--build",
+            &ignores_seed,
+            "-n",
+            "a",
+            "-n",
+            "b",
+            &cmd,
+            &cmd,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("rounds"), "no round was run: {err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("perflab: error: layouts `a@L1` and `a@L2` of build `a` built identical programs"),
+        "{err}"
+    );
+    assert!(last.contains("{layout} does not reach the linker"), "{err}");
+}
