@@ -73,6 +73,12 @@ impl LayoutFit {
     /// explains: the pooled between-layout variance over the within variance exceeds the
     /// F distribution's 95 % point.
     pub fn layouts_differ(&self) -> bool {
+        self.layouts_differ_at(0.95)
+    }
+
+    /// [`Self::layouts_differ`] at the F distribution's `level` point (a stricter one
+    /// where the question is asked at every look).
+    pub fn layouts_differ_at(&self, level: f64) -> bool {
         let (mut squares, mut df) = (0.0, 0usize);
         for m in self.locations.iter().filter(|m| m.len() >= 2) {
             squares += sample_variance(m) * (m.len() - 1) as f64;
@@ -83,7 +89,7 @@ impl LayoutFit {
         }
         use statrs::distribution::{ContinuousCDF, FisherSnedecor};
         let ratio = squares / df as f64 / self.within;
-        FisherSnedecor::new(df as f64, self.within_df).map_or(false, |f| f.inverse_cdf(0.95) < ratio)
+        FisherSnedecor::new(df as f64, self.within_df).map_or(false, |f| f.inverse_cdf(level) < ratio)
     }
 
     /// The estimated σ of the layout effect among `version`'s layouts (log scale): how
