@@ -230,7 +230,7 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
 /// `perflab compare`: plan, run with progress, CSV rows and the store watching; then the
 /// stored experiment, every file output, and last the terminal (see `render::export`).
 pub fn main(args: CompareArgs) -> Result<(), Failure> {
-    let (args, layout_builds) = super::layouts::expand(&args)?;
+    let (args, layout_builds) = expand_layouts(&args)?;
     if let Some(builds) = &layout_builds {
         super::layouts::build(builds)?;
     }
@@ -328,6 +328,79 @@ fn threshold_warning(args: &CompareArgs, plan: &Plan) -> Option<Warning> {
     let message =
         perflab_engine::doctor::threshold_warning(&calibration, plan.settings.threshold, plan.settings.max_time_s)?;
     Some(Warning::new(WarningKind::Noisy, message))
+}
+
+/// `args` with each command repeated once per layout (its seed in place of `{layout}`),
+/// and those layouts' builds, not yet built; `args` as they are without `--layouts`.
+fn expand_layouts(
+    args: &CompareArgs,
+) -> Result<(CompareArgs, Option<Vec<perflab_suite::layouts::LayoutBuild>>), Failure> {
+    let Some(count) = args.layouts else { return Ok((args.clone(), None)) };
+    if count < 2 {
+        return Err(usage!("--layouts must be at least 2 (one layout per command is a plain comparison), got {count}"));
+    }
+    let n = args.commands.len();
+    if args.reference.is_some() || !args.parameters.lists.is_empty() || !args.parameters.scans.is_empty() {
+        return Err(usage!(
+            "--layouts cannot be combined with --reference or -L/-P parameters: give each version as a command"
+        ));
+    }
+    if args.build.len() != 1 && args.build.len() != n {
+        return Err(usage!(
+            "--build is given {} times for {n} commands: give it once, or once per command",
+            args.build.len()
+        ));
+    }
+    if let Some(c) = args.commands.iter().find(|c| !c.contains("{layout}")) {
+        return Err(usage!(
+            "with --layouts every command must name its layout's program with {{layout}} (its seed), as --build makes it: `{c}` does not"
+        ));
+    }
+    let version_names: Vec<String> = args
+        .commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| args.names.get(i).cloned().unwrap_or_else(|| c.clone()))
+        .collect();
+    if let Some((i, name)) = version_names.iter().enumerate().find(|(i, n)| version_names[..*i].contains(n)) {
+        return Err(usage!(
+            "with --layouts, two versions named `{name}` (command {} and an earlier one): their layouts would be pooled as one version; name each with -n",
+            i + 1
+        ));
+    }
+    let base = args.experiment.seed.unwrap_or_else(rand::random);
+    let mut builds = Vec::new();
+    for (i, command) in args.commands.iter().enumerate() {
+        let version = version_names[i].clone();
+        let build = args.build.get(i).unwrap_or(&args.build[0]);
+        let template = perflab_suite::Build { name: version, value: command.clone(), prepare: Some(build.clone()) };
+        builds.extend(perflab_suite::layouts::expand_build(&template, count, base)?);
+    }
+    let per = count as usize;
+    let repeat = |values: &[String]| -> Vec<String> {
+        if values.len() == n && n > 1 {
+            values.iter().flat_map(|v| std::iter::repeat_n(v.clone(), per)).collect()
+        } else {
+            values.to_vec()
+        }
+    };
+    let mut expanded = args.clone();
+    expanded.commands = builds.iter().map(|b| b.build.value.clone()).collect();
+    expanded.names = builds.iter().map(|b| b.build.name.clone()).collect();
+    expanded.output_to = repeat(&args.output_to);
+    let hooks = &mut expanded.hooks;
+    hooks.prepare = repeat(&args.hooks.prepare);
+    hooks.conclude = repeat(&args.hooks.conclude);
+    hooks.setup = repeat(&args.hooks.setup);
+    hooks.cleanup = repeat(&args.hooks.cleanup);
+    for list in [&mut hooks.prepare, &mut hooks.conclude, &mut hooks.setup, &mut hooks.cleanup] {
+        if list.len() == builds.len() {
+            for (hook, b) in list.iter_mut().zip(&builds) {
+                *hook = perflab_suite::layouts::substitute(hook, b.seed);
+            }
+        }
+    }
+    Ok((expanded, Some(builds)))
 }
 
 /// Doubts about verdicts between two builds that are within the layout spread measured
