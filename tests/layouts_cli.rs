@@ -92,7 +92,10 @@ fn every_layout_is_built_and_the_versions_are_compared_across_them() {
     let primary = json["primary_metric"].as_str().unwrap();
     let c = comparisons.iter().find(|c| c["metric"] == primary).unwrap();
     let notes = c["flags"].to_string();
-    assert!(notes.contains("across layouts: 3 + 3 layouts in 6 rounds") && notes.contains("4 df"), "{notes}");
+    assert!(notes.contains("across layouts: 3 + 3 layouts in 6 rounds") && notes.contains("Mann–Whitney"), "{notes}");
+    // 3 + 3 layouts cannot reach 95 % whatever they measure (P(U = 0) = 1/20): said, no verdict.
+    assert!(notes.contains("3 + 3 layouts cannot reach 95.0 % confidence"), "{notes}");
+    assert!(c["verdict"] != "slower" && c["verdict"] != "faster", "{c}");
     // The layouts' analysis: both versions, three seeds each, the seeds in the builds' paths.
     let layouts = &json["layouts"];
     let versions = layouts["versions"].as_array().unwrap();
@@ -115,17 +118,17 @@ fn every_layout_is_built_and_the_versions_are_compared_across_them() {
     );
 }
 
-/// The candidate does ten times the steady work of the baseline in every layout: its
-/// layouts' locations lie near ln 10 above the baseline's, and the hot loop the layouts
-/// move is a tenth of the baseline's time (1 of 10 million iterations vs steady 1 of 40 ×
-/// 10): a layout spread of even ±20 % of the baseline leaves the t interval on 3 + 3
-/// layouts (4 df, half-width 2.78·se) far above 1, whatever the load.
+/// The candidate does ten times the steady work of the baseline in every layout (steady
+/// 40 vs 4 million multiplies; the hot loop the layouts move, 1 million iterations, is
+/// the same): every one of its 4 layouts is slower than every one of the baseline's
+/// unless a layout or the load moved a program ×5, and then (complete separation)
+/// Mann–Whitney's p = 2/70 < 5 % with the fixed rounds' single look at 95 %.
 #[test]
 fn a_tenfold_change_is_slower_across_layouts() {
     let Some(()) = toolchain() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = perflab()
-        .args(["compare", "--layouts", "3", "--seed", "5", "-r", "6", "--no-progress", "--json", "-"])
+        .args(["compare", "--layouts", "4", "--seed", "5", "-r", "6", "--no-progress", "--json", "-"])
         .args(["--build", &build_command(dir.path(), "p", "")])
         .args(["-n", "small", "-n", "large", &program(dir.path(), "p", "1 4"), &program(dir.path(), "p", "1 40")])
         .assert()
@@ -138,6 +141,7 @@ fn a_tenfold_change_is_slower_across_layouts() {
     assert_eq!((c["baseline"].as_str(), c["candidate"].as_str()), (Some("small"), Some("large")));
     assert_eq!(c["verdict"], "slower", "{c}");
     assert!(c["ci_low"].as_f64().unwrap() > 1.5, "{c}");
+    assert!((c["p_value"].as_f64().unwrap() - 2.0 / 70.0).abs() < 1e-9, "complete separation: {c}");
 }
 
 #[test]

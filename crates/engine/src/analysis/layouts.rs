@@ -80,9 +80,17 @@ fn judge(fit: &LayoutFit, baseline: usize, candidate: usize, metric: &str, level
     };
     let ci = c.interval.map(|(lo, hi)| (lo.exp(), hi.exp()));
     let mut flags = vec![format!(
-        "across layouts: {} + {} layouts in {} rounds; the interval counts how much layouts differ (t on the layouts' levels, {:.0} df)",
-        layouts.0, layouts.1, fit.rounds, c.df
+        "across layouts: {} + {} layouts in {} rounds; the interval counts how much layouts differ (Mann–Whitney on the layouts' levels, whatever their distribution)",
+        layouts.0, layouts.1, fit.rounds
     )];
+    if ci.is_none() {
+        flags.push(format!(
+            "{} + {} layouts cannot reach {:.1} % confidence whatever they measure: use at least 8 layouts (--layouts 8)",
+            layouts.0,
+            layouts.1,
+            level * 100.0
+        ));
+    }
     if fit.skipped > 0 {
         flags.push(format!(
             "{} of {} rounds skipped: a layout had no positive {metric} there",
