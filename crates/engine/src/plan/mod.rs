@@ -284,10 +284,10 @@ impl Plan {
     ///
     /// With layouts the looks spend α by the union bound (α/(k(k+1)) at look k), whatever
     /// design was asked: the group-sequential boundaries assume the looks' statistics move
-    /// like a sum of rounds, and a t on a few layouts' locations does not — its variance
-    /// estimate is redrawn at every look — so those boundaries let an A/A comparison of
-    /// 2 + 2 layouts be called different in 9.5 % of simulated experiments (σ 5 %, no
-    /// layout effect, examples/layouts_sim.rs); the union bound holds for any dependence.
+    /// like a sum of rounds, and a statistic on a few layouts' locations does not: with a
+    /// t on them, those boundaries let an A/A comparison of 2 + 2 layouts be called
+    /// different in 9.5 % of simulated experiments (σ 5 %, no layout effect,
+    /// examples/layouts_sim.rs); the union bound holds for any dependence.
     pub fn with_layouts(self, layouts: Option<perflab_model::Layouts>) -> Plan {
         let mut settings = self.settings.clone();
         if layouts.is_some() {
