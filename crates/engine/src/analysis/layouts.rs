@@ -167,7 +167,10 @@ pub fn analyze(plan: &Plan, experiment: &Experiment, level: f64) -> Option<Layou
                 .find(|x| x.metric == metric && x.candidate == candidate && x.baseline == baseline)
                 .map(|x| x.verdict);
             Some(LayoutContrast {
+                // Too few layouts for any interval at this level is a reason of its own
+                // (said in the comparison's notes), not the layouts' noise.
                 within_layout_noise: verdict == Some(Verdict::Inconclusive)
+                    && c.interval.is_some()
                     && c.layout_share >= LAYOUT_DOMINATES
                     && fit.layouts_differ(),
                 baseline,
@@ -394,6 +397,21 @@ mod tests {
         // The first layouts alone: a paired comparison of a@L1 and b@L1 says slower.
         let one = verdict::compare(&e.commands[0], &e.commands[4], metric::WALL, 0.95, &plan.settings);
         assert_eq!(one.verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn too_few_layouts_for_an_interval_are_said_and_not_called_layout_noise() {
+        // 3 + 3 layouts with a real spread: Mann–Whitney cannot reach 95 % (P(U = 0) =
+        // 1/20), so there is no interval, whatever the runs say — inconclusive for that
+        // reason, not "within layout noise".
+        let plan = plan(3, Settings { seed: 5, fixed_rounds: Some(20), ..Settings::default() });
+        let effects: [&[f64]; 2] = [&[-0.03, 0.01, 0.0], &[0.0, 0.03, -0.02]];
+        let mut sim = Simulated::new(5, times([0.05, 0.05], effects), Noise::gaussian(0.005));
+        let e = run_experiment(&plan, &mut sim, &mut Quiet).unwrap();
+        let c = e.comparisons.iter().find(|c| c.metric == metric::WALL).unwrap();
+        assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
+        assert!(c.flags.iter().any(|f| f.contains("3 + 3 layouts cannot reach 95.0 % confidence")), "{:?}", c.flags);
+        assert!(!e.layouts.as_ref().unwrap().contrasts[0].within_layout_noise);
     }
 
     #[test]
