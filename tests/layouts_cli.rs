@@ -269,3 +269,67 @@ fn a_suite_with_layouts_stores_the_layout_spread_for_later_comparisons() {
     assert!(s.spread.is_finite() && s.spread >= 0.0, "{s:?}");
     assert!(!s.metric.is_empty());
 }
+
+fn git(repo: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .expect("git is installed");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// `bisect --layouts 8`: every commit built in 8 layouts; a step is bad when it is
+/// slower beyond the threshold across its layouts (no halfway rule). The culprit makes
+/// the steady work 10× longer (EXTRA_PERCENT 900); the threshold is 20 %, so a commit of
+/// the same source is bad only if its layouts read > ×1.2 slower across all of them,
+/// which layouts that move the hot loop (a fifth of the time) by 13 % cannot produce.
+#[test]
+fn bisect_across_layouts_finds_the_culprit() {
+    let Some(()) = toolchain() else { return };
+    let repo_dir = tempfile::tempdir().unwrap();
+    let repo = repo_dir.path();
+    let source = std::fs::read_to_string(common::fixtures_dir().join("layout_loop.c")).unwrap();
+    let slow = source.replace("#define EXTRA_PERCENT 0\n", "#define EXTRA_PERCENT 900\n");
+    assert_ne!(source, slow);
+    let commit = |text: &str, message: &str| {
+        std::fs::write(repo.join("loop.c"), text).unwrap();
+        git(repo, &["add", "loop.c"]);
+        git(repo, &["commit", "-q", "-m", message]);
+        git(repo, &["rev-parse", "HEAD"])
+    };
+    git(repo, &["init", "-q"]);
+    let good = commit(&source, "first version");
+    commit(&(source.clone() + "/* tidy */\n"), "tidy");
+    let culprit = commit(&(slow.clone() + "/* tidy */\n"), "ten times the steady work");
+    let bad = commit(&(slow + "/* tidy again */\n"), "tidy again");
+
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("perflab.toml"),
+        "[defaults]\nthreshold = 20\n[[benchmark]]\nname = \"loop\"\ncommand = \"{build}/loop 1 4\"\n",
+    )
+    .unwrap();
+    let build = "gcc -O2 -ffunction-sections -falign-functions=1 -falign-loops=1 -fuse-ld=lld \
+                 '-Wl,--shuffle-sections=*={layout}' -o loop loop.c";
+    let out = Command::cargo_bin("perflab")
+        .unwrap()
+        .current_dir(work.path())
+        .env("NO_COLOR", "1")
+        .args(["bisect", "--good", &good, "--bad", &bad, "--bench", "loop", "--rounds", "5", "--layouts", "8"])
+        .args(["--seed", "9", "--build", build, "--repo"])
+        .arg(repo)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains(&format!("first bad commit: {culprit} ten times the steady work")), "{stdout}");
+    let steps: Vec<&str> = stdout.lines().filter(|l| l.contains(" → ")).collect();
+    assert!(steps[0].starts_with(&bad[..10]) && steps[0].contains("→ bad (layouts ±"), "{stdout}");
+    assert!(steps.iter().any(|l| l.contains("→ good (layouts ±")), "{stdout}");
+    assert!(steps.iter().all(|l| !l.contains("halfway")), "no halfway rule with layouts: {stdout}");
+    assert_eq!(git(repo, &["worktree", "list"]).lines().count(), 1);
+}
