@@ -91,12 +91,12 @@ impl LayoutFit {
             squares += sample_variance(m) * (m.len() - 1) as f64;
             df += m.len() - 1;
         }
-        if df == 0 || !(self.within > 0.0) {
+        if df == 0 || self.within.is_nan() || self.within <= 0.0 {
             return df > 0 && squares > 0.0;
         }
         use statrs::distribution::{ContinuousCDF, FisherSnedecor};
         let ratio = squares / df as f64 / self.within;
-        FisherSnedecor::new(df as f64, self.within_df).map_or(false, |f| f.inverse_cdf(level) < ratio)
+        FisherSnedecor::new(df as f64, self.within_df).is_ok_and(|f| f.inverse_cdf(level) < ratio)
     }
 
     /// The estimated σ of the layout effect among `version`'s layouts (log scale): how

@@ -141,7 +141,7 @@ pub fn check_distinct(builds: &[LayoutBuild], programs: &[String]) -> Result<Opt
         }
         let contents: Vec<Vec<u8>> = paths
             .iter()
-            .map(|p| std::fs::read(p))
+            .map(std::fs::read)
             .collect::<Result<_, _>>()
             .map_err(|source| SuiteError::Read { path: paths[0].to_path_buf(), source })?;
         for i in 0..contents.len() {
