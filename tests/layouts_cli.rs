@@ -233,41 +233,41 @@ fn layouts_that_are_the_same_program_are_refused() {
 #[test]
 fn a_suite_with_layouts_stores_the_layout_spread_for_later_comparisons() {
     let Some(()) = toolchain() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
-    let prepare = |version: &str| {
-        format!(
-            "mkdir -p out/{version}-{{layout}} && gcc -O2 -ffunction-sections -falign-functions=1 -falign-loops=1 \
-             -fuse-ld=lld '-Wl,--shuffle-sections=*={{layout}}' -o out/{version}-{{layout}}/prog {}",
-            common::fixtures_dir().join("layout_loop.c").display()
-        )
-    };
-    let suite = format!(
-        "[builds]\nlayouts = 2\nmaster = {{ path = \"out/master-{{layout}}/prog\", prepare = {:?} }}\n\
-         v3 = {{ path = \"out/v3-{{layout}}/prog\", prepare = {:?} }}\n\
-         [[benchmark]]\nname = \"loop\"\ncommand = \"{{build}} 1 4\"\n",
-        prepare("master"),
-        prepare("v3")
-    );
-    std::fs::write(dir.path().join("perflab.toml"), suite).unwrap();
-    let out = Command::cargo_bin("perflab")
-        .unwrap()
-        .current_dir(dir.path())
-        .env("PERFLAB_DB", &db)
-        .args(["run", "--label", "v3", "--baseline", "master", "--rounds", "5", "--seed", "3"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert_eq!(std::fs::read_dir(dir.path().join("out")).unwrap().count(), 4, "2 versions × 2 layouts built");
+    common::pg::each_backend("layouts_suite", |dir, db| {
+        let prepare = |version: &str| {
+            format!(
+                "mkdir -p out/{version}-{{layout}} && gcc -O2 -ffunction-sections -falign-functions=1 -falign-loops=1 \
+                 -fuse-ld=lld '-Wl,--shuffle-sections=*={{layout}}' -o out/{version}-{{layout}}/prog {}",
+                common::fixtures_dir().join("layout_loop.c").display()
+            )
+        };
+        let suite = format!(
+            "[builds]\nlayouts = 2\nmaster = {{ path = \"out/master-{{layout}}/prog\", prepare = {:?} }}\n\
+             v3 = {{ path = \"out/v3-{{layout}}/prog\", prepare = {:?} }}\n\
+             [[benchmark]]\nname = \"loop\"\ncommand = \"{{build}} 1 4\"\n",
+            prepare("master"),
+            prepare("v3")
+        );
+        std::fs::write(dir.join("perflab.toml"), suite).unwrap();
+        let out = Command::cargo_bin("perflab")
+            .unwrap()
+            .current_dir(dir)
+            .env("PERFLAB_DB", db)
+            .args(["run", "--label", "v3", "--baseline", "master", "--rounds", "5", "--seed", "3"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(std::fs::read_dir(dir.join("out")).unwrap().count(), 4, "2 versions × 2 layouts built");
 
-    let mut store = perflab::store::Store::open(Some(db.to_str().unwrap())).unwrap();
-    let spreads = store.layout_spreads(&perflab::machine::detect()).unwrap();
-    assert_eq!(spreads.len(), 1, "{spreads:?}");
-    let s = &spreads[0];
-    assert_eq!((s.benchmark.as_str(), s.program.as_str()), ("loop", "prog"), "{s:?}");
-    assert!(s.spread.is_finite() && s.spread >= 0.0, "{s:?}");
-    assert!(!s.metric.is_empty());
+        let mut store = perflab::store::Store::open(Some(db)).unwrap();
+        let spreads = store.layout_spreads(&perflab::machine::detect()).unwrap();
+        assert_eq!(spreads.len(), 1, "{spreads:?}");
+        let s = &spreads[0];
+        assert_eq!((s.benchmark.as_str(), s.program.as_str()), ("loop", "prog"), "{s:?}");
+        assert!(s.spread.is_finite() && s.spread >= 0.0, "{s:?}");
+        assert!(!s.metric.is_empty());
+    });
 }
 
 fn git(repo: &Path, args: &[&str]) -> String {
