@@ -68,6 +68,18 @@ pub struct CompareArgs {
     /// each factor is always shown.
     #[arg(long)]
     pub pairwise: bool,
+    /// Build every command N times with different code layouts before the first round
+    /// (--build, `{layout}` standing for each layout's seed) and compare the versions across
+    /// their layouts, with intervals that count how much layouts of the same source differ
+    /// (docs/suites.md, "Code layouts").
+    #[arg(long, value_name = "N", requires = "build")]
+    pub layouts: Option<u32>,
+    /// With --layouts: the shell command building one layout of a command's program,
+    /// `{layout}` its seed (lld/mold `--shuffle-sections`, `-falign-functions`, link order);
+    /// once for all commands or once per command. The commands name the program with
+    /// `{layout}` too.
+    #[arg(long = "build", value_name = "CMD", requires = "layouts")]
+    pub build: Vec<String>,
     #[command(flatten)]
     pub export: ExportArgs,
     /// Write every run as CSV, row by row as they finish (`-` for stdout).
@@ -220,7 +232,15 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
 /// `perflab compare`: plan, run with progress, CSV rows and the store watching; then the
 /// stored experiment, every file output, and last the terminal (see `render::export`).
 pub fn main(args: CompareArgs) -> Result<(), Failure> {
+    let (args, layout_builds) = expand_layouts(&args)?;
+    if let Some(builds) = &layout_builds {
+        super::layouts::build(builds)?;
+    }
     let (plan, shell_reason) = planned(&args)?;
+    let plan = match &layout_builds {
+        Some(builds) => super::layouts::attach(plan, builds)?,
+        None => plan,
+    };
     if let Some(reason) = shell_reason {
         eprintln!("perflab: note: {}", render::terminal::escape(&reason.note()));
     }
@@ -264,6 +284,7 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     };
     let mut experiment = experiment?;
     experiment.warnings.extend(threshold_warning(&args, &plan));
+    experiment.warnings.extend(layout_warnings(&args, &experiment));
     // Stored first, then the files, then the terminal: each on its own, so a failure of
     // one (a full disk, a closed stdout) loses none of the others.
     let saved = recorder.map(|recorder| finish_saving(recorder, &experiment));
@@ -318,6 +339,93 @@ fn threshold_warning(args: &CompareArgs, plan: &Plan) -> Option<Warning> {
     Some(Warning::new(WarningKind::Noisy, message))
 }
 
+/// `args` with each command repeated once per layout (its seed in place of `{layout}`),
+/// and those layouts' builds, not yet built; `args` as they are without `--layouts`.
+fn expand_layouts(
+    args: &CompareArgs,
+) -> Result<(CompareArgs, Option<Vec<perflab_suite::layouts::LayoutBuild>>), Failure> {
+    let Some(count) = args.layouts else { return Ok((args.clone(), None)) };
+    if count < 2 {
+        return Err(usage!("--layouts must be at least 2 (one layout per command is a plain comparison), got {count}"));
+    }
+    let n = args.commands.len();
+    if args.reference.is_some() || !args.parameters.lists.is_empty() || !args.parameters.scans.is_empty() {
+        return Err(usage!(
+            "--layouts cannot be combined with --reference or -L/-P parameters: give each version as a command"
+        ));
+    }
+    if args.build.len() != 1 && args.build.len() != n {
+        return Err(usage!(
+            "--build is given {} times for {n} commands: give it once, or once per command",
+            args.build.len()
+        ));
+    }
+    if let Some(c) = args.commands.iter().find(|c| !c.contains("{layout}")) {
+        return Err(usage!(
+            "with --layouts every command must name its layout's program with {{layout}} (its seed), as --build makes it: `{c}` does not"
+        ));
+    }
+    let version_names: Vec<String> = args
+        .commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| args.names.get(i).cloned().unwrap_or_else(|| c.clone()))
+        .collect();
+    if let Some((i, name)) = version_names.iter().enumerate().find(|(i, n)| version_names[..*i].contains(n)) {
+        return Err(usage!(
+            "with --layouts, two versions named `{name}` (command {} and an earlier one): their layouts would be pooled as one version; name each with -n",
+            i + 1
+        ));
+    }
+    let base = args.experiment.seed.unwrap_or_else(rand::random);
+    let mut builds = Vec::new();
+    for (i, command) in args.commands.iter().enumerate() {
+        let version = version_names[i].clone();
+        let build = args.build.get(i).unwrap_or(&args.build[0]);
+        let template = perflab_suite::Build { name: version, value: command.clone(), prepare: Some(build.clone()) };
+        builds.extend(perflab_suite::layouts::expand_build(&template, count, base)?);
+    }
+    let per = count as usize;
+    let repeat = |values: &[String]| -> Vec<String> {
+        if values.len() == n && n > 1 {
+            values.iter().flat_map(|v| std::iter::repeat_n(v.clone(), per)).collect()
+        } else {
+            values.to_vec()
+        }
+    };
+    let mut expanded = args.clone();
+    expanded.commands = builds.iter().map(|b| b.build.value.clone()).collect();
+    expanded.names = builds.iter().map(|b| b.build.name.clone()).collect();
+    expanded.output_to = repeat(&args.output_to);
+    let hooks = &mut expanded.hooks;
+    hooks.prepare = repeat(&args.hooks.prepare);
+    hooks.conclude = repeat(&args.hooks.conclude);
+    hooks.setup = repeat(&args.hooks.setup);
+    hooks.cleanup = repeat(&args.hooks.cleanup);
+    for list in [&mut hooks.prepare, &mut hooks.conclude, &mut hooks.setup, &mut hooks.cleanup] {
+        if list.len() == builds.len() {
+            for (hook, b) in list.iter_mut().zip(&builds) {
+                *hook = perflab_suite::layouts::substitute(hook, b.seed);
+            }
+        }
+    }
+    Ok((expanded, Some(builds)))
+}
+
+/// Doubts about verdicts between two builds that are within the layout spread measured
+/// on this machine (stored by earlier `--layouts` experiments), from the history database
+/// if there is one; never creates one.
+fn layout_warnings(args: &CompareArgs, experiment: &Experiment) -> Vec<Warning> {
+    if experiment.layouts.is_some() {
+        return Vec::new();
+    }
+    let known = match args.save.db.open_existing() {
+        Ok(mut store) => store.layout_spreads(&perflab_sys::machine::detect()).unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    perflab_engine::analysis::layouts::spread_warnings(experiment, &known)
+}
+
 /// A recorder committing each run of `plan` as it completes (`--save`).
 fn begin_saving<'s>(store: &'s mut Store, save: &SaveArgs, plan: &Plan) -> Recorder<'s> {
     let git_commit = current_git_commit();
@@ -359,10 +467,15 @@ fn gate(fail_if_slower: Option<f64>, e: &Experiment) -> Result<(), Failure> {
     };
     let primary = &e.primary_metric;
     let mut reasons = Vec::new();
-    for candidate in e.commands.iter().skip(1) {
-        let found = e.comparisons.iter().find(|c| &c.metric == primary && c.candidate == candidate.name);
+    // With layouts the versions are the candidates, each across its layouts.
+    let candidates: Vec<&str> = match &e.layouts {
+        Some(layouts) => layouts.versions.iter().skip(1).map(|v| v.name.as_str()).collect(),
+        None => e.commands.iter().skip(1).map(|c| c.name.as_str()).collect(),
+    };
+    for candidate in candidates {
+        let found = e.comparisons.iter().find(|c| &c.metric == primary && c.candidate == candidate);
         match found {
-            None => reasons.push(format!("cannot judge `{}` on `{primary}`: no comparison", candidate.name)),
+            None => reasons.push(format!("cannot judge `{candidate}` on `{primary}`: no comparison")),
             Some(c) if c.verdict == Verdict::NotComparable => reasons.push(format!(
                 "cannot judge `{}` on `{primary}`: {}",
                 c.candidate,

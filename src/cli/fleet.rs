@@ -162,6 +162,9 @@ impl SuiteObserver for AgentLog {
     fn explained(&mut self, _bench: &Benchmark, explanation: &Explanation) {
         eprintln!("{}", perflab_render::suite::explanation(explanation));
     }
+    fn note(&mut self, bench: &Benchmark, note: &str) {
+        eprintln!("note: benchmark `{}`: {note}", escape(&bench.name));
+    }
 }
 
 /// One line of the agent's log for `event`, database secrets hidden.

@@ -37,6 +37,12 @@ pub struct RunArgs {
     /// function with intervals, with the experiment (shown by `perflab report`, `history`).
     #[arg(long, requires = "baseline")]
     pub profile_changes: bool,
+    /// Build every compared version N times with different code layouts (`{layout}` in
+    /// the builds' path and prepare command stands for a seed) and compare versions across
+    /// them, with intervals that count how much layouts differ (beats `layouts` in the
+    /// suite's [builds]; docs/suites.md, "Code layouts").
+    #[arg(long, value_name = "N")]
+    pub layouts: Option<u32>,
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten, next_help_heading = "Experiment (overrides the suite file)")]
@@ -136,6 +142,10 @@ impl SuiteObserver for Printer {
     fn explained(&mut self, _bench: &Benchmark, explanation: &Explanation) {
         eprintln!("{}", render::suite::explanation(explanation));
     }
+
+    fn note(&mut self, bench: &Benchmark, note: &str) {
+        eprintln!("note: benchmark `{}`: {note}", escape(&bench.name));
+    }
 }
 
 /// `perflab run`.
@@ -146,6 +156,7 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
     let benchmarks = suite.select(args.selection.filter.as_deref())?;
     let (candidate, baseline) =
         suite.builds(args.selection.build.as_deref(), args.selection.baseline.as_deref(), args.label.as_deref())?;
+    let options = RunOptions { layouts: args.layouts.or(suite.layouts), ..options };
     if args.list {
         return list(&benchmarks, candidate, baseline);
     }
@@ -237,6 +248,14 @@ pub struct BisectArgs {
     /// Per-comparison time limit.
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub max_time: Option<f64>,
+    /// Build every tested commit (and the good one) N times with different code layouts,
+    /// `{layout}` in --build standing for the seed: a commit is then bad only when it is
+    /// slower than layout alone explains (no halfway rule; docs/suites.md, "Code layouts").
+    #[arg(long, value_name = "N")]
+    pub layouts: Option<u32>,
+    /// Seed of the rounds' order and of the layout seeds (default: random).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Used only to resolve --good/--bad given as stored labels.
     #[command(flatten)]
     pub db: DbArgs,
@@ -271,7 +290,7 @@ pub fn main_bisect(args: BisectArgs) -> Result<(), Failure> {
         bench: args.bench,
         suite: args.suite,
         repo: args.repo,
-        run: RunOptions { overrides, ..RunOptions::default() },
+        run: RunOptions { overrides, layouts: args.layouts, seed: args.seed, ..RunOptions::default() },
         db: args.db.db,
     };
     let found = bisect::bisect(&request, &mut BisectPrinter)?;

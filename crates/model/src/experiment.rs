@@ -134,6 +134,9 @@ pub enum StopReason {
     /// The rounds the sequential design planned for the limits were run (rounds went
     /// faster than the first ones): α is spent.
     PlannedRounds,
+    /// Versions in several layouts (`--layouts N`): every undecided comparison's interval
+    /// is set by how much the layouts differ, which more rounds cannot narrow.
+    LayoutLimited,
     Interrupted,
     CommandFailed,
 }
@@ -394,6 +397,10 @@ pub struct Experiment {
     /// What the comparisons a limit or an interrupt left undecided learned.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub learned: Vec<crate::Learned>,
+    /// Builds measured in several code layouts each (`--layouts N`): how much layout
+    /// alone moves each version; the comparisons are then between versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layouts: Option<crate::LayoutAnalysis>,
 }
 
 /// A factor of a design: a parameter and its levels, the first being the reference.
@@ -464,6 +471,7 @@ impl Default for Experiment {
             estimation: None,
             promise: None,
             learned: Vec::new(),
+            layouts: None,
         }
     }
 }

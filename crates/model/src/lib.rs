@@ -34,6 +34,7 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 mod comparison;
 mod experiment;
+mod layouts;
 pub mod metric;
 mod noise;
 mod run;
@@ -41,6 +42,7 @@ pub mod units;
 
 pub use comparison::*;
 pub use experiment::*;
+pub use layouts::*;
 pub use noise::*;
 pub use perflab_stats::summary::Summary;
 pub use run::*;

@@ -24,6 +24,7 @@ pub(crate) mod fixtures;
 pub mod history;
 pub mod hyperfine;
 pub mod json;
+pub mod layouts;
 pub mod markup;
 pub mod pair;
 pub mod profile;

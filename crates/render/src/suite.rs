@@ -29,6 +29,9 @@ pub fn summary_line(name: &str, experiment: &Experiment) -> String {
     if let Some(c) = experiment.comparisons.iter().find(|c| c.metric == primary) {
         let record = perflab_store::history::ratio::paired(c, false);
         line += &format!("  {} vs {}: {}", escape(&c.candidate), escape(&c.baseline), super::pair::describe(&record));
+        if let Some(analysis) = &experiment.layouts {
+            line += &format!(" ({})", super::layouts::note(analysis, c));
+        }
     }
     line
 }
@@ -67,11 +70,14 @@ pub fn bisect_step(step: &Step) -> String {
         c.verdict.as_str(),
         c.n,
         if step.bad { "bad" } else { "good" },
-        match step.halfway {
-            Some(halfway) if !step.bad && c.verdict == perflab_model::Verdict::Slower => {
-                format!(" (slower, but less than halfway to the bad end: ×{halfway:.3})")
-            }
-            _ => String::new(),
+        match (&step.layouts, step.halfway) {
+            (Some(analysis), _) => format!(" ({})", super::layouts::note(analysis, c)),
+            (None, halfway) => match halfway {
+                Some(halfway) if !step.bad && c.verdict == perflab_model::Verdict::Slower => {
+                    format!(" (slower, but less than halfway to the bad end: ×{halfway:.3})")
+                }
+                _ => String::new(),
+            },
         }
     )
 }

@@ -22,6 +22,7 @@ fn stop_text(reason: StopReason) -> &'static str {
         StopReason::MaxRounds => "--max-rounds reached",
         StopReason::MaxTime => "--max-time reached",
         StopReason::PlannedRounds => "the rounds planned for --max-time were run",
+        StopReason::LayoutLimited => "the layouts' spread, not the rounds, limits every interval left",
         StopReason::Interrupted => "interrupted",
         StopReason::CommandFailed => "a command failed",
     }
@@ -99,6 +100,7 @@ pub fn render_styled(e: &Experiment, style: &Style) -> String {
             }
         }
         out.push_str(&too_few_rounds(e));
+        out.push_str(&super::layouts::render(e));
         for c in e.comparisons.iter().filter(|c| c.metric == primary) {
             if let Some(explanation) = &c.explanation {
                 out.push('\n');

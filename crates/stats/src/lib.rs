@@ -5,6 +5,7 @@
 
 pub mod changepoint;
 pub mod estimator;
+pub mod layouts;
 pub mod paired_means;
 pub mod rank_sum;
 pub mod sequential;

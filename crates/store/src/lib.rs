@@ -20,6 +20,7 @@ pub mod exchange;
 mod fence;
 pub mod fleet;
 mod import_stream;
+pub mod layouts;
 pub mod postgres;
 mod read;
 mod schema;

@@ -4,8 +4,9 @@
 //! compare engine's verdict classifies it. Each step is reported to a [`BisectObserver`]
 //! (the command line prints it: `render::suite`).
 
-use crate::error::BisectError;
-use crate::runner::{plan_for, RunOptions};
+use crate::error::{BisectError, SuiteError};
+use crate::layouts::LayoutBuild;
+use crate::runner::{plan_for, plan_for_layouts, RunOptions};
 use crate::Build;
 use perflab_engine::plan::Plan;
 use perflab_model::{Comparison, Verdict};
@@ -89,11 +90,15 @@ pub struct Step {
     pub subject: String,
     /// The primary metric's comparison with the good commit's build.
     pub comparison: Comparison,
-    /// Slower beyond the threshold and at least `halfway` slower.
+    /// Slower beyond the threshold and at least `halfway` slower (with layouts: slower
+    /// beyond the threshold across layouts).
     pub bad: bool,
     /// The geometric midpoint between the good build and the bad end's slowdown (None
-    /// for the bad end itself).
+    /// for the bad end itself, and with layouts, which need no such rule).
     pub halfway: Option<f64>,
+    /// With `--layouts N`: how much layouts of the good and the tested commit differ
+    /// (σ of the layout effect, log scale), and whether the difference is within it.
+    pub layouts: Option<perflab_model::LayoutAnalysis>,
 }
 
 /// What a bisection found.
@@ -141,20 +146,38 @@ pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result
     }
     let scratch = ScratchDir::create()?;
 
-    let (good_tree, good_build) = checkout_and_build(&repo, &good, scratch.path(), &args.build_command)?;
+    let layout_seed = args.run.seed.unwrap_or_else(rand::random);
+    let layouts = match args.run.layouts {
+        Some(n) if n < 2 => return Err(SuiteError::TooFewLayouts(n).into()),
+        Some(_) if !args.build_command.contains("{layout}") => {
+            return Err(SuiteError::NoLayoutPlaceholder("--build".into()).into())
+        }
+        other => other,
+    };
+    let (_good_trees, good_builds) =
+        checkout_and_build_layouts(&repo, &good, scratch.path(), &args.build_command, layouts, layout_seed)?;
     observer.started(commits.len(), &good, &bad, &bench.name);
 
     let mut steps = Vec::new();
     // `bad_end`: how much slower the bad end is. None while it is being measured.
     let mut measure = |commit: &str, bad_end: Option<f64>| -> Result<(bool, f64), BisectError> {
-        let (_tree, build) = checkout_and_build(&repo, commit, scratch.path(), &args.build_command)?;
-        let plan = plan_for(bench, Some(&build), Some(&good_build), &args.run)?;
-        let comparison = compare(&plan)?;
+        let (_trees, builds) =
+            checkout_and_build_layouts(&repo, commit, scratch.path(), &args.build_command, layouts, layout_seed)?;
+        let (comparison, analysis) = match (&good_builds, &builds) {
+            (Built::One(good_build), Built::One(build)) => {
+                (compare(&plan_for(bench, Some(build), Some(good_build), &args.run)?)?.0, None)
+            }
+            (Built::Layouts(good_layouts), Built::Layouts(layouts)) => {
+                let all: Vec<LayoutBuild> = good_layouts.iter().chain(layouts).cloned().collect();
+                compare(&plan_for_layouts(bench, &all, &args.run)?)?
+            }
+            _ => unreachable!("both ends are built the same way"),
+        };
         let slowdown = slowdown(&comparison);
-        let bad = is_bad(&comparison, bad_end);
+        let bad = if analysis.is_some() { is_bad(&comparison, None) } else { is_bad(&comparison, bad_end) };
         let subject = git(&repo, &["log", "-1", "--format=%s", commit]).unwrap_or_default();
-        let halfway = bad_end.map(f64::sqrt);
-        let step = Step { commit: commit.to_string(), subject, comparison, bad, halfway };
+        let halfway = bad_end.filter(|_| analysis.is_none()).map(f64::sqrt);
+        let step = Step { commit: commit.to_string(), subject, comparison, bad, halfway, layouts: analysis };
         observer.tested(&step);
         steps.push(step);
         Ok((bad, slowdown))
@@ -175,7 +198,7 @@ pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result
             lo = mid + 1;
         }
     }
-    drop(good_tree);
+    drop(_good_trees);
     let first_bad = commits[hi].clone();
     let subject = git(&repo, &["log", "-1", "--format=%s", &first_bad]).unwrap_or_default();
     Ok(Found { first_bad, subject, steps })
@@ -197,7 +220,10 @@ fn slowdown(comparison: &Comparison) -> f64 {
 /// Why the halfway mark: an unchanged build can read a percent slower than the good
 /// one (code placed on other pages, another path in argv); with a ×7 regression to
 /// find, that percent must not send the search the wrong way. It is what one does by
-/// hand with `git bisect run` on a timing.
+/// hand with `git bisect run` on a timing. It is a rule of thumb for comparisons of one
+/// build each, which cannot tell a change from a relink; with `--layouts N` the
+/// comparison's interval counts the layouts' spread, so "slower" already means slower
+/// than layout alone explains, and no halfway mark is used (`bad_end` None).
 fn is_bad(comparison: &Comparison, bad_end: Option<f64>) -> bool {
     let slower = comparison.verdict == Verdict::Slower && !comparison.below_threshold;
     match bad_end {
@@ -244,22 +270,70 @@ fn checkout_and_build<'r>(
     build_command: &str,
 ) -> Result<(Worktree<'r>, Build), BisectError> {
     let dir = scratch.join(short(commit));
-    git(repo, &["worktree", "add", "--detach", "--quiet", dir.to_str().unwrap_or_default(), commit])?;
-    let tree = Worktree { repo, dir: dir.clone() };
-    let command = build_command.replace("{commit}", commit);
-    perflab_sys::command::run_shell(&command, Some(&dir), false)
-        .map_err(|source| BisectError::BuildFailed { commit: short(commit).to_string(), source })?;
+    let tree = checkout_in(repo, commit, &dir, build_command)?;
     let build = Build { name: short(commit).to_string(), value: dir.to_string_lossy().into_owned(), prepare: None };
     Ok((tree, build))
 }
 
-/// Compare the plan's two commands; the primary metric's comparison.
-fn compare(plan: &Plan) -> Result<Comparison, BisectError> {
+/// A worktree of `commit` in `dir`, built there with `build_command` (`{commit}` replaced).
+fn checkout_in<'r>(repo: &'r Path, commit: &str, dir: &Path, build_command: &str) -> Result<Worktree<'r>, BisectError> {
+    git(repo, &["worktree", "add", "--detach", "--quiet", dir.to_str().unwrap_or_default(), commit])?;
+    let tree = Worktree { repo, dir: dir.to_path_buf() };
+    let command = build_command.replace("{commit}", commit);
+    perflab_sys::command::run_shell(&command, Some(dir), false)
+        .map_err(|source| BisectError::BuildFailed { commit: short(commit).to_string(), source })?;
+    Ok(tree)
+}
+
+/// One commit built once, or in several layouts (`--layouts N`).
+enum Built {
+    One(Build),
+    Layouts(Vec<LayoutBuild>),
+}
+
+/// `commit` checked out and built: once, or `layouts` times, each layout in its own
+/// worktree (so no build output is shared) with `{layout}` in the build command
+/// replaced by its seed.
+fn checkout_and_build_layouts<'r>(
+    repo: &'r Path,
+    commit: &str,
+    scratch: &Path,
+    build_command: &str,
+    layouts: Option<u32>,
+    seed: u64,
+) -> Result<(Vec<Worktree<'r>>, Built), BisectError> {
+    let Some(count) = layouts else {
+        let (tree, build) = checkout_and_build(repo, commit, scratch, build_command)?;
+        return Ok((vec![tree], Built::One(build)));
+    };
+    let template = Build { name: short(commit).to_string(), value: "{layout}".into(), prepare: None };
+    let mut trees = Vec::new();
+    let mut builds = Vec::new();
+    for mut layout in crate::layouts::expand_build(&template, count, seed)? {
+        let dir = scratch.join(format!("{}-{}", short(commit), layout.seed));
+        let command = crate::layouts::substitute(build_command, layout.seed);
+        let tree = checkout_in(repo, commit, &dir, &command)?;
+        layout.build.value = tree.dir.to_string_lossy().into_owned();
+        trees.push(tree);
+        builds.push(layout);
+    }
+    Ok((trees, Built::Layouts(builds)))
+}
+
+/// Compare the plan's commands; the primary metric's comparison (the versions' across
+/// layouts, with the layouts' analysis, when the plan has layouts).
+fn compare(plan: &Plan) -> Result<(Comparison, Option<perflab_model::LayoutAnalysis>), BisectError> {
     let experiment = perflab_engine::experiment::run(plan, &mut perflab_engine::experiment::Quiet)?;
     if perflab_sys::interrupt::watcher().requested() {
         return Err(BisectError::Interrupted);
     }
-    experiment.comparisons.into_iter().find(|c| c.metric == experiment.primary_metric).ok_or(BisectError::NoVerdict)
+    let layouts = experiment.layouts.clone();
+    let comparison = experiment
+        .comparisons
+        .into_iter()
+        .find(|c| c.metric == experiment.primary_metric)
+        .ok_or(BisectError::NoVerdict)?;
+    Ok((comparison, layouts))
 }
 
 #[cfg(test)]

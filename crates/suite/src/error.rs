@@ -59,6 +59,20 @@ pub enum SuiteError {
         #[source]
         source: perflab_engine::plan::error::ScriptError,
     },
+    /// `--layouts N` for a build whose path and prepare command never name `{layout}`.
+    #[error(
+        "build `{0}` is to be built in several layouts, but neither its path nor its prepare command uses {{layout}} (see docs/suites.md, \"Code layouts\")"
+    )]
+    NoLayoutPlaceholder(String),
+    /// Two layouts of one build produced the same program, byte for byte.
+    #[error(
+        "layouts `{first}` and `{second}` of build `{build}` built identical programs ({}): {{layout}} does not reach the linker (see docs/suites.md, \"Code layouts\")",
+        path.display()
+    )]
+    SameLayout { build: String, first: String, second: String, path: PathBuf },
+    /// `--layouts` below 2.
+    #[error("--layouts must be at least 2 (one layout per version is what a plain comparison measures), got {0}")]
+    TooFewLayouts(u32),
     /// The store could not take the results.
     #[error(transparent)]
     Store(#[from] perflab_store::error::StoreError),

@@ -12,6 +12,7 @@ pub mod bisect;
 pub mod error;
 pub mod explain;
 pub mod fleet;
+pub mod layouts;
 pub mod runner;
 
 use perflab_engine::measure::output::{Parser, ParserError};
@@ -95,6 +96,9 @@ pub struct Suite {
     pub path: PathBuf,
     pub builds: Vec<Build>,
     pub benchmarks: Vec<Benchmark>,
+    /// `layouts = N` in `[builds]`: build every compared version N times, each with its
+    /// own layout seed for `{layout}` (see [`layouts`]).
+    pub layouts: Option<u32>,
 }
 
 impl Suite {
@@ -358,7 +362,13 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, SuiteError> {
     };
     let base_dir = path.parent().unwrap_or(Path::new("."));
     let mut builds = Vec::new();
+    let mut layouts = None;
     for (name, value) in &raw.builds {
+        // `layouts = N` is a setting of the builds, not a build (a build is a string or a table).
+        if name == "layouts" && value.get_ref().is_integer() {
+            layouts = Some(parse_layouts(&file, value)?);
+            continue;
+        }
         builds.push(parse_build(&file, name, value, base_dir)?);
     }
 
@@ -461,7 +471,15 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, SuiteError> {
             });
         }
     }
-    Ok(Suite { path: path.to_path_buf(), builds, benchmarks })
+    Ok(Suite { path: path.to_path_buf(), builds, benchmarks, layouts })
+}
+
+/// `layouts = N` in `[builds]`: 2 or more (one layout is what a plain comparison measures).
+fn parse_layouts(file: &SourceFile, value: &Spanned<toml::Value>) -> Result<u32, SuiteError> {
+    match value.get_ref().as_integer() {
+        Some(n) if (2..=1000).contains(&n) => Ok(n as u32),
+        _ => Err(file.error(value.span(), "expected `layouts` to be a number of layouts per build, from 2 to 1000")),
+    }
 }
 
 fn parse_build(
@@ -668,6 +686,19 @@ input = "queries.sql"
             let err = parse_str(&format!("[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n{text}\n")).unwrap_err();
             assert!(err.contains(expected), "{err}");
         }
+    }
+
+    #[test]
+    fn layouts_in_builds_is_a_count_not_a_build() {
+        let s = parse_str(
+            "[builds]\nlayouts = 8\nv3 = { path = \"out/v3-{layout}/prog\", prepare = \"make SEED={layout}\" }\n\
+             [[benchmark]]\nname = \"a\"\ncommand = \"{build} -x\"\n",
+        )
+        .unwrap();
+        assert_eq!((s.layouts, s.builds.len()), (Some(8), 1));
+        assert_eq!(s.build("v3").unwrap().value, "dir/out/v3-{layout}/prog", "kept for each layout's seed");
+        let err = parse_str("[builds]\nlayouts = 1\n[[benchmark]]\nname = \"a\"\ncommand = \"x\"\n").unwrap_err();
+        assert!(err.starts_with("dir/perflab.toml:2: expected `layouts` to be a number of layouts per build"), "{err}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! completes, the builds prepared first and each benchmark's setup and cleanup around it.
 
 use super::error::SuiteError;
+use super::layouts::LayoutBuild;
 use super::{Benchmark, Build};
 use perflab_engine::experiment::{self, Fanout, Observer};
 use perflab_engine::measure::MeasureOptions;
@@ -32,6 +33,9 @@ pub struct RunOptions {
     /// A fleet job's claim: results are written only while it is held, and replace what
     /// an earlier attempt of the job left incomplete (see `store::Recorder::fenced`).
     pub fence: Option<perflab_store::fleet::Claim>,
+    /// Build every compared version this many times, each with its own layout seed
+    /// (`--layouts N`, `layouts = N` in `[builds]`), and compare versions across them.
+    pub layouts: Option<u32>,
 }
 
 /// What a suite run reports as it goes: the command line prints it, an agent logs it.
@@ -51,6 +55,9 @@ pub trait SuiteObserver {
     fn cleanup_failed(&mut self, _bench: &Benchmark, _why: &str) {}
     /// `--profile-changes`: what the runs' samples say about a slower benchmark.
     fn explained(&mut self, _bench: &Benchmark, _explanation: &Explanation) {}
+    /// Something the user should know about how a benchmark is run (a shell nobody asked
+    /// for, layouts that built the same binary), said before anything runs.
+    fn note(&mut self, _bench: &Benchmark, _note: &str) {}
 }
 
 pub use super::explain::Explanation;
@@ -72,7 +79,13 @@ pub fn plan_for(
     baseline: Option<&Build>,
     run: &RunOptions,
 ) -> Result<Plan, SuiteError> {
-    planned(bench, candidate, baseline, run).map(|(plan, _)| plan)
+    planned(bench, candidate, baseline, None, run).map(|(plan, _)| plan)
+}
+
+/// The plan for one benchmark over every layout of every version (baseline's first),
+/// compared as versions across their layouts (`--layouts N`).
+pub fn plan_for_layouts(bench: &Benchmark, builds: &[LayoutBuild], run: &RunOptions) -> Result<Plan, SuiteError> {
+    planned(bench, None, None, Some(builds), run).map(|(plan, _)| plan)
 }
 
 /// [`plan_for`], and why its commands run through a shell the suite did not ask for.
@@ -80,24 +93,40 @@ fn planned(
     bench: &Benchmark,
     candidate: Option<&Build>,
     baseline: Option<&Build>,
+    layout_builds: Option<&[LayoutBuild]>,
     run: &RunOptions,
 ) -> Result<(Plan, Option<ShellReason>), SuiteError> {
     let o = run.overrides.or(&bench.options);
     let mut texts = Vec::new();
     let mut names = Vec::new();
     let mut hooks = Vec::new();
-    // A benchmark without {build} runs the same command for every build: measure it once.
-    if let Some(b) = baseline.filter(|_| bench.uses_build()) {
-        texts.push(bench.command_for(Some(b))?);
-        names.push(b.name.clone());
-        hooks.push(bench.hooks_for(Some(b)));
+    let layout_builds = layout_builds.filter(|_| bench.uses_build());
+    if let Some(builds) = layout_builds {
+        for b in builds {
+            texts.push(bench.command_for(Some(&b.build))?);
+            names.push(b.build.name.clone());
+            hooks.push(bench.hooks_for(Some(&b.build)));
+        }
+    } else {
+        // A benchmark without {build} runs the same command for every build: measure it once.
+        if let Some(b) = baseline.filter(|_| bench.uses_build()) {
+            texts.push(bench.command_for(Some(b))?);
+            names.push(b.name.clone());
+            hooks.push(bench.hooks_for(Some(b)));
+        }
+        texts.push(bench.command_for(candidate)?);
+        hooks.push(bench.hooks_for(candidate));
+        names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
     }
-    texts.push(bench.command_for(candidate)?);
-    hooks.push(bench.hooks_for(candidate));
-    names.push(candidate.filter(|_| bench.uses_build()).map_or_else(|| bench.name.clone(), |c| c.name.clone()));
     let in_bench =
         |source: perflab_engine::plan::error::PlanError| SuiteError::Benchmark { bench: bench.name.clone(), source };
     let shell = Shell::named(o.shell.as_deref()).map_err(|e| in_bench(e.into()))?;
+    let layouts = layout_builds.map(super::layouts::layouts_of);
+    let parameters = layout_builds
+        .map(|builds| builds.iter().map(|b| perflab_model::Layouts::parameters(&b.version, b.seed)).collect())
+        .unwrap_or_default();
+    // Versions are compared, each across its layouts: one version has nothing to compare.
+    let compared = layouts.as_ref().map_or(texts.len(), |l| l.versions.len());
     let measure = MeasureOptions {
         events: o.events.clone().unwrap_or_default(),
         mode: o.mode.unwrap_or_default(),
@@ -105,12 +134,14 @@ fn planned(
         iterations: o.iterations.unwrap_or_default(),
         // Every run of both builds sampled in the same interleaved rounds, so a regression
         // is explained with nothing more to run; one command has nothing to compare with.
-        explain: (run.profile_changes && texts.len() > 1).then(super::explain::sampling),
+        explain: (run.profile_changes && compared > 1).then(super::explain::sampling),
         ..MeasureOptions::default()
     };
     let request = PlanRequest {
         names,
+        parameters,
         hooks,
+        layouts,
         options: o,
         seed: run.seed,
         measure,
@@ -136,15 +167,27 @@ pub fn run_suite(
     store: &mut Store,
     observer: &mut dyn SuiteObserver,
 ) -> Result<(), SuiteError> {
+    let layout_builds = match options.layouts {
+        Some(count) => Some(super::layouts::expand_versions(
+            [baseline, candidate].into_iter().flatten(),
+            count,
+            options.seed.unwrap_or_else(rand::random),
+        )?),
+        None => None,
+    };
     let mut prepared = Vec::new();
     for bench in benchmarks {
-        let (plan, shell_reason) = planned(bench, candidate, baseline, options)?;
+        let (plan, shell_reason) = planned(bench, candidate, baseline, layout_builds.as_deref(), options)?;
         if let Some(reason) = shell_reason {
-            eprintln!("note: benchmark `{}`: {}", bench.name, reason.note());
+            observer.note(bench, &reason.note());
         }
         prepared.push((*bench, plan));
     }
-    for build in [baseline, candidate].into_iter().flatten() {
+    let builds: Vec<&Build> = match &layout_builds {
+        Some(layouts) => layouts.iter().map(|l| &l.build).collect(),
+        None => [baseline, candidate].into_iter().flatten().collect(),
+    };
+    for build in builds {
         if let Some(prepare) = &build.prepare {
             observer.preparing(build);
             perflab_sys::command::run_shell(prepare, None, true)
@@ -153,13 +196,22 @@ pub fn run_suite(
     }
     // Checked once the builds are prepared: a prepare may make the programs.
     for (bench, plan) in &prepared {
+        let mut programs = Vec::new();
         for c in &plan.commands {
-            perflab_sys::command::resolve_program(&c.argv[0])
+            let program = perflab_sys::command::resolve_program(&c.argv[0])
                 .map_err(|source| SuiteError::Benchmark { bench: bench.name.clone(), source: source.into() })?;
+            programs.push(program.to_string_lossy().into_owned());
+        }
+        if let (Some(layouts), Some(_)) = (&layout_builds, &plan.layouts) {
+            if let Some(note) = super::layouts::check_distinct(layouts, &programs)? {
+                observer.note(bench, &note);
+            }
         }
     }
     let git_commit = current_git_commit();
     let machine = options.machine.clone().unwrap_or_else(perflab_sys::machine::detect);
+    // Layout spreads measured here before: a verdict between two builds within them is doubted.
+    let known_spreads = if layout_builds.is_none() { store.layout_spreads(&machine)? } else { Vec::new() };
     let interrupt = perflab_sys::interrupt::watcher();
     let total = prepared.len();
     for (i, (bench, plan)) in prepared.iter().enumerate() {
@@ -201,6 +253,8 @@ pub fn run_suite(
                 Outcome::Measured(Box::new(experiment))
             }
             Ok(mut experiment) => {
+                let doubts = perflab_engine::analysis::layouts::spread_warnings(&experiment, &known_spreads);
+                experiment.warnings.extend(doubts);
                 // Whether every build runs the same command here: such a benchmark is a
                 // control of the sessions, not a change of the builds (history::controls).
                 experiment

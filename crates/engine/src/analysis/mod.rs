@@ -5,6 +5,7 @@
 pub mod crosscheck;
 pub mod design;
 pub mod explain;
+pub mod layouts;
 pub mod multiplicity;
 pub mod noise;
 pub mod printed;
@@ -22,7 +23,7 @@ use perflab_sys::spawn::contention;
 /// family-wise error rate is split evenly over those comparisons (Bonferroni), so the
 /// level per comparison is 1 − α_look/(candidates · deciding metrics).
 fn per_comparison_level(plan: &Plan, experiment: &Experiment, look_level: f64) -> f64 {
-    let candidates = plan.commands.len().saturating_sub(1).max(1);
+    let candidates = plan.candidates().max(1);
     let family = candidates * deciding_metrics(plan, experiment).len().max(1);
     1.0 - (1.0 - look_level) / family as f64
 }
@@ -41,6 +42,12 @@ pub fn deciding_metrics(plan: &Plan, experiment: &Experiment) -> Vec<String> {
 /// The deciding metrics' comparisons at a look of level `look_level`.
 pub fn primary_comparisons(plan: &Plan, experiment: &Experiment, look_level: f64) -> Vec<Comparison> {
     let level = per_comparison_level(plan, experiment, look_level);
+    if plan.layouts.is_some() {
+        return deciding_metrics(plan, experiment)
+            .iter()
+            .flat_map(|metric| layouts::comparisons(plan, experiment, metric, level))
+            .collect();
+    }
     let base = &experiment.commands[0];
     let mut out = Vec::new();
     for cand in &experiment.commands[1..] {
@@ -152,7 +159,16 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
         compared.insert(1.min(compared.len()), experiment.primary_metric.clone());
     }
     let estimators: Vec<_> = compared.iter().map(|name| noise::estimator_of(plan, experiment, name)).collect();
-    if let Some((base, candidates)) = experiment.commands.split_first() {
+    if plan.layouts.is_some() {
+        // Versions, not binaries, are compared: each across its layouts.
+        for name in &compared {
+            let level = if counters.contains(name) { secondary_level } else { level };
+            let found = layouts::comparisons(plan, experiment, name, level);
+            let shown =
+                found.into_iter().filter(|c| c.verdict != Verdict::NotComparable || *name == experiment.primary_metric);
+            experiment.comparisons.extend(shown);
+        }
+    } else if let Some((base, candidates)) = experiment.commands.split_first() {
         for cand in candidates {
             for (name, &estimator) in compared.iter().zip(&estimators) {
                 let level = if counters.contains(name) { secondary_level } else { level };
@@ -172,6 +188,11 @@ pub fn finish(plan: &Plan, experiment: &mut Experiment, look_level: f64) {
     }
     crosscheck::cross_check(&mut experiment.comparisons);
     experiment.design = design::analyze(plan, experiment, look_level);
+    experiment.layouts = layouts::analyze(plan, experiment, level);
+    if let Some(analysis) = &experiment.layouts {
+        experiment.environment.extend(layouts::facts(plan, analysis));
+        experiment.warnings.extend(layouts::warnings(plan, analysis));
+    }
     // How busy the machine was, for history and reports that compare sessions (read
     // back without the runs).
     if let Some(share) = contention::busy_share(experiment.commands.iter().flat_map(|c| &c.runs)) {
@@ -418,7 +439,10 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
             ));
         }
     }
-    if let Some((base, candidates)) = experiment.commands.split_first() {
+    // Layouts of one version differ by design: their spread is reported by the layouts'
+    // analysis, not as noise between binaries.
+    let paired = if plan.layouts.is_some() { None } else { experiment.commands.split_first() };
+    if let Some((base, candidates)) = paired {
         for cand in candidates {
             let (b, c) = verdict::pairs(base, cand, primary);
             let d: Vec<f64> =

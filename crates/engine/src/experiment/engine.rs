@@ -48,7 +48,7 @@ pub fn run_experiment(
         estimation: Some(noise::initial(settings)),
         ..Experiment::default()
     };
-    let candidates = plan.commands.len().saturating_sub(1);
+    let candidates = plan.candidates();
     let mut looks = match settings.fixed_rounds {
         Some(n) => LookSchedule::fixed(settings.confidence, candidates, n),
         None => LookSchedule::sequential(settings.looks, settings.confidence, candidates, settings.min_rounds),
@@ -242,9 +242,15 @@ fn rounds(
         }
         let decided =
             !latest.is_empty() && latest.iter().all(|c| c.verdict.is_decided()) && settings.fixed_rounds.is_none();
+        let layout_limited = !decided
+            && settings.fixed_rounds.is_none()
+            && crate::analysis::layouts::rounds_cannot_decide(plan, experiment, &latest);
         observer.round_finished(&Progress { rounds: measured, warmup: false, elapsed: executor.elapsed(), latest });
         if decided {
             break StopReason::Decided;
+        }
+        if layout_limited {
+            break StopReason::LayoutLimited;
         }
         if settings.fixed_rounds.is_some_and(|n| measured >= n) {
             break StopReason::FixedRounds;

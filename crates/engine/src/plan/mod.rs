@@ -38,6 +38,9 @@ pub struct Plan {
     /// by default the group is ended after every run.
     pub keep_children: bool,
     pub design: Option<perflab_model::Design>,
+    /// The commands as layouts of versions (`--layouts N`): versions are compared, with
+    /// intervals that count the layouts' spread (`analysis::layouts`).
+    pub layouts: Option<perflab_model::Layouts>,
 }
 
 /// Where a command's output goes (hyperfine's `--output`; stderr is kept to explain a
@@ -281,6 +284,32 @@ impl Plan {
             measure,
             design: None,
             keep_children: false,
+            layouts: None,
+        }
+    }
+
+    /// Compare the commands as layouts of versions (`--layouts N`).
+    ///
+    /// With layouts the looks spend α by the union bound (α/(k(k+1)) at look k), whatever
+    /// design was asked: the group-sequential boundaries assume the looks' statistics move
+    /// like a sum of rounds, and a statistic on a few layouts' locations does not: with a
+    /// t on them, those boundaries let an A/A comparison of 2 + 2 layouts be called
+    /// different in 9.5 % of simulated experiments (σ 5 %, no layout effect,
+    /// examples/layouts_sim.rs); the union bound holds for any dependence.
+    pub fn with_layouts(self, layouts: Option<perflab_model::Layouts>) -> Plan {
+        let mut settings = self.settings.clone();
+        if layouts.is_some() {
+            settings.looks = perflab_model::LookDesign::UnionBound;
+        }
+        Plan { layouts, settings, ..self }
+    }
+
+    /// How many comparisons share the error rate: every command but the baseline, or
+    /// with layouts every version but the baseline version.
+    pub fn candidates(&self) -> usize {
+        match &self.layouts {
+            Some(layouts) => layouts.versions.len().saturating_sub(1),
+            None => self.commands.len().saturating_sub(1),
         }
     }
 

@@ -41,6 +41,8 @@ pub struct PlanRequest {
     pub ignore_failure: bool,
     pub output_sinks: Vec<OutputSink>,
     pub design: Option<Design>,
+    /// The commands are the layouts of versions (`--layouts N`): versions are compared.
+    pub layouts: Option<perflab_model::Layouts>,
 }
 
 impl PlanRequest {
@@ -65,7 +67,12 @@ impl PlanRequest {
                 resolve_program(&spec.argv[0])?;
             }
         }
-        let options = self.options.for_commands(commands.len());
+        // One version in several layouts has no comparison to stop on: measured as one command.
+        let compared_commands = match &self.layouts {
+            Some(l) if l.versions.len() == 1 => 1,
+            _ => commands.len(),
+        };
+        let options = self.options.for_commands(compared_commands);
         check(&options)?;
         let compared = match self.fixed_metrics {
             Some(metrics) => Compared::fixed(metrics),
@@ -78,7 +85,8 @@ impl PlanRequest {
             .keeping_children(self.keep_children)
             .ignoring_failure(self.ignore_failure)
             .sending_output(self.output_sinks)
-            .with_design(self.design);
+            .with_design(self.design)
+            .with_layouts(self.layouts);
         Ok((plan, shell_reason))
     }
 

@@ -449,6 +449,9 @@ impl SuiteObserver for Tally<'_> {
     fn explained(&mut self, bench: &Benchmark, explanation: &Explanation) {
         self.inner.explained(bench, explanation);
     }
+    fn note(&mut self, bench: &Benchmark, note: &str) {
+        self.inner.note(bench, note);
+    }
 }
 
 /// Renews a claim's lease every third of it from its own connection, until stopped;

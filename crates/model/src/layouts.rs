@@ -1,0 +1,174 @@
+//! Builds measured in several code layouts each (`--layouts N`, `layouts = N`): which
+//! commands are the layouts of which version, and what their runs say about how much
+//! layout alone moves each version (docs/statistics.md, "Code layouts").
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::null_as_nan;
+
+/// The parameter naming the version a layout's command belongs to.
+pub const VERSION_PARAMETER: &str = "version";
+/// The parameter holding a layout's seed (what `{layout}` stood for when it was built).
+pub const LAYOUT_PARAMETER: &str = "layout";
+
+/// Which commands are the layouts of which version; the first version is the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Layouts {
+    pub versions: Vec<LayoutVersion>,
+}
+
+/// One version (a build of one source) and the commands that run its layouts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayoutVersion {
+    pub name: String,
+    /// Indices of the commands, one per layout.
+    pub commands: Vec<usize>,
+    /// The layout seed each command's binary was built with (`{layout}`).
+    pub seeds: Vec<u64>,
+}
+
+impl Layouts {
+    /// The layouts of commands that carry the [`VERSION_PARAMETER`] and
+    /// [`LAYOUT_PARAMETER`] parameters (as stored), in the order versions first appear;
+    /// None unless every command has both and every version has at least two layouts.
+    pub fn from_parameters<'a>(commands: impl IntoIterator<Item = &'a BTreeMap<String, String>>) -> Option<Layouts> {
+        let mut versions: Vec<LayoutVersion> = Vec::new();
+        for (index, parameters) in commands.into_iter().enumerate() {
+            let name = parameters.get(VERSION_PARAMETER)?;
+            let seed = parameters.get(LAYOUT_PARAMETER)?.parse().ok()?;
+            match versions.iter_mut().find(|v| &v.name == name) {
+                Some(v) => {
+                    v.commands.push(index);
+                    v.seeds.push(seed);
+                }
+                None => versions.push(LayoutVersion { name: name.clone(), commands: vec![index], seeds: vec![seed] }),
+            }
+        }
+        (!versions.is_empty() && versions.iter().all(|v| v.commands.len() >= 2)).then_some(Layouts { versions })
+    }
+
+    /// The version whose layouts include command `index`.
+    pub fn version_of(&self, index: usize) -> Option<&LayoutVersion> {
+        self.versions.iter().find(|v| v.commands.contains(&index))
+    }
+
+    /// The parameters a layout's command carries: its version and seed.
+    pub fn parameters(version: &str, seed: u64) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (VERSION_PARAMETER.to_string(), version.to_string()),
+            (LAYOUT_PARAMETER.to_string(), seed.to_string()),
+        ])
+    }
+}
+
+/// What the layouts' runs say on one metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayoutAnalysis {
+    pub metric: String,
+    /// Rounds in which every layout of every version ran (the ones analysed).
+    pub rounds: usize,
+    /// Robust σ of one run around its layout's own level (log scale ≈ a fraction): the
+    /// noise more rounds average away.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub run_sigma: f64,
+    /// σ of the layout effect pooled over the versions (log scale ≈ a fraction): how much
+    /// relinking the same source moves this metric, the runs' own noise taken out.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub spread: f64,
+    pub versions: Vec<VersionLayouts>,
+    /// Each candidate version against the baseline version: how much of the interval's
+    /// width layouts account for.
+    pub contrasts: Vec<LayoutContrast>,
+}
+
+/// One version's layouts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionLayouts {
+    pub name: String,
+    /// σ of the layout effect among this version's layouts (log scale ≈ a fraction).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub spread: f64,
+    pub layouts: Vec<LayoutLevel>,
+}
+
+/// One layout: its command, seed and level relative to its version's mean level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayoutLevel {
+    pub command: String,
+    pub seed: u64,
+    /// exp(this layout's location − the version's mean location): 1.02 is 2 % above the
+    /// version's average layout.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub relative: f64,
+}
+
+/// A version against the baseline version across layouts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayoutContrast {
+    pub baseline: String,
+    pub candidate: String,
+    /// Degrees of freedom of the interval (layouts of both − 2).
+    pub df: f64,
+    /// Share of the ratio's variance from layouts rather than the runs' own noise: near
+    /// 1, more rounds cannot narrow the interval, only more layouts can.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub layout_share: f64,
+    /// The verdict is inconclusive and layouts dominate its uncertainty: the difference
+    /// is one that relinking alone produces.
+    pub within_layout_noise: bool,
+}
+
+/// A layout spread measured earlier on a machine (a stored layout experiment): what a
+/// comparison of one build per version is checked against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayoutSpread {
+    pub benchmark: String,
+    /// The file name of the program the layouts ran (`prog` of `out/v3-123/prog`): the
+    /// program kind a later comparison is matched by.
+    pub program: String,
+    pub metric: String,
+    /// σ of the layout effect (log scale ≈ a fraction).
+    pub spread: f64,
+    pub measured_at: String,
+}
+
+impl LayoutSpread {
+    /// The program kind a layout spread is matched by: the program's file name (`prog`
+    /// of `out/v3-123/prog`), the same for every build and layout of one program.
+    pub fn program_kind(program: &str) -> String {
+        std::path::Path::new(program)
+            .file_name()
+            .map_or_else(|| program.to_string(), |n| n.to_string_lossy().into_owned())
+    }
+}
+
+impl LayoutAnalysis {
+    /// The version named `name`.
+    pub fn version(&self, name: &str) -> Option<&VersionLayouts> {
+        self.versions.iter().find(|v| v.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_are_read_back_from_the_commands_parameters() {
+        let commands: Vec<BTreeMap<String, String>> =
+            [("a", 11), ("a", 12), ("b", 21), ("b", 22)].iter().map(|(v, s)| Layouts::parameters(v, *s)).collect();
+        let layouts = Layouts::from_parameters(&commands).unwrap();
+        assert_eq!(layouts.versions.len(), 2);
+        assert_eq!(
+            (layouts.versions[1].commands.as_slice(), layouts.versions[1].seeds.as_slice()),
+            (&[2, 3][..], &[21, 22][..])
+        );
+        assert_eq!(layouts.version_of(1).unwrap().name, "a");
+        // A command without the parameters, or a version of one layout: no layouts.
+        let mut partial = commands.clone();
+        partial[3].clear();
+        assert_eq!(Layouts::from_parameters(&partial), None);
+        assert_eq!(Layouts::from_parameters(&commands[1..]), None);
+    }
+}
