@@ -3,7 +3,7 @@
 //! relink — "v3 vs master ×1.021 [0.987, 1.056]: within layout noise".
 
 use super::color::dim;
-use super::terminal::escape;
+use super::escape;
 use perflab_model::units::{format_percent, format_ratio};
 use perflab_model::{Comparison, Experiment, LayoutAnalysis, Verdict};
 
