@@ -134,7 +134,7 @@ pub fn locate(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Located> {
 }
 
 /// Each entry of the profile's `frames`, symbolised (the call stacks' frames), in order.
-pub fn locate_frames(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Location> {
+pub(crate) fn locate_frames(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Location> {
     let mut resolver = Resolver { profile, symbolizer, cache: HashMap::new() };
     profile.frames.iter().map(|f| resolver.resolve(f.space, f.object, f.offset)).collect()
 }
@@ -239,7 +239,7 @@ impl CallGraph {
     }
 
     /// The same symbolised frames with other stacks of the profile (its off-CPU intervals).
-    pub fn with_stacks(&self, stacks: &[StackCount]) -> CallGraph {
+    pub(crate) fn with_stacks(&self, stacks: &[StackCount]) -> CallGraph {
         let stacks: Vec<(u32, Vec<u32>, u64, u64)> =
             stacks.iter().map(|s| (s.pid, s.frames.clone(), s.count, s.period)).collect();
         let period = stacks.iter().map(|s| s.3).sum();
@@ -315,7 +315,7 @@ impl CallGraph {
 
     /// (samples, period) per distinct stack of function names, outermost caller first
     /// (stacks differing only in addresses within the same functions merge).
-    pub fn by_names(&self) -> HashMap<Vec<String>, (u64, u64)> {
+    pub(crate) fn by_names(&self) -> HashMap<Vec<String>, (u64, u64)> {
         let mut stacks: HashMap<Vec<String>, (u64, u64)> = HashMap::new();
         for (_, frames, count, period) in &self.stacks {
             let names = frames.iter().rev().map(|&f| self.functions[f as usize].0.clone()).collect();
@@ -408,7 +408,7 @@ pub struct SourceRegions {
     pub warnings: Vec<String>,
 }
 
-pub const OUTSIDE_REGIONS: &str = "[outside regions]";
+pub(crate) const OUTSIDE_REGIONS: &str = "[outside regions]";
 
 impl SourceRegions {
     pub fn parse(spec: &str) -> Result<SourceRegions, ProfileError> {
@@ -454,7 +454,7 @@ impl SourceRegions {
     }
 
     /// The region a source line falls in.
-    pub fn region_of(&mut self, file: &str, line: u32) -> Option<String> {
+    pub(crate) fn region_of(&mut self, file: &str, line: u32) -> Option<String> {
         let starts = self.starts(file)?;
         let i = starts.partition_point(|(start, _)| *start <= line).checked_sub(1)?;
         Some(starts[i].1.clone())

@@ -1,6 +1,6 @@
 //! `perflab annotate`: disassembly (iced-x86) of the hottest functions, or a named one,
 //! with per-instruction samples and shares, source lines interleaved, jump targets and
-//! loop back-edges marked, and instruction-cost hints (see [`super::hints`]).
+//! loop back-edges marked, and instruction-cost hints (see `super::hints`).
 
 use super::aggregate::{self, By};
 use super::error::{NotAnnotated, ProfileError};
@@ -458,12 +458,12 @@ fn code_of(profile: &Profile, target: &Target) -> Code {
 const SHORT_FUNCTION: usize = 60;
 /// An instruction with at least this share of its function's samples is hot: it, the
 /// loop around it and `CONTEXT` instructions on each side are printed.
-pub const HOT_INSTRUCTION_SHARE: f64 = 0.01;
+pub(crate) const HOT_INSTRUCTION_SHARE: f64 = 0.01;
 const CONTEXT: usize = 4;
 
 /// Which instructions the terminal shows by default: all of a short function (or one
 /// without samples); otherwise the hot blocks — every instruction with at least
-/// [`HOT_INSTRUCTION_SHARE`] of the samples, the hot loops around them, and a few
+/// `HOT_INSTRUCTION_SHARE` of the samples, the hot loops around them, and a few
 /// instructions of context on each side.
 pub fn hot_blocks(f: &AnnotatedFunction) -> Vec<bool> {
     let n = f.instructions.len();

@@ -78,7 +78,7 @@ pub struct Change {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_events: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub change_events: Option<i64>,
+    pub(crate) change_events: Option<i64>,
     /// This row's change / the total change, in the diff's unit; the rows'
     /// contributions sum to 1.
     pub contribution: f64,
@@ -119,7 +119,7 @@ pub struct DiffReport {
     pub total_change: f64,
     /// The same in seconds (`seconds` diffs).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub total_change_s: Option<f64>,
+    pub(crate) total_change_s: Option<f64>,
     pub changes: Vec<Change>,
     pub warnings: Vec<String>,
 }
@@ -141,7 +141,7 @@ pub fn diff(old: &Profile, new: &Profile, by: By) -> (Vec<Change>, Vec<String>) 
 
 /// Changes per call stack, each named by its folded function names (root first). None
 /// when a profile has no call stacks.
-pub fn diff_stacks(old: &Profile, new: &Profile) -> Option<(Vec<Change>, Vec<String>)> {
+pub(crate) fn diff_stacks(old: &Profile, new: &Profile) -> Option<(Vec<Change>, Vec<String>)> {
     let mut symbolizer = Symbolizer::default();
     let mut rows = |p: &Profile| -> Option<Vec<Row>> {
         let graph = aggregate::locate_with_graph(p, &mut symbolizer).1?;

@@ -18,10 +18,10 @@ use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
 
-pub const MAGIC: &str = "perflab-profile";
+pub(crate) const MAGIC: &str = "perflab-profile";
 pub const VERSION: u32 = 2;
 /// Oldest format version this perflab reads.
-pub const OLDEST_VERSION: u32 = 1;
+pub(crate) const OLDEST_VERSION: u32 = 1;
 
 /// Everything one `perflab profile` run recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -100,7 +100,7 @@ pub struct Profile {
 pub struct Timeline {
     /// Nanoseconds since the previous sample (the first: since the recording's first
     /// record), on the kernel's perf clock.
-    pub delta_ns: Vec<u64>,
+    pub(crate) delta_ns: Vec<u64>,
     /// Index into `samples`: the sample's task and location.
     pub sample: Vec<u32>,
     /// Index into `stacks` (only with call stacks; empty otherwise).
@@ -170,7 +170,7 @@ impl Weight {
 
 /// Whether `event` (perf's spelling, modifiers allowed: `cpu-clock:u`) is a clock whose
 /// periods are nanoseconds.
-pub fn is_clock_event(event: &str) -> bool {
+pub(crate) fn is_clock_event(event: &str) -> bool {
     matches!(event.split(':').next().unwrap_or(event), "cpu-clock" | "task-clock")
 }
 

@@ -21,7 +21,7 @@ struct Pending {
 
 /// Pairs switch-outs with switch-ins into blocked intervals per stack, in time order.
 #[derive(Default)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     pending: HashMap<u32, Pending>,
     /// (pid, tid, frames leaf first) → (blocks, nanoseconds off the CPU)
     blocked: HashMap<(u32, u32, Vec<u32>), (u64, u64)>,
@@ -29,7 +29,7 @@ pub struct Tracker {
 
 impl Tracker {
     /// The thread is leaving the CPU with this stack (a context-switch sample).
-    pub fn switched_out(&mut self, time: u64, pid: u32, tid: u32, frames: Vec<u32>) {
+    pub(crate) fn switched_out(&mut self, time: u64, pid: u32, tid: u32, frames: Vec<u32>) {
         self.pending.insert(tid, Pending { time, pid, frames });
     }
 
@@ -39,7 +39,7 @@ impl Tracker {
     }
 
     /// The thread runs again: its pending switch-out becomes a blocked interval.
-    pub fn switched_in(&mut self, time: u64, tid: u32) {
+    pub(crate) fn switched_in(&mut self, time: u64, tid: u32) {
         if let Some(p) = self.pending.remove(&tid) {
             self.add(tid, p, time);
         }

@@ -128,7 +128,7 @@ pub struct SortedTable {
 }
 
 /// perf's name of an object, from perflab's (`[kernel]` → `[kernel.kallsyms]`).
-pub fn dso_name(object: &str) -> String {
+pub(crate) fn dso_name(object: &str) -> String {
     if object == kernel::KERNEL_OBJECT {
         return "[kernel.kallsyms]".to_string();
     }

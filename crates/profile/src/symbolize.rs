@@ -51,11 +51,11 @@ pub struct ObjectInfo {
     debug_data: Option<memmap2::Mmap>,
     /// Where the debug information came from when it was fetched (debuginfod), or why
     /// a fetch failed: for the user to know.
-    pub debug_note: Option<String>,
+    pub(crate) debug_note: Option<String>,
     /// When the object lacks names or source lines and no debug file was found: where
     /// one was looked for (said when samples fall where it would have helped).
-    pub debug_searched: Option<String>,
-    pub is_64: bool,
+    pub(crate) debug_searched: Option<String>,
+    pub(crate) is_64: bool,
 }
 
 impl ObjectInfo {
@@ -144,7 +144,7 @@ impl ObjectInfo {
     }
 
     /// Inverse of [`svma`](Self::svma), for mapping sample offsets onto disassembly.
-    pub fn file_offset(&self, svma: u64) -> Option<u64> {
+    pub(crate) fn file_offset(&self, svma: u64) -> Option<u64> {
         self.segments
             .iter()
             .find(|(_, size, addr)| svma >= *addr && svma < addr + size)
@@ -181,7 +181,7 @@ impl ObjectInfo {
 
     /// The best name of a function: its symbol, else DWARF's name for its start, else
     /// `object+0xFILE_OFFSET`.
-    pub fn function_name(&self, sym: &FunctionSymbol) -> String {
+    pub(crate) fn function_name(&self, sym: &FunctionSymbol) -> String {
         if sym.name.is_none() {
             if let Some(name) = self.frames(sym.start).into_iter().last().and_then(|f| f.function) {
                 return name;
@@ -191,7 +191,7 @@ impl ObjectInfo {
     }
 
     /// Symbols whose demangled or normalised name equals `name`.
-    pub fn symbols_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FunctionSymbol> + 'a {
+    pub(crate) fn symbols_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FunctionSymbol> + 'a {
         self.symbols.iter().filter(move |s| {
             let full = self.symbol_name(s);
             full == name || normalize(&full) == name
@@ -454,7 +454,7 @@ pub struct Location {
 impl Symbolizer {
     /// Where the debug information of `path` was looked for when none was found (the
     /// object lacks names or lines); None when found, not needed, or not loaded.
-    pub fn debug_searched(&mut self, path: &str) -> Option<String> {
+    pub(crate) fn debug_searched(&mut self, path: &str) -> Option<String> {
         self.object(path)?.debug_searched.clone()
     }
 }
@@ -525,7 +525,7 @@ impl Symbolizer {
 
     /// Resolve a kernel address against the kernel symbols a profile kept; unnamed
     /// addresses (no symbols recorded, or outside every function) stay `[kernel]`.
-    pub fn resolve_kernel(&self, symbols: &[KernelSymbol], address: u64) -> Location {
+    pub(crate) fn resolve_kernel(&self, symbols: &[KernelSymbol], address: u64) -> Location {
         let (object, function) = match kernel::lookup(symbols, address) {
             Some(sym) => (kernel::object_name(sym.module.as_deref()), normalize(&sym.name)),
             None => (kernel::KERNEL_OBJECT.to_string(), kernel::KERNEL_OBJECT.to_string()),

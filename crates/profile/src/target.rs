@@ -12,7 +12,7 @@ pub struct ExistingMapping {
     pub pid: u32,
     pub start: u64,
     pub len: u64,
-    pub pgoff: u64,
+    pub(crate) pgoff: u64,
     pub path: String,
 }
 
@@ -49,7 +49,7 @@ pub fn threads(pid: u32) -> Result<Vec<u32>, ProfileError> {
 }
 
 /// Every process id in /proc.
-pub fn all_pids() -> Vec<u32> {
+pub(crate) fn all_pids() -> Vec<u32> {
     let mut pids: Vec<u32> = std::fs::read_dir("/proc")
         .map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
         .unwrap_or_default();
@@ -77,7 +77,7 @@ pub fn existing(pids: &[u32]) -> (Vec<ExistingMapping>, Vec<ExistingThread>) {
 
 /// `START-END PERMS OFFSET DEV INODE PATH` lines; only executable ones, as the kernel's
 /// MMAP2 records (without mmap_data) describe.
-pub fn parse_maps(pid: u32, maps: &str) -> Vec<ExistingMapping> {
+pub(crate) fn parse_maps(pid: u32, maps: &str) -> Vec<ExistingMapping> {
     maps.lines()
         .filter_map(|line| {
             let mut fields = line.splitn(6, ' ');
@@ -98,7 +98,7 @@ pub fn parse_maps(pid: u32, maps: &str) -> Vec<ExistingMapping> {
 
 /// User + system CPU seconds a process has used so far (all its threads, dead ones
 /// included), from /proc/PID/stat; None once it is gone.
-pub fn cpu_seconds(pid: u32) -> Option<f64> {
+pub(crate) fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may contain spaces and parentheses: fields start after the last `)`.
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();

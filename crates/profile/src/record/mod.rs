@@ -13,7 +13,7 @@ pub(crate) mod converter;
 mod held;
 pub mod jit;
 mod objects;
-pub mod perf_data;
+pub(crate) mod perf_data;
 mod perf_data_check;
 pub(crate) mod records;
 mod session;
