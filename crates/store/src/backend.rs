@@ -13,7 +13,7 @@ pub enum Value {
 }
 
 impl Value {
-    pub fn as_i64(&self) -> Option<i64> {
+    pub(crate) fn as_i64(&self) -> Option<i64> {
         match self {
             Value::Int(v) => *v,
             Value::Real(v) => v.map(|v| v as i64),

@@ -43,7 +43,7 @@ pub struct Job {
     pub id: i64,
     #[serde(flatten)]
     pub spec: JobSpec,
-    pub created_at: String,
+    pub(crate) created_at: String,
     pub cancelled: bool,
 }
 

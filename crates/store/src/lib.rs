@@ -43,9 +43,9 @@ use perflab_model::{Calibration, CommandResult, CommandSpec, Experiment, Machine
 use std::path::Path;
 
 /// Where the database lives when neither `--db` nor `PERFLAB_DB` says otherwise.
-pub const DEFAULT_PATH: &str = ".perflab/perflab.db";
+pub(crate) const DEFAULT_PATH: &str = ".perflab/perflab.db";
 /// Environment variable naming the database (a path or a `postgres://` URL).
-pub const DB_ENV: &str = "PERFLAB_DB";
+pub(crate) const DB_ENV: &str = "PERFLAB_DB";
 
 /// Who stored an experiment and under which name.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -131,7 +131,7 @@ pub struct MetricSample {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabelInfo {
     pub name: String,
-    pub created_at: String,
+    pub(crate) created_at: String,
     pub experiments: i64,
 }
 
@@ -410,14 +410,14 @@ impl Store {
     }
 
     /// The ids of the experiments matching `query`, in [`Store::experiments`]' order.
-    pub fn experiment_ids(&mut self, query: &Query) -> Result<Vec<i64>, StoreError> {
+    pub(crate) fn experiment_ids(&mut self, query: &Query) -> Result<Vec<i64>, StoreError> {
         read::experiment_ids(self.db.as_mut(), query)
             .with_context(|| format!("reading {}", self.location))
             .map_err(StoreError::from)
     }
 
     /// The experiments `ids` (a batch of [`Store::experiment_ids`]) matching `query`.
-    pub fn experiments_with_ids(&mut self, query: &Query, ids: &[i64]) -> Result<Vec<StoredExperiment>, StoreError> {
+    pub(crate) fn experiments_with_ids(&mut self, query: &Query, ids: &[i64]) -> Result<Vec<StoredExperiment>, StoreError> {
         read::experiments_with_ids(self.db.as_mut(), query, ids)
             .with_context(|| format!("reading {}", self.location))
             .map_err(StoreError::from)

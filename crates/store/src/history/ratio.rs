@@ -12,7 +12,7 @@ use perflab_stats::sessions::{difference, Prior, SessionNoise};
 use serde::Serialize;
 
 /// The confidence of every interval computed here from runs.
-pub const CONFIDENCE: f64 = 0.95;
+pub(crate) const CONFIDENCE: f64 = 0.95;
 /// Equivalence margin for independent comparisons when the experiments record none.
 pub const DEFAULT_THRESHOLD: f64 = 0.01;
 /// The session-to-session noise assumed before a machine's history says otherwise: τ₀
