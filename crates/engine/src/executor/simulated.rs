@@ -45,7 +45,7 @@ pub struct Simulated {
     /// `iterations` samples; `None`: nothing is printed.
     printed: Option<(String, usize)>,
     /// How often the cleanup was called.
-    pub cleanups: usize,
+    pub(crate) cleanups: usize,
 }
 
 impl Simulated {

@@ -36,7 +36,7 @@ pub use perflab_model::Mode;
 ///
 /// `-e` and `--mode instructions` are exclusive: under valgrind, perf counters would
 /// count the simulator's JIT, not the program.
-pub fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec<Box<dyn Probe>>, error::ProbeError> {
+pub(crate) fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec<Box<dyn Probe>>, error::ProbeError> {
     let events = counters::parse_events(&args.events)?;
     if args.mode == Mode::Instructions && !args.output.is_empty() {
         return Err(error::ProbeError::OutputUnderValgrind);
@@ -67,7 +67,7 @@ pub fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec<Box<dy
 
 /// The metrics the commands print about themselves that are known before they run, in
 /// display order (formats whose metric names come from the output add theirs later).
-pub fn output_names(args: &MeasureOptions) -> Vec<String> {
+pub(crate) fn output_names(args: &MeasureOptions) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for name in args.output.iter().flat_map(|p| p.known_names().unwrap_or_default()) {
         if !names.contains(&name) {
@@ -80,7 +80,7 @@ pub fn output_names(args: &MeasureOptions) -> Vec<String> {
 }
 
 /// True when some metric names are only known from the commands' output.
-pub fn output_names_discovered(args: &MeasureOptions) -> bool {
+pub(crate) fn output_names_discovered(args: &MeasureOptions) -> bool {
     args.output.iter().any(|p| p.known_names().is_none())
 }
 
@@ -99,7 +99,7 @@ pub fn metric_names(args: &MeasureOptions) -> Result<Vec<String>, event::EventEr
 /// Facts about this machine that can shift these measurements, for
 /// `Experiment.environment`. Per-binary facts that differ between commands are keyed
 /// `fact[command name]`.
-pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTreeMap<String, String> {
+pub(crate) fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTreeMap<String, String> {
     let mut facts = BTreeMap::new();
     if !args.events.is_empty() {
         facts.insert("counter_scope".to_string(), args.counter_scope.resolve().as_str().to_string());

@@ -34,7 +34,7 @@ impl Default for Sampling {
 }
 
 /// Samples every run of one command.
-pub struct SamplingProbe {
+pub(crate) struct SamplingProbe {
     options: RecordOptions,
     argv: Vec<String>,
     running: Option<HeldRecording>,
@@ -79,13 +79,13 @@ impl Probe for SamplingProbe {
 impl SamplingProbe {
     /// The argv the runs exec (to name the command's own object `[command]`, as `diff`
     /// does, so two builds' functions match).
-    pub fn set_argv(&mut self, argv: &[String]) {
+    pub(crate) fn set_argv(&mut self, argv: &[String]) {
         self.argv = argv.to_vec();
     }
 }
 
 /// A run's samples named per function (self time) and per folded stack.
-pub fn run_profile(profile: &perflab_profile::format::Profile, symbolizer: &mut Symbolizer) -> RunProfile {
+pub(crate) fn run_profile(profile: &perflab_profile::format::Profile, symbolizer: &mut Symbolizer) -> RunProfile {
     let (located, graph) = aggregate::locate_with_graph(profile, symbolizer);
     let mut out = RunProfile {
         event: profile.event.clone(),

@@ -5,7 +5,7 @@
 use perflab_sys::command;
 pub mod error;
 pub mod request;
-pub mod schedule;
+pub(crate) mod schedule;
 
 use crate::measure::output::Parser;
 use crate::measure::{MeasureOptions, Mode};
@@ -106,7 +106,7 @@ impl SettingsLayer {
     /// For an experiment of `commands` commands: a command measured alone gets
     /// [`SOLO_RUNS`] fixed rounds unless a round count or a limit is set (instruction mode
     /// has its own single round).
-    pub fn for_commands(mut self, commands: usize) -> SettingsLayer {
+    pub(crate) fn for_commands(mut self, commands: usize) -> SettingsLayer {
         let instructions = self.mode == Some(Mode::Instructions);
         let limited = self.rounds.is_some() || self.max_time.is_some() || self.max_rounds.is_some();
         if commands == 1 && !instructions && !limited {
@@ -208,7 +208,7 @@ impl Compared {
 /// The metrics to compare and the primary one (whose verdict decides when to stop):
 /// in instruction mode the cachegrind counts; otherwise `requested` (by default the
 /// metrics the commands print, then wall time, CPU time and peak RSS) plus any counters.
-pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Result<Compared, PlanError> {
+pub(crate) fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Result<Compared, PlanError> {
     if measure.mode == Mode::Instructions {
         let metrics: Vec<String> = INSTRUCTION_METRICS.iter().map(|s| s.to_string()).collect();
         let primary = metrics[0].clone();
@@ -267,7 +267,7 @@ pub fn stat_metrics(measure: &MeasureOptions) -> Result<Vec<String>, PlanError> 
 impl Plan {
     /// The one way to make a plan: the commands, their settings, what each run measures
     /// and what is compared. Output is discarded and a failing command stops the
-    /// experiment unless [`Plan::showing_output`] and [`Plan::ignoring_failure`] say otherwise.
+    /// experiment unless `Plan::showing_output` and `Plan::ignoring_failure` say otherwise.
     pub fn new(commands: Vec<CommandSpec>, settings: Settings, measure: MeasureOptions, compared: Compared) -> Plan {
         Plan {
             commands,
@@ -285,7 +285,7 @@ impl Plan {
     }
 
     /// Leave what runs leave behind in their process group (`--keep-children`).
-    pub fn keeping_children(self, keep_children: bool) -> Plan {
+    pub(crate) fn keeping_children(self, keep_children: bool) -> Plan {
         Plan { keep_children, ..self }
     }
 
@@ -295,28 +295,28 @@ impl Plan {
     }
 
     /// Send each command's output where `sinks` says (one per command).
-    pub fn sending_output(self, output_sinks: Vec<OutputSink>) -> Plan {
+    pub(crate) fn sending_output(self, output_sinks: Vec<OutputSink>) -> Plan {
         Plan { output_sinks, ..self }
     }
 
     /// Let the commands' output through (`--show-output`).
-    pub fn showing_output(self, show_output: bool) -> Plan {
+    pub(crate) fn showing_output(self, show_output: bool) -> Plan {
         Plan { show_output, ..self }
     }
 
     /// Keep going when a command fails (`--ignore-failure`).
-    pub fn ignoring_failure(self, ignore_failure: bool) -> Plan {
+    pub(crate) fn ignoring_failure(self, ignore_failure: bool) -> Plan {
         Plan { ignore_failure, ..self }
     }
 
     /// The same plan with other settings (a calibration's probe round, its A/A rounds).
-    pub fn with_settings(&self, settings: Settings) -> Plan {
+    pub(crate) fn with_settings(&self, settings: Settings) -> Plan {
         Plan { settings, ..self.clone() }
     }
 
     /// The compared metrics the commands print about themselves: a successful run
     /// whose output lacks one of them fails the experiment.
-    pub fn printed_metrics(&self) -> Vec<String> {
+    pub(crate) fn printed_metrics(&self) -> Vec<String> {
         if self.measure.output.is_empty() {
             return Vec::new();
         }
@@ -336,7 +336,7 @@ impl Plan {
 
     /// The plan once the baseline printed `names` (in its output's order): they are
     /// compared first, and the first is the primary metric.
-    pub fn with_printed_metrics(&self, names: &[String]) -> Plan {
+    pub(crate) fn with_printed_metrics(&self, names: &[String]) -> Plan {
         let mut metrics = names.to_vec();
         metrics.extend(self.metrics.iter().filter(|m| !names.contains(m)).cloned());
         Plan {

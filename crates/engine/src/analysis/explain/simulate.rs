@@ -20,7 +20,7 @@ pub struct FunctionSpec {
     /// candidate / baseline of its time.
     pub ratio: f64,
     /// Time added in the candidate on top of `baseline_ms · ratio` (a new function).
-    pub added_ms: f64,
+    pub(crate) added_ms: f64,
 }
 
 impl FunctionSpec {
@@ -28,7 +28,7 @@ impl FunctionSpec {
         FunctionSpec { name: name.into(), baseline_ms, ratio, added_ms: 0.0 }
     }
 
-    pub fn candidate_ms(&self) -> f64 {
+    pub(crate) fn candidate_ms(&self) -> f64 {
         self.baseline_ms * self.ratio + self.added_ms
     }
 }
@@ -41,14 +41,14 @@ pub struct Scenario {
     /// Samples per second of CPU time.
     pub frequency_hz: f64,
     /// σ of the round's factor, shared by both commands of the round (machine state).
-    pub round_sigma: f64,
+    pub(crate) round_sigma: f64,
     /// σ of a run's factor, shared by its functions (Student-t with 3 degrees of freedom).
     pub run_sigma: f64,
     /// σ of each function's own factor in a run.
-    pub function_sigma: f64,
+    pub(crate) function_sigma: f64,
     /// Chance that a run stalls: all its times grow by up to `stall_max`.
     pub stall_probability: f64,
-    pub stall_max: f64,
+    pub(crate) stall_max: f64,
 }
 
 /// Twenty small unchanged functions of 5 ms each (100 ms in all).
@@ -113,7 +113,7 @@ impl Scenario {
     }
 
     /// The true mean change per run of a function (ms).
-    pub fn true_contribution(&self, f: &FunctionSpec) -> f64 {
+    pub(crate) fn true_contribution(&self, f: &FunctionSpec) -> f64 {
         (f.candidate_ms() - f.baseline_ms) * self.mean_factor()
     }
 }
@@ -207,7 +207,7 @@ impl Simulation {
 pub struct FunctionRecord {
     pub name: String,
     pub true_ratio: f64,
-    pub true_contribution: f64,
+    pub(crate) true_contribution: f64,
     pub trials: usize,
     /// The function had a row of its own.
     pub tested: usize,
