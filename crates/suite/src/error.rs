@@ -6,7 +6,7 @@ use thiserror::Error;
 
 /// A problem's cause, typed where a parser below gave one (a duration, a mode, an
 /// output parser), else the sentence that says what was expected.
-pub type Problem = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type Problem = Box<dyn std::error::Error + Send + Sync>;
 
 #[derive(Debug, Error)]
 pub enum SuiteError {

@@ -68,7 +68,7 @@ impl Benchmark {
     }
 
     /// The per-run hooks for `build` (`{build}` substituted as in the command).
-    pub fn hooks_for(&self, build: Option<&Build>) -> Hooks {
+    pub(crate) fn hooks_for(&self, build: Option<&Build>) -> Hooks {
         let hooks = Hooks {
             prepare: self.options.prepare.clone(),
             conclude: self.options.conclude.clone(),
