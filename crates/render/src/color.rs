@@ -20,7 +20,7 @@ pub fn enabled() -> bool {
 }
 
 /// Paint `text` with an ANSI SGR code when colours are on.
-pub fn paint(text: &str, sgr: &str) -> String {
+pub(crate) fn paint(text: &str, sgr: &str) -> String {
     if enabled() {
         format!("\x1b[{sgr}m{text}\x1b[0m")
     } else {
@@ -28,7 +28,7 @@ pub fn paint(text: &str, sgr: &str) -> String {
     }
 }
 
-pub fn green(text: &str) -> String {
+pub(crate) fn green(text: &str) -> String {
     paint(text, "32")
 }
 pub fn red(text: &str) -> String {
@@ -37,9 +37,9 @@ pub fn red(text: &str) -> String {
 pub fn yellow(text: &str) -> String {
     paint(text, "33")
 }
-pub fn bold(text: &str) -> String {
+pub(crate) fn bold(text: &str) -> String {
     paint(text, "1")
 }
-pub fn dim(text: &str) -> String {
+pub(crate) fn dim(text: &str) -> String {
     paint(text, "2")
 }

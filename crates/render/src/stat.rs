@@ -43,7 +43,7 @@ impl Exporter<StatReport> for StatTerminal {
 
 /// The terminal table of `perflab stat`. Too wide for the terminal, it leaves out min …
 /// max, then the spread, then the interval (docs/output.md).
-pub fn render_terminal(title: &str, runs: usize, metrics: &[StatMetric], notes: &[String], style: &Style) -> String {
+pub(crate) fn render_terminal(title: &str, runs: usize, metrics: &[StatMetric], notes: &[String], style: &Style) -> String {
     let mut table = FitTable::new(
         Frame::Plain,
         vec![

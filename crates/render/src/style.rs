@@ -53,7 +53,7 @@ impl TimeUnit {
     }
 
     /// The unit that reads best for `seconds` (what hyperfine picks from the first mean).
-    pub fn for_value(seconds: f64) -> TimeUnit {
+    pub(crate) fn for_value(seconds: f64) -> TimeUnit {
         if seconds.abs() >= 1.0 {
             TimeUnit::Second
         } else if seconds.abs() >= 1e-3 {

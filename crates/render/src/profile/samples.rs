@@ -28,7 +28,7 @@ pub struct Sample {
     pub pid: u32,
     pub tid: u32,
     /// Nanoseconds since the recording's first record (0 without a timeline).
-    pub time_ns: u64,
+    pub(crate) time_ns: u64,
     /// Index into `stacks`.
     pub stack: usize,
     pub count: u64,
@@ -80,7 +80,7 @@ impl Samples {
     }
 
     /// A thread's name, or a made-up one for threads without a COMM record.
-    pub fn thread_name(&self, pid: u32, tid: u32) -> String {
+    pub(crate) fn thread_name(&self, pid: u32, tid: u32) -> String {
         match self.threads.get(&(pid, tid)) {
             Some(name) if !name.is_empty() => name.clone(),
             _ => format!("thread {tid}"),
@@ -89,7 +89,7 @@ impl Samples {
 
     /// A frame's name as the viewers show it: the function, with `[inlined]` for code
     /// the compiler inlined (kernel functions are recognisable by their object).
-    pub fn frame_name(frame: &StackFrame) -> String {
+    pub(crate) fn frame_name(frame: &StackFrame) -> String {
         match frame.kind {
             FrameKind::Inlined => format!("{} [inlined]", frame.function),
             _ => frame.function.clone(),

@@ -8,7 +8,7 @@
 pub mod error;
 pub mod html;
 pub mod load;
-pub mod svg;
+pub(crate) mod svg;
 
 pub use html::render_html;
 
@@ -45,12 +45,12 @@ fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), ReportEr
 pub struct ReportData {
     pub title: String,
     /// When the report was generated (RFC 3339).
-    pub generated_at: String,
+    pub(crate) generated_at: String,
     /// The metric compared and plotted (`wall_s`, `instructions`, ...).
     pub metric: String,
     /// With results from several machines: each compared label ÷ the reference, per
     /// benchmark, on every machine side by side.
-    pub matrices: Vec<perflab_store::history::matrix::Matrix>,
+    pub(crate) matrices: Vec<perflab_store::history::matrix::Matrix>,
     /// One part per machine fingerprint, each as the page would be for that machine alone:
     /// machines are never pooled.
     pub pages: Vec<MachinePage>,
@@ -141,7 +141,7 @@ pub struct CounterRow {
     pub label: Option<String>,
     /// Medians of the metric as the record measured them: the two commands of the
     /// session that paired them, else each label's runs; None = not measured.
-    pub reference_value: Option<f64>,
+    pub(crate) reference_value: Option<f64>,
     pub value: Option<f64>,
     /// label ÷ reference on this metric, or why there is no ratio with an interval.
     pub change: Result<Ratio, String>,
@@ -158,7 +158,7 @@ pub struct MachineGroup {
 
 /// Geometric mean of a comparison's ratios with its confidence interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Geomean {
+pub(crate) struct Geomean {
     pub ratio: f64,
     pub ci_low: f64,
     pub ci_high: f64,
@@ -174,7 +174,7 @@ pub struct Geomean {
 /// confidence; the mean of `k` independent log ratios has `se = √(Σ se_i²) / k`. The
 /// interval is therefore about measurement noise in *this* suite, not about how a
 /// different choice of benchmarks would have come out (docs/report.md).
-pub fn geomean(rows: &[RelativeTime]) -> Option<Geomean> {
+pub(crate) fn geomean(rows: &[RelativeTime]) -> Option<Geomean> {
     let normal = Normal::standard();
     let mut sum_ln = 0.0;
     let mut sum_var = 0.0;
