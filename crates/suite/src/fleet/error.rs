@@ -5,18 +5,24 @@
 use std::path::PathBuf;
 use thiserror::Error;
 
+/// What stops a fleet step.
 #[derive(Debug, Error)]
 pub enum FleetError {
+    /// `--machine` is not a glob pattern.
     #[error("--machine `{pattern}` is not a glob pattern: {source}")]
     BadPattern {
+        /// The pattern, as given.
         pattern: String,
+        /// globset's reason.
         #[source]
         source: globset::Error,
     },
     /// The agent's `--dir`.
     #[error("cannot work in {}: {source}", path.display())]
     WorkDir {
+        /// The directory.
         path: PathBuf,
+        /// The error.
         #[source]
         source: std::io::Error,
     },
