@@ -47,9 +47,11 @@ pub(crate) fn label_of<'a>(e: &'a StoredExperiment, command_name: &'a str, label
 /// An experiment that measured `reference` and `label` interleaved, in paired rounds.
 #[derive(Debug, Clone, Copy)]
 pub struct PairedSession<'a> {
+    /// The experiment.
     pub experiment: &'a StoredExperiment,
     /// The indices of the two commands in the experiment.
     pub reference: usize,
+    /// The index of the label's command.
     pub label: usize,
     /// True when the experiment's baseline was `label` (its ratios are inverted).
     pub inverted: bool,
