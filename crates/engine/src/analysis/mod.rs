@@ -59,9 +59,11 @@ pub const BUSY_SHARE: f64 = 0.05;
 /// waited behind neighbours.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Switch {
+    /// The round of the look that switched.
     pub round: u32,
     /// The first round of the runs the look examined.
     pub(crate) since_round: u32,
+    /// Share of wall time the runs since the previous look waited behind neighbours (0–1).
     pub share: f64,
 }
 

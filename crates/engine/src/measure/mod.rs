@@ -17,7 +17,9 @@ use std::collections::BTreeMap;
 pub struct MeasureOptions {
     /// perf event names to count per run (empty: none).
     pub events: Vec<String>,
+    /// How runs are measured (natively or under cachegrind).
     pub mode: Mode,
+    /// Which privilege levels the counters count (`--scope`).
     pub counter_scope: counters::Scope,
     /// How to read the metrics a command prints about itself (empty: none; its output
     /// is then not captured at all).

@@ -118,7 +118,9 @@ impl Parser {
 /// Which of a command's output streams a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
+    /// Standard output.
     Stdout,
+    /// Standard error.
     Stderr,
 }
 
@@ -149,6 +151,7 @@ fn pgbench_report() -> &'static (Regex, Regex) {
 }
 
 impl<'p> RunParse<'p> {
+    /// A parse of one run's output by `parsers`, nothing read yet.
     pub fn new(parsers: &'p [Parser]) -> RunParse<'p> {
         RunParse {
             parsers,

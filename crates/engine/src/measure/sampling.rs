@@ -21,7 +21,9 @@ pub const DEFAULT_FREQUENCY_HZ: u64 = 499;
 /// What to sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sampling {
+    /// The perf event sampled (`cpu-clock`, …).
     pub event: String,
+    /// Samples per second per CPU.
     pub frequency_hz: u64,
     /// Also keep call stacks (frame pointers) for the flame graph.
     pub call_stacks: bool,

@@ -18,7 +18,9 @@ pub use request::PlanRequest;
 /// Everything an experiment needs to run; built from the command line or a suite.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The commands, in the order given (the first is the baseline).
     pub commands: Vec<CommandSpec>,
+    /// The settings, resolved.
     pub settings: Settings,
     /// Metrics to compare, in display order; the first is the primary one.
     pub metrics: Vec<String>,
@@ -27,16 +29,20 @@ pub struct Plan {
     /// Decide on `uncontended_s` instead of `wall_s` when the first look finds the
     /// machine busy (the user named no metric).
     pub auto_primary: bool,
+    /// Show the commands' output instead of discarding it (`--show-output`).
     pub show_output: bool,
     /// Where each command's output goes (hyperfine's `--output`); empty: per `show_output`.
     pub output_sinks: Vec<OutputSink>,
+    /// Keep going past failing runs (`--ignore-failure`): they are recorded, not fatal.
     pub ignore_failure: bool,
+    /// What is measured per run besides the harness's own metrics.
     pub measure: MeasureOptions,
     /// The commands as builds of a factorial design (parameters as factors), analysed
     /// as such at the end (`analysis::design`).
     /// Leave what a measured run left running in its process group (`--keep-children`);
     /// by default the group is ended after every run.
     pub keep_children: bool,
+    /// The commands as builds of a factorial design (`analysis::design`), when they are.
     pub design: Option<perflab_model::Design>,
 }
 
@@ -71,9 +77,13 @@ impl OutputSink {
 /// "not set here" (the benchmark inherits from the defaults, then the command line).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SettingsLayer {
+    /// `--rounds`: exactly this many rounds.
     pub rounds: Option<u32>,
+    /// `--warmup`: rounds run first and discarded.
     pub warmup: Option<u32>,
+    /// `--min-rounds`.
     pub min_rounds: Option<u32>,
+    /// `--max-rounds`.
     pub max_rounds: Option<u32>,
     /// Seconds.
     pub max_time: Option<f64>,
@@ -81,7 +91,9 @@ pub struct SettingsLayer {
     pub timeout: Option<f64>,
     /// Equivalence margin as a fraction (the file says percent).
     pub threshold: Option<f64>,
+    /// `-e`: perf events to count per run.
     pub events: Option<Vec<String>>,
+    /// `--mode`.
     pub mode: Option<Mode>,
     /// Run commands through this shell (`shell = true` means `/bin/sh`).
     pub shell: Option<String>,
@@ -89,9 +101,11 @@ pub struct SettingsLayer {
     pub output: Option<Vec<Parser>>,
     /// Metrics whose direction is set (`higher_is_better`, `lower_is_better`).
     pub better: Option<BTreeMap<String, metric::Better>>,
+    /// `--iterations`: which per-iteration values make a run's value.
     pub iterations: Option<Iterations>,
     /// Shell commands before and after every run (not timed).
     pub prepare: Option<String>,
+    /// Shell command after every run (not timed).
     pub conclude: Option<String>,
     /// A file every run reads as its standard input.
     pub input: Option<String>,
@@ -191,6 +205,7 @@ pub use crate::measure::cachegrind::COMPARED as INSTRUCTION_METRICS;
 pub struct Compared {
     /// In display order; the first is the primary one.
     pub metrics: Vec<String>,
+    /// The primary metric: the one whose verdicts decide when to stop.
     pub primary: String,
     /// True when no metric was asked for: the primary one is `wall_s`, or
     /// `uncontended_s` when the machine turns out to be busy.

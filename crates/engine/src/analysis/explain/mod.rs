@@ -306,7 +306,10 @@ fn row_change(
 
 /// Each command's call stacks (folded) as mean time per run over the rounds both were
 /// sampled in, for the explanation's flame graph: (baseline, candidate).
-pub(crate) fn mean_stacks(base: &CommandResult, cand: &CommandResult) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
+pub(crate) fn mean_stacks(
+    base: &CommandResult,
+    cand: &CommandResult,
+) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
     let pairs = paired_profiles(base, cand);
     let mut sides = (BTreeMap::new(), BTreeMap::new());
     let n = pairs.len().max(1) as f64;
