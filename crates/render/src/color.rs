@@ -15,6 +15,7 @@ pub fn init(choice: &str) {
     STDOUT_COLOR.store(on, Ordering::Relaxed);
 }
 
+/// True when standard output gets colours, as [`init`] decided.
 pub fn enabled() -> bool {
     STDOUT_COLOR.load(Ordering::Relaxed)
 }
@@ -31,9 +32,11 @@ pub(crate) fn paint(text: &str, sgr: &str) -> String {
 pub(crate) fn green(text: &str) -> String {
     paint(text, "32")
 }
+/// `text` in red when colours are on, else as is.
 pub fn red(text: &str) -> String {
     paint(text, "31")
 }
+/// `text` in yellow when colours are on, else as is.
 pub fn yellow(text: &str) -> String {
     paint(text, "33")
 }

@@ -23,7 +23,9 @@ pub fn set_wide(wide: bool) {
 /// Which stream a table is printed on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
+    /// Standard output.
     Stdout,
+    /// Standard error.
     Stderr,
 }
 
@@ -143,6 +145,7 @@ pub enum Frame {
 /// A column of a `FitTable`.
 #[derive(Debug, Clone)]
 pub struct Column {
+    /// The column's heading.
     pub header: String,
     pub(crate) right_aligned: bool,
     /// When the table is too wide, columns with a drop rank go, rank 1 first.
@@ -172,6 +175,7 @@ impl Column {
     pub fn pair(header: impl Into<String>, separator: &'static str) -> Column {
         Column { joined_by: Some(separator), ..Column::shrinkable(header) }
     }
+    /// The column right-aligned (numbers).
     pub fn right(self) -> Column {
         Column { right_aligned: true, ..self }
     }

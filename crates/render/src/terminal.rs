@@ -39,6 +39,7 @@ fn paint_verdict(c: &Comparison, text: &str) -> String {
 /// The terminal report of an experiment (`compare`), laid out by a [`Style`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Terminal {
+    /// Time unit and order of the commands.
     pub style: Style,
 }
 

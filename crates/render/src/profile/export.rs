@@ -56,11 +56,14 @@ impl Format {
 /// A format and where it goes (`-`: stdout).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Destination {
+    /// The format.
     pub format: Format,
+    /// The file; `-` for standard output.
     pub path: PathBuf,
 }
 
 impl Destination {
+    /// True when it goes to standard output.
     pub fn to_stdout(&self) -> bool {
         self.path == Path::new("-")
     }

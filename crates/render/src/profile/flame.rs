@@ -100,6 +100,7 @@ pub enum FlameView {
 }
 
 impl FlameView {
+    /// The views as `--flame-view` spells them.
     pub const NAMES: [&'static str; 3] = ["flame", "icicle", "inverted"];
 }
 
@@ -121,6 +122,7 @@ impl std::str::FromStr for FlameView {
 /// What a flame graph shows and how.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlameOptions {
+    /// Which way the stacks grow.
     pub view: FlameView,
     /// Only stacks through this function, each starting at its outermost call.
     pub focus: Option<String>,
@@ -206,7 +208,12 @@ pub fn call_graph_svg(profile: &Profile, graph: &CallGraph, title: &str) -> Opti
 
 /// [`call_graph_svg`] with a view, focus and merge threshold; None without samples
 /// (or none through the focus).
-pub(crate) fn call_graph_svg_with(profile: &Profile, graph: &CallGraph, title: &str, opts: &FlameOptions) -> Option<String> {
+pub(crate) fn call_graph_svg_with(
+    profile: &Profile,
+    graph: &CallGraph,
+    title: &str,
+    opts: &FlameOptions,
+) -> Option<String> {
     let mut tree = Tree::new();
     // Widths weigh each sample by its period: samples of a clock, events otherwise.
     let weight = profile.weight();

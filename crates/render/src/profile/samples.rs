@@ -15,28 +15,35 @@ type StackTotals = (u32, u32, u64, u64);
 pub struct Samples {
     /// Distinct stacks, outermost frame first (the leaf alone without call stacks).
     pub stacks: Vec<Vec<StackFrame>>,
+    /// Every sample (or distinct stack's total), in recording order.
     pub samples: Vec<Sample>,
     /// (pid, tid) → the thread's name.
     pub threads: HashMap<(u32, u32), String>,
     /// Whether `samples` are single samples with times (else aggregates at time 0).
     pub timed: bool,
+    /// What a sample's weight counts.
     pub weight: Weight,
 }
 
+/// One sample, or one distinct stack's total.
 #[derive(Debug, Clone, Copy)]
 pub struct Sample {
+    /// Its process.
     pub pid: u32,
+    /// Its thread.
     pub tid: u32,
     /// Nanoseconds since the recording's first record (0 without a timeline).
     pub(crate) time_ns: u64,
     /// Index into `stacks`.
     pub stack: usize,
+    /// Samples it stands for.
     pub count: u64,
     /// Summed periods: nanoseconds of a clock, else events.
     pub period: u64,
 }
 
 impl Samples {
+    /// The samples of `profile`, with the stacks of its `report`.
     pub fn of(profile: &Profile, report: &Report) -> Samples {
         // With call stacks, every stack of the profile; else every sampled location.
         let (stacks, keys): (Vec<Vec<StackFrame>>, Vec<StackTotals>) = match &report.graph {
