@@ -73,7 +73,12 @@ pub(crate) fn unnamed_functions(located: &[Located], symbolizer: &mut Symbolizer
 /// `--group-by-source` needs source lines: when samples have none (an object without
 /// line tables, Debian's libruby), or no sampled file matched, say so instead of one
 /// silent `[outside regions]` row.
-pub(crate) fn missing_lines(located: &[Located], rows_outside: u64, spec: &str, symbolizer: &mut Symbolizer) -> Vec<String> {
+pub(crate) fn missing_lines(
+    located: &[Located],
+    rows_outside: u64,
+    spec: &str,
+    symbolizer: &mut Symbolizer,
+) -> Vec<String> {
     let total: u64 = located.iter().map(|l| l.count).sum();
     if total == 0 || rows_outside == 0 {
         return Vec::new();

@@ -436,7 +436,11 @@ impl Store {
     }
 
     /// The experiments `ids` (a batch of [`Store::experiment_ids`]) matching `query`.
-    pub(crate) fn experiments_with_ids(&mut self, query: &Query, ids: &[i64]) -> Result<Vec<StoredExperiment>, StoreError> {
+    pub(crate) fn experiments_with_ids(
+        &mut self,
+        query: &Query,
+        ids: &[i64],
+    ) -> Result<Vec<StoredExperiment>, StoreError> {
         read::experiments_with_ids(self.db.as_mut(), query, ids)
             .with_context(|| format!("reading {}", self.location))
             .map_err(StoreError::from)

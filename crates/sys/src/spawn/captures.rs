@@ -112,7 +112,11 @@ impl Captures {
     /// The captures process `pid` holds at `fds` (from its [`Captures::raw_fds`]), opened
     /// here through /proc: the same memory files, read after each of its runs, or the
     /// same pipes (`streamed`), read while they run.
-    pub(crate) fn open_in(pid: libc::pid_t, fds: (Option<RawFd>, Option<RawFd>), streamed: bool) -> io::Result<Captures> {
+    pub(crate) fn open_in(
+        pid: libc::pid_t,
+        fds: (Option<RawFd>, Option<RawFd>),
+        streamed: bool,
+    ) -> io::Result<Captures> {
         let open = |fd: Option<RawFd>| -> io::Result<Option<OwnedFd>> {
             fd.map(|fd| std::fs::File::open(format!("/proc/{pid}/fd/{fd}")).map(OwnedFd::from)).transpose()
         };
@@ -155,4 +159,3 @@ impl Captures {
         }
     }
 }
-
