@@ -120,6 +120,7 @@ impl JitMap {
         self.ranges.len()
     }
 
+    /// True when the map holds no code range.
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()
     }

@@ -20,6 +20,7 @@ pub(crate) fn object_name(module: Option<&str>) -> String {
     }
 }
 
+/// True for the object name perflab gives kernel code (`[kernel]` or `[kernel:MODULE]`).
 pub fn is_kernel_object(object: &str) -> bool {
     object == KERNEL_OBJECT || (object.starts_with("[kernel:") && object.ends_with(']'))
 }

@@ -22,7 +22,9 @@ type Dwarf = Context<EndianRcSlice<RunTimeEndian>>;
 /// dominated report time.
 #[derive(Debug, Clone)]
 pub struct FunctionSymbol {
+    /// Its address as stated in the ELF file (SVMA).
     pub start: u64,
+    /// Bytes of code, as the symbol table states it.
     pub size: u64,
     /// Byte range of the name in the file; None for a function known only from its
     /// .eh_frame unwind entry (stripped code), named `object+0xFILE_OFFSET`.
@@ -34,13 +36,17 @@ pub struct FunctionSymbol {
 /// One frame of the inline stack at an address.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
+    /// The function's name, when DWARF gives one.
     pub function: Option<String>,
+    /// Source file, when known.
     pub file: Option<String>,
+    /// Source line, when known.
     pub line: Option<u32>,
 }
 
 /// A loaded object with its symbols and debug info.
 pub struct ObjectInfo {
+    /// The object's path.
     pub path: String,
     data: memmap2::Mmap,
     /// PT_LOAD segments: (file offset, file size, virtual address).
@@ -231,6 +237,7 @@ impl ObjectInfo {
         Some((loc.file?.to_string(), loc.line?))
     }
 
+    /// True when DWARF debug info was found (in the object or its separate debug file).
     pub fn has_debug_info(&self) -> bool {
         self.dwarf.is_some()
     }
@@ -448,6 +455,7 @@ pub struct Location {
     pub function: String,
     /// Innermost source location, when DWARF has one.
     pub file: Option<String>,
+    /// Innermost source line, when DWARF has one.
     pub line: Option<u32>,
 }
 
@@ -468,6 +476,7 @@ pub struct Symbolizer {
 }
 
 impl Symbolizer {
+    /// The object at `path`, loaded once and cached; None when it cannot be read (a warning says why).
     pub fn object(&mut self, path: &str) -> Option<Rc<ObjectInfo>> {
         if let Some(cached) = self.objects.get(path) {
             return cached.clone();
@@ -534,6 +543,7 @@ impl Symbolizer {
     }
 }
 
+/// The last component of `path`.
 pub fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }

@@ -9,18 +9,25 @@ use std::os::fd::{FromRawFd, OwnedFd};
 /// An executable mapping of a running process, from /proc/PID/maps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExistingMapping {
+    /// Process id.
     pub pid: u32,
+    /// Start address.
     pub start: u64,
+    /// Length, bytes.
     pub len: u64,
     pub(crate) pgoff: u64,
+    /// The mapped file, as /proc/PID/maps names it.
     pub path: String,
 }
 
 /// A thread that exists when recording starts, with its name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExistingThread {
+    /// Process id.
     pub pid: u32,
+    /// Thread id.
     pub tid: u32,
+    /// Its command name (`comm`).
     pub comm: String,
 }
 

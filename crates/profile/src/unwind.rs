@@ -27,6 +27,7 @@ pub enum Unwinding {
 }
 
 impl Unwinding {
+    /// The methods as `-g` spells them.
     pub const NAMES: [&'static str; 2] = ["fp", "dwarf"];
 }
 
