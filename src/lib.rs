@@ -2,7 +2,7 @@
 //!
 //! The folders follow the pipelines:
 //!
-//! * experiments: [`plan`] (commands, settings, [`plan::schedule`]) → [`experiment`] (the
+//! * experiments: [`plan`] (commands, settings, `plan::schedule`) → [`experiment`] (the
 //!   engine) → [`executor`] (spawn and wait, with the probes of [`measure`]) →
 //!   [`analysis`] ([`stats`], verdicts) → [`render`]; [`suite`] runs a suite file's
 //!   benchmarks through it (and bisects a commit range), [`doctor`] checks the machine;

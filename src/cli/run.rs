@@ -2,6 +2,10 @@
 //! their arguments, wired to `suite::runner` and `suite::bisect`, which report through
 //! observers printed here with `render::suite`.
 
+// Doc comments here are --help text (clap), read by people on a terminal: brackets mean
+// what they say, not rustdoc links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use super::args::{duration, DbArgs, ExperimentArgs, SelectionArgs};
 use crate::error::Failure;
 use crate::output::progress::ProgressDisplay;

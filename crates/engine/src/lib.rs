@@ -9,6 +9,8 @@
 //! May use: `perflab-sys`, `perflab-stats`, `perflab-model`, `perflab-profile`. Knows
 //! nothing of the command line, the store or output formats.
 
+#![deny(missing_docs)]
+
 pub mod analysis;
 pub mod doctor;
 pub mod executor;

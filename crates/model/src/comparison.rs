@@ -10,9 +10,13 @@ use crate::{metric, null_as_infinity, null_as_nan};
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
+    /// The candidate is better by more than the threshold with the interval's confidence.
     Faster,
+    /// The candidate is worse by more than the threshold with the interval's confidence.
     Slower,
+    /// The whole interval lies within ±threshold of 1: no change that matters.
     Equivalent,
+    /// The interval is too wide to decide (more rounds would be needed).
     Inconclusive,
     /// No ratio exists: the metric is missing in one command, or ≤ 0 in every paired
     /// round (the comparison's first flag says which).
@@ -21,9 +25,11 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// True for `faster`, `slower` and `equivalent`: the data settled the question.
     pub fn is_decided(self) -> bool {
         !matches!(self, Verdict::Inconclusive | Verdict::NotComparable)
     }
+    /// The verdict as written in JSON and printed.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Faster => "faster",
@@ -38,8 +44,11 @@ impl Verdict {
 /// Candidate versus baseline on one metric.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Comparison {
+    /// Name of the baseline command.
     pub baseline: String,
+    /// Name of the candidate command.
     pub candidate: String,
+    /// The metric compared (`wall_s`, a counter's name, …; see [`metric`]).
     pub metric: String,
     /// Which way the metric improves: `lower` (times, counts; a ratio above 1 is worse)
     /// or `higher` (throughput; a ratio above 1 is better). The verdict follows it.
@@ -48,6 +57,7 @@ pub struct Comparison {
     /// candidate / baseline; > 1 means the candidate's value is larger.
     #[serde(deserialize_with = "null_as_nan")]
     pub ratio: f64,
+    /// Lower bound of the ratio's interval (0 when no interval exists yet).
     pub ci_low: f64,
     /// Infinite (written as null) when no interval exists yet.
     #[serde(deserialize_with = "null_as_infinity")]
@@ -60,6 +70,7 @@ pub struct Comparison {
     /// null) when there is no test (one run each).
     #[serde(deserialize_with = "null_as_nan")]
     pub p_value: f64,
+    /// What the interval says, in the metric's direction.
     pub verdict: Verdict,
     /// True for a `slower`/`faster` verdict whose whole CI lies within ±threshold.
     pub below_threshold: bool,
@@ -125,7 +136,9 @@ impl Comparison {
 /// change (docs/statistics.md, "Explanations").
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Explanation {
+    /// Name of the baseline command.
     pub baseline: String,
+    /// Name of the candidate command.
     pub candidate: String,
     /// What was sampled (`cpu-clock`, …) or, in instruction mode, counted (`instructions`).
     pub event: String,
@@ -175,6 +188,7 @@ pub struct Explanation {
     /// the picture instead of the stacks: read from old stores, never written.
     #[serde(default, rename = "flame_graph", skip_serializing)]
     pub stored_flame_graph: Option<String>,
+    /// Doubts about the explanation (too few samples, unsymbolized code, …), one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
@@ -182,16 +196,21 @@ pub struct Explanation {
 /// Mean time (or events) per run of each folded call stack, for both commands.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct MeanStacks {
+    /// Baseline: folded stack → mean per run.
     pub baseline: BTreeMap<String, f64>,
+    /// Candidate: folded stack → mean per run.
     pub candidate: BTreeMap<String, f64>,
 }
 
 /// An estimate with its interval (None: unbounded, or no interval with so few rounds).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Change {
+    /// The point estimate (NaN, written as null, when there is none).
     #[serde(deserialize_with = "null_as_nan")]
     pub estimate: f64,
+    /// Lower bound; None when unbounded or not computed.
     pub low: Option<f64>,
+    /// Upper bound; None when unbounded or not computed.
     pub high: Option<f64>,
 }
 
@@ -208,24 +227,29 @@ pub const OTHER_FUNCTIONS: &str = "[other functions]";
 /// One function's change between baseline and candidate.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FunctionChange {
+    /// Function name, demangled.
     pub name: String,
     /// Object basename (`[command]` for the compared programs' own code).
     pub object: String,
     /// Mean time (or events) per run in it: baseline, candidate.
     #[serde(deserialize_with = "null_as_nan")]
     pub baseline_per_run: f64,
+    /// Candidate's mean time (or events) per run in the function, in the explanation's `unit`.
     #[serde(deserialize_with = "null_as_nan")]
     pub candidate_per_run: f64,
     /// Mean samples per run in it: baseline, candidate.
     #[serde(deserialize_with = "null_as_nan")]
     pub baseline_samples: f64,
+    /// Candidate's mean samples per run in the function.
     #[serde(deserialize_with = "null_as_nan")]
     pub candidate_samples: f64,
     /// candidate / baseline of the means; None when the baseline never ran it.
     pub ratio: Option<f64>,
     /// Fieller's interval of the ratio; None when unbounded (or too few rounds).
     pub ci_low: Option<f64>,
+    /// Upper bound of Fieller's interval; None when unbounded (or too few rounds).
     pub ci_high: Option<f64>,
+    /// This function's verdict on its ratio.
     pub verdict: Verdict,
     /// A `slower`/`faster` function whose whole contribution interval lies within
     /// ±threshold of the baseline's total: real, but too small to matter.

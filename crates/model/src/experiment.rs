@@ -9,13 +9,20 @@ use crate::{metric, null_as_nan, CommandResult, Comparison, Iterations, ParseErr
 /// Where and on what the measurement ran; compared before results are mixed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Machine {
+    /// The host's name (/proc/sys/kernel/hostname).
     pub hostname: String,
+    /// The CPU's model name, as /proc/cpuinfo gives it.
     pub cpu_model: String,
+    /// CPUs this process may run on (its affinity mask).
     pub cores: usize,
+    /// Kernel release (/proc/sys/kernel/osrelease).
     pub kernel: String,
+    /// CPU 0's cpufreq scaling governor; None when the system has no cpufreq (most VMs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub governor: Option<String>,
+    /// True when the kernel exposes a core PMU (hardware performance counters).
     pub pmu: bool,
+    /// The hypervisor's vendor (DMI `sys_vendor`) in a virtual machine; None on bare metal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub virtualization: Option<String>,
     // Added with the fleet; absent (None) in older records, and left out of the JSON when
@@ -89,11 +96,14 @@ pub enum WarningKind {
 /// Something about the measurement the reader should know; the message says it whole.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Warning {
+    /// What the warning is about.
     pub kind: WarningKind,
+    /// The whole warning, one line for people.
     pub message: String,
 }
 
 impl Warning {
+    /// A warning of `kind` saying `message`.
     pub fn new(kind: WarningKind, message: impl Into<String>) -> Warning {
         Warning { kind, message: message.into() }
     }
@@ -129,7 +139,9 @@ pub enum StopReason {
     Decided,
     /// `--rounds N` were run.
     FixedRounds,
+    /// `--max-rounds` was reached before every comparison was decided.
     MaxRounds,
+    /// `--max-time` ran out before every comparison was decided.
     MaxTime,
     /// The rounds the sequential design planned for the limits were run (rounds went
     /// faster than the first ones): α is spent.
@@ -137,7 +149,9 @@ pub enum StopReason {
     /// Versions in several layouts (`--layouts N`): every undecided comparison's interval
     /// is set by how much the layouts differ, which more rounds cannot narrow.
     LayoutLimited,
+    /// The user interrupted it (Ctrl-C); the rounds measured so far are kept.
     Interrupted,
+    /// A benchmarked command failed (`failure` says which and how).
     CommandFailed,
 }
 
@@ -167,8 +181,10 @@ impl LookDesign {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
+    /// Native runs, timed by the clock (and the kernel's resource usage).
     #[default]
     Wall,
+    /// Each run under valgrind cachegrind: instruction counts, deterministic.
     Instructions,
 }
 
@@ -176,6 +192,7 @@ impl Mode {
     /// Every mode's name, as the command line and suite files spell it.
     pub const NAMES: [&'static str; 2] = ["wall", "instructions"];
 
+    /// The mode as the command line and suite files spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Wall => "wall",
@@ -198,21 +215,32 @@ impl std::str::FromStr for Mode {
 /// The settings an experiment ran with (recorded so results can be reproduced).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Settings {
+    /// Seed of the round order's randomization.
     pub seed: u64,
+    /// Rounds run first and discarded.
     pub warmup_rounds: u32,
+    /// Measured rounds before the first look at the verdicts.
     pub min_rounds: u32,
+    /// `--rounds N`: exactly N rounds, no sequential stopping; None: stop when decided.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fixed_rounds: Option<u32>,
+    /// Most measured rounds.
     pub max_rounds: u32,
+    /// Time limit of the measurement, seconds.
     pub max_time_s: f64,
     /// Equivalence margin as a fraction (0.01 = 1 %).
     pub threshold: f64,
+    /// Nominal confidence of the intervals (0.95 = 95 %), family-wise over the looks.
     pub confidence: f64,
     /// How sequential looks spend α (not used with `fixed_rounds`).
     #[serde(default = "LookDesign::before_group_sequential")]
     pub looks: LookDesign,
+    /// True when each round adds an environment variable of random length (the same for its
+    /// commands), so stack-alignment effects average out instead of favouring one build.
     pub env_padding: bool,
+    /// How runs are measured.
     pub mode: Mode,
+    /// Seconds after which a run is killed (and counts as failed); None: no limit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<f64>,
     /// Metrics whose direction the user set (`--higher-is-better`, `--lower-is-better`).
@@ -270,6 +298,7 @@ pub struct Hooks {
 }
 
 impl Hooks {
+    /// True when no hook is set.
     pub fn is_empty(&self) -> bool {
         *self == Hooks::default()
     }
@@ -328,10 +357,13 @@ impl Default for Settings {
 /// experiment (`perflab doctor CMD`), stored with the machine fingerprint.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Calibration {
+    /// When the calibration ran (RFC 3339).
     pub measured_at: String,
+    /// The command calibrated, as typed.
     pub command_line: String,
     /// The metric compare would decide on (`uncontended_s` on a busy machine).
     pub metric: String,
+    /// A/A rounds measured.
     pub rounds: u32,
     /// Seconds per round (both runs and the harness).
     pub round_s: f64,
@@ -347,7 +379,9 @@ pub struct Calibration {
 /// What a comparison of a calibrated noise resolves within a time budget.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Resolution {
+    /// The time budget, seconds.
     pub budget_s: f64,
+    /// Rounds that fit in it.
     pub rounds: u32,
     /// Half-width of the interval at the last look (as a fraction): a `--threshold`
     /// below it can hardly be confirmed as `equivalent`. None when no look is possible.
@@ -359,23 +393,32 @@ pub struct Resolution {
 /// Everything one `compare` (or `stat`, or one suite benchmark) produced.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Experiment {
+    /// [`SCHEMA_VERSION`] of the perflab that wrote it.
     pub schema_version: u32,
+    /// Version of the perflab that measured it.
     pub perflab_version: String,
+    /// When the experiment started (RFC 3339).
     pub started_at: String,
+    /// Where it ran.
     pub machine: Machine,
+    /// What it ran with.
     pub settings: Settings,
     /// Measured rounds completed (warm-up excluded).
     pub rounds: u32,
     /// Wall-clock seconds the whole experiment took, warm-up included.
     #[serde(default)]
     pub duration_s: f64,
+    /// Why it stopped.
     pub stop_reason: StopReason,
     /// The metric whose verdicts decided when to stop (`wall_s` unless another was
     /// asked for, the commands print their own, or `uncontended_s` when the machine was busy).
     #[serde(default = "default_primary_metric")]
     pub primary_metric: String,
+    /// Each command's runs and summaries, in the order given.
     pub commands: Vec<CommandResult>,
+    /// Every candidate against the baseline on every metric compared.
     pub comparisons: Vec<Comparison>,
+    /// What the reader should know about the measurement.
     #[serde(default)]
     pub warnings: Vec<Warning>,
     /// Why a benchmarked command stopped the experiment (stop_reason `command_failed`).
@@ -406,7 +449,9 @@ pub struct Experiment {
 /// A factor of a design: a parameter and its levels, the first being the reference.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Factor {
+    /// The parameter's name (`cc`).
     pub name: String,
+    /// Its values (`gcc`, `clang`); the first is the reference.
     pub levels: Vec<String>,
 }
 
@@ -414,7 +459,9 @@ pub struct Factor {
 /// (an index into each factor's levels).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Design {
+    /// The factors, in the order given.
     pub factors: Vec<Factor>,
+    /// Per command, its level index in each factor.
     pub cells: Vec<Vec<usize>>,
     /// Also compare every pair of builds (not only main effects).
     pub pairwise: bool,
@@ -423,8 +470,11 @@ pub struct Design {
 /// One build of a design: its levels and its median on the design's metric.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DesignCell {
+    /// The command's name.
     pub command: String,
+    /// Its level of each factor, in the design's factor order.
     pub levels: Vec<String>,
+    /// Median of the metric over its runs (NaN, written as null, when missing).
     #[serde(deserialize_with = "null_as_nan")]
     pub median: f64,
 }
@@ -432,8 +482,11 @@ pub struct DesignCell {
 /// What a design's runs say on one metric (docs/statistics.md, "Builds as a design").
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DesignAnalysis {
+    /// The metric analysed.
     pub metric: String,
+    /// The design's factors.
     pub factors: Vec<Factor>,
+    /// Every build with its median.
     pub cells: Vec<DesignCell>,
     /// Main effects: for each factor, each level against the first (`cc=gcc` → `cc=clang`),
     /// averaged over the other factors' levels, paired by round. Bonferroni-corrected over

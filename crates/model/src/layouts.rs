@@ -15,12 +15,14 @@ pub const LAYOUT_PARAMETER: &str = "layout";
 /// Which commands are the layouts of which version; the first version is the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Layouts {
+    /// The versions, baseline first.
     pub versions: Vec<LayoutVersion>,
 }
 
 /// One version (a build of one source) and the commands that run its layouts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayoutVersion {
+    /// The version's name (its build's: `v3`).
     pub name: String,
     /// Indices of the commands, one per layout.
     pub commands: Vec<usize>,
@@ -65,6 +67,7 @@ impl Layouts {
 /// What the layouts' runs say on one metric.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayoutAnalysis {
+    /// The metric the layouts were analysed on (the experiment's primary).
     pub metric: String,
     /// Rounds in which every layout of every version ran (the ones analysed).
     pub rounds: usize,
@@ -76,6 +79,7 @@ pub struct LayoutAnalysis {
     /// relinking the same source moves this metric, the runs' own noise taken out.
     #[serde(deserialize_with = "null_as_nan")]
     pub spread: f64,
+    /// Each version's layouts, baseline first.
     pub versions: Vec<VersionLayouts>,
     /// Each candidate version against the baseline version: how much of the interval's
     /// width layouts account for.
@@ -85,17 +89,21 @@ pub struct LayoutAnalysis {
 /// One version's layouts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VersionLayouts {
+    /// The version's name (its build's).
     pub name: String,
     /// σ of the layout effect among this version's layouts (log scale ≈ a fraction).
     #[serde(deserialize_with = "null_as_nan")]
     pub spread: f64,
+    /// Its layouts, in command order.
     pub layouts: Vec<LayoutLevel>,
 }
 
 /// One layout: its command, seed and level relative to its version's mean level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayoutLevel {
+    /// The command that ran this layout (its name).
     pub command: String,
+    /// The layout seed its binary was built with (`{layout}`).
     pub seed: u64,
     /// exp(this layout's location − the version's mean location): 1.02 is 2 % above the
     /// version's average layout.
@@ -106,7 +114,9 @@ pub struct LayoutLevel {
 /// A version against the baseline version across layouts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayoutContrast {
+    /// The baseline version's name.
     pub baseline: String,
+    /// The candidate version's name.
     pub candidate: String,
     /// Degrees of freedom of the interval (layouts of both − 2).
     pub df: f64,
@@ -123,13 +133,16 @@ pub struct LayoutContrast {
 /// comparison of one build per version is checked against.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayoutSpread {
+    /// The benchmark (or `compare`'s commands) the spread was measured on.
     pub benchmark: String,
     /// The file name of the program the layouts ran (`prog` of `out/v3-123/prog`): the
     /// program kind a later comparison is matched by.
     pub program: String,
+    /// The metric the spread is of.
     pub metric: String,
     /// σ of the layout effect (log scale ≈ a fraction).
     pub spread: f64,
+    /// When the layout experiment was stored (UTC, as the store writes times).
     pub measured_at: String,
 }
 

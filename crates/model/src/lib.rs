@@ -4,16 +4,21 @@
 //! Serialized as the documented JSON schema (`docs/json-schema.md`); bump
 //! [`SCHEMA_VERSION`] on any incompatible change.
 
+#![deny(missing_docs)]
+
 use serde::Deserialize;
 
 /// A name in the model's vocabulary (a suite file's or the command line's) that is not
 /// one; the message quotes it and lists the choices.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
+    /// `iterations` is not one of the names or a number ≥ 1.
     #[error("expected `iterations` \"all\", \"first\", \"steady\", \"each\" or a number N ≥ 1 (the N-th value each run printed), found \"{0}\"")]
     Iterations(String),
+    /// More iterations set apart than a run keeps ([`SAMPLES_KEPT`]).
     #[error("at most {max} iterations can be set apart (the values kept per run), got {0}", max = SAMPLES_KEPT)]
     TooManyIterationsSetApart(u32),
+    /// `mode` is neither `wall` nor `instructions`.
     #[error("expected `mode` \"wall\" or \"instructions\", found \"{0}\"")]
     Mode(String),
 }
@@ -22,14 +27,28 @@ pub enum ParseError {
 /// reading's reason).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NoValue {
+    /// The run printed no value after the iterations the steady state skips.
     #[error("the steady state leaves out the first {skip} iteration(s), and the run printed only {printed}")]
-    SteadyStateMissing { skip: u32, printed: usize },
+    SteadyStateMissing {
+        /// Iterations the steady state leaves out.
+        skip: u32,
+        /// Values the run printed.
+        printed: usize,
+    },
+    /// The run printed no value of the metric.
     #[error("no value was printed")]
     NothingPrinted,
+    /// The run printed fewer values than the one asked for.
     #[error("the value printed {wanted}th was asked for, and the run printed only {printed}")]
-    NthMissing { wanted: u32, printed: usize },
+    NthMissing {
+        /// The position asked for (1-based).
+        wanted: u32,
+        /// Values the run printed.
+        printed: usize,
+    },
 }
 
+/// Version of the JSON schema written (`docs/json-schema.md`): bumped on every incompatible change.
 pub const SCHEMA_VERSION: u32 = 2;
 
 mod comparison;

@@ -5,14 +5,23 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Wall-clock time of a run, seconds.
 pub const WALL: &str = "wall_s";
+/// CPU time (user + system) of a run, seconds.
 pub const CPU: &str = "cpu_s";
+/// CPU time in user mode, seconds.
 pub const USER: &str = "user_s";
+/// CPU time in the kernel, seconds.
 pub const SYS: &str = "sys_s";
+/// Peak resident set size, KiB.
 pub const MAX_RSS: &str = "max_rss_kib";
+/// Page faults served without I/O.
 pub const MINOR_FAULTS: &str = "minor_faults";
+/// Page faults that needed I/O.
 pub const MAJOR_FAULTS: &str = "major_faults";
+/// Context switches because the run waited.
 pub const VOLUNTARY_CS: &str = "voluntary_cs";
+/// Context switches because the run was preempted.
 pub const INVOLUNTARY_CS: &str = "involuntary_cs";
 /// Time the run was ready to run but waited for a CPU (see `contention`): behind
 /// other programs, or behind its own tasks.
@@ -66,12 +75,15 @@ pub fn kind(name: &str) -> Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Better {
+    /// Lower is better (times, counts): a ratio above 1 is a regression.
     #[default]
     Lower,
+    /// Higher is better (throughput): a ratio above 1 is an improvement.
     Higher,
 }
 
 impl Better {
+    /// True for [`Better::Lower`].
     pub fn is_lower(&self) -> bool {
         *self == Better::Lower
     }
@@ -82,6 +94,7 @@ impl Better {
 pub struct Info {
     /// Unit shown next to its values (`s`, `ns`, `ms`, `KiB`, `%`, `tps`, `/s`, or none).
     pub unit: &'static str,
+    /// Which way it improves.
     pub better: Better,
     /// One line saying what it measures.
     pub description: &'static str,

@@ -11,6 +11,7 @@ use crate::null_as_nan;
 /// How the deciding comparisons were estimated.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Estimation {
+    /// The estimator that made the deciding comparisons.
     pub estimator: Estimator,
     /// `asked` (--estimator NAME), `default` (no choice was made: no `--estimator auto`,
     /// or it decided before the pilot look) or `shape` (chosen from the rounds).
@@ -30,6 +31,7 @@ pub struct Estimation {
 /// and the interval they would give at the noise seen so far.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Promise {
+    /// The deadline asked for, seconds.
     pub budget_s: f64,
     /// The rounds measured when the promise was made.
     pub after_rounds: u32,
@@ -51,12 +53,15 @@ pub struct Promise {
 /// What a comparison left without a verdict (a limit or an interrupt ended it) learned.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Learned {
+    /// The candidate command's name.
     pub candidate: String,
+    /// The metric compared.
     pub metric: String,
     /// The largest change still possible either way, as fractions: the ratio
     /// candidate/baseline is at least 1 − `down` and at most 1 + `up` (its interval).
     #[serde(deserialize_with = "null_as_nan")]
     pub down: f64,
+    /// The largest increase still possible: the ratio is at most 1 + `up`.
     #[serde(deserialize_with = "null_as_nan")]
     pub up: f64,
     /// Family-wise confidence of that statement.

@@ -9,6 +9,7 @@ use crate::{NoValue, ParseError, Summary};
 /// A command as the user gave it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct CommandSpec {
+    /// The name results are shown under (`-n`, or the command line).
     pub name: String,
     /// The argument vector executed (for `--shell`: the shell and `-c`).
     pub argv: Vec<String>,
@@ -44,10 +45,12 @@ pub struct ExitInfo {
 }
 
 impl ExitInfo {
+    /// True when the run exited with code 0 and was not timed out.
     pub fn success(&self) -> bool {
         self.exit_code == Some(0) && !self.timed_out
     }
 
+    /// How the run ended, for a sentence: `exited with code 2`, `was killed by signal 9 (SIGKILL)`, `timed out`.
     pub fn describe(&self) -> String {
         if self.timed_out {
             "timed out".to_string()
@@ -59,7 +62,7 @@ impl ExitInfo {
     }
 }
 
-pub fn signal_name(sig: i32) -> &'static str {
+pub(crate) fn signal_name(sig: i32) -> &'static str {
     match sig {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",
@@ -80,6 +83,7 @@ pub fn signal_name(sig: i32) -> &'static str {
 /// One hardware/software counter (or simulated count) for one run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CounterReading {
+    /// False when the counter could not be read in this run (`reason` says why).
     pub supported: bool,
     /// The count, scaled to the full run when the kernel multiplexed it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -97,9 +101,11 @@ pub struct CounterReading {
 }
 
 impl CounterReading {
+    /// A reading of `value`; `scaled` when the kernel multiplexed the counter.
     pub fn value(value: f64, scaled: bool) -> Self {
         CounterReading { supported: true, value: Some(value), scaled, reason: None, samples: Vec::new() }
     }
+    /// A counter this run could not read, and why.
     pub fn unsupported(reason: impl Into<String>) -> Self {
         CounterReading {
             supported: false,
@@ -138,7 +144,9 @@ pub const SAMPLES_KEPT: usize = 10_000;
 /// the first [`SAMPLES_KEPT`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Printed {
+    /// The first [`SAMPLES_KEPT`] values, in the order printed.
     pub kept: Vec<f64>,
+    /// Every value printed, kept or not.
     pub count: u64,
     sum: f64,
     /// Neumaier's compensation term of `sum`.
@@ -146,6 +154,7 @@ pub struct Printed {
 }
 
 impl Printed {
+    /// Counts `v` (and keeps it while fewer than [`SAMPLES_KEPT`] are kept).
     pub fn push(&mut self, v: f64) {
         if self.kept.len() < SAMPLES_KEPT {
             self.kept.push(v);
@@ -204,7 +213,7 @@ pub enum Iterations {
 }
 
 /// The suffixes of the per-group metrics `--iterations each` adds.
-pub const ITERATION_GROUPS: [&str; 2] = ["first", "steady"];
+pub(crate) const ITERATION_GROUPS: [&str; 2] = ["first", "steady"];
 
 impl Iterations {
     /// The choices as the command line and suite files spell them.
@@ -230,7 +239,7 @@ impl Iterations {
         }
     }
 
-    pub fn is_all(&self) -> bool {
+    pub(crate) fn is_all(&self) -> bool {
         *self == Iterations::All
     }
 
@@ -264,7 +273,7 @@ impl Iterations {
 
     /// [`Iterations::aggregate`] of every value printed, of which the first
     /// [`SAMPLES_KEPT`] are kept (warm-up counts are at most that, see [`Iterations::named`]).
-    pub fn aggregate_printed(&self, printed: &Printed) -> Result<f64, NoValue> {
+    pub(crate) fn aggregate_printed(&self, printed: &Printed) -> Result<f64, NoValue> {
         if !printed.capped() {
             return self.aggregate(&printed.kept);
         }
@@ -323,7 +332,7 @@ impl Iterations {
 }
 
 /// `NAME[group]`: a per-iteration-group metric of `--iterations each`.
-pub fn group_metric(name: &str, group: &str) -> String {
+pub(crate) fn group_metric(name: &str, group: &str) -> String {
     format!("{name}[{group}]")
 }
 
@@ -334,18 +343,28 @@ pub struct Run {
     pub round: u32,
     /// Position of this command within its round's random order.
     pub position: u32,
+    /// Wall-clock time from spawn to exit, seconds.
     pub wall_s: f64,
+    /// CPU time in user mode of the process and its waited-for children, seconds.
     pub user_s: f64,
+    /// CPU time in the kernel of the process and its waited-for children, seconds.
     pub sys_s: f64,
+    /// Peak resident set size of the largest process, KiB (getrusage's `ru_maxrss`).
     pub max_rss_kib: u64,
+    /// Page faults served without I/O.
     pub minor_faults: u64,
+    /// Page faults that needed I/O.
     pub major_faults: u64,
+    /// Context switches because the process waited (I/O, locks, sleep).
     pub voluntary_cs: u64,
+    /// Context switches because the scheduler preempted the process.
     pub involuntary_cs: u64,
+    /// How the run ended.
     #[serde(flatten)]
     pub exit: ExitInfo,
     /// Bytes of random environment padding used in this round.
     pub env_pad_bytes: u32,
+    /// Counters, probes' readings and printed metrics, by metric name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub counters: BTreeMap<String, CounterReading>,
     /// Where the run's samples fell (`compare --explain`): kept in memory until the
@@ -364,6 +383,7 @@ pub struct RunProfile {
     pub period_is_time: bool,
     /// Exact counts (cachegrind), not samples: the same run gives the same numbers.
     pub exact: bool,
+    /// Samples taken (or, when `exact`, counted events).
     pub samples: u64,
     /// The sum of the samples' periods: nanoseconds for clock events, events otherwise.
     pub period: u64,
@@ -402,13 +422,18 @@ impl Run {
 /// All runs of one command, with summaries per metric.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct CommandResult {
+    /// The name results are shown under.
     pub name: String,
+    /// The argument vector executed.
     pub argv: Vec<String>,
+    /// The text the user typed.
     pub command_line: String,
     /// The `-L`/`-P` parameter values this command was made with, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub parameters: BTreeMap<String, String>,
+    /// Every measured run (warm-up excluded), in round order.
     pub runs: Vec<Run>,
+    /// Per metric name, the summary of its values over the runs.
     pub summary: BTreeMap<String, Summary>,
 }
 

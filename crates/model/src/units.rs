@@ -5,19 +5,29 @@
 
 /// The longest duration accepted anywhere (a week): far beyond any sensible benchmark,
 /// well inside what `std::time::Duration` and timestamps can hold.
-pub const MAX_DURATION_S: f64 = 7.0 * 24.0 * 3600.0;
+pub(crate) const MAX_DURATION_S: f64 = 7.0 * 24.0 * 3600.0;
 
 /// What is wrong with a number the user typed; each message quotes the text.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParseError {
+    /// The text is not a number with an optional unit (`us`, `ms`, `s`, `m`, `h`).
     #[error("`{0}` is not a duration (e.g. 30, 90s, 5m, 250ms)")]
     NotADuration(String),
+    /// A duration outside 1 µs … a week.
     #[error("`{text}` {why}")]
-    Duration { text: String, why: DurationRangeError },
+    Duration {
+        /// The text as typed.
+        text: String,
+        /// Which bound it crosses.
+        why: DurationRangeError,
+    },
+    /// The text is not a number with an optional `%`.
     #[error("`{0}` is not a percentage")]
     NotAPercentage(String),
+    /// A percentage below 0 or above 1000.
     #[error("`{0}` must be a percentage from 0 to 1000")]
     PercentOutOfRange(String),
+    /// A confidence level not strictly between 50 % and 100 %.
     #[error("confidence `{0}` must be between 50 and 100 (exclusive)")]
     ConfidenceOutOfRange(String),
 }
@@ -26,10 +36,13 @@ pub enum ParseError {
 /// value it is about ("`0s` must be a positive duration").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum DurationRangeError {
+    /// Zero, negative or not finite.
     #[error("must be a positive duration")]
     NotPositive,
+    /// Below 1 µs.
     #[error("is shorter than a microsecond")]
     UnderAMicrosecond,
+    /// Above a week (168 h).
     #[error("is longer than the longest accepted duration (a week, 168h)")]
     OverAWeek,
 }

@@ -14,12 +14,16 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 /// What a flat profile groups samples by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum By {
+    /// Functions.
     Function,
+    /// Source lines (`file:line`).
     Line,
+    /// Objects (executables and libraries).
     Object,
 }
 
 impl By {
+    /// The groupings as `--by` spells them.
     pub const NAMES: [&'static str; 3] = ["function", "line", "object"];
 }
 
@@ -42,6 +46,7 @@ pub struct Row {
     pub name: String,
     /// Object basename (empty for by-object and region rows, where `name` says it).
     pub object: String,
+    /// Samples whose leaf is in it (self).
     pub self_samples: u64,
     /// self_period / all samples' periods, 0–1: each sample weighted by its period, so a
     /// share is of time for clock events and of events for count events (like `perf
@@ -56,16 +61,22 @@ pub struct Row {
     /// total_period / all samples' periods, 0–1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_share: Option<f64>,
+    /// Sum of those samples' periods.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_period: Option<u64>,
 }
 
 /// Every sample group of a profile, symbolised once.
 pub struct Located {
+    /// Where the samples landed, symbolised.
     pub location: Location,
+    /// Process id.
     pub pid: u32,
+    /// Thread id.
     pub tid: u32,
+    /// Number of samples.
     pub count: u64,
+    /// Sum of their periods (ns for clock events, events otherwise).
     pub period: u64,
 }
 
@@ -79,12 +90,15 @@ struct Resolver<'a> {
 /// One frame of a symbolised call stack.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StackFrame {
+    /// The function's name (demangled).
     pub function: String,
     /// Object basename (or `[kernel]`, `[unknown]`, a process name for a process root).
     pub object: String,
+    /// What the frame is.
     pub kind: FrameKind,
 }
 
+/// What a frame of a symbolised stack stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FrameKind {
     /// A function at a code address (its enclosing symbol).
@@ -129,12 +143,13 @@ impl Resolver<'_> {
     }
 }
 
+/// Every sample group of `profile`, symbolised (each distinct location once).
 pub fn locate(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Located> {
     locate_in(profile, &mut Resolver { profile, symbolizer, cache: HashMap::new() })
 }
 
 /// Each entry of the profile's `frames`, symbolised (the call stacks' frames), in order.
-pub fn locate_frames(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Location> {
+pub(crate) fn locate_frames(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Location> {
     let mut resolver = Resolver { profile, symbolizer, cache: HashMap::new() };
     profile.frames.iter().map(|f| resolver.resolve(f.space, f.object, f.offset)).collect()
 }
@@ -189,9 +204,13 @@ pub fn matching_object<'a>(profile: &Profile, object: &'a str) -> &'a str {
     }
 }
 
+/// A call stack by names, with the samples that have it.
 pub struct NamedStack {
+    /// Frames, outermost first.
     pub frames: Vec<StackFrame>,
+    /// Samples with this stack.
     pub samples: u64,
+    /// Sum of their periods (ns for clock events, events otherwise).
     pub period: u64,
 }
 
@@ -239,7 +258,7 @@ impl CallGraph {
     }
 
     /// The same symbolised frames with other stacks of the profile (its off-CPU intervals).
-    pub fn with_stacks(&self, stacks: &[StackCount]) -> CallGraph {
+    pub(crate) fn with_stacks(&self, stacks: &[StackCount]) -> CallGraph {
         let stacks: Vec<(u32, Vec<u32>, u64, u64)> =
             stacks.iter().map(|s| (s.pid, s.frames.clone(), s.count, s.period)).collect();
         let period = stacks.iter().map(|s| s.3).sum();
@@ -315,7 +334,7 @@ impl CallGraph {
 
     /// (samples, period) per distinct stack of function names, outermost caller first
     /// (stacks differing only in addresses within the same functions merge).
-    pub fn by_names(&self) -> HashMap<Vec<String>, (u64, u64)> {
+    pub(crate) fn by_names(&self) -> HashMap<Vec<String>, (u64, u64)> {
         let mut stacks: HashMap<Vec<String>, (u64, u64)> = HashMap::new();
         for (_, frames, count, period) in &self.stacks {
             let names = frames.iter().rev().map(|&f| self.functions[f as usize].0.clone()).collect();
@@ -384,6 +403,7 @@ fn rows_by(located: &[Located], mut key: impl FnMut(&Location) -> (String, Strin
     rows
 }
 
+/// The flat profile grouped `by`, sorted by samples (then name).
 pub fn flat(located: &[Located], by: By) -> Vec<Row> {
     match by {
         By::Function => rows_by(located, |l| (l.function.clone(), basename(&l.object).to_string())),
@@ -405,12 +425,14 @@ pub struct SourceRegions {
     regex: regex::Regex,
     /// Region starts per file: (line, name), ascending; None when unreadable.
     files: HashMap<String, Option<Vec<(u32, String)>>>,
+    /// Source files that could not be read, one line each.
     pub warnings: Vec<String>,
 }
 
-pub const OUTSIDE_REGIONS: &str = "[outside regions]";
+pub(crate) const OUTSIDE_REGIONS: &str = "[outside regions]";
 
 impl SourceRegions {
+    /// Parse `GLOB:REGEX` (`--group-by-source`).
     pub fn parse(spec: &str) -> Result<SourceRegions, ProfileError> {
         let (glob, regex) = spec.split_once(':').ok_or_else(|| ProfileError::GroupBySourceSpec(spec.to_string()))?;
         let glob = globset::GlobBuilder::new(glob)
@@ -454,7 +476,7 @@ impl SourceRegions {
     }
 
     /// The region a source line falls in.
-    pub fn region_of(&mut self, file: &str, line: u32) -> Option<String> {
+    pub(crate) fn region_of(&mut self, file: &str, line: u32) -> Option<String> {
         let starts = self.starts(file)?;
         let i = starts.partition_point(|(start, _)| *start <= line).checked_sub(1)?;
         Some(starts[i].1.clone())

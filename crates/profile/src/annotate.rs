@@ -1,6 +1,6 @@
 //! `perflab annotate`: disassembly (iced-x86) of the hottest functions, or a named one,
 //! with per-instruction samples and shares, source lines interleaved, jump targets and
-//! loop back-edges marked, and instruction-cost hints (see [`super::hints`]).
+//! loop back-edges marked, and instruction-cost hints (see `super::hints`).
 
 use super::aggregate::{self, By};
 use super::error::{NotAnnotated, ProfileError};
@@ -16,13 +16,17 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+/// The assembly syntax of the disassembly (`--syntax`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Syntax {
+    /// AT&T, as objdump and perf annotate print by default.
     Att,
+    /// Intel.
     Intel,
 }
 
 impl Syntax {
+    /// The syntaxes as `--syntax` spells them.
     pub const NAMES: [&'static str; 2] = ["att", "intel"];
 }
 
@@ -37,6 +41,7 @@ impl std::str::FromStr for Syntax {
     }
 }
 
+/// What `perflab annotate` annotates, and how.
 #[derive(Debug, Clone)]
 pub struct AnnotateOptions {
     /// Annotate this function (demangled name, clone suffixes optional) instead of the hottest ones.
@@ -55,14 +60,20 @@ pub struct AnnotateOptions {
 
 /// Where and for which CPU to run llvm-mca.
 pub struct McaRequest {
+    /// The llvm-mca executable.
     pub binary: PathBuf,
+    /// The LLVM `-mcpu` name to model.
     pub cpu: String,
 }
 
+/// One instruction of an annotated function.
 #[derive(Debug, Serialize)]
 pub struct AnnotatedInstruction {
+    /// Its address.
     pub address: u64,
+    /// The disassembled instruction.
     pub text: String,
+    /// Samples at it.
     pub samples: u64,
     /// Share of the function's samples, 0–1.
     pub share: f64,
@@ -71,6 +82,7 @@ pub struct AnnotatedInstruction {
     /// The function whose code this is, when it was inlined into the annotated one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inlined: Option<String>,
+    /// What perflab notices about it (see `hints`).
     pub hints: Vec<Hint>,
     /// Near branch target inside the function, if this is a jump.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,14 +98,20 @@ pub struct AnnotatedInstruction {
     pub mca: Option<McaInstruction>,
 }
 
+/// One function's disassembly with its samples.
 #[derive(Debug, Serialize)]
 pub struct AnnotatedFunction {
+    /// The function's name.
     pub name: String,
+    /// Its object.
     pub object: String,
+    /// Its first address.
     pub start: u64,
+    /// Samples in it.
     pub samples: u64,
     /// Share of all samples in the profile, 0–1.
     pub share: f64,
+    /// Its instructions, in address order.
     pub instructions: Vec<AnnotatedInstruction>,
     /// llvm-mca's summary of the hot block (`--mca`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -112,10 +130,15 @@ pub struct AnnotatedFunction {
 /// terminal shows its functions.
 #[derive(Debug, Serialize)]
 pub struct Annotation {
+    /// Version of this report's JSON schema.
     pub schema_version: u32,
+    /// The event sampled.
     pub event: String,
+    /// Samples in the profile.
     pub samples: u64,
+    /// The functions annotated, hottest first (or the one asked for).
     pub functions: Vec<AnnotatedFunction>,
+    /// Doubts about the annotation, one line each.
     #[serde(skip)]
     pub warnings: Vec<String>,
     /// llvm-mca is installed but was not asked for (the terminal suggests `--mca`).
@@ -332,6 +355,7 @@ fn runtime_by_address(profile: &Profile, text: &str) -> Option<usize> {
     })
 }
 
+/// Disassemble `symbol` (or the `top` hottest functions) of `profile` with each instruction's samples.
 pub fn annotate(
     profile: &Profile,
     symbolizer: &mut Symbolizer,
@@ -458,12 +482,12 @@ fn code_of(profile: &Profile, target: &Target) -> Code {
 const SHORT_FUNCTION: usize = 60;
 /// An instruction with at least this share of its function's samples is hot: it, the
 /// loop around it and `CONTEXT` instructions on each side are printed.
-pub const HOT_INSTRUCTION_SHARE: f64 = 0.01;
+pub(crate) const HOT_INSTRUCTION_SHARE: f64 = 0.01;
 const CONTEXT: usize = 4;
 
 /// Which instructions the terminal shows by default: all of a short function (or one
 /// without samples); otherwise the hot blocks — every instruction with at least
-/// [`HOT_INSTRUCTION_SHARE`] of the samples, the hot loops around them, and a few
+/// `HOT_INSTRUCTION_SHARE` of the samples, the hot loops around them, and a few
 /// instructions of context on each side.
 pub fn hot_blocks(f: &AnnotatedFunction) -> Vec<bool> {
     let n = f.instructions.len();

@@ -7,23 +7,31 @@ use super::aggregate::{CallGraph, FrameKind, StackFrame};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// Which way a tree grows from its function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
+    /// Towards the callers: who called it.
     Callers,
+    /// Towards the callees: what it called.
     Callees,
 }
 
 /// One function of the tree with the samples of the paths through it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TreeNode {
+    /// The function's name.
     pub name: String,
+    /// Its object's basename.
     pub object: String,
+    /// True for a function inlined into its caller.
     pub inlined: bool,
+    /// Samples of the paths through it.
     pub samples: u64,
     /// The samples' summed periods (ns of a clock, else events).
     pub period: u64,
     /// period / the function's period (the root's), 0–1.
     pub share: f64,
+    /// The next level of the tree, by period, largest first.
     pub children: Vec<TreeNode>,
 }
 
@@ -32,13 +40,20 @@ pub struct TreeNode {
 /// would be as deep as the stacks, beyond the nesting limit of common JSON readers.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct JsonNode {
+    /// The function's name.
     pub name: String,
+    /// Its object's basename.
     pub object: String,
+    /// True for a function inlined into its caller.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub inlined: bool,
+    /// Samples of the paths through it.
     pub samples: u64,
+    /// The samples' summed periods (ns of a clock, else events).
     pub period: u64,
+    /// period / the root's period, 0–1.
     pub share: f64,
+    /// Index of its parent node; None for the root (node 0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<usize>,
 }

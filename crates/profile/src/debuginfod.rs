@@ -76,7 +76,7 @@ pub fn debuginfo(build_id: &[u8]) -> Fetched {
 }
 
 /// [`debuginfo`] with an explicit configuration, without the per-process memo.
-pub fn fetch(config: &Config, build_id: &[u8]) -> Fetched {
+pub(crate) fn fetch(config: &Config, build_id: &[u8]) -> Fetched {
     if config.urls.is_empty() || build_id.is_empty() {
         return Fetched::Disabled;
     }

@@ -25,6 +25,7 @@ pub enum DiffUnit {
 }
 
 impl DiffUnit {
+    /// What `old` and `new` can be compared in: seconds when both sample a clock, events when both count the same event, else samples.
     pub fn of(old: &Profile, new: &Profile) -> DiffUnit {
         if old.period_is_time() && new.period_is_time() {
             DiffUnit::Seconds
@@ -57,28 +58,37 @@ fn is_nan(value: &f64) -> bool {
 /// weighing its period).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Change {
+    /// The function (or line, or object) name.
     pub name: String,
+    /// Its object's basename.
     pub object: String,
+    /// Samples in it in the old profile.
     pub old_samples: u64,
+    /// Samples in it in the new profile.
     pub new_samples: u64,
+    /// Its share of the old profile's weight (0–1).
     pub old_share: f64,
+    /// Its share of the new profile's weight (0–1).
     pub new_share: f64,
     /// new_share − old_share (0–1 scale).
     pub share_change: f64,
     /// CPU seconds (summed periods of a clock event); only in `seconds` diffs.
     #[serde(default = "nan", skip_serializing_if = "is_nan")]
     pub old_s: f64,
+    /// CPU seconds in it in the new profile; only in `seconds` diffs.
     #[serde(default = "nan", skip_serializing_if = "is_nan")]
     pub new_s: f64,
+    /// new_s − old_s.
     #[serde(default = "nan", skip_serializing_if = "is_nan")]
     pub change_s: f64,
     /// Events (summed periods of a count event); only in `events` diffs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub old_events: Option<u64>,
+    /// Events in it in the new profile; only in `events` diffs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_events: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub change_events: Option<i64>,
+    pub(crate) change_events: Option<i64>,
     /// This row's change / the total change, in the diff's unit; the rows'
     /// contributions sum to 1.
     pub contribution: f64,
@@ -95,10 +105,14 @@ impl Change {
     }
 }
 
+/// One of the two profiles of a diff.
 #[derive(Debug, Serialize)]
 pub struct Side {
+    /// The profile file.
     pub path: String,
+    /// The event it sampled.
     pub event: String,
+    /// Samples in it.
     pub samples: u64,
     /// All samples' CPU seconds (`seconds` diffs).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,19 +122,25 @@ pub struct Side {
     pub events: Option<u64>,
 }
 
+/// What `perflab diff --json` writes.
 #[derive(Debug, Serialize)]
 pub struct DiffReport {
+    /// Version of this report's JSON schema.
     pub schema_version: u32,
     /// What changes are measured in: `seconds`, `events` or `samples`.
     pub unit: DiffUnit,
+    /// The old profile.
     pub old: Side,
+    /// The new profile.
     pub new: Side,
     /// The total change in `unit`.
     pub total_change: f64,
     /// The same in seconds (`seconds` diffs).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub total_change_s: Option<f64>,
+    pub(crate) total_change_s: Option<f64>,
+    /// The matched rows.
     pub changes: Vec<Change>,
+    /// Doubts about the comparison, one line each.
     pub warnings: Vec<String>,
 }
 
@@ -132,6 +152,8 @@ fn matching_key(profile: &Profile, row: &Row) -> (String, String) {
     (aggregate::matching_object(profile, &row.object).to_string(), row.name.clone())
 }
 
+/// The rows of `old` and `new` grouped `by`, matched by object and name, with the
+/// symbolizer's warnings.
 pub fn diff(old: &Profile, new: &Profile, by: By) -> (Vec<Change>, Vec<String>) {
     let mut symbolizer = Symbolizer::default();
     let old_rows = aggregate::flat(&aggregate::locate(old, &mut symbolizer), by);
@@ -141,7 +163,7 @@ pub fn diff(old: &Profile, new: &Profile, by: By) -> (Vec<Change>, Vec<String>) 
 
 /// Changes per call stack, each named by its folded function names (root first). None
 /// when a profile has no call stacks.
-pub fn diff_stacks(old: &Profile, new: &Profile) -> Option<(Vec<Change>, Vec<String>)> {
+pub(crate) fn diff_stacks(old: &Profile, new: &Profile) -> Option<(Vec<Change>, Vec<String>)> {
     let mut symbolizer = Symbolizer::default();
     let mut rows = |p: &Profile| -> Option<Vec<Row>> {
         let graph = aggregate::locate_with_graph(p, &mut symbolizer).1?;

@@ -18,10 +18,11 @@ use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
 
-pub const MAGIC: &str = "perflab-profile";
+pub(crate) const MAGIC: &str = "perflab-profile";
+/// Version of the profile format written (its first line: `perflab-profile 2`).
 pub const VERSION: u32 = 2;
 /// Oldest format version this perflab reads.
-pub const OLDEST_VERSION: u32 = 1;
+pub(crate) const OLDEST_VERSION: u32 = 1;
 
 /// Everything one `perflab profile` run recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -104,7 +105,7 @@ pub struct Profile {
 pub struct Timeline {
     /// Nanoseconds since the previous sample (the first: since the recording's first
     /// record), on the kernel's perf clock.
-    pub delta_ns: Vec<u64>,
+    pub(crate) delta_ns: Vec<u64>,
     /// Index into `samples`: the sample's task and location.
     pub sample: Vec<u32>,
     /// Index into `stacks` (only with call stacks; empty otherwise).
@@ -117,10 +118,12 @@ pub struct Timeline {
 }
 
 impl Timeline {
+    /// Samples in the timeline.
     pub fn len(&self) -> usize {
         self.sample.len()
     }
 
+    /// True when it holds no sample.
     pub fn is_empty(&self) -> bool {
         self.sample.is_empty()
     }
@@ -174,7 +177,7 @@ impl Weight {
 
 /// Whether `event` (perf's spelling, modifiers allowed: `cpu-clock:u`) is a clock whose
 /// periods are nanoseconds.
-pub fn is_clock_event(event: &str) -> bool {
+pub(crate) fn is_clock_event(event: &str) -> bool {
     matches!(event.split(':').next().unwrap_or(event), "cpu-clock" | "task-clock")
 }
 
@@ -192,6 +195,7 @@ pub enum RecordTarget {
 }
 
 impl RecordTarget {
+    /// True when the recording followed one command it started.
     pub fn is_command(&self) -> bool {
         *self == RecordTarget::Command
     }
@@ -200,8 +204,11 @@ impl RecordTarget {
 /// One kernel function: `[start, end)` in the running kernel's addresses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelSymbol {
+    /// First address.
     pub start: u64,
+    /// Address after the last.
     pub end: u64,
+    /// The function's name.
     pub name: String,
     /// The loadable module defining it; None for the kernel image itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -216,8 +223,11 @@ pub struct JitSymbol {
     /// Index into `objects`: the process's runtime code (`[jit:PID]`; older profiles
     /// name the perf map file, `/tmp/perf-PID.map`).
     pub object: u32,
+    /// First address.
     pub start: u64,
+    /// Bytes of code.
     pub size: u64,
+    /// The name the runtime gave it (or perflab's, when `unnamed`).
     pub name: String,
     /// Nothing named this code: the range covers its sampled addresses and the name is
     /// perflab's (`sbcl.core+0x…` for a file mapping, `[anon 0x…]` for anonymous memory).
@@ -232,11 +242,14 @@ pub struct JitSymbol {
 /// two digits per byte).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CodeBytes {
+    /// Address of the first byte.
     pub start: u64,
+    /// The bytes, two lower-case hex digits each.
     pub hex: String,
 }
 
 impl CodeBytes {
+    /// `bytes` found at `start`.
     pub fn new(start: u64, bytes: &[u8]) -> CodeBytes {
         let mut hex = String::with_capacity(bytes.len() * 2);
         for b in bytes {
@@ -269,6 +282,7 @@ pub struct DwarfStats {
 }
 
 impl DwarfStats {
+    /// No stack unwound yet, `stack_bytes` copied per sample.
     pub fn new(stack_bytes: u32) -> DwarfStats {
         DwarfStats { stack_bytes, unwound: 0, truncated: 0 }
     }
@@ -285,32 +299,43 @@ impl DwarfStats {
 /// instruction and symbolizes to the calling line and function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FrameRef {
+    /// Which kind of code it is in.
     pub space: Space,
+    /// Index into `objects` (only for `space = user`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object: Option<u32>,
+    /// File offset, or address (see [`Space`]).
     pub offset: u64,
 }
 
 /// Samples that share one call stack in one task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StackCount {
+    /// Process id.
     pub pid: u32,
+    /// Thread id.
     pub tid: u32,
     /// Indices into `frames`, leaf (the sampled location) first, outermost caller last.
     pub frames: Vec<u32>,
+    /// Number of samples.
     pub count: u64,
+    /// Sum of their periods (nanoseconds for clock events, events otherwise).
     pub period: u64,
 }
 
+/// A mapped file samples landed in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObjectRef {
     /// Path of the mapped file as the kernel reported it (`[vdso]` for special maps).
     pub path: String,
 }
 
+/// A thread that was sampled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
+    /// Process id.
     pub pid: u32,
+    /// Thread id.
     pub tid: u32,
     /// The task's last command name (`comm`).
     pub comm: String,
@@ -328,14 +353,19 @@ pub enum Space {
     Unmapped,
 }
 
+/// Samples at one location in one task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SampleCount {
+    /// Process id.
     pub pid: u32,
+    /// Thread id.
     pub tid: u32,
+    /// Which kind of code it is in.
     pub space: Space,
     /// Index into `objects` (only for `space = user`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object: Option<u32>,
+    /// File offset, or address (see [`Space`]).
     pub offset: u64,
     /// Number of samples.
     pub count: u64,
@@ -344,10 +374,12 @@ pub struct SampleCount {
 }
 
 impl Profile {
+    /// Samples in the profile.
     pub fn total_samples(&self) -> u64 {
         self.samples.iter().map(|s| s.count).sum()
     }
 
+    /// Sum of every sample's period (nanoseconds for clock events, events otherwise).
     pub fn total_period(&self) -> u64 {
         self.samples.iter().map(|s| s.period).sum()
     }
@@ -413,6 +445,7 @@ impl Profile {
         writeln!(out)
     }
 
+    /// Read a profile file written by `perflab profile` (any version from the oldest read on).
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
         let bytes = perflab_sys::files::read_regular(path)
             .map_err(|source| ProfileError::ReadProfile { path: path.to_path_buf(), source })?;

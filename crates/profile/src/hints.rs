@@ -12,7 +12,7 @@ const TABLE_TOML: &str = include_str!("../data/instruction-hints.toml");
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Condition {
+pub(crate) enum Condition {
     #[default]
     Any,
     MemoryOperand,
@@ -23,16 +23,16 @@ pub enum Condition {
 
 /// One entry of the hint table.
 #[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct HintSpec {
+pub(crate) struct HintSpec {
     pub id: String,
     #[serde(default)]
-    pub mnemonics: Vec<String>,
+    pub(crate) mnemonics: Vec<String>,
     #[serde(default)]
     pub condition: Condition,
     #[serde(default)]
-    pub long_latency: bool,
+    pub(crate) long_latency: bool,
     #[serde(default)]
-    pub only_when_hot: bool,
+    pub(crate) only_when_hot: bool,
     pub title: String,
     pub detail: String,
     #[serde(default)]
@@ -52,7 +52,7 @@ pub fn table() -> &'static [HintSpec] {
     TABLE.get_or_init(|| toml::from_str::<Table>(TABLE_TOML).expect("data/instruction-hints.toml is valid").hint)
 }
 
-pub fn mnemonic_name(instr: &Instruction) -> String {
+pub(crate) fn mnemonic_name(instr: &Instruction) -> String {
     format!("{:?}", instr.mnemonic()).to_lowercase()
 }
 
@@ -116,7 +116,7 @@ impl Hint {
 
 /// Hints for each instruction of a function, given per-instruction sample shares
 /// (0–1 of the function) and whether the event samples imprecisely (skid).
-pub fn assign(instrs: &[Instruction], shares: &[f64], imprecise: bool) -> Vec<Vec<Hint>> {
+pub(crate) fn assign(instrs: &[Instruction], shares: &[f64], imprecise: bool) -> Vec<Vec<Hint>> {
     let matched: Vec<Vec<&HintSpec>> = instrs.iter().map(matching).collect();
     let in_hot_loop = hot_loops(instrs, shares);
     let mut out: Vec<Vec<Hint>> = vec![Vec::new(); instrs.len()];
@@ -156,7 +156,7 @@ pub fn assign(instrs: &[Instruction], shares: &[f64], imprecise: bool) -> Vec<Ve
 
 /// Which instructions lie in a hot loop: between the target of a conditional backward
 /// branch and the branch, when that span holds at least [`HOT_SHARE`] of the samples.
-pub fn hot_loops(instrs: &[Instruction], shares: &[f64]) -> Vec<bool> {
+pub(crate) fn hot_loops(instrs: &[Instruction], shares: &[f64]) -> Vec<bool> {
     let mut hot = vec![false; instrs.len()];
     for (i, ins) in instrs.iter().enumerate() {
         if ins.flow_control() != iced_x86::FlowControl::ConditionalBranch || ins.near_branch_target() > ins.ip() {

@@ -9,7 +9,9 @@ use std::path::Path;
 
 /// A loaded profile and what the user should know about how it was read.
 pub struct Loaded {
+    /// The profile.
     pub profile: Profile,
+    /// What the user should know about how it was read, one line each.
     pub warnings: Vec<String>,
 }
 

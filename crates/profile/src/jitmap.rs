@@ -13,11 +13,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 /// Where a process's perf map lives.
-pub fn map_path(pid: u32) -> PathBuf {
+pub(crate) fn map_path(pid: u32) -> PathBuf {
     PathBuf::from(format!("/tmp/perf-{pid}.map"))
 }
 
-/// Is `path` a perf map path (as [`map_path`] writes it)?
+/// Is `path` a perf map path (as `map_path` writes it)?
 pub fn is_map_path(path: &str) -> bool {
     map_pid(path).is_some()
 }
@@ -29,13 +29,13 @@ fn map_pid(path: &str) -> Option<u32> {
 
 /// The profile object standing for the code a process generated at run time (JIT code,
 /// SBCL's compiled Lisp): its samples' offsets are addresses.
-pub fn runtime_object(pid: u32) -> String {
+pub(crate) fn runtime_object(pid: u32) -> String {
     format!("[jit:{pid}]")
 }
 
 /// The process whose runtime code `path` stands for: `[jit:PID]`, or the perf map path
 /// that profiles written before runtime code was copied used.
-pub fn runtime_pid(path: &str) -> Option<u32> {
+pub(crate) fn runtime_pid(path: &str) -> Option<u32> {
     match path.strip_prefix("[jit:").and_then(|rest| rest.strip_suffix(']')) {
         Some(pid) if pid.bytes().all(|b| b.is_ascii_digit()) => pid.parse().ok(),
         _ => map_pid(path),
@@ -43,7 +43,7 @@ pub fn runtime_pid(path: &str) -> Option<u32> {
 }
 
 /// Whether `path` is a process's runtime code (named from perf maps, not an object file).
-pub fn is_runtime_object(path: &str) -> bool {
+pub(crate) fn is_runtime_object(path: &str) -> bool {
     runtime_pid(path).is_some()
 }
 
@@ -120,6 +120,7 @@ impl JitMap {
         self.ranges.len()
     }
 
+    /// True when the map holds no code range.
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()
     }

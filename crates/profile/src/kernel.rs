@@ -13,13 +13,14 @@ use std::path::PathBuf;
 /// The object name of kernel-image functions; module functions are `[kernel:MODULE]`.
 pub const KERNEL_OBJECT: &str = "[kernel]";
 
-pub fn object_name(module: Option<&str>) -> String {
+pub(crate) fn object_name(module: Option<&str>) -> String {
     match module {
         Some(m) => format!("[kernel:{m}]"),
         None => KERNEL_OBJECT.to_string(),
     }
 }
 
+/// True for the object name perflab gives kernel code (`[kernel]` or `[kernel:MODULE]`).
 pub fn is_kernel_object(object: &str) -> bool {
     object == KERNEL_OBJECT || (object.starts_with("[kernel:") && object.ends_with(']'))
 }
@@ -82,7 +83,7 @@ impl Kallsyms {
     }
 
     /// The address of the symbol named `name` (`_text`: where the kernel is loaded).
-    pub fn address_of(&self, name: &str) -> Option<u64> {
+    pub(crate) fn address_of(&self, name: &str) -> Option<u64> {
         self.symbols.iter().find(|s| s.name == name).map(|s| s.start)
     }
 
@@ -108,7 +109,7 @@ impl Kallsyms {
 
 /// Name the profile's kernel addresses: keep the symbols they fall in, or a note saying
 /// why they stay `[kernel]`. Profiles without kernel samples get neither.
-pub fn attach_symbols(profile: &mut Profile) {
+pub(crate) fn attach_symbols(profile: &mut Profile) {
     let has_kernel = profile.samples.iter().any(|s| s.space == Space::Kernel)
         || profile.frames.iter().any(|f| f.space == Space::Kernel);
     if !has_kernel {
@@ -152,7 +153,7 @@ pub fn find_vmlinux() -> Option<PathBuf> {
 }
 
 /// perf's search list (tools/perf/util/symbol.c, vmlinux_path__init).
-pub fn vmlinux_candidates(release: &str) -> Vec<PathBuf> {
+pub(crate) fn vmlinux_candidates(release: &str) -> Vec<PathBuf> {
     [
         format!("/boot/vmlinux-{release}"),
         format!("/usr/lib/debug/boot/vmlinux-{release}"),

@@ -35,7 +35,7 @@ pub fn find() -> Option<std::path::PathBuf> {
 
 /// A scheduling model for this machine: llvm-mca's host CPU when it knows it, else a
 /// model of the same vendor family (older LLVMs lack the newest cores).
-pub fn default_cpu(mca: &std::path::Path) -> String {
+pub(crate) fn default_cpu(mca: &std::path::Path) -> String {
     let version = Command::new(mca)
         .arg("--version")
         .output()
@@ -65,7 +65,7 @@ pub fn default_cpu(mca: &std::path::Path) -> String {
 /// containing the hottest instruction, else the straight-line run around it.
 /// `jumps[i]` is the in-function branch target of instruction i; `branches[i]` says
 /// whether it transfers control at all.
-pub fn hot_block(addresses: &[u64], jumps: &[Option<u64>], branches: &[bool], hottest: usize) -> (usize, usize) {
+pub(crate) fn hot_block(addresses: &[u64], jumps: &[Option<u64>], branches: &[bool], hottest: usize) -> (usize, usize) {
     let hot = addresses[hottest];
     let mut best: Option<(usize, usize)> = None;
     for (i, target) in jumps.iter().enumerate() {
@@ -93,7 +93,7 @@ pub fn hot_block(addresses: &[u64], jumps: &[Option<u64>], branches: &[bool], ho
 }
 
 /// Run llvm-mca on AT&T-syntax lines; Err is one line for a warning.
-pub fn analyse(
+pub(crate) fn analyse(
     mca: &std::path::Path,
     cpu: &str,
     lines: &[String],

@@ -18,7 +18,7 @@ const SHALLOW_SHARE: f64 = 0.5;
 /// With `-g` (frame pointers): when most user-space samples' stacks end at their own
 /// function, the code was built without frame pointers and the kernel could not walk
 /// its stack — the callers (and `main`) are missing. `-g dwarf` recovers them.
-pub fn shallow_stacks(profile: &Profile) -> Option<String> {
+pub(crate) fn shallow_stacks(profile: &Profile) -> Option<String> {
     if profile.stacks.is_empty() || profile.dwarf.is_some() {
         return None;
     }
@@ -46,7 +46,7 @@ pub fn shallow_stacks(profile: &Profile) -> Option<String> {
 
 /// Sampled functions of objects that have no name for them (`postgres+0x5c7730`): the
 /// object is stripped and no debug file was found; says where it was looked for.
-pub fn unnamed_functions(located: &[Located], symbolizer: &mut Symbolizer) -> Vec<String> {
+pub(crate) fn unnamed_functions(located: &[Located], symbolizer: &mut Symbolizer) -> Vec<String> {
     let mut by_object: BTreeMap<&str, u64> = BTreeMap::new();
     for l in located {
         let object = l.location.object.as_str();
@@ -73,7 +73,12 @@ pub fn unnamed_functions(located: &[Located], symbolizer: &mut Symbolizer) -> Ve
 /// `--group-by-source` needs source lines: when samples have none (an object without
 /// line tables, Debian's libruby), or no sampled file matched, say so instead of one
 /// silent `[outside regions]` row.
-pub fn missing_lines(located: &[Located], rows_outside: u64, spec: &str, symbolizer: &mut Symbolizer) -> Vec<String> {
+pub(crate) fn missing_lines(
+    located: &[Located],
+    rows_outside: u64,
+    spec: &str,
+    symbolizer: &mut Symbolizer,
+) -> Vec<String> {
     let total: u64 = located.iter().map(|l| l.count).sum();
     if total == 0 || rows_outside == 0 {
         return Vec::new();
@@ -115,7 +120,7 @@ pub fn missing_lines(located: &[Located], rows_outside: u64, spec: &str, symboli
 /// running before the attach are not followed (the kernel only follows tasks created
 /// while attached), so their work is in no sample — a server's usually is (the
 /// postmaster's backends).
-pub fn children_not_followed(profile: &Profile) -> Option<String> {
+pub(crate) fn children_not_followed(profile: &Profile) -> Option<String> {
     let RecordTarget::Pids(pids) = &profile.target else { return None };
     // Busy beyond 5 % of one CPU: the attached processes themselves did work.
     let busy_share = profile.total_period() as f64 / 1e9 / profile.duration_s.max(1e-9);

@@ -21,7 +21,7 @@ struct Pending {
 
 /// Pairs switch-outs with switch-ins into blocked intervals per stack, in time order.
 #[derive(Default)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     pending: HashMap<u32, Pending>,
     /// (pid, tid, frames leaf first) → (blocks, nanoseconds off the CPU)
     blocked: HashMap<(u32, u32, Vec<u32>), (u64, u64)>,
@@ -29,7 +29,7 @@ pub struct Tracker {
 
 impl Tracker {
     /// The thread is leaving the CPU with this stack (a context-switch sample).
-    pub fn switched_out(&mut self, time: u64, pid: u32, tid: u32, frames: Vec<u32>) {
+    pub(crate) fn switched_out(&mut self, time: u64, pid: u32, tid: u32, frames: Vec<u32>) {
         self.pending.insert(tid, Pending { time, pid, frames });
     }
 
@@ -39,7 +39,7 @@ impl Tracker {
     }
 
     /// The thread runs again: its pending switch-out becomes a blocked interval.
-    pub fn switched_in(&mut self, time: u64, tid: u32) {
+    pub(crate) fn switched_in(&mut self, time: u64, tid: u32) {
         if let Some(p) = self.pending.remove(&tid) {
             self.add(tid, p, time);
         }
@@ -77,7 +77,9 @@ impl Tracker {
 /// One function's time with it on the stack, on and off the CPU.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FunctionTime {
+    /// The function's name.
     pub name: String,
+    /// Its object's basename.
     pub object: String,
     /// Seconds on the CPU with this function on the stack (from samples).
     pub on_cpu_s: f64,
@@ -92,18 +94,24 @@ pub struct FunctionTime {
 pub struct StackTime {
     /// Function names, outermost caller first (as in folded stacks).
     pub frames: Vec<String>,
+    /// Seconds blocked in exactly this stack.
     pub off_cpu_s: f64,
     /// Seconds on the CPU in exactly this stack (usually 0: blocking stacks end in the scheduler).
     pub on_cpu_s: f64,
+    /// Times a thread blocked in it.
     pub blocks: u64,
 }
 
 /// `off_cpu` in `--json`: on- and off-CPU time side by side.
 #[derive(Debug, Serialize)]
 pub struct OffCpuReport {
+    /// All sampled on-CPU seconds.
     pub on_cpu_s: f64,
+    /// All blocked seconds.
     pub off_cpu_s: f64,
+    /// Per function, on and off the CPU.
     pub functions: Vec<FunctionTime>,
+    /// Per blocked call stack.
     pub stacks: Vec<StackTime>,
 }
 

@@ -38,13 +38,18 @@ impl Default for ReportOptions {
 /// What the rows of the terminal table are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TableKind {
+    /// Functions.
     Function,
+    /// Source lines.
     Line,
+    /// Objects (executables and libraries).
     Object,
+    /// Source regions (`--group-by-source`).
     Region,
 }
 
 impl TableKind {
+    /// What one row is, for headings (`function`, `source line`, …).
     pub fn noun(self) -> &'static str {
         match self {
             TableKind::Function => "function",
@@ -58,9 +63,13 @@ impl TableKind {
 /// Samples of one thread.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TaskSamples {
+    /// Process id.
     pub pid: u32,
+    /// Thread id.
     pub tid: u32,
+    /// Its command name (`comm`).
     pub comm: String,
+    /// Samples in it.
     pub samples: u64,
 }
 
@@ -68,28 +77,41 @@ pub struct TaskSamples {
 /// 1); the terminal shows the table, the tasks, the trees and off-CPU time.
 #[derive(Debug, Serialize)]
 pub struct FlatReport {
+    /// Version of this report's JSON schema.
     pub schema_version: u32,
+    /// The event sampled (`cpu-clock`, …).
     pub event: String,
     /// 0 when sampled every `sample_period` events.
     pub frequency_hz: u64,
+    /// `-c N`: one sample every N events; None when sampled at a frequency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sample_period: Option<u64>,
     /// What every share is of: `time` (a clock event) or `events` (a count event);
     /// each sample weighs its period either way.
     pub weight: Weight,
+    /// The command recorded, when there was one.
     pub command: Vec<String>,
     /// `command`, `{"pids": [...]}` (-p) or `all_cpus` (-a).
     pub target: format::RecordTarget,
+    /// Wall time recorded, seconds.
     pub duration_s: f64,
+    /// CPU time, seconds.
     pub cpu_s: f64,
+    /// Samples taken.
     pub samples: u64,
     /// All samples' summed periods: nanoseconds for a clock event, else events.
     pub period: u64,
+    /// Records the kernel dropped (its ring buffer was full).
     pub lost: u64,
+    /// Samples per thread.
     pub tasks: Vec<TaskSamples>,
+    /// Rows per function, largest first.
     pub functions: Vec<Row>,
+    /// Rows per source line, largest first.
     pub lines: Vec<Row>,
+    /// Rows per object, largest first.
     pub objects: Vec<Row>,
+    /// Rows per source region (`--group-by-source`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub regions: Option<Vec<Row>>,
     /// With --sort KEYS: rows per distinct tuple of key values (it replaces the terminal table).
@@ -104,10 +126,12 @@ pub struct FlatReport {
     /// On- and off-CPU time per function and per blocked stack (`--off-cpu`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub off_cpu: Option<offcpu::OffCpuReport>,
+    /// Doubts about the report (lost records, unsymbolized code, …), one line each.
     pub warnings: Vec<String>,
     /// The rows of the terminal table and what they are.
     #[serde(skip)]
     pub table: Vec<Row>,
+    /// What the rows of `table` are.
     #[serde(skip)]
     pub table_kind: TableKind,
     /// How samples were taken (`at 997 Hz`, `every event`).
@@ -116,6 +140,7 @@ pub struct FlatReport {
     /// The trees as trees, for the terminal.
     #[serde(skip)]
     pub caller_tree: Option<TreeNode>,
+    /// The callee tree, for the terminal.
     #[serde(skip)]
     pub callee_tree: Option<TreeNode>,
 }
@@ -123,9 +148,11 @@ pub struct FlatReport {
 /// A report with the symbolised samples and call graph it was made from (for folded
 /// stacks, flame graphs and the exports).
 pub struct Report {
+    /// The report itself.
     pub flat: FlatReport,
     /// Each entry of the profile's `samples`, symbolised, in the same order.
     pub located: Vec<Located>,
+    /// The call graph, when call stacks were recorded.
     pub graph: Option<CallGraph>,
 }
 

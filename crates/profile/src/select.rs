@@ -14,7 +14,9 @@ use std::path::Path;
 pub struct SampleFilter {
     /// Command names (`comm`), exactly.
     pub comms: Vec<String>,
+    /// Process ids, exactly.
     pub pids: Vec<u32>,
+    /// Thread ids, exactly.
     pub tids: Vec<u32>,
     /// Objects the sampled code is in: a path or a file name (`libc.so.6`);
     /// `[kernel.kallsyms]` (or `[kernel]`) for kernel code, `[unknown]` for code outside
@@ -29,11 +31,14 @@ pub struct SampleFilter {
 /// What a filter kept: samples (not periods), of how many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kept {
+    /// Samples kept.
     pub samples: u64,
+    /// Samples before filtering.
     pub of: u64,
 }
 
 impl SampleFilter {
+    /// True when the filter keeps everything.
     pub fn is_empty(&self) -> bool {
         self.comms.is_empty()
             && self.pids.is_empty()

@@ -30,6 +30,7 @@ pub enum SortKey {
 }
 
 impl SortKey {
+    /// The keys as `--sort` spells them (perf report's names).
     pub const NAMES: [&'static str; 5] = ["comm", "pid", "dso", "sym", "srcline"];
 
     fn parse(name: &str) -> Option<SortKey> {
@@ -55,6 +56,7 @@ impl SortKey {
         }
     }
 
+    /// The key as `--sort` spells it.
     pub fn name(self) -> &'static str {
         match self {
             SortKey::Comm => "comm",
@@ -113,22 +115,27 @@ pub fn diff_by(keys: &[SortKey]) -> Result<By, ProfileError> {
 /// events for a count event; `perf report`'s Overhead).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct KeyedRow {
+    /// The row's value of each key, in the keys' order.
     pub keys: Vec<String>,
+    /// Samples whose leaf has these values (self).
     pub self_samples: u64,
     /// self_period / all samples' periods, 0–1.
     pub self_share: f64,
+    /// Sum of their periods (ns for clock events, events otherwise).
     pub self_period: u64,
 }
 
 /// The `--sort` table: the keys and the rows, hottest (by period) first.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SortedTable {
+    /// The keys, in the order given.
     pub keys: Vec<SortKey>,
+    /// The rows, hottest (by period) first.
     pub rows: Vec<KeyedRow>,
 }
 
 /// perf's name of an object, from perflab's (`[kernel]` → `[kernel.kallsyms]`).
-pub fn dso_name(object: &str) -> String {
+pub(crate) fn dso_name(object: &str) -> String {
     if object == kernel::KERNEL_OBJECT {
         return "[kernel.kallsyms]".to_string();
     }

@@ -22,7 +22,9 @@ type Dwarf = Context<EndianRcSlice<RunTimeEndian>>;
 /// dominated report time.
 #[derive(Debug, Clone)]
 pub struct FunctionSymbol {
+    /// Its address as stated in the ELF file (SVMA).
     pub start: u64,
+    /// Bytes of code, as the symbol table states it.
     pub size: u64,
     /// Byte range of the name in the file; None for a function known only from its
     /// .eh_frame unwind entry (stripped code), named `object+0xFILE_OFFSET`.
@@ -34,13 +36,17 @@ pub struct FunctionSymbol {
 /// One frame of the inline stack at an address.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
+    /// The function's name, when DWARF gives one.
     pub function: Option<String>,
+    /// Source file, when known.
     pub file: Option<String>,
+    /// Source line, when known.
     pub line: Option<u32>,
 }
 
 /// A loaded object with its symbols and debug info.
 pub struct ObjectInfo {
+    /// The object's path.
     pub path: String,
     data: memmap2::Mmap,
     /// PT_LOAD segments: (file offset, file size, virtual address).
@@ -51,11 +57,11 @@ pub struct ObjectInfo {
     debug_data: Option<memmap2::Mmap>,
     /// Where the debug information came from when it was fetched (debuginfod), or why
     /// a fetch failed: for the user to know.
-    pub debug_note: Option<String>,
+    pub(crate) debug_note: Option<String>,
     /// When the object lacks names or source lines and no debug file was found: where
     /// one was looked for (said when samples fall where it would have helped).
-    pub debug_searched: Option<String>,
-    pub is_64: bool,
+    pub(crate) debug_searched: Option<String>,
+    pub(crate) is_64: bool,
 }
 
 impl ObjectInfo {
@@ -144,7 +150,7 @@ impl ObjectInfo {
     }
 
     /// Inverse of [`svma`](Self::svma), for mapping sample offsets onto disassembly.
-    pub fn file_offset(&self, svma: u64) -> Option<u64> {
+    pub(crate) fn file_offset(&self, svma: u64) -> Option<u64> {
         self.segments
             .iter()
             .find(|(_, size, addr)| svma >= *addr && svma < addr + size)
@@ -181,7 +187,7 @@ impl ObjectInfo {
 
     /// The best name of a function: its symbol, else DWARF's name for its start, else
     /// `object+0xFILE_OFFSET`.
-    pub fn function_name(&self, sym: &FunctionSymbol) -> String {
+    pub(crate) fn function_name(&self, sym: &FunctionSymbol) -> String {
         if sym.name.is_none() {
             if let Some(name) = self.frames(sym.start).into_iter().last().and_then(|f| f.function) {
                 return name;
@@ -191,7 +197,7 @@ impl ObjectInfo {
     }
 
     /// Symbols whose demangled or normalised name equals `name`.
-    pub fn symbols_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FunctionSymbol> + 'a {
+    pub(crate) fn symbols_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FunctionSymbol> + 'a {
         self.symbols.iter().filter(move |s| {
             let full = self.symbol_name(s);
             full == name || normalize(&full) == name
@@ -231,6 +237,7 @@ impl ObjectInfo {
         Some((loc.file?.to_string(), loc.line?))
     }
 
+    /// True when DWARF debug info was found (in the object or its separate debug file).
     pub fn has_debug_info(&self) -> bool {
         self.dwarf.is_some()
     }
@@ -448,13 +455,14 @@ pub struct Location {
     pub function: String,
     /// Innermost source location, when DWARF has one.
     pub file: Option<String>,
+    /// Innermost source line, when DWARF has one.
     pub line: Option<u32>,
 }
 
 impl Symbolizer {
     /// Where the debug information of `path` was looked for when none was found (the
     /// object lacks names or lines); None when found, not needed, or not loaded.
-    pub fn debug_searched(&mut self, path: &str) -> Option<String> {
+    pub(crate) fn debug_searched(&mut self, path: &str) -> Option<String> {
         self.object(path)?.debug_searched.clone()
     }
 }
@@ -468,6 +476,7 @@ pub struct Symbolizer {
 }
 
 impl Symbolizer {
+    /// The object at `path`, loaded once and cached; None when it cannot be read (a warning says why).
     pub fn object(&mut self, path: &str) -> Option<Rc<ObjectInfo>> {
         if let Some(cached) = self.objects.get(path) {
             return cached.clone();
@@ -525,7 +534,7 @@ impl Symbolizer {
 
     /// Resolve a kernel address against the kernel symbols a profile kept; unnamed
     /// addresses (no symbols recorded, or outside every function) stay `[kernel]`.
-    pub fn resolve_kernel(&self, symbols: &[KernelSymbol], address: u64) -> Location {
+    pub(crate) fn resolve_kernel(&self, symbols: &[KernelSymbol], address: u64) -> Location {
         let (object, function) = match kernel::lookup(symbols, address) {
             Some(sym) => (kernel::object_name(sym.module.as_deref()), normalize(&sym.name)),
             None => (kernel::KERNEL_OBJECT.to_string(), kernel::KERNEL_OBJECT.to_string()),
@@ -534,6 +543,7 @@ impl Symbolizer {
     }
 }
 
+/// The last component of `path`.
 pub fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }

@@ -9,18 +9,25 @@ use std::os::fd::{FromRawFd, OwnedFd};
 /// An executable mapping of a running process, from /proc/PID/maps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExistingMapping {
+    /// Process id.
     pub pid: u32,
+    /// Start address.
     pub start: u64,
+    /// Length, bytes.
     pub len: u64,
-    pub pgoff: u64,
+    pub(crate) pgoff: u64,
+    /// The mapped file, as /proc/PID/maps names it.
     pub path: String,
 }
 
 /// A thread that exists when recording starts, with its name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExistingThread {
+    /// Process id.
     pub pid: u32,
+    /// Thread id.
     pub tid: u32,
+    /// Its command name (`comm`).
     pub comm: String,
 }
 
@@ -49,7 +56,7 @@ pub fn threads(pid: u32) -> Result<Vec<u32>, ProfileError> {
 }
 
 /// Every process id in /proc.
-pub fn all_pids() -> Vec<u32> {
+pub(crate) fn all_pids() -> Vec<u32> {
     let mut pids: Vec<u32> = std::fs::read_dir("/proc")
         .map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
         .unwrap_or_default();
@@ -77,7 +84,7 @@ pub fn existing(pids: &[u32]) -> (Vec<ExistingMapping>, Vec<ExistingThread>) {
 
 /// `START-END PERMS OFFSET DEV INODE PATH` lines; only executable ones, as the kernel's
 /// MMAP2 records (without mmap_data) describe.
-pub fn parse_maps(pid: u32, maps: &str) -> Vec<ExistingMapping> {
+pub(crate) fn parse_maps(pid: u32, maps: &str) -> Vec<ExistingMapping> {
     maps.lines()
         .filter_map(|line| {
             let mut fields = line.splitn(6, ' ');
@@ -98,7 +105,7 @@ pub fn parse_maps(pid: u32, maps: &str) -> Vec<ExistingMapping> {
 
 /// User + system CPU seconds a process has used so far (all its threads, dead ones
 /// included), from /proc/PID/stat; None once it is gone.
-pub fn cpu_seconds(pid: u32) -> Option<f64> {
+pub(crate) fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may contain spaces and parentheses: fields start after the last `)`.
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();

@@ -7,6 +7,7 @@ use super::aggregate::Located;
 use super::record::RecordOptions;
 use std::time::Duration;
 
+/// How `perflab top` samples and shows.
 #[derive(Debug, Clone)]
 pub struct TopOptions {
     /// What to sample.
@@ -26,9 +27,13 @@ pub struct TopOptions {
 /// How rows are ordered (`s` cycles through them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortKey {
+    /// Most samples first.
     Samples,
+    /// By process id.
     Pid,
+    /// By command name.
     Command,
+    /// By function name.
     Function,
 }
 
@@ -57,11 +62,13 @@ impl SortKey {
 /// What the keys set: the order, a filter, and whether the view is frozen.
 #[derive(Debug, Clone)]
 pub struct View {
+    /// How rows are ordered.
     pub sort: SortKey,
     /// Rows whose pid, command or function contains this (case-insensitive).
     pub filter: String,
     /// The filter being typed after `/`, until Enter or Esc.
     pub typing: Option<String>,
+    /// True while the view is frozen.
     pub paused: bool,
 }
 
@@ -74,10 +81,15 @@ impl Default for View {
 /// One row of the view: a function's samples in one process.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopRow {
+    /// Process id.
     pub pid: u32,
+    /// Its command name.
     pub comm: String,
+    /// The function's name.
     pub function: String,
+    /// Its object's basename.
     pub object: String,
+    /// Samples in the interval.
     pub samples: u64,
     /// Of all samples of the interval (before filtering), 0–1.
     pub share: f64,

@@ -27,6 +27,7 @@ pub enum Unwinding {
 }
 
 impl Unwinding {
+    /// The methods as `-g` spells them.
     pub const NAMES: [&'static str; 2] = ["fp", "dwarf"];
 }
 
@@ -51,14 +52,14 @@ pub const MAX_STACK_BYTES: u32 = 65_528;
 
 /// `sample_regs_user` mask: the registers framehop needs on x86-64 (perf_regs.h:
 /// BP = 6, SP = 7, IP = 8). The kernel stores them in bit order.
-pub const REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
+pub(crate) const REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
 
 /// The user-space state of one sample.
 #[derive(Debug, Clone, PartialEq)]
-pub struct UserStack {
+pub(crate) struct UserStack {
     pub ip: u64,
-    pub sp: u64,
-    pub bp: u64,
+    pub(crate) sp: u64,
+    pub(crate) bp: u64,
     /// The copied stack, starting at `sp`.
     pub bytes: Vec<u8>,
 }
@@ -172,7 +173,7 @@ pub struct Unwound {
 /// unwinding happens while recording, batch by batch, so that the stack copies (kilobytes
 /// per sample) need not be kept until the end.
 #[derive(Default)]
-pub struct DwarfUnwinder {
+pub(crate) struct DwarfUnwinder {
     processes: HashMap<u32, Process>,
     /// Unwind sections per object path (None: unreadable or not an object).
     objects: HashMap<String, Option<Arc<UnwindSections>>>,
@@ -181,7 +182,7 @@ pub struct DwarfUnwinder {
 
 impl DwarfUnwinder {
     /// An executable mapping appeared in `pid`: it replaces whatever it overlaps.
-    pub fn mmap(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, path: &str) {
+    pub(crate) fn mmap(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, path: &str) {
         let end = start.saturating_add(len);
         let sections = if path.starts_with('/') {
             self.objects.entry(path.to_string()).or_insert_with(|| UnwindSections::load(path).map(Arc::new)).clone()

@@ -15,12 +15,13 @@ pub fn init(choice: &str) {
     STDOUT_COLOR.store(on, Ordering::Relaxed);
 }
 
+/// True when standard output gets colours, as [`init`] decided.
 pub fn enabled() -> bool {
     STDOUT_COLOR.load(Ordering::Relaxed)
 }
 
 /// Paint `text` with an ANSI SGR code when colours are on.
-pub fn paint(text: &str, sgr: &str) -> String {
+pub(crate) fn paint(text: &str, sgr: &str) -> String {
     if enabled() {
         format!("\x1b[{sgr}m{text}\x1b[0m")
     } else {
@@ -28,18 +29,20 @@ pub fn paint(text: &str, sgr: &str) -> String {
     }
 }
 
-pub fn green(text: &str) -> String {
+pub(crate) fn green(text: &str) -> String {
     paint(text, "32")
 }
+/// `text` in red when colours are on, else as is.
 pub fn red(text: &str) -> String {
     paint(text, "31")
 }
+/// `text` in yellow when colours are on, else as is.
 pub fn yellow(text: &str) -> String {
     paint(text, "33")
 }
-pub fn bold(text: &str) -> String {
+pub(crate) fn bold(text: &str) -> String {
     paint(text, "1")
 }
-pub fn dim(text: &str) -> String {
+pub(crate) fn dim(text: &str) -> String {
     paint(text, "2")
 }

@@ -9,6 +9,7 @@ use perflab_engine::experiment::Observer;
 use perflab_model::Run;
 use std::path::PathBuf;
 
+/// A CSV file (or stdout) written one record at a time.
 pub struct CsvWriter {
     writer: csv::Writer<Box<dyn std::io::Write>>,
     /// Where it goes (for the message of a failure); `None` for stdout.

@@ -14,6 +14,7 @@ use perflab_model::{metric, Experiment, Verdict};
 
 /// How one markup language writes the few things the summary needs.
 pub trait Dialect {
+    /// A section heading.
     fn heading(&self, text: &str) -> String;
     /// A list item in bold.
     fn strong_item(&self, text: &str) -> String;
@@ -21,12 +22,17 @@ pub trait Dialect {
     fn table(&self, header: &[String], right: &[bool], rows: &[Vec<String>]) -> String;
     /// Text from outside (names, messages) that must not break the markup.
     fn escape(&self, text: &str) -> String;
+    /// A warning, set apart from the text.
     fn warning(&self, text: &str) -> String;
+    /// A note under the tables.
     fn footnote(&self, text: &str) -> String;
 }
 
+/// Markdown.
 pub struct Markdown;
+/// AsciiDoc.
 pub struct AsciiDoc;
+/// Emacs Org mode.
 pub struct Org;
 
 impl Dialect for Markdown {
@@ -113,7 +119,9 @@ impl Dialect for Org {
 
 /// The summary of an experiment in dialect `D`, laid out by a [`Style`] (time unit, order).
 pub struct Summary<D> {
+    /// The markup language.
     pub dialect: D,
+    /// Time unit and order of the commands.
     pub style: Style,
 }
 

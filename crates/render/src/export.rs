@@ -6,6 +6,7 @@ use super::OutputError;
 
 /// One format of one kind of result (`R`: an experiment, a history, a doctor report…).
 pub trait Exporter<R: ?Sized> {
+    /// The whole document for `result`.
     fn render(&self, result: &R) -> Result<String, OutputError>;
 }
 

@@ -24,7 +24,9 @@ pub struct HyperfineCsv;
 /// The file: hyperfine's `results`, and perflab's additions beside them.
 #[derive(Debug, Serialize)]
 pub struct Export<'a> {
+    /// One per command, in the order given.
     pub results: Vec<Result_<'a>>,
+    /// What perflab adds about the whole experiment.
     pub perflab: ExperimentAdditions<'a>,
 }
 
@@ -38,11 +40,15 @@ pub struct Result_<'a> {
     pub mean: f64,
     /// Sample standard deviation; null with one run.
     pub stddev: Option<f64>,
+    /// Median wall time, seconds.
     pub median: f64,
     /// Mean user and system CPU time per run.
     pub user: f64,
+    /// Mean system CPU time per run, seconds.
     pub system: f64,
+    /// Shortest wall time, seconds.
     pub min: f64,
+    /// Longest wall time, seconds.
     pub max: f64,
     /// Every measured run's wall time, in run order (warm-up runs are not measured).
     pub times: Vec<f64>,
@@ -53,6 +59,7 @@ pub struct Result_<'a> {
     /// The `-L`/`-P` values of this command, by name.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub parameters: &'a BTreeMap<String, String>,
+    /// What perflab adds about this command.
     pub perflab: ResultAdditions<'a>,
 }
 
@@ -72,25 +79,36 @@ pub struct ResultAdditions<'a> {
 /// One ratio against the baseline: paired, with its interval and verdict.
 #[derive(Debug, Serialize)]
 pub struct ComparisonAddition<'a> {
+    /// The metric compared.
     pub metric: &'a str,
+    /// The baseline command's name.
     pub baseline: &'a str,
     /// This command ÷ the baseline (Hodges–Lehmann estimate of the paired ratios).
     pub ratio: f64,
     /// Null when the rounds are too few for an interval.
     pub ci: Option<(f64, f64)>,
+    /// Confidence of `ci` (0.95 for 95 %).
     pub confidence: f64,
+    /// Two-sided Wilcoxon signed-rank p-value of the paired ratios.
     pub p_value: f64,
+    /// The verdict, as in perflab's JSON (`faster`, `slower`, …).
     pub verdict: &'a str,
 }
 
 /// perflab's additions about the whole experiment.
 #[derive(Debug, Serialize)]
 pub struct ExperimentAdditions<'a> {
+    /// The perflab version that measured it.
     pub version: &'a str,
+    /// Measured rounds.
     pub rounds: u32,
+    /// Seed of the round order.
     pub seed: u64,
+    /// Why the experiment stopped.
     pub stop_reason: perflab_model::StopReason,
+    /// The metric whose verdicts decided when to stop.
     pub primary_metric: &'a str,
+    /// The experiment's warnings, one line each.
     pub warnings: Vec<&'a str>,
 }
 

@@ -12,6 +12,8 @@
 //!
 //! May use every crate below it; prints nothing itself.
 
+#![deny(missing_docs)]
+
 pub mod color;
 pub mod csv;
 pub mod design;
@@ -42,18 +44,31 @@ use thiserror::Error;
 /// An output that could not be made or written.
 #[derive(Debug, Error)]
 pub enum OutputError {
+    /// A file cannot be written.
     #[error("cannot write `{}`: {source}", path.display())]
     File {
+        /// The file.
         path: PathBuf,
+        /// The write error.
         #[source]
         source: std::io::Error,
     },
+    /// The result cannot be encoded as JSON.
     #[error("cannot encode the result as JSON: {0}")]
     Json(#[source] serde_json::Error),
+    /// The CSV writer failed.
     #[error("cannot encode the result as CSV: {0}")]
     Csv(#[from] ::csv::Error),
+    /// Two outputs were asked to write to the same place.
     #[error("{first} and {second} cannot both write to {place}")]
-    Clash { first: String, second: String, place: String },
+    Clash {
+        /// The first output.
+        first: String,
+        /// The second.
+        second: String,
+        /// Where both would write.
+        place: String,
+    },
     /// Several outputs failed; each was tried.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Several(Vec<OutputError>),

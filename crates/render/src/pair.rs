@@ -7,7 +7,7 @@ use perflab_store::history::ratio::Ratio;
 
 /// `1.195× [1.188×, 1.202×]` (the level named when it is not 95 %), or what stands
 /// instead of an interval.
-pub fn ratio_and_interval(r: &Ratio) -> String {
+pub(crate) fn ratio_and_interval(r: &Ratio) -> String {
     let level =
         if (r.confidence - 0.95).abs() < 1e-9 { String::new() } else { format!(" ({:.0} % CI)", r.confidence * 100.0) };
     if r.ci_low.is_finite() && r.ci_high.is_finite() && r.ci_low > 0.0 {

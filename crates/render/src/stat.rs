@@ -24,7 +24,9 @@ fn spread(m: &StatMetric, style: &Style) -> String {
 
 /// `perflab stat` on the terminal, laid out by a [`Style`], with notes under the table.
 pub struct StatTerminal {
+    /// Time unit and order of the metrics' values.
     pub style: Style,
+    /// Lines printed under the table.
     pub notes: Vec<String>,
 }
 
@@ -43,7 +45,13 @@ impl Exporter<StatReport> for StatTerminal {
 
 /// The terminal table of `perflab stat`. Too wide for the terminal, it leaves out min …
 /// max, then the spread, then the interval (docs/output.md).
-pub fn render_terminal(title: &str, runs: usize, metrics: &[StatMetric], notes: &[String], style: &Style) -> String {
+pub(crate) fn render_terminal(
+    title: &str,
+    runs: usize,
+    metrics: &[StatMetric],
+    notes: &[String],
+    style: &Style,
+) -> String {
     let mut table = FitTable::new(
         Frame::Plain,
         vec![

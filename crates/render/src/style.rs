@@ -8,14 +8,19 @@ use perflab_model::{metric, Experiment};
 /// A fixed unit for times (`--time-unit`); `None` in [`Style`] picks one per value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeUnit {
+    /// µs.
     Microsecond,
+    /// ms.
     Millisecond,
+    /// s.
     Second,
 }
 
 impl TimeUnit {
+    /// The units as `--time-unit` spells them.
     pub const NAMES: [&'static str; 3] = ["microsecond", "millisecond", "second"];
 
+    /// The unit `--time-unit NAME` means; None for an unknown name.
     pub fn named(name: &str) -> Option<TimeUnit> {
         match name {
             "microsecond" => Some(TimeUnit::Microsecond),
@@ -53,7 +58,7 @@ impl TimeUnit {
     }
 
     /// The unit that reads best for `seconds` (what hyperfine picks from the first mean).
-    pub fn for_value(seconds: f64) -> TimeUnit {
+    pub(crate) fn for_value(seconds: f64) -> TimeUnit {
         if seconds.abs() >= 1.0 {
             TimeUnit::Second
         } else if seconds.abs() >= 1e-3 {
@@ -70,14 +75,17 @@ pub enum SortOrder {
     /// As given (the baseline first); hyperfine's `auto` orders its tables so too.
     #[default]
     Auto,
+    /// By command name.
     Command,
     /// By mean wall time (of the primary metric when wall time was not measured), fastest first.
     MeanTime,
 }
 
 impl SortOrder {
+    /// The orders as `--sort` spells them.
     pub const NAMES: [&'static str; 3] = ["auto", "command", "mean-time"];
 
+    /// The order `--sort NAME` means; None for an unknown name.
     pub fn named(name: &str) -> Option<SortOrder> {
         match name {
             "auto" => Some(SortOrder::Auto),
@@ -91,7 +99,9 @@ impl SortOrder {
 /// Layout choices shared by every rendering of an experiment.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Style {
+    /// `--time-unit`; None: a unit per value.
     pub time_unit: Option<TimeUnit>,
+    /// `--sort`: the order of the commands in tables.
     pub sort: SortOrder,
     /// The width terminal tables fit (`None`: no limit; see `render::table::width`).
     pub width: Option<usize>,

@@ -23,7 +23,9 @@ pub fn set_wide(wide: bool) {
 /// Which stream a table is printed on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
+    /// Standard output.
     Stdout,
+    /// Standard error.
     Stderr,
 }
 
@@ -50,7 +52,7 @@ pub fn width(stream: Stream) -> Option<usize> {
 }
 
 /// The width `text` takes on a terminal: wide characters count twice, colour codes not at all.
-pub fn display_width(text: &str) -> usize {
+pub(crate) fn display_width(text: &str) -> usize {
     strip_ansi(text).width()
 }
 
@@ -74,7 +76,7 @@ fn strip_ansi(text: &str) -> String {
 
 /// `text` in at most `width` columns, cut in the middle: both ends of a command or a
 /// path tell commands apart more often than either alone.
-pub fn abbreviate(text: &str, width: usize) -> String {
+pub(crate) fn abbreviate(text: &str, width: usize) -> String {
     if text.width() <= width {
         return text.to_string();
     }
@@ -105,7 +107,7 @@ pub fn abbreviate(text: &str, width: usize) -> String {
 /// `text` in at most `width` columns keeping what tells it apart from `other` (where the
 /// two differ) and, cut in their middles, what comes before and after it: `sle…0.02…lag`
 /// beside `sle…0.01…lag`, where cutting both in the middle gave the same text twice.
-pub fn abbreviate_apart(text: &str, other: &str, width: usize) -> String {
+pub(crate) fn abbreviate_apart(text: &str, other: &str, width: usize) -> String {
     if text.width() <= width {
         return text.to_string();
     }
@@ -140,19 +142,20 @@ pub enum Frame {
     Plain,
 }
 
-/// A column of a [`FitTable`].
+/// A column of a `FitTable`.
 #[derive(Debug, Clone)]
 pub struct Column {
+    /// The column's heading.
     pub header: String,
-    pub right_aligned: bool,
+    pub(crate) right_aligned: bool,
     /// When the table is too wide, columns with a drop rank go, rank 1 first.
-    pub drop_rank: Option<u8>,
+    pub(crate) drop_rank: Option<u8>,
     /// Cells may be shortened in the middle once every droppable column is gone
     /// (plain text only: names, labels, commands).
-    pub shrinkable: bool,
+    pub(crate) shrinkable: bool,
     /// Cells holding two names joined by this (`new vs old`): each is shortened on its
     /// own, so both stay told apart.
-    pub joined_by: Option<&'static str>,
+    pub(crate) joined_by: Option<&'static str>,
 }
 
 impl Column {
@@ -161,17 +164,18 @@ impl Column {
         Column { header: header.into(), right_aligned: false, drop_rank: None, shrinkable: false, joined_by: None }
     }
     /// A column left out when the table does not fit, rank 1 first.
-    pub fn droppable(header: impl Into<String>, rank: u8) -> Column {
+    pub(crate) fn droppable(header: impl Into<String>, rank: u8) -> Column {
         Column { drop_rank: Some(rank), ..Column::kept(header) }
     }
     /// A name-like column, shortened when nothing else can go.
-    pub fn shrinkable(header: impl Into<String>) -> Column {
+    pub(crate) fn shrinkable(header: impl Into<String>) -> Column {
         Column { shrinkable: true, ..Column::kept(header) }
     }
     /// A shrinkable column of two names joined by `separator`, each shortened alone.
     pub fn pair(header: impl Into<String>, separator: &'static str) -> Column {
         Column { joined_by: Some(separator), ..Column::shrinkable(header) }
     }
+    /// The column right-aligned (numbers).
     pub fn right(self) -> Column {
         Column { right_aligned: true, ..self }
     }
@@ -182,7 +186,7 @@ const MIN_SHRUNK_WIDTH: usize = 12;
 
 /// A table whose columns give way, in a set order, to fit a width.
 #[derive(Debug, Clone)]
-pub struct FitTable {
+pub(crate) struct FitTable {
     frame: Frame,
     columns: Vec<Column>,
     rows: Vec<Vec<String>>,

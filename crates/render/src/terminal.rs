@@ -40,6 +40,7 @@ fn paint_verdict(c: &Comparison, text: &str) -> String {
 /// The terminal report of an experiment (`compare`), laid out by a [`Style`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Terminal {
+    /// Time unit and order of the commands.
     pub style: Style,
 }
 
@@ -58,7 +59,7 @@ pub fn render(e: &Experiment) -> String {
 /// leaves out, in this order, outliers, run-queue wait, max RSS, CPU time, mean ± σ
 /// and min … max, then shortens command names; the comparison table leaves out p, then
 /// shortens names (docs/output.md).
-pub fn render_styled(e: &Experiment, style: &Style) -> String {
+pub(crate) fn render_styled(e: &Experiment, style: &Style) -> String {
     let primary = e.primary_metric.as_str();
     let mut out = String::new();
     out.push_str(&format!(
@@ -379,7 +380,7 @@ const PROFILE_ITERATIONS: usize = 4;
 /// For every metric the commands printed several times per run: each command's median
 /// over runs of iteration 1, 2, …, the last, and first ÷ rest, so a slow first
 /// iteration (or a warm-up) shows — one table per metric.
-pub fn iteration_profile(e: &Experiment, width: Option<usize>) -> String {
+pub(crate) fn iteration_profile(e: &Experiment, width: Option<usize>) -> String {
     let mut metrics: Vec<&String> = Vec::new();
     // The program's own numbers for its iterations, when a capture read them (`iter 0`).
     let mut numbers: Option<(&String, &Vec<f64>)> = None;
@@ -463,7 +464,7 @@ pub fn iteration_profile(e: &Experiment, width: Option<usize>) -> String {
 
 /// Counters some runs could read and others not, with the reason, from the first run
 /// that could not. One that no run read is a warning of the analysis instead.
-pub fn unsupported_counters(e: &Experiment) -> Vec<(String, String)> {
+pub(crate) fn unsupported_counters(e: &Experiment) -> Vec<(String, String)> {
     let mut seen = std::collections::BTreeMap::new();
     let mut read_somewhere = std::collections::BTreeSet::new();
     for run in e.commands.iter().flat_map(|c| &c.runs) {

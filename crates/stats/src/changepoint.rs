@@ -35,6 +35,8 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::collections::HashMap;
 
+/// How [`detect`] and [`Detector`] look for change points; [`Default`] suits one value per
+/// point, [`ChangePointConfig::for_groups`] a history of labels.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangePointConfig {
     /// Significance level of each segment's tests.
@@ -42,14 +44,15 @@ pub struct ChangePointConfig {
     /// Fewest points (for groups: fewest groups) in a segment. The values per segment are
     /// raised when needed so that adjacent segments always have a ratio interval at
     /// `confidence` (4 at 95 %).
-    pub min_segment: usize,
+    pub(crate) min_segment: usize,
     /// Shifts whose estimated ratio lies within ±this fraction of 1, or whose interval
     /// contains 1, are not reported (their segments are merged).
-    pub min_relative_change: f64,
+    pub(crate) min_relative_change: f64,
     /// Confidence of each change point's ratio interval.
     pub confidence: f64,
     /// Permutations per test (the p-value's resolution is 1/(permutations + 1)).
-    pub permutations: usize,
+    pub(crate) permutations: usize,
+    /// Seed of the permutations: the same seed and input give the same change points.
     pub seed: u64,
 }
 
@@ -73,6 +76,7 @@ impl ChangePointConfig {
     }
 }
 
+/// A shift found between two adjacent segments of the input.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangePoint {
     /// First index (into the input: a point, or a group) of the new segment.
@@ -154,6 +158,7 @@ impl Layout {
 }
 
 impl Detector {
+    /// A detector with no null distributions cached yet.
     pub fn new(config: ChangePointConfig) -> Detector {
         Detector { config, nulls: HashMap::new() }
     }

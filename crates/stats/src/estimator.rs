@@ -37,8 +37,10 @@ pub enum Estimator {
 }
 
 impl Estimator {
+    /// Every estimator, Hodges–Lehmann (the default) first.
     pub const ALL: [Estimator; 3] = [Estimator::HodgesLehmann, Estimator::Median, Estimator::TrimmedMean];
 
+    /// The name `--estimator` and the JSON use.
     pub fn as_str(self) -> &'static str {
         match self {
             Estimator::HodgesLehmann => "hodges_lehmann",
@@ -56,6 +58,7 @@ impl Estimator {
         }
     }
 
+    /// The estimator named `text` (an [`Estimator::as_str`] name, or `hl`); None for any other.
     pub fn parse(text: &str) -> Option<Estimator> {
         Estimator::ALL.into_iter().find(|e| e.as_str() == text || (text == "hl" && *e == Estimator::HodgesLehmann))
     }
@@ -70,6 +73,7 @@ pub struct Location {
     pub interval: Option<Interval>,
     /// Two-sided p-value of the estimator's own test of location 0.
     pub p_value: f64,
+    /// How many values it was estimated from.
     pub n: usize,
 }
 
@@ -114,6 +118,7 @@ pub const RESAMPLES: usize = 500;
 /// same rounds (1 for Hodges–Lehmann itself), and the estimator chosen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Choice {
+    /// The estimator chosen.
     pub estimator: Estimator,
     /// (estimator, its variance ÷ Hodges–Lehmann's): how many times the rounds it
     /// would need for the same interval width.

@@ -3,6 +3,8 @@
 //! detection. Pure functions without I/O, checked against SciPy reference values
 //! (`tests/stats_vectors.rs`); methods and references in `docs/statistics.md`.
 
+#![deny(missing_docs)]
+
 pub mod changepoint;
 pub mod estimator;
 pub mod layouts;
@@ -25,8 +27,11 @@ mod ranks;
 /// (≥ the requested confidence; order statistics move in discrete steps).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Interval {
+    /// Lower bound, in the unit of the estimate it brackets.
     pub low: f64,
+    /// Upper bound, in the unit of the estimate it brackets.
     pub high: f64,
+    /// Coverage actually achieved (a fraction in (0, 1), ≥ the requested confidence).
     pub achieved_confidence: f64,
 }
 

@@ -23,7 +23,9 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 pub struct MeanDifference {
     /// Pairs used (both values finite).
     pub n: usize,
+    /// Mean of the `a` values of those pairs.
     pub mean_a: f64,
+    /// Mean of the `b` values of those pairs.
     pub mean_b: f64,
     /// mean(b − a) = mean_b − mean_a.
     pub difference: f64,
@@ -120,6 +122,7 @@ pub enum RatioInterval {
 /// mean(num) / mean(den) of paired values, with Fieller's interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MeanRatio {
+    /// Pairs used (both values finite).
     pub n: usize,
     /// mean(num) / mean(den); ±∞ or NaN when mean(den) = 0.
     pub ratio: f64,

@@ -11,12 +11,12 @@ use super::{normal_upper_quantile, standard_normal_cdf, valid_confidence, Interv
 
 /// Largest sample size (both samples) for which the exact null distribution of U is used,
 /// as SciPy's reference values do; beyond it the normal approximation.
-pub const EXACT_MAX_N: usize = 20;
+pub(crate) const EXACT_MAX_N: usize = 20;
 
 /// How a p-value was computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
-    /// Exact null distribution (no ties, both samples ≤ [`EXACT_MAX_N`]).
+    /// Exact null distribution (no ties, both samples ≤ `EXACT_MAX_N`).
     Exact,
     /// Normal approximation with tie-corrected variance and continuity correction.
     Normal,
@@ -32,6 +32,7 @@ impl Method {
     }
 }
 
+/// The Mann–Whitney U test of the second sample against the first ([`mann_whitney`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MannWhitney {
     /// U of the second sample: #(b_j > a_i) + ½·#(b_j = a_i), as SciPy's
@@ -39,6 +40,7 @@ pub struct MannWhitney {
     pub u: f64,
     /// Two-sided p-value; 1 when a sample is empty.
     pub p_value: f64,
+    /// How the p-value was computed.
     pub method: Method,
 }
 
@@ -170,13 +172,13 @@ fn critical_rank(m: usize, n: usize, confidence: f64) -> Option<(usize, f64)> {
 /// Mann–Whitney null (both samples ≤ [`EXACT_MAX_N`]) or its continuity-corrected normal
 /// approximation. None when `confidence` is not in (0, 1), a sample is empty, or no interval
 /// of that confidence exists for these sizes (e.g. 3 and 3 at 95 %).
-pub fn shift_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<Interval> {
+pub(crate) fn shift_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<Interval> {
     let (a, b, k, achieved_confidence) = interval_ranks(a, b, confidence)?;
     let total = a.len() * b.len();
     Some(Interval { low: kth_difference(&a, &b, k), high: kth_difference(&a, &b, total + 1 - k), achieved_confidence })
 }
 
-/// [`hodges_lehmann_shift`] and [`shift_interval`] at once, sorting the differences of small
+/// [`hodges_lehmann_shift`] and `shift_interval` at once, sorting the differences of small
 /// samples once (histories compare 100,000 pairs of labels); None without an interval.
 pub fn shift_with_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<(f64, Interval)> {
     let (a, b, k, achieved_confidence) = interval_ranks(a, b, confidence)?;

@@ -31,7 +31,10 @@ pub enum Spending {
     /// α ln(t / t₀) / ln(1 / t₀) from t₀ on: the same share of α for every doubling of
     /// the rounds, so a geometric look schedule spends evenly over its looks — much
     /// earlier than Pocock-type spending when the horizon is long.
-    Logarithmic { start: f64 },
+    Logarithmic {
+        /// t₀: the information fraction (0 < t₀ < 1) before which nothing is spent.
+        start: f64,
+    },
 }
 
 impl Spending {
@@ -57,7 +60,7 @@ impl Spending {
 const GRID: usize = 101;
 
 /// A boundary at which no crossing is possible (nothing to spend at that look).
-pub const NEVER: f64 = f64::INFINITY;
+pub(crate) const NEVER: f64 = f64::INFINITY;
 
 /// The sub-density of the score on the continuation region after the last look.
 #[derive(Debug, Clone)]
@@ -81,6 +84,7 @@ pub struct Boundaries {
 }
 
 impl Boundaries {
+    /// Boundaries spending a two-sided `alpha` over the looks by `spending`; no look taken yet.
     pub fn new(alpha: f64, spending: Spending) -> Boundaries {
         Boundaries { alpha, spending, spent: 0.0, last: None, looks: Vec::new() }
     }
@@ -126,7 +130,7 @@ impl Boundaries {
     }
 
     /// Record a look at `t` with boundary `c` (from [`Boundaries::boundary`]); a look
-    /// that could not cross ([`NEVER`]) spends nothing and is not recorded.
+    /// that could not cross (`NEVER`) spends nothing and is not recorded.
     pub fn take(&mut self, t: f64, c: f64) {
         if !c.is_finite() {
             return;

@@ -32,6 +32,7 @@ pub struct Session {
     /// median's asymptotic efficiency under normal noise); 0 for a session of one run,
     /// whose spread is unknown — the session noise τ covers it.
     pub se: f64,
+    /// Runs with a positive finite value that the session was computed from.
     pub runs: usize,
 }
 
@@ -148,10 +149,13 @@ fn label_mean(sessions: &[Session]) -> (f64, f64) {
 pub struct Difference {
     /// mean(b's sessions) − mean(a's sessions).
     pub estimate: f64,
+    /// Standard error of `estimate`: within-session error and session noise τ together.
     pub se: f64,
     /// Satterthwaite degrees of freedom of `se²`.
     pub df: f64,
+    /// Lower bound of the interval of `estimate` (log scale).
     pub low: f64,
+    /// Upper bound of the interval of `estimate` (log scale).
     pub high: f64,
     /// Two-sided p-value of "no difference".
     pub p_value: f64,

@@ -13,11 +13,11 @@ use super::{normal_two_sided_p, normal_upper_quantile, standard_normal_cdf, vali
 /// Largest n for which the signed-rank null distribution is computed exactly; beyond it the
 /// saddlepoint approximation is accurate to < 10⁻⁴ relative even at α = 10⁻¹², and the
 /// O(n³) exact computation would cost more than a look of the sequential engine should.
-pub const EXACT_INTERVAL_MAX_N: usize = 300;
+pub(crate) const EXACT_INTERVAL_MAX_N: usize = 300;
 
 /// Largest n for which p-values use the exact null distribution, as SciPy's reference
 /// values do (normal approximation without continuity correction beyond).
-pub const EXACT_P_MAX_N: usize = 25;
+pub(crate) const EXACT_P_MAX_N: usize = 25;
 
 /// How a p-value was computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,7 +272,7 @@ fn approx_critical_count(n: usize, tail: f64, lower_cdf: impl Fn(usize) -> f64) 
 
 /// Distribution-free confidence interval for the center of symmetry of the d_i:
 /// \[W₍k₎, W₍M+1−k₎\] of the sorted Walsh averages with k from `critical_rank` (exact
-/// signed-rank null for n ≤ [`EXACT_INTERVAL_MAX_N`], saddlepoint approximation beyond).
+/// signed-rank null for n ≤ `EXACT_INTERVAL_MAX_N`, saddlepoint approximation beyond).
 /// Non-finite values are ignored; zeros are kept (they are observations of no change).
 /// With ties the interval is that of the continuous-data procedure, which is slightly
 /// conservative. None when `confidence` is not in (0, 1) or no interval of that

@@ -12,6 +12,7 @@ pub struct PooledT {
     pub difference: f64,
     /// Standard error of the difference (0 when both samples are constant).
     pub se: f64,
+    /// Degrees of freedom (n_a + n_b − 2).
     pub df: f64,
     /// Two-sided p-value, as SciPy's `ttest_ind(b, a, equal_var=True)`.
     pub p_value: f64,

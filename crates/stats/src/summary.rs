@@ -10,13 +10,19 @@ use statrs::distribution::{Binomial, DiscreteCDF};
 /// Descriptive statistics of one metric over one command's runs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
+    /// Runs counted (finite values).
     pub n: usize,
+    /// Median, in the metric's unit.
     pub median: f64,
+    /// Arithmetic mean, in the metric's unit.
     pub mean: f64,
+    /// Sample standard deviation (n − 1 denominator), in the metric's unit.
     pub stddev: f64,
     /// Median absolute deviation, scaled by 1.4826 to estimate σ under normality.
     pub mad: f64,
+    /// Smallest value.
     pub min: f64,
+    /// Largest value.
     pub max: f64,
     /// Runs further than 3.5 scaled MADs from the median.
     pub outliers: usize,
@@ -27,11 +33,11 @@ pub struct Summary {
 
 /// Scale making the MAD a consistent estimator of σ for normal data: 1 / Φ⁻¹(3/4) ≈ 1.4826,
 /// at full precision as SciPy's `median_abs_deviation(scale="normal")` uses it.
-pub const MAD_SCALE: f64 = 1.482_602_218_505_602;
+pub(crate) const MAD_SCALE: f64 = 1.482_602_218_505_602;
 
 /// Modified z-score (|x − median| / scaled MAD) beyond which a run counts as an outlier
 /// (Iglewicz & Hoaglin 1993).
-pub const OUTLIER_Z: f64 = 3.5;
+pub(crate) const OUTLIER_Z: f64 = 3.5;
 
 fn sorted(values: &[f64]) -> Vec<f64> {
     let mut v = values.to_vec();
@@ -68,7 +74,7 @@ pub fn stddev(values: &[f64]) -> f64 {
     (ss / (values.len() - 1) as f64).sqrt()
 }
 
-/// [`MAD_SCALE`] · median |x − median| (≈ 1.4826 · MAD); NaN when empty.
+/// `MAD_SCALE` · median |x − median| (≈ 1.4826 · MAD); NaN when empty.
 pub fn mad_scaled(values: &[f64]) -> f64 {
     let m = median(values);
     let deviations: Vec<f64> = values.iter().map(|x| (x - m).abs()).collect();

@@ -17,11 +17,13 @@ pub const TRIM: f64 = 0.2;
 /// A trimmed mean with its standard error and degrees of freedom.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TrimmedMean {
+    /// The mean of the values left after trimming [`TRIM`] from each end.
     pub estimate: f64,
     /// √((n − 1) s_w² / (h (h − 1))), s_w² the winsorized variance, h = n − 2g.
     pub se: f64,
     /// h − 1.
     pub df: f64,
+    /// How many values, before trimming.
     pub n: usize,
 }
 

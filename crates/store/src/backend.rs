@@ -6,20 +6,25 @@
 /// PostgreSQL checks the type of every parameter, null or not.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// An integer.
     Int(Option<i64>),
+    /// A floating-point number.
     Real(Option<f64>),
+    /// Text.
     Text(Option<String>),
+    /// A blob.
     Bytes(Option<Vec<u8>>),
 }
 
 impl Value {
-    pub fn as_i64(&self) -> Option<i64> {
+    pub(crate) fn as_i64(&self) -> Option<i64> {
         match self {
             Value::Int(v) => *v,
             Value::Real(v) => v.map(|v| v as i64),
             Value::Text(_) | Value::Bytes(_) => None,
         }
     }
+    /// The number, from an integer or a real; None for null, text or bytes.
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Int(v) => v.map(|v| v as f64),
@@ -27,12 +32,14 @@ impl Value {
             Value::Text(_) | Value::Bytes(_) => None,
         }
     }
+    /// The text; None for null or another type.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::Text(v) => v.as_deref(),
             _ => None,
         }
     }
+    /// The bytes; None for null or another type.
     pub fn as_bytes(&self) -> Option<&[u8]> {
         match self {
             Value::Bytes(v) => v.as_deref(),
@@ -75,7 +82,9 @@ pub trait Backend {
     fn kind(&self) -> &'static str;
     /// Replace the `{id}`/`{int}`/`{real}`/`{blob}`/`{without_rowid}`/`{now}`/`{for_share}` tokens.
     fn dialect(&self, ddl: &str) -> String;
+    /// Run one statement with `params`; the number of rows it changed.
     fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<u64>;
+    /// Run a query with `params`; every row it returned.
     fn query(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<Vec<Vec<Value>>>;
     /// Run a query and hand its rows to `each` one at a time, without keeping them (a
     /// report reads 100,000 experiments: holding every row costs as much as reading it).
@@ -93,9 +102,11 @@ pub trait Backend {
     /// Start a write transaction that holds the write lock from the start (so two
     /// writers queue instead of failing when one upgrades a read lock).
     fn begin_write(&mut self) -> anyhow::Result<()>;
+    /// Commit the transaction.
     fn commit(&mut self) -> anyhow::Result<()> {
         self.batch("COMMIT")
     }
+    /// Roll the transaction back.
     fn rollback(&mut self) -> anyhow::Result<()> {
         self.batch("ROLLBACK")
     }

@@ -8,14 +8,19 @@ use thiserror::Error;
 /// Why a SQLite database could not be opened.
 #[derive(Debug, Error)]
 pub enum OpenError {
+    /// The database's directory cannot be created.
     #[error("create {}", dir.display())]
     CreateDir {
+        /// The directory.
         dir: PathBuf,
+        /// The error.
         #[source]
         source: std::io::Error,
     },
+    /// SQLite refused write-ahead logging (a network filesystem); the mode it reported.
     #[error("could not switch to WAL journaling (got {0})")]
     NotWal(String),
+    /// SQLite's own error.
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
 }
@@ -23,25 +28,44 @@ pub enum OpenError {
 /// Opening a database (SQLite file or PostgreSQL URL) for this perflab.
 #[derive(Debug, Error)]
 pub enum StoreError {
+    /// The database (its location) cannot be written here.
     #[error("cannot store into database {0}: it is not writable here (read-only filesystem, file or directory)")]
     NotWritable(String),
+    /// The SQLite database cannot be opened.
     #[error("cannot open database {path}{}: {source}", if *.read_only { " read-only" } else { "" })]
     Open {
+        /// The database file.
         path: String,
+        /// True when it was opened read-only.
         read_only: bool,
+        /// Why.
         #[source]
         source: OpenError,
     },
     /// Reading or migrating the schema failed; `cause` is an anyhow chain (the backends'
     /// own errors with their context), printed on one line.
     #[error("database {location}: {cause:#}")]
-    Schema { location: String, cause: anyhow::Error },
+    Schema {
+        /// The database's location.
+        location: String,
+        /// The backend's error with its context.
+        cause: anyhow::Error,
+    },
+    /// Reading from a database that does not exist (its location).
     #[error("no history database at {0}: store results with `perflab run` or `perflab compare --save` (or pass --db)")]
     Missing(String),
     #[error(
         "database {path} is read-only and at schema version {version}, this perflab reads version {wanted}: open it once where it is writable to migrate it"
     )]
-    ReadOnlyAtOtherVersion { path: String, version: i64, wanted: i64 },
+    /// A read-only database whose schema this perflab would have to migrate.
+    ReadOnlyAtOtherVersion {
+        /// The database file.
+        path: String,
+        /// Its schema version.
+        version: i64,
+        /// The version this perflab reads.
+        wanted: i64,
+    },
     /// A file of results that cannot be imported.
     #[error(transparent)]
     Import(#[from] ImportError),
@@ -87,50 +111,90 @@ pub struct OutOfRange(pub String);
 /// Importing a file of results (`perflab import`, `report --from`).
 #[derive(Debug, Error)]
 pub enum ImportError {
+    /// The file cannot be read.
     #[error("cannot read {file}: {source}")]
     Read {
+        /// The file.
         file: String,
+        /// The read error.
         #[source]
         source: std::io::Error,
     },
+    /// The file is not JSON.
     #[error("{file}: not JSON: {source}")]
     NotJson {
+        /// The file.
         file: String,
+        /// The parser's error.
         #[source]
         source: serde_json::Error,
     },
     /// The file looks like `kind` but does not parse as one.
     #[error("{file}: not a valid {kind}: {source}")]
     Invalid {
+        /// The file.
         file: String,
+        /// What it looks like (`hyperfine export`, …).
         kind: &'static str,
+        /// The parser's error.
         #[source]
         source: serde_json::Error,
     },
+    /// The file's results have no label of their own and `--label` was not given.
     #[error("{file} is a {kind} file: pass --label to name these results")]
-    NeedsLabel { file: String, kind: &'static str },
+    NeedsLabel {
+        /// The file.
+        file: String,
+        /// What kind of file it is.
+        kind: &'static str,
+    },
+    /// The file holds no results.
     #[error("{0}: the file holds no results")]
     Empty(String),
+    /// A hyperfine result without per-run times (exported without them).
     #[error("{file}: result {index} (`{command}`) has no per-run `times`")]
-    NoTimes { file: String, index: usize, command: String },
+    NoTimes {
+        /// The file.
+        file: String,
+        /// The result's position (0-based).
+        index: usize,
+        /// Its command.
+        command: String,
+    },
+    /// A hyperfine result with a negative or non-finite time.
     #[error("{file}: result {index} has an invalid time {time}")]
-    BadTime { file: String, index: usize, time: f64 },
+    BadTime {
+        /// The file.
+        file: String,
+        /// The result's position (0-based).
+        index: usize,
+        /// The time, seconds.
+        time: f64,
+    },
     #[error(
         "{0}: expected hyperfine --export-json output (`results`), perflab compare/run --json output or a perflab export"
     )]
+    /// The file is neither hyperfine's JSON, perflab's JSON nor a perflab export.
     UnknownFormat(String),
+    /// A value in the file that no real run could have.
     #[error("{file}: {source}")]
     OutOfRange {
+        /// The file.
         file: String,
+        /// Which value, and why.
         #[source]
         source: OutOfRange,
     },
     /// A record whose values cannot be right, refused with where it is.
     #[error("{file}: record {record} (ending on line {line}): {source}")]
     Refused {
+        /// The file.
         file: String,
+        /// The record's position (1-based).
         record: usize,
+        /// The line it ends on.
         line: u64,
+        /// Which value, and why.
         #[source]
         source: OutOfRange,
     },

@@ -27,7 +27,9 @@ pub struct ImportOptions {
 pub struct ExportFile {
     /// Always `perflab-export`.
     pub format: String,
+    /// The format's version (readers refuse newer ones).
     pub format_version: u32,
+    /// The experiments, with their metadata.
     pub experiments: Vec<StoredExperiment>,
 }
 
@@ -61,8 +63,11 @@ pub fn read_import(args: &ImportOptions) -> Result<Vec<StoredExperiment>, StoreE
 /// What an import holds (or stored): for its summary line.
 #[derive(Debug, Default)]
 pub struct Imported {
+    /// Experiments.
     pub experiments: usize,
+    /// Runs over all of them.
     pub runs: usize,
+    /// Labels they are stored under.
     pub labels: std::collections::BTreeSet<String>,
 }
 
@@ -483,8 +488,10 @@ pub fn export_to(store: &mut Store, query: &Query, out: &mut dyn std::io::Write)
 /// Why an export stopped: the store, or the destination.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
+    /// The store could not be read.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The destination could not be written.
     #[error(transparent)]
     Write(std::io::Error),
 }

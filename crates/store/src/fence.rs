@@ -7,7 +7,9 @@ use super::backend::{int, Backend};
 /// A claim this agent holds: renew it while working, then finish or release it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claim {
+    /// The job's id.
     pub job: i64,
+    /// The store's id of this agent's machine.
     pub machine_id: i64,
     /// 1 for the first claim; a claim taken over after an expired lease counts up.
     pub attempt: i64,
@@ -18,7 +20,9 @@ pub struct Claim {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("job {job} is no longer this agent's: attempt {attempt}'s claim was taken over (its lease ran out)")]
 pub struct ClaimLost {
+    /// The job's id.
     pub job: i64,
+    /// The attempt whose claim was lost.
     pub attempt: i64,
 }
 

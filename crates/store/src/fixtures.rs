@@ -6,6 +6,9 @@ use perflab_model::{
     metric, CommandResult, Comparison, ExitInfo, Experiment, Machine, Run, Settings, StopReason, Verdict,
 };
 
+/// A complete experiment of `bench` under `label` (label order `order`) on host `host`: a
+/// baseline command `base` without runs, and the measured command `x` with one successful
+/// run per wall time in `walls` (seconds); no summaries or comparisons.
 pub fn stored(label: &str, order: i64, bench: &str, host: &str, walls: &[f64]) -> StoredExperiment {
     let machine = Machine { hostname: host.into(), ..Machine::default() };
     StoredExperiment {

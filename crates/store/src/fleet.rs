@@ -23,10 +23,13 @@ pub struct JobSpec {
     pub suite_path: String,
     /// The suite file's text at queue time, so every machine runs the same suite.
     pub suite: String,
+    /// The label the results are stored under.
     pub label: String,
     /// Handed to the builds' `prepare` commands as `PERFLAB_COMMIT`.
     pub git_commit: Option<String>,
+    /// The build to measure (`--build`), if the suite has builds.
     pub build: Option<String>,
+    /// The build to compare with (`--baseline`).
     pub baseline: Option<String>,
     /// Only benchmarks matching this regular expression.
     pub filter: Option<String>,
@@ -40,34 +43,46 @@ pub struct JobSpec {
 /// A queued job.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Job {
+    /// The job's id (its queue order).
     pub id: i64,
+    /// What to run.
     #[serde(flatten)]
     pub spec: JobSpec,
-    pub created_at: String,
+    pub(crate) created_at: String,
+    /// True once `perflab queue --cancel` cancelled it: no agent claims it.
     pub cancelled: bool,
 }
 
 /// One machine's state of one job, for `perflab queue --list`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClaimStatus {
+    /// The job's id.
     pub job: i64,
+    /// The machine's fingerprint.
     pub fingerprint: String,
+    /// The machine.
     pub machine: Machine,
     /// `running`, `done` or `failed`; `expired` for a running claim whose lease ran out
     /// (its agent died: the job is claimable again).
     pub state: String,
+    /// 1 for the first claim; counts up when a claim is taken over.
     pub attempt: i64,
+    /// The agent that claimed it.
     pub agent: String,
     /// Database clock, seconds since the epoch.
     pub claimed_at: f64,
+    /// When the lease runs out unless renewed, database clock, seconds since the epoch.
     pub lease_until: f64,
+    /// The failure's message, for a failed job.
     pub message: Option<String>,
 }
 
 /// How a job ended on one machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobEnd {
+    /// Every benchmark ran and was stored.
     Done,
+    /// The job stopped on an error.
     Failed,
 }
 

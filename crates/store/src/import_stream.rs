@@ -365,7 +365,7 @@ pub fn export(
 }
 
 /// The records of a `perflab run --json` file, one at a time.
-pub fn run_array<T: DeserializeOwned>(
+pub(crate) fn run_array<T: DeserializeOwned>(
     file: &str,
     each: &mut dyn FnMut(T, u64) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {

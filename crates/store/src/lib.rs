@@ -14,6 +14,8 @@
 //! profile diff) and `perflab-engine` (an [`Observer`](perflab_engine::experiment::Observer)
 //! of experiments, the verdict rules history reuses).
 
+#![deny(missing_docs)]
+
 mod backend;
 pub mod error;
 pub mod exchange;
@@ -44,9 +46,9 @@ use perflab_model::{Calibration, CommandResult, CommandSpec, Experiment, Machine
 use std::path::Path;
 
 /// Where the database lives when neither `--db` nor `PERFLAB_DB` says otherwise.
-pub const DEFAULT_PATH: &str = ".perflab/perflab.db";
+pub(crate) const DEFAULT_PATH: &str = ".perflab/perflab.db";
 /// Environment variable naming the database (a path or a `postgres://` URL).
-pub const DB_ENV: &str = "PERFLAB_DB";
+pub(crate) const DB_ENV: &str = "PERFLAB_DB";
 
 /// Who stored an experiment and under which name.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -64,7 +66,9 @@ pub struct Meta {
 /// Which experiments to read back. `None` means any.
 #[derive(Debug, Clone, Default)]
 pub struct Query {
+    /// Only this label.
     pub label: Option<String>,
+    /// Only this benchmark.
     pub benchmark: Option<String>,
     /// A machine fingerprint (or a prefix of one) or a hostname.
     pub machine: Option<String>,
@@ -76,12 +80,16 @@ pub struct StoredExperiment {
     /// The row id in the database it was read from (ignored on import).
     #[serde(default)]
     pub id: i64,
+    /// The label it is stored under.
     pub label: String,
     /// Position of the label in stored order (first use), for history's x axis.
     #[serde(default)]
     pub label_order: i64,
+    /// The benchmark name (a suite benchmark, or the commands' names for `compare`).
     pub benchmark: String,
+    /// `git rev-parse HEAD` of the working directory, `-dirty` with changes; None when unknown.
     pub git_commit: Option<String>,
+    /// What produced it: `run`, `compare`, `import:hyperfine`, `import:perflab`, `bisect`.
     pub source: String,
     /// When it was written to the store (RFC 3339, UTC).
     pub recorded_at: String,
@@ -90,6 +98,7 @@ pub struct StoredExperiment {
     /// False while being written, or when the writer died: runs are kept but there
     /// are no summaries or comparisons, and `stop_reason` reads `interrupted`.
     pub complete: bool,
+    /// The experiment itself.
     pub experiment: Experiment,
     /// Set by the lean read ([`Store::metric_experiments`]), which reads no runs: one
     /// metric's values over the measured (last) command's successful runs.
@@ -108,15 +117,19 @@ pub struct StoredExperiment {
 pub struct ProfileChange {
     /// The compared metric and the two commands (the baseline first).
     pub metric: String,
+    /// The baseline command's name.
     pub baseline: String,
+    /// The candidate command's name.
     pub candidate: String,
     /// Per function, sorted by contribution to the total change (`perflab diff`).
     pub functions: Vec<perflab_profile::diff::Change>,
     /// The differential flame graph (self-contained SVG), when both had call stacks.
     pub flame_graph: Option<String>,
+    /// Doubts about the profiles, one line each.
     pub warnings: Vec<String>,
     /// The profile files (empty when read for a report).
     pub baseline_profile: Vec<u8>,
+    /// The candidate's profile file.
     pub candidate_profile: Vec<u8>,
 }
 
@@ -125,22 +138,28 @@ pub struct ProfileChange {
 pub struct MetricSample {
     /// Shared by every experiment of one read.
     pub metric: std::sync::Arc<str>,
+    /// The values, in run order.
     pub values: Vec<f64>,
 }
 
 /// A stored label, in stored order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabelInfo {
+    /// The label.
     pub name: String,
-    pub created_at: String,
+    pub(crate) created_at: String,
+    /// Experiments stored under it.
     pub experiments: i64,
 }
 
 /// A machine seen in the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MachineInfo {
+    /// The machine's fingerprint.
     pub fingerprint: String,
+    /// The machine.
     pub machine: Machine,
+    /// Experiments stored from it.
     pub experiments: i64,
 }
 
@@ -411,14 +430,18 @@ impl Store {
     }
 
     /// The ids of the experiments matching `query`, in [`Store::experiments`]' order.
-    pub fn experiment_ids(&mut self, query: &Query) -> Result<Vec<i64>, StoreError> {
+    pub(crate) fn experiment_ids(&mut self, query: &Query) -> Result<Vec<i64>, StoreError> {
         read::experiment_ids(self.db.as_mut(), query)
             .with_context(|| format!("reading {}", self.location))
             .map_err(StoreError::from)
     }
 
     /// The experiments `ids` (a batch of [`Store::experiment_ids`]) matching `query`.
-    pub fn experiments_with_ids(&mut self, query: &Query, ids: &[i64]) -> Result<Vec<StoredExperiment>, StoreError> {
+    pub(crate) fn experiments_with_ids(
+        &mut self,
+        query: &Query,
+        ids: &[i64],
+    ) -> Result<Vec<StoredExperiment>, StoreError> {
         read::experiments_with_ids(self.db.as_mut(), query, ids)
             .with_context(|| format!("reading {}", self.location))
             .map_err(StoreError::from)
@@ -446,6 +469,7 @@ impl Store {
             .map_err(StoreError::from)
     }
 
+    /// The experiments `query` selects, read lean: no runs, only `metric`'s values as each one's [`StoredExperiment::sample`].
     pub fn metric_experiments(&mut self, query: &Query, metric: &str) -> Result<Vec<StoredExperiment>, StoreError> {
         read::metric_experiments(self.db.as_mut(), query, metric)
             .with_context(|| format!("reading {}", self.location))

@@ -20,17 +20,17 @@ use tokio_postgres::{Client, Config, NoTls};
 const SCHEMA_LOCK_KEY: i64 = 0x0070_6572_666c_6162; // "perflab" in ASCII
 
 /// Environment variables overriding the time-outs (durations: `10s`, `2m`, `500ms`).
-pub const CONNECT_TIMEOUT_ENV: &str = "PERFLAB_PG_CONNECT_TIMEOUT";
-pub const STATEMENT_TIMEOUT_ENV: &str = "PERFLAB_PG_STATEMENT_TIMEOUT";
+pub(crate) const CONNECT_TIMEOUT_ENV: &str = "PERFLAB_PG_CONNECT_TIMEOUT";
+pub(crate) const STATEMENT_TIMEOUT_ENV: &str = "PERFLAB_PG_STATEMENT_TIMEOUT";
 /// libpq's default is to wait forever; psql users set `connect_timeout` to a few seconds.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Long enough for the largest read (a report of 100,000 experiments takes seconds),
 /// short enough that a stalled server is noticed within a minute.
-pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Why a PostgreSQL operation failed.
 #[derive(Debug, thiserror::Error)]
-pub enum PgError {
+pub(crate) enum PgError {
     #[error("{0}")]
     BadUrl(String),
     #[error("{name}: `{value}` is not a duration (e.g. 10s, 2m, 500ms)")]
@@ -87,7 +87,7 @@ fn postgres_unavailable(e: &tokio_postgres::Error) -> bool {
 }
 
 /// True when `err` (anywhere in its chain) says the database is unavailable rather than
-/// the request wrong: see [`PgError::is_unavailable`].
+/// the request wrong: see `PgError::is_unavailable`.
 pub fn is_unavailable(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause.downcast_ref::<PgError>().is_some_and(PgError::is_unavailable)
@@ -97,7 +97,7 @@ pub fn is_unavailable(err: &anyhow::Error) -> bool {
 
 /// How long to wait for a connection and for each statement.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     pub connect: Duration,
     pub statement: Duration,
 }
@@ -130,7 +130,7 @@ impl Timeouts {
     }
 }
 
-pub struct Postgres {
+pub(crate) struct Postgres {
     runtime: tokio::runtime::Runtime,
     /// None once abandoned after a client-side time-out.
     client: Option<Client>,

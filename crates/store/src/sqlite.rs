@@ -28,7 +28,7 @@ pub enum ReadOnly {
     ImmutableWithoutWal,
 }
 
-pub struct Sqlite {
+pub(crate) struct Sqlite {
     conn: Connection,
 }
 
@@ -54,7 +54,7 @@ impl Sqlite {
     /// cannot build a WAL index there (no `-shm` and no right to create one), read the
     /// file as immutable — safe only where nothing can write it, so only when `path`'s
     /// filesystem is mounted read-only.
-    pub fn open_read_only(path: &Path) -> Result<(Sqlite, ReadOnly), OpenError> {
+    pub(crate) fn open_read_only(path: &Path) -> Result<(Sqlite, ReadOnly), OpenError> {
         super::sigbus::install();
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let shared = Connection::open_with_flags(uri(path, "mode=ro"), flags).and_then(|conn| {

@@ -73,14 +73,17 @@ pub struct Lenient<'s> {
 }
 
 impl<'s> Lenient<'s> {
+    /// A writer that keeps the first failure instead of returning it.
     pub fn new(recorder: Recorder<'s>) -> Lenient<'s> {
         Lenient { recorder, failure: None }
     }
 
+    /// The metadata the experiments are written with.
     pub fn meta(&self) -> &Meta {
         self.recorder.meta()
     }
 
+    /// The database's location.
     pub fn location(&self) -> &str {
         self.recorder.location()
     }

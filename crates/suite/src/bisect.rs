@@ -25,6 +25,7 @@ pub struct BisectRequest {
     pub build_command: String,
     /// The suite benchmark to measure (its command uses `{build}`).
     pub bench: String,
+    /// The suite file holding the benchmark.
     pub suite: PathBuf,
     /// The git repository.
     pub repo: PathBuf,
@@ -86,7 +87,9 @@ fn git(repo: &Path, args: &[&str]) -> Result<String, BisectError> {
 /// One tested commit: its comparison against the good build and how it was classified.
 #[derive(Debug, Clone)]
 pub struct Step {
+    /// The commit's hash.
     pub commit: String,
+    /// Its subject line.
     pub subject: String,
     /// The primary metric's comparison with the good commit's build.
     pub comparison: Comparison,
@@ -104,8 +107,11 @@ pub struct Step {
 /// What a bisection found.
 #[derive(Debug, Clone)]
 pub struct Found {
+    /// The first commit that is slower: the regression's cause.
     pub first_bad: String,
+    /// Its subject line.
     pub subject: String,
+    /// Every commit tested, in the order tested.
     pub steps: Vec<Step>,
 }
 

@@ -6,56 +6,99 @@ use thiserror::Error;
 
 /// A problem's cause, typed where a parser below gave one (a duration, a mode, an
 /// output parser), else the sentence that says what was expected.
-pub type Problem = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type Problem = Box<dyn std::error::Error + Send + Sync>;
 
+/// What stops loading a suite file, choosing its benchmarks and builds, or running them.
 #[derive(Debug, Error)]
 pub enum SuiteError {
     /// `perflab run` without `--suite` in a directory without `perflab.toml`.
     #[error("no {} here: write one (see docs/suites.md) or pass --suite FILE", super::DEFAULT_FILE)]
     NoSuiteHere,
+    /// The suite file cannot be read.
     #[error("cannot read {}: {source}", path.display())]
     Read {
+        /// The suite file.
         path: PathBuf,
+        /// The read error.
         #[source]
         source: std::io::Error,
     },
     /// Something wrong at a line of the file: `FILE:LINE: what is expected`.
     #[error("{file}:{line}: {problem}")]
     At {
+        /// The suite file, as given.
         file: String,
+        /// 1-based line of the problem.
         line: usize,
+        /// What is wrong there.
         #[source]
         problem: Problem,
     },
+    /// A benchmark's command uses `{build}` but no build was chosen.
     #[error("benchmark `{0}` uses {{build}}: define [builds] in the suite and pass --label or --build naming one")]
     NeedsBuild(String),
+    /// `--filter` is not a valid regular expression.
     #[error("--filter `{pattern}` is not a regular expression: {why}")]
-    BadFilter { pattern: String, why: String },
+    BadFilter {
+        /// The pattern, escaped for the terminal.
+        pattern: String,
+        /// The regex crate's reason, one line.
+        why: String,
+    },
+    /// `--filter` matches no benchmark.
     #[error("no benchmark in {} matches --filter {filter}", path.display())]
-    NothingSelected { path: PathBuf, filter: String },
+    NothingSelected {
+        /// The suite file.
+        path: PathBuf,
+        /// The pattern.
+        filter: String,
+    },
     /// `--build`/`--baseline` named a build a suite without `[builds]` does not have.
     #[error(
         "{flag} `{name}` is not a build: {} defines no [builds] (to compare with a stored label, use `perflab history` or `perflab report --reference`)",
         path.display()
     )]
-    NoBuilds { flag: &'static str, name: String, path: PathBuf },
+    NoBuilds {
+        /// The option that named it (`--build`, `--baseline`).
+        flag: &'static str,
+        /// The name given.
+        name: String,
+        /// The suite file.
+        path: PathBuf,
+    },
+    /// `--build`/`--baseline` named a build the suite's `[builds]` does not have.
     #[error("{flag} `{name}` is not a build in {} (builds: {known})", path.display())]
-    NoSuchBuild { flag: &'static str, name: String, path: PathBuf, known: String },
+    NoSuchBuild {
+        /// The option that named it (`--build`, `--baseline`).
+        flag: &'static str,
+        /// The name given.
+        name: String,
+        /// The suite file.
+        path: PathBuf,
+        /// The builds the suite defines, for the message.
+        known: String,
+    },
+    /// `--baseline` without a build to compare with it.
     #[error("--baseline needs a build to compare with: pass --build or a --label naming a build")]
     BaselineWithoutBuild,
+    /// `--baseline` names the build being measured.
     #[error("--baseline and the measured build are both `{0}`")]
     SameBuild(String),
     /// A benchmark's commands, shell or metrics as the plan reads them.
     #[error("benchmark `{bench}`: {source}")]
     Benchmark {
+        /// The benchmark's name.
         bench: String,
+        /// What the plan found wrong.
         #[source]
         source: perflab_engine::plan::error::PlanError,
     },
     /// A build's prepare command failed (exit code 3, as a failing command).
     #[error("preparing build `{build}` failed: {source}")]
     PrepareBuild {
+        /// The build's name.
         build: String,
+        /// How its prepare command failed.
         #[source]
         source: perflab_engine::plan::error::ScriptError,
     },
@@ -69,7 +112,16 @@ pub enum SuiteError {
         "layouts `{first}` and `{second}` of build `{build}` built identical programs ({}): {{layout}} does not reach the linker (see docs/suites.md, \"Code layouts\")",
         path.display()
     )]
-    SameLayout { build: String, first: String, second: String, path: PathBuf },
+    SameLayout {
+        /// The build whose layouts are the same.
+        build: String,
+        /// The first layout's name.
+        first: String,
+        /// The second layout's name.
+        second: String,
+        /// The program both built.
+        path: PathBuf,
+    },
     /// `--layouts` below 2.
     #[error("--layouts must be at least 2 (one layout per version is what a plain comparison measures), got {0}")]
     TooFewLayouts(u32),
@@ -97,48 +149,99 @@ impl SuiteError {
 /// failures keep theirs).
 #[derive(Debug, Error)]
 pub enum BisectError {
+    /// The `--repo` directory cannot be read.
     #[error("--repo {}: {source}", path.display())]
     Repo {
+        /// The directory.
         path: PathBuf,
+        /// The error.
         #[source]
         source: std::io::Error,
     },
+    /// `--repo` is not a git repository.
     #[error("{} is not a git repository", .0.display())]
     NotARepository(PathBuf),
+    /// The suite has no benchmark of that name.
     #[error("no benchmark `{bench}` in {}", suite.display())]
-    NoSuchBenchmark { bench: String, suite: PathBuf },
+    NoSuchBenchmark {
+        /// The name given.
+        bench: String,
+        /// The suite file.
+        suite: PathBuf,
+    },
+    /// The benchmark's command does not use `{build}`.
     #[error("benchmark `{0}` does not use {{build}}, so every commit would run the same program")]
     NoBuildPlaceholder(String),
+    /// The good commit is not an ancestor of the bad one.
     #[error("--good {good} is not an ancestor of --bad {bad}")]
-    NotAncestor { good: String, bad: String },
+    NotAncestor {
+        /// `--good`, as given.
+        good: String,
+        /// `--bad`, as given.
+        bad: String,
+    },
+    /// `--good` and `--bad` resolve to the same commit.
     #[error("--good and --bad are the same commit")]
     SameCommit,
+    /// Measured, the bad end is not slower than the good one: no regression to find.
     #[error("--bad {bad} is not slower than --good {good}: nothing to bisect")]
-    NotSlower { good: String, bad: String },
+    NotSlower {
+        /// `--good`, as given.
+        good: String,
+        /// `--bad`, as given.
+        bad: String,
+    },
+    /// A revision that is no commit of the repository and no stored label with a commit.
     #[error("`{rev}` is neither a commit of {} nor a stored label with a commit", repo.display())]
-    UnknownRevision { rev: String, repo: PathBuf },
+    UnknownRevision {
+        /// The revision, as given.
+        rev: String,
+        /// The repository.
+        repo: PathBuf,
+    },
+    /// A stored label's commit is not in the repository.
     #[error("label `{rev}` was recorded at commit {commit}, which {} does not have", repo.display())]
-    LabelCommitMissing { rev: String, commit: String, repo: PathBuf },
+    LabelCommitMissing {
+        /// The label.
+        rev: String,
+        /// The commit it was recorded at.
+        commit: String,
+        /// The repository.
+        repo: PathBuf,
+    },
+    /// A worktree directory for building commits cannot be created.
     #[error("cannot create {}: {source}", path.display())]
     Scratch {
+        /// The directory.
         path: PathBuf,
+        /// The error.
         #[source]
         source: std::io::Error,
     },
+    /// `git` cannot be started.
     #[error("cannot run git: {0}")]
     GitNotRunnable(#[source] std::io::Error),
     /// `first_line`: what git said first on stderr.
     #[error("git {args}: {first_line}")]
-    Git { args: String, first_line: String },
+    Git {
+        /// The git arguments.
+        args: String,
+        /// What git said first on stderr.
+        first_line: String,
+    },
     /// The user's build command failed for a commit (exit code 3, as a failing command).
     #[error("building {commit} failed: {source}")]
     BuildFailed {
+        /// The commit.
         commit: String,
+        /// How the build command failed.
         #[source]
         source: perflab_engine::plan::error::ScriptError,
     },
+    /// A comparison ended without a verdict on the primary metric (a command failed).
     #[error("the comparison produced no verdict (did a command fail?)")]
     NoVerdict,
+    /// The user interrupted the bisection.
     #[error("interrupted; bisect stopped")]
     Interrupted,
     /// The suite file or the benchmark's plan.

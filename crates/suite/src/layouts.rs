@@ -26,6 +26,7 @@ const MAX_SEED: u64 = (1 << 31) - 1;
 pub struct LayoutBuild {
     /// The version's build name (`v3`).
     pub version: String,
+    /// The seed `{layout}` is replaced with.
     pub seed: u64,
     /// Named `v3@L2`; its `value` and `prepare` have the seed in place of `{layout}`.
     pub build: Build,

@@ -8,6 +8,8 @@
 //!
 //! May use: `perflab-engine`, `perflab-store` and the floors below them.
 
+#![deny(missing_docs)]
+
 pub mod bisect;
 pub mod error;
 pub mod explain;
@@ -36,6 +38,7 @@ pub const DEFAULT_FILE: &str = "perflab.toml";
 /// A build or variant: what `{build}` stands for in command templates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Build {
+    /// The build's name (`--build NAME`, `{build}`'s key in `[builds]`).
     pub name: String,
     /// The text substituted for `{build}` (a `path` is made absolute against the suite's directory).
     pub value: String,
@@ -52,7 +55,9 @@ pub struct Benchmark {
     pub params: BTreeMap<String, String>,
     /// The command with parameters substituted; `{build}` is still a placeholder.
     pub command: String,
+    /// Shell command run once before the benchmark's first run (`setup`).
     pub setup: Option<String>,
+    /// Shell command run once after its last run (`cleanup`).
     pub cleanup: Option<String>,
     /// The benchmark's own options over the suite's `[defaults]`.
     pub options: SettingsLayer,
@@ -69,7 +74,7 @@ impl Benchmark {
     }
 
     /// The per-run hooks for `build` (`{build}` substituted as in the command).
-    pub fn hooks_for(&self, build: Option<&Build>) -> Hooks {
+    pub(crate) fn hooks_for(&self, build: Option<&Build>) -> Hooks {
         let hooks = Hooks {
             prepare: self.options.prepare.clone(),
             conclude: self.options.conclude.clone(),
@@ -91,10 +96,14 @@ impl Benchmark {
     }
 }
 
+/// A suite file, loaded: its builds and its benchmarks with parameters expanded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Suite {
+    /// The file it was read from.
     pub path: PathBuf,
+    /// The `[builds]`, in file order.
     pub builds: Vec<Build>,
+    /// The benchmarks, in file order, one per parameter combination.
     pub benchmarks: Vec<Benchmark>,
     /// `layouts = N` in `[builds]`: build every compared version N times, each with its
     /// own layout seed for `{layout}` (see [`layouts`]).
@@ -102,6 +111,7 @@ pub struct Suite {
 }
 
 impl Suite {
+    /// The build named `name`, if the suite defines it.
     pub fn build(&self, name: &str) -> Option<&Build> {
         self.builds.iter().find(|b| b.name == name)
     }

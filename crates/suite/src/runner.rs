@@ -17,10 +17,13 @@ use perflab_sys::command::{Shell, ShellReason};
 pub struct RunOptions {
     /// Set on the command line: beats each benchmark's options and the suite's defaults.
     pub overrides: SettingsLayer,
+    /// Seed of the round order (`--seed`; None: the plan's default).
     pub seed: Option<u64>,
+    /// Show the benchmarked commands' output instead of discarding it.
     pub show_output: bool,
     /// Leave what runs left in their process group (`--keep-children`).
     pub keep_children: bool,
+    /// Keep going past failing runs (`--ignore-failure`): they are recorded, not fatal.
     pub ignore_failure: bool,
     /// What produced the results, as stored (default `run`; a fleet agent says which job).
     pub source: Option<String>,

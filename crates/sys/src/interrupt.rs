@@ -11,6 +11,8 @@ use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::OnceLock;
 
+/// The process's Ctrl-C/SIGTERM watcher (one, from [`watcher`]): whether an interrupt
+/// arrived, and the read end of the self-pipe to poll for one.
 pub struct Interrupt {
     read_end: UnixStream,
 }
@@ -71,6 +73,7 @@ fn forward(pid: libc::pid_t) {
 }
 
 impl Interrupt {
+    /// True once SIGINT or SIGTERM has arrived.
     pub fn requested(&self) -> bool {
         REQUESTED.load(Ordering::SeqCst)
     }
@@ -81,7 +84,7 @@ impl Interrupt {
     }
 
     /// From now on an interrupt is passed on to process `pid` as SIGTERM (0: to nobody).
-    pub fn forward_to(&self, pid: libc::pid_t) {
+    pub(crate) fn forward_to(&self, pid: libc::pid_t) {
         FORWARD_TO.store(pid, Ordering::SeqCst);
         if pid > 0 && self.requested() {
             forward(pid);
@@ -89,7 +92,7 @@ impl Interrupt {
     }
 
     /// Until the guard is dropped, an interrupt SIGKILLs process group `group`.
-    pub fn kill_on_interrupt(&self, group: libc::pid_t) -> KillOnInterrupt {
+    pub(crate) fn kill_on_interrupt(&self, group: libc::pid_t) -> KillOnInterrupt {
         WAITED_GROUP.store(group, Ordering::SeqCst);
         // A signal that came before the store found no group: the handler set the flag
         // first, so it is seen here. Either this load or the handler's sees the other.
@@ -101,7 +104,7 @@ impl Interrupt {
 }
 
 /// Returned by [`Interrupt::kill_on_interrupt`].
-pub struct KillOnInterrupt;
+pub(crate) struct KillOnInterrupt;
 
 impl Drop for KillOnInterrupt {
     fn drop(&mut self) {

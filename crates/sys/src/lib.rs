@@ -12,6 +12,8 @@
 //!
 //! May use: `perflab-model` (the records it fills) and outside crates only.
 
+#![deny(missing_docs)]
+
 pub mod command;
 pub mod exit;
 pub mod files;

@@ -8,7 +8,7 @@ use perflab_model::{metric, Comparison, Verdict};
 pub const INSTRUCTIONS: &str = "instructions";
 
 /// Prefix of every flag this check adds, so JSON consumers can find them.
-pub const FLAG_PREFIX: &str = "count-vs-time:";
+pub(crate) const FLAG_PREFIX: &str = "count-vs-time:";
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Movement {
@@ -34,7 +34,7 @@ fn percent(ratio: f64) -> String {
 
 /// For every candidate with both a wall-time and an instruction-count comparison, add a
 /// flag to both when they disagree. Idempotent.
-pub fn cross_check(comparisons: &mut [Comparison]) {
+pub(crate) fn cross_check(comparisons: &mut [Comparison]) {
     let pairs: Vec<(usize, usize)> = comparisons
         .iter()
         .enumerate()

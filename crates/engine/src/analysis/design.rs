@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 /// The design's analysis on the primary metric at the final look's level (None without
 /// a design or when its commands did not all run).
-pub fn analyze(plan: &Plan, experiment: &Experiment, look_level: f64) -> Option<DesignAnalysis> {
+pub(crate) fn analyze(plan: &Plan, experiment: &Experiment, look_level: f64) -> Option<DesignAnalysis> {
     let design = plan.design.as_ref()?;
     if design.cells.len() != experiment.commands.len() {
         return None;
@@ -84,7 +84,7 @@ pub fn analyze(plan: &Plan, experiment: &Experiment, look_level: f64) -> Option<
 
 /// d_r for every round in which each build needed ran: the mean over the other factors'
 /// level combinations of ln(value at level `to`) − ln(value at level `from`) of factor `f`.
-pub fn main_effect_contrasts(
+pub(crate) fn main_effect_contrasts(
     design: &Design,
     by_round: &[BTreeMap<u32, f64>],
     f: usize,

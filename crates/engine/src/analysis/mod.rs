@@ -2,13 +2,13 @@
 //! the level of the final look (counters Bonferroni-corrected), the count-vs-time
 //! cross-check, and warnings about the measurement itself.
 
-pub mod crosscheck;
+pub(crate) mod crosscheck;
 pub mod design;
 pub mod explain;
 pub mod layouts;
-pub mod multiplicity;
+pub(crate) mod multiplicity;
 pub mod noise;
-pub mod printed;
+pub(crate) mod printed;
 pub mod stat;
 pub mod verdict;
 
@@ -31,7 +31,7 @@ fn per_comparison_level(plan: &Plan, experiment: &Experiment, look_level: f64) -
 /// The metrics whose verdicts decide when to stop: the primary one, and with
 /// `--iterations each` its iteration groups (`NAME[first]`, `NAME[steady]`), so that every
 /// group gets its verdict.
-pub fn deciding_metrics(plan: &Plan, experiment: &Experiment) -> Vec<String> {
+pub(crate) fn deciding_metrics(plan: &Plan, experiment: &Experiment) -> Vec<String> {
     let primary = experiment.primary_metric.clone();
     let groups = plan.settings.iterations.group_names(&primary);
     let mut out = vec![primary];
@@ -68,9 +68,11 @@ pub const BUSY_SHARE: f64 = 0.05;
 /// waited behind neighbours.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Switch {
+    /// The round of the look that switched.
     pub round: u32,
     /// The first round of the runs the look examined.
-    pub since_round: u32,
+    pub(crate) since_round: u32,
+    /// Share of wall time the runs since the previous look waited behind neighbours (0–1).
     pub share: f64,
 }
 
@@ -81,7 +83,7 @@ pub struct Switch {
 /// the compared values, so it cannot steer which metric looks decisive; a later switch
 /// spends only what the earlier looks left of α (docs/statistics.md). Returns the switch
 /// when this look made it.
-pub fn examine_busy(plan: &Plan, experiment: &mut Experiment, previous: u32, rounds: u32) -> Option<Switch> {
+pub(crate) fn examine_busy(plan: &Plan, experiment: &mut Experiment, previous: u32, rounds: u32) -> Option<Switch> {
     let switchable = plan.auto_primary
         && plan.commands.len() >= 2
         && plan.measure.mode != Mode::Instructions
@@ -104,7 +106,7 @@ pub fn examine_busy(plan: &Plan, experiment: &mut Experiment, previous: u32, rou
 
 /// The warning about a busy machine at the end: which metric decided and why, from the
 /// switch (if a look made one) and the share over all runs; none on a quiet machine.
-pub fn busy_warning(plan: &Plan, experiment: &Experiment, switch: Option<Switch>) -> Option<Warning> {
+pub(crate) fn busy_warning(plan: &Plan, experiment: &Experiment, switch: Option<Switch>) -> Option<Warning> {
     let runs = || experiment.commands.iter().flat_map(|c| &c.runs);
     let share = contention::busy_share(runs())?;
     let busy = format!("the machine was busy: {:.0} % of wall time was waiting for a CPU", share * 100.0);

@@ -13,7 +13,7 @@ use perflab_model::{metric, Experiment};
 /// Confidence of each counter's interval: 1 − α / (candidates · counters per candidate),
 /// where α = 1 − `confidence` (the level of the final look). The primary metric keeps its
 /// own level; a deterministic metric is unaffected (its interval is a point).
-pub fn secondary_confidence(confidence: f64, candidates: usize, secondary_metrics: usize) -> f64 {
+pub(crate) fn secondary_confidence(confidence: f64, candidates: usize, secondary_metrics: usize) -> f64 {
     let family = (candidates.max(1) * secondary_metrics.max(1)) as f64;
     1.0 - (1.0 - confidence) / family
 }
@@ -21,7 +21,7 @@ pub fn secondary_confidence(confidence: f64, candidates: usize, secondary_metric
 /// The counter and printed metrics of `plan` the correction applies to: every compared
 /// metric but the harness's own, those the baseline's runs could measure (an
 /// unsupported counter is not compared, so it costs nothing), minus the primary metric.
-pub fn corrected_metrics(plan: &Plan, experiment: &Experiment) -> Vec<String> {
+pub(crate) fn corrected_metrics(plan: &Plan, experiment: &Experiment) -> Vec<String> {
     let Some(baseline) = experiment.commands.first() else { return Vec::new() };
     plan.metrics
         .iter()

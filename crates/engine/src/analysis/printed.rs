@@ -10,12 +10,12 @@ use perflab_model::{Experiment, Iterations, Warning, WarningKind};
 
 /// Programs that ask a server to do the work: their run's CPU time is theirs, not the
 /// server's (pgbench is also recognised by its `--parse` format).
-pub const CLIENT_PROGRAMS: [&str; 11] =
+pub(crate) const CLIENT_PROGRAMS: [&str; 11] =
     ["psql", "pgbench", "mysql", "mariadb", "mongosh", "redis-cli", "redis-benchmark", "curl", "wget", "wrk", "ab"];
 
 /// The client program a plan's commands run (its name), when one is in
 /// [`CLIENT_PROGRAMS`]: the first word of the command as typed (through a shell too).
-pub fn client_program(plan: &Plan) -> Option<String> {
+pub(crate) fn client_program(plan: &Plan) -> Option<String> {
     plan.commands.iter().find_map(|c| {
         let first = c.command_line.split_whitespace().next().or(c.argv.first().map(String::as_str))?;
         let program = first.rsplit('/').next().unwrap_or(first);
@@ -28,7 +28,7 @@ pub fn client_program(plan: &Plan) -> Option<String> {
 /// (`--iterations N`) when they are different things — psql's `\timing` prints a `Time:`
 /// line for every statement, and a 0.17 ms `SET` averaged with an 88 ms query is
 /// neither.
-pub fn several_matches(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
+pub(crate) fn several_matches(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
     let mut out = Vec::new();
     for parser in &plan.measure.output {
         let Parser::Regex(regex) = parser else { continue };

@@ -10,11 +10,14 @@ use serde::Serialize;
 pub struct StatMetric {
     /// perf's event name, a derived metric, a harness or an instruction-mode metric.
     pub name: String,
+    /// False when no run could measure it (`reason` says why).
     pub supported: bool,
+    /// Why it could not be measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// True when any run's count was scaled for multiplexing.
     pub scaled: bool,
+    /// Unit of its values (empty for a plain count).
     #[serde(skip_serializing_if = "str::is_empty")]
     pub unit: &'static str,
     /// What the metric measures (the registry's one line).
@@ -24,6 +27,7 @@ pub struct StatMetric {
     pub value: Option<f64>,
     /// True when every run gave the identical value.
     pub exact: bool,
+    /// Its summary over the runs, when measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<Summary>,
 }
@@ -31,8 +35,10 @@ pub struct StatMetric {
 /// The stat JSON document: the experiment plus the per-metric table.
 #[derive(Debug, Serialize)]
 pub struct StatReport {
+    /// The experiment behind the table.
     #[serde(flatten)]
     pub experiment: Experiment,
+    /// One row per metric, in display order.
     pub metrics: Vec<StatMetric>,
 }
 

@@ -226,9 +226,10 @@ fn non_positive_reason(
 /// The flag of a comparison from one run of each command, by kind of metric.
 pub const ONE_RUN_COUNTS: &str =
     "one run each: no interval; cachegrind's counts repeat exactly in a fixed environment, so the ratio is exact (-r 3 checks it)";
-pub const ONE_RUN_TIMES: &str = "one run each: no interval and no verdict (a single run cannot show its own spread)";
+pub(crate) const ONE_RUN_TIMES: &str =
+    "one run each: no interval and no verdict (a single run cannot show its own spread)";
 /// The flag of a comparison whose every run repeated one value.
-pub const EXACT: &str = "exact: every run repeated the same value";
+pub(crate) const EXACT: &str = "exact: every run repeated the same value";
 /// The flag of a comparison whose every run on both sides was 0.
 pub const ALL_ZERO: &str = "exact: 0 in every run of both";
 

@@ -10,7 +10,7 @@ use perflab_sys::command::{Shell, ShellReason};
 
 /// Fewest measured rounds a calibration runs, whatever its duration: enough for a
 /// robust σ of the paired ratio.
-pub const MIN_ROUNDS: u32 = 12;
+pub(crate) const MIN_ROUNDS: u32 = 12;
 
 /// An A/A plan for `command_line` (checked before anything runs), and why it goes
 /// through a shell when it does (for the caller to say).
@@ -21,7 +21,7 @@ pub fn plan(command_line: &str, shell: &Shell) -> Result<(Plan, Option<ShellReas
 }
 
 /// One round to time the command, then as many interleaved A/A rounds as fit in
-/// `seconds` (at least [`MIN_ROUNDS`]), all looked at once. `planned(rounds, round_s)`
+/// `seconds` (at least `MIN_ROUNDS`), all looked at once. `planned(rounds, round_s)`
 /// hears how many rounds of how long follow; `observer` watches them.
 pub fn run(
     plan: &Plan,

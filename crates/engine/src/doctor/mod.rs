@@ -20,9 +20,13 @@ use std::time::Duration;
 /// given a command, its calibration.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The machine checked.
     pub machine: Machine,
+    /// Its fingerprint.
     pub fingerprint: String,
+    /// Every check's finding, in the order run.
     pub findings: Vec<Finding>,
+    /// The command's calibration, when one was given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Calibration>,
 }
@@ -42,9 +46,13 @@ pub enum Status {
 /// One check of the machine.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
+    /// What was checked (a short name).
     pub check: &'static str,
+    /// How it affects measurements.
     pub status: Status,
+    /// What was found, one line.
     pub finding: String,
+    /// How to fix it, when there is something to fix.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
 }

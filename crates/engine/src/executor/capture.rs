@@ -3,7 +3,7 @@
 //! the output arrives, cuts it into lines and hands them to the parsers
 //! (`measure::output::RunParse`); Google Benchmark's JSON is parsed from the stream.
 //! What is kept is bounded whatever the command prints: the samples, the line being
-//! read (at most [`MAX_LINE`]) and the last [`TAIL`] bytes of stderr, which explain a
+//! read (at most `MAX_LINE`) and the last `TAIL` bytes of stderr, which explain a
 //! failure.
 //!
 //! Why a thread and pipes rather than memory files read after the run (as stderr alone
@@ -20,24 +20,24 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::mpsc;
 
 /// The longest line kept for the parsers; longer ones are skipped (and counted).
-pub const MAX_LINE: usize = 1 << 20;
+pub(crate) const MAX_LINE: usize = 1 << 20;
 /// How much of the end of stderr is kept to explain a failure.
-pub const TAIL: usize = 8192;
+pub(crate) const TAIL: usize = 8192;
 
 /// What one run printed, as far as perflab keeps it.
 #[derive(Debug)]
 pub struct RunOutput {
     /// Per parser, or the first malformed metric line.
     pub samples: Result<Vec<Samples>, ParseError>,
-    /// The last [`TAIL`] bytes of stderr.
+    /// The last `TAIL` bytes of stderr.
     pub stderr_tail: Vec<u8>,
-    /// Lines longer than [`MAX_LINE`], not parsed.
+    /// Lines longer than `MAX_LINE`, not parsed.
     pub skipped_lines: usize,
 }
 
 impl RunOutput {
     /// The last `max_lines` non-empty lines of the stderr tail.
-    pub fn stderr_lines(&self, max_lines: usize) -> String {
+    pub(crate) fn stderr_lines(&self, max_lines: usize) -> String {
         let text = String::from_utf8_lossy(&self.stderr_tail);
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         lines[lines.len().saturating_sub(max_lines)..].join("\n")
@@ -51,7 +51,7 @@ struct Begin {
 }
 
 /// The reading thread of an experiment's runs.
-pub struct OutputReader {
+pub(crate) struct OutputReader {
     begin: Option<mpsc::Sender<Begin>>,
     results: mpsc::Receiver<RunOutput>,
     /// A byte written here tells the thread the run ended.

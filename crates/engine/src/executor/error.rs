@@ -20,7 +20,12 @@ pub enum RunError {
     /// Something around the command failed — a hook, or reading what it printed. `run`
     /// holds the measured run when the command itself ran.
     #[error("{why}")]
-    Incomplete { run: Option<Box<Run>>, why: String },
+    Incomplete {
+        /// The measured run, when the command itself ran.
+        run: Option<Box<Run>>,
+        /// What failed, one line.
+        why: String,
+    },
 }
 
 /// A plan's commands could not be made ready to run.
@@ -29,14 +34,18 @@ pub enum ExecutorError {
     /// A `--prepare`/`--conclude`/`--setup` hook (bad input).
     #[error("hook `{hook}`: {source}")]
     Hook {
+        /// The hook's command line.
         hook: String,
+        /// Why it cannot be prepared.
         #[source]
         source: PrepareError,
     },
     /// A command (bad input: its arguments, `--input`, `--output`).
     #[error("{command}: {source}")]
     Command {
+        /// The command's name.
         command: String,
+        /// Why it cannot be prepared.
         #[source]
         source: PrepareError,
     },
@@ -48,18 +57,27 @@ pub enum ExecutorError {
     Program(#[from] crate::plan::error::CommandError),
     /// A probe could not wrap a command's argv (bad input: a missing program).
     #[error("{command}: {cause:#}")]
-    Probe { command: String, cause: anyhow::Error },
+    Probe {
+        /// The command's name.
+        command: String,
+        /// The probe's error with its context.
+        cause: anyhow::Error,
+    },
     /// The rest are the machine's, not the input's.
     #[error(transparent)]
     Launch(#[from] LaunchError),
+    /// The pipes carrying the commands' output cannot be read.
     #[error("cannot read the commands' output: {0}")]
     Streams(#[source] std::io::Error),
+    /// The thread reading the commands' output cannot be started.
     #[error("cannot start the output reader: {0}")]
     OutputReader(#[source] std::io::Error),
     /// A command that could not even start in the first round (bad input).
     #[error("{command}: {source}")]
     CannotStart {
+        /// The command's name.
         command: String,
+        /// Why it did not start.
         #[source]
         source: RunError,
     },

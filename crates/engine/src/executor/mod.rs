@@ -1,5 +1,5 @@
 //! Running one command once: the [`Executor`] the engine asks for every run, and
-//! [`ProcessExecutor`], the real one (posix_spawn or a gated fork, wait4's rusage, the
+//! `ProcessExecutor`, the real one (posix_spawn or a gated fork, wait4's rusage, the
 //! probes of `measure`, the metrics a command prints, and the hooks around each run).
 //! The engine decides what runs when; an executor only runs.
 
@@ -109,7 +109,7 @@ impl Hook {
 }
 
 /// The real executor: every run is a process on this machine.
-pub struct ProcessExecutor {
+pub(crate) struct ProcessExecutor {
     /// Each command's probes and hooks, by command index.
     subjects: Vec<Subject>,
     spawner: Spawner,

@@ -31,7 +31,9 @@ use thiserror::Error;
 /// One recorded run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TraceRun {
+    /// The round the run belonged to (0-based, as recorded).
     pub round: u32,
+    /// Wall time of the run, seconds.
     pub wall_s: f64,
     /// user + sys.
     pub cpu_s: f64,
@@ -43,9 +45,11 @@ pub struct TraceRun {
 /// A recorded A/A trace: runs in execution order, rounds consecutive.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trace {
+    /// The file name the trace was read from.
     pub name: String,
     /// The `# key: value` lines of the file's header, in order (machine, load, case, …).
     pub header: Vec<(String, String)>,
+    /// Every run, in execution order.
     pub runs: Vec<TraceRun>,
     /// Wall-clock seconds the whole recording took (its warm-up included), when known.
     pub duration_s: Option<f64>,
@@ -55,15 +59,32 @@ pub struct Trace {
 #[derive(Debug, Error)]
 pub enum TraceError {
     #[error("{path}: {source}")]
+    /// The file could not be read.
     Io {
+        /// The file.
         path: String,
+        /// Why it could not be read.
         #[source]
         source: std::io::Error,
     },
+    /// A line of the file is not a run.
     #[error("{name}, line {line}: {why}")]
-    Line { name: String, line: usize, why: String },
+    Line {
+        /// The trace's name.
+        name: String,
+        /// The line's number, 1-based.
+        line: usize,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The trace as a whole cannot be replayed (no runs, rounds out of order, …).
     #[error("{name}: {why}")]
-    Trace { name: String, why: String },
+    Trace {
+        /// The trace's name.
+        name: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 /// The columns of a trace file.

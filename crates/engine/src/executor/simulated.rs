@@ -20,13 +20,35 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Event {
     /// The `nth` run (0-based, counting every run) of `command` exits with `code`.
-    Fails { command: usize, nth: usize, code: i32 },
+    Fails {
+        /// Index of the command in the plan.
+        command: usize,
+        /// Its run, 0-based.
+        nth: usize,
+        /// The exit code.
+        code: i32,
+    },
     /// The `nth` run of `command` cannot be started.
-    CannotStart { command: usize, nth: usize },
+    CannotStart {
+        /// Index of the command in the plan.
+        command: usize,
+        /// Its run, 0-based.
+        nth: usize,
+    },
     /// The hook before the `nth` run of `command` fails (the run does not happen).
-    HookFails { command: usize, nth: usize },
+    HookFails {
+        /// Index of the command in the plan.
+        command: usize,
+        /// Its run, 0-based.
+        nth: usize,
+    },
     /// The `nth` run of `command` prints nothing about itself.
-    Silent { command: usize, nth: usize },
+    Silent {
+        /// Index of the command in the plan.
+        command: usize,
+        /// Its run, 0-based.
+        nth: usize,
+    },
     /// The user interrupts once the clock passes this many seconds.
     InterruptAfter(f64),
 }
@@ -45,7 +67,7 @@ pub struct Simulated {
     /// `iterations` samples; `None`: nothing is printed.
     printed: Option<(String, usize)>,
     /// How often the cleanup was called.
-    pub cleanups: usize,
+    pub(crate) cleanups: usize,
 }
 
 impl Simulated {

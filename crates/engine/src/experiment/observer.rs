@@ -12,7 +12,9 @@ use std::time::Duration;
 pub struct Progress {
     /// Measured rounds completed (0 while warming up).
     pub rounds: u32,
+    /// True while warm-up rounds run.
     pub warmup: bool,
+    /// Time since the experiment started.
     pub elapsed: Duration,
     /// Primary-metric comparisons of the latest look, if any.
     pub latest: Vec<Comparison>,
@@ -28,6 +30,7 @@ pub trait Observer {
     fn run_finished(&mut self, _command: usize, _run: &Run) -> anyhow::Result<()> {
         Ok(())
     }
+    /// A round (warm-up or measured) finished.
     fn round_finished(&mut self, _progress: &Progress) {}
     /// A `--budget` said what it can resolve, after its first look.
     fn promised(&mut self, _promise: &Promise) {}

@@ -14,13 +14,13 @@ use std::process::{Command, Stdio};
 /// Simulated caches (size in bytes, associativity, line size), fixed so that results do
 /// not depend on the host's caches: I1/D1 32 KiB 8-way, LL 8 MiB 16-way, 64-byte lines
 /// (the values CodSpeed uses).
-pub const CACHE_OPTIONS: [&str; 3] = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"];
+pub(crate) const CACHE_OPTIONS: [&str; 3] = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"];
 
 /// Metrics compared in instruction mode, the first being the primary (stopping) metric.
 pub const COMPARED: [&str; 5] = ["instructions", "estimated_cycles", "branch_mispredicts", "d1_misses", "ll_misses"];
 
 /// Raw cachegrind events and the metric names they are reported under.
-pub const RAW_EVENTS: [(&str, &str); 13] = [
+pub(crate) const RAW_EVENTS: [(&str, &str); 13] = [
     ("Ir", "instructions"),
     ("Dr", "data_reads"),
     ("Dw", "data_writes"),
@@ -40,18 +40,18 @@ pub const RAW_EVENTS: [(&str, &str); 13] = [
 /// Gungraun's), and a mispredicted branch: the pipeline refill of current x86 cores,
 /// ~15–20 cycles (Agner Fog's microarchitecture manual: Skylake 15–20, Zen 2 ~18);
 /// the lower end, as the estimate's other weights are.
-pub const CYCLES_L1: u64 = 1;
-pub const CYCLES_LL: u64 = 5;
-pub const CYCLES_RAM: u64 = 35;
-pub const CYCLES_MISPREDICT: u64 = 15;
+pub(crate) const CYCLES_L1: u64 = 1;
+pub(crate) const CYCLES_LL: u64 = 5;
+pub(crate) const CYCLES_RAM: u64 = 35;
+pub(crate) const CYCLES_MISPREDICT: u64 = 15;
 
 const OUT_PREFIX: &str = "cachegrind.out.";
 const LOG_PREFIX: &str = "valgrind.log.";
 
-pub const INSTALL_HINT: &str = "install it with `apt-get install valgrind`";
+pub(crate) const INSTALL_HINT: &str = "install it with `apt-get install valgrind`";
 
 /// Where valgrind is, or the one-line usage error (exit 2) with the install hint.
-pub fn find_valgrind() -> Result<PathBuf, ProbeError> {
+pub(crate) fn find_valgrind() -> Result<PathBuf, ProbeError> {
     which::which("valgrind").map_err(|source| ProbeError::NoValgrind { hint: INSTALL_HINT, source })
 }
 
@@ -90,7 +90,7 @@ impl Drop for OutputDir {
 }
 
 /// The instruction-mode probe for one command's runs.
-pub struct CachegrindProbe {
+pub(crate) struct CachegrindProbe {
     valgrind: PathBuf,
     out: OutputDir,
     /// Also keep each run's per-function counts (`--explain`).
@@ -104,14 +104,14 @@ impl CachegrindProbe {
     }
 
     /// Keep each run's per-function counts in its profile (`--explain`).
-    pub fn per_function(self, per_function: bool) -> Self {
+    pub(crate) fn per_function(self, per_function: bool) -> Self {
         CachegrindProbe { per_function, ..self }
     }
 }
 
 /// The valgrind command line that runs `argv` under cachegrind, writing one output file
 /// per process (`%p`) into `out_dir`.
-pub fn valgrind_argv(valgrind: &Path, out_dir: &Path, argv: Vec<String>) -> Vec<String> {
+pub(crate) fn valgrind_argv(valgrind: &Path, out_dir: &Path, argv: Vec<String>) -> Vec<String> {
     let mut full = vec![
         valgrind.display().to_string(),
         // Quiet keeps the command's own stderr (shown when it fails) free of banners.
@@ -196,7 +196,7 @@ impl Probe for CachegrindProbe {
 }
 
 /// Parse a cachegrind output file's `events:` and `summary:` lines into totals.
-pub fn parse_output(text: &str) -> anyhow::Result<BTreeMap<String, u64>> {
+pub(crate) fn parse_output(text: &str) -> anyhow::Result<BTreeMap<String, u64>> {
     let mut events: Option<Vec<&str>> = None;
     let mut summary: Option<Vec<&str>> = None;
     for line in text.lines() {
@@ -225,7 +225,7 @@ pub fn parse_output(text: &str) -> anyhow::Result<BTreeMap<String, u64>> {
 /// and `fn=` lines name the counts that follow, one line per source line
 /// (`LINE COUNT…`, trailing zero counts left out).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PerFunction {
+pub(crate) struct PerFunction {
     /// (function, source file basename) → event → count.
     pub functions: BTreeMap<(String, String), BTreeMap<String, u64>>,
     /// (`file:line`, function) → event → count.
@@ -247,7 +247,7 @@ impl PerFunction {
 }
 
 /// Parse the per-function and per-line counts of a cachegrind output file.
-pub fn parse_per_function(text: &str) -> anyhow::Result<PerFunction> {
+pub(crate) fn parse_per_function(text: &str) -> anyhow::Result<PerFunction> {
     let mut events: Vec<String> = Vec::new();
     let mut file = String::from("???");
     let mut function: Option<String> = None;
@@ -281,7 +281,7 @@ pub fn parse_per_function(text: &str) -> anyhow::Result<PerFunction> {
 
 /// A run's per-function counts as the explanation reads them: instructions as the
 /// "period", branch mispredictions and cache misses beside them.
-pub fn run_profile(per_function: &PerFunction) -> perflab_model::RunProfile {
+pub(crate) fn run_profile(per_function: &PerFunction) -> perflab_model::RunProfile {
     let mut profile =
         perflab_model::RunProfile { event: "instructions".into(), exact: true, ..perflab_model::RunProfile::default() };
     for (key, events) in &per_function.functions {
@@ -341,7 +341,7 @@ pub fn metrics(totals: &BTreeMap<String, u64>) -> BTreeMap<String, CounterReadin
 /// version, the simulated caches, the glibc version, hwcaps level and string-function
 /// preferences glibc selects on valgrind's synthetic CPU, GLIBC_TUNABLES, and the
 /// binary's SHA-256. Facts that cannot be determined are left out.
-pub fn environment_facts(argv0: &Path) -> BTreeMap<String, String> {
+pub(crate) fn environment_facts(argv0: &Path) -> BTreeMap<String, String> {
     let mut facts = BTreeMap::new();
     facts.insert("cachegrind_caches".into(), CACHE_OPTIONS.map(|o| o.trim_start_matches("--")).join(" "));
     if let Ok(tunables) = std::env::var("GLIBC_TUNABLES") {
@@ -378,7 +378,7 @@ pub fn environment_facts(argv0: &Path) -> BTreeMap<String, String> {
 /// glibc_version, glibc_hwcaps (the highest active glibc-hwcaps subdirectory) and
 /// glibc_cpu_preferred (the tuning flags that pick memcpy & co.) from
 /// `ld.so --list-diagnostics`.
-pub fn glibc_facts(diagnostics: &str) -> BTreeMap<String, String> {
+pub(crate) fn glibc_facts(diagnostics: &str) -> BTreeMap<String, String> {
     let mut facts = BTreeMap::new();
     let mut subdirs: Vec<String> = Vec::new();
     let mut active: Option<u64> = None;

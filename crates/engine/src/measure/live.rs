@@ -10,18 +10,30 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
+/// Why live counting (`stat -a/-p/-I`) could not start or finish.
 #[derive(Debug, Error)]
 pub enum LiveError {
+    /// `-p` names a process that does not exist or is not visible.
     #[error("process {0} does not exist (or is not visible to perflab)")]
     NoSuchProcess(libc::pid_t),
+    /// The command could not be started.
     #[error("cannot start `{command}`: {why}")]
-    Start { command: String, why: String },
+    Start {
+        /// The command.
+        command: String,
+        /// Why, one line.
+        why: String,
+    },
+    /// The command could not be prepared to run.
     #[error("cannot start `{command}`: {source}")]
     Prepare {
+        /// The command.
         command: String,
+        /// Why.
         #[source]
         source: crate::executor::error::PrepareError,
     },
+    /// Waiting for the command failed (the error, one line).
     #[error("waiting for the command failed: {0}")]
     Wait(String),
     /// The command's program (not found, not executable).
@@ -43,21 +55,25 @@ pub enum Whom {
 
 /// What to count, for how long, and how to show it.
 pub struct LiveOptions {
+    /// Whose events are counted.
     pub whom: Whom,
     /// The command whose run is the counting period (perf's `sleep 5` idiom); None: until
     /// the processes exit or Ctrl-C.
     pub command: Option<Vec<String>>,
     /// One row per thread (`--per-thread`, with `-p`) instead of their sum.
     pub per_thread: bool,
+    /// `-I`: print the counts every interval; None: once at the end.
     pub interval: Option<Duration>,
 }
 
 /// Counts of one row: all CPUs, all threads, or one thread (`comm-tid`, as perf names it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// `all CPUs`, `all threads` or the thread's `comm-tid`.
     pub label: String,
     /// True for a `--per-thread` row.
     pub thread: bool,
+    /// The counts, by metric name.
     pub counters: BTreeMap<String, CounterReading>,
 }
 
@@ -66,16 +82,20 @@ pub struct Row {
 pub struct IntervalCounts {
     /// Seconds since counting started, at the interval's end.
     pub at_s: f64,
+    /// One row per thread with `--per-thread`, else one.
     pub rows: Vec<Row>,
 }
 
 /// The whole counting period.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveReport {
+    /// Seconds counted.
     pub elapsed_s: f64,
+    /// One row per thread with `--per-thread`, else one.
     pub rows: Vec<Row>,
     /// How the command ended, when there was one.
     pub exit: Option<ExitInfo>,
+    /// True when Ctrl-C ended the counting.
     pub interrupted: bool,
 }
 

@@ -18,7 +18,9 @@ use std::collections::BTreeMap;
 pub struct MeasureOptions {
     /// perf event names to count per run (empty: none).
     pub events: Vec<String>,
+    /// How runs are measured (natively or under cachegrind).
     pub mode: Mode,
+    /// Which privilege levels the counters count (`--scope`).
     pub counter_scope: counters::Scope,
     /// How to read the metrics a command prints about itself (empty: none; its output
     /// is then not captured at all).
@@ -37,7 +39,7 @@ pub use perflab_model::Mode;
 ///
 /// `-e` and `--mode instructions` are exclusive: under valgrind, perf counters would
 /// count the simulator's JIT, not the program.
-pub fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec<Box<dyn Probe>>, error::ProbeError> {
+pub(crate) fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec<Box<dyn Probe>>, error::ProbeError> {
     let events = counters::parse_events(&args.events)?;
     if args.mode == Mode::Instructions && !args.output.is_empty() {
         return Err(error::ProbeError::OutputUnderValgrind);
@@ -68,7 +70,7 @@ pub fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec<Box<dy
 
 /// The metrics the commands print about themselves that are known before they run, in
 /// display order (formats whose metric names come from the output add theirs later).
-pub fn output_names(args: &MeasureOptions) -> Vec<String> {
+pub(crate) fn output_names(args: &MeasureOptions) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for name in args.output.iter().flat_map(|p| p.known_names().unwrap_or_default()) {
         if !names.contains(&name) {
@@ -81,7 +83,7 @@ pub fn output_names(args: &MeasureOptions) -> Vec<String> {
 }
 
 /// True when some metric names are only known from the commands' output.
-pub fn output_names_discovered(args: &MeasureOptions) -> bool {
+pub(crate) fn output_names_discovered(args: &MeasureOptions) -> bool {
     args.output.iter().any(|p| p.known_names().is_none())
 }
 
@@ -100,7 +102,7 @@ pub fn metric_names(args: &MeasureOptions) -> Result<Vec<String>, event::EventEr
 /// Facts about this machine that can shift these measurements, for
 /// `Experiment.environment`. Per-binary facts that differ between commands are keyed
 /// `fact[command name]`.
-pub fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTreeMap<String, String> {
+pub(crate) fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec]) -> BTreeMap<String, String> {
     let mut facts = BTreeMap::new();
     if !args.events.is_empty() {
         facts.insert("counter_scope".to_string(), args.counter_scope.resolve().as_str().to_string());

@@ -118,7 +118,9 @@ impl Parser {
 /// Which of a command's output streams a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
+    /// Standard output.
     Stdout,
+    /// Standard error.
     Stderr,
 }
 
@@ -149,6 +151,7 @@ fn pgbench_report() -> &'static (Regex, Regex) {
 }
 
 impl<'p> RunParse<'p> {
+    /// A parse of one run's output by `parsers`, nothing read yet.
     pub fn new(parsers: &'p [Parser]) -> RunParse<'p> {
         RunParse {
             parsers,
@@ -160,7 +163,7 @@ impl<'p> RunParse<'p> {
 
     /// True when a parser reads Google Benchmark's JSON from stdout: the caller streams
     /// stdout through [`google_benchmark_from`] and hands over the result.
-    pub fn wants_json(&self) -> bool {
+    pub(crate) fn wants_json(&self) -> bool {
         self.parsers.iter().any(|p| matches!(p, Parser::GoogleBenchmark))
     }
 
@@ -182,7 +185,7 @@ impl<'p> RunParse<'p> {
     }
 
     /// What [`google_benchmark_from`] read from stdout, for every Google Benchmark parser.
-    pub fn google_benchmark(&mut self, result: Result<Samples, ParseError>) {
+    pub(crate) fn google_benchmark(&mut self, result: Result<Samples, ParseError>) {
         match result {
             Ok(samples) => {
                 for (i, parser) in self.parsers.iter().enumerate() {
@@ -254,11 +257,11 @@ fn parse_line(parser: &Parser, stream: Stream, line: &str, out: &mut Samples) ->
 /// `(?<iter>[0-9]+)` captures is which iteration a line is about, an index and no
 /// measurement — never a metric, never the verdict's (it numbers the per-iteration
 /// profile as the program printed it).
-pub const INDEX_NAMES: [&str; 10] =
+pub(crate) const INDEX_NAMES: [&str; 10] =
     ["i", "iter", "iteration", "idx", "index", "step", "rep", "repetition", "epoch", "loop"];
 
 /// Whether a capture named `name` is an iteration's number ([`INDEX_NAMES`]).
-pub fn is_index(name: &str) -> bool {
+pub(crate) fn is_index(name: &str) -> bool {
     INDEX_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
 }
 
@@ -288,7 +291,7 @@ fn number(text: &str) -> Result<f64, ParseError> {
 
 /// The most metric names one run may print: each is kept per run, and a program
 /// printing a new name per line would otherwise grow memory with its output.
-pub const MAX_METRIC_NAMES: usize = 1000;
+pub(crate) const MAX_METRIC_NAMES: usize = 1000;
 
 /// Samples per metric in order of first appearance (a run's output order decides the
 /// order metrics are shown in), each in bounded memory ([`Printed`]: every value counts,
@@ -459,7 +462,7 @@ pub fn google_benchmark_from(stdout: impl Read) -> Result<Samples, ParseError> {
 
 /// What was expected of a command that printed no metric at all (for the formats whose
 /// metric names come from the output).
-pub fn expected_output(parsers: &[Parser]) -> String {
+pub(crate) fn expected_output(parsers: &[Parser]) -> String {
     let expected: Vec<&str> = parsers
         .iter()
         .filter_map(|p| match p {
@@ -475,7 +478,7 @@ pub fn expected_output(parsers: &[Parser]) -> String {
 /// [`Samples`] per parser) in `run.counters`. A metric a parser always reports but the
 /// output lacked is recorded as unsupported with what was expected (never a zero); so
 /// is one whose samples give no value. Returns the names found, in output order.
-pub fn record_metrics(
+pub(crate) fn record_metrics(
     parsers: &[Parser],
     found_samples: Vec<Samples>,
     iterations: Iterations,
@@ -523,7 +526,7 @@ pub fn record_metrics(
     found
 }
 
-/// [`record_metrics`] of whole output texts.
+/// `record_metrics` of whole output texts.
 pub fn read_metrics(
     parsers: &[Parser],
     stdout: &str,

@@ -21,7 +21,9 @@ pub const DEFAULT_FREQUENCY_HZ: u64 = 499;
 /// What to sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sampling {
+    /// The perf event sampled (`cpu-clock`, …).
     pub event: String,
+    /// Samples per second per CPU.
     pub frequency_hz: u64,
     /// Also keep call stacks (frame pointers) for the flame graph.
     pub call_stacks: bool,
@@ -34,7 +36,7 @@ impl Default for Sampling {
 }
 
 /// Samples every run of one command.
-pub struct SamplingProbe {
+pub(crate) struct SamplingProbe {
     options: RecordOptions,
     argv: Vec<String>,
     running: Option<HeldRecording>,
@@ -79,13 +81,13 @@ impl Probe for SamplingProbe {
 impl SamplingProbe {
     /// The argv the runs exec (to name the command's own object `[command]`, as `diff`
     /// does, so two builds' functions match).
-    pub fn set_argv(&mut self, argv: &[String]) {
+    pub(crate) fn set_argv(&mut self, argv: &[String]) {
         self.argv = argv.to_vec();
     }
 }
 
 /// A run's samples named per function (self time) and per folded stack.
-pub fn run_profile(profile: &perflab_profile::format::Profile, symbolizer: &mut Symbolizer) -> RunProfile {
+pub(crate) fn run_profile(profile: &perflab_profile::format::Profile, symbolizer: &mut Symbolizer) -> RunProfile {
     let (located, graph) = aggregate::locate_with_graph(profile, symbolizer);
     let mut out = RunProfile {
         event: profile.event.clone(),

@@ -13,15 +13,28 @@ pub enum PlanError {
     /// A command, its name, program or parameters.
     #[error(transparent)]
     Command(#[from] CommandError),
+    /// `--rounds 0`.
     #[error("--rounds must be at least 1")]
     NoRounds,
+    /// `--min-rounds` below 2: no interval exists from fewer rounds.
     #[error("--min-rounds must be at least 2")]
     TooFewMinRounds,
     /// hyperfine's `-m 20 -M 5`: the first look would come after the last round.
     #[error("--min-rounds ({min}) is above --max-rounds ({max}): no look at the statistics could happen before the last round; lower -m or raise -M")]
-    MinAboveMaxRounds { min: u32, max: u32 },
+    MinAboveMaxRounds {
+        /// `--min-rounds`.
+        min: u32,
+        /// `--max-rounds`.
+        max: u32,
+    },
+    /// A metric to compare (`--metric`) that no probe measures.
     #[error("unknown metric `{metric}`; choose from {choices}")]
-    UnknownMetric { metric: String, choices: String },
+    UnknownMetric {
+        /// The metric given.
+        metric: String,
+        /// The metrics measured, comma-separated.
+        choices: String,
+    },
     /// An `-e` event list the counters cannot count.
     #[error(transparent)]
     Event(#[from] perflab_sys::perf::event::EventError),

@@ -5,7 +5,7 @@
 use perflab_sys::command;
 pub mod error;
 pub mod request;
-pub mod schedule;
+pub(crate) mod schedule;
 
 use crate::measure::output::Parser;
 use crate::measure::{MeasureOptions, Mode};
@@ -18,7 +18,9 @@ pub use request::PlanRequest;
 /// Everything an experiment needs to run; built from the command line or a suite.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The commands, in the order given (the first is the baseline).
     pub commands: Vec<CommandSpec>,
+    /// The settings, resolved.
     pub settings: Settings,
     /// Metrics to compare, in display order; the first is the primary one.
     pub metrics: Vec<String>,
@@ -27,16 +29,20 @@ pub struct Plan {
     /// Decide on `uncontended_s` instead of `wall_s` when the first look finds the
     /// machine busy (the user named no metric).
     pub auto_primary: bool,
+    /// Show the commands' output instead of discarding it (`--show-output`).
     pub show_output: bool,
     /// Where each command's output goes (hyperfine's `--output`); empty: per `show_output`.
     pub output_sinks: Vec<OutputSink>,
+    /// Keep going past failing runs (`--ignore-failure`): they are recorded, not fatal.
     pub ignore_failure: bool,
+    /// What is measured per run besides the harness's own metrics.
     pub measure: MeasureOptions,
     /// The commands as builds of a factorial design (parameters as factors), analysed
     /// as such at the end (`analysis::design`).
     /// Leave what a measured run left running in its process group (`--keep-children`);
     /// by default the group is ended after every run.
     pub keep_children: bool,
+    /// The commands as builds of a factorial design (`analysis::design`), when they are.
     pub design: Option<perflab_model::Design>,
     /// The commands as layouts of versions (`--layouts N`): versions are compared, with
     /// intervals that count the layouts' spread (`analysis::layouts`).
@@ -74,9 +80,13 @@ impl OutputSink {
 /// "not set here" (the benchmark inherits from the defaults, then the command line).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SettingsLayer {
+    /// `--rounds`: exactly this many rounds.
     pub rounds: Option<u32>,
+    /// `--warmup`: rounds run first and discarded.
     pub warmup: Option<u32>,
+    /// `--min-rounds`.
     pub min_rounds: Option<u32>,
+    /// `--max-rounds`.
     pub max_rounds: Option<u32>,
     /// Seconds.
     pub max_time: Option<f64>,
@@ -84,7 +94,9 @@ pub struct SettingsLayer {
     pub timeout: Option<f64>,
     /// Equivalence margin as a fraction (the file says percent).
     pub threshold: Option<f64>,
+    /// `-e`: perf events to count per run.
     pub events: Option<Vec<String>>,
+    /// `--mode`.
     pub mode: Option<Mode>,
     /// Run commands through this shell (`shell = true` means `/bin/sh`).
     pub shell: Option<String>,
@@ -92,9 +104,11 @@ pub struct SettingsLayer {
     pub output: Option<Vec<Parser>>,
     /// Metrics whose direction is set (`higher_is_better`, `lower_is_better`).
     pub better: Option<BTreeMap<String, metric::Better>>,
+    /// `--iterations`: which per-iteration values make a run's value.
     pub iterations: Option<Iterations>,
     /// Shell commands before and after every run (not timed).
     pub prepare: Option<String>,
+    /// Shell command after every run (not timed).
     pub conclude: Option<String>,
     /// A file every run reads as its standard input.
     pub input: Option<String>,
@@ -109,7 +123,7 @@ impl SettingsLayer {
     /// For an experiment of `commands` commands: a command measured alone gets
     /// [`SOLO_RUNS`] fixed rounds unless a round count or a limit is set (instruction mode
     /// has its own single round).
-    pub fn for_commands(mut self, commands: usize) -> SettingsLayer {
+    pub(crate) fn for_commands(mut self, commands: usize) -> SettingsLayer {
         let instructions = self.mode == Some(Mode::Instructions);
         let limited = self.rounds.is_some() || self.max_time.is_some() || self.max_rounds.is_some();
         if commands == 1 && !instructions && !limited {
@@ -194,6 +208,7 @@ pub use crate::measure::cachegrind::COMPARED as INSTRUCTION_METRICS;
 pub struct Compared {
     /// In display order; the first is the primary one.
     pub metrics: Vec<String>,
+    /// The primary metric: the one whose verdicts decide when to stop.
     pub primary: String,
     /// True when no metric was asked for: the primary one is `wall_s`, or
     /// `uncontended_s` when the machine turns out to be busy.
@@ -211,7 +226,7 @@ impl Compared {
 /// The metrics to compare and the primary one (whose verdict decides when to stop):
 /// in instruction mode the cachegrind counts; otherwise `requested` (by default the
 /// metrics the commands print, then wall time, CPU time and peak RSS) plus any counters.
-pub fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Result<Compared, PlanError> {
+pub(crate) fn compared_metrics(requested: &[String], measure: &MeasureOptions) -> Result<Compared, PlanError> {
     if measure.mode == Mode::Instructions {
         let metrics: Vec<String> = INSTRUCTION_METRICS.iter().map(|s| s.to_string()).collect();
         let primary = metrics[0].clone();
@@ -270,7 +285,7 @@ pub fn stat_metrics(measure: &MeasureOptions) -> Result<Vec<String>, PlanError> 
 impl Plan {
     /// The one way to make a plan: the commands, their settings, what each run measures
     /// and what is compared. Output is discarded and a failing command stops the
-    /// experiment unless [`Plan::showing_output`] and [`Plan::ignoring_failure`] say otherwise.
+    /// experiment unless `Plan::showing_output` and `Plan::ignoring_failure` say otherwise.
     pub fn new(commands: Vec<CommandSpec>, settings: Settings, measure: MeasureOptions, compared: Compared) -> Plan {
         Plan {
             commands,
@@ -314,7 +329,7 @@ impl Plan {
     }
 
     /// Leave what runs leave behind in their process group (`--keep-children`).
-    pub fn keeping_children(self, keep_children: bool) -> Plan {
+    pub(crate) fn keeping_children(self, keep_children: bool) -> Plan {
         Plan { keep_children, ..self }
     }
 
@@ -324,28 +339,28 @@ impl Plan {
     }
 
     /// Send each command's output where `sinks` says (one per command).
-    pub fn sending_output(self, output_sinks: Vec<OutputSink>) -> Plan {
+    pub(crate) fn sending_output(self, output_sinks: Vec<OutputSink>) -> Plan {
         Plan { output_sinks, ..self }
     }
 
     /// Let the commands' output through (`--show-output`).
-    pub fn showing_output(self, show_output: bool) -> Plan {
+    pub(crate) fn showing_output(self, show_output: bool) -> Plan {
         Plan { show_output, ..self }
     }
 
     /// Keep going when a command fails (`--ignore-failure`).
-    pub fn ignoring_failure(self, ignore_failure: bool) -> Plan {
+    pub(crate) fn ignoring_failure(self, ignore_failure: bool) -> Plan {
         Plan { ignore_failure, ..self }
     }
 
     /// The same plan with other settings (a calibration's probe round, its A/A rounds).
-    pub fn with_settings(&self, settings: Settings) -> Plan {
+    pub(crate) fn with_settings(&self, settings: Settings) -> Plan {
         Plan { settings, ..self.clone() }
     }
 
     /// The compared metrics the commands print about themselves: a successful run
     /// whose output lacks one of them fails the experiment.
-    pub fn printed_metrics(&self) -> Vec<String> {
+    pub(crate) fn printed_metrics(&self) -> Vec<String> {
         if self.measure.output.is_empty() {
             return Vec::new();
         }
@@ -365,7 +380,7 @@ impl Plan {
 
     /// The plan once the baseline printed `names` (in its output's order): they are
     /// compared first, and the first is the primary metric.
-    pub fn with_printed_metrics(&self, names: &[String]) -> Plan {
+    pub(crate) fn with_printed_metrics(&self, names: &[String]) -> Plan {
         let mut metrics = names.to_vec();
         metrics.extend(self.metrics.iter().filter(|m| !names.contains(m)).cloned());
         Plan {

@@ -28,6 +28,7 @@ pub struct PlanRequest {
     pub options: SettingsLayer,
     /// The schedule's seed (None: a random one).
     pub seed: Option<u64>,
+    /// What to measure per run.
     pub measure: MeasureOptions,
     /// Metrics asked for by name (`--metric`); empty: the defaults.
     pub metrics: Vec<String>,
@@ -36,10 +37,15 @@ pub struct PlanRequest {
     /// Look the programs up now (false when a build still has to make them: a suite
     /// resolves them once its builds are prepared).
     pub resolve_programs: bool,
+    /// Show the commands' output instead of discarding it.
     pub show_output: bool,
+    /// Leave what a run left running in its process group (`--keep-children`).
     pub keep_children: bool,
+    /// Keep going past failing runs (`--ignore-failure`).
     pub ignore_failure: bool,
+    /// Where each command's output goes (`--output`); empty: per `show_output`.
     pub output_sinks: Vec<OutputSink>,
+    /// The commands as builds of a factorial design, when they are.
     pub design: Option<Design>,
     /// The commands are the layouts of versions (`--layouts N`): versions are compared.
     pub layouts: Option<perflab_model::Layouts>,

@@ -30,7 +30,7 @@ pub struct Round {
 }
 
 /// Draws rounds from a seeded generator, so an experiment can be replayed.
-pub struct RoundPlanner {
+pub(crate) struct RoundPlanner {
     rng: StdRng,
     commands: usize,
     padding: bool,
@@ -41,7 +41,7 @@ impl RoundPlanner {
         RoundPlanner { rng: StdRng::seed_from_u64(seed), commands, padding }
     }
 
-    pub fn next_round(&mut self) -> Round {
+    pub(crate) fn next_round(&mut self) -> Round {
         let mut order: Vec<usize> = (0..self.commands).collect();
         order.shuffle(&mut self.rng);
         // Without padding no variable is added at all (instruction counts move with
@@ -53,7 +53,7 @@ impl RoundPlanner {
 
 /// When to look at the statistics, and at what level.
 #[derive(Debug, Clone)]
-pub struct LookSchedule {
+pub(crate) struct LookSchedule {
     /// Error rate per comparison over all looks: α / candidates (Bonferroni).
     alpha: f64,
     candidates: f64,
@@ -107,7 +107,7 @@ impl LookSchedule {
     }
 
     /// True when the statistics should be looked at after `rounds` rounds.
-    pub fn is_look(&self, rounds: u32) -> bool {
+    pub(crate) fn is_look(&self, rounds: u32) -> bool {
         rounds >= self.next_look_at
     }
 
@@ -119,7 +119,7 @@ impl LookSchedule {
     /// Returns None (and spends nothing) when no distribution-free interval at that level
     /// can exist with this few rounds — that depends only on `rounds`, not on the data,
     /// so skipping such looks keeps the guarantee.
-    pub fn take_look(&mut self, rounds: u32, affordable: u32) -> Option<f64> {
+    pub(crate) fn take_look(&mut self, rounds: u32, affordable: u32) -> Option<f64> {
         let growth = match self.rule {
             Rule::GroupSequential { .. } => GROUP_SEQUENTIAL_GROWTH,
             _ => UNION_BOUND_GROWTH,
@@ -188,14 +188,14 @@ impl LookSchedule {
     /// test a new statistic with what is left of α (see [`Boundaries::restart`]). The
     /// union bound and a single fixed look need nothing: their levels never depended
     /// on earlier looks.
-    pub fn restart_statistic(&mut self) {
+    pub(crate) fn restart_statistic(&mut self) {
         if let Rule::GroupSequential { boundaries: Some(boundaries), .. } = &mut self.rule {
             boundaries.restart();
         }
     }
 
     /// True once the group-sequential horizon is reached: its α is spent.
-    pub fn planned_rounds_done(&self, rounds: u32) -> bool {
+    pub(crate) fn planned_rounds_done(&self, rounds: u32) -> bool {
         matches!(self.rule, Rule::GroupSequential { horizon: Some(h), .. } if rounds >= h)
     }
 
@@ -206,7 +206,7 @@ impl LookSchedule {
 
 /// The smallest two-sided level the Wilcoxon signed-rank interval reaches with `n`
 /// untied pairs is 2 / 2ⁿ; a smaller α cannot be met.
-pub fn interval_attainable(n: u32, alpha: f64) -> bool {
+pub(crate) fn interval_attainable(n: u32, alpha: f64) -> bool {
     n >= 63 || 2.0 / (1u64 << n) as f64 <= alpha
 }
 

@@ -13,7 +13,7 @@ pub(crate) mod converter;
 mod held;
 pub mod jit;
 mod objects;
-pub mod perf_data;
+pub(crate) mod perf_data;
 mod perf_data_check;
 pub(crate) mod records;
 mod session;
@@ -36,12 +36,25 @@ use std::time::Duration;
 pub enum RecordingMode {
     /// Start a command, held until the events are open on it, and sample it from its
     /// exec until it exits; its output goes where `output` says.
-    Launch { argv: Vec<String>, output: Output },
+    Launch {
+        /// The command and its arguments.
+        argv: Vec<String>,
+        /// Where its output goes.
+        output: Output,
+    },
     /// Attach to running processes (every thread, and the tasks they start), until they
     /// exit, `duration` passes or Ctrl-C.
-    Pids { pids: Vec<u32>, duration: Option<Duration> },
+    Pids {
+        /// The processes (`-p`).
+        pids: Vec<u32>,
+        /// How long to record; None: until they exit or Ctrl-C.
+        duration: Option<Duration>,
+    },
     /// Every task on every CPU, until `duration` passes or Ctrl-C.
-    AllCpus { duration: Option<Duration> },
+    AllCpus {
+        /// How long to record; None: until Ctrl-C.
+        duration: Option<Duration>,
+    },
 }
 
 /// How call chains are recorded.
@@ -53,7 +66,10 @@ pub enum CallGraph {
     FramePointers,
     /// The top `stack_bytes` of the user stack is copied per sample and unwound from
     /// DWARF CFI.
-    Dwarf { stack_bytes: u32 },
+    Dwarf {
+        /// Bytes of user stack copied per sample.
+        stack_bytes: u32,
+    },
 }
 
 impl CallGraph {
@@ -67,8 +83,10 @@ impl CallGraph {
     }
 }
 
+/// How `perflab profile` records.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordOptions {
+    /// What is sampled.
     pub mode: RecordingMode,
     /// perf event name to sample (cpu-clock needs no PMU).
     pub event: String,
@@ -77,6 +95,7 @@ pub struct RecordOptions {
     /// A sample every N events instead (`-c N`, like `perf record -c`); wins over
     /// `frequency_hz`. Tracepoints default to every event, as in perf.
     pub period: Option<u64>,
+    /// How call chains are recorded.
     pub call_graph: CallGraph,
     /// Also record where threads block and for how long (implies call stacks).
     pub off_cpu: bool,
@@ -164,7 +183,9 @@ impl RecordOptions {
 /// What a recording produced; `interrupted` means the profile holds what was sampled
 /// before Ctrl-C.
 pub struct Recording {
+    /// The samples.
     pub profile: Profile,
+    /// True when Ctrl-C ended the recording.
     pub interrupted: bool,
 }
 

@@ -34,13 +34,13 @@ const REG_SP: u64 = 7;
 const REG_IP: u64 = 8;
 
 /// Whether the file at `path` is a perf.data file (by its magic bytes).
-pub fn is_perf_data(path: &Path) -> bool {
+pub(crate) fn is_perf_data(path: &Path) -> bool {
     let mut magic = [0u8; 8];
     perflab_sys::files::open_regular(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == MAGIC
 }
 
 /// A profile read from perf.data, with what the user should know about it.
-pub struct PerfData {
+pub(crate) struct PerfData {
     pub profile: Profile,
     pub warnings: Vec<String>,
 }

@@ -43,7 +43,7 @@ const RECORD_COMPRESSED2: u32 = 83;
 /// A real recording's round is what perf flushed at once (its ring buffers: 512 KiB per
 /// CPU by default); a file whose rounds would hold more than this is refused rather than
 /// read into memory without bound. Documented in docs/inputs.md.
-pub const HELD_LIMIT_BYTES: u64 = 1 << 30;
+pub(crate) const HELD_LIMIT_BYTES: u64 = 1 << 30;
 /// What one held record costs beyond its bytes (the sorter's entry, the buffer's header).
 const HELD_PER_RECORD: u64 = 96;
 const SIMPLEPERF_ROUND: u64 = 1024;
@@ -53,7 +53,7 @@ const SIMPLEPERF_ROUND: u64 = 1024;
 pub struct Checked {
     /// The command-line feature can be read (linux-perf-data would otherwise reserve
     /// room for as many words as its count says, before reading one).
-    pub cmdline_readable: bool,
+    pub(crate) cmdline_readable: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -443,7 +443,7 @@ fn mib(bytes: u64) -> String {
 /// linux-perf-data's jitdump reader asserts that the file header fits its first 4 KiB
 /// read, and takes 16 from each record's size unchecked (a panic in a debug build, a
 /// read to the end of the file in a release build): both are checked here first.
-pub fn check_jitdump(file: &File, len: u64) -> Result<(), String> {
+pub(crate) fn check_jitdump(file: &File, len: u64) -> Result<(), String> {
     const HEADER: u64 = 40;
     const FIRST_READ: u64 = 4096;
     const RECORD: u64 = 16;

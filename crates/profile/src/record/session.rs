@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 /// Why a recording stops (or that it goes on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionState {
+    /// Still recording.
     Running,
     /// The command exited, or every attached process did.
     TargetEnded,

@@ -1,9 +1,9 @@
 //! The files a profile report is written as, each a [`Format`] sent to a file or to
 //! stdout (`-`), in the spirit of hyperfine's exporters: every format implements
-//! [`ProfileExporter`] in its own module — the `--json` report ([`super::json`]),
-//! folded stacks ([`super::folded`]), the SVG flame graph ([`super::flamegraph`]) and the viewers'
-//! formats: the Firefox Profiler ([`super::firefox`]), speedscope ([`super::speedscope`])
-//! and pprof ([`super::pprof`]).
+//! `ProfileExporter` in its own module — the `--json` report ([`super::json`]),
+//! folded stacks (`super::folded`), the SVG flame graph (`super::flamegraph`) and the viewers'
+//! formats: the Firefox Profiler (`super::firefox`), speedscope (`super::speedscope`)
+//! and pprof (`super::pprof`).
 
 use super::exporter::{ExportInput, ProfileExporter};
 use crate::profile::flame::FlameOptions;
@@ -56,11 +56,14 @@ impl Format {
 /// A format and where it goes (`-`: stdout).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Destination {
+    /// The format.
     pub format: Format,
+    /// The file; `-` for standard output.
     pub path: PathBuf,
 }
 
 impl Destination {
+    /// True when it goes to standard output.
     pub fn to_stdout(&self) -> bool {
         self.path == Path::new("-")
     }

@@ -100,6 +100,7 @@ pub enum FlameView {
 }
 
 impl FlameView {
+    /// The views as `--flame-view` spells them.
     pub const NAMES: [&'static str; 3] = ["flame", "icicle", "inverted"];
 }
 
@@ -121,6 +122,7 @@ impl std::str::FromStr for FlameView {
 /// What a flame graph shows and how.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlameOptions {
+    /// Which way the stacks grow.
     pub view: FlameView,
     /// Only stacks through this function, each starting at its outermost call.
     pub focus: Option<String>,
@@ -206,7 +208,12 @@ pub fn call_graph_svg(profile: &Profile, graph: &CallGraph, title: &str) -> Opti
 
 /// [`call_graph_svg`] with a view, focus and merge threshold; None without samples
 /// (or none through the focus).
-pub fn call_graph_svg_with(profile: &Profile, graph: &CallGraph, title: &str, opts: &FlameOptions) -> Option<String> {
+pub(crate) fn call_graph_svg_with(
+    profile: &Profile,
+    graph: &CallGraph,
+    title: &str,
+    opts: &FlameOptions,
+) -> Option<String> {
     let mut tree = Tree::new();
     // Widths weigh each sample by its period: samples of a clock, events otherwise.
     let weight = profile.weight();
@@ -286,7 +293,7 @@ pub fn diff_svg_with(old: &Profile, new: &Profile, title: &str, opts: &FlameOpti
 /// mean of the two, coloured only where the explanation found a real change —
 /// `changes` maps a function to its contribution per run (positive: slower), every
 /// other frame is grey. None without stacks.
-pub fn explained_svg(
+pub(crate) fn explained_svg(
     old: &BTreeMap<String, f64>,
     new: &BTreeMap<String, f64>,
     changes: BTreeMap<String, f64>,

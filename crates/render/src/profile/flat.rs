@@ -16,7 +16,7 @@ use std::fmt::Write;
 
 /// Branches of the caller/callee trees with less than this share of the function's
 /// samples are summed into one line.
-pub const TREE_MIN_SHARE: f64 = 0.005;
+pub(crate) const TREE_MIN_SHARE: f64 = 0.005;
 
 /// The whole terminal report, at most `limit` rows per table.
 pub fn report(r: &FlatReport, limit: usize) -> String {

@@ -3,6 +3,7 @@
 use super::exporter::{ExportInput, ProfileExporter};
 use perflab_profile::error::ProfileError;
 
+/// The `--json` exporter.
 pub struct Json;
 
 impl ProfileExporter for Json {

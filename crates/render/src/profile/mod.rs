@@ -2,23 +2,23 @@
 //! profiles ([`alloc`]), the diff
 //! ([`diff`]) and the annotation ([`annotate`]) — as strings, from the data the
 //! profile library computes; plus the file formats a profile is written in
-//! ([`export`] chooses the [`exporter::ProfileExporter`]: JSON, folded stacks, flame graphs,
+//! ([`export`] chooses the `exporter::ProfileExporter`: JSON, folded stacks, flame graphs,
 //! the Firefox Profiler, speedscope, pprof — one module each).
 
 pub mod alloc;
 pub mod annotate;
 pub mod diff;
 pub mod export;
-pub mod exporter;
-pub mod firefox;
+pub(crate) mod exporter;
+pub(crate) mod firefox;
 pub mod flame;
-pub mod flamegraph;
+pub(crate) mod flamegraph;
 pub mod flat;
-pub mod folded;
+pub(crate) mod folded;
 pub mod json;
-pub mod pprof;
+pub(crate) mod pprof;
 pub mod samples;
-pub mod speedscope;
+pub(crate) mod speedscope;
 pub mod top;
 
 use super::color;
@@ -26,7 +26,7 @@ use super::terminal::escape;
 use perflab_profile::kernel;
 
 /// Colour a share by how hot it is.
-pub fn paint_share(share: f64, text: &str) -> String {
+pub(crate) fn paint_share(share: f64, text: &str) -> String {
     if share >= 0.10 {
         color::red(text)
     } else if share >= 0.02 {
@@ -38,7 +38,7 @@ pub fn paint_share(share: f64, text: &str) -> String {
 
 /// A row's name with its object: `[k] name` for kernel functions (like perf), the
 /// module dimmed after it; user functions get their object dimmed in brackets.
-pub fn function_label(name: &str, object: &str) -> String {
+pub(crate) fn function_label(name: &str, object: &str) -> String {
     let escaped = escape(name);
     if object.is_empty() || object == name {
         return escaped;
@@ -55,7 +55,7 @@ pub fn function_label(name: &str, object: &str) -> String {
 
 /// [`function_label`] in at most `width` terminal columns: the object goes first, then
 /// the name is shortened in the middle (`render::table::abbreviate`).
-pub fn function_label_within(name: &str, object: &str, width: Option<usize>) -> String {
+pub(crate) fn function_label_within(name: &str, object: &str, width: Option<usize>) -> String {
     let full = function_label(name, object);
     let Some(width) = width.filter(|&w| super::table::display_width(&full) > w) else { return full };
     let prefix = if kernel::is_kernel_object(object) && object != name { "[k] " } else { "" };

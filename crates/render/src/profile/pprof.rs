@@ -19,9 +19,9 @@ use std::collections::HashMap;
 use std::io::Write;
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct PprofProfile {
+pub(crate) struct PprofProfile {
     #[prost(message, repeated, tag = "1")]
-    pub sample_type: Vec<ValueType>,
+    pub(crate) sample_type: Vec<ValueType>,
     #[prost(message, repeated, tag = "2")]
     pub sample: Vec<PprofSample>,
     #[prost(message, repeated, tag = "3")]
@@ -31,23 +31,23 @@ pub struct PprofProfile {
     #[prost(message, repeated, tag = "5")]
     pub function: Vec<Function>,
     #[prost(string, repeated, tag = "6")]
-    pub string_table: Vec<String>,
+    pub(crate) string_table: Vec<String>,
     #[prost(int64, tag = "9")]
-    pub time_nanos: i64,
+    pub(crate) time_nanos: i64,
     #[prost(int64, tag = "10")]
-    pub duration_nanos: i64,
+    pub(crate) duration_nanos: i64,
     #[prost(message, optional, tag = "11")]
-    pub period_type: Option<ValueType>,
+    pub(crate) period_type: Option<ValueType>,
     #[prost(int64, tag = "12")]
     pub period: i64,
     #[prost(int64, repeated, tag = "13")]
     pub comment: Vec<i64>,
     #[prost(int64, tag = "14")]
-    pub default_sample_type: i64,
+    pub(crate) default_sample_type: i64,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct ValueType {
+pub(crate) struct ValueType {
     #[prost(int64, tag = "1")]
     pub r#type: i64,
     #[prost(int64, tag = "2")]
@@ -55,9 +55,9 @@ pub struct ValueType {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct PprofSample {
+pub(crate) struct PprofSample {
     #[prost(uint64, repeated, tag = "1")]
-    pub location_id: Vec<u64>,
+    pub(crate) location_id: Vec<u64>,
     #[prost(int64, repeated, tag = "2")]
     pub value: Vec<i64>,
     #[prost(message, repeated, tag = "3")]
@@ -81,7 +81,7 @@ pub struct Mapping {
     #[prost(int64, tag = "5")]
     pub filename: i64,
     #[prost(bool, tag = "7")]
-    pub has_functions: bool,
+    pub(crate) has_functions: bool,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -89,7 +89,7 @@ pub struct Location {
     #[prost(uint64, tag = "1")]
     pub id: u64,
     #[prost(uint64, tag = "2")]
-    pub mapping_id: u64,
+    pub(crate) mapping_id: u64,
     #[prost(message, repeated, tag = "4")]
     pub line: Vec<Line>,
 }
@@ -97,7 +97,7 @@ pub struct Location {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Line {
     #[prost(uint64, tag = "1")]
-    pub function_id: u64,
+    pub(crate) function_id: u64,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -107,7 +107,7 @@ pub struct Function {
     #[prost(int64, tag = "2")]
     pub name: i64,
     #[prost(int64, tag = "3")]
-    pub system_name: i64,
+    pub(crate) system_name: i64,
     #[prost(int64, tag = "4")]
     pub filename: i64,
 }

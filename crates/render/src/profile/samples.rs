@@ -15,28 +15,35 @@ type StackTotals = (u32, u32, u64, u64);
 pub struct Samples {
     /// Distinct stacks, outermost frame first (the leaf alone without call stacks).
     pub stacks: Vec<Vec<StackFrame>>,
+    /// Every sample (or distinct stack's total), in recording order.
     pub samples: Vec<Sample>,
     /// (pid, tid) → the thread's name.
     pub threads: HashMap<(u32, u32), String>,
     /// Whether `samples` are single samples with times (else aggregates at time 0).
     pub timed: bool,
+    /// What a sample's weight counts.
     pub weight: Weight,
 }
 
+/// One sample, or one distinct stack's total.
 #[derive(Debug, Clone, Copy)]
 pub struct Sample {
+    /// Its process.
     pub pid: u32,
+    /// Its thread.
     pub tid: u32,
     /// Nanoseconds since the recording's first record (0 without a timeline).
-    pub time_ns: u64,
+    pub(crate) time_ns: u64,
     /// Index into `stacks`.
     pub stack: usize,
+    /// Samples it stands for.
     pub count: u64,
     /// Summed periods: nanoseconds of a clock, else events.
     pub period: u64,
 }
 
 impl Samples {
+    /// The samples of `profile`, with the stacks of its `report`.
     pub fn of(profile: &Profile, report: &Report) -> Samples {
         // With call stacks, every stack of the profile; else every sampled location.
         let (stacks, keys): (Vec<Vec<StackFrame>>, Vec<StackTotals>) = match &report.graph {
@@ -80,7 +87,7 @@ impl Samples {
     }
 
     /// A thread's name, or a made-up one for threads without a COMM record.
-    pub fn thread_name(&self, pid: u32, tid: u32) -> String {
+    pub(crate) fn thread_name(&self, pid: u32, tid: u32) -> String {
         match self.threads.get(&(pid, tid)) {
             Some(name) if !name.is_empty() => name.clone(),
             _ => format!("thread {tid}"),
@@ -89,7 +96,7 @@ impl Samples {
 
     /// A frame's name as the viewers show it: the function, with `[inlined]` for code
     /// the compiler inlined (kernel functions are recognisable by their object).
-    pub fn frame_name(frame: &StackFrame) -> String {
+    pub(crate) fn frame_name(frame: &StackFrame) -> String {
         match frame.kind {
             FrameKind::Inlined => format!("{} [inlined]", frame.function),
             _ => frame.function.clone(),

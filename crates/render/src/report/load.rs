@@ -74,11 +74,13 @@ fn stopped_early(e: &StoredExperiment) -> bool {
 /// What to show.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
+    /// The page's title.
     pub title: String,
     /// The label ratios are relative to; default: the first label.
     pub reference: Option<String>,
     /// Labels to compare with the reference; default: the last label.
     pub labels: Vec<String>,
+    /// The metric compared and plotted.
     pub metric: String,
     /// True when the user named `metric` (every pair is compared on it); otherwise a pair
     /// measured in one session is compared on the metric that session decided on.

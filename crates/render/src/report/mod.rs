@@ -8,7 +8,7 @@
 pub mod error;
 pub mod html;
 pub mod load;
-pub mod svg;
+pub(crate) mod svg;
 
 pub use html::render_html;
 
@@ -43,14 +43,15 @@ fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), ReportEr
 /// Everything the report page shows, arranged for the page.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReportData {
+    /// The page's title.
     pub title: String,
     /// When the report was generated (RFC 3339).
-    pub generated_at: String,
+    pub(crate) generated_at: String,
     /// The metric compared and plotted (`wall_s`, `instructions`, ...).
     pub metric: String,
     /// With results from several machines: each compared label ÷ the reference, per
     /// benchmark, on every machine side by side.
-    pub matrices: Vec<perflab_store::history::matrix::Matrix>,
+    pub(crate) matrices: Vec<perflab_store::history::matrix::Matrix>,
     /// One part per machine fingerprint, each as the page would be for that machine alone:
     /// machines are never pooled.
     pub pages: Vec<MachinePage>,
@@ -72,7 +73,9 @@ pub struct MachinePage {
     pub comparisons: Vec<LabelComparison>,
     /// Per benchmark: median and CI per label, change points (as `perflab history`).
     pub histories: Vec<perflab_store::history::BenchmarkHistory>,
+    /// Every other measured metric, label against the reference.
     pub counters: CounterTable,
+    /// The machine, perflab version and environment of each group of labels.
     pub machines: Vec<MachineGroup>,
     /// Benchmarks found slower than a baseline build under a shown label, explained
     /// (`run --profile-changes`), largest ratio first.
@@ -82,9 +85,13 @@ pub struct MachinePage {
 /// Why a benchmark got slower under a label: its comparison and what explains it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Explained {
+    /// The benchmark's name.
     pub benchmark: String,
+    /// The label it got slower under.
     pub label: String,
+    /// Its primary metric's comparison with the baseline build.
     pub comparison: perflab_model::Comparison,
+    /// What explains it.
     pub why: Why,
 }
 
@@ -102,6 +109,7 @@ pub enum Why {
 /// Every benchmark's time under `label` relative to the reference label.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabelComparison {
+    /// The label compared with the reference.
     pub label: String,
     /// Benchmarks whose builds differ: the chart's rows and its geometric mean.
     pub rows: Vec<RelativeTime>,
@@ -113,6 +121,7 @@ pub struct LabelComparison {
 /// A benchmark run with the same command under both labels (`history::controls`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Control {
+    /// The benchmark's name.
     pub benchmark: String,
     /// Its label ÷ reference ratio, or why there is none.
     pub change: Result<Ratio, String>,
@@ -121,7 +130,9 @@ pub struct Control {
 /// One benchmark's label/reference ratio of the metric (> 1: slower than the reference).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RelativeTime {
+    /// The benchmark's name.
     pub benchmark: String,
+    /// Its label ÷ reference ratio.
     pub change: Ratio,
 }
 
@@ -129,19 +140,25 @@ pub struct RelativeTime {
 /// label, with the pair's record on that metric (ratio, interval, verdict, method).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CounterTable {
+    /// The reference label.
     pub reference: String,
+    /// One row per benchmark, metric and label.
     pub rows: Vec<CounterRow>,
 }
 
+/// One metric of one benchmark under one label.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CounterRow {
+    /// The benchmark's name.
     pub benchmark: String,
+    /// The metric.
     pub metric: String,
     /// The compared label (None: the reference alone, nothing to compare with).
     pub label: Option<String>,
     /// Medians of the metric as the record measured them: the two commands of the
     /// session that paired them, else each label's runs; None = not measured.
-    pub reference_value: Option<f64>,
+    pub(crate) reference_value: Option<f64>,
+    /// The label's median of the metric; None: not measured.
     pub value: Option<f64>,
     /// label ÷ reference on this metric, or why there is no ratio with an interval.
     pub change: Result<Ratio, String>,
@@ -150,15 +167,19 @@ pub struct CounterRow {
 /// The machine, perflab version and environment shared by a group of labels.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MachineGroup {
+    /// The labels of the group, in history order.
     pub labels: Vec<String>,
+    /// The machine they were measured on.
     pub machine: Machine,
+    /// The perflab version that measured them.
     pub perflab_version: String,
+    /// Extra facts about the environment (valgrind version, …).
     pub environment: BTreeMap<String, String>,
 }
 
 /// Geometric mean of a comparison's ratios with its confidence interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Geomean {
+pub(crate) struct Geomean {
     pub ratio: f64,
     pub ci_low: f64,
     pub ci_high: f64,
@@ -174,7 +195,7 @@ pub struct Geomean {
 /// confidence; the mean of `k` independent log ratios has `se = √(Σ se_i²) / k`. The
 /// interval is therefore about measurement noise in *this* suite, not about how a
 /// different choice of benchmarks would have come out (docs/report.md).
-pub fn geomean(rows: &[RelativeTime]) -> Option<Geomean> {
+pub(crate) fn geomean(rows: &[RelativeTime]) -> Option<Geomean> {
     let normal = Normal::standard();
     let mut sum_ln = 0.0;
     let mut sum_var = 0.0;

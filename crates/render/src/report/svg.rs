@@ -21,7 +21,7 @@ pub fn truncate(text: &str, max_chars: usize) -> Cow<'_, str> {
 /// A logarithmic mapping from ratios to pixels, so that 0.5× and 2× lie at equal
 /// distances from 1×.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LogScale {
+pub(crate) struct LogScale {
     ln_lo: f64,
     ln_hi: f64,
     px_lo: f64,
@@ -46,7 +46,7 @@ impl LogScale {
         LogScale { ln_lo: lo - pad, ln_hi: hi + pad, px_lo, px_hi }
     }
 
-    pub fn domain(&self) -> (f64, f64) {
+    pub(crate) fn domain(&self) -> (f64, f64) {
         (self.ln_lo.exp(), self.ln_hi.exp())
     }
 
@@ -93,7 +93,7 @@ impl LogScale {
 
 /// A linear mapping for the history charts' value axis.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LinearScale {
+pub(crate) struct LinearScale {
     lo: f64,
     hi: f64,
     px_lo: f64,
@@ -149,7 +149,7 @@ fn nice_step(raw: f64) -> f64 {
 }
 
 /// A ratio as a signed percentage change: `+5.2 %`, `−10 %`.
-pub fn format_change(ratio: f64) -> String {
+pub(crate) fn format_change(ratio: f64) -> String {
     if !ratio.is_finite() {
         return "n/a".into();
     }
@@ -172,7 +172,7 @@ pub fn format_value(value: f64, unit: &str) -> String {
 
 /// Labels for an axis's ticks: as [`format_value`], with as many more digits as it takes
 /// (up to three) for neighbouring ticks not to read alike (226 ms, 226.5 ms, 227 ms).
-pub fn tick_labels(ticks: &[f64], unit: &str) -> Vec<String> {
+pub(crate) fn tick_labels(ticks: &[f64], unit: &str) -> Vec<String> {
     let labels = |extra: i32| ticks.iter().map(|&t| format_value_with(t, unit, extra)).collect::<Vec<_>>();
     (0..=3).map(labels).find(|l| l.windows(2).all(|w| w[0] != w[1])).unwrap_or_else(|| labels(0))
 }

@@ -11,27 +11,38 @@ use perflab_stats::sessions::SessionNoise;
 use serde::Serialize;
 use std::collections::HashMap;
 
+/// Two labels compared on every machine side by side: one row per benchmark.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Matrix {
+    /// The metric compared.
     pub metric: String,
+    /// The label compared against.
     pub reference: String,
+    /// The label compared.
     pub label: String,
     /// One column per machine fingerprint, by name.
     pub machines: Vec<MachineColumn>,
+    /// One row per benchmark.
     pub rows: Vec<MatrixRow>,
 }
 
+/// A machine's column of a [`Matrix`].
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct MachineColumn {
+    /// The machine's fingerprint.
     pub fingerprint: String,
     /// A short name for a column header: the machine id, else the hostname.
     pub name: String,
+    /// One line naming the machine (`Machine::describe`).
     pub description: String,
+    /// The machine.
     pub machine: Machine,
 }
 
+/// A benchmark's row of a [`Matrix`].
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct MatrixRow {
+    /// The benchmark's name.
     pub benchmark: String,
     /// label ÷ reference on each machine (aligned with [`Matrix::machines`]); None when
     /// that machine lacks either label or has too few runs for an interval.

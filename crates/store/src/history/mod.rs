@@ -21,10 +21,12 @@ use std::collections::HashMap;
 /// A metric's history, per machine (never mixed across machine fingerprints).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct History {
+    /// The metric followed.
     pub metric: String,
     /// Why `metric` was followed when none was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metric_note: Option<String>,
+    /// One history per machine fingerprint.
     pub machines: Vec<MachineHistory>,
     /// Two labels compared on every machine side by side (when asked for, or when the
     /// results come from several machines).
@@ -41,11 +43,16 @@ pub fn measured_values<'a>(e: &'a StoredExperiment, metric_name: &str) -> Cow<'a
     }
 }
 
+/// The history of one machine.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct MachineHistory {
+    /// The machine's fingerprint.
     pub fingerprint: String,
+    /// One line naming the machine (`Machine::describe`).
     pub description: String,
+    /// The machine.
     pub machine: Machine,
+    /// Its benchmarks, each over the labels.
     pub benchmarks: Vec<BenchmarkHistory>,
     /// Labels whose experiment found a build slower than its baseline build and stored
     /// why (`run --profile-changes`), in stored order.
@@ -57,8 +64,11 @@ pub struct MachineHistory {
 /// per-function explanation (its flame graph left out: the report draws it).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ExplainedRegression {
+    /// The benchmark's name.
     pub benchmark: String,
+    /// The label it was measured under.
     pub label: String,
+    /// The primary metric's comparison with its explanation (stacks left out).
     pub comparison: perflab_model::Comparison,
 }
 
@@ -84,11 +94,14 @@ fn explained_regressions(experiments: &[&StoredExperiment]) -> Vec<ExplainedRegr
     out
 }
 
+/// One benchmark's series over the labels.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct BenchmarkHistory {
+    /// The benchmark's name.
     pub name: String,
     /// One point per label, in stored label order.
     pub points: Vec<Point>,
+    /// Where the series shifts, in label order.
     pub change_points: Vec<Shift>,
 }
 
@@ -96,8 +109,11 @@ pub struct BenchmarkHistory {
 /// (the last command of each experiment) pooled.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Point {
+    /// The label.
     pub label: String,
+    /// Runs pooled.
     pub n: usize,
+    /// Median of the metric over them.
     pub median: f64,
     /// 95 % distribution-free interval of the median (None for fewer than 6 runs).
     pub median_ci: Option<(f64, f64)>,
@@ -124,18 +140,22 @@ pub struct Shift {
     pub label: String,
     /// Its index in `points`.
     pub index: usize,
+    /// Median of the runs before the shift.
     pub before: f64,
+    /// Median of the runs after it.
     pub after: f64,
     /// after / before.
     pub ratio: f64,
     /// 95 % interval of the ratio.
     pub ratio_ci: (f64, f64),
+    /// p-value of the test that found the shift.
     pub p_value: f64,
 }
 
 /// Whether [`build`] compares each label with the previous one (`Point::vs_previous`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Steps {
+    /// Compare every label with the previous one.
     Compare,
     /// For a report that does not show them (100,000 comparisons saved).
     Skip,

@@ -36,7 +36,7 @@ impl<'a> MetricChoice<'a> {
 /// The label a command of a stored experiment measured: the measured (last) command is
 /// the experiment's label, as in `perflab history`; another command named like a known
 /// label or build (an interleaved baseline) measured that one.
-pub fn label_of<'a>(e: &'a StoredExperiment, command_name: &'a str, labels: &[String]) -> Option<&'a str> {
+pub(crate) fn label_of<'a>(e: &'a StoredExperiment, command_name: &'a str, labels: &[String]) -> Option<&'a str> {
     if e.experiment.commands.last().is_some_and(|c| c.name == command_name) {
         Some(&e.label)
     } else {
@@ -47,9 +47,11 @@ pub fn label_of<'a>(e: &'a StoredExperiment, command_name: &'a str, labels: &[St
 /// An experiment that measured `reference` and `label` interleaved, in paired rounds.
 #[derive(Debug, Clone, Copy)]
 pub struct PairedSession<'a> {
+    /// The experiment.
     pub experiment: &'a StoredExperiment,
     /// The indices of the two commands in the experiment.
     pub reference: usize,
+    /// The index of the label's command.
     pub label: usize,
     /// True when the experiment's baseline was `label` (its ratios are inverted).
     pub inverted: bool,

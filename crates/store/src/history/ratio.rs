@@ -12,7 +12,7 @@ use perflab_stats::sessions::{difference, Prior, SessionNoise};
 use serde::Serialize;
 
 /// The confidence of every interval computed here from runs.
-pub const CONFIDENCE: f64 = 0.95;
+pub(crate) const CONFIDENCE: f64 = 0.95;
 /// Equivalence margin for independent comparisons when the experiments record none.
 pub const DEFAULT_THRESHOLD: f64 = 0.01;
 /// The session-to-session noise assumed before a machine's history says otherwise: τ₀
@@ -39,6 +39,7 @@ pub enum CiMethod {
 }
 
 impl CiMethod {
+    /// How the interval was computed, in a phrase for explanations.
     pub fn describe(self) -> &'static str {
         match self {
             CiMethod::Paired => "paired, interleaved runs",
@@ -64,13 +65,19 @@ pub struct Ratio {
     /// The metric compared (a pair measured in one session is compared on the metric that
     /// session decided on unless another is asked for).
     pub metric: String,
+    /// label ÷ reference.
     pub ratio: f64,
+    /// Lower bound of its interval.
     pub ci_low: f64,
+    /// Upper bound of its interval.
     pub ci_high: f64,
     /// Confidence of [`ci_low`, `ci_high`] (0.95 for 95 %).
     pub confidence: f64,
+    /// p-value of "no difference"; None when the method gives none.
     pub p_value: Option<f64>,
+    /// What the interval says, in the metric's direction.
     pub verdict: Verdict,
+    /// How the interval was computed.
     pub method: CiMethod,
     /// Runs (or paired rounds, or sessions) behind the ratio: the smaller side.
     pub n: usize,

@@ -23,7 +23,9 @@ pub fn busy_share(e: &StoredExperiment) -> Option<f64> {
 /// One label's sessions of one benchmark.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabelSessions {
+    /// The label.
     pub label: String,
+    /// One session per experiment with runs of the metric.
     pub sessions: Vec<Session>,
     /// The share of its sessions' wall time spent waiting behind neighbours (their mean),
     /// None when no session recorded it.
@@ -31,6 +33,8 @@ pub struct LabelSessions {
 }
 
 impl LabelSessions {
+    /// True when its sessions were measured on a busy machine (their runs waited behind
+    /// neighbours for at least `BUSY_SHARE` of their wall time).
     pub fn busy(&self) -> bool {
         self.busy_share.is_some_and(|s| s >= BUSY_SHARE)
     }
@@ -39,7 +43,9 @@ impl LabelSessions {
 /// One benchmark's labels, in label order.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BenchmarkSessions {
+    /// The benchmark's name.
     pub benchmark: String,
+    /// Its labels, in label order.
     pub labels: Vec<LabelSessions>,
 }
 
@@ -47,6 +53,7 @@ pub struct BenchmarkSessions {
 pub static NO_SESSIONS: BenchmarkSessions = BenchmarkSessions { benchmark: String::new(), labels: Vec::new() };
 
 impl BenchmarkSessions {
+    /// The sessions of `label`, if it has any.
     pub fn label(&self, label: &str) -> Option<&LabelSessions> {
         self.labels.iter().find(|l| l.label == label)
     }
@@ -103,6 +110,7 @@ pub struct MachineNoise {
 }
 
 impl MachineNoise {
+    /// The machine's session noise from every benchmark's history, with `prior` for a short one.
     pub fn new(benchmarks: &[BenchmarkSessions], prior: Prior) -> MachineNoise {
         let histories: Vec<Vec<Vec<Session>>> =
             benchmarks.iter().map(|b| b.labels.iter().map(|l| l.sessions.clone()).collect()).collect();
@@ -130,6 +138,7 @@ impl MachineNoise {
 /// The metric `history` and `report` compare when none is asked for, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decided {
+    /// The metric.
     pub metric: String,
     /// The line saying so.
     pub why: String,

@@ -43,62 +43,96 @@ pub struct AgentOptions {
     pub once: bool,
     /// Exit when no job is claimable instead of waiting.
     pub exit_when_idle: bool,
+    /// Show the benchmarked commands' output instead of discarding it.
     pub show_output: bool,
 }
 
 /// What an agent tells its operator; `cli` renders each as one line.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
+    /// The agent started.
     Started {
+        /// The agent's name.
         agent: String,
+        /// The machine it runs on, as the fleet names it.
         machine: String,
+        /// The store it works from, as its location reads.
         store: String,
     },
+    /// A job was claimed for this machine.
     Claimed {
+        /// The job's id.
         job: i64,
+        /// The attempt number of this claim.
         attempt: i64,
+        /// The job's suite file.
         suite: String,
+        /// The label its results are stored under.
         label: String,
     },
+    /// A claimed job goes on where an earlier attempt stopped.
     Resuming {
+        /// The job's id.
         job: i64,
+        /// Benchmarks an earlier attempt already stored (not run again).
         completed: usize,
     },
     /// The database could not be reached or stopped answering; the next try is in `retry_in_s`.
     Unavailable {
+        /// The database's error, one line.
         why: String,
+        /// Tries so far.
         attempt: u32,
+        /// Seconds until the next try.
         retry_in_s: f64,
     },
+    /// The database answers again.
     Reconnected {
+        /// Seconds the outage lasted.
         after_s: f64,
+        /// Tries it took.
         attempts: u32,
     },
     /// After an outage during a job, its claim was still this agent's: the lease is renewed
     /// and the job goes on (its benchmark in flight is measured again).
     ClaimKept {
+        /// The job's id.
         job: i64,
+        /// The attempt number.
         attempt: i64,
     },
     /// Another agent took the job over (this one's lease ran out): it is left to that one.
     ClaimLost {
+        /// The job's id.
         job: i64,
+        /// This agent's attempt number.
         attempt: i64,
     },
+    /// Renewing the job's lease failed.
     HeartbeatFailed {
+        /// The job's id.
         job: i64,
+        /// The error, one line.
         why: String,
     },
+    /// The job's lease ran out while it ran: its end could not be recorded as this agent's.
     LeaseExpiredWhileRunning {
+        /// The job's id.
         job: i64,
     },
+    /// The job finished and its results are stored.
     Done {
+        /// The job's id.
         job: i64,
     },
+    /// The job failed.
     Failed {
+        /// The job's id.
         job: i64,
+        /// Why, one line.
         why: String,
     },
+    /// No job is claimable for this machine, and the agent exits (`--exit-when-idle`).
     Idle,
 }
 

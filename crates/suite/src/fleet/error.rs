@@ -5,18 +5,24 @@
 use std::path::PathBuf;
 use thiserror::Error;
 
+/// What stops a fleet step.
 #[derive(Debug, Error)]
 pub enum FleetError {
+    /// `--machine` is not a glob pattern.
     #[error("--machine `{pattern}` is not a glob pattern: {source}")]
     BadPattern {
+        /// The pattern, as given.
         pattern: String,
+        /// globset's reason.
         #[source]
         source: globset::Error,
     },
     /// The agent's `--dir`.
     #[error("cannot work in {}: {source}", path.display())]
     WorkDir {
+        /// The directory.
         path: PathBuf,
+        /// The error.
         #[source]
         source: std::io::Error,
     },
@@ -48,12 +54,12 @@ impl FleetError {
     }
 
     /// True when a fenced write found the job's claim taken over by another agent.
-    pub fn is_claim_lost(&self) -> bool {
+    pub(crate) fn is_claim_lost(&self) -> bool {
         self.database().is_some_and(perflab_store::error::claim_lost)
     }
 
     /// True when the store or the machine failed, not the job: the job is given back.
-    pub fn is_system(&self) -> bool {
+    pub(crate) fn is_system(&self) -> bool {
         use perflab_engine::experiment::ExperimentError;
         self.database().is_some()
             || matches!(self, FleetError::Suite(crate::error::SuiteError::Experiment(ExperimentError::Executor(e))) if e.is_machine())

@@ -58,10 +58,13 @@ pub fn selects(patterns: &[String], fingerprint: &str, machine: &Machine) -> boo
 /// The queue for `perflab queue --list`: every job with each machine's state of it.
 #[derive(Debug, serde::Serialize)]
 pub struct QueueStatus {
+    /// Every job queued, oldest first.
     pub jobs: Vec<Job>,
+    /// Each machine's claim on each job it took.
     pub claims: Vec<ClaimStatus>,
 }
 
+/// The queue as the store holds it now.
 pub fn status(store: &mut Store) -> Result<QueueStatus, FleetError> {
     Ok(QueueStatus { jobs: store.jobs()?, claims: store.claims()? })
 }

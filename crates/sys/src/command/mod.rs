@@ -49,6 +49,7 @@ impl Shell {
 /// (said to the user as a note before anything runs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellReason {
+    /// The command line as typed.
     pub command: String,
     /// The first shell syntax found in it, e.g. `>` or `$(`.
     pub syntax: String,
@@ -83,7 +84,7 @@ const SHELL_WORDS: [&str; 22] = [
 /// yes/no question needs. Quoting follows POSIX: nothing is special inside single
 /// quotes; inside double quotes `$` and backticks still expand; a backslash escapes
 /// the next character outside single quotes.
-pub fn shell_syntax(text: &str) -> Option<String> {
+pub(crate) fn shell_syntax(text: &str) -> Option<String> {
     #[derive(PartialEq)]
     enum Quote {
         None,
@@ -260,6 +261,7 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, CommandError> {
     Ok(path)
 }
 
+/// True when `s` can name a `{placeholder}`: non-empty ASCII letters, digits, `_` and `-`.
 pub fn is_placeholder_name(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
@@ -336,6 +338,8 @@ pub fn check_combination_count(templates: u64, params: &[(String, Vec<String>)])
     })
 }
 
+/// Every combination of the parameters' values (`-L`), the last parameter varying fastest;
+/// one combination is one (name, value) per parameter, in the order given.
 pub fn cartesian(params: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
     let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for (key, values) in params {

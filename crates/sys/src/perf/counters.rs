@@ -33,7 +33,7 @@ pub const DEFAULT_STAT_EVENTS: [&str; 8] = [
 ];
 
 /// Derived metrics: name, numerator, denominator, factor (100 for percentages).
-pub const DERIVED: [(&str, &str, &str, f64); 5] = [
+pub(crate) const DERIVED: [(&str, &str, &str, f64); 5] = [
     ("ipc", "instructions", "cycles", 1.0),
     ("branch-miss-rate", "branch-misses", "branches", 100.0),
     ("cache-miss-rate", "cache-misses", "cache-references", 100.0),
@@ -82,6 +82,7 @@ impl Scope {
         }
     }
 
+    /// The scope as `--scope` and the output name it (`user+kernel` for [`Scope::All`]).
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Auto => "auto",
@@ -134,13 +135,17 @@ fn kernel_counting_allowed() -> bool {
 /// A raw reading: the count and the kernel's time_enabled/time_running (ns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawCount {
+    /// The counter's value while it was scheduled.
     pub count: u64,
+    /// Nanoseconds the counter was enabled.
     pub time_enabled: u64,
+    /// Nanoseconds it was actually on the PMU (less than enabled when multiplexed).
     pub time_running: u64,
 }
 
 /// An opened counter, read once after the child was reaped (or at every interval).
 pub trait OpenCounter {
+    /// The count so far with its enabled/running times.
     fn read(&mut self) -> io::Result<RawCount>;
 }
 
@@ -218,7 +223,7 @@ impl CounterOpener for PerfOpener {
 }
 
 /// Wraps an opener so CPU-PMU events fail with ENOENT, as on a machine without a PMU.
-pub struct NoPmuOpener<O>(pub O);
+pub(crate) struct NoPmuOpener<O>(pub O);
 
 impl<O: CounterOpener> CounterOpener for NoPmuOpener<O> {
     fn open_group(
@@ -241,7 +246,7 @@ impl<O: CounterOpener> CounterOpener for NoPmuOpener<O> {
 /// multiplexed (time_running = time_enabled · slots / events) and a group larger than
 /// `slots` never runs, as on a real PMU; `ppp` is refused (EOPNOTSUPP). Software events
 /// and tracepoints go to the real opener.
-pub struct FakePmuOpener<O> {
+pub(crate) struct FakePmuOpener<O> {
     pub inner: O,
     pub slots: usize,
     /// CPU-PMU events opened per target so far (all are opened before any is read).
@@ -354,7 +359,7 @@ pub fn fake_pmu_slots() -> Option<usize> {
 /// Why an event could not be opened, for a human.
 /// `privileged`: paranoid and capabilities allow kernel counting, so a denial comes
 /// from elsewhere.
-pub fn open_failure_reason(
+pub(crate) fn open_failure_reason(
     event: &Event,
     err: &io::Error,
     paranoid: Option<i32>,
@@ -406,6 +411,7 @@ enum Slot {
 /// Opens an event list on targets, with the scope and the reasons of refusals; shared by
 /// the per-run probe and live counting (`stat -a/-p/-I`).
 pub struct Counting {
+    /// The events, in the order and groups `-e` gave.
     pub events: EventList,
     opener: Box<dyn CounterOpener>,
     scope: Scope,

@@ -16,31 +16,90 @@ use thiserror::Error;
 /// Why an event list could not be parsed (a usage error: exit 2).
 #[derive(Debug, Error)]
 pub enum EventError {
+    /// A name that is no symbolic event, alias, raw event, PMU event or tracepoint.
     #[error("unknown event `{name}`; valid events: {valid} (and raw rUUEE, PMU/field=value,…/, subsystem:tracepoint)")]
-    Unknown { name: String, valid: String },
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The symbolic names accepted, for the message.
+        valid: String,
+    },
+    /// A modifier letter perf does not have.
     #[error("event `{event}`: unknown modifier `{modifier}` (perf's u, k, h, p, pp, ppp are accepted)")]
-    Modifier { event: String, modifier: char },
+    Modifier {
+        /// The event as written.
+        event: String,
+        /// The letter.
+        modifier: char,
+    },
+    /// More than three `p`s.
     #[error("event `{event}`: precise level {level} asked (p, pp or ppp: at most 3)")]
-    Precise { event: String, level: usize },
+    Precise {
+        /// The event as written.
+        event: String,
+        /// The precise level asked for.
+        level: usize,
+    },
+    /// `r…` not followed by 1 to 16 hex digits.
     #[error("event `{event}`: `{text}` is not a raw event (expected r followed by 1 to 16 hex digits, e.g. r00c0)")]
-    Raw { event: String, text: String },
+    Raw {
+        /// The event as written.
+        event: String,
+        /// The part after `r`.
+        text: String,
+    },
+    /// A `pmu/…/` event of a PMU this machine does not have.
     #[error("event `{event}`: this machine has no PMU `{pmu}` (it has: {present}){hint}")]
-    NoPmu { event: String, pmu: String, present: String, hint: &'static str },
+    NoPmu {
+        /// The event as written.
+        event: String,
+        /// The PMU named.
+        pmu: String,
+        /// The PMUs the machine has, for the message.
+        present: String,
+        /// A sentence for the usual cause (a VM without a CPU PMU), or empty.
+        hint: &'static str,
+    },
+    /// The PMU's sysfs files cannot be read.
     #[error("event `{event}`: PMU `{pmu}` cannot be read from /sys/bus/event_source/devices: {source}")]
     Pmu {
+        /// The event as written.
         event: String,
+        /// The PMU named.
         pmu: String,
+        /// The read error.
         #[source]
         source: std::io::Error,
     },
+    /// A `field=value` term the PMU's `format/` files do not allow.
     #[error("event `{event}`: {what}")]
-    PmuTerm { event: String, what: String },
+    PmuTerm {
+        /// The event as written.
+        event: String,
+        /// What is wrong with the term.
+        what: String,
+    },
+    /// A tracepoint tracefs does not have, or whose id cannot be read.
     #[error("tracepoint `{event}`: {what}")]
-    Tracepoint { event: String, what: String },
+    Tracepoint {
+        /// The tracepoint as written.
+        event: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// A uprobe (`uprobe:OBJECT:FUNCTION`) that cannot be placed: no such object or
+    /// symbol, or the kernel refused it.
     #[error("probe `{event}`: {what}")]
-    Uprobe { event: String, what: String },
+    Uprobe {
+        /// The probe as written.
+        event: String,
+        /// Why it cannot be placed.
+        what: String,
+    },
+    /// The list's `{`/`}` do not pair up.
     #[error("unbalanced braces in the event list `{0}` (a group is written {{a,b}})")]
     Braces(String),
+    /// A group inside a group, or an empty one.
     #[error("a group cannot be nested or empty: `{0}`")]
     Group(String),
 }
@@ -48,7 +107,9 @@ pub enum EventError {
 /// What the kernel is asked to count: perf_event_attr's type and config words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
+    /// A generic hardware event (PERF_TYPE_HARDWARE: cycles, instructions, …).
     Hardware(Hardware),
+    /// A software event of the kernel (PERF_TYPE_SOFTWARE: task-clock, page-faults, …).
     Software(Software),
     /// A generic hardware cache event (PERF_TYPE_HW_CACHE), config = id | op << 8 | result << 16.
     Cache(u64),
@@ -56,9 +117,13 @@ pub enum EventKind {
     Raw(u64),
     /// An event of a PMU named in sysfs (`cpu/…/`, `msr/tsc/`): its type and configs.
     Pmu {
+        /// The PMU's type number (sysfs `type`).
         pmu_type: u32,
+        /// perf_event_attr's `config`.
         config: u64,
+        /// perf_event_attr's `config1`.
         config1: u64,
+        /// perf_event_attr's `config2`.
         config2: u64,
     },
     /// A kernel tracepoint by its tracefs id.
@@ -69,7 +134,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Counted by the CPU's performance monitoring unit (absent in most VMs).
-    pub fn needs_cpu_pmu(self) -> bool {
+    pub(crate) fn needs_cpu_pmu(self) -> bool {
         match self {
             EventKind::Hardware(_) | EventKind::Cache(_) | EventKind::Raw(_) => true,
             EventKind::Pmu { pmu_type, .. } => pmu_type == bindings::PERF_TYPE_RAW,
@@ -110,8 +175,11 @@ impl perf_event::events::Event for EventKind {
 /// perf's modifiers: which privilege levels count, and the precise-IP level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Modifiers {
+    /// Count in user mode.
     pub user: bool,
+    /// Count in the kernel.
     pub kernel: bool,
+    /// Count in the hypervisor.
     pub hypervisor: bool,
     /// 0–3: `p`, `pp`, `ppp` (sampling skid; meaningless for counting).
     pub precise: u8,
@@ -119,7 +187,7 @@ pub struct Modifiers {
 
 impl Modifiers {
     /// True when `u`, `k` or `h` chose the privilege levels (else `--counter-scope` does).
-    pub fn chooses_levels(self) -> bool {
+    pub(crate) fn chooses_levels(self) -> bool {
         self.user || self.kernel || self.hypervisor
     }
 
@@ -132,7 +200,7 @@ impl Modifiers {
         }
     }
 
-    pub fn exclude_user(self) -> bool {
+    pub(crate) fn exclude_user(self) -> bool {
         self.chooses_levels() && !self.user
     }
 
@@ -181,25 +249,29 @@ pub struct Event {
     pub name: String,
     /// The canonical name without modifiers (what derived metrics and kernel-only checks use).
     pub base: String,
+    /// What perf_event_open needs to open it.
     pub kind: EventKind,
+    /// Its `:ukh…` modifiers (which privilege levels are counted).
     pub modifiers: Modifiers,
 }
 
 /// A parsed `-e` list: the events in order, and which of them form perf groups.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct EventList {
+    /// The events, in the order given.
     pub events: Vec<Event>,
     /// Index ranges into `events` opened as one group each (all-or-nothing).
     pub groups: Vec<std::ops::Range<usize>>,
 }
 
 impl EventList {
+    /// True when the list names no event.
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
     }
 
     /// The group an event belongs to, if any.
-    pub fn group_of(&self, index: usize) -> Option<std::ops::Range<usize>> {
+    pub(crate) fn group_of(&self, index: usize) -> Option<std::ops::Range<usize>> {
         self.groups.iter().find(|g| g.contains(&index)).cloned()
     }
 }
@@ -250,21 +322,21 @@ const fn cache(id: u64, op: u64, result: u64) -> u64 {
 pub const DETAILED: [&str; 4] = ["L1-dcache-loads", "L1-dcache-load-misses", "LLC-loads", "LLC-load-misses"];
 
 /// Every symbolic name, for `--help` and error messages.
-pub fn symbolic_names() -> Vec<&'static str> {
+pub(crate) fn symbolic_names() -> Vec<&'static str> {
     SYMBOLIC.iter().map(|(n, _, _)| *n).collect()
 }
 
 /// Where sysfs keeps PMUs and tracefs keeps tracepoints; a seam for tests.
 #[derive(Debug, Clone)]
-pub struct Sysfs {
-    pub pmus: PathBuf,
+pub(crate) struct Sysfs {
+    pub(crate) pmus: PathBuf,
     /// tracefs roots to try, in order.
-    pub tracing: Vec<PathBuf>,
+    pub(crate) tracing: Vec<PathBuf>,
     /// Mount tracefs at the first root when none has events (perf does the same; root only).
-    pub mount_tracefs: bool,
+    pub(crate) mount_tracefs: bool,
     /// Try every uprobe on perflab itself while parsing, so one that cannot be placed is
     /// refused before any run (off only where the PMU directory is made up).
-    pub try_probes: bool,
+    pub(crate) try_probes: bool,
 }
 
 impl Default for Sysfs {
@@ -279,7 +351,7 @@ impl Default for Sysfs {
 }
 
 /// Parse `-e` values (each may hold a comma-separated list) with this machine's sysfs.
-pub fn parse_list(values: &[String]) -> Result<EventList, EventError> {
+pub(crate) fn parse_list(values: &[String]) -> Result<EventList, EventError> {
     parse_list_with(values, &Sysfs::default())
 }
 
@@ -288,7 +360,7 @@ pub fn parse_one(text: &str) -> Result<Event, EventError> {
     parse_event(text.trim(), &Sysfs::default())
 }
 
-pub fn parse_list_with(values: &[String], sysfs: &Sysfs) -> Result<EventList, EventError> {
+pub(crate) fn parse_list_with(values: &[String], sysfs: &Sysfs) -> Result<EventList, EventError> {
     let mut list = EventList::default();
     for value in values {
         for token in split_top_level(value)? {

@@ -30,10 +30,13 @@ use std::sync::{Mutex, OnceLock};
 /// The path stays valid for the process: the kernel reads it at every open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Uprobe {
+    /// The uprobe PMU's type (`/sys/bus/event_source/devices/uprobe/type`).
     pub pmu_type: u32,
     /// The retprobe bit for a return probe, else 0.
     pub config: u64,
+    /// The object file the probe is in.
     pub path: &'static CStr,
+    /// Where in that file the kernel plants the breakpoint.
     pub file_offset: u64,
 }
 
@@ -68,6 +71,7 @@ pub struct Placement {
     pub address: u64,
     /// Where the kernel plants the breakpoint.
     pub file_offset: u64,
+    /// A return probe (fires when the function returns).
     pub retprobe: bool,
     /// The object's GNU build ID (hex), if it has one.
     pub build_id: Option<String>,

@@ -21,6 +21,7 @@ pub enum Trap {
 }
 
 impl Trap {
+    /// How the kernel handles the probed instruction, for people.
     pub fn describe(self) -> &'static str {
         match self {
             Trap::Emulated => "first instruction emulated",

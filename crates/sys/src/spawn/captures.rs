@@ -73,7 +73,7 @@ pub(super) fn read_from(fd: &OwnedFd, start: u64) -> Vec<u8> {
 
 /// Where a command's stdout and stderr are captured (each `None` when that stream is
 /// not captured): memory files read after the run (stderr alone, for the tail that
-/// explains a failure), or, with [`Output::Capture`], pipes read while the command runs
+/// explains a failure), or, with `Output::Capture`, pipes read while the command runs
 /// (`executor::capture`), so that output of any size costs no memory.
 pub struct Captures {
     /// The child's stdout: the read end of its pipe with [`Output::Capture`].
@@ -105,14 +105,18 @@ pub(super) const PIPE_SIZE: libc::c_int = 1 << 20;
 
 impl Captures {
     /// The raw descriptors, to be opened by another process with [`Captures::open_in`].
-    pub fn raw_fds(&self) -> (Option<RawFd>, Option<RawFd>) {
+    pub(crate) fn raw_fds(&self) -> (Option<RawFd>, Option<RawFd>) {
         (self.stdout.as_ref().map(|f| f.as_raw_fd()), self.stderr.as_ref().map(|f| f.as_raw_fd()))
     }
 
     /// The captures process `pid` holds at `fds` (from its [`Captures::raw_fds`]), opened
     /// here through /proc: the same memory files, read after each of its runs, or the
     /// same pipes (`streamed`), read while they run.
-    pub fn open_in(pid: libc::pid_t, fds: (Option<RawFd>, Option<RawFd>), streamed: bool) -> io::Result<Captures> {
+    pub(crate) fn open_in(
+        pid: libc::pid_t,
+        fds: (Option<RawFd>, Option<RawFd>),
+        streamed: bool,
+    ) -> io::Result<Captures> {
         let open = |fd: Option<RawFd>| -> io::Result<Option<OwnedFd>> {
             fd.map(|fd| std::fs::File::open(format!("/proc/{pid}/fd/{fd}")).map(OwnedFd::from)).transpose()
         };
@@ -155,4 +159,3 @@ impl Captures {
         }
     }
 }
-

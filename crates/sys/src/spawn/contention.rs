@@ -24,7 +24,7 @@
 //! averaged over those CPUs as the pressure figure is. The neighbours' wait of such a run
 //! is the smaller of the two. Per-CPU busy time comes from the root `cpuacct` cgroup
 //! (v1, nanoseconds), else `/proc/schedstat` (nanoseconds, needs CONFIG_SCHEDSTATS),
-//! else `/proc/stat` (clock ticks: only for runs of at least [`COARSE_TICKS`] ticks);
+//! else `/proc/stat` (clock ticks: only for runs of at least `COARSE_TICKS` ticks);
 //! without any, such runs get no value, with the reason.
 
 use crate::spawn::error::{CgroupError, NoCpuTime};
@@ -53,7 +53,7 @@ pub fn schedstat(pid: libc::pid_t) -> io::Result<Schedstat> {
 }
 
 /// How long the calling thread has waited on a run queue so far.
-pub fn own_thread_waited() -> Option<Duration> {
+pub(crate) fn own_thread_waited() -> Option<Duration> {
     std::fs::read_to_string("/proc/thread-self/schedstat").ok().and_then(|t| parse_schedstat(&t).ok()).map(|s| s.waited)
 }
 
@@ -100,6 +100,7 @@ impl PressureGroup {
         Ok(group)
     }
 
+    /// The group's directory in the cgroup v2 hierarchy.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -117,7 +118,7 @@ impl PressureGroup {
 
     /// CPU time the group's tasks used since it was created (`cpu.stat`, a core file
     /// of every cgroup v2).
-    pub fn cpu_used(&self) -> io::Result<Duration> {
+    pub(crate) fn cpu_used(&self) -> io::Result<Duration> {
         let text = std::fs::read_to_string(self.dir.join("cpu.stat"))?;
         text.lines()
             .find_map(|l| l.strip_prefix("usage_usec "))
@@ -159,21 +160,21 @@ fn single_task_slack(cpu: Duration) -> Duration {
 
 /// What a run's process tree did in its own cgroup during the run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TreeReading {
+pub(crate) struct TreeReading {
     /// Wall time during which at least one of its tasks waited for a CPU (the pressure
     /// figure, averaged over CPUs by the kernel).
     pub stalled: Duration,
     /// The CPU time tasks outside the cgroup got on the CPUs the benchmark may use,
     /// averaged over those CPUs: the most a neighbour can have delayed it; or why it
     /// is not known.
-    pub others_on_its_cpus: Result<Duration, String>,
+    pub(crate) others_on_its_cpus: Result<Duration, String>,
 }
 
 /// Add `runq_wait_s`, `neighbour_wait_s` and `uncontended_s` to `run` from the main
 /// thread's statistics (`main_thread`) plus the harness's own wait in the timed window
 /// (`harness_waited`) or, for a run with other tasks that had a cgroup of its own
 /// (holding the harness too), the cgroup's reading (`tree`: the value, or why there is none).
-pub fn add_readings(
+pub(crate) fn add_readings(
     run: &mut Run,
     main_thread: Option<Schedstat>,
     harness_waited: Option<Duration>,
@@ -247,7 +248,7 @@ pub fn busy_share<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Option<f64> {
 
 /// A run's wait behind neighbours: `neighbour_wait_s`, or for a run recorded before it
 /// existed (no reading at all) its run-queue wait, which then meant the same.
-pub fn neighbour_wait(run: &Run) -> Option<f64> {
+pub(crate) fn neighbour_wait(run: &Run) -> Option<f64> {
     match run.counters.get(metric::NEIGHBOUR_WAIT) {
         Some(reading) => reading.value,
         None => run.metric(metric::RUNQ_WAIT),
@@ -256,11 +257,11 @@ pub fn neighbour_wait(run: &Run) -> Option<f64> {
 
 /// Runs shorter than this many clock ticks cannot use `/proc/stat`'s per-CPU busy time:
 /// its resolution is one tick (10 ms at the usual 100 Hz), an error of a few ticks.
-pub const COARSE_TICKS: f64 = 50.0;
+pub(crate) const COARSE_TICKS: f64 = 50.0;
 
 /// Where the machine's per-CPU busy time is read.
 #[derive(Debug, Clone, PartialEq)]
-pub enum CpuTimeSource {
+pub(crate) enum CpuTimeSource {
     /// `cpuacct.usage_percpu` of the root cpuacct cgroup (v1), ns.
     Cpuacct(PathBuf),
     /// `/proc/schedstat`'s per-CPU run time (field 7 of `cpuN` lines), ns.
@@ -309,7 +310,7 @@ impl CpuTimeSource {
     }
 
     /// Too coarse for a run of `wall`: why, or nothing.
-    pub fn too_coarse_for(&self, wall: Duration) -> Option<String> {
+    pub(crate) fn too_coarse_for(&self, wall: Duration) -> Option<String> {
         match self {
             CpuTimeSource::ProcStat { tick } if wall.as_secs_f64() < COARSE_TICKS * tick.as_secs_f64() => Some(format!(
                 "per-CPU busy time here is in clock ticks of {:.0} ms (/proc/stat; no cpuacct cgroup or /proc/schedstat), too coarse for a {:.0} ms run",
@@ -331,7 +332,7 @@ impl CpuTimeSource {
 
 /// CPU time others got on `cpus` between two per-CPU readings, given the cgroup's own
 /// CPU time `own` in between, averaged over those CPUs.
-pub fn others_on(cpus: &[usize], before: &[Duration], after: &[Duration], own: Duration) -> Option<Duration> {
+pub(crate) fn others_on(cpus: &[usize], before: &[Duration], after: &[Duration], own: Duration) -> Option<Duration> {
     if cpus.is_empty() {
         return None;
     }

@@ -152,15 +152,18 @@ impl Drop for SpawnAttributes {
 /// What one run produced.
 #[derive(Debug, Clone)]
 pub struct Finished {
+    /// Wall time from spawn to exit.
     pub wall: Duration,
+    /// The resource usage wait4 returned for the child (and its waited-for descendants).
     pub rusage: libc::rusage,
+    /// How it ended.
     pub exit: ExitInfo,
     /// The main thread's scheduler statistics, read after it exited and before it was
     /// reaped (None when the kernel does not provide them).
-    pub main_thread: Option<Schedstat>,
+    pub(crate) main_thread: Option<Schedstat>,
     /// How long the harness itself waited for a CPU to wake up when the command ended:
     /// wall time the command's own figures miss.
-    pub harness_waited: Option<Duration>,
+    pub(crate) harness_waited: Option<Duration>,
     /// The CPUs the command's main process was allowed to run on when it exited (its
     /// affinity, as `taskset` or a cpuset left it).
     pub allowed_cpus: Option<Vec<usize>>,
@@ -295,6 +298,7 @@ impl Prepared {
 
 /// A started child that has not been reaped yet.
 pub struct Child {
+    /// Its process id.
     pub pid: libc::pid_t,
     /// Opened only for waits that must wake on something else too (a timeout, the
     /// profiler's ring buffers): it costs ~4 µs per run.
@@ -464,7 +468,7 @@ impl Child {
     /// children, a forgotten server): they would run beside, and write into, the next
     /// run. Measured commands do this unless `--keep-children`; hooks never (a
     /// `--prepare` may start a server on purpose).
-    pub fn ending_its_group(mut self, end_group: bool) -> Child {
+    pub(crate) fn ending_its_group(mut self, end_group: bool) -> Child {
         self.end_group = end_group;
         self
     }

@@ -8,8 +8,8 @@
 //!   time). Means per run make contributions add up to the total exactly; ratios of the
 //!   means survive functions absent from some runs (zero samples), which per-round log
 //!   ratios do not.
-//! * **Which functions**: those with at least [`MIN_SAMPLES_PER_RUN`] samples per run on
-//!   average over both commands, at most [`MAX_TESTED`] of them, chosen by the pooled
+//! * **Which functions**: those with at least `MIN_SAMPLES_PER_RUN` samples per run on
+//!   average over both commands, at most `MAX_TESTED` of them, chosen by the pooled
 //!   count (blind to the direction of any change); the rest are summed into one
 //!   `[other functions]` row, tested like a function, so nothing escapes the total.
 //! * **Multiplicity**: Bonferroni over the rows tested (and the candidates), at the level
@@ -30,13 +30,13 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Functions with fewer samples per run (over both commands) are summed into
 /// `[other functions]`: at 5 samples per run and 20 rounds, the Poisson noise alone puts
 /// a ratio's 99.7 % interval at about ±40 %.
-pub const MIN_SAMPLES_PER_RUN: f64 = 5.0;
+pub(crate) const MIN_SAMPLES_PER_RUN: f64 = 5.0;
 /// At most this many functions get rows of their own (the family of the correction).
-pub const MAX_TESTED: usize = 30;
+pub(crate) const MAX_TESTED: usize = 30;
 /// The name of the row that sums every function without a row of its own.
-pub const OTHER: &str = perflab_model::OTHER_FUNCTIONS;
+pub(crate) const OTHER: &str = perflab_model::OTHER_FUNCTIONS;
 /// The name of the total row.
-pub const TOTAL: &str = "[total]";
+pub(crate) const TOTAL: &str = "[total]";
 /// Functions holding at least this share of the baseline's time are the ones whose
 /// relative bounds the summary quotes ("no other function changed beyond ±4 %").
 pub const HOT_SHARE: f64 = 0.05;
@@ -309,7 +309,10 @@ fn row_change(
 
 /// Each command's call stacks (folded) as mean time per run over the rounds both were
 /// sampled in, for the explanation's flame graph: (baseline, candidate).
-pub fn mean_stacks(base: &CommandResult, cand: &CommandResult) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
+pub(crate) fn mean_stacks(
+    base: &CommandResult,
+    cand: &CommandResult,
+) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
     let pairs = paired_profiles(base, cand);
     let mut sides = (BTreeMap::new(), BTreeMap::new());
     let n = pairs.len().max(1) as f64;

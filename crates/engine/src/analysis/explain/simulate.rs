@@ -14,13 +14,14 @@ use rand_distr::{Binomial, Distribution, StandardNormal, StudentT};
 /// One function of a scenario.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FunctionSpec {
+    /// The function's name.
     pub name: String,
     /// Mean time per run in the baseline.
     pub baseline_ms: f64,
     /// candidate / baseline of its time.
     pub ratio: f64,
     /// Time added in the candidate on top of `baseline_ms · ratio` (a new function).
-    pub added_ms: f64,
+    pub(crate) added_ms: f64,
 }
 
 impl FunctionSpec {
@@ -28,7 +29,7 @@ impl FunctionSpec {
         FunctionSpec { name: name.into(), baseline_ms, ratio, added_ms: 0.0 }
     }
 
-    pub fn candidate_ms(&self) -> f64 {
+    pub(crate) fn candidate_ms(&self) -> f64 {
         self.baseline_ms * self.ratio + self.added_ms
     }
 }
@@ -36,19 +37,21 @@ impl FunctionSpec {
 /// Functions, sampling and noise of a simulated comparison.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
+    /// The scenario's name.
     pub name: String,
+    /// Its functions.
     pub functions: Vec<FunctionSpec>,
     /// Samples per second of CPU time.
     pub frequency_hz: f64,
     /// σ of the round's factor, shared by both commands of the round (machine state).
-    pub round_sigma: f64,
+    pub(crate) round_sigma: f64,
     /// σ of a run's factor, shared by its functions (Student-t with 3 degrees of freedom).
     pub run_sigma: f64,
     /// σ of each function's own factor in a run.
-    pub function_sigma: f64,
+    pub(crate) function_sigma: f64,
     /// Chance that a run stalls: all its times grow by up to `stall_max`.
     pub stall_probability: f64,
-    pub stall_max: f64,
+    pub(crate) stall_max: f64,
 }
 
 /// Twenty small unchanged functions of 5 ms each (100 ms in all).
@@ -113,18 +116,20 @@ impl Scenario {
     }
 
     /// The true mean change per run of a function (ms).
-    pub fn true_contribution(&self, f: &FunctionSpec) -> f64 {
+    pub(crate) fn true_contribution(&self, f: &FunctionSpec) -> f64 {
         (f.candidate_ms() - f.baseline_ms) * self.mean_factor()
     }
 }
 
 /// Draws experiments of a scenario.
 pub struct Simulation {
+    /// The scenario drawn from.
     pub scenario: Scenario,
     rng: StdRng,
 }
 
 impl Simulation {
+    /// A simulation of `scenario`, its draws determined by `seed`.
     pub fn new(scenario: Scenario, seed: u64) -> Simulation {
         Simulation { scenario, rng: StdRng::seed_from_u64(seed) }
     }
@@ -205,9 +210,12 @@ impl Simulation {
 /// How one function fared over many simulated experiments.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FunctionRecord {
+    /// The function's name.
     pub name: String,
+    /// Its candidate / baseline ratio in the scenario.
     pub true_ratio: f64,
-    pub true_contribution: f64,
+    pub(crate) true_contribution: f64,
+    /// Experiments simulated.
     pub trials: usize,
     /// The function had a row of its own.
     pub tested: usize,
@@ -282,13 +290,19 @@ pub fn evaluate(scenario: &Scenario, rounds: u32, trials: usize, seed: u64) -> V
 /// that changed, or changed the other way.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct OneRunRecord {
+    /// Pairs of runs simulated.
     pub trials: usize,
+    /// Pairs whose largest change by time is not in a changed function.
     pub wrong_function_by_time: usize,
+    /// Pairs whose largest change by time has the wrong sign.
     pub wrong_sign_by_time: usize,
+    /// Pairs whose largest change by share is not in a changed function.
     pub wrong_function_by_share: usize,
+    /// Pairs whose largest change by share has the wrong sign.
     pub wrong_sign_by_share: usize,
 }
 
+/// `trials` single pairs of runs of `scenario`: how often the top row of a one-run diff misleads.
 pub fn one_run_diff(scenario: &Scenario, trials: usize, seed: u64) -> OneRunRecord {
     let mut simulation = Simulation::new(scenario.clone(), seed);
     let mut record = OneRunRecord { trials, ..OneRunRecord::default() };
