@@ -291,9 +291,10 @@ fn machine_page(
         }
         comparisons.push(LabelComparison { label: label.clone(), rows, controls });
     }
-    for l in sessions.iter().flat_map(|b| &b.labels).filter(|l| l.busy() && shown.contains(&l.label)) {
+    let busy = sessions.iter().flat_map(|b| b.labels.iter().map(move |l| (&b.benchmark, l)));
+    for (benchmark, l) in busy.filter(|(_, l)| l.busy() && shown.contains(&l.label)) {
         let note = format!(
-            "{prefix}{} was measured on a busy machine: {:.0} % of its wall time was spent waiting for a CPU a neighbour held",
+            "{prefix}{} was measured on a busy machine: {:.0} % of {benchmark}'s wall time was spent waiting for a CPU a neighbour held",
             l.label,
             l.busy_share.unwrap_or(0.0) * 100.0
         );
