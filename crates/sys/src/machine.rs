@@ -35,6 +35,25 @@ pub fn online_cpus() -> usize {
     }
 }
 
+/// The ids of the CPUs online, from sysfs ("0-3,6"); every CPU the process may use when
+/// sysfs cannot be read. Recorders open one ring per id.
+pub fn online_cpu_ids() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let mut ends = part.splitn(2, '-').map(|n| n.trim().parse::<usize>());
+        match (ends.next(), ends.next()) {
+            (Some(Ok(a)), Some(Ok(b))) => cpus.extend(a..=b),
+            (Some(Ok(a)), None) => cpus.push(a),
+            _ => {}
+        }
+    }
+    if cpus.is_empty() {
+        cpus = (0..allowed_cpus()).collect();
+    }
+    cpus
+}
+
 /// CPUs this process may run on (its affinity mask).
 pub fn allowed_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -81,6 +100,12 @@ pub fn detect() -> Machine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_online_cpu_has_an_id() {
+        let ids = online_cpu_ids();
+        assert_eq!(ids.len(), online_cpus(), "{ids:?}");
+    }
 
     #[test]
     fn this_machine_is_described_and_a_stored_older_record_keeps_its_fingerprint() {

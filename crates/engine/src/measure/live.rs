@@ -120,24 +120,6 @@ fn threads(pid: libc::pid_t) -> Result<Vec<(libc::pid_t, String)>, LiveError> {
     Ok(out)
 }
 
-fn online_cpus() -> Vec<usize> {
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    let mut cpus = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
-                    cpus.extend(a..=b);
-                }
-            }
-            None => cpus.extend(part.parse::<usize>().ok()),
-        }
-    }
-    if cpus.is_empty() {
-        cpus = (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
-    }
-    cpus
-}
 
 fn alive(pid: libc::pid_t) -> bool {
     // A zombie still has /proc/PID; its state says it is gone.
@@ -159,7 +141,7 @@ pub fn count(
         Whom::AllCpus => groups.push(Group {
             label: "all CPUs".into(),
             thread: false,
-            sets: online_cpus().into_iter().map(|cpu| counting.open(Target::Cpu(cpu))).collect(),
+            sets: perflab_sys::machine::online_cpu_ids().into_iter().map(|cpu| counting.open(Target::Cpu(cpu))).collect(),
         }),
         Whom::Pids(pids) => {
             for &pid in pids {

@@ -154,23 +154,6 @@ fn other(record: Option<(u64, Record)>) -> Option<(u64, Item)> {
     record.map(|(time, r)| (time, Item::Other(r)))
 }
 
-/// Online CPU ids from sysfs ("0-3,6").
-fn online_cpus() -> Vec<usize> {
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    let mut cpus = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        let mut ends = part.splitn(2, '-').map(|n| n.trim().parse::<usize>());
-        match (ends.next(), ends.next()) {
-            (Some(Ok(a)), Some(Ok(b))) => cpus.extend(a..=b),
-            (Some(Ok(a)), None) => cpus.push(a),
-            _ => {}
-        }
-    }
-    if cpus.is_empty() {
-        cpus = (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
-    }
-    cpus
-}
 
 /// The rings, and which probe (and whether its return) each event id stands for.
 pub(crate) struct Opened {
@@ -188,7 +171,7 @@ pub(crate) fn open(
     returns: bool,
 ) -> std::io::Result<Opened> {
     let mut opened = Opened { rings: Vec::new(), ids: HashMap::new() };
-    for cpu in online_cpus() {
+    for cpu in perflab_sys::machine::online_cpu_ids() {
         let calls: Vec<(usize, &Probe)> = probes.iter().enumerate().collect();
         opened.rings.extend(ring(pid, cpu, &calls, false, every, stacks, &mut opened.ids)?);
         if returns {
