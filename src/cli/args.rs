@@ -194,8 +194,8 @@ pub struct ExportArgs {
     /// Write the summary as an Emacs Org table (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub export_orgmode: Option<String>,
-    /// The unit of times on the terminal and in Markdown, AsciiDoc and Org (CSV and JSON
-    /// stay in seconds) [default: the most readable per value].
+    /// The unit of times in the terminal's tables and in Markdown, AsciiDoc and Org (CSV and
+    /// JSON stay in seconds; warnings keep their own) [default: the most readable per value].
     #[arg(short = 'u', long, value_name = "UNIT", value_parser = PossibleValuesParser::new(TimeUnit::NAMES)
           .map(|s| TimeUnit::named(&s).expect("a listed unit")))]
     pub time_unit: Option<TimeUnit>,

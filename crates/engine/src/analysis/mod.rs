@@ -14,7 +14,7 @@ pub mod verdict;
 
 use crate::measure::Mode;
 use crate::plan::Plan;
-use perflab_model::units::{format_seconds, format_value};
+use perflab_model::units::format_value;
 use perflab_model::{metric, CommandResult, Comparison, Experiment, Verdict, Warning, WarningKind};
 use perflab_stats::{changepoint, summary};
 use perflab_sys::spawn::contention;
@@ -416,10 +416,13 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
             out.push(Warning::new(
                 WarningKind::ShortRun,
                 format!(
-                    "`{}` runs for only {}: process creation and exec (~0.1–0.5 ms) are a sizeable part of that; measure a longer workload (≥ {})",
+                    // In milliseconds, whatever the run's time: the threshold and the cost
+                    // it is set by are milliseconds, and a table's `-u` unit must not meet a
+                    // µs or s in the warnings that follow it.
+                    "`{}` runs for only {:.2} ms: process creation and exec (~0.1–0.5 ms) are a sizeable part of that; measure a longer workload (≥ {} ms)",
                     command.name,
-                    format_seconds(median),
-                    format_seconds(SHORT_RUN_S)
+                    median * 1e3,
+                    SHORT_RUN_S * 1e3
                 ),
             ));
         }
