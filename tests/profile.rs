@@ -850,6 +850,28 @@ fn page_fault_shares_are_of_events_not_samples() {
         assert!(samples("touch_a") <= truth_a && samples("touch_b") <= truth_b, "{report}");
         assert!(samples("touch_a") + samples("touch_b") + lost >= truth_a + truth_b, "{report}");
     }
+    // -c 64: one sample per 64 faults, each weighing 64 (PERF_SAMPLE_PERIOD with a fixed
+    // period made the kernel sample every fault: 15,360 samples of touch_a instead of 240).
+    // The count runs on across the 40 switches between the two functions, so each one's
+    // samples may be off by one per switch: 240 ± 40 and 80 ± 40.
+    perflab()
+        .args(["profile", "-e", "page-faults", "-c", "64", "-o"])
+        .arg(&out)
+        .arg("--json")
+        .arg(&json)
+        .args(["--", exe.to_str().unwrap(), "256", "20"])
+        .assert()
+        .success();
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["sample_period"], 64);
+    let row = |name: &str| report["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap().clone();
+    for (name, truth) in [("touch_a", truth_a / 64), ("touch_b", truth_b / 64)] {
+        let (samples, events) = (row(name)["self_samples"].as_u64().unwrap(), row(name)["self_period"].as_u64().unwrap());
+        assert_eq!(events, 64 * samples, "{name}: {report}");
+        if report["lost"] == 0 {
+            assert!(samples.abs_diff(truth) <= 40, "{name}: {samples} samples, expected {truth} ± 40: {report}");
+        }
+    }
     // -c and -F are two ways of saying when to sample: one at a time.
     perflab().args(["profile", "-c", "1", "-F", "99", "--", "true"]).assert().code(2);
     perflab().args(["profile", "-c", "0", "--", "true"]).assert().code(2);

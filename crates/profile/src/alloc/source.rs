@@ -134,19 +134,19 @@ impl<'a> Visitor<'a> for Items<'_> {
         Some((s.time().unwrap_or(0), item))
     }
     fn visit_mmap2(self, m: pdata::Mmap2<'a>, meta: RecordMetadata) -> Self::Output {
-        other(Collect { off_cpu: false }.visit_mmap2(m, meta))
+        other(Collect::TASKS_AND_MAPPINGS.visit_mmap2(m, meta))
     }
     fn visit_comm(self, c: pdata::Comm<'a>, meta: RecordMetadata) -> Self::Output {
-        other(Collect { off_cpu: false }.visit_comm(c, meta))
+        other(Collect::TASKS_AND_MAPPINGS.visit_comm(c, meta))
     }
     fn visit_exit(self, e: pdata::Exit, meta: RecordMetadata) -> Self::Output {
-        other(Collect { off_cpu: false }.visit_exit(e, meta))
+        other(Collect::TASKS_AND_MAPPINGS.visit_exit(e, meta))
     }
     fn visit_fork(self, f: pdata::Fork, meta: RecordMetadata) -> Self::Output {
-        other(Collect { off_cpu: false }.visit_fork(f, meta))
+        other(Collect::TASKS_AND_MAPPINGS.visit_fork(f, meta))
     }
     fn visit_lost(self, l: pdata::Lost, meta: RecordMetadata) -> Self::Output {
-        other(Collect { off_cpu: false }.visit_lost(l, meta))
+        other(Collect::TASKS_AND_MAPPINGS.visit_lost(l, meta))
     }
 }
 

@@ -80,6 +80,13 @@ pub(crate) type Timed = (u64, Record);
 /// Turns ring records into [`Record`]s; samples of an off-CPU ring are switch-outs.
 pub(crate) struct Collect {
     pub off_cpu: bool,
+    /// The period of a sample without PERF_SAMPLE_PERIOD (recorded with a fixed period).
+    pub fixed_period: u64,
+}
+
+impl Collect {
+    /// For the records other than samples (mappings, tasks, losses) of any ring.
+    pub(crate) const TASKS_AND_MAPPINGS: Collect = Collect { off_cpu: false, fixed_period: 1 };
 }
 
 impl<'a> Visitor<'a> for Collect {
@@ -94,7 +101,7 @@ impl<'a> Visitor<'a> for Collect {
         let record = if self.off_cpu {
             Record::SwitchedOut { pid: s.pid()?, tid: s.tid()?, ip: s.ip()?, chain }
         } else {
-            Record::Sample { pid: s.pid()?, tid: s.tid()?, ip: s.ip()?, period: s.period().unwrap_or(1), kernel, chain }
+            Record::Sample { pid: s.pid()?, tid: s.tid()?, ip: s.ip()?, period: s.period().unwrap_or(self.fixed_period), kernel, chain }
         };
         let record = match s.regs_user().and_then(|r| UserStack::new(&r.regs, s.stack_user().unwrap_or_default())) {
             Some(stack) => Record::StackSample(Box::new(record), stack),

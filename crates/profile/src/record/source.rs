@@ -45,6 +45,8 @@ pub(crate) struct Ring {
     cpu: usize,
     /// Whether this ring holds context-switch samples (off-CPU), not the sampled event.
     off_cpu: bool,
+    /// The weight of a sample that carries no period of its own (`-c N`: see `configure`).
+    fixed_period: u64,
     include_kernel: bool,
 }
 
@@ -73,7 +75,7 @@ impl Ring {
                 continue;
             }
             // A record we cannot parse is skipped rather than aborting the whole recording.
-            if let Ok(Some(record)) = parser.parse_record_with_header(Collect { off_cpu: self.off_cpu }, header) {
+            if let Ok(Some(record)) = parser.parse_record_with_header(Collect { off_cpu: self.off_cpu, fixed_period: self.fixed_period }, header) {
                 records.push(record);
             }
         }
@@ -103,7 +105,14 @@ fn configure(
         Observe::Thread(tid) => b.observe_pid(tid).enabled(true).inherit(true),
         Observe::AllTasks => b.any_pid().enabled(true),
     };
-    let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::PERIOD;
+    let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME;
+    // A sample's own period is asked for except under `-c N`, as perf does: with
+    // PERF_SAMPLE_PERIOD and a fixed period the kernel samples a software event at every
+    // occurrence (kernel/events/core.c, perf_swevent_event), so `-e page-faults -c 100` took
+    // 100 times the samples asked for. Such samples weigh N (`Ring::fixed_period`).
+    if opts.period.is_none() || off_cpu {
+        flags |= SampleFlag::PERIOD;
+    }
     if opts.call_graph != CallGraph::None || off_cpu {
         flags |= SampleFlag::CALLCHAIN;
         b.sample_max_stack(max_stack());
@@ -197,7 +206,7 @@ fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Resu
                 for &size in sizes {
                     result = open(include_kernel, Some(size)).and_then(|c| {
                         let sampler = c.sampled(size)?;
-                        Ok(Ring { sampler, redirected: Vec::new(), cpu, off_cpu, include_kernel })
+                        Ok(Ring { sampler, redirected: Vec::new(), cpu, off_cpu, fixed_period: opts.period.unwrap_or(1), include_kernel })
                     });
                     match &result {
                         Ok(_) => break 'found,
