@@ -15,6 +15,8 @@ pub struct AllocSummary {
     pub functions: Vec<AllocFunction>,
     /// Calls of `free` (and custom free functions) that released a block recorded here.
     pub frees: u64,
+    /// Bytes of the released blocks, as their allocations requested (blocks realloc
+    /// moved or freed included).
     pub freed_bytes: u64,
     /// Frees of addresses no recorded allocation returned (allocated before the
     /// recording, by a function not probed, or by posix_memalign, whose address is not
@@ -35,7 +37,9 @@ pub struct AllocSummary {
 /// Blocks still allocated at exit that share one call stack in one task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LiveStack {
+    /// The process that allocated the blocks.
     pub pid: u32,
+    /// The thread that allocated them.
     pub tid: u32,
     /// Indices into the profile's `frames`, call site first.
     pub frames: Vec<u32>,
@@ -48,6 +52,7 @@ pub struct LiveStack {
 /// One probed function's totals.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AllocFunction {
+    /// The function's name (`malloc`, or the custom allocator's).
     pub name: String,
     /// The object's path, as probed.
     pub object: String,
@@ -64,10 +69,12 @@ pub struct AllocFunction {
 }
 
 impl AllocSummary {
+    /// Blocks still allocated at exit (0 when blocks were not followed).
     pub fn live_blocks(&self) -> u64 {
         self.live.iter().map(|s| s.count).sum()
     }
 
+    /// Bytes of the blocks still allocated at exit.
     pub fn live_bytes(&self) -> u64 {
         self.live.iter().map(|s| s.period).sum()
     }
@@ -77,6 +84,7 @@ impl AllocSummary {
         self.functions.iter().filter(|f| f.role.allocates()).map(|f| f.calls).sum()
     }
 
+    /// Bytes requested by every probed function (frees request none).
     pub fn allocated_bytes(&self) -> u64 {
         self.functions.iter().map(|f| f.bytes).sum()
     }
@@ -101,12 +109,19 @@ pub enum Role {
     /// Releases the block at its first argument.
     Free,
     /// A custom allocator: size in argument `size_arg`.
-    Custom { size_arg: u8 },
+    Custom {
+        /// The argument holding the size, from 0.
+        size_arg: u8,
+    },
     /// A custom release function: the block in argument `pointer_arg`.
-    CustomFree { pointer_arg: u8 },
+    CustomFree {
+        /// The argument holding the block's address, from 0.
+        pointer_arg: u8,
+    },
 }
 
 impl Role {
+    /// Whether its calls allocate (every role but the release functions).
     pub fn allocates(self) -> bool {
         !matches!(self, Role::Free | Role::CustomFree { .. })
     }

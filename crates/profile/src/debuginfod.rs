@@ -27,7 +27,12 @@ pub enum Fetched {
     /// Already in the cache from an earlier fetch.
     Cached(PathBuf),
     /// Just downloaded from `url` into the cache.
-    Downloaded { path: PathBuf, url: String },
+    Downloaded {
+        /// The debug file in the cache.
+        path: PathBuf,
+        /// The request's full URL (`SERVER/buildid/HEX/debuginfo`).
+        url: String,
+    },
     /// No server has it (or a recent lookup said so).
     NotFound,
     /// The servers could not be asked: the first error.
@@ -37,12 +42,17 @@ pub enum Fetched {
 /// The configuration elfutils' client reads from the environment.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The servers, asked in this order (`DEBUGINFOD_URLS` split at whitespace).
     pub urls: Vec<String>,
+    /// The cache directory; None when no variable names one and HOME is unset (a
+    /// download then cannot be kept, and fails).
     pub cache: Option<PathBuf>,
+    /// How long one request may take (`DEBUGINFOD_TIMEOUT`, at least 1 s).
     pub timeout: Duration,
 }
 
 impl Config {
+    /// The configuration of this process's environment.
     pub fn from_env() -> Config {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let urls = var("DEBUGINFOD_URLS").map_or_else(Vec::new, |v| v.split_whitespace().map(String::from).collect());

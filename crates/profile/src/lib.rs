@@ -11,6 +11,8 @@
 //! probed by uprobes), kept in the file as [`allocations`]. [`select`] keeps some samples (perf report's filters),
 //! [`sort`] groups them by perf report's sort keys.
 
+#![deny(missing_docs)]
+
 pub mod aggregate;
 pub mod alloc;
 pub mod allocations;

@@ -52,23 +52,35 @@ pub const FAMILY: [(&str, Role); 9] = [
     ("pvalloc", Role::Alloc),
 ];
 
+/// Why `perflab profile --alloc` could not record. The binary counts it as bad input
+/// (exit 2), except an interruption and [`Start`](AllocError::Start).
 #[derive(Debug, Error)]
 pub enum AllocError {
     /// A probe that cannot be placed (a usage error: exit 2), in uprobe's words.
     #[error("{0}")]
     Probe(String),
+    /// An `--alloc-fn`/`--free-fn` that is not OBJECT:FUNCTION[=ARG] with ARG from 1 to
+    /// 4 (the spec as given).
     #[error("--alloc-fn/--free-fn want OBJECT:FUNCTION or OBJECT:FUNCTION=ARG (ARG: which argument, from 1, holds the size or the block), got `{0}`")]
     Spec(String),
+    /// `--alloc-every 0`.
     #[error("--alloc-every must be at least 1")]
     Every,
+    /// No command after `--` (an allocation profile launches its command, it cannot
+    /// attach).
     #[error("nothing to profile: give a command after --")]
     NothingToProfile,
+    /// The probes' events could not be opened on the launched command (the system's
+    /// error).
     #[error("the allocation probes could not be opened on the command: {0}")]
     Open(std::io::Error),
+    /// The command's program (not found, not executable).
     #[error(transparent)]
     Command(#[from] perflab_sys::command::CommandError),
+    /// The command could not be prepared, started or watched: the reason, one line.
     #[error("cannot start the command: {0}")]
     Start(String),
+    /// The user interrupted before the command started.
     #[error("interrupted before the profiled command started")]
     Interrupted,
 }
@@ -76,8 +88,14 @@ pub enum AllocError {
 /// A custom allocator or release function (`--alloc-fn postgres:palloc`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Custom {
+    /// The object defining the function, as given: a path, or a program on PATH or a
+    /// library (`libc.so.6`) found by name.
     pub object: String,
+    /// The function in that object, as a uprobe names it (a symbol, `func+0x10`, an
+    /// address).
     pub function: String,
+    /// [`Role::Custom`] with the argument holding the size, or [`Role::CustomFree`] with
+    /// the one holding the block.
     pub role: Role,
 }
 
@@ -101,10 +119,13 @@ impl Custom {
 /// What to record.
 #[derive(Debug, Clone)]
 pub struct AllocOptions {
+    /// The command to run, program first.
     pub argv: Vec<String>,
+    /// Where the command's stdout and stderr go.
     pub output: process::Output,
     /// A sample every N calls of each function (1: every call).
     pub every: u64,
+    /// How each call's callers are found.
     pub stacks: Stacks,
     /// Allocators beside the C library's.
     pub custom: Vec<Custom>,
@@ -165,7 +186,10 @@ pub(crate) fn probes(opts: &AllocOptions, notes: &mut Vec<String>) -> Result<Vec
 
 /// A finished allocation recording.
 pub struct AllocRecording {
+    /// The allocation profile, with its summary in `alloc`.
     pub profile: Profile,
+    /// The command did not run to its end: the user interrupted it (or waiting for it
+    /// failed), and the profile holds the calls seen until then.
     pub interrupted: bool,
 }
 

@@ -28,7 +28,10 @@ pub enum Stacks {
     /// stack (at a function's first instruction the caller has no frame of its own yet).
     FramePointers,
     /// A copy of the top `stack_bytes` of the user stack, unwound from DWARF CFI.
-    Dwarf { stack_bytes: u32 },
+    Dwarf {
+        /// Bytes copied per call, a multiple of 8 (the kernel's rule).
+        stack_bytes: u32,
+    },
 }
 
 /// One record of the recording.

@@ -22,6 +22,7 @@ pub enum AllocView {
 }
 
 impl AllocView {
+    /// The views' names as `--alloc-view` takes them and `from_str` reads them.
     pub const NAMES: [&'static str; 3] = ["bytes", "calls", "live"];
 
     /// The event name a viewed profile carries (what its periods are).
@@ -114,11 +115,17 @@ fn live_samples(profile: &Profile, summary: &AllocSummary) -> Vec<SampleCount> {
 /// One call site (a function that called the allocator) with everything known of it.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct Site {
+    /// The calling function, as in the function column.
     pub function: String,
+    /// The object holding it.
     pub object: String,
+    /// Allocating calls it made (an estimate when calls were sampled).
     pub calls: u64,
+    /// Bytes those calls requested.
     pub bytes: u64,
+    /// Blocks it allocated that were still live at exit (0 when blocks were not followed).
     pub live_blocks: u64,
+    /// Bytes of those blocks.
     pub live_bytes: u64,
 }
 
