@@ -866,7 +866,8 @@ fn page_fault_shares_are_of_events_not_samples() {
     assert_eq!(report["sample_period"], 64);
     let row = |name: &str| report["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap().clone();
     for (name, truth) in [("touch_a", truth_a / 64), ("touch_b", truth_b / 64)] {
-        let (samples, events) = (row(name)["self_samples"].as_u64().unwrap(), row(name)["self_period"].as_u64().unwrap());
+        let (samples, events) =
+            (row(name)["self_samples"].as_u64().unwrap(), row(name)["self_period"].as_u64().unwrap());
         assert_eq!(events, 64 * samples, "{name}: {report}");
         if report["lost"] == 0 {
             assert!(samples.abs_diff(truth) <= 40, "{name}: {samples} samples, expected {truth} ± 40: {report}");

@@ -110,8 +110,7 @@ fn main() {
                         let seed =
                             x ^ ((per as u64) << 40) ^ (((tau * 1e4) as u64) << 48) ^ (((sigma * 1e3) as u64) << 56);
                         let mut rng = StdRng::seed_from_u64(seed);
-                        let effects: Vec<f64> =
-                            (0..2 * per).map(|_| (tau * unit.sample(&mut rng)).exp()).collect();
+                        let effects: Vec<f64> = (0..2 * per).map(|_| (tau * unit.sample(&mut rng)).exp()).collect();
                         // A/A: the same source, 2L layouts.
                         let times: Vec<f64> = effects.iter().map(|u| RUN_S * u).collect();
                         let plan = layout_plan(per, settings(seed, fixed));

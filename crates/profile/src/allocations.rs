@@ -13,7 +13,8 @@ pub struct AllocSummary {
     pub every: u64,
     /// Per probed function, in the order probed.
     pub functions: Vec<AllocFunction>,
-    /// Calls of `free` (and custom free functions) that released a block recorded here.
+    /// Blocks recorded here that were released: by `free` (and custom free functions),
+    /// and by realloc when it moved a block or was asked for 0 bytes.
     pub frees: u64,
     /// Bytes of the released blocks, as their allocations requested (blocks realloc
     /// moved or freed included).
@@ -94,7 +95,7 @@ impl AllocSummary {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Role {
-    /// Returns a block of `size` bytes (times `count` when given, as calloc).
+    /// Returns a block of its first argument's bytes (calloc, with its count, is `Calloc`).
     #[default]
     Alloc,
     /// calloc(count, size).

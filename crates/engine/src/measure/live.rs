@@ -120,7 +120,6 @@ fn threads(pid: libc::pid_t) -> Result<Vec<(libc::pid_t, String)>, LiveError> {
     Ok(out)
 }
 
-
 fn alive(pid: libc::pid_t) -> bool {
     // A zombie still has /proc/PID; its state says it is gone.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -141,7 +140,10 @@ pub fn count(
         Whom::AllCpus => groups.push(Group {
             label: "all CPUs".into(),
             thread: false,
-            sets: perflab_sys::machine::online_cpu_ids().into_iter().map(|cpu| counting.open(Target::Cpu(cpu))).collect(),
+            sets: perflab_sys::machine::online_cpu_ids()
+                .into_iter()
+                .map(|cpu| counting.open(Target::Cpu(cpu)))
+                .collect(),
         }),
         Whom::Pids(pids) => {
             for &pid in pids {

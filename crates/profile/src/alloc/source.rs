@@ -157,7 +157,6 @@ fn other(record: Option<(u64, Record)>) -> Option<(u64, Item)> {
     record.map(|(time, r)| (time, Item::Other(r)))
 }
 
-
 /// The rings, and which probe (and whether its return) each event id stands for.
 pub(crate) struct Opened {
     pub rings: Vec<Ring>,

@@ -51,8 +51,7 @@ fn unknown_symbols_are_usage_errors() {
     let (p, _) = profile_on_own_code();
     let mut s = Symbolizer::default();
     assert!(annotate(&p, &mut s, Some("no_such_function_xyz"), 3, Syntax::Att, None, None).is_err());
-    let named =
-        annotate(&p, &mut s, Some("perflab_profile::symbolize::demangle"), 3, Syntax::Att, None, None).unwrap();
+    let named = annotate(&p, &mut s, Some("perflab_profile::symbolize::demangle"), 3, Syntax::Att, None, None).unwrap();
     assert_eq!(named[0].samples, 0);
 }
 
@@ -94,8 +93,7 @@ fn kernel_functions_are_disassembled_from_the_kernel_image_with_the_kaslr_slide(
     let err = err.expect_err("an error for a named function");
     assert!(matches!(err, ProfileError::CannotAnnotateKernel { .. }), "{err:?}");
     assert!(err.to_string().contains("cannot use /nonexistent/vmlinux"), "{err}");
-    let hottest =
-        annotate(&p, &mut s, None, 3, Syntax::Att, None, Some(Path::new("/nonexistent/vmlinux"))).unwrap();
+    let hottest = annotate(&p, &mut s, None, 3, Syntax::Att, None, Some(Path::new("/nonexistent/vmlinux"))).unwrap();
     assert!(hottest.is_empty());
     assert!(s.warnings.last().unwrap().contains("hot kernel functions are not annotated"), "{:?}", s.warnings);
     // A profile whose kernel addresses were unreadable says so.

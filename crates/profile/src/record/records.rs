@@ -101,7 +101,14 @@ impl<'a> Visitor<'a> for Collect {
         let record = if self.off_cpu {
             Record::SwitchedOut { pid: s.pid()?, tid: s.tid()?, ip: s.ip()?, chain }
         } else {
-            Record::Sample { pid: s.pid()?, tid: s.tid()?, ip: s.ip()?, period: s.period().unwrap_or(self.fixed_period), kernel, chain }
+            Record::Sample {
+                pid: s.pid()?,
+                tid: s.tid()?,
+                ip: s.ip()?,
+                period: s.period().unwrap_or(self.fixed_period),
+                kernel,
+                chain,
+            }
         };
         let record = match s.regs_user().and_then(|r| UserStack::new(&r.regs, s.stack_user().unwrap_or_default())) {
             Some(stack) => Record::StackSample(Box::new(record), stack),

@@ -75,13 +75,14 @@ impl Ring {
                 continue;
             }
             // A record we cannot parse is skipped rather than aborting the whole recording.
-            if let Ok(Some(record)) = parser.parse_record_with_header(Collect { off_cpu: self.off_cpu, fixed_period: self.fixed_period }, header) {
+            if let Ok(Some(record)) = parser
+                .parse_record_with_header(Collect { off_cpu: self.off_cpu, fixed_period: self.fixed_period }, header)
+            {
                 records.push(record);
             }
         }
     }
 }
-
 
 /// The call-chain depth to ask for: the kernel refuses more than its
 /// `perf_event_max_stack`.
@@ -206,7 +207,14 @@ fn open_rings(observed: &[Observe], off_cpu: bool, opts: &RecordOptions) -> Resu
                 for &size in sizes {
                     result = open(include_kernel, Some(size)).and_then(|c| {
                         let sampler = c.sampled(size)?;
-                        Ok(Ring { sampler, redirected: Vec::new(), cpu, off_cpu, fixed_period: opts.period.unwrap_or(1), include_kernel })
+                        Ok(Ring {
+                            sampler,
+                            redirected: Vec::new(),
+                            cpu,
+                            off_cpu,
+                            fixed_period: opts.period.unwrap_or(1),
+                            include_kernel,
+                        })
                     });
                     match &result {
                         Ok(_) => break 'found,

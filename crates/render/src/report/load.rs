@@ -5,8 +5,8 @@
 
 use super::error::ReportError;
 use super::{
-    Control, CounterRow, CounterTable, Explained, LabelComparison, MachineGroup, MachinePage, Ratio, RelativeTime, ReportData,
-    Why,
+    Control, CounterRow, CounterTable, Explained, LabelComparison, MachineGroup, MachinePage, Ratio, RelativeTime,
+    ReportData, Why,
 };
 use perflab_model::{metric, Comparison, Experiment, Run, StopReason, Verdict};
 use perflab_store::history::pair::{self, MetricChoice};

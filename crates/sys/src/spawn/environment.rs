@@ -58,4 +58,3 @@ impl Environment {
 pub(super) fn null_terminated(items: &[CString]) -> Vec<*mut libc::c_char> {
     items.iter().map(|s| s.as_ptr() as *mut libc::c_char).chain(std::iter::once(ptr::null_mut())).collect()
 }
-

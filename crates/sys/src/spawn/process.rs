@@ -8,12 +8,12 @@
 //! at once to an interrupt (whose handler kills the child's group) or a timeout (a
 //! pidfd polled with a deadline, opened only then: it costs ~4 µs per run).
 
-use crate::interrupt::Interrupt;
 pub use super::captures::Captures;
 use super::captures::{memfd, pipe, DrainedPipe, PIPE_SIZE};
-use crate::spawn::contention::{self, Schedstat};
-pub use super::environment::Environment;
 use super::environment::null_terminated;
+pub use super::environment::Environment;
+use crate::interrupt::Interrupt;
+use crate::spawn::contention::{self, Schedstat};
 pub use crate::spawn::error::PrepareError;
 use perflab_model::{ExitInfo, Run};
 use std::ffi::CString;

@@ -83,13 +83,9 @@ fn sample(names: &[&str]) -> ReportData {
                     reference_value: Some(1e9),
                     value: Some(1.1e9),
                     change: if i == 0 {
-                        Err("no interval: not measured in one session with v1, and v1 has no session of its own"
-                            .into())
+                        Err("no interval: not measured in one session with v1, and v1 has no session of its own".into())
                     } else {
-                        Ok(Ratio {
-                            metric: "instructions".into(),
-                            ..row(n, 1.1, 1.09, 1.11, Verdict::Slower).change
-                        })
+                        Ok(Ratio { metric: "instructions".into(), ..row(n, 1.1, 1.09, 1.11, Verdict::Slower).change })
                     },
                 })
                 .collect(),
@@ -246,9 +242,7 @@ fn several_machines_get_a_matrix_and_a_part_each_with_their_own_section_ids() {
     assert!(html.contains("<td class=\"slower\" data-v=\"1.059\"") && html.contains("<td data-v=\"NaN\">—</td>"));
     assert!(html.contains("<h2 class=\"part\" id=\"part-2\">Machine 2: other box</h2>"));
     for id in ["relative", "history", "counters", "machine"] {
-        assert!(
-            html.contains(&format!("<section id=\"{id}\">")) && html.contains(&format!("<section id=\"{id}-2\">"))
-        );
+        assert!(html.contains(&format!("<section id=\"{id}\">")) && html.contains(&format!("<section id=\"{id}-2\">")));
     }
     assert_eq!(html.matches("<table class=\"sortable").count(), 3, "the matrix and each machine's counters");
 }
@@ -373,9 +367,7 @@ fn why_slower_shows_each_method_and_matches_its_snapshot() {
     let html = render_html(&data);
     let section = &html[html.find("<section id=\"explained\">").unwrap()..];
     let section = &section[..section.find("</section>").unwrap()];
-    assert!(
-        section.contains("<td class=\"slower\">slower</td>") && section.contains("B is 2.5 % [2.1, 2.9] slower")
-    );
+    assert!(section.contains("<td class=\"slower\">slower</td>") && section.contains("B is 2.5 % [2.1, 2.9] slower"));
     assert!(section.contains("f_up&#60;int&#62;") && !section.contains("f_up<int>"), "names are escaped");
     assert!(section.contains("Explained from one profile of each build"));
     insta::assert_snapshot!(section);

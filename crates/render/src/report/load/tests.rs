@@ -160,8 +160,7 @@ fn json_results_become_one_benchmark_with_a_label_per_command() {
         explanation: None,
     };
     let path = dir.path().join("parse.json");
-    std::fs::write(&path, serde_json::to_string(&experiment(&[("old", 1.0), ("new", 1.1)], vec![c])).unwrap())
-        .unwrap();
+    std::fs::write(&path, serde_json::to_string(&experiment(&[("old", 1.0), ("new", 1.1)], vec![c])).unwrap()).unwrap();
     let experiments = from_json_files(&[&path]).unwrap();
     let labels: Vec<&str> = experiments.iter().map(|e| e.label.as_str()).collect();
     assert_eq!(labels, ["old", "new"]);

@@ -108,11 +108,8 @@ fn a_refused_group_names_the_member_that_failed_and_spares_the_rest() {
 fn modifiers_choose_the_levels_per_event_and_derive_per_suffix() {
     let pmu = fake(&[("cycles:u", 1_000, 10, 10), ("instructions:u", 2_000, 10, 10), ("cycles", 4_000, 10, 10)]);
     let opened = pmu.opened.clone();
-    let mut probe = CountersProbe::new(
-        events(&["cycles:u,instructions:u,cycles,context-switches:u"]),
-        Scope::All,
-        Box::new(pmu),
-    );
+    let mut probe =
+        CountersProbe::new(events(&["cycles:u,instructions:u,cycles,context-switches:u"]), Scope::All, Box::new(pmu));
     let run = run_probe(&mut probe);
     assert_eq!(run.counters["ipc:u"], CounterReading::value(2.0, false));
     assert!(!run.counters.contains_key("ipc"), "instructions without :u was not counted");
@@ -164,11 +161,8 @@ fn working_pmu_reads_values_and_derives_rates() {
         ("branch-misses", 20, 10, 10),
     ]);
     let opened = pmu.opened.clone();
-    let mut probe = CountersProbe::new(
-        events(&["cycles", "instructions", "branches", "branch-misses"]),
-        Scope::All,
-        Box::new(pmu),
-    );
+    let mut probe =
+        CountersProbe::new(events(&["cycles", "instructions", "branches", "branch-misses"]), Scope::All, Box::new(pmu));
     let run = run_probe(&mut probe);
     assert_eq!(run.counters["instructions"], CounterReading::value(3_000.0, false));
     assert_eq!(run.counters["ipc"], CounterReading::value(1.5, false));
@@ -200,11 +194,8 @@ fn counter_that_never_ran_is_unsupported_not_zero() {
 #[test]
 fn no_pmu_reports_hardware_unsupported_and_keeps_software() {
     let pmu = NoPmuOpener(fake(&[("task-clock", 5_000, 10, 10), ("page-faults", 60, 10, 10)]));
-    let mut probe = CountersProbe::new(
-        events(&["cycles", "instructions", "task-clock", "page-faults"]),
-        Scope::All,
-        Box::new(pmu),
-    );
+    let mut probe =
+        CountersProbe::new(events(&["cycles", "instructions", "task-clock", "page-faults"]), Scope::All, Box::new(pmu));
     let run = run_probe(&mut probe);
     for hw in ["cycles", "instructions", "ipc"] {
         let c = &run.counters[hw];
