@@ -824,19 +824,28 @@ fn page_fault_shares_are_of_events_not_samples() {
     let shown = String::from_utf8_lossy(&shown);
     assert!(shown.contains("page-faults events (each sample weighs its period), not of samples"), "{shown}");
 
+    // One page-fault sample per `period` faults, of 3 × 256 × 20 in touch_a and 256 × 20
+    // in touch_b: the JSON report.
+    let every = |period: u64| -> Value {
+        perflab()
+            .args(["profile", "-e", "page-faults", "-c", &period.to_string(), "-o"])
+            .arg(&out)
+            .arg("--json")
+            .arg(&json)
+            .args(["--", exe.to_str().unwrap(), "256", "20"])
+            .assert()
+            .success();
+        let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(report["sample_period"], period);
+        report
+    };
+    let row = |report: &Value, name: &str| {
+        report["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap().clone()
+    };
+
     // -c 1: every fault is a sample, so samples and events agree exactly.
-    perflab()
-        .args(["profile", "-e", "page-faults", "-c", "1", "-o"])
-        .arg(&out)
-        .arg("--json")
-        .arg(&json)
-        .args(["--", exe.to_str().unwrap(), "256", "20"])
-        .assert()
-        .success();
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(report["sample_period"], 1);
-    let row = |name: &str| report["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap().clone();
-    let samples = |name: &str| row(name)["self_samples"].as_u64().unwrap();
+    let report = every(1);
+    let samples = |name: &str| row(&report, name)["self_samples"].as_u64().unwrap();
     let (truth_a, truth_b) = (3 * 256 * 20, 256 * 20);
     // Exact — unless samples were lost (a ring buffer its reader, starved of CPU on a busy
     // machine, did not drain in time): the profile says how many, and only those are
@@ -854,20 +863,10 @@ fn page_fault_shares_are_of_events_not_samples() {
     // period made the kernel sample every fault: 15,360 samples of touch_a instead of 240).
     // The count runs on across the 40 switches between the two functions, so each one's
     // samples may be off by one per switch: 240 ± 40 and 80 ± 40.
-    perflab()
-        .args(["profile", "-e", "page-faults", "-c", "64", "-o"])
-        .arg(&out)
-        .arg("--json")
-        .arg(&json)
-        .args(["--", exe.to_str().unwrap(), "256", "20"])
-        .assert()
-        .success();
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(report["sample_period"], 64);
-    let row = |name: &str| report["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap().clone();
+    let report = every(64);
     for (name, truth) in [("touch_a", truth_a / 64), ("touch_b", truth_b / 64)] {
-        let (samples, events) =
-            (row(name)["self_samples"].as_u64().unwrap(), row(name)["self_period"].as_u64().unwrap());
+        let function = row(&report, name);
+        let (samples, events) = (function["self_samples"].as_u64().unwrap(), function["self_period"].as_u64().unwrap());
         assert_eq!(events, 64 * samples, "{name}: {report}");
         if report["lost"] == 0 {
             assert!(samples.abs_diff(truth) <= 40, "{name}: {samples} samples, expected {truth} ± 40: {report}");
