@@ -5,7 +5,7 @@
 //! ring of its CPU; and the records drained out of them, told apart by event id.
 
 use super::Probe;
-use crate::record::records::{Collect, Record};
+use crate::record::records::{header_of, Collect, Record};
 use perf_event::data::parse::Parser;
 use perf_event::data::{self as pdata, RecordMetadata, Visitor};
 use perf_event::{Builder, SampleFlag, Sampler};
@@ -88,11 +88,7 @@ impl Ring {
     pub(crate) fn drain_into(&mut self, ids: &HashMap<u64, (usize, bool)>, out: &mut Vec<(u64, Item)>) {
         let config = self.sampler.config().clone();
         while let Some(record) = self.sampler.next_record() {
-            let header = perf_event_open_sys::bindings::perf_event_header {
-                type_: record.ty(),
-                misc: record.misc(),
-                size: (record.len() + std::mem::size_of::<perf_event_open_sys::bindings::perf_event_header>()) as u16,
-            };
+            let header = header_of(&record);
             let bytes = record.to_contiguous();
             let mut parser = Parser::new(bytes.as_ref(), config.clone());
             // A record that does not parse is skipped, as the profiler's own source does.

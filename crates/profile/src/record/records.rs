@@ -74,6 +74,16 @@ pub(crate) enum Record {
     },
 }
 
+/// The header of a ring record: perf-event2 hands the record out without it, and its
+/// parser wants one.
+pub(crate) fn header_of(record: &perf_event::Record<'_>) -> perf_event_open_sys::bindings::perf_event_header {
+    perf_event_open_sys::bindings::perf_event_header {
+        type_: record.ty(),
+        misc: record.misc(),
+        size: (record.len() + std::mem::size_of::<perf_event_open_sys::bindings::perf_event_header>()) as u16,
+    }
+}
+
 /// A record with its timestamp (0 for what existed before the events were opened).
 pub(crate) type Timed = (u64, Record);
 

@@ -59,11 +59,7 @@ impl Ring {
     pub(crate) fn drain_into(&mut self, records: &mut Vec<Timed>) {
         let config = self.sampler.config().clone();
         while let Some(record) = self.sampler.next_record() {
-            let header = perf_event_open_sys::bindings::perf_event_header {
-                type_: record.ty(),
-                misc: record.misc(),
-                size: (record.len() + std::mem::size_of::<perf_event_open_sys::bindings::perf_event_header>()) as u16,
-            };
+            let header = records::header_of(&record);
             let bytes = record.to_contiguous();
             let mut parser = Parser::new(bytes.as_ref(), config.clone());
             if header.type_ == perf_event_open_sys::bindings::PERF_RECORD_SWITCH {
