@@ -230,3 +230,70 @@ fn go_tool_pprof_reads_alloc_and_inuse_space_and_objects() {
     assert_eq!(pprof_flat(&pprof, "inuse_space"), expect(&[("make_node", 7_424)]));
     assert_eq!(pprof_flat(&pprof, "inuse_objects"), expect(&[("make_node", 100)]));
 }
+
+/// `compare --explain-alloc` watches every compared run with the allocation probes and
+/// explains the change by call site, with the fixture's exact numbers per run: the pool
+/// allocates once, from main (one 8 KiB malloc); the malloc mode 500 nodes from
+/// make_node (37,280 bytes), 125 tables calloc'ed from main (make_table's tail call:
+/// 20,000 bytes) and 5 reallocs from grow_buffer (7,936 bytes). Both weights, each
+/// with the other beside it as a count.
+#[test]
+fn compare_explains_allocations_by_call_site_exactly() {
+    let fixture = common::fixture("alloc_calls");
+    let f = fixture.display().to_string();
+    for (weight, other, expected) in [
+        (
+            "bytes",
+            "calls",
+            [("make_node", 0.0, 37_280.0, 500.0), ("main", 8192.0, 20_000.0, 125.0), ("grow_buffer", 0.0, 7936.0, 5.0)],
+        ),
+        (
+            "calls",
+            "bytes",
+            [("make_node", 0.0, 500.0, 37_280.0), ("main", 1.0, 125.0, 20_000.0), ("grow_buffer", 0.0, 5.0, 7936.0)],
+        ),
+    ] {
+        let out = perflab()
+            .args(["compare", "--no-progress", "-r", "2", "--json", "-", &format!("--explain-alloc={weight}")])
+            .args(["-n", "pool", "-n", "malloc", &format!("{f} pool 500"), &format!("{f} malloc 500")])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !is_root() {
+            assert_eq!(out.status.code(), Some(2), "{stderr}");
+            assert!(
+                stderr.contains("uprobes need root or CAP_PERFMON") && stderr.trim().lines().count() == 1,
+                "{stderr}"
+            );
+            eprintln!("SKIP: allocation probes need root or CAP_PERFMON");
+            return;
+        }
+        assert!(out.status.success(), "{stderr}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let primary = json["primary_metric"].as_str().unwrap();
+        let comparison = json["comparisons"].as_array().unwrap().iter().find(|c| c["metric"] == primary).unwrap();
+        let e = &comparison["explanation"];
+        assert_eq!(e["event"], format!("alloc-{weight}"), "{e}");
+        let rows: BTreeMap<String, (f64, f64, f64)> = e["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let n = |v: &serde_json::Value| v.as_f64().unwrap();
+                (
+                    r["name"].as_str().unwrap().to_string(),
+                    (n(&r["baseline_per_run"]), n(&r["candidate_per_run"]), n(&r["counts"][other][1])),
+                )
+            })
+            .collect();
+        let expected: BTreeMap<String, (f64, f64, f64)> =
+            expected.iter().map(|(name, a, b, count)| (name.to_string(), (*a, *b, *count))).collect();
+        assert_eq!(rows, expected, "{e}");
+        // Every call counted: exact per run, so each row's change is a point, and real.
+        for row in e["functions"].as_array().unwrap() {
+            assert_eq!(row["verdict"], "slower", "{row}");
+            assert_eq!(row["contribution"]["low"], row["contribution"]["high"], "{row}");
+        }
+        assert!(e["warnings"].to_string().contains("carried the allocation probes"), "{e}");
+    }
+}

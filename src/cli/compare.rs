@@ -10,6 +10,7 @@ use crate::error::Failure;
 use crate::usage;
 use clap::Args;
 use perflab_engine::experiment::{self as experiment, Fanout, Observer};
+use perflab_engine::measure::{allocations::Allocations, Explain};
 use perflab_engine::plan::{self as plan, OutputSink, Plan, PlanRequest};
 use perflab_model::metric::Better;
 use perflab_model::units::format_percent;
@@ -96,8 +97,24 @@ pub struct CompareArgs {
     /// The event --explain samples (any -e name; cpu-clock needs no PMU).
     #[arg(long, value_name = "EVENT", default_value = "cpu-clock")]
     pub explain_event: String,
+    /// Explain by allocations instead of time: every run is also watched by uprobes on
+    /// the malloc family (as `profile --alloc`), and each call site's bytes requested
+    /// (`=calls`: calls; `=live`: bytes still allocated at exit) per run gets a ratio
+    /// with an interval, a verdict and its contribution. Every run of both commands
+    /// carries the probes, so their times include a trap per call.
+    #[arg(long, value_name = "WEIGHT", num_args = 0..=1, require_equals = true, default_missing_value = "bytes",
+          conflicts_with_all = ["explain_event", "explain_frequency"])]
+    pub explain_alloc: Option<String>,
+    /// With --explain-alloc: also probe a custom allocator, its size in argument ARG
+    /// (from 1; default 1), e.g. `postgres:palloc`; repeatable.
+    #[arg(long, value_name = "OBJECT:FUNCTION[=ARG]", requires = "explain_alloc")]
+    pub explain_alloc_fn: Vec<String>,
+    /// With --explain-alloc: a custom release function, the block in argument ARG
+    /// (default 1); repeatable.
+    #[arg(long, value_name = "OBJECT:FUNCTION[=ARG]", requires = "explain_alloc")]
+    pub explain_free_fn: Vec<String>,
     /// Write the explanation's differential flame graph (SVG; the first candidate's) to FILE.
-    #[arg(long, value_name = "FILE", requires = "explain")]
+    #[arg(long, value_name = "FILE")]
     pub explain_flamegraph: Option<String>,
     /// Samples per second of CPU time for --explain.
     #[arg(long, value_name = "HZ", default_value_t = perflab_engine::measure::sampling::DEFAULT_FREQUENCY_HZ)]
@@ -191,15 +208,27 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
         ..args.output.options()?.or(&args.experiment.options())
     };
     let mut measure = args.measure.options(&options);
-    if args.explain {
+    if let Some(weight) = &args.explain_alloc {
+        let weight =
+            weight.parse::<perflab_profile::alloc::view::AllocView>().map_err(|e| usage!("--explain-alloc: {e}"))?;
+        let mut custom = Vec::new();
+        for (specs, free) in [(&args.explain_alloc_fn, false), (&args.explain_free_fn, true)] {
+            for spec in specs {
+                custom.push(perflab_profile::alloc::Custom::parse(spec, free).map_err(|e| usage!("{e}"))?);
+            }
+        }
+        measure.explain = Some(Explain::Allocations(Allocations { weight, custom, libc: true }));
+    } else if args.explain_flamegraph.is_some() && !args.explain {
+        return Err(usage!("--explain-flamegraph draws an explanation: add --explain or --explain-alloc"));
+    } else if args.explain {
         if args.explain_frequency == 0 || args.explain_frequency > 100_000 {
             return Err(usage!("--explain-frequency must be between 1 and 100000 Hz, got {}", args.explain_frequency));
         }
-        measure.explain = Some(perflab_engine::measure::sampling::Sampling {
+        measure.explain = Some(Explain::Samples(perflab_engine::measure::sampling::Sampling {
             event: args.explain_event.clone(),
             frequency_hz: args.explain_frequency,
             call_stacks: true,
-        });
+        }));
     }
     let request = PlanRequest {
         names,

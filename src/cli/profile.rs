@@ -649,8 +649,20 @@ fn main_alloc(args: ProfileArgs) -> Result<(), Failure> {
         args.output.display()
     );
     report_alloc(&profile, &args.report, &destinations)?;
-    if recording.interrupted {
-        return Err(Failure::Interrupted(format!("interrupted; the profile so far is in {}", args.output.display())));
+    match recording.unfinished {
+        Some(profile::alloc::Unfinished::Interrupted) => {
+            return Err(Failure::Interrupted(format!(
+                "interrupted; the profile so far is in {}",
+                args.output.display()
+            )))
+        }
+        Some(profile::alloc::Unfinished::WaitFailed(why)) => {
+            return Err(Failure::Other(anyhow::anyhow!(
+                "waiting for the profiled command failed ({why}); the profile so far is in {}",
+                args.output.display()
+            )))
+        }
+        None => {}
     }
     match profile.exit_code {
         Some(0) => Ok(()),

@@ -115,6 +115,12 @@ pub(crate) fn fetch(config: &Config, build_id: &[u8]) -> Fetched {
                     failure.get_or_insert(format!("{url}: {e}"));
                     continue;
                 }
+                // An empty file is the cache's mark of a miss: an empty answer must not
+                // become one, nor be taken for debug info.
+                if body.is_empty() {
+                    failure.get_or_insert(format!("{url}: an empty answer"));
+                    continue;
+                }
                 return match &cached {
                     Some(path) => match store(path, &body) {
                         Ok(()) => Fetched::Downloaded { path: path.clone(), url },
@@ -192,5 +198,30 @@ mod tests {
             Fetched::Failed(why) => assert!(why.contains("127.0.0.1:1"), "{why}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A server answering 200 with nothing is a failure, said, and leaves no cache entry
+    /// (an empty file there would read as a trusted miss).
+    #[test]
+    fn an_empty_answer_is_a_failure_not_debug_info_or_a_miss() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = [0u8; 4096];
+            let _ = std::io::Read::read(&mut stream, &mut request);
+            std::io::Write::write_all(
+                &mut stream,
+                b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+            .unwrap();
+        });
+        let dir = tempfile::tempdir().unwrap();
+        match fetch(&config(dir.path(), &[&format!("http://127.0.0.1:{port}")]), &[1, 2]) {
+            Fetched::Failed(why) => assert!(why.contains("an empty answer"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        server.join().unwrap();
+        assert!(!dir.path().join("0102").join("debuginfo").exists());
     }
 }

@@ -139,17 +139,26 @@ fn paint(f: &FunctionChange, text: &str) -> String {
     }
 }
 
+/// True when the explanation's events are every call of probed functions (a uprobe, the
+/// allocation probes), not samples of a rate.
+fn every_call(e: &Explanation) -> bool {
+    perflab_engine::measure::probe_cost::is_probe_metric(&e.event)
+        || perflab_engine::measure::allocations::is_allocation_event(&e.event)
+}
+
 /// The table of rows: the story's evidence.
 pub fn table(e: &Explanation, limit: usize) -> String {
     let mut out = String::new();
     let sampled = e.method == "sampled";
+    // A probe's "samples" are every call of what it probes.
+    let draws = if every_call(e) { "calls" } else { "samples" };
     out.push_str(&dim(&format!(
         "{} of `{}` vs `{}`: {}, {} per run ({:.0} → {:.0}), {} rows{}\n",
-        if sampled { "samples" } else { "exact counts" },
+        if sampled { draws } else { "exact counts" },
         escape(&e.candidate),
         escape(&e.baseline),
         e.event,
-        if sampled { "samples" } else { "instructions" },
+        if sampled { draws } else { "instructions" },
         e.samples_per_run.0,
         e.samples_per_run.1,
         e.functions.len(),
@@ -237,7 +246,8 @@ pub fn flame_graph(e: &Explanation) -> Option<String> {
         if listed.is_empty() { "" } else { " — " },
         listed.join(", ")
     );
-    let title = format!("Why {} differs from {}: each function's time per run", e.candidate, e.baseline);
+    let measure = if e.unit == "ms" { "time" } else { e.unit.as_str() };
+    let title = format!("Why {} differs from {}: each function's {measure} per run", e.candidate, e.baseline);
     super::profile::flame::explained_svg(&stacks.baseline, &stacks.candidate, changes, &title, &subtitle)
 }
 

@@ -6,7 +6,7 @@
 //! experiment, with nothing more to run. (Stores written before this kept one profile of
 //! each build, `store::ProfileChange`; the report still shows those.)
 
-use perflab_engine::measure::sampling::Sampling;
+use perflab_engine::measure::{sampling::Sampling, Explain};
 use perflab_model::{Comparison, Experiment, Verdict};
 
 /// What `--profile-changes` found for a benchmark slower than its baseline.
@@ -21,8 +21,8 @@ pub enum Explanation {
 }
 
 /// What the suite's runs sample: the probe's defaults (see `measure::sampling`).
-pub fn sampling() -> Sampling {
-    Sampling::default()
+pub fn sampling() -> Explain {
+    Explain::Samples(Sampling::default())
 }
 
 /// The comparison of the experiment's primary metric when it found the candidate slower

@@ -146,6 +146,15 @@ pub enum ProbeError {
         #[source]
         source: which::Error,
     },
+    /// `--explain-alloc` with `--mode instructions`.
+    #[error(
+        "--explain-alloc cannot be combined with --mode instructions: uprobes would trap in valgrind's translation \
+         of the program, not in the program"
+    )]
+    AllocationsUnderValgrind,
+    /// An allocation probe that cannot be placed (`--explain-alloc`), in its own words.
+    #[error(transparent)]
+    Allocations(#[from] perflab_profile::alloc::AllocError),
     /// An `-e` or `--explain-event` event perflab cannot count.
     #[error(transparent)]
     Event(#[from] perflab_sys::perf::event::EventError),

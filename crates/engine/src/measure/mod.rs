@@ -2,6 +2,7 @@
 //! (valgrind), each a [`Probe`] that the spawner calls around every run; and the metrics
 //! a command prints about itself ([`output`]).
 
+pub mod allocations;
 pub mod cachegrind;
 pub mod error;
 pub mod live;
@@ -28,9 +29,18 @@ pub struct MeasureOptions {
     /// Which iterations of a printed metric make a run's value (the same choice as
     /// `Settings::iterations`, here for the metric names `each` adds).
     pub iterations: perflab_model::Iterations,
-    /// Sample every run to explain the comparison function by function (`--explain`);
+    /// Watch every run to explain the comparison function by function (`--explain`);
     /// in instruction mode, cachegrind's per-function counts instead.
-    pub explain: Option<sampling::Sampling>,
+    pub explain: Option<Explain>,
+}
+
+/// What `--explain` watches in every run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Explain {
+    /// Samples of an event per function (`--explain-event`).
+    Samples(sampling::Sampling),
+    /// Allocating calls per call site (`--explain-alloc`).
+    Allocations(allocations::Allocations),
 }
 
 pub use perflab_model::Mode;
@@ -46,6 +56,9 @@ pub(crate) fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec
     }
     match args.mode {
         Mode::Instructions if !events.is_empty() => Err(error::ProbeError::EventsUnderValgrind),
+        Mode::Instructions if matches!(args.explain, Some(Explain::Allocations(_))) => {
+            Err(error::ProbeError::AllocationsUnderValgrind)
+        }
         Mode::Instructions => {
             Ok(vec![Box::new(cachegrind::CachegrindProbe::new()?.per_function(args.explain.is_some()))])
         }
@@ -58,10 +71,16 @@ pub(crate) fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec
                     counters::system_opener(),
                 )));
             }
-            if let Some(sampling) = &args.explain {
-                let mut probe = sampling::SamplingProbe::new(sampling)?;
-                probe.set_argv(argv);
-                probes.push(Box::new(probe));
+            match &args.explain {
+                Some(Explain::Samples(sampling)) => {
+                    let mut probe = sampling::SamplingProbe::new(sampling)?;
+                    probe.set_argv(argv);
+                    probes.push(Box::new(probe));
+                }
+                Some(Explain::Allocations(allocations)) => {
+                    probes.push(Box::new(allocations::AllocationProbe::new(allocations, argv)?));
+                }
+                None => {}
             }
             Ok(probes)
         }

@@ -29,8 +29,9 @@ use perflab_sys::perf::uprobe::{self, Uprobe};
 use perflab_sys::spawn::process;
 use source::{Item, Stacks};
 use std::collections::HashMap;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
+use std::thread::JoinHandle;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -59,9 +60,9 @@ pub enum AllocError {
     /// A probe that cannot be placed (a usage error: exit 2), in uprobe's words.
     #[error("{0}")]
     Probe(String),
-    /// An `--alloc-fn`/`--free-fn` that is not OBJECT:FUNCTION[=ARG] with ARG from 1 to
-    /// 4 (the spec as given).
-    #[error("--alloc-fn/--free-fn want OBJECT:FUNCTION or OBJECT:FUNCTION=ARG (ARG: which argument, from 1, holds the size or the block), got `{0}`")]
+    /// An allocator or release function that is not OBJECT:FUNCTION[=ARG] with ARG from
+    /// 1 to 4 (the spec as given).
+    #[error("an allocator or release function is OBJECT:FUNCTION or OBJECT:FUNCTION=ARG (ARG: which argument, 1 to 4, holds the size or the block), got `{0}`")]
     Spec(String),
     /// `--alloc-every 0`.
     #[error("--alloc-every must be at least 1")]
@@ -188,34 +189,151 @@ pub(crate) fn probes(opts: &AllocOptions, notes: &mut Vec<String>) -> Result<Vec
 pub struct AllocRecording {
     /// The allocation profile, with its summary in `alloc`.
     pub profile: Profile,
-    /// The command did not run to its end: the user interrupted it (or waiting for it
-    /// failed), and the profile holds the calls seen until then.
-    pub interrupted: bool,
+    /// Why the command was not followed to its end, if it was not; the profile then
+    /// holds the calls seen until then.
+    pub unfinished: Option<Unfinished>,
 }
 
-/// How often the rings are drained below their wake-up watermark.
+/// Why an allocation recording ended before its command did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unfinished {
+    /// The user interrupted it (Ctrl-C).
+    Interrupted,
+    /// Waiting for the command failed (the system's reason, one line).
+    WaitFailed(String),
+}
+
+/// How often the drain thread empties the rings below their wake-up watermark.
 const POLL: Duration = Duration::from_millis(20);
+
+/// The probes of an [`AllocOptions`], placed once (symbols looked up, objects found) and
+/// then attached to every process they watch: `profile --alloc`'s one command, or each
+/// run of `compare --explain-alloc`.
+pub struct AllocProbes {
+    probes: Vec<Probe>,
+    /// What was left out while placing them, said with every profile.
+    notes: Vec<String>,
+    every: u64,
+    stacks: Stacks,
+    /// Blocks are followed only when every call and its return are seen.
+    tracked: bool,
+}
+
+impl AllocProbes {
+    /// Place the probes `opts` asks for (its command is not used).
+    pub fn place(opts: &AllocOptions) -> Result<AllocProbes, AllocError> {
+        if opts.every == 0 {
+            return Err(AllocError::Every);
+        }
+        let mut notes = Vec::new();
+        let probes = probes(opts, &mut notes)?;
+        Ok(AllocProbes { probes, notes, every: opts.every, stacks: opts.stacks, tracked: opts.every == 1 })
+    }
+
+    /// Open the probes on the child `pid`, held before its exec, and drain them on a
+    /// thread of their own until [`Watching::finish`].
+    pub fn attach(&self, pid: libc::pid_t) -> std::io::Result<Watching> {
+        let opened = source::open(pid, &self.probes, self.every, self.stacks, self.tracked)?;
+        let (read, write) = crate::record::stop_pipe()?;
+        let stacks = self.stacks;
+        let drainer = std::thread::Builder::new()
+            .name("perflab-alloc-drain".into())
+            .spawn(move || drain_until_stopped(opened, stacks, read))?;
+        Ok(Watching { stop: write, drainer: Some(drainer) })
+    }
+
+    /// The allocation profile of what `watching` saw, for a command run as `argv`.
+    pub fn profile(&self, watching: Watching, argv: &[String]) -> Profile {
+        let (items, counted) = watching.stop();
+        let mut profile = Profile {
+            event: "alloc-bytes".into(),
+            frequency_hz: 0,
+            sample_period: Some(self.every),
+            command: argv.to_vec(),
+            target: RecordTarget::Command,
+            ..Profile::default()
+        };
+        build(&mut profile, items, &self.probes, &counted, self.tracked, self.every, self.notes.clone());
+        profile
+    }
+}
+
+/// The probes open on one process, drained by a thread until stopped.
+pub struct Watching {
+    /// Written to once to stop the drain thread.
+    stop: OwnedFd,
+    drainer: Option<JoinHandle<Drained>>,
+}
+
+/// The records of a watched process (call sites unwound), and every call each probe
+/// counted.
+type Drained = (Vec<(u64, Item)>, Vec<u64>);
+
+impl Watching {
+    /// Stop draining (the process is gone: nothing follows) and take what was drained.
+    fn stop(mut self) -> Drained {
+        // SAFETY: writing one byte from a valid buffer to our own pipe.
+        unsafe { libc::write(self.stop.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+        self.drainer.take().and_then(|d| d.join().ok()).unwrap_or_default()
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        if let Some(drainer) = self.drainer.take() {
+            // SAFETY: as in stop.
+            unsafe { libc::write(self.stop.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+            let _ = drainer.join();
+        }
+    }
+}
+
+/// Drain the rings whenever one fills to its watermark or every [`POLL`], unwinding each
+/// batch while its stack copies are at hand, until `stop` is readable; then once more.
+fn drain_until_stopped(mut opened: source::Opened, stacks: Stacks, stop: OwnedFd) -> Drained {
+    let mut items: Vec<(u64, Item)> = Vec::new();
+    let mut unwinding = Unwinding::new(stacks);
+    loop {
+        let pollfd = |fd: RawFd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let mut fds = vec![pollfd(stop.as_raw_fd())];
+        fds.extend(opened.rings.iter().map(|r| pollfd(r.fd())));
+        // SAFETY: fds is a valid array for the duration of the call.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL.as_millis() as i32) };
+        let before = items.len();
+        for ring in &mut opened.rings {
+            ring.drain_into(&opened.ids, &mut items);
+        }
+        unwinding.batch(&mut items[before..]);
+        if fds[0].revents != 0 {
+            break;
+        }
+    }
+    let probes = opened.ids.values().map(|(probe, _)| probe + 1).max().unwrap_or(0);
+    let mut counted = vec![0u64; probes];
+    for ring in &mut opened.rings {
+        ring.add_counts(&mut counted);
+    }
+    // Closing the events takes the kernel ~75 ms each (an RCU grace period per uprobe,
+    // serialized: closing them in parallel gained nothing), 2.5 s for the 32 events of
+    // two CPUs; they are closed here, after the run, outside anything timed.
+    drop(opened);
+    (items, counted)
+}
 
 /// Run the command with the allocation probes on it, and build its allocation profile.
 pub fn record(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRecording, AllocError> {
-    if opts.every == 0 {
-        return Err(AllocError::Every);
-    }
     if opts.argv.is_empty() {
         return Err(AllocError::NothingToProfile);
     }
-    let mut notes = Vec::new();
-    let probes = probes(opts, &mut notes)?;
-    // Blocks are followed only when every call and its return are seen.
-    let tracked = opts.every == 1;
+    let probes = AllocProbes::place(opts)?;
     let program = perflab_sys::command::resolve_program(&opts.argv[0])?;
     let prepared = process::Prepared::new(&program, &opts.argv, opts.output.clone())
         .map_err(|e| AllocError::Start(e.to_string()))?;
-    let mut opened = None;
+    let mut watching = None;
     let mut open_error = None;
-    let mut gate = |pid: libc::pid_t| match source::open(pid, &probes, opts.every, opts.stacks, tracked) {
-        Ok(o) => {
-            opened = Some(o);
+    let mut gate = |pid: libc::pid_t| match probes.attach(pid) {
+        Ok(w) => {
+            watching = Some(w);
             Ok(())
         }
         Err(e) => {
@@ -227,7 +345,7 @@ pub fn record(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRecord
     let interrupt = perflab_sys::interrupt::watcher();
     let start = std::time::Instant::now();
     let started_at = chrono::Utc::now().to_rfc3339();
-    let mut child = match process::start(&prepared, &process::Environment::inherited(), Some(&mut gate)) {
+    let child = match process::start(&prepared, &process::Environment::inherited(), Some(&mut gate)) {
         Ok(child) => child,
         Err(process::SpawnError::Probe(e)) => {
             return Err(open_error.map_or_else(|| AllocError::Start(e.to_string()), AllocError::Open))
@@ -235,67 +353,27 @@ pub fn record(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRecord
         Err(process::SpawnError::Interrupted) => return Err(AllocError::Interrupted),
         Err(e) => return Err(AllocError::Start(e.to_string())),
     };
-    let mut opened = opened.expect("the gate opened the probes");
+    let watching = watching.expect("the gate opened the probes");
     started();
-    let pidfd = child.pidfd().map_err(|e| AllocError::Start(e.to_string()))?;
-    let mut items: Vec<(u64, Item)> = Vec::new();
-    let mut stacks = Unwinding::new(opts.stacks);
-    loop {
-        let ended = wait_for_records(pidfd, interrupt.fd(), &opened.rings);
-        let before = items.len();
-        for ring in &mut opened.rings {
-            ring.drain_into(&opened.ids, &mut items);
-        }
-        stacks.batch(&mut items[before..]);
-        if ended || interrupt.requested() {
-            break;
-        }
-    }
     let outcome = child.wait(None, interrupt);
-    let before = items.len();
-    for ring in &mut opened.rings {
-        ring.drain_into(&opened.ids, &mut items);
-    }
-    stacks.batch(&mut items[before..]);
-    let mut counted = vec![0u64; probes.len()];
-    for ring in &mut opened.rings {
-        ring.add_counts(&mut counted);
-    }
-    drop(opened);
-    let mut profile = Profile {
-        event: "alloc-bytes".into(),
-        frequency_hz: 0,
-        sample_period: Some(opts.every),
-        command: opts.argv.clone(),
-        started: started_at,
-        target: RecordTarget::Command,
-        ..Profile::default()
-    };
-    let interrupted = match &outcome {
+    let mut profile = probes.profile(watching, &opts.argv);
+    profile.started = started_at;
+    let unfinished = match outcome {
         Ok(o) => {
             profile.duration_s = o.wall.as_secs_f64();
             profile.cpu_s = process::seconds(o.rusage.ru_utime) + process::seconds(o.rusage.ru_stime);
             profile.exit_code = o.exit.exit_code;
-            false
+            None
         }
-        Err(_) => {
+        Err(e) => {
             profile.duration_s = start.elapsed().as_secs_f64();
-            true
+            Some(match e {
+                process::SpawnError::Interrupted => Unfinished::Interrupted,
+                other => Unfinished::WaitFailed(other.to_string()),
+            })
         }
     };
-    build(&mut profile, items, &probes, &counted, tracked, opts.every, notes);
-    Ok(AllocRecording { profile, interrupted })
-}
-
-/// Block until a ring has records, the child exited, or [`POLL`] passed; true when the
-/// child exited.
-fn wait_for_records(pidfd: RawFd, interrupt: RawFd, rings: &[source::Ring]) -> bool {
-    let pollfd = |fd: RawFd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    let mut fds = vec![pollfd(pidfd), pollfd(interrupt)];
-    fds.extend(rings.iter().map(|r| pollfd(r.fd())));
-    // SAFETY: fds is a valid array for the duration of the call.
-    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL.as_millis() as i32) };
-    fds[0].revents != 0
+    Ok(AllocRecording { profile, unfinished })
 }
 
 /// Turns each call's registers and stack into its call site and callers (return

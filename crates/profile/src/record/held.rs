@@ -39,13 +39,7 @@ impl HeldRecording {
         }
         opts.check()?;
         let rings = source::open_all(&[Observe::Exec(pid)], &opts)?;
-        let mut fds = [0; 2];
-        // SAFETY: a valid array of two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(ProfileError::System(anyhow::anyhow!("pipe: {}", std::io::Error::last_os_error())));
-        }
-        // SAFETY: pipe2 just created these descriptors; each is owned once.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (read, write) = stop_pipe().map_err(|e| ProfileError::System(anyhow::anyhow!("pipe: {e}")))?;
         let drainer = std::thread::Builder::new()
             .name("perflab-drain".into())
             .spawn(move || drain_until_stopped(rings, read))
@@ -78,6 +72,17 @@ impl Drop for HeldRecording {
             let _ = drainer.join();
         }
     }
+}
+
+/// The pipe a drain thread polls to learn that its process is gone (read end, write end).
+pub(crate) fn stop_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: a valid array of two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 just created these descriptors; each is owned once.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// Drain `rings` whenever one fills to its watermark or every [`DRAIN_INTERVAL_MS`],

@@ -20,6 +20,7 @@ mod session;
 mod source;
 mod unwinding;
 
+pub(crate) use held::stop_pipe;
 pub use held::HeldRecording;
 pub use session::{Session, SessionState};
 

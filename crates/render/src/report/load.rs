@@ -5,8 +5,8 @@
 
 use super::error::ReportError;
 use super::{
-    Control, CounterRow, CounterTable, Explained, LabelComparison, MachineGroup, MachinePage, Ratio, RelativeTime,
-    ReportData, Why,
+    Control, CounterRow, CounterTable, Explained, LabelComparison, LayoutSpreadSeen, MachineGroup, MachinePage, Ratio,
+    RelativeTime, ReportData, Why,
 };
 use perflab_model::{metric, Comparison, Experiment, Run, StopReason, Verdict};
 use perflab_store::history::pair::{self, MetricChoice};
@@ -269,7 +269,11 @@ fn machine_page(
                 continue;
             }
             match record {
-                Some(change) => rows.push(RelativeTime { benchmark: benchmark.to_string(), change }),
+                Some(change) => rows.push(RelativeTime {
+                    benchmark: benchmark.to_string(),
+                    change,
+                    layout_spread: layout_spread(own, &[reference, label]),
+                }),
                 None => missing.push(benchmark),
             }
         }
@@ -717,6 +721,22 @@ fn machine_groups(experiments: &[&StoredExperiment], labels: &[String]) -> Vec<M
         }
     }
     groups
+}
+
+/// The layout spread of a benchmark's newest layout experiment under one of `labels`
+/// (kept as a fact of the stored experiment, `analysis::layouts::SPREAD_FACT`).
+fn layout_spread(own: &[&StoredExperiment], labels: &[&str]) -> Option<LayoutSpreadSeen> {
+    use perflab_engine::analysis::layouts::{SPREAD_FACT, SPREAD_METRIC_FACT};
+    own.iter()
+        .filter(|e| labels.contains(&e.label.as_str()))
+        .filter_map(|e| {
+            let facts = &e.experiment.environment;
+            let spread = facts.get(SPREAD_FACT)?.parse::<f64>().ok().filter(|s| s.is_finite())?;
+            let metric = facts.get(SPREAD_METRIC_FACT).cloned().unwrap_or_default();
+            Some((e.id, LayoutSpreadSeen { spread, metric, label: e.label.clone() }))
+        })
+        .max_by_key(|(id, _)| *id)
+        .map(|(_, seen)| seen)
 }
 
 #[cfg(test)]

@@ -134,6 +134,21 @@ pub struct RelativeTime {
     pub benchmark: String,
     /// Its label ÷ reference ratio.
     pub change: Ratio,
+    /// How much relinking alone moves this benchmark (σ of the layout effect, log scale ≈
+    /// a fraction, on `layout_metric`), from its newest layout experiment (`layouts = N`)
+    /// under either label; None when it was never measured in several layouts.
+    pub layout_spread: Option<LayoutSpreadSeen>,
+}
+
+/// A benchmark's layout spread as a stored layout experiment measured it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayoutSpreadSeen {
+    /// σ of the layout effect (log scale ≈ a fraction).
+    pub spread: f64,
+    /// The metric it is of.
+    pub metric: String,
+    /// The label of the experiment that measured it.
+    pub label: String,
 }
 
 /// Every other measured metric of each benchmark, under the reference and each compared
@@ -271,6 +286,7 @@ pub(crate) mod tests {
                 session_noise: None,
                 note: None,
             },
+            layout_spread: None,
         }
     }
 

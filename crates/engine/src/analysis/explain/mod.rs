@@ -144,8 +144,13 @@ pub fn explain(base: &CommandResult, cand: &CommandResult, primary: &str, option
         |s: &Series| (s.base_samples.iter().sum::<f64>() + s.cand_samples.iter().sum::<f64>()) / (2.0 * rounds as f64);
     let mut keys: Vec<&Key> = rows.keys().collect();
     keys.sort_by(|a, b| pooled(&rows[*b]).total_cmp(&pooled(&rows[*a])).then_with(|| a.cmp(b)));
+    // A uprobe's or an allocation probe's "samples" are every call of the probed
+    // functions (period 1), not a rate's draws: few of them are a small count, not a wide
+    // interval, so they need no minimum.
+    let every_call = crate::measure::probe_cost::is_probe_metric(&first.event)
+        || crate::measure::allocations::is_allocation_event(&first.event);
     // Exact counts need no correction and no minimum: every function is its own row.
-    let min_samples = if exact { 0.0 } else { MIN_SAMPLES_PER_RUN };
+    let min_samples = if exact || every_call { 0.0 } else { MIN_SAMPLES_PER_RUN };
     let tested: BTreeSet<Key> = keys
         .iter()
         .filter(|k| pooled(&rows[**k]) >= min_samples && pooled(&rows[**k]) > 0.0)
@@ -199,14 +204,16 @@ pub fn explain(base: &CommandResult, cand: &CommandResult, primary: &str, option
     );
     let primary_change = primary_change(base, cand, primary, &pairs, time, options.comparison_level);
     let mut warnings = Vec::new();
-    // A uprobe's "samples" are every call of the probed function (period 1), not a
-    // rate's draws: few of them are a small count, not a wide interval.
-    let every_call = crate::measure::probe_cost::is_probe_metric(&first.event);
     if !exact && !every_call && samples_per_run.0.min(samples_per_run.1) < FEW_SAMPLES_PER_RUN {
         warnings.push(format!(
             "only {:.0} samples per run: per-function intervals are wide (longer runs, more rounds or a higher sampling rate narrow them)",
             samples_per_run.0.min(samples_per_run.1)
         ));
+    }
+    if crate::measure::allocations::is_allocation_event(&first.event) {
+        warnings.push(
+            "every run of both commands carried the allocation probes (a trap into the kernel at every call of the malloc family and its return): the times compared include that cost; rows are call sites, the functions that called the allocator".into(),
+        );
     }
     let lost: u64 = pairs.iter().map(|(_, a, b)| a.lost + b.lost).sum();
     if lost > 0 {

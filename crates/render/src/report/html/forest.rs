@@ -328,7 +328,15 @@ pub(super) fn forest_row<'a>(
         p: row.p_value.map(|p| format!(", p = {}", format_p(p))).unwrap_or_default(),
         n: row.n,
         method: row.method.describe(),
-        tag: tag(row, page_metric),
+        tag: match &relative.layout_spread {
+            // How much relinking alone moved this benchmark, beside the ratio it qualifies.
+            Some(seen) => format!(
+                "{} · layouts ±{} %",
+                tag(row, page_metric),
+                perflab_model::units::format_percent(seen.spread * 100.0)
+            ),
+            None => tag(row, page_metric),
+        },
         name_x: num(NAME_WIDTH),
         text_y: num(cy + 4.0),
         cy: num(cy),

@@ -263,3 +263,34 @@ fn controls_are_left_out_of_the_geomean_and_warn_when_they_move() {
         data.notes.iter().find(|n| n.contains("controls moved")).unwrap_or_else(|| panic!("{:?}", data.notes));
     assert!(warning.contains("nap +30 %"), "{warning}");
 }
+
+/// A benchmark measured in several layouts carries its newest layout spread under either
+/// label beside its ratio, and the forest row says it; others carry none.
+#[test]
+fn a_layout_experiments_spread_reaches_the_row_and_its_tag() {
+    let mut experiments = vec![
+        stored("old", 0, "b", &[("./bench", 1.0)], vec![]),
+        stored("new", 1, "b", &[("./bench", 1.5)], vec![]),
+        stored("old", 0, "c", &[("./other", 1.0)], vec![]),
+        stored("new", 1, "c", &[("./other", 1.1)], vec![]),
+    ];
+    for (i, e) in experiments.iter_mut().enumerate() {
+        e.id = i as i64;
+    }
+    let facts = |spread: &str| {
+        std::collections::BTreeMap::from([
+            ("layout_spread".to_string(), spread.to_string()),
+            ("layout_spread_metric".to_string(), "wall_s".to_string()),
+        ])
+    };
+    experiments[0].experiment.environment = facts("0.030000");
+    experiments[1].experiment.environment = facts("0.014000");
+    let data = build(&experiments, &options()).unwrap();
+    let rows = &data.pages[0].comparisons[0].rows;
+    let of = |name: &str| rows.iter().find(|r| r.benchmark == name).unwrap();
+    let seen = of("b").layout_spread.as_ref().expect("b was measured in layouts");
+    assert_eq!((seen.spread, seen.label.as_str(), seen.metric.as_str()), (0.014, "new", "wall_s"));
+    assert_eq!(of("c").layout_spread, None);
+    let html = crate::report::html::render_html(&data);
+    assert!(html.contains("layouts ±1.4 %"), "the forest row's tag says the spread");
+}
