@@ -297,3 +297,51 @@ fn compare_explains_allocations_by_call_site_exactly() {
         assert!(e["warnings"].to_string().contains("carried the allocation probes"), "{e}");
     }
 }
+
+/// `profile --alloc -p PID` attaches to a running process and follows it across its exec
+/// until it exits: a shell waits on its stdin until perflab says it is recording, then
+/// execs the fixture, whose call sites come out exact (the shell's own allocations, if
+/// any, are other call sites).
+#[test]
+fn attaching_to_a_running_process_counts_its_calls_exactly() {
+    use std::io::{BufRead, Write};
+    use std::process::Stdio;
+    let fixture = common::fixture("alloc_calls");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("attached.profile");
+    let mut shell = std::process::Command::new("sh")
+        .args(["-c", &format!("read go; exec {} malloc 500", fixture.display())])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut perflab = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+        .args(["profile", "--alloc", "--stack-size", "1024", "-p", &shell.id().to_string(), "-o"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(perflab.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    if !is_root() {
+        let _ = shell.kill();
+        assert!(first.contains("uprobes need root or CAP_PERFMON"), "{first}");
+        eprintln!("SKIP: allocation profiles need root or CAP_PERFMON");
+        return;
+    }
+    assert!(first.starts_with("perflab: recording the allocations of"), "{first}");
+    shell.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(shell.wait().unwrap().success());
+    let status = perflab.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(status.success(), "{first}{rest}");
+    let profile = Profile::load(&out).unwrap();
+    let sites = by_site(&profile);
+    for (site, expected) in [("make_node", (500, 37_280)), ("main", (125, 20_000)), ("grow_buffer", (5, 7936))] {
+        assert_eq!(sites.get(site), Some(&expected), "{site}: {sites:?}");
+    }
+    let summary = profile.alloc.unwrap();
+    assert!(summary.notes.iter().any(|n| n.starts_with("attached to running processes")), "{:?}", summary.notes);
+}

@@ -197,9 +197,11 @@ pub struct ProfileArgs {
     /// (malloc, calloc, realloc, free, aligned_alloc, memalign, posix_memalign, valloc,
     /// pvalloc) probed with uprobes, with its size and call stack; return probes follow
     /// each block to its free, so the blocks live at exit are known. Call stacks are
-    /// unwound from a 4 KiB stack copy (-g dwarf, --stack-size) unless -g fp. Needs root or
-    /// CAP_PERFMON; every call traps into the kernel (see docs/profiling.md for the cost).
-    #[arg(long, conflicts_with_all = ["off_cpu", "count", "event", "frequency", "duration"])]
+    /// unwound from a 4 KiB stack copy (-g dwarf, --stack-size) unless -g fp. A command
+    /// after `--`, or running processes with -p (until they exit, --duration or Ctrl-C).
+    /// Needs root or CAP_PERFMON; every call traps into the kernel (see
+    /// docs/profiling.md for the cost).
+    #[arg(long, conflicts_with_all = ["off_cpu", "count", "event", "frequency"])]
     pub alloc: bool,
     /// With --alloc: a sample every N calls of each function (calls and bytes become
     /// estimates, blocks are not followed); the probes still trap on every call.
@@ -596,9 +598,22 @@ pub fn main_show(args: ShowArgs) -> Result<(), Failure> {
 
 /// `profile --alloc`: the command under the allocation probes (see `profile::alloc`).
 fn main_alloc(args: ProfileArgs) -> Result<(), Failure> {
-    if args.target.pid.is_some() || args.target.all_cpus {
-        return Err(usage!("--alloc profiles a command (after `--`); -p and -a are not supported with it"));
+    if args.target.all_cpus {
+        return Err(usage!("--alloc profiles a command (after `--`) or processes (-p); -a is not supported with it"));
     }
+    let pids = match args.target.mode(Vec::new(), args.duration)? {
+        Some(RecordingMode::Pids { pids, .. }) if !args.command.is_empty() => {
+            return Err(usage!(
+                "profile one target: a command after `--` or -p PID (got both, {} processes)",
+                pids.len()
+            ))
+        }
+        Some(RecordingMode::Pids { pids, .. }) => pids,
+        _ if args.duration.is_some() => {
+            return Err(usage!("--duration is for -p; a command is profiled until it exits"))
+        }
+        _ => Vec::new(),
+    };
     let stacks = match args.call_graph {
         Some(Unwinding::FramePointers) => Stacks::FramePointers,
         Some(Unwinding::Dwarf) => Stacks::Dwarf { stack_bytes: args.stack_size },
@@ -634,8 +649,22 @@ fn main_alloc(args: ProfileArgs) -> Result<(), Failure> {
         stacks,
         custom,
         libc: !args.no_libc_alloc,
+        pids,
+        duration: args.duration.map(std::time::Duration::from_secs_f64),
     };
-    let recording = profile::alloc::record(&options, || {})?;
+    let attached = |pids: &[u32]| {
+        let until = match args.duration {
+            Some(seconds) => format!("for {seconds} s"),
+            None => "until they exit or Ctrl-C".into(),
+        };
+        let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+        eprintln!("perflab: recording the allocations of {} {until}", pids.join(","));
+    };
+    let recording = profile::alloc::record(&options, || {
+        if !options.pids.is_empty() {
+            attached(&options.pids)
+        }
+    })?;
     let profile = recording.profile;
     profile.save(&args.output)?;
     let summary = profile.alloc.as_ref().expect("an allocation recording has its summary");
@@ -663,6 +692,9 @@ fn main_alloc(args: ProfileArgs) -> Result<(), Failure> {
             )))
         }
         None => {}
+    }
+    if !profile.target.is_command() {
+        return Ok(());
     }
     match profile.exit_code {
         Some(0) => Ok(()),

@@ -62,6 +62,8 @@ impl AllocationProbe {
             },
             custom: allocations.custom.clone(),
             libc: allocations.libc,
+            pids: Vec::new(),
+            duration: None,
         };
         Ok(AllocationProbe {
             weight: allocations.weight,

@@ -67,10 +67,12 @@ pub enum AllocError {
     /// `--alloc-every 0`.
     #[error("--alloc-every must be at least 1")]
     Every,
-    /// No command after `--` (an allocation profile launches its command, it cannot
-    /// attach).
-    #[error("nothing to profile: give a command after --")]
+    /// Neither a command after `--` nor processes to attach to.
+    #[error("nothing to profile: give a command after -- or -p PID")]
     NothingToProfile,
+    /// A process to attach to that cannot be watched (gone, or not ours).
+    #[error("{0}")]
+    Attach(String),
     /// The probes' events could not be opened on the launched command (the system's
     /// error).
     #[error("the allocation probes could not be opened on the command: {0}")]
@@ -132,6 +134,11 @@ pub struct AllocOptions {
     pub custom: Vec<Custom>,
     /// Probe the C library's family too (off to see only custom allocators).
     pub libc: bool,
+    /// Running processes to attach to instead of a command (`-p`): every thread, and
+    /// the threads they start.
+    pub pids: Vec<u32>,
+    /// With `pids`: how long to record (None: until they exit or Ctrl-C).
+    pub duration: Option<Duration>,
 }
 
 /// One probed function with its two events.
@@ -231,14 +238,39 @@ impl AllocProbes {
     }
 
     /// Open the probes on the child `pid`, held before its exec, and drain them on a
-    /// thread of their own until [`Watching::finish`].
+    /// thread of their own until [`AllocProbes::profile`].
     pub fn attach(&self, pid: libc::pid_t) -> std::io::Result<Watching> {
-        let opened = source::open(pid, &self.probes, self.every, self.stacks, self.tracked)?;
+        self.watch(&[source::Watched::Exec(pid)], Vec::new())
+    }
+
+    /// Open the probes on every thread of the running processes `pids` (threads they
+    /// start later inherit them), with the mappings they have now, and drain them on a
+    /// thread of their own until [`AllocProbes::profile`].
+    pub fn attach_running(&self, pids: &[u32]) -> std::io::Result<Watching> {
+        let mut watched = Vec::new();
+        for &pid in pids {
+            let threads = crate::target::threads(pid).map_err(|e| std::io::Error::other(e.to_string()))?;
+            watched.extend(threads.into_iter().map(|tid| source::Watched::Thread(tid as libc::pid_t)));
+        }
+        // What was mapped before the events opened, placed before every real record.
+        let (mappings, threads) = crate::target::existing(pids);
+        let mut known: Vec<(u64, Item)> = threads
+            .into_iter()
+            .map(|t| (0, Item::Other(Record::Comm { pid: t.pid, tid: t.tid, comm: t.comm, exec: false })))
+            .collect();
+        known.extend(mappings.into_iter().map(|m| {
+            (0, Item::Other(Record::Mmap { pid: m.pid, start: m.start, len: m.len, pgoff: m.pgoff, path: m.path }))
+        }));
+        self.watch(&watched, known)
+    }
+
+    fn watch(&self, watched: &[source::Watched], known: Vec<(u64, Item)>) -> std::io::Result<Watching> {
+        let opened = source::open(watched, &self.probes, self.every, self.stacks, self.tracked)?;
         let (read, write) = crate::record::stop_pipe()?;
         let stacks = self.stacks;
         let drainer = std::thread::Builder::new()
             .name("perflab-alloc-drain".into())
-            .spawn(move || drain_until_stopped(opened, stacks, read))?;
+            .spawn(move || drain_until_stopped(opened, stacks, known, read))?;
         Ok(Watching { stop: write, drainer: Some(drainer) })
     }
 
@@ -290,9 +322,10 @@ impl Drop for Watching {
 
 /// Drain the rings whenever one fills to its watermark or every [`POLL`], unwinding each
 /// batch while its stack copies are at hand, until `stop` is readable; then once more.
-fn drain_until_stopped(mut opened: source::Opened, stacks: Stacks, stop: OwnedFd) -> Drained {
-    let mut items: Vec<(u64, Item)> = Vec::new();
+fn drain_until_stopped(mut opened: source::Opened, stacks: Stacks, known: Vec<(u64, Item)>, stop: OwnedFd) -> Drained {
+    let mut items: Vec<(u64, Item)> = known;
     let mut unwinding = Unwinding::new(stacks);
+    unwinding.batch(&mut items);
     loop {
         let pollfd = |fd: RawFd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
         let mut fds = vec![pollfd(stop.as_raw_fd())];
@@ -322,6 +355,9 @@ fn drain_until_stopped(mut opened: source::Opened, stacks: Stacks, stop: OwnedFd
 
 /// Run the command with the allocation probes on it, and build its allocation profile.
 pub fn record(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRecording, AllocError> {
+    if !opts.pids.is_empty() {
+        return record_running(opts, started);
+    }
     if opts.argv.is_empty() {
         return Err(AllocError::NothingToProfile);
     }
@@ -373,6 +409,59 @@ pub fn record(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRecord
             })
         }
     };
+    Ok(AllocRecording { profile, unfinished })
+}
+
+/// Attach the probes to the running processes of `opts` until they all exit, its
+/// duration passes or Ctrl-C (without a duration, how an attached recording ends).
+fn record_running(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRecording, AllocError> {
+    let probes = AllocProbes::place(opts)?;
+    let pidfds = opts
+        .pids
+        .iter()
+        .map(|&pid| crate::target::pidfd(pid).map_err(|e| AllocError::Attach(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    // The first process's command line, to name the profile (read before it can end).
+    let command: Vec<String> = std::fs::read(format!("/proc/{}/cmdline", opts.pids[0]))
+        .unwrap_or_default()
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let interrupt = perflab_sys::interrupt::watcher();
+    let started_at = chrono::Utc::now().to_rfc3339();
+    let watching = probes.attach_running(&opts.pids).map_err(AllocError::Open)?;
+    let start = std::time::Instant::now();
+    started();
+    let mut exited = vec![false; pidfds.len()];
+    let unfinished = loop {
+        let left = opts.duration.map(|d| d.saturating_sub(start.elapsed()));
+        if left == Some(Duration::ZERO) || exited.iter().all(|&e| e) {
+            break None;
+        }
+        let pollfd = |fd: RawFd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let mut fds = vec![pollfd(interrupt.fd())];
+        fds.extend(pidfds.iter().map(|fd| pollfd(fd.as_raw_fd())));
+        let timeout = left.map_or(1000, |l| l.as_millis().clamp(1, 1000) as i32);
+        // SAFETY: fds is a valid array for the duration of the call.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+        if interrupt.requested() {
+            break opts.duration.is_some().then_some(Unfinished::Interrupted);
+        }
+        for (done, fd) in exited.iter_mut().zip(&fds[1..]) {
+            *done |= fd.revents != 0;
+        }
+    };
+    let duration_s = start.elapsed().as_secs_f64();
+    let mut profile = probes.profile(watching, &command);
+    profile.started = started_at;
+    profile.duration_s = duration_s;
+    profile.target = RecordTarget::Pids(opts.pids.clone());
+    if let Some(summary) = &mut profile.alloc {
+        summary.notes.push(
+            "attached to running processes: \"live\" blocks are those allocated while recording and not freed before it ended, and frees of blocks allocated before it began count as unmatched".into(),
+        );
+    }
     Ok(AllocRecording { profile, unfinished })
 }
 

@@ -159,42 +159,64 @@ pub(crate) struct Opened {
     pub ids: HashMap<u64, (usize, bool)>,
 }
 
+/// Whose calls a recording's events watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Watched {
+    /// A child held before exec: counting starts at its exec.
+    Exec(libc::pid_t),
+    /// A running thread: counting starts now (threads it starts later inherit it).
+    Thread(libc::pid_t),
+}
+
 /// Open the calls (and, `returns`, the returns of block-returning probes) of `probes`
-/// on the child held before exec, sampled every `every` calls.
+/// on every task of `watched`, sampled every `every` calls: one ring per CPU and kind,
+/// every further event redirected into it.
 pub(crate) fn open(
-    pid: libc::pid_t,
+    watched: &[Watched],
     probes: &[Probe],
     every: u64,
     stacks: Stacks,
     returns: bool,
 ) -> std::io::Result<Opened> {
     let mut opened = Opened { rings: Vec::new(), ids: HashMap::new() };
+    let calls: Vec<(usize, &Probe)> = probes.iter().enumerate().collect();
+    let returning: Vec<(usize, &Probe)> = calls.iter().copied().filter(|(_, p)| p.role.returns_block()).collect();
     for cpu in perflab_sys::machine::online_cpu_ids() {
-        let calls: Vec<(usize, &Probe)> = probes.iter().enumerate().collect();
-        opened.rings.extend(ring(pid, cpu, &calls, false, every, stacks, &mut opened.ids)?);
-        if returns {
-            let returning: Vec<(usize, &Probe)> =
-                calls.iter().copied().filter(|(_, p)| p.role.returns_block()).collect();
-            opened.rings.extend(ring(pid, cpu, &returning, true, every, stacks, &mut opened.ids)?);
+        for (kind, returned) in [(&calls, false), (&returning, true)] {
+            if returned && !returns {
+                continue;
+            }
+            let mut ring: Option<Ring> = None;
+            for &who in watched {
+                ring = self::ring(who, cpu, kind, returned, every, stacks, &mut opened.ids, ring)?;
+            }
+            opened.rings.extend(ring);
         }
     }
     Ok(opened)
 }
 
+/// The events of `probes` on one task and CPU, redirected into `ring` (the first task's
+/// ring of this CPU and kind) or, without one yet, into a new ring; the ring back.
+#[allow(clippy::too_many_arguments)]
 fn ring(
-    pid: libc::pid_t,
+    who: Watched,
     cpu: usize,
     probes: &[(usize, &Probe)],
     returned: bool,
     every: u64,
     stacks: Stacks,
     ids: &mut HashMap<u64, (usize, bool)>,
+    ring: Option<Ring>,
 ) -> std::io::Result<Option<Ring>> {
-    let Some(((first_index, first), rest)) = probes.split_first() else { return Ok(None) };
     let builder = |probe: &Probe, leader: bool| {
         let event = if returned { probe.returns } else { probe.calls };
         let mut b = Builder::new(event);
-        b.observe_pid(pid).one_cpu(cpu).inherit(true).enabled(false).enable_on_exec(true);
+        match who {
+            Watched::Exec(pid) => b.observe_pid(pid).enabled(false).enable_on_exec(true),
+            Watched::Thread(tid) => b.observe_pid(tid).enabled(true),
+        };
+        b.one_cpu(cpu).inherit(true);
         b.sample_period(every).exclude_kernel(true).exclude_hv(true).sample_id_all(true);
         let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::ID | SampleFlag::REGS_USER;
         if returned {
@@ -216,15 +238,48 @@ fn ring(
         }
         b.sample(flags);
         if leader && !returned {
-            // Mappings and tasks, once per CPU, to place the calls.
+            // Mappings and tasks, once per CPU and task, to place the calls.
             b.mmap(true).mmap2(true).comm(true).comm_exec(true).task(true);
         }
         b
     };
+    let mut rest = probes;
+    let mut ring = match ring {
+        Some(ring) => ring,
+        None => {
+            let Some(((first_index, first), others)) = probes.split_first() else { return Ok(None) };
+            rest = others;
+            let (sampler, id) = open_ring(|| builder(first, true), returned)?;
+            ids.insert(id, (*first_index, returned));
+            Ring { sampler, redirected: Vec::new(), probes: vec![*first_index], returns: returned }
+        }
+    };
+    for (i, &(index, probe)) in rest.iter().enumerate() {
+        // A later task's first event carries its mappings and tasks.
+        let leader = i == 0 && rest.len() == probes.len();
+        let counter = match builder(probe, leader).build() {
+            Ok(counter) => counter,
+            // A thread that ended since it was listed has nothing left to watch.
+            Err(e) if matches!(who, Watched::Thread(_)) && e.raw_os_error() == Some(libc::ESRCH) => break,
+            Err(e) => return Err(e),
+        };
+        // SAFETY: both descriptors are perf events on the same CPU that we own.
+        if unsafe { perf_event_open_sys::ioctls::SET_OUTPUT(counter.as_raw_fd(), ring.sampler.as_raw_fd()) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        ids.insert(counter.id(), (index, returned));
+        ring.redirected.push(counter);
+        ring.probes.push(index);
+    }
+    Ok(Some(ring))
+}
+
+/// A ring of the largest size the system allows, with its first event.
+fn open_ring(builder: impl Fn() -> Builder<'static>, returned: bool) -> std::io::Result<(Sampler, u64)> {
     let sizes: &[usize] = if returned { &RETURN_RING_SIZES } else { &RING_SIZES };
     let mut result = Err(std::io::Error::from_raw_os_error(libc::EINVAL));
     for &size in sizes {
-        let mut b = builder(first, true);
+        let mut b = builder();
         b.wakeup_watermark(size / 4);
         result = b.build().and_then(|c| {
             let id = c.id();
@@ -235,18 +290,5 @@ fn ring(
             _ => break,
         }
     }
-    let (sampler, id) = result?;
-    ids.insert(id, (*first_index, returned));
-    let mut redirected = Vec::new();
-    for &(index, probe) in rest {
-        let counter = builder(probe, false).build()?;
-        // SAFETY: both descriptors are perf events on the same CPU that we own.
-        if unsafe { perf_event_open_sys::ioctls::SET_OUTPUT(counter.as_raw_fd(), sampler.as_raw_fd()) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        ids.insert(counter.id(), (index, returned));
-        redirected.push(counter);
-    }
-    let probes = probes.iter().map(|(index, _)| *index).collect();
-    Ok(Some(Ring { sampler, redirected, probes, returns: returned }))
+    result
 }
