@@ -369,6 +369,7 @@ fn an_explanation_reads_back_with_its_comparison() {
             detectable: Some(0.0625),
             p_value: 0.001,
             counts: BTreeMap::new(),
+            across_layouts: None,
         };
         let explanation = Explanation {
             baseline: "old".into(),
@@ -384,7 +385,17 @@ fn an_explanation_reads_back_with_its_comparison() {
             threshold: 0.01,
             total: function("[total]", 100.0, 125.0, Verdict::Slower),
             functions: vec![
-                function("f_up", 50.0, 75.0, Verdict::Slower),
+                FunctionChange {
+                    across_layouts: Some(perflab::model::AcrossLayouts {
+                        ratio: 1.5,
+                        ci_low: Some(1.25),
+                        ci_high: Some(1.75),
+                        spread: 0.02,
+                        layouts: (8, 8),
+                        verdict: Verdict::Slower,
+                    }),
+                    ..function("f_up", 50.0, 75.0, Verdict::Slower)
+                },
                 FunctionChange { p_value: f64::NAN, ..function("f_same", 50.0, 50.0, Verdict::Inconclusive) },
             ],
             unflagged_within: Some(0.25),

@@ -272,4 +272,43 @@ pub struct FunctionChange {
     /// mispredictions, cache misses): metric → (baseline, candidate) per run.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub counts: BTreeMap<String, (f64, f64)>,
+    /// Versions built in several code layouts (`--layouts N`): the same function's
+    /// change with an interval that counts how much its time differs between layouts of
+    /// one version. The row's own interval is paired by round over the same binaries,
+    /// so it says what these layouts did, not what a relink would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub across_layouts: Option<AcrossLayouts>,
+}
+
+/// A function's change between two versions across their layouts: the method of the
+/// versions' own comparison (Mann–Whitney on the layouts' locations, `stats::layouts`),
+/// applied to the function's time per run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AcrossLayouts {
+    /// Candidate ÷ baseline: exp of the Hodges–Lehmann shift between the layouts' log
+    /// locations.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub ratio: f64,
+    /// Its interval at the row's level; None when so few layouts cannot reach it.
+    pub ci_low: Option<f64>,
+    /// Upper end of the interval.
+    pub ci_high: Option<f64>,
+    /// σ of this function's layout effect within a version (log scale ≈ a fraction),
+    /// the runs' own noise taken out: how much relinking alone moves it.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub spread: f64,
+    /// Layouts of the baseline and the candidate version.
+    pub layouts: (usize, usize),
+    /// `slower`/`faster` when the interval excludes 1, else `inconclusive` (the
+    /// threshold's band is the row's own verdict's business).
+    pub verdict: Verdict,
+}
+
+impl FunctionChange {
+    /// True when the row's paired change is real for these binaries but not across
+    /// layouts: a function that moves with layout, not with the change.
+    pub fn moves_with_layout(&self) -> bool {
+        let paired = matches!(self.verdict, Verdict::Slower | Verdict::Faster);
+        paired && self.across_layouts.as_ref().is_some_and(|a| a.verdict != self.verdict)
+    }
 }

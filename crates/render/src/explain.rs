@@ -94,10 +94,20 @@ fn clause(f: &FunctionChange, unit: &str) -> String {
 /// The story: what changed and where, in one sentence (several candidates: one each).
 pub fn story(comparison: &Comparison, e: &Explanation) -> String {
     let mut flagged: Vec<&FunctionChange> =
-        e.functions.iter().filter(|f| is_flagged(f) && !f.below_threshold).collect();
+        e.functions.iter().filter(|f| is_flagged(f) && !f.below_threshold && !f.moves_with_layout()).collect();
     flagged.sort_by(|a, b| b.contribution.estimate.abs().total_cmp(&a.contribution.estimate.abs()));
-    let small = e.functions.iter().filter(|f| is_flagged(f) && f.below_threshold).count();
+    let small = e.functions.iter().filter(|f| is_flagged(f) && f.below_threshold && !f.moves_with_layout()).count();
     let mut parts: Vec<String> = flagged.iter().map(|f| clause(f, &e.unit)).collect();
+    // Real for these binaries, not across layouts: what a relink moves, said as such.
+    for f in e.functions.iter().filter(|f| f.moves_with_layout() && !f.below_threshold) {
+        let spread = f.across_layouts.as_ref().map_or(f64::NAN, |a| a.spread);
+        parts.push(format!(
+            "{} {} % moves with layout, not with the change (its layouts of one version differ by ±{} %)",
+            escape(&f.name),
+            f.ratio.map_or_else(|| "new".into(), percent),
+            perflab_model::units::format_percent(spread * 100.0)
+        ));
+    }
     if small > 0 {
         parts.push(format!(
             "{small} more real change{} too small to matter (each within ±{} % of the run)",
@@ -200,8 +210,24 @@ pub fn table(e: &Explanation, limit: usize) -> String {
             .map(|(name, (a, b))| format!("{name} {} → {}", amount(*a), amount(*b)))
             .collect::<Vec<_>>();
         let counts = if counts.is_empty() { String::new() } else { dim(&format!("  ({})", counts.join(", "))) };
+        let layouts = f.across_layouts.as_ref().map_or(String::new(), |a| {
+            if a.spread == 0.0 && a.ci_low == a.ci_high {
+                // Whole samples per run, the same in every layout: nothing to compare.
+                return dim("  (across layouts: the same in every layout, to the sample)");
+            }
+            let interval = match (a.ci_low, a.ci_high) {
+                (Some(lo), Some(hi)) => format!(" [{lo:.3}, {hi:.3}]"),
+                _ => format!(" [no interval with {} + {} layouts]", a.layouts.0, a.layouts.1),
+            };
+            let mark = if f.moves_with_layout() { ": moves with layout" } else { "" };
+            dim(&format!(
+                "  (across layouts {:.3}{interval}, layouts ±{} %{mark})",
+                a.ratio,
+                perflab_model::units::format_percent(a.spread * 100.0)
+            ))
+        });
         format!(
-            "{:>12} {:>12}  {:>22}  {:>26}  {}  {}{}{counts}\n",
+            "{:>12} {:>12}  {:>22}  {:>26}  {}  {}{}{counts}{layouts}\n",
             amount(f.baseline_per_run),
             amount(f.candidate_per_run),
             ratio,
@@ -234,7 +260,10 @@ pub fn flame_graph(e: &Explanation) -> Option<String> {
         .functions
         .iter()
         .filter(|f| {
-            matches!(f.verdict, Verdict::Slower | Verdict::Faster) && !f.below_threshold && f.name != OTHER_FUNCTIONS
+            matches!(f.verdict, Verdict::Slower | Verdict::Faster)
+                && !f.below_threshold
+                && !f.moves_with_layout()
+                && f.name != OTHER_FUNCTIONS
         })
         .collect();
     let changes = real.iter().map(|f| (f.name.clone(), f.contribution.estimate)).collect();
@@ -284,6 +313,27 @@ mod tests {
         };
         assert_eq!(headline(&c), "idx is 14 % [11, 48] faster");
         assert_eq!(headline(&Comparison::example_slower("A", "B")), "B is 2.5 % [2.1, 2.9] slower");
+    }
+
+    /// A row real for these binaries but not across layouts leaves the list of changes
+    /// and is said as moving with layout, in the story and its table row.
+    #[test]
+    fn a_function_moving_with_layout_is_said_as_such() {
+        let mut e = perflab_engine::fixtures::example_explanation();
+        let up = e.functions.iter_mut().find(|f| f.name == "f_up").expect("f_up changed");
+        up.across_layouts = Some(perflab_model::AcrossLayouts {
+            ratio: 1.02,
+            ci_low: Some(0.95),
+            ci_high: Some(1.09),
+            spread: 0.031,
+            layouts: (8, 8),
+            verdict: Verdict::Inconclusive,
+        });
+        let story = story(&Comparison::example_slower("A", "B"), &e);
+        assert!(story.contains("f_up +") && story.contains("moves with layout, not with the change"), "{story}");
+        assert!(story.contains("differ by ±3.1 %") && !story.contains("f_up +30 % ["), "{story}");
+        let table = table(&e, 10);
+        assert!(table.contains("across layouts 1.020 [0.950, 1.090], layouts ±3.1 %: moves with layout"), "{table}");
     }
 
     #[test]

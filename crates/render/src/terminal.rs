@@ -362,12 +362,17 @@ pub fn learned_line(l: &Learned, threshold: f64) -> String {
         ),
         _ => String::new(),
     };
+    // Versions across layouts have no paired per-round noise to quote.
+    let noise = if l.paired_sigma.is_finite() {
+        format!("; noise σ {} per round", percent(l.paired_sigma))
+    } else {
+        String::new()
+    };
     format!(
-        "learned: no change beyond −{} … +{} ({} %); noise σ {} per round{decide}",
+        "learned: no change beyond −{} … +{} ({} %){noise}{decide}",
         percent(l.down.max(0.0)),
         percent(l.up.max(0.0)),
         format_level(l.confidence),
-        percent(l.paired_sigma)
     )
 }
 

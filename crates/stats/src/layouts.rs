@@ -183,6 +183,50 @@ pub fn fit(versions: &[Vec<Vec<f64>>]) -> Option<LayoutFit> {
     Some(LayoutFit { locations, run_sigma, rounds: n, skipped: rounds - n, within, within_df })
 }
 
+/// [`fit`] for quantities whose single runs are too coarse for a per-round location — a
+/// function's sampled time of a few samples per run takes a handful of values, whose
+/// Hodges–Lehmann locations tie — from each binary's **mean** over the rounds instead:
+/// `values[v][k][r]` as for [`fit`] (zeros allowed), the location is the log of the
+/// mean, and the variance the runs explain is the mean's own (its rounds' variance ÷ R,
+/// on the log scale by the delta method). The contrast on these locations is the same
+/// Mann–Whitney one. None without two binaries, two rounds, or with a binary whose mean
+/// is not positive.
+pub fn fit_means(versions: &[Vec<Vec<f64>>]) -> Option<LayoutFit> {
+    let binaries: Vec<&Vec<f64>> = versions.iter().flatten().collect();
+    let rounds = binaries.iter().map(|b| b.len()).min().unwrap_or(0);
+    if binaries.len() < 2 || rounds < 2 {
+        return None;
+    }
+    let n = rounds as f64;
+    let mut within = 0.0;
+    let mut cv_squares = 0.0;
+    let mut locations = Vec::with_capacity(versions.len());
+    for layouts in versions {
+        let mut version = Vec::with_capacity(layouts.len());
+        for values in layouts {
+            let values = &values[..rounds];
+            let mean = values.iter().sum::<f64>() / n;
+            if !(mean.is_finite() && mean > 0.0) {
+                return None;
+            }
+            let cv2 = sample_variance(values) / (mean * mean);
+            cv_squares += cv2;
+            within += cv2 / n;
+            version.push(mean.ln());
+        }
+        locations.push(version);
+    }
+    let k = binaries.len() as f64;
+    Some(LayoutFit {
+        locations,
+        run_sigma: (cv_squares / k).sqrt(),
+        rounds,
+        skipped: 0,
+        within: within / k,
+        within_df: k * (n - 1.0),
+    })
+}
+
 /// One version against another across their layouts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LayoutContrast {
@@ -248,6 +292,29 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    /// From means: coarse values (whole samples of 2 ms) still give each layout its own
+    /// location, the spread of the layouts' true levels, and the contrast of the versions.
+    #[test]
+    fn means_of_coarse_values_locate_layouts_and_recover_their_spread() {
+        let data = simulate(3, &[0.0, 0.2], 12, 40, 0.05, 0.2);
+        let coarse: Vec<Vec<Vec<f64>>> = data
+            .iter()
+            .map(|v| v.iter().map(|b| b.iter().map(|x| (x / 0.002).round() * 0.002).collect()).collect())
+            .collect();
+        let fit = fit_means(&coarse).unwrap();
+        let spread = fit.pooled_spread();
+        assert!((0.025..0.08).contains(&spread), "{spread}");
+        let c = contrast(&fit, 0, 1, 0.95).unwrap();
+        let (lo, hi) = c.interval.unwrap();
+        assert!(lo < 0.2 && 0.2 < hi && lo > 0.0, "{c:?}");
+        // Every layout located apart: no ties from the coarse values.
+        let mut all: Vec<f64> = fit.locations.concat();
+        all.sort_by(f64::total_cmp);
+        all.dedup();
+        assert_eq!(all.len(), 24);
+        assert_eq!(fit_means(&[vec![vec![0.0, 0.0]], vec![vec![1.0, 1.0]]]), None, "a mean of zero");
     }
 
     #[test]

@@ -304,9 +304,21 @@ fn explain_comparisons(plan: &Plan, experiment: &mut Experiment, level: f64) {
         threshold: plan.settings.threshold,
     };
     let primary = experiment.primary_metric.clone();
-    let Some((base, candidates)) = experiment.commands.split_first() else { return };
-    let explanations: Vec<(String, Option<perflab_model::Explanation>)> =
-        candidates.iter().map(|cand| (cand.name.clone(), explain::explain(base, cand, &primary, &options))).collect();
+    // Versions in several layouts are explained as versions: each the mean of its
+    // layouts per round, every row then also across layouts.
+    let merged = plan.layouts.as_ref().map(|l| explain::layouts::merged(l, &experiment.commands));
+    let Some((base, candidates)) = merged.as_deref().unwrap_or(&experiment.commands).split_first() else { return };
+    let explanations: Vec<(String, Option<perflab_model::Explanation>)> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, cand)| {
+            let mut explanation = explain::explain(base, cand, &primary, &options);
+            if let (Some(layouts), Some(e)) = (&plan.layouts, &mut explanation) {
+                explain::layouts::add_across_layouts(e, layouts, &experiment.commands, i + 1);
+            }
+            (cand.name.clone(), explanation)
+        })
+        .collect();
     for (candidate, explanation) in explanations {
         let comparison = experiment.comparisons.iter_mut().find(|c| c.metric == primary && c.candidate == candidate);
         match (comparison, explanation) {

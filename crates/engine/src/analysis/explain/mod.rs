@@ -21,6 +21,7 @@
 //!   `inconclusive`. A function's verdict is about what it did to the total, not about its
 //!   own relative change, which a function of 0.1 % can never pin to ±1 %.
 
+pub(crate) mod layouts;
 pub mod simulate;
 
 use perflab_model::{metric, Change, CommandResult, Explanation, FunctionChange, RunProfile, Verdict};
@@ -311,6 +312,7 @@ fn row_change(
         detectable,
         p_value: if deterministic { f64::from(u8::from(md.difference == 0.0)) } else { md.p_value },
         counts: s.counts.iter().map(|(name, (b, c))| (name.clone(), (mean(b), mean(c)))).collect(),
+        across_layouts: None,
     }
 }
 
