@@ -233,7 +233,7 @@ fn rounds(
                 latest = primary_comparisons(plan, experiment, level);
                 if experiment.promise.is_none() {
                     let elapsed = executor.elapsed().as_secs_f64();
-                    experiment.promise = noise::promise(plan, experiment, measured, pace, elapsed);
+                    experiment.promise = noise::promise(plan, experiment, measured, pace, elapsed, &latest);
                     if let Some(promise) = &experiment.promise {
                         observer.promised(promise);
                     }
