@@ -237,7 +237,9 @@ pub fn promise(
     let from_intervals = at_look
         .iter()
         .filter(|c| deciding.contains(&c.metric) && c.ci_high.is_finite() && c.ci_low > 0.0 && c.n >= 2)
-        .map(|c| (c.ci_high.ln() - c.ci_low.ln()) / 2.0 * (c.n as f64).sqrt() / normal_quantile_two_sided(c.look_confidence))
+        .map(|c| {
+            (c.ci_high.ln() - c.ci_low.ln()) / 2.0 * (c.n as f64).sqrt() / normal_quantile_two_sided(c.look_confidence)
+        })
         .fold(f64::NAN, f64::max);
     // Else Hodges–Lehmann's spread per round on normal noise of robust σ: σ·√(π/3).
     let per_round =

@@ -640,6 +640,20 @@ mod tests {
         assert!(promise.detectable > promise.resolution);
         let none = run_experiment(&plan(2, Settings::default()), machine, &mut Quiet).unwrap();
         assert_eq!(none.promise, None, "no budget, no promise");
+
+        // Heavy-tailed noise and a margin no experiment reaches: it runs to the deadline,
+        // and its interval there is no wider than promised (read off the first look's
+        // interval; a normal model of the robust σ promised 1.3–1.6× too narrow on real
+        // runs, scripts/eval-budget). The promise errs wide: 10 rounds' signed-rank
+        // interval is wider than its normal approximation (0.46× here, 0.4–0.8× on real
+        // runs).
+        let tight = Settings { max_time_s: 20.0, budget_s: Some(20.0), threshold: 0.0002, ..Settings::default() };
+        let tails = Noise { run_sigma: 0.01, tail_df: 3.0, ..Noise::none() };
+        let e = run_experiment(&plan(2, tight), &mut Simulated::new(5, vec![0.05, 0.05], tails), &mut Quiet).unwrap();
+        let (c, promise) = (wall(&e), e.promise.clone().expect("a promise"));
+        assert_eq!((e.stop_reason, c.verdict), (StopReason::MaxTime, Verdict::Inconclusive), "{c:?}");
+        let half = (c.ci_high.ln() - c.ci_low.ln()) / 2.0;
+        assert!((0.3..1.3).contains(&(half / promise.resolution)), "{half} against {promise:?}");
     }
 
     /// A machine alternating every 25 rounds between a quiet speed (0.2 % run noise) and
