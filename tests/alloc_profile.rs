@@ -326,6 +326,8 @@ fn attaching_to_a_running_process_counts_its_calls_exactly() {
     stderr.read_line(&mut first).unwrap();
     if !is_root() {
         let _ = shell.kill();
+        let _ = shell.wait();
+        let _ = perflab.wait();
         assert!(first.contains("uprobes need root or CAP_PERFMON"), "{first}");
         eprintln!("SKIP: allocation profiles need root or CAP_PERFMON");
         return;

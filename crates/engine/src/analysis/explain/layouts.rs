@@ -102,7 +102,7 @@ fn mean_run(round: u32, runs: &[&Run]) -> Run {
         wall_s: mean(&|r| r.wall_s),
         user_s: mean(&|r| r.user_s),
         sys_s: mean(&|r| r.sys_s),
-        exit: runs[0].exit.clone(),
+        exit: runs[0].exit,
         profile: Some(Box::new(profile)),
         ..Run::default()
     }
