@@ -250,6 +250,12 @@ const LAYOUT_ONLY_Z: f64 = 1.96;
 /// measured on this machine.
 const PUBLISHED_LAYOUT_EFFECT: f64 = 0.03;
 
+/// How far apart (log ratio) two builds of one source can land by layout alone, at 95 %,
+/// when layouts vary by σ `spread`: the difference of two layout draws, ±1.96·√2·σ.
+pub fn relink_reach(spread: f64) -> f64 {
+    LAYOUT_ONLY_Z * std::f64::consts::SQRT_2 * spread
+}
+
 /// For a comparison of one build per version (no layouts): a doubt about every
 /// `slower`/`faster` verdict on the primary metric between two different programs whose
 /// difference is within what relinking alone moves the program on this machine — from
@@ -306,7 +312,7 @@ pub fn spread_warnings(experiment: &Experiment, known: &[perflab_model::LayoutSp
                 (median, format!("layouts of other programs vary by ±{} % on this machine (median of {} measured; none of `{kind}`)", format_percent(median * 100.0), others.len()))
             }
         };
-        let limit = LAYOUT_ONLY_Z * std::f64::consts::SQRT_2 * spread;
+        let limit = relink_reach(spread);
         if c.ratio.ln().abs() <= limit {
             out.push(Warning::new(
                 WarningKind::Noisy,

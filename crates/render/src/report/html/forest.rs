@@ -19,6 +19,8 @@ pub(super) struct ForestView<'a> {
     pub(super) geomean: Option<GeomeanView>,
     /// Benchmarks with the same command under both labels: the sessions' A/A check.
     pub(super) controls: Vec<ControlView<'a>>,
+    /// Some row draws how far a relink moves it: the legend says what the band is.
+    pub(super) relink_legend: bool,
 }
 
 /// A control's row: its ratio with interval, verdict and method, or why it has none.
@@ -132,6 +134,17 @@ pub(super) struct ForestRowView<'a> {
     pub(super) dot_x: String,
     pub(super) dot_r: &'static str,
     pub(super) value_x: String,
+    /// What relinking alone moves this benchmark, when measured.
+    pub(super) layouts: Option<RelinkBand>,
+}
+
+/// The ratios two builds of one source reach by layout alone, drawn as a band around 1×
+/// behind the row's bar, with its sentence in the tooltip.
+pub(super) struct RelinkBand {
+    pub(super) x: String,
+    pub(super) width: String,
+    pub(super) height: String,
+    pub(super) sentence: String,
 }
 
 pub(super) struct GeomeanView {
@@ -222,6 +235,7 @@ pub(super) fn forest_view<'a>(comparison: &'a LabelComparison, page: &MachinePag
                 },
             })
             .collect(),
+        relink_legend: rows.iter().any(|r| r.layout_spread.is_some()),
     }
 }
 
@@ -328,15 +342,7 @@ pub(super) fn forest_row<'a>(
         p: row.p_value.map(|p| format!(", p = {}", format_p(p))).unwrap_or_default(),
         n: row.n,
         method: row.method.describe(),
-        tag: match &relative.layout_spread {
-            // How much relinking alone moved this benchmark, beside the ratio it qualifies.
-            Some(seen) => format!(
-                "{} · layouts ±{} %",
-                tag(row, page_metric),
-                perflab_model::units::format_percent(seen.spread * 100.0)
-            ),
-            None => tag(row, page_metric),
-        },
+        tag: tag(row, page_metric),
         name_x: num(NAME_WIDTH),
         text_y: num(cy + 4.0),
         cy: num(cy),
@@ -344,6 +350,26 @@ pub(super) fn forest_row<'a>(
         dot_x: num(scale.px(row.ratio)),
         dot_r: if compact { "2.5" } else { "3.5" },
         value_x: num(PLOT_RIGHT + 14.0),
+        layouts: relative.layout_spread.as_ref().map(|seen| {
+            // Two builds of one source land this far apart by layout alone (95 %).
+            let reach = perflab_engine::analysis::layouts::relink_reach(seen.spread);
+            // Kept inside the plot: a spread wider than the axis shows as a full band.
+            let (lo, hi) = (scale.px((-reach).exp()).max(PLOT_LEFT), scale.px(reach.exp()).min(PLOT_RIGHT));
+            let sentence = format!(
+                "layouts of this benchmark differ by ±{} % ({} in `{}`): two builds of one source land up to {} – {} apart by layout alone (the band)",
+                perflab_model::units::format_percent(seen.spread * 100.0),
+                seen.metric,
+                seen.label,
+                format_ratio((-reach).exp()),
+                format_ratio(reach.exp())
+            );
+            RelinkBand {
+                x: num(lo.min(hi)),
+                width: num((hi - lo).abs().max(1.0)),
+                height: num(row_height - 4.0),
+                sentence,
+            }
+        }),
     }
 }
 

@@ -291,6 +291,11 @@ fn a_layout_experiments_spread_reaches_the_row_and_its_tag() {
     let seen = of("b").layout_spread.as_ref().expect("b was measured in layouts");
     assert_eq!((seen.spread, seen.label.as_str(), seen.metric.as_str()), (0.014, "new", "wall_s"));
     assert_eq!(of("c").layout_spread, None);
+    // The forest draws what a relink reaches (±1.96·√2·1.4 %) as a band behind the row,
+    // says it in the row's tooltip, and the legend says what the band is.
     let html = crate::report::html::render_html(&data);
-    assert!(html.contains("layouts ±1.4 %"), "the forest row's tag says the spread");
+    assert!(html.contains("layouts of this benchmark differ by ±1.4 % (wall_s in `new`)"), "the tooltip");
+    assert!(html.contains("0.962× – 1.04× apart by layout alone"), "the reach of a relink");
+    assert_eq!(html.matches("<rect class=\"relink\"").count(), 1, "one band, for b only");
+    assert!(html.contains("band: what relinking alone moves it"), "the legend");
 }
