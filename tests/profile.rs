@@ -797,15 +797,22 @@ fn page_fault_shares_are_of_events_not_samples() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("faults.profile");
     let json = dir.path().join("faults.json");
-    perflab()
-        .args(["profile", "-e", "page-faults", "-o"])
-        .arg(&out)
-        .arg("--json")
-        .arg(&json)
-        .args(["--", exe.to_str().unwrap(), "10240", "5"])
-        .assert()
-        .success();
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // Page faults of the fixture run with `run` (pages, passes), sampled as `how` says:
+    // the JSON report.
+    let record = |how: &[&str], run: [&str; 2]| -> Value {
+        perflab()
+            .args(["profile", "-e", "page-faults"])
+            .args(how)
+            .arg("-o")
+            .arg(&out)
+            .arg("--json")
+            .arg(&json)
+            .args(["--", exe.to_str().unwrap(), run[0], run[1]])
+            .assert()
+            .success();
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+    };
+    let report = record(&[], ["10240", "5"]);
     let (a, b) = (weighted_share(&report, "touch_a"), weighted_share(&report, "touch_b"));
     // Each share is its function's events (summed periods) over all events, exactly.
     let functions = report["functions"].as_array().unwrap();
@@ -827,15 +834,7 @@ fn page_fault_shares_are_of_events_not_samples() {
     // One page-fault sample per `period` faults, of 3 × 256 × 20 in touch_a and 256 × 20
     // in touch_b: the JSON report.
     let every = |period: u64| -> Value {
-        perflab()
-            .args(["profile", "-e", "page-faults", "-c", &period.to_string(), "-o"])
-            .arg(&out)
-            .arg("--json")
-            .arg(&json)
-            .args(["--", exe.to_str().unwrap(), "256", "20"])
-            .assert()
-            .success();
-        let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let report = record(&["-c", &period.to_string()], ["256", "20"]);
         assert_eq!(report["sample_period"], period);
         report
     };
