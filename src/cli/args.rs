@@ -82,9 +82,10 @@ pub struct ExperimentArgs {
     /// look what it can resolve at the noise seen so far (e.g. 10s, 2m).
     #[arg(long, value_name = "DURATION", value_parser = duration, conflicts_with_all = ["max_time", "rounds"])]
     pub budget: Option<f64>,
-    /// How the deciding comparisons are estimated: hodges_lehmann (default; signed-rank
-    /// interval), median (sign-test interval), trimmed_mean (20 %, t interval), or auto
-    /// (chosen from the rounds' shape at the look after 20 rounds; docs/statistics.md)
+    /// How the deciding comparisons are estimated: auto (default: chosen from the rounds'
+    /// shape at the looks from 20 rounds on, Hodges–Lehmann before and unless another is
+    /// clearly more efficient; docs/statistics.md), hodges_lehmann or hl (signed-rank
+    /// interval), median (sign-test interval), trimmed_mean (20 %, t interval)
     #[arg(long, value_name = "NAME", value_parser = estimator_choice)]
     pub estimator: Option<EstimatorChoice>,
     #[arg(long, value_name = "PCT", value_parser = percent,

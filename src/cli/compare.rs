@@ -253,7 +253,7 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
             Some(crate::cli::args::EstimatorChoice::Fixed(e)) => Some(e),
             _ => None,
         },
-        estimator_by_shape: args.experiment.estimator == Some(crate::cli::args::EstimatorChoice::ByShape),
+        estimator_by_shape: !matches!(args.experiment.estimator, Some(crate::cli::args::EstimatorChoice::Fixed(_))),
         ..defaults
     })?)
 }

@@ -267,10 +267,9 @@ pub struct Settings {
     /// by the rounds' shape with `estimator_by_shape`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimator: Option<crate::Estimator>,
-    /// `--estimator auto`: the pilot look chooses the estimator from the rounds' shape.
-    /// Opt-in: on the validation (docs/statistics.md) it met the coverage and A/A targets
-    /// everywhere but was one look slower than the best single estimator on normal noise
-    /// and on two-speed phases, so Hodges–Lehmann stays the default.
+    /// The looks choose the estimator from the rounds' shape (`--estimator auto`, the
+    /// default since it was validated on the noise library: docs/statistics.md). False in
+    /// experiments stored before it was, which used Hodges–Lehmann throughout.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub estimator_by_shape: bool,
     /// A deadline (`--budget`): `max_time_s` is it, and the first look says what it can resolve.
@@ -347,7 +346,7 @@ impl Default for Settings {
             input: None,
             max_time_bounds_fixed_rounds: false,
             estimator: None,
-            estimator_by_shape: false,
+            estimator_by_shape: true,
             budget_s: None,
         }
     }

@@ -8,15 +8,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::null_as_nan;
 
+/// The start of the flag of a comparison estimated otherwise than by Hodges–Lehmann.
+pub const ESTIMATED_BY: &str = "estimated by ";
+
 /// How the deciding comparisons were estimated.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Estimation {
     /// The estimator that made the deciding comparisons.
     pub estimator: Estimator,
-    /// `asked` (--estimator NAME), `default` (no choice was made: no `--estimator auto`,
-    /// or it decided before the pilot look) or `shape` (chosen from the rounds).
+    /// `asked` (--estimator NAME), `default` (no choice was made: it decided before the
+    /// pilot look, or it was stored before the choice was the default) or `shape` (chosen
+    /// from the rounds, again at later looks).
     pub how: String,
-    /// The round of the look that chose (0: from the start).
+    /// The round of the look that chose this estimator (0: from the start); a later
+    /// choice that keeps it keeps the round.
     pub from_round: u32,
     /// The metric whose rounds' shape was measured.
     #[serde(default, skip_serializing_if = "String::is_empty")]

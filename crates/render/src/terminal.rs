@@ -9,7 +9,7 @@ use super::table::{Column, FitTable, Frame};
 use super::OutputError;
 use crate::verdict::sentence;
 use perflab_model::units::{format_level, format_p, format_value};
-use perflab_model::{metric, Comparison, Experiment, Learned, Promise, StopReason, Verdict};
+use perflab_model::{metric, Comparison, Estimator, Experiment, Learned, Promise, StopReason, Verdict, ESTIMATED_BY};
 use perflab_stats::signed_rank::min_pairs_for_interval;
 use perflab_stats::summary;
 
@@ -94,6 +94,10 @@ pub(crate) fn render_styled(e: &Experiment, style: &Style) -> String {
             // A not-comparable sentence already gives its one flag, the reason.
             let notes = if c.verdict == Verdict::NotComparable { &[][..] } else { &c.flags[..] };
             for flag in notes.iter().filter(|f| !f.starts_with("exact")) {
+                let flag = match estimator_note(e) {
+                    Some(why) if flag.starts_with(ESTIMATED_BY) => why,
+                    _ => flag.clone(),
+                };
                 out.push_str(&format!("  note: {flag}\n"));
             }
             for learned in e.learned.iter().filter(|l| l.candidate == c.candidate && l.metric == c.metric) {
@@ -235,11 +239,28 @@ fn levels_note(e: &Experiment) -> String {
     let Some(c) = disagree.first() else { return String::new() };
     let rows: Vec<String> = disagree.iter().map(|c| format!("{} (p = {})", c.metric, format_p(c.p_value))).collect();
     dim(&format!(
-        "note: p is each row's nominal Wilcoxon p-value; the intervals are at {} % each, so that the {} % holds over every look at the rounds and every metric at once: {} below {} beside an interval that includes 1× is no difference at that level\n",
+        "note: p is each row's nominal p-value (its estimator's own test); the intervals are at {} % each, so that the {} % holds over every look at the rounds and every metric at once: {} below {} beside an interval that includes 1× is no difference at that level\n",
         format_level(c.look_confidence),
         format_level(c.confidence),
         rows.join(", "),
         format_p(1.0 - c.confidence)
+    ))
+}
+
+/// The flag of a comparison the rounds' shape gave another estimator than
+/// Hodges–Lehmann, with the why that the JSON's `estimation` has: when it was chosen, and
+/// how many of Hodges–Lehmann's rounds it needs.
+fn estimator_note(e: &Experiment) -> Option<String> {
+    let est = e.estimation.as_ref().filter(|x| x.how == "shape" && x.estimator != Estimator::HodgesLehmann)?;
+    let need = est
+        .relative_variance
+        .iter()
+        .find(|(x, _)| *x == est.estimator)
+        .map_or(String::new(), |(_, r)| format!("it needs {r:.2}× Hodges–Lehmann's rounds on them; "));
+    Some(format!(
+        "{ESTIMATED_BY}{}, chosen at round {} from the rounds' shape ({need}--estimator hl keeps Hodges–Lehmann)",
+        est.estimator.describe(),
+        est.from_round
     ))
 }
 
@@ -587,6 +608,36 @@ mod tests {
         let promise = e.promise.as_ref().expect("a budget promises");
         assert!(text.contains(&promise_line(promise, e.settings.threshold)), "{text}");
         assert!(promise_line(promise, 0.01).starts_with("budget 3 s: about "), "{promise:?}");
+    }
+
+    #[test]
+    fn an_estimator_the_rounds_chose_is_said_with_when_and_why() {
+        crate::color::init("never");
+        let mut e = experiment();
+        let flag = format!("{ESTIMATED_BY}the median with the sign-test interval (`estimation` says why)");
+        for c in e.comparisons.iter_mut() {
+            c.flags.push(flag.clone());
+        }
+        e.estimation = Some(perflab_model::Estimation {
+            estimator: Estimator::Median,
+            how: "asked".into(),
+            from_round: 0,
+            metric: metric::WALL.into(),
+            relative_variance: vec![],
+        });
+        assert!(render(&e).contains(&format!("note: {flag}\n")), "{}", render(&e));
+        e.estimation = Some(perflab_model::Estimation {
+            how: "shape".into(),
+            from_round: 27,
+            relative_variance: vec![(Estimator::HodgesLehmann, 1.0), (Estimator::Median, 0.55)],
+            ..e.estimation.clone().unwrap()
+        });
+        let text = render(&e);
+        assert!(
+            text.contains("note: estimated by the median with the sign-test interval, chosen at round 27 from the rounds' shape (it needs 0.55× Hodges–Lehmann's rounds on them; --estimator hl keeps Hodges–Lehmann)\n"),
+            "{text}"
+        );
+        assert!(!text.contains("says why"), "{text}");
     }
 
     #[test]

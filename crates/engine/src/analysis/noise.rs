@@ -1,5 +1,5 @@
 //! What the rounds' noise decides and tells: the estimator chosen from the shape of the
-//! paired log ratios at the pilot look, what a `--budget` can promise after its first
+//! paired log ratios as the looks go on, what a `--budget` can promise after its first
 //! look, and what a comparison a limit left undecided learned anyway — the largest
 //! change still possible, the noise, and how long a decision would take
 //! (docs/statistics.md, "Verdicts as fast as the noise allows").
@@ -10,12 +10,16 @@ use crate::plan::Plan;
 use perflab_model::{Comparison, Estimation, Estimator, Experiment, Learned, LookDesign, Promise, Settings, Verdict};
 use perflab_stats::{estimator, normal_quantile_two_sided, signed_rank, summary};
 
-/// The look at which the estimator is chosen: the first with at least this many rounds.
-/// Earlier looks use Hodges–Lehmann (a quiet machine decides there, where the choice
-/// would buy little); from here the rounds show their shape well enough to tell a 2×
-/// difference in efficiency from a tie only roughly (docs/statistics.md, the validation
-/// of the choice: why it is not the default).
+/// The first look at or after this many rounds chooses the estimator. Earlier looks use
+/// Hodges–Lehmann (a quiet machine decides there, where the choice would buy little).
 pub const PILOT_ROUNDS: u32 = 20;
+
+/// Below this many rounds every look chooses again: a choice on ~20 rounds tells a 2×
+/// difference in efficiency from a tie only roughly, and each look's rounds show the
+/// shape better. From here ([`estimator::SHAPE_ROUNDS`], the most a choice looks at) the
+/// choice is made again only when the rounds have doubled, where its cost would
+/// otherwise grow with the rounds while its information no longer does.
+pub const CHOOSE_AT_EVERY_LOOK_BELOW: u32 = estimator::SHAPE_ROUNDS as u32;
 
 /// Another estimator replaces Hodges–Lehmann only when it needs at most this share of
 /// its rounds on the pilot's shape: a switch restarts the sequential boundaries (a little
@@ -29,7 +33,7 @@ pub const CANDIDATES: [Estimator; 3] = Estimator::ALL;
 const POWER_Z: f64 = 0.8416;
 
 /// How the deciding comparisons are estimated before any choice: as asked, else
-/// Hodges–Lehmann (the default, and the start of `--estimator auto`).
+/// Hodges–Lehmann (what the looks before the pilot use, and the choice's default).
 pub fn initial(settings: &Settings) -> Estimation {
     match settings.estimator {
         Some(estimator) => Estimation {
@@ -77,31 +81,47 @@ fn centered_ratios(plan: &Plan, experiment: &Experiment) -> Vec<f64> {
     pooled
 }
 
-/// With `--estimator auto` (`estimator_by_shape`; off by default), at a look after
-/// `rounds` rounds: the estimator chosen from the rounds' shape when this
-/// is the pilot look (the first with [`PILOT_ROUNDS`]), or when the deciding metric
-/// changed at this look after the pilot (its looks restart anyway); None otherwise,
-/// and always when the estimator was asked for. The caller restarts the sequential
-/// boundaries when the estimator changes.
-pub fn choose_at_look(plan: &Plan, experiment: &Experiment, rounds: u32, metric_switched: bool) -> Option<Estimation> {
+/// Unless an estimator was asked for (`estimator_by_shape`, the default), at a look after
+/// `rounds` rounds (the one before was at `previous_look`): the estimator chosen from the
+/// rounds' shape when one is due — at the pilot look (the first with [`PILOT_ROUNDS`]),
+/// then at every look below [`CHOOSE_AT_EVERY_LOOK_BELOW`], then at the looks that
+/// double it (800, 1,600, …), and whenever the deciding metric changed at this look
+/// (its looks restart anyway); None otherwise. A choice that keeps the estimator keeps
+/// the round it was first chosen at. The caller restarts the sequential boundaries when
+/// the estimator changes.
+pub fn choose_at_look(
+    plan: &Plan,
+    experiment: &Experiment,
+    rounds: u32,
+    previous_look: u32,
+    metric_switched: bool,
+) -> Option<Estimation> {
     let current = experiment.estimation.as_ref()?;
     let due = match current.how.as_str() {
         _ if !experiment.settings.estimator_by_shape => false,
         "asked" => false,
-        "shape" => metric_switched,
+        "shape" => metric_switched || chosen_again(rounds, previous_look),
         _ => rounds >= PILOT_ROUNDS,
     };
     if !due {
         return None;
     }
     let choice = estimator::choose(&centered_ratios(plan, experiment), &CANDIDATES, SWITCH_BELOW)?;
+    let kept = current.how == "shape" && current.estimator == choice.estimator && !metric_switched;
     Some(Estimation {
         estimator: choice.estimator,
         how: "shape".into(),
-        from_round: rounds,
+        from_round: if kept { current.from_round } else { rounds },
         metric: experiment.primary_metric.clone(),
         relative_variance: choice.relative_variance,
     })
+}
+
+/// Whether a look at `rounds` after one at `previous_look` makes the choice again: below
+/// [`CHOOSE_AT_EVERY_LOOK_BELOW`] always, beyond it at the first look past each doubling.
+fn chosen_again(rounds: u32, previous_look: u32) -> bool {
+    let doublings = |n: u32| (n / CHOOSE_AT_EVERY_LOOK_BELOW).checked_ilog2();
+    rounds < CHOOSE_AT_EVERY_LOOK_BELOW || doublings(rounds) > doublings(previous_look)
 }
 
 /// z of the last look of the default design at `rounds` rounds with that horizon and
@@ -260,6 +280,15 @@ pub fn promise(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_choice_is_made_at_every_look_below_400_rounds_then_past_each_doubling() {
+        assert!(chosen_again(22, 18) && chosen_again(393, 327));
+        // Looks at 472, 566, 680, 816: only the one past 800 chooses; then past 1,600, 3,200.
+        assert!(chosen_again(472, 393));
+        assert!(!chosen_again(566, 472) && !chosen_again(680, 566) && !chosen_again(1500, 1250));
+        assert!(chosen_again(816, 680) && chosen_again(1700, 1500) && chosen_again(3300, 3000));
+    }
 
     #[test]
     fn the_design_boundary_is_that_of_the_schedule_and_widens_with_candidates() {

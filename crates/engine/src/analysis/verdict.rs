@@ -3,7 +3,7 @@
 //! equivalent or inconclusive against the equivalence threshold.
 
 use perflab_model::metric::Better;
-use perflab_model::{CommandResult, Comparison, Estimator, Settings, Verdict};
+use perflab_model::{CommandResult, Comparison, Estimator, Settings, Verdict, ESTIMATED_BY};
 use perflab_stats::estimator;
 use perflab_stats::signed_rank::{self, PairedEstimate};
 use std::collections::BTreeMap;
@@ -159,9 +159,6 @@ pub fn compare_estimated(
     }
     comparison(est.ratio, est.ci, est.p_value, est.n, flags)
 }
-
-/// The start of the flag of a comparison estimated otherwise than by Hodges–Lehmann.
-pub const ESTIMATED_BY: &str = "estimated by ";
 
 /// The paired estimate of `estimator` on the per-round log ratios.
 fn paired(base: &[f64], cand: &[f64], level: f64, estimator: Estimator) -> PairedEstimate {

@@ -213,9 +213,10 @@ fn rounds(
                     metric_switched = true;
                 }
             }
-            // At the pilot look the rounds' shape chooses the estimator; a new one is a
-            // new statistic, tested with what the earlier looks left of α.
-            if let Some(chosen) = noise::choose_at_look(plan, experiment, measured, metric_switched) {
+            // From the pilot look on the rounds' shape chooses the estimator; a new one is
+            // a new statistic, tested with what the earlier looks left of α.
+            if let Some(chosen) = noise::choose_at_look(plan, experiment, measured, busy.previous_look, metric_switched)
+            {
                 let before = experiment.estimation.as_ref().map(|e| e.estimator);
                 if before != Some(chosen.estimator) && busy.looks > 0 {
                     looks.restart_statistic();
@@ -674,7 +675,7 @@ mod tests {
     }
 
     #[test]
-    fn rounds_of_two_speeds_choose_the_median_at_the_pilot_look_and_decide_sooner() {
+    fn rounds_of_two_speeds_choose_the_median_from_the_pilot_look_on_and_decide_sooner() {
         use crate::executor::replay::Replay;
         let trace = std::sync::Arc::new(two_speeds(2000));
         let (mut piloted, mut median, mut adaptive_rounds, mut hl_rounds) = (0, 0, 0, 0);
@@ -688,8 +689,9 @@ mod tests {
                 assert_eq!(wall(&e).verdict, Verdict::Equivalent, "seed {seed}, {estimator:?}");
                 let how = e.estimation.as_ref().unwrap();
                 if estimator.is_none() && e.rounds >= 22 {
-                    // Looks at 6, 8, 10, 12, 15, 18, 22: the pilot is the first with ≥ 20 rounds.
-                    assert_eq!((how.how.as_str(), how.from_round), ("shape", 22), "seed {seed}");
+                    // Looks at 6, 8, 10, 12, 15, 18, 22: the pilot is the first with ≥ 20
+                    // rounds; later looks may choose again.
+                    assert!(how.how == "shape" && how.from_round >= 22, "seed {seed}: {how:?}");
                     // 22 rounds within one phase show no mixture: Hodges–Lehmann stays.
                     if how.estimator == perflab_model::Estimator::Median {
                         assert!(wall(&e).flags.iter().any(|f| f.starts_with("estimated by the median")));
