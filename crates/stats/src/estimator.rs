@@ -190,6 +190,15 @@ mod tests {
         (0..n).map(|_| draw(&mut rng)).collect()
     }
 
+    /// `n` values of a machine with two speeds: a share `quiet` of normal noise of σ
+    /// `quiet_sigma`, the rest of `phase_sigma` (a change of phase inside a round).
+    fn mixture(seed: u64, n: usize, quiet: f64, quiet_sigma: f64, phase_sigma: f64) -> Vec<f64> {
+        sample(seed, n, |r| {
+            let z = Normal::new(0.0, 1.0).unwrap().sample(r);
+            z * if r.gen_bool(quiet) { quiet_sigma } else { phase_sigma }
+        })
+    }
+
     #[test]
     fn every_estimator_locates_a_shift_with_an_interval() {
         let d = sample(1, 60, |r| 0.02 + Normal::new(0.0, 0.01).unwrap().sample(r));
@@ -221,28 +230,14 @@ mod tests {
 
         // Two speeds: 70 % of the rounds agree to 0.2 %, the others are off by ±10 % —
         // a change of phase inside a round.
-        let phases = sample(3, 40, |r| {
-            let z = Normal::new(0.0, 1.0).unwrap().sample(r);
-            if r.gen_bool(0.7) {
-                0.002 * z
-            } else {
-                0.1 * z
-            }
-        });
+        let phases = mixture(3, 40, 0.7, 0.002, 0.1);
         let c = choose(&phases, &Estimator::ALL, 0.8).unwrap();
         assert_eq!(c.estimator, Estimator::Median, "{c:?}");
     }
 
     #[test]
     fn many_rounds_are_thinned_to_evenly_spaced_ones() {
-        let d = sample(5, 4000, |r| {
-            let z = Normal::new(0.0, 1.0).unwrap().sample(r);
-            if r.gen_bool(0.7) {
-                0.002 * z
-            } else {
-                0.1 * z
-            }
-        });
+        let d = mixture(5, 4000, 0.7, 0.002, 0.1);
         let thinned: Vec<f64> = (0..SHAPE_ROUNDS).map(|i| d[i * 10]).collect();
         let (all, every_tenth) =
             (choose(&d, &Estimator::ALL, 0.8).unwrap(), choose(&thinned, &Estimator::ALL, 0.8).unwrap());
@@ -252,14 +247,7 @@ mod tests {
 
     #[test]
     fn the_choice_ignores_the_direction_and_the_size_of_the_change() {
-        let d = sample(4, 30, |r| {
-            let z = Normal::new(0.0, 1.0).unwrap().sample(r);
-            if r.gen_bool(0.8) {
-                0.003 * z
-            } else {
-                0.05 * z
-            }
-        });
+        let d = mixture(4, 30, 0.8, 0.003, 0.05);
         let shifted: Vec<f64> = d.iter().map(|x| x + 0.3).collect();
         let negated: Vec<f64> = d.iter().map(|x| -x).collect();
         let c = choose(&d, &Estimator::ALL, 0.8).unwrap();
