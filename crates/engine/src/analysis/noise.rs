@@ -22,7 +22,7 @@ pub const PILOT_ROUNDS: u32 = 20;
 pub const CHOOSE_AT_EVERY_LOOK_BELOW: u32 = estimator::SHAPE_ROUNDS as u32;
 
 /// Another estimator replaces Hodges–Lehmann only when it needs at most this share of
-/// its rounds on the pilot's shape: a switch restarts the sequential boundaries (a little
+/// its rounds on the rounds' shape: a switch restarts the sequential boundaries (a little
 /// α is lost with the earlier looks), so near-ties keep the default.
 pub const SWITCH_BELOW: f64 = 0.8;
 
