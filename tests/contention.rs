@@ -129,14 +129,23 @@ impl Drop for Neighbours {
 fn beside_busy_neighbours_the_wait_is_measured_and_removed() {
     let _quiet = quiet();
     let spin = format!("{} 30000000", common::fixture("spin").display());
-    let neighbours = Neighbours::start();
-    let out = perflab().args(["compare", "-r", "12", "--json", "-", &spin, &spin]).output().unwrap();
-    drop(neighbours);
-    let e = json_of(&out);
-    let (walls, waits) = (run_values(&e, "wall_s"), run_values(&e, "runq_wait_s"));
-    assert_eq!(waits.len(), walls.len(), "every run of a single-threaded program has its wait");
-    let share = waits.iter().sum::<f64>() / walls.iter().sum::<f64>();
-    assert!(share > 0.2, "two spinning neighbours per CPU leave the run waiting: {share}");
+    // The premise, not the measurement, can fail: once in about ten experiments beside a
+    // third spinner in the same session, all 24 runs ran without waiting (1.2 s for 12
+    // rounds instead of 3 s: wall time equal to CPU time, and a wait of 0.7 % measured).
+    // So up to three experiments, until the neighbours did make the runs wait.
+    let (out, e, _) = (0..3)
+        .map(|_| {
+            let neighbours = Neighbours::start();
+            let out = perflab().args(["compare", "-r", "12", "--json", "-", &spin, &spin]).output().unwrap();
+            drop(neighbours);
+            let e = json_of(&out);
+            let (walls, waits) = (run_values(&e, "wall_s"), run_values(&e, "runq_wait_s"));
+            assert_eq!(waits.len(), walls.len(), "every run of a single-threaded program has its wait");
+            let share = waits.iter().sum::<f64>() / walls.iter().sum::<f64>();
+            (out, e, share)
+        })
+        .find(|(_, _, share)| *share > 0.2)
+        .expect("two spinning neighbours per CPU leave the run waiting in one of three experiments");
     // A CPU-bound program's time without the wait is its CPU time (plus exec and exit).
     let uncontended = run_values(&e, "uncontended_s");
     let cpu: Vec<f64> = e["commands"]

@@ -352,7 +352,13 @@ fn page_fault_shares_weigh_periods_like_perf_report() {
             // those are missing.
             let lost = report["lost"].as_u64().unwrap_or(0);
             if lost == 0 {
-                assert_eq!((samples("touch_a"), samples("touch_b")), (153_600, 51_200));
+                // At least one fault per page touched; a fault the kernel retries (its
+                // handler entered twice, e.g. on a contended mmap lock) counts twice:
+                // 153,601 for touch_a beside a CPU burner.
+                for (function, pages) in [("touch_a", 153_600), ("touch_b", 51_200)] {
+                    let faults = samples(function);
+                    assert!((pages..=pages + 16).contains(&faults), "{function}: {faults} faults for {pages} pages");
+                }
             } else {
                 assert!(samples("touch_a") <= 153_600 && samples("touch_b") <= 51_200, "{report:#}");
                 assert!(samples("touch_a") + samples("touch_b") + lost >= 204_800, "{report:#}");
