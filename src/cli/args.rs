@@ -319,6 +319,12 @@ pub struct MeasureArgs {
     #[arg(long, default_value = "auto", value_name = "SCOPE",
           value_parser = PossibleValuesParser::new(Scope::NAMES).map(|s| s.parse::<Scope>().expect("a listed scope")))]
     pub counter_scope: Scope,
+    /// Whose events -e counts during each run: `command` (it, its threads and children),
+    /// `comm:NAME` (running processes of that name and the children they start, e.g. a
+    /// server's backends: `comm:postgres`), `pid:PID` (a process and its descendants) or
+    /// `system` (every process). Times are still the command's.
+    #[arg(long, default_value = "command", value_name = "WHOM")]
+    pub count_in: perflab_sys::perf::counters::CountIn,
 }
 
 impl MeasureArgs {
@@ -328,6 +334,7 @@ impl MeasureArgs {
             events: self.events.clone(),
             mode: self.mode,
             counter_scope: self.counter_scope,
+            count_in: self.count_in.clone(),
             output: output.output.clone().unwrap_or_default(),
             iterations: output.iterations.unwrap_or_default(),
             explain: None,

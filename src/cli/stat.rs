@@ -130,6 +130,11 @@ fn live(args: &StatArgs, measure: &perflab_engine::measure::MeasureOptions) -> R
             "-a, -p and -I count with perf events; they cannot be combined with --mode instructions"
         ));
     }
+    if measure.count_in != counters::CountIn::Command {
+        return Err(crate::usage!(
+            "--count-in scopes the counters of repeated runs; -a and -p already say whom to count"
+        ));
+    }
     if args.runs.is_some() {
         return Err(crate::usage!(
             "-a, -p and -I count one period (the command's run, or until Ctrl-C); -r does not apply"
@@ -187,8 +192,10 @@ fn live(args: &StatArgs, measure: &perflab_engine::measure::MeasureOptions) -> R
         )));
     }
     print!("{}", render::stat::render_live(&title, &report, &notes));
+    // The exit status is the command's, never that of a process counted with -p.
+    let failed = command.as_ref().map(|argv| argv.join(" ")).unwrap_or(title);
     match report.exit {
-        Some(exit) if !exit.success() => Err(Failure::CommandFailed(format!("`{}` {}", title, exit.describe()))),
+        Some(exit) if !exit.success() => Err(Failure::CommandFailed(format!("`{failed}` {}", exit.describe()))),
         _ if report.interrupted => Err(Failure::Interrupted("interrupted; the counts so far are printed".into())),
         _ => Ok(()),
     }

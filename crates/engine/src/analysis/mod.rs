@@ -412,6 +412,7 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
     out.extend(unread_counters(experiment));
     out.extend(capped_samples(experiment));
     out.extend(crate::measure::probe_cost::warnings(experiment));
+    out.extend(crate::measure::probe_cost::silent(experiment));
     if plan.measure.mode == Mode::Instructions {
         return out;
     }

@@ -158,6 +158,9 @@ pub enum ProbeError {
     /// An `-e` or `--explain-event` event perflab cannot count.
     #[error(transparent)]
     Event(#[from] perflab_sys::perf::event::EventError),
+    /// `--count-in` that cannot count: no events, or no such process running.
+    #[error("--count-in {0}")]
+    CountIn(String),
     /// The machine's, not the input's: a temporary directory for cachegrind's files.
     #[error("{0:#}")]
     OutputDir(anyhow::Error),

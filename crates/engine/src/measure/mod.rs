@@ -23,6 +23,8 @@ pub struct MeasureOptions {
     pub mode: Mode,
     /// Which privilege levels the counters count (`--scope`).
     pub counter_scope: counters::Scope,
+    /// Whose events the counters count during each run (`--count-in`).
+    pub count_in: counters::CountIn,
     /// How to read the metrics a command prints about itself (empty: none; its output
     /// is then not captured at all).
     pub output: Vec<output::Parser>,
@@ -51,6 +53,15 @@ pub use perflab_model::Mode;
 /// count the simulator's JIT, not the program.
 pub(crate) fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec<Box<dyn Probe>>, error::ProbeError> {
     let events = counters::parse_events(&args.events)?;
+    if args.count_in != counters::CountIn::Command {
+        if events.is_empty() || args.mode == Mode::Instructions {
+            return Err(error::ProbeError::CountIn(format!(
+                "{}: it scopes the -e counters, and none are counted here",
+                args.count_in.spelling()
+            )));
+        }
+        args.count_in.check().map_err(error::ProbeError::CountIn)?;
+    }
     if args.mode == Mode::Instructions && !args.output.is_empty() {
         return Err(error::ProbeError::OutputUnderValgrind);
     }
@@ -65,11 +76,10 @@ pub(crate) fn build_probes(args: &MeasureOptions, argv: &[String]) -> Result<Vec
         Mode::Wall => {
             let mut probes: Vec<Box<dyn Probe>> = Vec::new();
             if !events.is_empty() {
-                probes.push(Box::new(counters::CountersProbe::new(
-                    events,
-                    args.counter_scope,
-                    counters::system_opener(),
-                )));
+                probes.push(Box::new(
+                    counters::CountersProbe::new(events, args.counter_scope, counters::system_opener())
+                        .count_in(args.count_in.clone()),
+                ));
             }
             match &args.explain {
                 Some(Explain::Samples(sampling)) => {
@@ -125,6 +135,9 @@ pub(crate) fn environment_facts(args: &MeasureOptions, commands: &[CommandSpec])
     let mut facts = BTreeMap::new();
     if !args.events.is_empty() {
         facts.insert("counter_scope".to_string(), args.counter_scope.resolve().as_str().to_string());
+        if args.count_in != counters::CountIn::Command {
+            facts.insert("counted_in".to_string(), args.count_in.describe());
+        }
         if let Some(level) = counters::paranoid_level() {
             facts.insert("perf_event_paranoid".to_string(), level.to_string());
         }

@@ -34,7 +34,7 @@ pub fn facts(events: &EventList) -> BTreeMap<String, String> {
         let value = match Trap::of_probe(&probe) {
             Ok(trap) => {
                 facts.insert(trap_key(&event.name), trap.describe().to_string());
-                let retprobe = probe.config != 0;
+                let retprobe = probe.retprobe;
                 match measured.entry((retprobe, trap)).or_insert_with(|| uprobe_cost::cost_per_call_ns(retprobe, trap))
                 {
                     Ok(ns) => format!("{ns:.0}"),
@@ -73,7 +73,15 @@ pub fn warnings(experiment: &Experiment) -> Vec<Warning> {
         let calls = perflab_stats::summary::median(&per_run.iter().map(|p| p.0).collect::<Vec<_>>());
         let ns = perflab_stats::summary::median(&per_run.iter().map(|p| p.1).collect::<Vec<_>>());
         let cpu = perflab_stats::summary::median(&command.runs.iter().map(|r| r.user_s + r.sys_s).collect::<Vec<_>>());
-        let message = if ns.is_finite() {
+        let message = if let (Some(whom), true) = (experiment.environment.get("counted_in"), ns.is_finite()) {
+            // The traps ran in other processes: the command's own CPU time is no yardstick.
+            format!(
+                "`{}`: the probes trapped {} calls per run (median) in {whom}; at the cost per call measured here before the runs that is ~{} of their CPU time per run, which the command's times include wherever it waits for them",
+                command.name,
+                perflab_model::units::group_thousands(calls as i64),
+                perflab_model::units::format_seconds(ns / 1e9),
+            )
+        } else if ns.is_finite() {
             let share = ns / 1e9 / cpu.max(f64::MIN_POSITIVE) * 100.0;
             let share = if share > 100.0 {
                 "about all of its median CPU time: the run is mostly probes".to_string()
@@ -104,6 +112,43 @@ pub fn warnings(experiment: &Experiment) -> Vec<Warning> {
         out.push(Warning::new(WarningKind::Scope, message));
     }
     out
+}
+
+/// A probe that counted nothing in any run of any command: said, with where the calls
+/// may be instead — otherwise 0 against 0 reads as "equivalent".
+pub fn silent(experiment: &Experiment) -> Vec<Warning> {
+    let mut names: Vec<&str> = Vec::new();
+    for run in experiment.commands.iter().flat_map(|c| &c.runs) {
+        for name in run.counters.keys().filter(|n| is_probe_metric(n)) {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+    }
+    let counted_in = experiment.environment.get("counted_in");
+    names
+        .into_iter()
+        .filter(|name| {
+            let values: Vec<Option<f64>> = experiment
+                .commands
+                .iter()
+                .flat_map(|c| &c.runs)
+                .filter_map(|r| r.counters.get(*name))
+                .map(|reading| reading.value)
+                .collect();
+            !values.is_empty() && values.iter().all(|v| *v == Some(0.0))
+        })
+        .map(|name| {
+            let whom = counted_in.map_or_else(
+                || "the measured commands and their children never called it. If the work runs in a server (a query sent by psql runs in a PostgreSQL backend, the postmaster's child, not psql's), count there: --count-in comm:NAME, --count-in pid:PID or --count-in system".to_string(),
+                |whom| format!("it was counted in {whom}, which never called it during the runs"),
+            );
+            Warning::new(
+                WarningKind::Scope,
+                format!("`{name}` counted 0 in every run: {whom}; a verdict on it compares 0 with 0"),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -30,7 +30,6 @@ use perflab_sys::spawn::process;
 use source::{Item, Stacks};
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use thiserror::Error;
@@ -152,10 +151,9 @@ pub(crate) struct Probe {
 
 /// The probes of `opts`, placed (and tried); what was left out, said in `notes`.
 pub(crate) fn probes(opts: &AllocOptions, notes: &mut Vec<String>) -> Result<Vec<Probe>, AllocError> {
-    let pmus = Path::new("/sys/bus/event_source/devices");
     let place = |object: &str, function: &str, ret: bool| {
         let kind = if ret { "uretprobe" } else { "uprobe" };
-        match uprobe::parse(&format!("{kind}:{object}:{function}"), pmus, true) {
+        match uprobe::parse(&format!("{kind}:{object}:{function}"), true) {
             Some((_, placed)) => placed,
             None => Err("not a probe".to_string()),
         }
@@ -692,7 +690,7 @@ mod tests {
     /// less the nested calls told apart; the bytes are scaled from the calls seen; said.
     #[test]
     fn lost_records_leave_the_counted_calls_exact_and_say_so() {
-        let uprobe = |file_offset| Uprobe { pmu_type: 9, config: 0, path: c"/lib/libc.so.6", file_offset };
+        let uprobe = |file_offset| Uprobe { id: 9, retprobe: false, path: c"/lib/libc.so.6", file_offset };
         let probe = |name: &str, role, offset| Probe {
             name: name.into(),
             object: "/lib/libc.so.6".into(),

@@ -356,6 +356,9 @@ pub fn fake_pmu_slots() -> Option<usize> {
     Some(value.strip_prefix("slots=").and_then(|n| n.parse().ok()).unwrap_or(4))
 }
 
+const NEVER_ENABLED: &str = "the counter was never enabled (the program did not exec?)";
+const EXITED_BEFORE_OPEN: &str = "the process exited before its counters could be opened";
+
 /// Why an event could not be opened, for a human.
 /// `privileged`: paranoid and capabilities allow kernel counting, so a denial comes
 /// from elsewhere.
@@ -396,7 +399,7 @@ pub(crate) fn open_failure_reason(
             "perf_event_paranoid={level} forbids it; try `sysctl kernel.perf_event_paranoid=2` (or lower), \
              or run with CAP_PERFMON"
         ),
-        Some(libc::ESRCH) => "the process exited before its counters could be opened".to_string(),
+        Some(libc::ESRCH) => EXITED_BEFORE_OPEN.to_string(),
         Some(libc::EMFILE | libc::ENFILE) => "too many open files to open another counter".to_string(),
         Some(libc::EINVAL) => "the kernel rejected this event's configuration (EINVAL)".to_string(),
         _ => format!("perf_event_open failed: {err}"),
@@ -516,6 +519,31 @@ impl Counting {
         KERNEL_ONLY.contains(&event.base.as_str()) && event.modifiers.exclude_kernel(self.scope == Scope::User)
     }
 
+    /// The sum over the tasks of a `--count-in` scope: a task that ended between listing
+    /// and opening (ESRCH), or that never ran while counted (time enabled 0: a server's
+    /// idle process), counted nothing.
+    fn read_sum_scoped(&self, sets: &mut [OpenSet]) -> BTreeMap<String, CounterReading> {
+        let exited = |slot: &Slot| matches!(slot, Slot::Failed(reason) if reason.starts_with(EXITED_BEFORE_OPEN));
+        let mut total: BTreeMap<String, CounterReading> = BTreeMap::new();
+        for set in sets.iter_mut().filter(|s| !s.slots.iter().all(exited)) {
+            for (name, mut reading) in self.read(set) {
+                if reading.reason.as_deref() == Some(NEVER_ENABLED) {
+                    reading = CounterReading::value(0.0, false);
+                }
+                let sum = total.entry(name).or_insert_with(|| CounterReading::value(0.0, false));
+                match (sum.value, reading.value) {
+                    (Some(a), Some(b)) => {
+                        sum.value = Some(a + b);
+                        sum.scaled |= reading.scaled;
+                    }
+                    (Some(_), None) => *sum = reading,
+                    _ => {}
+                }
+            }
+        }
+        total
+    }
+
     /// Readings of targets summed per event (all CPUs of `-a`, all threads of `-p`).
     pub fn read_sum(&self, sets: &mut [OpenSet]) -> BTreeMap<String, CounterReading> {
         let mut total: BTreeMap<String, CounterReading> = BTreeMap::new();
@@ -541,23 +569,146 @@ impl Counting {
     }
 }
 
+/// Whose events a run's counters count (`--count-in`): the measured command, or — for
+/// work a command hands to a server (psql's query runs in a PostgreSQL backend, which is
+/// the postmaster's child, not psql's) — other processes, during each run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum CountIn {
+    /// The command and the threads and children it starts (perf stat's default).
+    #[default]
+    Command,
+    /// Every process on every CPU, from the run's start to its end.
+    System,
+    /// The processes whose name (comm) is this at each run's start, with their threads
+    /// and the children they start during the run.
+    Comm(String),
+    /// This process and its descendants at each run's start, with the children they start
+    /// during the run.
+    Tree(libc::pid_t),
+}
+
+impl CountIn {
+    /// The scope as `--count-in` takes it.
+    pub fn spelling(&self) -> String {
+        match self {
+            CountIn::Command => "command".into(),
+            CountIn::System => "system".into(),
+            CountIn::Comm(name) => format!("comm:{name}"),
+            CountIn::Tree(pid) => format!("pid:{pid}"),
+        }
+    }
+
+    /// For people: whose events were counted during each run.
+    pub fn describe(&self) -> String {
+        match self {
+            CountIn::Command => "the command, its threads and children".into(),
+            CountIn::System => "every process on every CPU during each run".into(),
+            CountIn::Comm(name) => {
+                format!("the processes named {name} (and the children they start) during each run, not the command")
+            }
+            CountIn::Tree(pid) => {
+                format!("process {pid} and its descendants during each run, not the command")
+            }
+        }
+    }
+
+    /// Why this scope cannot count now (no such process running), as `SCOPE: why`.
+    pub fn check(&self) -> Result<(), String> {
+        if matches!(self, CountIn::Comm(_) | CountIn::Tree(_)) && self.tasks().is_empty() {
+            return Err(format!("{}: no such process is running (it must run before each run starts)", self.spelling()));
+        }
+        Ok(())
+    }
+
+    /// The tasks to open counters on now: every thread of the selected processes.
+    fn tasks(&self) -> Vec<libc::pid_t> {
+        let processes: Vec<libc::pid_t> = match self {
+            CountIn::Command | CountIn::System => return Vec::new(),
+            CountIn::Comm(name) => all_processes().into_iter().filter(|p| comm(*p).as_deref() == Some(name)).collect(),
+            CountIn::Tree(root) => {
+                let parents: Vec<(libc::pid_t, libc::pid_t)> =
+                    all_processes().into_iter().filter_map(|p| Some((p, parent(p)?))).collect();
+                let mut tree = vec![*root];
+                let mut index = 0;
+                while index < tree.len() {
+                    let pid = tree[index];
+                    tree.extend(parents.iter().filter(|(_, ppid)| *ppid == pid).map(|(p, _)| *p));
+                    index += 1;
+                }
+                tree
+            }
+        };
+        processes.into_iter().flat_map(threads).collect()
+    }
+}
+
+/// A `--count-in` that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected --count-in command, system, comm:NAME or pid:PID, found `{0}`")]
+pub struct UnknownCountIn(pub String);
+
+impl std::str::FromStr for CountIn {
+    type Err = UnknownCountIn;
+    fn from_str(s: &str) -> Result<CountIn, UnknownCountIn> {
+        let bad = || UnknownCountIn(s.to_string());
+        Ok(match s.split_once(':') {
+            None if s == "command" => CountIn::Command,
+            None if s == "system" => CountIn::System,
+            // The kernel keeps 15 bytes of a name (TASK_COMM_LEN − 1).
+            Some(("comm", name)) if !name.is_empty() && name.len() <= 15 => CountIn::Comm(name.to_string()),
+            Some(("pid", pid)) => CountIn::Tree(pid.parse().ok().filter(|p: &libc::pid_t| *p > 0).ok_or_else(bad)?),
+            _ => return Err(bad()),
+        })
+    }
+}
+
+fn all_processes() -> Vec<libc::pid_t> {
+    std::fs::read_dir("/proc")
+        .map(|d| d.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+fn comm(pid: libc::pid_t) -> Option<String> {
+    Some(std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim_end_matches('\n').to_string())
+}
+
+fn parent(pid: libc::pid_t) -> Option<libc::pid_t> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name is in parentheses and may hold spaces: fields start after the last ')'.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn threads(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
 /// The probe that counts `-e` events for one command's runs.
 pub struct CountersProbe {
     counting: Counting,
-    open: Option<OpenSet>,
+    count_in: CountIn,
+    open: Vec<OpenSet>,
+    attached: bool,
 }
 
 impl CountersProbe {
     /// `Auto` scope is resolved here against this machine's permissions.
     pub fn new(events: EventList, scope: Scope, opener: Box<dyn CounterOpener>) -> Self {
-        CountersProbe { counting: Counting::new(events, scope, opener), open: None }
+        CountersProbe { counting: Counting::new(events, scope, opener), count_in: CountIn::Command, open: Vec::new(), attached: false }
+    }
+
+    /// Count in other processes than the command's (see [`CountIn`]).
+    pub fn count_in(mut self, count_in: CountIn) -> Self {
+        self.count_in = count_in;
+        self
     }
 }
 
 /// Turn a raw reading into a reading scaled to the whole run when multiplexed.
 pub fn scale(raw: RawCount) -> CounterReading {
     if raw.time_enabled == 0 {
-        return CounterReading::unsupported("the counter was never enabled (the program did not exec?)");
+        return CounterReading::unsupported(NEVER_ENABLED);
     }
     if raw.time_running == 0 {
         return CounterReading::unsupported(
@@ -615,15 +766,28 @@ impl Probe for CountersProbe {
     }
 
     fn attach(&mut self, pid: libc::pid_t) -> anyhow::Result<()> {
-        self.open = Some(self.counting.open(Target::Exec(pid)));
+        self.open = match &self.count_in {
+            CountIn::Command => vec![self.counting.open(Target::Exec(pid))],
+            CountIn::System => {
+                crate::machine::online_cpu_ids().into_iter().map(|cpu| self.counting.open(Target::Cpu(cpu))).collect()
+            }
+            scope => {
+                scope.check().map_err(|why| anyhow::anyhow!("--count-in {why}"))?;
+                scope.tasks().into_iter().map(|tid| self.counting.open(Target::Attach(tid))).collect()
+            }
+        };
+        self.attached = true;
         Ok(())
     }
 
     fn collect(&mut self, run: &mut Run) -> anyhow::Result<()> {
-        match self.open.take() {
-            Some(mut set) => run.counters.extend(self.counting.read(&mut set)),
+        let mut sets = std::mem::take(&mut self.open);
+        match std::mem::take(&mut self.attached) {
+            // A process of the scope that exited before its counters opened counts nothing.
+            true if self.count_in != CountIn::Command => run.counters.extend(self.counting.read_sum_scoped(&mut sets)),
+            true => run.counters.extend(self.counting.read_sum(&mut sets)),
             // attach never ran (the child could not be started): nothing was counted.
-            None => {
+            false => {
                 for event in &self.counting.events.events {
                     run.counters.insert(event.name.clone(), CounterReading::unsupported("the run was not counted"));
                 }

@@ -436,7 +436,7 @@ fn split_top_level(text: &str) -> Result<Vec<&str>, EventError> {
 }
 
 fn parse_event(text: &str, sysfs: &Sysfs) -> Result<Event, EventError> {
-    if let Some((name, placed)) = super::uprobe::parse(text, &sysfs.pmus, sysfs.try_probes) {
+    if let Some((name, placed)) = super::uprobe::parse_with(text, || tracing_root(sysfs), sysfs.try_probes) {
         return match placed {
             Ok(probe) => Ok(Event {
                 name: name.clone(),
@@ -622,7 +622,7 @@ fn examples(dir: &Path) -> Vec<String> {
     names
 }
 
-fn tracing_root(sysfs: &Sysfs) -> Option<PathBuf> {
+pub(crate) fn tracing_root(sysfs: &Sysfs) -> Option<PathBuf> {
     let has_events = |p: &Path| p.join("events").is_dir();
     if let Some(found) = sysfs.tracing.iter().find(|p| has_events(p)) {
         return Some(found.clone());
@@ -756,11 +756,11 @@ mod tests {
     }
 
     /// A uprobe's path holds slashes but is no `pmu/…/` term: the list still splits at
-    /// its commas (the fake sysfs has no uprobe PMU, so the probe is refused by name).
+    /// its commas (no such object: the probe is refused by name).
     #[test]
     fn a_uprobe_path_does_not_swallow_the_rest_of_the_list() {
         let err = parse(&["cycles,uprobe:/usr/bin/prog:f,task-clock"]).unwrap_err().to_string();
-        assert!(err.starts_with("probe `uprobe:/usr/bin/prog:f`: ") && err.contains("no uprobe PMU"), "{err}");
+        assert!(err.starts_with("probe `uprobe:/usr/bin/prog:f`: ") && err.contains("no file /usr/bin/prog"), "{err}");
         let err = parse(&["{uretprobe:/a/b/c:g,cycles}"]).unwrap_err().to_string();
         assert!(err.starts_with("probe `uretprobe:/a/b/c:g`: "), "{err}");
     }

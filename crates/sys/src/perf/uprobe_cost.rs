@@ -141,7 +141,7 @@ const TRIALS: usize = 5;
 pub fn cost_per_call_ns(retprobe: bool, trap: Trap) -> Result<f64, String> {
     let function = std::hint::black_box(calibration(trap));
     let (path, file_offset) = own_file_offset(calibration_address(trap))?;
-    let probe = uprobe::at_file_offset(&path, file_offset, retprobe, Path::new("/sys/bus/event_source/devices"))?;
+    let probe = uprobe::at_file_offset(&path, file_offset, retprobe)?;
     // The thread's CPU time (user + kernel, where the trap is handled): time spent
     // waiting for a CPU on a busy machine is no part of a probe's cost.
     let time = |calls: u64| {
