@@ -33,6 +33,14 @@ pub struct AllocSummary {
     /// Things the reader must know (lost records, nested calls skipped, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Allocations sampled by bytes (a Poisson process with this mean gap; None: every
+    /// allocation recorded): the samples' calls and bytes are then unbiased estimates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_bytes: Option<u64>,
+    /// With `sample_bytes`: per sample row (index into the profile's `samples`), the
+    /// standard deviation of its estimated bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub site_bytes_sd: Vec<(u32, f64)>,
 }
 
 /// Blocks still allocated at exit that share one call stack in one task.

@@ -55,6 +55,9 @@ impl AllocationProbe {
             argv: argv.to_vec(),
             output: perflab_sys::spawn::process::Output::Discard,
             every: 1,
+            // The probes are opened on every run's held child: uprobes.
+            via: perflab_profile::alloc::Via::Uprobes,
+            sample_bytes: None,
             // DWARF stacks: the compared builds need no frame pointers, and the call site is
             // exact (the return address on top of the stack).
             stacks: perflab_profile::alloc::source::Stacks::Dwarf {

@@ -15,6 +15,7 @@
 //! followed); the probe still traps on every call.
 
 pub(crate) mod pairing;
+pub mod preload;
 pub mod source;
 pub mod view;
 
@@ -66,6 +67,9 @@ pub enum AllocError {
     /// `--alloc-every 0`.
     #[error("--alloc-every must be at least 1")]
     Every,
+    /// Options that cannot be honoured together (a usage error), in a sentence.
+    #[error("{0}")]
+    Usage(String),
     /// Neither a command after `--` nor processes to attach to.
     #[error("nothing to profile: give a command after -- or -p PID")]
     NothingToProfile,
@@ -85,6 +89,36 @@ pub enum AllocError {
     /// The user interrupted before the command started.
     #[error("interrupted before the profiled command started")]
     Interrupted,
+}
+
+/// How `profile --alloc` sees a launched command's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Via {
+    /// In-process where it can ([`preload`]), else uprobes, saying why.
+    #[default]
+    Auto,
+    /// The in-process recorder, or an error saying why it cannot be used.
+    Preload,
+    /// Kernel uprobes on the allocator functions (exact across static programs and
+    /// custom allocators; every call traps).
+    Uprobes,
+}
+
+impl Via {
+    /// The names `--alloc-via` takes.
+    pub const NAMES: [&'static str; 3] = ["auto", "preload", "uprobes"];
+}
+
+impl std::str::FromStr for Via {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Via, String> {
+        match s {
+            "auto" => Ok(Via::Auto),
+            "preload" => Ok(Via::Preload),
+            "uprobes" => Ok(Via::Uprobes),
+            other => Err(format!("expected auto, preload or uprobes, found `{other}`")),
+        }
+    }
 }
 
 /// A custom allocator or release function (`--alloc-fn postgres:palloc`).
@@ -125,8 +159,12 @@ pub struct AllocOptions {
     pub argv: Vec<String>,
     /// Where the command's stdout and stderr go.
     pub output: process::Output,
-    /// A sample every N calls of each function (1: every call).
+    /// A sample every N calls of each function (1: every call); uprobes only.
     pub every: u64,
+    /// How the calls are seen: in-process or by uprobes.
+    pub via: Via,
+    /// Sample allocations by bytes, this mean gap (in-process recorder only).
+    pub sample_bytes: Option<u64>,
     /// How each call's callers are found.
     pub stacks: Stacks,
     /// Allocators beside the C library's.
@@ -359,9 +397,92 @@ pub fn record(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRecord
     if opts.argv.is_empty() {
         return Err(AllocError::NothingToProfile);
     }
-    let probes = AllocProbes::place(opts)?;
     let program = perflab_sys::command::resolve_program(&opts.argv[0])?;
-    let prepared = process::Prepared::new(&program, &opts.argv, opts.output.clone())
+    let not_in_process = match opts.via {
+        Via::Uprobes => Some("--alloc-via uprobes".to_string()),
+        _ if !opts.custom.is_empty() || !opts.libc => {
+            Some("custom allocators (--alloc-fn, --free-fn) are seen by uprobes only".to_string())
+        }
+        _ => preload::unusable_for(&program),
+    };
+    let Some(why) = not_in_process else { return record_in_process(opts, &program, started) };
+    if opts.via == Via::Preload {
+        return Err(AllocError::Usage(format!("--alloc-via preload cannot be used: {why}")));
+    }
+    if opts.sample_bytes.is_some() {
+        return Err(AllocError::Usage(format!(
+            "--alloc-sample needs the in-process recorder, which cannot be used: {why}"
+        )));
+    }
+    let mut recording = record_by_uprobes(opts, &program, started)?;
+    if let (Some(summary), Via::Auto) = (&mut recording.profile.alloc, opts.via) {
+        summary.notes.insert(0, format!("recorded with uprobes (every call traps into the kernel): {why}"));
+    }
+    Ok(recording)
+}
+
+/// The command run with the in-process recorder preloaded ([`preload`]).
+fn record_in_process(
+    opts: &AllocOptions,
+    program: &std::path::Path,
+    started: impl FnOnce(),
+) -> Result<AllocRecording, AllocError> {
+    let recorder = preload::Recorder::new(opts.sample_bytes)
+        .map_err(|e| AllocError::Start(format!("cannot write the in-process recorder: {e}")))?;
+    let mut env = process::Environment::inherited();
+    for (name, value) in recorder.variables() {
+        env.set(&name, &value);
+    }
+    let prepared = process::Prepared::new(program, &opts.argv, opts.output.clone())
+        .map_err(|e| AllocError::Start(e.to_string()))?;
+    let interrupt = perflab_sys::interrupt::watcher();
+    let start = std::time::Instant::now();
+    let started_at = chrono::Utc::now().to_rfc3339();
+    let child = match process::start(&prepared, &env, None) {
+        Ok(child) => child,
+        Err(process::SpawnError::Interrupted) => return Err(AllocError::Interrupted),
+        Err(e) => return Err(AllocError::Start(e.to_string())),
+    };
+    started();
+    let outcome = child.wait(None, interrupt);
+    let mut profile = recorder.profile(&opts.argv);
+    profile.started = started_at;
+    let unfinished = finish(&mut profile, outcome, start);
+    Ok(AllocRecording { profile, unfinished })
+}
+
+/// The durations and exit of a launched command's profile; why it was not followed to its
+/// end, if it was not.
+fn finish(
+    profile: &mut Profile,
+    outcome: Result<process::Finished, process::SpawnError>,
+    start: std::time::Instant,
+) -> Option<Unfinished> {
+    match outcome {
+        Ok(o) => {
+            profile.duration_s = o.wall.as_secs_f64();
+            profile.cpu_s = process::seconds(o.rusage.ru_utime) + process::seconds(o.rusage.ru_stime);
+            profile.exit_code = o.exit.exit_code;
+            None
+        }
+        Err(e) => {
+            profile.duration_s = start.elapsed().as_secs_f64();
+            Some(match e {
+                process::SpawnError::Interrupted => Unfinished::Interrupted,
+                other => Unfinished::WaitFailed(other.to_string()),
+            })
+        }
+    }
+}
+
+/// The command run with the allocation probes on it.
+fn record_by_uprobes(
+    opts: &AllocOptions,
+    program: &std::path::Path,
+    started: impl FnOnce(),
+) -> Result<AllocRecording, AllocError> {
+    let probes = AllocProbes::place(opts)?;
+    let prepared = process::Prepared::new(program, &opts.argv, opts.output.clone())
         .map_err(|e| AllocError::Start(e.to_string()))?;
     let mut watching = None;
     let mut open_error = None;
@@ -392,21 +513,7 @@ pub fn record(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRecord
     let outcome = child.wait(None, interrupt);
     let mut profile = probes.profile(watching, &opts.argv);
     profile.started = started_at;
-    let unfinished = match outcome {
-        Ok(o) => {
-            profile.duration_s = o.wall.as_secs_f64();
-            profile.cpu_s = process::seconds(o.rusage.ru_utime) + process::seconds(o.rusage.ru_stime);
-            profile.exit_code = o.exit.exit_code;
-            None
-        }
-        Err(e) => {
-            profile.duration_s = start.elapsed().as_secs_f64();
-            Some(match e {
-                process::SpawnError::Interrupted => Unfinished::Interrupted,
-                other => Unfinished::WaitFailed(other.to_string()),
-            })
-        }
-    };
+    let unfinished = finish(&mut profile, outcome, start);
     Ok(AllocRecording { profile, unfinished })
 }
 
@@ -612,6 +719,8 @@ fn build(
         tracked,
         live,
         notes,
+        sample_bytes: None,
+        site_bytes_sd: Vec::new(),
     });
 }
 
@@ -658,6 +767,8 @@ mod tests {
             tracked: true,
             live: vec![LiveStack { pid: 1, tid: 1, frames: vec![0], count: 1, period: 32 }],
             notes: vec!["a note".into()],
+            sample_bytes: None,
+            site_bytes_sd: Vec::new(),
         };
         let profile = Profile {
             event: "alloc-bytes".into(),

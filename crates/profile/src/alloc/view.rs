@@ -127,6 +127,8 @@ pub struct Site {
     pub live_blocks: u64,
     /// Bytes of those blocks.
     pub live_bytes: u64,
+    /// When allocations were sampled by bytes: the standard deviation of `bytes`.
+    pub bytes_sd: Option<f64>,
 }
 
 /// The call sites of an allocation profile, most bytes first.
@@ -146,6 +148,24 @@ pub fn sites(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Site> {
             } else {
                 site.calls += row.self_samples;
                 site.bytes += row.self_period;
+            }
+        }
+    }
+    // Sampled by bytes: the variance of each function's estimate is the sum of its rows'
+    // (independent), found by the same aggregation over a copy whose periods are variances.
+    if let Some(summary) = profile.alloc.as_ref().filter(|a| !a.site_bytes_sd.is_empty()) {
+        let mut variances = profile.clone();
+        for sample in &mut variances.samples {
+            sample.period = 0;
+        }
+        for &(row, sd) in &summary.site_bytes_sd {
+            if let Some(sample) = variances.samples.get_mut(row as usize) {
+                sample.period = (sd * sd).round() as u64;
+            }
+        }
+        for row in aggregate::flat(&aggregate::locate(&variances, symbolizer), By::Function) {
+            if let Some(site) = out.get_mut(&(row.name.clone(), row.object.clone())) {
+                site.bytes_sd = Some((row.self_period as f64).sqrt());
             }
         }
     }

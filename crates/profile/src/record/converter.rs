@@ -182,6 +182,23 @@ impl Converter {
     // them over; a struct for them would be built only to be taken apart here.
     #[allow(clippy::too_many_arguments)]
     fn on_sample(&mut self, time: u64, pid: u32, tid: u32, ip: u64, period: u64, kernel: bool, chain: &[u64]) {
+        self.on_samples(time, pid, tid, ip, 1, period, kernel, chain)
+    }
+
+    /// `count` samples of one stack at once, `period` their sum: what an aggregating
+    /// recorder (the in-process allocation recorder) hands over per call stack.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_samples(
+        &mut self,
+        time: u64,
+        pid: u32,
+        tid: u32,
+        ip: u64,
+        count: u64,
+        period: u64,
+        kernel: bool,
+        chain: &[u64],
+    ) {
         self.tasks.entry((pid, tid)).or_default();
         self.live.entry(pid).or_default().insert(tid);
         let leaf = self.locate(pid, ip, kernel);
@@ -192,7 +209,7 @@ impl Converter {
             self.locations.push((key, 0, 0));
         }
         let entry = &mut self.locations[location as usize];
-        entry.1 += 1;
+        entry.1 += count;
         entry.2 += period;
         let mut stack = NO_STACK;
         if self.call_graph {
@@ -203,7 +220,7 @@ impl Converter {
                 self.stacks.push((key, 0, 0));
             }
             let entry = &mut self.stacks[stack as usize];
-            entry.1 += 1;
+            entry.1 += count;
             entry.2 += period;
         }
         self.timeline.push((time, location, stack, period));

@@ -30,8 +30,11 @@ fn count(n: u64) -> String {
 /// The whole report, at most `limit` call sites.
 pub fn report(command: &str, duration_s: f64, summary: &AllocSummary, sites: &[Site], limit: usize) -> String {
     let mut out = String::new();
-    let sampled =
-        if summary.every == 1 { "every call".to_string() } else { format!("a sample every {} calls", summary.every) };
+    let sampled = match (summary.sample_bytes, summary.every) {
+        (Some(mean), _) => format!("allocations sampled by bytes, mean gap {}; per-site figures are estimates", bytes(mean)),
+        (None, 1) => "every call".to_string(),
+        (None, every) => format!("a sample every {every} calls"),
+    };
     let header = format!(
         "{} allocations, {} requested by `{command}` ({sampled}, {:.2} s)",
         count(summary.allocations()),
@@ -58,7 +61,11 @@ pub fn report(command: &str, duration_s: f64, summary: &AllocSummary, sites: &[S
         let _ = writeln!(out, "no allocation was recorded");
     } else {
         let live = summary.tracked;
+        let spread = sites.iter().any(|s| s.bytes_sd.is_some());
         let mut columns = format!("{:>12} {:>7} {:>12} {:>7}", "calls", "share", "bytes", "share");
+        if spread {
+            columns += &format!(" {:>12}", "± 95 %");
+        }
         if live {
             columns += &format!(" {:>10} {:>12}", "live", "live bytes");
         }
@@ -73,6 +80,11 @@ pub fn report(command: &str, duration_s: f64, summary: &AllocSummary, sites: &[S
                 bytes(site.bytes),
                 share(site.bytes, all_bytes)
             );
+            if spread {
+                // The estimate's 95 % interval (normal: a sum of independent sampled allocations).
+                let half = site.bytes_sd.map_or_else(|| "—".to_string(), |sd| bytes((1.96 * sd).round() as u64));
+                row += &format!(" {:>12}", half);
+            }
             if live {
                 row += &format!(" {:>10} {:>12}", count(site.live_blocks), bytes(site.live_bytes));
             }
@@ -96,7 +108,12 @@ pub fn report(command: &str, duration_s: f64, summary: &AllocSummary, sites: &[S
     let idle: Vec<&str> =
         summary.functions.iter().filter(|f| f.calls == 0 && f.nested == 0).map(|f| f.name.as_str()).collect();
     if !idle.is_empty() {
-        let _ = writeln!(out, "{}", color::dim(&format!("  also probed, never called: {}", idle.join(", "))));
+        let seen = if summary.sample_bytes.is_some() || summary.notes.iter().any(|n| n.starts_with("recorded in-process")) {
+            "also recorded, never called"
+        } else {
+            "also probed, never called"
+        };
+        let _ = writeln!(out, "{}", color::dim(&format!("  {seen}: {}", idle.join(", "))));
     }
     for note in &summary.notes {
         let _ = writeln!(out, "{}", color::yellow(&format!("note: {note}")));

@@ -37,6 +37,20 @@ impl Environment {
         env
     }
 
+    /// Set a variable for the runs (replacing any inherited value).
+    pub fn set(&mut self, name: &str, value: &OsStr) {
+        let prefix = format!("{name}=");
+        let padding = if self.padded { self.vars.pop() } else { None };
+        self.vars.retain(|kv| !kv.as_bytes().starts_with(prefix.as_bytes()));
+        let mut kv = prefix.into_bytes();
+        kv.extend_from_slice(value.as_bytes());
+        if let Ok(kv) = CString::new(kv) {
+            self.vars.push(kv);
+        }
+        self.vars.extend(padding);
+        self.pointers = null_terminated(&self.vars);
+    }
+
     /// Add the padding variable with `bytes` bytes of value, or remove it (`None`).
     pub fn pad(&mut self, bytes: Option<usize>) {
         if self.padded {
