@@ -665,6 +665,7 @@ fn main_alloc(args: ProfileArgs) -> Result<(), Failure> {
         via: args.alloc_via,
         sample_bytes: args.alloc_sample,
         stacks,
+        stacks_asked: args.call_graph.is_some() || args.stack_size != unwind::DEFAULT_STACK_BYTES,
         custom,
         libc: !args.no_libc_alloc,
         pids,

@@ -63,6 +63,7 @@ impl AllocationProbe {
             stacks: perflab_profile::alloc::source::Stacks::Dwarf {
                 stack_bytes: perflab_profile::alloc::DEFAULT_STACK_BYTES,
             },
+            stacks_asked: false,
             custom: allocations.custom.clone(),
             libc: allocations.libc,
             pids: Vec::new(),

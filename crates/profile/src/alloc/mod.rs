@@ -17,6 +17,7 @@
 pub(crate) mod pairing;
 pub mod preload;
 pub mod source;
+mod tail;
 pub mod view;
 
 use crate::allocations::LiveStack;
@@ -165,8 +166,11 @@ pub struct AllocOptions {
     pub via: Via,
     /// Sample allocations by bytes, this mean gap (in-process recorder only).
     pub sample_bytes: Option<u64>,
-    /// How each call's callers are found.
+    /// How each call's callers are found (uprobes).
     pub stacks: Stacks,
+    /// `stacks` was asked for (-g, --stack-size): said when the in-process recorder,
+    /// which unwinds its own way, leaves it unused.
+    pub stacks_asked: bool,
     /// Allocators beside the C library's.
     pub custom: Vec<Custom>,
     /// Probe the C library's family too (off to see only custom allocators).
@@ -389,8 +393,18 @@ fn drain_until_stopped(mut opened: source::Opened, stacks: Stacks, known: Vec<(u
     (items, counted)
 }
 
-/// Run the command with the allocation probes on it, and build its allocation profile.
+/// Run the command (or watch the processes) with the allocations recorded, and build its
+/// allocation profile, saying which call sites hide behind a tail call.
 pub fn record(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRecording, AllocError> {
+    let mut recording = record_any(opts, started)?;
+    let hidden = tail::notes(&recording.profile, &mut crate::symbolize::Symbolizer::default());
+    if let Some(summary) = recording.profile.alloc.as_mut() {
+        summary.notes.extend(hidden);
+    }
+    Ok(recording)
+}
+
+fn record_any(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRecording, AllocError> {
     if !opts.pids.is_empty() {
         return record_running(opts, started);
     }
@@ -447,6 +461,11 @@ fn record_in_process(
     let outcome = child.wait(None, interrupt);
     let mut profile = recorder.profile(&opts.argv);
     profile.started = started_at;
+    if let (true, Some(summary)) = (opts.stacks_asked, profile.alloc.as_mut()) {
+        summary.notes.push(
+            "-g and --stack-size choose how uprobes unwind: not used, the in-process recorder unwinds every call itself (from .eh_frame, with the C library's unwinder)".into(),
+        );
+    }
     let unfinished = finish(&mut profile, outcome, start);
     Ok(AllocRecording { profile, unfinished })
 }
