@@ -413,6 +413,32 @@ fn count_in_refusals_are_one_line_usage_errors() {
         assert!(errors[0].contains(message), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}: refused before any run");
     }
+    // Every CPU cannot be counted by a user perf_event_paranoid does not allow it: said
+    // once, not as a reason on every counter.
+    let paranoid: Option<i32> =
+        std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").ok().and_then(|l| l.trim().parse().ok());
+    if !is_root() || which::which("setpriv").is_err() || paranoid.unwrap_or(0) <= 0 {
+        common::skip_part(
+            "--count-in system as an unprivileged user",
+            "needs root, setpriv and perf_event_paranoid > 0",
+        );
+        return;
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+        .arg(assert_cmd::cargo::cargo_bin("perflab"))
+        .args(["stat", "-r", "2", "--no-progress", "--count-in", "system", "-e", "task-clock", "/bin/true"])
+        .current_dir("/tmp")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(126) {
+        common::skip_part("--count-in system as an unprivileged user", &format!("nobody cannot run perflab: {stderr}"));
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--count-in system: counting every CPU needs root, CAP_PERFMON"), "{stderr}");
 }
 
 /// The postmaster of the PostgreSQL server at `url` and its executable, when the server
