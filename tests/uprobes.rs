@@ -281,7 +281,7 @@ fn a_shell_pipeline_forks_under_a_libc_probe() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(!stderr.contains("fork"), "{stderr}");
+    assert!(!stderr.contains("Cannot fork") && !stderr.contains("Bad address"), "{stderr}");
     // wc printed the number of entries of / (at least /proc, /sys, /usr …).
     let printed: Vec<u64> = stderr.lines().filter_map(|l| l.trim().parse().ok()).collect();
     assert!(!printed.is_empty() && printed.iter().all(|n| *n >= 3), "{stderr}");
