@@ -620,3 +620,41 @@ fn an_attached_probe_session_keeps_a_server_accepting_connections() {
     }
     common::pg::drop_scratch(&url);
 }
+
+/// `--count-in pid:PID` counts in that process tree instead of the command: the fixture's
+/// 1,116 calls are not counted when a sleeping process is, and the zero-count warning
+/// names the process counted.
+#[test]
+fn count_in_a_process_tree_counts_there_not_in_the_command() {
+    if !is_root() {
+        common::skip("counting uprobes needs root or CAP_PERFMON");
+        return;
+    }
+    let fixture = common::fixture("probe_children");
+    let f = fixture.display().to_string();
+    let counted = format!("uprobe:{f}:counted");
+    let mut sleeper = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = sleeper.id();
+    let out = perflab()
+        .args(["compare", "-r", "6", "--no-progress", "--json", "-", "--count-in", &format!("pid:{pid}")])
+        .args(["-e", &counted, "-n", "a", "-n", "b", &f, &f])
+        .output()
+        .unwrap();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc = json_of(&out);
+    for run in doc["commands"].as_array().unwrap().iter().flat_map(|c| c["runs"].as_array().unwrap()) {
+        assert_eq!(run["counters"][&counted]["value"].as_f64(), Some(0.0), "{run}");
+    }
+    let counted_in = doc["environment"]["counted_in"].as_str().unwrap_or_default();
+    assert!(counted_in.starts_with(&format!("process {pid} and its descendants")), "{}", doc["environment"]);
+    let warning = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["message"].as_str().is_some_and(|m| m.contains("counted 0 in every run")))
+        .unwrap_or_else(|| panic!("{}", doc["warnings"]));
+    assert!(warning["message"].as_str().unwrap().contains(&format!("it was counted in process {pid}")), "{warning}");
+}
