@@ -374,3 +374,27 @@ fn attaching_to_a_running_process_counts_its_calls_exactly() {
     let summary = profile.alloc.unwrap();
     assert!(summary.notes.iter().any(|n| n.starts_with("attached to running processes")), "{:?}", summary.notes);
 }
+
+/// Under the allocation probes the profiled program starts a thread, fork, vfork,
+/// posix_spawn (exec) and clone3 children as it does without (under the uprobe PMU with
+/// `inherit` they failed with EFAULT), and the profile is written.
+#[test]
+fn a_profiled_program_starts_threads_and_children() {
+    let fixture = common::fixture("probe_children");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("children.profile");
+    let output =
+        perflab().args(["profile", "--alloc", "-o", out.to_str().unwrap(), "--"]).arg(&fixture).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !is_root() {
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        common::skip("allocation profiles need root or CAP_PERFMON");
+        return;
+    }
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("children started: all"), "{stdout}{stderr}");
+    let summary = Profile::load(&out).unwrap().alloc.expect("an allocation summary");
+    // At least stdout's buffer, which the fixture's printf allocates.
+    assert!(function(&summary, "malloc").calls >= 1, "{summary:?}");
+}

@@ -60,6 +60,13 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     let output = args.output.options()?;
     let mut measure = args.measure.options(&output);
     let instructions = measure.mode == Mode::Instructions;
+    if measure.events.is_empty() && measure.count_in != counters::CountIn::Command {
+        // Else the default counters would be counted in those processes, unasked.
+        return Err(crate::usage!(
+            "--count-in {} scopes the -e counters, and none are given: add -e EVENTS",
+            measure.count_in.spelling()
+        ));
+    }
     if measure.events.is_empty() && !instructions {
         measure.events = counters::DEFAULT_STAT_EVENTS.map(String::from).to_vec();
     }

@@ -120,9 +120,12 @@ pub fn paranoid_level() -> Option<i32> {
 /// Kernel-mode counting of another process is allowed at paranoid <= 1, or with
 /// CAP_PERFMON (38) or CAP_SYS_ADMIN (21), which bypass the paranoid check.
 fn kernel_counting_allowed() -> bool {
-    if paranoid_level().is_some_and(|level| level <= 1) {
-        return true;
-    }
+    paranoid_level().is_some_and(|level| level <= 1) || perf_capable()
+}
+
+/// CAP_PERFMON (38) or CAP_SYS_ADMIN (21) in the effective set: perf_event_paranoid does
+/// not apply.
+fn perf_capable() -> bool {
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return false };
     let cap_eff = status
         .lines()
@@ -616,6 +619,14 @@ impl CountIn {
     pub fn check(&self) -> Result<(), String> {
         if matches!(self, CountIn::Comm(_) | CountIn::Tree(_)) && self.tasks().is_empty() {
             return Err(format!("{}: no such process is running (it must run before each run starts)", self.spelling()));
+        }
+        // Else every counter would be "not supported" with advice about per-process levels.
+        if *self == CountIn::System && !perf_capable() {
+            if let Some(level) = paranoid_level().filter(|level| *level > 0) {
+                return Err(format!(
+                    "system: counting every CPU needs root, CAP_PERFMON or perf_event_paranoid ≤ 0 (it is {level})"
+                ));
+            }
         }
         Ok(())
     }
