@@ -670,6 +670,7 @@ fn main_alloc(args: ProfileArgs) -> Result<(), Failure> {
         libc: !args.no_libc_alloc,
         pids,
         duration: args.duration.map(std::time::Duration::from_secs_f64),
+        progress: Some(|line| eprintln!("{line}")),
     };
     let attached = |pids: &[u32]| {
         let until = match args.duration {

@@ -68,6 +68,7 @@ impl AllocationProbe {
             libc: allocations.libc,
             pids: Vec::new(),
             duration: None,
+            progress: None,
         };
         Ok(AllocationProbe {
             weight: allocations.weight,

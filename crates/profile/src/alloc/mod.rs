@@ -180,6 +180,8 @@ pub struct AllocOptions {
     pub pids: Vec<u32>,
     /// With `pids`: how long to record (None: until they exit or Ctrl-C).
     pub duration: Option<Duration>,
+    /// With `pids`: told, about once a second, what the probes cost the processes.
+    pub progress: Option<fn(&str)>,
 }
 
 /// One probed function with its two events.
@@ -195,7 +197,9 @@ pub(crate) struct Probe {
 pub(crate) fn probes(opts: &AllocOptions, notes: &mut Vec<String>) -> Result<Vec<Probe>, AllocError> {
     let place = |object: &str, function: &str, ret: bool| {
         let kind = if ret { "uretprobe" } else { "uprobe" };
-        match uprobe::parse(&format!("{kind}:{object}:{function}"), true) {
+        // Not tried on perflab first: each try costs the kernel ~0.15 s (a grace period at
+        // close), 2.5 s for the family; a refusal comes at the real open instead.
+        match uprobe::parse(&format!("{kind}:{object}:{function}"), false) {
             Some((_, placed)) => placed,
             None => Err("not a probe".to_string()),
         }
@@ -308,10 +312,13 @@ impl AllocProbes {
         let opened = source::open(watched, &self.probes, self.every, self.stacks, self.tracked)?;
         let (read, write) = crate::record::stop_pipe()?;
         let stacks = self.stacks;
+        let seen: std::sync::Arc<Vec<std::sync::atomic::AtomicU64>> =
+            std::sync::Arc::new(self.probes.iter().map(|_| Default::default()).collect());
+        let counter = seen.clone();
         let drainer = std::thread::Builder::new()
             .name("perflab-alloc-drain".into())
-            .spawn(move || drain_until_stopped(opened, stacks, known, read))?;
-        Ok(Watching { stop: write, drainer: Some(drainer) })
+            .spawn(move || drain_until_stopped(opened, stacks, known, read, &counter))?;
+        Ok(Watching { stop: write, drainer: Some(drainer), seen })
     }
 
     /// The allocation profile of what `watching` saw, for a command run as `argv`.
@@ -335,6 +342,8 @@ pub struct Watching {
     /// Written to once to stop the drain thread.
     stop: OwnedFd,
     drainer: Option<JoinHandle<Drained>>,
+    /// Calls drained so far, per probe (entry and return probes both count).
+    seen: std::sync::Arc<Vec<std::sync::atomic::AtomicU64>>,
 }
 
 /// The records of a watched process (call sites unwound), and every call each probe
@@ -362,7 +371,13 @@ impl Drop for Watching {
 
 /// Drain the rings whenever one fills to its watermark or every [`POLL`], unwinding each
 /// batch while its stack copies are at hand, until `stop` is readable; then once more.
-fn drain_until_stopped(mut opened: source::Opened, stacks: Stacks, known: Vec<(u64, Item)>, stop: OwnedFd) -> Drained {
+fn drain_until_stopped(
+    mut opened: source::Opened,
+    stacks: Stacks,
+    known: Vec<(u64, Item)>,
+    stop: OwnedFd,
+    seen: &[std::sync::atomic::AtomicU64],
+) -> Drained {
     let mut items: Vec<(u64, Item)> = known;
     let mut unwinding = Unwinding::new(stacks);
     unwinding.batch(&mut items);
@@ -376,6 +391,13 @@ fn drain_until_stopped(mut opened: source::Opened, stacks: Stacks, known: Vec<(u
         for ring in &mut opened.rings {
             ring.drain_into(&opened.ids, &mut items);
         }
+        for (_, item) in &items[before..] {
+            if let Item::Call { probe, .. } = item {
+                if let Some(count) = seen.get(*probe) {
+                    count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
         unwinding.batch(&mut items[before..]);
         if fds[0].revents != 0 {
             break;
@@ -386,11 +408,20 @@ fn drain_until_stopped(mut opened: source::Opened, stacks: Stacks, known: Vec<(u
     for ring in &mut opened.rings {
         ring.add_counts(&mut counted);
     }
-    // Closing the events takes the kernel ~75 ms each (an RCU grace period per uprobe,
-    // serialized: closing them in parallel gained nothing), 2.5 s for the 32 events of
-    // two CPUs; they are closed here, after the run, outside anything timed.
-    drop(opened);
+    // Closing an event waits for the kernel to retire its breakpoint (an RCU grace
+    // period): each counter is closed on a thread of its own so the waits overlap.
+    close_in_parallel(opened);
     (items, counted)
+}
+
+/// Close every event of `opened` at once (see [`source::Ring::into_counters`]).
+fn close_in_parallel(opened: source::Opened) {
+    let counters: Vec<perf_event::Counter> = opened.rings.into_iter().flat_map(source::Ring::into_counters).collect();
+    std::thread::scope(|scope| {
+        for counter in counters {
+            scope.spawn(move || drop(counter));
+        }
+    });
 }
 
 /// Run the command (or watch the processes) with the allocations recorded, and build its
@@ -554,11 +585,21 @@ fn record_running(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRe
         .collect();
     let interrupt = perflab_sys::interrupt::watcher();
     let started_at = chrono::Utc::now().to_rfc3339();
+    // Calibrated before the probes go on: it times probed calls of perflab's own.
+    let mut overhead = opts.progress.map(|tell| (tell, Overhead::new(&probes.probes)));
     let watching = probes.attach_running(&opts.pids).map_err(AllocError::Open)?;
     let start = std::time::Instant::now();
+    if let Some((_, overhead)) = overhead.as_mut() {
+        overhead.start(&opts.pids);
+    }
     started();
     let mut exited = vec![false; pidfds.len()];
     let unfinished = loop {
+        if let Some((tell, overhead)) = overhead.as_mut() {
+            if let Some(line) = overhead.update(&watching.seen) {
+                tell(&line);
+            }
+        }
         let left = opts.duration.map(|d| d.saturating_sub(start.elapsed()));
         if left == Some(Duration::ZERO) || exited.iter().all(|&e| e) {
             break None;
@@ -587,6 +628,101 @@ fn record_running(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRe
         );
     }
     Ok(AllocRecording { profile, unfinished })
+}
+
+/// What the probes cost the processes they watch, said while they run: the calls
+/// trapped per second, at the trap cost measured on this machine for each probe's kind
+/// of trap, against the CPU time the processes used meanwhile.
+struct Overhead {
+    /// Nanoseconds per drained call of each probe (its entry or its return trap; a
+    /// return probe's records are counted apart, so each record is one trap).
+    cost_ns: Vec<f64>,
+    pids: Vec<u32>,
+    last: std::time::Instant,
+    last_calls: Vec<u64>,
+    last_cpu_s: f64,
+}
+
+impl Overhead {
+    fn new(probes: &[Probe]) -> Overhead {
+        use perflab_sys::perf::uprobe_cost::{cost_per_call_ns, Trap};
+        // One calibration per kind of trap (each takes ~0.5 s of probe set-up).
+        let mut measured: HashMap<(bool, Trap), f64> = HashMap::new();
+        let mut cost = |probe: &Uprobe| {
+            let trap = Trap::of_probe(probe).unwrap_or(Trap::SingleStepped);
+            *measured
+                .entry((probe.retprobe, trap))
+                .or_insert_with(|| cost_per_call_ns(probe.retprobe, trap).unwrap_or(f64::NAN))
+        };
+        // A call's entry and return records arrive apart: half the pair's cost each
+        // keeps the sum right whichever arrives first.
+        let cost_ns = probes.iter().map(|p| (cost(&p.calls) + cost(&p.returns)) / 2.0).collect();
+        let now = std::time::Instant::now();
+        Overhead { cost_ns, pids: Vec::new(), last: now, last_calls: vec![0; probes.len()], last_cpu_s: 0.0 }
+    }
+
+    /// Start the first second now, on these processes.
+    fn start(&mut self, pids: &[u32]) {
+        self.pids = pids.to_vec();
+        self.last = std::time::Instant::now();
+        self.last_cpu_s = cpu_seconds(pids);
+    }
+
+    /// A line once a second: calls per second and the share of the processes' CPU time
+    /// their traps took.
+    fn update(&mut self, seen: &[std::sync::atomic::AtomicU64]) -> Option<String> {
+        let elapsed = self.last.elapsed().as_secs_f64();
+        if elapsed < 1.0 {
+            return None;
+        }
+        let calls: Vec<u64> = seen.iter().map(|c| c.load(std::sync::atomic::Ordering::Relaxed)).collect();
+        let cpu = cpu_seconds(&self.pids);
+        let (delta_cpu, records) = (cpu - self.last_cpu_s, calls.iter().zip(&self.last_calls).map(|(a, b)| a - b));
+        let (mut trapped, mut traps_s) = (0u64, 0.0);
+        for (n, cost) in records.zip(&self.cost_ns) {
+            trapped += n;
+            traps_s += n as f64 * cost / 1e9;
+        }
+        self.last = std::time::Instant::now();
+        self.last_calls = calls;
+        self.last_cpu_s = cpu;
+        let rate = trapped as f64 / elapsed;
+        let hits = perflab_model::units::group_thousands(rate.round() as i64);
+        let line = if !traps_s.is_finite() {
+            format!("perflab: {hits} probe hits/s (each a trap into the kernel; its cost could not be measured here)")
+        } else if delta_cpu > traps_s {
+            let share = traps_s / delta_cpu;
+            format!(
+                "perflab: {hits} probe hits/s ≈ {:.0} ms of trap time per second (trap costs measured here), {:.0} % of the {:.0} ms of CPU the processes used: they run ~{:.0} % slower while probed",
+                traps_s / elapsed * 1e3,
+                share * 100.0,
+                delta_cpu / elapsed * 1e3,
+                share / (1.0 - share) * 100.0,
+            )
+        } else {
+            // Their CPU time is read in clock ticks (and children's only once reaped).
+            format!(
+                "perflab: {hits} probe hits/s ≈ {:.0} ms of trap time per second (trap costs measured here) on the processes' CPUs",
+                traps_s / elapsed * 1e3
+            )
+        };
+        Some(line)
+    }
+}
+
+/// User + system CPU seconds of the processes (and their reaped children), from /proc.
+fn cpu_seconds(pids: &[u32]) -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    pids.iter()
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            // utime, stime, cutime, cstime: fields 14–17 (indices 11–14 after the name).
+            let sum: f64 = fields.get(11..15)?.iter().filter_map(|f| f.parse::<f64>().ok()).sum();
+            Some(sum / ticks)
+        })
+        .sum()
 }
 
 /// Turns each call's registers and stack into its call site and callers (return
@@ -698,7 +834,7 @@ fn build(
     let lost = profile.lost;
     if lost > 0 {
         notes.push(format!(
-            "{lost} records were lost (the rings filled faster than perflab drained them; a smaller --stack-size or --alloc-every N helps): the calls per function are the probes' counters (exact), their bytes estimates from the calls seen, and the call sites miss the lost calls{}",
+            "{lost} records were lost (the rings filled faster than perflab drained them; a smaller --stack-size helps; a launched command is recorded in-process, without rings): the calls per function are the probes' counters (exact), their bytes estimates from the calls seen, and the call sites miss the lost calls{}",
             if tracked { "; blocks whose free was lost look live" } else { "" }
         ));
     }

@@ -65,6 +65,14 @@ pub(crate) struct Ring {
 }
 
 impl Ring {
+    /// The ring's events as counters, to be closed where the caller likes (the
+    /// sampler's own event closes with the returned sampler's counter).
+    pub(crate) fn into_counters(self) -> Vec<perf_event::Counter> {
+        let mut all = self.redirected;
+        all.push(self.sampler.into_counter());
+        all
+    }
+
     pub(crate) fn fd(&self) -> RawFd {
         self.sampler.as_raw_fd()
     }
