@@ -127,7 +127,7 @@ pub(crate) fn render_styled(e: &Experiment, style: &Style) -> String {
         }
     }
     for w in &e.warnings {
-        out.push_str(&yellow(&format!("warning: {}\n", escape(&w.message))));
+        out.push_str(&yellow(&format!("warning: {}\n", super::escape_line(&w.message))));
     }
     out
 }
