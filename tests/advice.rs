@@ -41,3 +41,14 @@ fn a_kernel_only_event_with_u_says_the_modifier_excludes_it_and_as_root_not_to_b
         assert!(!all.contains("run as root"), "{all}");
     }
 }
+
+#[test]
+fn stat_names_no_verdict_it_does_not_have() {
+    let out = perflab()
+        .args(["stat", "-r", "3", "--output-metric", "t=(?<t_ms>[0-9.]+)", "sh -c 'echo t=1; echo t=2; echo t=2'"])
+        .assert()
+        .success();
+    let all = text(&out.get_output().stdout) + &text(&out.get_output().stderr);
+    assert!(all.contains("t_ms per iteration"), "the per-iteration table is shown: {all}");
+    assert!(!all.contains("verdict"), "{all}");
+}

@@ -479,9 +479,10 @@ pub(crate) fn iteration_profile(e: &Experiment, width: Option<usize>) -> String 
             e.settings.iterations.describe()
         ));
         out.push_str(&table.render(width));
-        // Which group the verdicts are on, in the program's numbering.
+        // Which group the verdicts are on, in the program's numbering; one command (`stat`)
+        // has no verdict to name.
         let groups = e.settings.iterations.group_names(name);
-        if e.primary_metric == *name || groups.contains(&e.primary_metric) {
+        if e.commands.len() > 1 && (e.primary_metric == *name || groups.contains(&e.primary_metric)) {
             out.push_str(&format!("  the verdict that decided is on {}\n", e.primary_metric));
         }
     }
@@ -554,6 +555,7 @@ mod tests {
                 .collect();
             let e = Experiment {
                 commands: vec![CommandResult { name: "a".into(), runs, ..CommandResult::default() }],
+                primary_metric: "ms".into(),
                 ..Experiment::default()
             };
             iteration_profile(&e, None)
@@ -562,6 +564,8 @@ mod tests {
         assert!(numbered.contains("numbered as the program printed them, by `iter`"), "{numbered}");
         assert!(numbered.contains("iter 0") && numbered.contains("iter 2") && !numbered.contains("#1"), "{numbered}");
         assert!(numbered.contains("0.00193×"), "{numbered}");
+        // One command (`stat`) has no verdict: none is said to be on `ms`.
+        assert!(!numbered.contains("verdict"), "{numbered}");
         let ordered = profile(r"iter \d+: (?<ms>[0-9.]+) ms");
         assert!(ordered.contains("#1 is the first value each run printed") && ordered.contains("#1"), "{ordered}");
     }
