@@ -210,6 +210,12 @@ mod tests {
     fn a_program_without_lines_is_told_to_rebuild_with_g() {
         let notes = missing_lines(&[sample("/nonexistent/prog", 10)], 10, "x.c:^(\\w+)", &mut Symbolizer::default());
         assert_eq!(notes.len(), 1, "{notes:?}");
-        assert!(notes[0].ends_with("line information needs prog's debug info: rebuild it with -g (or install its separate debug file)"), "{}", notes[0]);
+        assert!(
+            notes[0].ends_with(
+                "line information needs prog's debug info: rebuild it with -g (or install its separate debug file)"
+            ),
+            "{}",
+            notes[0]
+        );
     }
 }

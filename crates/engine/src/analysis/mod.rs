@@ -515,8 +515,11 @@ mod busy_tests {
         };
         let results =
             commands.iter().map(|c| CommandResult { name: c.name.clone(), runs: runs(), ..CommandResult::default() });
-        let experiment =
-            Experiment { commands: results.collect(), primary_metric: plan.primary_metric.clone(), ..Experiment::default() };
+        let experiment = Experiment {
+            commands: results.collect(),
+            primary_metric: plan.primary_metric.clone(),
+            ..Experiment::default()
+        };
         (plan, experiment)
     }
 
