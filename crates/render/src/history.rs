@@ -229,7 +229,9 @@ fn percents(ratios: [f64; 3]) -> [String; 3] {
 
 fn describe_shift(c: &Shift) -> String {
     let [ratio, lo, hi] = percents([c.ratio, c.ratio_ci.0, c.ratio_ci.1]);
-    format!("{ratio} at `{}` (CI {lo} … {hi}, p = {:.3})", escape(&c.label), c.p_value)
+    // The runs of the labels before against those after: medians across sessions, never
+    // a paired figure, so it is said beside the row's own (which names its method).
+    format!("{ratio} at `{}` across sessions (CI {lo} … {hi}, p = {:.3})", escape(&c.label), c.p_value)
 }
 
 fn format_point(p: &Point, metric_name: &str) -> String {
