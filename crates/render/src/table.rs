@@ -326,7 +326,9 @@ impl FitTable {
         let mut hoisted: Vec<&str> = Vec::new();
         if self.rows.len() > 1 {
             for (i, column) in self.columns.iter().enumerate().filter(|(_, c)| c.shrinkable) {
-                if kept.len() > 1 && self.rows.iter().all(|r| r[i] == self.rows[0][i]) {
+                // An empty column (history's shift marks, none this time) is no name to say.
+                let shared = !strip_ansi(&self.rows[0][i]).trim().is_empty();
+                if shared && kept.len() > 1 && self.rows.iter().all(|r| r[i] == self.rows[0][i]) {
                     kept.retain(|&k| k != i);
                     hoisted.push(column.header.as_str());
                     for line in wrap(&format!("{}: {}", column.header, self.rows[0][i]), width, "  ") {
@@ -606,6 +608,38 @@ mod tests {
             text.lines().take(7).map(display_width).collect::<std::collections::BTreeSet<_>>().len() == 1,
             "{text}"
         );
+    }
+
+    /// Issue #39: one pair over every metric is said once above the table, whole, and
+    /// the header is never cut (`cand…ate vs bas…ine`); an empty column is never said.
+    #[test]
+    fn a_column_the_same_in_every_row_is_said_once_above_the_table() {
+        color::init("never");
+        let pair = "./build-with-a-very-long-name --name hot 30000000 vs ./build-with-a-very-long-name --size 10000000";
+        let mut t = FitTable::new(
+            Frame::Rules,
+            vec![
+                Column::pair("candidate vs baseline", " vs "),
+                Column::kept("metric"),
+                Column::kept("ratio"),
+                Column::shrinkable("note"),
+            ],
+        );
+        for metric in ["wall_s", "cpu_s"] {
+            t.row(vec![pair.into(), metric.into(), "2.9990".into(), String::new()]);
+        }
+        let text = t.render(Some(80));
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("candidate vs baseline: ./build-with-a-very-long-name --name hot 30000000 vs"));
+        assert_eq!(lines.next(), Some("  ./build-with-a-very-long-name --size 10000000"));
+        assert!(text.contains(" wall_s ") && !text.contains("cand…") && !text.contains("note: "), "{text}");
+        assert!(text.contains("`candidate vs baseline` the same in every row, said above"), "{text}");
+    }
+
+    #[test]
+    fn wrapping_keeps_quoted_names_whole_and_indents_what_follows() {
+        assert_eq!(wrap("left out `mean ± σ`, `cpu`", 14, " "), ["left out", " `mean ± σ`,", " `cpu`"]);
+        assert_eq!(wrap("short", 80, "  "), ["short"]);
     }
 
     #[test]
