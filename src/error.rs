@@ -65,7 +65,8 @@ impl Failure {
         matches!(self, Failure::Stdout(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
     }
 
-    /// The one line `main` prints on stderr: database secrets hidden (`store::url`),
+    /// The one line `main` prints on stderr: database secrets hidden (`store::url`), line
+    /// breaks made clauses (a command's last stderr lines),
     /// control characters a message quotes (a
     /// program named `tru\x1b]e`) are shown escaped, never sent to the terminal, and a
     /// quoted value too long to read is shortened with its length.
@@ -83,7 +84,7 @@ impl Failure {
 /// A line of perflab's own as it may be printed on stderr: database secrets hidden,
 /// control characters escaped, long quoted values shortened (see [`Failure::line`]).
 pub fn printable_line(line: &str) -> String {
-    bounded_line(&perflab_sys::text::escape(&perflab_store::url::mask(line)))
+    bounded_line(&perflab_sys::text::escape(&perflab_sys::text::one_line(&perflab_store::url::mask(line))))
 }
 
 /// The longest value an error line quotes whole; longer ones are shortened.

@@ -96,7 +96,14 @@ fn the_other_exports_and_the_time_unit() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let csv = std::fs::read_to_string(file("h.csv")).unwrap();
-    assert!(csv.starts_with("command,mean,stddev,median,user,system,min,max,ratio,"), "{csv}");
+    // hyperfine's columns (wall seconds), then perflab's, named with the deciding metric.
+    let header = csv.lines().next().unwrap();
+    let deciding = ["wall_s", "uncontended_s"].into_iter().find(|m| header.contains(&format!(",{m}_median,")));
+    let deciding = deciding.unwrap_or_else(|| panic!("{header}"));
+    assert_eq!(
+        header,
+        format!("command,mean,stddev,median,user,system,min,max,{deciding}_median,{deciding}_ratio_paired,{deciding}_ratio_paired_ci_low,{deciding}_ratio_paired_ci_high,{deciding}_verdict")
+    );
     assert_eq!(csv.lines().count(), 3, "{csv}");
     let adoc = std::fs::read_to_string(file("h.adoc")).unwrap();
     assert!(adoc.contains("|===") && adoc.contains("| wall median [ms]"), "{adoc}");

@@ -330,7 +330,7 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     let written = outputs.write(&experiment, style.shows_report().then_some(&terminal as _));
     if !style.shows_report() {
         for w in &experiment.warnings {
-            eprintln!("{}", color::yellow(&format!("warning: {}", render::terminal::escape(&w.message))));
+            eprintln!("{}", color::yellow(&format!("warning: {}", render::escape_line(&w.message))));
         }
     }
     saved.transpose()?;

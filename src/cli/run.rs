@@ -112,11 +112,11 @@ impl SuiteObserver for Printer {
                     crate::outln!("{line}");
                 }
                 for warning in &experiment.warnings {
-                    eprintln!("  {}", color::yellow(&format!("warning: {}", escape(&warning.message))));
+                    eprintln!("  {}", color::yellow(&format!("warning: {}", render::escape_line(&warning.message))));
                 }
                 if experiment.stop_reason == StopReason::CommandFailed {
                     if let Some(why) = &experiment.failure {
-                        eprintln!("  {why}");
+                        eprintln!("  {}", render::escape_line(why));
                     }
                     self.failed.push(bench.name.clone());
                 }

@@ -123,7 +123,7 @@ pub fn main(args: StatArgs) -> Result<(), Failure> {
     let terminal = StatTerminal { style: args.export.layout(table::width(stream)), notes };
     let written = outputs.write(&report, style.shows_report().then_some(&terminal as _));
     for warning in &report.experiment.warnings {
-        eprintln!("{}", color::yellow(&format!("warning: {}", render::terminal::escape(&warning.message))));
+        eprintln!("{}", color::yellow(&format!("warning: {}", render::escape_line(&warning.message))));
     }
     written?;
     super::outcome(&report.experiment, "runs")

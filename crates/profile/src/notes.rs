@@ -97,9 +97,10 @@ pub(crate) fn missing_lines(
                 format!("{} has no line tables (built without -g, or its debug file is elsewhere)", basename(object))
             });
             out.push(format!(
-                "--group-by-source: {:.0} % of the samples ({samples}) are in {}, which has no source line information, so they count as {OUTSIDE_REGIONS}: {why}; or profile a build with -g, using -g dwarf",
+                "--group-by-source: {:.0} % of the samples ({samples}) are in {}, which has no source line information, so they count as {OUTSIDE_REGIONS}: {why}; {}",
                 *samples as f64 / total as f64 * 100.0,
-                basename(object)
+                basename(object),
+                how_to_get_lines(object)
             ));
         }
     } else if rows_outside == total {
@@ -114,6 +115,25 @@ pub(crate) fn missing_lines(
         ));
     }
     out
+}
+
+/// Where an object's line tables come from. Line information is in the object's DWARF
+/// (or its separate debug file), never in how stacks were walked: `-g dwarf` unwinds
+/// stacks and adds no line, so it is not the advice.
+fn how_to_get_lines(object: &str) -> String {
+    let name = basename(object);
+    if is_shared_library(name) {
+        format!(
+            "line information needs {name}'s debug info: install its debug package (Debian: the -dbgsym package of the package that ships it, from the debug archive) or set DEBUGINFOD_URLS, or build {name} with -g"
+        )
+    } else {
+        format!("line information needs {name}'s debug info: rebuild it with -g (or install its separate debug file)")
+    }
+}
+
+/// `libfoo.so`, `libfoo.so.6`, `ld-linux-x86-64.so.2`: named as a shared library.
+fn is_shared_library(name: &str) -> bool {
+    name.ends_with(".so") || name.contains(".so.")
 }
 
 /// Attached to processes (`-p`) that were mostly idle while they have children: children
@@ -157,4 +177,45 @@ fn children_of(pid: u32) -> Vec<u32> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbolize::Location;
+
+    fn sample(object: &str, count: u64) -> Located {
+        Located {
+            location: Location { object: object.into(), function: "f".into(), file: None, line: None },
+            pid: 1,
+            tid: 1,
+            count,
+            period: count,
+        }
+    }
+
+    #[test]
+    fn a_library_without_lines_is_told_to_get_its_debug_info_not_to_use_g_dwarf() {
+        let located = [sample("/nonexistent/libruby-3.1.so.3.1", 90), sample("/nonexistent/prog", 10)];
+        let notes = missing_lines(&located, 100, "x.c:^(\\w+)", &mut Symbolizer::default());
+        let library = notes.iter().find(|n| n.contains("libruby-3.1.so.3.1,")).expect("a note for the library");
+        assert!(
+            library.ends_with("line information needs libruby-3.1.so.3.1's debug info: install its debug package (Debian: the -dbgsym package of the package that ships it, from the debug archive) or set DEBUGINFOD_URLS, or build libruby-3.1.so.3.1 with -g"),
+            "{library}"
+        );
+        assert!(notes.iter().all(|n| !n.contains("-g dwarf")), "{notes:?}");
+    }
+
+    #[test]
+    fn a_program_without_lines_is_told_to_rebuild_with_g() {
+        let notes = missing_lines(&[sample("/nonexistent/prog", 10)], 10, "x.c:^(\\w+)", &mut Symbolizer::default());
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].ends_with(
+                "line information needs prog's debug info: rebuild it with -g (or install its separate debug file)"
+            ),
+            "{}",
+            notes[0]
+        );
+    }
 }

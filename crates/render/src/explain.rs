@@ -156,15 +156,33 @@ fn every_call(e: &Explanation) -> bool {
         || perflab_engine::measure::allocations::is_allocation_event(&e.event)
 }
 
+/// For an allocation explanation's event: what its rows weigh and what its per-run count
+/// counts (`--explain-alloc bytes|calls|live`).
+fn allocation_weight(event: &str) -> Option<(&'static str, &'static str)> {
+    use perflab_profile::alloc::view::AllocView;
+    let weight = AllocView::NAMES.iter().filter_map(|n| n.parse::<AllocView>().ok()).find(|v| v.event() == event)?;
+    Some(match weight {
+        AllocView::Bytes => ("bytes requested per call site", "allocating calls"),
+        AllocView::Calls => ("allocating calls per call site", "allocating calls"),
+        AllocView::Live => ("bytes live at exit per call site", "blocks live at exit"),
+    })
+}
+
 /// The table of rows: the story's evidence.
 pub fn table(e: &Explanation, limit: usize) -> String {
     let mut out = String::new();
     let sampled = e.method == "sampled";
-    // A probe's "samples" are every call of what it probes.
-    let draws = if every_call(e) { "calls" } else { "samples" };
+    // What the rows weigh and what is counted per run: a probe's "samples" are every
+    // call of what it probes; an allocation explanation weighs its calls by bytes (or
+    // counts them, or the blocks they left live), so "calls of" would misname bytes.
+    let (weighed, draws) = match allocation_weight(&e.event) {
+        Some(weight) => weight,
+        None if every_call(e) => ("calls", "calls"),
+        None => ("samples", "samples"),
+    };
     out.push_str(&dim(&format!(
         "{} of `{}` vs `{}`: {}, {} per run ({:.0} → {:.0}), {} rows{}\n",
-        if sampled { draws } else { "exact counts" },
+        if sampled { weighed } else { "exact counts" },
         escape(&e.candidate),
         escape(&e.baseline),
         e.event,
@@ -298,6 +316,26 @@ mod tests {
         assert!(story.contains("no other function changed beyond ±"), "{story}");
         let table = table(&e, 10);
         assert!(table.contains("f_hot") && table.contains("[total]"), "{table}");
+    }
+
+    /// Issue #39: `--explain-alloc` (bytes, the default) headed its table "calls of": the
+    /// rows are bytes requested; the per-run count is of calls.
+    #[test]
+    fn an_allocation_explanation_names_what_its_rows_weigh() {
+        crate::color::init("never");
+        let mut e = perflab_engine::fixtures::example_explanation();
+        e.method = "sampled".into();
+        for (event, head, per_run) in [
+            ("alloc-bytes", "bytes requested per call site of `", "alloc-bytes, allocating calls per run"),
+            ("alloc-calls", "allocating calls per call site of `", "alloc-calls, allocating calls per run"),
+            ("live-bytes", "bytes live at exit per call site of `", "live-bytes, blocks live at exit per run"),
+        ] {
+            e.event = event.into();
+            let table = table(&e, 10);
+            let first = table.lines().next().unwrap();
+            assert!(first.starts_with(head) && first.contains(per_run), "{first}");
+            assert!(!first.starts_with("calls of"), "{first}");
+        }
     }
 
     /// Issue #28: "idx is 14 % [−48, −11] faster" mixed signs in one phrase; the interval

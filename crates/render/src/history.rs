@@ -178,7 +178,46 @@ fn render_detail(bench: &BenchmarkHistory, metric_name: &str, width: Option<usiz
     if bench.change_points.is_empty() {
         out.push_str("no change point\n");
     }
+    for why in unmatched_marks(bench) {
+        out.push_str(&format!("note: {why}\n"));
+    }
     out
+}
+
+/// Rows marked changed (`*`) where the series reports no change point, each with why:
+/// the two statements answer different questions, and a reader must not take them as
+/// contradicting each other. A step too near either end of the history cannot be tested
+/// by the series yet; elsewhere the row's own test (one per row) found what the test of
+/// the whole series, beyond the labels' own spread, did not.
+fn unmatched_marks(bench: &BenchmarkHistory) -> Vec<String> {
+    let per_side = perflab_stats::changepoint::ChangePointConfig::for_groups().min_groups_per_side();
+    let labels = bench.points.len();
+    bench
+        .points
+        .iter()
+        .enumerate()
+        .filter(|(i, p)| {
+            let marked = p.vs_previous.as_ref().is_some_and(|r| {
+                !(r.note.is_some() && r.method != CiMethod::Paired) && r.significant() && r.verdict.is_decided()
+            });
+            marked && !bench.change_points.iter().any(|c| c.index == *i)
+        })
+        .map(|(i, p)| {
+            let (before, after) = (i, labels - i);
+            if before < per_side || after < per_side {
+                format!(
+                    "`{}` is marked changed by its row, but the series cannot test a step there yet: a change point needs {per_side} labels on each side ({before} before, {after} from `{}` on)",
+                    escape(&p.label),
+                    escape(&p.label)
+                )
+            } else {
+                format!(
+                    "`{}` is marked changed by its row's own test (one test per row); the test of the whole series found no shift there beyond the labels' own spread from label to label",
+                    escape(&p.label)
+                )
+            }
+        })
+        .collect()
 }
 
 /// An estimate and its interval as percentage changes, with as many decimals (1 to 4) as
@@ -190,7 +229,9 @@ fn percents(ratios: [f64; 3]) -> [String; 3] {
 
 fn describe_shift(c: &Shift) -> String {
     let [ratio, lo, hi] = percents([c.ratio, c.ratio_ci.0, c.ratio_ci.1]);
-    format!("{ratio} at `{}` (CI {lo} … {hi}, p = {:.3})", escape(&c.label), c.p_value)
+    // The runs of the labels before against those after: medians across sessions, never
+    // a paired figure, so it is said beside the row's own (which names its method).
+    format!("{ratio} at `{}` across sessions (CI {lo} … {hi}, p = {:.3})", escape(&c.label), c.p_value)
 }
 
 fn format_point(p: &Point, metric_name: &str) -> String {
@@ -277,6 +318,44 @@ mod tests {
         let narrow = render(&build(&tenfold_step(), "wall_s", Steps::Compare), true, Some(60));
         assert!(narrow.contains("0.0759× [0.07") && narrow.contains(" *"), "{narrow}");
         assert!(narrow.contains("left out `runs`, `95% CI`"), "{narrow}");
+    }
+
+    /// Six labels of 8 runs, `level(i)` the wall time of label `vi`.
+    fn six_labels(level: impl Fn(usize) -> f64) -> Vec<perflab_store::StoredExperiment> {
+        (1..=6)
+            .map(|i| {
+                let walls: Vec<f64> = (0..8).map(|k| level(i) * (1.0 + 0.003 * ((i * 3 + k) % 5) as f64)).collect();
+                stored(&format!("v{i}"), i as i64, "xchg", "h1", &walls)
+            })
+            .collect()
+    }
+
+    /// Issue #39: the row of `v5` marked `0.115× … *` and the series said "no change
+    /// point" when `v4` sat a few % below `v1`–`v3`.
+    #[test]
+    fn a_marked_step_is_a_change_point_wherever_the_label_before_it_lies() {
+        for below in [0.0, 0.03, 0.05] {
+            let exps = six_labels(|i| match i {
+                1..=3 => 0.243,
+                4 => 0.243 * (1.0 - below),
+                _ => 0.243 / 8.7,
+            });
+            let text = render(&build(&exps, "wall_s", Steps::Compare), true, None);
+            let row = text.lines().find(|l| l.trim_start().starts_with("v5 ")).unwrap_or_else(|| panic!("{text}"));
+            assert!(row.contains(" *") && row.contains("◀ shift -8"), "{below}: {row}");
+            assert!(!text.contains("no change point") && !text.contains("note: `v5`"), "{below}: {text}");
+        }
+    }
+
+    /// A step at the last label is marked by its row; the series cannot test it yet and
+    /// says so instead of a bare "no change point".
+    #[test]
+    fn a_marked_row_the_series_cannot_test_says_why() {
+        let exps = six_labels(|i| if i < 6 { 0.243 } else { 0.243 / 8.7 });
+        let text = render(&build(&exps, "wall_s", Steps::Compare), true, None);
+        let row = text.lines().find(|l| l.trim_start().starts_with("v6 ")).unwrap_or_else(|| panic!("{text}"));
+        assert!(row.contains(" *"), "{row}");
+        assert!(text.contains("no change point\nnote: `v6` is marked changed by its row, but the series cannot test a step there yet: a change point needs 2 labels on each side (5 before, 1 from `v6` on)"), "{text}");
     }
 
     #[test]

@@ -70,10 +70,31 @@ pub struct ResultAdditions<'a> {
     pub command_line: &'a str,
     /// True for the command the others are compared with.
     pub baseline: bool,
+    /// What hyperfine's fields (`times`, `mean`, `median`, `min`, `max`, `stddev`) are
+    /// of: always `wall_s`, as in hyperfine, whatever decided the verdicts.
+    pub times_metric: &'static str,
     /// The distribution-free 95 % interval of the median wall time; null below 6 runs.
     pub median_ci: Option<(f64, f64)>,
+    /// The figures of the metric the verdicts were decided on (`uncontended_s` on a busy
+    /// machine, a printed metric, …), named, beside hyperfine's wall times.
+    pub deciding: Option<DecidingFigures<'a>>,
     /// This command against the baseline, per compared metric (none for the baseline).
     pub comparisons: Vec<ComparisonAddition<'a>>,
+}
+
+/// One command's figures of the deciding metric.
+#[derive(Debug, Serialize)]
+pub struct DecidingFigures<'a> {
+    /// The metric (`Experiment::primary_metric`).
+    pub metric: &'a str,
+    /// Its median over the measured runs.
+    pub median: f64,
+    /// The distribution-free 95 % interval of that median; null below 6 runs.
+    pub median_ci: Option<(f64, f64)>,
+    /// Its mean over the measured runs.
+    pub mean: f64,
+    /// Every measured run's value, in run order (null where a run lacks it).
+    pub values: Vec<Option<f64>>,
 }
 
 /// One ratio against the baseline: paired, with its interval and verdict.
@@ -91,6 +112,8 @@ pub struct ComparisonAddition<'a> {
     pub confidence: f64,
     /// Two-sided Wilcoxon signed-rank p-value of the paired ratios.
     pub p_value: f64,
+    /// How the ratio was computed: `paired` (interleaved rounds of one session).
+    pub method: &'static str,
     /// The verdict, as in perflab's JSON (`faster`, `slower`, …).
     pub verdict: &'a str,
 }
@@ -154,6 +177,7 @@ fn result<'a>(e: &'a Experiment, index: usize, c: &'a CommandResult) -> Result_<
             ci: x.ci_high.is_finite().then_some((x.ci_low, x.ci_high)),
             confidence: x.confidence,
             p_value: x.p_value,
+            method: "paired",
             verdict: x.verdict.as_str(),
         })
         .collect();
@@ -173,7 +197,15 @@ fn result<'a>(e: &'a Experiment, index: usize, c: &'a CommandResult) -> Result_<
         perflab: ResultAdditions {
             command_line: &c.command_line,
             baseline: index == 0 && e.commands.len() > 1,
+            times_metric: metric::WALL,
             median_ci: c.summary.get(metric::WALL).and_then(|s| s.median_ci),
+            deciding: c.summary.get(&e.primary_metric).map(|s| DecidingFigures {
+                metric: &e.primary_metric,
+                median: s.median,
+                median_ci: s.median_ci,
+                mean: s.mean,
+                values: c.runs.iter().map(|r| r.metric(&e.primary_metric)).collect(),
+            }),
             comparisons,
         },
     }
@@ -186,9 +218,11 @@ impl Exporter<Experiment> for HyperfineJson {
 }
 
 impl Exporter<Experiment> for HyperfineCsv {
-    /// hyperfine's columns (command, mean, stddev, median, user, system, min, max, then
-    /// `parameter_NAME` per parameter), then perflab's: the primary metric's ratio to the
-    /// baseline, its interval and verdict (empty for the baseline).
+    /// hyperfine's columns (command, mean, stddev, median, user, system, min, max — wall
+    /// and CPU seconds, as in hyperfine — then `parameter_NAME` per parameter), then
+    /// perflab's, each named with the metric the verdicts were decided on: its median,
+    /// the paired ratio to the baseline, its interval and verdict (empty for the
+    /// baseline), e.g. `uncontended_s_median,uncontended_s_ratio_paired,…`.
     fn render(&self, e: &Experiment) -> Result<String, OutputError> {
         let doc = export(e);
         let mut out = csv::Writer::from_writer(Vec::new());
@@ -197,7 +231,11 @@ impl Exporter<Experiment> for HyperfineCsv {
         let mut header: Vec<String> =
             ["command", "mean", "stddev", "median", "user", "system", "min", "max"].map(String::from).to_vec();
         header.extend(parameter_names.iter().map(|p| format!("parameter_{p}")));
-        header.extend(["ratio", "ratio_ci_low", "ratio_ci_high", "verdict"].map(String::from));
+        let deciding = &e.primary_metric;
+        header.extend(
+            ["median", "ratio_paired", "ratio_paired_ci_low", "ratio_paired_ci_high", "verdict"]
+                .map(|column| format!("{deciding}_{column}")),
+        );
         out.write_record(&header)?;
         for r in &doc.results {
             let mut row = vec![r.command.to_string()];
@@ -205,6 +243,7 @@ impl Exporter<Experiment> for HyperfineCsv {
                 row.push(v.to_string());
             }
             row.extend(parameter_names.iter().map(|p| r.parameters.get(*p).cloned().unwrap_or_default()));
+            row.push(r.perflab.deciding.as_ref().map_or(String::new(), |d| d.median.to_string()));
             match r.perflab.comparisons.iter().find(|c| c.metric == e.primary_metric) {
                 Some(c) => {
                     row.push(c.ratio.to_string());
@@ -297,7 +336,7 @@ mod tests {
         let csv = HyperfineCsv.render(&e).unwrap();
         assert!(
             csv.starts_with(
-                "command,mean,stddev,median,user,system,min,max,parameter_n,ratio,ratio_ci_low,ratio_ci_high,verdict\n"
+                "command,mean,stddev,median,user,system,min,max,parameter_n,wall_s_median,wall_s_ratio_paired,wall_s_ratio_paired_ci_low,wall_s_ratio_paired_ci_high,wall_s_verdict\n"
             ),
             "{csv}"
         );

@@ -86,3 +86,9 @@ impl OutputError {
 }
 
 pub use perflab_sys::text::escape;
+
+/// A message (a warning, a failure) as one terminal line: line breaks made clauses,
+/// control characters escaped (see `perflab_sys::text::one_line`).
+pub fn escape_line(text: &str) -> String {
+    escape(&perflab_sys::text::one_line(text))
+}

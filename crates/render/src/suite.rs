@@ -10,7 +10,8 @@ use perflab_suite::bisect::Step;
 use perflab_suite::fleet::{ClaimStatus, QueueStatus};
 use perflab_suite::runner::Explanation;
 
-/// `name  median [CI] (n runs)` of the primary metric and, against a baseline, the pair's
+/// `name  metric median [CI] (n runs)` of the primary metric, named (one benchmark may
+/// decide on wall_s and the next on uncontended_s) and, against a baseline, the pair's
 /// record: ratio, interval, verdict, metric and method.
 pub fn summary_line(name: &str, experiment: &Experiment) -> String {
     let primary = experiment.primary_metric.as_str();
@@ -20,8 +21,10 @@ pub fn summary_line(name: &str, experiment: &Experiment) -> String {
     let runs = |n: usize| if n == 1 { "1 run".to_string() } else { format!("{n} runs") };
     let mut line = match measured.summary.get(primary) {
         Some(s) => match s.median_ci {
-            Some((lo, hi)) => format!("{name}  {} [{} – {}] ({})", value(s.median), value(lo), value(hi), runs(s.n)),
-            None => format!("{name}  {} ({})", value(s.median), runs(s.n)),
+            Some((lo, hi)) => {
+                format!("{name}  {primary} {} [{} – {}] ({})", value(s.median), value(lo), value(hi), runs(s.n))
+            }
+            None => format!("{name}  {primary} {} ({})", value(s.median), runs(s.n)),
         },
         None => format!("{name}  {}", runs(measured.runs.len())),
     };

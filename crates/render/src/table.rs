@@ -1,7 +1,10 @@
 //! Terminal tables that fit the terminal. A table wider than the terminal first loses
 //! its least needed columns, in the order each table gives (its documented drop order,
-//! docs/output.md), then has its name-like columns shortened in the middle ("./build-a/…
-//! --n 1e6"), and says what it left out. Piped, or with `--wide`, tables keep their full
+//! docs/output.md), then says once, above it, a name-like column that is the same in
+//! every row (`candidate vs baseline: B vs A`), then shortens the other name-like
+//! columns by eliding what their rows share (`…--size 10000000`, `…--name hot 3…`) —
+//! in the middle when nothing is shared ("./build-a/… --n 1e6") — and says what it left
+//! out. Prose lines (the verdict sentence) wrap at the width ([`wrap`]). Piped, or with `--wide`, tables keep their full
 //! width: a file or a script gets every column. `COLUMNS` in the environment sets the
 //! width explicitly (also when piped).
 //!
@@ -106,10 +109,11 @@ pub(crate) fn abbreviate(text: &str, width: usize) -> String {
 
 /// `text` in at most `width` columns keeping what tells it apart from `other` (where the
 /// two differ) and, cut in their middles, what comes before and after it: `sle…0.02…lag`
-/// beside `sle…0.01…lag`, where cutting both in the middle gave the same text twice.
-pub(crate) fn abbreviate_apart(text: &str, other: &str, width: usize) -> String {
+/// beside `sle…0.01…lag`, where cutting both in the middle gave the same text twice;
+/// None when what differs does not fit.
+fn apart(text: &str, other: &str, width: usize) -> Option<String> {
     if text.width() <= width {
-        return text.to_string();
+        return Some(text.to_string());
     }
     let chars: Vec<char> = text.chars().collect();
     let others: Vec<char> = other.chars().collect();
@@ -122,7 +126,7 @@ pub(crate) fn abbreviate_apart(text: &str, other: &str, width: usize) -> String 
         .count();
     let differ: String = chars[prefix..chars.len() - suffix].iter().collect();
     if differ.is_empty() || differ.width() + 2 > width {
-        return abbreviate(text, width);
+        return None;
     }
     let head: String = chars[..prefix].iter().collect();
     let tail: String = chars[chars.len() - suffix..].iter().collect();
@@ -130,7 +134,106 @@ pub(crate) fn abbreviate_apart(text: &str, other: &str, width: usize) -> String 
     let head_room = head.width().min(room.div_ceil(2).max(room.saturating_sub(tail.width())));
     let head = abbreviate(&head, head_room);
     let tail = abbreviate(&tail, room - head.width());
-    format!("{head}{differ}{tail}")
+    Some(format!("{head}{differ}{tail}"))
+}
+
+/// `text` with the `shared_prefix` and `shared_suffix` characters its column's rows all
+/// have elided as far as `width` needs, keeping every character of what differs and as
+/// much of the shared start (the program) and end as fits: `./b…size 10000000 (baseline)`.
+/// None when what differs does not fit, or nothing differs.
+fn elide_shared(text: &str, shared_prefix: usize, shared_suffix: usize, width: usize) -> Option<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if shared_prefix + shared_suffix >= chars.len() {
+        return None;
+    }
+    let head: String = chars[..shared_prefix].iter().collect();
+    let differ: String = chars[shared_prefix..chars.len() - shared_suffix].iter().collect();
+    let tail: String = chars[chars.len() - shared_suffix..].iter().collect();
+    // At least the ellipsis of each shared part that must shorten.
+    let room = width.checked_sub(differ.width())?;
+    let head_room = head.width().min(room.div_ceil(2).max(room.saturating_sub(tail.width())));
+    let head = keep_start(&head, head_room)?;
+    let tail = keep_end(&tail, room - head.width())?;
+    Some(format!("{head}{differ}{tail}"))
+}
+
+/// `text`'s start in `width` columns, `…` ending it when cut; None when 0 columns must hold
+/// a non-empty text.
+fn keep_start(text: &str, width: usize) -> Option<String> {
+    if text.width() <= width {
+        return Some(text.to_string());
+    }
+    let mut out = String::new();
+    for c in text.chars() {
+        if out.width() + c.to_string().width() + 1 > width {
+            break;
+        }
+        out.push(c);
+    }
+    (width > 0).then(|| out + "…")
+}
+
+/// `text`'s end in `width` columns, `…` starting it when cut.
+fn keep_end(text: &str, width: usize) -> Option<String> {
+    if text.width() <= width {
+        return Some(text.to_string());
+    }
+    let mut out: Vec<char> = Vec::new();
+    for c in text.chars().rev() {
+        if out.iter().collect::<String>().width() + c.to_string().width() + 1 > width {
+            break;
+        }
+        out.push(c);
+    }
+    (width > 0).then(|| std::iter::once('…').chain(out.into_iter().rev()).collect())
+}
+
+/// The characters every one of `texts` starts with, and then ends with (not overlapping
+/// the shortest one's start).
+fn shared_ends<'a>(texts: impl Iterator<Item = &'a str> + Clone) -> (usize, usize) {
+    let rows: Vec<Vec<char>> = texts.map(|t| t.chars().collect()).collect();
+    let Some(first) = rows.first() else { return (0, 0) };
+    let shortest = rows.iter().map(Vec::len).min().unwrap_or(0);
+    let prefix = (0..shortest).take_while(|&i| rows.iter().all(|r| r[i] == first[i])).count();
+    let suffix = (0..shortest - prefix)
+        .take_while(|&i| rows.iter().all(|r| r[r.len() - 1 - i] == first[first.len() - 1 - i]))
+        .count();
+    (prefix, suffix)
+}
+
+/// `text` as lines of at most `width` columns, broken at spaces outside backtick quotes
+/// (a quoted name, `mean ± σ`, and a word wider than the width stay whole); lines after
+/// the first start with `indent`.
+/// Written here because the workspace has no wrapping crate and this greedy fill is all
+/// a verdict sentence needs.
+pub(crate) fn wrap(text: &str, width: usize, indent: &str) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let mut words: Vec<String> = Vec::new();
+    for piece in text.split(' ') {
+        match words.last_mut() {
+            Some(open) if open.matches('`').count() % 2 == 1 => {
+                open.push(' ');
+                open.push_str(piece);
+            }
+            _ => words.push(piece.to_string()),
+        }
+    }
+    for word in words.iter().map(String::as_str) {
+        if !line.is_empty() && display_width(&line) + 1 + display_width(word) > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if line.is_empty() {
+            line = format!("{}{word}", if lines.is_empty() { "" } else { indent });
+        } else {
+            line.push(' ');
+            line.push_str(word);
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// How a table is drawn.
@@ -217,23 +320,44 @@ impl FitTable {
             return full + "\n";
         }
         let mut kept = all;
+        // First what loses nothing: a name-like column the same in every row is said once
+        // above the table (`candidate vs baseline: B vs A` over one pair's metrics).
+        let mut above = String::new();
+        let mut hoisted: Vec<&str> = Vec::new();
+        if self.rows.len() > 1 {
+            for (i, column) in self.columns.iter().enumerate().filter(|(_, c)| c.shrinkable) {
+                // An empty column (history's shift marks, none this time) is no name to say.
+                let shared = !strip_ansi(&self.rows[0][i]).trim().is_empty();
+                if shared && kept.len() > 1 && self.rows.iter().all(|r| r[i] == self.rows[0][i]) {
+                    kept.retain(|&k| k != i);
+                    hoisted.push(column.header.as_str());
+                    for line in wrap(&format!("{}: {}", column.header, self.rows[0][i]), width, "  ") {
+                        above.push_str(&line);
+                        above.push('\n');
+                    }
+                }
+            }
+        }
+        let mut text = self.draw(&kept, &self.rows);
         let mut dropped: Vec<&str> = Vec::new();
+        if widest_line(&text) <= width {
+            return above + &text + "\n" + &note_hoisted(&dropped, &hoisted, false, width);
+        }
         let mut ranks: Vec<(u8, usize)> =
             self.columns.iter().enumerate().filter_map(|(i, c)| c.drop_rank.map(|r| (r, i))).collect();
         ranks.sort();
-        let mut text = full;
         for (_, column) in ranks {
             kept.retain(|&i| i != column);
             dropped.push(self.columns[column].header.as_str());
             text = self.draw(&kept, &self.rows);
             if widest_line(&text) <= width {
-                return text + "\n" + &note(&dropped, false, width);
+                return above + &text + "\n" + &note_hoisted(&dropped, &hoisted, false, width);
             }
         }
-        let (headers, rows) = self.shrunk(&kept, widest_line(&text) - width);
+        let (headers, rows) = self.shrunk(&kept, widest_line(&text).saturating_sub(width));
         let shortened = rows != self.rows;
         text = self.draw_with(&headers, &kept, &rows);
-        text + "\n" + &note(&dropped, shortened, width)
+        above + &text + "\n" + &note_hoisted(&dropped, &hoisted, shortened, width)
     }
 
     /// The headers and rows with the shrinkable columns of `kept` narrowed by `excess`
@@ -246,7 +370,8 @@ impl FitTable {
                 let widest =
                     self.rows.iter().map(|r| display_width(&r[i])).chain([self.columns[i].header.width()]).max();
                 let widest = widest.unwrap_or(0);
-                (i, widest, MIN_SHRUNK_WIDTH.min(widest))
+                // Headers are never cut ("cand…ate vs bas…ine" named nothing).
+                (i, widest, MIN_SHRUNK_WIDTH.max(self.columns[i].header.width()).min(widest))
             })
             .collect();
         while excess > 0 {
@@ -256,25 +381,59 @@ impl FitTable {
             w.1 -= 1;
             excess -= 1;
         }
-        let fit = |i: usize, cell: &str| match widths.iter().find(|(c, _, _)| *c == i) {
-            Some((_, width, _)) => {
+        // What each shrinkable column's rows share, per side of a pair (`a vs b`).
+        let plain = |i: usize| self.rows.iter().all(|r| !r[i].contains('\x1b'));
+        let shared: Vec<(usize, [(usize, usize); 2])> = widths
+            .iter()
+            .filter(|(i, _, _)| plain(*i) && self.rows.len() > 1)
+            .map(|&(i, _, _)| {
+                let side = |k: usize| {
+                    shared_ends(self.rows.iter().map(move |r| match self.columns[i].joined_by {
+                        Some(sep) => {
+                            let (a, b) = r[i].split_once(sep).unwrap_or((&r[i], ""));
+                            if k == 0 {
+                                a
+                            } else {
+                                b
+                            }
+                        }
+                        None => r[i].as_str(),
+                    }))
+                };
+                (i, [side(0), side(1)])
+            })
+            .collect();
+        let shorten = |text: &str, other: &str, width: usize, ends: Option<(usize, usize)>| {
+            if text.width() <= width {
+                return text.to_string();
+            }
+            // Within a pair, what tells the two apart first; then what tells the rows apart.
+            let apart_from_other = (!other.is_empty()).then(|| apart(text, other, width)).flatten();
+            apart_from_other
+                .or_else(|| ends.and_then(|(p, s)| elide_shared(text, p, s, width)))
+                .unwrap_or_else(|| abbreviate(text, width))
+        };
+        let fit = |i: usize, cell: &str, row: bool| match widths.iter().find(|(c, _, _)| *c == i) {
+            Some((_, width, _)) if cell.width() > *width => {
+                let ends = |k: usize| shared.iter().find(|(c, _)| *c == i).filter(|_| row).map(|(_, e)| e[k]);
                 match self.columns[i].joined_by.and_then(|sep| cell.split_once(sep).map(|p| (sep, p))) {
                     // Both names keep their ends: `sleep … 0.02 vs sleep … 0.01`, not `sleep … 0.01`.
                     Some((sep, (a, b))) if *width > sep.width() + 2 => {
                         let room = width - sep.width();
                         let (wa, wb) = (a.width(), b.width());
                         let a_room = if wa + wb <= room { wa } else { (room.div_ceil(2)).max(room.saturating_sub(wb)) };
-                        let a_short = abbreviate_apart(a, b, a_room.min(room));
-                        let b_short = abbreviate_apart(b, a, room - a_short.width());
+                        let a_short = shorten(a, b, a_room.min(room), ends(0));
+                        let b_short = shorten(b, a, room.saturating_sub(a_short.width()), ends(1));
                         format!("{a_short}{sep}{b_short}")
                     }
-                    _ => abbreviate(cell, *width),
+                    _ => shorten(cell, "", *width, ends(0)),
                 }
             }
-            None => cell.to_string(),
+            _ => cell.to_string(),
         };
-        let headers = self.columns.iter().enumerate().map(|(i, c)| fit(i, &c.header)).collect();
-        let rows = self.rows.iter().map(|row| row.iter().enumerate().map(|(i, cell)| fit(i, cell)).collect()).collect();
+        let headers = self.columns.iter().enumerate().map(|(i, c)| fit(i, &c.header, false)).collect();
+        let rows =
+            self.rows.iter().map(|row| row.iter().enumerate().map(|(i, cell)| fit(i, cell, true)).collect()).collect();
         (headers, rows)
     }
 
@@ -350,16 +509,24 @@ fn widest_line(text: &str) -> usize {
     text.lines().map(display_width).max().unwrap_or(0)
 }
 
-/// What was left out to fit `width`, as one dim line.
-fn note(dropped: &[&str], shortened: bool, width: usize) -> String {
+/// What was left out to fit `width` (columns dropped, said once above the table, or
+/// shortened), as one dim line.
+fn note_hoisted(dropped: &[&str], hoisted: &[&str], shortened: bool, width: usize) -> String {
     let mut parts = Vec::new();
     if !dropped.is_empty() {
         parts.push(format!("left out {}", dropped.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ")));
     }
+    if !hoisted.is_empty() {
+        parts.push(format!(
+            "{} the same in every row, said above",
+            hoisted.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ")
+        ));
+    }
     if shortened {
         parts.push("shortened names with …".to_string());
     }
-    color::dim(&format!("(to fit {width} columns: {}; --wide shows all)", parts.join("; "))) + "\n"
+    let text = format!("(to fit {width} columns: {}; --wide shows all)", parts.join("; "));
+    wrap(&text, width, " ").iter().map(|line| color::dim(line) + "\n").collect()
 }
 
 #[cfg(test)]
@@ -403,7 +570,10 @@ mod tests {
         assert!(one_less.contains("(to fit") && one_less.contains("left out `outliers`"), "{one_less}");
         let narrow = t.render(Some(40));
         assert!(narrow.lines().take(4).all(|l| display_width(l) <= 40), "{narrow}");
-        assert!(narrow.contains("./build-a/db-…") && narrow.contains("--n 1000000"), "both ends kept: {narrow}");
+        // What the rows share (`./build-`, `/db-bench --n 1000000`) gives way; what
+        // differs (`a`, `b`) stays, with both ends.
+        assert!(narrow.contains("./build-a…") && narrow.contains("./build-b…"), "what differs kept: {narrow}");
+        assert!(narrow.contains("--n 1000000"), "both ends kept: {narrow}");
         assert!(narrow.contains("shortened names with …"), "{narrow}");
         assert!(!narrow.lines().take(5).any(|l| l.contains("min … max")), "{narrow}");
     }
@@ -416,9 +586,11 @@ mod tests {
             Frame::Rules,
             vec![Column::pair("candidate vs baseline", " vs "), Column::kept("ratio"), Column::kept("verdict")],
         );
-        for (verdict, colour) in [("slower", "31"), ("equivalent", "2"), ("inconclusive", "33")] {
+        for (candidate, verdict, colour) in
+            [("2", "slower", "31"), ("3", "equivalent", "2"), ("4", "inconclusive", "33")]
+        {
             t.row(vec![
-                "sleep 0.020000 --really-long-flag vs sleep 0.010000 --really-long-flag".into(),
+                format!("sleep 0.0{candidate}0000 --really-long-flag vs sleep 0.010000 --really-long-flag"),
                 "1.8891".into(),
                 format!("\x1b[{colour}m{verdict}\x1b[0m"),
             ]);
@@ -436,6 +608,38 @@ mod tests {
             text.lines().take(7).map(display_width).collect::<std::collections::BTreeSet<_>>().len() == 1,
             "{text}"
         );
+    }
+
+    /// Issue #39: one pair over every metric is said once above the table, whole, and
+    /// the header is never cut (`cand…ate vs bas…ine`); an empty column is never said.
+    #[test]
+    fn a_column_the_same_in_every_row_is_said_once_above_the_table() {
+        color::init("never");
+        let pair = "./build-with-a-very-long-name --name hot 30000000 vs ./build-with-a-very-long-name --size 10000000";
+        let mut t = FitTable::new(
+            Frame::Rules,
+            vec![
+                Column::pair("candidate vs baseline", " vs "),
+                Column::kept("metric"),
+                Column::kept("ratio"),
+                Column::shrinkable("note"),
+            ],
+        );
+        for metric in ["wall_s", "cpu_s"] {
+            t.row(vec![pair.into(), metric.into(), "2.9990".into(), String::new()]);
+        }
+        let text = t.render(Some(80));
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("candidate vs baseline: ./build-with-a-very-long-name --name hot 30000000 vs"));
+        assert_eq!(lines.next(), Some("  ./build-with-a-very-long-name --size 10000000"));
+        assert!(text.contains(" wall_s ") && !text.contains("cand…") && !text.contains("note: "), "{text}");
+        assert!(text.contains("`candidate vs baseline` the same in every row, said above"), "{text}");
+    }
+
+    #[test]
+    fn wrapping_keeps_quoted_names_whole_and_indents_what_follows() {
+        assert_eq!(wrap("left out `mean ± σ`, `cpu`", 14, " "), ["left out", " `mean ± σ`,", " `cpu`"]);
+        assert_eq!(wrap("short", 80, "  "), ["short"]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use super::color::{bold, dim, green, red, yellow};
 use super::export::Exporter;
 use super::style::Style;
-use super::table::{Column, FitTable, Frame};
+use super::table::{display_width, Column, FitTable, Frame};
 use super::OutputError;
 use crate::verdict::sentence;
 use perflab_model::units::{format_level, format_p, format_value};
@@ -62,15 +62,23 @@ pub fn render(e: &Experiment) -> String {
 pub(crate) fn render_styled(e: &Experiment, style: &Style) -> String {
     let primary = e.primary_metric.as_str();
     let mut out = String::new();
-    out.push_str(&format!(
-        "{} {} {}{} in {:.1} s — stopped: {} {}\n",
-        bold("perflab"),
+    let head = format!(
+        "perflab {} {}{} in {:.1} s — stopped: {}",
         e.rounds,
         if e.commands.len() == 1 { "runs" } else { "rounds" },
         if e.settings.warmup_rounds > 0 { format!(" (+{} warm-up)", e.settings.warmup_rounds) } else { String::new() },
         e.duration_s,
         stop_text(e.stop_reason),
-        dim(&format!("(seed {})", e.settings.seed)),
+    );
+    let seed = format!("(seed {})", e.settings.seed);
+    // The seed goes on a line of its own when the line would not fit the terminal.
+    let apart = style.width.is_some_and(|w| display_width(&head) + 1 + display_width(&seed) > w);
+    out.push_str(&format!(
+        "{}{}{}{}\n",
+        bold("perflab"),
+        &head["perflab".len()..],
+        if apart { "\n" } else { " " },
+        dim(&seed)
     ));
     if let Some(p) = &e.promise {
         out.push_str(&dim(&format!("{}\n", promise_line(p, e.settings.threshold))));
@@ -89,8 +97,17 @@ pub(crate) fn render_styled(e: &Experiment, style: &Style) -> String {
         let mut primary_comparisons: Vec<&Comparison> = e.comparisons.iter().filter(|c| c.metric == primary).collect();
         primary_comparisons.sort_by_key(|c| position(&c.candidate));
         for c in &primary_comparisons {
-            out.push_str(&bold(&paint_verdict(c, &escape(&sentence(c, e.settings.threshold, e.rounds)))));
-            out.push('\n');
+            // Wrapped at the terminal's width (a 257-character line ran on), each line
+            // painted on its own so a wrapped line keeps its colour.
+            let sentence = escape(&sentence(c, e.settings.threshold, e.rounds));
+            let lines = match style.width {
+                Some(width) => super::table::wrap(&sentence, width, "  "),
+                None => vec![sentence],
+            };
+            for line in lines {
+                out.push_str(&bold(&paint_verdict(c, &line)));
+                out.push('\n');
+            }
             // A not-comparable sentence already gives its one flag, the reason.
             let notes = if c.verdict == Verdict::NotComparable { &[][..] } else { &c.flags[..] };
             for flag in notes.iter().filter(|f| !f.starts_with("exact")) {
@@ -127,7 +144,7 @@ pub(crate) fn render_styled(e: &Experiment, style: &Style) -> String {
         }
     }
     for w in &e.warnings {
-        out.push_str(&yellow(&format!("warning: {}\n", escape(&w.message))));
+        out.push_str(&yellow(&format!("warning: {}\n", super::escape_line(&w.message))));
     }
     out
 }
@@ -479,9 +496,10 @@ pub(crate) fn iteration_profile(e: &Experiment, width: Option<usize>) -> String 
             e.settings.iterations.describe()
         ));
         out.push_str(&table.render(width));
-        // Which group the verdicts are on, in the program's numbering.
+        // Which group the verdicts are on, in the program's numbering; one command (`stat`)
+        // has no verdict to name.
         let groups = e.settings.iterations.group_names(name);
-        if e.primary_metric == *name || groups.contains(&e.primary_metric) {
+        if e.commands.len() > 1 && (e.primary_metric == *name || groups.contains(&e.primary_metric)) {
             out.push_str(&format!("  the verdict that decided is on {}\n", e.primary_metric));
         }
     }
@@ -554,6 +572,7 @@ mod tests {
                 .collect();
             let e = Experiment {
                 commands: vec![CommandResult { name: "a".into(), runs, ..CommandResult::default() }],
+                primary_metric: "ms".into(),
                 ..Experiment::default()
             };
             iteration_profile(&e, None)
@@ -562,6 +581,8 @@ mod tests {
         assert!(numbered.contains("numbered as the program printed them, by `iter`"), "{numbered}");
         assert!(numbered.contains("iter 0") && numbered.contains("iter 2") && !numbered.contains("#1"), "{numbered}");
         assert!(numbered.contains("0.00193×"), "{numbered}");
+        // One command (`stat`) has no verdict: none is said to be on `ms`.
+        assert!(!numbered.contains("verdict"), "{numbered}");
         let ordered = profile(r"iter \d+: (?<ms>[0-9.]+) ms");
         assert!(ordered.contains("#1 is the first value each run printed") && ordered.contains("#1"), "{ordered}");
     }
@@ -666,6 +687,36 @@ mod tests {
         let table_lines = narrow.lines().filter(|l| l.starts_with(' ') || l.starts_with('─') || l.starts_with('═'));
         assert!(table_lines.clone().count() > 6 && table_lines.clone().all(|l| display_width(l) <= 80), "{narrow}");
         insta::assert_snapshot!("compare_80_columns", narrow);
+    }
+
+    /// Issue #39: at 80 columns rows read `./build-with-a-v…0000 (baseline)`, comparison
+    /// rows `./bu…000 vs ./b…000`, the header `cand…ate vs bas…ine`, and the verdict
+    /// sentence ran to 257 characters. What the rows share gives way, what differs stays.
+    #[test]
+    fn at_80_columns_what_the_rows_share_gives_way_and_the_verdict_wraps() {
+        crate::color::init("never");
+        let (a, b) =
+            ("./build-with-a-very-long-name --size 10000000", "./build-with-a-very-long-name --name hot 30000000");
+        let e = crate::fixtures::experiment(&[a, b], &[0.05, 0.15], Some(8));
+        let text = render_styled(&e, &Style { width: Some(80), ..Style::default() });
+        for line in text.lines().filter(|l| !l.starts_with("warning")) {
+            assert!(display_width(line) <= 80, "{} columns: {line}\n{text}", display_width(line));
+        }
+        let rows: Vec<&str> =
+            text.lines().filter(|l| l.contains("10000000 (baseline)") || l.contains("hot 30000000   ")).collect();
+        assert_eq!(rows.len(), 2, "both command rows keep what differs: {text}");
+        assert!(rows[0].contains("size 10000000 (baseline)") && rows[1].contains("name hot 30000000"), "{text}");
+        // One pair over every metric: said once above its table, never cut.
+        assert!(text.contains(&format!("candidate vs baseline: {b} vs\n  {a}\n")), "{text}");
+        assert!(!text.contains("cand…") && !text.contains("…000 vs"), "{text}");
+        // The verdict sentence, whole, over lines of at most 80 columns.
+        let sentence = crate::verdict::sentence(&e.comparisons[0], e.settings.threshold, e.rounds);
+        assert!(display_width(&sentence) > 80, "{sentence}");
+        let start = text.find(&format!("{b} is ")).unwrap_or_else(|| panic!("{text}"));
+        let count = crate::table::wrap(&sentence, 80, "  ").len();
+        assert!(count > 1);
+        let wrapped: Vec<&str> = text[start..].lines().take(count).collect();
+        assert_eq!(wrapped.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" "), sentence, "{text}");
     }
 
     #[test]

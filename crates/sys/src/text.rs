@@ -9,6 +9,38 @@ pub fn escape(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
+/// A message on one line: each line break outside backtick quotes ends a clause (`; `,
+/// or a space after a colon), so a command's stderr lines quoted in an error read as
+/// clauses, never as a literal `\n`; a line break inside a quoted value stays, for
+/// [`escape`] to show it as the value's own.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut quoted = false;
+    let mut pending_break = false;
+    for c in text.chars() {
+        if !quoted && (c == '\n' || c == '\r') {
+            pending_break = true;
+            continue;
+        }
+        if pending_break {
+            if c == ' ' || c == '\t' {
+                continue;
+            }
+            pending_break = false;
+            let kept = out.trim_end().len();
+            out.truncate(kept);
+            if !out.is_empty() {
+                out.push_str(if out.ends_with(':') || out.ends_with(';') { " " } else { "; " });
+            }
+        }
+        if c == '`' {
+            quoted = !quoted;
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// What is wrong with a regular expression, on one line: the regex crate quotes the
 /// pattern over several lines with a caret under the fault, and its last line says what.
 pub fn regex_error(err: &regex::Error) -> String {
@@ -29,4 +61,22 @@ pub fn chain_line<'a>(mut chain: impl Iterator<Item = &'a (dyn std::error::Error
         }
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_breaks_become_clauses_and_never_a_literal_backslash_n() {
+        let line = one_line("`sh -c x` exited with code 3; its last stderr lines:\noops\r\n  second line\n");
+        assert_eq!(line, "`sh -c x` exited with code 3; its last stderr lines: oops; second line");
+        assert!(!escape(&line).contains("\\n"), "{line}");
+    }
+
+    #[test]
+    fn a_line_break_inside_a_quoted_value_is_the_values_and_shown_escaped_once() {
+        let line = one_line("program `a\nb` not found\nsee --help");
+        assert_eq!(escape(&line), "program `a\\nb` not found; see --help");
+    }
 }

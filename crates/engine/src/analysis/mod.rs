@@ -123,12 +123,19 @@ pub(crate) fn busy_warning(plan: &Plan, experiment: &Experiment, switch: Option<
         None if share < BUSY_SHARE || plan.measure.mode == Mode::Instructions => return None,
         None if plan.commands.len() < 2 => format!("{busy} (uncontended_s is wall time without that wait)"),
         None if !plan.auto_primary => {
-            let hint = if experiment.primary_metric == metric::UNCONTENDED {
-                ""
+            let primary = &experiment.primary_metric;
+            // Wall time gives way to uncontended time only when nobody chose; a metric the
+            // commands print decides because they print it, whether or not it was named.
+            let printed = !metric::kind(primary).is_harness()
+                && (crate::measure::output_names(&plan.measure).contains(primary)
+                    || crate::measure::output_names_discovered(&plan.measure));
+            if printed {
+                format!("{busy}; deciding on {primary}, which the commands print themselves: their own timings include that wait (--metric uncontended_s decides on wall time without it)")
+            } else if primary == metric::UNCONTENDED {
+                format!("{busy}; deciding on {primary} as asked")
             } else {
-                " (--metric uncontended_s removes the wait)"
-            };
-            format!("{busy}; deciding on {} as asked{hint}", experiment.primary_metric)
+                format!("{busy}; deciding on {primary} as asked (--metric uncontended_s removes the wait)")
+            }
         }
         None if !runs().all(|r| r.metric(metric::UNCONTENDED).is_some()) => {
             format!("{busy}; deciding on wall_s: some runs have no uncontended time (see `not supported here`)")
@@ -482,4 +489,58 @@ fn warnings(plan: &Plan, experiment: &Experiment) -> Vec<Warning> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod busy_tests {
+    use super::*;
+    use crate::measure::output::Parser;
+    use crate::measure::MeasureOptions;
+    use crate::plan::Compared;
+    use perflab_model::{CommandSpec, CounterReading, Run, Settings};
+
+    /// Two commands whose every run waited 30 % of its wall time behind a neighbour.
+    fn busy(plan_metrics: Compared, measure: MeasureOptions) -> (Plan, Experiment) {
+        let commands: Vec<CommandSpec> =
+            ["a", "b"].iter().map(|n| CommandSpec { name: n.to_string(), ..CommandSpec::default() }).collect();
+        let plan = Plan::new(commands.clone(), Settings::default(), measure, plan_metrics);
+        let runs = || {
+            (0..4)
+                .map(|_| {
+                    let mut run = Run { wall_s: 0.1, ..Run::default() };
+                    run.counters.insert(metric::NEIGHBOUR_WAIT.into(), CounterReading::value(0.03, false));
+                    run
+                })
+                .collect()
+        };
+        let results =
+            commands.iter().map(|c| CommandResult { name: c.name.clone(), runs: runs(), ..CommandResult::default() });
+        let experiment = Experiment {
+            commands: results.collect(),
+            primary_metric: plan.primary_metric.clone(),
+            ..Experiment::default()
+        };
+        (plan, experiment)
+    }
+
+    #[test]
+    fn a_metric_the_commands_print_is_not_said_to_be_asked_for() {
+        let parser = Parser::regex(r"t=(?<t_ms>[0-9.]+)").unwrap();
+        let measure = MeasureOptions { output: vec![parser], ..MeasureOptions::default() };
+        let compared = crate::plan::compared_metrics(&[], &measure).unwrap();
+        let (plan, experiment) = busy(compared, measure);
+        let message = busy_warning(&plan, &experiment, None).unwrap().message;
+        assert_eq!(
+            message,
+            "the machine was busy: 30 % of wall time was waiting for a CPU; deciding on t_ms, which the commands print themselves: their own timings include that wait (--metric uncontended_s decides on wall time without it)"
+        );
+    }
+
+    #[test]
+    fn a_metric_named_with_metric_is_said_to_be_asked_for() {
+        let compared = crate::plan::compared_metrics(&["cpu_s".into()], &MeasureOptions::default()).unwrap();
+        let (plan, experiment) = busy(compared, MeasureOptions::default());
+        let message = busy_warning(&plan, &experiment, None).unwrap().message;
+        assert!(message.ends_with("deciding on cpu_s as asked (--metric uncontended_s removes the wait)"), "{message}");
+    }
 }

@@ -148,20 +148,30 @@ fn nice_step(raw: f64) -> f64 {
     [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * magnitude).find(|&s| s >= raw * (1.0 - 1e-9)).unwrap_or(10.0 * magnitude)
 }
 
-/// A ratio as a signed percentage change: `+5.2 %`, `−10 %`.
+/// A ratio as a signed percentage change: `+5.2 %`, `−10 %`; a change below 0.05 % keeps
+/// the digits that show its sign (`−0.03 %`), and no change at all is `0 %` — never
+/// `±0.0 %`, which reads as an uncertainty.
 pub(crate) fn format_change(ratio: f64) -> String {
     if !ratio.is_finite() {
         return "n/a".into();
     }
     let pct = (ratio - 1.0) * 100.0;
-    let body = if pct.abs() >= 10.0 { format!("{:.0}", pct.abs()) } else { format!("{:.1}", pct.abs()) };
-    let sign = if body.trim_start_matches(['0', '.']).is_empty() {
-        "±"
-    } else if pct < 0.0 {
-        "−"
+    let magnitude = pct.abs();
+    let body = if magnitude == 0.0 {
+        String::new()
+    } else if magnitude >= 10.0 {
+        format!("{magnitude:.0}")
+    } else if magnitude >= 0.05 {
+        format!("{magnitude:.1}")
     } else {
-        "+"
+        // Two significant digits, down to 0.0001 %; below that it is no change to print.
+        let decimals = (1.0 - magnitude.log10().floor()).clamp(1.0, 4.0) as usize;
+        format!("{magnitude:.decimals$}")
     };
+    if body.trim_start_matches(['0', '.']).is_empty() {
+        return "0 %".into();
+    }
+    let sign = if pct < 0.0 { "−" } else { "+" };
     format!("{sign}{body} %")
 }
 
@@ -308,7 +318,10 @@ mod tests {
     fn formats_ratios_changes_and_values() {
         assert_eq!(format_change(1.052), "+5.2 %");
         assert_eq!(format_change(0.75), "−25 %");
-        assert_eq!(format_change(1.0), "±0.0 %");
+        assert_eq!(format_change(1.0), "0 %");
+        assert_eq!(format_change(0.9997), "−0.030 %");
+        assert_eq!(format_change(1.00004), "+0.0040 %");
+        assert_eq!(format_change(1.0000001), "0 %");
         assert_eq!(format_value(0.001234, "s"), "1.23 ms");
         assert_eq!(format_value(2.5e-6, "s"), "2.5 µs");
         assert_eq!(format_value(12345.0, "KiB"), "12,345 KiB");

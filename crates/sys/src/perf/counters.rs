@@ -496,12 +496,9 @@ impl Counting {
                 Slot::Failed(reason) => CounterReading::unsupported(reason.clone()),
                 Slot::Open(counter) => match counter.read() {
                     Err(err) => CounterReading::unsupported(format!("reading the counter failed: {err}")),
-                    Ok(_) if self.kernel_only_unseen(event) => CounterReading::unsupported(format!(
-                        "{} happen in kernel mode, which user-only counting cannot see (perf_event_paranoid={}); \
-                         run as root or use `sysctl kernel.perf_event_paranoid=1`",
-                        event.base,
-                        self.paranoid.map_or_else(|| "?".into(), |l| l.to_string())
-                    )),
+                    Ok(_) if self.kernel_only_unseen(event) => CounterReading::unsupported(
+                        super::kernel_only::unseen_reason(event, self.scope, self.privileged, self.paranoid),
+                    ),
                     Ok(raw) => {
                         let mut reading = scale(raw);
                         if raw.time_running == 0 && self.events.group_of(index).is_some() {

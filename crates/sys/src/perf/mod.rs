@@ -1,9 +1,10 @@
 //! perf_event_open for a measured run: perf's event syntax ([`event`]) and the counters
 //! opened on a run from its `exec` ([`counters`]), each a [`Probe`] the spawner calls
-//! around the run; [`uprobe`] places probes on user functions for `-e uprobe:…`.
+//! around the run ([`kernel_only`] says why a kernel-only event counted nothing); [`uprobe`] places probes on user functions for `-e uprobe:…`.
 
 pub mod counters;
 pub mod event;
+pub mod kernel_only;
 pub mod uprobe;
 pub mod uprobe_cost;
 

@@ -9,7 +9,6 @@ pub(super) fn history_charts(page: &MachinePage, metric: &str) -> Vec<String> {
     if page.histories.iter().all(|h| h.points.is_empty()) {
         return Vec::new();
     }
-    let unit = metric::unit(metric);
     let label_index: HashMap<&str, usize> = page.labels.iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
     let mut order: Vec<&BenchmarkHistory> = page.histories.iter().collect();
     let biggest_shift = |h: &BenchmarkHistory| h.change_points.iter().map(|c| c.ratio.ln().abs()).fold(0.0, f64::max);
@@ -18,7 +17,7 @@ pub(super) fn history_charts(page: &MachinePage, metric: &str) -> Vec<String> {
         &order,
         || (),
         |history, ()| {
-            history_chart(history, page, &label_index, unit).render().expect("the history chart template renders")
+            history_chart(history, page, &label_index, metric).render().expect("the history chart template renders")
         },
     )
 }
@@ -63,6 +62,7 @@ pub(super) struct HistoryDot<'a> {
     pub(super) value: String,
     pub(super) ci: String,
     pub(super) n: usize,
+    pub(super) metric: &'a str,
 }
 
 pub(super) struct ChangePointMark<'a> {
@@ -78,14 +78,16 @@ pub(super) struct ChangePointMark<'a> {
     pub(super) y0: String,
     pub(super) y1: String,
     pub(super) text_y: String,
+    pub(super) metric: &'a str,
 }
 
 pub(super) fn history_chart<'a>(
     history: &'a BenchmarkHistory,
     page: &'a MachinePage,
     label_index: &HashMap<&str, usize>,
-    unit: &str,
+    metric_name: &'a str,
 ) -> HistoryChart<'a> {
+    let unit = metric::unit(metric_name);
     let points: Vec<(f64, &Point)> = history
         .points
         .iter()
@@ -106,7 +108,7 @@ pub(super) fn history_chart<'a>(
         LinearScale::covering(values.iter().copied().chain(minimum_span(&values)), HIST_HEIGHT - HIST_BOTTOM, HIST_TOP);
     let tooltip = match (points.first(), points.last()) {
         (Some((_, first)), Some((_, last))) => Some(format!(
-            "{} at {} → {} at {} ({}), {} labels",
+            "median {metric_name} {} at {} → {} at {} ({}, medians of separate sessions, not paired), {} labels",
             format_value(first.median, unit),
             first.label,
             format_value(last.median, unit),
@@ -173,6 +175,7 @@ pub(super) fn history_chart<'a>(
                     .map(|(lo, hi)| format!(", 95 % CI {} – {}", format_value(lo, unit), format_value(hi, unit)))
                     .unwrap_or_default(),
                 n: p.n,
+                metric: metric_name,
             })
             .collect()
     } else {
@@ -197,6 +200,7 @@ pub(super) fn history_chart<'a>(
                 y0: num(HIST_TOP - 2.0),
                 y1: num(HIST_HEIGHT - HIST_BOTTOM),
                 text_y: num(HIST_TOP - 4.0),
+                metric: metric_name,
             })
         })
         .collect();

@@ -271,7 +271,7 @@ fn a_change_inside_the_noise_is_no_jump_on_the_history_chart() {
         }
         let page = &data.pages[0];
         let index: HashMap<&str, usize> = page.labels.iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
-        let chart = history_chart(&page.histories[0], page, &index, "s");
+        let chart = history_chart(&page.histories[0], page, &index, "wall_s");
         let ys: Vec<f64> = chart
             .line
             .split(['M', 'L'])
