@@ -62,6 +62,11 @@ pub struct ObjectInfo {
     /// one was looked for (said when samples fall where it would have helped).
     pub(crate) debug_searched: Option<String>,
     pub(crate) is_64: bool,
+    /// The GNU build ID (.note.gnu.build-id), which viewers match debug files and
+    /// binaries by.
+    pub build_id: Option<Vec<u8>>,
+    /// Whether it is a fixed-address executable (ET_EXEC) rather than position-independent.
+    pub fixed_address: bool,
 }
 
 impl ObjectInfo {
@@ -126,6 +131,8 @@ impl ObjectInfo {
         symbols.dedup_by_key(|s| s.start);
         let dwarf = own_dwarf.or_else(|| debug_elf.as_ref().and_then(load_dwarf));
         let is_64 = elf.is_64();
+        let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let fixed_address = elf.kind() == object::ObjectKind::Executable;
         drop(elf);
         drop(debug_elf);
         Ok(ObjectInfo {
@@ -138,6 +145,8 @@ impl ObjectInfo {
             debug_note,
             debug_searched,
             is_64,
+            build_id,
+            fixed_address,
         })
     }
 
@@ -147,6 +156,17 @@ impl ObjectInfo {
             .iter()
             .find(|(off, size, _)| file_offset >= *off && file_offset < off + size)
             .map(|(off, _, addr)| addr + (file_offset - off))
+    }
+
+    /// The PT_LOAD segment mapping `svma`: (file offset, file size, virtual address).
+    pub fn segment_of(&self, svma: u64) -> Option<(u64, u64, u64)> {
+        self.segments.iter().copied().find(|(_, size, addr)| svma >= *addr && svma < addr + size)
+    }
+
+    /// The lowest address a PT_LOAD segment is linked at: the image base that relative
+    /// addresses (the Firefox Profiler's, Breakpad's) count from.
+    pub fn image_base(&self) -> u64 {
+        self.segments.iter().map(|s| s.2).min().unwrap_or(0)
     }
 
     /// Inverse of [`svma`](Self::svma), for mapping sample offsets onto disassembly.
@@ -197,7 +217,7 @@ impl ObjectInfo {
     }
 
     /// Symbols whose demangled or normalised name equals `name`.
-    pub(crate) fn symbols_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FunctionSymbol> + 'a {
+    pub fn symbols_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FunctionSymbol> + 'a {
         self.symbols.iter().filter(move |s| {
             let full = self.symbol_name(s);
             full == name || normalize(&full) == name
