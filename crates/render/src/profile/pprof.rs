@@ -2,7 +2,10 @@
 //! Parca, Pyroscope and OpenTelemetry's converters read. Two values per sample: the
 //! samples, and CPU nanoseconds (clock events) or events (count events), the latter the
 //! default; stacks are perflab's symbolised frames (leaf first, as pprof wants), each
-//! sample labelled with its pid, tid and thread name. An allocation profile carries the
+//! sample labelled with its pid, tid and thread name. A location is an address in a
+//! mapping (start, limit, file offset, path and build ID, as `perflab_profile::sites`
+//! places objects) with its lines, the inlined functions first; a function has its
+//! source file and start line; samples with the same thread and locations are one. An allocation profile carries the
 //! four values of Go's heap profiles instead (calls and bytes allocated, blocks and bytes
 //! live at exit).
 //!
@@ -296,7 +299,8 @@ fn message_of(profile: &Profile, sets: &[&Samples], values: &Values) -> PprofPro
                     .iter()
                     .rev()
                     .map(|(frame, place)| {
-                        let name = Samples::frame_name(frame);
+                        // pprof marks inlined functions itself ("(inline)"): the plain name.
+                        let name = frame.function.clone();
                         let file = place.file.clone().unwrap_or_default();
                         let function_id = *function_ids.entry((name.clone(), file.clone())).or_insert_with(|| {
                             let id = functions.len() as u64 + 1;
