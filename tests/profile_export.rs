@@ -414,3 +414,72 @@ fn speedscope_frames_name_the_source_file_and_start_line() {
         std::process::Command::new("python3").args(["-c", check]).arg(&schema).arg(&e.speedscope).output().unwrap();
     assert!(out.status.success(), "schema: {}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// The `-lines -top` rows and `-raw` mappings of a pprof file, asserting that the
+/// fixture `exe` is a mapping with its path, build ID and line tables.
+fn assert_pprof_carries_mapping_of(file: &Path, exe: &Path) -> Option<String> {
+    let build_id = readelf_build_id(exe)?;
+    let raw = go_pprof(&["-raw"], file)?;
+    let exe = exe.to_str().unwrap();
+    let mapping = raw.lines().skip_while(|l| l != &"Mappings").find(|l| l.contains(exe));
+    let mapping = mapping.unwrap_or_else(|| panic!("no mapping of {exe}:\n{raw}"));
+    assert!(mapping.contains(&build_id) && mapping.contains("[FN][FL][LN][IN]"), "{mapping} (build ID {build_id})");
+    go_pprof(&["-lines", "-top"], file)
+}
+
+#[test]
+fn show_of_perf_data_writes_the_same_lines_and_inline_frames() {
+    if !common::have("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let exe = common::fixture("profile_inline");
+    let dir = tempfile::tempdir().unwrap();
+    let (data, pprof) = (dir.path().join("i.data"), dir.path().join("i.pb.gz"));
+    let out = std::process::Command::new("perf")
+        .args(["record", "-q", "-g", "-F", "2000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&exe)
+        .arg("100000000")
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        common::skip(&format!("perf record failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        return;
+    }
+    Command::cargo_bin("perflab").unwrap().arg("show").arg(&data).arg("--pprof").arg(&pprof).assert().success();
+    let Some(top) = assert_pprof_carries_mapping_of(&pprof, &exe) else { return };
+    let first = top.lines().skip_while(|l| !l.trim_start().starts_with("flat")).nth(1).unwrap_or_default();
+    assert!(first.contains("step") && first.contains("profile_inline.c:10") && first.contains("(inline)"), "{top}");
+}
+
+#[test]
+fn allocation_profile_exports_carry_the_allocating_lines() {
+    if !common::is_root() {
+        common::skip("allocation profiles need root or CAP_PERFMON (uprobes)");
+        return;
+    }
+    let exe = common::fixture("alloc_calls");
+    let dir = tempfile::tempdir().unwrap();
+    let (pprof, firefox) = (dir.path().join("a.pb.gz"), dir.path().join("a.firefox.json"));
+    Command::cargo_bin("perflab")
+        .unwrap()
+        .args(["profile", "--alloc", "--stack-size", "1024", "--pprof"])
+        .arg(&pprof)
+        .arg("--firefox")
+        .arg(&firefox)
+        .arg("--")
+        .arg(&exe)
+        .args(["malloc", "1000"])
+        .assert()
+        .success();
+    // make_node's malloc: the source line that allocates, with its bytes.
+    let source = std::fs::read_to_string(common::fixtures_dir().join("alloc_calls.c")).unwrap();
+    let line = source.lines().position(|l| l.contains("malloc(size)")).expect("make_node's malloc") + 1;
+    if let Some(top) = assert_pprof_carries_mapping_of(&pprof, &exe) {
+        let row = format!("make_node {}:{line}", common::fixtures_dir().join("alloc_calls.c").display());
+        assert!(top.contains(&row), "no row {row}:\n{top}");
+    }
+    let file: Value = serde_json::from_slice(&std::fs::read(&firefox).unwrap()).unwrap();
+    assert!(file["libs"].as_array().unwrap().iter().any(|l| l["path"] == exe.to_str().unwrap()), "{}", file["libs"]);
+}
