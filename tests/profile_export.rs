@@ -483,3 +483,59 @@ fn allocation_profile_exports_carry_the_allocating_lines() {
     let file: Value = serde_json::from_slice(&std::fs::read(&firefox).unwrap()).unwrap();
     assert!(file["libs"].as_array().unwrap().iter().any(|l| l["path"] == exe.to_str().unwrap()), "{}", file["libs"]);
 }
+
+/// speedscope's own importer, in headless Chromium: its release page (from the npm
+/// package) is served over HTTP with `#profileURL=` naming our file (its module
+/// script does not load from file://), and the page's DOM then shows the file's title
+/// and the busiest thread's profile — which speedscope shows only after importing it.
+#[test]
+fn speedscope_imports_the_file_in_headless_chromium() {
+    let e = inline_exports();
+    let Some(schema) = speedscope_schema() else { return };
+    let Some(browser) = common::chromium() else {
+        common::skip("chromium is not installed (apt-get install chromium)");
+        return;
+    };
+    if !common::have("python3", "apt-get install python3") {
+        return;
+    }
+    // The page and the profile in one served directory.
+    let site = tempfile::tempdir().unwrap();
+    let release = schema.parent().unwrap();
+    for entry in std::fs::read_dir(release).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), site.path().join(entry.file_name())).unwrap();
+    }
+    std::fs::copy(&e.speedscope, site.path().join("profile.json")).unwrap();
+    let mut server = std::process::Command::new("python3")
+        .args(["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory"])
+        .arg(site.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // "Serving HTTP on 127.0.0.1 port 42559 (…) ..."
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stdout.take().unwrap()), &mut first).unwrap();
+    let port: u16 = first.split_whitespace().skip_while(|w| *w != "port").nth(1).and_then(|p| p.parse().ok()).unwrap();
+    let url = format!("http://127.0.0.1:{port}/index.html#profileURL=http://127.0.0.1:{port}/profile.json");
+    let user_dir = tempfile::tempdir().unwrap();
+    let dom = std::process::Command::new(&browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+        .args(["--disable-component-update", "--disable-sync", "--virtual-time-budget=5000", "--dump-dom"])
+        .arg(format!("--user-data-dir={}", user_dir.path().display()))
+        .arg(&url)
+        .output();
+    server.kill().ok();
+    server.wait().ok();
+    let dom = dom.expect("run chromium");
+    let text = String::from_utf8_lossy(&dom.stdout);
+    assert!(dom.status.success(), "chromium: {}", String::from_utf8_lossy(&dom.stderr));
+    let file: Value = serde_json::from_slice(&std::fs::read(&e.speedscope).unwrap()).unwrap();
+    let title = format!("<title>{} - speedscope</title>", file["name"].as_str().unwrap());
+    let thread = file["profiles"][0]["name"].as_str().unwrap();
+    assert!(
+        text.contains(&title) && text.contains(thread),
+        "speedscope did not import the file ({title}, {thread}):\n{text}"
+    );
+}
