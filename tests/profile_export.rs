@@ -233,6 +233,12 @@ fn inline_exports() -> &'static InlineExports {
     })
 }
 
+/// The line of profile_inline.c that contains `text` (a function's declaration).
+fn declared_at(text: &str) -> u64 {
+    let source = std::fs::read_to_string(common::fixtures_dir().join("profile_inline.c")).unwrap();
+    source.lines().position(|l| l.contains(text)).expect("declared in the fixture") as u64 + 1
+}
+
 /// `go tool pprof ARGS FILE`'s stdout, None (skipped) without Go.
 fn go_pprof(args: &[&str], file: &Path) -> Option<String> {
     if !common::have("go", "apt-get install golang-go") {
@@ -384,11 +390,12 @@ fn firefox_file_has_libs_resources_native_symbols_addresses_lines_and_inline_fra
             let depth = frames["inlineDepth"][i].as_u64().unwrap();
             if name == "outer" {
                 assert_eq!(depth, 0);
-                assert!(funcs["lineNumber"][func].as_u64().is_some(), "outer's start line");
+                assert_eq!(funcs["lineNumber"][func].as_u64(), Some(declared_at("unsigned long outer(")));
                 outer_seen = true;
             } else {
                 assert_eq!(depth, 1, "step is inlined into outer");
                 assert_eq!(frames["line"][i], 10, "step's multiply is line 10");
+                assert_eq!(funcs["lineNumber"][func].as_u64(), Some(declared_at("unsigned long step(")));
                 step_seen = true;
             }
         }
@@ -403,10 +410,11 @@ fn speedscope_frames_name_the_source_file_and_start_line() {
     let frames = file["shared"]["frames"].as_array().unwrap();
     let outer = frames.iter().find(|f| f["name"] == "outer").unwrap_or_else(|| panic!("{frames:?}"));
     assert!(outer["file"].as_str().unwrap().ends_with("profile_inline.c"), "{outer}");
-    // outer's first instruction is at the loop's line (17) or its opening line (15).
-    assert!((15..=17).contains(&outer["line"].as_u64().unwrap()), "{outer}");
+    // Each function's line is where the source declares it.
+    assert_eq!(outer["line"].as_u64(), Some(declared_at("unsigned long outer(")), "{outer}");
     let step = frames.iter().find(|f| f["name"] == "step [inlined]").unwrap_or_else(|| panic!("{frames:?}"));
     assert!(step["file"].as_str().unwrap().ends_with("profile_inline.c"), "{step}");
+    assert_eq!(step["line"].as_u64(), Some(declared_at("unsigned long step(")), "{step}");
     let Some(schema) = speedscope_schema() else { return };
     let check = "import json, sys, jsonschema\n\
                  jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))";

@@ -53,9 +53,8 @@ pub struct SourceLine {
     pub file: Option<String>,
     /// The line in it.
     pub line: Option<u32>,
-    /// The line the function starts at: that of its entry address (DWARF has no
-    /// declaration line through addr2line); None when unknown (an inlined function
-    /// without an out-of-line copy).
+    /// The line the function starts at: DWARF's declaration line of it, else the line
+    /// of its entry address; None when neither is known.
     pub start_line: Option<u32>,
 }
 
@@ -184,12 +183,15 @@ impl Finder<'_> {
         let symbol = info.symbol_at(svma).map(|s| (s.start, info.symbol_len(s)));
         let mut frames = info.frames(svma);
         let enclosing = frames.pop();
-        let enclosing_start = symbol.and_then(|(start, _)| entry_line(&info, start));
+        let enclosing_start = match enclosing.as_ref().and_then(|f| f.function.as_deref()) {
+            Some(name) => self.start_line(object, &info, svma, name),
+            None => symbol.and_then(|(start, _)| entry_line(&info, start)),
+        };
         let mut lines: Vec<SourceLine> = frames
             .into_iter()
             .filter_map(|f| {
                 let name = f.function?;
-                let start_line = self.start_line(object, &info, &name);
+                let start_line = self.start_line(object, &info, svma, &name);
                 Some(SourceLine { inlined: Some(normalize(&name)), file: f.file, line: f.line, start_line })
             })
             .collect();
@@ -230,12 +232,11 @@ impl Finder<'_> {
         i
     }
 
-    /// An inlined function's start line: that of the entry of its out-of-line copy,
-    /// when the object has one.
-    fn start_line(&mut self, object: u32, info: &ObjectInfo, name: &str) -> Option<u32> {
+    /// A function's start line: its declaration line in the compilation unit at
+    /// `svma`, else the line of the entry of its out-of-line copy, when it has one.
+    fn start_line(&mut self, object: u32, info: &ObjectInfo, svma: u64, name: &str) -> Option<u32> {
         *self.start_lines.entry((object, name.to_string())).or_insert_with(|| {
-            let start = info.symbols_named(name).next()?.start;
-            entry_line(info, start)
+            info.decl_line(svma, name).or_else(|| entry_line(info, info.symbols_named(name).next()?.start))
         })
     }
 }

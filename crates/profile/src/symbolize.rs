@@ -250,6 +250,33 @@ impl ObjectInfo {
         out
     }
 
+    /// The line DWARF declares `function` at (DW_AT_decl_line of a subprogram of the
+    /// compilation unit holding `svma`, matched by its demangled linkage name or name,
+    /// following an out-of-line or concrete copy to its declaration); None without one.
+    pub fn decl_line(&self, svma: u64, function: &str) -> Option<u32> {
+        let unit = self.dwarf.as_ref()?.find_dwarf_and_unit(svma).skip_all_loads()?;
+        let name_of = |entry: &gimli::DebuggingInformationEntry<EndianRcSlice<RunTimeEndian>>| {
+            [gimli::DW_AT_linkage_name, gimli::DW_AT_name].into_iter().find_map(|at| {
+                let value = entry.attr_value(at).ok()??;
+                let name = unit.attr_string(value).ok()?;
+                Some(demangle(&gimli::Reader::to_string_lossy(&name).ok()?))
+            })
+        };
+        let mut entries = unit.entries();
+        while let Ok(Some((_, entry))) = entries.next_dfs() {
+            if entry.tag() != gimli::DW_TAG_subprogram {
+                continue;
+            }
+            let Some(line) = entry.attr(gimli::DW_AT_decl_line).ok().flatten().and_then(|a| a.udata_value()) else {
+                continue;
+            };
+            if name_of(entry).is_some_and(|name| name == function) {
+                return u32::try_from(line).ok();
+            }
+        }
+        None
+    }
+
     /// Source file and line of `svma` (the innermost inlined location).
     pub fn location(&self, svma: u64) -> Option<(String, u32)> {
         let ctx = self.dwarf.as_ref()?;
