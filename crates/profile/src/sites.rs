@@ -53,8 +53,8 @@ pub struct SourceLine {
     pub file: Option<String>,
     /// The line in it.
     pub line: Option<u32>,
-    /// The line the function starts at: DWARF's declaration line of it, else the line
-    /// of its entry address; None when neither is known.
+    /// The line the function starts at: DWARF's declaration line of it, else (for the
+    /// enclosing function) the line of its entry address; None when unknown.
     pub start_line: Option<u32>,
 }
 
@@ -87,16 +87,18 @@ pub struct Sites {
 /// How far apart objects are placed (64 GiB: more than any object's extent).
 const LOAD_STRIDE_BITS: u32 = 36;
 
-/// The sites of `profile`'s frames and samples, each distinct one resolved once.
-pub fn of(profile: &Profile) -> Sites {
+/// The sites of `profile`'s frames and samples, each distinct one resolved once, with
+/// the objects `symbolizer` has loaded (or loads).
+pub fn of(profile: &Profile, symbolizer: &mut Symbolizer) -> Sites {
     let mut finder = Finder {
         profile,
-        symbolizer: Symbolizer::default(),
+        symbolizer,
         bases: HashMap::new(),
         mappings: Vec::new(),
         mapping_ids: HashMap::new(),
         cache: HashMap::new(),
         start_lines: HashMap::new(),
+        decl_lines: HashMap::new(),
     };
     // The program gets base 0, so its addresses read as objdump prints them.
     let program = profile.command.first().map(|c| basename(c)).unwrap_or("");
@@ -117,7 +119,7 @@ pub fn of(profile: &Profile) -> Sites {
 
 struct Finder<'a> {
     profile: &'a Profile,
-    symbolizer: Symbolizer,
+    symbolizer: &'a mut Symbolizer,
     /// Load base per object index.
     bases: HashMap<u32, u64>,
     mappings: Vec<Mapping>,
@@ -126,6 +128,8 @@ struct Finder<'a> {
     cache: HashMap<(Space, Option<u32>, u64), Site>,
     /// (object index, function name) → its start line.
     start_lines: HashMap<(u32, String), Option<u32>>,
+    /// (object index, compilation unit) → its subprograms' declaration lines by name.
+    decl_lines: HashMap<(u32, usize), HashMap<String, u32>>,
 }
 
 impl Finder<'_> {
@@ -183,10 +187,9 @@ impl Finder<'_> {
         let symbol = info.symbol_at(svma).map(|s| (s.start, info.symbol_len(s)));
         let mut frames = info.frames(svma);
         let enclosing = frames.pop();
-        let enclosing_start = match enclosing.as_ref().and_then(|f| f.function.as_deref()) {
-            Some(name) => self.start_line(object, &info, svma, name),
-            None => symbol.and_then(|(start, _)| entry_line(&info, start)),
-        };
+        let enclosing_name = enclosing.as_ref().and_then(|f| f.function.as_deref());
+        let enclosing_start =
+            self.enclosing_start_line(object, &info, svma, enclosing_name, symbol.map(|(start, _)| start));
         let mut lines: Vec<SourceLine> = frames
             .into_iter()
             .filter_map(|f| {
@@ -232,12 +235,33 @@ impl Finder<'_> {
         i
     }
 
-    /// A function's start line: its declaration line in the compilation unit at
-    /// `svma`, else the line of the entry of its out-of-line copy, when it has one.
+    /// A function's start line: its declaration line in the compilation unit at `svma`.
+    /// (Looking for an out-of-line copy's entry instead means demangling every symbol
+    /// of the object per name: minutes for a large Rust binary.)
     fn start_line(&mut self, object: u32, info: &ObjectInfo, svma: u64, name: &str) -> Option<u32> {
-        *self.start_lines.entry((object, name.to_string())).or_insert_with(|| {
-            info.decl_line(svma, name).or_else(|| entry_line(info, info.symbols_named(name).next()?.start))
-        })
+        if let Some(&line) = self.start_lines.get(&(object, name.to_string())) {
+            return line;
+        }
+        // Each unit's declarations are read once: a unit can have many sampled functions.
+        let declared = info.unit_at(svma).and_then(|unit| {
+            let lines =
+                self.decl_lines.entry((object, unit)).or_insert_with(|| info.decl_lines(svma).unwrap_or_default());
+            lines.get(name).copied()
+        });
+        self.start_lines.insert((object, name.to_string()), declared);
+        declared
+    }
+
+    /// The enclosing function's start line: its declaration line, else that of its entry.
+    fn enclosing_start_line(
+        &mut self,
+        object: u32,
+        info: &ObjectInfo,
+        svma: u64,
+        name: Option<&str>,
+        start: Option<u64>,
+    ) -> Option<u32> {
+        name.and_then(|name| self.start_line(object, info, svma, name)).or_else(|| entry_line(info, start?))
     }
 }
 

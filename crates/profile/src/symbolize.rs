@@ -250,18 +250,12 @@ impl ObjectInfo {
         out
     }
 
-    /// The line DWARF declares `function` at (DW_AT_decl_line of a subprogram of the
-    /// compilation unit holding `svma`, matched by its demangled linkage name or name,
-    /// following an out-of-line or concrete copy to its declaration); None without one.
-    pub fn decl_line(&self, svma: u64, function: &str) -> Option<u32> {
+    /// The declaration lines (DW_AT_decl_line) of the subprograms of the compilation
+    /// unit holding `svma`, by demangled linkage name and by name; None without DWARF
+    /// there.
+    pub fn decl_lines(&self, svma: u64) -> Option<HashMap<String, u32>> {
         let unit = self.dwarf.as_ref()?.find_dwarf_and_unit(svma).skip_all_loads()?;
-        let name_of = |entry: &gimli::DebuggingInformationEntry<EndianRcSlice<RunTimeEndian>>| {
-            [gimli::DW_AT_linkage_name, gimli::DW_AT_name].into_iter().find_map(|at| {
-                let value = entry.attr_value(at).ok()??;
-                let name = unit.attr_string(value).ok()?;
-                Some(demangle(&gimli::Reader::to_string_lossy(&name).ok()?))
-            })
-        };
+        let mut lines = HashMap::new();
         let mut entries = unit.entries();
         while let Ok(Some((_, entry))) = entries.next_dfs() {
             if entry.tag() != gimli::DW_TAG_subprogram {
@@ -270,11 +264,26 @@ impl ObjectInfo {
             let Some(line) = entry.attr(gimli::DW_AT_decl_line).ok().flatten().and_then(|a| a.udata_value()) else {
                 continue;
             };
-            if name_of(entry).is_some_and(|name| name == function) {
-                return u32::try_from(line).ok();
+            for at in [gimli::DW_AT_linkage_name, gimli::DW_AT_name] {
+                let name = entry.attr_value(at).ok().flatten().and_then(|value| unit.attr_string(value).ok());
+                if let (Some(name), Ok(line)) = (name, u32::try_from(line)) {
+                    if let Ok(name) = gimli::Reader::to_string_lossy(&name) {
+                        lines.entry(demangle(&name)).or_insert(line);
+                    }
+                }
             }
         }
-        None
+        Some(lines)
+    }
+
+    /// The offset of the compilation unit holding `svma`: which [`decl_lines`](Self::decl_lines)
+    /// a caller has read already.
+    pub fn unit_at(&self, svma: u64) -> Option<usize> {
+        let unit = self.dwarf.as_ref()?.find_dwarf_and_unit(svma).skip_all_loads()?;
+        Some(match unit.header.offset() {
+            gimli::UnitSectionOffset::DebugInfoOffset(o) => o.0,
+            gimli::UnitSectionOffset::DebugTypesOffset(o) => o.0,
+        })
     }
 
     /// Source file and line of `svma` (the innermost inlined location).

@@ -108,7 +108,7 @@ pub struct Sample {
 impl Samples {
     /// The samples of `profile`, with the stacks of its `report`.
     pub fn of(profile: &Profile, report: &Report) -> Samples {
-        let sites = sites::of(profile);
+        let sites = sites::of(profile, &mut report.symbolizer.borrow_mut());
         // With call stacks, every stack of the profile; else every sampled location.
         let (stacks, keys): (Vec<(Vec<StackFrame>, Vec<Place>)>, Vec<StackTotals>) =
             match &report.graph {
