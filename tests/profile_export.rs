@@ -343,9 +343,8 @@ fn pprof_raw_has_mappings_with_range_offset_path_and_build_id_and_located_addres
 fn pprof_weblist_writes_the_annotated_source() {
     let e = inline_exports();
     let html = e.pprof.with_extension("weblist.html");
-    let weblist = format!("-weblist=^outer$");
     let output = format!("-output={}", html.display());
-    if go_pprof(&[&weblist, &output], &e.pprof).is_none() {
+    if go_pprof(&["-weblist=^outer$", &output], &e.pprof).is_none() {
         return;
     }
     let text = std::fs::read_to_string(&html).unwrap();

@@ -12,6 +12,9 @@ use std::collections::HashMap;
 /// A stack's (pid, tid, samples, summed periods).
 type StackTotals = (u32, u32, u64, u64);
 
+/// A stack's frames, outermost first, and where each is.
+type PlacedStack = (Vec<StackFrame>, Vec<Place>);
+
 /// A profile's samples as the viewers' formats want them: per sample (or, without a
 /// timeline, per distinct stack) its thread, its stack of names and its weight.
 pub struct Samples {
@@ -110,7 +113,7 @@ impl Samples {
     pub fn of(profile: &Profile, report: &Report) -> Samples {
         let sites = sites::of(profile, &mut report.symbolizer.borrow_mut());
         // With call stacks, every stack of the profile; else every sampled location.
-        let (stacks, keys): (Vec<(Vec<StackFrame>, Vec<Place>)>, Vec<StackTotals>) =
+        let (stacks, keys): (Vec<PlacedStack>, Vec<StackTotals>) =
             match &report.graph {
                 Some(graph) if !profile.stacks.is_empty() => graph
                     .named_stacks()
