@@ -9,7 +9,7 @@
 //! debug files may come from `debuginfod`; call stacks are drawn by perflab-render and
 //! walked by [`callers`]. [`alloc`] records allocation profiles (the malloc family
 //! probed by uprobes), kept in the file as [`allocations`]. [`select`] keeps some samples (perf report's filters),
-//! [`sort`] groups them by perf report's sort keys.
+//! [`sort`] groups them by perf report's sort keys; [`sites`] places frames at addresses and lines for the viewers' formats.
 
 #![deny(missing_docs)]
 
@@ -33,6 +33,7 @@ pub mod offcpu;
 pub mod record;
 pub mod report;
 pub mod select;
+pub mod sites;
 pub mod sort;
 pub mod symbolize;
 pub mod target;

@@ -154,6 +154,9 @@ pub struct Report {
     pub located: Vec<Located>,
     /// The call graph, when call stacks were recorded.
     pub graph: Option<CallGraph>,
+    /// The symbolizer that made it, with its objects loaded: the exports place frames
+    /// at addresses and lines ([`sites`](crate::sites)) without reading the objects again.
+    pub symbolizer: std::cell::RefCell<Symbolizer>,
 }
 
 /// Symbolise the profile and compute everything the report shows.
@@ -227,7 +230,7 @@ pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileE
         caller_tree,
         callee_tree,
     };
-    Ok(Report { flat, located, graph })
+    Ok(Report { flat, located, graph, symbolizer: std::cell::RefCell::new(symbolizer) })
 }
 
 fn task_samples(profile: &Profile, located: &[Located]) -> Vec<TaskSamples> {

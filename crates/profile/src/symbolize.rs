@@ -62,6 +62,11 @@ pub struct ObjectInfo {
     /// one was looked for (said when samples fall where it would have helped).
     pub(crate) debug_searched: Option<String>,
     pub(crate) is_64: bool,
+    /// The GNU build ID (.note.gnu.build-id), which viewers match debug files and
+    /// binaries by.
+    pub build_id: Option<Vec<u8>>,
+    /// Whether it is a fixed-address executable (ET_EXEC) rather than position-independent.
+    pub fixed_address: bool,
 }
 
 impl ObjectInfo {
@@ -126,6 +131,8 @@ impl ObjectInfo {
         symbols.dedup_by_key(|s| s.start);
         let dwarf = own_dwarf.or_else(|| debug_elf.as_ref().and_then(load_dwarf));
         let is_64 = elf.is_64();
+        let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let fixed_address = elf.kind() == object::ObjectKind::Executable;
         drop(elf);
         drop(debug_elf);
         Ok(ObjectInfo {
@@ -138,6 +145,8 @@ impl ObjectInfo {
             debug_note,
             debug_searched,
             is_64,
+            build_id,
+            fixed_address,
         })
     }
 
@@ -147,6 +156,17 @@ impl ObjectInfo {
             .iter()
             .find(|(off, size, _)| file_offset >= *off && file_offset < off + size)
             .map(|(off, _, addr)| addr + (file_offset - off))
+    }
+
+    /// The PT_LOAD segment mapping `svma`: (file offset, file size, virtual address).
+    pub fn segment_of(&self, svma: u64) -> Option<(u64, u64, u64)> {
+        self.segments.iter().copied().find(|(_, size, addr)| svma >= *addr && svma < addr + size)
+    }
+
+    /// The lowest address a PT_LOAD segment is linked at: the image base that relative
+    /// addresses (the Firefox Profiler's, Breakpad's) count from.
+    pub fn image_base(&self) -> u64 {
+        self.segments.iter().map(|s| s.2).min().unwrap_or(0)
     }
 
     /// Inverse of [`svma`](Self::svma), for mapping sample offsets onto disassembly.
@@ -197,7 +217,7 @@ impl ObjectInfo {
     }
 
     /// Symbols whose demangled or normalised name equals `name`.
-    pub(crate) fn symbols_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FunctionSymbol> + 'a {
+    pub fn symbols_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FunctionSymbol> + 'a {
         self.symbols.iter().filter(move |s| {
             let full = self.symbol_name(s);
             full == name || normalize(&full) == name
@@ -228,6 +248,42 @@ impl ObjectInfo {
             }
         }
         out
+    }
+
+    /// The declaration lines (DW_AT_decl_line) of the subprograms of the compilation
+    /// unit holding `svma`, by demangled linkage name and by name; None without DWARF
+    /// there.
+    pub fn decl_lines(&self, svma: u64) -> Option<HashMap<String, u32>> {
+        let unit = self.dwarf.as_ref()?.find_dwarf_and_unit(svma).skip_all_loads()?;
+        let mut lines = HashMap::new();
+        let mut entries = unit.entries();
+        while let Ok(Some((_, entry))) = entries.next_dfs() {
+            if entry.tag() != gimli::DW_TAG_subprogram {
+                continue;
+            }
+            let Some(line) = entry.attr(gimli::DW_AT_decl_line).ok().flatten().and_then(|a| a.udata_value()) else {
+                continue;
+            };
+            for at in [gimli::DW_AT_linkage_name, gimli::DW_AT_name] {
+                let name = entry.attr_value(at).ok().flatten().and_then(|value| unit.attr_string(value).ok());
+                if let (Some(name), Ok(line)) = (name, u32::try_from(line)) {
+                    if let Ok(name) = gimli::Reader::to_string_lossy(&name) {
+                        lines.entry(demangle(&name)).or_insert(line);
+                    }
+                }
+            }
+        }
+        Some(lines)
+    }
+
+    /// The offset of the compilation unit holding `svma`: which [`decl_lines`](Self::decl_lines)
+    /// a caller has read already.
+    pub fn unit_at(&self, svma: u64) -> Option<usize> {
+        let unit = self.dwarf.as_ref()?.find_dwarf_and_unit(svma).skip_all_loads()?;
+        Some(match unit.header.offset() {
+            gimli::UnitSectionOffset::DebugInfoOffset(o) => o.0,
+            gimli::UnitSectionOffset::DebugTypesOffset(o) => o.0,
+        })
     }
 
     /// Source file and line of `svma` (the innermost inlined location).

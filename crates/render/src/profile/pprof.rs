@@ -2,7 +2,10 @@
 //! Parca, Pyroscope and OpenTelemetry's converters read. Two values per sample: the
 //! samples, and CPU nanoseconds (clock events) or events (count events), the latter the
 //! default; stacks are perflab's symbolised frames (leaf first, as pprof wants), each
-//! sample labelled with its pid, tid and thread name. An allocation profile carries the
+//! sample labelled with its pid, tid and thread name. A location is an address in a
+//! mapping (start, limit, file offset, path and build ID, as `perflab_profile::sites`
+//! places objects) with its lines, the inlined functions first; a function has its
+//! source file and start line; samples with the same thread and locations are one. An allocation profile carries the
 //! four values of Go's heap profiles instead (calls and bytes allocated, blocks and bytes
 //! live at exit).
 //!
@@ -11,7 +14,8 @@
 //! generated (pprof, pprof_util) come with a profiler or an allocator attached.
 
 use super::exporter::{ExportInput, ProfileExporter};
-use super::samples::Samples;
+use super::samples::{Place, Samples};
+use perflab_profile::aggregate::{FrameKind, StackFrame};
 use perflab_profile::alloc::view::{view, AllocView};
 use perflab_profile::error::ProfileError;
 use perflab_profile::format::{Profile, Weight};
@@ -78,10 +82,24 @@ pub struct Label {
 pub struct Mapping {
     #[prost(uint64, tag = "1")]
     pub id: u64,
+    #[prost(uint64, tag = "2")]
+    pub memory_start: u64,
+    #[prost(uint64, tag = "3")]
+    pub memory_limit: u64,
+    #[prost(uint64, tag = "4")]
+    pub file_offset: u64,
     #[prost(int64, tag = "5")]
     pub filename: i64,
+    #[prost(int64, tag = "6")]
+    pub build_id: i64,
     #[prost(bool, tag = "7")]
     pub(crate) has_functions: bool,
+    #[prost(bool, tag = "8")]
+    pub(crate) has_filenames: bool,
+    #[prost(bool, tag = "9")]
+    pub(crate) has_line_numbers: bool,
+    #[prost(bool, tag = "10")]
+    pub(crate) has_inline_frames: bool,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -90,6 +108,9 @@ pub struct Location {
     pub id: u64,
     #[prost(uint64, tag = "2")]
     pub(crate) mapping_id: u64,
+    #[prost(uint64, tag = "3")]
+    pub address: u64,
+    /// Innermost (inlined) function first, the enclosing one last.
     #[prost(message, repeated, tag = "4")]
     pub line: Vec<Line>,
 }
@@ -98,6 +119,8 @@ pub struct Location {
 pub struct Line {
     #[prost(uint64, tag = "1")]
     pub(crate) function_id: u64,
+    #[prost(int64, tag = "2")]
+    pub line: i64,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -110,6 +133,8 @@ pub struct Function {
     pub(crate) system_name: i64,
     #[prost(int64, tag = "4")]
     pub filename: i64,
+    #[prost(int64, tag = "5")]
+    pub start_line: i64,
 }
 
 /// pprof's string table: index 0 is the empty string.
@@ -173,58 +198,129 @@ struct Values<'a> {
     period_type: (&'a str, &'a str),
 }
 
+/// What makes two frames one pprof location.
+#[derive(PartialEq, Eq, Hash)]
+enum LocationKey {
+    /// (mapping index, address).
+    Address(usize, u64),
+    /// (frame name, object) of a frame outside every object.
+    Name(String, String),
+}
+
 fn message_of(profile: &Profile, sets: &[&Samples], values: &Values) -> PprofProfile {
     let samples = sets[0];
     let mut strings = Strings::new();
     let sample_type =
         values.types.iter().map(|(t, u)| ValueType { r#type: strings.id(t), unit: strings.id(u) }).collect();
-    let mut mappings: Vec<Mapping> = Vec::new();
-    let mut mapping_ids: HashMap<String, u64> = HashMap::new();
     // pprof names the profile after its first mapping ("File:"): make it the object
     // holding the most leaf weight (the program), not whichever was met first (ld.so).
-    let mut leaf_weight: HashMap<&str, u64> = HashMap::new();
+    // The sets (allocation views of one profile) each place their frames: their
+    // mappings merge by object and range, an unread object's spans into one.
+    let key = |m: &perflab_profile::sites::Mapping| (m.path.clone(), if m.read { m.start } else { u64::MAX });
+    let mut merged_mappings: Vec<perflab_profile::sites::Mapping> = Vec::new();
+    let mut merged_index: HashMap<(String, u64), usize> = HashMap::new();
+    let mut set_mapping: Vec<Vec<usize>> = Vec::new();
+    for of in sets {
+        set_mapping.push(
+            of.mappings
+                .iter()
+                .map(|m| {
+                    let i = *merged_index.entry(key(m)).or_insert_with(|| {
+                        merged_mappings.push(m.clone());
+                        merged_mappings.len() - 1
+                    });
+                    let into = &mut merged_mappings[i];
+                    if m.start < into.start {
+                        into.file_offset -= into.start - m.start;
+                        into.start = m.start;
+                    }
+                    into.limit = into.limit.max(m.limit);
+                    i
+                })
+                .collect(),
+        );
+    }
+    let mut leaf_weight: HashMap<usize, u64> = HashMap::new();
     for s in &samples.samples {
-        if let Some(leaf) = samples.stacks[s.stack].last() {
-            *leaf_weight.entry(leaf.object.as_str()).or_default() += s.period;
+        if let Some(mapping) = samples.places[s.stack].last().and_then(|p| p.mapping) {
+            *leaf_weight.entry(set_mapping[0][mapping]).or_default() += s.period;
         }
     }
-    if let Some((object, _)) = leaf_weight.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0))) {
-        mapping_ids.insert(object.to_string(), 1);
-        mappings.push(Mapping { id: 1, filename: strings.id(object), has_functions: true });
+    let mut order: Vec<usize> = (0..merged_mappings.len()).collect();
+    order.sort_by_key(|i| std::cmp::Reverse(leaf_weight.get(i).copied().unwrap_or(0)));
+    let mut mapping_ids: HashMap<usize, u64> = HashMap::new();
+    let mut mappings: Vec<Mapping> = Vec::new();
+    for i in order {
+        let m = &merged_mappings[i];
+        let id = mappings.len() as u64 + 1;
+        mapping_ids.insert(i, id);
+        mappings.push(Mapping {
+            id,
+            memory_start: m.start,
+            memory_limit: m.limit,
+            file_offset: m.file_offset,
+            filename: strings.id(&m.path),
+            build_id: m.build_id.as_deref().map_or(0, |b| strings.id(b)),
+            has_functions: true,
+            has_filenames: m.has_lines,
+            has_line_numbers: m.has_lines,
+            has_inline_frames: m.has_lines,
+        });
     }
     let mut functions: Vec<Function> = Vec::new();
     let mut locations: Vec<Location> = Vec::new();
-    // One location per distinct (function, object, inlined) frame, one function per name.
-    let mut location_ids: HashMap<(String, String, bool), u64> = HashMap::new();
+    // One location per address (with the functions inlined there), or per name for a
+    // frame outside every object; one function per (name, source file).
+    let mut location_ids: HashMap<LocationKey, u64> = HashMap::new();
     let mut function_ids: HashMap<(String, String), u64> = HashMap::new();
-    let mut locate = |stack: &Vec<perflab_profile::aggregate::StackFrame>| -> Vec<u64> {
-        stack
+    let mut locate = |set: usize, stack: &Vec<StackFrame>, places: &Vec<Place>| -> Vec<u64> {
+        // A code frame and the frames inlined into it (outermost first) make one location.
+        let mut groups: Vec<Vec<(&StackFrame, &Place)>> = Vec::new();
+        for (frame, place) in stack.iter().zip(places) {
+            match groups.last_mut() {
+                Some(group) if frame.kind == FrameKind::Inlined => group.push((frame, place)),
+                _ => groups.push(vec![(frame, place)]),
+            }
+        }
+        groups
             .iter()
             .rev()
-            .map(|f| {
-                let name = Samples::frame_name(f);
-                let key = (name.clone(), f.object.clone(), false);
+            .map(|group| {
+                let (code, place) = group[0];
+                let mapping = place.mapping.map(|m| set_mapping[set][m]);
+                let key = match mapping {
+                    Some(mapping) => LocationKey::Address(mapping, place.address),
+                    None => LocationKey::Name(Samples::frame_name(code), code.object.clone()),
+                };
                 if let Some(&id) = location_ids.get(&key) {
                     return id;
                 }
-                let mapping_id = *mapping_ids.entry(f.object.clone()).or_insert_with(|| {
-                    let id = mappings.len() as u64 + 1;
-                    mappings.push(Mapping { id, filename: strings.id(&f.object), has_functions: true });
-                    id
-                });
-                let function_id = *function_ids.entry((name.clone(), f.object.clone())).or_insert_with(|| {
-                    let id = functions.len() as u64 + 1;
-                    let name_id = strings.id(&name);
-                    functions.push(Function {
-                        id,
-                        name: name_id,
-                        system_name: name_id,
-                        filename: strings.id(&f.object),
-                    });
-                    id
-                });
+                let line = group
+                    .iter()
+                    .rev()
+                    .map(|(frame, place)| {
+                        // pprof marks inlined functions itself ("(inline)"): the plain name.
+                        let name = frame.function.clone();
+                        let file = place.file.clone().unwrap_or_default();
+                        let function_id = *function_ids.entry((name.clone(), file.clone())).or_insert_with(|| {
+                            let id = functions.len() as u64 + 1;
+                            let name_id = strings.id(&name);
+                            functions.push(Function {
+                                id,
+                                name: name_id,
+                                system_name: name_id,
+                                filename: strings.id(&file),
+                                start_line: place.start_line.unwrap_or(0).into(),
+                            });
+                            id
+                        });
+                        Line { function_id, line: place.line.unwrap_or(0).into() }
+                    })
+                    .collect();
                 let id = locations.len() as u64 + 1;
-                locations.push(Location { id, mapping_id, line: vec![Line { function_id }] });
+                let mapping_id = mapping.and_then(|m| mapping_ids.get(&m).copied()).unwrap_or(0);
+                let address = if mapping.is_some() { place.address } else { 0 };
+                locations.push(Location { id, mapping_id, address, line });
                 location_ids.insert(key, id);
                 id
             })
@@ -234,7 +330,7 @@ fn message_of(profile: &Profile, sets: &[&Samples], values: &Values) -> PprofPro
     // pprof has no time axis.
     let mut merged: HashMap<(u32, u32, Vec<u64>), Vec<i64>> = HashMap::new();
     for (set, of) in sets.iter().enumerate() {
-        let stacks: Vec<Vec<u64>> = of.stacks.iter().map(&mut locate).collect();
+        let stacks: Vec<Vec<u64>> = of.stacks.iter().zip(&of.places).map(|(s, p)| locate(set, s, p)).collect();
         for s in &of.samples {
             let e = merged.entry((s.pid, s.tid, stacks[s.stack].clone())).or_insert_with(|| vec![0; 2 * sets.len()]);
             e[2 * set] += s.count as i64;

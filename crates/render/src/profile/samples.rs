@@ -1,20 +1,30 @@
 //! A profile's samples as the viewers' formats (Firefox Profiler, speedscope, pprof)
 //! want them: perflab's symbolised stacks per thread, with time when the profile has a
-//! timeline — made once here so the three exporters cannot disagree.
+//! timeline, and where each frame is (mapping, address, source line, inline depth) —
+//! made once here so the three exporters cannot disagree.
 
 use perflab_profile::aggregate::{FrameKind, StackFrame};
 use perflab_profile::format::{Profile, Weight};
 use perflab_profile::report::Report;
+use perflab_profile::sites::{self, Mapping, Site};
 use std::collections::HashMap;
 
 /// A stack's (pid, tid, samples, summed periods).
 type StackTotals = (u32, u32, u64, u64);
 
+/// A stack's frames, outermost first, and where each is.
+type PlacedStack = (Vec<StackFrame>, Vec<Place>);
+
 /// A profile's samples as the viewers' formats want them: per sample (or, without a
 /// timeline, per distinct stack) its thread, its stack of names and its weight.
 pub struct Samples {
-    /// Distinct stacks, outermost frame first (the leaf alone without call stacks).
+    /// Distinct stacks, outermost frame first (the leaf and the functions inlined at
+    /// it without call stacks).
     pub stacks: Vec<Vec<StackFrame>>,
+    /// Per frame of `stacks`, where it is.
+    pub places: Vec<Vec<Place>>,
+    /// The mappings places are in.
+    pub mappings: Vec<Mapping>,
     /// Every sample (or distinct stack's total), in recording order.
     pub samples: Vec<Sample>,
     /// (pid, tid) → the thread's name.
@@ -23,6 +33,62 @@ pub struct Samples {
     pub timed: bool,
     /// What a sample's weight counts.
     pub weight: Weight,
+}
+
+/// Where a frame is: an inlined function's frame has its caller's mapping and address,
+/// one level deeper.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Place {
+    /// Index into [`Samples::mappings`]; None outside every object.
+    pub mapping: Option<usize>,
+    /// Its address (see `perflab_profile::sites` for the load bases).
+    pub address: u64,
+    /// The enclosing function's start address and size, when a symbol covers it.
+    pub function: Option<(u64, u64)>,
+    /// The source file of this level.
+    pub file: Option<String>,
+    /// The line in it.
+    pub line: Option<u32>,
+    /// The line the function starts at.
+    pub start_line: Option<u32>,
+    /// 0 for the code frame, 1 for the function inlined into it, and so on.
+    pub inline_depth: u32,
+}
+
+impl Place {
+    /// The place of level `depth` of `site` (0: the enclosing function).
+    fn at(site: &Site, depth: u32) -> Place {
+        let level = site.lines.len().checked_sub(1 + depth as usize).and_then(|i| site.lines.get(i));
+        Place {
+            mapping: site.mapping,
+            address: site.address,
+            function: site.function,
+            file: level.and_then(|l| l.file.clone()),
+            line: level.and_then(|l| l.line),
+            start_line: level.and_then(|l| l.start_line),
+            inline_depth: depth,
+        }
+    }
+}
+
+/// The places of a call graph stack's frames (outermost first, process root removed),
+/// from the sites of its profile frames (outermost first): each code frame takes the
+/// next site, the inlined frames after it that site's deeper levels.
+fn places_of<'a>(frames: &[StackFrame], mut sites: impl Iterator<Item = &'a Site>) -> Vec<Place> {
+    let mut current: Option<&Site> = None;
+    let mut depth = 0;
+    frames
+        .iter()
+        .map(|f| {
+            if f.kind == FrameKind::Inlined {
+                depth += 1;
+            } else {
+                current = sites.next();
+                depth = 0;
+            }
+            current.map(|site| Place::at(site, depth)).unwrap_or_default()
+        })
+        .collect()
 }
 
 /// One sample, or one distinct stack's total.
@@ -45,26 +111,43 @@ pub struct Sample {
 impl Samples {
     /// The samples of `profile`, with the stacks of its `report`.
     pub fn of(profile: &Profile, report: &Report) -> Samples {
+        let sites = sites::of(profile, &mut report.symbolizer.borrow_mut());
         // With call stacks, every stack of the profile; else every sampled location.
-        let (stacks, keys): (Vec<Vec<StackFrame>>, Vec<StackTotals>) = match &report.graph {
-            Some(graph) if !profile.stacks.is_empty() => graph
-                .named_stacks()
-                .zip(&profile.stacks)
-                .map(|(named, s)| {
-                    let frames = named.frames.into_iter().filter(|f| f.kind != FrameKind::Process).collect();
-                    (frames, (s.pid, s.tid, s.count, s.period))
-                })
-                .unzip(),
-            _ => report
-                .located
-                .iter()
-                .map(|l| {
-                    let object = perflab_profile::symbolize::basename(&l.location.object).to_string();
-                    let frame = StackFrame { function: l.location.function.clone(), object, kind: FrameKind::Code };
-                    (vec![frame], (l.pid, l.tid, l.count, l.period))
-                })
-                .unzip(),
-        };
+        let (stacks, keys): (Vec<PlacedStack>, Vec<StackTotals>) =
+            match &report.graph {
+                Some(graph) if !profile.stacks.is_empty() => graph
+                    .named_stacks()
+                    .zip(&profile.stacks)
+                    .map(|(named, s)| {
+                        let frames: Vec<StackFrame> =
+                            named.frames.into_iter().filter(|f| f.kind != FrameKind::Process).collect();
+                        let places = places_of(&frames, s.frames.iter().rev().map(|&f| &sites.frames[f as usize]));
+                        ((frames, places), (s.pid, s.tid, s.count, s.period))
+                    })
+                    .unzip(),
+                _ => report
+                    .located
+                    .iter()
+                    .zip(&sites.samples)
+                    .map(|(l, site)| {
+                        let object = perflab_profile::symbolize::basename(&l.location.object).to_string();
+                        let code = StackFrame {
+                            function: l.location.function.clone(),
+                            object: object.clone(),
+                            kind: FrameKind::Code,
+                        };
+                        // The functions inlined at the leaf, outermost first, as the call graph has them.
+                        let inlined =
+                            site.lines.iter().rev().filter_map(|line| line.inlined.clone()).map(|function| {
+                                StackFrame { function, object: object.clone(), kind: FrameKind::Inlined }
+                            });
+                        let frames: Vec<StackFrame> = std::iter::once(code).chain(inlined).collect();
+                        let places = places_of(&frames, std::iter::once(site));
+                        ((frames, places), (l.pid, l.tid, l.count, l.period))
+                    })
+                    .unzip(),
+            };
+        let (stacks, places): (Vec<Vec<StackFrame>>, Vec<Vec<Place>>) = stacks.into_iter().unzip();
         let by_stack = !profile.stacks.is_empty() && report.graph.is_some();
         let timeline = profile.timeline.as_ref().filter(|t| !by_stack || t.stack.len() == t.len());
         let samples = match timeline {
@@ -83,7 +166,15 @@ impl Samples {
                 .collect(),
         };
         let threads = profile.tasks.iter().map(|t| ((t.pid, t.tid), t.comm.clone())).collect();
-        Samples { stacks, samples, threads, timed: timeline.is_some(), weight: profile.weight() }
+        Samples {
+            stacks,
+            places,
+            mappings: sites.mappings,
+            samples,
+            threads,
+            timed: timeline.is_some(),
+            weight: profile.weight(),
+        }
     }
 
     /// A thread's name, or a made-up one for threads without a COMM record.

@@ -1,6 +1,7 @@
 //! `--speedscope FILE`: the profile in speedscope's file format
-//! (<https://www.speedscope.app/file-format-schema.json>): shared frames (function and
-//! object), one "sampled" profile per thread with its stacks (outermost frame first)
+//! (<https://www.speedscope.app/file-format-schema.json>): shared frames (function,
+//! the source file and the line it starts at — the object's path when there is no debug
+//! information), one "sampled" profile per thread with its stacks (outermost frame first)
 //! in time order and their weights — nanoseconds of CPU time for a clock, events for a
 //! count event. Written with serde: the schema is a small JSON document and no crate
 //! writes it.
@@ -34,6 +35,9 @@ struct FrameJson {
     name: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     file: String,
+    /// The line the function starts at: speedscope's frames are functions, not lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -70,11 +74,19 @@ fn encode(profile: &Profile, samples: &Samples, title: &str) -> Result<Vec<u8>, 
     let stacks: Vec<Vec<usize>> = samples
         .stacks
         .iter()
-        .map(|stack| {
+        .zip(&samples.places)
+        .map(|(stack, places)| {
             stack
                 .iter()
-                .map(|f| {
-                    let frame = FrameJson { name: Samples::frame_name(f), file: f.object.clone() };
+                .zip(places)
+                .map(|(f, place)| {
+                    let object =
+                        || place.mapping.map_or_else(|| f.object.clone(), |m| samples.mappings[m].path.clone());
+                    let (file, line) = match &place.file {
+                        Some(file) => (file.clone(), place.start_line),
+                        None => (object(), None),
+                    };
+                    let frame = FrameJson { name: Samples::frame_name(f), file, line };
                     *frame_ids.entry(frame.clone()).or_insert_with(|| {
                         frames.push(frame);
                         frames.len() - 1

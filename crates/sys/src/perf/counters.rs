@@ -615,7 +615,10 @@ impl CountIn {
     /// Why this scope cannot count now (no such process running), as `SCOPE: why`.
     pub fn check(&self) -> Result<(), String> {
         if matches!(self, CountIn::Comm(_) | CountIn::Tree(_)) && self.tasks().is_empty() {
-            return Err(format!("{}: no such process is running (it must run before each run starts)", self.spelling()));
+            return Err(format!(
+                "{}: no such process is running (it must run before each run starts)",
+                self.spelling()
+            ));
         }
         // Else every counter would be "not supported" with advice about per-process levels.
         if *self == CountIn::System && !perf_capable() {
@@ -703,7 +706,12 @@ pub struct CountersProbe {
 impl CountersProbe {
     /// `Auto` scope is resolved here against this machine's permissions.
     pub fn new(events: EventList, scope: Scope, opener: Box<dyn CounterOpener>) -> Self {
-        CountersProbe { counting: Counting::new(events, scope, opener), count_in: CountIn::Command, open: Vec::new(), attached: false }
+        CountersProbe {
+            counting: Counting::new(events, scope, opener),
+            count_in: CountIn::Command,
+            open: Vec::new(),
+            attached: false,
+        }
     }
 
     /// Count in other processes than the command's (see [`CountIn`]).

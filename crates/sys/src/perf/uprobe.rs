@@ -192,7 +192,15 @@ pub fn locate(object: &str, function: &str, retprobe: bool) -> Result<Placement,
     let file_offset = file_offset(&elf, address).ok_or_else(|| {
         format!("{function} is at {address:#x}, which no loadable segment of {} maps", path.display())
     })?;
-    Ok(Placement { object: path, function: function.to_string(), address, file_offset, retprobe, build_id, symbols_from })
+    Ok(Placement {
+        object: path,
+        function: function.to_string(),
+        address,
+        file_offset,
+        retprobe,
+        build_id,
+        symbols_from,
+    })
 }
 
 /// A probe at a known file offset of `path` (no symbol needed), defined but not tried.
@@ -230,15 +238,14 @@ fn define(placement: &Placement, tracefs: impl FnOnce() -> Option<PathBuf>) -> R
     SWEPT.get_or_init(|| remove_stale(&root));
     let path = intern(&placement.object)?;
     let text_path = placement.object.to_str().filter(|p| !p.chars().any(char::is_whitespace)).ok_or_else(|| {
-        format!("{}: tracefs takes no path with spaces or non-UTF-8 bytes (link it elsewhere)", placement.object.display())
+        format!(
+            "{}: tracefs takes no path with spaces or non-UTF-8 bytes (link it elsewhere)",
+            placement.object.display()
+        )
     })?;
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let stem: String = placement
-        .function
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .take(40)
-        .collect();
+    let stem: String =
+        placement.function.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(40).collect();
     let name = format!(
         "{}{stem}_{}{}",
         if stem.starts_with(|c: char| c.is_ascii_digit()) { "f" } else { "" },
