@@ -727,8 +727,10 @@ mod tests {
         for e in [typo, missing, unknown, not_elf] {
             assert!(!e.contains('\n'), "{e}");
         }
-        let exe = exe.display();
-        let err = parse_with(&format!("uprobe:{exe}:perflab_uprobe_target"), || None, false).unwrap().1.unwrap_err();
+        // Without tracefs nothing can be defined (straight to `define`: parsing caches
+        // placements by name, and another test may have placed this one for real).
+        let placement = locate(&exe.display().to_string(), "perflab_uprobe_target", false).unwrap();
+        let err = define(&placement, || None).unwrap_err();
         assert!(err.contains("uprobes need root or CAP_PERFMON") && err.contains("tracefs"), "{err}");
     }
 
