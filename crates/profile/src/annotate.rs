@@ -104,7 +104,8 @@ pub struct AnnotatedInstruction {
     #[serde(skip)]
     pub indirect_jump: bool,
     /// These bytes are data, not an instruction: why (`skipped`: a known instruction
-    /// start lies inside the instruction they would begin; `trap arguments`: an SBCL
+    /// start lies inside the instruction they would begin; `prefix`: a prefix a branch
+    /// goes past; `trap arguments`: an SBCL
     /// error trap's; `undecodable`; `cut off`: an instruction cut by the end of the code).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<&'static str>,
@@ -725,6 +726,7 @@ fn annotate_one(
                 let data: Vec<String> = bytes[at..at + ins.len()].iter().map(|b| format!("{b:#04x}")).collect();
                 let what = match why {
                     DataWhy::Skipped => "data: an instruction starts inside",
+                    DataWhy::Prefix => "prefix of the next instruction, which a branch enters after it",
                     DataWhy::TrapArguments => "trap arguments",
                     DataWhy::Undecodable => "not an instruction",
                     DataWhy::Cut => "cut off by the end of the code",
@@ -768,6 +770,7 @@ fn annotate_one(
                 indirect_jump: flow == FlowControl::IndirectBranch,
                 data: data.map(|why| match why {
                     DataWhy::Skipped => "skipped",
+                    DataWhy::Prefix => "prefix",
                     DataWhy::TrapArguments => "trap arguments",
                     DataWhy::Undecodable => "undecodable",
                     DataWhy::Cut => "cut off",

@@ -32,6 +32,9 @@ const TRAP_ARGUMENTS_MAX: u64 = 32;
 pub(crate) enum DataWhy {
     /// A known instruction start lies inside the instruction they would begin.
     Skipped,
+    /// Prefixes a branch goes past (`je 1f; lock; 1: cmpxchg`, glibc's way of taking
+    /// the lock only when threads exist).
+    Prefix,
     /// The arguments of an SBCL error trap, up to the next known instruction start.
     TrapArguments,
     /// Not a valid instruction.
@@ -158,7 +161,9 @@ pub(crate) fn decode(code: &Code, starts: &BTreeSet<u64>) -> Vec<Decoded> {
         let Some((ins, kind)) = code.at(ip) else { break };
         let next = (ip + ins.len().max(1) as u64).min(end);
         if let Some(&inside) = known.range(ip + 1..next).next() {
-            out.push(data(ip, inside, DataWhy::Skipped));
+            let skipped = &code.bytes[(ip - code.start) as usize..(inside - code.start) as usize];
+            let why = if skipped.iter().all(|b| is_legacy_prefix(*b)) { DataWhy::Prefix } else { DataWhy::Skipped };
+            out.push(data(ip, inside, why));
             ip = inside;
             continue;
         }
@@ -180,6 +185,11 @@ pub(crate) fn decode(code: &Code, starts: &BTreeSet<u64>) -> Vec<Decoded> {
         }
     }
     out
+}
+
+/// Whether `byte` is an x86 legacy prefix (lock, rep, segment, operand or address size).
+fn is_legacy_prefix(byte: u8) -> bool {
+    matches!(byte, 0xf0 | 0xf2 | 0xf3 | 0x2e | 0x36 | 0x3e | 0x26 | 0x64 | 0x65 | 0x66 | 0x67)
 }
 
 /// How a trap code reads in the listing.

@@ -258,3 +258,15 @@ fn an_interpreter_loop_shows_its_hottest_blocks_not_its_back_edges() {
     assert!(view.ranked.is_none());
     assert!(view.shown[50..60].iter().all(|s| *s) && !view.shown[0] && !view.shown[n - 1]);
 }
+
+#[test]
+fn a_lock_prefix_a_branch_goes_past_is_named_a_prefix() {
+    // je 1f; lock; 1: cmpxchg %ecx, (%rdx); ret — glibc's way to lock only when threaded.
+    let bytes = [0x74, 0x01, 0xf0, 0x0f, 0xb1, 0x0a, 0xc3];
+    let p = runtime_profile(&bytes, "node", &[0x1000], &[]);
+    let mut s = Symbolizer::default();
+    let f = &annotate(&p, &mut s, Some("F"), 1, Syntax::Att, None, None).unwrap()[0];
+    let texts: Vec<&str> = f.instructions.iter().map(|i| i.text.as_str()).collect();
+    assert_eq!(f.instructions[1].data, Some("prefix"), "{texts:?}");
+    assert_eq!(texts[2], "cmpxchg %ecx, (%rdx)", "{texts:?}");
+}
