@@ -849,8 +849,11 @@ fn run_mca(
 ) -> Result<McaBlock, String> {
     let addresses: Vec<u64> = instrs.iter().map(|i| i.ip()).collect();
     let jumps: Vec<Option<u64>> = annotated.iter().map(|a| a.jump_to).collect();
-    let branches: Vec<bool> =
-        instrs.iter().zip(annotated.iter()).map(|(i, a)| a.ends_block || i.flow_control() != FlowControl::Next).collect();
+    let branches: Vec<bool> = instrs
+        .iter()
+        .zip(annotated.iter())
+        .map(|(i, a)| a.ends_block || i.flow_control() != FlowControl::Next)
+        .collect();
     let (start, end) = mca::hot_block(&addresses, &jumps, &branches, hottest);
     let mut gas = GasFormatter::new();
     let lines: Vec<String> = instrs[start..=end]

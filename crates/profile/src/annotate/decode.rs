@@ -82,7 +82,8 @@ impl Code<'_> {
         let mut decoder = Decoder::with_ip(self.bitness, &self.bytes[offset..], ip, DecoderOptions::NONE);
         let mut ins = decoder.decode();
         if ins.is_invalid() {
-            let why = if decoder.last_error() == DecoderError::NoMoreBytes { DataWhy::Cut } else { DataWhy::Undecodable };
+            let why =
+                if decoder.last_error() == DecoderError::NoMoreBytes { DataWhy::Cut } else { DataWhy::Undecodable };
             return Some((ins, Kind::Data(why)));
         }
         if self.sbcl && ins.mnemonic() == Mnemonic::Int3 && ins.len() == 1 {
@@ -176,7 +177,8 @@ pub(crate) fn decode(code: &Code, starts: &BTreeSet<u64>) -> Vec<Decoded> {
         ip = next;
         if let Kind::Trap(trap) = kind {
             let has_arguments = trap != SBCL_PENDING_INTERRUPT_TRAP && trap != SBCL_HALT_TRAP;
-            if let Some(&resume) = known.range(ip..).next().filter(|k| has_arguments && **k - ip <= TRAP_ARGUMENTS_MAX) {
+            if let Some(&resume) = known.range(ip..).next().filter(|k| has_arguments && **k - ip <= TRAP_ARGUMENTS_MAX)
+            {
                 if resume > ip {
                     out.push(data(ip, resume, DataWhy::TrapArguments));
                     ip = resume;

@@ -123,7 +123,15 @@ fn runtime_profile(bytes: &[u8], comm: &str, sampled: &[u64], more: &[(&str, u64
         tasks: vec![Task { pid: 7, tid: 7, comm: comm.into() }],
         samples: sampled
             .iter()
-            .map(|a| SampleCount { pid: 7, tid: 7, space: Space::User, object: Some(0), offset: *a, count: 1, period: 1 })
+            .map(|a| SampleCount {
+                pid: 7,
+                tid: 7,
+                space: Space::User,
+                object: Some(0),
+                offset: *a,
+                count: 1,
+                period: 1,
+            })
             .collect(),
         jit_symbols,
         ..Profile::default()
