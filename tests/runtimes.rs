@@ -1,8 +1,9 @@
 //! The systems our users tune: code generated at run time (a fixture that writes code
 //! into a file mapping and names it in its perf map; real SBCL compiling a consing loop
 //! that writes its own perf map) named, grouped per piece of code, copied while the
-//! process lives and annotated from the copy; stripped binaries named from debug files
-//! served by a real debuginfod.
+//! process lives and annotated from the copy, SBCL's traps decoded as SBCL lays them out;
+//! Ruby's interpreter loop shown by its hottest blocks; stripped binaries named from
+//! debug files served by a real debuginfod.
 
 mod common;
 
@@ -135,7 +136,9 @@ fn sbcl_consing_loop_is_named_from_its_own_perf_map_and_its_allocation_sequence_
     }
     let script = common::fixtures_dir().join("sbcl_consing.lisp");
     let dir = tempfile::tempdir().unwrap();
-    let (path, report) = profile(dir.path(), "sbcl", &["sbcl", "--script", script.to_str().unwrap(), "150000000"]);
+    let disassembly = dir.path().join("make-garbage.dis");
+    let argv = ["sbcl", "--script", script.to_str().unwrap(), "150000000", disassembly.to_str().unwrap()];
+    let (path, report) = profile(dir.path(), "sbcl", &argv);
     remove_perf_maps(&report);
     // SBCL compiled the loop into its mapping of sbcl.core (or anonymous memory beside
     // it); its own perf map names it, and the loop is the hottest function.
@@ -173,6 +176,67 @@ fn sbcl_consing_loop_is_named_from_its_own_perf_map_and_its_allocation_sequence_
     let sampled: u64 = instructions.iter().map(|i| i["samples"].as_u64().unwrap()).sum();
     assert_eq!(sampled, function["samples"].as_u64().unwrap(), "every sample lands on a decoded instruction");
     assert!(sampled as f64 >= 0.3 * user);
+
+    // Instructions start where SBCL's own disassembler says they do (it shows the
+    // function from after its entry prologue): each `int3` is one row with its trap code
+    // (`int3 # trap 9 (pending interrupt)`), and what follows decodes as SBCL's next
+    // instruction, not as garbage (`or %ecx, -0x77(%rbp); insl` before).
+    let sbcl = std::fs::read_to_string(&disassembly).unwrap();
+    let sbcl_starts: Vec<u64> = sbcl
+        .lines()
+        .filter_map(|l| l.strip_prefix("; ")?.split_once(':').filter(|(hex, _)| hex.len() == 3))
+        .map(|(hex, _)| u64::from_str_radix(hex, 16).unwrap())
+        .collect();
+    assert!(sbcl_starts.len() > 20, "{sbcl}");
+    let ours: std::collections::HashSet<u64> =
+        instructions.iter().map(|i| i["address"].as_u64().unwrap() & 0xfff).collect();
+    let missing: Vec<String> = sbcl_starts.iter().filter(|a| !ours.contains(a)).map(|a| format!("{a:03x}")).collect();
+    assert!(missing.is_empty(), "SBCL's instructions at {missing:?} are not rows of ours: {texts:#?}\n{sbcl}");
+    let traps: Vec<&Value> = instructions.iter().filter(|i| i["text"].as_str().unwrap().starts_with("int3")).collect();
+    assert!(!traps.is_empty(), "the pseudo-atomic section ends in a trap: {texts:#?}");
+    for trap in &traps {
+        assert_eq!(trap["trap"], 9, "{trap}");
+        assert!(trap["text"].as_str().unwrap().ends_with("# trap 9 (pending interrupt)"), "{trap}");
+    }
+    // The listing ends with SBCL's last instruction: the perf map's size is the
+    // function's text, not the code object's function table after it.
+    let last = instructions.last().unwrap()["address"].as_u64().unwrap() & 0xfff;
+    assert_eq!(Some(&last), sbcl_starts.last(), "{texts:#?}");
+    // The unnamed code beside it (the allocator's, generic arithmetic) has its traps decoded too.
+    let doc = annotate_json(&path, &["--top", "3"]);
+    for function in doc["functions"].as_array().unwrap() {
+        for ins in function["instructions"].as_array().unwrap() {
+            if ins["text"].as_str().unwrap().starts_with("int3") {
+                assert!(ins["trap"].is_u64(), "{} {ins}", function["name"]);
+            }
+        }
+    }
+}
+
+#[test]
+fn rubys_interpreter_loop_is_shown_by_its_hottest_blocks_with_its_dispatch_summarised() {
+    if !have("ruby", "ruby") {
+        return;
+    }
+    let script = common::fixtures_dir().join("ruby_loop.rb");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = profile(dir.path(), "ruby", &["ruby", script.to_str().unwrap(), "6000000"]);
+    let text = |extra: &[&str]| {
+        let out = perflab().arg("annotate").arg(&path).args(["--top", "1"]).args(extra).assert().success();
+        String::from_utf8_lossy(&out.get_output().stdout).to_string()
+    };
+    // The hottest function is the interpreter loop (vm_exec_core; named by its address
+    // where libruby is stripped): thousands of instructions whose handlers all jump back
+    // to the dispatch, so the back-edge rule would show nearly all of it (3,986 of 4,190
+    // lines before). Its hottest basic blocks are shown instead, under one line saying so.
+    let all = text(&["--all"]);
+    let hot = text(&[]);
+    assert!(all.lines().count() > 1000, "the interpreter loop is long: {} lines", all.lines().count());
+    let dispatch = hot.lines().find(|l| l.trim_start().starts_with("dispatch: ")).unwrap_or_else(|| panic!("{hot}"));
+    assert!(dispatch.contains("indirect jumps") && dispatch.contains("hottest blocks holding"), "{dispatch}");
+    assert!(hot.contains("── hottest block #1:"), "{hot}");
+    // At most 16 blocks are shown: a short listing, however the samples fall.
+    assert!(hot.lines().count() < 600 && hot.lines().count() * 4 < all.lines().count(), "{hot}");
 }
 
 /// A real debuginfod (elfutils') on 127.0.0.1 serving the files under a directory;

@@ -10,11 +10,14 @@ use super::jitmap;
 use super::kernel;
 use super::mca::{self, McaBlock, McaInstruction};
 use super::symbolize::{normalize, FunctionSymbol, ObjectInfo, Symbolizer};
-use iced_x86::{Decoder, DecoderOptions, FlowControl, Formatter, GasFormatter, Instruction, IntelFormatter};
+use iced_x86::{FlowControl, Formatter, GasFormatter, Instruction, IntelFormatter};
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+
+mod decode;
+use decode::{DataWhy, Decoded, Kind};
 
 /// The assembly syntax of the disassembly (`--syntax`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +96,22 @@ pub struct AnnotatedInstruction {
     /// Whether this is a conditional branch.
     #[serde(skip)]
     pub conditional: bool,
+    /// Whether control does not simply go on to the next instruction (a branch, call
+    /// target aside; a return, a trap): the end of a basic block.
+    #[serde(skip)]
+    pub ends_block: bool,
+    /// Whether this is an indirect jump (`jmp *%rax`): an interpreter's dispatch.
+    #[serde(skip)]
+    pub indirect_jump: bool,
+    /// These bytes are data, not an instruction: why (`skipped`: a known instruction
+    /// start lies inside the instruction they would begin; `prefix`: a prefix a branch
+    /// goes past; `trap arguments`: an SBCL
+    /// error trap's; `undecodable`; `cut off`: an instruction cut by the end of the code).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<&'static str>,
+    /// SBCL's trap code, for an `int3` of SBCL code (the row covers both bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trap: Option<u8>,
     /// llvm-mca's figures, for instructions of the analysed hot block (`--mca`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mca: Option<McaInstruction>,
@@ -329,6 +348,17 @@ fn is_runtime(profile: &Profile, object: Option<u32>) -> bool {
     object.is_some_and(|o| jitmap::is_runtime_object(&profile.objects[o as usize].path))
 }
 
+/// Whether runtime code is SBCL's compiled Lisp: its process is called `sbcl`, or it lies
+/// in SBCL's core file (`sbcl.core+0x…`). An SBCL program saved as its own executable
+/// is not recognised (its traps then decode as plain `int3`).
+fn is_sbcl(profile: &Profile, symbol: &crate::format::JitSymbol) -> bool {
+    if symbol.unnamed && symbol.name.starts_with("sbcl.core+") {
+        return true;
+    }
+    let pid = jitmap::runtime_pid(&profile.objects[symbol.object as usize].path);
+    pid.is_some_and(|pid| profile.tasks.iter().any(|t| t.pid == pid && t.comm == "sbcl"))
+}
+
 /// The runtime symbol a sample of runtime code lies in, if its code was copied.
 fn runtime_target(profile: &Profile, sample: &SampleCount) -> Result<Target, NotAnnotated> {
     let index = runtime_symbol(profile, sample.object, sample.offset).ok_or(NotAnnotated::RuntimeUnnamed)?;
@@ -392,6 +422,11 @@ struct Code {
     lines: Option<Rc<ObjectInfo>>,
     generated: bool,
     note: Option<String>,
+    /// Instruction starts known besides the entry and the sampled addresses: other
+    /// symbols' (or perf-map entries') starts inside the code.
+    starts: BTreeSet<u64>,
+    /// SBCL's compiled Lisp (`int3` is followed by a trap code).
+    sbcl: bool,
 }
 
 fn code_of(profile: &Profile, target: &Target) -> Code {
@@ -426,6 +461,8 @@ fn code_of(profile: &Profile, target: &Target) -> Code {
                 lines: Some(object.clone()),
                 generated: false,
                 note: None,
+                starts: object.symbol_starts(sym.start + 1..end).collect(),
+                sbcl: false,
             }
         }
         Target::Runtime { index } => {
@@ -441,6 +478,14 @@ fn code_of(profile: &Profile, target: &Target) -> Code {
             let (bytes_start, bytes) =
                 symbol.code.as_ref().and_then(|c| Some((c.start, c.bytes()?))).unwrap_or((symbol.start, Vec::new()));
             let object = profile.objects[symbol.object as usize].path.clone();
+            let code_end = bytes_start + bytes.len() as u64;
+            // Other runtime code named inside the copy (perf-map entries) starts instructions.
+            let starts = profile
+                .jit_symbols
+                .iter()
+                .filter(|j| j.object == symbol.object && (bytes_start..code_end).contains(&j.start))
+                .map(|j| j.start)
+                .collect();
             let mut code = Code {
                 name: symbol.name.clone(),
                 object,
@@ -453,11 +498,13 @@ fn code_of(profile: &Profile, target: &Target) -> Code {
                 lines: None,
                 generated: true,
                 note: None,
+                starts,
+                sbcl: is_sbcl(profile, symbol),
             };
             if symbol.unnamed || bytes_start > symbol.start {
                 // Where instructions begin is unknown: start where decoding meets every sampled address.
                 let sampled: Vec<u64> = code.counts.keys().copied().collect();
-                let start = sync_start(&code.bytes, bytes_start, &sampled, code.bitness);
+                let start = sync_start(&code.bytes, bytes_start, &sampled, code.bitness, code.sbcl);
                 code.note = Some(format!(
                     "nothing names where this code starts: decoding starts at {start:#x}, {} bytes before the \
                      first sampled instruction, where it meets every sampled address; instructions before it are not shown",
@@ -485,16 +532,57 @@ const SHORT_FUNCTION: usize = 60;
 pub(crate) const HOT_INSTRUCTION_SHARE: f64 = 0.01;
 const CONTEXT: usize = 4;
 
+/// Hot loops spanning at least this share of a function's instructions say nothing about
+/// where it spends its time: an interpreter's handlers all jump back to its dispatch, so
+/// the "loops" cover nearly all of it. Its basic blocks are then ranked by samples.
+const DISPATCH_COVER: f64 = 0.5;
+/// The ranked view shows at most this many blocks...
+const RANKED_BLOCKS_MAX: usize = 16;
+/// ...and stops once those shown hold this share of the function's samples.
+const RANKED_SHARE: f64 = 0.9;
+
+/// What the terminal shows of a function by default.
+pub struct HotView {
+    /// Per instruction: shown or left out.
+    pub shown: Vec<bool>,
+    /// Set when the function's back-edges span most of it (an interpreter loop): its
+    /// hottest basic blocks are shown instead of its loops.
+    pub ranked: Option<RankedBlocks>,
+}
+
+/// The hottest basic blocks of a function whose loops span most of it, and its dispatch
+/// structure.
+pub struct RankedBlocks {
+    /// Indirect jumps in the function (an interpreter's dispatch points).
+    pub indirect_jumps: usize,
+    /// Basic blocks in the function.
+    pub blocks: usize,
+    /// Share of the function's instructions inside hot loops (what the loop rule would show).
+    pub loop_cover: f64,
+    /// The blocks shown, hottest first: (first instruction, last instruction, share of the
+    /// function's samples).
+    pub shown: Vec<(usize, usize, f64)>,
+}
+
+impl RankedBlocks {
+    /// Share of the function's samples in the blocks shown.
+    pub fn share(&self) -> f64 {
+        self.shown.iter().map(|b| b.2).sum()
+    }
+}
+
 /// Which instructions the terminal shows by default: all of a short function (or one
 /// without samples); otherwise the hot blocks — every instruction with at least
 /// `HOT_INSTRUCTION_SHARE` of the samples, the hot loops around them, and a few
-/// instructions of context on each side.
-pub fn hot_blocks(f: &AnnotatedFunction) -> Vec<bool> {
+/// instructions of context on each side — unless those loops span most of the function
+/// (an interpreter's dispatch): then its hottest basic blocks.
+pub fn hot_view(f: &AnnotatedFunction) -> HotView {
     let n = f.instructions.len();
     if n <= SHORT_FUNCTION || f.samples == 0 {
-        return vec![true; n];
+        return HotView { shown: vec![true; n], ranked: None };
     }
     let mut shown = vec![false; n];
+    let mut in_loop = vec![false; n];
     let index_of: HashMap<u64, usize> = f.instructions.iter().enumerate().map(|(i, ins)| (ins.address, i)).collect();
     for (i, ins) in f.instructions.iter().enumerate() {
         if ins.share >= HOT_INSTRUCTION_SHARE {
@@ -505,30 +593,79 @@ pub fn hot_blocks(f: &AnnotatedFunction) -> Vec<bool> {
             ins.jump_to.filter(|to| ins.conditional && *to <= ins.address).and_then(|to| index_of.get(&to))
         {
             if f.instructions[*head..=i].iter().map(|x| x.share).sum::<f64>() >= hints::HOT_SHARE {
-                shown[*head..=i].iter_mut().for_each(|s| *s = true);
+                in_loop[*head..=i].iter_mut().for_each(|s| *s = true);
             }
         }
     }
-    shown
+    let loop_cover = in_loop.iter().filter(|x| **x).count() as f64 / n as f64;
+    if loop_cover < DISPATCH_COVER {
+        shown.iter_mut().zip(&in_loop).for_each(|(s, l)| *s |= *l);
+        return HotView { shown, ranked: None };
+    }
+    let blocks = basic_blocks(f);
+    let mut ranked: Vec<(usize, usize, f64)> = blocks
+        .iter()
+        .map(|&(first, last)| (first, last, f.instructions[first..=last].iter().map(|x| x.share).sum::<f64>()))
+        .collect();
+    ranked.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+    let mut chosen = Vec::new();
+    let mut held = 0.0;
+    for block in ranked {
+        if chosen.len() >= RANKED_BLOCKS_MAX || held >= RANKED_SHARE || block.2 < HOT_INSTRUCTION_SHARE {
+            break;
+        }
+        held += block.2;
+        chosen.push(block);
+    }
+    let mut shown = vec![false; n];
+    for &(first, last, _) in &chosen {
+        shown[first..=last].iter_mut().for_each(|s| *s = true);
+    }
+    let ranked = RankedBlocks {
+        indirect_jumps: f.instructions.iter().filter(|i| i.indirect_jump).count(),
+        blocks: blocks.len(),
+        loop_cover,
+        shown: chosen,
+    };
+    HotView { shown, ranked: Some(ranked) }
+}
+
+/// The function's basic blocks as (first, last) instruction indices: a block starts at
+/// the entry, at a jump target and after an instruction that ends one (a branch, a
+/// return, a trap, data).
+fn basic_blocks(f: &AnnotatedFunction) -> Vec<(usize, usize)> {
+    let targets: HashSet<u64> = f.instructions.iter().filter_map(|i| i.jump_to).collect();
+    let mut blocks = Vec::new();
+    let mut first = 0;
+    for (i, ins) in f.instructions.iter().enumerate() {
+        let next_starts = f.instructions.get(i + 1).is_none_or(|next| targets.contains(&next.address));
+        if ins.ends_block || next_starts {
+            blocks.push((first, i));
+            first = i + 1;
+        }
+    }
+    blocks
 }
 
 /// The earliest address in the first bytes of `bytes` from which x86 decoding runs
 /// through every sampled address as an instruction boundary, without invalid opcodes:
 /// code without a known entry (unnamed runtime code) is decoded from there.
-fn sync_start(bytes: &[u8], bytes_start: u64, sampled: &[u64], bitness: u32) -> u64 {
+fn sync_start(bytes: &[u8], bytes_start: u64, sampled: &[u64], bitness: u32, sbcl: bool) -> u64 {
     let Some(&first) = sampled.iter().min() else { return bytes_start };
     let last = sampled.iter().copied().max().unwrap_or(first);
+    let code = decode::Code { bytes, start: bytes_start, bitness, sbcl };
     let decodes_through = |from: u64| {
-        let offset = (from - bytes_start) as usize;
         let mut boundaries = HashSet::new();
-        for ins in Decoder::with_ip(bitness, &bytes[offset..], from, DecoderOptions::NONE) {
-            if ins.is_invalid() {
+        let mut ip = from;
+        while let Some((ins, kind)) = code.at(ip) {
+            if matches!(kind, Kind::Data(_)) {
                 return false;
             }
-            boundaries.insert(ins.ip());
-            if ins.ip() >= last {
+            boundaries.insert(ip);
+            if ip >= last {
                 break;
             }
+            ip = ins.next_ip();
         }
         sampled.iter().all(|a| boundaries.contains(a))
     };
@@ -549,7 +686,10 @@ fn annotate_one(
     let offset = (start.saturating_sub(code.bytes_start) as usize).min(code.bytes.len());
     let length = (end.saturating_sub(start) as usize).min(code.bytes.len() - offset);
     let bytes = &code.bytes[offset..offset + length];
-    let instrs = decode(bytes, start, code.bitness, counts);
+    let mut starts = code.starts.clone();
+    starts.extend(counts.keys().copied());
+    let decoded = decode::decode(&decode::Code { bytes, start, bitness: code.bitness, sbcl: code.sbcl }, &starts);
+    let instrs: Vec<Instruction> = decoded.iter().map(|d| d.ins).collect();
     let fn_samples: u64 = counts.values().map(|c| c.0).sum();
     let fn_period: u64 = counts.values().map(|c| c.1).sum();
     let shares: Vec<f64> = instrs
@@ -568,25 +708,44 @@ fn annotate_one(
     options.set_uppercase_hex(false);
     options.set_branch_leading_zeros(false);
     options.set_space_after_operand_separator(true);
-    let mut instructions: Vec<AnnotatedInstruction> = instrs
+    let comment = match syntax {
+        Syntax::Att => "#",
+        Syntax::Intel => ";",
+    };
+    let mut instructions: Vec<AnnotatedInstruction> = decoded
         .iter()
         .enumerate()
-        .map(|(i, ins)| {
+        .map(|(i, Decoded { ins, kind })| {
             let mut text = String::new();
-            if ins.is_invalid() {
+            let data = match kind {
+                Kind::Data(why) => Some(why),
+                _ => None,
+            };
+            if let Some(why) = data {
                 let at = (ins.ip() - start) as usize;
                 let data: Vec<String> = bytes[at..at + ins.len()].iter().map(|b| format!("{b:#04x}")).collect();
-                text = format!(".byte {}", data.join(", "));
+                let what = match why {
+                    DataWhy::Skipped => "data: an instruction starts inside",
+                    DataWhy::Prefix => "prefix of the next instruction, which a branch enters after it",
+                    DataWhy::TrapArguments => "trap arguments",
+                    DataWhy::Undecodable => "not an instruction",
+                    DataWhy::Cut => "cut off by the end of the code",
+                };
+                text = format!(".byte {}   {comment} {what}", data.join(", "));
             } else {
                 formatter.format(ins, &mut text);
+                if let Kind::Trap(trap) = kind {
+                    text = format!("{text}   {comment} {}", decode::trap_name(*trap));
+                }
             }
-            let jump_to = match ins.flow_control() {
+            let flow = if data.is_some() { FlowControl::Next } else { ins.flow_control() };
+            let jump_to = match flow {
                 FlowControl::ConditionalBranch | FlowControl::UnconditionalBranch => {
                     Some(ins.near_branch_target()).filter(|t| (start..end).contains(t))
                 }
                 _ => None,
             };
-            let call_to = match ins.flow_control() {
+            let call_to = match flow {
                 FlowControl::Call | FlowControl::UnconditionalBranch if jump_to.is_none() => {
                     called_function(profile, target, code.lines.as_deref(), ins.near_branch_target())
                 }
@@ -602,7 +761,24 @@ fn annotate_one(
                 hints: std::mem::take(&mut hints[i]),
                 jump_to,
                 call_to,
-                conditional: ins.flow_control() == FlowControl::ConditionalBranch,
+                conditional: flow == FlowControl::ConditionalBranch,
+                ends_block: match kind {
+                    Kind::Data(_) => true,
+                    Kind::Trap(t) => *t != decode::SBCL_PENDING_INTERRUPT_TRAP,
+                    Kind::Code => !matches!(flow, FlowControl::Next | FlowControl::Call | FlowControl::IndirectCall),
+                },
+                indirect_jump: flow == FlowControl::IndirectBranch,
+                data: data.map(|why| match why {
+                    DataWhy::Skipped => "skipped",
+                    DataWhy::Prefix => "prefix",
+                    DataWhy::TrapArguments => "trap arguments",
+                    DataWhy::Undecodable => "undecodable",
+                    DataWhy::Cut => "cut off",
+                }),
+                trap: match kind {
+                    Kind::Trap(t) => Some(*t),
+                    _ => None,
+                },
                 mca: None,
             }
         })
@@ -628,37 +804,6 @@ fn annotate_one(
         note: code.note,
     };
     (function, warning)
-}
-
-/// Decode `bytes` (at `start`) linearly, except that every sampled address is an
-/// instruction boundary (the CPU was executing there): where an instruction would
-/// swallow one, its bytes up to it are shown as data and decoding resumes at the sampled
-/// address. Runtimes put data in their code (SBCL: a trap code after `int3`), which would
-/// otherwise throw the decoder off until it finds its way back by chance.
-fn decode(bytes: &[u8], start: u64, bitness: u32, counts: &HashMap<u64, (u64, u64)>) -> Vec<Instruction> {
-    let end = start + bytes.len() as u64;
-    let sampled: std::collections::BTreeSet<u64> =
-        counts.keys().copied().filter(|a| (start..end).contains(a)).collect();
-    let mut decoder = Decoder::with_ip(bitness, bytes, start, DecoderOptions::NONE);
-    let mut out = Vec::new();
-    while decoder.can_decode() {
-        let ip = decoder.ip();
-        let ins = decoder.decode();
-        match sampled.range(ip + 1..ins.next_ip()).next() {
-            Some(&boundary) => {
-                // The bytes before the sampled address, as data (an invalid instruction).
-                let mut data = Instruction::default();
-                // Length first: iced keeps the next IP and derives the IP from the length.
-                data.set_len((boundary - ip) as usize);
-                data.set_ip(ip);
-                out.push(data);
-                let _ = decoder.set_position((boundary - start) as usize);
-                decoder.set_ip(boundary);
-            }
-            None => out.push(ins),
-        }
-    }
-    out
 }
 
 /// The name of the function a call (or tail jump) at `address` goes to: a symbol of the
@@ -704,7 +849,11 @@ fn run_mca(
 ) -> Result<McaBlock, String> {
     let addresses: Vec<u64> = instrs.iter().map(|i| i.ip()).collect();
     let jumps: Vec<Option<u64>> = annotated.iter().map(|a| a.jump_to).collect();
-    let branches: Vec<bool> = instrs.iter().map(|i| i.flow_control() != FlowControl::Next).collect();
+    let branches: Vec<bool> = instrs
+        .iter()
+        .zip(annotated.iter())
+        .map(|(i, a)| a.ends_block || i.flow_control() != FlowControl::Next)
+        .collect();
     let (start, end) = mca::hot_block(&addresses, &jumps, &branches, hottest);
     let mut gas = GasFormatter::new();
     let lines: Vec<String> = instrs[start..=end]

@@ -224,6 +224,12 @@ impl ObjectInfo {
         })
     }
 
+    /// Starts of the symbols in `range` (SVMAs): instruction starts for the disassembler.
+    pub(crate) fn symbol_starts(&self, range: std::ops::Range<u64>) -> impl Iterator<Item = u64> + '_ {
+        let first = self.symbols.partition_point(|s| s.start < range.start);
+        self.symbols[first..].iter().map(|s| s.start).take_while(move |a| *a < range.end)
+    }
+
     /// The extent of a symbol (size, or up to the next symbol for size-0 symbols).
     pub fn symbol_len(&self, sym: &FunctionSymbol) -> u64 {
         if sym.size > 0 {

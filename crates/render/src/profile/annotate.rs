@@ -5,7 +5,7 @@
 
 use super::paint_share;
 use crate::color;
-use perflab_profile::annotate::{hot_blocks, AnnotatedFunction, AnnotatedInstruction, Annotation};
+use perflab_profile::annotate::{hot_view, AnnotatedFunction, AnnotatedInstruction, Annotation, HotView};
 use perflab_profile::symbolize::basename;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
@@ -94,7 +94,29 @@ fn function(f: &AnnotatedFunction, a: &Annotation, all: bool) -> String {
     let mut sources = Sources::default();
     let mut last_source: Option<(&str, Option<&str>)> = None;
     let mut explained: BTreeMap<&str, ()> = BTreeMap::new();
-    let shown = if all { vec![true; f.instructions.len()] } else { hot_blocks(f) };
+    let view = if all { HotView { shown: vec![true; f.instructions.len()], ranked: None } } else { hot_view(f) };
+    let shown = view.shown;
+    // An interpreter loop: its hottest blocks, each headed by its rank and share.
+    let mut block_heads: HashMap<usize, (usize, f64)> = HashMap::new();
+    if let Some(r) = &view.ranked {
+        let _ = writeln!(
+            out,
+            "{}",
+            color::dim(&format!(
+                "  dispatch: {} indirect jump{} / {} basic blocks; back-edges span {:.0}% of the function, so \
+                 showing the {} hottest blocks holding {:.1}% of its samples (--all shows everything)",
+                r.indirect_jumps,
+                if r.indirect_jumps == 1 { "" } else { "s" },
+                r.blocks,
+                r.loop_cover * 100.0,
+                r.shown.len(),
+                r.share() * 100.0
+            ))
+        );
+        for (rank, &(first, _, share)) in r.shown.iter().enumerate() {
+            block_heads.insert(first, (rank + 1, share));
+        }
+    }
     let mut elided_from = None;
     for (i, ins) in f.instructions.iter().enumerate() {
         if !shown[i] {
@@ -104,6 +126,10 @@ fn function(f: &AnnotatedFunction, a: &Annotation, all: bool) -> String {
         if let Some(from) = elided_from.take() {
             out += &elided(&f.instructions[from..i], f.samples);
             last_source = None;
+        }
+        if let Some((rank, share)) = block_heads.get(&i) {
+            let head = format!("{:>19}── hottest block #{rank}: {:.2}% of the function's samples", "", share * 100.0);
+            let _ = writeln!(out, "{}", color::dim(&head));
         }
         let here = ins.source.as_deref().map(|s| (s, ins.inlined.as_deref()));
         if here != last_source {
