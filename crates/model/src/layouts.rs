@@ -127,6 +127,29 @@ pub struct LayoutContrast {
     /// The verdict is inconclusive and layouts dominate its uncertainty: the difference
     /// is one that relinking alone produces.
     pub within_layout_noise: bool,
+    /// What the comparison says once layouts are counted, in one word (see
+    /// [`LayoutReading`]); older files have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reading: Option<LayoutReading>,
+    /// With [`LayoutReading::NotYetToldFromLayout`]: the layouts per version that would
+    /// decide at this spread (the interval narrows as 1/√layouts when layouts dominate it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layouts_to_decide: Option<usize>,
+}
+
+/// A comparison across layouts, read: a real change, no change, or not yet told apart
+/// from what a relink moves — three statements a reader must not confuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LayoutReading {
+    /// The whole interval, layouts included, is beyond 1×: a change relinking does not make.
+    RealChange,
+    /// The whole interval, layouts included, is within ±threshold.
+    NoChange,
+    /// The interval holds 1× and layouts dominate it: more layouts, not more rounds, decide.
+    NotYetToldFromLayout,
+    /// Undecided for another reason (too few rounds or layouts for an interval).
+    Undecided,
 }
 
 /// A layout spread measured earlier on a machine (a stored layout experiment): what a

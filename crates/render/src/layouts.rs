@@ -1,6 +1,8 @@
 //! Versions measured in several code layouts (`--layouts N`) on the terminal: how much
 //! layouts of each version differ, and per candidate whether its difference survives a
-//! relink — "v3 vs master ×1.021 [0.987, 1.056]: within layout noise".
+//! relink — "v3 vs master ×1.021 [0.987, 1.056]: cannot yet be told from layout: between
+//! −1.3 % and +5.6 % (layouts included)", "a real change of +2.1 … +4.0 %, beyond what
+//! layouts move", "no change beyond ±0.8 % (layouts included)".
 
 use super::color::dim;
 use super::escape;
@@ -16,19 +18,37 @@ pub fn spread_text(sigma: f64) -> String {
     }
 }
 
-/// What the verdict means once layouts are counted, for a comparison across layouts.
+/// What the verdict means once layouts are counted, for a comparison across layouts:
+/// a real change, no change, or not yet told from layout — never one phrase for two.
 pub fn judgement(analysis: &LayoutAnalysis, c: &Comparison) -> String {
-    let within = analysis
-        .contrasts
-        .iter()
-        .any(|x| x.candidate == c.candidate && x.baseline == c.baseline && x.within_layout_noise);
+    let contrast =
+        analysis.contrasts.iter().find(|x| x.candidate == c.candidate && x.baseline == c.baseline);
+    let change = |r: f64| format!("{:+.1} %", (r - 1.0) * 100.0);
+    let within = contrast.is_some_and(|x| x.within_layout_noise);
     match c.verdict {
-        _ if within => "within layout noise".into(),
-        Verdict::Slower | Verdict::Faster if c.below_threshold => {
-            format!("{} beyond layout noise, but within the threshold", c.verdict.as_str())
+        _ if within => {
+            let more = contrast
+                .and_then(|x| x.layouts_to_decide)
+                .map(|n| format!("; about {n} layouts per version would decide at this spread (--layouts {n})"))
+                .unwrap_or_default();
+            format!(
+                "cannot yet be told from layout: between {} and {} (layouts included){more}",
+                change(c.ci_low),
+                change(c.ci_high)
+            )
         }
-        Verdict::Slower | Verdict::Faster => format!("{} beyond layout noise", c.verdict.as_str()),
-        Verdict::Equivalent => "equivalent across layouts".into(),
+        Verdict::Slower | Verdict::Faster if c.below_threshold => format!(
+            "a real change of {} … {}, beyond what layouts move, but within the threshold",
+            change(c.ci_low),
+            change(c.ci_high)
+        ),
+        Verdict::Slower | Verdict::Faster => {
+            format!("a real change of {} … {}, beyond what layouts move", change(c.ci_low), change(c.ci_high))
+        }
+        Verdict::Equivalent => {
+            let bound = (c.ci_high - 1.0).abs().max((1.0 - c.ci_low).abs()) * 100.0;
+            format!("no change beyond ±{bound:.1} % (layouts included)")
+        }
         Verdict::Inconclusive => "inconclusive (more rounds would narrow it)".into(),
         Verdict::NotComparable => "not comparable".into(),
     }
@@ -73,7 +93,7 @@ pub fn render(e: &Experiment) -> String {
     out
 }
 
-/// The short note for a suite's or bisection's line: `layouts ±1.4 %: within layout noise`.
+/// The short note for a suite's or bisection's line: `layouts ±1.4 %: no change beyond ±0.8 % (layouts included)`.
 pub fn note(analysis: &LayoutAnalysis, c: &Comparison) -> String {
     format!("layouts {}: {}", spread_text(analysis.spread), judgement(analysis, c))
 }
@@ -105,6 +125,8 @@ mod tests {
                 df: 4.0,
                 layout_share: 0.93,
                 within_layout_noise: within,
+                reading: None,
+                layouts_to_decide: within.then_some(12),
             }],
         }
     }
@@ -120,10 +142,23 @@ mod tests {
             text.contains("layouts of v3 vary by ±1.4 % (3 layouts from 0.98× to 1.02× of their mean wall_s"),
             "{text}"
         );
-        assert!(text.contains("v3 vs master 1.021× [0.987 – 1.056]: within layout noise"), "{text}");
+        assert!(
+            text.contains(
+                "v3 vs master 1.021× [0.987 – 1.056]: cannot yet be told from layout: between -1.3 % and +5.6 % \
+                 (layouts included); about 12 layouts per version would decide at this spread (--layouts 12)"
+            ),
+            "{text}"
+        );
         assert!(text.contains("layouts account for 93 %") && text.contains("--layouts 6"), "{text}");
         let decided = Comparison::example_slower("master", "v3");
-        assert_eq!(note(&analysis(false), &decided), "layouts ±1.3 %: slower beyond layout noise");
+        let (low, high) = ((decided.ci_low - 1.0) * 100.0, (decided.ci_high - 1.0) * 100.0);
+        assert_eq!(
+            note(&analysis(false), &decided),
+            format!("layouts ±1.3 %: a real change of {low:+.1} % … {high:+.1} %, beyond what layouts move")
+        );
+        let mut same = Comparison::example_slower("master", "v3");
+        (same.ratio, same.ci_low, same.ci_high, same.verdict) = (1.001, 0.995, 1.004, Verdict::Equivalent);
+        assert_eq!(note(&analysis(false), &same), "layouts ±1.3 %: no change beyond ±0.5 % (layouts included)");
         assert_eq!(render(&Experiment::default()), "");
     }
 }

@@ -7,8 +7,8 @@ use super::verdict;
 use crate::plan::Plan;
 use perflab_model::units::format_percent;
 use perflab_model::{
-    Comparison, Experiment, LayoutAnalysis, LayoutContrast, LayoutLevel, Layouts, Verdict, VersionLayouts, Warning,
-    WarningKind,
+    Comparison, Experiment, LayoutAnalysis, LayoutContrast, LayoutLevel, LayoutReading, Layouts, Verdict,
+    VersionLayouts, Warning, WarningKind,
 };
 use perflab_stats::layouts::{self as stats, LayoutFit};
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,6 +23,18 @@ pub const LAYOUT_DOMINATES: f64 = 0.5;
 pub const SPREAD_FACT: &str = "layout_spread";
 /// The metric that spread was measured on.
 pub const SPREAD_METRIC_FACT: &str = "layout_spread_metric";
+
+/// Layouts per version that would decide `c` at the spread that left it undecided: when
+/// layouts dominate, the interval's half-width shrinks as 1/√L, so it leaves 1× behind
+/// (a real change) at L·(h/|d|)² or fits within ±threshold (no change) at
+/// L·(h/(T − |d|))², d the log ratio and h the half-width now; None past 1,024.
+fn layouts_to_decide(c: &Comparison, threshold: f64, layouts: usize) -> Option<usize> {
+    let (d, h) = (c.ratio.ln().abs(), (c.ci_high.ln() - c.ci_low.ln()) / 2.0);
+    let t = (1.0 + threshold).ln();
+    let scale = |gap: f64| (gap > 0.0).then(|| (layouts as f64 * (h / gap).powi(2)).ceil());
+    let needed = [scale(d), scale(t - d)].into_iter().flatten().fold(f64::INFINITY, f64::min);
+    (needed.is_finite() && needed <= 1024.0).then(|| (needed as usize).max(layouts + 1))
+}
 
 /// `values[v][k][r]`: `metric` of layout k of version v in round r, over the rounds in
 /// which every layout's command has a value.
@@ -161,18 +173,31 @@ pub fn analyze(plan: &Plan, experiment: &Experiment, level: f64) -> Option<Layou
         .filter_map(|v| {
             let c = stats::contrast(&fit, 0, v, level)?;
             let (baseline, candidate) = (layouts.versions[0].name.clone(), layouts.versions[v].name.clone());
-            let verdict = experiment
+            let compared = experiment
                 .comparisons
                 .iter()
-                .find(|x| x.metric == metric && x.candidate == candidate && x.baseline == baseline)
-                .map(|x| x.verdict);
+                .find(|x| x.metric == metric && x.candidate == candidate && x.baseline == baseline);
+            let verdict = compared.map(|x| x.verdict);
+            // Too few layouts for any interval at this level is a reason of its own
+            // (said in the comparison's notes), not the layouts' noise.
+            let within_layout_noise = verdict == Some(Verdict::Inconclusive)
+                && c.interval.is_some()
+                && c.layout_share >= LAYOUT_DOMINATES
+                && fit.layouts_differ();
+            let reading = match verdict {
+                _ if within_layout_noise => LayoutReading::NotYetToldFromLayout,
+                Some(Verdict::Slower | Verdict::Faster) => LayoutReading::RealChange,
+                Some(Verdict::Equivalent) => LayoutReading::NoChange,
+                _ => LayoutReading::Undecided,
+            };
+            let per_version = layouts.versions[0].commands.len().min(layouts.versions[v].commands.len());
+            let layouts_to_decide = compared
+                .filter(|_| within_layout_noise)
+                .and_then(|x| layouts_to_decide(x, experiment.settings.threshold, per_version));
             Some(LayoutContrast {
-                // Too few layouts for any interval at this level is a reason of its own
-                // (said in the comparison's notes), not the layouts' noise.
-                within_layout_noise: verdict == Some(Verdict::Inconclusive)
-                    && c.interval.is_some()
-                    && c.layout_share >= LAYOUT_DOMINATES
-                    && fit.layouts_differ(),
+                within_layout_noise,
+                reading: Some(reading),
+                layouts_to_decide,
                 baseline,
                 candidate,
                 df: c.df,

@@ -65,6 +65,8 @@ mod tests {
             tracked,
             live: vec![LiveStack { pid: 1, tid: 1, frames: vec![], count: 3, period: 192 }],
             notes: Vec::new(),
+            sample_bytes: None,
+            site_bytes_sd: Vec::new(),
         }
     }
 
