@@ -62,7 +62,7 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
         return Ok(());
     }
     if let Some(job) = args.cancel {
-        let mut store = args.db.open_existing()?;
+        let mut store = args.db.open_existing_to_write()?;
         if !store.cancel_job(job)? {
             return Err(crate::usage!("no job {job} in {}", store.location()));
         }
