@@ -406,3 +406,54 @@ fn ctrl_c_stops_an_export_and_leaves_the_file_as_it_was() {
     assert_eq!(std::fs::read(d.join("out.json")).unwrap(), b"previous");
     assert!(!temporary(d), "the temporary file is removed: {:?}", listing(d));
 }
+
+/// An incomplete experiment (a run killed after 1 of its 5 runs) is left out of the
+/// pooled points of `history` and `report` with a note naming it; with
+/// `--include-incomplete` it is pooled and its point marked (incomplete). Importing its
+/// export keeps it incomplete.
+#[test]
+fn incomplete_experiments_are_marked_and_left_out_unless_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = common::fixtures_dir().join("hyperfine-1.15.json");
+    perflab(d, "seed.db").args(["import", file.to_str().unwrap(), "--label", "v1"]).assert().success();
+    let mut json = export(d, "seed.db", &["--bench", "sleep 0.001[n=1]"]);
+    let complete = json["experiments"][0].clone();
+    let mut killed = complete.clone();
+    killed["label"] = "v2".into();
+    killed["complete"] = false.into();
+    killed["experiment"]["stop_reason"] = "interrupted".into();
+    killed["experiment"]["started_at"] = "2026-01-02T00:00:00Z".into();
+    let runs = killed["experiment"]["commands"][0]["runs"].as_array().unwrap()[..1].to_vec();
+    killed["experiment"]["commands"][0]["runs"] = runs.into();
+    json["experiments"] = vec![complete, killed].into();
+    std::fs::write(d.join("mixed.json"), serde_json::to_vec(&json).unwrap()).unwrap();
+    let out = perflab(d, "s.db").args(["import", "mixed.json"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("(1 of them incomplete, marked so)"));
+    let stored = export(d, "s.db", &[]);
+    let flags: Vec<bool> =
+        stored["experiments"].as_array().unwrap().iter().map(|e| e["complete"].as_bool().unwrap()).collect();
+    assert_eq!(flags, [true, false]);
+
+    let out = perflab(d, "s.db").args(["history", "--json", "-"]).output().unwrap();
+    let h: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let points = h["machines"][0]["benchmarks"][0]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "the incomplete label is left out: {points:?}");
+    assert!(h["left_out"].as_str().unwrap().contains("`sleep 0.001[n=1]` at `v2` (1 run)"), "{h}");
+    let text = perflab(d, "s.db").arg("history").output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("left out 1 incomplete experiment"));
+
+    let out = perflab(d, "s.db").args(["history", "--include-incomplete", "--json", "-"]).output().unwrap();
+    let h: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let points = h["machines"][0]["benchmarks"][0]["points"].as_array().unwrap();
+    assert_eq!((points.len(), points[1]["incomplete"].as_bool()), (2, Some(true)));
+    let text = perflab(d, "s.db").args(["history", "--include-incomplete", "sleep 0.001[n=1]"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("v2 (incomplete)"));
+
+    perflab(d, "s.db").args(["report", "-o", "r.html"]).assert().success();
+    let page = std::fs::read_to_string(d.join("r.html")).unwrap();
+    assert!(page.contains("left out 1 incomplete experiment"));
+    perflab(d, "s.db").args(["report", "--include-incomplete", "-o", "all.html"]).assert().success();
+    let page = std::fs::read_to_string(d.join("all.html")).unwrap();
+    assert!(page.contains("incomplete: runs of an experiment stopped before its end"));
+}

@@ -163,6 +163,11 @@ pub struct HistoryArgs {
     /// Also write the history as JSON (`-` for stdout instead of the table).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
+    /// Pool the runs of incomplete experiments (a run killed or interrupted before all
+    /// its runs) with the others, their points marked (incomplete); by default they are
+    /// left out, and a note says which.
+    #[arg(long)]
+    pub include_incomplete: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -187,6 +192,14 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
     let (metric_name, experiments, why) =
         history::sessions::choose_metric(args.metric.as_deref(), wall, |m| store.metric_experiments(&query, m))?;
     let mut experiments = select(experiments)?;
+    let left_out =
+        if args.include_incomplete { None } else { history::leave_out_incomplete(&mut experiments, &metric_name) };
+    if experiments.is_empty() && left_out.is_some() {
+        return Err(crate::usage!(
+            "only incomplete experiments match in {}: --include-incomplete shows them",
+            store.location()
+        ));
+    }
     if experiments.is_empty() {
         return Err(match &args.machine {
             Some(m) => crate::usage!(
@@ -211,6 +224,7 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
     };
     let mut history = history::build_with(&experiments, choice, history::Steps::Compare);
     history.metric_note = why;
+    history.left_out = left_out;
     if history.machines.is_empty() {
         return Err(crate::usage!("no successful stored run has the metric `{metric_name}`"));
     }
@@ -271,6 +285,10 @@ pub struct HtmlReportArgs {
     /// Only results from this machine (fingerprint prefix or hostname).
     #[arg(long, value_name = "MACHINE")]
     pub machine: Option<String>,
+    /// Pool the runs of incomplete experiments with the others (see `history
+    /// --include-incomplete`); by default they are left out, and a note says which.
+    #[arg(long)]
+    pub include_incomplete: bool,
     #[command(flatten)]
     pub db: DbArgs,
     /// Read perflab JSON results (`compare --json`) instead of the database: each file
@@ -295,6 +313,7 @@ pub fn main_report(args: HtmlReportArgs) -> Result<(), Failure> {
         machine: args.machine.clone(),
         metric_asked: args.metric.is_some(),
         metric_note: None,
+        left_out: None,
     };
     let experiments = if args.from.is_empty() {
         let mut store = args.db.open_existing()?;
@@ -322,6 +341,10 @@ pub fn main_report(args: HtmlReportArgs) -> Result<(), Failure> {
         Ok(())
     };
     stopped()?;
+    let mut experiments = experiments;
+    if !args.include_incomplete {
+        options.left_out = history::leave_out_incomplete(&mut experiments, &options.metric);
+    }
     let data = report::load::build(&experiments, &options)?;
     stopped()?;
     // Freeing a large history's experiments one by one takes as long as drawing half the
