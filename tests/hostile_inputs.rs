@@ -515,7 +515,7 @@ fn database_secrets_are_hidden_in_saved_lines_and_the_agents_log() {
     let out = perflab().args(["queue", "--db", &url, "--label", "v1", "--suite"]).arg(&suite).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let out = perflab()
-        .args(["agent", "--db", &url, "--exit-when-idle", "--dir"])
+        .args(["agent", "--allow-root", "--db", &url, "--exit-when-idle", "--dir"])
         .arg(dir.path())
         .timeout(Duration::from_secs(120))
         .output()
@@ -765,7 +765,7 @@ fn an_interrupted_agents_benchmark_is_measured_again_on_resume() {
             .unwrap();
         perflab().args(["queue", "--db", db, "--label", "v1", "--suite"]).arg(&suite).assert().success();
         let agent = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
-            .args(["agent", "--db", db, "--exit-when-idle", "--dir"])
+            .args(["agent", "--allow-root", "--db", db, "--exit-when-idle", "--dir"])
             .arg(dir)
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -777,7 +777,7 @@ fn an_interrupted_agents_benchmark_is_measured_again_on_resume() {
         let out = agent.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
         let resumed = perflab()
-            .args(["agent", "--db", db, "--exit-when-idle", "--dir"])
+            .args(["agent", "--allow-root", "--db", db, "--exit-when-idle", "--dir"])
             .arg(dir)
             .timeout(Duration::from_secs(120))
             .output()
