@@ -547,6 +547,49 @@ fn control_characters_in_labels_and_commands_are_escaped() {
     assert!(!line.contains(['\u{1b}', '\u{7}']) && line.contains("tru\\u{1b}x\\u{7}e"), "{line:?}");
 }
 
+/// Row "object paths reach the terminal raw in warnings; bidi overrides printed raw":
+/// a profile of a program whose path holds ESC, BEL, an OSC sequence and U+202E (right-
+/// to-left override), shown after the program is gone, warns that it cannot open it —
+/// with every one of them escaped. A label with bidi controls is escaped too.
+#[test]
+fn object_paths_in_warnings_and_bidi_controls_are_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("e\u{1b}]0;owned\u{7}\u{202e}dir");
+    std::fs::create_dir(&odd).unwrap();
+    let program = odd.join("spin");
+    std::fs::copy(common::fixture("spin"), &program).unwrap();
+    let profile = dir.path().join("p.perflab");
+    let out = perflab().arg("profile").arg("-o").arg(&profile).arg("--").arg(&program).arg("20000000").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        common::skip::skip(&format!("cannot profile here: {stderr}"));
+        return;
+    }
+    std::fs::remove_file(&program).unwrap();
+    let out = perflab().arg("show").arg(&profile).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let raw = ['\u{1b}', '\u{7}', '\u{202e}'];
+    assert!(!stderr.contains(raw), "a raw control character: {stderr:?}");
+    assert!(stderr.contains("warning: cannot open") && stderr.contains("e\\u{1b}]0;owned\\u{7}\\u{202e}dir/spin"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(raw));
+
+    let db = dir.path().join("h.db");
+    let out = perflab()
+        .args(["compare", "--save", "-r", "3", "--label", "v\u{202e}1\u{2066}", "--bench", "b\u{202d}"])
+        .arg("--db")
+        .arg(&db)
+        .args(["true", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("saved `b\\u{202d}` as label `v\\u{202e}1\\u{2066}`"), "{stderr}");
+    let out = perflab().arg("history").arg("--db").arg(&db).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains(['\u{202e}', '\u{202d}', '\u{2066}']), "{stdout}");
+}
+
 /// Row "error lines quoting a bad value: up to 400 KB on one line": the value is
 /// shortened, with its length.
 #[test]

@@ -173,7 +173,7 @@ impl SuiteObserver for AgentLog {
         eprintln!("{}", perflab_render::suite::explanation(explanation));
     }
     fn note(&mut self, bench: &Benchmark, note: &str) {
-        eprintln!("note: benchmark `{}`: {note}", escape(&bench.name));
+        eprintln!("note: benchmark `{}`: {}", escape(&bench.name), escape(note));
     }
 }
 

@@ -116,7 +116,10 @@ impl SuiteObserver for Printer {
                 }
                 if experiment.stop_reason == StopReason::CommandFailed {
                     if let Some(why) = &experiment.failure {
-                        eprintln!("  {why}");
+                        // The command's last stderr lines: each shown, escaped.
+                        for line in why.lines() {
+                            eprintln!("  {}", escape(line));
+                        }
                     }
                     self.failed.push(bench.name.clone());
                 }
@@ -133,14 +136,14 @@ impl SuiteObserver for Printer {
                 });
             }
             Outcome::Failed(message) => {
-                eprintln!("  {}: {message}", escape(&bench.name));
+                eprintln!("  {}: {}", escape(&bench.name), escape(message));
                 self.failed.push(bench.name.clone());
             }
         }
     }
 
     fn cleanup_failed(&mut self, _bench: &Benchmark, why: &str) {
-        eprintln!("  cleanup failed: {why}");
+        eprintln!("  cleanup failed: {}", escape(why));
     }
 
     fn explained(&mut self, _bench: &Benchmark, explanation: &Explanation) {
@@ -148,7 +151,7 @@ impl SuiteObserver for Printer {
     }
 
     fn note(&mut self, bench: &Benchmark, note: &str) {
-        eprintln!("note: benchmark `{}`: {note}", escape(&bench.name));
+        eprintln!("note: benchmark `{}`: {}", escape(&bench.name), escape(note));
     }
 }
 
