@@ -695,7 +695,11 @@ fn a_full_store_still_gets_the_results_written() {
     let json = dir.path().join("out.json");
     let run_json = dir.path().join("run.json");
     let suite = dir.path().join("perflab.toml");
-    std::fs::write(&suite, "[[benchmark]]\nname = \"s\"\ncommand = \"true\"\nrounds = 8\n").unwrap();
+    std::fs::write(
+        &suite,
+        "[[benchmark]]\nname = \"s\"\ncommand = \"true\"\nrounds = 8\n[[benchmark]]\nname = \"t\"\ncommand = \"true\"\nrounds = 8\n",
+    )
+    .unwrap();
     let script = format!(
         "mount -t tmpfs -o size=300k tmpfs {full} && {bin} compare --save --db {full}/h.db -r 3 true true 2>/dev/null >/dev/null; \
          dd if=/dev/zero of={full}/fill bs=4k 2>/dev/null; \
@@ -715,8 +719,11 @@ fn a_full_store_still_gets_the_results_written() {
     assert_eq!(written["rounds"], 12, "measured to its end");
     assert!(written["warnings"].to_string().contains("not stored in the history"), "{written}");
     let records: serde_json::Value = serde_json::from_slice(&std::fs::read(&run_json).unwrap()).unwrap();
-    assert_eq!(records.as_array().unwrap().len(), 1, "the benchmark measured is written: {records}");
-    assert_eq!(records[0]["experiment"]["rounds"], 8);
+    // A full disk does not stop the suite: every benchmark is measured and written, and
+    // the last line says which were not stored.
+    assert_eq!(records.as_array().unwrap().len(), 2, "every benchmark measured is written: {records}");
+    assert_eq!((&records[0]["experiment"]["rounds"], &records[1]["experiment"]["rounds"]), (&8.into(), &8.into()));
+    assert!(stderr.contains("2 of 2 benchmarks measured but not stored in the history (`s`, `t`;"), "{stderr}");
 }
 
 /// Row "a read-only store (file 444, directory 555) or an immutable -wal": history,
