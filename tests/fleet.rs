@@ -287,6 +287,10 @@ fn a_url_without_password_exits_2_and_libpq_variables_are_honoured() {
     };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    // A store to read (reading commands never create one).
+    let hyperfine = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hyperfine-1.15.json");
+    let made = perflab(d, &db).arg("import").arg(&hyperfine).args(["--label", "v1"]).output().unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
     let clean = |c: &mut Command| {
         for v in ["PGPASSWORD", "PGPASSFILE", "PGHOST", "PGPORT", "PGUSER", "PGDATABASE"] {
             c.env_remove(v);

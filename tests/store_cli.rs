@@ -457,3 +457,26 @@ fn incomplete_experiments_are_marked_and_left_out_unless_asked() {
     let page = std::fs::read_to_string(d.join("all.html")).unwrap();
     assert!(page.contains("incomplete: runs of an experiment stopped before its end"));
 }
+
+/// On PostgreSQL too, reading never writes: `history`, `export`, `report` and `queue
+/// --list` on an empty database say there is no history and create no table (the
+/// session is read-only).
+#[test]
+fn reading_an_empty_postgres_database_creates_nothing() {
+    let Some(db) = common::pg::scratch_db("read_creates_nothing") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for command in [&["history"][..], &["export"], &["report", "-o", "r.html"], &["queue", "--list"]] {
+        let out = perflab(dir.path(), &db).args(command).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {stderr}");
+        assert!(stderr.contains("no history database at"), "{stderr}");
+    }
+    let mut client = postgres::Client::connect(&db, postgres::NoTls).unwrap();
+    let tables: i64 = client
+        .query_one("SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema()", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 0, "a reading command created tables");
+    drop(client);
+    common::pg::drop_scratch(&db);
+}

@@ -255,13 +255,43 @@ impl Store {
     pub fn open_existing(url: Option<&str>) -> Result<Store, StoreError> {
         let location = locate(url);
         if is_postgres(&location) {
-            // PostgreSQL's migrations run in a transaction other readers never see half
-            // of, and the server refuses what is not a database by itself.
-            return Store::open(url);
+            return Store::open_postgres_read_only(&location);
         }
         let path = location.strip_prefix("sqlite:").unwrap_or(&location);
         Store::check_existing(path)?;
         Store::open_read_only(path)
+    }
+
+    /// A PostgreSQL database for reading only: the session is read-only (the server
+    /// refuses any write), nothing is created or migrated, and a database without
+    /// perflab's tables or at another schema version is refused.
+    fn open_postgres_read_only(location: &str) -> Result<Store, StoreError> {
+        let mut db = postgres::Postgres::connect(location).map_err(|e| {
+            StoreError::Database(anyhow::Error::from(e).context(format!("cannot connect to {}", redact(location))))
+        })?;
+        let shown = redact(location);
+        let version = (|| -> anyhow::Result<i64> {
+            db.batch("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")?;
+            let exists = db.query("SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE tablename = 'schema_migrations' AND schemaname = current_schema()", &[])?;
+            if exists.first().and_then(|r| r[0].as_i64()) != Some(1) {
+                return Ok(0);
+            }
+            Ok(db.query("SELECT MAX(version) FROM schema_migrations", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0))
+        })()
+        .map_err(|e| {
+            if postgres::is_unavailable(&e) {
+                StoreError::Database(e.context(format!("database {shown}")))
+            } else {
+                StoreError::Schema { location: shown.clone(), cause: e }
+            }
+        })?;
+        if version == 0 {
+            return Err(StoreError::Missing(shown));
+        }
+        if version != schema_version() {
+            return Err(StoreError::ReadOnlyAtOtherVersion { path: shown, version, wanted: schema_version() });
+        }
+        Ok(Store { db: Box::new(db), location: shown, read_only: None })
     }
 
     /// Open an existing database to change it (`queue --cancel`): like
