@@ -44,7 +44,7 @@ pub fn main_import(args: ImportArgs) -> Result<(), Failure> {
     // transaction) rather than killing it in the middle of one.
     perflab_sys::interrupt::watcher();
     let checked = exchange::check_import(&options)?;
-    if perflab_sys::interrupt::signals_received() > 0 {
+    if checked.interrupted || perflab_sys::interrupt::signals_received() > 0 {
         return Err(Failure::Interrupted("interrupted before storing anything".to_string()));
     }
     let mut store = args.db.open()?;

@@ -94,11 +94,20 @@ impl Imported {
 /// experiment), whatever the file's size.
 pub fn check_import(args: &ImportOptions) -> Result<Imported, StoreError> {
     let mut imported = Imported::default();
-    for_each_record(args, &mut |record, _| {
+    let checked = for_each_record(args, &mut |record, _| {
+        if interrupted() {
+            // Ctrl-C while checking: stop reading (the caller says it was interrupted).
+            imported.interrupted = true;
+            return Err(ImportError::Stopped);
+        }
         imported.count(&record);
         Ok(())
-    })?;
-    Ok(imported)
+    });
+    match checked {
+        Err(_) if imported.interrupted => Ok(imported),
+        Err(e) => Err(e),
+        Ok(()) => Ok(imported),
+    }
 }
 
 /// Read the (checked) import file again and store each record as it is read.
