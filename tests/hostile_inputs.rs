@@ -559,7 +559,8 @@ fn object_paths_in_warnings_and_bidi_controls_are_escaped() {
     let program = odd.join("spin");
     std::fs::copy(common::fixture("spin"), &program).unwrap();
     let profile = dir.path().join("p.perflab");
-    let out = perflab().arg("profile").arg("-o").arg(&profile).arg("--").arg(&program).arg("20000000").output().unwrap();
+    let out =
+        perflab().arg("profile").arg("-o").arg(&profile).arg("--").arg(&program).arg("20000000").output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
         common::skip::skip(&format!("cannot profile here: {stderr}"));
@@ -571,7 +572,10 @@ fn object_paths_in_warnings_and_bidi_controls_are_escaped() {
     assert!(out.status.success(), "{stderr}");
     let raw = ['\u{1b}', '\u{7}', '\u{202e}'];
     assert!(!stderr.contains(raw), "a raw control character: {stderr:?}");
-    assert!(stderr.contains("warning: cannot open") && stderr.contains("e\\u{1b}]0;owned\\u{7}\\u{202e}dir/spin"), "{stderr}");
+    assert!(
+        stderr.contains("warning: cannot open") && stderr.contains("e\\u{1b}]0;owned\\u{7}\\u{202e}dir/spin"),
+        "{stderr}"
+    );
     assert!(!String::from_utf8_lossy(&out.stdout).contains(raw));
 
     let db = dir.path().join("h.db");

@@ -297,7 +297,10 @@ fn importing_twice_stores_once() {
         let again = perflab(dir, db).args(["import", file, "--label", "v1"]).output().unwrap();
         let stderr = String::from_utf8_lossy(&again.stderr);
         assert!(again.status.success(), "{stderr}");
-        assert!(stderr.contains("imported 0 benchmark results") && stderr.contains("skipped 4 already stored"), "{stderr}");
+        assert!(
+            stderr.contains("imported 0 benchmark results") && stderr.contains("skipped 4 already stored"),
+            "{stderr}"
+        );
         assert_eq!(export(dir, db, &[])["experiments"].as_array().unwrap().len(), 4);
         // Under another label they are other results.
         perflab(dir, db).args(["import", file, "--label", "v2"]).assert().success();

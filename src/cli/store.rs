@@ -55,7 +55,12 @@ pub fn main_import(args: ImportArgs) -> Result<(), Failure> {
         format!(
             " under label{} {}",
             if imported.labels.len() == 1 { "" } else { "s" },
-            imported.labels.iter().map(|l| format!("`{}`", perflab_sys::text::escape(l))).collect::<Vec<_>>().join(", ")
+            imported
+                .labels
+                .iter()
+                .map(|l| format!("`{}`", perflab_sys::text::escape(l)))
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     };
     let mut line = format!(

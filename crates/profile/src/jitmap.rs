@@ -164,12 +164,18 @@ fn each_line(mut reader: impl std::io::BufRead, each: &mut dyn FnMut(u64, u64, &
 /// the ranges that cover a sampled address — memory follows the profile, not the map
 /// (a map of 10⁷ lines held whole took 1.35 GB). A later line still replaces every range
 /// it overlaps. None when there is no map this user may trust.
-pub(crate) fn names_for(pid: u32, addresses: &std::collections::BTreeSet<u64>) -> Option<BTreeMap<u64, (u64, u64, String)>> {
+pub(crate) fn names_for(
+    pid: u32,
+    addresses: &std::collections::BTreeSet<u64>,
+) -> Option<BTreeMap<u64, (u64, u64, String)>> {
     let reader = open_trusted(pid)?;
     Some(resolve(reader, addresses))
 }
 
-fn resolve(reader: impl std::io::BufRead, addresses: &std::collections::BTreeSet<u64>) -> BTreeMap<u64, (u64, u64, String)> {
+fn resolve(
+    reader: impl std::io::BufRead,
+    addresses: &std::collections::BTreeSet<u64>,
+) -> BTreeMap<u64, (u64, u64, String)> {
     // The ranges in force that cover a sampled address (a subset of what JitMap holds).
     let mut active = JitMap::default();
     let _ = each_line(reader, &mut |start, end, name| {

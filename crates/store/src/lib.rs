@@ -323,8 +323,11 @@ impl Store {
             source,
         })?;
         let shared = how == sqlite::ReadOnly::Shared;
-        let mut store =
-            Store { db: Box::new(db), location: redact(path), read_only: (!shared || !sqlite::writable(Path::new(path))).then_some(how) };
+        let mut store = Store {
+            db: Box::new(db),
+            location: redact(path),
+            read_only: (!shared || !sqlite::writable(Path::new(path))).then_some(how),
+        };
         let version = schema::stored_version(store.db.as_mut())
             .map_err(|cause| StoreError::Schema { location: path.to_string(), cause })?;
         if version == 0 {

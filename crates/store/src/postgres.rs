@@ -117,7 +117,11 @@ pub(crate) fn libpq_environment(config: &mut Config, var: &dyn Fn(&str) -> Optio
                 config.host(h.trim());
             }),
             None => {
-                config.host(if std::path::Path::new("/var/run/postgresql").is_dir() { "/var/run/postgresql" } else { "localhost" });
+                config.host(if std::path::Path::new("/var/run/postgresql").is_dir() {
+                    "/var/run/postgresql"
+                } else {
+                    "localhost"
+                });
             }
         }
     }
@@ -151,7 +155,9 @@ pub(crate) fn libpq_environment(config: &mut Config, var: &dyn Fn(&str) -> Optio
 /// `*` matching anything and `\` escaping `:` and `\` (libpq's format).
 fn password_file(config: &Config, var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
-    let path = var("PGPASSFILE").map(std::path::PathBuf::from).or_else(|| var("HOME").map(|h| std::path::Path::new(&h).join(".pgpass")))?;
+    let path = var("PGPASSFILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| var("HOME").map(|h| std::path::Path::new(&h).join(".pgpass")))?;
     let meta = std::fs::metadata(&path).ok()?;
     if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
         return None;

@@ -14,7 +14,8 @@ pub fn escape(text: &str) -> String {
 /// Control characters (C0, DEL, C1) and Unicode's Bidi_Control characters: ALM, LRM,
 /// RLM, the embeddings and overrides U+202A–U+202E, the isolates U+2066–U+2069.
 fn needs_escape(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// What is wrong with a regular expression, on one line: the regex crate quotes the
@@ -47,6 +48,9 @@ mod tests {
     fn controls_and_bidi_overrides_are_shown_escaped() {
         assert_eq!(escape("plain é 名前"), "plain é 名前");
         assert_eq!(escape("a\x1b]0;x\x07b\n"), "a\\u{1b}]0;x\\u{7}b\\n");
-        assert_eq!(escape("ab\u{202E}cd\u{2066}\u{2069}\u{200F}\u{9b}"), "ab\\u{202e}cd\\u{2066}\\u{2069}\\u{200f}\\u{9b}");
+        assert_eq!(
+            escape("ab\u{202E}cd\u{2066}\u{2069}\u{200F}\u{9b}"),
+            "ab\\u{202e}cd\\u{2066}\\u{2069}\\u{200f}\\u{9b}"
+        );
     }
 }

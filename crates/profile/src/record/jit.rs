@@ -213,7 +213,9 @@ impl JitObjects {
             let pid = pid_of[&object];
             let named = match self.maps.get(&pid) {
                 Some(map) => map.as_ref().and_then(|m| m.lookup(address)),
-                None => streamed.get(&pid).and_then(|n| n.get(&address)).map(|(s, size, name)| (*s, *size, name.as_str())),
+                None => {
+                    streamed.get(&pid).and_then(|n| n.get(&address)).map(|(s, size, name)| (*s, *size, name.as_str()))
+                }
             };
             match named {
                 Some((start, size, name)) => {

@@ -528,7 +528,10 @@ mod tests {
         let records_held = 1000 * (64 + HELD_PER_RECORD);
         let mut rounds = Rounds::new(false, records_held + 1000);
         let refused = rounds.decompressed(&compressed, Endian::Little, 0).unwrap_err();
-        let expected = format!("decompresses to over 0.1 MiB (decompressing stopped there), held at once with {} of records", mib(records_held));
+        let expected = format!(
+            "decompresses to over 0.1 MiB (decompressing stopped there), held at once with {} of records",
+            mib(records_held)
+        );
         assert!(refused.contains(&expected), "{refused}");
         // Zeros decompress to records shorter than their header: refused at the first.
         let zeros = vec![0u8; 1 << 20];
