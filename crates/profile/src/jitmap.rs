@@ -141,7 +141,7 @@ fn each_line(mut reader: impl std::io::BufRead, each: &mut dyn FnMut(u64, u64, &
             return Ok(());
         }
         number += 1;
-        if number % 65536 == 0 && perflab_sys::interrupt::signals_received() != signals {
+        if number.is_multiple_of(65536) && perflab_sys::interrupt::signals_received() != signals {
             return Ok(());
         }
         let text = String::from_utf8_lossy(&line);

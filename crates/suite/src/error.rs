@@ -142,8 +142,8 @@ pub enum SuiteError {
         benchmarks: Vec<String>,
         /// The benchmarks the run measured.
         total: usize,
-        /// The store's first failure.
-        first: perflab_store::error::StoreError,
+        /// The store's first failure (boxed: it is the large variant).
+        first: Box<perflab_store::error::StoreError>,
     },
     /// A benchmark could not run at all.
     #[error(transparent)]
@@ -155,8 +155,11 @@ impl SuiteError {
     /// because of it): an agent tells an outage from a bug by it.
     pub fn database(&self) -> Option<&anyhow::Error> {
         match self {
-            SuiteError::Store(perflab_store::error::StoreError::Database(e))
-            | SuiteError::NotStored { first: perflab_store::error::StoreError::Database(e), .. } => Some(e),
+            SuiteError::Store(perflab_store::error::StoreError::Database(e)) => Some(e),
+            SuiteError::NotStored { first, .. } => match first.as_ref() {
+                perflab_store::error::StoreError::Database(e) => Some(e),
+                _ => None,
+            },
             SuiteError::Experiment(perflab_engine::experiment::ExperimentError::Record(e)) => Some(e),
             _ => None,
         }

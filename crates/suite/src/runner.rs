@@ -307,7 +307,7 @@ pub fn run_suite(
         }
     }
     match first_failure {
-        Some(first) => Err(SuiteError::NotStored { benchmarks: not_stored_all, total, first }),
+        Some(first) => Err(SuiteError::NotStored { benchmarks: not_stored_all, total, first: Box::new(first) }),
         None => Ok(()),
     }
 }
