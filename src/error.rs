@@ -246,6 +246,9 @@ impl From<perflab_suite::error::SuiteError> for Failure {
             // A build's prepare command failed, as a benchmarked command would.
             SuiteError::PrepareBuild { .. } => Failure::CommandFailed(e.to_string()),
             SuiteError::Store(e) => Failure::from(e),
+            // Exit 2 as the store's own failure (its chain in the line), with what was
+            // not stored said.
+            SuiteError::NotStored { .. } => Failure::Usage(e.to_string()),
             SuiteError::Experiment(e) => Failure::from(e),
             // The suite file, `--filter`, `--build`, `--baseline`: bad input.
             bad_input => Failure::Usage(bad_input.to_string()),

@@ -214,7 +214,7 @@ fn a_silent_database_server_is_a_one_line_error_not_a_hang() {
     let log = dir.path().join("agent.log");
     let mut agent = std::process::Command::new(bin)
         .current_dir(dir.path())
-        .args(["agent", "--once", "--db", &db])
+        .args(["agent", "--allow-root", "--once", "--db", &db])
         .env("PERFLAB_PG_CONNECT_TIMEOUT", "1s")
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()

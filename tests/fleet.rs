@@ -31,7 +31,7 @@ fn perflab(dir: &Path, db: &str) -> Command {
 
 fn agent(dir: &Path, db: &str, id: &str) -> Child {
     perflab(dir, db)
-        .args(["agent", "--machine-id", id, "--lease", LEASE, "--poll", "0.2s", "--exit-when-idle"])
+        .args(["agent", "--allow-root", "--machine-id", id, "--lease", LEASE, "--poll", "0.2s", "--exit-when-idle"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -247,5 +247,108 @@ fn two_agents_of_one_machine_split_the_work_and_never_run_a_job_twice() {
         assert!(stderr.contains(needle) && stderr.trim_end().lines().count() == 1, "{args:?}: {stderr}");
     }
     assert_eq!(Store::open(Some(&db)).unwrap().jobs().unwrap().len(), 2);
+    common::pg::drop_scratch(&db);
+}
+
+/// An agent runs every queued job's commands as its user: as root it refuses to start
+/// without `--allow-root` (one line, exit 2, before touching any database).
+#[test]
+fn an_agent_refuses_to_run_as_root_unless_told() {
+    if !common::is_root() {
+        common::skip::skip("not root: the refusal is for root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = perflab(dir.path(), "q.db").args(["agent", "--exit-when-idle"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("refusing to run an agent as root") && stderr.contains("--allow-root"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!dir.path().join("q.db").exists(), "no database opened");
+}
+
+/// The PostgreSQL URL of `PERFLAB_TEST_PG` split into (URL without password, password).
+fn without_password(url: &str) -> Option<(String, String)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let (auth, host) = rest.split_once('@')?;
+    let (user, password) = auth.split_once(':')?;
+    Some((format!("{scheme}://{user}@{host}"), password.to_string()))
+}
+
+/// A URL without a password, to a server that asks for one, is a configuration error:
+/// the agent exits 2 at once (it used to retry forever). libpq's variables fill in what
+/// the URL leaves out: `PGPASSWORD`, a `PGPASSFILE`, `PGHOST`/`PGPORT`/`PGUSER`/`PGDATABASE`.
+#[test]
+fn a_url_without_password_exits_2_and_libpq_variables_are_honoured() {
+    let Some(db) = common::pg::scratch_db("fleet_no_password") else { return };
+    let Some((bare, password)) = without_password(&db) else {
+        common::skip::skip("PERFLAB_TEST_PG has no password to leave out");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A store to read (reading commands never create one).
+    let hyperfine = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hyperfine-1.15.json");
+    let made = perflab(d, &db).arg("import").arg(&hyperfine).args(["--label", "v1"]).output().unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let clean = |c: &mut Command| {
+        for v in ["PGPASSWORD", "PGPASSFILE", "PGHOST", "PGPORT", "PGUSER", "PGDATABASE"] {
+            c.env_remove(v);
+        }
+        c.env("HOME", d);
+    };
+    let mut agent = perflab(d, &bare);
+    clean(&mut agent);
+    let start = Instant::now();
+    let out = agent
+        .args(["agent", "--allow-root", "--exit-when-idle"])
+        .env("PERFLAB_PG_CONNECT_TIMEOUT", "20s")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        common::skip::skip("the server lets this role in without a password (trust authentication)");
+        common::pg::drop_scratch(&db);
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the server asks for a password and none was given"), "{stderr}");
+    assert!(!stderr.contains("reconnecting"), "not waited for: {stderr}");
+    assert!(start.elapsed() < Duration::from_secs(15), "{:?}", start.elapsed());
+
+    // PGPASSWORD.
+    let mut with_env = perflab(d, &bare);
+    clean(&mut with_env);
+    let out = with_env.args(["queue", "--list"]).env("PGPASSWORD", &password).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // A password file (0600), as libpq reads it.
+    let parsed: postgres::Config = bare.parse().unwrap();
+    let host = match &parsed.get_hosts()[0] {
+        postgres::config::Host::Tcp(h) => h.clone(),
+        _ => "localhost".into(),
+    };
+    let port = parsed.get_ports().first().copied().unwrap_or(5432);
+    let (user, dbname) = (parsed.get_user().unwrap(), parsed.get_dbname().unwrap());
+    let passfile = d.join("pgpass");
+    std::fs::write(&passfile, format!("# comment\nother:*:*:*:wrong\n{host}:{port}:{dbname}:{user}:{password}\n"))
+        .unwrap();
+    std::fs::set_permissions(&passfile, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let mut with_file = perflab(d, &bare);
+    clean(&mut with_file);
+    let out = with_file.args(["queue", "--list"]).env("PGPASSFILE", &passfile).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Everything from the environment: `postgres://` alone.
+    let mut from_env = perflab(d, "postgres://");
+    clean(&mut from_env);
+    let out = from_env
+        .args(["queue", "--list"])
+        .env("PGHOST", &host)
+        .env("PGPORT", port.to_string())
+        .env("PGUSER", user)
+        .env("PGDATABASE", dbname)
+        .env("PGPASSWORD", &password)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     common::pg::drop_scratch(&db);
 }

@@ -515,7 +515,7 @@ fn database_secrets_are_hidden_in_saved_lines_and_the_agents_log() {
     let out = perflab().args(["queue", "--db", &url, "--label", "v1", "--suite"]).arg(&suite).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let out = perflab()
-        .args(["agent", "--db", &url, "--exit-when-idle", "--dir"])
+        .args(["agent", "--allow-root", "--db", &url, "--exit-when-idle", "--dir"])
         .arg(dir.path())
         .timeout(Duration::from_secs(120))
         .output()
@@ -545,6 +545,53 @@ fn control_characters_in_labels_and_commands_are_escaped() {
     assert!(!stderr.contains(['\u{1b}', '\u{7}']), "a raw control character: {stderr:?}");
     let line = refused(perflab().args(["compare", "tru\u{1b}x\u{7}e", "true"]));
     assert!(!line.contains(['\u{1b}', '\u{7}']) && line.contains("tru\\u{1b}x\\u{7}e"), "{line:?}");
+}
+
+/// Row "object paths reach the terminal raw in warnings; bidi overrides printed raw":
+/// a profile of a program whose path holds ESC, BEL, an OSC sequence and U+202E (right-
+/// to-left override), shown after the program is gone, warns that it cannot open it —
+/// with every one of them escaped. A label with bidi controls is escaped too.
+#[test]
+fn object_paths_in_warnings_and_bidi_controls_are_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("e\u{1b}]0;owned\u{7}\u{202e}dir");
+    std::fs::create_dir(&odd).unwrap();
+    let program = odd.join("spin");
+    std::fs::copy(common::fixture("spin"), &program).unwrap();
+    let profile = dir.path().join("p.perflab");
+    let out =
+        perflab().arg("profile").arg("-o").arg(&profile).arg("--").arg(&program).arg("20000000").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        common::skip::skip(&format!("cannot profile here: {stderr}"));
+        return;
+    }
+    std::fs::remove_file(&program).unwrap();
+    let out = perflab().arg("show").arg(&profile).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let raw = ['\u{1b}', '\u{7}', '\u{202e}'];
+    assert!(!stderr.contains(raw), "a raw control character: {stderr:?}");
+    assert!(
+        stderr.contains("warning: cannot open") && stderr.contains("e\\u{1b}]0;owned\\u{7}\\u{202e}dir/spin"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(raw));
+
+    let db = dir.path().join("h.db");
+    let out = perflab()
+        .args(["compare", "--save", "-r", "3", "--label", "v\u{202e}1\u{2066}", "--bench", "b\u{202d}"])
+        .arg("--db")
+        .arg(&db)
+        .args(["true", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("saved `b\\u{202d}` as label `v\\u{202e}1\\u{2066}`"), "{stderr}");
+    let out = perflab().arg("history").arg("--db").arg(&db).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains(['\u{202e}', '\u{202d}', '\u{2066}']), "{stdout}");
 }
 
 /// Row "error lines quoting a bad value: up to 400 KB on one line": the value is
@@ -652,7 +699,11 @@ fn a_full_store_still_gets_the_results_written() {
     let json = dir.path().join("out.json");
     let run_json = dir.path().join("run.json");
     let suite = dir.path().join("perflab.toml");
-    std::fs::write(&suite, "[[benchmark]]\nname = \"s\"\ncommand = \"true\"\nrounds = 8\n").unwrap();
+    std::fs::write(
+        &suite,
+        "[[benchmark]]\nname = \"s\"\ncommand = \"true\"\nrounds = 8\n[[benchmark]]\nname = \"t\"\ncommand = \"true\"\nrounds = 8\n",
+    )
+    .unwrap();
     let script = format!(
         "mount -t tmpfs -o size=300k tmpfs {full} && {bin} compare --save --db {full}/h.db -r 3 true true 2>/dev/null >/dev/null; \
          dd if=/dev/zero of={full}/fill bs=4k 2>/dev/null; \
@@ -672,8 +723,11 @@ fn a_full_store_still_gets_the_results_written() {
     assert_eq!(written["rounds"], 12, "measured to its end");
     assert!(written["warnings"].to_string().contains("not stored in the history"), "{written}");
     let records: serde_json::Value = serde_json::from_slice(&std::fs::read(&run_json).unwrap()).unwrap();
-    assert_eq!(records.as_array().unwrap().len(), 1, "the benchmark measured is written: {records}");
-    assert_eq!(records[0]["experiment"]["rounds"], 8);
+    // A full disk does not stop the suite: every benchmark is measured and written, and
+    // the last line says which were not stored.
+    assert_eq!(records.as_array().unwrap().len(), 2, "every benchmark measured is written: {records}");
+    assert_eq!((&records[0]["experiment"]["rounds"], &records[1]["experiment"]["rounds"]), (&8.into(), &8.into()));
+    assert!(stderr.contains("2 of 2 benchmarks measured but not stored in the history (`s`, `t`;"), "{stderr}");
 }
 
 /// Row "a read-only store (file 444, directory 555) or an immutable -wal": history,
@@ -765,7 +819,7 @@ fn an_interrupted_agents_benchmark_is_measured_again_on_resume() {
             .unwrap();
         perflab().args(["queue", "--db", db, "--label", "v1", "--suite"]).arg(&suite).assert().success();
         let agent = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
-            .args(["agent", "--db", db, "--exit-when-idle", "--dir"])
+            .args(["agent", "--allow-root", "--db", db, "--exit-when-idle", "--dir"])
             .arg(dir)
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -777,7 +831,7 @@ fn an_interrupted_agents_benchmark_is_measured_again_on_resume() {
         let out = agent.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
         let resumed = perflab()
-            .args(["agent", "--db", db, "--exit-when-idle", "--dir"])
+            .args(["agent", "--allow-root", "--db", db, "--exit-when-idle", "--dir"])
             .arg(dir)
             .timeout(Duration::from_secs(120))
             .output()

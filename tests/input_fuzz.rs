@@ -223,6 +223,7 @@ fn import_store_report(doc: &Value) {
             metric_asked: false,
             machine: None,
             metric_note: None,
+            left_out: None,
         };
         if let Ok(data) = load::build(&stored, &options) {
             let html = render_html(&data);
@@ -410,6 +411,7 @@ fn reports_render_any_history() {
             metric_asked: false,
             machine: one_machine.then(|| "host0".to_string()),
             metric_note: None,
+            left_out: None,
         };
         if let Ok(data) = load::build(&experiments, &options) {
             ACCEPTED[REPORT].fetch_add(1, Ordering::Relaxed);

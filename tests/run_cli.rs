@@ -258,3 +258,36 @@ fn compare_save_and_importing_compare_json_store_the_same_experiment() {
         assert_eq!(e.settings, from_file.settings);
     });
 }
+
+/// A parameter value is data: `$(touch PWNED)`, backticks, `;` and `|` in a value are
+/// passed as one argument to a template without shell syntax, and quoted for the shell
+/// in a template with shell syntax and in a per-run hook — nothing they name runs.
+#[test]
+fn parameter_values_never_run_as_shell_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let values = ["$(touch PWNED1)", "`touch PWNED2`", "a; touch PWNED3", "b | touch PWNED4", "'; touch PWNED5; '"];
+    let list = values.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(", ");
+    std::fs::write(
+        d.join("perflab.toml"),
+        format!(
+            "[defaults]\nrounds = 1\nwarmup = 0\nprepare = \"echo {{x}} > /dev/null\"\n\
+             [[benchmark]]\nname = \"plain\"\ncommand = \"echo {{x}}\"\nparams = {{ x = [{list}] }}\n\
+             [[benchmark]]\nname = \"shell\"\ncommand = \"echo \\\"{{x}}\\\" '{{x}}' {{x}} | cat > /dev/null\"\nparams = {{ x = [{list}] }}\n"
+        ),
+    )
+    .unwrap();
+    let out = perflab(d, "h.db").args(["run", "--label", "v1", "--json", "run.json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let made: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("PWNED"))
+        .collect();
+    assert!(made.is_empty(), "parameter values ran as code: {made:?}");
+    let exps = stored(d, "h.db", &["--label", "v1"]);
+    assert_eq!(exps.len(), 2 * values.len());
+    for (e, value) in exps.iter().take(values.len()).zip(values) {
+        assert_eq!(e.experiment.commands[0].argv, ["echo", value], "{}", e.benchmark);
+    }
+}

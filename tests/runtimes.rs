@@ -372,3 +372,68 @@ fn a_stripped_binary_gets_names_and_lines_from_a_real_debuginfod_server() {
     assert!(stderr.contains("asking debuginfod failed"), "{stderr}");
     assert!(unnamed["functions"][0]["name"].as_str().unwrap().starts_with("app+0x"));
 }
+
+/// Peak resident memory of a finished child (wait4's rusage), KiB.
+fn wait_peak_rss_kib(child: std::process::Child) -> (std::process::ExitStatus, i64) {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    // SAFETY: an rusage out-parameter for wait4 on our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for the child we spawned and did not wait for.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    (std::process::ExitStatus::from_raw(status), usage.ru_maxrss)
+}
+
+/// A perf map of millions of lines is not held whole when the samples lie in mappings:
+/// `show` of a perf.data whose process wrote a 2,000,001-line map names the sampled code
+/// from the one line that covers it, in the memory a small map takes (the whole map held
+/// cost ~170 bytes a line: 340 MiB here). Memory is not the hour's noise: a fixed input,
+/// a fixed binary.
+#[test]
+fn a_huge_perf_map_is_read_for_the_sampled_code_only() {
+    if !have("perf", "linux-perf") {
+        return;
+    }
+    let exe = common::fixture("runtime_code");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("jit.perf.data");
+    let code_file = dir.path().join("code.bin");
+    let recorded = std::process::Command::new("perf")
+        .args(["record", "-q", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&exe)
+        .arg(&code_file)
+        .args(["100000000", "1000"])
+        .output()
+        .unwrap();
+    if !recorded.status.success() {
+        common::skip::skip(&format!("perf record fails here: {}", String::from_utf8_lossy(&recorded.stderr)));
+        return;
+    }
+    let report = perflab().arg("show").arg(&data).args(["--json", "-"]).output().unwrap();
+    let json: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let pid = json["tasks"].as_array().unwrap().iter().map(|t| t["pid"].as_u64().unwrap()).max().unwrap();
+    let map = format!("/tmp/perf-{pid}.map");
+    // Two million other functions, far from the code (a runtime's map of a long life).
+    let mut text = std::fs::read_to_string(&map).unwrap();
+    let base = 0x1000_0000_0000u64;
+    for i in 0..2_000_000u64 {
+        text.push_str(&format!("{:x} 20 jit_function_number_{i}\n", base + i * 32));
+    }
+    std::fs::write(&map, text).unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+        .arg("show")
+        .arg(&data)
+        .stdout(std::fs::File::create(dir.path().join("show.txt")).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (status, peak_kib) = wait_peak_rss_kib(child);
+    let _ = std::fs::remove_file(&map);
+    assert!(status.success());
+    let shown = std::fs::read_to_string(dir.path().join("show.txt")).unwrap();
+    assert!(shown.contains("spin_named  [jit]"), "{shown}");
+    assert!(peak_kib < 150 << 10, "peak RSS {peak_kib} KiB");
+}

@@ -65,7 +65,7 @@ struct Agent {
 fn agent(dir: &Path, db: &str, machine: &'static str, n: usize) -> Agent {
     let log = dir.join(format!("agent-{machine}-{n}.log"));
     let child = perflab(dir, db)
-        .args(["agent", "--machine-id", machine, "--lease", "4s", "--poll", "0.2s"])
+        .args(["agent", "--allow-root", "--machine-id", machine, "--lease", "4s", "--poll", "0.2s"])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()

@@ -539,7 +539,12 @@ impl DbArgs {
         Ok(perflab_store::Store::open(self.db.as_deref())?)
     }
 
-    /// Open an existing database for reading; never creates one. Says so when the
+    /// Open an existing database to change it (`queue --cancel`); never creates one.
+    pub fn open_existing_to_write(&self) -> Result<perflab_store::Store, crate::error::Failure> {
+        Ok(perflab_store::Store::open_existing_to_write(self.db.as_deref())?)
+    }
+
+    /// Open an existing database for reading; never creates or writes one. Says so when the
     /// database could only be opened read-only.
     pub fn open_existing(&self) -> Result<perflab_store::Store, crate::error::Failure> {
         let store = perflab_store::Store::open_existing(self.db.as_deref())?;

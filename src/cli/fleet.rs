@@ -62,7 +62,7 @@ pub fn main_queue(args: QueueArgs) -> Result<(), Failure> {
         return Ok(());
     }
     if let Some(job) = args.cancel {
-        let mut store = args.db.open_existing()?;
+        let mut store = args.db.open_existing_to_write()?;
         if !store.cancel_job(job)? {
             return Err(crate::usage!("no job {job} in {}", store.location()));
         }
@@ -117,12 +117,22 @@ pub struct AgentArgs {
     /// Let the commands' output through.
     #[arg(long)]
     pub show_output: bool,
+    /// Run as root although every queued job's commands then run as root (an agent runs
+    /// whatever anyone who may queue wrote: docs/fleet.md, "Trust").
+    #[arg(long)]
+    pub allow_root: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }
 
 /// `perflab agent`.
 pub fn main_agent(args: AgentArgs) -> Result<(), Failure> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 && !args.allow_root {
+        return Err(crate::usage!(
+            "refusing to run an agent as root: it runs every queued job's commands as its own user, so anyone who may queue would run commands as root; run it as an unprivileged user, or pass --allow-root"
+        ));
+    }
     let mut machine = perflab_sys::machine::detect();
     if let Some(id) = args.machine_id.filter(|id| !id.is_empty()) {
         machine.id = Some(id);
@@ -163,7 +173,7 @@ impl SuiteObserver for AgentLog {
         eprintln!("{}", perflab_render::suite::explanation(explanation));
     }
     fn note(&mut self, bench: &Benchmark, note: &str) {
-        eprintln!("note: benchmark `{}`: {note}", escape(&bench.name));
+        eprintln!("note: benchmark `{}`: {}", escape(&bench.name), escape(note));
     }
 }
 

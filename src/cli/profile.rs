@@ -484,7 +484,7 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
     let what = record.describe();
     let recording = record::record_then(&record.with_output(output), || {
         if let Some(what) = what {
-            eprintln!("perflab: {what}");
+            eprintln!("perflab: {}", perflab_sys::text::escape(&what));
         }
     })?;
     let profile = recording.profile;
@@ -492,7 +492,7 @@ pub fn main_profile(args: ProfileArgs) -> Result<(), Failure> {
     eprintln!(
         "perflab: {} samples of {} in {:.2} s, {} task{}{} → {}",
         profile.total_samples(),
-        profile.event,
+        perflab_sys::text::escape(&profile.event),
         profile.duration_s,
         profile.tasks.len(),
         if profile.tasks.len() == 1 { "" } else { "s" },
@@ -692,7 +692,7 @@ fn main_alloc(args: ProfileArgs) -> Result<(), Failure> {
         "perflab: {} allocation calls and {} frees of `{}` in {:.2} s{} → {}",
         summary.allocations(),
         summary.functions.iter().filter(|f| !f.role.allocates()).map(|f| f.calls).sum::<u64>(),
-        profile.command.join(" "),
+        perflab_sys::text::escape(&profile.command.join(" ")),
         profile.duration_s,
         if profile.lost > 0 { format!(", {} records lost", profile.lost) } else { String::new() },
         args.output.display()

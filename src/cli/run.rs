@@ -133,14 +133,14 @@ impl SuiteObserver for Printer {
                 });
             }
             Outcome::Failed(message) => {
-                eprintln!("  {}: {message}", escape(&bench.name));
+                eprintln!("  {}: {}", escape(&bench.name), escape(message));
                 self.failed.push(bench.name.clone());
             }
         }
     }
 
     fn cleanup_failed(&mut self, _bench: &Benchmark, why: &str) {
-        eprintln!("  cleanup failed: {why}");
+        eprintln!("  cleanup failed: {}", escape(why));
     }
 
     fn explained(&mut self, _bench: &Benchmark, explanation: &Explanation) {
@@ -148,7 +148,7 @@ impl SuiteObserver for Printer {
     }
 
     fn note(&mut self, bench: &Benchmark, note: &str) {
-        eprintln!("note: benchmark `{}`: {note}", escape(&bench.name));
+        eprintln!("note: benchmark `{}`: {}", escape(&bench.name), escape(note));
     }
 }
 

@@ -40,18 +40,52 @@ pub fn main_import(args: ImportArgs) -> Result<(), Failure> {
         ImportOptions { file: args.file, label: args.label, bench: args.bench, this_machine: args.this_machine };
     // The file is read and checked whole before any database is opened or created, then
     // read again and stored a record at a time: memory holds one experiment.
-    exchange::check_import(&options)?;
+    // Ctrl-C stops the import between two experiments (each stored whole, in its own
+    // transaction) rather than killing it in the middle of one.
+    perflab_sys::interrupt::watcher();
+    let checked = exchange::check_import(&options)?;
+    if checked.interrupted || perflab_sys::interrupt::signals_received() > 0 {
+        return Err(Failure::Interrupted("interrupted before storing anything".to_string()));
+    }
     let mut store = args.db.open()?;
     let imported = exchange::store_import(&options, &mut store)?;
-    eprintln!(
-        "imported {} benchmark result{} ({} runs) under label{} {} into {}",
+    let labels = if imported.labels.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " under label{} {}",
+            if imported.labels.len() == 1 { "" } else { "s" },
+            imported
+                .labels
+                .iter()
+                .map(|l| format!("`{}`", perflab_sys::text::escape(l)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let mut line = format!(
+        "imported {} benchmark result{} ({} runs){labels} into {}",
         imported.experiments,
         if imported.experiments == 1 { "" } else { "s" },
         imported.runs,
-        if imported.labels.len() == 1 { "" } else { "s" },
-        imported.labels.iter().map(|l| format!("`{}`", perflab_sys::text::escape(l))).collect::<Vec<_>>().join(", "),
-        store.location()
+        perflab_sys::text::escape(store.location())
     );
+    if imported.incomplete > 0 {
+        line += &format!(" ({} of them incomplete, marked so)", imported.incomplete);
+    }
+    if imported.skipped > 0 {
+        line += &format!(
+            "; skipped {} already stored (the same label, benchmark, machine, start and runs)",
+            imported.skipped
+        );
+    }
+    if imported.interrupted {
+        let left = checked.experiments.saturating_sub(imported.experiments + imported.skipped);
+        return Err(Failure::Interrupted(format!(
+            "interrupted: {line}; {left} not stored (each stored one is whole; importing the file again stores the rest)"
+        )));
+    }
+    eprintln!("{line}");
     Ok(())
 }
 
@@ -74,6 +108,9 @@ pub struct ExportArgs {
 }
 
 pub fn main_export(args: ExportArgs) -> Result<(), Failure> {
+    // Ctrl-C stops the export between two batches: a file is written beside its
+    // destination and renamed over it only when whole.
+    perflab_sys::interrupt::watcher();
     let mut store = args.db.open_existing()?;
     // Written a batch of experiments at a time: memory does not grow with the store.
     let query = Query { label: args.label, benchmark: args.bench, machine: args.machine };
@@ -81,16 +118,25 @@ pub fn main_export(args: ExportArgs) -> Result<(), Failure> {
     let exported = match crate::output::Target::parse(&args.json) {
         crate::output::Target::Stdout => exchange::export_to(&mut store, &query, &mut crate::output::stdout::Stdout),
         crate::output::Target::File(path) => {
-            let mut file = std::fs::File::create(&path).map_err(written)?;
-            exchange::export_to(&mut store, &query, &mut file)
+            let mut file = crate::output::AtomicFile::create(&path).map_err(written)?;
+            let exported = exchange::export_to(&mut store, &query, &mut file);
+            match exported {
+                Ok(count) => file.commit().map(|()| count).map_err(exchange::ExportError::Write),
+                Err(e) => Err(e),
+            }
         }
     };
     let count = exported.map_err(|e| match e {
         exchange::ExportError::Store(e) => Failure::from(e),
         exchange::ExportError::Write(source) => written(source).into(),
+        exchange::ExportError::Interrupted => Failure::Interrupted(if args.json == "-" {
+            "interrupted: the export on stdout stops mid-way (not valid JSON)".to_string()
+        } else {
+            format!("interrupted: nothing written to {}", perflab_sys::text::escape(&args.json))
+        }),
     })?;
     if args.json != "-" {
-        eprintln!("exported {count} experiments to {}", args.json);
+        eprintln!("exported {count} experiments to {}", perflab_sys::text::escape(&args.json));
     }
     Ok(())
 }
@@ -122,6 +168,11 @@ pub struct HistoryArgs {
     /// Also write the history as JSON (`-` for stdout instead of the table).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
+    /// Pool the runs of incomplete experiments (a run killed or interrupted before all
+    /// its runs) with the others, their points marked (incomplete); by default they are
+    /// left out, and a note says which.
+    #[arg(long)]
+    pub include_incomplete: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -146,6 +197,14 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
     let (metric_name, experiments, why) =
         history::sessions::choose_metric(args.metric.as_deref(), wall, |m| store.metric_experiments(&query, m))?;
     let mut experiments = select(experiments)?;
+    let left_out =
+        if args.include_incomplete { None } else { history::leave_out_incomplete(&mut experiments, &metric_name) };
+    if experiments.is_empty() && left_out.is_some() {
+        return Err(crate::usage!(
+            "only incomplete experiments match in {}: --include-incomplete shows them",
+            store.location()
+        ));
+    }
     if experiments.is_empty() {
         return Err(match &args.machine {
             Some(m) => crate::usage!(
@@ -170,6 +229,7 @@ pub fn main_history(args: HistoryArgs) -> Result<(), Failure> {
     };
     let mut history = history::build_with(&experiments, choice, history::Steps::Compare);
     history.metric_note = why;
+    history.left_out = left_out;
     if history.machines.is_empty() {
         return Err(crate::usage!("no successful stored run has the metric `{metric_name}`"));
     }
@@ -230,6 +290,10 @@ pub struct HtmlReportArgs {
     /// Only results from this machine (fingerprint prefix or hostname).
     #[arg(long, value_name = "MACHINE")]
     pub machine: Option<String>,
+    /// Pool the runs of incomplete experiments with the others (see `history
+    /// --include-incomplete`); by default they are left out, and a note says which.
+    #[arg(long)]
+    pub include_incomplete: bool,
     #[command(flatten)]
     pub db: DbArgs,
     /// Read perflab JSON results (`compare --json`) instead of the database: each file
@@ -243,6 +307,9 @@ pub struct HtmlReportArgs {
 
 /// `perflab report`: read the results, arrange them, write the page atomically.
 pub fn main_report(args: HtmlReportArgs) -> Result<(), Failure> {
+    // Ctrl-C stops the report between loading, building and writing it; the page is
+    // written beside its destination and renamed, so it is never half there.
+    perflab_sys::interrupt::watcher();
     let mut options = report::load::Selection {
         title: args.title.clone(),
         reference: args.reference.clone(),
@@ -251,6 +318,7 @@ pub fn main_report(args: HtmlReportArgs) -> Result<(), Failure> {
         machine: args.machine.clone(),
         metric_asked: args.metric.is_some(),
         metric_note: None,
+        left_out: None,
     };
     let experiments = if args.from.is_empty() {
         let mut store = args.db.open_existing()?;
@@ -270,7 +338,20 @@ pub fn main_report(args: HtmlReportArgs) -> Result<(), Failure> {
         }
         experiments
     };
+    let stopped = || -> Result<(), Failure> {
+        if perflab_sys::interrupt::signals_received() > 0 {
+            let out = perflab_sys::text::escape(&args.out.to_string_lossy());
+            return Err(Failure::Interrupted(format!("interrupted: nothing written to {out}")));
+        }
+        Ok(())
+    };
+    stopped()?;
+    let mut experiments = experiments;
+    if !args.include_incomplete {
+        options.left_out = history::leave_out_incomplete(&mut experiments, &options.metric);
+    }
     let data = report::load::build(&experiments, &options)?;
+    stopped()?;
     // Freeing a large history's experiments one by one takes as long as drawing half the
     // page: it happens beside the writing.
     let freeing = std::thread::spawn(move || drop(experiments));

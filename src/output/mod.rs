@@ -7,4 +7,4 @@ pub mod profile;
 pub mod progress;
 pub mod stdout;
 
-pub use outputs::{check_writable, open_csv, write_file, write_json, write_to, Outputs, Target};
+pub use outputs::{check_writable, open_csv, write_file, write_json, write_to, AtomicFile, Outputs, Target};

@@ -158,6 +158,59 @@ pub fn check_writable(path: &Path) -> Result<(), OutputError> {
     Ok(())
 }
 
+/// A file written beside its destination and renamed over it by [`AtomicFile::commit`],
+/// so an interrupted or failed write leaves the destination as it was (the temporary
+/// file is removed when dropped uncommitted). A destination that exists and is not a
+/// regular file (`/dev/null`, a FIFO) is written in place: renaming over it would
+/// replace the device.
+pub struct AtomicFile {
+    file: std::io::BufWriter<std::fs::File>,
+    temporary: Option<(PathBuf, PathBuf)>,
+}
+
+impl AtomicFile {
+    pub fn create(path: &Path) -> std::io::Result<AtomicFile> {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            let file = std::fs::OpenOptions::new().write(true).open(path)?;
+            return Ok(AtomicFile { file: std::io::BufWriter::new(file), temporary: None });
+        }
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = path.file_name().ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+        let file = std::fs::File::create(&tmp)?;
+        Ok(AtomicFile { file: std::io::BufWriter::new(file), temporary: Some((tmp, path.to_path_buf())) })
+    }
+
+    /// Flush and move the file into place.
+    pub fn commit(mut self) -> std::io::Result<()> {
+        std::io::Write::flush(&mut self.file)?;
+        if let Some((tmp, path)) = self.temporary.take() {
+            if let Err(e) = std::fs::rename(&tmp, &path) {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::io::Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if let Some((tmp, _)) = self.temporary.take() {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
 /// Write `text` to `path` whole (created or truncated).
 pub fn write_file(path: &Path, text: &str) -> Result<(), OutputError> {
     std::fs::write(path, text).map_err(|source| OutputError::File { path: path.to_path_buf(), source })

@@ -18,6 +18,10 @@ pub fn render(history: &History, detail: bool, width: Option<usize>) -> String {
     if let Some(note) = &history.metric_note {
         let _ = writeln!(out, "note: {}", escape(note));
     }
+    if let Some(note) = &history.left_out {
+        // Already escaped where it names benchmarks and labels.
+        let _ = writeln!(out, "note: {note}");
+    }
     if history.machines.len() > 1 {
         let _ = writeln!(
             out,
@@ -235,6 +239,15 @@ fn describe_shift(c: &Shift) -> String {
 }
 
 fn format_point(p: &Point, metric_name: &str) -> String {
+    let point = format_point_value(p, metric_name);
+    if p.incomplete {
+        point + " (incomplete)"
+    } else {
+        point
+    }
+}
+
+fn format_point_value(p: &Point, metric_name: &str) -> String {
     match p.median_ci {
         Some((lo, hi)) => format!(
             "{} [{} – {}] ({})",

@@ -51,13 +51,22 @@ pub enum StoreError {
         /// The backend's error with its context.
         cause: anyhow::Error,
     },
+    /// A path given as the database that is not one: a directory, a device, a FIFO, an
+    /// empty file or a file that is not SQLite's (the path, and what it is instead).
+    #[error("{path} is not a perflab history database: it is {what}; nothing was written to it")]
+    NotAStore {
+        /// The path.
+        path: String,
+        /// What it is instead (`an empty file`, `a FIFO`, …).
+        what: String,
+    },
     /// Reading from a database that does not exist (its location).
     #[error("no history database at {0}: store results with `perflab run` or `perflab compare --save` (or pass --db)")]
     Missing(String),
     #[error(
-        "database {path} is read-only and at schema version {version}, this perflab reads version {wanted}: open it once where it is writable to migrate it"
+        "database {path} is at schema version {version}, this perflab reads version {wanted}; commands that only read never migrate it: store into it once (`perflab run`, `perflab import`) where it is writable"
     )]
-    /// A read-only database whose schema this perflab would have to migrate.
+    /// A database opened for reading whose schema this perflab would have to migrate.
     ReadOnlyAtOtherVersion {
         /// The database file.
         path: String,

@@ -69,6 +69,14 @@ pub struct Imported {
     pub runs: usize,
     /// Labels they are stored under.
     pub labels: std::collections::BTreeSet<String>,
+    /// Experiments the store already held (the same label, benchmark, machine, start
+    /// and runs), not stored again.
+    pub skipped: usize,
+    /// Incomplete experiments stored (fewer runs than planned), kept marked incomplete.
+    pub incomplete: usize,
+    /// True when Ctrl-C/SIGTERM stopped the import between two experiments: each one
+    /// stored is whole (its own transaction); importing again stores the rest.
+    pub interrupted: bool,
 }
 
 impl Imported {
@@ -86,11 +94,20 @@ impl Imported {
 /// experiment), whatever the file's size.
 pub fn check_import(args: &ImportOptions) -> Result<Imported, StoreError> {
     let mut imported = Imported::default();
-    for_each_record(args, &mut |record, _| {
+    let checked = for_each_record(args, &mut |record, _| {
+        if interrupted() {
+            // Ctrl-C while checking: stop reading (the caller says it was interrupted).
+            imported.interrupted = true;
+            return Err(ImportError::Stopped);
+        }
         imported.count(&record);
         Ok(())
-    })?;
-    Ok(imported)
+    });
+    match checked {
+        Err(_) if imported.interrupted => Ok(imported),
+        Err(e) => Err(e),
+        Ok(()) => Ok(imported),
+    }
 }
 
 /// Read the (checked) import file again and store each record as it is read.
@@ -105,19 +122,40 @@ pub fn store_import(args: &ImportOptions, store: &mut Store) -> Result<Imported,
             git_commit: record.git_commit.clone().or_else(|| git_commit.clone()),
             source: record.source.clone(),
         };
-        match store.save(&meta, &record.experiment) {
-            Ok(_) => {
-                imported.count(&record);
-                Ok(())
+        if interrupted() {
+            imported.interrupted = true;
+            return Err(ImportError::Stopped);
+        }
+        let stored = store.contains(&record.label, &record.benchmark, &record.experiment).and_then(|known| {
+            if known {
+                imported.skipped += 1;
+                return Ok(());
             }
+            store.save_as(&meta, &record.experiment, record.complete)?;
+            imported.incomplete += usize::from(!record.complete);
+            imported.count(&record);
+            Ok(())
+        });
+        match stored {
+            Ok(()) => Ok(()),
             Err(e) => {
                 failure = Some(e);
                 Err(ImportError::Stopped)
             }
         }
     })
-    .map_err(|e| failure.take().unwrap_or(e))?;
+    .or_else(|e| match (failure.take(), imported.interrupted) {
+        (Some(e), _) => Err(e),
+        (None, true) => Ok(()),
+        (None, false) => Err(e),
+    })?;
     Ok(imported)
+}
+
+/// Whether Ctrl-C or SIGTERM arrived (the binary installs the handlers for the commands
+/// that stop cleanly between two steps).
+fn interrupted() -> bool {
+    perflab_sys::interrupt::signals_received() > 0
 }
 
 /// Hand every record of the import file to `each` (with the line it ends on), checked,
@@ -479,7 +517,7 @@ pub fn export_to(store: &mut Store, query: &Query, out: &mut dyn std::io::Write)
         std::io::Write::flush(&mut out)
     });
     if let Some(failure) = stream.failure.into_inner() {
-        return Err(failure.into());
+        return Err(failure);
     }
     result.map_err(ExportError::Write)?;
     Ok(ids.len())
@@ -494,6 +532,9 @@ pub enum ExportError {
     /// The destination could not be written.
     #[error(transparent)]
     Write(std::io::Error),
+    /// Ctrl-C or SIGTERM arrived between two batches of experiments.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// An export whose experiments are read from the store while they are serialized.
@@ -501,8 +542,9 @@ struct ExportStream<'a> {
     store: std::cell::RefCell<&'a mut Store>,
     query: &'a Query,
     ids: &'a [i64],
-    /// A store error met while serializing (serde can only say that it stopped).
-    failure: std::cell::RefCell<Option<StoreError>>,
+    /// A store error or an interrupt met while serializing (serde can only say that it
+    /// stopped).
+    failure: std::cell::RefCell<Option<ExportError>>,
 }
 
 impl Serialize for ExportStream<'_> {
@@ -515,6 +557,10 @@ impl Serialize for ExportStream<'_> {
                 let stream = self.0;
                 let mut seq = serializer.serialize_seq(Some(stream.ids.len()))?;
                 for batch in stream.ids.chunks(EXPORT_BATCH) {
+                    if interrupted() {
+                        *stream.failure.borrow_mut() = Some(ExportError::Interrupted);
+                        return Err(S::Error::custom("interrupted"));
+                    }
                     let experiments = stream.store.borrow_mut().experiments_with_ids(stream.query, batch);
                     match experiments {
                         Ok(experiments) => {
@@ -523,7 +569,7 @@ impl Serialize for ExportStream<'_> {
                             }
                         }
                         Err(failure) => {
-                            *stream.failure.borrow_mut() = Some(failure);
+                            *stream.failure.borrow_mut() = Some(ExportError::Store(failure));
                             return Err(S::Error::custom("reading the store failed"));
                         }
                     }

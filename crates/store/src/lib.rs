@@ -222,6 +222,11 @@ impl Store {
             )
         } else {
             let path = location.strip_prefix("sqlite:").unwrap_or(&location);
+            // An empty file is a new database to SQLite (and the user asked to store
+            // into it); a device, FIFO or foreign file is not.
+            if let Some(what) = sqlite::not_a_database(Path::new(path), true) {
+                return Err(StoreError::NotAStore { path: path.to_string(), what }.into());
+            }
             if Path::new(path).exists() && !sqlite::writable(Path::new(path)) {
                 return Err(StoreError::NotWritable(path.to_string()).into());
             }
@@ -243,20 +248,70 @@ impl Store {
     }
 
     /// Open a database that must already exist, for commands that only read: a missing
-    /// SQLite file is an error, never created; one perflab may not write (a read-only
-    /// filesystem, file or directory) is opened read-only ([`Store::read_only`] says how).
+    /// SQLite file is an error, never created, and so is anything that is not a SQLite
+    /// database (an empty file, a directory, a device, a FIFO); a SQLite file is opened
+    /// read-only ([`Store::read_only`] says how when the WAL index could not be shared),
+    /// so reading never writes a schema, a migration or a page.
     pub fn open_existing(url: Option<&str>) -> Result<Store, StoreError> {
         let location = locate(url);
+        if is_postgres(&location) {
+            return Store::open_postgres_read_only(&location);
+        }
+        let path = location.strip_prefix("sqlite:").unwrap_or(&location);
+        Store::check_existing(path)?;
+        Store::open_read_only(path)
+    }
+
+    /// A PostgreSQL database for reading only: the session is read-only (the server
+    /// refuses any write), nothing is created or migrated, and a database without
+    /// perflab's tables or at another schema version is refused.
+    fn open_postgres_read_only(location: &str) -> Result<Store, StoreError> {
+        let mut db = postgres::Postgres::connect(location).map_err(|e| {
+            StoreError::Database(anyhow::Error::from(e).context(format!("cannot connect to {}", redact(location))))
+        })?;
+        let shown = redact(location);
+        let version = (|| -> anyhow::Result<i64> {
+            db.batch("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")?;
+            let exists = db.query("SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE tablename = 'schema_migrations' AND schemaname = current_schema()", &[])?;
+            if exists.first().and_then(|r| r[0].as_i64()) != Some(1) {
+                return Ok(0);
+            }
+            Ok(db.query("SELECT MAX(version) FROM schema_migrations", &[])?.first().and_then(|r| r[0].as_i64()).unwrap_or(0))
+        })()
+        .map_err(|e| {
+            if postgres::is_unavailable(&e) {
+                StoreError::Database(e.context(format!("database {shown}")))
+            } else {
+                StoreError::Schema { location: shown.clone(), cause: e }
+            }
+        })?;
+        if version == 0 {
+            return Err(StoreError::Missing(shown));
+        }
+        if version != schema_version() {
+            return Err(StoreError::ReadOnlyAtOtherVersion { path: shown, version, wanted: schema_version() });
+        }
+        Ok(Store { db: Box::new(db), location: shown, read_only: None })
+    }
+
+    /// Open an existing database to change it (`queue --cancel`): like
+    /// [`Store::open_existing`]'s checks, then opened for writing (and migrated).
+    pub fn open_existing_to_write(url: Option<&str>) -> Result<Store, StoreError> {
+        let location = locate(url);
         if !is_postgres(&location) {
-            let path = location.strip_prefix("sqlite:").unwrap_or(&location);
-            if !Path::new(path).exists() {
-                return Err(StoreError::Missing(path.to_string()).into());
-            }
-            if !sqlite::writable(Path::new(path)) {
-                return Store::open_read_only(path);
-            }
+            Store::check_existing(location.strip_prefix("sqlite:").unwrap_or(&location))?;
         }
         Store::open(url)
+    }
+
+    fn check_existing(path: &str) -> Result<(), StoreError> {
+        if std::fs::symlink_metadata(path).is_err() && std::fs::metadata(path).is_err() {
+            return Err(StoreError::Missing(path.to_string()));
+        }
+        match sqlite::not_a_database(Path::new(path), false) {
+            Some(what) => Err(StoreError::NotAStore { path: path.to_string(), what }),
+            None => Ok(()),
+        }
     }
 
     /// Open a SQLite file for reading only; its schema must be this perflab's, since a
@@ -267,9 +322,20 @@ impl Store {
             read_only: true,
             source,
         })?;
-        let mut store = Store { db: Box::new(db), location: redact(path), read_only: Some(how) };
+        let shared = how == sqlite::ReadOnly::Shared;
+        let mut store = Store {
+            db: Box::new(db),
+            location: redact(path),
+            read_only: (!shared || !sqlite::writable(Path::new(path))).then_some(how),
+        };
         let version = schema::stored_version(store.db.as_mut())
             .map_err(|cause| StoreError::Schema { location: path.to_string(), cause })?;
+        if version == 0 {
+            return Err(StoreError::NotAStore {
+                path: path.to_string(),
+                what: "a SQLite database without perflab's tables".to_string(),
+            });
+        }
         if version != schema_version() {
             return Err(StoreError::ReadOnlyAtOtherVersion {
                 path: path.to_string(),
@@ -329,8 +395,29 @@ impl Store {
         Recorder::new(self, meta, machine, settings, commands)
     }
 
+    /// Whether the store holds this experiment already under `label` and `benchmark`
+    /// (by [`write::content_key`]: the same machine, start and runs).
+    pub fn contains(&mut self, label: &str, benchmark: &str, experiment: &Experiment) -> Result<bool, StoreError> {
+        let key = write::content_key(label, benchmark, experiment);
+        let rows = self
+            .db
+            .query("SELECT 1 FROM experiments WHERE content_key = $1 LIMIT 1", &[backend::text(key)])
+            .with_context(|| format!("reading {}", self.location))?;
+        Ok(!rows.is_empty())
+    }
+
+    /// Store an imported experiment in one transaction; one marked incomplete (a run
+    /// killed mid-way) stays marked.
+    pub fn save_as(&mut self, meta: &Meta, experiment: &Experiment, complete: bool) -> Result<i64, StoreError> {
+        self.store_whole(meta, experiment, complete)
+    }
+
     /// Store a finished experiment (from `compare --save` or an import) in one transaction.
     pub fn save(&mut self, meta: &Meta, experiment: &Experiment) -> Result<i64, StoreError> {
+        self.store_whole(meta, experiment, true)
+    }
+
+    fn store_whole(&mut self, meta: &Meta, experiment: &Experiment, complete: bool) -> Result<i64, StoreError> {
         let commands: Vec<CommandSpec> = experiment.commands.iter().map(CommandResult::spec).collect();
         let id = self
             .write(|db| {
@@ -343,6 +430,9 @@ impl Store {
                     &experiment.started_at,
                 )?;
                 finish_experiment(db, id, experiment, &[])?;
+                if !complete {
+                    db.execute("UPDATE experiments SET complete = 0 WHERE id = $1", &[backend::int(id)])?;
+                }
                 Ok(id)
             })
             .with_context(|| format!("storing into {}", self.location))?;

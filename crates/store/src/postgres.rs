@@ -41,6 +41,10 @@ pub(crate) enum PgError {
     StatementTimeout(Duration),
     #[error("the connection was abandoned after an earlier time-out")]
     Abandoned,
+    #[error(
+        "the server asks for a password and none was given: put it in the URL (postgres://user:PASSWORD@host/db), PGPASSWORD or ~/.pgpass"
+    )]
+    NoPassword,
     #[error("unexpected column type {ty} for {column}")]
     ColumnType { ty: Type, column: String },
     #[error("cannot start the client's runtime")]
@@ -61,7 +65,11 @@ impl PgError {
         match self {
             PgError::ConnectTimeout(_) | PgError::StatementTimeout(_) | PgError::Abandoned => true,
             PgError::Postgres(e) => postgres_unavailable(e),
-            PgError::BadUrl(_) | PgError::BadTimeout { .. } | PgError::ColumnType { .. } | PgError::Runtime(_) => false,
+            PgError::BadUrl(_)
+            | PgError::BadTimeout { .. }
+            | PgError::ColumnType { .. }
+            | PgError::Runtime(_)
+            | PgError::NoPassword => false,
         }
     }
 }
@@ -69,6 +77,9 @@ impl PgError {
 fn postgres_unavailable(e: &tokio_postgres::Error) -> bool {
     if e.is_closed() {
         return true;
+    }
+    if missing_password(e) {
+        return false;
     }
     if let Some(code) = e.code() {
         // Class 08: connection exceptions; 57P01–57P03: the server is shutting down,
@@ -84,6 +95,98 @@ fn postgres_unavailable(e: &tokio_postgres::Error) -> bool {
     }
     // No SQLSTATE: the socket failed (refused, reset, unreachable) or the stream ended.
     std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()) || e.as_db_error().is_none()
+}
+
+/// True when connecting failed because the server asked for a password the client does
+/// not have — a configuration error, not an outage: waiting would not bring a password.
+/// (tokio-postgres gives its error kinds no accessor; its message is the only sign.)
+fn missing_password(e: &tokio_postgres::Error) -> bool {
+    let cause = std::error::Error::source(e).map(|c| c.to_string()).unwrap_or_default();
+    e.as_db_error().is_none() && (e.to_string().contains("password missing") || cause.contains("password missing"))
+}
+
+/// Fill in what the URL leaves out from libpq's environment variables, as libpq does:
+/// `PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`, `PGPASSWORD`, then the password file
+/// (`PGPASSFILE`, default `~/.pgpass`, ignored when group- or world-readable as libpq
+/// ignores it); the user defaults to the login name and the host to the local socket
+/// directory. A URL's own parts always win. `var` reads a variable (set and non-empty).
+pub(crate) fn libpq_environment(config: &mut Config, var: &dyn Fn(&str) -> Option<String>) {
+    if config.get_hosts().is_empty() {
+        match var("PGHOST") {
+            Some(hosts) => hosts.split(',').for_each(|h| {
+                config.host(h.trim());
+            }),
+            None => {
+                config.host(if std::path::Path::new("/var/run/postgresql").is_dir() {
+                    "/var/run/postgresql"
+                } else {
+                    "localhost"
+                });
+            }
+        }
+    }
+    if config.get_ports().is_empty() {
+        if let Some(port) = var("PGPORT").and_then(|p| p.trim().parse::<u16>().ok()) {
+            config.port(port);
+        }
+    }
+    if config.get_user().is_none() {
+        let login = var("PGUSER").or_else(|| var("USER")).or_else(|| var("LOGNAME"));
+        if let Some(user) = login {
+            config.user(&user);
+        }
+    }
+    if config.get_dbname().is_none() {
+        if let Some(db) = var("PGDATABASE") {
+            config.dbname(&db);
+        }
+    }
+    if config.get_password().is_none() {
+        if let Some(password) = var("PGPASSWORD") {
+            config.password(password);
+        } else if let Some(password) = password_file(config, var) {
+            config.password(password);
+        }
+    }
+}
+
+/// The password `PGPASSFILE` (default `~/.pgpass`) gives for the first host, port,
+/// database and user of `config`: its lines are `host:port:database:user:password`,
+/// `*` matching anything and `\` escaping `:` and `\` (libpq's format).
+fn password_file(config: &Config, var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = var("PGPASSFILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| var("HOME").map(|h| std::path::Path::new(&h).join(".pgpass")))?;
+    let meta = std::fs::metadata(&path).ok()?;
+    if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
+        return None;
+    }
+    let text = perflab_sys::files::read_regular_to_string(&path).ok()?;
+    let host = match config.get_hosts().first()? {
+        tokio_postgres::config::Host::Tcp(h) => h.clone(),
+        // libpq matches a socket directory as `localhost`.
+        tokio_postgres::config::Host::Unix(_) => "localhost".to_string(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
+    let user = config.get_user()?.to_string();
+    let dbname = config.get_dbname().map_or_else(|| user.clone(), str::to_string);
+    let wanted = [host, port, dbname, user];
+    text.lines().filter(|l| !l.starts_with('#')).find_map(|line| {
+        let mut fields = Vec::new();
+        let mut field = String::new();
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => field.extend(chars.next()),
+                ':' if fields.len() < 4 => fields.push(std::mem::take(&mut field)),
+                c => field.push(c),
+            }
+        }
+        fields.push(field);
+        (fields.len() == 5 && fields[..4].iter().zip(&wanted).all(|(f, w)| f == "*" || f == w))
+            .then(|| fields.pop().unwrap_or_default())
+    })
 }
 
 /// True when `err` (anywhere in its chain) says the database is unavailable rather than
@@ -139,13 +242,15 @@ pub(crate) struct Postgres {
 
 impl Postgres {
     pub fn connect(url: &str) -> Result<Postgres, PgError> {
-        let config: Config = url.parse().map_err(|e: tokio_postgres::Error| PgError::BadUrl(e.to_string()))?;
+        let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| PgError::BadUrl(e.to_string()))?;
+        libpq_environment(&mut config, &|name| std::env::var(name).ok().filter(|v| !v.is_empty()));
         let timeouts = Timeouts::from_env(&config)?;
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(PgError::Runtime)?;
         let client = runtime.block_on(async {
             let (client, connection) = tokio::time::timeout(timeouts.connect, config.connect(NoTls))
                 .await
-                .map_err(|_| PgError::ConnectTimeout(timeouts.connect))??;
+                .map_err(|_| PgError::ConnectTimeout(timeouts.connect))?
+                .map_err(|e| if missing_password(&e) { PgError::NoPassword } else { PgError::Postgres(e) })?;
             // Driven whenever the runtime runs, i.e. during every statement below.
             tokio::spawn(async move {
                 let _ = connection.await;

@@ -28,6 +28,15 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (10, "per-function explanations of comparisons", "ALTER TABLE comparisons ADD COLUMN explanation TEXT;"),
     // `queue --profile-changes`: the job's agents explain its regressions (null: no).
     (11, "fleet jobs that explain regressions", "ALTER TABLE fleet_jobs ADD COLUMN profile_changes {int};"),
+    // `import` recognises an experiment it stored before (or that was measured here and
+    // exported) by this key ([`super::write::content_key`]); null for experiments stored
+    // before version 12.
+    (
+        12,
+        "experiments recognised by their content",
+        "ALTER TABLE experiments ADD COLUMN content_key TEXT; \
+         CREATE INDEX experiments_by_content_key ON experiments(content_key);",
+    ),
 ];
 
 const CALIBRATIONS: &str = r#"

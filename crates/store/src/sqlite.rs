@@ -82,6 +82,47 @@ impl Sqlite {
     }
 }
 
+/// What `path` is when it cannot be a SQLite database, for the message refusing it:
+/// not a regular file (a directory, a device, a FIFO, a socket), an empty file (unless
+/// `empty_is_new`: a writer may create a database in it, as SQLite would) or a file
+/// without SQLite's header. `None` for a missing path or a SQLite file. Checked before
+/// SQLite opens it, which would write pages over a device or block on a FIFO.
+pub fn not_a_database(path: &Path, empty_is_new: bool) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let kind = meta.file_type();
+    let what = if kind.is_dir() {
+        "a directory"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if !kind.is_file() {
+        "not a regular file"
+    } else if meta.len() == 0 {
+        if empty_is_new {
+            return None;
+        }
+        "an empty file"
+    } else {
+        const HEADER: &[u8; 16] = b"SQLite format 3\0";
+        let mut head = [0u8; 16];
+        let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
+        match read {
+            Ok(()) if &head == HEADER => return None,
+            // Unreadable: SQLite's own error says why (permissions) when it opens it.
+            Err(e) if e.kind() != std::io::ErrorKind::UnexpectedEof => return None,
+            _ => "a file that is not a SQLite database",
+        }
+    };
+    Some(what.to_string())
+}
+
 /// Whether the database's `-wal` file exists and holds more than its header (commits
 /// not yet copied into the main file).
 fn wal_holds_commits(path: &Path) -> bool {

@@ -379,6 +379,31 @@ pub(super) fn insert_profile_change(
     Ok(())
 }
 
+/// What identifies one measured experiment across stores, exports and imports: its
+/// label, benchmark, machine, start time and every command's runs (the wall times at 10
+/// significant digits, so a value that crossed JSON one ulp off is the same). SHA-256 in
+/// hex; the summaries are left out (they follow from the runs).
+pub(super) fn content_key(label: &str, benchmark: &str, exp: &Experiment) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field(label.as_bytes());
+    field(benchmark.as_bytes());
+    field(exp.machine.fingerprint().as_bytes());
+    field(exp.started_at.as_bytes());
+    for command in &exp.commands {
+        field(command.name.as_bytes());
+        field(&(command.runs.len() as u64).to_le_bytes());
+        for run in &command.runs {
+            field(format!("{:.9e}", run.wall_s).as_bytes());
+        }
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 pub(super) fn finish_experiment(
     db: &mut dyn Backend,
     id: i64,
@@ -456,9 +481,17 @@ pub(super) fn finish_experiment(
         )?;
     }
     let stop_reason = serde_json::to_value(exp.stop_reason)?;
+    let key = db
+        .query(
+            "SELECT labels.name, benchmarks.name FROM experiments JOIN labels ON labels.id = experiments.label_id \
+             JOIN benchmarks ON benchmarks.id = experiments.benchmark_id WHERE experiments.id = $1",
+            &[int(id)],
+        )?
+        .first()
+        .map(|row| content_key(row[0].as_str().unwrap_or(""), row[1].as_str().unwrap_or(""), exp));
     db.execute(
         "UPDATE experiments SET complete = 1, rounds = $1, stop_reason = $2, warnings = $3, environment = $4, \
-         started_at = $5, settings = $6, duration_s = $7, failure = $8 WHERE id = $9",
+         started_at = $5, settings = $6, duration_s = $7, failure = $8, content_key = $10 WHERE id = $9",
         &[
             int(exp.rounds),
             text(stop_reason.as_str().unwrap_or("decided")),
@@ -469,6 +502,7 @@ pub(super) fn finish_experiment(
             real(exp.duration_s),
             opt_text(exp.failure.as_deref()),
             int(id),
+            opt_text(key.as_deref()),
         ],
     )?;
     Ok(())

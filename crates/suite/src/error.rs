@@ -128,6 +128,23 @@ pub enum SuiteError {
     /// The store could not take the results.
     #[error(transparent)]
     Store(#[from] perflab_store::error::StoreError),
+    /// `perflab run` measured every benchmark, but the store failed for some (a full
+    /// disk): the first failure, and which were not stored.
+    #[error(
+        "{} of {total} benchmarks measured but not stored in the history ({}{}; their results are on the terminal and in --json): {}",
+        .benchmarks.len(),
+        .benchmarks.iter().take(5).map(|b| format!("`{b}`")).collect::<Vec<_>>().join(", "),
+        if .benchmarks.len() > 5 { format!(" and {} more", .benchmarks.len() - 5) } else { String::new() },
+        .first.line()
+    )]
+    NotStored {
+        /// The benchmarks measured but not stored.
+        benchmarks: Vec<String>,
+        /// The benchmarks the run measured.
+        total: usize,
+        /// The store's first failure (boxed: it is the large variant).
+        first: Box<perflab_store::error::StoreError>,
+    },
     /// A benchmark could not run at all.
     #[error(transparent)]
     Experiment(#[from] perflab_engine::experiment::ExperimentError),
@@ -139,6 +156,10 @@ impl SuiteError {
     pub fn database(&self) -> Option<&anyhow::Error> {
         match self {
             SuiteError::Store(perflab_store::error::StoreError::Database(e)) => Some(e),
+            SuiteError::NotStored { first, .. } => match first.as_ref() {
+                perflab_store::error::StoreError::Database(e) => Some(e),
+                _ => None,
+            },
             SuiteError::Experiment(perflab_engine::experiment::ExperimentError::Record(e)) => Some(e),
             _ => None,
         }

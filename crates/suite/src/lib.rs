@@ -23,7 +23,7 @@ use perflab_engine::plan::SettingsLayer;
 use perflab_model::metric::Better;
 use perflab_model::{Hooks, Iterations};
 use perflab_sys::command::{
-    cartesian, check_combination_count, combination_count, expand, is_placeholder_name, MAX_COMBINATIONS,
+    cartesian, check_combination_count, combination_count, expand, expand_quoted, is_placeholder_name, MAX_COMBINATIONS,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -457,7 +457,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, SuiteError> {
                 (name != "build")
                     .then(|| combination.iter().find(|(k, _)| k == name).map_or(String::new(), |(_, v)| v.clone()))
             };
-            let command = expand(command, &lookup).0;
+            // Values are data: quoted for the shell where they stand, so `$(…)`, `;` or a
+            // backtick in a value is one argument, never code (docs/suites.md).
+            let command = expand_quoted(command, &lookup);
             let full_name = if combination.is_empty() {
                 name.clone()
             } else {
@@ -469,7 +471,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Suite, SuiteError> {
             }
             let mut options = options.clone();
             for hook in [&mut options.prepare, &mut options.conclude] {
-                *hook = hook.as_deref().map(|text| expand(text, &lookup).0);
+                *hook = hook.as_deref().map(|text| expand_quoted(text, &lookup));
             }
             benchmarks.push(Benchmark {
                 name: full_name,

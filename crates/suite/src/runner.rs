@@ -217,6 +217,9 @@ pub fn run_suite(
     let known_spreads = if layout_builds.is_none() { store.layout_spreads(&machine)? } else { Vec::new() };
     let interrupt = perflab_sys::interrupt::watcher();
     let total = prepared.len();
+    // Benchmarks measured but not stored (the store failed: a full disk), and why first.
+    let mut not_stored_all: Vec<String> = Vec::new();
+    let mut first_failure = None;
     for (i, (bench, plan)) in prepared.iter().enumerate() {
         if interrupt.requested() {
             break;
@@ -295,13 +298,18 @@ pub fn run_suite(
         if interrupted {
             break;
         }
-        // The store failed: the benchmark was measured, printed and kept for --json;
-        // the next ones would not be stored either.
+        // The store failed: the benchmark was measured, printed and kept for --json. The
+        // others are measured too (each tries the store again: space may come back);
+        // the end says which were not stored.
         if let Some(failure) = not_stored {
-            return Err(failure.into());
+            not_stored_all.push(bench.name.clone());
+            first_failure.get_or_insert(failure);
         }
     }
-    Ok(())
+    match first_failure {
+        Some(first) => Err(SuiteError::NotStored { benchmarks: not_stored_all, total, first: Box::new(first) }),
+        None => Ok(()),
+    }
 }
 
 /// A benchmark's recorder: a fleet job's stops at a failed write, `run`'s goes on.

@@ -1,12 +1,21 @@
 //! Text from outside (command names, labels, file contents) made safe to print.
 
 /// Text made safe for a terminal: control characters — a newline, an escape sequence —
-/// are shown as escapes, never acted on.
+/// and the bidirectional controls (which reorder what follows them on the line: a name
+/// could display as another, a path hide its end) are shown as escapes (`\u{202e}`),
+/// never acted on.
 pub fn escape(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(needs_escape) {
         return text.to_string();
     }
-    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+    text.chars().map(|c| if needs_escape(c) { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
+/// Control characters (C0, DEL, C1) and Unicode's Bidi_Control characters: ALM, LRM,
+/// RLM, the embeddings and overrides U+202A–U+202E, the isolates U+2066–U+2069.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A message on one line: each line break outside backtick quotes ends a clause (`; `,
@@ -78,5 +87,15 @@ mod tests {
     fn a_line_break_inside_a_quoted_value_is_the_values_and_shown_escaped_once() {
         let line = one_line("program `a\nb` not found\nsee --help");
         assert_eq!(escape(&line), "program `a\\nb` not found; see --help");
+    }
+
+    #[test]
+    fn controls_and_bidi_overrides_are_shown_escaped() {
+        assert_eq!(escape("plain é 名前"), "plain é 名前");
+        assert_eq!(escape("a\x1b]0;x\x07b\n"), "a\\u{1b}]0;x\\u{7}b\\n");
+        assert_eq!(
+            escape("ab\u{202E}cd\u{2066}\u{2069}\u{200F}\u{9b}"),
+            "ab\\u{202e}cd\\u{2066}\\u{2069}\\u{200f}\\u{9b}"
+        );
     }
 }

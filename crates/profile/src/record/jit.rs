@@ -85,7 +85,10 @@ struct Place {
 
 #[derive(Default)]
 pub(crate) struct JitObjects {
-    /// Per pid: the perf map, None when the process has none.
+    /// Per pid: its code ranges held whole — from its jitdump, or its perf map when an
+    /// address outside every mapping had to be looked up in it — None when it has none.
+    /// Other perf maps are read at the end for the sampled addresses only
+    /// ([`jitmap::names_for`]).
     maps: HashMap<u32, Option<JitMap>>,
     /// Per pid: the object of its runtime code.
     objects: HashMap<u32, u32>,
@@ -165,9 +168,13 @@ impl JitObjects {
         place: Option<(&str, u64, u64, bool)>,
         objects: &mut Objects,
     ) -> Option<FrameRef> {
-        let map = self.maps.entry(pid).or_insert_with(|| JitMap::read(pid));
-        if place.is_none() && map.as_ref().is_none_or(|m| m.lookup(address).is_none()) {
-            return None;
+        // Only an address outside every mapping needs the map now (is it runtime code at
+        // all?); the others are named at the end from the sampled addresses alone.
+        if place.is_none() {
+            let map = self.maps.entry(pid).or_insert_with(|| JitMap::read(pid));
+            if map.as_ref().is_none_or(|m| m.lookup(address).is_none()) {
+                return None;
+            }
         }
         let object = *self.objects.entry(pid).or_insert_with(|| objects.id(&jitmap::runtime_object(pid)));
         let (path, start, pgoff, anonymous) = place.unwrap_or(("", 0, 0, true));
@@ -188,12 +195,28 @@ impl JitObjects {
             .filter_map(|(object, address)| Some((object?, address)))
             .filter(|(object, _)| pid_of.contains_key(object))
             .collect();
+        // The perf maps not held whole, read once each for the sampled addresses.
+        let mut streamed: HashMap<u32, BTreeMap<u64, (u64, u64, String)>> = HashMap::new();
+        for (&pid, &object) in &self.objects {
+            if !self.maps.contains_key(&pid) {
+                let sampled: BTreeSet<u64> =
+                    addresses.range((object, 0)..=(object, u64::MAX)).map(|&(_, a)| a).collect();
+                if let Some(names) = jitmap::names_for(pid, &sampled) {
+                    streamed.insert(pid, names);
+                }
+            }
+        }
         let mut symbols: BTreeMap<(u32, u64), JitSymbol> = BTreeMap::new();
         // Unnamed addresses per (object, mapping), in address order.
         let mut unnamed: BTreeMap<(u32, &Place), Vec<u64>> = BTreeMap::new();
         for (object, address) in addresses {
             let pid = pid_of[&object];
-            let named = self.maps.get(&pid).and_then(Option::as_ref).and_then(|m| m.lookup(address));
+            let named = match self.maps.get(&pid) {
+                Some(map) => map.as_ref().and_then(|m| m.lookup(address)),
+                None => {
+                    streamed.get(&pid).and_then(|n| n.get(&address)).map(|(s, size, name)| (*s, *size, name.as_str()))
+                }
+            };
             match named {
                 Some((start, size, name)) => {
                     symbols.entry((object, start)).or_insert_with(|| JitSymbol {

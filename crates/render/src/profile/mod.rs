@@ -64,5 +64,7 @@ pub(crate) fn function_label_within(name: &str, object: &str, width: Option<usiz
 
 /// `perflab: warning: …` lines for stderr.
 pub fn warnings(warnings: &[String]) -> String {
-    warnings.iter().map(|w| format!("perflab: warning: {w}\n")).collect()
+    // A warning quotes what a file or a process said (object paths, a kernel release, a
+    // comm): escaped, as every line perflab prints.
+    warnings.iter().map(|w| format!("perflab: warning: {}\n", crate::escape(w))).collect()
 }

@@ -89,6 +89,9 @@ pub struct Selection {
     pub machine: Option<String>,
     /// Why `metric` was chosen when none was asked for (shown first among the notes).
     pub metric_note: Option<String>,
+    /// The incomplete experiments left out of the page, said
+    /// (`perflab_store::history::leave_out_incomplete`).
+    pub left_out: Option<String>,
 }
 
 /// The reference label and the compared labels the options ask for among the stored
@@ -181,6 +184,7 @@ pub fn build(experiments: &[StoredExperiment], options: &Selection) -> Result<Re
             options.metric
         ));
     }
+    notes.extend(options.left_out.iter().cloned());
     let incomplete = experiments.iter().filter(|e| stopped_early(e)).count();
     if incomplete > 0 {
         notes.push(format!("{incomplete} experiment(s) stopped early; their completed runs are included"));

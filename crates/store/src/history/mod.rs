@@ -26,12 +26,51 @@ pub struct History {
     /// Why `metric` was followed when none was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metric_note: Option<String>,
+    /// The incomplete experiments (a run killed or stopped mid-way) left out of the
+    /// pooled points, said ([`leave_out_incomplete`]); None when none was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<String>,
     /// One history per machine fingerprint.
     pub machines: Vec<MachineHistory>,
     /// Two labels compared on every machine side by side (when asked for, or when the
     /// results come from several machines).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matrix: Option<matrix::Matrix>,
+}
+
+/// Take the incomplete experiments (fewer runs than planned: killed, interrupted or
+/// stopped by a failing command before the end) out of `experiments`, so no pooled point
+/// or interval mixes them with complete ones; returns what was left out, said in one
+/// line (with each one's successful runs of `metric_name`), or None. `history` and `report` do this unless `--include-incomplete`, and then
+/// mark the points they are in as incomplete.
+pub fn leave_out_incomplete(experiments: &mut Vec<StoredExperiment>, metric_name: &str) -> Option<String> {
+    let mut left: Vec<String> = Vec::new();
+    let mut count = 0;
+    experiments.retain(|e| {
+        if e.complete {
+            return true;
+        }
+        count += 1;
+        if left.len() < 3 {
+            let runs = measured_values(e, metric_name).len();
+            left.push(format!(
+                "`{}` at `{}` ({runs} run{})",
+                perflab_sys::text::escape(&e.benchmark),
+                perflab_sys::text::escape(&e.label),
+                if runs == 1 { "" } else { "s" }
+            ));
+        }
+        false
+    });
+    (count > 0).then(|| {
+        let more = if count > left.len() { format!(" and {} more", count - left.len()) } else { String::new() };
+        format!(
+            "left out {count} incomplete experiment{} (stopped before all its runs: killed, interrupted or a command failed): {}{more}; --include-incomplete pools {}, marked (incomplete)",
+            if count == 1 { "" } else { "s" },
+            left.join(", "),
+            if count == 1 { "it" } else { "them" }
+        )
+    })
 }
 
 /// The metric's values of the successful runs of an experiment's measured (last)
@@ -296,7 +335,7 @@ pub fn build_with<'a>(
             }
         })
         .collect();
-    History { metric: metric_name.to_string(), metric_note: None, machines, matrix: None }
+    History { metric: metric_name.to_string(), metric_note: None, left_out: None, machines, matrix: None }
 }
 
 fn detector() -> Detector {

@@ -307,6 +307,114 @@ pub fn expand(template: &str, lookup: &dyn Fn(&str) -> Option<String>) -> (Strin
     (out, seen)
 }
 
+/// `template` with the placeholders `lookup` answers replaced by their values quoted
+/// for a POSIX shell where they stand — outside quotes as one word
+/// (`shell_words::quote`), inside double quotes with `$`, `` ` ``, `"` and `\`
+/// backslashed, inside single quotes with `'` closed, escaped and reopened — so a value
+/// is always data, never code: split into words (a template without shell syntax) it is
+/// one argument, and a shell (a template with shell syntax, or a hook) reads it as the
+/// text it is. A plain value (letters, digits, `-`, `.`, `/`, …) is unchanged.
+pub fn expand_quoted(template: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    let quoting = std::cell::RefCell::new(QuoteTracker::default());
+    let fed = std::cell::Cell::new(0usize);
+    // `expand` emits the template's own text before each placeholder; the tracker reads
+    // the template up to the placeholder's position (each byte once).
+    let positions = placeholder_positions(template);
+    let next = std::cell::Cell::new(0usize);
+    let (out, _) = expand(template, &|name| {
+        let index = next.get();
+        next.set(index + 1);
+        let at = positions.get(index).copied().unwrap_or(template.len());
+        if at > fed.get() {
+            quoting.borrow_mut().feed(&template[fed.get()..at]);
+            fed.set(at);
+        }
+        lookup(name).map(|value| quoting.borrow().quote(&value))
+    });
+    out
+}
+
+/// Where each `{`…`}` that [`expand`] takes for a placeholder (escaped or not) starts, in
+/// the order it asks for them.
+fn placeholder_positions(template: &str) -> Vec<usize> {
+    let mut positions = Vec::new();
+    // Walk as `expand` does, recording the offset of each placeholder asked for.
+    let mut rest = template;
+    let mut offset = 0;
+    while let Some(start) = rest.find('{') {
+        let after = &rest[start..];
+        let escaped = after.starts_with("{{");
+        let inner = &after[if escaped { 2 } else { 1 }..];
+        let close = if escaped { "}}" } else { "}" };
+        let name_len = inner.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-').count();
+        if name_len > 0 && inner[name_len..].starts_with(close) {
+            positions.push(offset + start);
+            let consumed = start + (after.len() - inner.len()) + name_len + close.len();
+            offset += consumed;
+            rest = &rest[consumed..];
+        } else {
+            offset += start + 1;
+            rest = &rest[start + 1..];
+        }
+    }
+    positions
+}
+
+/// The quoting a POSIX shell is in at a point of a text, read a piece at a time.
+#[derive(Debug, Default)]
+struct QuoteTracker {
+    inside: Quoting,
+    escaped: bool,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Quoting {
+    #[default]
+    Unquoted,
+    Single,
+    Double,
+}
+
+impl QuoteTracker {
+    fn feed(&mut self, text: &str) {
+        for c in text.chars() {
+            if self.escaped {
+                self.escaped = false;
+                continue;
+            }
+            self.inside = match (self.inside, c) {
+                (Quoting::Single, '\'') => Quoting::Unquoted,
+                (Quoting::Single, _) => Quoting::Single,
+                (state, '\\') => {
+                    self.escaped = true;
+                    state
+                }
+                (Quoting::Unquoted, '\'') => Quoting::Single,
+                (Quoting::Unquoted, '"') => Quoting::Double,
+                (Quoting::Double, '"') => Quoting::Unquoted,
+                (state, _) => state,
+            };
+        }
+    }
+
+    fn quote(&self, value: &str) -> String {
+        match self.inside {
+            Quoting::Unquoted => shell_words::quote(value).into_owned(),
+            Quoting::Single => value.replace('\'', "'\\''"),
+            Quoting::Double => {
+                let mut out = String::with_capacity(value.len());
+                for c in value.chars() {
+                    if matches!(c, '$' | '`' | '"' | '\\') {
+                        out.push('\\');
+                    }
+                    out.push(c);
+                }
+                out
+            }
+        }
+    }
+}
+
 /// Every combination of parameter values, first parameter varying slowest.
 /// The most commands parameters may expand to (the commands of a comparison, the
 /// benchmarks of a suite): each is something perflab will run, so more is surely a
@@ -523,6 +631,25 @@ mod tests {
         let texts: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
         let names: Vec<String> = names.iter().map(|t| t.to_string()).collect();
         parse_commands(&texts, &names, shell)
+    }
+
+    #[test]
+    fn values_are_quoted_for_the_shell_where_they_stand() {
+        let value = |v: &'static str| move |name: &str| (name == "x").then(|| v.to_string());
+        let hostile = "$(touch PWNED) `id`; a|b 'q' \"d\" \\";
+        // Unquoted: one word, whatever it holds; split gives the value back.
+        let text = expand_quoted("echo {x} --n={x}", &value(hostile));
+        assert_eq!(shell_words::split(&text).unwrap(), ["echo", hostile, &format!("--n={hostile}")]);
+        assert_eq!(shell_syntax(&text), None, "{text}");
+        // Inside double and single quotes, the quotes are not broken out of.
+        let text = expand_quoted("echo \"a {x} b\" 'c {x} d' | cat", &value(hostile));
+        assert_eq!(
+            shell_words::split(&text).unwrap()[..3],
+            ["echo".to_string(), format!("a {hostile} b"), format!("c {hostile} d")]
+        );
+        // Plain values are unchanged; escaped placeholders and others are kept.
+        assert_eq!(expand_quoted("run {x} {{x}} {y}", &value("1000")), "run 1000 {x} {y}");
+        assert_eq!(expand_quoted("awk '{print $1}' {x}", &value("a.txt")), "awk '{print $1}' a.txt");
     }
 
     #[test]

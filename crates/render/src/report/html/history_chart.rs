@@ -173,7 +173,8 @@ pub(super) fn history_chart<'a>(
                 ci: p
                     .median_ci
                     .map(|(lo, hi)| format!(", 95 % CI {} – {}", format_value(lo, unit), format_value(hi, unit)))
-                    .unwrap_or_default(),
+                    .unwrap_or_default()
+                    + if p.incomplete { " (incomplete: runs of an experiment stopped before its end)" } else { "" },
                 n: p.n,
                 metric: metric_name,
             })
