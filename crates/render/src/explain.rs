@@ -314,6 +314,29 @@ mod tests {
     use perflab_engine::analysis::explain::simulate::{Scenario, Simulation};
     use perflab_engine::analysis::explain::{explain, Options};
 
+    /// Issue 39: a row without an interval says why, and `[other functions]` says what
+    /// it is made of.
+    #[test]
+    fn rows_without_an_interval_say_why_and_other_functions_are_named() {
+        let options = Options { confidence: 0.95, comparison_level: 0.95, threshold: 0.01 };
+        let (base, cand) = Simulation::new(Scenario::small_doubles(), 7).commands(1);
+        let single = explain(&base, &cand, metric::CPU, &options).unwrap();
+        let table_of_one = table(&single, 40);
+        assert!(table_of_one.contains("(no interval: one round: no interval from a single pair of runs"), "{table_of_one}");
+        let (base, cand) = Simulation::new(Scenario::small_doubles(), 7).commands(3);
+        let e = explain(&base, &cand, metric::CPU, &options).unwrap();
+        let table = table(&e, 40);
+        let other = table.lines().find(|l| l.contains("[other functions]")).unwrap();
+        let first = &e.other_members[0];
+        assert!(
+            other.contains(&format!(
+                "(largest changes: {} {:.0} → {:.0}",
+                first.name, first.baseline_samples, first.candidate_samples
+            )) && other.contains("samples in 3 rounds)"),
+            "{other}"
+        );
+    }
+
     #[test]
     fn the_story_names_the_changed_functions_with_their_signs() {
         let (base, cand) = Simulation::new(Scenario::opposite_changes(), 11).commands(40);
