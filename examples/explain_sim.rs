@@ -11,7 +11,9 @@
 //! Run: cargo run --release --example explain_sim -- [TRIALS] [SEED]
 //! (defaults 1000, 19; docs/statistics.md and the README quote the figures).
 
-use perflab::analysis::explain::simulate::{evaluate, evaluate_until_explained, one_run_diff, FunctionRecord, Scenario};
+use perflab::analysis::explain::simulate::{
+    evaluate, evaluate_until_explained, one_run_diff, FunctionRecord, Scenario,
+};
 
 fn pct(part: usize, whole: usize) -> String {
     if whole == 0 {
@@ -80,7 +82,9 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|");
     for scenario in [Scenario::opposite_changes(), Scenario::small_doubles(), Scenario::unchanged()] {
         let r = evaluate_until_explained(&scenario, 10, 40, trials, seed);
-        let both = |f: &dyn Fn(&FunctionRecord) -> String, i: usize| format!("{} → {}", f(&r.at_verdict[i]), f(&r.functions[i]));
+        let both = |f: &dyn Fn(&FunctionRecord) -> String, i: usize| {
+            format!("{} → {}", f(&r.at_verdict[i]), f(&r.functions[i]))
+        };
         let named: Vec<usize> =
             (0..r.functions.len()).filter(|&i| !r.functions[i].name.starts_with("small_")).collect();
         for i in named {

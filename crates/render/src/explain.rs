@@ -322,7 +322,10 @@ mod tests {
         let (base, cand) = Simulation::new(Scenario::small_doubles(), 7).commands(1);
         let single = explain(&base, &cand, metric::CPU, &options).unwrap();
         let table_of_one = table(&single, 40);
-        assert!(table_of_one.contains("(no interval: one round: no interval from a single pair of runs"), "{table_of_one}");
+        assert!(
+            table_of_one.contains("(no interval: one round: no interval from a single pair of runs"),
+            "{table_of_one}"
+        );
         let (base, cand) = Simulation::new(Scenario::small_doubles(), 7).commands(3);
         let e = explain(&base, &cand, metric::CPU, &options).unwrap();
         let table = table(&e, 40);

@@ -298,11 +298,7 @@ fn not_comparable_warnings(comparisons: &[Comparison]) -> Vec<Warning> {
 /// The explanation of every candidate at `level` (`compare --explain`): versions in
 /// several layouts are explained as versions, each the mean of its layouts per round,
 /// every row then also across layouts.
-fn explanations(
-    plan: &Plan,
-    experiment: &Experiment,
-    level: f64,
-) -> Vec<(String, Option<perflab_model::Explanation>)> {
+fn explanations(plan: &Plan, experiment: &Experiment, level: f64) -> Vec<(String, Option<perflab_model::Explanation>)> {
     let options = explain::Options {
         confidence: plan.settings.confidence,
         comparison_level: level,

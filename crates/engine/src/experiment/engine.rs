@@ -414,8 +414,7 @@ mod tests {
     fn explain_measures_past_the_verdict_until_the_carrying_functions_are_decided() {
         use crate::analysis::explain::simulate::{Scenario, Simulation};
         let mut plan = plan(2, Settings { max_rounds: 200, ..Settings::default() });
-        plan.measure.explain =
-            Some(crate::measure::Explain::Samples(crate::measure::sampling::Sampling::default()));
+        plan.measure.explain = Some(crate::measure::Explain::Samples(crate::measure::sampling::Sampling::default()));
         let run = |plan: &Plan| {
             let mut executor = Sampled {
                 machine: Simulated::new(5, vec![0.70, 0.735], Noise::gaussian(0.005)),
@@ -446,8 +445,7 @@ mod tests {
     fn the_budget_ends_the_rounds_past_the_verdict_and_says_so() {
         use crate::analysis::explain::simulate::{Scenario, Simulation};
         let mut plan = plan(2, Settings { max_rounds: 11, ..Settings::default() });
-        plan.measure.explain =
-            Some(crate::measure::Explain::Samples(crate::measure::sampling::Sampling::default()));
+        plan.measure.explain = Some(crate::measure::Explain::Samples(crate::measure::sampling::Sampling::default()));
         let mut executor = Sampled {
             machine: Simulated::new(5, vec![0.70, 0.735], Noise::gaussian(0.005)),
             profiles: Simulation::new(Scenario::opposite_changes().shorter(10.0), 3),

@@ -345,9 +345,11 @@ fn row_change(
     } else if floored {
         let t = t.expect("two rounds or more");
         let half = t * resolution_se * std::f64::consts::SQRT_2;
-        let contribution = Change { estimate: md.difference, low: Some(md.difference - half), high: Some(md.difference + half) };
+        let contribution =
+            Change { estimate: md.difference, low: Some(md.difference - half), high: Some(md.difference + half) };
         let q = t * resolution_se;
-        let ci = (md.mean_a - q > 0.0).then(|| (((md.mean_b - q) / (md.mean_a + q)).max(0.0), (md.mean_b + q) / (md.mean_a - q)));
+        let ci = (md.mean_a - q > 0.0)
+            .then(|| (((md.mean_b - q) / (md.mean_a + q)).max(0.0), (md.mean_b + q) / (md.mean_a - q)));
         (contribution, ci.filter(|_| ratio.is_some()))
     } else {
         let contribution =
