@@ -362,6 +362,7 @@ fn an_explanation_reads_back_with_its_comparison() {
             ratio: Some(cand / base),
             ci_low: Some(cand / base - 0.125),
             ci_high: Some(cand / base + 0.125),
+            no_interval: None,
             verdict,
             below_threshold: false,
             contribution: change(cand - base, cand - base - 0.5, cand - base + 0.5),
@@ -396,7 +397,11 @@ fn an_explanation_reads_back_with_its_comparison() {
                     }),
                     ..function("f_up", 50.0, 75.0, Verdict::Slower)
                 },
-                FunctionChange { p_value: f64::NAN, ..function("f_same", 50.0, 50.0, Verdict::Inconclusive) },
+                FunctionChange {
+                    p_value: f64::NAN,
+                    no_interval: Some("one round".into()),
+                    ..function("f_same", 50.0, 50.0, Verdict::Inconclusive)
+                },
             ],
             unflagged_within: Some(0.25),
             unflagged_contribution_within: Some(1.5),
@@ -406,6 +411,11 @@ fn an_explanation_reads_back_with_its_comparison() {
                 candidate: [("main;f_up".to_string(), 75.0), ("main;f_same".to_string(), 50.0)].into(),
             }),
             stored_flame_graph: None,
+            other_members: vec![perflab::model::OtherMember {
+                name: "light".into(),
+                baseline_samples: 9.0,
+                candidate_samples: 18.0,
+            }],
             warnings: vec!["only 3 rounds".into()],
         };
         let mut exp = experiment("h1");

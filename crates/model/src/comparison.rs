@@ -188,9 +188,24 @@ pub struct Explanation {
     /// the picture instead of the stacks: read from old stores, never written.
     #[serde(default, rename = "flame_graph", skip_serializing)]
     pub stored_flame_graph: Option<String>,
+    /// What `[other functions]` is made of: its largest members by |change| (samples
+    /// per run in each command), so a change whose mass sits in that row is named.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_members: Vec<OtherMember>,
     /// Doubts about the explanation (too few samples, unsymbolized code, …), one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+/// A function summed into `[other functions]` (too few samples for a row of its own).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OtherMember {
+    /// Function name, demangled.
+    pub name: String,
+    /// Samples over all rounds: baseline, candidate.
+    pub baseline_samples: f64,
+    /// Samples over all rounds of the candidate.
+    pub candidate_samples: f64,
 }
 
 /// Mean time (or events) per run of each folded call stack, for both commands.
@@ -249,6 +264,11 @@ pub struct FunctionChange {
     pub ci_low: Option<f64>,
     /// Upper bound of Fieller's interval; None when unbounded (or too few rounds).
     pub ci_high: Option<f64>,
+    /// Why the row has no interval (of its ratio or its contribution), when it has none:
+    /// a sampled row's values that did not vary over the rounds, a baseline that never
+    /// ran it, too few rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_interval: Option<String>,
     /// This function's verdict on its ratio.
     pub verdict: Verdict,
     /// A `slower`/`faster` function whose whole contribution interval lies within

@@ -91,13 +91,36 @@ fn clause(f: &FunctionChange, unit: &str) -> String {
     }
 }
 
+/// The largest members of `[other functions]` by change: "light 30 → 60 samples, …"
+/// (samples over all the rounds), None when it has no members listed.
+fn other_members(e: &Explanation) -> Option<String> {
+    if e.other_members.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = e
+        .other_members
+        .iter()
+        .map(|m| format!("{} {:.0} → {:.0}", escape(&m.name), m.baseline_samples, m.candidate_samples))
+        .collect();
+    Some(format!("{} samples in {} rounds", listed.join(", "), e.rounds))
+}
+
 /// The story: what changed and where, in one sentence (several candidates: one each).
 pub fn story(comparison: &Comparison, e: &Explanation) -> String {
     let mut flagged: Vec<&FunctionChange> =
         e.functions.iter().filter(|f| is_flagged(f) && !f.below_threshold && !f.moves_with_layout()).collect();
     flagged.sort_by(|a, b| b.contribution.estimate.abs().total_cmp(&a.contribution.estimate.abs()));
     let small = e.functions.iter().filter(|f| is_flagged(f) && f.below_threshold && !f.moves_with_layout()).count();
-    let mut parts: Vec<String> = flagged.iter().map(|f| clause(f, &e.unit)).collect();
+    let mut parts: Vec<String> = flagged
+        .iter()
+        .map(|f| {
+            let clause = clause(f, &e.unit);
+            match other_members(e) {
+                Some(members) if f.name == OTHER_FUNCTIONS => format!("{clause} (mostly {members})"),
+                _ => clause,
+            }
+        })
+        .collect();
     // Real for these binaries, not across layouts: what a relink moves, said as such.
     for f in e.functions.iter().filter(|f| f.moves_with_layout() && !f.below_threshold) {
         let spread = f.across_layouts.as_ref().map_or(f64::NAN, |a| a.spread);
@@ -244,8 +267,13 @@ pub fn table(e: &Explanation, limit: usize) -> String {
                 perflab_model::units::format_percent(a.spread * 100.0)
             ))
         });
+        let why = f.no_interval.as_ref().map_or(String::new(), |why| dim(&format!("  (no interval: {why})")));
+        let members = match other_members(e) {
+            Some(members) if f.name == OTHER_FUNCTIONS => dim(&format!("  (largest changes: {members})")),
+            _ => String::new(),
+        };
         format!(
-            "{:>12} {:>12}  {:>22}  {:>26}  {}  {}{}{counts}{layouts}\n",
+            "{:>12} {:>12}  {:>22}  {:>26}  {}  {}{}{counts}{layouts}{why}{members}\n",
             amount(f.baseline_per_run),
             amount(f.candidate_per_run),
             ratio,
@@ -303,6 +331,32 @@ mod tests {
     use super::*;
     use perflab_engine::analysis::explain::simulate::{Scenario, Simulation};
     use perflab_engine::analysis::explain::{explain, Options};
+
+    /// Issue 39: a row without an interval says why, and `[other functions]` says what
+    /// it is made of.
+    #[test]
+    fn rows_without_an_interval_say_why_and_other_functions_are_named() {
+        let options = Options { confidence: 0.95, comparison_level: 0.95, threshold: 0.01 };
+        let (base, cand) = Simulation::new(Scenario::small_doubles(), 7).commands(1);
+        let single = explain(&base, &cand, metric::CPU, &options).unwrap();
+        let table_of_one = table(&single, 40);
+        assert!(
+            table_of_one.contains("(no interval: one round: no interval from a single pair of runs"),
+            "{table_of_one}"
+        );
+        let (base, cand) = Simulation::new(Scenario::small_doubles(), 7).commands(3);
+        let e = explain(&base, &cand, metric::CPU, &options).unwrap();
+        let table = table(&e, 40);
+        let other = table.lines().find(|l| l.contains("[other functions]")).unwrap();
+        let first = &e.other_members[0];
+        assert!(
+            other.contains(&format!(
+                "(largest changes: {} {:.0} → {:.0}",
+                first.name, first.baseline_samples, first.candidate_samples
+            )) && other.contains("samples in 3 rounds)"),
+            "{other}"
+        );
+    }
 
     #[test]
     fn the_story_names_the_changed_functions_with_their_signs() {

@@ -302,30 +302,53 @@ fn not_comparable_warnings(comparisons: &[Comparison]) -> Vec<Warning> {
         .collect()
 }
 
-/// Each primary comparison explained function by function from its runs' samples
-/// (`compare --explain`), at the comparison's level of the final look.
-fn explain_comparisons(plan: &Plan, experiment: &mut Experiment, level: f64) {
+/// The explanation of every candidate at `level` (`compare --explain`): versions in
+/// several layouts are explained as versions, each the mean of its layouts per round,
+/// every row then also across layouts.
+fn explanations(plan: &Plan, experiment: &Experiment, level: f64) -> Vec<(String, Option<perflab_model::Explanation>)> {
     let options = explain::Options {
         confidence: plan.settings.confidence,
         comparison_level: level,
         threshold: plan.settings.threshold,
     };
-    let primary = experiment.primary_metric.clone();
-    // Versions in several layouts are explained as versions: each the mean of its
-    // layouts per round, every row then also across layouts.
+    let primary = &experiment.primary_metric;
     let merged = plan.layouts.as_ref().map(|l| explain::layouts::merged(l, &experiment.commands));
-    let Some((base, candidates)) = merged.as_deref().unwrap_or(&experiment.commands).split_first() else { return };
-    let explanations: Vec<(String, Option<perflab_model::Explanation>)> = candidates
+    let Some((base, candidates)) = merged.as_deref().unwrap_or(&experiment.commands).split_first() else {
+        return Vec::new();
+    };
+    candidates
         .iter()
         .enumerate()
         .map(|(i, cand)| {
-            let mut explanation = explain::explain(base, cand, &primary, &options);
+            let mut explanation = explain::explain(base, cand, primary, &options);
             if let (Some(layouts), Some(e)) = (&plan.layouts, &mut explanation) {
                 explain::layouts::add_across_layouts(e, layouts, &experiment.commands, i + 1);
             }
             (cand.name.clone(), explanation)
         })
-        .collect();
+        .collect()
+}
+
+/// At a look after the verdict (`compare --explain`): the rows that carry a change but
+/// are not decided yet, `candidate: function` when there are several candidates.
+pub(crate) fn undecided_explanations(plan: &Plan, experiment: &Experiment, level: f64) -> Vec<String> {
+    let all = explanations(plan, experiment, level);
+    let several = all.len() > 1;
+    all.iter()
+        .filter_map(|(candidate, e)| Some((candidate, explain::undecided_carriers(e.as_ref()?))))
+        .flat_map(|(candidate, names)| {
+            names.into_iter().map(move |n| if several { format!("{candidate}: {n}") } else { n })
+        })
+        .collect()
+}
+
+/// Each primary comparison explained function by function from its runs' samples
+/// (`compare --explain`), at the comparison's level of the final look.
+fn explain_comparisons(plan: &Plan, experiment: &mut Experiment, level: f64) {
+    let primary = experiment.primary_metric.clone();
+    let merged = plan.layouts.as_ref().map(|l| explain::layouts::merged(l, &experiment.commands));
+    let Some((base, candidates)) = merged.as_deref().unwrap_or(&experiment.commands).split_first() else { return };
+    let explanations = explanations(plan, experiment, level);
     for (candidate, explanation) in explanations {
         let comparison = experiment.comparisons.iter_mut().find(|c| c.metric == primary && c.candidate == candidate);
         match (comparison, explanation) {

@@ -9,7 +9,7 @@ use crate::executor::error::ExecutorError;
 use crate::executor::{Executor, RunError};
 use crate::plan::schedule::{LookSchedule, RoundPlanner};
 use crate::plan::Plan;
-use perflab_model::{CommandResult, Experiment, Run, StopReason};
+use perflab_model::{CommandResult, Experiment, Mode, Run, StopReason};
 
 /// The group-sequential horizon is planned this much beyond the rounds that fit in
 /// `--max-time` at the first rounds' pace, so that later rounds a little faster than
@@ -57,8 +57,9 @@ pub fn run_experiment(
     let mut plan = plan.clone();
     // The primary metric is examined at every look (see `examine_busy`).
     let mut busy = Busy::default();
+    let mut past_verdict = PastVerdict::default();
     let outcome = match executor.setup() {
-        Ok(()) => rounds(&mut plan, executor, observer, &mut experiment, &mut looks, &mut busy),
+        Ok(()) => rounds(&mut plan, executor, observer, &mut experiment, &mut looks, &mut busy, &mut past_verdict),
         Err(RunError::Interrupted) => Ok((StopReason::Interrupted, None)),
         Err(err) => {
             experiment.failure = Some(err.to_string());
@@ -88,6 +89,11 @@ pub fn run_experiment(
         _ => looks.final_look(experiment.rounds),
     };
     finish(&plan, &mut experiment, level);
+    if let Some(note) = past_verdict.note(&plan, experiment.rounds) {
+        for e in experiment.comparisons.iter_mut().filter_map(|c| c.explanation.as_deref_mut()) {
+            e.warnings.insert(0, note.clone());
+        }
+    }
     if let Some(warning) = busy_warning(&plan, &experiment, busy.switch) {
         experiment.warnings.insert(0, warning);
     }
@@ -105,6 +111,35 @@ struct Busy {
     switch: Option<Switch>,
 }
 
+/// `compare --explain` measures past the verdict until the rows that carry the change
+/// are decided: the round the verdict came at, and the rows still undecided at the
+/// latest look.
+#[derive(Debug, Default)]
+struct PastVerdict {
+    decided_at: Option<u32>,
+    undecided: Vec<String>,
+}
+
+impl PastVerdict {
+    /// The line the explanations carry when rounds were measured past the verdict.
+    fn note(&self, plan: &Plan, rounds: u32) -> Option<String> {
+        let at = self.decided_at?;
+        Some(if self.undecided.is_empty() {
+            format!(
+                "the verdict was decided at round {at}; {} more rounds were measured until the functions that carry the change were decided",
+                rounds - at
+            )
+        } else {
+            format!(
+                "the verdict was decided at round {at}; the rounds went on to decide the functions that carry the change, but the budget (--max-rounds {}, --max-time {:.0} s) ended at round {rounds} with {} still inconclusive",
+                plan.settings.max_rounds,
+                plan.settings.max_time_s,
+                self.undecided.join(", ")
+            )
+        })
+    }
+}
+
 /// The rounds, until something stops them: why, and the round count and level of the
 /// last look (reused when the experiment ends on it).
 fn rounds(
@@ -114,6 +149,7 @@ fn rounds(
     experiment: &mut Experiment,
     looks: &mut LookSchedule,
     busy: &mut Busy,
+    past_verdict: &mut PastVerdict,
 ) -> Result<(StopReason, Option<(u32, f64)>), ExperimentError> {
     let settings = plan.settings.clone();
     let mut planner = RoundPlanner::new(settings.seed, plan.commands.len(), settings.env_padding);
@@ -246,10 +282,24 @@ fn rounds(
         let layout_limited = !decided
             && settings.fixed_rounds.is_none()
             && crate::analysis::layouts::rounds_cannot_decide(plan, experiment, &latest);
+        // With --explain a decided verdict is not yet an explanation: measure on while a
+        // row that carries the change is undecided (at the looks' levels, so its
+        // intervals keep the design's guarantee), until the budget ends.
+        let explaining = decided && plan.measure.explain.is_some() && !matches!(settings.mode, Mode::Instructions);
+        if explaining {
+            let level = last_look.map_or(settings.confidence, |(_, level)| level);
+            past_verdict.undecided = crate::analysis::undecided_explanations(plan, experiment, level);
+            if !past_verdict.undecided.is_empty() {
+                past_verdict.decided_at.get_or_insert(measured);
+            }
+        }
+        let waiting = past_verdict.decided_at.is_some() && !past_verdict.undecided.is_empty();
         observer.round_finished(&Progress { rounds: measured, warmup: false, elapsed: executor.elapsed(), latest });
-        if decided {
+        if decided && !(explaining && waiting) {
             break StopReason::Decided;
         }
+        // A budget that ends the rounds past the verdict leaves the verdict decided.
+        let limit = if waiting { StopReason::Decided } else { StopReason::MaxRounds };
         if layout_limited {
             break StopReason::LayoutLimited;
         }
@@ -257,14 +307,14 @@ fn rounds(
             break StopReason::FixedRounds;
         }
         if measured >= settings.max_rounds {
-            break StopReason::MaxRounds;
+            break limit;
         }
         let time_limited = settings.fixed_rounds.is_none() || settings.max_time_bounds_fixed_rounds;
         if time_limited && executor.elapsed().as_secs_f64() >= settings.max_time_s {
-            break StopReason::MaxTime;
+            break if waiting { StopReason::Decided } else { StopReason::MaxTime };
         }
         if looks.planned_rounds_done(measured) {
-            break StopReason::PlannedRounds;
+            break if waiting { StopReason::Decided } else { StopReason::PlannedRounds };
         }
     };
     Ok((stop_reason, last_look))
@@ -326,6 +376,86 @@ mod tests {
 
     fn wall(e: &Experiment) -> &perflab_model::Comparison {
         e.comparisons.iter().find(|c| c.metric == metric::WALL).expect("a wall comparison")
+    }
+
+    /// The simulated machine's runs with the samples of the explanation's simulation:
+    /// each round's pair of profiles drawn together (baseline for command 0).
+    struct Sampled {
+        machine: Simulated,
+        profiles: crate::analysis::explain::simulate::Simulation,
+        pending: [Option<Box<perflab_model::RunProfile>>; 2],
+    }
+
+    impl Executor for Sampled {
+        fn run(&mut self, index: usize, pad_bytes: Option<usize>) -> Result<Run, RunError> {
+            let mut run = self.machine.run(index, pad_bytes)?;
+            if self.pending.iter().all(Option::is_none) {
+                let (mut base, mut cand) = self.profiles.commands(1);
+                self.pending = [base.runs[0].profile.take(), cand.runs[0].profile.take()];
+            }
+            run.profile = self.pending[index].take();
+            Ok(run)
+        }
+        fn elapsed(&self) -> std::time::Duration {
+            self.machine.elapsed()
+        }
+        fn interrupted(&self) -> bool {
+            self.machine.interrupted()
+        }
+        fn machine(&self) -> perflab_model::Machine {
+            self.machine.machine()
+        }
+    }
+
+    /// Issue 39: the verdict on a 5 % slowdown comes early, the opposite changes of
+    /// f_up (+30 %) and f_down (−20 %) need more rounds; `--explain` measures on until
+    /// both are decided and says so, and the stop is still the verdict's.
+    #[test]
+    fn explain_measures_past_the_verdict_until_the_carrying_functions_are_decided() {
+        use crate::analysis::explain::simulate::{Scenario, Simulation};
+        let mut plan = plan(2, Settings { max_rounds: 200, ..Settings::default() });
+        plan.measure.explain = Some(crate::measure::Explain::Samples(crate::measure::sampling::Sampling::default()));
+        let run = |plan: &Plan| {
+            let mut executor = Sampled {
+                machine: Simulated::new(5, vec![0.70, 0.735], Noise::gaussian(0.005)),
+                profiles: Simulation::new(Scenario::opposite_changes(), 3),
+                pending: [None, None],
+            };
+            run_experiment(plan, &mut executor, &mut Quiet).unwrap()
+        };
+        let without = run(&Plan { measure: MeasureOptions::default(), ..plan.clone() });
+        let e = run(&plan);
+        assert_eq!(e.stop_reason, StopReason::Decided);
+        assert_eq!(wall(&e).verdict, Verdict::Slower);
+        assert!(e.rounds > without.rounds, "{} rounds with --explain, {} without", e.rounds, without.rounds);
+        let explanation = wall(&e).explanation.as_deref().expect("an explanation");
+        let verdict = |name: &str| explanation.functions.iter().find(|f| f.name == name).map(|f| f.verdict);
+        assert_eq!((verdict("f_up"), verdict("f_down")), (Some(Verdict::Slower), Some(Verdict::Faster)));
+        let note = &explanation.warnings[0];
+        assert!(
+            note.starts_with(&format!("the verdict was decided at round {}", without.rounds))
+                && note.contains("more rounds were measured until the functions that carry the change were decided"),
+            "{note}"
+        );
+    }
+
+    /// When the budget ends first, the stop is the verdict's and the note names what is
+    /// still undecided.
+    #[test]
+    fn the_budget_ends_the_rounds_past_the_verdict_and_says_so() {
+        use crate::analysis::explain::simulate::{Scenario, Simulation};
+        let mut plan = plan(2, Settings { max_rounds: 11, ..Settings::default() });
+        plan.measure.explain = Some(crate::measure::Explain::Samples(crate::measure::sampling::Sampling::default()));
+        let mut executor = Sampled {
+            machine: Simulated::new(5, vec![0.70, 0.735], Noise::gaussian(0.005)),
+            profiles: Simulation::new(Scenario::opposite_changes().shorter(10.0), 3),
+            pending: [None, None],
+        };
+        let e = run_experiment(&plan, &mut executor, &mut Quiet).unwrap();
+        assert_eq!((e.stop_reason, e.rounds), (StopReason::Decided, 11));
+        let explanation = wall(&e).explanation.as_deref().expect("an explanation");
+        let note = &explanation.warnings[0];
+        assert!(note.contains("but the budget (--max-rounds 11") && note.contains("still inconclusive"), "{note}");
     }
 
     #[test]

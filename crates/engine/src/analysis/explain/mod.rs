@@ -8,10 +8,14 @@
 //!   time). Means per run make contributions add up to the total exactly; ratios of the
 //!   means survive functions absent from some runs (zero samples), which per-round log
 //!   ratios do not.
-//! * **Which functions**: those with at least `MIN_SAMPLES_PER_RUN` samples per run on
-//!   average over both commands, at most `MAX_TESTED` of them, chosen by the pooled
-//!   count (blind to the direction of any change); the rest are summed into one
-//!   `[other functions]` row, tested like a function, so nothing escapes the total.
+//! * **Which functions**: those with at least `MIN_TOTAL_SAMPLES` samples over all the
+//!   rounds in either command (so more rounds name smaller functions), at most
+//!   `MAX_TESTED` of them, chosen by the pooled count (blind to the direction of any
+//!   change); the rest are summed into one `[other functions]` row, tested like a
+//!   function, so nothing escapes the total, and its largest members are named.
+//! * **Every row an interval**: a sampled row whose values did not vary over the rounds
+//!   gets the counts' resolution (±½ sample per run) instead of a zero-width interval; a
+//!   row without one says why.
 //! * **Multiplicity**: Bonferroni over the rows tested (and the candidates), at the level
 //!   of the experiment's final look: every function's interval holds at once with the
 //!   family's confidence, and a verdict read from an interval is the Bonferroni test.
@@ -28,10 +32,14 @@ use perflab_model::{metric, Change, CommandResult, Explanation, FunctionChange, 
 use perflab_stats::paired_means::{self, fieller, mean_difference, RatioInterval};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Functions with fewer samples per run (over both commands) are summed into
-/// `[other functions]`: at 5 samples per run and 20 rounds, the Poisson noise alone puts
-/// a ratio's 99.7 % interval at about ±40 %.
-pub(crate) const MIN_SAMPLES_PER_RUN: f64 = 5.0;
+/// Functions with fewer samples than this over all the rounds of both commands (the
+/// larger of the two sums) are summed into `[other functions]`. The cut-off is on the
+/// rounds' total, not per run: 3 samples per run over 10 rounds (30) is as much evidence
+/// as 30 in one run, and the paired t-interval over the rounds carries its noise. Below
+/// 20 the Poisson noise alone puts a ratio's 99.7 % interval beyond ±100 %.
+pub(crate) const MIN_TOTAL_SAMPLES: f64 = 20.0;
+/// How many members of `[other functions]` are named (largest |change| first).
+const OTHER_MEMBERS_NAMED: usize = 5;
 /// At most this many functions get rows of their own (the family of the correction).
 pub(crate) const MAX_TESTED: usize = 30;
 /// The name of the row that sums every function without a row of its own.
@@ -79,6 +87,23 @@ impl Series {
             base_samples: vec![0.0; rounds],
             cand_samples: vec![0.0; rounds],
             counts: BTreeMap::new(),
+        }
+    }
+
+    /// True when neither command's values varied over the rounds.
+    fn steady(&self) -> bool {
+        let constant = |v: &[f64]| v.iter().all(|x| *x == v[0]);
+        constant(&self.base) && constant(&self.cand)
+    }
+
+    /// The value of one sample (the mean period, in the row's unit).
+    fn per_sample(&self) -> f64 {
+        let samples: f64 = self.base_samples.iter().chain(&self.cand_samples).sum();
+        let values: f64 = self.base.iter().chain(&self.cand).sum();
+        if samples > 0.0 {
+            values / samples
+        } else {
+            0.0
         }
     }
 
@@ -143,6 +168,7 @@ pub fn explain(base: &CommandResult, cand: &CommandResult, primary: &str, option
     }
     let pooled =
         |s: &Series| (s.base_samples.iter().sum::<f64>() + s.cand_samples.iter().sum::<f64>()) / (2.0 * rounds as f64);
+    let either_total = |s: &Series| s.base_samples.iter().sum::<f64>().max(s.cand_samples.iter().sum::<f64>());
     let mut keys: Vec<&Key> = rows.keys().collect();
     keys.sort_by(|a, b| pooled(&rows[*b]).total_cmp(&pooled(&rows[*a])).then_with(|| a.cmp(b)));
     // A uprobe's or an allocation probe's "samples" are every call of the probed
@@ -151,10 +177,10 @@ pub fn explain(base: &CommandResult, cand: &CommandResult, primary: &str, option
     let every_call = crate::measure::probe_cost::is_probe_metric(&first.event)
         || crate::measure::allocations::is_allocation_event(&first.event);
     // Exact counts need no correction and no minimum: every function is its own row.
-    let min_samples = if exact || every_call { 0.0 } else { MIN_SAMPLES_PER_RUN };
+    let min_samples = if exact || every_call { 0.0 } else { MIN_TOTAL_SAMPLES };
     let tested: BTreeSet<Key> = keys
         .iter()
-        .filter(|k| pooled(&rows[**k]) >= min_samples && pooled(&rows[**k]) > 0.0)
+        .filter(|k| either_total(&rows[**k]) >= min_samples && pooled(&rows[**k]) > 0.0)
         .take(if exact { usize::MAX } else { MAX_TESTED })
         .map(|k| (*k).clone())
         .collect();
@@ -167,24 +193,41 @@ pub fn explain(base: &CommandResult, cand: &CommandResult, primary: &str, option
         }
     }
     let has_other = other.base_samples.iter().chain(&other.cand_samples).any(|&s| s > 0.0);
+    let mut other_members: Vec<perflab_model::OtherMember> = rows
+        .iter()
+        .filter(|(key, _)| !tested.contains(*key))
+        .map(|(key, s)| perflab_model::OtherMember {
+            name: key.0.clone(),
+            baseline_samples: s.base_samples.iter().sum(),
+            candidate_samples: s.cand_samples.iter().sum(),
+        })
+        .collect();
+    other_members.sort_by(|a, b| {
+        (b.candidate_samples - b.baseline_samples)
+            .abs()
+            .total_cmp(&(a.candidate_samples - a.baseline_samples).abs())
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    other_members.truncate(OTHER_MEMBERS_NAMED);
     let family = (tested.len() + usize::from(has_other)).max(1);
     let function_level = 1.0 - (1.0 - options.comparison_level) / family as f64;
 
     let baseline_total = paired_means::mean_difference(&total.base, &total.cand, options.comparison_level)?;
     let band = options.threshold * baseline_total.mean_a;
-    let total_change = row_change(TOTAL, "", &total, options.comparison_level, band, exact, None);
+    let deterministic = Deterministic { exact, every_call };
+    let total_change = row_change(TOTAL, "", &total, options.comparison_level, band, deterministic, None);
     let total_differences: Vec<f64> = total.base.iter().zip(&total.cand).map(|(a, b)| b - a).collect();
     let shares_of = total_change.contribution.excludes_zero().then_some(total_differences.as_slice());
 
     let mut functions: Vec<FunctionChange> = tested
         .iter()
-        .map(|key| row_change(&key.0, &key.1, &rows[key], function_level, band, exact, shares_of))
+        .map(|key| row_change(&key.0, &key.1, &rows[key], function_level, band, deterministic, shares_of))
         .collect();
     functions.sort_by(|a, b| {
         b.contribution.estimate.abs().total_cmp(&a.contribution.estimate.abs()).then_with(|| a.name.cmp(&b.name))
     });
     if has_other {
-        functions.push(row_change(OTHER, "", &other, function_level, band, exact, shares_of));
+        functions.push(row_change(OTHER, "", &other, function_level, band, deterministic, shares_of));
     }
 
     let flagged = |f: &FunctionChange| matches!(f.verdict, Verdict::Slower | Verdict::Faster);
@@ -216,6 +259,19 @@ pub fn explain(base: &CommandResult, cand: &CommandResult, primary: &str, option
             "every run of both commands carried the allocation probes (a trap into the kernel at every call of the malloc family and its return): the times compared include that cost; rows are call sites, the functions that called the allocator".into(),
         );
     }
+    let steady: Vec<&str> = std::iter::once((TOTAL, &total))
+        .chain(tested.iter().map(|k| (k.0.as_str(), &rows[k])))
+        .chain(has_other.then_some((OTHER, &other)))
+        .filter(|(_, s)| !exact && !every_call && rounds >= 2 && s.steady())
+        .map(|(name, _)| name)
+        .collect();
+    if !steady.is_empty() {
+        warnings.push(format!(
+            "{} did not vary over the {rounds} rounds: {} intervals are the counts' resolution (±½ sample per run), not a measured spread",
+            steady.join(", "),
+            if steady.len() == 1 { "its" } else { "their" }
+        ));
+    }
     let lost: u64 = pairs.iter().map(|(_, a, b)| a.lost + b.lost).sum();
     if lost > 0 {
         warnings.push(format!("the kernel dropped {lost} sample records: the rounds that lost them count less"));
@@ -244,8 +300,17 @@ pub fn explain(base: &CommandResult, cand: &CommandResult, primary: &str, option
         primary_change,
         stacks: None,
         stored_flame_graph: None,
+        other_members: if has_other { other_members } else { Vec::new() },
         warnings,
     })
+}
+
+/// What makes a row's values certain: exact counts (one cachegrind run), or a probe's
+/// count of every call (certain when it did not vary over the rounds).
+#[derive(Debug, Clone, Copy)]
+struct Deterministic {
+    exact: bool,
+    every_call: bool,
 }
 
 /// The change of one row at `level`; `band` is ±threshold of the baseline total per run,
@@ -256,16 +321,36 @@ fn row_change(
     s: &Series,
     level: f64,
     band: f64,
-    exact: bool,
+    certain: Deterministic,
     total_differences: Option<&[f64]>,
 ) -> FunctionChange {
     let md = mean_difference(&s.base, &s.cand, level).expect("every row has its rounds");
     let ratio = (md.mean_a > 0.0).then(|| md.mean_b / md.mean_a);
     let point = |x: f64| Change { estimate: x, low: Some(x), high: Some(x) };
-    let constant = |v: &[f64]| v.iter().all(|x| *x == v[0]);
-    let deterministic = exact || (constant(&s.base) && constant(&s.cand));
+    let deterministic = certain.exact || (certain.every_call && s.steady());
+    let n = md.n as f64;
+    // A sampled row whose values did not vary still holds sampling noise the rounds did
+    // not show: a count is known to ±½ sample (the timer's phase), so each mean has at
+    // least the variance of a uniform ±½ sample over n runs.
+    let resolution_se = s.per_sample() / (12.0 * n).sqrt();
+    let t = paired_means::t_quantile(level, n - 1.0);
+    let floored = !deterministic
+        && !certain.every_call
+        && t.is_some()
+        && md.n >= 2
+        && md.se < resolution_se * std::f64::consts::SQRT_2;
+    let mut no_interval = None;
     let (contribution, ci) = if deterministic {
         (point(md.difference), ratio.map(|r| (r, r)))
+    } else if floored {
+        let t = t.expect("two rounds or more");
+        let half = t * resolution_se * std::f64::consts::SQRT_2;
+        let contribution =
+            Change { estimate: md.difference, low: Some(md.difference - half), high: Some(md.difference + half) };
+        let q = t * resolution_se;
+        let ci = (md.mean_a - q > 0.0)
+            .then(|| (((md.mean_b - q) / (md.mean_a + q)).max(0.0), (md.mean_b + q) / (md.mean_a - q)));
+        (contribution, ci.filter(|_| ratio.is_some()))
     } else {
         let contribution =
             Change { estimate: md.difference, low: md.interval.map(|i| i.0), high: md.interval.map(|i| i.1) };
@@ -275,6 +360,23 @@ fn row_change(
         };
         (contribution, ci)
     };
+    if !deterministic {
+        let samples: f64 = s.base_samples.iter().chain(&s.cand_samples).sum();
+        no_interval = if md.n < 2 {
+            Some(format!("one round: no interval from a single pair of runs ({samples:.0} samples)"))
+        } else if contribution.low.is_none() {
+            Some(format!("no interval at this level from {} rounds", md.n))
+        } else if ratio.is_none() {
+            Some("no ratio: the baseline never ran it (its contribution has an interval)".to_string())
+        } else if ci.is_none() {
+            Some(format!(
+                "ratio unbounded: the baseline's {:.1} samples per run cannot be told from 0 (its contribution has an interval)",
+                s.base_samples.iter().sum::<f64>() / n
+            ))
+        } else {
+            None
+        };
+    }
     let (verdict, below_threshold) = match (contribution.low, contribution.high) {
         (Some(lo), Some(hi)) if lo > 0.0 => (Verdict::Slower, hi <= band),
         (Some(lo), Some(hi)) if hi < 0.0 => (Verdict::Faster, lo >= -band),
@@ -290,8 +392,9 @@ fn row_change(
             _ => Some(Change { estimate: r.ratio, low: None, high: None }),
         }
     });
+    let se = if floored { resolution_se * std::f64::consts::SQRT_2 } else { md.se };
     let detectable = (!deterministic && md.mean_a > 0.0)
-        .then(|| paired_means::t_quantile(level, md.n as f64 - 1.0).map(|t| (t + POWER_Z) * md.se / md.mean_a))
+        .then(|| t.map(|t| (t + POWER_Z) * se / md.mean_a))
         .flatten()
         .filter(|d| d.is_finite());
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
@@ -305,6 +408,7 @@ fn row_change(
         ratio,
         ci_low: ci.map(|c| c.0),
         ci_high: ci.map(|c| c.1),
+        no_interval,
         verdict,
         below_threshold,
         contribution,
@@ -314,6 +418,19 @@ fn row_change(
         counts: s.counts.iter().map(|(name, (b, c))| (name.clone(), (mean(b), mean(c)))).collect(),
         across_layouts: None,
     }
+}
+
+/// The rows that carry the change but are not decided yet: `inconclusive`, with an
+/// estimated contribution of at least the threshold of the baseline's total (a row that
+/// could move the total by the threshold on its own). `compare --explain` keeps
+/// measuring past the verdict while there are any (and the budget lasts).
+pub fn undecided_carriers(e: &Explanation) -> Vec<String> {
+    let band = e.threshold * e.total.baseline_per_run;
+    e.functions
+        .iter()
+        .filter(|f| f.verdict == Verdict::Inconclusive && f.contribution.estimate.abs() >= band)
+        .map(|f| f.name.clone())
+        .collect()
 }
 
 /// Each command's call stacks (folded) as mean time per run over the rounds both were
@@ -393,8 +510,11 @@ mod tests {
         assert!((sum - e.total.contribution.estimate).abs() < 1e-9 * e.total.baseline_per_run, "{sum} vs total");
         let shares: f64 = e.functions.iter().filter_map(|f| f.share.map(|s| s.estimate)).sum();
         assert!((shares - 1.0).abs() < 1e-9, "{shares}");
-        assert_eq!(e.functions.last().unwrap().name, OTHER);
-        assert!(e.function_level > 0.95 && e.tested >= 3, "{e:?}");
+        // 60 rounds of 5 samples per run: every one of the 23 functions has a row, so
+        // nothing is left for `[other functions]`.
+        assert_eq!(e.tested, 23);
+        assert!(e.functions.iter().all(|f| f.name != OTHER) && e.other_members.is_empty());
+        assert!(e.function_level > 0.95, "{e:?}");
     }
 
     #[test]
@@ -409,6 +529,96 @@ mod tests {
         let up = row("f_up");
         assert!(up.ci_low.unwrap() <= 1.3 && 1.3 <= up.ci_high.unwrap(), "{up:?}");
         assert!(e.unflagged_within.is_some());
+    }
+
+    /// Issue 39: `light` going from 3 to 6 samples per run gets a row of its own from
+    /// the samples of all 10 rounds (30 → 60), with an interval.
+    #[test]
+    fn a_small_function_that_doubles_gets_a_row_from_all_rounds() {
+        let (base, cand) = Simulation::new(Scenario::small_doubles(), 7).commands(10);
+        let e = explain(&base, &cand, metric::CPU, &options()).unwrap();
+        let light = e.functions.iter().find(|f| f.name == "light").expect("light has a row");
+        assert!(light.baseline_samples < 5.0 && light.no_interval.is_none(), "{light:?}");
+        let (lo, hi) = (light.ci_low.unwrap(), light.ci_high.unwrap());
+        assert!(lo < 2.0 && 2.0 < hi, "{light:?}");
+    }
+
+    /// With 3 rounds the small functions stay in `[other functions]`, which names its
+    /// largest members by change.
+    #[test]
+    fn other_functions_names_what_it_is_made_of() {
+        let (base, cand) = Simulation::new(Scenario::small_doubles(), 7).commands(3);
+        let e = explain(&base, &cand, metric::CPU, &options()).unwrap();
+        assert_eq!(e.functions.last().unwrap().name, OTHER);
+        assert!(e.functions.iter().all(|f| f.name != "light"));
+        assert_eq!(e.other_members.len(), OTHER_MEMBERS_NAMED);
+        let changes: Vec<f64> =
+            e.other_members.iter().map(|m| (m.candidate_samples - m.baseline_samples).abs()).collect();
+        assert!(changes.windows(2).all(|w| w[0] >= w[1]), "{:?}", e.other_members);
+    }
+
+    /// Sampled counts identical in every round (a steady loop under cpu-clock): every
+    /// row still has an interval (the counts' resolution), never a bare point, and a
+    /// warning says why.
+    #[test]
+    fn steady_sampled_rows_get_the_counts_resolution_not_a_point() {
+        let run = |f: u64, g: u64, round: u32| {
+            let mut p = RunProfile { event: "cpu-clock".into(), period_is_time: true, ..RunProfile::default() };
+            p.functions.insert(("f".into(), "[command]".into()), (f, f * 1_003_009));
+            p.functions.insert(("g".into(), "[command]".into()), (g, g * 1_003_009));
+            perflab_model::Run {
+                round,
+                exit: perflab_model::ExitInfo { exit_code: Some(0), ..Default::default() },
+                profile: Some(Box::new(p)),
+                ..Default::default()
+            }
+        };
+        let command = |name: &str, f: u64| CommandResult {
+            name: name.into(),
+            argv: vec![],
+            command_line: name.into(),
+            parameters: Default::default(),
+            runs: (0..8).map(|round| run(f, 100, round)).collect(),
+            summary: Default::default(),
+        };
+        let e = explain(&command("a", 140), &command("b", 170), metric::CPU, &options()).unwrap();
+        for row in e.functions.iter().chain([&e.total]) {
+            let (lo, hi) = (row.ci_low.unwrap(), row.ci_high.unwrap());
+            assert!(lo < row.ratio.unwrap() && row.ratio.unwrap() < hi, "{row:?}");
+            assert!(row.contribution.low.unwrap() < row.contribution.high.unwrap(), "{row:?}");
+        }
+        let f = e.functions.iter().find(|r| r.name == "f").unwrap();
+        assert_eq!(f.verdict, Verdict::Slower);
+        assert!(e.warnings.iter().any(|w| w.contains("did not vary over the 8 rounds")), "{:?}", e.warnings);
+    }
+
+    /// A row without an interval says why.
+    #[test]
+    fn a_single_round_has_no_interval_and_says_why() {
+        let (base, cand) = Simulation::new(Scenario::opposite_changes(), 7).commands(1);
+        let e = explain(&base, &cand, metric::CPU, &options()).unwrap();
+        for row in e.functions.iter().chain([&e.total]) {
+            assert!(row.ci_low.is_none(), "{row:?}");
+            assert!(row.no_interval.as_deref().is_some_and(|w| w.starts_with("one round")), "{row:?}");
+        }
+    }
+
+    /// The rows that keep `--explain` measuring: f_down undecided after few rounds at a
+    /// strict level, none after many.
+    #[test]
+    fn undecided_carriers_are_the_inconclusive_rows_that_could_move_the_total() {
+        let (base, cand) = Simulation::new(Scenario::opposite_changes().shorter(10.0), 3).commands(60);
+        let strict = Options { comparison_level: 0.999, ..options() };
+        let first = |c: &CommandResult, k: usize| CommandResult { runs: c.runs[..k].to_vec(), ..c.clone() };
+        let early = explain(&first(&base, 6), &first(&cand, 6), metric::CPU, &strict).unwrap();
+        let undecided = undecided_carriers(&early);
+        assert!(!undecided.is_empty() && !undecided.contains(&"f_hot".to_string()), "{undecided:?}");
+        for name in &undecided {
+            let row = early.functions.iter().find(|f| &f.name == name).unwrap();
+            assert_eq!(row.verdict, Verdict::Inconclusive);
+        }
+        let late = explain(&base, &cand, metric::CPU, &options()).unwrap();
+        assert_eq!(undecided_carriers(&late), Vec::<String>::new(), "{:?}", late.functions);
     }
 
     #[test]

@@ -93,6 +93,18 @@ impl Scenario {
         Scenario::with("one function, 3 % of the total", functions)
     }
 
+    /// A small function that doubles (`light`: 3 → 6 ms, about 3 → 6 samples per run)
+    /// beside a hot and a middle unchanged one and the small unchanged ones.
+    pub fn small_doubles() -> Scenario {
+        let mut functions = vec![
+            FunctionSpec::new("f_hot", 400.0, 1.0),
+            FunctionSpec::new("f_mid", 200.0, 1.0),
+            FunctionSpec::new("light", 3.0, 2.0),
+        ];
+        functions.extend(small_functions());
+        Scenario::with("small function doubles", functions)
+    }
+
     /// Nothing changes (an A/A comparison).
     pub fn unchanged() -> Scenario {
         let mut functions = vec![FunctionSpec::new("f_hot", 400.0, 1.0), FunctionSpec::new("f_mid", 200.0, 1.0)];
@@ -257,7 +269,102 @@ pub fn evaluate(scenario: &Scenario, rounds: u32, trials: usize, seed: u64) -> V
     for _ in 0..trials {
         let (base, cand) = simulation.commands(rounds);
         let Some(e) = super::explain(&base, &cand, perflab_model::metric::CPU, &options) else { continue };
-        for record in &mut records {
+        tally(&mut records, &e);
+    }
+    records
+}
+
+/// How experiments that measure past the verdict until the explanation is decided fared.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SequentialRecord {
+    /// Each function's record at the stop.
+    pub functions: Vec<FunctionRecord>,
+    /// The same functions' records had the rounds stopped at the verdict's look.
+    pub at_verdict: Vec<FunctionRecord>,
+    /// Sum of the rounds measured (for the mean).
+    pub rounds_sum: u64,
+    /// Experiments that the budget ended with a row carrying the change still undecided.
+    pub budget_ended: usize,
+}
+
+/// `trials` experiments that follow `compare --explain`'s rule: the looks of the default
+/// group-sequential design (logarithmic spending, 95 %, one candidate) with a horizon of
+/// `max_rounds`; the verdict comes at the first look from round `verdict_at` on; from
+/// there the rounds go on, look by look, while a row that carries the change is
+/// inconclusive at that look's level, until the planned rounds end.
+pub fn evaluate_until_explained(
+    scenario: &Scenario,
+    verdict_at: u32,
+    max_rounds: u32,
+    trials: usize,
+    seed: u64,
+) -> SequentialRecord {
+    let blank: Vec<FunctionRecord> = scenario
+        .functions
+        .iter()
+        .map(|f| FunctionRecord {
+            name: f.name.clone(),
+            true_ratio: if f.baseline_ms > 0.0 { f.candidate_ms() / f.baseline_ms } else { f64::INFINITY },
+            true_contribution: scenario.true_contribution(f),
+            ..FunctionRecord::default()
+        })
+        .collect();
+    let mut record = SequentialRecord { functions: blank.clone(), at_verdict: blank, ..SequentialRecord::default() };
+    let defaults = perflab_model::Settings::default();
+    let mut simulation = Simulation::new(scenario.clone(), seed);
+    for _ in 0..trials {
+        let (base, cand) = simulation.commands(max_rounds);
+        let first = |c: &CommandResult, k: u32| CommandResult {
+            runs: c.runs.iter().filter(|r| r.round < k).cloned().collect(),
+            ..c.clone()
+        };
+        let mut looks = crate::plan::schedule::LookSchedule::sequential(
+            defaults.looks,
+            defaults.confidence,
+            1,
+            defaults.min_rounds,
+        );
+        let mut verdict_seen = false;
+        let mut last: Option<(u32, perflab_model::Explanation)> = None;
+        for k in 1..=max_rounds {
+            if !looks.is_look(k) {
+                continue;
+            }
+            let Some(level) = looks.take_look(k, max_rounds) else { continue };
+            if k < verdict_at {
+                continue;
+            }
+            let options = super::Options { confidence: defaults.confidence, comparison_level: level, threshold: 0.01 };
+            let Some(e) = super::explain(&first(&base, k), &first(&cand, k), perflab_model::metric::CPU, &options)
+            else {
+                break;
+            };
+            if !verdict_seen {
+                verdict_seen = true;
+                tally(&mut record.at_verdict, &e);
+            }
+            let undecided = !super::undecided_carriers(&e).is_empty();
+            last = Some((k, e));
+            if !undecided {
+                break;
+            }
+            if looks.planned_rounds_done(k) || k == max_rounds {
+                record.budget_ended += 1;
+                break;
+            }
+        }
+        if let Some((k, e)) = last {
+            record.rounds_sum += u64::from(k);
+            tally(&mut record.functions, &e);
+        }
+    }
+    record
+}
+
+/// Adds one explanation's rows to the functions' records.
+fn tally(records: &mut [FunctionRecord], e: &perflab_model::Explanation) {
+    {
+        for record in records.iter_mut() {
             record.trials += 1;
             let Some(row) = e.functions.iter().find(|f| f.name == record.name) else { continue };
             record.tested += 1;
@@ -281,7 +388,6 @@ pub fn evaluate(scenario: &Scenario, rounds: u32, trials: usize, seed: u64) -> V
             }
         }
     }
-    records
 }
 
 /// How often a diff of one profile per build names the wrong function first: over
