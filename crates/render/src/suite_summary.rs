@@ -280,7 +280,7 @@ impl Summary {
             out += &format!("  failed: {}: {}\n", escape(bench), escape(why));
         }
         if !self.warnings.is_empty() {
-            out += &format!("  warnings ({} kinds):\n", self.warnings.len());
+            out += &format!("  warnings ({}):\n", kinds(self.warnings.len()));
             for g in &self.warnings {
                 out += &format!(
                     "    {} ({}: {}), e.g. {}\n",
@@ -348,7 +348,7 @@ impl Summary {
             out.push('\n');
         }
         if !self.warnings.is_empty() {
-            out += &format!("<details><summary>Warnings ({} kinds)</summary>\n\n", self.warnings.len());
+            out += &format!("<details><summary>Warnings ({})</summary>\n\n", kinds(self.warnings.len()));
             for g in &self.warnings {
                 out += &format!(
                     "- {} ({}: {}), e.g. {}\n",
@@ -361,6 +361,15 @@ impl Summary {
             out += "\n</details>\n";
         }
         out
+    }
+}
+
+/// `1 kind`, `3 kinds`.
+fn kinds(n: usize) -> String {
+    if n == 1 {
+        "1 kind".into()
+    } else {
+        format!("{n} kinds")
     }
 }
 
