@@ -60,8 +60,14 @@ struct SuiteRun {
 }
 
 fn suite_run(run: u64, ratios: &[f64], confidence: f64, sigma: f64, run_seconds: f64) -> SuiteRun {
-    let mut out =
-        SuiteRun { false_alarm: false, all_equivalent: true, found: Vec::new(), false_verdicts: 0, rounds: Vec::new(), seconds: 0.0 };
+    let mut out = SuiteRun {
+        false_alarm: false,
+        all_equivalent: true,
+        found: Vec::new(),
+        false_verdicts: 0,
+        rounds: Vec::new(),
+        seconds: 0.0,
+    };
     for (b, &ratio) in ratios.iter().enumerate() {
         // The same series for both rules: a seed per (suite run, benchmark).
         let seed = 1 + run * 1_000_003 + b as u64 * 7919;
@@ -126,9 +132,7 @@ fn main() {
             let pct = |n: usize| format!("{:.1} %", 100.0 * n as f64 / results.len() as f64);
             let unchanged = ratios.iter().filter(|&&r| r == 1.0).count() * results.len();
             let changed = k - ratios.iter().filter(|&&r| r == 1.0).count();
-            let found: Vec<String> = (0..changed)
-                .map(|j| pct(results.iter().filter(|r| r.found[j]).count()))
-                .collect();
+            let found: Vec<String> = (0..changed).map(|j| pct(results.iter().filter(|r| r.found[j]).count())).collect();
             let mut rounds: Vec<u32> = results.iter().flat_map(|r| r.rounds.iter().copied()).collect();
             let mut seconds: Vec<f64> = results.iter().map(|r| r.seconds).collect();
             println!(

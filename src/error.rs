@@ -14,7 +14,9 @@
 
 use thiserror::Error;
 
-pub use perflab_sys::exit::{EXIT_CLOSED_PIPE, EXIT_COMMAND_FAILED, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNDECIDED, EXIT_USAGE};
+pub use perflab_sys::exit::{
+    EXIT_CLOSED_PIPE, EXIT_COMMAND_FAILED, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNDECIDED, EXIT_USAGE,
+};
 
 /// A failure the user must see as one line, with a documented exit code.
 #[derive(Debug, Error)]

@@ -282,10 +282,7 @@ fn the_summary_the_markdown_comment_and_the_gate_agree() {
         .output()
         .unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(
-        stderr.contains("2 compared benchmarks share 95 % confidence, so each interval is at 97.5 %"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("2 compared benchmarks share 95 % confidence, so each interval is at 97.5 %"), "{stderr}");
     assert_eq!(out.status.code(), Some(1), "a regression beats an undecided benchmark\n{stdout}\n{stderr}");
     assert!(stderr.contains("gate: slower beyond the threshold: loop"), "{stderr}");
     let summary = &stdout[stdout.find("summary: ").expect("a summary")..];

@@ -496,7 +496,11 @@ mod tests {
         let clean = Summary { changed: Vec::new(), undecided: Vec::new(), ..s.clone() };
         assert_eq!(clean.outcome(), Outcome::Clean);
         // A faster benchmark is not a regression.
-        let faster_only = Summary { changed: s.changed.iter().filter(|r| r.record.verdict == Verdict::Faster).cloned().collect(), undecided: Vec::new(), ..s };
+        let faster_only = Summary {
+            changed: s.changed.iter().filter(|r| r.record.verdict == Verdict::Faster).cloned().collect(),
+            undecided: Vec::new(),
+            ..s
+        };
         assert_eq!(faster_only.outcome(), Outcome::Clean);
     }
 }

@@ -328,10 +328,10 @@ fn compares(plan: &Plan) -> bool {
 /// the plans' own (all share one default; a differing one keeps the strictest).
 fn share_confidence(prepared: &mut [(&Benchmark, Plan)], per_benchmark: bool) -> Option<Family> {
     let comparing: Vec<usize> = (0..prepared.len()).filter(|&i| compares(&prepared[i].1)).collect();
-    let confidence =
-        comparing.iter().map(|&i| prepared[i].1.settings.confidence).fold(None, |m: Option<f64>, c| {
-            Some(m.map_or(c, |m| m.max(c)))
-        })?;
+    let confidence = comparing
+        .iter()
+        .map(|&i| prepared[i].1.settings.confidence)
+        .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.max(c))))?;
     let family = Family::new(if per_benchmark { 1 } else { comparing.len() }, confidence);
     for &i in &comparing {
         prepared[i].1.settings.confidence = family.per_benchmark;
