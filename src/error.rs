@@ -14,7 +14,9 @@
 
 use thiserror::Error;
 
-pub use perflab_sys::exit::{EXIT_CLOSED_PIPE, EXIT_COMMAND_FAILED, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
+pub use perflab_sys::exit::{
+    EXIT_CLOSED_PIPE, EXIT_COMMAND_FAILED, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNDECIDED, EXIT_USAGE,
+};
 
 /// A failure the user must see as one line, with a documented exit code.
 #[derive(Debug, Error)]
@@ -28,9 +30,12 @@ pub enum Failure {
     /// The user interrupted the measurement; the message says what was kept.
     #[error("{0}")]
     Interrupted(String),
-    /// A `--fail-if-slower` gate tripped.
+    /// A `--fail-if-slower` gate tripped, or `run --gate` found a regression.
     #[error("{0}")]
     GateTripped(String),
+    /// `run --gate`: no regression, but some benchmark ended undecided.
+    #[error("{0}")]
+    Undecided(String),
     /// An output file could not be written (the others were).
     #[error(transparent)]
     Output(#[from] perflab_render::OutputError),
@@ -50,6 +55,7 @@ impl Failure {
             Failure::CommandFailed(_) => EXIT_COMMAND_FAILED,
             Failure::Interrupted(_) => EXIT_INTERRUPTED,
             Failure::GateTripped(_) => EXIT_GATE,
+            Failure::Undecided(_) => EXIT_UNDECIDED,
             Failure::Output(_) => EXIT_USAGE,
             Failure::Stdout(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_CLOSED_PIPE,
             Failure::Stdout(_) => EXIT_USAGE,
@@ -74,6 +80,7 @@ impl Failure {
         let line = match self {
             Failure::Interrupted(what) => format!("perflab: {what}"),
             Failure::GateTripped(what) => format!("perflab: gate: {what}"),
+            Failure::Undecided(what) => format!("perflab: gate: {what}"),
             Failure::Other(err) => format!("perflab: error: {}", chain_line(err.chain())),
             other => format!("perflab: error: {other}"),
         };

@@ -125,8 +125,12 @@ fn run_prints_the_warnings_compare_prints() {
     std::fs::write(dir.path().join("perflab.toml"), "[[benchmark]]\nname = \"failing\"\ncommand = \"false\"\n")
         .unwrap();
     let out = perflab().args(["run", "--label", "v1", "-r", "6", "-i"]).current_dir(dir.path()).assert().success();
+    // Named by kind under the benchmark's line, said in full once in the run's summary
+    // with the benchmarks it hit (issue #41: a suite's log stays readable).
     let stderr = stderr_of(out.get_output());
-    assert!(stderr.contains("warning: `failing` failed in 6 of 6 runs"), "{stderr}");
+    assert!(stderr.contains("warnings: ") && stderr.contains("failures"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("failures (1: failing), e.g. `failing` failed in 6 of 6 runs"), "{stdout}");
 }
 
 #[test]

@@ -291,3 +291,63 @@ fn parameter_values_never_run_as_shell_code() {
         assert_eq!(e.experiment.commands[0].argv, ["echo", value], "{}", e.benchmark);
     }
 }
+
+/// Issue #41: the run's summary, its Markdown comment and the gate's exit codes, on a
+/// real two-benchmark suite. `short` runs 2 rounds, too few for any interval: undecided
+/// whatever the machine does, so `--gate` on it alone exits 4. `loop` is tenfold work,
+/// slower unless the noise bound of the test above fails (P ≤ 3e-7 at 95 %; the family
+/// shares α between the two, which widens the looks a little).
+#[test]
+fn the_summary_the_markdown_comment_and_the_gate_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let db = db.to_str().unwrap();
+    write_suite(
+        dir.path(),
+        "[builds]\nsmall = { command = \"SPIN 10000000\" }\nbig = { command = \"SPIN 100000000\" }\n\
+         [[benchmark]]\nname = \"loop\"\ncommand = \"{build}\"\n\
+         [[benchmark]]\nname = \"short\"\ncommand = \"{build}\"\nrounds = 2\n",
+    );
+    let comment = dir.path().join("comment.md");
+    let out = perflab(dir.path(), db)
+        .args(["run", "--label", "big", "--baseline", "small", "--max-time", "60s", "--gate", "--markdown"])
+        .arg(&comment)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stderr.contains("2 compared benchmarks share 95 % confidence, so each interval is at 97.5 %"), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "a regression beats an undecided benchmark\n{stdout}\n{stderr}");
+    assert!(stderr.contains("gate: slower beyond the threshold: loop"), "{stderr}");
+    let summary = &stdout[stdout.find("summary: ").expect("a summary")..];
+    assert!(summary.starts_with("summary: `big` against `small`: 1 slower, 1 undecided;"), "{summary}");
+    assert!(summary.find("changed:") < summary.find("undecided:"), "{summary}");
+    let markdown = std::fs::read_to_string(&comment).unwrap();
+    assert!(markdown.starts_with("### perflab: `big` against `small`: 1 slower, 1 undecided"), "{markdown}");
+    // The same digits: every ratio and bound the summary printed is in the comment, and
+    // the other way round.
+    let ratios = |text: &str| -> Vec<String> {
+        let mut found: Vec<String> = text
+            .split(|c: char| c.is_whitespace() || c == '[' || c == ']' || c == ',' || c == '|')
+            .filter(|word| word.ends_with('×'))
+            .map(String::from)
+            .collect();
+        found.sort();
+        found
+    };
+    assert!(!ratios(summary).is_empty(), "{summary}");
+    assert_eq!(ratios(summary), ratios(&markdown), "terminal:\n{summary}\nmarkdown:\n{markdown}");
+
+    let out = perflab(dir.path(), db)
+        .args(["run", "--label", "big", "--baseline", "small", "--filter", "short", "--gate"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "undecided, no regression: {stderr}");
+    assert!(stderr.contains("gate: no regression found, but undecided: short"), "{stderr}");
+    // Without --gate the run itself succeeded: 0, as before.
+    let out = perflab(dir.path(), db)
+        .args(["run", "--label", "big", "--baseline", "small", "--filter", "short"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

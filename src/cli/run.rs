@@ -14,10 +14,13 @@ use clap::Args;
 use perflab_engine::experiment::Observer;
 use perflab_engine::plan;
 use perflab_model::{Experiment, StopReason};
+use perflab_render::export::{Part, Text};
 use perflab_render::json::Json;
+use perflab_render::suite_summary::{Outcome as SummaryOutcome, Summary};
 use perflab_render::terminal::escape;
 use perflab_render::{self as render, color};
 use perflab_suite::bisect::{self, BisectObserver, BisectRequest, Step};
+use perflab_suite::family::Family;
 use perflab_suite::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
 use perflab_suite::{self as suite, Benchmark, Build};
 use serde::Serialize;
@@ -47,6 +50,20 @@ pub struct RunArgs {
     /// suite's [builds]; docs/suites.md, "Code layouts").
     #[arg(long, value_name = "N")]
     pub layouts: Option<u32>,
+    /// Write the run's summary as a Markdown pull-request comment (`-` for stdout): the
+    /// changed benchmarks, the counts of unchanged and undecided, the warnings by kind —
+    /// the same digits as the terminal's summary.
+    #[arg(long, visible_alias = "export-markdown", value_name = "FILE")]
+    pub markdown: Option<String>,
+    /// Exit with a code a merge gate acts on: 1 when a benchmark is slower beyond its
+    /// threshold, 4 when none is but some ended undecided (README, "Exit codes").
+    #[arg(long)]
+    pub gate: bool,
+    /// Give each compared benchmark the full confidence on its own (the rule before the
+    /// suite was the family; docs/statistics.md): a suite of 20 unchanged benchmarks then
+    /// raises a false alarm in about a third of its runs.
+    #[arg(long, requires = "baseline")]
+    pub per_benchmark: bool,
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten, next_help_heading = "Experiment (overrides the suite file)")]
@@ -62,6 +79,7 @@ impl RunArgs {
             keep_children: self.experiment.runner.keep_children,
             ignore_failure: self.experiment.ignore_failure,
             profile_changes: self.profile_changes,
+            per_benchmark: self.per_benchmark,
             ..RunOptions::default()
         }
     }
@@ -87,6 +105,13 @@ struct Printer {
     progress: ProgressDisplay,
     records: Vec<RunRecord>,
     failed: Vec<String>,
+    summary: Summary,
+}
+
+/// What `run` writes: the records (`--json`) and the summary (terminal, `--markdown`).
+struct RunResult {
+    records: Vec<RunRecord>,
+    summary: Summary,
 }
 
 impl SuiteObserver for Printer {
@@ -111,14 +136,24 @@ impl SuiteObserver for Printer {
                 } else {
                     crate::outln!("{line}");
                 }
-                for warning in &experiment.warnings {
-                    eprintln!("  {}", color::yellow(&format!("warning: {}", render::escape_line(&warning.message))));
+                // Each warning in full once per kind in the summary, with every benchmark
+                // it hit: here only which kinds, so a long suite's log stays readable.
+                if !experiment.warnings.is_empty() {
+                    let mut kinds: Vec<&str> = Vec::new();
+                    for kind in experiment.warnings.iter().map(|w| render::suite_summary::kind_name(w.kind)) {
+                        if !kinds.contains(&kind) {
+                            kinds.push(kind);
+                        }
+                    }
+                    eprintln!("  {}", color::yellow(&format!("warnings: {} (in the summary)", kinds.join(", "))));
                 }
+                self.summary.add(&bench.name, experiment);
                 if experiment.stop_reason == StopReason::CommandFailed {
                     if let Some(why) = &experiment.failure {
                         eprintln!("  {}", render::escape_line(why));
                     }
                     self.failed.push(bench.name.clone());
+                    self.summary.add_failed(&bench.name, experiment.failure.as_deref().unwrap_or("a command failed"));
                 }
                 let comparison = experiment
                     .comparisons
@@ -135,6 +170,7 @@ impl SuiteObserver for Printer {
             Outcome::Failed(message) => {
                 eprintln!("  {}: {}", escape(&bench.name), escape(message));
                 self.failed.push(bench.name.clone());
+                self.summary.add_failed(&bench.name, message);
             }
         }
     }
@@ -149,6 +185,11 @@ impl SuiteObserver for Printer {
 
     fn note(&mut self, bench: &Benchmark, note: &str) {
         eprintln!("note: benchmark `{}`: {}", escape(&bench.name), escape(note));
+    }
+
+    fn family(&mut self, family: &Family) {
+        eprintln!("note: {}", family.note());
+        self.summary.family = Some(*family);
     }
 }
 
@@ -165,9 +206,12 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
         return list(&benchmarks, candidate, baseline);
     }
     let label = args.label.clone().unwrap_or_default();
-    let mut outputs: Outputs<Vec<RunRecord>> = Outputs::new();
+    let mut outputs: Outputs<RunResult> = Outputs::new();
     if let Some(path) = &args.experiment.runner.json {
-        outputs.add("--json", path, Json)?;
+        outputs.add("--json", path, Part(Json, records_of as fn(&RunResult) -> &Vec<RunRecord>))?;
+    }
+    if let Some(path) = &args.markdown {
+        outputs.add("--markdown", path, Text(|r: &RunResult| r.summary.markdown()))?;
     }
     let mut store = args.db.open()?;
     let mut printer = Printer {
@@ -176,11 +220,15 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
         progress: ProgressDisplay::new(args.experiment.runner.progress_hidden()),
         records: Vec::new(),
         failed: Vec::new(),
+        summary: Summary::new(&label, baseline.map(|b| b.name.as_str()), None),
     };
     let ran = run_suite(&benchmarks, &label, (candidate, baseline), &options, &mut store, &mut printer);
-    let Printer { records, failed, .. } = printer;
-    // What was measured is written even when a later benchmark stopped the run.
-    let written = outputs.write(&records, None);
+    let Printer { records, failed, summary, .. } = printer;
+    let result = RunResult { records, summary };
+    // What was measured is written even when a later benchmark stopped the run; the
+    // summary goes where the benchmarks' lines went.
+    let written = outputs.write(&result, Some(&Text(|r: &RunResult| r.summary.terminal())));
+    let RunResult { records, summary } = result;
     ran?;
     eprintln!(
         "stored {} benchmark result{} as label `{}` in {}",
@@ -205,7 +253,33 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
             failed.join(", ")
         )));
     }
+    if args.gate {
+        gate(&summary)?;
+    }
     Ok(())
+}
+
+/// The part of a run's result `--json` writes (as before the summary: the records).
+fn records_of(result: &RunResult) -> &Vec<RunRecord> {
+    &result.records
+}
+
+/// `--gate`: a regression (exit 1) beats undecided benchmarks (exit 4).
+fn gate(summary: &Summary) -> Result<(), Failure> {
+    let names = |rows: &mut dyn Iterator<Item = &render::suite_summary::Row>| {
+        rows.map(|r| escape(&r.benchmark).to_string()).collect::<Vec<_>>().join(", ")
+    };
+    match summary.outcome() {
+        SummaryOutcome::Clean => Ok(()),
+        SummaryOutcome::Regression => Err(Failure::GateTripped(format!(
+            "slower beyond the threshold: {}",
+            names(&mut summary.changed.iter().filter(|r| r.is_regression()))
+        ))),
+        SummaryOutcome::Undecided => Err(Failure::Undecided(format!(
+            "no regression found, but undecided: {} (more rounds or a longer --max-time would decide)",
+            names(&mut summary.undecided.iter())
+        ))),
+    }
 }
 
 /// `--list`: each benchmark with the commands it would run.

@@ -34,6 +34,7 @@ pub mod report;
 pub mod stat;
 pub mod style;
 pub mod suite;
+pub mod suite_summary;
 pub mod table;
 pub mod terminal;
 pub mod verdict;

@@ -2,14 +2,17 @@
 //! metric and the method wherever it is printed — `run`'s line, `history`, the builds ×
 //! machines table and the report.
 
-use perflab_model::units::format_ratio;
+use perflab_model::units::{format_level, format_ratio};
 use perflab_store::history::ratio::Ratio;
 
 /// `1.195× [1.188×, 1.202×]` (the level named when it is not 95 %), or what stands
 /// instead of an interval.
 pub(crate) fn ratio_and_interval(r: &Ratio) -> String {
-    let level =
-        if (r.confidence - 0.95).abs() < 1e-9 { String::new() } else { format!(" ({:.0} % CI)", r.confidence * 100.0) };
+    let level = if (r.confidence - 0.95).abs() < 1e-9 {
+        String::new()
+    } else {
+        format!(" ({} % CI)", format_level(r.confidence))
+    };
     if r.ci_low.is_finite() && r.ci_high.is_finite() && r.ci_low > 0.0 {
         format!("{} [{}, {}]{level}", format_ratio(r.ratio), format_ratio(r.ci_low), format_ratio(r.ci_high))
     } else if r.n <= 1 {

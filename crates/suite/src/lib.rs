@@ -13,6 +13,7 @@
 pub mod bisect;
 pub mod error;
 pub mod explain;
+pub mod family;
 pub mod fleet;
 pub mod layouts;
 pub mod runner;

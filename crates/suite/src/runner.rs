@@ -39,6 +39,9 @@ pub struct RunOptions {
     /// Build every compared version this many times, each with its own layout seed
     /// (`--layouts N`, `layouts = N` in `[builds]`), and compare versions across them.
     pub layouts: Option<u32>,
+    /// Each benchmark at the full confidence (`--per-benchmark`, the rule before the suite
+    /// was the family): the chance of a false alarm somewhere grows with the suite's size.
+    pub per_benchmark: bool,
 }
 
 /// What a suite run reports as it goes: the command line prints it, an agent logs it.
@@ -61,7 +64,12 @@ pub trait SuiteObserver {
     /// Something the user should know about how a benchmark is run (a shell nobody asked
     /// for, layouts that built the same binary), said before anything runs.
     fn note(&mut self, _bench: &Benchmark, _note: &str) {}
+    /// The compared benchmarks share the run's confidence (see [`crate::family`]), said
+    /// once before the first benchmark runs; not called when nothing is compared.
+    fn family(&mut self, _family: &Family) {}
 }
+
+use super::family::Family;
 
 pub use super::explain::Explanation;
 
@@ -185,6 +193,9 @@ pub fn run_suite(
             observer.note(bench, &reason.note());
         }
         prepared.push((*bench, plan));
+    }
+    if let Some(family) = share_confidence(&mut prepared, options.per_benchmark) {
+        observer.family(&family);
     }
     let builds: Vec<&Build> = match &layout_builds {
         Some(layouts) => layouts.iter().map(|l| &l.build).collect(),
@@ -312,6 +323,30 @@ pub fn run_suite(
     }
 }
 
+/// Whether `plan` compares builds (or versions across layouts), and so has verdicts.
+fn compares(plan: &Plan) -> bool {
+    match &plan.layouts {
+        Some(layouts) => layouts.versions.len() > 1,
+        None => plan.commands.len() > 1,
+    }
+}
+
+/// The suite is the family: every comparing plan's confidence becomes its share of the
+/// run's (Bonferroni, [`crate::family`]), unless `per_benchmark`. The run's confidence is
+/// the plans' own (all share one default; a differing one keeps the strictest).
+fn share_confidence(prepared: &mut [(&Benchmark, Plan)], per_benchmark: bool) -> Option<Family> {
+    let comparing: Vec<usize> = (0..prepared.len()).filter(|&i| compares(&prepared[i].1)).collect();
+    let confidence = comparing
+        .iter()
+        .map(|&i| prepared[i].1.settings.confidence)
+        .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.max(c))))?;
+    let family = Family::new(if per_benchmark { 1 } else { comparing.len() }, confidence);
+    for &i in &comparing {
+        prepared[i].1.settings.confidence = family.per_benchmark;
+    }
+    Some(Family { size: comparing.len(), ..family })
+}
+
 /// A benchmark's recorder: a fleet job's stops at a failed write, `run`'s goes on.
 enum Recording<'s> {
     Fenced(perflab_store::Recorder<'s>),
@@ -387,6 +422,32 @@ command = "true"
         assert_eq!(plan_of(SUITE, "own", &explaining).measure.explain, Some(crate::explain::sampling()));
         assert_eq!(plan_of(SUITE, "own", &seeded()).measure.explain, None);
         assert_eq!(plan_of(SUITE, "solo", &explaining).measure.explain, None, "one command");
+    }
+
+    /// The suite is the family: the benchmarks that compare builds share α evenly, a
+    /// benchmark measured once (no `{build}`) is not in the family and keeps its level.
+    #[test]
+    fn compared_benchmarks_share_the_runs_confidence() {
+        let suite = crate::parse(SUITE, std::path::Path::new("perflab.toml")).unwrap();
+        let plans = |per_benchmark: bool| {
+            let mut prepared: Vec<(&Benchmark, Plan)> = suite
+                .benchmarks
+                .iter()
+                .map(|b| (b, plan_for(b, suite.build("new"), suite.build("old"), &seeded()).unwrap()))
+                .collect();
+            let family = share_confidence(&mut prepared, per_benchmark);
+            let levels: Vec<f64> = prepared.iter().map(|(_, p)| p.settings.confidence).collect();
+            (family, levels)
+        };
+        let (family, levels) = plans(false);
+        assert_eq!(family, Some(Family { size: 2, confidence: 0.95, per_benchmark: 0.975 }));
+        assert_eq!(levels, [0.975, 0.975, 0.95], "own and inherits compare; solo is measured once");
+        let (family, levels) = plans(true);
+        assert_eq!(family, Some(Family { size: 2, confidence: 0.95, per_benchmark: 0.95 }));
+        assert_eq!(levels, [0.95, 0.95, 0.95]);
+        // Nothing compared: no family, nothing said.
+        let mut solo = vec![(&suite.benchmarks[2], plan_for(&suite.benchmarks[2], None, None, &seeded()).unwrap())];
+        assert_eq!(share_confidence(&mut solo, false), None);
     }
 
     #[test]

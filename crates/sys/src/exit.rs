@@ -11,6 +11,8 @@ pub const EXIT_GATE: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// A benchmarked command failed, was killed or timed out.
 pub const EXIT_COMMAND_FAILED: i32 = 3;
+/// `run --gate`: no regression found, but some compared benchmark ended undecided.
+pub const EXIT_UNDECIDED: i32 = 4;
 /// Interrupted (Ctrl-C / SIGTERM); what was measured is kept.
 pub const EXIT_INTERRUPTED: i32 = 130;
 /// 128 + SIGPIPE, what a shell reports for `cat` whose reader left.
