@@ -497,7 +497,7 @@ impl Counting {
                 Slot::Open(counter) => match counter.read() {
                     Err(err) => CounterReading::unsupported(format!("reading the counter failed: {err}")),
                     Ok(_) if self.kernel_only_unseen(event) => CounterReading::unsupported(
-                        super::kernel_only::unseen_reason(event, self.scope, self.privileged, self.paranoid),
+                        super::kernel_only::unseen_reason(event, self.scope == Scope::User, self.privileged, self.paranoid),
                     ),
                     Ok(raw) => {
                         let mut reading = scale(raw);
@@ -524,49 +524,43 @@ impl Counting {
     /// idle process), counted nothing.
     fn read_sum_scoped(&self, sets: &mut [OpenSet]) -> BTreeMap<String, CounterReading> {
         let exited = |slot: &Slot| matches!(slot, Slot::Failed(reason) if reason.starts_with(EXITED_BEFORE_OPEN));
-        let mut total: BTreeMap<String, CounterReading> = BTreeMap::new();
-        for set in sets.iter_mut().filter(|s| !s.slots.iter().all(exited)) {
-            for (name, mut reading) in self.read(set) {
-                if reading.reason.as_deref() == Some(NEVER_ENABLED) {
-                    reading = CounterReading::value(0.0, false);
-                }
-                let sum = total.entry(name).or_insert_with(|| CounterReading::value(0.0, false));
-                match (sum.value, reading.value) {
-                    (Some(a), Some(b)) => {
-                        sum.value = Some(a + b);
-                        sum.scaled |= reading.scaled;
-                    }
-                    (Some(_), None) => *sum = reading,
-                    _ => {}
-                }
+        let readings = sets.iter_mut().filter(|s| !s.slots.iter().all(exited)).map(|set| {
+            let mut read = self.read(set);
+            for reading in read.values_mut().filter(|r| r.reason.as_deref() == Some(NEVER_ENABLED)) {
+                *reading = CounterReading::value(0.0, false);
             }
-        }
-        total
+            read
+        });
+        sum_readings(readings)
     }
 
     /// Readings of targets summed per event (all CPUs of `-a`, all threads of `-p`).
     pub fn read_sum(&self, sets: &mut [OpenSet]) -> BTreeMap<String, CounterReading> {
-        let mut total: BTreeMap<String, CounterReading> = BTreeMap::new();
-        for set in sets.iter_mut() {
-            for (name, reading) in self.read(set) {
-                match total.get_mut(&name) {
-                    None => {
-                        total.insert(name, reading);
-                    }
-                    Some(sum) => match (sum.value, reading.value) {
-                        (Some(a), Some(b)) => {
-                            sum.value = Some(a + b);
-                            sum.scaled |= reading.scaled;
-                        }
-                        // A counter some CPU could not read leaves the sum unknown.
-                        (Some(_), None) => *sum = reading,
-                        _ => {}
-                    },
-                }
-            }
-        }
-        total
+        sum_readings(sets.iter_mut().map(|set| self.read(set)))
     }
+}
+
+/// Readings summed per event; a counter some target could not read leaves the sum unknown.
+fn sum_readings(
+    readings: impl Iterator<Item = BTreeMap<String, CounterReading>>,
+) -> BTreeMap<String, CounterReading> {
+    let mut total: BTreeMap<String, CounterReading> = BTreeMap::new();
+    for (name, reading) in readings.flatten() {
+        match total.get_mut(&name) {
+            None => {
+                total.insert(name, reading);
+            }
+            Some(sum) => match (sum.value, reading.value) {
+                (Some(a), Some(b)) => {
+                    sum.value = Some(a + b);
+                    sum.scaled |= reading.scaled;
+                }
+                (Some(_), None) => *sum = reading,
+                _ => {}
+            },
+        }
+    }
+    total
 }
 
 /// Whose events a run's counters count (`--count-in`): the measured command, or — for

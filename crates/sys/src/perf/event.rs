@@ -343,7 +343,7 @@ impl Default for Sysfs {
     fn default() -> Self {
         Sysfs {
             pmus: PathBuf::from("/sys/bus/event_source/devices"),
-            tracing: vec![PathBuf::from("/sys/kernel/tracing"), PathBuf::from("/sys/kernel/debug/tracing")],
+            tracing: super::tracefs::default_roots(),
             mount_tracefs: true,
             try_probes: true,
         }
@@ -622,23 +622,8 @@ fn examples(dir: &Path) -> Vec<String> {
     names
 }
 
-pub(crate) fn tracing_root(sysfs: &Sysfs) -> Option<PathBuf> {
-    let has_events = |p: &Path| p.join("events").is_dir();
-    if let Some(found) = sysfs.tracing.iter().find(|p| has_events(p)) {
-        return Some(found.clone());
-    }
-    let first = sysfs.tracing.first()?;
-    // SAFETY: geteuid has no preconditions.
-    if sysfs.mount_tracefs && unsafe { libc::geteuid() } == 0 && first.is_dir() {
-        let target = std::ffi::CString::new(first.as_os_str().as_encoded_bytes()).ok()?;
-        // SAFETY: valid NUL-terminated strings; mounting tracefs is what perf does too.
-        let mounted =
-            unsafe { libc::mount(c"nodev".as_ptr(), target.as_ptr(), c"tracefs".as_ptr(), 0, std::ptr::null()) } == 0;
-        if mounted && has_events(first) {
-            return Some(first.clone());
-        }
-    }
-    None
+fn tracing_root(sysfs: &Sysfs) -> Option<PathBuf> {
+    super::tracefs::root(&sysfs.tracing, sysfs.mount_tracefs)
 }
 
 #[cfg(test)]

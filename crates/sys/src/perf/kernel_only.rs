@@ -3,13 +3,12 @@
 //! or `--counter-scope user` left kernel mode out by choice, or perf_event_paranoid
 //! forbade kernel mode to an unprivileged user.
 
-use super::counters::Scope;
 use super::event::Event;
 
 /// The reason shown for `event`, which happens only in kernel mode and was counted in
-/// user mode only. `privileged`: kernel mode could have been counted here (root,
-/// CAP_PERFMON, or perf_event_paranoid ≤ 1).
-pub fn unseen_reason(event: &Event, scope: Scope, privileged: bool, paranoid: Option<i32>) -> String {
+/// user mode only. `user_scope`: `--counter-scope user` was asked; `privileged`: kernel
+/// mode could have been counted here (root, CAP_PERFMON, or perf_event_paranoid ≤ 1).
+pub fn unseen_reason(event: &Event, user_scope: bool, privileged: bool, paranoid: Option<i32>) -> String {
     let base = &event.base;
     let level = paranoid.map_or_else(|| "?".into(), |l| l.to_string());
     let chosen_by_modifier = event.modifiers.user || event.modifiers.kernel || event.modifiers.hypervisor;
@@ -25,7 +24,7 @@ pub fn unseen_reason(event: &Event, scope: Scope, privileged: bool, paranoid: Op
             "{base} happen in kernel mode, which the `:u` modifier excludes: count `{base}` without `:u`{unprivileged}"
         );
     }
-    if privileged && scope == Scope::User {
+    if privileged && user_scope {
         return format!(
             "{base} happen in kernel mode, which --counter-scope user excludes: use --counter-scope all (or auto)"
         );
@@ -39,15 +38,14 @@ pub fn unseen_reason(event: &Event, scope: Scope, privileged: bool, paranoid: Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::perf::counters::parse_events;
 
     fn event(spec: &str) -> Event {
-        parse_events(&[spec.to_string()]).unwrap().events.remove(0)
+        crate::perf::event::parse_one(spec).unwrap()
     }
 
     #[test]
     fn a_u_modifier_as_root_says_to_drop_it_not_to_become_root() {
-        let reason = unseen_reason(&event("context-switches:u"), Scope::All, true, Some(2));
+        let reason = unseen_reason(&event("context-switches:u"), false, true, Some(2));
         assert_eq!(
             reason,
             "context-switches happen in kernel mode, which the `:u` modifier excludes: count `context-switches` without `:u`"
@@ -57,20 +55,20 @@ mod tests {
 
     #[test]
     fn a_u_modifier_without_privileges_names_both_causes() {
-        let reason = unseen_reason(&event("cs:u"), Scope::User, false, Some(3));
+        let reason = unseen_reason(&event("cs:u"), true, false, Some(3));
         assert!(reason.contains("`:u` modifier excludes"), "{reason}");
         assert!(reason.contains("perf_event_paranoid=3 also forbids") && reason.contains("run as root"), "{reason}");
     }
 
     #[test]
     fn a_user_scope_chosen_as_root_says_which_option_to_change() {
-        let reason = unseen_reason(&event("cpu-migrations"), Scope::User, true, Some(2));
+        let reason = unseen_reason(&event("cpu-migrations"), true, true, Some(2));
         assert!(reason.contains("--counter-scope user excludes") && !reason.contains("run as root"), "{reason}");
     }
 
     #[test]
     fn an_unprivileged_user_scope_says_how_to_allow_kernel_mode() {
-        let reason = unseen_reason(&event("context-switches"), Scope::User, false, Some(2));
+        let reason = unseen_reason(&event("context-switches"), true, false, Some(2));
         assert!(reason.contains("perf_event_paranoid=2") && reason.contains("run as root"), "{reason}");
     }
 }

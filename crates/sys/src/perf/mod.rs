@@ -5,6 +5,7 @@
 pub mod counters;
 pub mod event;
 pub mod kernel_only;
+mod tracefs;
 pub mod uprobe;
 pub mod uprobe_cost;
 

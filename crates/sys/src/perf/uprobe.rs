@@ -144,7 +144,7 @@ pub fn split(text: &str) -> Option<(String, &str, &str, bool)> {
 /// probe or why it cannot be placed (one line); None when `text` is not one.
 /// `try_probes` tries the placement on perflab itself.
 pub fn parse(text: &str, try_probes: bool) -> Option<(String, Result<Uprobe, String>)> {
-    parse_with(text, || super::event::tracing_root(&super::event::Sysfs::default()), try_probes)
+    parse_with(text, || super::tracefs::root(&super::tracefs::default_roots(), true), try_probes)
 }
 
 /// [`parse`] with the tracefs root found by `tracefs` (a seam for tests).
@@ -214,7 +214,7 @@ pub fn at_file_offset(path: &Path, file_offset: u64, retprobe: bool) -> Result<U
         build_id: None,
         symbols_from: None,
     };
-    define(&placement, || super::event::tracing_root(&super::event::Sysfs::default()))
+    define(&placement, || super::tracefs::root(&super::tracefs::default_roots(), true))
 }
 
 /// This process's group of dynamic events in tracefs.
