@@ -565,23 +565,18 @@ void *realloc(void *old, size_t size) {
     return p;
 }
 
-void *aligned_alloc(size_t align, size_t size) {
-    if (!real_aligned_alloc) resolve();
-    void *p = real_aligned_alloc(align, size);
-    ENTER();
-    if (outer) record_alloc(R_ALIGNED_ALLOC, p, size);
-    LEAVE();
-    return p;
-}
-
-void *memalign(size_t align, size_t size) {
-    if (!real_memalign) resolve();
-    void *p = real_memalign(align, size);
-    ENTER();
-    if (outer) record_alloc(R_MEMALIGN, p, size);
-    LEAVE();
-    return p;
-}
+/* The allocators that take a size (and an alignment) and return the block. */
+#define HOOK(name, role, params, args, size)        \
+    void *name params {                             \
+        if (!real_##name) resolve();                \
+        void *p = real_##name args;                 \
+        ENTER();                                    \
+        if (outer) record_alloc(role, p, size);     \
+        LEAVE();                                    \
+        return p;                                   \
+    }
+HOOK(aligned_alloc, R_ALIGNED_ALLOC, (size_t align, size_t size), (align, size), size)
+HOOK(memalign, R_MEMALIGN, (size_t align, size_t size), (align, size), size)
 
 int posix_memalign(void **out, size_t align, size_t size) {
     if (!real_posix_memalign) resolve();
@@ -592,23 +587,8 @@ int posix_memalign(void **out, size_t align, size_t size) {
     return rc;
 }
 
-void *valloc(size_t size) {
-    if (!real_valloc) resolve();
-    void *p = real_valloc(size);
-    ENTER();
-    if (outer) record_alloc(R_VALLOC, p, size);
-    LEAVE();
-    return p;
-}
-
-void *pvalloc(size_t size) {
-    if (!real_pvalloc) resolve();
-    void *p = real_pvalloc(size);
-    ENTER();
-    if (outer) record_alloc(R_PVALLOC, p, size);
-    LEAVE();
-    return p;
-}
+HOOK(valloc, R_VALLOC, (size_t size), (size), size)
+HOOK(pvalloc, R_PVALLOC, (size_t size), (size), size)
 
 /* An exec replaces this image: its recording is written first (and again, whole,
  * at exit if the exec fails). */

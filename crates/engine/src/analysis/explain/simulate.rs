@@ -252,9 +252,9 @@ pub fn example_explanation() -> perflab_model::Explanation {
     super::explain(&base, &cand, perflab_model::metric::CPU, &options).expect("the simulated runs have samples")
 }
 
-/// `trials` experiments of `rounds` rounds each, every function's record in scenario order.
-pub fn evaluate(scenario: &Scenario, rounds: u32, trials: usize, seed: u64) -> Vec<FunctionRecord> {
-    let mut records: Vec<FunctionRecord> = scenario
+/// Every function's record with its truth and nothing tallied yet, in scenario order.
+fn blank_records(scenario: &Scenario) -> Vec<FunctionRecord> {
+    scenario
         .functions
         .iter()
         .map(|f| FunctionRecord {
@@ -263,7 +263,12 @@ pub fn evaluate(scenario: &Scenario, rounds: u32, trials: usize, seed: u64) -> V
             true_contribution: scenario.true_contribution(f),
             ..FunctionRecord::default()
         })
-        .collect();
+        .collect()
+}
+
+/// `trials` experiments of `rounds` rounds each, every function's record in scenario order.
+pub fn evaluate(scenario: &Scenario, rounds: u32, trials: usize, seed: u64) -> Vec<FunctionRecord> {
+    let mut records = blank_records(scenario);
     let options = super::Options { confidence: 0.95, comparison_level: 0.95, threshold: 0.01 };
     let mut simulation = Simulation::new(scenario.clone(), seed);
     for _ in 0..trials {
@@ -299,16 +304,7 @@ pub fn evaluate_until_explained(
     trials: usize,
     seed: u64,
 ) -> SequentialRecord {
-    let blank: Vec<FunctionRecord> = scenario
-        .functions
-        .iter()
-        .map(|f| FunctionRecord {
-            name: f.name.clone(),
-            true_ratio: if f.baseline_ms > 0.0 { f.candidate_ms() / f.baseline_ms } else { f64::INFINITY },
-            true_contribution: scenario.true_contribution(f),
-            ..FunctionRecord::default()
-        })
-        .collect();
+    let blank = blank_records(scenario);
     let mut record = SequentialRecord { functions: blank.clone(), at_verdict: blank, ..SequentialRecord::default() };
     let defaults = perflab_model::Settings::default();
     let mut simulation = Simulation::new(scenario.clone(), seed);
