@@ -26,10 +26,9 @@ pub fn unusable_for(program: &Path) -> Option<String> {
         return Some("this perflab was built without a C compiler, so without its in-process recorder".into());
     }
     match std::fs::read(program) {
-        Ok(data) if !dynamically_linked(&data) => Some(format!(
-            "{} is statically linked: no dynamic loader to load the recorder into",
-            program.display()
-        )),
+        Ok(data) if !dynamically_linked(&data) => {
+            Some(format!("{} is statically linked: no dynamic loader to load the recorder into", program.display()))
+        }
         Ok(_) => None,
         Err(e) => Some(format!("{}: {e}", program.display())),
     }
@@ -94,7 +93,11 @@ impl Recorder {
             .map(|d| {
                 d.flatten()
                     .map(|e| e.path())
-                    .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("alloc.") && !n.ends_with(".tmp")))
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("alloc.") && !n.ends_with(".tmp"))
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -200,7 +203,8 @@ fn build(dumps: &[Dump], argv: &[String], sample_bytes: Option<u64>, unreadable:
                 converter.handle(time, Record::Comm { pid: dump.pid, tid: dump.pid, comm: String::new(), exec: true });
             }
             for (start, len, pgoff, path) in &dump.maps {
-                let record = Record::Mmap { pid: dump.pid, start: *start, len: *len, pgoff: *pgoff, path: path.clone() };
+                let record =
+                    Record::Mmap { pid: dump.pid, start: *start, len: *len, pgoff: *pgoff, path: path.clone() };
                 converter.handle(time, record);
             }
             for site in &dump.sites {
@@ -237,7 +241,12 @@ fn build(dumps: &[Dump], argv: &[String], sample_bytes: Option<u64>, unreadable:
         .unwrap_or_else(|| "libc.so.6".into());
     let mut functions: Vec<AllocFunction> = super::FAMILY
         .iter()
-        .map(|(name, role)| AllocFunction { name: name.to_string(), object: libc.clone(), role: *role, ..AllocFunction::default() })
+        .map(|(name, role)| AllocFunction {
+            name: name.to_string(),
+            object: libc.clone(),
+            role: *role,
+            ..AllocFunction::default()
+        })
         .collect();
     for dump in dumps {
         for (name, calls, bytes) in &dump.functions {

@@ -92,10 +92,21 @@ impl Ring {
         }
     }
 
-    /// Copy out every record waiting in the ring.
-    pub(crate) fn drain_into(&mut self, ids: &HashMap<u64, (usize, bool)>, out: &mut Vec<(u64, Item)>) {
+    /// Stop the ring's events from writing records (their breakpoints stay until they
+    /// are closed): what is left to drain is then finite.
+    pub(crate) fn disable(&mut self) {
+        let _ = self.sampler.disable();
+        for counter in &mut self.redirected {
+            let _ = counter.disable();
+        }
+    }
+
+    /// Copy out the records waiting in the ring, at most `limit` of them (a ring the
+    /// probes refill as fast as it drains would otherwise never let go).
+    pub(crate) fn drain_into(&mut self, ids: &HashMap<u64, (usize, bool)>, out: &mut Vec<(u64, Item)>, limit: usize) {
         let config = self.sampler.config().clone();
-        while let Some(record) = self.sampler.next_record() {
+        for _ in 0..limit {
+            let Some(record) = self.sampler.next_record() else { break };
             let header = header_of(&record);
             let bytes = record.to_contiguous();
             let mut parser = Parser::new(bytes.as_ref(), config.clone());

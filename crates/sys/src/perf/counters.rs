@@ -496,9 +496,14 @@ impl Counting {
                 Slot::Failed(reason) => CounterReading::unsupported(reason.clone()),
                 Slot::Open(counter) => match counter.read() {
                     Err(err) => CounterReading::unsupported(format!("reading the counter failed: {err}")),
-                    Ok(_) if self.kernel_only_unseen(event) => CounterReading::unsupported(
-                        super::kernel_only::unseen_reason(event, self.scope == Scope::User, self.privileged, self.paranoid),
-                    ),
+                    Ok(_) if self.kernel_only_unseen(event) => {
+                        CounterReading::unsupported(super::kernel_only::unseen_reason(
+                            event,
+                            self.scope == Scope::User,
+                            self.privileged,
+                            self.paranoid,
+                        ))
+                    }
                     Ok(raw) => {
                         let mut reading = scale(raw);
                         if raw.time_running == 0 && self.events.group_of(index).is_some() {
@@ -541,9 +546,7 @@ impl Counting {
 }
 
 /// Readings summed per event; a counter some target could not read leaves the sum unknown.
-fn sum_readings(
-    readings: impl Iterator<Item = BTreeMap<String, CounterReading>>,
-) -> BTreeMap<String, CounterReading> {
+fn sum_readings(readings: impl Iterator<Item = BTreeMap<String, CounterReading>>) -> BTreeMap<String, CounterReading> {
     let mut total: BTreeMap<String, CounterReading> = BTreeMap::new();
     for (name, reading) in readings.flatten() {
         match total.get_mut(&name) {

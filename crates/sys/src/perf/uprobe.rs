@@ -168,8 +168,11 @@ pub(crate) fn parse_with(
         None => {
             let placed = locate(object, function, retprobe).and_then(|placement| {
                 let probe = define(&placement, tracefs)?;
-                if try_probes {
-                    try_open(probe)?;
+                match keep(probe) {
+                    Ok(true) => {}
+                    Err(err) if try_probes => return Err(refused(&err)),
+                    _ if try_probes => try_open(probe)?,
+                    _ => {}
                 }
                 Ok((placement, probe))
             });
@@ -214,7 +217,10 @@ pub fn at_file_offset(path: &Path, file_offset: u64, retprobe: bool) -> Result<U
         build_id: None,
         symbols_from: None,
     };
-    define(&placement, || super::tracefs::root(&super::tracefs::default_roots(), true))
+    let probe = define(&placement, || super::tracefs::root(&super::tracefs::default_roots(), true))?;
+    // A probe the keeper cannot hold is refused again, with the reason, when it is opened.
+    let _ = keep(probe);
+    Ok(probe)
 }
 
 /// This process's group of dynamic events in tracefs.
@@ -311,6 +317,7 @@ extern "C" fn remove_defined() {
     if OWNER.load(Ordering::Relaxed) != std::process::id() {
         return;
     }
+    release_keepers();
     let defined = std::mem::take(&mut *DEFINED.lock().unwrap_or_else(|p| p.into_inner()));
     for (root, event) in defined {
         remove(&root, &event);
@@ -618,23 +625,93 @@ fn file_offset(elf: &ElfFile64<Endianness>, address: u64) -> Option<u64> {
 }
 
 /// Try the placement on perflab itself (disabled, closed at once): the kernel's answer —
-/// permissions, a refused offset — as a sentence before any run.
+/// permissions, a refused offset — as a sentence before any run. Only when no keeper could
+/// be opened (see [`keep`]), which tries the same.
 fn try_open(probe: Uprobe) -> Result<(), String> {
     let result = perf_event::Builder::new(probe).observe_self().any_cpu().enabled(false).build();
-    match result {
-        Ok(_) => Ok(()),
-        Err(err) => Err(match err.raw_os_error() {
-            Some(libc::EACCES | libc::EPERM) => format!(
-                "the kernel refused the probe ({err}): uprobes need root or CAP_PERFMON, whatever \
+    result.map(drop).map_err(|err| refused(&err))
+}
+
+/// The kernel's refusal to open a probe, as a sentence.
+fn refused(err: &std::io::Error) -> String {
+    match err.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => format!(
+            "the kernel refused the probe ({err}): uprobes need root or CAP_PERFMON, whatever \
                  perf_event_paranoid says"
-            ),
-            Some(libc::ENOENT) => format!("the kernel could not open the object ({err})"),
-            Some(libc::EINVAL) => {
-                format!("the kernel refused a probe at this offset ({err}): not the start of an instruction?")
+        ),
+        Some(libc::ENOENT) => format!("the kernel could not open the object ({err})"),
+        Some(libc::EINVAL) => {
+            format!("the kernel refused a probe at this offset ({err}): not the start of an instruction?")
+        }
+        Some(libc::ENODEV | libc::EOPNOTSUPP) => format!("this kernel cannot place uprobes ({err})"),
+        _ => format!("perf_event_open failed: {err}"),
+    }
+}
+
+/// Each defined probe held open by a disabled event on a parked child of perflab, so that
+/// closing the events that measure never unregisters a probe: they are closed at exit.
+///
+/// Why: closing a probe's last perf event unregisters it, and the kernel then waits for an
+/// RCU tasks-trace grace period (80–110 ms each on this VM) under its global `event_mutex`,
+/// one probe after another. An attached session of 18 probes kept its target trapping for
+/// 1.5 s after its stated end, and every `compare` run with uprobe counters paid the same
+/// wait per probe. While a keeper holds the registration, closing a measuring event only
+/// updates the probe's filter and takes the breakpoints out of the processes no event
+/// watches any more (`uprobe_perf_close` → `uprobe_apply`), with no grace period. The
+/// parked child is a process of its own (a fork, no file descriptors, asleep), so the
+/// breakpoints the keepers leave are in it and nowhere else.
+struct Keepers {
+    parked: libc::pid_t,
+    events: Vec<perf_event::Counter>,
+}
+
+static KEEPERS: Mutex<Option<Keepers>> = Mutex::new(None);
+
+/// Hold `probe` registered until exit (see [`Keepers`]). Ok(false) when no child could be
+/// parked (the probe then unregisters with its last measuring event, as before); the
+/// kernel's refusal when the probe cannot be opened at all.
+fn keep(probe: Uprobe) -> std::io::Result<bool> {
+    let mut keepers = KEEPERS.lock().unwrap_or_else(|p| p.into_inner());
+    if keepers.is_none() {
+        let Some(parked) = park() else { return Ok(false) };
+        *keepers = Some(Keepers { parked, events: Vec::new() });
+    }
+    let Some(keepers) = keepers.as_mut() else { return Ok(false) };
+    let event = perf_event::Builder::new(probe).observe_pid(keepers.parked).any_cpu().enabled(false).build()?;
+    keepers.events.push(event);
+    Ok(true)
+}
+
+/// A child that sleeps until perflab is gone, holding no file descriptor (a pipe it kept
+/// open would keep a reader from its end of file).
+fn park() -> Option<libc::pid_t> {
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the child calls only async-signal-safe system calls before it exits: it may
+    // have been forked from a process with other threads.
+    match unsafe { libc::fork() } {
+        -1 => None,
+        0 => unsafe {
+            libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+            let nap = libc::timespec { tv_sec: 0, tv_nsec: 500_000_000 };
+            while libc::getppid() == parent {
+                libc::nanosleep(&nap, std::ptr::null_mut());
             }
-            Some(libc::ENODEV | libc::EOPNOTSUPP) => format!("this kernel cannot place uprobes ({err})"),
-            _ => format!("perf_event_open failed: {err}"),
-        }),
+            libc::_exit(0)
+        },
+        child => Some(child),
+    }
+}
+
+/// Close the keepers (each close now waits for its grace period: nothing measured traps
+/// any more) and end the parked child; before the definitions can be removed.
+fn release_keepers() {
+    let Some(keepers) = KEEPERS.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
+    drop(keepers.events);
+    // SAFETY: signalling and reaping our own child.
+    unsafe {
+        libc::kill(keepers.parked, libc::SIGKILL);
+        libc::waitpid(keepers.parked, std::ptr::null_mut(), 0);
     }
 }
 
@@ -754,6 +831,49 @@ mod tests {
 
     /// On this machine as root: the probe counts every call of the function in this
     /// process, exactly; its definition is in this process's tracefs group.
+    /// A function no other test probes (their open events would plant its breakpoint).
+    #[no_mangle]
+    #[inline(never)]
+    pub extern "C" fn perflab_uprobe_kept(x: u64) -> u64 {
+        std::hint::black_box(x.wrapping_mul(5))
+    }
+
+    /// The first byte of `perflab_uprobe_kept` as process `pid` sees it (0xcc while a
+    /// uprobe's breakpoint is planted there).
+    fn first_byte_in(pid: libc::pid_t) -> u8 {
+        use std::os::unix::fs::FileExt;
+        let mut byte = [0u8];
+        let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+        mem.read_exact_at(&mut byte, perflab_uprobe_kept as *const () as usize as u64).unwrap();
+        byte[0]
+    }
+
+    #[test]
+    fn closing_a_measuring_event_takes_its_breakpoints_out_and_leaves_the_probe_registered() {
+        std::hint::black_box(perflab_uprobe_kept(1));
+        let exe = std::fs::canonicalize("/proc/self/exe").unwrap();
+        let text = format!("uprobe:{}:perflab_uprobe_kept", exe.display());
+        let probe = match parse(&text, true).unwrap().1 {
+            Ok(probe) => probe,
+            Err(e) => {
+                eprintln!("SKIP: {e}");
+                return;
+            }
+        };
+        let parked = KEEPERS.lock().unwrap().as_ref().map(|k| k.parked).expect("a parked keeper");
+        let me = std::process::id() as libc::pid_t;
+        let bare = first_byte_in(me);
+        assert_ne!(bare, 0xcc, "no event watches this process yet");
+        // The parked child is a fork of this test binary: the keeper planted its breakpoint
+        // there, and only there.
+        assert_eq!(first_byte_in(parked), 0xcc);
+        let counter = perf_event::Builder::new(probe).observe_self().any_cpu().build().unwrap();
+        assert_eq!(first_byte_in(me), 0xcc);
+        drop(counter);
+        assert_eq!(first_byte_in(me), bare, "the close took the breakpoint out of this process");
+        assert_eq!(first_byte_in(parked), 0xcc, "the keeper still holds the probe registered");
+    }
+
     #[test]
     fn a_placed_probe_counts_every_call_exactly() {
         let exe = std::fs::canonicalize("/proc/self/exe").unwrap();
