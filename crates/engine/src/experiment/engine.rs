@@ -149,10 +149,11 @@ impl PastVerdict {
     fn note(&self, plan: &Plan, rounds: u32) -> Option<String> {
         let at = self.decided_at?;
         let base = self.base_note(plan, rounds, at);
-        if self.raised.is_empty() {
+        // A raise after the last round sampled nothing.
+        let raises: Vec<String> = self.raised.iter().filter(|r| r.after_round < rounds).map(Raise::describe).collect();
+        if raises.is_empty() {
             return Some(base);
         }
-        let raises: Vec<String> = self.raised.iter().map(Raise::describe).collect();
         Some(format!(
             "{base}; the sampling rate was raised {} — functions' times are sums of their samples' periods, so rounds at different rates measure the same thing (the probe's CPU cost grows with the rate, the same on both sides; at most {}× --explain-frequency, within perf_event_max_sample_rate)",
             raises.join(", then "),
@@ -503,6 +504,12 @@ mod tests {
         let explanation = wall(&e).explanation.as_deref().expect("an explanation");
         let note = &explanation.warnings[0];
         assert!(note.contains("but the budget (--max-rounds 11") && note.contains("still inconclusive"), "{note}");
+        // 70 samples per run: the undecided rows are short of samples, so the rounds past
+        // the verdict sample faster — every probe built from the plan sees the new rate.
+        let Some(crate::measure::Explain::Samples(sampling)) = &plan.measure.explain else { unreachable!() };
+        assert!(sampling.current_hz() >= 998.min(sampling.ceiling_hz()));
+        assert!(note.contains("the sampling rate was raised from 499 Hz to 998 Hz after round "), "{note}");
+        assert!(!note.contains("after round 11"), "no round followed that raise: {note}");
     }
 
     #[test]
