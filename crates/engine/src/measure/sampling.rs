@@ -7,12 +7,14 @@
 //! A clock event (cpu-clock, task-clock) ticks on a fixed grid of the task's CPU time
 //! that starts at exec, so a program whose work repeats the same way in every run is
 //! sampled at the same places in every run: its per-function counts are biased (phase
-//! lock), not noisy. Issue 39 measured it on `tests/fixtures/explain_mix.c` at 499 Hz
-//! (4 000 000 iterations, `perf record` alone, 40 runs per build): `rises` and `falls` do
-//! the same work yet got 4.95 and 3.85 samples per run, with a standard deviation of 0.6
-//! against Poisson's 2, and the ratios read 1.12 and 1.03 where the truth is 1.3 and 0.8;
-//! at 9973 Hz, or with each run's period drawn at random, the ratios were right. So each
-//! run draws its own period (see [`run_period_ns`]).
+//! lock), not noisy. `scripts/eval-sampling-phase fixed 499 40` measured it with `perf
+//! record` alone on `tests/fixtures/explain_mix.c`: `rises` and `falls` do the same work
+//! yet got 10.1 and 7.9 ms per run, each with a standard deviation of about 1 ms against
+//! Poisson's 4.5, and the ratios of the two builds read 1.14 and 0.98 where the truth is
+//! 1.3 and 0.8; at 9973 Hz, or with each run's period drawn at random, they were right.
+//! So each round draws its own period (see [`run_period_ns`]), the same for every command
+//! of the round: the round's paired runs are weighed alike, and each command's samples
+//! still split as its time does.
 
 use super::Probe;
 use perflab_model::{Run, RunProfile};
@@ -32,7 +34,7 @@ use std::sync::Arc;
 pub const DEFAULT_FREQUENCY_HZ: u64 = 499;
 
 /// What to sample.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Sampling {
     /// The perf event sampled (`cpu-clock`, …).
     pub event: String,
@@ -43,6 +45,17 @@ pub struct Sampling {
     /// The rate of the runs still to come when `compare --explain` raised it past the
     /// verdict (shared by every clone: the engine raises, the probes read).
     pub raised: RaisedRate,
+    /// Seeds the periods the rounds draw: every command's probe draws the same sequence,
+    /// so the k-th run of each (one round) samples at the same period.
+    pub period_seed: u64,
+}
+
+/// The same sampling whatever the periods' seed (it only spreads the samples).
+impl PartialEq for Sampling {
+    fn eq(&self, other: &Sampling) -> bool {
+        (&self.event, self.frequency_hz, self.call_stacks, &self.raised)
+            == (&other.event, other.frequency_hz, other.call_stacks, &other.raised)
+    }
 }
 
 impl Default for Sampling {
@@ -62,7 +75,13 @@ pub const MAX_RAISE: u64 = 8;
 impl Sampling {
     /// Sampling `event` at `frequency_hz`, with call stacks.
     pub fn new(event: &str, frequency_hz: u64) -> Sampling {
-        Sampling { event: event.to_string(), frequency_hz, call_stacks: true, raised: RaisedRate::default() }
+        Sampling {
+            event: event.to_string(),
+            frequency_hz,
+            call_stacks: true,
+            raised: RaisedRate::default(),
+            period_seed: rand::random(),
+        }
     }
 
     /// The rate the next run samples at.
@@ -103,7 +122,7 @@ impl PartialEq for RaisedRate {
     }
 }
 
-/// One run's sampling period at `frequency_hz`, drawn uniformly from ½ to 1½ times the
+/// One round's sampling period at `frequency_hz`, drawn uniformly from ½ to 1½ times the
 /// mean period: the runs' samples then fall at different places of the program's work
 /// (a fixed period repeats them; see the module's comment). Each sample weighs its run's
 /// period, so a function's time stays its CPU time however the period was drawn. Not a
@@ -122,6 +141,8 @@ pub(crate) fn run_period_ns(frequency_hz: u64, rng: &mut impl Rng) -> u64 {
 pub(crate) struct SamplingProbe {
     options: RecordOptions,
     sampling: Sampling,
+    /// Draws the runs' periods (see [`Sampling::period_seed`]).
+    periods: rand::rngs::StdRng,
     argv: Vec<String>,
     running: Option<HeldRecording>,
     /// Kept across runs: each object is read and indexed once per experiment.
@@ -141,6 +162,7 @@ impl SamplingProbe {
         Ok(SamplingProbe {
             options,
             sampling: sampling.clone(),
+            periods: rand::SeedableRng::seed_from_u64(sampling.period_seed),
             argv: Vec::new(),
             running: None,
             symbolizer: Symbolizer::default(),
@@ -158,7 +180,7 @@ impl Probe for SamplingProbe {
         options.frequency_hz = self.sampling.current_hz();
         if perflab_profile::format::is_clock_event(&self.sampling.event) {
             // A clock's period is CPU time in nanoseconds: set as a period, each run draws its own.
-            options.period = Some(run_period_ns(options.frequency_hz, &mut rand::thread_rng()));
+            options.period = Some(run_period_ns(options.frequency_hz, &mut self.periods));
         }
         let recording = HeldRecording::open(pid, &self.argv, &options).map_err(|e| anyhow::anyhow!("{e}"))?;
         self.running = Some(recording);
@@ -226,6 +248,18 @@ mod tests {
         assert!((mean / 2e6 - 1.0).abs() < 0.02, "mean period {mean} ns");
         // The kernel's floor: 1 MHz asked would be 0.5–1.5 µs.
         assert_eq!(run_period_ns(1_000_000, &mut rng), 10_000);
+    }
+
+    /// Every command's probe draws the same periods, run by run: the two runs of a round
+    /// sample at the same period, and the next round at another.
+    #[test]
+    fn the_commands_of_a_round_share_its_period() {
+        let sampling = Sampling::new("cpu-clock", 499);
+        let draw = |probe: &mut SamplingProbe| run_period_ns(499, &mut probe.periods);
+        let (mut a, mut b) = (SamplingProbe::new(&sampling).unwrap(), SamplingProbe::new(&sampling.clone()).unwrap());
+        let rounds: Vec<(u64, u64)> = (0..20).map(|_| (draw(&mut a), draw(&mut b))).collect();
+        assert!(rounds.iter().all(|(x, y)| x == y), "{rounds:?}");
+        assert!(rounds.windows(2).any(|w| w[0].0 != w[1].0), "{rounds:?}");
     }
 
     /// Raising doubles the rate of every clone (the probes share it) up to 4× the asked
