@@ -22,7 +22,7 @@ use perflab_profile::aggregate::{self, By};
 use perflab_profile::record::{CallGraph, HeldRecording, RecordOptions};
 use perflab_profile::symbolize::Symbolizer;
 use rand::Rng;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Half `perflab profile`'s 997 Hz (prime too, so sampling does not lock step with periodic
@@ -86,7 +86,7 @@ impl Sampling {
 
     /// The rate the next run samples at.
     pub fn current_hz(&self) -> u64 {
-        self.raised.0.load(Ordering::Relaxed).max(self.frequency_hz)
+        self.raised.hz.load(Ordering::Relaxed).max(self.frequency_hz)
     }
 
     /// The highest rate the runs may be raised to: [`MAX_RAISE`] × the asked rate,
@@ -103,22 +103,32 @@ impl Sampling {
     /// Double the rate of the runs to come, up to [`Sampling::ceiling_hz`]: the new rate,
     /// or None when it is already there.
     pub fn raise(&self) -> Option<u64> {
+        // A tracepoint or a uprobe is sampled at every event (its probe said so when it
+        // parsed the event): there is no rate to raise.
+        if self.raised.every_event.load(Ordering::Relaxed) {
+            return None;
+        }
         let (now, ceiling) = (self.current_hz(), self.ceiling_hz());
         let next = (now * 2).min(ceiling);
         (next > now).then(|| {
-            self.raised.0.store(next, Ordering::Relaxed);
+            self.raised.hz.store(next, Ordering::Relaxed);
             next
         })
     }
 }
 
-/// A sampling rate shared by every clone of a [`Sampling`] (0: not raised).
+/// A sampling rate shared by every clone of a [`Sampling`].
 #[derive(Debug, Clone, Default)]
-pub struct RaisedRate(Arc<AtomicU64>);
+pub struct RaisedRate {
+    /// The raised rate (0: not raised).
+    hz: Arc<AtomicU64>,
+    /// Set by the probes when the event is sampled at every occurrence.
+    every_event: Arc<AtomicBool>,
+}
 
 impl PartialEq for RaisedRate {
     fn eq(&self, other: &RaisedRate) -> bool {
-        self.0.load(Ordering::Relaxed) == other.0.load(Ordering::Relaxed)
+        self.hz.load(Ordering::Relaxed) == other.hz.load(Ordering::Relaxed)
     }
 }
 
@@ -151,7 +161,11 @@ pub(crate) struct SamplingProbe {
 
 impl SamplingProbe {
     pub fn new(sampling: &Sampling) -> Result<SamplingProbe, perflab_sys::perf::event::EventError> {
-        perflab_sys::perf::event::parse_one(&sampling.event)?;
+        let event = perflab_sys::perf::event::parse_one(&sampling.event)?;
+        use perflab_sys::perf::event::EventKind;
+        if matches!(event.kind, EventKind::Tracepoint(_) | EventKind::Uprobe(_)) {
+            sampling.raised.every_event.store(true, Ordering::Relaxed);
+        }
         let call_graph = if sampling.call_stacks { CallGraph::FramePointers } else { CallGraph::None };
         let options = RecordOptions {
             event: sampling.event.clone(),
@@ -280,5 +294,9 @@ mod tests {
             assert_eq!(rates, vec![499, 998, 1996, 3992]);
         }
         assert_eq!(sampling.raise(), None);
+        // An event sampled at every occurrence (its probe marks it): nothing to raise.
+        let counted = Sampling::new("cpu-clock", 499);
+        counted.raised.every_event.store(true, Ordering::Relaxed);
+        assert_eq!((counted.raise(), counted.current_hz()), (None, 499));
     }
 }
