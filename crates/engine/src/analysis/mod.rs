@@ -340,7 +340,9 @@ pub(crate) fn undecided_explanations(plan: &Plan, experiment: &Experiment, level
     for (candidate, e) in &all {
         let Some(e) = e else { continue };
         undecided.rows.extend(explain::undecided_carriers(e).into_iter().map(|n| label(candidate, n)));
-        undecided.short.extend(explain::carriers_short_of_samples(e).into_iter().map(|(n, s)| (label(candidate, n), s)));
+        undecided
+            .short
+            .extend(explain::carriers_short_of_samples(e).into_iter().map(|(n, s)| (label(candidate, n), s)));
     }
     undecided
 }
