@@ -283,7 +283,7 @@ mod tests {
         let sampling = Sampling::new("cpu-clock", 499);
         let probe_copy = sampling.clone();
         let ceiling = sampling.ceiling_hz();
-        assert!(ceiling <= 499 * MAX_RAISE && ceiling >= 499);
+        assert!((499..=499 * MAX_RAISE).contains(&ceiling));
         let mut rates = vec![probe_copy.current_hz()];
         while let Some(to) = sampling.raise() {
             rates.push(to);
