@@ -224,11 +224,10 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
         if args.explain_frequency == 0 || args.explain_frequency > 100_000 {
             return Err(usage!("--explain-frequency must be between 1 and 100000 Hz, got {}", args.explain_frequency));
         }
-        measure.explain = Some(Explain::Samples(perflab_engine::measure::sampling::Sampling {
-            event: args.explain_event.clone(),
-            frequency_hz: args.explain_frequency,
-            call_stacks: true,
-        }));
+        measure.explain = Some(Explain::Samples(perflab_engine::measure::sampling::Sampling::new(
+            &args.explain_event,
+            args.explain_frequency,
+        )));
     }
     let request = PlanRequest {
         names,

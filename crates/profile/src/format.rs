@@ -177,7 +177,7 @@ impl Weight {
 
 /// Whether `event` (perf's spelling, modifiers allowed: `cpu-clock:u`) is a clock whose
 /// periods are nanoseconds.
-pub(crate) fn is_clock_event(event: &str) -> bool {
+pub fn is_clock_event(event: &str) -> bool {
     matches!(event.split(':').next().unwrap_or(event), "cpu-clock" | "task-clock")
 }
 

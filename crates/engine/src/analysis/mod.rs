@@ -330,16 +330,28 @@ fn explanations(plan: &Plan, experiment: &Experiment, level: f64) -> Vec<(String
 }
 
 /// At a look after the verdict (`compare --explain`): the rows that carry a change but
-/// are not decided yet, `candidate: function` when there are several candidates.
-pub(crate) fn undecided_explanations(plan: &Plan, experiment: &Experiment, level: f64) -> Vec<String> {
+/// are not decided yet, `candidate: function` when there are several candidates; and
+/// those of them short of samples (with their samples per run).
+pub(crate) fn undecided_explanations(plan: &Plan, experiment: &Experiment, level: f64) -> Undecided {
     let all = explanations(plan, experiment, level);
     let several = all.len() > 1;
-    all.iter()
-        .filter_map(|(candidate, e)| Some((candidate, explain::undecided_carriers(e.as_ref()?))))
-        .flat_map(|(candidate, names)| {
-            names.into_iter().map(move |n| if several { format!("{candidate}: {n}") } else { n })
-        })
-        .collect()
+    let label = |candidate: &str, name: String| if several { format!("{candidate}: {name}") } else { name };
+    let mut undecided = Undecided::default();
+    for (candidate, e) in &all {
+        let Some(e) = e else { continue };
+        undecided.rows.extend(explain::undecided_carriers(e).into_iter().map(|n| label(candidate, n)));
+        undecided
+            .short
+            .extend(explain::carriers_short_of_samples(e).into_iter().map(|(n, s)| (label(candidate, n), s)));
+    }
+    undecided
+}
+
+/// See [`undecided_explanations`].
+#[derive(Debug, Default)]
+pub(crate) struct Undecided {
+    pub rows: Vec<String>,
+    pub short: Vec<(String, f64)>,
 }
 
 /// Each primary comparison explained function by function from its runs' samples

@@ -118,13 +118,51 @@ struct Busy {
 struct PastVerdict {
     decided_at: Option<u32>,
     undecided: Vec<String>,
+    /// Each time the sampling rate was raised for the rounds to come.
+    raised: Vec<Raise>,
+}
+
+/// The sampling rate raised after a round, and the rows short of samples that asked for it.
+#[derive(Debug)]
+struct Raise {
+    after_round: u32,
+    from: u64,
+    to: u64,
+    short: Vec<(String, f64)>,
+}
+
+impl Raise {
+    fn describe(&self) -> String {
+        let rows: Vec<String> = self.short.iter().map(|(name, samples)| format!("{name} {samples:.0}")).collect();
+        format!(
+            "from {} Hz to {} Hz after round {} (samples per run of the undecided rows: {})",
+            self.from,
+            self.to,
+            self.after_round,
+            rows.join(", ")
+        )
+    }
 }
 
 impl PastVerdict {
     /// The line the explanations carry when rounds were measured past the verdict.
     fn note(&self, plan: &Plan, rounds: u32) -> Option<String> {
         let at = self.decided_at?;
-        Some(if self.undecided.is_empty() {
+        let base = self.base_note(plan, rounds, at);
+        // A raise after the last round sampled nothing.
+        let raises: Vec<String> = self.raised.iter().filter(|r| r.after_round < rounds).map(Raise::describe).collect();
+        if raises.is_empty() {
+            return Some(base);
+        }
+        Some(format!(
+            "{base}; the sampling rate was raised {} — functions' times are sums of their samples' periods, so rounds at different rates measure the same thing (the probe's CPU cost grows with the rate, the same on both sides; at most {}× --explain-frequency, within perf_event_max_sample_rate)",
+            raises.join(", then "),
+            crate::measure::sampling::MAX_RAISE
+        ))
+    }
+
+    fn base_note(&self, plan: &Plan, rounds: u32, at: u32) -> String {
+        if self.undecided.is_empty() {
             format!(
                 "the verdict was decided at round {at}; {} more rounds were measured until the functions that carry the change were decided",
                 rounds - at
@@ -136,7 +174,7 @@ impl PastVerdict {
                 plan.settings.max_time_s,
                 self.undecided.join(", ")
             )
-        })
+        }
     }
 }
 
@@ -288,9 +326,19 @@ fn rounds(
         let explaining = decided && plan.measure.explain.is_some() && !matches!(settings.mode, Mode::Instructions);
         if explaining {
             let level = last_look.map_or(settings.confidence, |(_, level)| level);
-            past_verdict.undecided = crate::analysis::undecided_explanations(plan, experiment, level);
+            let undecided = crate::analysis::undecided_explanations(plan, experiment, level);
+            past_verdict.undecided = undecided.rows;
             if !past_verdict.undecided.is_empty() {
                 past_verdict.decided_at.get_or_insert(measured);
+            }
+            // Rows short of samples gain more from a higher rate than from rounds alike.
+            if let (Some(crate::measure::Explain::Samples(sampling)), false) =
+                (&plan.measure.explain, undecided.short.is_empty())
+            {
+                let from = sampling.current_hz();
+                if let Some(to) = sampling.raise() {
+                    past_verdict.raised.push(Raise { after_round: measured, from, to, short: undecided.short });
+                }
             }
         }
         let waiting = past_verdict.decided_at.is_some() && !past_verdict.undecided.is_empty();
@@ -456,6 +504,12 @@ mod tests {
         let explanation = wall(&e).explanation.as_deref().expect("an explanation");
         let note = &explanation.warnings[0];
         assert!(note.contains("but the budget (--max-rounds 11") && note.contains("still inconclusive"), "{note}");
+        // 70 samples per run: the undecided rows are short of samples, so the rounds past
+        // the verdict sample faster — every probe built from the plan sees the new rate.
+        let Some(crate::measure::Explain::Samples(sampling)) = &plan.measure.explain else { unreachable!() };
+        assert!(sampling.current_hz() >= 998.min(sampling.ceiling_hz()));
+        assert!(note.contains("the sampling rate was raised from 499 Hz to 998 Hz after round "), "{note}");
+        assert!(!note.contains("after round 11"), "no round followed that raise: {note}");
     }
 
     #[test]

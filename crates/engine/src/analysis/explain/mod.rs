@@ -425,11 +425,25 @@ fn row_change(
 /// could move the total by the threshold on its own). `compare --explain` keeps
 /// measuring past the verdict while there are any (and the budget lasts).
 pub fn undecided_carriers(e: &Explanation) -> Vec<String> {
+    undecided_carrier_rows(e).map(|f| f.name.clone()).collect()
+}
+
+fn undecided_carrier_rows(e: &Explanation) -> impl Iterator<Item = &FunctionChange> {
     let band = e.threshold * e.total.baseline_per_run;
-    e.functions
-        .iter()
-        .filter(|f| f.verdict == Verdict::Inconclusive && f.contribution.estimate.abs() >= band)
-        .map(|f| f.name.clone())
+    e.functions.iter().filter(move |f| f.verdict == Verdict::Inconclusive && f.contribution.estimate.abs() >= band)
+}
+
+/// Below this many samples per run (the larger side's mean), a row's sampling noise alone
+/// is over 14 % of its time per run (Poisson: 1/√50): a higher sampling rate narrows
+/// such a row where more rounds of the same runs narrow it only as √rounds.
+pub const SHORT_OF_SAMPLES_PER_RUN: f64 = 50.0;
+
+/// The undecided carriers (see [`undecided_carriers`]) short of samples: with fewer than
+/// [`SHORT_OF_SAMPLES_PER_RUN`] per run; each with its samples per run.
+pub fn carriers_short_of_samples(e: &Explanation) -> Vec<(String, f64)> {
+    undecided_carrier_rows(e)
+        .map(|f| (f.name.clone(), f.baseline_samples.max(f.candidate_samples)))
+        .filter(|(_, samples)| *samples < SHORT_OF_SAMPLES_PER_RUN)
         .collect()
 }
 
