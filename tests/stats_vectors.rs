@@ -163,6 +163,13 @@ fn sequential_boundaries() {
             Some("pocock") => Spending::Pocock,
             Some("obrien_fleming") => Spending::OBrienFleming,
             Some("logarithmic") => Spending::Logarithmic { start: num(case, "start") },
+            Some("log_power") => Spending::LogPower { start: num(case, "start"), power: num(case, "power") },
+            Some("planned") => Spending::Planned {
+                start: num(case, "start"),
+                plan: num(case, "plan"),
+                early: num(case, "early"),
+                at_plan: num(case, "at_plan"),
+            },
             other => panic!("unknown spending {other:?}"),
         };
         let mut boundaries = Boundaries::new(num(case, "alpha"), spending);
