@@ -74,7 +74,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     for &ratio in &ratios {
-        for design in [LookDesign::UnionBound, LookDesign::Pocock, LookDesign::Logarithmic] {
+        for design in [LookDesign::UnionBound, LookDesign::Pocock, LookDesign::Logarithmic, LookDesign::LogarithmicFront] {
             let mut tally = Tally::default();
             for i in 0..series {
                 let seed = 1 + i * 7919;
