@@ -10,10 +10,12 @@ sqrt(t_i / t_j), and each boundary c_k solves
 by Brent's method. Generated once; the tests never run Python.
 
 Usage: /usr/bin/python3 scripts/gen-sequential-boundaries.py > tests/data/sequential_boundaries.json
+       (`--only log_power,planned` prints only those spendings' cases)
 Needs: scipy >= 1.10 (Debian: apt install python3-scipy).
 """
 import json
 import math
+import sys
 
 import numpy as np
 import scipy
@@ -79,6 +81,11 @@ def main():
          {"plan": 15 / 660, "early": 0.1, "at_plan": 0.6}),
     ]
     designs = [d if len(d) == 5 else d + ({},) for d in designs]
+    # `--only KIND,…` computes those spendings' cases alone (to add cases without waiting
+    # for the others' slow high-dimensional rectangles).
+    if "--only" in sys.argv:
+        kinds = sys.argv[sys.argv.index("--only") + 1].split(",")
+        designs = [d for d in designs if d[0] in kinds]
     cases = [{"spending": kind, "alpha": alpha, "information": times, **({"start": start} if start else {}), **extra,
               "boundaries": [round(c, 6) for c in boundaries(kind, alpha, times, start, extra)]}
              for kind, alpha, times, start, extra in designs]
