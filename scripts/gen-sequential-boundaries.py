@@ -77,8 +77,6 @@ def main():
         ("log_power", 0.05, [n / 660 for n in (8, 10, 12, 15, 18, 22, 27)], 5 / 660, {"power": 0.7}),
         ("planned", 0.05, [n / 660 for n in (8, 10, 12, 15, 18, 22, 27)], 5 / 660,
          {"plan": 12 / 660, "early": 0.1, "at_plan": 0.6}),
-        ("planned", 0.0025, [n / 660 for n in (12, 15, 18, 22, 27, 33)], 5 / 660,
-         {"plan": 15 / 660, "early": 0.1, "at_plan": 0.6}),
     ]
     designs = [d if len(d) == 5 else d + ({},) for d in designs]
     # `--only KIND,…` computes those spendings' cases alone (to add cases without waiting
