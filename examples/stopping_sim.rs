@@ -5,9 +5,10 @@
 //! how often the interval covered the true ratio, and the median rounds and (simulated)
 //! seconds to the end.
 //!
-//! Run: cargo run --release --example stopping_sim -- [SERIES] [PAIRED_SIGMA_PCT] [SECONDS_PER_RUN] [RATIOS]
+//! Run: cargo run --release --example stopping_sim -- [SERIES] [PAIRED_SIGMA_PCT] [SECONDS_PER_RUN] [RATIOS] [DESIGNS]
 //! (defaults 1000, 3.0, 0.065, 1,1.005,1.01,1.02: the ~65 ms pair of the evaluation at
-//! the noise measured on this VM; docs/statistics.md has the figures).
+//! the noise measured on this VM; DESIGNS by their JSON names, e.g.
+//! `logarithmic,logarithmic_front`, all by default; docs/statistics.md has the figures).
 
 use perflab::executor::simulated::{Noise, Simulated};
 use perflab::experiment::run_experiment;
@@ -63,6 +64,15 @@ fn main() {
         .get(3)
         .map(|a| a.split(',').filter_map(|r| r.parse().ok()).collect())
         .unwrap_or_else(|| vec![1.0, 1.005, 1.01, 1.02]);
+    let all = [LookDesign::UnionBound, LookDesign::Pocock, LookDesign::Logarithmic, LookDesign::LogarithmicFront];
+    // Designs by their JSON names (`logarithmic,logarithmic_front`); all four by default.
+    let designs: Vec<LookDesign> = match args.get(4) {
+        Some(names) => names
+            .split(',')
+            .map(|name| serde_json::from_value(serde_json::Value::String(name.into())).expect("a look design"))
+            .collect(),
+        None => all.to_vec(),
+    };
     println!(
         "{series} simulated experiments per line; paired robust σ {:.1} %, t₃ tails, drift, 2 % stalls; \
          {:.0} ms runs; perflab's defaults (95 %, ±1 %, 60 s)",
@@ -74,7 +84,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     for &ratio in &ratios {
-        for design in [LookDesign::UnionBound, LookDesign::Pocock, LookDesign::Logarithmic] {
+        for &design in &designs {
             let mut tally = Tally::default();
             for i in 0..series {
                 let seed = 1 + i * 7919;

@@ -10,17 +10,30 @@ sqrt(t_i / t_j), and each boundary c_k solves
 by Brent's method. Generated once; the tests never run Python.
 
 Usage: /usr/bin/python3 scripts/gen-sequential-boundaries.py > tests/data/sequential_boundaries.json
+       (`--only log_power,planned` prints only those spendings' cases)
 Needs: scipy >= 1.10 (Debian: apt install python3-scipy).
 """
 import json
 import math
+import sys
 
 import numpy as np
 import scipy
 from scipy import optimize, stats
 
 
-def spending(kind, alpha, t, start=None):
+def spending(kind, alpha, t, start=None, power=None, plan=None, early=None, at_plan=None):
+    if kind == "log_power":  # alpha (ln(t / t0) / ln(1 / t0))^p from t0 on
+        return 0.0 if t <= start else alpha * (math.log(t / start) / math.log(1 / start)) ** power
+    if kind == "planned":  # early share per doubling to t1, at_plan at t1, the rest per doubling after
+        if t <= start:
+            return 0.0
+        if t < plan:
+            return alpha * early * math.log(t / start) / math.log(plan / start)
+        if t >= 1:
+            return alpha
+        before = min(early + at_plan, 1.0)
+        return alpha * (before + (1 - before) * math.log(t / plan) / math.log(1 / plan))
     if kind == "logarithmic":  # alpha ln(t / t0) / ln(1 / t0) from t0 on
         return 0.0 if t <= start else alpha * math.log(t / start) / math.log(1 / start)
     if kind == "obrien_fleming":  # alpha/2 per side, as R's ldbounds
@@ -42,10 +55,10 @@ def inside(bounds, times):
     return mvn.cdf(upper, lower_limit=-upper)
 
 
-def boundaries(kind, alpha, times, start):
+def boundaries(kind, alpha, times, start, extra):
     out = []
     for k, t in enumerate(times):
-        target = 1 - spending(kind, alpha, t, start)
+        target = 1 - spending(kind, alpha, t, start, **extra)
         c = optimize.brentq(lambda c: inside(out + [c], times[: k + 1]) - target, 0.5, 12.0, xtol=1e-9)
         out.append(c)
     return out
@@ -61,10 +74,19 @@ def main():
         ("obrien_fleming", 0.01, [0.25, 0.5, 0.75, 1.0], None),
         ("logarithmic", 0.05, [0.05, 0.1, 0.2, 0.4, 0.7, 1.0], 0.04),
         ("logarithmic", 0.025, geometric, 6 / 200),
+        ("log_power", 0.05, [n / 660 for n in (8, 10, 12, 15, 18, 22, 27)], 5 / 660, {"power": 0.7}),
+        ("planned", 0.05, [n / 660 for n in (8, 10, 12, 15, 18, 22, 27)], 5 / 660,
+         {"plan": 12 / 660, "early": 0.1, "at_plan": 0.6}),
     ]
-    cases = [{"spending": kind, "alpha": alpha, "information": times, **({"start": start} if start else {}),
-              "boundaries": [round(c, 6) for c in boundaries(kind, alpha, times, start)]}
-             for kind, alpha, times, start in designs]
+    designs = [d if len(d) == 5 else d + ({},) for d in designs]
+    # `--only KIND,…` computes those spendings' cases alone (to add cases without waiting
+    # for the others' slow high-dimensional rectangles).
+    if "--only" in sys.argv:
+        kinds = sys.argv[sys.argv.index("--only") + 1].split(",")
+        designs = [d for d in designs if d[0] in kinds]
+    cases = [{"spending": kind, "alpha": alpha, "information": times, **({"start": start} if start else {}), **extra,
+              "boundaries": [round(c, 6) for c in boundaries(kind, alpha, times, start, extra)]}
+             for kind, alpha, times, start, extra in designs]
     print(json.dumps({
         "about": "Two-sided Lan-DeMets group-sequential boundaries (z scale) at the given information "
                  "fractions; alpha is the two-sided family-wise error. Computed by "

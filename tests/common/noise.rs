@@ -229,7 +229,8 @@ pub fn split_tolerance(samples: u64) -> f64 {
 /// The looks of the default sequential design (perflab compare without `--rounds`: at
 /// `first` (`--min-rounds`, 6 by default), then ×1.2: 8, 10, 12, 15, … rounds) up to
 /// `until` rounds, each with an upper bound on
-/// its interval's confidence: 1 − the α the logarithmic spending adds since the previous
+/// its interval's confidence: 1 − the α the front-loaded logarithmic spending (power 0.7,
+/// perflab's `logarithmic_front`) adds since the previous
 /// scheduled look, over the longest horizon perflab ever plans (`max_rounds`, 10,000 by
 /// default). A look's nominal α is at least that increment — a look skipped because no
 /// interval was attainable only leaves more for the next, and after a switch to
@@ -244,7 +245,8 @@ pub fn sequential_looks_at(alpha: f64, first: u32, until: u32, max_rounds: u32) 
     use perflab::stats::sequential::Spending;
     const GROWTH: f64 = 1.2; // perflab's GROUP_SEQUENTIAL_GROWTH, also the start's divisor
     let horizon = max_rounds as f64;
-    let spending = Spending::Logarithmic { start: (first as f64 / GROWTH / horizon).min(0.5) };
+    // perflab's FRONT_POWER (crates/engine/src/plan/schedule.rs).
+    let spending = Spending::LogPower { start: (first as f64 / GROWTH / horizon).min(0.5), power: 0.7 };
     let mut looks = Vec::new();
     let (mut previous, mut n) = (0.0, first);
     while n <= until {

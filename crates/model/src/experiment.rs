@@ -167,8 +167,12 @@ pub enum LookDesign {
     /// that fit in the limits.
     Pocock,
     /// The same spending α evenly over the doublings of the rounds, from `--min-rounds`
-    /// to the horizon.
+    /// to the horizon (the default until issue #41).
     Logarithmic,
+    /// The logarithmic spending's share raised to the power 0.7: more of α in the first
+    /// doublings, where most comparisons decide, less in the last ones (the default since
+    /// issue #41; docs/statistics.md, *What the looks cost*).
+    LogarithmicFront,
 }
 
 impl LookDesign {
@@ -335,7 +339,7 @@ impl Default for Settings {
             max_time_s: 60.0,
             threshold: 0.01,
             confidence: 0.95,
-            looks: LookDesign::Logarithmic,
+            looks: LookDesign::LogarithmicFront,
             env_padding: true,
             mode: Mode::Wall,
             timeout_s: None,

@@ -35,6 +35,32 @@ pub enum Spending {
         /// t₀: the information fraction (0 < t₀ < 1) before which nothing is spent.
         start: f64,
     },
+    /// The logarithmic spending's share raised to a power p < 1:
+    /// α (ln(t / t₀) / ln(1 / t₀))ᵖ — more of α in the first doublings, where most
+    /// comparisons decide, less in the last ones, which only changes near the threshold
+    /// reach.
+    LogPower {
+        /// t₀: the information fraction (0 < t₀ < 1) before which nothing is spent.
+        start: f64,
+        /// p (0 < p ≤ 1; 1 is [`Spending::Logarithmic`]).
+        power: f64,
+    },
+    /// Logarithmic spending around a planned fixed size t₁ (the rounds a fixed-n test
+    /// at the pilot's noise would need): `early` · α evenly per doubling from t₀ to t₁,
+    /// `at_plan` · α more at t₁, and the rest evenly per doubling from t₁ to 1. Most of α
+    /// goes where a decision is likely, so the look at t₁ is nearly as narrow as a
+    /// fixed-size test's, while early looks still catch large changes and later ones
+    /// keep the horizon reachable (docs/statistics.md, *Planned from the pilot's noise*).
+    Planned {
+        /// t₀: nothing is spent before it.
+        start: f64,
+        /// t₁ (t₀ ≤ t₁ ≤ 1): the planned fixed size's information fraction.
+        plan: f64,
+        /// Share of α spent between t₀ and t₁.
+        early: f64,
+        /// Share of α spent at t₁.
+        at_plan: f64,
+    },
 }
 
 impl Spending {
@@ -49,6 +75,17 @@ impl Spending {
             Spending::OBrienFleming => 4.0 * (1.0 - standard_normal_cdf(normal_upper_quantile(alpha / 4.0) / t.sqrt())),
             Spending::Logarithmic { start } if t <= start => 0.0,
             Spending::Logarithmic { start } => alpha * (t / start).ln() / (1.0 / start).ln(),
+            Spending::LogPower { start, .. } if t <= start => 0.0,
+            Spending::LogPower { start, power } => alpha * ((t / start).ln() / (1.0 / start).ln()).powf(power),
+            Spending::Planned { start, .. } if t <= start => 0.0,
+            Spending::Planned { start, plan, early, .. } if t < plan => {
+                alpha * early * (t / start).ln() / (plan / start).ln()
+            }
+            Spending::Planned { .. } if t >= 1.0 => alpha,
+            Spending::Planned { plan, early, at_plan, .. } => {
+                let before = (early + at_plan).min(1.0);
+                alpha * (before + (1.0 - before) * (t / plan).ln() / (1.0 / plan).ln())
+            }
         }
         .min(alpha)
     }
@@ -194,6 +231,35 @@ fn continue_density(previous: Option<&Density>, t: f64, b: f64) -> Density {
     Density { t, points, weighted }
 }
 
+/// The per-round spread of a location estimate read off paired differences without
+/// regard to where they lie: Shamos's scale, median |dᵢ − dⱼ| over i < j divided by
+/// √2·Φ⁻¹(¾) (σ for normal data, 86 % efficient, robust to a few stalls), times √(π/3),
+/// Hodges–Lehmann's asymptotic spread per round relative to σ. Shift-invariant: it is
+/// the same whatever the true change, so a design sized by it does not depend on the
+/// comparison's answer (for normal rounds it is independent of the mean path, which is
+/// what the group-sequential boundaries need). None with fewer than 3 values.
+pub fn pilot_spread(d: &[f64]) -> Option<f64> {
+    let d: Vec<f64> = d.iter().copied().filter(|x| x.is_finite()).collect();
+    if d.len() < 3 {
+        return None;
+    }
+    let mut gaps: Vec<f64> =
+        d.iter().enumerate().flat_map(|(i, a)| d[i + 1..].iter().map(move |b| (a - b).abs())).collect();
+    gaps.sort_by(|a, b| a.total_cmp(b));
+    let m = gaps.len();
+    let median = if m % 2 == 1 { gaps[m / 2] } else { 0.5 * (gaps[m / 2 - 1] + gaps[m / 2]) };
+    Some(median / (std::f64::consts::SQRT_2 * 0.674_489_750_196_081_7) * (std::f64::consts::PI / 3.0).sqrt())
+}
+
+/// The rounds a single look at boundary `z` needs for an estimate of per-round spread
+/// `spread` to decide a margin `margin` (log scale) with power Φ(`z_power`): the interval's
+/// half-width z·spread/√n plus `z_power` standard errors of the estimate within the
+/// margin — the fixed-n size of an equivalence decision at no change, the hardest of
+/// the verdicts at a given noise (a change of twice the margin needs a quarter of it).
+pub fn rounds_to_decide(spread: f64, margin: f64, z: f64, z_power: f64) -> f64 {
+    ((z + z_power) * spread / margin).powi(2)
+}
+
 /// The two-sided nominal level of one look with boundary `c`: 2(1 − Φ(c)).
 pub fn nominal_alpha(c: f64) -> f64 {
     if c.is_infinite() {
@@ -271,6 +337,33 @@ mod tests {
         }
         // Whatever was spent on each statistic, the total is α: never more.
         assert!((switched.spent - 0.05).abs() < 1e-6, "{}", switched.spent);
+    }
+
+    #[test]
+    fn the_candidate_spendings_reach_alpha_and_keep_their_shares() {
+        let power = Spending::LogPower { start: 0.01, power: 0.5 };
+        assert_eq!(power.spent(0.05, 0.01), 0.0);
+        assert!((power.spent(0.05, 1.0) - 0.05).abs() < 1e-12);
+        // More in the first doubling than the logarithmic spending: (1/log₂100)^½ of α.
+        let first = power.spent(0.05, 0.02);
+        assert!(first > Spending::Logarithmic { start: 0.01 }.spent(0.05, 0.02));
+        assert!((first - 0.05 * (2f64.ln() / 100f64.ln()).sqrt()).abs() < 1e-12);
+        let planned = Spending::Planned { start: 0.01, plan: 0.04, early: 0.1, at_plan: 0.6 };
+        assert!((planned.spent(0.05, 0.02) - 0.05 * 0.1 * 0.5).abs() < 1e-12, "half the early share by t₀·2");
+        assert!((planned.spent(0.05, 0.04) - 0.05 * 0.7).abs() < 1e-12, "early + at_plan at t₁");
+        assert!((planned.spent(0.05, 0.2) - 0.05 * (0.7 + 0.3 * 0.5)).abs() < 1e-12, "half the rest by √(t₁)");
+        assert_eq!(planned.spent(0.05, 1.0), 0.05);
+    }
+
+    #[test]
+    fn the_pilot_spread_ignores_the_shift_and_sizes_a_fixed_test() {
+        let d = [0.004, -0.006, 0.011, -0.002, 0.0, 0.007];
+        let shifted: Vec<f64> = d.iter().map(|x| x + 0.05).collect();
+        let spread = pilot_spread(&d).unwrap();
+        assert!((spread - pilot_spread(&shifted).unwrap()).abs() < 1e-15);
+        assert_eq!(pilot_spread(&d[..2]), None);
+        // z = 1.96, power 80 %, spread 0.7 %, margin 1 %: ((1.96 + 0.84) · 0.7)² ≈ 3.85 rounds.
+        assert!((rounds_to_decide(0.007, 0.01, 1.96, 0.8416) - 3.846).abs() < 0.001);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use super::{deciding_metrics, verdict};
 use crate::plan::schedule::LookSchedule;
 use crate::plan::Plan;
-use perflab_model::{Comparison, Estimation, Estimator, Experiment, Learned, LookDesign, Promise, Settings, Verdict};
+use perflab_model::{Comparison, Estimation, Estimator, Experiment, Learned, Promise, Settings, Verdict};
 use perflab_stats::{estimator, normal_quantile_two_sided, signed_rank, summary};
 
 /// The first look at or after this many rounds chooses the estimator. Earlier looks use
@@ -127,8 +127,7 @@ fn chosen_again(rounds: u32, previous_look: u32) -> bool {
 /// z of the last look of the default design at `rounds` rounds with that horizon and
 /// `candidates` comparisons (what a decision at that many rounds would use).
 fn design_z(settings: &Settings, candidates: usize, rounds: u32) -> Option<f64> {
-    let mut looks =
-        LookSchedule::sequential(LookDesign::Logarithmic, settings.confidence, candidates, settings.min_rounds);
+    let mut looks = LookSchedule::sequential(settings.looks, settings.confidence, candidates, settings.min_rounds);
     let mut last = None;
     let mut n = settings.min_rounds.max(2);
     // Only the looks' rounds matter: jump from look to look instead of round by round.

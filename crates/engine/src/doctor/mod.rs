@@ -10,7 +10,7 @@
 pub mod calibration;
 
 use crate::plan::schedule::LookSchedule;
-use perflab_model::{Calibration, Experiment, LookDesign, Machine, Resolution, Settings};
+use perflab_model::{Calibration, Experiment, Machine, Resolution, Settings};
 use perflab_stats::summary;
 use serde::Serialize;
 use std::fs;
@@ -372,7 +372,7 @@ fn hodges_lehmann_se(sigma: f64, n: f64) -> f64 {
 /// horizon is `horizon` rounds (its default design, one candidate).
 fn look_z(rounds: u32, horizon: u32) -> Option<f64> {
     let settings = Settings::default();
-    let mut looks = LookSchedule::sequential(LookDesign::Logarithmic, settings.confidence, 1, settings.min_rounds);
+    let mut looks = LookSchedule::sequential(settings.looks, settings.confidence, 1, settings.min_rounds);
     let mut last = None;
     for n in 1..=rounds {
         if looks.is_look(n) {
@@ -406,7 +406,7 @@ pub fn rounds_for_effect(paired_sigma: f64, round_s: f64, effect: f64) -> Option
     let horizon = (Settings::default().max_time_s / round_s.max(1e-9)).floor() as u32;
     let target = (1.0 + effect).ln();
     let settings = Settings::default();
-    let mut looks = LookSchedule::sequential(LookDesign::Logarithmic, settings.confidence, 1, settings.min_rounds);
+    let mut looks = LookSchedule::sequential(settings.looks, settings.confidence, 1, settings.min_rounds);
     (1..=horizon).find(|&n| {
         looks.is_look(n)
             && looks.take_look(n, horizon).is_some_and(|level| {

@@ -519,15 +519,17 @@ mod tests {
         let mut log = Log::default();
         let e = run_experiment(&plan, &mut machine, &mut log).unwrap();
         assert_eq!(e.stop_reason, StopReason::Decided);
-        // Looks come at 6, 8, 10, … rounds; the first two spend too little α for a
-        // Wilcoxon interval of so few rounds (the smallest level 2/2ⁿ is not reached), 10 do.
-        assert_eq!(e.rounds, 10);
+        // Looks come at 6, 8, 10, … rounds; the first spends too little α for a Wilcoxon
+        // interval of 6 rounds (the smallest level 2/2⁶ is not reached); the front-loaded
+        // spending gives the second, at 8, ≈ 0.0097 ≥ 2/2⁸ (the logarithmic design's
+        // 0.0048 waited for 10).
+        assert_eq!(e.rounds, 8);
         assert_eq!(wall(&e).verdict, Verdict::Equivalent);
         assert_eq!(wall(&e).ratio, 1.0);
         // One warm-up round is run and reported, never recorded.
         assert_eq!(log.rounds.first(), Some(&(0, true)));
-        assert_eq!(log.rounds.iter().filter(|r| !r.1).map(|r| r.0).collect::<Vec<_>>(), (1..=10).collect::<Vec<_>>());
-        assert_eq!(log.runs.len(), 20, "warm-up runs are not observed");
+        assert_eq!(log.rounds.iter().filter(|r| !r.1).map(|r| r.0).collect::<Vec<_>>(), (1..=8).collect::<Vec<_>>());
+        assert_eq!(log.runs.len(), 16, "warm-up runs are not observed");
     }
 
     #[test]
@@ -817,9 +819,9 @@ mod tests {
         let e = run_experiment(&budget, machine, &mut heard).unwrap();
         let [promise] = heard.0.as_slice() else { panic!("{:?}", heard.0) };
         assert_eq!(e.promise.as_ref(), Some(promise));
-        // At the first look with an interval (10 rounds of 0.1 s): about 200 rounds fit in
+        // At the first look with an interval (8 rounds of 0.1 s): about 200 rounds fit in
         // 20 s, and 1.4 % paired noise gives ±(2.7 × 1.02 × 1.4 %/√200) ≈ ±0.3 % by then.
-        assert_eq!(promise.after_rounds, 10);
+        assert_eq!(promise.after_rounds, 8);
         assert!((180..=210).contains(&promise.rounds), "{promise:?}");
         assert!((0.0008..0.006).contains(&promise.resolution), "{promise:?}");
         assert!(promise.detectable > promise.resolution);
