@@ -128,6 +128,7 @@ mod tests {
                 reading: None,
                 layouts_to_decide: within.then_some(12),
             }],
+            auto: None,
         }
     }
 

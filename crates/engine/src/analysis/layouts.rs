@@ -28,7 +28,7 @@ pub const SPREAD_METRIC_FACT: &str = "layout_spread_metric";
 /// layouts dominate, the interval's half-width shrinks as 1/√L, so it leaves 1× behind
 /// (a real change) at L·(h/|d|)² or fits within ±threshold (no change) at
 /// L·(h/(T − |d|))², d the log ratio and h the half-width now; None past 1,024.
-fn layouts_to_decide(c: &Comparison, threshold: f64, layouts: usize) -> Option<usize> {
+pub(crate) fn layouts_to_decide(c: &Comparison, threshold: f64, layouts: usize) -> Option<usize> {
     let (d, h) = (c.ratio.ln().abs(), (c.ci_high.ln() - c.ci_low.ln()) / 2.0);
     let t = (1.0 + threshold).ln();
     let scale = |gap: f64| (gap > 0.0).then(|| (layouts as f64 * (h / gap).powi(2)).ceil());
@@ -212,6 +212,7 @@ pub fn analyze(plan: &Plan, experiment: &Experiment, level: f64) -> Option<Layou
         spread: fit.pooled_spread(),
         versions,
         contrasts,
+        auto: None,
     })
 }
 
