@@ -238,15 +238,11 @@ pub fn pair_stats(run: &PairRun, metric: &str) -> PairStats {
 
 /// Compare two versions across layouts chosen by the data: pairs from `runner` until the
 /// verdict is decided or `budget` ends; `names` are the versions' (baseline first). The
-/// experiment returned holds every pair's runs, the one comparison, and the layouts'
+/// settings (threshold, confidence, warm-up, the metric's direction) are the first pair's.
+/// The experiment returned holds every pair's runs, the one comparison, and the layouts'
 /// analysis with [`AutoLayouts`]. Errors of the runner before the first pair are returned;
 /// after it, the pairs measured are judged and the stop said.
-pub fn run<R: PairRunner>(
-    runner: &mut R,
-    budget: AutoBudget,
-    settings: &Settings,
-    names: (&str, &str),
-) -> Result<Experiment, R::Error> {
+pub fn run<R: PairRunner>(runner: &mut R, budget: AutoBudget, names: (&str, &str)) -> Result<Experiment, R::Error> {
     let mut runs: Vec<PairRun> = Vec::new();
     let mut stats: Vec<PairStats> = Vec::new();
     let mut metric: Option<String> = None;
@@ -257,7 +253,7 @@ pub fn run<R: PairRunner>(
         if stats.len() >= budget.max_layouts {
             break AutoStop::MaxLayouts;
         }
-        let warmup = runs.first().map_or(settings.warmup_rounds, |r| r.experiment.settings.warmup_rounds);
+        let warmup = runs.first().map_or(0, |r| r.experiment.settings.warmup_rounds);
         let plan = allocation(&stats, warmup);
         let cost = plan.build_s + (plan.next_rounds + warmup) as f64 * plan.round_s;
         if !stats.is_empty() && spent + cost > budget.max_time_s {
@@ -280,6 +276,7 @@ pub fn run<R: PairRunner>(
             break AutoStop::Stopped;
         }
         if stats.len() == look_at(next_look) {
+            let settings = &runs[0].experiment.settings;
             let c = judge(&stats, &m, look_level(next_look, settings.confidence), settings);
             next_look += 1;
             if c.verdict.is_decided() {
@@ -289,6 +286,9 @@ pub fn run<R: PairRunner>(
         }
     };
     let metric = metric.unwrap_or_else(|| perflab_model::metric::WALL.to_string());
+    // Only an error before the first pair leaves no run: returned above.
+    let settings = runs[0].experiment.settings.clone();
+    let settings = &settings;
     // The last look: the one taken, or the next one taken where the budget ended.
     let comparison = match decided {
         Some((c, _)) => c,
@@ -313,12 +313,11 @@ fn combine(
     metric: &str,
     spent: f64,
 ) -> Experiment {
-    let warmup = runs.first().map_or(settings.warmup_rounds, |r| r.experiment.settings.warmup_rounds);
-    let allocation = allocation(stats, warmup);
+    let allocation = allocation(stats, settings.warmup_rounds);
     let mut experiment = runs.first().map(|r| r.experiment.clone()).unwrap_or_default();
     experiment.commands.clear();
     experiment.warnings.clear();
-    experiment.settings = Settings { max_time_s: budget.max_time_s, ..settings.clone() };
+    experiment.settings = Settings { max_time_s: budget.max_time_s, fixed_rounds: None, ..settings.clone() };
     let mut versions = [
         LayoutVersion { name: names.0.to_string(), commands: vec![], seeds: vec![] },
         LayoutVersion { name: names.1.to_string(), commands: vec![], seeds: vec![] },
@@ -356,8 +355,11 @@ fn combine(
             experiment.commands.push(command);
         }
         round_offset += e.commands.iter().flat_map(|c| c.runs.iter().map(|r| r.round + 1)).max().unwrap_or(0);
+        // One warning of each kind of text: a busy machine is said once, with the first
+        // pair's figures, not once per pair.
         for w in &e.warnings {
-            if seen_warnings.insert(w.message.clone()) {
+            let shape: String = w.message.chars().filter(|c| !c.is_ascii_digit()).collect();
+            if seen_warnings.insert(shape) {
                 experiment.warnings.push(w.clone());
             }
         }
@@ -471,6 +473,7 @@ mod tests {
         ratio: f64,
         noise: Noise,
         build_s: f64,
+        threshold: f64,
         asked: Vec<u32>,
     }
 
@@ -482,6 +485,7 @@ mod tests {
                 ratio,
                 noise: Noise::gaussian(sigma),
                 build_s: 0.5,
+                threshold: Settings::default().threshold,
                 asked: vec![],
             }
         }
@@ -501,8 +505,12 @@ mod tests {
                     ..CommandSpec::bare(&format!("{name}@L{}", index + 1))
                 })
                 .collect();
-            let settings =
-                Settings { seed: index as u64 + 1, fixed_rounds: Some(rounds), ..Settings::default() };
+            let settings = Settings {
+                seed: index as u64 + 1,
+                fixed_rounds: Some(rounds),
+                threshold: self.threshold,
+                ..Settings::default()
+            };
             let plan = Plan::new(commands, settings, MeasureOptions::default(), Compared::fixed(vec![metric::WALL.into()]));
             let times = vec![0.05 * ua.exp(), 0.05 * self.ratio * ub.exp()];
             let mut sim = Simulated::new(index as u64 + 7, times, self.noise.clone());
@@ -561,7 +569,7 @@ mod tests {
     fn a_real_change_beyond_the_layouts_is_decided_with_more_layouts_and_few_rounds() {
         // Layouts move it ±2.5 %, the change is +3 %, the runs' own noise 1 %.
         let mut runner = SimulatedPairs::new(1, 0.025, 1.03, 0.01);
-        let e = run(&mut runner, budget(600.0), &Settings::default(), ("a", "b")).unwrap();
+        let e = run(&mut runner, budget(600.0), ("a", "b")).unwrap();
         let c = &e.comparisons[0];
         let auto = e.layouts.as_ref().unwrap().auto.as_ref().unwrap();
         assert_eq!((c.verdict, auto.stop, e.stop_reason), (Verdict::Slower, AutoStop::Decided, StopReason::Decided), "{c:?}");
@@ -581,7 +589,7 @@ mod tests {
     #[test]
     fn the_same_source_runs_to_the_budget_and_says_what_is_ruled_out() {
         let mut runner = SimulatedPairs::new(2, 0.025, 1.0, 0.01);
-        let e = run(&mut runner, budget(40.0), &Settings::default(), ("a", "b")).unwrap();
+        let e = run(&mut runner, budget(40.0), ("a", "b")).unwrap();
         let c = &e.comparisons[0];
         let analysis = e.layouts.as_ref().unwrap();
         let auto = analysis.auto.as_ref().unwrap();
@@ -593,16 +601,15 @@ mod tests {
         assert!(analysis.contrasts[0].layouts_to_decide.is_some_and(|n| n > auto.pairs.len()));
         // The layouts budget ends it the same way.
         let mut runner = SimulatedPairs::new(2, 0.025, 1.0, 0.01);
-        let few = run(&mut runner, AutoBudget { max_time_s: 600.0, max_layouts: 10 }, &Settings::default(), ("a", "b"))
-            .unwrap();
+        let few = run(&mut runner, AutoBudget { max_time_s: 600.0, max_layouts: 10 }, ("a", "b")).unwrap();
         assert_eq!((few.stop_reason, few.layouts.unwrap().auto.unwrap().pairs.len()), (StopReason::MaxLayouts, 10));
     }
 
     #[test]
     fn without_a_layout_effect_pairs_get_many_rounds_and_no_change_is_said() {
         let mut runner = SimulatedPairs::new(3, 0.0, 1.0, 0.01);
-        let settings = Settings { threshold: 0.02, ..Settings::default() };
-        let e = run(&mut runner, budget(600.0), &settings, ("a", "b")).unwrap();
+        runner.threshold = 0.02;
+        let e = run(&mut runner, budget(600.0), ("a", "b")).unwrap();
         assert_eq!(e.comparisons[0].verdict, Verdict::Equivalent, "{:?}", e.comparisons[0]);
         assert_eq!(e.layouts.as_ref().unwrap().contrasts[0].reading, Some(LayoutReading::NoChange));
         assert!(runner.asked[2..].iter().all(|&r| r > FIRST_ROUNDS), "{:?}", runner.asked);
@@ -621,9 +628,9 @@ mod tests {
             }
         }
         let mut first = Failing(SimulatedPairs::new(4, 0.02, 1.0, 0.01), 0);
-        assert_eq!(run(&mut first, budget(60.0), &Settings::default(), ("a", "b")).unwrap_err(), "building a@L1 failed");
+        assert_eq!(run(&mut first, budget(60.0), ("a", "b")).unwrap_err(), "building a@L1 failed");
         let mut later = Failing(SimulatedPairs::new(4, 0.02, 1.0, 0.01), 3);
-        let e = run(&mut later, budget(60.0), &Settings::default(), ("a", "b")).unwrap();
+        let e = run(&mut later, budget(60.0), ("a", "b")).unwrap();
         let auto = e.layouts.as_ref().unwrap().auto.as_ref().unwrap();
         assert_eq!((auto.stop, auto.pairs.len()), (AutoStop::Stopped, 3));
         assert_eq!(e.comparisons[0].verdict, Verdict::Inconclusive, "3 pairs cannot reach any look");

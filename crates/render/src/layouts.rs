@@ -27,9 +27,13 @@ pub fn judgement(analysis: &LayoutAnalysis, c: &Comparison) -> String {
     let within = contrast.is_some_and(|x| x.within_layout_noise);
     match c.verdict {
         _ if within => {
+            let recipe = |n: usize| match &analysis.auto {
+                Some(_) => format!("--layouts auto --max-layouts {n}, and the --max-time they take"),
+                None => format!("--layouts {n}"),
+            };
             let more = contrast
                 .and_then(|x| x.layouts_to_decide)
-                .map(|n| format!("; about {n} layouts per version would decide at this spread (--layouts {n})"))
+                .map(|n| format!("; about {n} layouts per version would decide at this spread ({})", recipe(n)))
                 .unwrap_or_default();
             format!(
                 "cannot yet be told from layout: between {} and {} (layouts included){more}",
@@ -58,6 +62,9 @@ pub fn judgement(analysis: &LayoutAnalysis, c: &Comparison) -> String {
 /// candidate the comparison with what it means. Empty without layouts.
 pub fn render(e: &Experiment) -> String {
     let Some(analysis) = &e.layouts else { return String::new() };
+    if analysis.auto.is_some() {
+        return render_auto(e, analysis);
+    }
     let mut out = String::new();
     for v in &analysis.versions {
         let levels: Vec<f64> = v.layouts.iter().map(|l| l.relative).collect();
@@ -89,6 +96,57 @@ pub fn render(e: &Experiment) -> String {
                 2 * analysis.versions.iter().map(|v| v.layouts.len()).max().unwrap_or(4)
             )));
         }
+    }
+    out
+}
+
+/// `--layouts auto`: the spread the pairs measured, the comparison with what it means,
+/// how the layouts were spent and, when the budget ended first, what is ruled out.
+fn render_auto(e: &Experiment, analysis: &LayoutAnalysis) -> String {
+    let Some(auto) = &analysis.auto else { return String::new() };
+    let mut out = String::new();
+    let pairs = auto.pairs.len();
+    let rounds: Vec<u32> = auto.pairs.iter().map(|p| p.rounds).collect();
+    let (fewest, most) = (rounds.iter().min().copied().unwrap_or(0), rounds.iter().max().copied().unwrap_or(0));
+    let each = if fewest == most { format!("{most}") } else { format!("{fewest}–{most}") };
+    out.push_str(&format!(
+        "layouts vary by {} (both versions pooled: {pairs} pairs of layouts, each pair in its own {each} rounds, {} rounds in all)\n",
+        spread_text(analysis.spread),
+        analysis.rounds
+    ));
+    for c in e.comparisons.iter().filter(|c| c.metric == analysis.metric) {
+        out.push_str(&format!(
+            "{} vs {} {} {}: {}\n",
+            escape(&c.candidate),
+            escape(&c.baseline),
+            format_ratio(c.ratio),
+            c.interval_text(3),
+            judgement(analysis, c)
+        ));
+    }
+    let share = analysis.contrasts.first().map_or(0.0, |x| x.layout_share);
+    let cache = if auto.cached > 0 { format!(", {} from the layout cache", auto.cached) } else { String::new() };
+    out.push_str(&dim(&format!(
+        "  layouts: {pairs} of each version in {:.0} s{cache} (budget {:.0} s, {} layouts); layouts are {:.0} % of a pair's variance, so a pair got {} rounds at the end (more layouts, fewer rounds, when layouts dominate)\n",
+        e.duration_s,
+        auto.max_time_s,
+        auto.max_layouts,
+        share * 100.0,
+        auto.next_rounds
+    )));
+    let decided = e.comparisons.iter().any(|c| c.metric == analysis.metric && c.verdict.is_decided());
+    if decided {
+        out.push_str(&format!("decided after {pairs} layouts of each version ({:.0} s)\n", e.duration_s));
+    } else {
+        let ruled_out = match auto.ruled_out_beyond {
+            Some((lo, hi)) => format!(
+                "ruled out: a change beyond {:+.1} % … {:+.1} % (layouts included)",
+                (lo - 1.0) * 100.0,
+                (hi - 1.0) * 100.0
+            ),
+            None => format!("nothing ruled out yet: {pairs} pairs of layouts cannot reach the level of a look (8 pairs are the first)"),
+        };
+        out.push_str(&format!("{} after {pairs} layouts of each version, undecided: {ruled_out}\n", auto.stop.as_str()));
     }
     out
 }

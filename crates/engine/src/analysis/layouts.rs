@@ -375,6 +375,101 @@ pub fn spread_warnings(experiment: &Experiment, known: &[perflab_model::LayoutSp
     out
 }
 
+/// A difference more than this many times the pilot's layout σ is far beyond any layout
+/// effect the pilot allows: said in one short line.
+const FAR_BEYOND_SPREADS: f64 = 10.0;
+
+/// The one-sided 95 % upper bound of the layout σ from a pilot's layouts: the pooled
+/// variance s² of the layouts' levels within versions on Σ(L_v − 1) degrees of freedom,
+/// s·√(df / χ²₀.₀₅(df)) — the runs' own noise left in (it only raises the bound). With 2 +
+/// 2 layouts (2 df) it is 4.4·s: a pilot bounds the spread only loosely. NaN without a
+/// degree of freedom.
+pub fn pilot_upper_spread(pilot: &LayoutAnalysis) -> f64 {
+    let (mut squares, mut df) = (0.0, 0usize);
+    for v in &pilot.versions {
+        let logs: Vec<f64> = v.layouts.iter().map(|l| l.relative.ln()).filter(|x| x.is_finite()).collect();
+        if logs.len() >= 2 {
+            let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+            squares += logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+            df += logs.len() - 1;
+        }
+    }
+    stats::sigma_upper_bound(squares, df, 0.95)
+}
+
+/// What a pilot of two layouts per version (`pilot`, an experiment with layouts) says of
+/// each comparison of `experiment` (one build per version): the spread it measured, and
+/// whether the difference is beyond what relinking alone moves the program — said
+/// whatever the size, in one short line when the difference is more than
+/// [`FAR_BEYOND_SPREADS`] times the spread and beyond its upper bound's reach.
+pub fn pilot_warnings(experiment: &Experiment, pilot: &Experiment) -> Vec<Warning> {
+    let Some(analysis) = &pilot.layouts else {
+        return vec![Warning::new(
+            WarningKind::Other,
+            "the layout pilot measured nothing usable (no round with a value from every layout): build each version several times with `--layouts auto` to know how much layout moves it",
+        )];
+    };
+    let (spread, upper) = (analysis.spread, pilot_upper_spread(analysis));
+    let program = |name: &str| {
+        experiment.commands.iter().find(|c| c.name == name).and_then(|c| c.argv.first()).map(|p| p.as_str())
+    };
+    let head = format!(
+        "layout pilot (2 layouts of each version, {} rounds): layouts move `{{kind}}` by ±{} % (at most ±{} % at 95 % from so few)",
+        analysis.rounds,
+        format_percent(spread * 100.0),
+        format_percent(upper * 100.0)
+    );
+    let mut out = Vec::new();
+    for c in experiment.comparisons.iter().filter(|c| c.metric == experiment.primary_metric) {
+        let (Some(base), Some(cand)) = (program(&c.baseline), program(&c.candidate)) else { continue };
+        if base == cand || !c.ratio.is_finite() {
+            continue;
+        }
+        let head = head.replace("{kind}", &perflab_model::LayoutSpread::program_kind(cand));
+        let d = c.ratio.ln().abs();
+        let size = format!("{} %", format_percent((c.ratio - 1.0) * 100.0));
+        let (reach, reach_upper) = (relink_reach(spread), relink_reach(upper));
+        let recipe = "decide with `--layouts auto` and the same --build (layouts added until it is known)";
+        let (kind, message) = if d > reach_upper && d > FAR_BEYOND_SPREADS * spread {
+            (WarningKind::Other, format!("{head}; `{}` vs `{}`: {size}, far beyond that", c.candidate, c.baseline))
+        } else if d > reach_upper {
+            (
+                WarningKind::Other,
+                format!(
+                    "{head}; `{}` vs `{}`: {size}, beyond what relinking alone moves it (two builds of one source differ by up to ±{} %, ±{} % at the bound)",
+                    c.candidate,
+                    c.baseline,
+                    format_percent(reach.exp_m1() * 100.0),
+                    format_percent(reach_upper.exp_m1() * 100.0)
+                ),
+            )
+        } else if d > reach {
+            (
+                WarningKind::Noisy,
+                format!(
+                    "{head}; `{}` vs `{}`: {size}, beyond the ±{} % two builds of one source differ by at that spread but not beyond the ±{} % its bound allows: {recipe}",
+                    c.candidate,
+                    c.baseline,
+                    format_percent(reach.exp_m1() * 100.0),
+                    format_percent(reach_upper.exp_m1() * 100.0)
+                ),
+            )
+        } else {
+            (
+                WarningKind::Noisy,
+                format!(
+                    "{head}; `{}` vs `{}`: {size}, within what relinking alone moves it (two builds of one source differ by up to ±{} %): it may be layout, not the change; {recipe}",
+                    c.candidate,
+                    c.baseline,
+                    format_percent(reach.exp_m1() * 100.0)
+                ),
+            )
+        };
+        out.push(Warning::new(kind, message));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
