@@ -306,9 +306,16 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
         Some(templates) => Some(expand_templates(templates, count, layout_base(&args))?),
         None => None,
     };
-    let args = match &layout_builds {
-        Some(builds) => args_for_builds(&args, builds, count as usize),
-        None => args,
+    let args = match (&layout_builds, &templates) {
+        (Some(builds), Some(templates)) => {
+            let mut expanded = args_for_builds(&args, builds, count as usize);
+            if args.layouts.is_none() {
+                // One layout each: the versions keep their own names.
+                expanded.names = templates.iter().map(|t| t.name.clone()).collect();
+            }
+            expanded
+        }
+        _ => args,
     };
     if let Some(builds) = &layout_builds {
         super::layouts::build(builds, &cache)?;

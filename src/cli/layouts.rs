@@ -214,7 +214,8 @@ pub fn auto(args: &CompareArgs, templates: &[Build], cache: &LayoutCache) -> Res
         base: layout_base(args),
         started: Instant::now(),
         budget,
-        quiet: args.export.style.hides_progress(args.experiment.runner.progress_hidden()),
+        // A line per pair, as the builds have, also into a log: only --no-progress hides them.
+        quiet: args.experiment.runner.no_progress,
         first_programs: Vec::new(),
     };
     layouts_auto::run(&mut pairs, budget, (&templates[0].name, &templates[1].name))

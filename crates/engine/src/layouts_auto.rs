@@ -26,7 +26,13 @@
 //! (B + W/R)(F + R·c)/T, least at R* = √(W·F ÷ (B·c)) — few rounds when layouts dominate
 //! (more layouts, fewer rounds each), many when they do not or builds are dear. B and W
 //! are estimated from the pairs so far (B = var(d) − mean W/R, W from each pair's rounds
-//! by their scaled MAD); the first two pairs get [`FIRST_ROUNDS`].
+//! by their scaled MAD); the first two pairs get [`FIRST_ROUNDS`]. Guarding against a B̂
+//! too small from few pairs (the costly mistake: too many rounds on too few layouts,
+//! where too few rounds only cost some efficiency): B is taken as at least half of
+//! var(d), a pair gets at most twice the most rounds any pair had, and no more than let
+//! the pairs up to the next look fit in what is left of `--max-time` (at least
+//! [`MIN_ROUNDS`]). A pair that would pass `--max-time` gets the rounds that fit, if at
+//! least [`MIN_ROUNDS`] do.
 
 use crate::analysis::layouts::{layouts_to_decide, LAYOUTS_FACT, LAYOUT_DOMINATES, SPREAD_FACT, SPREAD_METRIC_FACT};
 use crate::analysis::verdict;
@@ -159,24 +165,27 @@ pub fn allocation(pairs: &[PairStats], warmup: u32) -> Allocation {
     let round_variance = mean(&|p| p.round_variance);
     let build_s = mean(&|p| p.build_s);
     let round_s = mean(&|p| p.round_s);
-    let between = if pairs.len() >= 2 {
+    let var_d = if pairs.len() >= 2 {
         let d_mean = mean(&|p| p.log_ratio);
-        let var_d = pairs.iter().map(|p| (p.log_ratio - d_mean).powi(2)).sum::<f64>() / (n - 1.0);
-        (var_d - mean(&|p| p.within())).max(0.0)
+        pairs.iter().map(|p| (p.log_ratio - d_mean).powi(2)).sum::<f64>() / (n - 1.0)
     } else {
         f64::NAN
     };
+    let between = (var_d - mean(&|p| p.within())).max(0.0);
+    // What the rounds are chosen on: B̂, but at least half of var(d) (see the module's doc).
+    let between_for_rounds = between.max(var_d / 2.0);
+    let growth = 2 * pairs.iter().map(|p| p.rounds).max().unwrap_or(FIRST_ROUNDS).max(MIN_ROUNDS);
     let next_rounds = if pairs.len() < 2 {
         FIRST_ROUNDS
-    } else if between <= 0.0 || round_s <= 0.0 {
-        MAX_ROUNDS
+    } else if between_for_rounds <= 0.0 || round_s <= 0.0 {
+        MAX_ROUNDS.min(growth)
     } else {
         let fixed = build_s + warmup as f64 * round_s;
-        let best = (HL_VARIANCE_FACTOR * round_variance * fixed / (between * round_s)).sqrt();
+        let best = (HL_VARIANCE_FACTOR * round_variance * fixed / (between_for_rounds * round_s)).sqrt();
         if best.is_finite() {
-            (best.round() as u32).clamp(MIN_ROUNDS, MAX_ROUNDS)
+            (best.round() as u32).clamp(MIN_ROUNDS, MAX_ROUNDS.min(growth))
         } else {
-            MAX_ROUNDS
+            MAX_ROUNDS.min(growth)
         }
     };
     Allocation { between, round_variance, build_s, round_s, next_rounds }
@@ -255,11 +264,21 @@ pub fn run<R: PairRunner>(runner: &mut R, budget: AutoBudget, names: (&str, &str
         }
         let warmup = runs.first().map_or(0, |r| r.experiment.settings.warmup_rounds);
         let plan = allocation(&stats, warmup);
-        let cost = plan.build_s + (plan.next_rounds + warmup) as f64 * plan.round_s;
-        if !stats.is_empty() && spent + cost > budget.max_time_s {
-            break AutoStop::MaxTime;
+        let mut rounds = plan.next_rounds;
+        if !stats.is_empty() && plan.round_s > 0.0 {
+            let left = budget.max_time_s - spent;
+            let rounds_in = |seconds: f64| (seconds - plan.build_s) / plan.round_s - warmup as f64;
+            // The rounds that fit in what is left of --max-time, if enough do.
+            let fit = rounds_in(left).floor();
+            if fit < MIN_ROUNDS as f64 {
+                break AutoStop::MaxTime;
+            }
+            // No more than let the pairs up to the next look fit too.
+            let to_look = look_at(next_look).saturating_sub(stats.len()).max(1) as f64;
+            let look_fit = rounds_in(left / to_look).floor().max(MIN_ROUNDS as f64);
+            rounds = rounds.min(fit.min(look_fit).min(u32::MAX as f64) as u32);
         }
-        let run = match runner.run_pair(stats.len(), plan.next_rounds) {
+        let run = match runner.run_pair(stats.len(), rounds) {
             Ok(run) => run,
             Err(e) if runs.is_empty() => return Err(e),
             Err(_) => break AutoStop::Stopped,
@@ -549,14 +568,20 @@ mod tests {
         };
         assert_eq!(allocation(&[], 1).next_rounds, FIRST_ROUNDS);
         assert_eq!(allocation(&[pair(0.0, 1e-4, 1.0)], 1).next_rounds, FIRST_ROUNDS);
-        // Layouts dominate: d ±5 % apart, W = 10⁻⁴: B ≈ 5·10⁻³ − (π/3)·10⁻⁵; fixed cost
+        // Layouts dominate: d ±5 % apart, W = 10⁻⁴: B = 5·10⁻³ − (π/3)·10⁻⁵; fixed cost
         // 1 + 0.1 s, round 0.1 s: R* = √((π/3)·10⁻⁴·1.1/(B·0.1)) ≈ 0.48 → the floor.
         let dominated = allocation(&[pair(0.05, 1e-4, 1.0), pair(-0.05, 1e-4, 1.0)], 1);
         assert!((dominated.between - (0.005 - std::f64::consts::FRAC_PI_3 * 1e-5)).abs() < 1e-12, "{dominated:?}");
         assert_eq!(dominated.next_rounds, MIN_ROUNDS);
         // The runs' noise dominates (W = 10⁻², d only ±1 % apart) and builds are dear (5 s):
-        // B = 2·10⁻⁴ − (π/3)·10⁻³ < 0 → no layout effect seen: the most rounds.
-        assert_eq!(allocation(&[pair(0.01, 1e-2, 5.0), pair(-0.01, 1e-2, 5.0)], 1).next_rounds, MAX_ROUNDS);
+        // B̂ = 2·10⁻⁴ − (π/3)·10⁻³ < 0, taken as var(d)/2 = 10⁻⁴: R* = √((π/3)·10⁻²·5.1/
+        // (10⁻⁴·0.1)) ≈ 231 → at most twice the most a pair had (10): 20.
+        let noisy = allocation(&[pair(0.01, 1e-2, 5.0), pair(-0.01, 1e-2, 5.0)], 1);
+        assert_eq!((noisy.between, noisy.next_rounds), (0.0, 20), "{noisy:?}");
+        let long = PairStats { rounds: 50, ..pair(0.01, 1e-2, 5.0) };
+        assert_eq!(allocation(&[long, long], 1).next_rounds, MAX_ROUNDS, "and never more than the most");
+        // Identical pairs (var(d) = 0): nothing says layouts matter: the growth bound.
+        assert_eq!(allocation(&[pair(0.01, 1e-2, 5.0), pair(0.01, 1e-2, 5.0)], 1).next_rounds, 20);
         // In between: B = 2·(0.02)² − (π/3)·10⁻⁴ ≈ 6.95·10⁻⁴, W = 10⁻³, fixed 2.1 s, round 0.1 s:
         // R* = √((π/3)·10⁻³·2.1/(6.95·10⁻⁴·0.1)) ≈ 5.6 → 6.
         let middle = allocation(&[pair(0.02, 1e-3, 2.0), pair(-0.02, 1e-3, 2.0)], 1);

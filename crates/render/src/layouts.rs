@@ -220,4 +220,59 @@ mod tests {
         assert_eq!(note(&analysis(false), &same), "layouts ±1.3 %: no change beyond ±0.5 % (layouts included)");
         assert_eq!(render(&Experiment::default()), "");
     }
+
+    /// `--layouts auto`: the pooled spread, the comparison's reading, how the layouts were
+    /// spent and, undecided at the budget, what is ruled out.
+    #[test]
+    fn layouts_auto_says_what_was_decided_or_ruled_out() {
+        crate::color::init("never");
+        let pair = |rounds: u32| perflab_model::LayoutPair {
+            baseline_seed: 1,
+            candidate_seed: 2,
+            rounds,
+            ratio: 1.01,
+            build_s: 0.2,
+            elapsed_s: 1.0,
+        };
+        let mut a = analysis(true);
+        a.rounds = 62;
+        a.spread = 0.024;
+        a.contrasts[0].layouts_to_decide = Some(40);
+        a.auto = Some(perflab_model::AutoLayouts {
+            stop: perflab_model::AutoStop::MaxTime,
+            max_time_s: 120.0,
+            max_layouts: 64,
+            between_variance: 0.001,
+            round_variance: 0.0001,
+            build_s_per_pair: 0.4,
+            round_s: 0.1,
+            next_rounds: 5,
+            ruled_out_beyond: Some((0.981, 1.062)),
+            cached: 0,
+            pairs: [10, 10, 6, 5, 5, 5, 5, 5, 5, 6].map(pair).to_vec(),
+        });
+        let mut c = Comparison::example_slower("master", "v3");
+        (c.ratio, c.ci_low, c.ci_high, c.verdict) = (1.021, 0.981, 1.062, Verdict::Inconclusive);
+        let e = Experiment { layouts: Some(a.clone()), comparisons: vec![c], duration_s: 118.0, ..Experiment::default() };
+        let text = render(&e);
+        assert!(text.contains("layouts vary by ±2.4 % (both versions pooled: 10 pairs of layouts, each pair in its own 5–10 rounds, 62 rounds in all)"), "{text}");
+        assert!(text.contains("v3 vs master 1.021× [0.981 – 1.062]: cannot yet be told from layout: between -1.9 % and +6.2 % (layouts included); about 40 layouts per version would decide at this spread (--layouts auto --max-layouts 40, and the --max-time they take)"), "{text}");
+        assert!(text.contains("layouts: 10 of each version in 118 s (budget 120 s, 64 layouts)"), "{text}");
+        assert!(text.contains("--max-time reached after 10 layouts of each version, undecided: ruled out: a change beyond -1.9 % … +6.2 % (layouts included)"), "{text}");
+        // Decided: said so, nothing about what is ruled out.
+        let mut decided = a;
+        decided.contrasts[0].within_layout_noise = false;
+        if let Some(auto) = decided.auto.as_mut() {
+            (auto.stop, auto.ruled_out_beyond) = (perflab_model::AutoStop::Decided, None);
+        }
+        let e = Experiment {
+            layouts: Some(decided),
+            comparisons: vec![Comparison::example_slower("master", "v3")],
+            duration_s: 41.0,
+            ..Experiment::default()
+        };
+        let text = render(&e);
+        assert!(text.contains("decided after 10 layouts of each version (41 s)") && !text.contains("ruled out"), "{text}");
+        assert!(text.contains("a real change of"), "{text}");
+    }
 }

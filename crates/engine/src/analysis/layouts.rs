@@ -331,7 +331,7 @@ pub fn spread_warnings(experiment: &Experiment, known: &[perflab_model::LayoutSp
                     out.push(Warning::new(
                         WarningKind::Other,
                         format!(
-                            "`{}` vs `{}` differs by {} %, {size}; no layout spread was measured on this machine yet: build each version several times with `--layouts 8` to check (docs/suites.md, \"Code layouts\")",
+                            "`{}` vs `{}` differs by {} %, {size}; no layout spread was measured on this machine yet: give the build command (`--build CMD` with `{{layout}}`: a pilot of two layouts each says how much layout moves it) or decide with `--layouts auto --build CMD` (docs/suites.md, \"Code layouts\")",
                             c.candidate,
                             c.baseline,
                             format_percent((c.ratio - 1.0) * 100.0)
@@ -349,7 +349,7 @@ pub fn spread_warnings(experiment: &Experiment, known: &[perflab_model::LayoutSp
             out.push(Warning::new(
                 WarningKind::Noisy,
                 format!(
-                    "`{}` is {} than `{}` by {} %, within what relinking alone moves it: {whose}, so two builds of one source differ by up to ±{} % (95 %); check with `--layouts 8`, which compares the versions across their layouts (docs/suites.md, \"Code layouts\")",
+                    "`{}` is {} than `{}` by {} %, within what relinking alone moves it: {whose}, so two builds of one source differ by up to ±{} % (95 %); decide with `--layouts auto --build CMD`, which adds layouts until it is known (docs/suites.md, \"Code layouts\")",
                     c.candidate,
                     c.verdict.as_str(),
                     c.baseline,
@@ -586,7 +586,7 @@ mod tests {
         let w = spread_warnings(&e, &[spread("other", 0.001), spread("prog", 0.009)]);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].message.contains("`v3` is slower than `master` by 1.1 %, within what relinking alone moves it: layouts of `prog` vary by ±0.90 %"), "{}", w[0].message);
-        assert!(w[0].message.contains("up to ±2.5 % (95 %)") && w[0].message.contains("--layouts 8"));
+        assert!(w[0].message.contains("up to ±2.5 % (95 %)") && w[0].message.contains("--layouts auto --build CMD"));
         // Measured tighter than that: no doubt, but the answer about layout all the same.
         let clear = spread_warnings(&e, &[spread("prog", 0.002)]);
         assert!(clear[0].message.contains("beyond what relinking alone moves it: layouts of `prog` vary by ±0.20 %"), "{clear:?}");
@@ -599,10 +599,72 @@ mod tests {
         // … and about a large one too: every build comparison gets its answer.
         e.comparisons[0].ratio = 1.19;
         let large = spread_warnings(&e, &[]);
-        assert!(large[0].message.contains("differs by 19.0 %, more than layout usually moves") && large[0].message.contains("--layouts 8"), "{large:?}");
+        assert!(
+            large[0].message.contains("differs by 19.0 %, more than layout usually moves")
+                && large[0].message.contains("`--build CMD` with `{layout}`: a pilot")
+                && large[0].message.contains("--layouts auto"),
+            "{large:?}"
+        );
         // One program on both sides (an interpreter): layout does not enter.
         e.commands[1].argv[0] = "/b/master/prog".into();
         assert!(spread_warnings(&e, &[spread("prog", 0.009)]).is_empty());
+    }
+
+    /// The pilot's line against figures computed by hand. Two versions of two layouts,
+    /// levels ±1 % around each version's mean: s² = 4·(0.01)²/2 = 2·10⁻⁴ on 2 df, the
+    /// upper bound √(4·10⁻⁴/χ²₀.₀₅(2) = 0.1026) = 6.24 %; a spread of 1.2 % reaches
+    /// ±(e^(1.96·√2·1.2 %) − 1) = ±3.4 % between two builds, the bound ±18.9 %.
+    #[test]
+    fn the_pilot_says_the_spread_and_where_the_difference_lies() {
+        let command = |name: &str, program: &str| perflab_model::CommandResult {
+            name: name.into(),
+            argv: vec![program.into()],
+            command_line: program.into(),
+            parameters: Default::default(),
+            runs: vec![],
+            summary: Default::default(),
+        };
+        let mut e = perflab_model::Experiment::default();
+        e.commands = vec![command("master", "/b/m-11/prog"), command("v3", "/b/v3-21/prog")];
+        let mut c = Comparison::example_slower("master", "v3");
+        c.ratio = 1.25;
+        e.comparisons = vec![c];
+        let level = |l: &str, r: f64| LayoutLevel { command: l.into(), seed: 1, relative: r };
+        let version = |name: &str| VersionLayouts {
+            name: name.into(),
+            spread: 0.012,
+            layouts: vec![level("a", 0.01f64.exp()), level("b", (-0.01f64).exp())],
+        };
+        let pilot = perflab_model::Experiment {
+            layouts: Some(LayoutAnalysis {
+                metric: metric::WALL.into(),
+                rounds: 10,
+                run_sigma: 0.01,
+                spread: 0.012,
+                versions: vec![version("master"), version("v3")],
+                contrasts: vec![],
+                auto: None,
+            }),
+            ..Default::default()
+        };
+        assert!((pilot_upper_spread(pilot.layouts.as_ref().unwrap()) - 0.0624).abs() < 0.0005);
+        let far = pilot_warnings(&e, &pilot);
+        assert_eq!(far.len(), 1);
+        assert_eq!(
+            far[0].message,
+            "layout pilot (2 layouts of each version, 10 rounds): layouts move `prog` by ±1.2 % (at most ±6.2 % at 95 % from so few); `v3` vs `master`: 25.0 %, far beyond that"
+        );
+        // 2 %: within what relinking moves it at the estimate (±3.3 %): a doubt, with the recipe.
+        e.comparisons[0].ratio = 1.02;
+        let within = &pilot_warnings(&e, &pilot)[0];
+        assert_eq!(within.kind, WarningKind::Noisy);
+        assert!(within.message.contains("2.0 %, within what relinking alone moves it (two builds of one source differ by up to ±3.4 %)") && within.message.contains("--layouts auto"), "{}", within.message);
+        // 5 %: beyond the estimate's reach, not beyond the bound's (±18.9 %).
+        e.comparisons[0].ratio = 1.05;
+        let between = &pilot_warnings(&e, &pilot)[0];
+        assert!(between.message.contains("beyond the ±3.4 % two builds of one source differ by at that spread but not beyond the ±18.9 %"), "{}", between.message);
+        // A pilot without a usable round says so.
+        assert!(pilot_warnings(&e, &perflab_model::Experiment::default())[0].message.contains("measured nothing usable"));
     }
 
     #[test]
