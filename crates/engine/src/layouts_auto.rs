@@ -97,7 +97,7 @@ pub struct PairRun {
 /// and runs processes; tests simulate both.
 pub trait PairRunner {
     /// What stops the whole experiment (a build that fails, a command that cannot start).
-    type Error;
+    type Error: std::fmt::Display;
     /// Layout `index` (from 0) of both versions, measured in `rounds` rounds.
     fn run_pair(&mut self, index: usize, rounds: u32) -> Result<PairRun, Self::Error>;
 }
@@ -250,7 +250,8 @@ pub fn pair_stats(run: &PairRun, metric: &str) -> PairStats {
 /// settings (threshold, confidence, warm-up, the metric's direction) are the first pair's.
 /// The experiment returned holds every pair's runs, the one comparison, and the layouts'
 /// analysis with [`AutoLayouts`]. Errors of the runner before the first pair are returned;
-/// after it, the pairs measured are judged and the stop said.
+/// after it, the pairs measured are judged, and the experiment ends `command_failed` with
+/// the error as its failure (the exit code of a failed command).
 pub fn run<R: PairRunner>(runner: &mut R, budget: AutoBudget, names: (&str, &str)) -> Result<Experiment, R::Error> {
     let mut runs: Vec<PairRun> = Vec::new();
     let mut stats: Vec<PairStats> = Vec::new();
@@ -258,6 +259,7 @@ pub fn run<R: PairRunner>(runner: &mut R, budget: AutoBudget, names: (&str, &str
     let mut spent = 0.0;
     let mut next_look = 0;
     let mut decided: Option<(Comparison, usize)> = None;
+    let mut failure: Option<String> = None;
     let stop = loop {
         if stats.len() >= budget.max_layouts {
             break AutoStop::MaxLayouts;
@@ -281,7 +283,10 @@ pub fn run<R: PairRunner>(runner: &mut R, budget: AutoBudget, names: (&str, &str
         let run = match runner.run_pair(stats.len(), rounds) {
             Ok(run) => run,
             Err(e) if runs.is_empty() => return Err(e),
-            Err(_) => break AutoStop::Stopped,
+            Err(e) => {
+                failure = Some(format!("layout pair {}: {e}", stats.len() + 1));
+                break AutoStop::Stopped;
+            }
         };
         spent += run.elapsed_s;
         let m = metric.get_or_insert_with(|| run.experiment.primary_metric.clone()).clone();
@@ -316,7 +321,12 @@ pub fn run<R: PairRunner>(runner: &mut R, budget: AutoBudget, names: (&str, &str
             judge(&stats, &metric, look_level(k, settings.confidence), settings)
         }
     };
-    Ok(combine(runs, &stats, comparison, stop, budget, settings, names, &metric, spent))
+    let mut experiment = combine(runs, &stats, comparison, stop, budget, settings, names, &metric, spent);
+    if let Some(failure) = failure {
+        experiment.stop_reason = StopReason::CommandFailed;
+        experiment.failure = Some(failure);
+    }
+    Ok(experiment)
 }
 
 /// Every pair's runs in one experiment, with the comparison and the layouts' analysis.
@@ -658,6 +668,7 @@ mod tests {
         let e = run(&mut later, budget(60.0), ("a", "b")).unwrap();
         let auto = e.layouts.as_ref().unwrap().auto.as_ref().unwrap();
         assert_eq!((auto.stop, auto.pairs.len()), (AutoStop::Stopped, 3));
+        assert_eq!((e.stop_reason, e.failure.as_deref()), (StopReason::CommandFailed, Some("layout pair 4: building a@L4 failed")));
         assert_eq!(e.comparisons[0].verdict, Verdict::Inconclusive, "3 pairs cannot reach any look");
     }
 }
