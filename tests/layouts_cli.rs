@@ -179,7 +179,8 @@ fn bad_layout_arguments_are_usage_errors() {
     let (code, err) = run(&["--layouts", "auto", "-r", "5", "--build", &build, "-n", "a", "-n", "b", &cmd, &cmd]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--layouts auto chooses each pair's rounds itself"), "{err}");
-    let (code, err) = run(&["--layouts", "4", "--max-layouts", "8", "--build", &build, "-n", "a", "-n", "b", &cmd, &cmd]);
+    let (code, err) =
+        run(&["--layouts", "4", "--max-layouts", "8", "--build", &build, "-n", "a", "-n", "b", &cmd, &cmd]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--max-layouts is the budget of --layouts auto"), "{err}");
     let (code, err) = run(&["--build", &build, "-n", "a", "-n", "b", "true", &cmd]);
@@ -383,7 +384,11 @@ fn layouts_auto_decides_at_the_first_look_and_reuses_the_cached_layouts() {
     assert!(stderr.contains("perflab: layout pair 8 (large@L8 vs small@L8): 5 rounds"), "{stderr}");
     let json = json_of(&first.stdout);
     let c = &json["comparisons"][0];
-    assert_eq!((c["baseline"].as_str(), c["candidate"].as_str(), c["verdict"].as_str()), (Some("small"), Some("large"), Some("slower")), "{c}");
+    assert_eq!(
+        (c["baseline"].as_str(), c["candidate"].as_str(), c["verdict"].as_str()),
+        (Some("small"), Some("large"), Some("slower")),
+        "{c}"
+    );
     assert!(c["ci_low"].as_f64().unwrap() > 1.5, "{c}");
     assert!((c["p_value"].as_f64().unwrap() - 2.0 / 256.0).abs() < 1e-9, "every pair above 1: {c}");
     assert_eq!(json["stop_reason"], "decided");
@@ -423,7 +428,10 @@ fn layouts_auto_decides_at_the_first_look_and_reuses_the_cached_layouts() {
     let stderr = String::from_utf8_lossy(&fresh.stderr);
     assert_eq!(stderr.matches("perflab: building ").count(), 4, "{stderr}");
     let json = json_of(&fresh.stdout);
-    assert_eq!((json["stop_reason"].as_str(), json["layouts"]["auto"]["stop"].as_str()), (Some("max_layouts"), Some("max_layouts")));
+    assert_eq!(
+        (json["stop_reason"].as_str(), json["layouts"]["auto"]["stop"].as_str()),
+        (Some("max_layouts"), Some("max_layouts"))
+    );
     assert_eq!(json["comparisons"][0]["verdict"], "inconclusive", "2 pairs reach no look");
     let text = String::from_utf8_lossy(&fresh.stdout);
     assert!(!text.contains("ruled out: a change"), "no interval, nothing ruled out");
@@ -449,7 +457,10 @@ fn a_build_comparison_gets_a_layout_pilot() {
         .env("PERFLAB_DB", &db)
         .args(["compare", "--seed", "3", "-r", "6", "--no-progress", "--build", &build])
         .args(["-n", "small", "-n", "large"])
-        .args([&format!("{}/p-{{layout}}/prog 1 4", dir.path().display()), &format!("{}/p-{{layout}}/prog 1 40", dir.path().display())])
+        .args([
+            &format!("{}/p-{{layout}}/prog 1 4", dir.path().display()),
+            &format!("{}/p-{{layout}}/prog 1 40", dir.path().display()),
+        ])
         .assert()
         .success()
         .get_output()

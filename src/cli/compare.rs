@@ -589,7 +589,9 @@ fn auto_main(
         ));
     }
     if args.explain || args.explain_alloc.is_some() || args.csv.is_some() {
-        return Err(usage!("--layouts auto cannot be combined with --explain, --explain-alloc or --csv (use --layouts N)"));
+        return Err(usage!(
+            "--layouts auto cannot be combined with --explain, --explain-alloc or --csv (use --layouts N)"
+        ));
     }
     if args.experiment.rounds.is_some() {
         return Err(usage!("--layouts auto chooses each pair's rounds itself: drop --rounds (or use --layouts N)"));

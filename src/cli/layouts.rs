@@ -182,7 +182,12 @@ impl PairRunner for Pairs<'_> {
         let elapsed = started.elapsed().as_secs_f64();
         if !self.quiet {
             let ratio = layouts_auto::pair_stats(
-                &PairRun { experiment: experiment.clone(), build_s: built.seconds, cached: built.cached, elapsed_s: elapsed },
+                &PairRun {
+                    experiment: experiment.clone(),
+                    build_s: built.seconds,
+                    cached: built.cached,
+                    elapsed_s: elapsed,
+                },
                 &experiment.primary_metric,
             )
             .log_ratio

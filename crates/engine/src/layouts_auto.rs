@@ -403,7 +403,8 @@ fn combine(
         AutoStop::Stopped => runs.last().map_or(StopReason::Interrupted, |r| r.experiment.stop_reason),
     };
     let comparison = Comparison { baseline: names.0.to_string(), candidate: names.1.to_string(), ..comparison };
-    let within: f64 = if stats.is_empty() { f64::NAN } else { stats.iter().map(|p| p.within()).sum::<f64>() / stats.len() as f64 };
+    let within: f64 =
+        if stats.is_empty() { f64::NAN } else { stats.iter().map(|p| p.within()).sum::<f64>() / stats.len() as f64 };
     let layout_share = if allocation.between.is_finite() && allocation.between + within > 0.0 {
         allocation.between / (allocation.between + within)
     } else {
@@ -540,7 +541,8 @@ mod tests {
                 threshold: self.threshold,
                 ..Settings::default()
             };
-            let plan = Plan::new(commands, settings, MeasureOptions::default(), Compared::fixed(vec![metric::WALL.into()]));
+            let plan =
+                Plan::new(commands, settings, MeasureOptions::default(), Compared::fixed(vec![metric::WALL.into()]));
             let times = vec![0.05 * ua.exp(), 0.05 * self.ratio * ub.exp()];
             let mut sim = Simulated::new(index as u64 + 7, times, self.noise.clone());
             let experiment = run_experiment(&plan, &mut sim, &mut Quiet).map_err(|e| e.to_string())?;
@@ -607,7 +609,11 @@ mod tests {
         let e = run(&mut runner, budget(600.0), ("a", "b")).unwrap();
         let c = &e.comparisons[0];
         let auto = e.layouts.as_ref().unwrap().auto.as_ref().unwrap();
-        assert_eq!((c.verdict, auto.stop, e.stop_reason), (Verdict::Slower, AutoStop::Decided, StopReason::Decided), "{c:?}");
+        assert_eq!(
+            (c.verdict, auto.stop, e.stop_reason),
+            (Verdict::Slower, AutoStop::Decided, StopReason::Decided),
+            "{c:?}"
+        );
         assert!(c.ci_low > 1.0 && c.ci_low <= 1.03 && 1.03 <= c.ci_high, "{c:?}");
         assert_eq!(e.layouts.as_ref().unwrap().contrasts[0].reading, Some(LayoutReading::RealChange));
         // After the two first pairs, layouts dominate: fewer rounds, down to the floor.
@@ -628,7 +634,10 @@ mod tests {
         let c = &e.comparisons[0];
         let analysis = e.layouts.as_ref().unwrap();
         let auto = analysis.auto.as_ref().unwrap();
-        assert_eq!((c.verdict, auto.stop, e.stop_reason), (Verdict::Inconclusive, AutoStop::MaxTime, StopReason::MaxTime));
+        assert_eq!(
+            (c.verdict, auto.stop, e.stop_reason),
+            (Verdict::Inconclusive, AutoStop::MaxTime, StopReason::MaxTime)
+        );
         assert!(e.duration_s <= 40.0, "{}", e.duration_s);
         let (lo, hi) = auto.ruled_out_beyond.expect("an interval after 8 pairs and more");
         assert!(lo < 1.0 && 1.0 < hi && (lo, hi) == (c.ci_low, c.ci_high), "{lo} {hi}");
@@ -668,7 +677,10 @@ mod tests {
         let e = run(&mut later, budget(60.0), ("a", "b")).unwrap();
         let auto = e.layouts.as_ref().unwrap().auto.as_ref().unwrap();
         assert_eq!((auto.stop, auto.pairs.len()), (AutoStop::Stopped, 3));
-        assert_eq!((e.stop_reason, e.failure.as_deref()), (StopReason::CommandFailed, Some("layout pair 4: building a@L4 failed")));
+        assert_eq!(
+            (e.stop_reason, e.failure.as_deref()),
+            (StopReason::CommandFailed, Some("layout pair 4: building a@L4 failed"))
+        );
         assert_eq!(e.comparisons[0].verdict, Verdict::Inconclusive, "3 pairs cannot reach any look");
     }
 }

@@ -21,8 +21,7 @@ pub fn spread_text(sigma: f64) -> String {
 /// What the verdict means once layouts are counted, for a comparison across layouts:
 /// a real change, no change, or not yet told from layout — never one phrase for two.
 pub fn judgement(analysis: &LayoutAnalysis, c: &Comparison) -> String {
-    let contrast =
-        analysis.contrasts.iter().find(|x| x.candidate == c.candidate && x.baseline == c.baseline);
+    let contrast = analysis.contrasts.iter().find(|x| x.candidate == c.candidate && x.baseline == c.baseline);
     let change = |r: f64| format!("{:+.1} %", (r - 1.0) * 100.0);
     let within = contrast.is_some_and(|x| x.within_layout_noise);
     match c.verdict {
@@ -146,7 +145,10 @@ fn render_auto(e: &Experiment, analysis: &LayoutAnalysis) -> String {
             ),
             None => format!("nothing ruled out yet: {pairs} pairs of layouts cannot reach the level of a look (8 pairs are the first)"),
         };
-        out.push_str(&format!("{} after {pairs} layouts of each version, undecided: {ruled_out}\n", auto.stop.as_str()));
+        out.push_str(&format!(
+            "{} after {pairs} layouts of each version, undecided: {ruled_out}\n",
+            auto.stop.as_str()
+        ));
     }
     out
 }
@@ -253,7 +255,8 @@ mod tests {
         });
         let mut c = Comparison::example_slower("master", "v3");
         (c.ratio, c.ci_low, c.ci_high, c.verdict) = (1.021, 0.981, 1.062, Verdict::Inconclusive);
-        let e = Experiment { layouts: Some(a.clone()), comparisons: vec![c], duration_s: 118.0, ..Experiment::default() };
+        let e =
+            Experiment { layouts: Some(a.clone()), comparisons: vec![c], duration_s: 118.0, ..Experiment::default() };
         let text = render(&e);
         assert!(text.contains("layouts vary by ±2.4 % (both versions pooled: 10 pairs of layouts, each pair in its own 5–10 rounds, 62 rounds in all)"), "{text}");
         assert!(text.contains("v3 vs master 1.021× [0.981 – 1.062]: cannot yet be told from layout: between -1.9 % and +6.2 % (layouts included); about 40 layouts per version would decide at this spread (--layouts auto --max-layouts 40, and the --max-time they take)"), "{text}");
@@ -272,7 +275,10 @@ mod tests {
             ..Experiment::default()
         };
         let text = render(&e);
-        assert!(text.contains("decided after 10 layouts of each version (41 s)") && !text.contains("ruled out"), "{text}");
+        assert!(
+            text.contains("decided after 10 layouts of each version (41 s)") && !text.contains("ruled out"),
+            "{text}"
+        );
         assert!(text.contains("a real change of"), "{text}");
     }
 }

@@ -589,7 +589,10 @@ mod tests {
         assert!(w[0].message.contains("up to ±2.5 % (95 %)") && w[0].message.contains("--layouts auto --build CMD"));
         // Measured tighter than that: no doubt, but the answer about layout all the same.
         let clear = spread_warnings(&e, &[spread("prog", 0.002)]);
-        assert!(clear[0].message.contains("beyond what relinking alone moves it: layouts of `prog` vary by ±0.20 %"), "{clear:?}");
+        assert!(
+            clear[0].message.contains("beyond what relinking alone moves it: layouts of `prog` vary by ±0.20 %"),
+            "{clear:?}"
+        );
         // Another program's only: its median, said so.
         let other = spread_warnings(&e, &[spread("cc1", 0.01)]);
         assert!(other[0].message.contains("layouts of other programs vary by ±1.0 %"), "{other:?}");
@@ -658,13 +661,27 @@ mod tests {
         e.comparisons[0].ratio = 1.02;
         let within = &pilot_warnings(&e, &pilot)[0];
         assert_eq!(within.kind, WarningKind::Noisy);
-        assert!(within.message.contains("2.0 %, within what relinking alone moves it (two builds of one source differ by up to ±3.4 %)") && within.message.contains("--layouts auto"), "{}", within.message);
+        assert!(
+            within.message.contains(
+                "2.0 %, within what relinking alone moves it (two builds of one source differ by up to ±3.4 %)"
+            ) && within.message.contains("--layouts auto"),
+            "{}",
+            within.message
+        );
         // 5 %: beyond the estimate's reach, not beyond the bound's (±18.9 %).
         e.comparisons[0].ratio = 1.05;
         let between = &pilot_warnings(&e, &pilot)[0];
-        assert!(between.message.contains("beyond the ±3.4 % two builds of one source differ by at that spread but not beyond the ±18.9 %"), "{}", between.message);
+        assert!(
+            between.message.contains(
+                "beyond the ±3.4 % two builds of one source differ by at that spread but not beyond the ±18.9 %"
+            ),
+            "{}",
+            between.message
+        );
         // A pilot without a usable round says so.
-        assert!(pilot_warnings(&e, &perflab_model::Experiment::default())[0].message.contains("measured nothing usable"));
+        assert!(pilot_warnings(&e, &perflab_model::Experiment::default())[0]
+            .message
+            .contains("measured nothing usable"));
     }
 
     #[test]
