@@ -14,7 +14,10 @@
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+use std::collections::HashMap;
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::SystemTime;
 
 /// Where cached layouts live: `$PERFLAB_LAYOUT_CACHE`, else `$XDG_CACHE_HOME/perflab/layouts`,
 /// else `~/.cache/perflab/layouts`; None when none of these can be formed.
@@ -28,19 +31,37 @@ pub fn default_dir() -> Option<PathBuf> {
 }
 
 /// The cache, or none (`--no-layout-cache`, or no directory for it).
-#[derive(Debug, Clone)]
+#[derive(Debug, Default)]
 pub struct LayoutCache {
     dir: Option<PathBuf>,
+    /// Content hashes of the files keys named, by path, size and modification time: every
+    /// layout of a version names the same object files (an 8 MB `sqlite3.o` per key).
+    digests: Mutex<HashMap<PathBuf, (u64, Option<SystemTime>, Vec<u8>)>>,
 }
 
 impl LayoutCache {
     /// The cache at [`default_dir`], or a disabled one.
     pub fn open(disabled: bool) -> LayoutCache {
-        LayoutCache { dir: if disabled { None } else { default_dir() } }
+        LayoutCache { dir: if disabled { None } else { default_dir() }, ..LayoutCache::default() }
+    }
+
+    /// SHA-256 of a file's content, computed once per size and modification time.
+    fn digest(&self, path: &Path) -> Option<Vec<u8>> {
+        let meta = std::fs::metadata(path).ok()?;
+        let stamp = (meta.len(), meta.modified().ok());
+        let mut memo = self.digests.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((len, modified, digest)) = memo.get(path) {
+            if (*len, *modified) == stamp {
+                return Some(digest.clone());
+            }
+        }
+        let digest = Sha256::digest(std::fs::read(path).ok()?).to_vec();
+        memo.insert(path.to_path_buf(), (stamp.0, stamp.1, digest.clone()));
+        Some(digest)
     }
 
     /// The key of a layout built by `build` (seed substituted) into `program`.
-    pub fn key(build: &str, program: &Path) -> String {
+    pub fn key(&self, build: &str, program: &Path) -> String {
         let mut hash = Sha256::new();
         let mut part = |label: &str, bytes: &[u8]| {
             hash.update(label.as_bytes());
@@ -61,9 +82,9 @@ impl LayoutCache {
                     continue;
                 }
                 if path.is_file() {
-                    if let Ok(content) = std::fs::read(path) {
+                    if let Some(digest) = self.digest(path) {
                         part("file", absolute(path).to_string_lossy().as_bytes());
-                        part("content", &Sha256::digest(&content));
+                        part("content", &digest);
                     }
                 } else if path.is_dir() {
                     repositories.push(path.to_path_buf());
@@ -79,11 +100,12 @@ impl LayoutCache {
             for args in [&["rev-parse", "HEAD"][..], &["diff", "HEAD"]] {
                 part("git", git(&dir, args).unwrap_or_default().as_bytes());
             }
-            // Untracked files by content: `ls-files -s` lists only tracked ones' hashes.
+            // Untracked files by content: `git diff HEAD` does not show them.
             for name in git(&dir, &["ls-files", "--others", "--exclude-standard"]).unwrap_or_default().lines() {
-                if let Ok(content) = std::fs::read(Path::new(&top).join(name)) {
+                // `ls-files` names them from `dir`, where git ran.
+                if let Some(digest) = self.digest(&dir.join(name)) {
                     part("untracked", name.as_bytes());
-                    part("content", &Sha256::digest(&content));
+                    part("content", &digest);
                 }
             }
             seen.push(top);
@@ -159,20 +181,22 @@ mod tests {
         std::fs::write(&source, "int main(){return 0;}").unwrap();
         let program = dir.join("out-7");
         let build = |seed: u32| format!("cc -o {} {} -Wl,--seed={seed}", program.display(), source.display());
-        let key = LayoutCache::key(&build(7), &program);
-        assert_eq!(key, LayoutCache::key(&build(7), &program), "the same inputs, the same key");
-        assert_ne!(key, LayoutCache::key(&build(8), &program), "another seed");
-        std::fs::write(&source, "int main(){return 1;}").unwrap();
-        assert_ne!(key, LayoutCache::key(&build(7), &program), "the named source changed");
+        let cache = LayoutCache { dir: Some(dir.join("cache")), ..LayoutCache::default() };
+        let key = cache.key(&build(7), &program);
+        assert_eq!(key, cache.key(&build(7), &program), "the same inputs, the same key");
+        assert_ne!(key, cache.key(&build(8), &program), "another seed");
+        // A longer source: another size, so the memo of digests sees the change whatever
+        // the file system's time resolution.
+        std::fs::write(&source, "int main(){return 10;}").unwrap();
+        assert_ne!(key, cache.key(&build(7), &program), "the named source changed");
         // Stored and restored: the program comes back byte for byte.
-        let cache = LayoutCache { dir: Some(dir.join("cache")) };
         std::fs::write(&program, b"\x7fELF layout 7").unwrap();
         cache.store(&key, &program);
         std::fs::remove_file(&program).unwrap();
         assert!(cache.restore(&key, &program));
         assert_eq!(std::fs::read(&program).unwrap(), b"\x7fELF layout 7");
         assert!(!cache.restore("0000", &program), "an unknown key");
-        assert!(!LayoutCache { dir: None }.restore(&key, &program), "disabled");
+        assert!(!LayoutCache::default().restore(&key, &program), "disabled");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -44,7 +44,7 @@ pub fn build(builds: &[LayoutBuild], cache: &LayoutCache) -> Result<Built, Failu
         let Some(command) = &b.build.prepare else { continue };
         // Only a program whose path carries the seed is this layout's own file to keep.
         let program = program_of(b).filter(|p| p.to_string_lossy().contains(&b.seed.to_string()));
-        let key = program.as_ref().map(|p| LayoutCache::key(command, p));
+        let key = program.as_ref().map(|p| cache.key(command, p));
         if let (Some(key), Some(program)) = (&key, &program) {
             if cache.restore(key, program) {
                 built.cached += 1;
