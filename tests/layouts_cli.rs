@@ -18,9 +18,13 @@ use std::path::Path;
 fn perflab() -> Command {
     let mut cmd = Command::cargo_bin("perflab").unwrap();
     cmd.env("NO_COLOR", "1");
-    // Never the user's layout cache: one of this process's own (keys name the temporary
-    // directories, so tests never share an entry unless they mean to).
-    cmd.env("PERFLAB_LAYOUT_CACHE", std::env::temp_dir().join(format!("perflab-layout-cache-{}", std::process::id())));
+    // Never the user's layout cache: one of this process's own under cargo's directory for
+    // tests' files (keys name the temporary directories, so tests never share an entry
+    // unless they mean to).
+    cmd.env(
+        "PERFLAB_LAYOUT_CACHE",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-cache-{}", std::process::id())),
+    );
     cmd
 }
 
