@@ -18,6 +18,13 @@ use std::path::Path;
 fn perflab() -> Command {
     let mut cmd = Command::cargo_bin("perflab").unwrap();
     cmd.env("NO_COLOR", "1");
+    // Never the user's layout cache: one of this process's own under cargo's directory for
+    // tests' files (keys name the temporary directories, so tests never share an entry
+    // unless they mean to).
+    cmd.env(
+        "PERFLAB_LAYOUT_CACHE",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-cache-{}", std::process::id())),
+    );
     cmd
 }
 
@@ -29,7 +36,7 @@ fn toolchain() -> Option<()> {
             .output()
             .is_ok_and(|o| o.status.success());
         if !found {
-            eprintln!("SKIPPED: {tool} is not installed (scripts/test installs it)");
+            common::skip::skip(&format!("{tool} is not installed (scripts/test installs it)"));
             return None;
         }
     }
@@ -167,6 +174,22 @@ fn bad_layout_arguments_are_usage_errors() {
     let (code, err) = run(&["--layouts", "2", "--build", &build, &cmd, &cmd]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("two versions named"), "{err}");
+    let (code, err) = run(&["--layouts", "many", "--build", &build, &cmd, &cmd]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("expected a number of layouts or `auto`, got `many`"), "{err}");
+    let (code, err) = run(&["--layouts", "auto", "--build", &build, "-n", "a", "-n", "b", "-n", "c", &cmd, &cmd, &cmd]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--layouts auto compares two versions"), "{err}");
+    let (code, err) = run(&["--layouts", "auto", "-r", "5", "--build", &build, "-n", "a", "-n", "b", &cmd, &cmd]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--layouts auto chooses each pair's rounds itself"), "{err}");
+    let (code, err) =
+        run(&["--layouts", "4", "--max-layouts", "8", "--build", &build, "-n", "a", "-n", "b", &cmd, &cmd]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--max-layouts is the budget of --layouts auto"), "{err}");
+    let (code, err) = run(&["--build", &build, "-n", "a", "-n", "b", "true", &cmd]);
+    assert_eq!(code, Some(2), "--build alone checks its commands too: {err}");
+    assert!(err.contains("every command must name its layout's program with {layout}"), "{err}");
     // Nothing was built for any of them.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
@@ -332,4 +355,129 @@ fn bisect_across_layouts_finds_the_culprit() {
     assert!(steps.iter().any(|l| l.contains("→ good (layouts ±")), "{stdout}");
     assert!(steps.iter().all(|l| !l.contains("halfway")), "no halfway rule with layouts: {stdout}");
     assert_eq!(git(repo, &["worktree", "list"]).lines().count(), 1);
+}
+
+/// `--layouts auto` on a tenfold change (see `a_tenfold_change_is_slower_across_layouts`):
+/// every pair's ratio is far above 1, so the signed-rank interval on the pairs leaves 1×
+/// behind at the first look, after 8 pairs (all 8 ratios above 1: p = 2/2⁸ < 2.5 %, the
+/// first look's α) — whatever the load, unless a layout or the load moved a program ×5.
+/// Then the same comparison again: every layout comes from the cache, none is rebuilt,
+/// even after the programs were deleted.
+#[test]
+fn layouts_auto_decides_at_the_first_look_and_reuses_the_cached_layouts() {
+    let Some(()) = toolchain() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    // Run outside any git repository: the cache's key holds the working directory's
+    // commit and diff, which an edit of this repository while the test runs would change.
+    let run = || {
+        perflab()
+            .current_dir(dir.path())
+            .env("PERFLAB_LAYOUT_CACHE", cache.path())
+            .args(["compare", "--layouts", "auto", "--seed", "5", "--max-time", "10m", "--json", "-"])
+            .args(["--build", &build_command(dir.path(), "p", "")])
+            .args(["-n", "small", "-n", "large", &program(dir.path(), "p", "1 4"), &program(dir.path(), "p", "1 40")])
+            .assert()
+            .success()
+            .get_output()
+            .clone()
+    };
+    let first = run();
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(stderr.matches("perflab: building ").count(), 16, "8 pairs built: {stderr}");
+    assert!(stderr.contains("perflab: layout pair 8 (large@L8 vs small@L8): 5 rounds"), "{stderr}");
+    let json = json_of(&first.stdout);
+    let c = &json["comparisons"][0];
+    assert_eq!(
+        (c["baseline"].as_str(), c["candidate"].as_str(), c["verdict"].as_str()),
+        (Some("small"), Some("large"), Some("slower")),
+        "{c}"
+    );
+    assert!(c["ci_low"].as_f64().unwrap() > 1.5, "{c}");
+    assert!((c["p_value"].as_f64().unwrap() - 2.0 / 256.0).abs() < 1e-9, "every pair above 1: {c}");
+    assert_eq!(json["stop_reason"], "decided");
+    let auto = &json["layouts"]["auto"];
+    assert_eq!((auto["stop"].as_str(), auto["pairs"].as_array().unwrap().len()), (Some("decided"), 8), "{auto}");
+    // The first two pairs get 10 rounds; then each pair's rounds follow the variances.
+    let rounds: Vec<u64> = auto["pairs"].as_array().unwrap().iter().map(|p| p["rounds"].as_u64().unwrap()).collect();
+    assert_eq!(&rounds[..2], [10, 10], "{rounds:?}");
+    assert!(rounds[2..].iter().all(|&r| (5..=60).contains(&r)), "{rounds:?}");
+    assert_eq!(json["layouts"]["contrasts"][0]["reading"], "real_change");
+    assert_eq!(json["commands"].as_array().unwrap().len(), 16);
+
+    // Again, with every program deleted: all 16 come back from the cache.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        std::fs::remove_file(entry.unwrap().path()).unwrap();
+    }
+    let again = run();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(!stderr.contains("perflab: building "), "nothing rebuilt: {stderr}");
+    assert_eq!(stderr.matches("2 of 2 layouts from the layout cache").count(), 8, "{stderr}");
+    let json = json_of(&again.stdout);
+    assert_eq!(json["layouts"]["auto"]["cached"], 16);
+    assert_eq!(json["comparisons"][0]["verdict"], "slower");
+    let programs = std::fs::read_dir(dir.path()).unwrap().filter(|e| e.as_ref().unwrap().path().is_file()).count();
+    assert_eq!(programs, 16, "every program restored");
+    // --no-layout-cache builds afresh.
+    let fresh = perflab()
+        .current_dir(dir.path())
+        .env("PERFLAB_LAYOUT_CACHE", cache.path())
+        .args(["compare", "--layouts", "auto", "--no-layout-cache", "--seed", "5", "--max-layouts", "2", "--json", "-"])
+        .args(["--build", &build_command(dir.path(), "p", "")])
+        .args(["-n", "small", "-n", "large", &program(dir.path(), "p", "1 4"), &program(dir.path(), "p", "1 40")])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&fresh.stderr);
+    assert_eq!(stderr.matches("perflab: building ").count(), 4, "{stderr}");
+    let json = json_of(&fresh.stdout);
+    assert_eq!(
+        (json["stop_reason"].as_str(), json["layouts"]["auto"]["stop"].as_str()),
+        (Some("max_layouts"), Some("max_layouts"))
+    );
+    assert_eq!(json["comparisons"][0]["verdict"], "inconclusive", "2 pairs reach no look");
+    let text = String::from_utf8_lossy(&fresh.stdout);
+    assert!(!text.contains("ruled out: a change"), "no interval, nothing ruled out");
+}
+
+/// `--build` without `--layouts`: one layout of each version is compared, and with no
+/// spread of the program stored, a pilot of two layouts per version says how much layout
+/// moves it. A tenfold change is far beyond any layout effect: one short line.
+#[test]
+fn a_build_comparison_gets_a_layout_pilot() {
+    let Some(()) = toolchain() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    // The seed in a directory, the program's name the same in every layout (`prog`).
+    let build = format!(
+        "mkdir -p {0}/p-{{layout}} && gcc -O2 -ffunction-sections -falign-functions=1 -falign-loops=1 -fuse-ld=lld \
+         '-Wl,--shuffle-sections=*={{layout}}' -o {0}/p-{{layout}}/prog {1}",
+        dir.path().display(),
+        common::fixtures_dir().join("layout_loop.c").display()
+    );
+    let out = perflab()
+        .current_dir(dir.path())
+        .env("PERFLAB_DB", &db)
+        .args(["compare", "--seed", "3", "-r", "6", "--no-progress", "--build", &build])
+        .args(["-n", "small", "-n", "large"])
+        .args([
+            &format!("{}/p-{{layout}}/prog 1 4", dir.path().display()),
+            &format!("{}/p-{{layout}}/prog 1 40", dir.path().display()),
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("a pilot of 2 layouts of each version, 10 rounds"), "{stderr}");
+    // Layout 1 of each version built for the comparison, then layout 2 for the pilot.
+    assert_eq!(stderr.matches("perflab: building ").count(), 4, "{stderr}");
+    assert!(stderr.contains("2 of 4 layouts from the layout cache"), "the compared layouts reused: {stderr}");
+    let line = stdout.lines().find(|l| l.contains("layout pilot")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.contains("layout pilot (2 layouts of each version, 10 rounds): layouts move `prog` by ±"), "{line}");
+    assert!(line.contains("`large` vs `small`: ") && line.ends_with("far beyond that"), "{line}");
+    // The comparison itself is of one layout each, not across layouts.
+    assert!(!stdout.contains("across layouts"), "{stdout}");
 }

@@ -3,10 +3,23 @@
  * prepared statement, an index built, N/10 range queries through it, an update of a
  * tenth of the rows and a sort; the checksum printed keeps the compiler and SQLite
  * honest. Usage: sqlite_bench [N] (default 20000). Built with the amalgamation,
- * sqlite3.c, which scripts/eval-layouts takes from npm's better-sqlite3 package. */
+ * sqlite3.c, which scripts/eval-layouts takes from npm's better-sqlite3 package (or
+ * the libsqlite3-sys crate's copy). -DEXTRA_SPIN=K adds K dependent multiplies per row
+ * after the workload, a real change whose cost no layout moves (a latency-bound chain),
+ * for the power checks of scripts/eval-layouts-auto (issue #42). */
 #include <stdio.h>
 #include <stdlib.h>
 #include "sqlite3.h"
+
+#ifndef EXTRA_SPIN
+#define EXTRA_SPIN 0
+#endif
+
+__attribute__((noinline)) static unsigned long long extra_work(unsigned long long n) {
+    unsigned long long x = 88172645463325252ull;
+    for (unsigned long long i = 0; i < n; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return x;
+}
 
 static void check(int rc, sqlite3 *db, const char *what) {
     if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
@@ -53,6 +66,7 @@ int main(int argc, char **argv) {
     while (sqlite3_step(st) == SQLITE_ROW) sum += sqlite3_column_bytes(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
+    sum += (long long)(extra_work((unsigned long long)n * EXTRA_SPIN) & 1);
     printf("%lld\n", sum);
     return 0;
 }

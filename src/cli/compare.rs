@@ -71,16 +71,27 @@ pub struct CompareArgs {
     pub pairwise: bool,
     /// Build every command N times with different code layouts before the first round
     /// (--build, `{layout}` standing for each layout's seed) and compare the versions across
-    /// their layouts, with intervals that count how much layouts of the same source differ
-    /// (docs/suites.md, "Code layouts").
-    #[arg(long, value_name = "N", requires = "build")]
-    pub layouts: Option<u32>,
-    /// With --layouts: the shell command building one layout of a command's program,
-    /// `{layout}` its seed (lld/mold `--shuffle-sections`, `-falign-functions`, link order);
-    /// once for all commands or once per command. The commands name the program with
-    /// `{layout}` too.
-    #[arg(long = "build", value_name = "CMD", requires = "layouts")]
+    /// their layouts, with intervals that count how much layouts of the same source differ;
+    /// `auto`: add layouts a pair at a time until the verdict is decided or --max-time
+    /// (builds included) or --max-layouts ends (docs/suites.md, "Code layouts").
+    #[arg(long, value_name = "N|auto", requires = "build", value_parser = layout_count)]
+    pub layouts: Option<LayoutCount>,
+    /// With --layouts auto: the most layouts of each version (the layouts budget).
+    #[arg(long, value_name = "N", requires = "layouts",
+          help = format!("With --layouts auto: the most layouts of each version, the layouts budget [default: {}]",
+                         perflab_engine::layouts_auto::DEFAULT_MAX_LAYOUTS))]
+    pub max_layouts: Option<usize>,
+    /// The shell command building one layout of a command's program, `{layout}` its seed
+    /// (lld/mold `--shuffle-sections`, `-falign-functions`, link order); once for all
+    /// commands or once per command. The commands name the program with `{layout}` too.
+    /// Without --layouts: one layout each is compared, and a short pilot of two layouts
+    /// each says how much layout moves the program when no spread of it is stored.
+    #[arg(long = "build", value_name = "CMD")]
     pub build: Vec<String>,
+    /// Build every layout afresh instead of taking it from the layout cache
+    /// ($PERFLAB_LAYOUT_CACHE, else ~/.cache/perflab/layouts).
+    #[arg(long)]
+    pub no_layout_cache: bool,
     #[command(flatten)]
     pub export: ExportArgs,
     /// Write every run as CSV, row by row as they finish (`-` for stdout).
@@ -129,13 +140,33 @@ pub struct CompareArgs {
     pub save: SaveArgs,
 }
 
+/// How many layouts `--layouts` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayoutCount {
+    /// `--layouts N`: N layouts of each version, all run in every round.
+    Fixed(u32),
+    /// `--layouts auto`: as many as the verdict needs, within the budget.
+    Auto,
+}
+
+fn layout_count(text: &str) -> Result<LayoutCount, String> {
+    if text == "auto" {
+        return Ok(LayoutCount::Auto);
+    }
+    text.parse().map(LayoutCount::Fixed).map_err(|_| format!("expected a number of layouts or `auto`, got `{text}`"))
+}
+
+/// The seeds' base of the layouts when `--seed` is not given: fixed, so that the same
+/// commit gets the same layouts and the layout cache serves them to the next comparison.
+const DEFAULT_LAYOUT_BASE: u64 = 1;
+
 /// Turn the command line into a plan (everything checked before anything runs).
 pub fn plan_from_args(args: &CompareArgs) -> Result<Plan, Failure> {
     planned(args).map(|(plan, _)| plan)
 }
 
 /// The plan, and why its commands run through a shell nobody asked for (for a note).
-fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
+pub(super) fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
     if args.names.len() > args.commands.len() {
         return Err(usage!("{} --name given for {} commands", args.names.len(), args.commands.len()));
     }
@@ -260,13 +291,38 @@ fn planned(args: &CompareArgs) -> Result<(Plan, Option<ShellReason>), Failure> {
 /// `perflab compare`: plan, run with progress, CSV rows and the store watching; then the
 /// stored experiment, every file output, and last the terminal (see `render::export`).
 pub fn main(args: CompareArgs) -> Result<(), Failure> {
-    let (args, layout_builds) = expand_layouts(&args)?;
+    let templates = layout_templates(&args)?;
+    let cache = super::layout_cache::LayoutCache::open(args.no_layout_cache);
+    if let (Some(templates), Some(LayoutCount::Auto)) = (&templates, args.layouts) {
+        return auto_main(&args, templates, &cache);
+    }
+    let original = args.clone();
+    let count = match args.layouts {
+        Some(LayoutCount::Fixed(n)) => n,
+        _ => 1,
+    };
+    let layout_builds = match &templates {
+        Some(templates) => Some(expand_templates(templates, count, layout_base(&args))?),
+        None => None,
+    };
+    let args = match (&layout_builds, &templates) {
+        (Some(builds), Some(templates)) => {
+            let mut expanded = args_for_builds(&args, builds, count as usize);
+            if args.layouts.is_none() {
+                // One layout each: the versions keep their own names.
+                expanded.names = templates.iter().map(|t| t.name.clone()).collect();
+            }
+            expanded
+        }
+        _ => args,
+    };
     if let Some(builds) = &layout_builds {
-        super::layouts::build(builds)?;
+        super::layouts::build(builds, &cache)?;
     }
     let (plan, shell_reason) = planned(&args)?;
     let plan = match &layout_builds {
-        Some(builds) => super::layouts::attach(plan, builds)?,
+        Some(builds) if args.layouts.is_some() => super::layouts::attach(plan, builds)?,
+        Some(builds) => super::layouts::mark(plan, builds),
         None => plan,
     };
     if let Some(reason) = shell_reason {
@@ -312,7 +368,7 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
     };
     let mut experiment = experiment?;
     experiment.warnings.extend(threshold_warning(&args, &plan));
-    experiment.warnings.extend(layout_warnings(&args, &experiment));
+    experiment.warnings.extend(layout_warnings(&original, templates.as_deref(), &cache, &experiment)?);
     // Stored first, then the files, then the terminal: each on its own, so a failure of
     // one (a full disk, a closed stdout) loses none of the others.
     let saved = recorder.map(|recorder| finish_saving(recorder, &experiment));
@@ -367,19 +423,34 @@ fn threshold_warning(args: &CompareArgs, plan: &Plan) -> Option<Warning> {
     Some(Warning::new(WarningKind::Noisy, message))
 }
 
-/// `args` with each command repeated once per layout (its seed in place of `{layout}`),
-/// and those layouts' builds, not yet built; `args` as they are without `--layouts`.
-fn expand_layouts(
-    args: &CompareArgs,
-) -> Result<(CompareArgs, Option<Vec<perflab_suite::layouts::LayoutBuild>>), Failure> {
-    let Some(count) = args.layouts else { return Ok((args.clone(), None)) };
-    if count < 2 {
-        return Err(usage!("--layouts must be at least 2 (one layout per command is a plain comparison), got {count}"));
+/// The layout seeds' base: `--seed`, else [`DEFAULT_LAYOUT_BASE`].
+pub(super) fn layout_base(args: &CompareArgs) -> u64 {
+    args.experiment.seed.unwrap_or(DEFAULT_LAYOUT_BASE)
+}
+
+/// Each command as the template of its version's layouts (`{layout}` not yet replaced;
+/// its `--build` as the prepare command), checked; None without `--build`.
+pub(super) fn layout_templates(args: &CompareArgs) -> Result<Option<Vec<perflab_suite::Build>>, Failure> {
+    if args.build.is_empty() {
+        return Ok(None);
+    }
+    if let Some(LayoutCount::Fixed(count)) = args.layouts {
+        if count < 2 {
+            return Err(usage!(
+                "--layouts must be at least 2 (one layout per command is a plain comparison), got {count}"
+            ));
+        }
+    }
+    if args.max_layouts.is_some() && args.layouts != Some(LayoutCount::Auto) {
+        return Err(usage!("--max-layouts is the budget of --layouts auto: with --layouts N the layouts are N"));
+    }
+    if args.max_layouts.is_some_and(|m| m < 2) {
+        return Err(usage!("--max-layouts must be at least 2, got {}", args.max_layouts.unwrap_or(0)));
     }
     let n = args.commands.len();
     if args.reference.is_some() || !args.parameters.lists.is_empty() || !args.parameters.scans.is_empty() {
         return Err(usage!(
-            "--layouts cannot be combined with --reference or -L/-P parameters: give each version as a command"
+            "--build cannot be combined with --reference or -L/-P parameters: give each version as a command"
         ));
     }
     if args.build.len() != 1 && args.build.len() != n {
@@ -390,7 +461,7 @@ fn expand_layouts(
     }
     if let Some(c) = args.commands.iter().find(|c| !c.contains("{layout}")) {
         return Err(usage!(
-            "with --layouts every command must name its layout's program with {{layout}} (its seed), as --build makes it: `{c}` does not"
+            "with --build every command must name its layout's program with {{layout}} (its seed), as --build makes it: `{c}` does not"
         ));
     }
     let version_names: Vec<String> = args
@@ -401,19 +472,45 @@ fn expand_layouts(
         .collect();
     if let Some((i, name)) = version_names.iter().enumerate().find(|(i, n)| version_names[..*i].contains(n)) {
         return Err(usage!(
-            "with --layouts, two versions named `{name}` (command {} and an earlier one): their layouts would be pooled as one version; name each with -n",
+            "with --build, two versions named `{name}` (command {} and an earlier one): their layouts would be pooled as one version; name each with -n",
             i + 1
         ));
     }
-    let base = args.experiment.seed.unwrap_or_else(rand::random);
-    let mut builds = Vec::new();
-    for (i, command) in args.commands.iter().enumerate() {
-        let version = version_names[i].clone();
-        let build = args.build.get(i).unwrap_or(&args.build[0]);
-        let template = perflab_suite::Build { name: version, value: command.clone(), prepare: Some(build.clone()) };
-        builds.extend(perflab_suite::layouts::expand_build(&template, count, base)?);
+    Ok(Some(
+        args.commands
+            .iter()
+            .enumerate()
+            .map(|(i, command)| perflab_suite::Build {
+                name: version_names[i].clone(),
+                value: command.clone(),
+                prepare: Some(args.build.get(i).unwrap_or(&args.build[0]).clone()),
+            })
+            .collect(),
+    ))
+}
+
+/// `count` layouts of each version's template (the baseline's first), seeded from `base`.
+pub(super) fn expand_templates(
+    templates: &[perflab_suite::Build],
+    count: u32,
+    base: u64,
+) -> Result<Vec<perflab_suite::layouts::LayoutBuild>, Failure> {
+    // Not `expand_versions`: one layout each (a plain build comparison) is allowed here.
+    let mut out = Vec::new();
+    for t in templates {
+        out.extend(perflab_suite::layouts::expand_build(t, count, base)?);
     }
-    let per = count as usize;
+    Ok(out)
+}
+
+/// `args` with each command repeated once per layout of `builds` (`per` a version, its
+/// seed in place of `{layout}`), named after its layout, hooks likewise.
+pub(super) fn args_for_builds(
+    args: &CompareArgs,
+    builds: &[perflab_suite::layouts::LayoutBuild],
+    per: usize,
+) -> CompareArgs {
+    let n = args.commands.len();
     let repeat = |values: &[String]| -> Vec<String> {
         if values.len() == n && n > 1 {
             values.iter().flat_map(|v| std::iter::repeat_n(v.clone(), per)).collect()
@@ -432,26 +529,109 @@ fn expand_layouts(
     hooks.cleanup = repeat(&args.hooks.cleanup);
     for list in [&mut hooks.prepare, &mut hooks.conclude, &mut hooks.setup, &mut hooks.cleanup] {
         if list.len() == builds.len() {
-            for (hook, b) in list.iter_mut().zip(&builds) {
+            for (hook, b) in list.iter_mut().zip(builds) {
                 *hook = perflab_suite::layouts::substitute(hook, b.seed);
             }
+        } else if list.len() == 1 && builds.len() > 1 {
+            // One hook for every command: each layout's seed in its own copy.
+            let hook = list[0].clone();
+            *list = builds.iter().map(|b| perflab_suite::layouts::substitute(&hook, b.seed)).collect();
         }
     }
-    Ok((expanded, Some(builds)))
+    expanded
 }
 
-/// Doubts about verdicts between two builds that are within the layout spread measured
-/// on this machine (stored by earlier `--layouts` experiments), from the history database
-/// if there is one; never creates one.
-fn layout_warnings(args: &CompareArgs, experiment: &Experiment) -> Vec<Warning> {
+/// What is known about layout for a comparison of one build per version: the spreads
+/// stored on this machine (earlier layout experiments); with `--build` and none stored for
+/// the candidates' program, a pilot of two layouts per version says it; without
+/// `--build`, the general caveat with the recipe.
+fn layout_warnings(
+    args: &CompareArgs,
+    templates: Option<&[perflab_suite::Build]>,
+    cache: &super::layout_cache::LayoutCache,
+    experiment: &Experiment,
+) -> Result<Vec<Warning>, Failure> {
     if experiment.layouts.is_some() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let known = match args.save.db.open_existing() {
         Ok(mut store) => store.layout_spreads(&perflab_sys::machine::detect()).unwrap_or_default(),
         Err(_) => Vec::new(),
     };
-    perflab_engine::analysis::layouts::spread_warnings(experiment, &known)
+    if let Some(templates) = templates.filter(|t| t.len() >= 2) {
+        let kind = |c: &perflab_model::CommandResult| {
+            c.argv.first().map(|p| perflab_model::LayoutSpread::program_kind(p)).unwrap_or_default()
+        };
+        let stored = experiment.commands.iter().skip(1).all(|c| known.iter().any(|k| k.program == kind(c)));
+        let interrupted = matches!(
+            experiment.stop_reason,
+            perflab_model::StopReason::Interrupted | perflab_model::StopReason::CommandFailed
+        );
+        if !stored && !interrupted {
+            return super::layouts::pilot(args, templates, cache, experiment);
+        }
+    }
+    Ok(perflab_engine::analysis::layouts::spread_warnings(experiment, &known))
+}
+
+/// `--layouts auto`: pairs of layouts until the verdict is decided or the budget ends,
+/// then the outputs and the outcome as for any comparison.
+fn auto_main(
+    args: &CompareArgs,
+    templates: &[perflab_suite::Build],
+    cache: &super::layout_cache::LayoutCache,
+) -> Result<(), Failure> {
+    if args.commands.len() != 2 {
+        return Err(usage!(
+            "--layouts auto compares two versions: give a baseline and one candidate (--layouts N takes more), got {}",
+            args.commands.len()
+        ));
+    }
+    if args.explain || args.explain_alloc.is_some() || args.csv.is_some() {
+        return Err(usage!(
+            "--layouts auto cannot be combined with --explain, --explain-alloc or --csv (use --layouts N)"
+        ));
+    }
+    if args.experiment.rounds.is_some() {
+        return Err(usage!("--layouts auto chooses each pair's rounds itself: drop --rounds (or use --layouts N)"));
+    }
+    let style = args.export.style;
+    style.apply_colors();
+    let outputs = args.export.outputs(args.experiment.runner.json.as_deref(), |e: &Experiment| e)?;
+    let experiment = super::layouts::auto(args, templates, cache)?;
+    let saved = args.save.save.then(|| -> Result<(), Failure> {
+        let mut store = args.save.db.open()?;
+        let git_commit = current_git_commit();
+        let meta = Meta {
+            label: args.save.label.clone().unwrap_or_else(|| default_label(git_commit.as_deref())),
+            benchmark: args
+                .save
+                .bench
+                .clone()
+                .unwrap_or_else(|| templates.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(" vs ")),
+            git_commit,
+            source: "compare".into(),
+        };
+        store.save(&meta, &experiment)?;
+        eprintln!(
+            "saved `{}` as label `{}`",
+            render::terminal::escape(&meta.benchmark),
+            render::terminal::escape(&meta.label)
+        );
+        Ok(())
+    });
+    let stream = if outputs.stdout_taken() { Stream::Stderr } else { Stream::Stdout };
+    let terminal = Terminal { style: args.export.layout(table::width(stream)) };
+    let written = outputs.write(&experiment, style.shows_report().then_some(&terminal as _));
+    if !style.shows_report() {
+        for w in &experiment.warnings {
+            eprintln!("{}", color::yellow(&format!("warning: {}", render::escape_line(&w.message))));
+        }
+    }
+    saved.transpose()?;
+    written?;
+    super::outcome(&experiment, "rounds")?;
+    gate(args.fail_if_slower, &experiment)
 }
 
 /// A recorder committing each run of `plan` as it completes (`--save`).

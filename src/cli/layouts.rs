@@ -1,26 +1,76 @@
-//! `compare --layouts N --build CMD` once its commands are expanded (in `compare`): every
-//! layout built before the first round, and the plan's commands marked as the layouts of
-//! their versions, compared across them (docs/suites.md, "Code layouts").
+//! `compare --build CMD` once its commands are expanded (in `compare`): every layout built
+//! (or taken from the layout cache) before it is measured; with `--layouts N` the plan's
+//! commands marked as the layouts of their versions; `--layouts auto`'s pairs; and the
+//! pilot of two layouts per version that a plain build comparison gets (docs/suites.md,
+//! "Code layouts").
 
+use super::compare::{args_for_builds, expand_templates, layout_base, planned, CompareArgs, LayoutCount};
+use super::layout_cache::LayoutCache;
 use crate::error::Failure;
+use perflab_engine::experiment::{self, Quiet};
+use perflab_engine::layouts_auto::{self, AutoBudget, PairRun, PairRunner};
 use perflab_engine::plan::Plan;
+use perflab_model::{Experiment, Settings, Warning};
+use perflab_render::terminal::escape;
 use perflab_suite::layouts::{self as layouts, LayoutBuild};
+use perflab_suite::Build;
+use std::path::PathBuf;
+use std::time::Instant;
 
-/// Run every layout's build command (stderr says which), stopping at the first failure.
-pub fn build(builds: &[LayoutBuild]) -> Result<(), Failure> {
+/// Rounds of the pilot of a plain build comparison (two layouts of each version).
+pub const PILOT_ROUNDS: u32 = 10;
+
+/// What building some layouts cost.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Built {
+    /// Seconds spent in build commands.
+    pub seconds: f64,
+    /// Layouts copied from the cache instead.
+    pub cached: usize,
+}
+
+/// The program file a layout's command runs (its first word), when it names one.
+fn program_of(b: &LayoutBuild) -> Option<PathBuf> {
+    let words = shell_words::split(&b.build.value).ok()?;
+    let first = words.first()?;
+    first.contains('/').then(|| PathBuf::from(first))
+}
+
+/// Run every layout's build command (stderr says which), stopping at the first failure;
+/// a layout whose build inputs were built before is copied from `cache` instead.
+pub fn build(builds: &[LayoutBuild], cache: &LayoutCache) -> Result<Built, Failure> {
+    let mut built = Built::default();
     for (i, b) in builds.iter().enumerate() {
         let Some(command) = &b.build.prepare else { continue };
-        eprintln!(
-            "perflab: building {} ({}/{}): {}",
-            perflab_render::terminal::escape(&b.build.name),
-            i + 1,
-            builds.len(),
-            perflab_render::terminal::escape(command)
-        );
+        // Only a program whose path carries the seed is this layout's own file to keep.
+        let program = program_of(b).filter(|p| p.to_string_lossy().contains(&b.seed.to_string()));
+        let key = program.as_ref().map(|p| cache.key(command, p));
+        if let (Some(key), Some(program)) = (&key, &program) {
+            if cache.restore(key, program) {
+                built.cached += 1;
+                continue;
+            }
+        }
+        eprintln!("perflab: building {} ({}/{}): {}", escape(&b.build.name), i + 1, builds.len(), escape(command));
+        let started = Instant::now();
         perflab_sys::command::run_shell(command, None, false)
             .map_err(|e| Failure::CommandFailed(format!("building {} failed: {e}", b.build.name)))?;
+        built.seconds += started.elapsed().as_secs_f64();
+        if let (Some(key), Some(program)) = (&key, &program) {
+            if program.is_file() {
+                cache.store(key, program);
+            }
+        }
     }
-    Ok(())
+    if built.cached > 0 {
+        eprintln!(
+            "perflab: {} of {} layouts from the layout cache ({}; --no-layout-cache builds them afresh)",
+            built.cached,
+            builds.len(),
+            escape(&cache.dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default())
+        );
+    }
+    Ok(built)
 }
 
 /// The plan's commands marked as the layouts they are, compared as versions; the
@@ -33,7 +83,145 @@ pub fn attach(plan: Plan, builds: &[LayoutBuild]) -> Result<Plan, Failure> {
         programs.push(perflab_sys::command::resolve_program(&spec.argv[0])?.to_string_lossy().into_owned());
     }
     if let Some(note) = layouts::check_distinct(builds, &programs)? {
-        eprintln!("perflab: note: {}", perflab_render::terminal::escape(&note));
+        eprintln!("perflab: note: {}", escape(&note));
     }
     Ok(plan.with_layouts(Some(layouts::layouts_of(builds))))
+}
+
+/// The plan's commands marked with their version and layout seed, compared as commands
+/// (one layout each: a plain build comparison).
+pub fn mark(plan: Plan, builds: &[LayoutBuild]) -> Plan {
+    let mut plan = plan;
+    for (spec, b) in plan.commands.iter_mut().zip(builds) {
+        spec.parameters = perflab_model::Layouts::parameters(&b.version, b.seed);
+    }
+    plan
+}
+
+/// A plain build comparison's first answer about layout: two layouts of each version (the
+/// one compared and one more, both from the cache when built before) measured in
+/// [`PILOT_ROUNDS`] rounds, and what their spread says of `experiment`'s difference.
+pub fn pilot(
+    args: &CompareArgs,
+    templates: &[Build],
+    cache: &LayoutCache,
+    experiment: &Experiment,
+) -> Result<Vec<Warning>, Failure> {
+    let builds = expand_templates(templates, 2, layout_base(args))?;
+    let mut pilot_args = args_for_builds(args, &builds, 2);
+    pilot_args.layouts = Some(LayoutCount::Fixed(2));
+    pilot_args.experiment.rounds = Some(PILOT_ROUNDS);
+    pilot_args.experiment.max_time = None;
+    pilot_args.experiment.budget = None;
+    pilot_args.fail_if_slower = None;
+    eprintln!(
+        "perflab: no layout spread of this program is stored: a pilot of 2 layouts of each version, {PILOT_ROUNDS} rounds"
+    );
+    build(&builds, cache)?;
+    let (plan, _) = planned(&pilot_args)?;
+    let plan = attach(plan, &builds)?;
+    let measured = experiment::run(&plan, &mut Quiet)?;
+    Ok(perflab_engine::analysis::layouts::pilot_warnings(experiment, &measured))
+}
+
+/// The real pairs of `--layouts auto`: layout `index` of both versions built (or taken
+/// from the cache), then measured in their own interleaved rounds.
+struct Pairs<'a> {
+    args: &'a CompareArgs,
+    templates: &'a [Build],
+    cache: &'a LayoutCache,
+    base: u64,
+    started: Instant,
+    budget: AutoBudget,
+    quiet: bool,
+    first_programs: Vec<PathBuf>,
+}
+
+impl PairRunner for Pairs<'_> {
+    type Error = Failure;
+
+    fn run_pair(&mut self, index: usize, rounds: u32) -> Result<PairRun, Failure> {
+        let started = Instant::now();
+        let mut builds = Vec::new();
+        for t in self.templates {
+            let all = layouts::expand_build(t, index as u32 + 1, self.base)?;
+            builds.push(all[index].clone());
+        }
+        let built = build(&builds, self.cache)?;
+        let mut pair = args_for_builds(self.args, &builds, 1);
+        pair.layouts = None;
+        pair.experiment.rounds = Some(rounds);
+        pair.experiment.max_time = None;
+        pair.experiment.budget = None;
+        let (plan, _) = planned(&pair)?;
+        let plan = mark(plan, &builds);
+        // The second layout of a version must be another program than its first.
+        let programs: Vec<PathBuf> = plan
+            .commands
+            .iter()
+            .map(|c| perflab_sys::command::resolve_program(&c.argv[0]))
+            .collect::<Result<_, _>>()?;
+        if index == 0 {
+            self.first_programs = programs.clone();
+        } else if index == 1 {
+            for (v, (first, second)) in self.first_programs.iter().zip(&programs).enumerate() {
+                let read = |p: &PathBuf| std::fs::read(p).ok();
+                if first != second && first.is_file() && read(first) == read(second) {
+                    let name = &self.templates[v].name;
+                    return Err(perflab_suite::SuiteError::SameLayout {
+                        build: name.clone(),
+                        first: format!("{name}@L1"),
+                        second: format!("{name}@L2"),
+                        path: second.clone(),
+                    }
+                    .into());
+                }
+            }
+        }
+        let experiment = experiment::run(&plan, &mut Quiet)?;
+        let elapsed = started.elapsed().as_secs_f64();
+        if !self.quiet {
+            let ratio = layouts_auto::pair_stats(
+                &PairRun {
+                    experiment: experiment.clone(),
+                    build_s: built.seconds,
+                    cached: built.cached,
+                    elapsed_s: elapsed,
+                },
+                &experiment.primary_metric,
+            )
+            .log_ratio
+            .exp();
+            eprintln!(
+                "perflab: layout pair {} ({} vs {}): {} rounds, ratio {ratio:.4}; {:.0} s of {:.0} s",
+                index + 1,
+                escape(&builds[1].build.name),
+                escape(&builds[0].build.name),
+                experiment.rounds,
+                self.started.elapsed().as_secs_f64(),
+                self.budget.max_time_s
+            );
+        }
+        Ok(PairRun { experiment, build_s: built.seconds, cached: built.cached, elapsed_s: elapsed })
+    }
+}
+
+/// `--layouts auto`: the experiment of every pair, judged across them.
+pub fn auto(args: &CompareArgs, templates: &[Build], cache: &LayoutCache) -> Result<Experiment, Failure> {
+    let budget = AutoBudget {
+        max_time_s: args.experiment.budget.or(args.experiment.max_time).unwrap_or(Settings::default().max_time_s),
+        max_layouts: args.max_layouts.unwrap_or(layouts_auto::DEFAULT_MAX_LAYOUTS),
+    };
+    let mut pairs = Pairs {
+        args,
+        templates,
+        cache,
+        base: layout_base(args),
+        started: Instant::now(),
+        budget,
+        // A line per pair, as the builds have, also into a log: only --no-progress hides them.
+        quiet: args.experiment.runner.no_progress,
+        first_programs: Vec::new(),
+    };
+    layouts_auto::run(&mut pairs, budget, (&templates[0].name, &templates[1].name))
 }

@@ -7,6 +7,7 @@ pub mod args;
 pub mod compare;
 pub mod doctor;
 pub mod fleet;
+pub mod layout_cache;
 pub mod layouts;
 pub mod profile;
 pub mod run;

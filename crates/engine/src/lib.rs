@@ -17,5 +17,6 @@ pub mod executor;
 pub mod experiment;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
+pub mod layouts_auto;
 pub mod measure;
 pub mod plan;

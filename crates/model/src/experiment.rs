@@ -149,6 +149,8 @@ pub enum StopReason {
     /// Versions in several layouts (`--layouts N`): every undecided comparison's interval
     /// is set by how much the layouts differ, which more rounds cannot narrow.
     LayoutLimited,
+    /// `--layouts auto`: `--max-layouts` pairs of layouts were measured without a verdict.
+    MaxLayouts,
     /// The user interrupted it (Ctrl-C); the rounds measured so far are kept.
     Interrupted,
     /// A benchmarked command failed (`failure` says which and how).

@@ -84,6 +84,90 @@ pub struct LayoutAnalysis {
     /// Each candidate version against the baseline version: how much of the interval's
     /// width layouts account for.
     pub contrasts: Vec<LayoutContrast>,
+    /// With `--layouts auto`: the pairs of layouts measured, the rounds each got and why
+    /// the layouts stopped; None with `--layouts N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<AutoLayouts>,
+}
+
+/// `--layouts auto`: layouts added a pair at a time (one per version, measured in their own
+/// block of interleaved rounds) until the verdict was decided or the budget ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutoLayouts {
+    /// Why no more layouts were added.
+    pub stop: AutoStop,
+    /// The time budget (`--max-time`, seconds): builds and rounds together.
+    pub max_time_s: f64,
+    /// The layouts budget (`--max-layouts`, per version).
+    pub max_layouts: usize,
+    /// Variance of one pair's log ratio from layouts (2τ²: a layout of each version).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub between_variance: f64,
+    /// Variance of one round's log ratio within a pair (the runs' own noise; what one
+    /// more round per pair averages away).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub round_variance: f64,
+    /// Seconds of build a new pair cost on average (0 when every layout came from the cache).
+    pub build_s_per_pair: f64,
+    /// Seconds of one measured round of a pair, on average.
+    pub round_s: f64,
+    /// The rounds the next pair would have got: √(round variance × a pair's fixed cost ÷
+    /// (between variance × a round's cost)), within its bounds.
+    pub next_rounds: u32,
+    /// With an undecided verdict and an interval: the change ruled out, as ratios — the
+    /// interval across the layouts measured (layouts included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ruled_out_beyond: Option<(f64, f64)>,
+    /// Layouts reused from the build cache (not rebuilt).
+    #[serde(default)]
+    pub cached: usize,
+    /// Every pair, in the order measured.
+    pub pairs: Vec<LayoutPair>,
+}
+
+/// Why `--layouts auto` added no more layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutoStop {
+    /// The verdict was decided (a real change, or no change).
+    Decided,
+    /// `--max-time` would have been passed by one more pair.
+    MaxTime,
+    /// `--max-layouts` were measured.
+    MaxLayouts,
+    /// Interrupted (Ctrl-C) or a command failed: the pairs measured so far are kept.
+    Stopped,
+}
+
+impl AutoStop {
+    /// The words for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AutoStop::Decided => "decided",
+            AutoStop::MaxTime => "--max-time reached",
+            AutoStop::MaxLayouts => "--max-layouts reached",
+            AutoStop::Stopped => "stopped",
+        }
+    }
+}
+
+/// One pair of layouts of `--layouts auto`: a layout of the baseline and one of the
+/// candidate, measured in the same interleaved rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayoutPair {
+    /// The baseline layout's seed.
+    pub baseline_seed: u64,
+    /// The candidate layout's seed.
+    pub candidate_seed: u64,
+    /// Measured rounds (warm-up excluded) with a value from both.
+    pub rounds: u32,
+    /// exp(Hodges–Lehmann of the rounds' log ratios): this pair's candidate ÷ baseline.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub ratio: f64,
+    /// Seconds spent building its two layouts (0 when both came from the cache).
+    pub build_s: f64,
+    /// Seconds the pair took, builds included.
+    pub elapsed_s: f64,
 }
 
 /// One version's layouts.

@@ -21,15 +21,18 @@ pub fn spread_text(sigma: f64) -> String {
 /// What the verdict means once layouts are counted, for a comparison across layouts:
 /// a real change, no change, or not yet told from layout — never one phrase for two.
 pub fn judgement(analysis: &LayoutAnalysis, c: &Comparison) -> String {
-    let contrast =
-        analysis.contrasts.iter().find(|x| x.candidate == c.candidate && x.baseline == c.baseline);
+    let contrast = analysis.contrasts.iter().find(|x| x.candidate == c.candidate && x.baseline == c.baseline);
     let change = |r: f64| format!("{:+.1} %", (r - 1.0) * 100.0);
     let within = contrast.is_some_and(|x| x.within_layout_noise);
     match c.verdict {
         _ if within => {
+            let recipe = |n: usize| match &analysis.auto {
+                Some(_) => format!("--layouts auto --max-layouts {n}, and the --max-time they take"),
+                None => format!("--layouts {n}"),
+            };
             let more = contrast
                 .and_then(|x| x.layouts_to_decide)
-                .map(|n| format!("; about {n} layouts per version would decide at this spread (--layouts {n})"))
+                .map(|n| format!("; about {n} layouts per version would decide at this spread ({})", recipe(n)))
                 .unwrap_or_default();
             format!(
                 "cannot yet be told from layout: between {} and {} (layouts included){more}",
@@ -58,6 +61,9 @@ pub fn judgement(analysis: &LayoutAnalysis, c: &Comparison) -> String {
 /// candidate the comparison with what it means. Empty without layouts.
 pub fn render(e: &Experiment) -> String {
     let Some(analysis) = &e.layouts else { return String::new() };
+    if analysis.auto.is_some() {
+        return render_auto(e, analysis);
+    }
     let mut out = String::new();
     for v in &analysis.versions {
         let levels: Vec<f64> = v.layouts.iter().map(|l| l.relative).collect();
@@ -89,6 +95,60 @@ pub fn render(e: &Experiment) -> String {
                 2 * analysis.versions.iter().map(|v| v.layouts.len()).max().unwrap_or(4)
             )));
         }
+    }
+    out
+}
+
+/// `--layouts auto`: the spread the pairs measured, the comparison with what it means,
+/// how the layouts were spent and, when the budget ended first, what is ruled out.
+fn render_auto(e: &Experiment, analysis: &LayoutAnalysis) -> String {
+    let Some(auto) = &analysis.auto else { return String::new() };
+    let mut out = String::new();
+    let pairs = auto.pairs.len();
+    let rounds: Vec<u32> = auto.pairs.iter().map(|p| p.rounds).collect();
+    let (fewest, most) = (rounds.iter().min().copied().unwrap_or(0), rounds.iter().max().copied().unwrap_or(0));
+    let each = if fewest == most { format!("{most}") } else { format!("{fewest}–{most}") };
+    out.push_str(&format!(
+        "layouts vary by {} (both versions pooled: {pairs} pairs of layouts, each pair in its own {each} rounds, {} rounds in all)\n",
+        spread_text(analysis.spread),
+        analysis.rounds
+    ));
+    for c in e.comparisons.iter().filter(|c| c.metric == analysis.metric) {
+        out.push_str(&format!(
+            "{} vs {} {} {}: {}\n",
+            escape(&c.candidate),
+            escape(&c.baseline),
+            format_ratio(c.ratio),
+            c.interval_text(3),
+            judgement(analysis, c)
+        ));
+    }
+    let share = analysis.contrasts.first().map_or(0.0, |x| x.layout_share);
+    let cache = if auto.cached > 0 { format!(", {} from the layout cache", auto.cached) } else { String::new() };
+    out.push_str(&dim(&format!(
+        "  layouts: {pairs} of each version in {:.0} s{cache} (budget {:.0} s, {} layouts); layouts are {:.0} % of a pair's variance, so a pair got {} rounds at the end (more layouts, fewer rounds, when layouts dominate)\n",
+        e.duration_s,
+        auto.max_time_s,
+        auto.max_layouts,
+        share * 100.0,
+        auto.next_rounds
+    )));
+    let decided = e.comparisons.iter().any(|c| c.metric == analysis.metric && c.verdict.is_decided());
+    if decided {
+        out.push_str(&format!("decided after {pairs} layouts of each version ({:.0} s)\n", e.duration_s));
+    } else {
+        let ruled_out = match auto.ruled_out_beyond {
+            Some((lo, hi)) => format!(
+                "ruled out: a change beyond {:+.1} % … {:+.1} % (layouts included)",
+                (lo - 1.0) * 100.0,
+                (hi - 1.0) * 100.0
+            ),
+            None => format!("nothing ruled out yet: {pairs} pairs of layouts cannot reach the level of a look (8 pairs are the first)"),
+        };
+        out.push_str(&format!(
+            "{} after {pairs} layouts of each version, undecided: {ruled_out}\n",
+            auto.stop.as_str()
+        ));
     }
     out
 }
@@ -128,6 +188,7 @@ mod tests {
                 reading: None,
                 layouts_to_decide: within.then_some(12),
             }],
+            auto: None,
         }
     }
 
@@ -160,5 +221,64 @@ mod tests {
         (same.ratio, same.ci_low, same.ci_high, same.verdict) = (1.001, 0.995, 1.004, Verdict::Equivalent);
         assert_eq!(note(&analysis(false), &same), "layouts ±1.3 %: no change beyond ±0.5 % (layouts included)");
         assert_eq!(render(&Experiment::default()), "");
+    }
+
+    /// `--layouts auto`: the pooled spread, the comparison's reading, how the layouts were
+    /// spent and, undecided at the budget, what is ruled out.
+    #[test]
+    fn layouts_auto_says_what_was_decided_or_ruled_out() {
+        crate::color::init("never");
+        let pair = |rounds: u32| perflab_model::LayoutPair {
+            baseline_seed: 1,
+            candidate_seed: 2,
+            rounds,
+            ratio: 1.01,
+            build_s: 0.2,
+            elapsed_s: 1.0,
+        };
+        let mut a = analysis(true);
+        a.rounds = 62;
+        a.spread = 0.024;
+        a.contrasts[0].layouts_to_decide = Some(40);
+        a.auto = Some(perflab_model::AutoLayouts {
+            stop: perflab_model::AutoStop::MaxTime,
+            max_time_s: 120.0,
+            max_layouts: 64,
+            between_variance: 0.001,
+            round_variance: 0.0001,
+            build_s_per_pair: 0.4,
+            round_s: 0.1,
+            next_rounds: 5,
+            ruled_out_beyond: Some((0.981, 1.062)),
+            cached: 0,
+            pairs: [10, 10, 6, 5, 5, 5, 5, 5, 5, 6].map(pair).to_vec(),
+        });
+        let mut c = Comparison::example_slower("master", "v3");
+        (c.ratio, c.ci_low, c.ci_high, c.verdict) = (1.021, 0.981, 1.062, Verdict::Inconclusive);
+        let e =
+            Experiment { layouts: Some(a.clone()), comparisons: vec![c], duration_s: 118.0, ..Experiment::default() };
+        let text = render(&e);
+        assert!(text.contains("layouts vary by ±2.4 % (both versions pooled: 10 pairs of layouts, each pair in its own 5–10 rounds, 62 rounds in all)"), "{text}");
+        assert!(text.contains("v3 vs master 1.021× [0.981 – 1.062]: cannot yet be told from layout: between -1.9 % and +6.2 % (layouts included); about 40 layouts per version would decide at this spread (--layouts auto --max-layouts 40, and the --max-time they take)"), "{text}");
+        assert!(text.contains("layouts: 10 of each version in 118 s (budget 120 s, 64 layouts)"), "{text}");
+        assert!(text.contains("--max-time reached after 10 layouts of each version, undecided: ruled out: a change beyond -1.9 % … +6.2 % (layouts included)"), "{text}");
+        // Decided: said so, nothing about what is ruled out.
+        let mut decided = a;
+        decided.contrasts[0].within_layout_noise = false;
+        if let Some(auto) = decided.auto.as_mut() {
+            (auto.stop, auto.ruled_out_beyond) = (perflab_model::AutoStop::Decided, None);
+        }
+        let e = Experiment {
+            layouts: Some(decided),
+            comparisons: vec![Comparison::example_slower("master", "v3")],
+            duration_s: 41.0,
+            ..Experiment::default()
+        };
+        let text = render(&e);
+        assert!(
+            text.contains("decided after 10 layouts of each version (41 s)") && !text.contains("ruled out"),
+            "{text}"
+        );
+        assert!(text.contains("a real change of"), "{text}");
     }
 }

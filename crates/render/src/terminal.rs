@@ -23,6 +23,7 @@ fn stop_text(reason: StopReason) -> &'static str {
         StopReason::MaxTime => "--max-time reached",
         StopReason::PlannedRounds => "the rounds planned for --max-time were run",
         StopReason::LayoutLimited => "the layouts' spread, not the rounds, limits every interval left",
+        StopReason::MaxLayouts => "--max-layouts reached",
         StopReason::Interrupted => "interrupted",
         StopReason::CommandFailed => "a command failed",
     }

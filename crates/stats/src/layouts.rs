@@ -227,6 +227,18 @@ pub fn fit_means(versions: &[Vec<Vec<f64>>]) -> Option<LayoutFit> {
     })
 }
 
+/// The one-sided `level` upper confidence bound of a normal σ from `squares`, the sum of
+/// squared deviations on `df` degrees of freedom: √(squares / χ²₁₋ₗₑᵥₑₗ(df)). NaN without a
+/// degree of freedom.
+pub fn sigma_upper_bound(squares: f64, df: usize, level: f64) -> f64 {
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
+    if df == 0 {
+        return f64::NAN;
+    }
+    let q = ChiSquared::new(df as f64).map_or(f64::NAN, |c| c.inverse_cdf(1.0 - level));
+    (squares / q).sqrt()
+}
+
 /// One version against another across their layouts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LayoutContrast {

@@ -28,7 +28,7 @@ pub const SPREAD_METRIC_FACT: &str = "layout_spread_metric";
 /// layouts dominate, the interval's half-width shrinks as 1/√L, so it leaves 1× behind
 /// (a real change) at L·(h/|d|)² or fits within ±threshold (no change) at
 /// L·(h/(T − |d|))², d the log ratio and h the half-width now; None past 1,024.
-fn layouts_to_decide(c: &Comparison, threshold: f64, layouts: usize) -> Option<usize> {
+pub(crate) fn layouts_to_decide(c: &Comparison, threshold: f64, layouts: usize) -> Option<usize> {
     let (d, h) = (c.ratio.ln().abs(), (c.ci_high.ln() - c.ci_low.ln()) / 2.0);
     let t = (1.0 + threshold).ln();
     let scale = |gap: f64| (gap > 0.0).then(|| (layouts as f64 * (h / gap).powi(2)).ceil());
@@ -212,6 +212,7 @@ pub fn analyze(plan: &Plan, experiment: &Experiment, level: f64) -> Option<Layou
         spread: fit.pooled_spread(),
         versions,
         contrasts,
+        auto: None,
     })
 }
 
@@ -330,7 +331,7 @@ pub fn spread_warnings(experiment: &Experiment, known: &[perflab_model::LayoutSp
                     out.push(Warning::new(
                         WarningKind::Other,
                         format!(
-                            "`{}` vs `{}` differs by {} %, {size}; no layout spread was measured on this machine yet: build each version several times with `--layouts 8` to check (docs/suites.md, \"Code layouts\")",
+                            "`{}` vs `{}` differs by {} %, {size}; no layout spread was measured on this machine yet: give the build command (`--build CMD` with `{{layout}}`: a pilot of two layouts each says how much layout moves it) or decide with `--layouts auto --build CMD` (docs/suites.md, \"Code layouts\")",
                             c.candidate,
                             c.baseline,
                             format_percent((c.ratio - 1.0) * 100.0)
@@ -348,7 +349,7 @@ pub fn spread_warnings(experiment: &Experiment, known: &[perflab_model::LayoutSp
             out.push(Warning::new(
                 WarningKind::Noisy,
                 format!(
-                    "`{}` is {} than `{}` by {} %, within what relinking alone moves it: {whose}, so two builds of one source differ by up to ±{} % (95 %); check with `--layouts 8`, which compares the versions across their layouts (docs/suites.md, \"Code layouts\")",
+                    "`{}` is {} than `{}` by {} %, within what relinking alone moves it: {whose}, so two builds of one source differ by up to ±{} % (95 %); decide with `--layouts auto --build CMD`, which adds layouts until it is known (docs/suites.md, \"Code layouts\")",
                     c.candidate,
                     c.verdict.as_str(),
                     c.baseline,
@@ -370,6 +371,101 @@ pub fn spread_warnings(experiment: &Experiment, known: &[perflab_model::LayoutSp
                 ),
             ));
         }
+    }
+    out
+}
+
+/// A difference more than this many times the pilot's layout σ is far beyond any layout
+/// effect the pilot allows: said in one short line.
+const FAR_BEYOND_SPREADS: f64 = 10.0;
+
+/// The one-sided 95 % upper bound of the layout σ from a pilot's layouts: the pooled
+/// variance s² of the layouts' levels within versions on Σ(L_v − 1) degrees of freedom,
+/// s·√(df / χ²₀.₀₅(df)) — the runs' own noise left in (it only raises the bound). With 2 +
+/// 2 layouts (2 df) it is 4.4·s: a pilot bounds the spread only loosely. NaN without a
+/// degree of freedom.
+pub fn pilot_upper_spread(pilot: &LayoutAnalysis) -> f64 {
+    let (mut squares, mut df) = (0.0, 0usize);
+    for v in &pilot.versions {
+        let logs: Vec<f64> = v.layouts.iter().map(|l| l.relative.ln()).filter(|x| x.is_finite()).collect();
+        if logs.len() >= 2 {
+            let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+            squares += logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+            df += logs.len() - 1;
+        }
+    }
+    stats::sigma_upper_bound(squares, df, 0.95)
+}
+
+/// What a pilot of two layouts per version (`pilot`, an experiment with layouts) says of
+/// each comparison of `experiment` (one build per version): the spread it measured, and
+/// whether the difference is beyond what relinking alone moves the program — said
+/// whatever the size, in one short line when the difference is more than
+/// [`FAR_BEYOND_SPREADS`] times the spread and beyond its upper bound's reach.
+pub fn pilot_warnings(experiment: &Experiment, pilot: &Experiment) -> Vec<Warning> {
+    let Some(analysis) = &pilot.layouts else {
+        return vec![Warning::new(
+            WarningKind::Other,
+            "the layout pilot measured nothing usable (no round with a value from every layout): build each version several times with `--layouts auto` to know how much layout moves it",
+        )];
+    };
+    let (spread, upper) = (analysis.spread, pilot_upper_spread(analysis));
+    let program = |name: &str| {
+        experiment.commands.iter().find(|c| c.name == name).and_then(|c| c.argv.first()).map(|p| p.as_str())
+    };
+    let head = format!(
+        "layout pilot (2 layouts of each version, {} rounds): layouts move `{{kind}}` by ±{} % (at most ±{} % at 95 % from so few)",
+        analysis.rounds,
+        format_percent(spread * 100.0),
+        format_percent(upper * 100.0)
+    );
+    let mut out = Vec::new();
+    for c in experiment.comparisons.iter().filter(|c| c.metric == experiment.primary_metric) {
+        let (Some(base), Some(cand)) = (program(&c.baseline), program(&c.candidate)) else { continue };
+        if base == cand || !c.ratio.is_finite() {
+            continue;
+        }
+        let head = head.replace("{kind}", &perflab_model::LayoutSpread::program_kind(cand));
+        let d = c.ratio.ln().abs();
+        let size = format!("{} %", format_percent((c.ratio - 1.0) * 100.0));
+        let (reach, reach_upper) = (relink_reach(spread), relink_reach(upper));
+        let recipe = "decide with `--layouts auto` and the same --build (layouts added until it is known)";
+        let (kind, message) = if d > reach_upper && d > FAR_BEYOND_SPREADS * spread {
+            (WarningKind::Other, format!("{head}; `{}` vs `{}`: {size}, far beyond that", c.candidate, c.baseline))
+        } else if d > reach_upper {
+            (
+                WarningKind::Other,
+                format!(
+                    "{head}; `{}` vs `{}`: {size}, beyond what relinking alone moves it (two builds of one source differ by up to ±{} %, ±{} % at the bound)",
+                    c.candidate,
+                    c.baseline,
+                    format_percent(reach.exp_m1() * 100.0),
+                    format_percent(reach_upper.exp_m1() * 100.0)
+                ),
+            )
+        } else if d > reach {
+            (
+                WarningKind::Noisy,
+                format!(
+                    "{head}; `{}` vs `{}`: {size}, beyond the ±{} % two builds of one source differ by at that spread but not beyond the ±{} % its bound allows: {recipe}",
+                    c.candidate,
+                    c.baseline,
+                    format_percent(reach.exp_m1() * 100.0),
+                    format_percent(reach_upper.exp_m1() * 100.0)
+                ),
+            )
+        } else {
+            (
+                WarningKind::Noisy,
+                format!(
+                    "{head}; `{}` vs `{}`: {size}, within what relinking alone moves it (two builds of one source differ by up to ±{} %): it may be layout, not the change; {recipe}",
+                    c.candidate,
+                    c.baseline,
+                    format_percent(reach.exp_m1() * 100.0)
+                ),
+            )
+        };
+        out.push(Warning::new(kind, message));
     }
     out
 }
@@ -490,10 +586,13 @@ mod tests {
         let w = spread_warnings(&e, &[spread("other", 0.001), spread("prog", 0.009)]);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].message.contains("`v3` is slower than `master` by 1.1 %, within what relinking alone moves it: layouts of `prog` vary by ±0.90 %"), "{}", w[0].message);
-        assert!(w[0].message.contains("up to ±2.5 % (95 %)") && w[0].message.contains("--layouts 8"));
+        assert!(w[0].message.contains("up to ±2.5 % (95 %)") && w[0].message.contains("--layouts auto --build CMD"));
         // Measured tighter than that: no doubt, but the answer about layout all the same.
         let clear = spread_warnings(&e, &[spread("prog", 0.002)]);
-        assert!(clear[0].message.contains("beyond what relinking alone moves it: layouts of `prog` vary by ±0.20 %"), "{clear:?}");
+        assert!(
+            clear[0].message.contains("beyond what relinking alone moves it: layouts of `prog` vary by ±0.20 %"),
+            "{clear:?}"
+        );
         // Another program's only: its median, said so.
         let other = spread_warnings(&e, &[spread("cc1", 0.01)]);
         assert!(other[0].message.contains("layouts of other programs vary by ±1.0 %"), "{other:?}");
@@ -503,10 +602,86 @@ mod tests {
         // … and about a large one too: every build comparison gets its answer.
         e.comparisons[0].ratio = 1.19;
         let large = spread_warnings(&e, &[]);
-        assert!(large[0].message.contains("differs by 19.0 %, more than layout usually moves") && large[0].message.contains("--layouts 8"), "{large:?}");
+        assert!(
+            large[0].message.contains("differs by 19.0 %, more than layout usually moves")
+                && large[0].message.contains("`--build CMD` with `{layout}`: a pilot")
+                && large[0].message.contains("--layouts auto"),
+            "{large:?}"
+        );
         // One program on both sides (an interpreter): layout does not enter.
         e.commands[1].argv[0] = "/b/master/prog".into();
         assert!(spread_warnings(&e, &[spread("prog", 0.009)]).is_empty());
+    }
+
+    /// The pilot's line against figures computed by hand. Two versions of two layouts,
+    /// levels ±1 % around each version's mean: s² = 4·(0.01)²/2 = 2·10⁻⁴ on 2 df, the
+    /// upper bound √(4·10⁻⁴/χ²₀.₀₅(2) = 0.1026) = 6.24 %; a spread of 1.2 % reaches
+    /// ±(e^(1.96·√2·1.2 %) − 1) = ±3.4 % between two builds, the bound ±18.9 %.
+    #[test]
+    fn the_pilot_says_the_spread_and_where_the_difference_lies() {
+        let command = |name: &str, program: &str| perflab_model::CommandResult {
+            name: name.into(),
+            argv: vec![program.into()],
+            command_line: program.into(),
+            parameters: Default::default(),
+            runs: vec![],
+            summary: Default::default(),
+        };
+        let mut e = perflab_model::Experiment::default();
+        e.commands = vec![command("master", "/b/m-11/prog"), command("v3", "/b/v3-21/prog")];
+        let mut c = Comparison::example_slower("master", "v3");
+        c.ratio = 1.25;
+        e.comparisons = vec![c];
+        let level = |l: &str, r: f64| LayoutLevel { command: l.into(), seed: 1, relative: r };
+        let version = |name: &str| VersionLayouts {
+            name: name.into(),
+            spread: 0.012,
+            layouts: vec![level("a", 0.01f64.exp()), level("b", (-0.01f64).exp())],
+        };
+        let pilot = perflab_model::Experiment {
+            layouts: Some(LayoutAnalysis {
+                metric: metric::WALL.into(),
+                rounds: 10,
+                run_sigma: 0.01,
+                spread: 0.012,
+                versions: vec![version("master"), version("v3")],
+                contrasts: vec![],
+                auto: None,
+            }),
+            ..Default::default()
+        };
+        assert!((pilot_upper_spread(pilot.layouts.as_ref().unwrap()) - 0.0624).abs() < 0.0005);
+        let far = pilot_warnings(&e, &pilot);
+        assert_eq!(far.len(), 1);
+        assert_eq!(
+            far[0].message,
+            "layout pilot (2 layouts of each version, 10 rounds): layouts move `prog` by ±1.2 % (at most ±6.2 % at 95 % from so few); `v3` vs `master`: 25.0 %, far beyond that"
+        );
+        // 2 %: within what relinking moves it at the estimate (±3.3 %): a doubt, with the recipe.
+        e.comparisons[0].ratio = 1.02;
+        let within = &pilot_warnings(&e, &pilot)[0];
+        assert_eq!(within.kind, WarningKind::Noisy);
+        assert!(
+            within.message.contains(
+                "2.0 %, within what relinking alone moves it (two builds of one source differ by up to ±3.4 %)"
+            ) && within.message.contains("--layouts auto"),
+            "{}",
+            within.message
+        );
+        // 5 %: beyond the estimate's reach, not beyond the bound's (±18.9 %).
+        e.comparisons[0].ratio = 1.05;
+        let between = &pilot_warnings(&e, &pilot)[0];
+        assert!(
+            between.message.contains(
+                "beyond the ±3.4 % two builds of one source differ by at that spread but not beyond the ±18.9 %"
+            ),
+            "{}",
+            between.message
+        );
+        // A pilot without a usable round says so.
+        assert!(pilot_warnings(&e, &perflab_model::Experiment::default())[0]
+            .message
+            .contains("measured nothing usable"));
     }
 
     #[test]
