@@ -36,7 +36,12 @@ fn write_extreme_inputs() {
                 let pid = extreme::RUNTIME_PID + 2;
                 let dump = dir.join(format!("jit-{pid}.dump"));
                 extreme::jitdump(&dump, pid, n);
-                extreme::runtime_samples(&dir.join(format!("jitdump-{n}.data")), pid, &extreme::sampled(n), Some(&dump));
+                extreme::runtime_samples(
+                    &dir.join(format!("jitdump-{n}.data")),
+                    pid,
+                    &extreme::sampled(n),
+                    Some(&dump),
+                );
             }
             other => panic!("unknown {other}"),
         }
@@ -81,7 +86,8 @@ fn deep_distinct_stacks_fit_in_a_bounded_address_space() {
     let data = dir.path().join("diverging.data");
     extreme::diverging_stacks(&data, 150, 3000);
     let svg = dir.path().join("flame.svg");
-    let out = perflab_within(1024 * MIB, &["show".as_ref(), data.as_os_str(), "--flamegraph".as_ref(), svg.as_os_str()]);
+    let out =
+        perflab_within(1024 * MIB, &["show".as_ref(), data.as_os_str(), "--flamegraph".as_ref(), svg.as_os_str()]);
     assert_finished(&out, "show --flamegraph");
     let picture = std::fs::read_to_string(&svg).unwrap();
     assert!(picture.contains("stacks deeper than 1024 frames"), "the depth cut is said");
@@ -133,10 +139,7 @@ fn huge_perf_map_names_are_cut_and_said() {
     extreme::perf_map_of_long_names(&map, 300, 1 << 20);
     let data = dir.path().join("names.data");
     extreme::runtime_samples(&data, pid, &extreme::sampled(300), None);
-    let out = perflab_within(
-        512 * MIB,
-        &["show".as_ref(), data.as_os_str(), "--limit".as_ref(), "3".as_ref()],
-    );
+    let out = perflab_within(512 * MIB, &["show".as_ref(), data.as_os_str(), "--limit".as_ref(), "3".as_ref()]);
     let report = assert_finished(&out, "show");
     assert!(report.contains("fn0_xxx"), "{}", &report[..report.len().min(3000)]);
     assert!(report.contains("(a name of 1048580 bytes, cut at 4096)"), "{}", &report[..report.len().min(3000)]);

@@ -67,7 +67,7 @@ impl PerfData {
 
     fn record(&mut self, kind: u32, misc: u16, body: &[u8]) {
         let size = 8 + body.len();
-        assert!(size <= u16::MAX as usize && size % 8 == 0, "record of {size} bytes");
+        assert!(size <= u16::MAX as usize && size.is_multiple_of(8), "record of {size} bytes");
         self.out.write_all(&kind.to_le_bytes()).unwrap();
         self.out.write_all(&misc.to_le_bytes()).unwrap();
         self.out.write_all(&(size as u16).to_le_bytes()).unwrap();
@@ -175,17 +175,16 @@ pub fn library_of_functions(dir: &Path, functions: usize) -> Option<(std::path::
     let asm = dir.join("deep.s");
     let mut s = String::from(".text\n.p2align 4\n");
     for i in 0..functions {
-        s.push_str(&format!(".globl f{i}\n.type f{i},@function\nf{i}:\n call f{}\n ret\n.p2align 4\n.size f{i},16\n", i + 1));
+        s.push_str(&format!(
+            ".globl f{i}\n.type f{i},@function\nf{i}:\n call f{}\n ret\n.p2align 4\n.size f{i},16\n",
+            i + 1
+        ));
     }
     s.push_str(&format!(".globl f{functions}\nf{functions}:\n ret\n"));
     std::fs::write(&asm, s).unwrap();
     let lib = dir.join("libdeep.so");
-    let built = std::process::Command::new("cc")
-        .args(["-shared", "-nostdlib", "-o"])
-        .arg(&lib)
-        .arg(&asm)
-        .output()
-        .ok()?;
+    let built =
+        std::process::Command::new("cc").args(["-shared", "-nostdlib", "-o"]).arg(&lib).arg(&asm).output().ok()?;
     if !built.status.success() {
         return None;
     }
@@ -265,7 +264,7 @@ pub const RUNTIME_PID: u32 = 4_100_000;
 /// 1,000 sampled addresses spread over `entries` pieces of code of 64 bytes (every one
 /// when there are fewer), as [`perf_map`] and [`jitdump`] lay them out.
 pub fn sampled(entries: u64) -> Vec<u64> {
-    let n = entries.min(1000).max(1);
+    let n = entries.clamp(1, 1000);
     (0..n).map(|k| 0x4000_0000 + 64 * (k * entries / n) + 8).collect()
 }
 

@@ -157,7 +157,11 @@ pub(crate) fn capped_name(name: &str, full_len: usize) -> String {
 
 /// Read one line into `line` (without what lies past `cap` bytes, which is skipped);
 /// its full length, None at the end of the input.
-fn read_line_capped(reader: &mut impl std::io::BufRead, line: &mut Vec<u8>, cap: usize) -> std::io::Result<Option<usize>> {
+fn read_line_capped(
+    reader: &mut impl std::io::BufRead,
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Option<usize>> {
     let mut total = 0usize;
     loop {
         let buffer = reader.fill_buf()?;

@@ -389,8 +389,7 @@ pub fn diff_svg_with(old: &Profile, new: &Profile, title: &str, opts: &FlameOpti
     } else {
         String::new()
     };
-    let subtitle =
-        format!("{totals}{change}{scaled}; red: {own}{}{}", opts.describe(), tree.describe_cut(absolute));
+    let subtitle = format!("{totals}{change}{scaled}; red: {own}{}{}", opts.describe(), tree.describe_cut(absolute));
     Some(render(&tree, &Colouring::Differential { max_self_change, scale, unit }, title, &subtitle, opts))
 }
 
@@ -467,12 +466,12 @@ fn hash(text: &str) -> u64 {
 fn fill(node: &Node, mode: &Colouring) -> String {
     match mode {
         Colouring::Single { .. } => {
-            let h = hash(&node.frame.function);
+            let h = hash(node.frame.function);
             let (v1, v2) = ((h & 0xff) as f64 / 255.0, ((h >> 8) & 0xff) as f64 / 255.0);
             let f = &node.frame;
             if f.kind == FrameKind::Process {
                 format!("rgb({},{},{})", 170 + (v1 * 30.0) as u8, 180 + (v2 * 30.0) as u8, 220)
-            } else if perflab_profile::kernel::is_kernel_object(&f.object) {
+            } else if perflab_profile::kernel::is_kernel_object(f.object) {
                 format!("rgb({},{},{})", 230, 140 + (v1 * 50.0) as u8, 40 + (v2 * 30.0) as u8)
             } else if f.object == "[jit]" {
                 format!("rgb({},{},{})", 60 + (v1 * 40.0) as u8, 190 + (v2 * 40.0) as u8, 120)
@@ -673,7 +672,7 @@ fn render<'a>(tree: &Tree<'a>, mode: &Colouring, title: &str, subtitle: &str, op
             FlameView::Flame => height - BOTTOM - (depth + 1) as f64 * FRAME_HEIGHT,
             FlameView::Icicle | FlameView::Inverted => TOP + 4.0 + *depth as f64 * FRAME_HEIGHT,
         };
-        let name = visible(&node.frame.function);
+        let name = visible(node.frame.function);
         let chars = ((pw - 6.0) / CHAR_WIDTH).floor();
         let label = if chars < 3.0 {
             String::new()
