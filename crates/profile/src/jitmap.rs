@@ -85,7 +85,7 @@ impl JitMap {
     }
 
     /// Remove every range overlapping `start..end`.
-    fn remove_overlapping(&mut self, start: u64, end: u64) {
+    pub(crate) fn remove_overlapping(&mut self, start: u64, end: u64) {
         if let Some((&before, &(before_end, _))) = self.ranges.range(..start).next_back() {
             if before_end > start {
                 self.ranges.remove(&before);
@@ -105,6 +105,16 @@ impl JitMap {
     /// True when the map holds no code range.
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()
+    }
+
+    /// Whether a range starts at `start`.
+    pub(crate) fn starts_at(&self, start: u64) -> bool {
+        self.ranges.contains_key(&start)
+    }
+
+    /// Whether any range overlaps `start..end`.
+    pub(crate) fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.ranges.range(..end).next_back().is_some_and(|(_, &(e, _))| e > start)
     }
 
     /// (start, size, name) of the code at `address`.
@@ -127,6 +137,52 @@ fn open_trusted(pid: u32) -> Option<std::io::BufReader<std::fs::File>> {
     perflab_sys::files::open_regular(&path).ok().map(|f| std::io::BufReader::with_capacity(1 << 16, f))
 }
 
+/// Bytes of a runtime's name for a piece of code that are kept (perf map and jitdump):
+/// a longer name keeps its first `MAX_NAME_BYTES` and says how long it was —
+/// 1,500 names of 1 MiB each, all sampled, would otherwise take gigabytes once copied
+/// into the report's rows. Real names (JavaScript, Java, Python) are far shorter.
+pub(crate) const MAX_NAME_BYTES: usize = 4096;
+
+/// `name`, or its first [`MAX_NAME_BYTES`] (at a character boundary) and how long it was.
+pub(crate) fn capped_name(name: &str, full_len: usize) -> String {
+    if full_len <= MAX_NAME_BYTES {
+        return name.to_string();
+    }
+    let mut end = name.len().min(MAX_NAME_BYTES);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… (a name of {full_len} bytes, cut at {MAX_NAME_BYTES})", &name[..end])
+}
+
+/// Read one line into `line` (without what lies past `cap` bytes, which is skipped);
+/// its full length, None at the end of the input.
+fn read_line_capped(
+    reader: &mut impl std::io::BufRead,
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Option<usize>> {
+    let mut total = 0usize;
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok((total > 0).then_some(total));
+        }
+        let (chunk, done) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(at) => (&buffer[..=at], true),
+            None => (buffer, false),
+        };
+        let room = cap.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = chunk.len();
+        total += used;
+        reader.consume(used);
+        if done {
+            return Ok(Some(total));
+        }
+    }
+}
+
 /// Hand each well-formed line of a perf map (`START SIZE name`, hex) to `each` as
 /// (start, end, name), reading `reader` a line at a time; malformed lines and empty
 /// ranges are skipped. A map can have millions of lines: a Ctrl-C or SIGTERM arriving
@@ -137,9 +193,10 @@ fn each_line(mut reader: impl std::io::BufRead, each: &mut dyn FnMut(u64, u64, &
     let mut number = 0u64;
     loop {
         line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
+        // A line is held up to its name's cap (a line of a gigabyte is not read whole).
+        let Some(length) = read_line_capped(&mut reader, &mut line, MAX_NAME_BYTES + 64)? else {
             return Ok(());
-        }
+        };
         number += 1;
         if number.is_multiple_of(65536) && perflab_sys::interrupt::signals_received() != signals {
             return Ok(());
@@ -155,7 +212,14 @@ fn each_line(mut reader: impl std::io::BufRead, each: &mut dyn FnMut(u64, u64, &
         if size == 0 {
             continue;
         }
-        each(start, start.saturating_add(size), name.trim_end());
+        let name = name.trim_end();
+        let cut = length - line.len();
+        if cut == 0 {
+            each(start, start.saturating_add(size), name);
+        } else {
+            let full = name.len() + cut - usize::from(line.last() != Some(&b'\n'));
+            each(start, start.saturating_add(size), &capped_name(name, full));
+        }
     }
 }
 

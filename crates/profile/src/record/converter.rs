@@ -251,7 +251,7 @@ impl Converter {
             }
             Some(m) => {
                 let anonymous = matches!(m.contents, Contents::Runtime { anonymous: true });
-                Some((&*m.path, m.start, m.pgoff, anonymous))
+                Some((&m.path, m.start, m.pgoff, anonymous))
             }
             None => None,
         };

@@ -77,7 +77,7 @@ fn classify_file(path: &str) -> Contents {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Place {
     /// The mapping's path (empty outside any mapping) and its start and file offset.
-    path: String,
+    path: std::rc::Rc<str>,
     start: u64,
     pgoff: u64,
     anonymous: bool,
@@ -94,6 +94,9 @@ pub(crate) struct JitObjects {
     objects: HashMap<u32, u32>,
     /// Per sampled runtime (pid, address): where it lay.
     places: HashMap<(u32, u64), Place>,
+    /// Per pid: the jitdump file it mapped, read at the end for the sampled addresses
+    /// only (a jitdump of 10⁷ records held whole took over 2 GB).
+    jitdumps: HashMap<u32, String>,
 }
 
 /// Is `path` a jitdump file (`…/jit-PID.dump`)? A process mapping one names its JIT
@@ -118,6 +121,82 @@ pub fn read_jitdump(path: &str) -> Option<JitMap> {
         .ok()?
 }
 
+/// The names a jitdump gives the sampled `addresses`: (start, size, name) per named
+/// address, as [`read_jitdump`] then [`JitMap::lookup`] would give them, holding only the
+/// code that covers a sampled address. None when the file cannot be read, or when a
+/// code move brought code whose name was not kept onto sampled code — then the caller
+/// reads the file whole (a move names code by its old address only).
+fn jitdump_names_for(path: &str, addresses: &BTreeSet<u64>) -> Option<BTreeMap<u64, (u64, u64, String)>> {
+    use linux_perf_data::jitdump::{JitDumpReader, JitDumpRecord, JitDumpRecordType};
+    let file = perflab_sys::files::open_regular(std::path::Path::new(path)).ok()?;
+    let len = file.metadata().ok()?.len();
+    super::perf_data_check::check_jitdump(&file, len).ok()?;
+    std::io::Seek::rewind(&mut &file).ok()?;
+    let covers = |start: u64, end: u64| addresses.range(start..end).next().is_some();
+    perflab_sys::panic_guard::catching(|| {
+        let mut reader = JitDumpReader::new(std::io::BufReader::new(file)).ok()?;
+        let mut active = JitMap::default();
+        // Name and size per start of the kept code, for moves (as `jitdump_ranges`).
+        let mut names: HashMap<u64, (u64, String)> = HashMap::new();
+        while let Ok(Some(raw)) = reader.next_record() {
+            if !matches!(raw.record_type, JitDumpRecordType::JIT_CODE_LOAD | JitDumpRecordType::JIT_CODE_MOVE) {
+                continue;
+            }
+            match raw.parse() {
+                Ok(JitDumpRecord::CodeLoad(load)) => {
+                    let size = load.code_bytes.len() as u64;
+                    let (start, end) = (load.code_addr, load.code_addr.saturating_add(size));
+                    if covers(start, end) {
+                        let name = jitdump_name(&load.function_name);
+                        active.insert(start, end, name.clone());
+                        names.insert(start, (size, name));
+                    } else {
+                        active.remove_overlapping(start, end);
+                        names.remove(&start);
+                    }
+                }
+                Ok(JitDumpRecord::CodeMove(moved)) => {
+                    let new = moved.new_code_addr;
+                    match names.remove(&moved.old_code_addr) {
+                        Some((size, name)) if covers(new, new.saturating_add(size)) => {
+                            active.insert(new, new.saturating_add(size), name.clone());
+                            names.insert(new, (size, name));
+                        }
+                        Some((size, _)) => {
+                            active.remove_overlapping(new, new.saturating_add(size));
+                            names.remove(&new);
+                        }
+                        None => {
+                            // Code not kept (or never loaded): harmless unless it lands
+                            // on what is sampled or kept.
+                            let end = new.saturating_add(moved.code_size);
+                            if covers(new, end) || active.overlaps(new, end) || active.starts_at(new) {
+                                return None;
+                            }
+                        }
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        Some(
+            addresses
+                .iter()
+                .filter_map(|&a| active.lookup(a).map(|(s, size, n)| (a, (s, size, n.to_string()))))
+                .collect(),
+        )
+    })
+    .ok()?
+}
+
+/// A code load's name, at most [`jitmap::MAX_NAME_BYTES`] of it.
+fn jitdump_name(name: &linux_perf_data::linux_perf_event_reader::RawData) -> String {
+    let bytes = name.as_slice();
+    let kept = &bytes[..bytes.len().min(jitmap::MAX_NAME_BYTES + 4)];
+    jitmap::capped_name(&String::from_utf8_lossy(kept), bytes.len())
+}
+
 fn jitdump_ranges<R: Read>(mut reader: linux_perf_data::jitdump::JitDumpReader<R>) -> Option<JitMap> {
     use linux_perf_data::jitdump::{JitDumpRecord, JitDumpRecordType};
     let mut map = JitMap::default();
@@ -131,7 +210,7 @@ fn jitdump_ranges<R: Read>(mut reader: linux_perf_data::jitdump::JitDumpReader<R
         }
         match raw.parse() {
             Ok(JitDumpRecord::CodeLoad(load)) => {
-                let name = String::from_utf8_lossy(&load.function_name.as_slice()).into_owned();
+                let name = jitdump_name(&load.function_name);
                 let size = load.code_bytes.len() as u64;
                 map.insert(load.code_addr, load.code_addr.saturating_add(size), name.clone());
                 names.insert(load.code_addr, (size, name));
@@ -153,8 +232,14 @@ impl JitObjects {
     /// `pid` mapped a jitdump file: its code ranges name the process's runtime code
     /// (instead of a perf map).
     pub(crate) fn jitdump(&mut self, pid: u32, path: &str) {
-        if let Some(map) = read_jitdump(path) {
-            self.maps.insert(pid, Some(map));
+        let readable = perflab_sys::files::open_regular(std::path::Path::new(path))
+            .ok()
+            .and_then(|file| Some((file.metadata().ok()?.len(), file)))
+            .is_some_and(|(len, file)| super::perf_data_check::check_jitdump(&file, len).is_ok());
+        if readable {
+            self.jitdumps.insert(pid, path.to_string());
+            // A perf map read earlier no longer names this process's code.
+            self.maps.remove(&pid);
         }
     }
 
@@ -165,20 +250,26 @@ impl JitObjects {
         &mut self,
         pid: u32,
         address: u64,
-        place: Option<(&str, u64, u64, bool)>,
+        place: Option<(&std::rc::Rc<str>, u64, u64, bool)>,
         objects: &mut Objects,
     ) -> Option<FrameRef> {
         // Only an address outside every mapping needs the map now (is it runtime code at
         // all?); the others are named at the end from the sampled addresses alone.
         if place.is_none() {
-            let map = self.maps.entry(pid).or_insert_with(|| JitMap::read(pid));
+            let jitdumps = &self.jitdumps;
+            let map = self.maps.entry(pid).or_insert_with(|| match jitdumps.get(&pid) {
+                Some(path) => read_jitdump(path),
+                None => JitMap::read(pid),
+            });
             if map.as_ref().is_none_or(|m| m.lookup(address).is_none()) {
                 return None;
             }
         }
         let object = *self.objects.entry(pid).or_insert_with(|| objects.id(&jitmap::runtime_object(pid)));
-        let (path, start, pgoff, anonymous) = place.unwrap_or(("", 0, 0, true));
-        self.places.entry((pid, address)).or_insert_with(|| Place { path: path.to_string(), start, pgoff, anonymous });
+        // The mapping's path is shared, not copied per sampled address (1.2 M frames).
+        let place = place.map(|(path, start, pgoff, anonymous)| (path.clone(), start, pgoff, anonymous));
+        let (path, start, pgoff, anonymous) = place.unwrap_or_else(|| (std::rc::Rc::from(""), 0, 0, true));
+        self.places.entry((pid, address)).or_insert_with(|| Place { path, start, pgoff, anonymous });
         Some(FrameRef { space: Space::User, object: Some(object), offset: address })
     }
 
@@ -195,13 +286,26 @@ impl JitObjects {
             .filter_map(|(object, address)| Some((object?, address)))
             .filter(|(object, _)| pid_of.contains_key(object))
             .collect();
-        // The perf maps not held whole, read once each for the sampled addresses.
+        // The jitdumps and perf maps not held whole, read once each for the sampled
+        // addresses.
         let mut streamed: HashMap<u32, BTreeMap<u64, (u64, u64, String)>> = HashMap::new();
         for (&pid, &object) in &self.objects {
             if !self.maps.contains_key(&pid) {
                 let sampled: BTreeSet<u64> =
                     addresses.range((object, 0)..=(object, u64::MAX)).map(|&(_, a)| a).collect();
-                if let Some(names) = jitmap::names_for(pid, &sampled) {
+                let names = match self.jitdumps.get(&pid) {
+                    Some(path) => jitdump_names_for(path, &sampled).or_else(|| {
+                        let whole = read_jitdump(path)?;
+                        Some(
+                            sampled
+                                .iter()
+                                .filter_map(|&a| whole.lookup(a).map(|(s, size, n)| (a, (s, size, n.to_string()))))
+                                .collect(),
+                        )
+                    }),
+                    None => jitmap::names_for(pid, &sampled),
+                };
+                if let Some(names) = names {
                     streamed.insert(pid, names);
                 }
             }

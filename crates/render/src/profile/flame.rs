@@ -12,7 +12,7 @@
 //! name in it is escaped.
 
 use askama::Template;
-use perflab_profile::aggregate::{self, CallGraph, FrameKind, NamedStack, StackFrame};
+use perflab_profile::aggregate::{self, CallGraph, FrameKind, FrameName};
 use perflab_profile::diff::DiffUnit;
 use perflab_profile::format::{Profile, Weight};
 use perflab_profile::symbolize::Symbolizer;
@@ -31,58 +31,160 @@ const MIN_WIDTH_PX: f64 = 0.1;
 /// Below the first depth that holds less than this share of the samples, frames' callees
 /// are not drawn (unless `min_share` is 0): see [`render`].
 const THIN_DEPTH_SHARE: f64 = 0.02;
+/// Frames deeper than this are not drawn: a picture 8,000 frames high is 136,000 px
+/// tall and, for stacks that differ, millions of boxes (1.2 M for 150 samples of 8,000
+/// distinct frames: gigabytes to build). The subtitle says how many samples were cut
+/// there; `--flame-focus NAME` draws the stacks from NAME up.
+pub const MAX_DEPTH: usize = 1024;
 
 /// One frame of the merged stacks, with its inclusive and own values in the old and
 /// new profile (a single profile uses only `new`).
-struct Node {
-    frame: StackFrame,
+struct Node<'a> {
+    frame: FrameName<'a>,
     depth: usize,
     old: f64,
     new: f64,
     old_self: f64,
     new_self: f64,
-    children: BTreeMap<StackFrame, usize>,
+    /// In name order (as in flamegraph.pl).
+    children: Vec<usize>,
+    /// It has callees that were left out while merging (too thin to draw, or deeper
+    /// than [`MAX_DEPTH`]).
+    pruned: bool,
 }
 
-/// Stacks merged into a tree (children in name order, as in flamegraph.pl), rooted at
-/// an unnamed node holding the totals.
-struct Tree {
-    nodes: Vec<Node>,
+/// Stacks merged into a tree, rooted at an unnamed node holding the totals. Only what
+/// can be drawn is kept: the stacks are merged in name order, so every frame's value is
+/// final once the stacks have moved past it, and the callees of a frame too thin to
+/// draw (or to expand) are dropped right then — memory follows the picture, not the
+/// number of distinct frames.
+struct Tree<'a> {
+    nodes: Vec<Node<'a>>,
+    /// Summed width per depth over every stack, frames dropped while merging included.
+    at_depth: Vec<f64>,
+    /// The largest change of a frame's own value, dropped frames included.
+    max_self_change: f64,
+    /// Stacks cut at [`MAX_DEPTH`]: how many, and their width.
+    cut_deep: (usize, f64),
 }
 
-impl Node {
-    fn new(frame: StackFrame, depth: usize) -> Node {
-        Node { frame, depth, old: 0.0, new: 0.0, old_self: 0.0, new_self: 0.0, children: BTreeMap::new() }
+/// A stack as the picture draws it: frames (at most [`MAX_DEPTH`]), its value in the
+/// old and new profile, and whether deeper frames were cut.
+struct Stack<'a> {
+    frames: Vec<FrameName<'a>>,
+    old: f64,
+    new: f64,
+    cut: bool,
+}
+
+impl<'a> Node<'a> {
+    fn new(frame: FrameName<'a>, depth: usize) -> Node<'a> {
+        Node { frame, depth, old: 0.0, new: 0.0, old_self: 0.0, new_self: 0.0, children: Vec::new(), pruned: false }
     }
 }
 
-impl Tree {
-    fn new() -> Tree {
-        let root = StackFrame { function: "all".into(), object: String::new(), kind: FrameKind::Process };
-        Tree { nodes: vec![Node::new(root, 0)] }
+/// The width of a frame: its new value for one profile, the mean of old and new for
+/// two (a stack that exists in only one of them is still visible, at half its width).
+fn width_of(both: bool, old: f64, new: f64) -> f64 {
+    if both {
+        (old + new) / 2.0
+    } else {
+        new
     }
+}
 
-    fn add(&mut self, frames: &[StackFrame], old: f64, new: f64) {
-        let mut at = 0;
-        self.nodes[0].old += old;
-        self.nodes[0].new += new;
-        for frame in frames {
-            let next = match self.nodes[at].children.get(frame) {
-                Some(&i) => i,
-                None => {
-                    let i = self.nodes.len();
-                    let depth = self.nodes[at].depth + 1;
-                    self.nodes.push(Node::new(frame.clone(), depth));
-                    self.nodes[at].children.insert(frame.clone(), i);
-                    i
-                }
-            };
-            at = next;
-            self.nodes[at].old += old;
-            self.nodes[at].new += new;
+impl<'a> Tree<'a> {
+    /// Merge `stacks`; `both`: widths from both profiles (see [`width_of`]).
+    fn build(mut stacks: Vec<Stack<'a>>, both: bool, opts: &FlameOptions) -> Tree<'a> {
+        let root = FrameName { function: "all", object: "", kind: FrameKind::Process };
+        let mut tree =
+            Tree { nodes: vec![Node::new(root, 0)], at_depth: vec![0.0], max_self_change: 0.0, cut_deep: (0, 0.0) };
+        for s in &stacks {
+            let w = width_of(both, s.old, s.new);
+            if tree.at_depth.len() <= s.frames.len() {
+                tree.at_depth.resize(s.frames.len() + 1, 0.0);
+            }
+            for d in &mut tree.at_depth[..=s.frames.len()] {
+                *d += w;
+            }
+            if s.cut {
+                tree.cut_deep.0 += 1;
+                tree.cut_deep.1 += w;
+            }
         }
-        self.nodes[at].old_self += old;
-        self.nodes[at].new_self += new;
+        let total = tree.at_depth[0];
+        let depth_cap = depth_cap(&tree.at_depth, opts);
+        let inner = WIDTH - 2.0 * PAD;
+        // Whether a frame of this width and depth has its callees drawn (see `render`).
+        let expands = |w: f64, depth: usize| {
+            depth == 0
+                || (total > 0.0
+                    && w / total * inner >= MIN_WIDTH_PX
+                    && !(opts.min_share > 0.0 && w / total < opts.min_share)
+                    && depth < depth_cap)
+        };
+        stacks.sort_by(|a, b| a.frames.cmp(&b.frames));
+        // The nodes of the previous stack, root first: only they can still grow.
+        let mut path: Vec<usize> = vec![0];
+        for stack in stacks {
+            let common = stack
+                .frames
+                .iter()
+                .zip(&path[1..])
+                .take_while(|(frame, &node)| **frame == tree.nodes[node].frame)
+                .count();
+            while path.len() > common + 1 {
+                let node = path.pop().unwrap_or_default();
+                tree.close(node, both, &expands);
+            }
+            for frame in &stack.frames[common..] {
+                let parent = *path.last().unwrap_or(&0);
+                let index = tree.nodes.len();
+                tree.nodes.push(Node::new(*frame, path.len()));
+                tree.nodes[parent].children.push(index);
+                path.push(index);
+            }
+            for &node in &path {
+                tree.nodes[node].old += stack.old;
+                tree.nodes[node].new += stack.new;
+            }
+            let leaf = &mut tree.nodes[*path.last().unwrap_or(&0)];
+            if stack.cut {
+                leaf.pruned = true;
+            } else {
+                leaf.old_self += stack.old;
+                leaf.new_self += stack.new;
+            }
+        }
+        while let Some(node) = path.pop() {
+            tree.close(node, both, &expands);
+        }
+        tree
+    }
+
+    /// `node`'s value is final: note its own change, and drop its callees (the last
+    /// nodes made, all of them) when they will not be drawn.
+    fn close(&mut self, node: usize, both: bool, expands: &dyn Fn(f64, usize) -> bool) {
+        let n = &self.nodes[node];
+        self.max_self_change = self.max_self_change.max((n.new_self - n.old_self).abs());
+        if !n.children.is_empty() && !expands(width_of(both, n.old, n.new), n.depth) {
+            self.nodes.truncate(node + 1);
+            let n = &mut self.nodes[node];
+            n.children = Vec::new();
+            n.pruned = true;
+        }
+    }
+}
+
+/// Where the stacks have thinned out: the first depth holding under
+/// [`THIN_DEPTH_SHARE`] of the whole. Deeper frames (a few thin towers, ~200 frames high
+/// in CPython) would set the picture's height and leave it an empty page.
+fn depth_cap(at_depth: &[f64], opts: &FlameOptions) -> usize {
+    let total = at_depth.first().copied().unwrap_or(0.0);
+    if opts.min_share > 0.0 && total > 0.0 {
+        at_depth.iter().position(|w| w / total < THIN_DEPTH_SHARE).unwrap_or(usize::MAX)
+    } else {
+        usize::MAX
     }
 }
 
@@ -146,16 +248,21 @@ impl Default for FlameOptions {
 }
 
 impl FlameOptions {
-    /// The stack as this view draws it, or None when the focus drops it.
-    fn shape(&self, frames: &[StackFrame]) -> Option<Vec<StackFrame>> {
-        let mut frames: Vec<StackFrame> = match &self.focus {
-            Some(name) => frames[frames.iter().position(|f| &f.function == name)?..].to_vec(),
-            None => frames.to_vec(),
+    /// The stack as this view draws it (at most [`MAX_DEPTH`] frames), or None when
+    /// the focus drops it.
+    fn shape<'a>(&self, frames: &[FrameName<'a>], old: f64, new: f64) -> Option<Stack<'a>> {
+        let from = match &self.focus {
+            Some(name) => frames.iter().position(|f| f.function == name)?,
+            None => 0,
         };
-        if self.view == FlameView::Inverted {
-            frames.reverse();
-        }
-        Some(frames)
+        let frames = &frames[from..];
+        let cut = frames.len() > MAX_DEPTH;
+        let frames: Vec<FrameName<'a>> = if self.view == FlameView::Inverted {
+            frames.iter().rev().take(MAX_DEPTH).copied().collect()
+        } else {
+            frames.iter().take(MAX_DEPTH).copied().collect()
+        };
+        Some(Stack { frames, old, new, cut })
     }
 
     /// What the subtitle says about the options in force.
@@ -214,14 +321,11 @@ pub(crate) fn call_graph_svg_with(
     title: &str,
     opts: &FlameOptions,
 ) -> Option<String> {
-    let mut tree = Tree::new();
     // Widths weigh each sample by its period: samples of a clock, events otherwise.
     let weight = profile.weight();
-    for s in graph.named_stacks() {
-        if let Some(frames) = opts.shape(&s.frames) {
-            tree.add(&frames, 0.0, weight.of(s.samples, s.period) as f64);
-        }
-    }
+    let stacks =
+        graph.stacks_by_name().filter_map(|s| opts.shape(&s.frames, 0.0, weight.of(s.samples, s.period) as f64));
+    let tree = Tree::build(stacks.collect(), false, opts);
     if tree.nodes[0].new == 0.0 {
         return None;
     }
@@ -233,12 +337,14 @@ pub(crate) fn call_graph_svg_with(
         subtitle += "; widths are events (each sample weighs its period)";
     }
     subtitle += &opts.describe();
+    subtitle += &tree.describe_cut(unit_name(weight));
     Some(render(&tree, &Colouring::Single { unit: unit_name(weight) }, title, &subtitle, opts))
 }
 
 /// A flame graph without frames, saying why (`message`).
 pub fn empty_svg(title: &str, message: &str) -> String {
-    render(&Tree::new(), &Colouring::Single { unit: "samples" }, title, message, &FlameOptions::default())
+    let tree = Tree::build(Vec::new(), false, &FlameOptions::default());
+    render(&tree, &Colouring::Single { unit: "samples" }, title, message, &FlameOptions::default())
 }
 
 /// The differential flame graph of two profiles, matched by function names (never by
@@ -251,27 +357,26 @@ pub fn diff_svg(old: &Profile, new: &Profile, title: &str) -> Option<String> {
 
 /// [`diff_svg`] with options: `normalize` false draws both profiles' absolute times.
 pub fn diff_svg_with(old: &Profile, new: &Profile, title: &str, opts: &FlameOptions) -> Option<String> {
-    let (old_stacks, new_stacks) = (named_stacks(old)?, named_stacks(new)?);
+    let (old_graph, new_graph) = (call_graph(old)?, call_graph(new)?);
     // Seconds for clocks, events for one count event, samples across different events.
     let unit = DiffUnit::of(old, new);
-    let old_total: f64 = old_stacks.iter().map(|s| unit.value(s.samples, s.period)).sum();
-    let new_total: f64 = new_stacks.iter().map(|s| unit.value(s.samples, s.period)).sum();
+    let old_total: f64 = old_graph.stacks_by_name().map(|s| unit.value(s.samples, s.period)).sum();
+    let new_total: f64 = new_graph.stacks_by_name().map(|s| unit.value(s.samples, s.period)).sum();
     let scale = if opts.normalize && old_total > 0.0 { new_total / old_total } else { 1.0 };
-    let mut tree = Tree::new();
-    for s in &old_stacks {
-        if let Some(frames) = opts.shape(&s.frames) {
-            tree.add(&frames, unit.value(s.samples, s.period) * scale, 0.0);
+    let mut stacks = Vec::new();
+    for (profile, graph, is_old) in [(old, &old_graph, true), (new, &new_graph, false)] {
+        for s in graph.stacks_by_name() {
+            let frames: Vec<FrameName> = s.frames.iter().map(|f| matching_frame(profile, *f)).collect();
+            let value = unit.value(s.samples, s.period);
+            let (o, n) = if is_old { (value * scale, 0.0) } else { (0.0, value) };
+            stacks.extend(opts.shape(&frames, o, n));
         }
     }
-    for s in &new_stacks {
-        if let Some(frames) = opts.shape(&s.frames) {
-            tree.add(&frames, 0.0, unit.value(s.samples, s.period));
-        }
-    }
+    let tree = Tree::build(stacks, true, opts);
     if tree.nodes[0].old + tree.nodes[0].new == 0.0 {
         return Some(render(&tree, &Colouring::Single { unit: "samples" }, title, "no stacks through the focus", opts));
     }
-    let max_self_change = tree.nodes.iter().map(|n| (n.new_self - n.old_self).abs()).fold(0.0, f64::max);
+    let max_self_change = tree.max_self_change;
     let (o, n) = (old_total, new_total);
     let change = if o > 0.0 { format!(" ({:.2}×)", n / o) } else { String::new() };
     let (totals, absolute, own) = match unit {
@@ -284,7 +389,7 @@ pub fn diff_svg_with(old: &Profile, new: &Profile, title: &str, opts: &FlameOpti
     } else {
         String::new()
     };
-    let subtitle = format!("{totals}{change}{scaled}; red: {own}{}", opts.describe());
+    let subtitle = format!("{totals}{change}{scaled}; red: {own}{}{}", opts.describe(), tree.describe_cut(absolute));
     Some(render(&tree, &Colouring::Differential { max_self_change, scale, unit }, title, &subtitle, opts))
 }
 
@@ -293,26 +398,23 @@ pub fn diff_svg_with(old: &Profile, new: &Profile, title: &str, opts: &FlameOpti
 /// mean of the two, coloured only where the explanation found a real change —
 /// `changes` maps a function to its contribution per run (positive: slower), every
 /// other frame is grey. None without stacks.
-pub(crate) fn explained_svg(
-    old: &BTreeMap<String, f64>,
-    new: &BTreeMap<String, f64>,
+pub(crate) fn explained_svg<'a>(
+    old: &'a BTreeMap<String, f64>,
+    new: &'a BTreeMap<String, f64>,
     changes: BTreeMap<String, f64>,
     title: &str,
     subtitle: &str,
 ) -> Option<String> {
-    let mut tree = Tree::new();
-    let frames = |folded: &str| -> Vec<StackFrame> {
-        folded
-            .split(';')
-            .map(|f| StackFrame { function: f.to_string(), object: String::new(), kind: FrameKind::Code })
-            .collect()
+    let frames = |folded: &'a str| -> Vec<FrameName<'a>> {
+        folded.split(';').map(|f| FrameName { function: f, object: "", kind: FrameKind::Code }).collect()
     };
-    for (stack, value) in old {
-        tree.add(&frames(stack), *value, 0.0);
-    }
-    for (stack, value) in new {
-        tree.add(&frames(stack), 0.0, *value);
-    }
+    let opts = FlameOptions::default();
+    let stacks = old
+        .iter()
+        .map(|(stack, value)| (stack, *value, 0.0))
+        .chain(new.iter().map(|(stack, value)| (stack, 0.0, *value)))
+        .filter_map(|(stack, o, n)| opts.shape(&frames(stack), o, n));
+    let tree = Tree::build(stacks.collect(), true, &opts);
     if tree.nodes[0].old + tree.nodes[0].new == 0.0 {
         return None;
     }
@@ -327,17 +429,33 @@ fn unit_name(weight: Weight) -> &'static str {
     }
 }
 
-/// The profile's call stacks, its program's frames named as `perflab diff` matches them.
-fn named_stacks(profile: &Profile) -> Option<Vec<NamedStack>> {
+/// The profile's call stacks, symbolised; None when it has none.
+fn call_graph(profile: &Profile) -> Option<CallGraph> {
     let mut symbolizer = Symbolizer::default();
-    let (_, graph) = aggregate::locate_with_graph(profile, &mut symbolizer);
-    let mut stacks: Vec<NamedStack> = graph?.named_stacks().collect();
-    for frame in stacks.iter_mut().flat_map(|s| s.frames.iter_mut()) {
-        if frame.kind == FrameKind::Code {
-            frame.object = aggregate::matching_object(profile, &frame.object).to_string();
-        }
+    let graph = aggregate::locate_with_graph(profile, &mut symbolizer).1?;
+    let has_stacks = graph.stacks_by_name().next().is_some();
+    has_stacks.then_some(graph)
+}
+
+/// A frame of `profile`'s program named as `perflab diff` matches them.
+fn matching_frame<'a>(profile: &Profile, frame: FrameName<'a>) -> FrameName<'a> {
+    match frame.kind {
+        FrameKind::Code => FrameName { object: aggregate::matching_object(profile, frame.object), ..frame },
+        _ => frame,
     }
-    (!stacks.is_empty()).then_some(stacks)
+}
+
+impl Tree<'_> {
+    /// What the subtitle says of stacks cut at [`MAX_DEPTH`] (`unit`: what widths count).
+    fn describe_cut(&self, unit: &str) -> String {
+        let (stacks, width) = self.cut_deep;
+        if stacks == 0 {
+            return String::new();
+        }
+        format!(
+            "; {stacks} stacks deeper than {MAX_DEPTH} frames ({width:.0} {unit}) cut there: --flame-focus NAME draws from NAME up"
+        )
+    }
 }
 
 /// FNV-1a: a stable hash so a function keeps its colour across runs and pictures.
@@ -348,12 +466,12 @@ fn hash(text: &str) -> u64 {
 fn fill(node: &Node, mode: &Colouring) -> String {
     match mode {
         Colouring::Single { .. } => {
-            let h = hash(&node.frame.function);
+            let h = hash(node.frame.function);
             let (v1, v2) = ((h & 0xff) as f64 / 255.0, ((h >> 8) & 0xff) as f64 / 255.0);
             let f = &node.frame;
             if f.kind == FrameKind::Process {
                 format!("rgb({},{},{})", 170 + (v1 * 30.0) as u8, 180 + (v2 * 30.0) as u8, 220)
-            } else if perflab_profile::kernel::is_kernel_object(&f.object) {
+            } else if perflab_profile::kernel::is_kernel_object(f.object) {
                 format!("rgb({},{},{})", 230, 140 + (v1 * 50.0) as u8, 40 + (v2 * 30.0) as u8)
             } else if f.object == "[jit]" {
                 format!("rgb({},{},{})", 60 + (v1 * 40.0) as u8, 190 + (v2 * 40.0) as u8, 120)
@@ -367,7 +485,7 @@ fn fill(node: &Node, mode: &Colouring) -> String {
                 format!("rgb({},{},{})", mix(r), mix(g), mix(b))
             }
         }
-        Colouring::Verdicts { changes, max_change } => match changes.get(&node.frame.function) {
+        Colouring::Verdicts { changes, max_change } => match changes.get(node.frame.function) {
             Some(&change) => {
                 let strength = if *max_change > 0.0 { (change.abs() / max_change).min(1.0) } else { 0.0 };
                 let fade = (200.0 - 160.0 * strength) as u8;
@@ -396,7 +514,7 @@ fn fill(node: &Node, mode: &Colouring) -> String {
 
 fn describe(node: &Node, mode: &Colouring, total_old: f64, total_new: f64) -> String {
     let f = &node.frame;
-    let mut name = f.function.clone();
+    let mut name = f.function.to_string();
     if !f.object.is_empty() && f.object != f.function {
         name += &format!(" [{}]", f.object);
     }
@@ -414,7 +532,7 @@ fn describe(node: &Node, mode: &Colouring, total_old: f64, total_new: f64) -> St
             node.new,
             share(node.old, total_old),
             share(node.new, total_new),
-            match changes.get(&f.function) {
+            match changes.get(f.function) {
                 Some(c) => format!(", a real change: {c:+.3} per run of its own"),
                 None => String::new(),
             }
@@ -448,19 +566,19 @@ fn visible(text: &str) -> String {
 }
 
 /// One box of the picture: a node of the tree, or several small siblings merged.
-struct Placed {
+struct Placed<'a> {
     node: Option<usize>,
     /// A node under the threshold drawn alone, its callees left out (thin deep towers
     /// would otherwise set the picture's height).
     cut: bool,
     /// For merged siblings: (how many, their summed node values).
-    other: Option<(usize, Node)>,
+    other: Option<(usize, Node<'a>)>,
     depth: usize,
     /// Left edge as a fraction of the whole width.
     x: f64,
 }
 
-fn render(tree: &Tree, mode: &Colouring, title: &str, subtitle: &str, opts: &FlameOptions) -> String {
+fn render<'a>(tree: &Tree<'a>, mode: &Colouring, title: &str, subtitle: &str, opts: &FlameOptions) -> String {
     let root = &tree.nodes[0];
     let weight = |n: &Node| match mode {
         Colouring::Single { .. } => n.new,
@@ -470,41 +588,28 @@ fn render(tree: &Tree, mode: &Colouring, title: &str, subtitle: &str, opts: &Fla
     let inner = WIDTH - 2.0 * PAD;
     // Lay out depth first: (node, x as a fraction of the total), children left to right;
     // siblings each under the threshold share one "other" box after the others.
-    let mut placed: Vec<Placed> = Vec::new();
+    let mut placed: Vec<Placed<'a>> = Vec::new();
     let mut todo = vec![(0usize, 0.0f64)];
     let mut max_depth = 0;
     let small = |c: usize| weight(&tree.nodes[c]) / total < opts.min_share;
-    // Where the stacks have thinned out: the first depth holding under
-    // THIN_DEPTH_SHARE of the whole. Deeper frames (a few thin towers, ~200 frames high in
-    // CPython) would set the picture's height and leave it an empty page.
-    let mut at_depth: Vec<f64> = Vec::new();
-    for n in &tree.nodes {
-        if at_depth.len() <= n.depth {
-            at_depth.resize(n.depth + 1, 0.0);
-        }
-        at_depth[n.depth] += weight(n);
-    }
-    let depth_cap = if opts.min_share > 0.0 && total > 0.0 {
-        at_depth.iter().position(|w| w / total < THIN_DEPTH_SHARE).unwrap_or(usize::MAX)
-    } else {
-        usize::MAX
-    };
+    let depth_cap = depth_cap(&tree.at_depth, opts);
     while let Some((i, x)) = todo.pop() {
         let node = &tree.nodes[i];
         if total <= 0.0 || weight(node) / total * inner < MIN_WIDTH_PX {
             continue;
         }
-        let cut = i != 0 && (small(i) || node.depth >= depth_cap) && !node.children.is_empty();
+        let has_callees = !node.children.is_empty() || node.pruned;
+        let cut = i != 0 && (small(i) || node.depth >= depth_cap || node.pruned) && has_callees;
         placed.push(Placed { node: Some(i), cut, other: None, depth: node.depth, x });
         max_depth = max_depth.max(node.depth);
         if cut {
             continue;
         }
-        let merged: Vec<usize> = node.children.values().copied().filter(|&c| small(c)).collect();
+        let merged: Vec<usize> = node.children.iter().copied().filter(|&c| small(c)).collect();
         let merge = merged.len() >= 2;
         let mut child_x = x;
         let mut children = Vec::new();
-        for &c in node.children.values() {
+        for &c in &node.children {
             if merge && small(c) {
                 continue;
             }
@@ -512,10 +617,7 @@ fn render(tree: &Tree, mode: &Colouring, title: &str, subtitle: &str, opts: &Fla
             child_x += weight(&tree.nodes[c]) / total;
         }
         if merge {
-            let mut sum = Node::new(
-                StackFrame { function: "other".into(), object: String::new(), kind: FrameKind::Code },
-                node.depth + 1,
-            );
+            let mut sum = Node::new(FrameName { function: "other", object: "", kind: FrameKind::Code }, node.depth + 1);
             for &c in &merged {
                 let n = &tree.nodes[c];
                 sum.old += n.old;
@@ -570,7 +672,7 @@ fn render(tree: &Tree, mode: &Colouring, title: &str, subtitle: &str, opts: &Fla
             FlameView::Flame => height - BOTTOM - (depth + 1) as f64 * FRAME_HEIGHT,
             FlameView::Icicle | FlameView::Inverted => TOP + 4.0 + *depth as f64 * FRAME_HEIGHT,
         };
-        let name = visible(&node.frame.function);
+        let name = visible(node.frame.function);
         let chars = ((pw - 6.0) / CHAR_WIDTH).floor();
         let label = if chars < 3.0 {
             String::new()
@@ -654,20 +756,19 @@ const SCRIPT: &str = include_str!("../../templates/flame/flame.js");
 mod tests {
     use super::*;
 
-    fn frame(name: &str) -> StackFrame {
-        StackFrame { function: name.into(), object: "app".into(), kind: FrameKind::Code }
+    fn frame(name: &str) -> FrameName<'_> {
+        FrameName { function: name, object: "app", kind: FrameKind::Code }
     }
 
-    fn tree(stacks: &[(&[&str], f64, f64)]) -> Tree {
-        let mut tree = Tree::new();
-        for (names, old, new) in stacks {
-            let frames: Vec<StackFrame> = names.iter().map(|n| frame(n)).collect();
-            tree.add(&frames, *old, *new);
-        }
-        tree
+    /// Every frame kept: `min_share` 0.
+    fn tree<'a>(stacks: &[(&[&'a str], f64, f64)]) -> Tree<'a> {
+        let opts = FlameOptions { min_share: 0.0, ..FlameOptions::default() };
+        let both = stacks.iter().any(|s| s.1 != 0.0);
+        let stacks = stacks.iter().filter_map(|(names, old, new)| opts.shape(&frames(names), *old, *new)).collect();
+        Tree::build(stacks, both, &opts)
     }
 
-    fn node<'a>(tree: &'a Tree, name: &str) -> &'a Node {
+    fn node<'a, 'b>(tree: &'b Tree<'a>, name: &str) -> &'b Node<'a> {
         tree.nodes.iter().find(|n| n.frame.function == name).unwrap()
     }
 
@@ -695,7 +796,7 @@ mod tests {
         assert!(!svg.contains("data-n=\"tiny\""));
     }
 
-    fn frames(names: &[&str]) -> Vec<StackFrame> {
+    fn frames<'a>(names: &[&'a str]) -> Vec<FrameName<'a>> {
         names.iter().map(|n| frame(n)).collect()
     }
 
@@ -705,11 +806,10 @@ mod tests {
         for i in 0..50 {
             stacks.push((vec!["main".into(), format!("tiny{i}")], 1.0));
         }
-        let mut t = Tree::new();
-        for (names, n) in &stacks {
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            t.add(&frames(&names), 0.0, *n);
-        }
+        let names: Vec<Vec<&str>> = stacks.iter().map(|(n, _)| n.iter().map(String::as_str).collect()).collect();
+        let all_stacks: Vec<(&[&str], f64, f64)> =
+            names.iter().zip(&stacks).map(|(n, (_, v))| (n.as_slice(), 0.0, *v)).collect();
+        let t = tree(&all_stacks);
         let svg = render(&t, &Colouring::Single { unit: "samples" }, "t", "s", &FlameOptions::default());
         assert!(svg.contains("data-n=\"big\"") && !svg.contains("data-n=\"tiny7\""));
         assert_eq!(svg.matches("data-n=\"other\"").count(), 1);
@@ -728,12 +828,12 @@ mod tests {
     #[test]
     fn focus_cuts_stacks_at_the_function_and_inverted_reverses_them() {
         let focus = FlameOptions { focus: Some("a".into()), ..FlameOptions::default() };
-        let shaped = focus.shape(&frames(&["main", "a", "leaf"])).unwrap();
-        assert_eq!(shaped.iter().map(|f| f.function.as_str()).collect::<Vec<_>>(), ["a", "leaf"]);
-        assert!(focus.shape(&frames(&["main", "b", "leaf"])).is_none());
+        let shaped = focus.shape(&frames(&["main", "a", "leaf"]), 0.0, 1.0).unwrap();
+        assert_eq!(shaped.frames.iter().map(|f| f.function).collect::<Vec<_>>(), ["a", "leaf"]);
+        assert!(focus.shape(&frames(&["main", "b", "leaf"]), 0.0, 1.0).is_none());
         let inverted = FlameOptions { view: FlameView::Inverted, ..FlameOptions::default() };
-        let shaped = inverted.shape(&frames(&["main", "a", "leaf"])).unwrap();
-        assert_eq!(shaped[0].function, "leaf");
+        let shaped = inverted.shape(&frames(&["main", "a", "leaf"]), 0.0, 1.0).unwrap();
+        assert_eq!(shaped.frames[0].function, "leaf");
         // Icicle and inverted draw the root at the top.
         let t = tree(&[(&["main", "a"], 0.0, 1.0)]);
         let y = |opts: &FlameOptions, name: &str| -> f64 {
@@ -764,7 +864,7 @@ mod tests {
     #[test]
     fn differential_colours_by_own_change_and_keeps_vanished_stacks() {
         let t = tree(&[(&["main", "gone"], 2.0, 0.0), (&["main", "grew"], 1.0, 3.0), (&["main", "same"], 1.0, 1.0)]);
-        let max = t.nodes.iter().map(|n| (n.new_self - n.old_self).abs()).fold(0.0, f64::max);
+        let max = t.max_self_change;
         let mode = Colouring::Differential { max_self_change: max, scale: 1.0, unit: DiffUnit::Seconds };
         assert_eq!(fill(node(&t, "grew"), &mode), "rgb(250,45,45)");
         assert_eq!(fill(node(&t, "gone"), &mode), "rgb(45,45,250)");
