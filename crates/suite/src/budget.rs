@@ -16,7 +16,8 @@
 //! there without another round. Ending takes time too (each undecided benchmark's final
 //! analysis, its store, its cleanup): on the real clock the rounds stop early by a
 //! reserve for that — the benchmarks still running × the longest any benchmark's ending
-//! or between-runs work took so far — so that the run ends by the deadline; what is left
+//! took so far (or, before any ended, four times its longest work between runs) — so
+//! that the run ends by the deadline; what is left
 //! past it (the round in flight, a reserve too small) is said as the overshoot.
 
 use perflab_engine::executor::{error::CleanupError, Executor, RunError};
@@ -36,6 +37,12 @@ const PILOT_ROUNDS_AT_MOST: u32 = 60;
 /// The reserve for the endings is this many times the longest seen: an ending's final
 /// analysis grows with the rounds, and the ones measured first ended after fewer rounds.
 const RESERVE_MARGIN: f64 = 1.5;
+
+/// Before any benchmark ended, its ending is guessed from its turns' work between runs
+/// (a look): an ending analyses every metric and what the rounds ruled out, about this
+/// many looks' work (on a loaded machine a guess from the lone benchmark without
+/// `{build}` that ended first was 4× too short: 8 s past a 20 s budget).
+const LOOK_TO_ENDING: f64 = 4.0;
 
 /// The clock the interleaved experiments share.
 #[derive(Debug, Clone)]
@@ -202,7 +209,8 @@ pub fn interleave(entries: Vec<Entry>, clock: Clock, budget_s: f64, observer: &m
             }
             Event::Round(progress, runs) => {
                 if real {
-                    ending_s = ending_s.max(turn_given.elapsed().saturating_sub(runs).as_secs_f64());
+                    let between = turn_given.elapsed().saturating_sub(runs).as_secs_f64();
+                    ending_s = ending_s.max(LOOK_TO_ENDING * between);
                 }
                 rounds[bench] = progress.rounds;
                 observer.round_finished(bench, &progress);
