@@ -104,7 +104,8 @@ impl Bench {
             machine: self.experiment.machine.clone(),
         };
         let e = run_experiment(&plan, &mut executor, &mut Quiet).expect("recorded runs replay");
-        let c = e.comparisons.iter().find(|c| c.metric == e.primary_metric).expect("a comparison of the primary metric");
+        let c =
+            e.comparisons.iter().find(|c| c.metric == e.primary_metric).expect("a comparison of the primary metric");
         (c.verdict, e.rounds, e.duration_s)
     }
 }
@@ -161,7 +162,8 @@ fn share(k: usize, n: usize) -> String {
 }
 
 /// Rules, in the order printed.
-const RULES: [&str; 5] = ["perflab family", "perflab --per-benchmark", "Bencher t-test 0.99", "CodSpeed 2 %", "CodSpeed 10 %"];
+const RULES: [&str; 5] =
+    ["perflab family", "perflab --per-benchmark", "Bencher t-test 0.99", "CodSpeed 2 %", "CodSpeed 10 %"];
 
 /// One benchmark of one block judged by every rule: alarm (slower or faster for an
 /// unchanged benchmark), regression found (slower), undecided (perflab only), seconds.
@@ -216,7 +218,13 @@ fn main() {
     // The true ratio of the changed benchmarks: all their rounds pooled, per case.
     for case in &cases {
         let in_case: Vec<&Block> = blocks.iter().filter(|b| &b.case == case).collect();
-        println!("\n== {case}: {} blocks (suite runs of 100: {}, of 20: {}, of 50: {})", in_case.len(), in_case.len(), 5 * in_case.len(), 2 * in_case.len());
+        println!(
+            "\n== {case}: {} blocks (suite runs of 100: {}, of 20: {}, of 50: {})",
+            in_case.len(),
+            in_case.len(),
+            5 * in_case.len(),
+            2 * in_case.len()
+        );
         let pooled = |prefix: &str| {
             let mut logs = Vec::new();
             let mut sigmas = Vec::new();
@@ -229,7 +237,8 @@ fn main() {
                             by_round.entry(r.round).or_insert([f64::NAN; 2])[i] = r.wall_s;
                         }
                     }
-                    let l: Vec<f64> = by_round.values().filter(|v| v[0] > 0.0 && v[1] > 0.0).map(|v| (v[1] / v[0]).ln()).collect();
+                    let l: Vec<f64> =
+                        by_round.values().filter(|v| v[0] > 0.0 && v[1] > 0.0).map(|v| (v[1] / v[0]).ln()).collect();
                     sigmas.push(perflab::stats::summary::mad_scaled(&l));
                     logs.extend(l);
                 }
@@ -238,7 +247,10 @@ fn main() {
         };
         for prefix in ["aa-", "chg-", "cp-"] {
             let (ratio, sigma) = pooled(prefix);
-            println!("  {prefix}*: pooled median wall ratio b/a {ratio:.4}, median paired σ per round {:.1} %", sigma * 100.0);
+            println!(
+                "  {prefix}*: pooled median wall ratio b/a {ratio:.4}, median paired σ per round {:.1} %",
+                sigma * 100.0
+            );
         }
         // Judge every benchmark once per suite it belongs to.
         let mut aa20 = [0usize; 5];
@@ -276,7 +288,10 @@ fn main() {
                 let level = benchmark_confidence(0.95, k);
                 members.iter().map(|b| judge(b, level, &history(&b.name), seed)).collect()
             };
-            let tally = |judged: &[Judged], alarms: &mut [usize; 5], undecided: &mut [usize; 2], seconds: &mut Vec<[f64; 5]>| {
+            let tally = |judged: &[Judged],
+                         alarms: &mut [usize; 5],
+                         undecided: &mut [usize; 2],
+                         seconds: &mut Vec<[f64; 5]>| {
                 for r in 0..5 {
                     alarms[r] += usize::from(judged.iter().any(|j| j.alarm[r]));
                 }
@@ -301,7 +316,8 @@ fn main() {
             }
             // 50: 47 A/A and 3 changed, twice.
             for half in 0..2 {
-                let changed: Vec<&Bench> = (0..3).filter_map(|i| block.benches.get(&format!("chg-{}", 3 * half + i))).collect();
+                let changed: Vec<&Bench> =
+                    (0..3).filter_map(|i| block.benches.get(&format!("chg-{}", 3 * half + i))).collect();
                 if changed.len() < 3 {
                     continue;
                 }
@@ -338,14 +354,32 @@ fn main() {
             x.sort_by(|a, b| a.total_cmp(b));
             x.get(x.len() / 2).copied().unwrap_or(f64::NAN)
         };
-        println!("  {:<26} {:<26} {:<26} {:>9} {:>9}", "rule", "A/A 20: runs with alarm", "A/A 100: runs with alarm", "s/20", "s/100");
+        println!(
+            "  {:<26} {:<26} {:<26} {:>9} {:>9}",
+            "rule", "A/A 20: runs with alarm", "A/A 100: runs with alarm", "s/20", "s/100"
+        );
         for r in 0..5 {
-            println!("  {:<26} {:<26} {:<26} {:>9.1} {:>9.1}", RULES[r], share(aa20[r], n20), share(aa100[r], n100), median(&s20, r), median(&s100, r));
+            println!(
+                "  {:<26} {:<26} {:<26} {:>9.1} {:>9.1}",
+                RULES[r],
+                share(aa20[r], n20),
+                share(aa100[r], n100),
+                median(&s20, r),
+                median(&s100, r)
+            );
         }
         for r in 0..2 {
-            println!("  {:<26} undecided somewhere: 20: {}, 100: {}", RULES[r], share(aa20_undecided[r], n20), share(aa100_undecided[r], n100));
+            println!(
+                "  {:<26} undecided somewhere: 20: {}, 100: {}",
+                RULES[r],
+                share(aa20_undecided[r], n20),
+                share(aa100_undecided[r], n100)
+            );
         }
-        println!("  {:<26} {:<22} {:<22} {:<22} {:<22} {:>8}", "rule", "+2 % #1 found", "#2 found", "#3 found", "all 3 found", "s/50");
+        println!(
+            "  {:<26} {:<22} {:<22} {:<22} {:<22} {:>8}",
+            "rule", "+2 % #1 found", "#2 found", "#3 found", "all 3 found", "s/50"
+        );
         for r in 0..5 {
             println!(
                 "  {:<26} {:<22} {:<22} {:<22} {:<22} {:>8.1}",

@@ -4,13 +4,13 @@
 
 use super::color;
 use super::terminal::{escape, percent, rough_time};
-use perflab_suite::budget::{BudgetPlan, BudgetUse, Share};
-use perflab_suite::Benchmark;
 use perflab_model::units::format_value;
 use perflab_model::Experiment;
 use perflab_suite::bisect::Step;
+use perflab_suite::budget::{BudgetPlan, BudgetUse, Share};
 use perflab_suite::fleet::{ClaimStatus, QueueStatus};
 use perflab_suite::runner::Explanation;
+use perflab_suite::Benchmark;
 
 /// `name  metric median [CI] (n runs)` of the primary metric, named (one benchmark may
 /// decide on wall_s and the next on uncontended_s) and, against a baseline, the pair's

@@ -250,9 +250,8 @@ pub fn interleave(entries: Vec<Entry>, clock: Clock, budget_s: f64, observer: &m
         if !planned {
             // The pilot ends when every comparing benchmark still running has promised
             // (or ran long enough without), so the plan is said once, before most rounds.
-            let pending = (0..total).any(|b| {
-                compares[b] && !ended[b] && !promises.contains_key(&b) && rounds[b] < PILOT_ROUNDS_AT_MOST
-            });
+            let pending = (0..total)
+                .any(|b| compares[b] && !ended[b] && !promises.contains_key(&b) && rounds[b] < PILOT_ROUNDS_AT_MOST);
             if !pending {
                 planned = true;
                 let plan = BudgetPlan {
@@ -299,7 +298,14 @@ enum Event {
 
 /// One benchmark's thread: waits for its first turn, runs its experiment through the
 /// relay, and says how it ended.
-fn worker(index: usize, entry: Entry, clock: Clock, reserve: Reserve, events: Sender<(usize, Event)>, turn: Receiver<()>) {
+fn worker(
+    index: usize,
+    entry: Entry,
+    clock: Clock,
+    reserve: Reserve,
+    events: Sender<(usize, Event)>,
+    turn: Receiver<()>,
+) {
     if turn.recv().is_err() {
         return;
     }
@@ -488,14 +494,18 @@ mod tests {
     fn rounds_interleave_and_a_decided_benchmark_stops() {
         let level = crate::family::benchmark_confidence(0.95, 3);
         // A clear +10 % change decides early; two unchanged benchmarks with more noise go on.
-        let entries =
-            vec![entry(1, 1.10, 0.005, level, 600.0), entry(2, 1.0, 0.01, level, 600.0), entry(3, 1.0, 0.01, level, 600.0)];
+        let entries = vec![
+            entry(1, 1.10, 0.005, level, 600.0),
+            entry(2, 1.0, 0.01, level, 600.0),
+            entry(3, 1.0, 0.01, level, 600.0),
+        ];
         let (used, heard) = run(entries, 600.0);
         assert_eq!(heard.ended.len(), 3);
         // The first rounds alternate: benchmark 0, 1, 2, 0, 1, 2 … (warm-up rounds included).
         let first: Vec<usize> = heard.rounds.iter().take(6).map(|&(b, _)| b).collect();
         assert_eq!(first, [0, 1, 2, 0, 1, 2]);
-        let (changed_at, changed) = heard.ended.iter().enumerate().find(|(_, (b, _))| *b == 0).map(|(i, (_, e))| (i, e)).unwrap();
+        let (changed_at, changed) =
+            heard.ended.iter().enumerate().find(|(_, (b, _))| *b == 0).map(|(i, (_, e))| (i, e)).unwrap();
         assert_eq!(verdict(changed), Verdict::Slower);
         assert_eq!(changed.stop_reason, StopReason::Decided);
         assert_eq!(changed_at, 0, "the clear change ends first");

@@ -243,7 +243,8 @@ pub fn run_suite(
     // Layout spreads measured here before: a verdict between two builds within them is doubted.
     let known_spreads = if layout_builds.is_none() { store.layout_spreads(&machine)? } else { Vec::new() };
     if let Some(budget_s) = options.budget_s {
-        let context = Context { label, git_commit: &git_commit, machine: &machine, known_spreads: &known_spreads, options };
+        let context =
+            Context { label, git_commit: &git_commit, machine: &machine, known_spreads: &known_spreads, options };
         return interleaved(&prepared, budget_s, clock, &context, store, observer);
     }
     let interrupt = perflab_sys::interrupt::watcher();
@@ -407,7 +408,9 @@ fn interleaved(
     let Interleaved { observer, not_stored, first_failure, .. } = heard;
     observer.budget_used(&used);
     match first_failure {
-        Some(first) => Err(SuiteError::NotStored { benchmarks: not_stored, total: running.len(), first: Box::new(first) }),
+        Some(first) => {
+            Err(SuiteError::NotStored { benchmarks: not_stored, total: running.len(), first: Box::new(first) })
+        }
         None => Ok(()),
     }
 }

@@ -318,9 +318,10 @@ pub fn build_with<'a>(
                     *checked.entry(p.label).or_default() += 1;
                 }
             }
-            let newest = benchmarks.iter().filter_map(|(_, (_, pools))| pools.last().filter(|_| pools.len() > 1)).max_by_key(
-                |p| labels.iter().position(|l| l == p.label),
-            );
+            let newest = benchmarks
+                .iter()
+                .filter_map(|(_, (_, pools))| pools.last().filter(|_| pools.len() > 1))
+                .max_by_key(|p| labels.iter().position(|l| l == p.label));
             let family = newest.filter(|_| steps == Steps::Compare).map(|p| {
                 let size = checked.get(p.label).copied().unwrap_or(1);
                 StepFamily { label: p.label.to_string(), size, per_benchmark: family_level(size) }
@@ -453,7 +454,8 @@ mod tests {
     /// is at 99.75 %, wider than one benchmark's 95 % on the same runs.
     #[test]
     fn a_labels_check_shares_the_confidence_among_its_benchmarks() {
-        let walls = |level: f64, i: usize| -> Vec<f64> { (0..8).map(|k| level + 0.003 * ((i + k) % 5) as f64).collect() };
+        let walls =
+            |level: f64, i: usize| -> Vec<f64> { (0..8).map(|k| level + 0.003 * ((i + k) % 5) as f64).collect() };
         let mut exps = Vec::new();
         for b in 0..20 {
             exps.push(stored("v1", 1, &format!("b{b:02}"), "h1", &walls(1.0, b)));

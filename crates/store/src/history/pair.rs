@@ -188,7 +188,15 @@ pub fn pair_comparison_at(
     let settings = experiments.iter().rev().find(|e| e.label == label).map(|e| &e.experiment.settings);
     let threshold = settings.map_or(DEFAULT_THRESHOLD, |s| s.threshold);
     let better = settings.map_or(metric::info(metric).better, |s| s.metric_info(metric).better);
-    ratio::between_sessions_at(sessions.label(reference)?, sessions.label(label)?, metric, noise, threshold, better, confidence)
+    ratio::between_sessions_at(
+        sessions.label(reference)?,
+        sessions.label(label)?,
+        metric,
+        noise,
+        threshold,
+        better,
+        confidence,
+    )
 }
 
 /// The builds a stored experiment measured beside its label (the baseline commands of
