@@ -351,3 +351,44 @@ fn the_summary_the_markdown_comment_and_the_gate_agree() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Issue #41: one budget for the whole run. The two benchmarks run interleaved against
+/// one deadline: the plan is said after the pilot, `loop` (tenfold work) is decided
+/// `slower` long before it (the noise bound above), `short` ends after its 2 fixed
+/// rounds, and the summary says how the budget was used; both are stored. How long the
+/// run took is not asserted (the hour's load): the simulated tests in
+/// crates/suite/src/budget.rs check the deadline. Without a baseline a budget has
+/// nothing to share: exit 2.
+#[test]
+fn one_budget_interleaves_the_benchmarks_and_says_how_it_was_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let db = db.to_str().unwrap();
+    write_suite(
+        dir.path(),
+        "[builds]\nsmall = { command = \"SPIN 10000000\" }\nbig = { command = \"SPIN 100000000\" }\n\
+         [[benchmark]]\nname = \"loop\"\ncommand = \"{build}\"\n\
+         [[benchmark]]\nname = \"short\"\ncommand = \"{build}\"\nrounds = 2\n",
+    );
+    let out = perflab(dir.path(), db)
+        .args(["run", "--label", "big", "--baseline", "small", "--budget", "2m", "--gate"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stderr.contains("note: budget 2 min for the whole run: the 2 benchmarks run interleaved"), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "loop is slower\n{stdout}\n{stderr}");
+    let summary = &stdout[stdout.find("summary: ").expect("a summary")..];
+    assert!(summary.starts_with("summary: `big` against `small`: 1 slower, 1 undecided;"), "{summary}");
+    assert!(summary.contains("budget 2 min: every benchmark ended before the deadline; the run took "), "{summary}");
+    let exps = stored(dir.path(), db, &["--label", "big"]);
+    let mut names: Vec<&str> = exps.iter().map(|e| e.benchmark.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["loop", "short"]);
+    let short = exps.iter().find(|e| e.benchmark == "short").unwrap();
+    assert_eq!(short.experiment.rounds, 2, "a suite file's rounds stand under a budget");
+
+    let out = perflab(dir.path(), db).args(["run", "--label", "big", "--budget", "2m"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("`run --budget` shares a deadline among compared benchmarks: give --baseline"), "{stderr}");
+}

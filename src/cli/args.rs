@@ -79,7 +79,8 @@ pub struct ExperimentArgs {
                               format!("{}s", Settings::default().max_time_s)))]
     pub max_time: Option<f64>,
     /// A deadline: plan the rounds to end by it (as --max-time), and say after the first
-    /// look what it can resolve at the noise seen so far (e.g. 10s, 2m).
+    /// look what it can resolve at the noise seen so far (e.g. 10s, 2m). `run`: the whole
+    /// run's deadline, its benchmarks' rounds interleaved (docs/suites.md, "One budget").
     #[arg(long, value_name = "DURATION", value_parser = duration, conflicts_with_all = ["max_time", "rounds"])]
     pub budget: Option<f64>,
     /// How the deciding comparisons are estimated: auto (default: chosen from the rounds'

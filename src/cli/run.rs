@@ -12,7 +12,7 @@ use crate::output::progress::ProgressDisplay;
 use crate::output::Outputs;
 use clap::Args;
 use perflab_engine::experiment::Observer;
-use perflab_engine::plan;
+use perflab_engine::plan::{self, SettingsLayer};
 use perflab_model::{Experiment, StopReason};
 use perflab_render::export::{Part, Text};
 use perflab_render::json::Json;
@@ -20,6 +20,7 @@ use perflab_render::suite_summary::{Outcome as SummaryOutcome, Summary};
 use perflab_render::terminal::escape;
 use perflab_render::{self as render, color};
 use perflab_suite::bisect::{self, BisectObserver, BisectRequest, Step};
+use perflab_suite::budget::{BudgetPlan, BudgetUse, Share};
 use perflab_suite::family::Family;
 use perflab_suite::runner::{run_suite, Explanation, Outcome, RunOptions, SuiteObserver};
 use perflab_suite::{self as suite, Benchmark, Build};
@@ -72,8 +73,11 @@ pub struct RunArgs {
 
 impl RunArgs {
     fn run_options(&self) -> RunOptions {
+        // `--budget` is the whole run's deadline here, not each benchmark's `--max-time`.
+        let overrides = SettingsLayer { max_time: self.experiment.max_time, ..self.experiment.options() };
         RunOptions {
-            overrides: self.experiment.options(),
+            overrides,
+            budget_s: self.experiment.budget,
             seed: self.experiment.seed,
             show_output: self.experiment.runner.show_output,
             keep_children: self.experiment.runner.keep_children,
@@ -191,6 +195,18 @@ impl SuiteObserver for Printer {
         eprintln!("note: {}", family.note());
         self.summary.family = Some(*family);
     }
+
+    fn budget_started(&mut self, budget_s: f64, total: usize) {
+        eprintln!("note: {}", render::suite::budget_start(budget_s, total));
+    }
+
+    fn budget_planned(&mut self, plan: &BudgetPlan, shares: &[(&Benchmark, &Share)]) {
+        eprintln!("{}", render::suite::budget_plan(plan, shares));
+    }
+
+    fn budget_used(&mut self, used: &BudgetUse) {
+        self.summary.budget = Some(*used);
+    }
 }
 
 /// `perflab run`.
@@ -204,6 +220,13 @@ pub fn main(args: RunArgs) -> Result<(), Failure> {
     let options = RunOptions { layouts: args.layouts.or(suite.layouts), ..options };
     if args.list {
         return list(&benchmarks, candidate, baseline);
+    }
+    if options.budget_s.is_some() && baseline.is_none() {
+        return Err(Failure::Usage(
+            "`run --budget` shares a deadline among compared benchmarks: give --baseline BUILD (or --max-time for \
+             each benchmark's own limit)"
+                .into(),
+        ));
     }
     let label = args.label.clone().unwrap_or_default();
     let mut outputs: Outputs<RunResult> = Outputs::new();

@@ -31,6 +31,11 @@ pub fn render(history: &History, detail: bool, width: Option<usize>) -> String {
     }
     for machine in &history.machines {
         let _ = writeln!(out, "machine {}", escape(&machine.description));
+        if let Some(f) = &machine.family {
+            // The words of `run`: the benchmarks a check compares are one family.
+            let family = perflab_suite::family::Family::new(f.size, 0.95);
+            let _ = writeln!(out, "note: `{}` against the label before it: {}", escape(&f.label), family.note());
+        }
         let detailed = detail || machine.benchmarks.len() == 1;
         if detailed {
             for bench in &machine.benchmarks {

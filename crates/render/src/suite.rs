@@ -3,12 +3,14 @@
 //! fleet's queue.
 
 use super::color;
-use super::terminal::escape;
+use super::terminal::{escape, percent, rough_time};
 use perflab_model::units::format_value;
 use perflab_model::Experiment;
 use perflab_suite::bisect::Step;
+use perflab_suite::budget::{BudgetPlan, BudgetUse, Share};
 use perflab_suite::fleet::{ClaimStatus, QueueStatus};
 use perflab_suite::runner::Explanation;
+use perflab_suite::Benchmark;
 
 /// `name  metric median [CI] (n runs)` of the primary metric, named (one benchmark may
 /// decide on wall_s and the next on uncontended_s) and, against a baseline, the pair's
@@ -125,4 +127,87 @@ pub fn queue_status(status: &QueueStatus) -> String {
         }
     }
     out
+}
+
+/// `run --budget`, before the pilot: how the budget will be spent.
+pub fn budget_start(budget_s: f64, total: usize) -> String {
+    format!(
+        "budget {} for the whole run: the {total} benchmarks run interleaved, a round each in turn; a pilot takes \
+         each to its first look, then the plan says what each share can resolve; a decided benchmark stops and the \
+         undecided ones share what is left; at the deadline each undecided one says what it ruled out",
+        rough_time(budget_s)
+    )
+}
+
+/// `run --budget`, after the pilot: what each benchmark's share can resolve at the noise
+/// seen, one line each (`±x % at this noise`).
+pub fn budget_plan(plan: &BudgetPlan, shares: &[(&Benchmark, &Share)]) -> String {
+    let mut out = format!(
+        "plan after a pilot of {} ({} left of {}): at the noise of the first rounds, by the deadline",
+        rough_time(plan.at_s),
+        rough_time((plan.budget_s - plan.at_s).max(0.0)),
+        rough_time(plan.budget_s)
+    );
+    for (bench, share) in shares {
+        out.push_str(&format!("\n  {}: ", escape(&bench.name)));
+        match &share.promise {
+            Some(p) => {
+                let reach = if p.resolution <= share.threshold {
+                    format!("±{} equivalence within reach", percent(share.threshold))
+                } else {
+                    format!("too coarse to call ±{} `equivalent`", percent(share.threshold))
+                };
+                out.push_str(&format!(
+                    "±{} at this noise (σ {} per round; about {} rounds, one per {} of the run's time); \
+                     changes of {} found in 80 % of runs; {reach}",
+                    percent(p.resolution),
+                    percent(p.paired_sigma),
+                    p.rounds,
+                    format_value(perflab_model::metric::WALL, p.round_s),
+                    percent(p.detectable),
+                ));
+            }
+            None => out.push_str("no promise: no look of its first rounds could bound its interval"),
+        }
+    }
+    out
+}
+
+/// `run --budget`, at the end: how the budget was used (the overshoot said when there is one).
+pub fn budget_used(used: &BudgetUse) -> String {
+    let ended = if used.stopped_at_deadline == 0 {
+        "every benchmark ended before the deadline".to_string()
+    } else {
+        format!(
+            "the deadline stopped {} undecided benchmark{} ({} ended before it)",
+            used.stopped_at_deadline,
+            if used.stopped_at_deadline == 1 { "" } else { "s" },
+            used.ended_before
+        )
+    };
+    let reserve = if used.reserve_s >= 0.05 {
+        format!(", the rounds stopping up to {} early for the benchmarks' endings", exact_time(used.reserve_s))
+    } else {
+        String::new()
+    };
+    let took = if used.overshoot_s() > 0.0 {
+        format!(
+            "the run took {}: {} past the deadline (the round in flight, endings slower than reserved){reserve}",
+            exact_time(used.used_s),
+            exact_time(used.overshoot_s())
+        )
+    } else {
+        format!("the run took {}{reserve}", exact_time(used.used_s))
+    };
+    format!("budget {}: {ended}; {took}", rough_time(used.budget_s))
+}
+
+/// Seconds with a decimal below a minute, minutes and seconds above: a budget's overshoot
+/// is a fraction of a second.
+fn exact_time(seconds: f64) -> String {
+    if seconds < 60.0 {
+        format!("{seconds:.1} s")
+    } else {
+        format!("{} min {:.1} s", (seconds / 60.0).floor(), seconds % 60.0)
+    }
 }

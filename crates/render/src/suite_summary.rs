@@ -10,6 +10,7 @@ use super::terminal::{escape, learned_line};
 use perflab_model::units::{format_level, format_percent};
 use perflab_model::{Experiment, Verdict, WarningKind};
 use perflab_store::history::ratio::{paired, Ratio};
+use perflab_suite::budget::BudgetUse;
 use perflab_suite::family::Family;
 
 /// One compared benchmark's record, as the run's line printed it.
@@ -82,6 +83,8 @@ pub struct Summary {
     pub failed: Vec<(String, String)>,
     /// Warnings by kind, in the order they first appeared.
     pub warnings: Vec<WarningGroup>,
+    /// `run --budget`: how the one deadline was used.
+    pub budget: Option<BudgetUse>,
 }
 
 /// What a merge gate acts on (`run --gate`): the worst outcome of the run.
@@ -245,6 +248,9 @@ impl Summary {
             out += &format!("; {promise}");
         }
         out.push('\n');
+        if let Some(used) = &self.budget {
+            out += &format!("  {}\n", super::suite::budget_used(used));
+        }
         if !self.changed.is_empty() {
             // The counts are in the first line: every number here is one the comment has too.
             out += "  changed:\n";
@@ -309,6 +315,9 @@ impl Summary {
         );
         if let Some(promise) = self.promise().filter(|_| self.compared() > 0) {
             out += &format!("{}.\n\n", capitalised(&promise));
+        }
+        if let Some(used) = &self.budget {
+            out += &format!("{}.\n\n", capitalised(&md(&super::suite::budget_used(used))));
         }
         if !self.changed.is_empty() || !self.undecided.is_empty() {
             let mut rows = Vec::new();

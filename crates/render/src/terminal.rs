@@ -350,7 +350,7 @@ fn too_few_rounds(e: &Experiment) -> String {
     )
 }
 /// A percentage of a fraction, with one decimal below 10 %.
-fn percent(fraction: f64) -> String {
+pub(crate) fn percent(fraction: f64) -> String {
     let p = fraction * 100.0;
     if p.abs() < 10.0 {
         format!("{p:.1} %")
@@ -360,7 +360,7 @@ fn percent(fraction: f64) -> String {
 }
 
 /// A duration for people: seconds up to two minutes, then minutes, then hours.
-fn rough_time(seconds: f64) -> String {
+pub(crate) fn rough_time(seconds: f64) -> String {
     if seconds < 120.0 {
         format!("{seconds:.0} s")
     } else if seconds < 7200.0 {

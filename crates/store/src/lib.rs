@@ -38,7 +38,7 @@ pub mod history;
 pub use backend::{Backend, Value};
 pub use schema::schema_version;
 use write::{finish_experiment, insert_experiment, now};
-pub use write::{Lenient, Recorder};
+pub use write::{Lenient, Paused, Recorder};
 
 use anyhow::Context;
 use error::StoreError;

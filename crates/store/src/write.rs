@@ -51,6 +51,38 @@ impl<'s> Recorder<'s> {
     }
 }
 
+/// A recorder between two of its writes, without its hold on the store: a suite run with
+/// one budget (`run --budget`) interleaves the rounds of all its benchmarks, and each
+/// one's runs are still committed as they complete, through one store.
+pub struct Paused {
+    meta: Meta,
+    pending: Option<(Machine, Settings, Vec<CommandSpec>)>,
+    id: Option<i64>,
+    recorded: Vec<usize>,
+    fence: Option<super::fence::Claim>,
+}
+
+impl Recorder<'_> {
+    /// Let go of the store until [`Paused::resume`].
+    pub fn pause(self) -> Paused {
+        Paused { meta: self.meta, pending: self.pending, id: self.id, recorded: self.recorded, fence: self.fence }
+    }
+}
+
+impl Paused {
+    /// The recorder again, writing into `store` (the one it was begun on).
+    pub fn resume(self, store: &mut Store) -> Recorder<'_> {
+        Recorder {
+            store,
+            meta: self.meta,
+            pending: self.pending,
+            id: self.id,
+            recorded: self.recorded,
+            fence: self.fence,
+        }
+    }
+}
+
 /// The compare engine reports each measured run here; a failed write stops the experiment.
 impl perflab_engine::experiment::Observer for Recorder<'_> {
     fn run_finished(&mut self, command: usize, run: &Run) -> anyhow::Result<()> {

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod bisect;
+pub mod budget;
 pub mod error;
 pub mod explain;
 pub mod family;

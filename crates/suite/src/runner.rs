@@ -42,6 +42,10 @@ pub struct RunOptions {
     /// Each benchmark at the full confidence (`--per-benchmark`, the rule before the suite
     /// was the family): the chance of a false alarm somewhere grows with the suite's size.
     pub per_benchmark: bool,
+    /// One deadline for the whole run, seconds (`run --budget`): the benchmarks' rounds
+    /// are interleaved until it (see [`crate::budget`]) instead of one benchmark after
+    /// another, each with its own `max_time`.
+    pub budget_s: Option<f64>,
 }
 
 /// What a suite run reports as it goes: the command line prints it, an agent logs it.
@@ -67,9 +71,19 @@ pub trait SuiteObserver {
     /// The compared benchmarks share the run's confidence (see [`crate::family`]), said
     /// once before the first benchmark runs; not called when nothing is compared.
     fn family(&mut self, _family: &Family) {}
+    /// `--budget`: the benchmarks are about to run interleaved against `budget_s`, `total`
+    /// of them (said before the pilot).
+    fn budget_started(&mut self, _budget_s: f64, _total: usize) {}
+    /// `--budget`: after the pilot, what each benchmark's share can resolve (None: it
+    /// made no promise).
+    fn budget_planned(&mut self, _plan: &BudgetPlan, _shares: &[(&Benchmark, &Share)]) {}
+    /// `--budget`: how the budget was used, once every benchmark ended.
+    fn budget_used(&mut self, _used: &BudgetUse) {}
 }
 
+use super::budget::{BudgetObserver, BudgetPlan, BudgetUse, Clock, Share};
 use super::family::Family;
+use perflab_model::Run;
 
 pub use super::explain::Explanation;
 
@@ -178,6 +192,8 @@ pub fn run_suite(
     store: &mut Store,
     observer: &mut dyn SuiteObserver,
 ) -> Result<(), SuiteError> {
+    // The budget counts the whole run: the builds' preparation and setups included.
+    let clock = Clock::real();
     let layout_builds = match options.layouts {
         Some(count) => Some(super::layouts::expand_versions(
             [baseline, candidate].into_iter().flatten(),
@@ -226,6 +242,11 @@ pub fn run_suite(
     let machine = options.machine.clone().unwrap_or_else(perflab_sys::machine::detect);
     // Layout spreads measured here before: a verdict between two builds within them is doubted.
     let known_spreads = if layout_builds.is_none() { store.layout_spreads(&machine)? } else { Vec::new() };
+    if let Some(budget_s) = options.budget_s {
+        let context =
+            Context { label, git_commit: &git_commit, machine: &machine, known_spreads: &known_spreads, options };
+        return interleaved(&prepared, budget_s, clock, &context, store, observer);
+    }
     let interrupt = perflab_sys::interrupt::watcher();
     let total = prepared.len();
     // Benchmarks measured but not stored (the store failed: a full disk), and why first.
@@ -270,13 +291,7 @@ pub fn run_suite(
                 Outcome::Measured(Box::new(experiment))
             }
             Ok(mut experiment) => {
-                let doubts = perflab_engine::analysis::layouts::spread_warnings(&experiment, &known_spreads);
-                experiment.warnings.extend(doubts);
-                // Whether every build runs the same command here: such a benchmark is a
-                // control of the sessions, not a change of the builds (history::controls).
-                experiment
-                    .environment
-                    .insert(perflab_store::history::controls::USES_BUILD_FACT.into(), bench.uses_build().to_string());
+                annotate(&mut experiment, bench, &known_spreads);
                 match recorder.finish(&experiment) {
                     Ok(_) => {}
                     Err(failure) if options.fence.is_none() => {
@@ -320,6 +335,154 @@ pub fn run_suite(
     match first_failure {
         Some(first) => Err(SuiteError::NotStored { benchmarks: not_stored_all, total, first: Box::new(first) }),
         None => Ok(()),
+    }
+}
+
+/// What every measured experiment of a suite carries before it is stored: the doubts
+/// of the layout spreads measured here before, and whether its builds run different
+/// commands (one that runs the same command for every build is a control of the
+/// sessions, not a change of the builds: history::controls).
+fn annotate(experiment: &mut Experiment, bench: &Benchmark, known_spreads: &[perflab_model::LayoutSpread]) {
+    let doubts = perflab_engine::analysis::layouts::spread_warnings(experiment, known_spreads);
+    experiment.warnings.extend(doubts);
+    experiment
+        .environment
+        .insert(perflab_store::history::controls::USES_BUILD_FACT.into(), bench.uses_build().to_string());
+}
+
+/// What every benchmark of a run is stored with.
+struct Context<'a> {
+    label: &'a str,
+    git_commit: &'a Option<String>,
+    machine: &'a Machine,
+    known_spreads: &'a [perflab_model::LayoutSpread],
+    options: &'a RunOptions,
+}
+
+/// `--budget`: every benchmark's setup first, then all experiments interleaved against
+/// the deadline (see [`crate::budget`]); each run is stored as it completes, each
+/// benchmark's cleanup runs when it ends.
+fn interleaved(
+    prepared: &[(&Benchmark, Plan)],
+    budget_s: f64,
+    clock: Clock,
+    context: &Context,
+    store: &mut Store,
+    observer: &mut dyn SuiteObserver,
+) -> Result<(), SuiteError> {
+    let mut running: Vec<(&Benchmark, Plan)> = Vec::new();
+    for (bench, plan) in prepared {
+        if let Some(setup) = &bench.setup {
+            if let Err(e) = perflab_sys::command::run_shell(setup, None, true) {
+                observer.finished(bench, &Outcome::Failed(format!("setup failed ({e}); skipped")));
+                continue;
+            }
+        }
+        running.push((*bench, super::budget::with_deadline(plan.clone(), budget_s)));
+    }
+    let mut recorders = Vec::new();
+    let mut entries = Vec::new();
+    for (bench, plan) in &running {
+        let meta = Meta {
+            label: context.label.to_string(),
+            benchmark: bench.name.clone(),
+            git_commit: context.git_commit.clone(),
+            source: context.options.source.clone().unwrap_or_else(|| "run".into()),
+        };
+        recorders.push(Some(store.begin(&meta, context.machine, &plan.settings, &plan.commands).pause()));
+        let make: super::budget::MakeExecutor = Box::new(|plan: &Plan| experiment::process_executor(plan));
+        entries.push(super::budget::Entry { plan: plan.clone(), make });
+    }
+    observer.budget_started(budget_s, running.len());
+    let mut heard = Interleaved {
+        running: &running,
+        context,
+        store,
+        observer,
+        recorders,
+        write_failures: (0..running.len()).map(|_| None).collect(),
+        not_stored: Vec::new(),
+        first_failure: None,
+    };
+    let used = super::budget::interleave(entries, clock, budget_s, &mut heard);
+    let Interleaved { observer, not_stored, first_failure, .. } = heard;
+    observer.budget_used(&used);
+    match first_failure {
+        Some(first) => {
+            Err(SuiteError::NotStored { benchmarks: not_stored, total: running.len(), first: Box::new(first) })
+        }
+        None => Ok(()),
+    }
+}
+
+/// Hears the interleaved experiments of `--budget`: stores each run as it completes,
+/// each experiment when it ends, and tells the suite's observer.
+struct Interleaved<'r, 'a> {
+    running: &'r [(&'r Benchmark, Plan)],
+    context: &'r Context<'a>,
+    store: &'r mut Store,
+    observer: &'r mut dyn SuiteObserver,
+    /// Each benchmark's recorder between its runs (taken when it ends).
+    recorders: Vec<Option<perflab_store::Paused>>,
+    /// The first failed write of each benchmark: its later runs are not written (as
+    /// `Lenient`), and it is reported when the benchmark ends.
+    write_failures: Vec<Option<perflab_store::error::StoreError>>,
+    not_stored: Vec<String>,
+    first_failure: Option<perflab_store::error::StoreError>,
+}
+
+impl BudgetObserver for Interleaved<'_, '_> {
+    fn run_finished(&mut self, bench: usize, command: usize, run: &Run) {
+        if self.write_failures[bench].is_some() {
+            return;
+        }
+        let Some(paused) = self.recorders[bench].take() else { return };
+        let mut recorder = paused.resume(self.store);
+        if let Err(e) = recorder.record_run(command, run) {
+            self.write_failures[bench] = Some(e);
+        }
+        self.recorders[bench] = Some(recorder.pause());
+    }
+
+    fn planned(&mut self, plan: &BudgetPlan) {
+        let shares: Vec<(&Benchmark, &Share)> = plan.shares.iter().map(|(&b, s)| (self.running[b].0, s)).collect();
+        self.observer.budget_planned(plan, &shares);
+    }
+
+    fn finished(&mut self, index: usize, result: Result<Experiment, String>) {
+        let bench = self.running[index].0;
+        let mut explanation = None;
+        let outcome = match result {
+            Ok(mut experiment) => {
+                annotate(&mut experiment, bench, self.context.known_spreads);
+                let stored = match (self.write_failures[index].take(), self.recorders[index].take()) {
+                    (Some(failure), _) => Err(failure),
+                    (None, Some(paused)) => paused.resume(self.store).finish(&experiment).map(|_| ()),
+                    (None, None) => Ok(()),
+                };
+                if let Err(failure) = stored {
+                    experiment.warnings.push(perflab_model::Warning::new(
+                        perflab_model::WarningKind::Other,
+                        format!("not stored in the history: {}", failure.line()),
+                    ));
+                    self.not_stored.push(bench.name.clone());
+                    self.first_failure.get_or_insert(failure);
+                } else if self.context.options.profile_changes {
+                    explanation = super::explain::explained(&experiment);
+                }
+                Outcome::Measured(Box::new(experiment))
+            }
+            Err(why) => Outcome::Failed(why),
+        };
+        if let Some(cleanup) = &bench.cleanup {
+            if let Err(e) = perflab_sys::command::run_shell(cleanup, None, true) {
+                self.observer.cleanup_failed(bench, &e.to_string());
+            }
+        }
+        self.observer.finished(bench, &outcome);
+        if let Some(explanation) = &explanation {
+            self.observer.explained(bench, explanation);
+        }
     }
 }
 

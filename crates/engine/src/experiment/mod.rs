@@ -20,6 +20,13 @@ use crate::plan::Plan;
 pub use error::ExperimentError;
 use perflab_model::Experiment;
 
+/// The executor [`run`] uses: every run of `plan` a real process on this machine. For a
+/// caller that drives the experiment itself ([`run_experiment`]), e.g. a suite's budget
+/// interleaving many experiments' rounds.
+pub fn process_executor(plan: &Plan) -> Result<Box<dyn crate::executor::Executor>, ExperimentError> {
+    Ok(Box::new(ProcessExecutor::new(plan)?))
+}
+
 /// Run `plan` as real processes on this machine, telling `observer` when it starts and
 /// ends (also when it cannot start).
 pub fn run(plan: &Plan, observer: &mut dyn Observer) -> Result<Experiment, ExperimentError> {

@@ -97,6 +97,30 @@ pub struct MachineHistory {
     /// why (`run --profile-changes`), in stored order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub explained: Vec<ExplainedRegression>,
+    /// The check of the newest label against its predecessor: the benchmarks it compares
+    /// share the run's confidence, as `run`'s do (None when no benchmark has both).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<StepFamily>,
+}
+
+/// The benchmarks of one machine whose history compares a label with the one before it:
+/// a family, as the benchmarks of one `run --baseline` are (crates/suite's `family`:
+/// Bonferroni), so that the chance of any false step anywhere in the check stays below
+/// 1 − [`ratio::CONFIDENCE`] — not 5 % per benchmark.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StepFamily {
+    /// The label checked.
+    pub label: String,
+    /// Benchmarks that compare it with their previous label.
+    pub size: usize,
+    /// Each comparison's level: 1 − (1 − 0.95) / size.
+    pub per_benchmark: f64,
+}
+
+/// Each of `size` comparisons' level so that all hold together at 95 %: suite::family's
+/// rule, repeated here because the store sits below the suite crate.
+pub fn family_level(size: usize) -> f64 {
+    1.0 - (1.0 - ratio::CONFIDENCE) / size.max(1) as f64
 }
 
 /// A benchmark found slower than its baseline build under a label, with the stored
@@ -287,6 +311,21 @@ pub fn build_with<'a>(
             let noise = sessions::MachineNoise::new(&sessions, ratio::SESSION_PRIOR);
             let by_name: HashMap<&str, &sessions::BenchmarkSessions> =
                 sessions.iter().map(|b| (b.benchmark.as_str(), b)).collect();
+            // Every step into a label is one check: its benchmarks are a family.
+            let mut checked: HashMap<&str, usize> = HashMap::new();
+            for (_, (_, pools)) in &benchmarks {
+                for p in pools.iter().skip(1) {
+                    *checked.entry(p.label).or_default() += 1;
+                }
+            }
+            let newest = benchmarks
+                .iter()
+                .filter_map(|(_, (_, pools))| pools.last().filter(|_| pools.len() > 1))
+                .max_by_key(|p| labels.iter().position(|l| l == p.label));
+            let family = newest.filter(|_| steps == Steps::Compare).map(|p| {
+                let size = checked.get(p.label).copied().unwrap_or(1);
+                StepFamily { label: p.label.to_string(), size, per_benchmark: family_level(size) }
+            });
             MachineHistory {
                 fingerprint: first.machine_fingerprint.clone(),
                 description: first.experiment.machine.describe(&first.machine_fingerprint),
@@ -305,7 +344,7 @@ pub fn build_with<'a>(
                                 perflab_stats::summary::median_and_ci(&p.values, ratio::CONFIDENCE);
                             let vs_previous = i.checked_sub(1).filter(|_| steps == Steps::Compare).and_then(|prev| {
                                 let (a, b) = (pools[prev].label, p.label);
-                                pair::pair_comparison(
+                                pair::pair_comparison_at(
                                     experiments,
                                     &labels,
                                     a,
@@ -313,6 +352,7 @@ pub fn build_with<'a>(
                                     choice,
                                     own_sessions.unwrap_or(&sessions::NO_SESSIONS),
                                     &noise.between(a, b),
+                                    family_level(checked.get(b).copied().unwrap_or(1)),
                                 )
                             });
                             Point {
@@ -332,6 +372,7 @@ pub fn build_with<'a>(
                     BenchmarkHistory { name: name.to_string(), points, change_points }
                 }),
                 explained,
+                family,
             }
         })
         .collect();
@@ -406,6 +447,36 @@ mod tests {
         assert_eq!(shifts.len(), 1, "{shifts:?}");
         assert_eq!(shifts[0].label, "v9");
         assert!((shifts[0].ratio - 1.3).abs() < 0.05, "{shifts:?}");
+    }
+
+    /// Issue 41: the check of a label against its predecessor is one family, as a
+    /// `run`'s benchmarks are: with 20 benchmarks each step's interval between sessions
+    /// is at 99.75 %, wider than one benchmark's 95 % on the same runs.
+    #[test]
+    fn a_labels_check_shares_the_confidence_among_its_benchmarks() {
+        let walls =
+            |level: f64, i: usize| -> Vec<f64> { (0..8).map(|k| level + 0.003 * ((i + k) % 5) as f64).collect() };
+        let mut exps = Vec::new();
+        for b in 0..20 {
+            exps.push(stored("v1", 1, &format!("b{b:02}"), "h1", &walls(1.0, b)));
+            exps.push(stored("v2", 2, &format!("b{b:02}"), "h1", &walls(1.01, b + 1)));
+        }
+        let h = build(&exps, "wall_s", Steps::Compare);
+        let family = h.machines[0].family.clone().expect("a family");
+        assert_eq!((family.label.as_str(), family.size), ("v2", 20));
+        assert!((family.per_benchmark - 0.9975).abs() < 1e-12);
+        let step = |h: &History| h.machines[0].benchmarks[0].points[1].vs_previous.clone().unwrap();
+        let in_family = step(&h);
+        assert!((in_family.confidence - 0.9975).abs() < 1e-12, "{in_family:?}");
+        let alone = build(&exps[..2], "wall_s", Steps::Compare);
+        let alone_step = step(&alone);
+        assert_eq!(alone.machines[0].family.as_ref().map(|f| f.size), Some(1));
+        assert!((alone_step.confidence - 0.95).abs() < 1e-12);
+        assert!(
+            in_family.ci_high / in_family.ci_low > alone_step.ci_high / alone_step.ci_low,
+            "{in_family:?} vs {alone_step:?}"
+        );
+        assert_eq!(build(&exps, "wall_s", Steps::Skip).machines[0].family, None, "no steps, no check");
     }
 
     #[test]

@@ -164,6 +164,23 @@ pub fn pair_comparison(
     sessions: &BenchmarkSessions,
     noise: &SessionNoise,
 ) -> Option<Ratio> {
+    pair_comparison_at(experiments, labels, reference, label, choice, sessions, noise, ratio::CONFIDENCE)
+}
+
+/// [`pair_comparison`] with a comparison between sessions at `confidence` (a family's
+/// share). A paired session keeps the interval its run decided with (a `run` of a suite
+/// decided at its own family's level).
+#[allow(clippy::too_many_arguments)]
+pub fn pair_comparison_at(
+    experiments: &[&StoredExperiment],
+    labels: &[String],
+    reference: &str,
+    label: &str,
+    choice: MetricChoice,
+    sessions: &BenchmarkSessions,
+    noise: &SessionNoise,
+    confidence: f64,
+) -> Option<Ratio> {
     if let Some(found) = paired_session(experiments, labels, reference, label).and_then(|s| s.comparison(choice)) {
         return Some(found);
     }
@@ -171,7 +188,15 @@ pub fn pair_comparison(
     let settings = experiments.iter().rev().find(|e| e.label == label).map(|e| &e.experiment.settings);
     let threshold = settings.map_or(DEFAULT_THRESHOLD, |s| s.threshold);
     let better = settings.map_or(metric::info(metric).better, |s| s.metric_info(metric).better);
-    ratio::between_sessions(sessions.label(reference)?, sessions.label(label)?, metric, noise, threshold, better)
+    ratio::between_sessions_at(
+        sessions.label(reference)?,
+        sessions.label(label)?,
+        metric,
+        noise,
+        threshold,
+        better,
+        confidence,
+    )
 }
 
 /// The builds a stored experiment measured beside its label (the baseline commands of

@@ -108,7 +108,21 @@ pub fn between_sessions(
     threshold: f64,
     better: Better,
 ) -> Option<Ratio> {
-    let d = difference(&a.sessions, &b.sessions, noise, CONFIDENCE)?;
+    between_sessions_at(a, b, metric, noise, threshold, better, CONFIDENCE)
+}
+
+/// [`between_sessions`] with its interval at `confidence` (a family's share: `history`'s
+/// check of a label against its predecessor, see [`super::family_level`]).
+pub fn between_sessions_at(
+    a: &LabelSessions,
+    b: &LabelSessions,
+    metric: &str,
+    noise: &SessionNoise,
+    threshold: f64,
+    better: Better,
+    confidence: f64,
+) -> Option<Ratio> {
+    let d = difference(&a.sessions, &b.sessions, noise, confidence)?;
     let (lo, hi) = (d.low.exp(), d.high.exp());
     let (mut verdict, _) = perflab_engine::analysis::verdict::classify(lo, hi, threshold, better);
     let mut note = None;
@@ -131,7 +145,7 @@ pub fn between_sessions(
         ratio: d.estimate.exp(),
         ci_low: lo,
         ci_high: hi,
-        confidence: CONFIDENCE,
+        confidence,
         p_value: Some(d.p_value),
         verdict,
         method: CiMethod::Sessions,
