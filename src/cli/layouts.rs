@@ -4,7 +4,7 @@
 //! pilot of two layouts per version that a plain build comparison gets (docs/suites.md,
 //! "Code layouts").
 
-use super::compare::{args_for_builds, expand_templates, layout_base, planned, CompareArgs, LayoutCount};
+use super::compare_args::{args_for_builds, expand_templates, layout_base, planned, CompareArgs, LayoutCount};
 use super::layout_cache::LayoutCache;
 use crate::error::Failure;
 use perflab_engine::experiment::{self, Quiet};

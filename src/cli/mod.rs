@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod compare;
+pub mod compare_args;
 pub mod doctor;
 pub mod fleet;
 pub mod layout_cache;
