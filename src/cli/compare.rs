@@ -117,14 +117,7 @@ pub fn main(args: CompareArgs) -> Result<(), Failure> {
         ));
     }
     let csv_written = csv.map(render::csv::CsvWriter::finish);
-    let stream = if outputs.stdout_taken() { Stream::Stderr } else { Stream::Stdout };
-    let terminal = Terminal { style: args.export.layout(table::width(stream)) };
-    let written = outputs.write(&experiment, style.shows_report().then_some(&terminal as _));
-    if !style.shows_report() {
-        for w in &experiment.warnings {
-            eprintln!("{}", color::yellow(&format!("warning: {}", render::escape_line(&w.message))));
-        }
-    }
+    let written = write_outputs(&args, &outputs, &style, &experiment);
     saved.transpose()?;
     csv_written.transpose()?;
     written?;
@@ -158,6 +151,24 @@ fn threshold_warning(args: &CompareArgs, plan: &Plan) -> Option<Warning> {
     let message =
         perflab_engine::doctor::threshold_warning(&calibration, plan.settings.threshold, plan.settings.max_time_s)?;
     Some(Warning::new(WarningKind::Noisy, message))
+}
+
+/// Every file output, and the terminal's report (or, without one, the warnings alone).
+fn write_outputs(
+    args: &CompareArgs,
+    outputs: &crate::output::Outputs<'_, Experiment>,
+    style: &super::args::OutputStyle,
+    experiment: &Experiment,
+) -> Result<(), crate::output::OutputError> {
+    let stream = if outputs.stdout_taken() { Stream::Stderr } else { Stream::Stdout };
+    let terminal = Terminal { style: args.export.layout(table::width(stream)) };
+    let written = outputs.write(experiment, style.shows_report().then_some(&terminal as _));
+    if !style.shows_report() {
+        for w in &experiment.warnings {
+            eprintln!("{}", color::yellow(&format!("warning: {}", render::escape_line(&w.message))));
+        }
+    }
+    written
 }
 
 /// What is known about layout for a comparison of one build per version: the spreads
@@ -239,14 +250,7 @@ fn auto_main(
         );
         Ok(())
     });
-    let stream = if outputs.stdout_taken() { Stream::Stderr } else { Stream::Stdout };
-    let terminal = Terminal { style: args.export.layout(table::width(stream)) };
-    let written = outputs.write(&experiment, style.shows_report().then_some(&terminal as _));
-    if !style.shows_report() {
-        for w in &experiment.warnings {
-            eprintln!("{}", color::yellow(&format!("warning: {}", render::escape_line(&w.message))));
-        }
-    }
+    let written = write_outputs(&args, &outputs, &style, &experiment);
     saved.transpose()?;
     written?;
     super::outcome(&experiment, "rounds")?;
