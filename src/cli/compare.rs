@@ -159,7 +159,7 @@ fn write_outputs(
     outputs: &crate::output::Outputs<'_, Experiment>,
     style: &super::args::OutputStyle,
     experiment: &Experiment,
-) -> Result<(), crate::output::OutputError> {
+) -> Result<(), perflab_render::OutputError> {
     let stream = if outputs.stdout_taken() { Stream::Stderr } else { Stream::Stdout };
     let terminal = Terminal { style: args.export.layout(table::width(stream)) };
     let written = outputs.write(experiment, style.shows_report().then_some(&terminal as _));
