@@ -80,14 +80,7 @@ pub fn render(e: &Experiment) -> String {
         ));
     }
     for c in e.comparisons.iter().filter(|c| c.metric == analysis.metric) {
-        out.push_str(&format!(
-            "{} vs {} {} {}: {}\n",
-            escape(&c.candidate),
-            escape(&c.baseline),
-            format_ratio(c.ratio),
-            c.interval_text(3),
-            judgement(analysis, c)
-        ));
+        out.push_str(&comparison_line(analysis, c));
         if let Some(x) = analysis.contrasts.iter().find(|x| x.candidate == c.candidate && x.within_layout_noise) {
             out.push_str(&dim(&format!(
                 "  layouts account for {:.0} % of that interval's variance: more rounds cannot narrow it, more layouts can (--layouts {})\n",
@@ -97,6 +90,18 @@ pub fn render(e: &Experiment) -> String {
         }
     }
     out
+}
+
+/// One comparison and what it means with the layouts counted.
+fn comparison_line(analysis: &LayoutAnalysis, c: &Comparison) -> String {
+    format!(
+        "{} vs {} {} {}: {}\n",
+        escape(&c.candidate),
+        escape(&c.baseline),
+        format_ratio(c.ratio),
+        c.interval_text(3),
+        judgement(analysis, c)
+    )
 }
 
 /// `--layouts auto`: the spread the pairs measured, the comparison with what it means,
@@ -114,14 +119,7 @@ fn render_auto(e: &Experiment, analysis: &LayoutAnalysis) -> String {
         analysis.rounds
     ));
     for c in e.comparisons.iter().filter(|c| c.metric == analysis.metric) {
-        out.push_str(&format!(
-            "{} vs {} {} {}: {}\n",
-            escape(&c.candidate),
-            escape(&c.baseline),
-            format_ratio(c.ratio),
-            c.interval_text(3),
-            judgement(analysis, c)
-        ));
+        out.push_str(&comparison_line(analysis, c));
     }
     let share = analysis.contrasts.first().map_or(0.0, |x| x.layout_share);
     let cache = if auto.cached > 0 { format!(", {} from the layout cache", auto.cached) } else { String::new() };
