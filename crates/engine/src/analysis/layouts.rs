@@ -560,17 +560,21 @@ mod tests {
         assert!(!e.layouts.as_ref().unwrap().contrasts[0].within_layout_noise);
     }
 
-    #[test]
-    fn a_verdict_within_the_measured_layout_spread_is_doubted() {
-        let mut e = perflab_model::Experiment::default();
-        let command = |name: &str, program: &str| perflab_model::CommandResult {
+    /// A command of `program` with no runs.
+    fn command(name: &str, program: &str) -> perflab_model::CommandResult {
+        perflab_model::CommandResult {
             name: name.into(),
             argv: vec![program.into()],
             command_line: program.into(),
             parameters: Default::default(),
             runs: vec![],
             summary: Default::default(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_verdict_within_the_measured_layout_spread_is_doubted() {
+        let mut e = perflab_model::Experiment::default();
         e.commands = vec![command("master", "/b/master/prog"), command("v3", "/b/v3/prog")];
         let mut c = Comparison::example_slower("master", "v3");
         (c.ratio, c.ci_low, c.ci_high) = (1.011, 1.003, 1.019);
@@ -619,14 +623,6 @@ mod tests {
     /// ±(e^(1.96·√2·1.2 %) − 1) = ±3.4 % between two builds, the bound ±18.9 %.
     #[test]
     fn the_pilot_says_the_spread_and_where_the_difference_lies() {
-        let command = |name: &str, program: &str| perflab_model::CommandResult {
-            name: name.into(),
-            argv: vec![program.into()],
-            command_line: program.into(),
-            parameters: Default::default(),
-            runs: vec![],
-            summary: Default::default(),
-        };
         let mut e = perflab_model::Experiment::default();
         e.commands = vec![command("master", "/b/m-11/prog"), command("v3", "/b/v3-21/prog")];
         let mut c = Comparison::example_slower("master", "v3");
