@@ -2,28 +2,21 @@
 //! turned into a plan for the experiment engine; observers for progress, CSV rows and the
 //! store; then the outputs (`render::export`) and the outcome.
 
-use super::args::{
-    confidence, percent, ExperimentArgs, ExportArgs, HookArgs, MeasureArgs, OutputArgs, ParameterArgs, SaveArgs,
-    ShellArgs,
-};
+use super::args::SaveArgs;
+pub use super::compare_args::CompareArgs;
+use super::compare_args::{args_for_builds, expand_templates, layout_base, layout_templates, planned, LayoutCount};
 use crate::error::Failure;
 use crate::usage;
-use clap::Args;
 use perflab_engine::experiment::{self as experiment, Fanout, Observer};
-use perflab_engine::measure::{allocations::Allocations, Explain};
-use perflab_engine::plan::{self as plan, OutputSink, Plan, PlanRequest};
+use perflab_engine::plan::Plan;
 use perflab_model::metric::Better;
 use perflab_model::units::format_percent;
-use perflab_model::{metric, Comparison, Experiment, Hooks, Settings, Verdict, Warning, WarningKind};
+use perflab_model::{metric, Comparison, Experiment, Verdict, Warning, WarningKind};
 use perflab_render::export::Text;
 use perflab_render::table::{self, Stream};
 use perflab_render::terminal::Terminal;
 use perflab_render::{self as render, color};
 use perflab_store::{current_git_commit, default_label, Lenient, Meta, Recorder, Store};
-use perflab_sys::command::{expand_parameters, substitute, ShellReason};
-use std::collections::BTreeMap;
-pub use super::compare_args::CompareArgs;
-use super::compare_args::{layout_base, layout_templates, planned, LayoutCount};
 
 /// `perflab compare`: plan, run with progress, CSV rows and the store watching; then the
 /// stored experiment, every file output, and last the terminal (see `render::export`).
@@ -350,6 +343,7 @@ mod tests {
     use super::*;
     use crate::cli::compare_args::plan_from_args;
     use clap::{CommandFactory, Parser};
+    use perflab_model::Settings;
 
     fn args(flags: &[&str]) -> CompareArgs {
         let argv = ["perflab", "compare"].iter().chain(flags).chain(&["true", "true 1"]);

@@ -12,8 +12,7 @@ use crate::usage;
 use clap::Args;
 use perflab_engine::measure::{allocations::Allocations, Explain};
 use perflab_engine::plan::{self as plan, OutputSink, Plan, PlanRequest};
-use perflab_model::metric::Better;
-use perflab_model::{metric, Hooks, Settings};
+use perflab_model::{Hooks, Settings};
 use perflab_sys::command::{expand_parameters, substitute, ShellReason};
 use std::collections::BTreeMap;
 

@@ -13,8 +13,8 @@
 //! seen: `--no-layout-cache`, or clear the cache.
 
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::SystemTime;

@@ -31,7 +31,9 @@ fn count(n: u64) -> String {
 pub fn report(command: &str, duration_s: f64, summary: &AllocSummary, sites: &[Site], limit: usize) -> String {
     let mut out = String::new();
     let sampled = match (summary.sample_bytes, summary.every) {
-        (Some(mean), _) => format!("allocations sampled by bytes, mean gap {}; per-site figures are estimates", bytes(mean)),
+        (Some(mean), _) => {
+            format!("allocations sampled by bytes, mean gap {}; per-site figures are estimates", bytes(mean))
+        }
         (None, 1) => "every call".to_string(),
         (None, every) => format!("a sample every {every} calls"),
     };
@@ -108,11 +110,12 @@ pub fn report(command: &str, duration_s: f64, summary: &AllocSummary, sites: &[S
     let idle: Vec<&str> =
         summary.functions.iter().filter(|f| f.calls == 0 && f.nested == 0).map(|f| f.name.as_str()).collect();
     if !idle.is_empty() {
-        let seen = if summary.sample_bytes.is_some() || summary.notes.iter().any(|n| n.starts_with("recorded in-process")) {
-            "also recorded, never called"
-        } else {
-            "also probed, never called"
-        };
+        let seen =
+            if summary.sample_bytes.is_some() || summary.notes.iter().any(|n| n.starts_with("recorded in-process")) {
+                "also recorded, never called"
+            } else {
+                "also probed, never called"
+            };
         let _ = writeln!(out, "{}", color::dim(&format!("  {seen}: {}", idle.join(", "))));
     }
     for note in &summary.notes {
