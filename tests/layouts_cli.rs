@@ -385,7 +385,9 @@ fn layouts_auto_decides_at_the_first_look_and_reuses_the_cached_layouts() {
     let first = run();
     let stderr = String::from_utf8_lossy(&first.stderr);
     assert_eq!(stderr.matches("perflab: building ").count(), 16, "8 pairs built: {stderr}");
-    assert!(stderr.contains("perflab: layout pair 8 (large@L8 vs small@L8): 5 rounds"), "{stderr}");
+    // Its rounds follow the noise measured (5–60 by the rule's guards), so only the pair
+    // is asserted, not how many rounds it got.
+    assert!(stderr.contains("perflab: layout pair 8 (large@L8 vs small@L8): "), "{stderr}");
     let json = json_of(&first.stdout);
     let c = &json["comparisons"][0];
     assert_eq!(
