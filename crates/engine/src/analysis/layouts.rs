@@ -345,30 +345,29 @@ pub fn spread_warnings(experiment: &Experiment, known: &[perflab_model::LayoutSp
             }
         };
         let limit = relink_reach(spread);
+        let difference = format!(
+            "`{}` is {} than `{}` by {} %",
+            c.candidate,
+            c.verdict.as_str(),
+            c.baseline,
+            format_percent((c.ratio - 1.0).abs() * 100.0)
+        );
+        let spread = format!(
+            "{whose}, so two builds of one source differ by up to ±{} % (95 %)",
+            format_percent(limit.exp_m1() * 100.0)
+        );
         if c.ratio.ln().abs() <= limit {
             out.push(Warning::new(
                 WarningKind::Noisy,
                 format!(
-                    "`{}` is {} than `{}` by {} %, within what relinking alone moves it: {whose}, so two builds of one source differ by up to ±{} % (95 %); decide with `--layouts auto --build CMD`, which adds layouts until it is known (docs/suites.md, \"Code layouts\")",
-                    c.candidate,
-                    c.verdict.as_str(),
-                    c.baseline,
-                    format_percent((c.ratio - 1.0).abs() * 100.0),
-                    format_percent(limit.exp_m1() * 100.0)
+                    "{difference}, within what relinking alone moves it: {spread}; decide with `--layouts auto --build CMD`, which adds layouts until it is known (docs/suites.md, \"Code layouts\")"
                 ),
             ));
         } else {
             // Every build comparison gets an answer about layout, also when it is clear.
             out.push(Warning::new(
                 WarningKind::Other,
-                format!(
-                    "`{}` is {} than `{}` by {} %, beyond what relinking alone moves it: {whose}, so two builds of one source differ by up to ±{} % (95 %)",
-                    c.candidate,
-                    c.verdict.as_str(),
-                    c.baseline,
-                    format_percent((c.ratio - 1.0).abs() * 100.0),
-                    format_percent(limit.exp_m1() * 100.0)
-                ),
+                format!("{difference}, beyond what relinking alone moves it: {spread}"),
             ));
         }
     }
