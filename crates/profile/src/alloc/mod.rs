@@ -871,11 +871,11 @@ fn build(
     for (time, item) in items {
         match item {
             Item::Other(record) => others.push((time, record)),
-            Item::Call { pid, tid, probe, returned: false, args, chain, .. } => {
-                calls.push((time, Call::Entry { pid, tid, probe, args, site: chain }))
+            Item::Call { pid, tid, probe, returned: false, args, regs, chain, .. } => {
+                calls.push((time, Call::Entry { pid, tid, probe, args, sp: regs[1], site: chain }))
             }
-            Item::Call { tid, probe, returned: true, args, .. } => {
-                calls.push((time, Call::Return { tid, probe, value: args[0] }))
+            Item::Call { tid, probe, returned: true, args, regs, .. } => {
+                calls.push((time, Call::Return { tid, probe, value: args[0], sp: regs[1] }))
             }
         }
     }
@@ -924,6 +924,12 @@ fn build(
     if nested > 0 {
         notes.push(format!(
             "{nested} calls made from inside a probed function (realloc(NULL, n) calling malloc, …) are counted once, as the outer call"
+        ));
+    }
+    if tracked && paired.unreturned > 0 {
+        notes.push(format!(
+            "{} calls' returns were not recorded (a call under way when the probes were placed, or a record lost): they are counted, but their blocks are not followed to their frees",
+            paired.unreturned
         ));
     }
     let functions = probes

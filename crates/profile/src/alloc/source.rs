@@ -15,7 +15,9 @@ use std::os::fd::{AsRawFd, RawFd};
 /// x86-64 perf_regs.h numbers: AX 0, CX 2, DX 3, SI 4, DI 5, BP 6, SP 7, IP 8; the kernel
 /// writes the registers of the mask in bit order.
 const CALL_REGS: u64 = (1 << 2) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8);
-const RETURN_REGS: u64 = 1;
+/// AX (the return value) and SP: the stack pointer after the return is the call's own
+/// stack pointer at entry + 8, which tells a return from the calls whose returns were lost.
+const RETURN_REGS: u64 = 1 | (1 << 7);
 /// Ring sizes per CPU, tried in order (a probed call is a record of up to a few KiB with
 /// its stack copy; the rings are drained every 20 ms or when a quarter full).
 const RING_SIZES: [usize; 4] = [8 << 20, 2 << 20, 512 << 10, 64 << 10];
@@ -45,7 +47,7 @@ pub(crate) enum Item {
         returned: bool,
         /// The first four arguments (calls) or the return value in `args[0]` (returns).
         args: [u64; 4],
-        /// ip, sp, bp at the call, for unwinding.
+        /// ip, sp, bp at the call, for unwinding (returns: the ip and sp after the return).
         regs: [u64; 3],
         stack: Vec<u8>,
         /// The kernel's call chain (frame-pointer mode).
@@ -132,7 +134,8 @@ impl<'a> Visitor<'a> for Items<'_> {
         let &(probe, returned) = self.ids.get(&s.id()?)?;
         let regs = s.regs_user().map(|r| r.regs.to_vec()).unwrap_or_default();
         let (args, ip_sp_bp) = if returned {
-            ([regs.first().copied().unwrap_or(0), 0, 0, 0], [s.ip().unwrap_or(0), 0, 0])
+            let sp = regs.get(1).copied().unwrap_or(0);
+            ([regs.first().copied().unwrap_or(0), 0, 0, 0], [s.ip().unwrap_or(0), sp, 0])
         } else {
             match regs.as_slice() {
                 &[cx, dx, si, di, bp, sp, ip] => ([di, si, dx, cx], [ip, sp, bp]),
