@@ -257,6 +257,10 @@ pub enum Unfinished {
 /// How often the drain thread empties the rings below their wake-up watermark.
 const POLL: Duration = Duration::from_millis(20);
 
+/// How often the drain thread reads the probes' counters for the once-a-second overhead
+/// line: a read per event per CPU, too many to repeat at every [`POLL`] with many processes.
+const COUNT_EVERY: Duration = Duration::from_millis(250);
+
 /// The probes of an [`AllocOptions`], placed once (symbols looked up, objects found) and
 /// then attached to every process they watch: `profile --alloc`'s one command, or each
 /// run of `compare --explain-alloc`.
@@ -405,6 +409,7 @@ fn drain_until_stopped(
         }
         counted
     };
+    let mut last_count = std::time::Instant::now() - COUNT_EVERY;
     loop {
         let pollfd = |fd: RawFd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
         let mut fds = vec![pollfd(stop.as_raw_fd())];
@@ -417,8 +422,11 @@ fn drain_until_stopped(
         if fds[0].revents != 0 || stopping.load(Ordering::Relaxed) {
             break;
         }
-        for (slot, calls) in seen.iter().zip(count_calls(&mut opened)) {
-            slot.store(calls, Ordering::Relaxed);
+        if last_count.elapsed() >= COUNT_EVERY {
+            last_count = std::time::Instant::now();
+            for (slot, calls) in seen.iter().zip(count_calls(&mut opened)) {
+                slot.store(calls, Ordering::Relaxed);
+            }
         }
         unwound += unwinding.batch(&mut items[unwound..], stopping);
     }
@@ -872,7 +880,8 @@ fn build(
         match item {
             Item::Other(record) => others.push((time, record)),
             Item::Call { pid, tid, probe, returned: false, args, regs, chain, .. } => {
-                calls.push((time, Call::Entry { pid, tid, probe, args, sp: regs[1], site: chain }))
+                let ret = chain.first().copied().unwrap_or(0);
+                calls.push((time, Call::Entry { pid, tid, probe, args, sp: regs[1], ret, site: chain }))
             }
             Item::Call { tid, probe, returned: true, args, regs, .. } => {
                 calls.push((time, Call::Return { tid, probe, value: args[0], sp: regs[1] }))

@@ -9,8 +9,11 @@
 //! placed has a recorded entry but no return probe yet; a record the kernel dropped), and
 //! taking every later call for a nested one would then count nothing more for the rest
 //! of the recording. A call nested in another runs deeper on the stack (a lower stack
-//! pointer, stacks growing down on every target we read); a call at or above a pending
-//! call's stack pointer means that call has returned unseen.
+//! pointer, stacks growing down on every target we read); a call above a pending call's
+//! stack pointer means that call has returned unseen. At the *same* stack pointer a call
+//! is either tail-called from the pending one (glibc's realloc jumps to malloc, and its
+//! return address is then the return probe's trampoline) or made after it returned
+//! unseen: the return address tells them apart when it is the pending call's own.
 
 use crate::allocations::Role;
 use std::collections::HashMap;
@@ -18,9 +21,9 @@ use std::collections::HashMap;
 /// One probed call or return, in time order.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Call<T> {
-    /// A call of probe `probe` with its first four arguments, its stack pointer at entry
-    /// (0: unknown) and what locates it (its call stack).
-    Entry { pid: u32, tid: u32, probe: usize, args: [u64; 4], sp: u64, site: T },
+    /// A call of probe `probe` with its first four arguments, its stack pointer and return
+    /// address at entry (0: unknown) and what locates it (its call stack).
+    Entry { pid: u32, tid: u32, probe: usize, args: [u64; 4], sp: u64, ret: u64, site: T },
     /// A return of probe `probe` with its return value and the stack pointer after it
     /// (the call's own at entry + 8; 0: unknown).
     Return { tid: u32, probe: usize, value: u64, sp: u64 },
@@ -60,6 +63,7 @@ struct Pending {
     probe: usize,
     args: [u64; 4],
     sp: u64,
+    ret: u64,
     /// The allocation this call made (not for nested calls and frees).
     allocation: Option<usize>,
 }
@@ -80,17 +84,17 @@ pub(crate) fn pair<T>(calls: Vec<(u64, Call<T>)>, roles: &[Role], tracked: bool)
     let mut live: HashMap<u64, (usize, u64)> = HashMap::new();
     for (time, call) in calls {
         match call {
-            Call::Entry { pid, tid, probe, args, sp, site } => {
+            Call::Entry { pid, tid, probe, args, sp, ret, site } => {
                 let Some(&role) = roles.get(probe) else { continue };
                 let inside = pending.entry(tid).or_default();
-                // Pending calls at or below this one's stack depth have returned unseen.
-                let still_inside =
-                    inside.iter().position(|p| sp != 0 && p.sp != 0 && p.sp <= sp).unwrap_or(inside.len());
+                let returned_unseen =
+                    |p: &Pending| sp != 0 && p.sp != 0 && (p.sp < sp || (p.sp == sp && ret != 0 && p.ret == ret));
+                let still_inside = inside.iter().position(returned_unseen).unwrap_or(inside.len());
                 out.unreturned += (inside.len() - still_inside) as u64;
                 inside.truncate(still_inside);
                 if tracked && !inside.is_empty() {
                     out.per_probe[probe].2 += 1;
-                    inside.push(Pending { probe, args, sp, allocation: None });
+                    inside.push(Pending { probe, args, sp, ret, allocation: None });
                     continue;
                 }
                 let bytes = role.bytes(&args);
@@ -112,7 +116,7 @@ pub(crate) fn pair<T>(calls: Vec<(u64, Call<T>)>, roles: &[Role], tracked: bool)
                     }
                 };
                 if tracked {
-                    inside.push(Pending { probe, args, sp, allocation });
+                    inside.push(Pending { probe, args, sp, ret, allocation });
                 }
             }
             Call::Return { tid, probe, value, sp } => {
@@ -177,7 +181,7 @@ mod tests {
     const FREE: usize = 3;
 
     fn entry(probe: usize, args: [u64; 4], site: &'static str) -> Call<&'static str> {
-        Call::Entry { pid: 1, tid: 1, probe, args, sp: 0, site }
+        Call::Entry { pid: 1, tid: 1, probe, args, sp: 0, ret: 0, site }
     }
 
     fn ret(probe: usize, value: u64) -> Call<&'static str> {
@@ -247,8 +251,8 @@ mod tests {
     #[test]
     fn threads_nest_separately() {
         let calls = vec![
-            (0, Call::Entry { pid: 1, tid: 1, probe: MALLOC, args: [8, 0, 0, 0], sp: 0, site: "t1" }),
-            (1, Call::Entry { pid: 1, tid: 2, probe: MALLOC, args: [16, 0, 0, 0], sp: 0, site: "t2" }),
+            (0, Call::Entry { pid: 1, tid: 1, probe: MALLOC, args: [8, 0, 0, 0], sp: 0, ret: 0, site: "t1" }),
+            (1, Call::Entry { pid: 1, tid: 2, probe: MALLOC, args: [16, 0, 0, 0], sp: 0, ret: 0, site: "t2" }),
             (2, Call::Return { tid: 2, probe: MALLOC, value: 0x20, sp: 0 }),
             (3, Call::Return { tid: 1, probe: MALLOC, value: 0x10, sp: 0 }),
         ];
@@ -257,10 +261,11 @@ mod tests {
         assert!(paired.allocations.iter().all(|a| a.live));
     }
 
+    /// `call` at `stack_pointer`, an entry returning to 0x401000 + its site's length.
     fn at(call: Call<&'static str>, stack_pointer: u64) -> Call<&'static str> {
         match call {
             Call::Entry { pid, tid, probe, args, site, .. } => {
-                Call::Entry { pid, tid, probe, args, sp: stack_pointer, site }
+                Call::Entry { pid, tid, probe, args, sp: stack_pointer, ret: 0x401000 + site.len() as u64, site }
             }
             Call::Return { tid, probe, value, .. } => Call::Return { tid, probe, value, sp: stack_pointer },
         }
@@ -300,5 +305,32 @@ mod tests {
         let paired = pair(calls, &ROLES, true);
         assert_eq!(paired.per_probe[REALLOC], (1, 64, 1), "the deeper call is nested");
         assert_eq!((paired.frees, paired.freed_bytes, paired.unreturned), (1, 64, 1));
+    }
+
+    /// glibc's realloc(NULL, n) may jump to malloc: the nested call runs at the outer
+    /// call's stack pointer, its return address the return probe's trampoline.
+    #[test]
+    fn a_tail_call_at_the_same_stack_pointer_is_nested() {
+        const SP: u64 = 0x7ff0_0000;
+        let tail_called = Call::Entry {
+            pid: 1,
+            tid: 1,
+            probe: MALLOC,
+            args: [64, 0, 0, 0],
+            sp: SP,
+            ret: 0x7fff_f000,
+            site: "[uprobes]",
+        };
+        let calls = timed(vec![
+            at(entry(REALLOC, [0, 64, 0, 0], "grow"), SP),
+            tail_called,
+            at(ret(MALLOC, 0x1000), SP + 8),
+            at(ret(REALLOC, 0x1000), SP + 8),
+            at(entry(FREE, [0x1000, 0, 0, 0], "grow"), SP),
+        ]);
+        let paired = pair(calls, &ROLES, true);
+        assert_eq!(paired.per_probe[MALLOC], (0, 0, 1), "the tail-called malloc is nested");
+        assert_eq!(paired.per_probe[REALLOC], (1, 64, 0));
+        assert_eq!((paired.frees, paired.unreturned), (1, 0));
     }
 }
