@@ -398,3 +398,39 @@ fn a_profiled_program_starts_threads_and_children() {
     // At least stdout's buffer, which the fixture's printf allocates.
     assert!(function(&summary, "malloc").calls >= 1, "{summary:?}");
 }
+
+/// A server's work is its children's (the postmaster's backends): attached to the
+/// parent, the children already running are not followed, and the profile says so with
+/// the way to add them.
+#[test]
+fn children_running_before_the_attach_are_said_not_watched() {
+    if !is_root() {
+        eprintln!("SKIP: allocation profiles need root or CAP_PERFMON");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("parent.profile");
+    let mut parent = std::process::Command::new("sh").args(["-c", "sleep 30 & wait"]).spawn().unwrap();
+    let children = || std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", parent.id())).unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while children().trim().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let child = children().trim().to_string();
+    let status = perflab()
+        .args(["profile", "--alloc", "-p", &parent.id().to_string(), "--duration", "0.3", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let _ = std::process::Command::new("kill").arg(&child).status();
+    let _ = parent.kill();
+    let _ = parent.wait();
+    let stdout = String::from_utf8_lossy(&status.stdout);
+    assert!(status.status.success(), "{stdout}{}", String::from_utf8_lossy(&status.stderr));
+    let notes = Profile::load(&out).unwrap().alloc.unwrap().notes;
+    let note =
+        notes.iter().find(|n| n.contains("running when the probes were placed")).unwrap_or_else(|| panic!("{notes:?}"));
+    assert!(note.contains(&format!("1 child process(es) running when the probes were placed ({child})")), "{note}");
+    assert!(note.contains(&format!("-p {0},$(pgrep -d, -P {0})", parent.id())), "{note}");
+    assert!(stdout.contains(note.as_str()), "the note is printed: {stdout}");
+}

@@ -167,7 +167,7 @@ pub(crate) fn children_not_followed(profile: &Profile) -> Option<String> {
 
 /// The children of every thread of `pid` (`/proc/PID/task/TID/children`); none when it
 /// is gone or the kernel does not list them.
-fn children_of(pid: u32) -> Vec<u32> {
+pub(crate) fn children_of(pid: u32) -> Vec<u32> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
     let mut out = Vec::new();
     for task in tasks.flatten() {

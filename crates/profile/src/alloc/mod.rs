@@ -612,6 +612,8 @@ fn record_running(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRe
         .filter(|a| !a.is_empty())
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .collect();
+    // Listed before the probes open: children started later are followed (inherited).
+    let children: Vec<u32> = opts.pids.iter().flat_map(|&pid| crate::notes::children_of(pid)).collect();
     let interrupt = perflab_sys::interrupt::watcher();
     let started_at = chrono::Utc::now().to_rfc3339();
     // Calibrated before the probes go on: it times probed calls of perflab's own.
@@ -655,8 +657,25 @@ fn record_running(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRe
         summary.notes.push(
             "attached to running processes: \"live\" blocks are those allocated while recording and not freed before it ended, and frees of blocks allocated before it began count as unmatched".into(),
         );
+        if !children.is_empty() {
+            summary.notes.push(children_not_watched(&opts.pids, &children));
+        }
     }
     Ok(AllocRecording { profile, unfinished })
+}
+
+/// Children running before the attach are not watched: the kernel passes events on only
+/// to tasks created while they are open, and a server's work is usually its children's
+/// (the postmaster's backends).
+fn children_not_watched(pids: &[u32], children: &[u32]) -> String {
+    let list = |ids: &[u32]| ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    let shown = &children[..children.len().min(5)];
+    let (parents, count) = (list(pids), children.len());
+    let more = if count > shown.len() { ", …" } else { "" };
+    let shown = list(shown).replace(',', ", ");
+    format!(
+        "PID {parents} had {count} child process(es) running when the probes were placed ({shown}{more}): their allocations are not recorded (only processes started while attached are followed) — attach to them too: -p {parents},$(pgrep -d, -P {parents})"
+    )
 }
 
 /// What the probes cost the processes they watch, said while they run: the calls
