@@ -422,9 +422,21 @@ fn children_running_before_the_attach_are_said_not_watched() {
         .arg(&out)
         .output()
         .unwrap();
+    let both = dir.path().join("both.profile");
+    let with_child = perflab()
+        .args(["profile", "--alloc", "-p", &format!("{},{child}", parent.id()), "--duration", "0.3", "-o"])
+        .arg(&both)
+        .output()
+        .unwrap();
     let _ = std::process::Command::new("kill").arg(&child).status();
     let _ = parent.kill();
     let _ = parent.wait();
+    assert!(with_child.status.success(), "{}", String::from_utf8_lossy(&with_child.stderr));
+    let notes = Profile::load(&both).unwrap().alloc.unwrap().notes;
+    assert!(
+        !notes.iter().any(|n| n.contains("running when the probes were placed")),
+        "a watched child is no missed one: {notes:?}"
+    );
     let stdout = String::from_utf8_lossy(&status.stdout);
     assert!(status.status.success(), "{stdout}{}", String::from_utf8_lossy(&status.stderr));
     let notes = Profile::load(&out).unwrap().alloc.unwrap().notes;

@@ -613,7 +613,12 @@ fn record_running(opts: &AllocOptions, started: impl FnOnce()) -> Result<AllocRe
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .collect();
     // Listed before the probes open: children started later are followed (inherited).
-    let children: Vec<u32> = opts.pids.iter().flat_map(|&pid| crate::notes::children_of(pid)).collect();
+    let children: Vec<u32> = opts
+        .pids
+        .iter()
+        .flat_map(|&pid| crate::notes::children_of(pid))
+        .filter(|child| !opts.pids.contains(child))
+        .collect();
     let interrupt = perflab_sys::interrupt::watcher();
     let started_at = chrono::Utc::now().to_rfc3339();
     // Calibrated before the probes go on: it times probed calls of perflab's own.
