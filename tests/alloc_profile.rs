@@ -17,11 +17,6 @@ fn perflab() -> Command {
     cmd
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Record `args` + the fixture; the saved profile and the terminal report.
 fn record(extra: &[&str], fixture: &std::path::Path, mode: &str, n: &str) -> Option<(Profile, String)> {
     let dir = tempfile::tempdir().unwrap();
@@ -39,10 +34,10 @@ fn record(extra: &[&str], fixture: &std::path::Path, mode: &str, n: &str) -> Opt
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let uprobes = extra.windows(2).any(|w| w == ["--alloc-via", "uprobes"]) || extra.contains(&"--alloc-fn");
-    if !is_root() && uprobes {
+    if !common::is_root() && uprobes {
         assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains("uprobes need root or CAP_PERFMON") && stderr.trim().lines().count() == 1, "{stderr}");
-        eprintln!("SKIP: allocation profiles need root or CAP_PERFMON");
+        common::skip("allocation profiles need root or CAP_PERFMON");
         return None;
     }
     assert!(output.status.success(), "{stderr}");
@@ -194,7 +189,7 @@ fn bad_allocation_options_are_one_line_usage_errors() {
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        if !is_root() && err.contains("need root") {
+        if !common::is_root() && err.contains("need root") {
             continue;
         }
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
@@ -233,8 +228,7 @@ fn pprof_flat(file: &std::path::Path, index: &str) -> BTreeMap<String, u64> {
 #[test]
 fn go_tool_pprof_reads_alloc_and_inuse_space_and_objects() {
     if which::which("go").is_err() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but go is not installed");
-        eprintln!("SKIP: go not installed: cannot check with go tool pprof");
+        common::skip("go not installed: cannot check with go tool pprof");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -280,13 +274,13 @@ fn compare_explains_allocations_by_call_site_exactly() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        if !is_root() {
+        if !common::is_root() {
             assert_eq!(out.status.code(), Some(2), "{stderr}");
             assert!(
                 stderr.contains("uprobes need root or CAP_PERFMON") && stderr.trim().lines().count() == 1,
                 "{stderr}"
             );
-            eprintln!("SKIP: allocation probes need root or CAP_PERFMON");
+            common::skip("allocation probes need root or CAP_PERFMON");
             return;
         }
         assert!(out.status.success(), "{stderr}");
@@ -345,12 +339,12 @@ fn attaching_to_a_running_process_counts_its_calls_exactly() {
     let mut stderr = std::io::BufReader::new(perflab.stderr.take().unwrap());
     let mut first = String::new();
     stderr.read_line(&mut first).unwrap();
-    if !is_root() {
+    if !common::is_root() {
         let _ = shell.kill();
         let _ = shell.wait();
         let _ = perflab.wait();
         assert!(first.contains("uprobes need root or CAP_PERFMON"), "{first}");
-        eprintln!("SKIP: allocation profiles need root or CAP_PERFMON");
+        common::skip("allocation profiles need root or CAP_PERFMON");
         return;
     }
     assert!(first.starts_with("perflab: recording the allocations of"), "{first}");
@@ -387,7 +381,7 @@ fn a_profiled_program_starts_threads_and_children() {
         perflab().args(["profile", "--alloc", "-o", out.to_str().unwrap(), "--"]).arg(&fixture).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    if !is_root() {
+    if !common::is_root() {
         assert_eq!(output.status.code(), Some(2), "{stderr}");
         common::skip("allocation profiles need root or CAP_PERFMON");
         return;
@@ -404,8 +398,8 @@ fn a_profiled_program_starts_threads_and_children() {
 /// the way to add them.
 #[test]
 fn children_running_before_the_attach_are_said_not_watched() {
-    if !is_root() {
-        eprintln!("SKIP: allocation profiles need root or CAP_PERFMON");
+    if !common::is_root() {
+        common::skip("allocation profiles need root or CAP_PERFMON");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -19,11 +19,6 @@ fn perflab() -> Command {
     cmd
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn json_of(output: &std::process::Output) -> Value {
     serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}); stderr: {}", String::from_utf8_lossy(&output.stderr)))
@@ -56,8 +51,8 @@ fn probes(fixture: &std::path::Path) -> String {
 /// run must show them exactly.
 #[test]
 fn stat_counts_every_call_of_a_function_exactly() {
-    if !is_root() {
-        eprintln!("SKIP: counting uprobes needs root or CAP_PERFMON");
+    if !common::is_root() {
+        common::skip("counting uprobes needs root or CAP_PERFMON");
         return;
     }
     let fixture = common::fixture("alloc_calls");
@@ -100,8 +95,8 @@ fn stat_counts_every_call_of_a_function_exactly() {
 /// pool's program calls malloc once where the other calls it N+1 times.
 #[test]
 fn compare_gives_exact_counts_their_ratio_and_verdict() {
-    if !is_root() {
-        eprintln!("SKIP: counting uprobes needs root or CAP_PERFMON");
+    if !common::is_root() {
+        common::skip("counting uprobes needs root or CAP_PERFMON");
         return;
     }
     let fixture = common::fixture("alloc_calls");
@@ -142,7 +137,7 @@ fn probes_that_cannot_be_placed_are_one_line_usage_errors() {
     for (event, message) in cases {
         let out = perflab().args(["stat", "-r", "1", "--no-progress", "-e", &event, &f, "pool", "1"]).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        if is_root() || !err.contains("need root") {
+        if common::is_root() || !err.contains("need root") {
             assert_eq!(out.status.code(), Some(2), "{event}: {err}");
             assert_eq!(err.trim().lines().count(), 1, "{event}: {err}");
             assert!(err.contains(message), "{event}: {err}");
@@ -153,8 +148,8 @@ fn probes_that_cannot_be_placed_are_one_line_usage_errors() {
 /// An unprivileged user is told, in one line, that uprobes need root or CAP_PERFMON.
 #[test]
 fn an_unprivileged_user_is_told_what_uprobes_need() {
-    if !is_root() || which::which("setpriv").is_err() {
-        eprintln!("SKIP: not root or no setpriv: cannot run as an unprivileged user here");
+    if !common::is_root() || which::which("setpriv").is_err() {
+        common::skip("not root or no setpriv: cannot run as an unprivileged user here");
         return;
     }
     let exe = assert_cmd::cargo::cargo_bin("perflab");
@@ -167,7 +162,7 @@ fn an_unprivileged_user_is_told_what_uprobes_need() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     if out.status.code() == Some(126) || err.contains("Permission denied") && !err.contains("probe") {
-        eprintln!("SKIP: nobody cannot run the test binary here: {err}");
+        common::skip(&format!("nobody cannot run the test binary here: {err}"));
         return;
     }
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -180,8 +175,8 @@ fn an_unprivileged_user_is_told_what_uprobes_need() {
 /// make_node, the malloc mode 500 times), and no talk of too few samples.
 #[test]
 fn explain_on_a_uprobe_gives_calls_per_run() {
-    if !is_root() {
-        eprintln!("SKIP: counting uprobes needs root or CAP_PERFMON");
+    if !common::is_root() {
+        common::skip("counting uprobes needs root or CAP_PERFMON");
         return;
     }
     let fixture = common::fixture("alloc_calls");
@@ -211,7 +206,7 @@ const ALL_STARTED: &str = "children started: all";
 /// uprobe PMU with `inherit` these children failed with EFAULT (issue 38).
 #[test]
 fn a_counted_program_starts_threads_and_children_and_all_are_counted() {
-    if !is_root() {
+    if !common::is_root() {
         common::skip("counting uprobes needs root or CAP_PERFMON");
         return;
     }
@@ -270,7 +265,7 @@ fn a_counted_program_starts_threads_and_children_and_all_are_counted() {
 /// "Cannot fork" under the uprobe PMU).
 #[test]
 fn a_shell_pipeline_forks_under_a_libc_probe() {
-    if !is_root() {
+    if !common::is_root() {
         common::skip("counting uprobes needs root or CAP_PERFMON");
         return;
     }
@@ -349,7 +344,7 @@ fn perflab_with_probes_defined(root: &std::path::Path) -> std::process::Child {
 /// places a probe removes it.
 #[test]
 fn probe_definitions_are_removed_at_exit_and_after_a_crash() {
-    if !is_root() {
+    if !common::is_root() {
         common::skip("defining uprobes in tracefs needs root");
         return;
     }
@@ -417,7 +412,7 @@ fn count_in_refusals_are_one_line_usage_errors() {
     // once, not as a reason on every counter.
     let paranoid: Option<i32> =
         std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").ok().and_then(|l| l.trim().parse().ok());
-    if !is_root() || which::which("setpriv").is_err() || paranoid.unwrap_or(0) <= 0 {
+    if !common::is_root() || which::which("setpriv").is_err() || paranoid.unwrap_or(0) <= 0 {
         common::skip_part(
             "--count-in system as an unprivileged user",
             "needs root, setpriv and perf_event_paranoid > 0",
@@ -488,7 +483,7 @@ fn logged_since(logs: &[(std::path::PathBuf, u64)]) -> String {
 /// run of each side, and nothing to warn about.
 #[test]
 fn a_probe_in_a_server_counts_0_in_the_client_and_is_counted_with_count_in() {
-    if !is_root() {
+    if !common::is_root() {
         common::skip("counting uprobes needs root or CAP_PERFMON");
         return;
     }
@@ -560,7 +555,7 @@ fn pgbench_outcome(text: &str) -> (u64, u64) {
 #[test]
 fn an_attached_probe_session_keeps_a_server_accepting_connections() {
     use std::io::BufRead;
-    if !is_root() {
+    if !common::is_root() {
         common::skip("counting uprobes needs root or CAP_PERFMON");
         return;
     }
@@ -626,7 +621,7 @@ fn an_attached_probe_session_keeps_a_server_accepting_connections() {
 /// names the process counted.
 #[test]
 fn count_in_a_process_tree_counts_there_not_in_the_command() {
-    if !is_root() {
+    if !common::is_root() {
         common::skip("counting uprobes needs root or CAP_PERFMON");
         return;
     }
