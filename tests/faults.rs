@@ -82,11 +82,6 @@ fn the_gate_fails_closed_without_an_interval() {
         .stderr(predicate::str::contains("perflab: gate: cannot judge `true #2`"));
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// SQLite's WAL index (`-shm`) is a shared memory map: truncated under a running writer,
 /// the next access faulted with SIGBUS (exit 135, no message). Now one line and exit 2,
 /// and the runs committed before are still there.
@@ -126,7 +121,7 @@ fn a_truncated_shared_memory_file_ends_in_one_line_and_keeps_the_runs() {
 /// namespace (root), or with `dir` and its files made read-only (anyone else).
 fn on_read_only_dir(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     let bin = assert_cmd::cargo::cargo_bin("perflab");
-    if is_root() {
+    if common::is_root() {
         let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
         let script = format!(
             "mount --bind {0} {0} && mount -o remount,ro,bind {0} && NO_COLOR=1 {1} {2}",
