@@ -374,6 +374,12 @@ describe('perflab --firefox exports in the Firefox Profiler', function () {
           log.push(
             `double-click ${leafName} (${hotNode.count} self): bottom box open=${UrlStateSelectors.getIsBottomBoxOpen(after)}, source view file=${file}, hottest line ${info.scrollToLineNumber}, assembly view available=${getIsAssemblyViewAvailable(after)} symbol=${symbol ? `${symbol.name}@0x${symbol.address.toString(16)} size ${symbol.functionSize}` : null}, hottest instruction ${info.scrollToInstructionAddress === undefined ? null : `0x${info.scrollToInstructionAddress.toString(16)}`}`
           );
+          if (symbol) {
+            // The same views opened from a URL of the web app (its url-handling).
+            log.push(
+              `  as the app's URL query: ?sourceViewIndex=${UrlStateSelectors.getSourceViewSourceIndex(after)}&assemblyView=${encodeURIComponent(`${symbol.libIndex}~${symbol.address.toString(16)}~${symbol.functionSize.toString(16)}${symbol.functionSizeIsKnown ? '' : '_'}~${symbol.name}`)}`
+            );
+          }
           if (lib && symbol) {
             log.push(
               `  the views would ask the symbol server: /source/v1 {debugName: ${lib.debugName}, debugId: ${lib.breakpadId}, file: ${file}}, /asm/v1 {debugName: ${lib.debugName}, debugId: ${lib.breakpadId}, startAddress: 0x${symbol.address.toString(16)}, size: 0x${symbol.functionSize?.toString(16)}}`
