@@ -126,13 +126,9 @@ describe('perflab --firefox exports in the Firefox Profiler', function () {
       const store = storeWithProfile(profile);
       const { shared } = profile;
       const strings = shared.stringArray;
-      // A file's path as written, with "/./" collapsed: DWARF spells one header both
-      // ./elf/./get-dynamic-info.h and ./elf/get-dynamic-info.h, and a function's
-      // frames carry lines but not files.
-      const samePath = (p: string) => p.replace(/\/(\.\/)+/g, '/');
       const funcFile = (func: number): string | null => {
         const source = shared.funcTable.source[func];
-        return source === null ? null : samePath(strings[shared.sources.filename[source]]);
+        return source === null ? null : strings[shared.sources.filename[source]];
       };
 
       // Libraries: path, build ID as the file on disk has it.
@@ -308,17 +304,7 @@ describe('perflab --firefox exports in the Firefox Profiler', function () {
         }
       }
       // Lines perflab knows ("file:line"; not "name (no line info)").
-      const knownLines: PerflabRow[] = [];
-      for (const l of (c.perflab.lines ?? []).filter((l) => /:\d+$/.test(l.name))) {
-        const name = samePath(l.name);
-        const same = knownLines.find((k) => k.name === name);
-        if (same) {
-          same.self_samples += l.self_samples;
-          same.self_period += l.self_period;
-        } else {
-          knownLines.push({ ...l, name });
-        }
-      }
+      const knownLines = (c.perflab.lines ?? []).filter((l) => /:\d+$/.test(l.name));
       for (const l of knownLines.filter((l) => selfOf(l) > 0)) {
         const got = selfByLine.get(l.name) ?? 0;
         if (got !== selfOf(l)) {
