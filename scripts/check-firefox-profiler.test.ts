@@ -52,7 +52,11 @@ const cases: Case[] = manifestPath
 
 function run(cmd: string, args: string[]): string {
   try {
-    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return execFileSync(cmd, args, {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      maxBuffer: 1 << 30,
+    });
   } catch (_e) {
     return '';
   }
@@ -79,15 +83,23 @@ function imageBase(path: string): number {
 // realpath@@GLIBC_2.3 and realpath@GLIBC_2.2.5 has one per version).
 function elfSymbols(path: string): Map<string, Set<number>> {
   const symbols = new Map<string, Set<number>>();
-  for (const args of [['--defined-only', path], ['-D', '--defined-only', path]]) {
+  // perflab names C++ and Rust functions demangled: nm -C names them the same way.
+  for (const args of [['-C', '--defined-only', path], ['-C', '-D', '--defined-only', path]]) {
     for (const line of run('nm', args).split('\n')) {
-      const f = line.trim().split(/\s+/);
-      if (f.length === 3 && /^[tTwWiI]$/.test(f[1])) {
-        const name = f[2].replace(/@.*$/, '');
-        if (!symbols.has(name)) {
-          symbols.set(name, new Set());
+      const f = /^([0-9a-f]+) ([tTwWiI]) (.+)$/.exec(line.trim());
+      if (f) {
+        const name = f[3].replace(/@@?[A-Z][A-Za-z0-9_.]*$/, '');
+        // perflab names a GCC clone (int_bn_mod_inverse.part.0, f(int) [clone
+        // .cold]) after its function: the address must be one of either name's.
+        const unsuffixed = name
+          .replace(/( \[clone \.[a-z_]+(\.\d+)?\])+$/, '')
+          .replace(/(\.(part|cold|isra|constprop|lto_priv)(\.\d+)?)+$/, '');
+        for (const key of new Set([name, unsuffixed])) {
+          if (!symbols.has(key)) {
+            symbols.set(key, new Set());
+          }
+          symbols.get(key)!.add(parseInt(f[1], 16));
         }
-        symbols.get(name)!.add(parseInt(f[0], 16));
       }
     }
   }
