@@ -120,301 +120,305 @@ describe('perflab --firefox exports in the Firefox Profiler', function () {
     it(c.name, async function () {
       const problems: string[] = [];
       const log: string[] = [`=== ${c.name}: ${c.file}`];
-      const bytes = fs.readFileSync(c.file);
-      const fromVersion = JSON.parse(bytes.toString('utf8')).meta
-        ?.preprocessedProfileVersion;
-      // The file-drop path: the bytes as an ArrayBuffer.
-      const buffer = bytes.buffer.slice(
-        bytes.byteOffset,
-        bytes.byteOffset + bytes.byteLength
-      );
-      const profile = await unserializeProfileOfArbitraryFormat(buffer);
-      log.push(
-        `loaded: processed-profile version ${fromVersion} upgraded to ${profile.meta.preprocessedProfileVersion} (current ${PROCESSED_PROFILE_VERSION})`
-      );
-      if (profile.meta.preprocessedProfileVersion !== PROCESSED_PROFILE_VERSION) {
-        problems.push('not upgraded to the current version');
-      }
-      const store = storeWithProfile(profile);
-      const { shared } = profile;
-      const strings = shared.stringArray;
-      const funcFile = (func: number): string | null => {
-        const source = shared.funcTable.source[func];
-        return source === null ? null : strings[shared.sources.filename[source]];
-      };
-
-      // Libraries: path, build ID as the file on disk has it.
-      profile.libs.forEach((lib, i) => {
-        const onDisk = buildId(lib.path);
+      try {
+        const bytes = fs.readFileSync(c.file);
+        const fromVersion = JSON.parse(bytes.toString('utf8')).meta
+          ?.preprocessedProfileVersion;
+        // The file-drop path: the bytes as an ArrayBuffer.
+        const buffer = bytes.buffer.slice(
+          bytes.byteOffset,
+          bytes.byteOffset + bytes.byteLength
+        );
+        const profile = await unserializeProfileOfArbitraryFormat(buffer);
         log.push(
-          `lib ${i}: ${lib.path} debugName=${lib.debugName} breakpadId=${lib.breakpadId} codeId=${lib.codeId}${onDisk === lib.codeId ? ' (= readelf build ID)' : ` (readelf: ${onDisk})`}`
+          `loaded: processed-profile version ${fromVersion} upgraded to ${profile.meta.preprocessedProfileVersion} (current ${PROCESSED_PROFILE_VERSION})`
         );
-        if (onDisk !== null && onDisk !== lib.codeId) {
-          problems.push(`lib ${lib.path}: codeId ${lib.codeId} is not its build ID ${onDisk}`);
+        if (profile.meta.preprocessedProfileVersion !== PROCESSED_PROFILE_VERSION) {
+          problems.push('not upgraded to the current version');
         }
-      });
+        const store = storeWithProfile(profile);
+        const { shared } = profile;
+        const strings = shared.stringArray;
+        const funcFile = (func: number): string | null => {
+          const source = shared.funcTable.source[func];
+          return source === null ? null : strings[shared.sources.filename[source]];
+        };
 
-      // Native symbols: each at the address nm gives the symbol, relative to the image base.
-      const symbolsOf = new Map<number, Map<string, Set<number>>>();
-      let symbolsChecked = 0;
-      for (let s = 0; s < shared.nativeSymbols.length; s++) {
-        const libIndex = shared.nativeSymbols.libIndex[s];
-        const lib = profile.libs[libIndex];
-        const name = strings[shared.nativeSymbols.name[s]];
-        const address = shared.nativeSymbols.address[s];
-        if (!symbolsOf.has(libIndex)) {
-          symbolsOf.set(libIndex, elfSymbols(lib.path));
-        }
-        const svmas = symbolsOf.get(libIndex)!.get(name);
-        if (svmas === undefined) {
-          continue;
-        }
-        symbolsChecked++;
-        const base = imageBase(lib.path);
-        const expected = [...svmas].map((svma) => svma - base);
-        if (!expected.includes(address)) {
-          problems.push(
-            `native symbol ${name} in ${lib.name} at 0x${address.toString(16)}, nm says ${expected.map((a) => `0x${a.toString(16)}`).join(' or ')}`
+        // Libraries: path, build ID as the file on disk has it.
+        profile.libs.forEach((lib, i) => {
+          const onDisk = buildId(lib.path);
+          log.push(
+            `lib ${i}: ${lib.path} debugName=${lib.debugName} breakpadId=${lib.breakpadId} codeId=${lib.codeId}${onDisk === lib.codeId ? ' (= readelf build ID)' : ` (readelf: ${onDisk})`}`
           );
-        }
-      }
-      log.push(
-        `nativeSymbols: ${shared.nativeSymbols.length}, ${symbolsChecked} found by nm and compared`
-      );
-
-      // Frames with an address: in a library, inside their native symbol.
-      const frames = shared.frameTable;
-      let addressed = 0;
-      for (let f = 0; f < frames.length; f++) {
-        const address = frames.address[f];
-        if (address < 0) {
-          continue;
-        }
-        addressed++;
-        const func = frames.func[f];
-        // Since processed-profile version 70 a frame names its library.
-        const lib = frames.lib[f] === -1 ? null : frames.lib[f];
-        const symbol = frames.nativeSymbol[f];
-        const name = strings[shared.funcTable.name[func]];
-        if (lib === null || lib === undefined) {
-          problems.push(`frame of ${name} at 0x${address.toString(16)} has no library`);
-        } else if (symbol === null) {
-          problems.push(`frame of ${name} at 0x${address.toString(16)} has no native symbol`);
-        } else {
-          const start = shared.nativeSymbols.address[symbol];
-          const size = shared.nativeSymbols.functionSize[symbol];
-          if (
-            shared.nativeSymbols.libIndex[symbol] !== lib ||
-            address < start ||
-            (size !== null && address >= start + size)
-          ) {
-            problems.push(
-              `frame of ${name} at 0x${address.toString(16)} is outside its native symbol ${strings[shared.nativeSymbols.name[symbol]]} at 0x${start.toString(16)}+${size}`
-            );
+          if (onDisk !== null && onDisk !== lib.codeId) {
+            problems.push(`lib ${lib.path}: codeId ${lib.codeId} is not its build ID ${onDisk}`);
           }
-        }
-      }
-      log.push(`frames: ${frames.length}, ${addressed} with a library address`);
+        });
 
-      // Samples, weights, self time per function and per source line, call trees.
-      let samples = 0;
-      let weight = 0;
-      let cpuMicros = 0;
-      const selfByFunc = new Map<string, number>();
-      const selfByLine = new Map<string, number>();
-      const selfOf = (r: PerflabRow) => (c.weight === 'period' ? r.self_period : r.self_samples);
-      const hottest = c.perflab.functions
-        .filter((f) => selfOf(f) > 0 && !f.object.startsWith('['))
-        .sort((a, b) => selfOf(b) - selfOf(a))[0];
-      const weightTypes = new Set<string>();
-      let hotNode: { thread: number; node: number; count: number } | null = null;
-      for (let t = 0; t < profile.threads.length; t++) {
-        store.dispatch(changeSelectedThreads(new Set([t])));
-        const selectors = getThreadSelectors(t);
-        const state = store.getState();
-        const thread = selectors.getThread(state);
-        const raw = profile.threads[t];
-        samples += thread.samples.length;
-        const w = raw.samples.weight;
-        weightTypes.add(raw.samples.weightType ?? 'samples');
-        weight += w ? w.reduce((a, b) => a + b, 0) : raw.samples.length;
-        cpuMicros += (raw.samples.threadCPUDelta ?? []).reduce<number>(
-          (a, b) => a + (b ?? 0),
-          0
-        );
-        const callNodeInfo = selectors.getCallNodeInfo(state);
-        const stackToNode = callNodeInfo.getStackIndexToNonInvertedCallNodeIndex();
-        const hotCount = new Map<number, number>();
-        for (let i = 0; i < thread.samples.length; i++) {
-          const stack = thread.samples.stack[i];
-          if (stack === null) {
+        // Native symbols: each at the address nm gives the symbol, relative to the image base.
+        const symbolsOf = new Map<number, Map<string, Set<number>>>();
+        let symbolsChecked = 0;
+        for (let s = 0; s < shared.nativeSymbols.length; s++) {
+          const libIndex = shared.nativeSymbols.libIndex[s];
+          const lib = profile.libs[libIndex];
+          const name = strings[shared.nativeSymbols.name[s]];
+          const address = shared.nativeSymbols.address[s];
+          if (!symbolsOf.has(libIndex)) {
+            symbolsOf.set(libIndex, elfSymbols(lib.path));
+          }
+          const svmas = symbolsOf.get(libIndex)!.get(name);
+          if (svmas === undefined) {
             continue;
           }
-          const sampleWeight = w ? w[i] : 1;
-          const frame = thread.stackTable.frame[stack];
-          const line = thread.frameTable.line[frame];
-          const file = funcFile(thread.frameTable.func[frame]);
-          if (file !== null && line !== null) {
-            add(selfByLine, `${file}:${line}`, sampleWeight);
-          }
-          // perflab's function table gives a function inlined at an address to the
-          // function it was inlined into (the frame at inline depth 0 there).
-          let physical = stack;
-          while (
-            thread.frameTable.inlineDepth[thread.stackTable.frame[physical]] > 0 &&
-            thread.stackTable.prefix[physical] !== null
-          ) {
-            physical = thread.stackTable.prefix[physical]!;
-          }
-          const func = thread.frameTable.func[thread.stackTable.frame[physical]];
-          const name = strings[shared.funcTable.name[func]];
-          add(selfByFunc, name, sampleWeight);
-          // The leaf call node (an inlined function's, if one is inlined there) of
-          // code in a library: what a double-click on the hottest self row opens.
-          if (thread.frameTable.address[frame] >= 0) {
-            add(hotCount, stackToNode[stack], sampleWeight);
-          }
-        }
-        for (const [node, count] of hotCount) {
-          if (!hotNode || count > hotNode.count) {
-            hotNode = { thread: t, node, count };
-          }
-        }
-        const tree = formatTree(selectors.getCallTree(state));
-        log.push(`thread ${t} ${raw.name} (pid ${raw.pid} tid ${raw.tid}): ${thread.samples.length} samples; call tree:`);
-        log.push(...tree.slice(0, 25).map((l) => `  ${l}`));
-        if (tree.length > 25) {
-          log.push(`  … ${tree.length - 25} more call nodes`);
-        }
-      }
-      const expectedWeight = c.weight === 'period' ? c.perflab.period : c.perflab.samples;
-      log.push(
-        `samples ${samples} (perflab ${c.perflab.samples}), weight total ${weight} (perflab ${expectedWeight}, ${c.weight}), threadCPUDelta total ${cpuMicros} µs (perflab period ${c.perflab.period} ns)`
-      );
-      // A profile with a timeline has a sample per sample; one without (allocation
-      // profiles: calls aggregated per call stack) a weighted sample per stack.
-      if (c.weight === 'samples' && samples !== c.perflab.samples) {
-        problems.push(`${samples} samples, perflab says ${c.perflab.samples}`);
-      }
-      const wantType = c.weightType ?? 'samples';
-      log.push(`samples' weightType: ${[...weightTypes].join(', ')} (expected ${wantType})`);
-      if ([...weightTypes].some((t) => t !== wantType)) {
-        problems.push(`weightType ${[...weightTypes].join(', ')}, expected ${wantType}`);
-      }
-      if (weight !== expectedWeight) {
-        problems.push(`weight total ${weight}, perflab says ${expectedWeight}`);
-      }
-      if (c.perflab.weight === 'time' && Math.abs(cpuMicros * 1000 - c.perflab.period) > 1000 * samples) {
-        problems.push(`CPU time ${cpuMicros} µs, perflab says ${c.perflab.period} ns`);
-      }
-      // perflab's functions and lines, by self weight.
-      for (const f of c.perflab.functions.filter((f) => selfOf(f) > 0)) {
-        const firefoxName = [f.name, `${f.name} [${f.object}]`].find((n) => selfByFunc.has(n));
-        const got = firefoxName === undefined ? 0 : selfByFunc.get(firefoxName);
-        if (got !== selfOf(f)) {
-          problems.push(`self of ${f.name} [${f.object}]: ${got}, perflab says ${selfOf(f)}`);
-        }
-      }
-      // Lines perflab knows ("file:line"; not "name (no line info)").
-      const knownLines = (c.perflab.lines ?? []).filter((l) => /:\d+$/.test(l.name));
-      for (const l of knownLines.filter((l) => selfOf(l) > 0)) {
-        const got = selfByLine.get(l.name) ?? 0;
-        if (got !== selfOf(l)) {
-          problems.push(`self at line ${l.name}: ${got}, perflab says ${selfOf(l)}`);
-        }
-      }
-      log.push(
-        `self by function (inlined frames to their function): ${[...selfByFunc].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([n, v]) => `${n}=${v}`).join(', ')}`
-      );
-      log.push(
-        `self by line: ${[...selfByLine].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([n, v]) => `${n}=${v}`).join(', ')}`
-      );
-
-      // The function table: names with file, start line and library.
-      const libOfFunc = new Map<number, number>();
-      for (let f = 0; f < frames.length; f++) {
-        if (frames.lib[f] !== -1) {
-          libOfFunc.set(frames.func[f], frames.lib[f]);
-        }
-      }
-      for (let func = 0; func < shared.funcTable.length; func++) {
-        const lib = profile.libs[libOfFunc.get(func) ?? -1];
-        log.push(
-          `func ${func}: ${strings[shared.funcTable.name[func]]} file=${funcFile(func)} line=${shared.funcTable.lineNumber[func]} lib=${lib ? lib.name : '-'}`
-        );
-      }
-
-      // Double-click the call node with the most self weight in a library's code, as
-      // one does in the call tree.
-      if (hottest) {
-        if (!hotNode) {
-          problems.push('no call node in a library');
-        } else {
-          const leafFunc = getThreadSelectors(hotNode.thread)
-            .getCallNodeInfo(store.getState())
-            .funcForNode(hotNode.node);
-          const leafName = strings[shared.funcTable.name[leafFunc]];
-          store.dispatch(changeSelectedThreads(new Set([hotNode.thread])));
-          const selectors = getThreadSelectors(hotNode.thread);
-          const state = store.getState();
-          const thread = selectors.getFilteredThread(state);
-          const info = getBottomBoxInfoForCallNode(
-            hotNode.node,
-            selectors.getCallNodeInfo(state),
-            thread,
-            selectors.getPreviewFilteredCtssSamples(state)
-          );
-          store.dispatch(updateBottomBoxContentsAndMaybeOpen('calltree', info));
-          const after = store.getState();
-          const file = ProfileSelectors.getSourceViewFile(after);
-          const symbol = UrlStateSelectors.getAssemblyViewNativeSymbol(after);
-          const lib = symbol ? profile.libs[symbol.libIndex] : null;
-          log.push(
-            `double-click ${leafName} (${hotNode.count} self): bottom box open=${UrlStateSelectors.getIsBottomBoxOpen(after)}, source view file=${file}, hottest line ${info.scrollToLineNumber}, assembly view available=${getIsAssemblyViewAvailable(after)} symbol=${symbol ? `${symbol.name}@0x${symbol.address.toString(16)} size ${symbol.functionSize}` : null}, hottest instruction ${info.scrollToInstructionAddress === undefined ? null : `0x${info.scrollToInstructionAddress.toString(16)}`}`
-          );
-          if (symbol) {
-            // The same views opened from a URL of the web app (its url-handling).
-            log.push(
-              `  as the app's URL query: ?sourceViewIndex=${UrlStateSelectors.getSourceViewSourceIndex(after)}&assemblyView=${encodeURIComponent(`${symbol.libIndex}~${symbol.address.toString(16)}~${symbol.functionSize.toString(16)}${symbol.functionSizeIsKnown ? '' : '_'}~${symbol.name}`)}`
-            );
-          }
-          if (lib && symbol) {
-            log.push(
-              `  the views would ask the symbol server: /source/v1 {debugName: ${lib.debugName}, debugId: ${lib.breakpadId}, file: ${file}}, /asm/v1 {debugName: ${lib.debugName}, debugId: ${lib.breakpadId}, startAddress: 0x${symbol.address.toString(16)}, size: 0x${symbol.functionSize?.toString(16)}}`
-            );
-          }
-          const perflabHasNoLines = (c.perflab.lines ?? []).some(
-            (l) => l.name === `${leafName} (no line info)`
-          );
-          if (file === null && !perflabHasNoLines) {
-            problems.push(`source view of ${leafName} has no file`);
-          }
-          if (!getIsAssemblyViewAvailable(after)) {
-            problems.push(`assembly view of ${leafName} is not available`);
-          }
-          // perflab's hottest line of the function: of its file, from the line the
-          // function starts at to the next function's start there.
-          const start = shared.funcTable.lineNumber[leafFunc];
-          const starts = [...Array(shared.funcTable.length).keys()]
-            .filter((f) => funcFile(f) === file && shared.funcTable.lineNumber[f] !== null)
-            .map((f) => shared.funcTable.lineNumber[f]!);
-          const end = Math.min(...starts.filter((l) => start !== null && l > start), Infinity);
-          const lineOf = (l: PerflabRow) => parseInt(l.name.slice(l.name.lastIndexOf(':') + 1), 10);
-          const hotLine = knownLines
-            .filter(
-              (l) =>
-                file !== null && start !== null && l.name.startsWith(`${file}:`) &&
-                lineOf(l) >= start && lineOf(l) < end
-            )
-            .sort((a, b) => selfOf(b) - selfOf(a))[0];
-          if (hotLine && `${file}:${info.scrollToLineNumber}` !== hotLine.name) {
+          symbolsChecked++;
+          const base = imageBase(lib.path);
+          const expected = [...svmas].map((svma) => svma - base);
+          if (!expected.includes(address)) {
             problems.push(
-              `hottest line of ${leafName} is ${info.scrollToLineNumber}, perflab's hottest line in ${file} is ${hotLine.name}`
+              `native symbol ${name} in ${lib.name} at 0x${address.toString(16)}, nm says ${expected.map((a) => `0x${a.toString(16)}`).join(' or ')}`
             );
           }
         }
-      }
+        log.push(
+          `nativeSymbols: ${shared.nativeSymbols.length}, ${symbolsChecked} found by nm and compared`
+        );
 
+        // Frames with an address: in a library, inside their native symbol.
+        const frames = shared.frameTable;
+        let addressed = 0;
+        for (let f = 0; f < frames.length; f++) {
+          const address = frames.address[f];
+          if (address < 0) {
+            continue;
+          }
+          addressed++;
+          const func = frames.func[f];
+          // Since processed-profile version 70 a frame names its library.
+          const lib = frames.lib[f] === -1 ? null : frames.lib[f];
+          const symbol = frames.nativeSymbol[f];
+          const name = strings[shared.funcTable.name[func]];
+          if (lib === null || lib === undefined) {
+            problems.push(`frame of ${name} at 0x${address.toString(16)} has no library`);
+          } else if (symbol === null) {
+            problems.push(`frame of ${name} at 0x${address.toString(16)} has no native symbol`);
+          } else {
+            const start = shared.nativeSymbols.address[symbol];
+            const size = shared.nativeSymbols.functionSize[symbol];
+            if (
+              shared.nativeSymbols.libIndex[symbol] !== lib ||
+              address < start ||
+              (size !== null && address >= start + size)
+            ) {
+              problems.push(
+                `frame of ${name} at 0x${address.toString(16)} is outside its native symbol ${strings[shared.nativeSymbols.name[symbol]]} at 0x${start.toString(16)}+${size}`
+              );
+            }
+          }
+        }
+        log.push(`frames: ${frames.length}, ${addressed} with a library address`);
+
+        // Samples, weights, self time per function and per source line, call trees.
+        let samples = 0;
+        let weight = 0;
+        let cpuMicros = 0;
+        const selfByFunc = new Map<string, number>();
+        const selfByLine = new Map<string, number>();
+        const selfOf = (r: PerflabRow) => (c.weight === 'period' ? r.self_period : r.self_samples);
+        const hottest = c.perflab.functions
+          .filter((f) => selfOf(f) > 0 && !f.object.startsWith('['))
+          .sort((a, b) => selfOf(b) - selfOf(a))[0];
+        const weightTypes = new Set<string>();
+        let hotNode: { thread: number; node: number; count: number } | null = null;
+        for (let t = 0; t < profile.threads.length; t++) {
+          store.dispatch(changeSelectedThreads(new Set([t])));
+          const selectors = getThreadSelectors(t);
+          const state = store.getState();
+          const thread = selectors.getThread(state);
+          const raw = profile.threads[t];
+          samples += thread.samples.length;
+          const w = raw.samples.weight;
+          weightTypes.add(raw.samples.weightType ?? 'samples');
+          weight += w ? w.reduce((a, b) => a + b, 0) : raw.samples.length;
+          cpuMicros += (raw.samples.threadCPUDelta ?? []).reduce<number>(
+            (a, b) => a + (b ?? 0),
+            0
+          );
+          const callNodeInfo = selectors.getCallNodeInfo(state);
+          const stackToNode = callNodeInfo.getStackIndexToNonInvertedCallNodeIndex();
+          const hotCount = new Map<number, number>();
+          for (let i = 0; i < thread.samples.length; i++) {
+            const stack = thread.samples.stack[i];
+            if (stack === null) {
+              continue;
+            }
+            const sampleWeight = w ? w[i] : 1;
+            const frame = thread.stackTable.frame[stack];
+            const line = thread.frameTable.line[frame];
+            const file = funcFile(thread.frameTable.func[frame]);
+            if (file !== null && line !== null) {
+              add(selfByLine, `${file}:${line}`, sampleWeight);
+            }
+            // perflab's function table gives a function inlined at an address to the
+            // function it was inlined into (the frame at inline depth 0 there).
+            let physical = stack;
+            while (
+              thread.frameTable.inlineDepth[thread.stackTable.frame[physical]] > 0 &&
+              thread.stackTable.prefix[physical] !== null
+            ) {
+              physical = thread.stackTable.prefix[physical]!;
+            }
+            const func = thread.frameTable.func[thread.stackTable.frame[physical]];
+            const name = strings[shared.funcTable.name[func]];
+            add(selfByFunc, name, sampleWeight);
+            // The leaf call node (an inlined function's, if one is inlined there) of
+            // code in a library: what a double-click on the hottest self row opens.
+            if (thread.frameTable.address[frame] >= 0) {
+              add(hotCount, stackToNode[stack], sampleWeight);
+            }
+          }
+          for (const [node, count] of hotCount) {
+            if (!hotNode || count > hotNode.count) {
+              hotNode = { thread: t, node, count };
+            }
+          }
+          const tree = formatTree(selectors.getCallTree(state));
+          log.push(`thread ${t} ${raw.name} (pid ${raw.pid} tid ${raw.tid}): ${thread.samples.length} samples; call tree:`);
+          log.push(...tree.slice(0, 25).map((l) => `  ${l}`));
+          if (tree.length > 25) {
+            log.push(`  … ${tree.length - 25} more call nodes`);
+          }
+        }
+        const expectedWeight = c.weight === 'period' ? c.perflab.period : c.perflab.samples;
+        log.push(
+          `samples ${samples} (perflab ${c.perflab.samples}), weight total ${weight} (perflab ${expectedWeight}, ${c.weight}), threadCPUDelta total ${cpuMicros} µs (perflab period ${c.perflab.period} ns)`
+        );
+        // A profile with a timeline has a sample per sample; one without (allocation
+        // profiles: calls aggregated per call stack) a weighted sample per stack.
+        if (c.weight === 'samples' && samples !== c.perflab.samples) {
+          problems.push(`${samples} samples, perflab says ${c.perflab.samples}`);
+        }
+        const wantType = c.weightType ?? 'samples';
+        log.push(`samples' weightType: ${[...weightTypes].join(', ')} (expected ${wantType})`);
+        if ([...weightTypes].some((t) => t !== wantType)) {
+          problems.push(`weightType ${[...weightTypes].join(', ')}, expected ${wantType}`);
+        }
+        if (weight !== expectedWeight) {
+          problems.push(`weight total ${weight}, perflab says ${expectedWeight}`);
+        }
+        if (c.perflab.weight === 'time' && Math.abs(cpuMicros * 1000 - c.perflab.period) > 1000 * samples) {
+          problems.push(`CPU time ${cpuMicros} µs, perflab says ${c.perflab.period} ns`);
+        }
+        // perflab's functions and lines, by self weight.
+        for (const f of c.perflab.functions.filter((f) => selfOf(f) > 0)) {
+          const firefoxName = [f.name, `${f.name} [${f.object}]`].find((n) => selfByFunc.has(n));
+          const got = firefoxName === undefined ? 0 : selfByFunc.get(firefoxName);
+          if (got !== selfOf(f)) {
+            problems.push(`self of ${f.name} [${f.object}]: ${got}, perflab says ${selfOf(f)}`);
+          }
+        }
+        // Lines perflab knows ("file:line"; not "name (no line info)").
+        const knownLines = (c.perflab.lines ?? []).filter((l) => /:\d+$/.test(l.name));
+        for (const l of knownLines.filter((l) => selfOf(l) > 0)) {
+          const got = selfByLine.get(l.name) ?? 0;
+          if (got !== selfOf(l)) {
+            problems.push(`self at line ${l.name}: ${got}, perflab says ${selfOf(l)}`);
+          }
+        }
+        log.push(
+          `self by function (inlined frames to their function): ${[...selfByFunc].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([n, v]) => `${n}=${v}`).join(', ')}`
+        );
+        log.push(
+          `self by line: ${[...selfByLine].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([n, v]) => `${n}=${v}`).join(', ')}`
+        );
+
+        // The function table: names with file, start line and library.
+        const libOfFunc = new Map<number, number>();
+        for (let f = 0; f < frames.length; f++) {
+          if (frames.lib[f] !== -1) {
+            libOfFunc.set(frames.func[f], frames.lib[f]);
+          }
+        }
+        for (let func = 0; func < shared.funcTable.length; func++) {
+          const lib = profile.libs[libOfFunc.get(func) ?? -1];
+          log.push(
+            `func ${func}: ${strings[shared.funcTable.name[func]]} file=${funcFile(func)} line=${shared.funcTable.lineNumber[func]} lib=${lib ? lib.name : '-'}`
+          );
+        }
+
+        // Double-click the call node with the most self weight in a library's code, as
+        // one does in the call tree.
+        if (hottest) {
+          if (!hotNode) {
+            problems.push('no call node in a library');
+          } else {
+            const leafFunc = getThreadSelectors(hotNode.thread)
+              .getCallNodeInfo(store.getState())
+              .funcForNode(hotNode.node);
+            const leafName = strings[shared.funcTable.name[leafFunc]];
+            store.dispatch(changeSelectedThreads(new Set([hotNode.thread])));
+            const selectors = getThreadSelectors(hotNode.thread);
+            const state = store.getState();
+            const thread = selectors.getFilteredThread(state);
+            const info = getBottomBoxInfoForCallNode(
+              hotNode.node,
+              selectors.getCallNodeInfo(state),
+              thread,
+              selectors.getPreviewFilteredCtssSamples(state)
+            );
+            store.dispatch(updateBottomBoxContentsAndMaybeOpen('calltree', info));
+            const after = store.getState();
+            const file = ProfileSelectors.getSourceViewFile(after);
+            const symbol = UrlStateSelectors.getAssemblyViewNativeSymbol(after);
+            const lib = symbol ? profile.libs[symbol.libIndex] : null;
+            log.push(
+              `double-click ${leafName} (${hotNode.count} self): bottom box open=${UrlStateSelectors.getIsBottomBoxOpen(after)}, source view file=${file}, hottest line ${info.scrollToLineNumber}, assembly view available=${getIsAssemblyViewAvailable(after)} symbol=${symbol ? `${symbol.name}@0x${symbol.address.toString(16)} size ${symbol.functionSize}` : null}, hottest instruction ${info.scrollToInstructionAddress === undefined ? null : `0x${info.scrollToInstructionAddress.toString(16)}`}`
+            );
+            if (symbol) {
+              // The same views opened from a URL of the web app (its url-handling).
+              log.push(
+                `  as the app's URL query: ?sourceViewIndex=${UrlStateSelectors.getSourceViewSourceIndex(after)}&assemblyView=${encodeURIComponent(`${symbol.libIndex}~${symbol.address.toString(16)}~${symbol.functionSize.toString(16)}${symbol.functionSizeIsKnown ? '' : '_'}~${symbol.name}`)}`
+              );
+            }
+            if (lib && symbol) {
+              log.push(
+                `  the views would ask the symbol server: /source/v1 {debugName: ${lib.debugName}, debugId: ${lib.breakpadId}, file: ${file}}, /asm/v1 {debugName: ${lib.debugName}, debugId: ${lib.breakpadId}, startAddress: 0x${symbol.address.toString(16)}, size: 0x${symbol.functionSize?.toString(16)}}`
+              );
+            }
+            const perflabHasNoLines = (c.perflab.lines ?? []).some(
+              (l) => l.name === `${leafName} (no line info)`
+            );
+            if (file === null && !perflabHasNoLines) {
+              problems.push(`source view of ${leafName} has no file`);
+            }
+            if (!getIsAssemblyViewAvailable(after)) {
+              problems.push(`assembly view of ${leafName} is not available`);
+            }
+            // perflab's hottest line of the function: of its file, from the line the
+            // function starts at to the next function's start there.
+            const start = shared.funcTable.lineNumber[leafFunc];
+            const starts = [...Array(shared.funcTable.length).keys()]
+              .filter((f) => funcFile(f) === file && shared.funcTable.lineNumber[f] !== null)
+              .map((f) => shared.funcTable.lineNumber[f]!);
+            const end = Math.min(...starts.filter((l) => start !== null && l > start), Infinity);
+            const lineOf = (l: PerflabRow) => parseInt(l.name.slice(l.name.lastIndexOf(':') + 1), 10);
+            const hotLine = knownLines
+              .filter(
+                (l) =>
+                  file !== null && start !== null && l.name.startsWith(`${file}:`) &&
+                  lineOf(l) >= start && lineOf(l) < end
+              )
+              .sort((a, b) => selfOf(b) - selfOf(a))[0];
+            if (hotLine && `${file}:${info.scrollToLineNumber}` !== hotLine.name) {
+              problems.push(
+                `hottest line of ${leafName} is ${info.scrollToLineNumber}, perflab's hottest line in ${file} is ${hotLine.name}`
+              );
+            }
+          }
+        }
+      } catch (e) {
+        // What the user would see: the loader's (or the app's) error.
+        problems.push(`the profiler threw: ${e instanceof Error ? e.message : String(e)}`);
+      }
       fs.appendFileSync(`${reportPath}.log`, log.join('\n') + '\n');
       fs.appendFileSync(
         reportPath!,
