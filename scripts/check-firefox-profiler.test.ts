@@ -290,7 +290,7 @@ describe('perflab --firefox exports in the Firefox Profiler', function () {
         }
         const expectedWeight = c.weight === 'period' ? c.perflab.period : c.perflab.samples;
         log.push(
-          `samples ${samples} (perflab ${c.perflab.samples}), weight total ${weight} (perflab ${expectedWeight}, ${c.weight}), threadCPUDelta total ${cpuMicros} µs (perflab period ${c.perflab.period} ns)`
+          `samples ${samples} (perflab ${c.perflab.samples}${samples !== c.perflab.samples ? '; a weighted sample per stack' : ''}), weight total ${weight} (perflab's ${c.weight} ${expectedWeight}), threadCPUDelta total ${cpuMicros} µs (perflab period ${c.perflab.period}${c.perflab.weight === 'time' ? ' ns' : c.weightType === 'bytes' ? ' bytes' : ' events'})`
         );
         // A profile with a timeline has a sample per sample; one without (allocation
         // profiles: calls aggregated per call stack) a weighted sample per stack.
