@@ -106,7 +106,7 @@ function elfSymbols(path: string): Map<string, Set<number>> {
   return symbols;
 }
 
-function add(map: Map<string, number>, key: string, value: number) {
+function add<K>(map: Map<K, number>, key: K, value: number) {
   map.set(key, (map.get(key) ?? 0) + value);
 }
 
@@ -158,16 +158,30 @@ describe('perflab --firefox exports in the Firefox Profiler', function () {
         // Native symbols: each at the address nm gives the symbol, relative to the image base.
         const symbolsOf = new Map<number, Map<string, Set<number>>>();
         let symbolsChecked = 0;
+        const notInNm: string[] = [];
         for (let s = 0; s < shared.nativeSymbols.length; s++) {
           const libIndex = shared.nativeSymbols.libIndex[s];
           const lib = profile.libs[libIndex];
           const name = strings[shared.nativeSymbols.name[s]];
           const address = shared.nativeSymbols.address[s];
           if (!symbolsOf.has(libIndex)) {
-            symbolsOf.set(libIndex, elfSymbols(lib.path));
+            // A stripped library's names are in its debug file, where perflab reads them.
+            const symbols = elfSymbols(lib.path);
+            const debugFile = lib.codeId
+              ? `/usr/lib/debug/.build-id/${lib.codeId.slice(0, 2)}/${lib.codeId.slice(2)}.debug`
+              : null;
+            if (debugFile && fs.existsSync(debugFile)) {
+              for (const [name, addresses] of elfSymbols(debugFile)) {
+                const known = symbols.get(name) ?? new Set<number>();
+                addresses.forEach((a) => known.add(a));
+                symbols.set(name, known);
+              }
+            }
+            symbolsOf.set(libIndex, symbols);
           }
           const svmas = symbolsOf.get(libIndex)!.get(name);
           if (svmas === undefined) {
+            notInNm.push(`${name} [${lib.name}]`);
             continue;
           }
           symbolsChecked++;
@@ -180,7 +194,7 @@ describe('perflab --firefox exports in the Firefox Profiler', function () {
           }
         }
         log.push(
-          `nativeSymbols: ${shared.nativeSymbols.length}, ${symbolsChecked} found by nm and compared`
+          `nativeSymbols: ${shared.nativeSymbols.length}, ${symbolsChecked} found by nm and compared; not in nm: ${notInNm.slice(0, 5).join(', ')}${notInNm.length > 5 ? ', …' : ''}`
         );
 
         // Frames with an address: in a library, inside their native symbol.
@@ -229,6 +243,8 @@ describe('perflab --firefox exports in the Firefox Profiler', function () {
           .sort((a, b) => selfOf(b) - selfOf(a))[0];
         const weightTypes = new Set<string>();
         let hotNode: { thread: number; node: number; count: number } | null = null;
+        // Self weight per function of the leaf frame (an inlined function's own).
+        const leafSelf = new Map<number, number>();
         for (let t = 0; t < profile.threads.length; t++) {
           store.dispatch(changeSelectedThreads(new Set([t])));
           const selectors = getThreadSelectors(t);
@@ -275,6 +291,7 @@ describe('perflab --firefox exports in the Firefox Profiler', function () {
             if (thread.frameTable.address[frame] >= 0) {
               add(hotCount, stackToNode[stack], sampleWeight);
             }
+            add(leafSelf, thread.frameTable.func[frame], sampleWeight);
           }
           for (const [node, count] of hotCount) {
             if (!hotNode || count > hotNode.count) {
@@ -408,7 +425,21 @@ describe('perflab --firefox exports in the Firefox Profiler', function () {
                   lineOf(l) >= start && lineOf(l) < end
               )
               .sort((a, b) => selfOf(b) - selfOf(a))[0];
-            if (hotLine && `${file}:${info.scrollToLineNumber}` !== hotLine.name) {
+            // The view scrolls to the line with the most samples in the call node's
+            // subtree; perflab's lines count self samples of the whole function. They
+            // are the same figure when the node has no children and is all of the
+            // function's self samples; lines with equal samples tie.
+            const node = selectors.getCallTree(after).getNodeData(hotNode.node);
+            const comparable =
+              node.total === node.self && leafSelf.get(leafFunc) === hotNode.count;
+            const perflabAt = knownLines.find(
+              (l) => l.name === `${file}:${info.scrollToLineNumber}`
+            );
+            if (
+              comparable &&
+              hotLine &&
+              (perflabAt === undefined || selfOf(perflabAt) !== selfOf(hotLine))
+            ) {
               problems.push(
                 `hottest line of ${leafName} is ${info.scrollToLineNumber}, perflab's hottest line in ${file} is ${hotLine.name}`
               );
