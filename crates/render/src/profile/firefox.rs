@@ -370,7 +370,8 @@ mod tests {
 
     /// One user-space-less sample of `period` at an unmapped address, of `event`.
     fn encoded(event: &str, alloc: Option<AllocSummary>, period: u64) -> Value {
-        let sample = SampleCount { pid: 7, tid: 7, space: Space::Unmapped, object: None, offset: 0x1000, count: 3, period };
+        let sample =
+            SampleCount { pid: 7, tid: 7, space: Space::Unmapped, object: None, offset: 0x1000, count: 3, period };
         let profile = Profile { event: event.into(), alloc, samples: vec![sample], ..Profile::default() };
         let report = perflab_profile::report::build(&profile, &Default::default()).unwrap();
         let flame = crate::profile::flame::FlameOptions::default();
@@ -394,8 +395,14 @@ mod tests {
     #[test]
     fn a_count_events_weights_are_its_events_and_a_clocks_its_samples() {
         let faults = encoded("page-faults", None, 40);
-        assert_eq!((samples(&faults)["weightType"].as_str(), &samples(&faults)["weight"]), (Some("samples"), &serde_json::json!([40])));
+        assert_eq!(
+            (samples(&faults)["weightType"].as_str(), &samples(&faults)["weight"]),
+            (Some("samples"), &serde_json::json!([40]))
+        );
         let clock = encoded("cpu-clock", None, 3_000_000);
-        assert_eq!((samples(&clock)["weightType"].as_str(), &samples(&clock)["weight"]), (Some("samples"), &serde_json::json!([3])));
+        assert_eq!(
+            (samples(&clock)["weightType"].as_str(), &samples(&clock)["weight"]),
+            (Some("samples"), &serde_json::json!([3]))
+        );
     }
 }
