@@ -247,7 +247,7 @@ impl ObjectInfo {
             while let Ok(Some(frame)) = iter.next() {
                 let function = frame.function.as_ref().and_then(|f| f.raw_name().ok()).map(|n| demangle(&n));
                 let (file, line) = match &frame.location {
-                    Some(loc) => (loc.file.map(str::to_string), loc.line),
+                    Some(loc) => (loc.file.map(same_path), loc.line),
                     None => (None, None),
                 };
                 out.push(Frame { function, file, line });
@@ -296,7 +296,7 @@ impl ObjectInfo {
     pub fn location(&self, svma: u64) -> Option<(String, u32)> {
         let ctx = self.dwarf.as_ref()?;
         let loc = ctx.find_location(svma).ok()??;
-        Some((loc.file?.to_string(), loc.line?))
+        Some((same_path(loc.file?), loc.line?))
     }
 
     /// True when DWARF debug info was found (in the object or its separate debug file).
@@ -306,6 +306,18 @@ impl ObjectInfo {
 }
 
 /// The defined function symbols of `elf` (.symtab and .dynsym), names as byte ranges of
+/// A source path as DWARF gives it with each `/./` made `/`: glibc's objects name one
+/// header both `./elf/./get-dynamic-info.h` and `./elf/get-dynamic-info.h`, which split
+/// its lines into two rows (`--by line`, the exports' per-line counts). Only `.` goes:
+/// `..` after a symlink is not the parent directory.
+fn same_path(path: &str) -> String {
+    let mut out = path.to_string();
+    while let Some(i) = out.find("/./") {
+        out.replace_range(i..i + 2, "");
+    }
+    out
+}
+
 /// `data` (the mapped file `elf` was parsed from).
 fn function_symbols(elf: &object::File, data: &[u8], in_debug_file: bool) -> Vec<FunctionSymbol> {
     let base = data.as_ptr() as usize;
@@ -648,6 +660,15 @@ mod tests {
         assert_eq!(s.resolve(path, off).function, "perflab_profile::symbolize::normalize");
         let far = s.resolve(path, u64::MAX / 2);
         assert!(far.function.contains("+0x"), "{}", far.function);
+    }
+
+    // glibc's ld.so named one header two ways, and `--by line` had a row for each.
+    #[test]
+    fn one_source_file_has_one_path() {
+        assert_eq!(same_path("./elf/./get-dynamic-info.h"), "./elf/get-dynamic-info.h");
+        assert_eq!(same_path("/src/a/././b.c"), "/src/a/b.c");
+        assert_eq!(same_path("/src/a/../b.c"), "/src/a/../b.c");
+        assert_eq!(same_path("./csu/../sysdeps/x.h"), "./csu/../sysdeps/x.h");
     }
 
     #[test]

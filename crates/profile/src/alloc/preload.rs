@@ -181,6 +181,17 @@ impl Dump {
     }
 }
 
+/// The name of a dump's program: the file mapped lowest in its address space (the
+/// executable, below its libraries and the heap), without its directory.
+fn program_name(dump: &Dump) -> String {
+    dump.maps
+        .iter()
+        .filter(|(_, _, _, path)| path.starts_with('/'))
+        .min_by_key(|(start, ..)| *start)
+        .map(|(.., path)| crate::symbolize::basename(path).to_string())
+        .unwrap_or_default()
+}
+
 /// The profile of `dumps`: each site a weighted sample (its calls the count, its bytes the
 /// period) over its image's mappings, and the summary.
 fn build(dumps: &[Dump], argv: &[String], sample_bytes: Option<u64>, unreadable: usize) -> Profile {
@@ -199,9 +210,10 @@ fn build(dumps: &[Dump], argv: &[String], sample_bytes: Option<u64>, unreadable:
         for (index, dump) in dumps.iter().enumerate() {
             let time = index as u64 + 1;
             // A second image of one pid replaced the first (exec): a fresh address space.
-            if !seen.insert(dump.pid) {
-                converter.handle(time, Record::Comm { pid: dump.pid, tid: dump.pid, comm: String::new(), exec: true });
-            }
+            // The process is named after its program, as the kernel names a task after
+            // exec (a dump has no comm; the viewers' tracks said "thread PID").
+            let exec = !seen.insert(dump.pid);
+            converter.handle(time, Record::Comm { pid: dump.pid, tid: dump.pid, comm: program_name(dump), exec });
             for (start, len, pgoff, path) in &dump.maps {
                 let record =
                     Record::Mmap { pid: dump.pid, start: *start, len: *len, pgoff: *pgoff, path: path.clone() };
@@ -360,5 +372,7 @@ map 400000 402000 0 /opt/my prog\nend\n";
         // One live block per process, at the second site.
         assert_eq!((summary.live_blocks(), summary.live_bytes()), (2, 64));
         assert!(summary.tracked);
+        // Each process is named after its program (exports named tracks "thread 42").
+        assert!(profile.tasks.len() == 2 && profile.tasks.iter().all(|t| t.comm == "my prog"), "{:?}", profile.tasks);
     }
 }

@@ -103,8 +103,10 @@ fn processed_with_lines(profile: &Profile, samples: &Samples, title: &str) -> (P
             *processes.entry(pid).or_insert_with(|| out.add_process(&samples.thread_name(pid, pid), pid, zero));
         let thread = out.add_thread(process, tid, zero, tid == pid);
         out.set_thread_name(thread, &samples.thread_name(pid, tid));
-        if samples.weight == Weight::Events {
-            out.set_thread_samples_weight_type(thread, WeightType::Samples);
+        // What the call tree's columns count: an allocation profile's weights are
+        // bytes requested ("Total Size (bytes)"), a count event's its events.
+        if let Some(weight_type) = weight_type(profile, samples.weight) {
+            out.set_thread_samples_weight_type(thread, weight_type);
         }
         threads.insert((pid, tid), thread);
     }
@@ -165,6 +167,17 @@ fn processed_with_lines(profile: &Profile, samples: &Samples, title: &str) -> (P
     }
     out.set_symbolicated(true);
     (out, lines)
+}
+
+/// The weight type of the samples' `weight` column, when it is not the crate's default
+/// (samples): an allocation profile's periods are bytes requested, and the Firefox
+/// Profiler names them so only when told.
+fn weight_type(profile: &Profile, weight: Weight) -> Option<WeightType> {
+    match (&profile.alloc, weight) {
+        (Some(_), _) => Some(WeightType::Bytes),
+        (None, Weight::Events) => Some(WeightType::Samples),
+        (None, Weight::Time) => None,
+    }
 }
 
 /// A library per object perflab read, with a symbol table of the functions sampled in
@@ -347,4 +360,49 @@ fn add_thread_lines(thread: &mut Value, lines: &Lines, library_of: &[Option<usiz
     frames["line"] = Value::from(frame_line);
     frames["nativeSymbol"] = Value::from(frame_symbol);
     thread["stringArray"] = Value::from(strings);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perflab_profile::allocations::AllocSummary;
+    use perflab_profile::format::{SampleCount, Space};
+
+    /// One user-space-less sample of `period` at an unmapped address, of `event`.
+    fn encoded(event: &str, alloc: Option<AllocSummary>, period: u64) -> Value {
+        let sample =
+            SampleCount { pid: 7, tid: 7, space: Space::Unmapped, object: None, offset: 0x1000, count: 3, period };
+        let profile = Profile { event: event.into(), alloc, samples: vec![sample], ..Profile::default() };
+        let report = perflab_profile::report::build(&profile, &Default::default()).unwrap();
+        let flame = crate::profile::flame::FlameOptions::default();
+        let input = ExportInput { profile: &profile, report: &report, title: "t", flame: &flame };
+        serde_json::from_slice(&Firefox.encode(&input).unwrap()).unwrap()
+    }
+
+    fn samples(file: &Value) -> &Value {
+        &file["threads"][0]["samples"]
+    }
+
+    // The Firefox Profiler's loader read an allocation profile's bytes as "samples"
+    // (its call tree said "Running samples" over byte counts).
+    #[test]
+    fn an_allocation_profiles_weights_are_bytes() {
+        let file = encoded("alloc-bytes", Some(AllocSummary::default()), 4096);
+        assert_eq!(samples(&file)["weightType"], "bytes");
+        assert_eq!(samples(&file)["weight"], serde_json::json!([4096]));
+    }
+
+    #[test]
+    fn a_count_events_weights_are_its_events_and_a_clocks_its_samples() {
+        let faults = encoded("page-faults", None, 40);
+        assert_eq!(
+            (samples(&faults)["weightType"].as_str(), &samples(&faults)["weight"]),
+            (Some("samples"), &serde_json::json!([40]))
+        );
+        let clock = encoded("cpu-clock", None, 3_000_000);
+        assert_eq!(
+            (samples(&clock)["weightType"].as_str(), &samples(&clock)["weight"]),
+            (Some("samples"), &serde_json::json!([3]))
+        );
+    }
 }
