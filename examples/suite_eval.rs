@@ -11,7 +11,10 @@
 //! found, with n and a 95 % Wilson interval, the rounds each rule used and the time per
 //! suite they cost (the recorded runs' wall times and harness overhead).
 //!
-//! Run: cargo run --example suite_eval -- OUT   (OUT as given to `scripts/eval-suite`)
+//! Run: cargo run --release --example suite_eval -- OUT   (OUT as given to
+//! `scripts/eval-suite`). The replays of each block are kept in OUT/replays/ (a new
+//! block is replayed once, however often the figures are printed), several blocks at
+//! a time on SUITE_EVAL_THREADS threads (2 by default).
 
 use perflab::executor::{Executor, RunError};
 use perflab::experiment::{run_experiment, Quiet};
@@ -21,6 +24,8 @@ use perflab::plan::{Compared, Plan};
 use perflab::stats::paired_means::t_quantile;
 use perflab::suite::family::benchmark_confidence;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// A benchmark's recorded rounds handed out in their order: the engine replays its
@@ -67,7 +72,7 @@ struct Bench {
 }
 
 /// What one replay of perflab's experiment decided and what it cost.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 struct Replayed {
     verdict: Verdict,
     rounds: u32,
@@ -104,7 +109,13 @@ impl Bench {
         let rounds = self.rounds();
         let plan = Plan::new(
             vec![CommandSpec::bare("a"), CommandSpec::bare("b")],
-            Settings { seed, confidence, warmup_rounds: 0, fixed_rounds: fixed.then_some(rounds), ..Settings::default() },
+            Settings {
+                seed,
+                confidence,
+                warmup_rounds: 0,
+                fixed_rounds: fixed.then_some(rounds),
+                ..Settings::default()
+            },
             MeasureOptions::default(),
             Compared {
                 metrics: metric::COMPARED.iter().map(|m| m.to_string()).collect(),
@@ -159,6 +170,10 @@ struct Record {
 
 /// A block: one `run` of the recorded suite.
 struct Block {
+    /// Its number in OUT/blocks.jsonl (the seed of its replays).
+    number: u64,
+    /// Its JSON's name without `.json`.
+    stem: String,
     case: String,
     load: [f64; 2],
     wall_s: f64,
@@ -184,6 +199,8 @@ fn load(out: &str) -> Vec<Block> {
             .collect();
         let one_minute = |key: &str| entry[key][0].as_f64().unwrap_or(f64::NAN);
         blocks.push(Block {
+            number: entry["block"].as_u64().unwrap_or(0),
+            stem: entry["file"].as_str().unwrap_or("?").trim_end_matches(".json").to_string(),
             case: entry["case"].as_str().unwrap_or("?").to_string(),
             load: [one_minute("load_before"), one_minute("load_after")],
             wall_s: entry["wall_s"].as_f64().unwrap_or(f64::NAN),
@@ -239,21 +256,22 @@ struct Judged {
 /// Judges benchmarks, replaying each perflab experiment once per level (the
 /// `--per-benchmark` replay at 95 % serves every suite the benchmark is in).
 struct Judge<'a> {
-    replays: HashMap<(String, u64, bool), Replayed>,
+    replays: Replays,
     seed: u64,
     history: Box<dyn Fn(&str) -> Vec<f64> + 'a>,
 }
 
 impl Judge<'_> {
     fn replay(&mut self, bench: &Bench, level: f64, fixed: bool) -> Replayed {
-        let key = (bench.name.clone(), level.to_bits(), fixed);
+        let key = replay_key(&bench.name, level, fixed);
         let seed = self.seed;
         *self.replays.entry(key).or_insert_with(|| bench.perflab(level, fixed, seed))
     }
 
     fn judge(&mut self, bench: &Bench, family_level: f64) -> Judged {
         let mut j = Judged::default();
-        for (i, (level, fixed)) in [(family_level, false), (0.95, false), (family_level, true)].into_iter().enumerate() {
+        for (i, (level, fixed)) in [(family_level, false), (0.95, false), (family_level, true)].into_iter().enumerate()
+        {
             let r = self.replay(bench, level, fixed);
             j.alarm[i] = matches!(r.verdict, Verdict::Slower | Verdict::Faster);
             j.slower[i] = r.verdict == Verdict::Slower;
@@ -316,6 +334,72 @@ impl Tally {
     }
 }
 
+/// A block's replays by [`replay_key`].
+type Replays = HashMap<String, Replayed>;
+
+fn replay_key(name: &str, level: f64, fixed: bool) -> String {
+    format!("{name}|{level:.10}|{}", if fixed { "fixed" } else { "sequential" })
+}
+
+/// Bumped whenever the replay changes, so that an older cache is not read.
+const REPLAY_VERSION: u32 = 1;
+
+fn cache_path(out: &str, block: &Block) -> String {
+    format!("{out}/replays/v{REPLAY_VERSION}-{}.json", block.stem)
+}
+
+/// The replays `main` asks for: every suite a benchmark is in (A/A: 100 and 20; changed
+/// and copied: 50), sequential and fixed, and the `--per-benchmark` one at 95 %.
+fn needed(block: &Block) -> Vec<(&Bench, f64, bool)> {
+    let mut out = Vec::new();
+    for bench in block.benches.values() {
+        let sizes: &[usize] = if bench.name.starts_with("aa-") { &[100, 20] } else { &[50] };
+        for &k in sizes {
+            for fixed in [false, true] {
+                out.push((bench, benchmark_confidence(0.95, k), fixed));
+            }
+        }
+        out.push((bench, 0.95, false));
+    }
+    out
+}
+
+/// Replays what no earlier analysis kept, several blocks at a time, and returns every
+/// block's replays.
+fn replay_all(out: &str, blocks: &[Block]) -> Vec<Replays> {
+    std::fs::create_dir_all(format!("{out}/replays")).expect("OUT/replays");
+    let threads: usize = std::env::var("SUITE_EVAL_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(2).max(1);
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Replays>>> = Mutex::new((0..blocks.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(block) = blocks.get(i) else { break };
+                let path = cache_path(out, block);
+                let mut replays: Replays = std::fs::read_to_string(&path)
+                    .ok()
+                    .and_then(|text| serde_json::from_str(&text).ok())
+                    .unwrap_or_default();
+                let before = replays.len();
+                for (bench, level, fixed) in needed(block) {
+                    let key = replay_key(&bench.name, level, fixed);
+                    if !replays.contains_key(&key) {
+                        replays.insert(key, bench.perflab(level, fixed, 17 + block.number));
+                    }
+                }
+                if replays.len() != before {
+                    std::fs::write(&path, serde_json::to_string(&replays).expect("replays as JSON"))
+                        .expect("writing OUT/replays");
+                    eprintln!("block {} ({}): {} replays", block.number, block.case, replays.len() - before);
+                }
+                results.lock().expect("results")[i] = Some(replays);
+            });
+        }
+    });
+    results.into_inner().expect("results").into_iter().map(|r| r.expect("every block replayed")).collect()
+}
+
 fn median_of(mut x: Vec<f64>) -> f64 {
     x.sort_by(|a, b| a.total_cmp(b));
     x.get(x.len() / 2).copied().unwrap_or(f64::NAN)
@@ -343,19 +427,26 @@ fn rounds(v: &[[u32; RULE_COUNT]], r: usize) -> String {
 fn main() {
     let out = std::env::args().nth(1).expect("usage: suite_eval OUT");
     let blocks = load(&out);
+    let mut replays = replay_all(&out, &blocks);
     let mut cases: Vec<String> = blocks.iter().map(|b| b.case.clone()).collect();
     cases.sort();
     cases.dedup();
     for case in &cases {
         let in_case: Vec<&Block> = blocks.iter().filter(|b| &b.case == case).collect();
+        let mut case_replays: Vec<Replays> = blocks
+            .iter()
+            .zip(replays.iter_mut())
+            .filter(|(b, _)| &b.case == case)
+            .map(|(_, r)| std::mem::take(r))
+            .collect();
         let loads: Vec<f64> = in_case.iter().flat_map(|b| b.load).collect();
         let changed_names: Vec<String> = {
-            let mut names: Vec<String> =
-                in_case[0].benches.keys().filter(|n| n.starts_with("chg-")).cloned().collect();
+            let mut names: Vec<String> = in_case[0].benches.keys().filter(|n| n.starts_with("chg-")).cloned().collect();
             names.sort();
             names
         };
-        let rounds_recorded: Vec<u32> = in_case.iter().filter_map(|b| b.benches.values().next()).map(Bench::rounds).collect();
+        let rounds_recorded: Vec<u32> =
+            in_case.iter().filter_map(|b| b.benches.values().next()).map(Bench::rounds).collect();
         println!(
             "\n== {case}: {} blocks of {} rounds, started {} UTC; load average (1 min) {:.1}–{:.1} before/after; a block took {:.0}–{:.0} s",
             in_case.len(),
@@ -390,10 +481,8 @@ fn main() {
             }
             println!("  {prefix}*: pooled median ratio b/a {}", parts.join(", "));
         }
-        let primaries: BTreeMap<String, usize> = in_case
-            .iter()
-            .flat_map(|b| b.benches.values())
-            .fold(BTreeMap::new(), |mut m, b| {
+        let primaries: BTreeMap<String, usize> =
+            in_case.iter().flat_map(|b| b.benches.values()).fold(BTreeMap::new(), |mut m, b| {
                 *m.entry(b.experiment.primary_metric.clone()).or_insert(0) += 1;
                 m
             });
@@ -410,8 +499,8 @@ fn main() {
         let mut n_cp = 0;
         for (bi, block) in in_case.iter().enumerate() {
             let mut judge = Judge {
-                replays: HashMap::new(),
-                seed: 17 + bi as u64,
+                replays: std::mem::take(&mut case_replays[bi]),
+                seed: 17 + block.number,
                 history: Box::new(|name: &str| -> Vec<f64> {
                     in_case
                         .iter()
@@ -478,7 +567,6 @@ fn main() {
                     n_cp += 1;
                 }
             }
-            eprintln!("{case}: block {} of {} replayed", bi + 1, in_case.len());
         }
         println!(
             "  {:<28} {:<24} {:<24} {:>16} {:>16} {:>11} {:>11}",
