@@ -89,6 +89,9 @@ pub enum WarningKind {
     Import,
     /// A requested counter (or printed metric) no run could read, and why.
     Unsupported,
+    /// The compared commands run byte-identical executables from two different files,
+    /// whose speed can differ by where their pages came from.
+    SeparateCopies,
     /// A warning of an older file, read back as text.
     Other,
 }

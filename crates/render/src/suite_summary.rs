@@ -110,6 +110,7 @@ pub fn kind_name(kind: WarningKind) -> &'static str {
         WarningKind::Scope => "scope",
         WarningKind::Import => "import",
         WarningKind::Unsupported => "unsupported",
+        WarningKind::SeparateCopies => "separate_copies",
         WarningKind::Other => "other",
     }
 }

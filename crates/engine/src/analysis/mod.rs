@@ -2,6 +2,7 @@
 //! the level of the final look (counters Bonferroni-corrected), the count-vs-time
 //! cross-check, and warnings about the measurement itself.
 
+pub(crate) mod copies;
 pub(crate) mod crosscheck;
 pub mod design;
 pub mod explain;

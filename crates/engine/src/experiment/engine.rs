@@ -89,6 +89,7 @@ pub fn run_experiment(
         _ => looks.final_look(experiment.rounds),
     };
     finish(&plan, &mut experiment, level);
+    experiment.warnings.extend(crate::analysis::copies::separate_copies(&plan));
     if let Some(note) = past_verdict.note(&plan, experiment.rounds) {
         for e in experiment.comparisons.iter_mut().filter_map(|c| c.explanation.as_deref_mut()) {
             e.warnings.insert(0, note.clone());
