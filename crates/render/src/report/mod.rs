@@ -23,6 +23,11 @@ pub fn write(data: &ReportData, out: &std::path::Path) -> Result<(), ReportError
     Ok(write_atomically(out, render_html(data).as_bytes())?)
 }
 
+/// Write a page [`render_html`] drew to `out`, atomically.
+pub fn write_page(page: &str, out: &std::path::Path) -> Result<(), ReportError> {
+    write_atomically(out, page.as_bytes())
+}
+
 /// Write to a temporary file beside `path`, then rename: a reader never sees half a page.
 /// A target that exists and is not a regular file (`/dev/null`, a FIFO, `/dev/stdout`)
 /// is written in place: renaming over it would replace the device with a file.
