@@ -373,6 +373,146 @@ fn a_stripped_binary_gets_names_and_lines_from_a_real_debuginfod_server() {
     assert!(unnamed["functions"][0]["name"].as_str().unwrap().starts_with("app+0x"));
 }
 
+/// An HTTP server on 127.0.0.1 answering every request with the bytes `body` holds at
+/// the time (a debuginfod that serves one file for any build ID); runs until the test ends.
+fn serve_file(body: std::sync::Arc<std::sync::Mutex<Vec<u8>>>) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let bytes = body.lock().unwrap().clone();
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", bytes.len());
+            let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&bytes));
+        }
+    });
+    url
+}
+
+/// A debug file with the right build ID but a damaged symbol table (its string table
+/// zeroed, so every name is blank) once blanked the hottest function's name. From
+/// debuginfod it is refused before the cache, said; as a local debug file (debuglink)
+/// its symbols are refused, said; either way the hottest function keeps the binary's
+/// own name (`app+0x…`), and the intact debug file still names it.
+#[test]
+fn a_damaged_debug_file_with_the_right_build_id_blanks_no_name() {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    if !have(&cc, "gcc") || !have("objcopy", "binutils") || !have("readelf", "binutils") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let full = d.join("app.full");
+    let source = common::fixtures_dir().join("stripped_static.c");
+    let args = ["-O2", "-g", "-Wl,--build-id", "-o"];
+    run(&cc, &[args.map(std::ffi::OsStr::new).as_slice(), &[full.as_os_str(), source.as_os_str()]].concat());
+    let good = d.join("good.debug");
+    let app = d.join("app");
+    run("objcopy", &["--only-keep-debug".as_ref(), full.as_os_str(), good.as_os_str()]);
+    run("strip", &["-o".as_ref(), app.as_os_str(), full.as_os_str()]);
+    let symbols = run("nm", &[full.as_os_str()]);
+    let address = |name: &str| {
+        let line = symbols.lines().find(|l| l.ends_with(&format!(" {name}"))).unwrap_or_else(|| panic!("{symbols}"));
+        u64::from_str_radix(line.split(' ').next().unwrap(), 16).unwrap()
+    };
+    // The damage: the string table of the debug file zeroed, the build ID intact.
+    let sections = run("readelf", &["-SW".as_ref(), good.as_os_str()]);
+    let strtab = sections.lines().find(|l| l.contains(" .strtab ")).unwrap_or_else(|| panic!("{sections}"));
+    let fields: Vec<&str> = strtab.split_whitespace().collect();
+    let at = fields.iter().position(|f| *f == "STRTAB").unwrap();
+    let (offset, size) =
+        (usize::from_str_radix(fields[at + 2], 16).unwrap(), usize::from_str_radix(fields[at + 3], 16).unwrap());
+    let mut damaged = std::fs::read(&good).unwrap();
+    damaged[offset..offset + size].fill(0);
+
+    // A profile of the stripped binary: its text lies at file offset = address (a PIE
+    // from cc), 30 samples in alloc_set_alloc, 10 in alloc_set_free.
+    let profile = d.join("app.profile");
+    let sample = |offset: u64, count: u64| {
+        format!(
+            r#"{{"pid":1,"tid":1,"space":"user","object":0,"offset":{offset},"count":{count},"period":{}}}"#,
+            count * 1_000_000
+        )
+    };
+    std::fs::write(
+        &profile,
+        format!(
+            "perflab-profile 2\n{{\"event\":\"cpu-clock\",\"frequency_hz\":1000,\"command\":[{app:?}],\"started\":\"\",\"duration_s\":0.04,\"lost\":0,\"exit_code\":0,\"objects\":[{{\"path\":{app:?}}}],\"tasks\":[{{\"pid\":1,\"tid\":1,\"comm\":\"app\"}}],\"samples\":[{},{}]}}\n",
+            sample(address("alloc_set_alloc") + 8, 30),
+            sample(address("alloc_set_free") + 8, 10),
+            app = app.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let body = std::sync::Arc::new(std::sync::Mutex::new(damaged.clone()));
+    let url = serve_file(body.clone());
+    let cache = d.join("cache");
+    let show = |profile: &Path, urls: &str| {
+        let out = perflab()
+            .env("DEBUGINFOD_URLS", urls)
+            .env("DEBUGINFOD_CACHE_PATH", &cache)
+            .arg("show")
+            .arg(profile)
+            .args(["--json", "-"])
+            .assert()
+            .success();
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        (report["functions"][0]["name"].as_str().unwrap().to_string(), stderr)
+    };
+
+    let (hottest, stderr) = show(&profile, &url);
+    assert_eq!(hottest, format!("app+{:#x}", address("alloc_set_alloc")), "{stderr}");
+    assert!(
+        stderr.contains("refused: the answer has the build ID asked for but is damaged")
+            && stderr.contains("function symbols have no readable name; not cached"),
+        "{stderr}"
+    );
+    assert!(
+        !cache.exists()
+            || std::fs::read_dir(&cache).unwrap().all(|e| {
+                let entry = e.unwrap().path().join("debuginfo");
+                std::fs::metadata(&entry).map_or(true, |m| m.len() == 0)
+            }),
+        "nothing damaged cached"
+    );
+
+    // The same file next to the binary (found by its debuglink): its symbols refused, said.
+    let linked_dir = d.join("linked");
+    std::fs::create_dir(&linked_dir).unwrap();
+    std::fs::write(linked_dir.join("app.debug"), &damaged).unwrap();
+    let linked = linked_dir.join("app");
+    run(
+        "objcopy",
+        &[
+            format!("--add-gnu-debuglink={}", linked_dir.join("app.debug").display()).as_ref(),
+            app.as_os_str(),
+            linked.as_os_str(),
+        ],
+    );
+    let linked_profile = d.join("linked.profile");
+    let text = std::fs::read_to_string(&profile).unwrap().replace(app.to_str().unwrap(), linked.to_str().unwrap());
+    std::fs::write(&linked_profile, text).unwrap();
+    let (hottest, stderr) = show(&linked_profile, "");
+    assert_eq!(hottest, format!("app+{:#x}", address("alloc_set_alloc")), "{stderr}");
+    assert!(
+        stderr.contains("app.debug of")
+            && stderr.contains("it was refused (")
+            && stderr.contains("app keeps its own names"),
+        "{stderr}"
+    );
+
+    // The intact debug file from the same server names it.
+    *body.lock().unwrap() = std::fs::read(&good).unwrap();
+    std::fs::remove_dir_all(&cache).ok();
+    let (hottest, stderr) = show(&profile, &url);
+    assert_eq!(hottest, "alloc_set_alloc", "{stderr}");
+    assert!(stderr.contains("fetched from debuginfod"), "{stderr}");
+}
+
 /// Peak resident memory of a finished child (wait4's rusage), KiB.
 fn wait_peak_rss_kib(child: std::process::Child) -> (std::process::ExitStatus, i64) {
     use std::os::unix::process::ExitStatusExt;

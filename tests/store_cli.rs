@@ -410,6 +410,45 @@ fn ctrl_c_stops_an_export_and_leaves_the_file_as_it_was() {
     assert!(!temporary(d), "the temporary file is removed: {:?}", listing(d));
 }
 
+/// Ctrl-C during `report` stops it with exit 130 and writes nothing: no page, no
+/// temporary file beside it (the page is drawn whole, then renamed into place).
+#[test]
+fn ctrl_c_stops_a_report_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = large_export(d, 4000);
+    perflab(d, "big.db").args(["import", file.to_str().unwrap()]).assert().success();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+        .current_dir(d)
+        .args(["report", "--db", "big.db", "--out", "page.html"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The handler is installed before the store is opened: interrupt once it is open.
+    let store_open = |pid: u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.ends_with("big.db")))
+    };
+    while !store_open(child.id()) && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // SAFETY: signalling the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        common::skip::skip("the report finished before Ctrl-C reached it");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted: nothing written to page.html"), "{stderr}");
+    let left: Vec<String> = listing(d).into_iter().filter(|n| n.contains("page.html")).collect();
+    assert!(left.is_empty(), "no page and no temporary file: {left:?}");
+}
+
 /// An incomplete experiment (a run killed after 1 of its 5 runs) is left out of the
 /// pooled points of `history` and `report` with a note naming it; with
 /// `--include-incomplete` it is pooled and its point marked (incomplete). Importing its

@@ -307,8 +307,8 @@ pub struct HtmlReportArgs {
 
 /// `perflab report`: read the results, arrange them, write the page atomically.
 pub fn main_report(args: HtmlReportArgs) -> Result<(), Failure> {
-    // Ctrl-C stops the report between loading, building and writing it; the page is
-    // written beside its destination and renamed, so it is never half there.
+    // Ctrl-C stops the report between loading, building, drawing and writing it; the
+    // page is written beside its destination and renamed, so it is never half there.
     perflab_sys::interrupt::watcher();
     let mut options = report::load::Selection {
         title: args.title.clone(),
@@ -353,10 +353,14 @@ pub fn main_report(args: HtmlReportArgs) -> Result<(), Failure> {
     let data = report::load::build(&experiments, &options)?;
     stopped()?;
     // Freeing a large history's experiments one by one takes as long as drawing half the
-    // page: it happens beside the writing.
+    // page: it happens beside the drawing.
     let freeing = std::thread::spawn(move || drop(experiments));
-    report::write(&data, &args.out)?;
+    let page = report::render_html(&data);
     let _ = freeing.join();
+    // A Ctrl-C while the page was drawn: nothing is written (the page only ever appears
+    // whole, renamed into place).
+    stopped()?;
+    report::write_page(&page, &args.out)?;
     let benchmarks = data.pages.iter().map(|p| p.histories.len()).max().unwrap_or(0);
     let labels = data.pages.iter().map(|p| p.labels.len()).max().unwrap_or(0);
     eprintln!(

@@ -55,8 +55,11 @@ impl PerfData {
         // config 0: cpu-clock
         attr[16..24].copy_from_slice(&PERIOD_NS.to_le_bytes());
         attr[24..32].copy_from_slice(&SAMPLE_TYPE.to_le_bytes());
-        let flags: u64 = 1 << 5 /* exclude_kernel */ | 1 << 18 /* sample_id_all */;
+        // Recorded on CLOCK_MONOTONIC (`perf record -k mono`), as `perf inject --jit`
+        // needs to place a jitdump's code loads among the records.
+        let flags: u64 = 1 << 5 /* exclude_kernel */ | 1 << 18 /* sample_id_all */ | 1 << 25 /* use_clockid */;
         attr[40..48].copy_from_slice(&flags.to_le_bytes());
+        attr[92..96].copy_from_slice(&1i32.to_le_bytes()); // clockid: CLOCK_MONOTONIC
         out.write_all(&attr).unwrap();
         let ids_offset = (HEADER_SIZE + ATTR_SIZE + 16) as u64;
         out.write_all(&ids_offset.to_le_bytes()).unwrap();
@@ -287,6 +290,11 @@ pub fn perf_map_of_long_names(path: &Path, lines: u64, name_bytes: usize) {
     out.flush().unwrap();
 }
 
+/// When the generated jitdump's code is loaded: after [`runtime_samples`] maps the
+/// runtime's memory and before its first sample, on the recording's clock (`perf inject
+/// --jit` places each load there; a load after a sample would leave it unnamed).
+const JIT_LOAD_TIME: u64 = 1_000_003_500;
+
 /// A jitdump of `records` code loads of 64 bytes each from 0x4000_0000 on (code bytes
 /// included, as runtimes write them), named `fn{i}`.
 pub fn jitdump(path: &Path, pid: u32, records: u64) {
@@ -308,7 +316,7 @@ pub fn jitdump(path: &Path, pid: u32, records: u64) {
         let size = 16 + 4 + 4 + 8 * 4 + name.len() + code.len();
         out.write_all(&0u32.to_le_bytes()).unwrap(); // JIT_CODE_LOAD
         out.write_all(&(size as u32).to_le_bytes()).unwrap();
-        out.write_all(&(2 + i).to_le_bytes()).unwrap();
+        out.write_all(&JIT_LOAD_TIME.to_le_bytes()).unwrap();
         out.write_all(&pid.to_le_bytes()).unwrap();
         out.write_all(&pid.to_le_bytes()).unwrap();
         for v in [address, address, code.len() as u64, i] {

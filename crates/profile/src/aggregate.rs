@@ -68,8 +68,9 @@ pub struct Row {
 
 /// Every sample group of a profile, symbolised once.
 pub struct Located {
-    /// Where the samples landed, symbolised.
-    pub location: Location,
+    /// Where the samples landed, symbolised; shared by every sample group at the same
+    /// place (10⁶ threads sampled in one function hold one copy of its names).
+    pub location: std::sync::Arc<Location>,
     /// Process id.
     pub pid: u32,
     /// Thread id.
@@ -84,7 +85,7 @@ pub struct Located {
 struct Resolver<'a> {
     profile: &'a Profile,
     symbolizer: &'a mut Symbolizer,
-    cache: HashMap<(u32, u64), Location>,
+    cache: HashMap<(u32, u64), std::sync::Arc<Location>>,
 }
 
 /// One frame of a symbolised call stack.
@@ -122,15 +123,23 @@ impl Resolver<'_> {
                 location.object = "[jit]".to_string();
                 location
             }
-            (Space::User, Some(object)) => {
-                let (profile, symbolizer) = (self.profile, &mut *self.symbolizer);
-                self.cache
-                    .entry((object, offset))
-                    .or_insert_with(|| symbolizer.resolve(&profile.objects[object as usize].path, offset))
-                    .clone()
-            }
+            (Space::User, Some(object)) => (*self.resolve_shared(space, Some(object), offset)).clone(),
             (Space::Kernel, _) => self.symbolizer.resolve_kernel(&self.profile.kernel_symbols, offset),
             _ => special("[unknown]"),
+        }
+    }
+
+    /// [`resolve`](Self::resolve), one shared copy per distinct place in an object file.
+    fn resolve_shared(&mut self, space: Space, object: Option<u32>, offset: u64) -> std::sync::Arc<Location> {
+        match (space, object) {
+            (Space::User, Some(o)) if !jitmap::is_runtime_object(&self.profile.objects[o as usize].path) => {
+                let (profile, symbolizer) = (self.profile, &mut *self.symbolizer);
+                self.cache
+                    .entry((o, offset))
+                    .or_insert_with(|| symbolizer.resolve(&profile.objects[o as usize].path, offset).into())
+                    .clone()
+            }
+            _ => self.resolve(space, object, offset).into(),
         }
     }
 
@@ -166,7 +175,7 @@ fn locate_in(profile: &Profile, resolver: &mut Resolver) -> Vec<Located> {
         .samples
         .iter()
         .map(|s| Located {
-            location: resolver.resolve(s.space, s.object, s.offset),
+            location: resolver.resolve_shared(s.space, s.object, s.offset),
             pid: s.pid,
             tid: s.tid,
             count: s.count,
@@ -176,19 +185,73 @@ fn locate_in(profile: &Profile, resolver: &mut Resolver) -> Vec<Located> {
 }
 
 /// The call stacks of a profile with every frame symbolised (each unique frame once).
+/// Names are interned: each distinct function or object name is held once and frames
+/// hold indices (150 stacks of 8,000 distinct frames took ~0.9 GB with a pair of
+/// strings per frame); the stacks' frames lie in one array.
 pub struct CallGraph {
-    /// Per frame of the profile: (function, object basename).
-    functions: Vec<(String, String)>,
-    /// Per frame of the profile: the functions inlined at it, innermost first.
-    inlined: Vec<Vec<String>>,
-    /// (pid, frame indices leaf first, samples, period).
-    stacks: Vec<(u32, Vec<u32>, u64, u64)>,
+    /// Every distinct function and object name, once.
+    names: Vec<Box<str>>,
+    /// Every distinct (function, object basename) pair, as indices into `names`.
+    pairs: Vec<(u32, u32)>,
+    /// Per frame of the profile: its pair.
+    frame_pairs: Vec<u32>,
+    /// Per frame of the profile that has any: the functions inlined at it, innermost
+    /// first (indices into `names`).
+    inlined: HashMap<u32, Vec<u32>>,
+    /// Every stack's frame indices, leaf first, one stack after the other.
+    stack_frames: Vec<u32>,
+    /// Per stack: its frames in `stack_frames`, samples and period.
+    stacks: Vec<GraphStack>,
     /// Process name per pid: the root of its stacks when the profile has several processes.
     roots: HashMap<u32, String>,
     /// All stacks' summed periods: what shares are of.
     period: u64,
     /// What folded stacks count.
     weight: Weight,
+}
+
+/// One stack of a [`CallGraph`].
+#[derive(Clone)]
+struct GraphStack {
+    pid: u32,
+    /// Its frames: `stack_frames[start..end]`.
+    start: usize,
+    end: usize,
+    samples: u64,
+    period: u64,
+}
+
+/// Each distinct name once, numbered in order of appearance.
+#[derive(Default)]
+struct Interner {
+    names: Vec<Box<str>>,
+    ids: HashMap<Box<str>, u32>,
+}
+
+impl Interner {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.into());
+        self.ids.insert(name.into(), id);
+        id
+    }
+}
+
+/// The stacks' frames laid one after the other, and each stack's place in them.
+fn laid_out(stacks: &[StackCount]) -> (Vec<u32>, Vec<GraphStack>) {
+    let mut frames = Vec::with_capacity(stacks.iter().map(|s| s.frames.len()).sum());
+    let laid = stacks
+        .iter()
+        .map(|s| {
+            let start = frames.len();
+            frames.extend_from_slice(&s.frames);
+            GraphStack { pid: s.pid, start, end: frames.len(), samples: s.count, period: s.period }
+        })
+        .collect();
+    (frames, laid)
 }
 
 /// A call stack as names, outermost first, with what it stands for.
@@ -249,20 +312,49 @@ impl CallGraph {
         if profile.stacks.is_empty() && profile.off_cpu.is_empty() {
             return None;
         }
-        let functions = profile
-            .frames
-            .iter()
-            .map(|f| {
-                let l = resolver.resolve(f.space, f.object, f.offset);
-                let object = basename(&l.object).to_string();
-                (l.function, object)
-            })
-            .collect();
-        let inlined = profile.frames.iter().map(|f| resolver.inlined(f.space, f.object, f.offset)).collect();
-        let stacks: Vec<(u32, Vec<u32>, u64, u64)> =
-            profile.stacks.iter().map(|s| (s.pid, s.frames.clone(), s.count, s.period)).collect();
-        let period = stacks.iter().map(|s| s.3).sum();
-        Some(CallGraph { functions, inlined, stacks, roots: process_names(profile), period, weight: profile.weight() })
+        let mut interner = Interner::default();
+        let mut pair_ids: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut pairs = Vec::new();
+        let mut inlined = HashMap::new();
+        let mut frame_pairs = Vec::with_capacity(profile.frames.len());
+        for (i, f) in profile.frames.iter().enumerate() {
+            let l = resolver.resolve(f.space, f.object, f.offset);
+            let pair = (interner.id(&l.function), interner.id(basename(&l.object)));
+            let next = pairs.len() as u32;
+            let id = *pair_ids.entry(pair).or_insert(next);
+            if id == next {
+                pairs.push(pair);
+            }
+            frame_pairs.push(id);
+            let inlined_here = resolver.inlined(f.space, f.object, f.offset);
+            if !inlined_here.is_empty() {
+                inlined.insert(i as u32, inlined_here.iter().map(|n| interner.id(n)).collect());
+            }
+        }
+        let (stack_frames, stacks) = laid_out(&profile.stacks);
+        let period = stacks.iter().map(|s| s.period).sum();
+        Some(CallGraph {
+            names: interner.names,
+            pairs,
+            frame_pairs,
+            inlined,
+            stack_frames,
+            stacks,
+            roots: process_names(profile),
+            period,
+            weight: profile.weight(),
+        })
+    }
+
+    /// The (function, object basename) of a frame of the profile.
+    fn frame_names(&self, frame: u32) -> (&str, &str) {
+        let (function, object) = self.pairs[self.frame_pairs[frame as usize] as usize];
+        (&self.names[function as usize], &self.names[object as usize])
+    }
+
+    /// A stack's frame indices, leaf first.
+    fn frames_of(&self, stack: &GraphStack) -> &[u32] {
+        &self.stack_frames[stack.start..stack.end]
     }
 
     /// Every stack as names, outermost first: the process (when there are several),
@@ -278,21 +370,24 @@ impl CallGraph {
     /// [`named_stacks`](Self::named_stacks) with the names borrowed from the graph: a
     /// stack of 8,000 frames costs 8,000 × 40 bytes, not 8,000 pairs of strings.
     pub fn stacks_by_name(&self) -> impl Iterator<Item = StackNames<'_>> + '_ {
-        self.stacks.iter().map(|(pid, frames, samples, period)| {
+        self.stacks.iter().map(|stack| {
+            let frames = self.frames_of(stack);
             let mut names = Vec::with_capacity(frames.len() + 1);
-            if let Some(name) = self.roots.get(pid) {
+            if let Some(name) = self.roots.get(&stack.pid) {
                 names.push(FrameName { function: name, object: "", kind: FrameKind::Process });
             }
             for &f in frames.iter().rev() {
-                let (function, object) = &self.functions[f as usize];
+                let (function, object) = self.frame_names(f);
                 names.push(FrameName { function, object, kind: FrameKind::Code });
-                names.extend(self.inlined[f as usize].iter().rev().map(|inlined| FrameName {
-                    function: inlined,
-                    object,
-                    kind: FrameKind::Inlined,
-                }));
+                if let Some(inlined) = self.inlined.get(&f) {
+                    names.extend(inlined.iter().rev().map(|&n| FrameName {
+                        function: &self.names[n as usize],
+                        object,
+                        kind: FrameKind::Inlined,
+                    }));
+                }
             }
-            StackNames { frames: names, samples: *samples, period: *period }
+            StackNames { frames: names, samples: stack.samples, period: stack.period }
         })
     }
 
@@ -303,12 +398,14 @@ impl CallGraph {
 
     /// The same symbolised frames with other stacks of the profile (its off-CPU intervals).
     pub(crate) fn with_stacks(&self, stacks: &[StackCount]) -> CallGraph {
-        let stacks: Vec<(u32, Vec<u32>, u64, u64)> =
-            stacks.iter().map(|s| (s.pid, s.frames.clone(), s.count, s.period)).collect();
-        let period = stacks.iter().map(|s| s.3).sum();
+        let (stack_frames, stacks) = laid_out(stacks);
+        let period = stacks.iter().map(|s| s.period).sum();
         CallGraph {
-            functions: self.functions.clone(),
+            names: self.names.clone(),
+            pairs: self.pairs.clone(),
+            frame_pairs: self.frame_pairs.clone(),
             inlined: self.inlined.clone(),
+            stack_frames,
             stacks,
             roots: self.roots.clone(),
             period,
@@ -316,50 +413,96 @@ impl CallGraph {
         }
     }
 
-    /// Inclusive (samples, period) per (function, object basename): a function counts
-    /// once per stack however often it recurses.
-    pub fn inclusive(&self) -> HashMap<&(String, String), (u64, u64)> {
-        let mut totals: HashMap<&(String, String), (u64, u64)> = HashMap::new();
-        let mut seen = HashSet::new();
-        for (_, frames, count, period) in &self.stacks {
-            seen.clear();
-            for &f in frames {
-                let key = &self.functions[f as usize];
-                if seen.insert(key) {
-                    let e = totals.entry(key).or_default();
-                    e.0 += count;
-                    e.1 += period;
+    /// Inclusive (samples, period) per (function, object) pair, by pair index: a
+    /// function counts once per stack however often it recurses.
+    fn inclusive_by_pair(&self) -> Vec<(u64, u64)> {
+        let mut totals = vec![(0u64, 0u64); self.pairs.len()];
+        // The last stack that counted each pair: no set per stack to clear.
+        let mut counted_in = vec![usize::MAX; self.pairs.len()];
+        for (i, stack) in self.stacks.iter().enumerate() {
+            for &f in self.frames_of(stack) {
+                let pair = self.frame_pairs[f as usize] as usize;
+                if counted_in[pair] != i {
+                    counted_in[pair] = i;
+                    totals[pair].0 += stack.samples;
+                    totals[pair].1 += stack.period;
                 }
             }
         }
         totals
     }
 
+    /// Inclusive (samples, period) per (function, object basename): a function counts
+    /// once per stack however often it recurses.
+    pub fn inclusive(&self) -> HashMap<(&str, &str), (u64, u64)> {
+        self.inclusive_by_pair()
+            .into_iter()
+            .enumerate()
+            .filter(|(_, (samples, _))| *samples > 0)
+            .map(|(pair, totals)| {
+                let (function, object) = self.pairs[pair];
+                ((&*self.names[function as usize], &*self.names[object as usize]), totals)
+            })
+            .collect()
+    }
+
     /// Add the inclusive columns to by-function rows (and rows for callers that have
     /// no self samples), sorted by total weight like `perf report --children`.
     pub fn with_totals(&self, mut rows: Vec<Row>) -> Vec<Row> {
         let share = |period: u64| if self.period == 0 { 0.0 } else { period as f64 / self.period as f64 };
-        let mut totals = self.inclusive();
-        for row in &mut rows {
-            let (n, period) = totals.remove(&(row.name.clone(), row.object.clone())).unwrap_or_default();
-            row.total_samples = Some(n);
-            row.total_share = Some(share(period));
-            row.total_period = Some(period);
+        let totals = self.inclusive_by_pair();
+        let name_of = |pair: usize| {
+            let (function, object) = self.pairs[pair];
+            (&*self.names[function as usize], &*self.names[object as usize])
+        };
+        // Rows for callers are added in place, the room for them made once: 1.2 M rows
+        // grown by doubling, or built apart and appended, held twice at the peak.
+        let mut has_row = vec![false; self.pairs.len()];
+        {
+            let mut row_of: HashMap<(&str, &str), usize> = HashMap::new();
+            for (i, row) in rows.iter().enumerate() {
+                row_of.insert((&row.name, &row.object), i);
+            }
+            let mut found = Vec::new();
+            for (pair, &(n, _)) in totals.iter().enumerate() {
+                if let Some(&i) = row_of.get(&name_of(pair)).filter(|_| n > 0) {
+                    has_row[pair] = true;
+                    found.push((i, pair));
+                }
+            }
+            drop(row_of);
+            for row in rows.iter_mut() {
+                (row.total_samples, row.total_share, row.total_period) = (Some(0), Some(0.0), Some(0));
+            }
+            for (i, pair) in found {
+                let (n, period) = totals[pair];
+                let row = &mut rows[i];
+                (row.total_samples, row.total_share, row.total_period) = (Some(n), Some(share(period)), Some(period));
+            }
         }
-        rows.extend(totals.into_iter().map(|((name, object), (n, period))| Row {
-            name: name.clone(),
-            object: object.clone(),
-            self_samples: 0,
-            self_share: 0.0,
-            self_period: 0,
-            total_samples: Some(n),
-            total_share: Some(share(period)),
-            total_period: Some(period),
-        }));
-        rows.sort_by(|a, b| {
+        let callers = totals.iter().zip(&has_row).filter(|(&(n, _), &has)| n > 0 && !has).count();
+        rows.reserve_exact(callers);
+        for (pair, &(n, period)) in totals.iter().enumerate() {
+            if n == 0 || has_row[pair] {
+                continue;
+            }
+            let (name, object) = name_of(pair);
+            rows.push(Row {
+                name: name.to_string(),
+                object: object.to_string(),
+                self_samples: 0,
+                self_share: 0.0,
+                self_period: 0,
+                total_samples: Some(n),
+                total_share: Some(share(period)),
+                total_period: Some(period),
+            });
+        }
+        rows.sort_unstable_by(|a, b| {
             (b.total_period, b.total_samples, b.self_period, b.self_samples)
                 .cmp(&(a.total_period, a.total_samples, a.self_period, a.self_samples))
                 .then_with(|| a.name.cmp(&b.name))
+                .then_with(|| a.object.cmp(&b.object))
         });
         rows
     }
@@ -380,11 +523,11 @@ impl CallGraph {
     /// (stacks differing only in addresses within the same functions merge).
     pub(crate) fn by_names(&self) -> HashMap<Vec<String>, (u64, u64)> {
         let mut stacks: HashMap<Vec<String>, (u64, u64)> = HashMap::new();
-        for (_, frames, count, period) in &self.stacks {
-            let names = frames.iter().rev().map(|&f| self.functions[f as usize].0.clone()).collect();
+        for stack in &self.stacks {
+            let names = self.frames_of(stack).iter().rev().map(|&f| self.frame_names(f).0.to_string()).collect();
             let e = stacks.entry(names).or_default();
-            e.0 += count;
-            e.1 += period;
+            e.0 += stack.samples;
+            e.1 += stack.period;
         }
         stacks
     }
@@ -555,7 +698,8 @@ mod tests {
                 function: function.into(),
                 file: file.map(String::from),
                 line: file.map(|_| line),
-            },
+            }
+            .into(),
             pid: 1,
             tid: 1,
             count,

@@ -3,7 +3,7 @@
 //! (who called it) or towards the leaves (what it spent its time in), merged into a
 //! tree with sample counts and shares weighted by period.
 
-use super::aggregate::{CallGraph, FrameKind, StackFrame};
+use super::aggregate::{CallGraph, FrameKind, FrameName};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -82,44 +82,69 @@ pub fn flatten(tree: &TreeNode) -> Vec<JsonNode> {
 /// recursive stack the outermost call counts, so every sample is counted once and
 /// recursion shows among the callees.
 pub fn tree(graph: &CallGraph, function: &str, direction: Direction) -> Option<TreeNode> {
+    // Frames are keyed by the graph's borrowed names: a tree of 1.2 M distinct frames
+    // copies each name once, into its node, instead of once per stack it lies on.
     #[derive(Default)]
-    struct Building {
+    struct Building<'a> {
         samples: u64,
         period: u64,
-        children: BTreeMap<StackFrame, Building>,
+        children: BTreeMap<FrameName<'a>, Building<'a>>,
     }
     let mut root = Building::default();
-    let mut found: Option<StackFrame> = None;
-    for stack in graph.named_stacks() {
+    let mut found: Option<FrameName> = None;
+    for stack in graph.stacks_by_name() {
         let frames = &stack.frames;
         let Some(at) = frames.iter().position(|f| f.kind != FrameKind::Process && f.function == function) else {
             continue;
         };
-        found.get_or_insert_with(|| frames[at].clone());
+        found.get_or_insert(frames[at]);
         root.samples += stack.samples;
         root.period += stack.period;
-        let path: Box<dyn Iterator<Item = &StackFrame>> = match direction {
+        let path: Box<dyn Iterator<Item = &FrameName>> = match direction {
             Direction::Callers => Box::new(frames[..at].iter().rev()),
             Direction::Callees => Box::new(frames[at + 1..].iter()),
         };
         let mut node = &mut root;
         for frame in path {
-            node = node.children.entry(frame.clone()).or_default();
+            node = node.children.entry(*frame).or_default();
             node.samples += stack.samples;
             node.period += stack.period;
         }
     }
-    fn finish(frame: StackFrame, building: Building, total: u64) -> TreeNode {
-        let mut children: Vec<TreeNode> = building.children.into_iter().map(|(f, b)| finish(f, b, total)).collect();
-        children.sort_by(|a, b| (b.period, b.samples).cmp(&(a.period, a.samples)).then_with(|| a.name.cmp(&b.name)));
-        TreeNode {
-            name: frame.function,
-            object: frame.object,
+    // Depth first without recursion: a tree as deep as its stacks (8,000 frames) would
+    // overflow the stack.
+    fn finish(frame: FrameName, building: Building, total: u64) -> TreeNode {
+        let node = |frame: FrameName, b: &Building| TreeNode {
+            name: frame.function.to_string(),
+            object: frame.object.to_string(),
             inlined: frame.kind == FrameKind::Inlined,
-            samples: building.samples,
-            period: building.period,
-            share: building.period as f64 / total.max(1) as f64,
-            children,
+            samples: b.samples,
+            period: b.period,
+            share: b.period as f64 / total.max(1) as f64,
+            children: Vec::new(),
+        };
+        // (the node, its children still to build), from the root down.
+        let mut path: Vec<(TreeNode, std::collections::btree_map::IntoIter<FrameName, Building>)> = Vec::new();
+        let root = node(frame, &building);
+        path.push((root, building.children.into_iter()));
+        loop {
+            let next = path.last_mut().and_then(|(_, todo)| todo.next());
+            match next {
+                Some((frame, child)) => {
+                    let built = node(frame, &child);
+                    path.push((built, child.children.into_iter()));
+                }
+                None => {
+                    let (mut done, _) = path.pop().expect("the root is on the path");
+                    done.children.sort_by(|a, b| {
+                        (b.period, b.samples).cmp(&(a.period, a.samples)).then_with(|| a.name.cmp(&b.name))
+                    });
+                    match path.last_mut() {
+                        Some((parent, _)) => parent.children.push(done),
+                        None => return done,
+                    }
+                }
+            }
         }
     }
     let total = root.period;

@@ -147,7 +147,9 @@ pub(crate) fn fetch(config: &Config, build_id: &[u8]) -> Fetched {
             },
             Err(ureq::Error::Status(404, _)) => {}
             Err(e) => {
-                failure.get_or_insert(format!("{url}: {e}"));
+                // ureq's transport errors name the URL already.
+                let e = e.to_string();
+                failure.get_or_insert(if e.starts_with(&url) { e } else { format!("{url}: {e}") });
             }
         }
     }
@@ -237,7 +239,10 @@ pub(crate) fn check_debug_file(file: &Path, build_id: &[u8]) -> Result<(), Strin
     let elf = object::File::parse(&*map).map_err(|e| format!("the answer is not a readable ELF file: {e}"))?;
     let hex = |id: &[u8]| id.iter().map(|b| format!("{b:02x}")).collect::<String>();
     match elf.build_id() {
-        Ok(Some(id)) if id == build_id => Ok(()),
+        Ok(Some(id)) if id == build_id => match super::symbolize::damaged_symbols(&elf) {
+            Some(why) => Err(format!("the answer has the build ID asked for but is damaged: {why}")),
+            None => Ok(()),
+        },
         Ok(Some(id)) => Err(format!("the answer is an ELF file of build ID {}, not {}", hex(id), hex(build_id))),
         Ok(None) => Err("the answer is an ELF file without a build ID".into()),
         Err(e) => Err(format!("the answer's build ID cannot be read: {e}")),

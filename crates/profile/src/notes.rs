@@ -186,7 +186,7 @@ mod tests {
 
     fn sample(object: &str, count: u64) -> Located {
         Located {
-            location: Location { object: object.into(), function: "f".into(), file: None, line: None },
+            location: Location { object: object.into(), function: "f".into(), file: None, line: None }.into(),
             pid: 1,
             tid: 1,
             count,

@@ -140,10 +140,10 @@ pub fn report(profile: &Profile, on_cpu: Option<&CallGraph>) -> Option<OffCpuRep
     let all = on_total + off_total;
     let mut times: HashMap<(String, String), (f64, f64)> = HashMap::new();
     for ((name, object), (samples, period)) in on_graph.inclusive() {
-        times.entry((name.clone(), object.clone())).or_default().0 = on_cpu_seconds(profile, samples, period);
+        times.entry((name.to_string(), object.to_string())).or_default().0 = on_cpu_seconds(profile, samples, period);
     }
     for ((name, object), (_, ns)) in off_cpu.inclusive() {
-        times.entry((name.clone(), object.clone())).or_default().1 = ns as f64 / 1e9;
+        times.entry((name.to_string(), object.to_string())).or_default().1 = ns as f64 / 1e9;
     }
     let mut functions: Vec<FunctionTime> = times
         .into_iter()

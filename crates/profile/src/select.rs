@@ -87,7 +87,7 @@ impl SampleFilter {
             (Vec::new(), Vec::new())
         } else {
             let mut symbolizer = Symbolizer::default();
-            let samples = aggregate::locate(profile, &mut symbolizer).into_iter().map(|l| l.location.function);
+            let samples = aggregate::locate(profile, &mut symbolizer).into_iter().map(|l| l.location.function.clone());
             let frames = aggregate::locate_frames(profile, &mut symbolizer).into_iter().map(|l| l.function);
             (samples.collect(), frames.collect())
         };

@@ -193,7 +193,7 @@ mod tests {
 
     fn at(pid: u32, tid: u32, object: &str, function: &str, count: u64) -> Located {
         Located {
-            location: Location { object: object.into(), function: function.into(), file: None, line: None },
+            location: Location { object: object.into(), function: function.into(), file: None, line: None }.into(),
             pid,
             tid,
             count,

@@ -93,8 +93,10 @@ impl ObjectInfo {
         // from a debuginfod server.
         let mut debug_note = None;
         let mut debug_searched = None;
+        let mut debug_path = None;
         let debug_data = if own_dwarf.is_none() || stripped {
             let (file, note) = find_debug_file(&elf, Path::new(path));
+            debug_path = file.clone();
             if file.is_none() {
                 debug_searched = Some(debug_search(&elf, Path::new(path), note.is_some()));
             }
@@ -106,6 +108,22 @@ impl ObjectInfo {
             })
         } else {
             None
+        };
+        // A debug file whose symbol table is damaged (a name blank or not text) would
+        // blank the names of the functions it covers; its DWARF is no more to be trusted:
+        // none of it is used, the object keeps its own names, and the note says so.
+        let damage = debug_data.as_ref().and_then(|d| damaged_symbols(&object::File::parse(&**d).ok()?));
+        let debug_data = match damage {
+            Some(why) => {
+                let refused = format!("it was refused ({why}): {} keeps its own names", basename(path));
+                let file = debug_path.as_deref().unwrap_or(Path::new("?")).display();
+                debug_note = Some(match debug_note {
+                    Some(note) => format!("{note}; {refused}"),
+                    None => format!("the debug file {file} of {path} was found, but {refused}"),
+                });
+                None
+            }
+            None => debug_data,
         };
         let debug_elf = debug_data.as_ref().and_then(|d| object::File::parse(&**d).ok());
         let mut symbols: Vec<FunctionSymbol> = function_symbols(&elf, &data, false);
@@ -245,7 +263,13 @@ impl ObjectInfo {
         let mut out = Vec::new();
         if let Ok(mut iter) = ctx.find_frames(svma).skip_all_loads() {
             while let Ok(Some(frame)) = iter.next() {
-                let function = frame.function.as_ref().and_then(|f| f.raw_name().ok()).map(|n| demangle(&n));
+                // A blank name (damaged DWARF) is no name: the symbol's stays.
+                let function = frame
+                    .function
+                    .as_ref()
+                    .and_then(|f| f.raw_name().ok())
+                    .filter(|n| !n.trim().is_empty())
+                    .map(|n| demangle(&n));
                 let (file, line) = match &frame.location {
                     Some(loc) => (loc.file.map(same_path), loc.line),
                     None => (None, None),
@@ -303,6 +327,28 @@ impl ObjectInfo {
     pub fn has_debug_info(&self) -> bool {
         self.dwarf.is_some()
     }
+}
+
+/// Why the function symbols of `elf` cannot be trusted — some have a name that is blank,
+/// not UTF-8 or holds control characters, which no compiler writes (a damaged or forged
+/// file: a zeroed string table blanks every name) — or None when every name reads.
+pub(crate) fn damaged_symbols(elf: &object::File) -> Option<String> {
+    let (mut functions, mut unreadable) = (0usize, 0usize);
+    for s in elf.symbols().chain(elf.dynamic_symbols()) {
+        if s.kind() != SymbolKind::Text || s.address() == 0 || !s.is_definition() {
+            continue;
+        }
+        functions += 1;
+        let readable = s
+            .name_bytes()
+            .ok()
+            .and_then(|n| std::str::from_utf8(n).ok())
+            .is_some_and(|n| !n.is_empty() && !n.chars().any(char::is_control));
+        if !readable {
+            unreadable += 1;
+        }
+    }
+    (unreadable > 0).then(|| format!("{unreadable} of its {functions} function symbols have no readable name"))
 }
 
 /// The defined function symbols of `elf` (.symtab and .dynsym), names as byte ranges of

@@ -144,7 +144,7 @@ mod tests {
         use crate::format::{Profile, Task};
         use crate::symbolize::Location;
         let located = |pid, function: &str, count| Located {
-            location: Location { object: "/bin/app".into(), function: function.into(), file: None, line: None },
+            location: Location { object: "/bin/app".into(), function: function.into(), file: None, line: None }.into(),
             pid,
             tid: pid,
             count,

@@ -35,15 +35,16 @@ pub(crate) struct Converter {
     objects: Objects,
     tasks: BTreeMap<(u32, u32), String>,
     live: HashMap<u32, HashSet<u32>>,
-    /// Per sampled location: its number in `locations`.
+    /// Per sampled location: its number in `locations`. Each key is held once, here
+    /// (10⁶ threads make 10⁶ locations and stacks).
     location_ids: HashMap<LocationKey, u32>,
-    /// Per location in order of appearance: (key, samples, summed period).
-    locations: Vec<(LocationKey, u64, u64)>,
+    /// Per location in order of appearance: (samples, summed period).
+    locations: Vec<(u64, u64)>,
     frame_ids: HashMap<FrameRef, u32>,
     /// (pid, tid, frame ids leaf first) → its number in `stacks`.
     stack_ids: HashMap<StackKey, u32>,
-    /// Per stack in order of appearance: (key, samples, summed period).
-    stacks: Vec<(StackKey, u64, u64)>,
+    /// Per stack in order of appearance: (samples, summed period).
+    stacks: Vec<(u64, u64)>,
     /// Every sample: (time, location number, stack number or NO_STACK, period).
     timeline: Vec<(u64, u32, u32, u64)>,
     jit: JitObjects,
@@ -206,22 +207,22 @@ impl Converter {
         let next = self.locations.len() as u32;
         let location = *self.location_ids.entry(key).or_insert(next);
         if location == next {
-            self.locations.push((key, 0, 0));
+            self.locations.push((0, 0));
         }
         let entry = &mut self.locations[location as usize];
-        entry.1 += count;
-        entry.2 += period;
+        entry.0 += count;
+        entry.1 += period;
         let mut stack = NO_STACK;
         if self.call_graph {
             let key = (pid, tid, self.stack_ids(pid, leaf, chain));
             let next = self.stacks.len() as u32;
-            stack = *self.stack_ids.entry(key.clone()).or_insert(next);
+            stack = *self.stack_ids.entry(key).or_insert(next);
             if stack == next {
-                self.stacks.push((key, 0, 0));
+                self.stacks.push((0, 0));
             }
             let entry = &mut self.stacks[stack as usize];
-            entry.1 += count;
-            entry.2 += period;
+            entry.0 += count;
+            entry.1 += period;
         }
         self.timeline.push((time, location, stack, period));
     }
@@ -283,11 +284,12 @@ impl Converter {
         profile.off_cpu = self.off_cpu.finish(self.last_time);
         profile.tasks = self.tasks.into_iter().map(|((pid, tid), comm)| Task { pid, tid, comm }).collect();
         // Samples and stacks sorted for a stable file; the timeline follows the sort.
+        let mut location_keys: Vec<LocationKey> = vec![(0, 0, Space::Unmapped, None, 0); self.locations.len()];
+        for (key, id) in std::mem::take(&mut self.location_ids) {
+            location_keys[id as usize] = key;
+        }
         let mut order: Vec<u32> = (0..self.locations.len() as u32).collect();
-        order.sort_by_key(|&i| {
-            let ((pid, tid, space, object, offset), _, _) = self.locations[i as usize];
-            (pid, tid, space, object, offset)
-        });
+        order.sort_by_key(|&i| location_keys[i as usize]);
         let mut sample_index = vec![0u32; order.len()];
         for (new, &old) in order.iter().enumerate() {
             sample_index[old as usize] = new as u32;
@@ -295,29 +297,36 @@ impl Converter {
         profile.samples = order
             .iter()
             .map(|&i| {
-                let ((pid, tid, space, object, offset), count, period) = self.locations[i as usize];
+                let (pid, tid, space, object, offset) = location_keys[i as usize];
+                let (count, period) = self.locations[i as usize];
                 SampleCount { pid, tid, space, object, offset, count, period }
             })
             .collect();
+        drop(location_keys);
         let mut frames = vec![FrameRef { space: Space::Unmapped, object: None, offset: 0 }; self.frame_ids.len()];
         for (frame, id) in self.frame_ids {
             frames[id as usize] = frame;
         }
         profile.frames = frames;
+        let mut stack_keys: Vec<StackKey> = vec![(0, 0, Vec::new()); self.stacks.len()];
+        for (key, id) in std::mem::take(&mut self.stack_ids) {
+            stack_keys[id as usize] = key;
+        }
         let mut order: Vec<u32> = (0..self.stacks.len() as u32).collect();
-        order.sort_by(|&a, &b| self.stacks[a as usize].0.cmp(&self.stacks[b as usize].0));
+        order.sort_by(|&a, &b| stack_keys[a as usize].cmp(&stack_keys[b as usize]));
         let mut stack_index = vec![0u32; order.len()];
         for (new, &old) in order.iter().enumerate() {
             stack_index[old as usize] = new as u32;
         }
-        let mut stacks = std::mem::take(&mut self.stacks);
         profile.stacks = order
             .iter()
             .map(|&i| {
-                let ((pid, tid, frames), count, period) = std::mem::take(&mut stacks[i as usize]);
+                let (pid, tid, frames) = std::mem::take(&mut stack_keys[i as usize]);
+                let (count, period) = self.stacks[i as usize];
                 StackCount { pid, tid, frames, count, period }
             })
             .collect();
+        drop(stack_keys);
         profile.timeline = timeline(&self.timeline, self.first_time, &sample_index, &stack_index, &profile.samples);
         profile.objects = self.objects.list;
         profile.jit_symbols = self.jit.symbols(profile);

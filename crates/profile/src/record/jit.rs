@@ -74,7 +74,7 @@ fn classify_file(path: &str) -> Contents {
 }
 
 /// Where a sampled runtime address lay when it was sampled.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Place {
     /// The mapping's path (empty outside any mapping) and its start and file offset.
     path: std::rc::Rc<str>,
@@ -92,8 +92,12 @@ pub(crate) struct JitObjects {
     maps: HashMap<u32, Option<JitMap>>,
     /// Per pid: the object of its runtime code.
     objects: HashMap<u32, u32>,
-    /// Per sampled runtime (pid, address): where it lay.
-    places: HashMap<(u32, u64), Place>,
+    /// Per sampled runtime (pid, address): where it lay, as its number in `place_list`
+    /// (1.2 M sampled addresses lie in a handful of mappings).
+    places: HashMap<(u32, u64), u32>,
+    /// Every distinct place, and its number.
+    place_list: Vec<Place>,
+    place_ids: HashMap<Place, u32>,
     /// Per pid: the jitdump file it mapped, read at the end for the sampled addresses
     /// only (a jitdump of 10⁷ records held whole took over 2 GB).
     jitdumps: HashMap<u32, String>,
@@ -108,17 +112,54 @@ pub(crate) fn is_jitdump_path(path: &str) -> bool {
         .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// The code a jitdump file says was loaded (and moved) by the end of the file, as a map
-/// of code ranges; None when it cannot be read (or is no regular file).
-/// Public for the fuzz tests (tests/hostile_inputs.rs).
-pub fn read_jitdump(path: &str) -> Option<JitMap> {
-    use linux_perf_data::jitdump::JitDumpReader;
+/// What a jitdump record says about code: the two readers below differ only in what
+/// they keep of it, so both walk the file through [`each_code_record`].
+enum CodeRecord<'a> {
+    /// Code of `size` bytes loaded at `start`, named `name`.
+    Load { start: u64, size: u64, name: &'a linux_perf_data::linux_perf_event_reader::RawData<'a> },
+    /// The code loaded at `old` now lies at `new` (`size`: as the record states it).
+    Move { old: u64, new: u64, size: u64 },
+}
+
+/// Open and check the jitdump at `path`, then hand each code load and code move to
+/// `visit` in file order until it breaks or the file ends (at the first record that
+/// cannot be read, as perf does). None when the file cannot be read (or is no regular
+/// file) or `visit` broke off; a panic left in the parser is caught.
+fn each_code_record(path: &str, mut visit: impl FnMut(CodeRecord) -> std::ops::ControlFlow<()>) -> Option<()> {
+    use linux_perf_data::jitdump::{JitDumpReader, JitDumpRecord, JitDumpRecordType};
     let file = perflab_sys::files::open_regular(std::path::Path::new(path)).ok()?;
     let len = file.metadata().ok()?.len();
     super::perf_data_check::check_jitdump(&file, len).ok()?;
     std::io::Seek::rewind(&mut &file).ok()?;
-    perflab_sys::panic_guard::catching(|| jitdump_ranges(JitDumpReader::new(std::io::BufReader::new(file)).ok()?))
-        .ok()?
+    perflab_sys::panic_guard::catching(move || {
+        let mut reader = JitDumpReader::new(std::io::BufReader::with_capacity(1 << 16, file)).ok()?;
+        while let Ok(Some(raw)) = reader.next_record() {
+            // Only loads and moves name code; other records are not parsed at all (the
+            // crate sizes a debug-info record's entries by its stated count).
+            if !matches!(raw.record_type, JitDumpRecordType::JIT_CODE_LOAD | JitDumpRecordType::JIT_CODE_MOVE) {
+                continue;
+            }
+            let flow = match raw.parse() {
+                Ok(JitDumpRecord::CodeLoad(load)) => visit(CodeRecord::Load {
+                    start: load.code_addr,
+                    size: load.code_bytes.len() as u64,
+                    name: &load.function_name,
+                }),
+                Ok(JitDumpRecord::CodeMove(moved)) => visit(CodeRecord::Move {
+                    old: moved.old_code_addr,
+                    new: moved.new_code_addr,
+                    size: moved.code_size,
+                }),
+                Ok(_) => std::ops::ControlFlow::Continue(()),
+                Err(_) => break,
+            };
+            if flow.is_break() {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .ok()?
 }
 
 /// The names a jitdump gives the sampled `addresses`: (start, size, name) per named
@@ -127,67 +168,46 @@ pub fn read_jitdump(path: &str) -> Option<JitMap> {
 /// code move brought code whose name was not kept onto sampled code — then the caller
 /// reads the file whole (a move names code by its old address only).
 fn jitdump_names_for(path: &str, addresses: &BTreeSet<u64>) -> Option<BTreeMap<u64, (u64, u64, String)>> {
-    use linux_perf_data::jitdump::{JitDumpReader, JitDumpRecord, JitDumpRecordType};
-    let file = perflab_sys::files::open_regular(std::path::Path::new(path)).ok()?;
-    let len = file.metadata().ok()?.len();
-    super::perf_data_check::check_jitdump(&file, len).ok()?;
-    std::io::Seek::rewind(&mut &file).ok()?;
+    use std::ops::ControlFlow;
     let covers = |start: u64, end: u64| addresses.range(start..end).next().is_some();
-    perflab_sys::panic_guard::catching(|| {
-        let mut reader = JitDumpReader::new(std::io::BufReader::new(file)).ok()?;
-        let mut active = JitMap::default();
-        // Name and size per start of the kept code, for moves (as `jitdump_ranges`).
-        let mut names: HashMap<u64, (u64, String)> = HashMap::new();
-        while let Ok(Some(raw)) = reader.next_record() {
-            if !matches!(raw.record_type, JitDumpRecordType::JIT_CODE_LOAD | JitDumpRecordType::JIT_CODE_MOVE) {
-                continue;
+    let mut active = JitMap::default();
+    // Name and size per start of the kept code, for moves (as `read_jitdump`).
+    let mut names: HashMap<u64, (u64, String)> = HashMap::new();
+    each_code_record(path, |record| {
+        match record {
+            CodeRecord::Load { start, size, name } => {
+                let end = start.saturating_add(size);
+                if covers(start, end) {
+                    let name = jitdump_name(name);
+                    active.insert(start, end, name.clone());
+                    names.insert(start, (size, name));
+                } else {
+                    active.remove_overlapping(start, end);
+                    names.remove(&start);
+                }
             }
-            match raw.parse() {
-                Ok(JitDumpRecord::CodeLoad(load)) => {
-                    let size = load.code_bytes.len() as u64;
-                    let (start, end) = (load.code_addr, load.code_addr.saturating_add(size));
-                    if covers(start, end) {
-                        let name = jitdump_name(&load.function_name);
-                        active.insert(start, end, name.clone());
-                        names.insert(start, (size, name));
-                    } else {
-                        active.remove_overlapping(start, end);
-                        names.remove(&start);
+            CodeRecord::Move { old, new, size: stated } => match names.remove(&old) {
+                Some((size, name)) if covers(new, new.saturating_add(size)) => {
+                    active.insert(new, new.saturating_add(size), name.clone());
+                    names.insert(new, (size, name));
+                }
+                Some((size, _)) => {
+                    active.remove_overlapping(new, new.saturating_add(size));
+                    names.remove(&new);
+                }
+                None => {
+                    // Code not kept (or never loaded): harmless unless it lands on what
+                    // is sampled or kept.
+                    let end = new.saturating_add(stated);
+                    if covers(new, end) || active.overlaps(new, end) || active.starts_at(new) {
+                        return ControlFlow::Break(());
                     }
                 }
-                Ok(JitDumpRecord::CodeMove(moved)) => {
-                    let new = moved.new_code_addr;
-                    match names.remove(&moved.old_code_addr) {
-                        Some((size, name)) if covers(new, new.saturating_add(size)) => {
-                            active.insert(new, new.saturating_add(size), name.clone());
-                            names.insert(new, (size, name));
-                        }
-                        Some((size, _)) => {
-                            active.remove_overlapping(new, new.saturating_add(size));
-                            names.remove(&new);
-                        }
-                        None => {
-                            // Code not kept (or never loaded): harmless unless it lands
-                            // on what is sampled or kept.
-                            let end = new.saturating_add(moved.code_size);
-                            if covers(new, end) || active.overlaps(new, end) || active.starts_at(new) {
-                                return None;
-                            }
-                        }
-                    }
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
+            },
         }
-        Some(
-            addresses
-                .iter()
-                .filter_map(|&a| active.lookup(a).map(|(s, size, n)| (a, (s, size, n.to_string()))))
-                .collect(),
-        )
-    })
-    .ok()?
+        ControlFlow::Continue(())
+    })?;
+    Some(addresses.iter().filter_map(|&a| active.lookup(a).map(|(s, size, n)| (a, (s, size, n.to_string())))).collect())
 }
 
 /// A code load's name, at most [`jitmap::MAX_NAME_BYTES`] of it.
@@ -197,34 +217,30 @@ fn jitdump_name(name: &linux_perf_data::linux_perf_event_reader::RawData) -> Str
     jitmap::capped_name(&String::from_utf8_lossy(kept), bytes.len())
 }
 
-fn jitdump_ranges<R: Read>(mut reader: linux_perf_data::jitdump::JitDumpReader<R>) -> Option<JitMap> {
-    use linux_perf_data::jitdump::{JitDumpRecord, JitDumpRecordType};
+/// The code a jitdump file says was loaded (and moved) by the end of the file, as a map
+/// of code ranges; None when it cannot be read (or is no regular file).
+/// Public for the fuzz tests (tests/hostile_inputs.rs).
+pub fn read_jitdump(path: &str) -> Option<JitMap> {
+    use std::ops::ControlFlow;
     let mut map = JitMap::default();
     // Moves refer to code by its old address: keep each loaded range's name by start.
     let mut names: HashMap<u64, (u64, String)> = HashMap::new();
-    while let Ok(Some(raw)) = reader.next_record() {
-        // Only loads and moves name code; other records are not parsed at all (the
-        // crate sizes a debug-info record's entries by its stated count).
-        if !matches!(raw.record_type, JitDumpRecordType::JIT_CODE_LOAD | JitDumpRecordType::JIT_CODE_MOVE) {
-            continue;
-        }
-        match raw.parse() {
-            Ok(JitDumpRecord::CodeLoad(load)) => {
-                let name = jitdump_name(&load.function_name);
-                let size = load.code_bytes.len() as u64;
-                map.insert(load.code_addr, load.code_addr.saturating_add(size), name.clone());
-                names.insert(load.code_addr, (size, name));
+    each_code_record(path, |record| {
+        match record {
+            CodeRecord::Load { start, size, name } => {
+                let name = jitdump_name(name);
+                map.insert(start, start.saturating_add(size), name.clone());
+                names.insert(start, (size, name));
             }
-            Ok(JitDumpRecord::CodeMove(moved)) => {
-                if let Some((size, name)) = names.remove(&moved.old_code_addr) {
-                    map.insert(moved.new_code_addr, moved.new_code_addr.saturating_add(size), name.clone());
-                    names.insert(moved.new_code_addr, (size, name));
+            CodeRecord::Move { old, new, .. } => {
+                if let Some((size, name)) = names.remove(&old) {
+                    map.insert(new, new.saturating_add(size), name.clone());
+                    names.insert(new, (size, name));
                 }
             }
-            Ok(_) => {}
-            Err(_) => break,
         }
-    }
+        ControlFlow::Continue(())
+    })?;
     Some(map)
 }
 
@@ -269,7 +285,19 @@ impl JitObjects {
         // The mapping's path is shared, not copied per sampled address (1.2 M frames).
         let place = place.map(|(path, start, pgoff, anonymous)| (path.clone(), start, pgoff, anonymous));
         let (path, start, pgoff, anonymous) = place.unwrap_or_else(|| (std::rc::Rc::from(""), 0, 0, true));
-        self.places.entry((pid, address)).or_insert_with(|| Place { path, start, pgoff, anonymous });
+        if !self.places.contains_key(&(pid, address)) {
+            let place = Place { path, start, pgoff, anonymous };
+            let id = match self.place_ids.get(&place) {
+                Some(&id) => id,
+                None => {
+                    let id = self.place_list.len() as u32;
+                    self.place_list.push(place.clone());
+                    self.place_ids.insert(place, id);
+                    id
+                }
+            };
+            self.places.insert((pid, address), id);
+        }
         Some(FrameRef { space: Space::User, object: Some(object), offset: address })
     }
 
@@ -278,7 +306,8 @@ impl JitObjects {
     /// apart), each once, sorted by (object, start).
     pub(crate) fn symbols(&self, profile: &Profile) -> Vec<JitSymbol> {
         let pid_of: HashMap<u32, u32> = self.objects.iter().map(|(&pid, &o)| (o, pid)).collect();
-        let addresses: BTreeSet<(u32, u64)> = profile
+        // Sorted, each once: a set would cost three times as much for 1.2 M addresses.
+        let mut addresses: Vec<(u32, u64)> = profile
             .samples
             .iter()
             .map(|s| (s.object, s.offset))
@@ -286,13 +315,16 @@ impl JitObjects {
             .filter_map(|(object, address)| Some((object?, address)))
             .filter(|(object, _)| pid_of.contains_key(object))
             .collect();
+        addresses.sort_unstable();
+        addresses.dedup();
         // The jitdumps and perf maps not held whole, read once each for the sampled
         // addresses.
         let mut streamed: HashMap<u32, BTreeMap<u64, (u64, u64, String)>> = HashMap::new();
         for (&pid, &object) in &self.objects {
             if !self.maps.contains_key(&pid) {
-                let sampled: BTreeSet<u64> =
-                    addresses.range((object, 0)..=(object, u64::MAX)).map(|&(_, a)| a).collect();
+                let first = addresses.partition_point(|&(o, _)| o < object);
+                let end = addresses.partition_point(|&(o, _)| o <= object);
+                let sampled: BTreeSet<u64> = addresses[first..end].iter().map(|&(_, a)| a).collect();
                 let names = match self.jitdumps.get(&pid) {
                     Some(path) => jitdump_names_for(path, &sampled).or_else(|| {
                         let whole = read_jitdump(path)?;
@@ -310,9 +342,10 @@ impl JitObjects {
                 }
             }
         }
-        let mut symbols: BTreeMap<(u32, u64), JitSymbol> = BTreeMap::new();
-        // Unnamed addresses per (object, mapping), in address order.
-        let mut unnamed: BTreeMap<(u32, &Place), Vec<u64>> = BTreeMap::new();
+        // Sorted by (object, start) at the end; the first symbol for a start is kept.
+        let mut symbols: Vec<JitSymbol> = Vec::new();
+        // Unnamed addresses per (object, place number), in address order.
+        let mut unnamed: BTreeMap<(u32, u32), Vec<u64>> = BTreeMap::new();
         for (object, address) in addresses {
             let pid = pid_of[&object];
             let named = match self.maps.get(&pid) {
@@ -323,23 +356,27 @@ impl JitObjects {
             };
             match named {
                 Some((start, size, name)) => {
-                    symbols.entry((object, start)).or_insert_with(|| JitSymbol {
-                        object,
-                        start,
-                        size,
-                        name: name.to_string(),
-                        unnamed: false,
-                        code: None,
-                    });
+                    // Consecutive addresses of one piece of code name it once.
+                    if symbols.last().is_none_or(|last| (last.object, last.start) != (object, start)) {
+                        symbols.push(JitSymbol {
+                            object,
+                            start,
+                            size,
+                            name: name.to_string(),
+                            unnamed: false,
+                            code: None,
+                        });
+                    }
                 }
                 None => {
-                    if let Some(place) = self.places.get(&(pid, address)) {
+                    if let Some(&place) = self.places.get(&(pid, address)) {
                         unnamed.entry((object, place)).or_default().push(address);
                     }
                 }
             }
         }
         for ((object, place), addresses) in unnamed {
+            let place = &self.place_list[place as usize];
             let mut run_start = addresses[0];
             let mut last = addresses[0];
             for &address in addresses[1..].iter().chain(std::iter::once(&u64::MAX)) {
@@ -352,15 +389,23 @@ impl JitObjects {
                 } else {
                     format!("{}+{:#x}", basename(&place.path), run_start - place.start + place.pgoff)
                 };
-                symbols.insert(
-                    (object, run_start),
-                    JitSymbol { object, start: run_start, size: last - run_start + 1, name, unnamed: true, code: None },
-                );
+                symbols.push(JitSymbol {
+                    object,
+                    start: run_start,
+                    size: last - run_start + 1,
+                    name,
+                    unnamed: true,
+                    code: None,
+                });
                 run_start = address;
                 last = address;
             }
         }
-        symbols.into_values().collect()
+        // Stable: of symbols with the same start, the first pushed (a named one) stays.
+        symbols.sort_by_key(|j| (j.object, j.start));
+        symbols.dedup_by_key(|j| (j.object, j.start));
+        symbols.shrink_to_fit();
+        symbols
     }
 }
 

@@ -40,7 +40,7 @@ fn table(r: &FlatReport, limit: usize) -> String {
     let lost = if r.lost > 0 { format!(", {} lost", r.lost) } else { String::new() };
     let header = format!("{} samples of {} {} ({:.2} s){lost}", r.samples, r.event, r.sampling, r.duration_s);
     let _ = writeln!(out, "{}", color::bold(&header));
-    let rows: &[Row] = &r.table;
+    let rows: &[Row] = r.table_rows();
     if rows.is_empty() {
         let _ = writeln!(out, "{}", no_samples(r));
         return out;
@@ -180,34 +180,41 @@ fn no_samples(r: &FlatReport) -> String {
 }
 
 /// One line per process for multi-task targets: how the samples split between tasks,
-/// busiest process first, at most `limit` processes (system-wide profiles have hundreds).
+/// busiest process first, at most `limit` processes (system-wide profiles have hundreds)
+/// and, per process, its main thread and at most `limit` other threads, busiest first
+/// (a process of 10⁶ threads made a line of 17 MB).
 fn tasks(tasks: &[TaskSamples], limit: usize) -> String {
     let mut out = String::new();
     if tasks.len() < 2 {
         return out;
     }
-    let mut pids: Vec<u32> = tasks.iter().map(|t| t.pid).collect();
-    pids.sort_unstable();
-    pids.dedup();
-    let samples_of = |pid: u32| tasks.iter().filter(|t| t.pid == pid).map(|t| t.samples).sum::<u64>();
-    let all = pids.len();
-    pids.retain(|&pid| samples_of(pid) > 0);
-    pids.sort_by_key(|&pid| std::cmp::Reverse(samples_of(pid)));
+    // Per pid: its samples and its tasks, summed once (a scan of every task per process
+    // is quadratic in a system-wide profile).
+    let mut by_pid: std::collections::BTreeMap<u32, (u64, Vec<&TaskSamples>)> = std::collections::BTreeMap::new();
+    for t in tasks {
+        let entry = by_pid.entry(t.pid).or_default();
+        entry.0 += t.samples;
+        entry.1.push(t);
+    }
+    let all = by_pid.len();
+    let mut pids: Vec<(u32, u64)> =
+        by_pid.iter().filter(|(_, (n, _))| *n > 0).map(|(&pid, (n, _))| (pid, *n)).collect();
+    pids.sort_by_key(|&(pid, n)| (std::cmp::Reverse(n), pid));
     let _ = writeln!(out, "{}", color::dim(&format!("{} tasks in {all} processes:", tasks.len())));
-    for &pid in pids.iter().take(limit) {
-        let threads: Vec<String> = tasks
-            .iter()
-            .filter(|t| t.pid == pid)
-            .map(|t| {
-                if t.tid == pid {
-                    format!("{} samples", t.samples)
-                } else {
-                    format!("thread {}: {}", t.tid, t.samples)
-                }
-            })
-            .collect();
-        let comm = tasks.iter().find(|t| t.pid == pid).map_or(String::new(), |t| escape(&t.comm));
-        let _ = writeln!(out, "{}", color::dim(&format!("  pid {pid} {comm}: {}", threads.join(", "))));
+    for &(pid, _) in pids.iter().take(limit) {
+        let own = &by_pid[&pid].1;
+        let mut threads: Vec<&TaskSamples> = own.iter().copied().filter(|t| t.tid != pid).collect();
+        threads.sort_by_key(|t| (std::cmp::Reverse(t.samples), t.tid));
+        let mut shown: Vec<String> =
+            own.iter().filter(|t| t.tid == pid).map(|t| format!("{} samples", t.samples)).collect();
+        shown.extend(threads.iter().take(limit).map(|t| format!("thread {}: {}", t.tid, t.samples)));
+        if threads.len() > limit {
+            let rest = &threads[limit..];
+            let samples: u64 = rest.iter().map(|t| t.samples).sum();
+            shown.push(format!("{} more threads ({samples} samples)", rest.len()));
+        }
+        let comm = own.first().map_or(String::new(), |t| escape(&t.comm));
+        let _ = writeln!(out, "{}", color::dim(&format!("  pid {pid} {comm}: {}", shown.join(", "))));
     }
     let hidden = all - pids.len().min(limit);
     if hidden > 0 {

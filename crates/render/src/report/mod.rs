@@ -20,7 +20,12 @@ use std::collections::BTreeMap;
 
 /// Write the page for `data` to `out`, atomically.
 pub fn write(data: &ReportData, out: &std::path::Path) -> Result<(), ReportError> {
-    Ok(write_atomically(out, render_html(data).as_bytes())?)
+    write_page(&render_html(data), out)
+}
+
+/// Write a page [`render_html`] drew to `out`, atomically.
+pub fn write_page(page: &str, out: &std::path::Path) -> Result<(), ReportError> {
+    write_atomically(out, page.as_bytes())
 }
 
 /// Write to a temporary file beside `path`, then rename: a reader never sees half a page.
