@@ -5,7 +5,7 @@
 //! "Code layouts").
 
 use super::compare_args::{args_for_builds, expand_templates, layout_base, planned, CompareArgs, LayoutCount};
-use super::layout_cache::LayoutCache;
+use super::layout_cache::{LayoutCache, ProgramPattern};
 use crate::error::Failure;
 use perflab_engine::experiment::{self, Quiet};
 use perflab_engine::layouts_auto::{self, AutoBudget, PairRun, PairRunner};
@@ -40,11 +40,15 @@ fn program_of(b: &LayoutBuild) -> Option<PathBuf> {
 /// a layout whose build inputs were built before is copied from `cache` instead.
 pub fn build(builds: &[LayoutBuild], cache: &LayoutCache) -> Result<Built, Failure> {
     let mut built = Built::default();
+    // Only a program whose path carries the seed is this layout's own file to keep.
+    let own_program = |b: &LayoutBuild| program_of(b).filter(|p| p.to_string_lossy().contains(&b.seed.to_string()));
+    let patterns: Vec<ProgramPattern> =
+        builds.iter().filter_map(|b| ProgramPattern::of(&own_program(b)?, b.seed)).collect();
     for (i, b) in builds.iter().enumerate() {
         let Some(command) = &b.build.prepare else { continue };
-        // Only a program whose path carries the seed is this layout's own file to keep.
-        let program = program_of(b).filter(|p| p.to_string_lossy().contains(&b.seed.to_string()));
-        let key = program.as_ref().map(|p| cache.key(command, p));
+        let program = own_program(b);
+        // No key without a cache: it reads the repositories (git) and hashes every input.
+        let key = program.as_ref().filter(|_| cache.enabled()).map(|p| cache.key(command, p, &patterns));
         if let (Some(key), Some(program)) = (&key, &program) {
             if cache.restore(key, program) {
                 built.cached += 1;
@@ -140,7 +144,7 @@ struct Pairs<'a> {
 impl PairRunner for Pairs<'_> {
     type Error = Failure;
 
-    fn run_pair(&mut self, index: usize, rounds: u32) -> Result<PairRun, Failure> {
+    fn run_pair(&mut self, index: usize, rounds: u32, warm_up: bool) -> Result<PairRun, Failure> {
         let started = Instant::now();
         let mut builds = Vec::new();
         for t in self.templates {
@@ -151,6 +155,10 @@ impl PairRunner for Pairs<'_> {
         let mut pair = args_for_builds(self.args, &builds, 1);
         pair.layouts = None;
         pair.experiment.rounds = Some(rounds);
+        // Only the first pair warms up, unless --warmup was given (layouts_auto's doc).
+        if !warm_up && pair.experiment.runner.warmup.is_none() {
+            pair.experiment.runner.warmup = Some(0);
+        }
         pair.experiment.max_time = None;
         pair.experiment.budget = None;
         let (plan, _) = planned(&pair)?;
@@ -203,6 +211,11 @@ impl PairRunner for Pairs<'_> {
             );
         }
         Ok(PairRun { experiment, build_s: built.seconds, cached: built.cached, elapsed_s: elapsed })
+    }
+
+    /// Said whatever --no-progress: it is what the result will be, said early.
+    fn note(&mut self, text: &str) {
+        eprintln!("perflab: {}", escape(text));
     }
 }
 
