@@ -65,8 +65,10 @@ pub const MIN_ROUNDS: u32 = 1;
 /// The most rounds a pair gets (layouts without any measurable effect): beyond this the
 /// next pair's layouts are worth more than its rounds whatever B is.
 pub const MAX_ROUNDS: u32 = 60;
-/// The default layouts budget, per version (`--max-layouts`).
-pub const DEFAULT_MAX_LAYOUTS: usize = 64;
+/// The default layouts budget, per version (`--max-layouts`): high enough that
+/// `--max-time` ends a run (a pair of one round costs well under a second here; 64, the
+/// first default, ended runs at 53 s of 120), low enough to bound the programs on disk.
+pub const DEFAULT_MAX_LAYOUTS: usize = 500;
 /// Pairs measured when the interval is looked at (then every 1.5× more).
 const FIRST_LOOKS: [usize; 6] = [8, 12, 16, 24, 32, 48];
 /// Variance of the Hodges–Lehmann location of R normal values: (π/3)·σ²/R (its
