@@ -50,7 +50,10 @@ fn main() {
     let budget_s: f64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(120.0);
     let sigma = 0.015;
 
-    println!("Layouts needed for a +3 % change (no time limit, {runs} runs a row, runs' own noise {:.1} %):", sigma * 100.0);
+    println!(
+        "Layouts needed for a +3 % change (no time limit, {runs} runs a row, runs' own noise {:.1} %):",
+        sigma * 100.0
+    );
     println!("| layout spread | decided | pairs at the decision: median | 90th percentile |");
     println!("|---|---|---|---|");
     for (name, effect) in effects() {
@@ -72,11 +75,7 @@ fn main() {
             }
         }
         pairs.sort_by(f64::total_cmp);
-        println!(
-            "| {name} | {decided}/{runs} | {:.0} | {:.0} |",
-            quantile(&pairs, 0.5),
-            quantile(&pairs, 0.9)
-        );
+        println!("| {name} | {decided}/{runs} | {:.0} | {:.0} |", quantile(&pairs, 0.5), quantile(&pairs, 0.9));
     }
 
     let paces = [
@@ -107,7 +106,8 @@ fn main() {
                     let verdict = e.comparisons[0].verdict;
                     if ratio > 1.0 {
                         found += (verdict == Verdict::Slower) as u32;
-                        pairs.push(e.layouts.as_ref().and_then(|l| l.auto.as_ref()).map_or(0, |a| a.pairs.len()) as f64);
+                        pairs
+                            .push(e.layouts.as_ref().and_then(|l| l.auto.as_ref()).map_or(0, |a| a.pairs.len()) as f64);
                         seconds.push(e.duration_s);
                     } else {
                         false_calls += matches!(verdict, Verdict::Slower | Verdict::Faster) as u32;

@@ -49,8 +49,8 @@
 use crate::analysis::layouts::{LAYOUTS_FACT, LAYOUT_DOMINATES, SPREAD_FACT, SPREAD_METRIC_FACT};
 use crate::analysis::verdict;
 use perflab_model::{
-    AutoLayouts, AutoProjection, AutoStop, BudgetReach, Comparison, Experiment, LayoutAnalysis, LayoutContrast, LayoutLevel, LayoutPair,
-    LayoutReading, LayoutVersion, Layouts, Settings, StopReason, Verdict, VersionLayouts,
+    AutoLayouts, AutoProjection, AutoStop, BudgetReach, Comparison, Experiment, LayoutAnalysis, LayoutContrast,
+    LayoutLevel, LayoutPair, LayoutReading, LayoutVersion, Layouts, Settings, StopReason, Verdict, VersionLayouts,
 };
 use perflab_stats::signed_rank::{hl_interval, hodges_lehmann, wilcoxon_p};
 use perflab_stats::summary::mad_scaled;
@@ -283,7 +283,13 @@ pub struct Projection {
 /// standard deviation s_d, at the look's level) under the distance of the estimate from
 /// 1 (a real change) or from the nearer edge of ±`threshold` (no change). A point
 /// projection: about even odds of deciding there when the estimate is the truth.
-pub fn project(pairs: &[PairStats], allocation: &Allocation, next_look: usize, confidence: f64, threshold: f64) -> Projection {
+pub fn project(
+    pairs: &[PairStats],
+    allocation: &Allocation,
+    next_look: usize,
+    confidence: f64,
+    threshold: f64,
+) -> Projection {
     let none = Projection { pairs: None, seconds: None };
     let d: Vec<f64> = pairs.iter().map(|p| p.log_ratio).filter(|x| x.is_finite()).collect();
     if d.len() < 2 {
@@ -448,7 +454,8 @@ pub fn run<R: PairRunner>(runner: &mut R, budget: AutoBudget, names: (&str, &str
                 if let Some((budget_layouts, resolves, resolves_90)) =
                     budget_reach(&stats, &a, next_look, settings.confidence, left, budget.max_layouts)
                 {
-                    let reach = BudgetReach { at_pairs: stats.len(), at_s: spent, budget_layouts, resolves, resolves_90 };
+                    let reach =
+                        BudgetReach { at_pairs: stats.len(), at_s: spent, budget_layouts, resolves, resolves_90 };
                     runner.note(&projection_note(&stats, &p, &reach, left));
                     said = Some(reach);
                 }
@@ -470,8 +477,7 @@ pub fn run<R: PairRunner>(runner: &mut R, budget: AutoBudget, names: (&str, &str
             (c, (stats.len() >= 2).then_some(projection))
         }
     };
-    let mut experiment =
-        combine(runs, &stats, comparison, stop, budget, settings, names, &metric, spent, projection);
+    let mut experiment = combine(runs, &stats, comparison, stop, budget, settings, names, &metric, spent, projection);
     if let Some(failure) = failure {
         experiment.stop_reason = StopReason::CommandFailed;
         experiment.failure = Some(failure);
@@ -517,7 +523,9 @@ fn projection_note(stats: &[PairStats], p: &Projection, reach: &BudgetReach, lef
     let a = allocation(stats);
     let d: Vec<f64> = stats.iter().map(|s| s.log_ratio).collect();
     let needed = match (p.pairs, p.seconds) {
-        (Some(n), Some(t)) => format!("about {} more layouts of each version (≈ {t:.0} s) would decide", n - stats.len()),
+        (Some(n), Some(t)) => {
+            format!("about {} more layouts of each version (≈ {t:.0} s) would decide", n - stats.len())
+        }
         _ => format!("no number of layouts up to {MAX_PROJECTED_PAIRS} would decide"),
     };
     format!(
@@ -837,7 +845,10 @@ mod tests {
         assert_eq!(analysis.contrasts[0].reading, Some(LayoutReading::NotYetToldFromLayout));
         let projection = auto.projection.expect("undecided: a projection");
         let reach = projection.beyond_budget.expect("the budget was seen not to decide");
-        assert!(reach.at_pairs < auto.pairs.len() && look_at(0) <= reach.at_pairs, "said at a look before the end: {reach:?}");
+        assert!(
+            reach.at_pairs < auto.pairs.len() && look_at(0) <= reach.at_pairs,
+            "said at a look before the end: {reach:?}"
+        );
         assert!(reach.at_s < e.duration_s && reach.budget_layouts >= auto.pairs.len(), "{reach:?}");
         // A budget that ends near its projection: the pairs it measured, ± the last few.
         assert!(reach.budget_layouts <= auto.pairs.len() + 8, "{reach:?} for {}", auto.pairs.len());

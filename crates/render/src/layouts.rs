@@ -135,12 +135,13 @@ fn render_auto(e: &Experiment, analysis: &LayoutAnalysis) -> String {
     let share = analysis.contrasts.first().map_or(0.0, |x| x.layout_share);
     let cache = if auto.cached > 0 { format!(", {} from the layout cache", auto.cached) } else { String::new() };
     out.push_str(&dim(&format!(
-        "  layouts: {pairs} of each version in {:.0} s{cache} (budget {:.0} s, {} layouts); layouts are {:.0} % of a pair's variance, so a pair got {} rounds at the end (more layouts, fewer rounds, when layouts dominate)\n",
+        "  layouts: {pairs} of each version in {:.0} s{cache} (budget {:.0} s, {} layouts); layouts are {:.0} % of a pair's variance, so a pair got {} round{} at the end (more layouts, fewer rounds, when layouts dominate)\n",
         e.duration_s,
         auto.max_time_s,
         auto.max_layouts,
         share * 100.0,
-        auto.next_rounds
+        auto.next_rounds,
+        if auto.next_rounds == 1 { "" } else { "s" }
     )));
     let decided = e.comparisons.iter().any(|c| c.metric == analysis.metric && c.verdict.is_decided());
     if decided {
