@@ -156,7 +156,7 @@ impl PairRunner for Pairs<'_> {
         // linked one after the other, docs/statistics.md), and with the baseline always
         // first that pushed every pair's ratio the same way.
         let order_seed = layouts::seed(layout_base(self.args), "layout pair build order", index as u32);
-        let built = if order_seed % 2 == 0 {
+        let built = if order_seed.is_multiple_of(2) {
             build(&builds, self.cache)?
         } else {
             build(&[builds[1].clone(), builds[0].clone()], self.cache)?
