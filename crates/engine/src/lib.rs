@@ -18,5 +18,6 @@ pub mod experiment;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 pub mod layouts_auto;
+pub mod layouts_auto_simulated;
 pub mod measure;
 pub mod plan;

@@ -109,6 +109,10 @@ pub struct AutoLayouts {
     pub round_variance: f64,
     /// Seconds of build a new pair cost on average (0 when every layout came from the cache).
     pub build_s_per_pair: f64,
+    /// Seconds a pair cost on average outside its builds and rounds (planning, starting
+    /// the measurement, the cache's keys).
+    #[serde(default)]
+    pub overhead_s_per_pair: f64,
     /// Seconds of one measured round of a pair, on average.
     pub round_s: f64,
     /// The rounds the next pair would have got: √(round variance × a pair's fixed cost ÷
@@ -118,11 +122,48 @@ pub struct AutoLayouts {
     /// interval across the layouts measured (layouts included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ruled_out_beyond: Option<(f64, f64)>,
+    /// Undecided: what would decide at the spread and estimate seen, and when the budget
+    /// was first seen not to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projection: Option<AutoProjection>,
     /// Layouts reused from the build cache (not rebuilt).
     #[serde(default)]
     pub cached: usize,
     /// Every pair, in the order measured.
     pub pairs: Vec<LayoutPair>,
+}
+
+/// What an undecided `--layouts auto` projects from its pairs: the layouts that would
+/// decide if the pairs went on as they have (a point projection at the estimate and the
+/// looks' levels: about even odds of deciding there), and what was said when a look first
+/// projected past the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AutoProjection {
+    /// Layouts of each version in all at the look that would decide; None: more than
+    /// 100,000, or the estimate sits where no number decides.
+    pub layouts: Option<usize>,
+    /// Seconds the layouts still to measure would take at the pace measured.
+    pub seconds: Option<f64>,
+    /// The first look whose projection was past the budget (said then on stderr); None
+    /// when every look until the end projected a decision within it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beyond_budget: Option<BudgetReach>,
+}
+
+/// What the whole budget could still tell from layout, as seen at a look.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BudgetReach {
+    /// Pairs measured then.
+    pub at_pairs: usize,
+    /// Seconds spent then.
+    pub at_s: f64,
+    /// Layouts of each version the budget would measure in all, at the pace then.
+    pub budget_layouts: usize,
+    /// The smallest change (either way, as a fraction) those layouts would tell from
+    /// layout at even odds, at the spread then.
+    pub resolves: f64,
+    /// The same at 90 % odds.
+    pub resolves_90: f64,
 }
 
 /// Why `--layouts auto` added no more layouts.
@@ -168,6 +209,9 @@ pub struct LayoutPair {
     pub build_s: f64,
     /// Seconds the pair took, builds included.
     pub elapsed_s: f64,
+    /// Its warm-up rounds (the first pair's; later pairs follow one that just ran).
+    #[serde(default)]
+    pub warmup_rounds: u32,
 }
 
 /// One version's layouts.

@@ -27,7 +27,18 @@ pub fn judgement(analysis: &LayoutAnalysis, c: &Comparison) -> String {
     match c.verdict {
         _ if within => {
             let recipe = |n: usize| match &analysis.auto {
-                Some(_) => format!("--layouts auto --max-layouts {n}, and the --max-time they take"),
+                Some(auto) => match auto.projection.and_then(|p| p.seconds) {
+                    // The whole run again at this pace: what it took, and the rest.
+                    Some(more) => {
+                        let spent: f64 = auto.pairs.iter().map(|p| p.elapsed_s).sum();
+                        format!(
+                            "≈ {more:.0} s more at this pace: --layouts auto --max-layouts {} --max-time {:.0}s",
+                            n.max(auto.max_layouts),
+                            (spent + more).ceil()
+                        )
+                    }
+                    None => format!("--layouts auto --max-layouts {n}, and the --max-time they take"),
+                },
                 None => format!("--layouts {n}"),
             };
             let more = contrast
@@ -124,12 +135,13 @@ fn render_auto(e: &Experiment, analysis: &LayoutAnalysis) -> String {
     let share = analysis.contrasts.first().map_or(0.0, |x| x.layout_share);
     let cache = if auto.cached > 0 { format!(", {} from the layout cache", auto.cached) } else { String::new() };
     out.push_str(&dim(&format!(
-        "  layouts: {pairs} of each version in {:.0} s{cache} (budget {:.0} s, {} layouts); layouts are {:.0} % of a pair's variance, so a pair got {} rounds at the end (more layouts, fewer rounds, when layouts dominate)\n",
+        "  layouts: {pairs} of each version in {:.0} s{cache} (budget {:.0} s, {} layouts); layouts are {:.0} % of a pair's variance, so a pair got {} round{} at the end (more layouts, fewer rounds, when layouts dominate)\n",
         e.duration_s,
         auto.max_time_s,
         auto.max_layouts,
         share * 100.0,
-        auto.next_rounds
+        auto.next_rounds,
+        if auto.next_rounds == 1 { "" } else { "s" }
     )));
     let decided = e.comparisons.iter().any(|c| c.metric == analysis.metric && c.verdict.is_decided());
     if decided {
@@ -147,6 +159,16 @@ fn render_auto(e: &Experiment, analysis: &LayoutAnalysis) -> String {
             "{} after {pairs} layouts of each version, undecided: {ruled_out}\n",
             auto.stop.as_str()
         ));
+        if let Some(reach) = auto.projection.and_then(|p| p.beyond_budget) {
+            out.push_str(&dim(&format!(
+                "  known after {} pairs ({:.0} s): the budget's {} layouts of each version could tell a change from layout beyond about ±{:.1} % (at 90 % odds ±{:.1} %)\n",
+                reach.at_pairs,
+                reach.at_s,
+                reach.budget_layouts,
+                reach.resolves * 100.0,
+                reach.resolves_90 * 100.0
+            )));
+        }
     }
     out
 }
@@ -233,6 +255,7 @@ mod tests {
             ratio: 1.01,
             build_s: 0.2,
             elapsed_s: 1.0,
+            warmup_rounds: 0,
         };
         let mut a = analysis(true);
         a.rounds = 62;
@@ -245,9 +268,21 @@ mod tests {
             between_variance: 0.001,
             round_variance: 0.0001,
             build_s_per_pair: 0.4,
+            overhead_s_per_pair: 0.05,
             round_s: 0.1,
             next_rounds: 5,
             ruled_out_beyond: Some((0.981, 1.062)),
+            projection: Some(perflab_model::AutoProjection {
+                layouts: Some(40),
+                seconds: Some(41.6),
+                beyond_budget: Some(perflab_model::BudgetReach {
+                    at_pairs: 8,
+                    at_s: 7.2,
+                    budget_layouts: 11,
+                    resolves: 0.034,
+                    resolves_90: 0.046,
+                }),
+            }),
             cached: 0,
             pairs: [10, 10, 6, 5, 5, 5, 5, 5, 5, 6].map(pair).to_vec(),
         });
@@ -257,14 +292,15 @@ mod tests {
             Experiment { layouts: Some(a.clone()), comparisons: vec![c], duration_s: 118.0, ..Experiment::default() };
         let text = render(&e);
         assert!(text.contains("layouts vary by ±2.4 % (both versions pooled: 10 pairs of layouts, each pair in its own 5–10 rounds, 62 rounds in all)"), "{text}");
-        assert!(text.contains("v3 vs master 1.021× [0.981 – 1.062]: cannot yet be told from layout: between -1.9 % and +6.2 % (layouts included); about 40 layouts per version would decide at this spread (--layouts auto --max-layouts 40, and the --max-time they take)"), "{text}");
+        assert!(text.contains("v3 vs master 1.021× [0.981 – 1.062]: cannot yet be told from layout: between -1.9 % and +6.2 % (layouts included); about 40 layouts per version would decide at this spread (≈ 42 s more at this pace: --layouts auto --max-layouts 64 --max-time 52s)"), "{text}");
         assert!(text.contains("layouts: 10 of each version in 118 s (budget 120 s, 64 layouts)"), "{text}");
         assert!(text.contains("--max-time reached after 10 layouts of each version, undecided: ruled out: a change beyond -1.9 % … +6.2 % (layouts included)"), "{text}");
+        assert!(text.contains("  known after 8 pairs (7 s): the budget's 11 layouts of each version could tell a change from layout beyond about ±3.4 % (at 90 % odds ±4.6 %)"), "{text}");
         // Decided: said so, nothing about what is ruled out.
         let mut decided = a;
         decided.contrasts[0].within_layout_noise = false;
         if let Some(auto) = decided.auto.as_mut() {
-            (auto.stop, auto.ruled_out_beyond) = (perflab_model::AutoStop::Decided, None);
+            (auto.stop, auto.ruled_out_beyond, auto.projection) = (perflab_model::AutoStop::Decided, None, None);
         }
         let e = Experiment {
             layouts: Some(decided),
