@@ -239,7 +239,7 @@ pub(crate) fn check_debug_file(file: &Path, build_id: &[u8]) -> Result<(), Strin
     let elf = object::File::parse(&*map).map_err(|e| format!("the answer is not a readable ELF file: {e}"))?;
     let hex = |id: &[u8]| id.iter().map(|b| format!("{b:02x}")).collect::<String>();
     match elf.build_id() {
-        Ok(Some(id)) if id == build_id => match super::symbolize::damaged_symbols(&elf) {
+        Ok(Some(id)) if id == build_id => match super::symbol_damage::damaged_symbols(&elf) {
             Some(why) => Err(format!("the answer has the build ID asked for but is damaged: {why}")),
             None => Ok(()),
         },

@@ -35,6 +35,7 @@ pub mod report;
 pub mod select;
 pub mod sites;
 pub mod sort;
+mod symbol_damage;
 pub mod symbolize;
 pub mod target;
 pub mod top;

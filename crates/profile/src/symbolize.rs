@@ -112,7 +112,8 @@ impl ObjectInfo {
         // A debug file whose symbol table is damaged (a name blank or not text) would
         // blank the names of the functions it covers; its DWARF is no more to be trusted:
         // none of it is used, the object keeps its own names, and the note says so.
-        let damage = debug_data.as_ref().and_then(|d| damaged_symbols(&object::File::parse(&**d).ok()?));
+        let damage =
+            debug_data.as_ref().and_then(|d| crate::symbol_damage::damaged_symbols(&object::File::parse(&**d).ok()?));
         let debug_data = match damage {
             Some(why) => {
                 let refused = format!("it was refused ({why}): {} keeps its own names", basename(path));
@@ -329,29 +330,6 @@ impl ObjectInfo {
     }
 }
 
-/// Why the function symbols of `elf` cannot be trusted — some have a name that is blank,
-/// not UTF-8 or holds control characters, which no compiler writes (a damaged or forged
-/// file: a zeroed string table blanks every name) — or None when every name reads.
-pub(crate) fn damaged_symbols(elf: &object::File) -> Option<String> {
-    let (mut functions, mut unreadable) = (0usize, 0usize);
-    for s in elf.symbols().chain(elf.dynamic_symbols()) {
-        if s.kind() != SymbolKind::Text || s.address() == 0 || !s.is_definition() {
-            continue;
-        }
-        functions += 1;
-        let readable = s
-            .name_bytes()
-            .ok()
-            .and_then(|n| std::str::from_utf8(n).ok())
-            .is_some_and(|n| !n.is_empty() && !n.chars().any(char::is_control));
-        if !readable {
-            unreadable += 1;
-        }
-    }
-    (unreadable > 0).then(|| format!("{unreadable} of its {functions} function symbols have no readable name"))
-}
-
-/// The defined function symbols of `elf` (.symtab and .dynsym), names as byte ranges of
 /// A source path as DWARF gives it with each `/./` made `/`: glibc's objects name one
 /// header both `./elf/./get-dynamic-info.h` and `./elf/get-dynamic-info.h`, which split
 /// its lines into two rows (`--by line`, the exports' per-line counts). Only `.` goes:
@@ -364,6 +342,7 @@ fn same_path(path: &str) -> String {
     out
 }
 
+/// The defined function symbols of `elf` (.symtab and .dynsym), names as byte ranges of
 /// `data` (the mapped file `elf` was parsed from).
 fn function_symbols(elf: &object::File, data: &[u8], in_debug_file: bool) -> Vec<FunctionSymbol> {
     let base = data.as_ptr() as usize;
