@@ -429,39 +429,24 @@ pub fn pilot_warnings(experiment: &Experiment, pilot: &Experiment) -> Vec<Warnin
         let size = format!("{} %", format_percent((c.ratio - 1.0) * 100.0));
         let (reach, reach_upper) = (relink_reach(spread), relink_reach(upper));
         let recipe = "decide with `--layouts auto` and the same --build (layouts added until it is known)";
+        let pair = format!("`{}` vs `{}`: {size}", c.candidate, c.baseline);
+        let (within, bound) = (format_percent(reach.exp_m1() * 100.0), format_percent(reach_upper.exp_m1() * 100.0));
         let (kind, message) = if d > reach_upper && d > FAR_BEYOND_SPREADS * spread {
-            (WarningKind::Other, format!("{head}; `{}` vs `{}`: {size}, far beyond that", c.candidate, c.baseline))
+            (WarningKind::Other, format!("{head}; {pair}, far beyond that"))
         } else if d > reach_upper {
             (
                 WarningKind::Other,
-                format!(
-                    "{head}; `{}` vs `{}`: {size}, beyond what relinking alone moves it (two builds of one source differ by up to ±{} %, ±{} % at the bound)",
-                    c.candidate,
-                    c.baseline,
-                    format_percent(reach.exp_m1() * 100.0),
-                    format_percent(reach_upper.exp_m1() * 100.0)
-                ),
+                format!("{head}; {pair}, beyond what relinking alone moves it (two builds of one source differ by up to ±{within} %, ±{bound} % at the bound)"),
             )
         } else if d > reach {
             (
                 WarningKind::Noisy,
-                format!(
-                    "{head}; `{}` vs `{}`: {size}, beyond the ±{} % two builds of one source differ by at that spread but not beyond the ±{} % its bound allows: {recipe}",
-                    c.candidate,
-                    c.baseline,
-                    format_percent(reach.exp_m1() * 100.0),
-                    format_percent(reach_upper.exp_m1() * 100.0)
-                ),
+                format!("{head}; {pair}, beyond the ±{within} % two builds of one source differ by at that spread but not beyond the ±{bound} % its bound allows: {recipe}"),
             )
         } else {
             (
                 WarningKind::Noisy,
-                format!(
-                    "{head}; `{}` vs `{}`: {size}, within what relinking alone moves it (two builds of one source differ by up to ±{} %): it may be layout, not the change; {recipe}",
-                    c.candidate,
-                    c.baseline,
-                    format_percent(reach.exp_m1() * 100.0)
-                ),
+                format!("{head}; {pair}, within what relinking alone moves it (two builds of one source differ by up to ±{within} %): it may be layout, not the change; {recipe}"),
             )
         };
         out.push(Warning::new(kind, message));
