@@ -292,6 +292,13 @@ fn parameter_values_never_run_as_shell_code() {
     }
 }
 
+/// Two builds of one program, tenfold work apart: `loop` measured as usual, `short` at 2
+/// rounds (too few for any interval).
+const TWO_BENCHMARKS: &str =
+    "[builds]\nsmall = { command = \"SPIN 10000000\" }\nbig = { command = \"SPIN 100000000\" }\n\
+     [[benchmark]]\nname = \"loop\"\ncommand = \"{build}\"\n\
+     [[benchmark]]\nname = \"short\"\ncommand = \"{build}\"\nrounds = 2\n";
+
 /// Issue #41: the run's summary, its Markdown comment and the gate's exit codes, on a
 /// real two-benchmark suite. `short` runs 2 rounds, too few for any interval: undecided
 /// whatever the machine does, so `--gate` on it alone exits 4. `loop` is tenfold work,
@@ -302,12 +309,7 @@ fn the_summary_the_markdown_comment_and_the_gate_agree() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
     let db = db.to_str().unwrap();
-    write_suite(
-        dir.path(),
-        "[builds]\nsmall = { command = \"SPIN 10000000\" }\nbig = { command = \"SPIN 100000000\" }\n\
-         [[benchmark]]\nname = \"loop\"\ncommand = \"{build}\"\n\
-         [[benchmark]]\nname = \"short\"\ncommand = \"{build}\"\nrounds = 2\n",
-    );
+    write_suite(dir.path(), TWO_BENCHMARKS);
     let comment = dir.path().join("comment.md");
     let out = perflab(dir.path(), db)
         .args(["run", "--label", "big", "--baseline", "small", "--max-time", "60s", "--gate", "--markdown"])
@@ -364,12 +366,7 @@ fn one_budget_interleaves_the_benchmarks_and_says_how_it_was_used() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
     let db = db.to_str().unwrap();
-    write_suite(
-        dir.path(),
-        "[builds]\nsmall = { command = \"SPIN 10000000\" }\nbig = { command = \"SPIN 100000000\" }\n\
-         [[benchmark]]\nname = \"loop\"\ncommand = \"{build}\"\n\
-         [[benchmark]]\nname = \"short\"\ncommand = \"{build}\"\nrounds = 2\n",
-    );
+    write_suite(dir.path(), TWO_BENCHMARKS);
     let out = perflab(dir.path(), db)
         .args(["run", "--label", "big", "--baseline", "small", "--budget", "2m", "--gate"])
         .output()
