@@ -57,6 +57,17 @@ fn program(dir: &Path, name: &str, args: &str) -> String {
     format!("{}/{name}-{{layout}} {args}", dir.display())
 }
 
+/// `--build` and the two named commands of program `p` at one and ten times its work.
+fn tenfold_pair(dir: &Path) -> Vec<String> {
+    let named = ["-n", "small", "-n", "large"].map(String::from);
+    [
+        vec!["--build".into(), build_command(dir, "p", "")],
+        named.to_vec(),
+        vec![program(dir, "p", "1 4"), program(dir, "p", "1 40")],
+    ]
+    .concat()
+}
+
 fn json_of(output: &[u8]) -> Value {
     serde_json::from_slice(output).expect("valid JSON on stdout")
 }
@@ -136,8 +147,7 @@ fn a_tenfold_change_is_slower_across_layouts() {
     let dir = tempfile::tempdir().unwrap();
     let out = perflab()
         .args(["compare", "--layouts", "4", "--seed", "5", "-r", "6", "--no-progress", "--json", "-"])
-        .args(["--build", &build_command(dir.path(), "p", "")])
-        .args(["-n", "small", "-n", "large", &program(dir.path(), "p", "1 4"), &program(dir.path(), "p", "1 40")])
+        .args(tenfold_pair(dir.path()))
         .assert()
         .success()
         .get_output()
@@ -375,8 +385,7 @@ fn layouts_auto_decides_at_the_first_look_and_reuses_the_cached_layouts() {
             .current_dir(dir.path())
             .env("PERFLAB_LAYOUT_CACHE", cache.path())
             .args(["compare", "--layouts", "auto", "--seed", "5", "--max-time", "10m", "--json", "-"])
-            .args(["--build", &build_command(dir.path(), "p", "")])
-            .args(["-n", "small", "-n", "large", &program(dir.path(), "p", "1 4"), &program(dir.path(), "p", "1 40")])
+            .args(tenfold_pair(dir.path()))
             .assert()
             .success()
             .get_output()
@@ -429,8 +438,7 @@ fn layouts_auto_decides_at_the_first_look_and_reuses_the_cached_layouts() {
         .current_dir(dir.path())
         .env("PERFLAB_LAYOUT_CACHE", cache.path())
         .args(["compare", "--layouts", "auto", "--no-layout-cache", "--seed", "5", "--max-layouts", "2", "--json", "-"])
-        .args(["--build", &build_command(dir.path(), "p", "")])
-        .args(["-n", "small", "-n", "large", &program(dir.path(), "p", "1 4"), &program(dir.path(), "p", "1 40")])
+        .args(tenfold_pair(dir.path()))
         .assert()
         .success()
         .get_output()
