@@ -348,12 +348,19 @@ fn cache_path(out: &str, block: &Block) -> String {
     format!("{out}/replays/v{REPLAY_VERSION}-{}.json", block.stem)
 }
 
-/// The replays `main` asks for: every suite a benchmark is in (A/A: 100 and 20; changed
-/// and copied: 50), sequential and fixed, and the `--per-benchmark` one at 95 %.
+/// The A/A benchmarks of a block, in name order.
+fn unchanged(block: &Block) -> Vec<&Bench> {
+    block.benches.values().filter(|b| b.name.starts_with("aa-")).collect()
+}
+
+/// The replays `main` asks for: every suite a benchmark is in (A/A: 100 and 20, or 50 and
+/// 20 in a block without a suite of 100; changed and copied: 50), sequential and fixed,
+/// and the `--per-benchmark` one at 95 %.
 fn needed(block: &Block) -> Vec<(&Bench, f64, bool)> {
+    let aa_sizes: &[usize] = if unchanged(block).len() >= 100 { &[100, 20] } else { &[50, 20] };
     let mut out = Vec::new();
     for bench in block.benches.values() {
-        let sizes: &[usize] = if bench.name.starts_with("aa-") { &[100, 20] } else { &[50] };
+        let sizes: &[usize] = if bench.name.starts_with("aa-") { aa_sizes } else { &[50] };
         for &k in sizes {
             for fixed in [false, true] {
                 out.push((bench, benchmark_confidence(0.95, k), fixed));
@@ -459,6 +466,9 @@ fn main() {
         );
         // The true ratios: every round of every block pooled, on both time metrics.
         for prefix in ["aa-", "chg-", "cp-"] {
+            if !in_case.iter().any(|b| b.benches.keys().any(|n| n.starts_with(prefix))) {
+                continue;
+            }
             let mut parts = Vec::new();
             for name in [metric::WALL, metric::UNCONTENDED] {
                 let mut logs = Vec::new();
@@ -495,6 +505,7 @@ fn main() {
         let mut changed_rounds: Vec<[u32; RULE_COUNT]> = Vec::new();
         let mut aa_benchmarks = [0usize; 2];
         let mut aa_equivalent = [0usize; RULE_COUNT];
+        let mut aa20_equivalent = [0usize; RULE_COUNT];
         let mut cp_alarm = [0usize; RULE_COUNT];
         let mut n_cp = 0;
         for (bi, block) in in_case.iter().enumerate() {
@@ -511,8 +522,13 @@ fn main() {
                         .collect()
                 }),
             };
-            let aa: Vec<&Bench> = (0..100).filter_map(|i| block.benches.get(&format!("aa-{i:03}"))).collect();
-            if aa.len() < 100 {
+            // A block of 100 A/A benchmarks (or more) gives one suite of 100, five of 20,
+            // and the 47 unchanged members of its suites of 50 from the 100's verdicts (at
+            // 99.95 % rather than 99.9 %), taken in turn. A long block of 47 (`record --aa
+            // 47`) gives two suites of 20 and its 47 as every suite of 50's unchanged
+            // members, judged at the 50-suite's level.
+            let aa = unchanged(block);
+            if aa.len() < 47 {
                 eprintln!("block {bi} of {case}: {} A/A benchmarks, skipped", aa.len());
                 continue;
             }
@@ -520,33 +536,41 @@ fn main() {
                 let level = benchmark_confidence(0.95, k);
                 members.iter().map(|b| judge.judge(b, level)).collect()
             };
-            // 100: one suite; 20: five suites of consecutive names.
-            let judged100 = suite(&aa, 100);
-            aa100.add(&judged100);
-            aa_benchmarks[0] += judged100.len();
-            for j in &judged100 {
-                for r in 0..RULE_COUNT {
-                    aa_equivalent[r] += usize::from(j.equivalent[r]);
+            let hundred = aa.len() >= 100;
+            let unchanged50: Vec<Judged> = if hundred {
+                let judged100 = suite(&aa[..100], 100);
+                aa100.add(&judged100);
+                aa_benchmarks[0] += judged100.len();
+                for j in &judged100 {
+                    for r in 0..RULE_COUNT {
+                        aa_equivalent[r] += usize::from(j.equivalent[r]);
+                    }
                 }
-            }
-            for fifth in aa.chunks(20) {
+                judged100
+            } else {
+                suite(&aa[..47], 50)
+            };
+            for fifth in aa[..if hundred { 100 } else { 40 }].chunks(20) {
                 let judged = suite(fifth, 20);
                 aa20.add(&judged);
                 aa_benchmarks[1] += judged.len();
+                for j in &judged {
+                    for r in 0..RULE_COUNT {
+                        aa20_equivalent[r] += usize::from(j.equivalent[r]);
+                    }
+                }
             }
-            // 50: 47 A/A and 3 changed, once per three changed benchmarks. The 47 unchanged
-            // ones are not replayed again at the 50-suite's level (the A/A suites say what
-            // unchanged benchmarks do): their verdicts and time are those of 47 of the
-            // 100-suite's (at 99.95 % rather than 99.9 %), taken in turn.
+            // 50: 47 A/A and 3 changed, once per three changed benchmarks; the A/A suites
+            // say what unchanged benchmarks do, so the 47 are not independent draws.
             for (si, three) in changed_names.chunks(3).enumerate() {
                 let changed: Vec<&Bench> = three.iter().filter_map(|n| block.benches.get(n)).collect();
                 if changed.len() < 3 {
                     continue;
                 }
                 let judged = suite(&changed, 50);
-                let start = (47 * si) % 53;
+                let start = if hundred { (47 * si) % 53 } else { 0 };
                 let mut all: Vec<Judged> = judged.clone();
-                all.extend_from_slice(&judged100[start..start + 47]);
+                all.extend_from_slice(&unchanged50[start..start + 47]);
                 s50.add(&all);
                 changed_rounds.extend(judged.iter().map(|j| j.rounds));
                 for r in 0..RULE_COUNT {
@@ -593,10 +617,12 @@ fn main() {
         println!("  (rounds: median/90th percentile per benchmark; seconds: the suite's rounds, recorded wall time and harness overhead)");
         for r in 0..PERFLAB_RULES {
             println!(
-                "  {:<28} A/A × 100: {} of {} benchmarks equivalent; runs with a benchmark undecided: 20: {}, 100: {}; all equivalent: 20: {}, 100: {}",
+                "  {:<28} A/A × 100: {} of {} benchmarks equivalent (× 20: {} of {}); runs with a benchmark undecided: 20: {}, 100: {}; all equivalent: 20: {}, 100: {}",
                 RULES[r],
                 aa_equivalent[r],
                 aa_benchmarks[0],
+                aa20_equivalent[r],
+                aa_benchmarks[1],
                 share(aa20.undecided[r], aa20.runs),
                 share(aa100.undecided[r], aa100.runs),
                 share(aa20.all_equivalent[r], aa20.runs),
@@ -618,6 +644,9 @@ fn main() {
                 seconds(&s50.seconds, r),
                 rounds(&changed_rounds, r)
             );
+        }
+        if n_cp == 0 {
+            continue;
         }
         println!("  byte-identical copies (cp-*), per benchmark, at the 50-suite's level:");
         for r in 0..RULE_COUNT {
