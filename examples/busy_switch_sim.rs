@@ -80,16 +80,7 @@ fn main() {
         for i in 0..series {
             let seed = 1 + i * 7919;
             let arrival = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5eed).gen_range(0.0..8.0);
-            let noise = Noise {
-                run_sigma: 0.005,
-                tail_df: 3.0,
-                drift_sigma: 0.002,
-                stall_probability: 0.02,
-                stall_factor: 0.5,
-                busy: 0.5,
-                busy_after_s: arrival,
-                ..Noise::none()
-            };
+            let noise = Noise { busy: 0.5, busy_after_s: arrival, ..Noise::machine_like(0.005) };
             let mut machine = Simulated::new(seed, vec![0.065, 0.065 * ratio], noise);
             let e = run_experiment(&plan(seed), &mut machine, &mut Quiet).expect("simulated runs");
             let c = e.comparisons.iter().find(|c| c.metric == e.primary_metric).expect("the decided comparison");

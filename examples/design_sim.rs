@@ -37,15 +37,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let experiments: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2000);
     let sigma: f64 = args.get(2).and_then(|a| a.parse::<f64>().ok()).unwrap_or(2.1) / 100.0;
-    let noise = Noise {
-        run_sigma: sigma,
-        tail_df: 3.0,
-        drift_sigma: 0.002,
-        stall_probability: 0.02,
-        stall_factor: 0.5,
-        busy: 0.0,
-        ..Noise::none()
-    };
+    let noise = Noise::machine_like(sigma);
     let scenarios: [(&str, [f64; 4]); 3] = [
         ("interaction (clang −10 %/−2 %, threaded −20 %/−12.9 %)", [0.100, 0.080, 0.090, 0.0784]),
         ("additive (clang −5 %, threaded −3 %)", [0.100, 0.097, 0.095, 0.09215]),

@@ -73,17 +73,7 @@ fn scenarios() -> Vec<Scenario> {
     out.push(Scenario { name: "synthetic-normal".into(), source: Source::Synthetic(Noise::gaussian(run_sigma), 0.05) });
     out.push(Scenario {
         name: "synthetic-t3-drift-stalls".into(),
-        source: Source::Synthetic(
-            Noise {
-                run_sigma,
-                tail_df: 3.0,
-                drift_sigma: 0.002,
-                stall_probability: 0.02,
-                stall_factor: 0.5,
-                ..Noise::none()
-            },
-            0.05,
-        ),
+        source: Source::Synthetic(Noise::machine_like(run_sigma), 0.05),
     });
     out.push(Scenario {
         name: "synthetic-t2-stalls".into(),

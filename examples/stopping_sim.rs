@@ -31,15 +31,7 @@ fn plan(design: LookDesign, seed: u64) -> Plan {
 /// a slow random walk of the machine's speed, and rare stalls — scaled so that the
 /// paired log ratio has the robust σ asked for.
 fn noise(paired_sigma: f64) -> Noise {
-    Noise {
-        // Two independent runs per pair: σ_pair = √2 σ_run.
-        run_sigma: paired_sigma / std::f64::consts::SQRT_2,
-        tail_df: 3.0,
-        drift_sigma: 0.002,
-        stall_probability: 0.02,
-        stall_factor: 0.5,
-        ..Noise::none()
-    }
+    Noise::machine_like(paired_sigma / std::f64::consts::SQRT_2)
 }
 
 #[derive(Default)]

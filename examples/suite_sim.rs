@@ -21,14 +21,7 @@ use perflab::suite::family::benchmark_confidence;
 /// The noise model of examples/stopping_sim.rs: t₃ tails, a slow random walk of the
 /// machine's speed, 2 % of runs stalled by up to 50 %, scaled to the paired σ asked for.
 fn noise(paired_sigma: f64) -> Noise {
-    Noise {
-        run_sigma: paired_sigma / std::f64::consts::SQRT_2,
-        tail_df: 3.0,
-        drift_sigma: 0.002,
-        stall_probability: 0.02,
-        stall_factor: 0.5,
-        ..Noise::none()
-    }
+    Noise::machine_like(paired_sigma / std::f64::consts::SQRT_2)
 }
 
 /// One benchmark's experiment at `confidence`, perflab's other defaults (±1 %, 60 s).

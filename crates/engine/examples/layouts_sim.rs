@@ -58,14 +58,7 @@ fn pair_plan(settings: Settings) -> Plan {
 }
 
 fn noise(sigma: f64) -> Noise {
-    Noise {
-        run_sigma: sigma,
-        tail_df: 3.0,
-        drift_sigma: 0.002,
-        stall_probability: 0.02,
-        stall_factor: 0.5,
-        ..Noise::none()
-    }
+    Noise::machine_like(sigma)
 }
 
 #[derive(Default)]

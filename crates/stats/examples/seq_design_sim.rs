@@ -131,14 +131,7 @@ fn noise(kind: &str, paired_sigma: f64) -> Noise {
     let run_sigma = paired_sigma / std::f64::consts::SQRT_2;
     match kind {
         "normal" => Noise::gaussian(run_sigma),
-        "t3" => Noise {
-            run_sigma,
-            tail_df: 3.0,
-            drift_sigma: 0.002,
-            stall_probability: 0.02,
-            stall_factor: 0.5,
-            ..Noise::none()
-        },
+        "t3" => Noise::machine_like(run_sigma),
         "drift" => Noise { drift_sigma: 0.002, ..Noise::gaussian(run_sigma) },
         other => panic!("unknown noise {other}: normal, t3 or drift"),
     }

@@ -57,6 +57,20 @@ impl Noise {
         Noise { run_sigma: sigma, ..Noise::none() }
     }
 
+    /// A machine's timing noise as the simulations model it: run noise of robust σ
+    /// `run_sigma` with Student t₃ tails, a slow random walk of the machine's speed
+    /// (0.2 % a run) and 2 % of runs stalled by up to 50 %.
+    pub fn machine_like(run_sigma: f64) -> Noise {
+        Noise {
+            run_sigma,
+            tail_df: 3.0,
+            drift_sigma: 0.002,
+            stall_probability: 0.02,
+            stall_factor: 0.5,
+            ..Noise::none()
+        }
+    }
+
     /// Timing-like noise: Student t with 2 degrees of freedom (infinite variance) of
     /// robust σ `sigma`, and a stall of 1–2× in 5 % of the runs.
     pub fn heavy_tailed(sigma: f64) -> Noise {

@@ -222,15 +222,7 @@ mod tests {
     /// 12 rounds (examples/design_sim.rs runs more, at several sizes).
     #[test]
     fn main_effect_intervals_cover_the_true_effect_on_the_simulated_machine() {
-        let noise = Noise {
-            run_sigma: 0.03,
-            tail_df: 3.0,
-            drift_sigma: 0.002,
-            stall_probability: 0.02,
-            stall_factor: 0.5,
-            busy: 0.0,
-            ..Noise::none()
-        };
+        let noise = Noise::machine_like(0.03);
         let truth = [true_effect([0, 1], [2, 3]), true_effect([0, 2], [1, 3])];
         let experiments = 300;
         let mut both = 0;
