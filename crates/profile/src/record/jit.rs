@@ -91,13 +91,13 @@ pub(crate) struct JitObjects {
     /// ([`jitmap::names_for`]).
     maps: HashMap<u32, Option<JitMap>>,
     /// Per pid: the object of its runtime code.
-    objects: HashMap<u32, u32>,
+    objects: rustc_hash::FxHashMap<u32, u32>,
     /// Per sampled runtime (pid, address): where it lay, as its number in `place_list`
     /// (1.2 M sampled addresses lie in a handful of mappings).
-    places: HashMap<(u32, u64), u32>,
+    places: rustc_hash::FxHashMap<(u32, u64), u32>,
     /// Every distinct place, and its number.
     place_list: Vec<Place>,
-    place_ids: HashMap<Place, u32>,
+    place_ids: rustc_hash::FxHashMap<Place, u32>,
     /// Per pid: the jitdump file it mapped, read at the end for the sampled addresses
     /// only (a jitdump of 10⁷ records held whole took over 2 GB).
     jitdumps: HashMap<u32, String>,
@@ -285,18 +285,23 @@ impl JitObjects {
         // The mapping's path is shared, not copied per sampled address (1.2 M frames).
         let place = place.map(|(path, start, pgoff, anonymous)| (path.clone(), start, pgoff, anonymous));
         let (path, start, pgoff, anonymous) = place.unwrap_or_else(|| (std::rc::Rc::from(""), 0, 0, true));
-        if !self.places.contains_key(&(pid, address)) {
+        if let std::collections::hash_map::Entry::Vacant(vacant) = self.places.entry((pid, address)) {
             let place = Place { path, start, pgoff, anonymous };
-            let id = match self.place_ids.get(&place) {
-                Some(&id) => id,
-                None => {
-                    let id = self.place_list.len() as u32;
-                    self.place_list.push(place.clone());
-                    self.place_ids.insert(place, id);
-                    id
-                }
+            // Frames come in runs from one mapping: the last place first, without
+            // hashing its path.
+            let id = match self.place_list.last() {
+                Some(last) if *last == place => self.place_list.len() as u32 - 1,
+                _ => match self.place_ids.get(&place) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.place_list.len() as u32;
+                        self.place_list.push(place.clone());
+                        self.place_ids.insert(place, id);
+                        id
+                    }
+                },
             };
-            self.places.insert((pid, address), id);
+            vacant.insert(id);
         }
         Some(FrameRef { space: Space::User, object: Some(object), offset: address })
     }
@@ -343,7 +348,8 @@ impl JitObjects {
             }
         }
         // Sorted by (object, start) at the end; the first symbol for a start is kept.
-        let mut symbols: Vec<JitSymbol> = Vec::new();
+        // At most one per sampled address: room made once, not grown by doubling.
+        let mut symbols: Vec<JitSymbol> = Vec::with_capacity(addresses.len());
         // Unnamed addresses per (object, place number), in address order.
         let mut unnamed: BTreeMap<(u32, u32), Vec<u64>> = BTreeMap::new();
         for (object, address) in addresses {
@@ -384,11 +390,14 @@ impl JitObjects {
                     last = address;
                     continue;
                 }
-                let name = if place.anonymous {
+                let mut name = if place.anonymous {
                     format!("[anon {run_start:#x}]")
                 } else {
                     format!("{}+{:#x}", basename(&place.path), run_start - place.start + place.pgoff)
                 };
+                // `format!` leaves room to grow (28 bytes for 18); 1.2 M of them keep
+                // only what they hold.
+                name.shrink_to_fit();
                 symbols.push(JitSymbol {
                     object,
                     start: run_start,
@@ -401,8 +410,11 @@ impl JitObjects {
                 last = address;
             }
         }
-        // Stable: of symbols with the same start, the first pushed (a named one) stays.
-        symbols.sort_by_key(|j| (j.object, j.start));
+        // Of symbols with the same start, the named one stays, else the first by name
+        // (sorted in place: a stable sort's buffer of 1.2 M symbols was a peak of its own).
+        symbols.sort_unstable_by(|a, b| {
+            (a.object, a.start, a.unnamed).cmp(&(b.object, b.start, b.unnamed)).then_with(|| a.name.cmp(&b.name))
+        });
         symbols.dedup_by_key(|j| (j.object, j.start));
         symbols.shrink_to_fit();
         symbols

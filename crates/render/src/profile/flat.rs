@@ -73,14 +73,17 @@ fn table(r: &FlatReport, limit: usize) -> String {
         let room = width.map(|w| w.saturating_sub(used));
         let _ = writeln!(out, "{share} {counts}  {}", function_label_within(&row.name, &row.object, room));
     }
-    if rows.len() > limit {
-        let rest = &rows[limit..];
-        let mut counts = format!("{:>9}", rest.iter().map(|r| r.self_samples).sum::<u64>());
+    // Rows past the limit: those made and not shown, and those not made at all.
+    let rest = &rows[limit.min(rows.len())..];
+    let not_made = r.table_left_out().unwrap_or_default();
+    let more_rows = rest.len() + not_made.rows;
+    if more_rows > 0 {
+        let mut counts = format!("{:>9}", rest.iter().map(|r| r.self_samples).sum::<u64>() + not_made.self_samples);
         if events {
-            counts += &format!(" {:>12}", rest.iter().map(|r| r.self_period).sum::<u64>());
+            counts += &format!(" {:>12}", rest.iter().map(|r| r.self_period).sum::<u64>() + not_made.self_period);
         }
         let indent = if totals { 16 } else { 8 };
-        let more = format!("{:indent$}{counts}  ({} more rows; --limit to see them)", "", rows.len() - limit);
+        let more = format!("{:indent$}{counts}  ({more_rows} more rows; --limit to see them)", "");
         let _ = writeln!(out, "{}", color::dim(&more));
     }
     out
