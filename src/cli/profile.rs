@@ -130,8 +130,7 @@ impl FlatReportArgs {
             sort: self.sort.clone(),
             // The terminal shows `--limit` rows (and counts the others); only `--json`
             // lists every function, so only then is every row made.
-            function_rows: (!self.destinations().iter().any(|d| d.format == Format::Json))
-                .then_some(self.limit.max(1)),
+            function_rows: (!self.destinations().iter().any(|d| d.format == Format::Json)).then_some(self.limit.max(1)),
         }
     }
 

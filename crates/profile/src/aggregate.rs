@@ -98,7 +98,11 @@ struct Candidate<'a> {
 
 impl Ord for Candidate<'_> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        other.totals.cmp(&self.totals).then_with(|| self.name.cmp(other.name)).then_with(|| self.object.cmp(other.object))
+        other
+            .totals
+            .cmp(&self.totals)
+            .then_with(|| self.name.cmp(other.name))
+            .then_with(|| self.object.cmp(other.object))
     }
 }
 
@@ -192,9 +196,10 @@ impl<'a> Resolver<'a> {
         // last and its neighbours first, then a search (1.2 M searches of 1.2 M symbols
         // were a tenth of `show`).
         let last = self.last_runtime_symbol;
-        let i = [last, last + 1, last.wrapping_sub(1)].into_iter().find(|&i| found_at(i)).or_else(|| {
-            symbols.partition_point(|j| (j.object, j.start) <= (object, offset)).checked_sub(1)
-        });
+        let i = [last, last + 1, last.wrapping_sub(1)]
+            .into_iter()
+            .find(|&i| found_at(i))
+            .or_else(|| symbols.partition_point(|j| (j.object, j.start) <= (object, offset)).checked_sub(1));
         if let Some(i) = i {
             self.last_runtime_symbol = i;
         }
@@ -323,7 +328,12 @@ fn intern(names: &mut Names, name: &str) -> u32 {
 /// The number of the (function, object) name pair `pair`, numbered in `pairs` when new:
 /// the function's first pair is found in `first_pair` (by function name), any other in
 /// `other_pairs`.
-fn pair_id(pair: (u32, u32), pairs: &mut Vec<(u32, u32)>, first_pair: &mut Vec<u32>, other_pairs: &mut rustc_hash::FxHashMap<(u32, u32), u32>) -> u32 {
+fn pair_id(
+    pair: (u32, u32),
+    pairs: &mut Vec<(u32, u32)>,
+    first_pair: &mut Vec<u32>,
+    other_pairs: &mut rustc_hash::FxHashMap<(u32, u32), u32>,
+) -> u32 {
     const NONE: u32 = u32::MAX;
     let function = pair.0 as usize;
     if first_pair.len() <= function {
@@ -418,7 +428,9 @@ impl CallGraph {
         if profile.stacks.is_empty() && profile.off_cpu.is_empty() {
             return None;
         }
-        let mut names = Names::default();
+        // Room for a name per frame made once (at most that many, plus their objects'):
+        // grown by doubling, 1.2 M names were copied 20 times over.
+        let mut names = Names::with_capacity_and_hasher(profile.frames.len(), Default::default());
         // Per function name: the first pair it made (most functions lie in one object,
         // so most pairs are found without hashing); the other pairs in a map.
         let mut first_pair: Vec<u32> = Vec::new();
@@ -914,6 +926,11 @@ mod tests {
         assert_eq!((row("x+0x20").total_samples, row("x+0x20").self_samples), (Some(4), 1));
         assert_eq!((row("x+0x10").total_samples, row("x+0x10").self_samples), (Some(3), 3));
         assert_eq!(graph.folded(), "x+0x30;x+0x20 1\nx+0x30;x+0x20;x+0x20;x+0x10 3\n");
+        // Only the first row made: the others counted, their self samples summed.
+        let (first, left_out) = graph.with_totals(flat(&located, By::Function), Some(1));
+        assert_eq!(first[..], rows[..1]);
+        assert_eq!(left_out, Some(RowsLeftOut { rows: 2, self_samples: 3, self_period: 30 }));
+        assert_eq!(graph.with_totals(flat(&located, By::Function), Some(3)), (rows.clone(), None));
         let mut empty = profile.clone();
         empty.stacks.clear();
         assert!(locate_with_graph(&empty, &mut symbolizer).1.is_none());
