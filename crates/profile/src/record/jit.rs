@@ -310,7 +310,8 @@ impl JitObjects {
     /// region per run of sampled addresses (in one mapping, at most [`REGION_GAP`]
     /// apart), each once, sorted by (object, start).
     pub(crate) fn symbols(&self, profile: &Profile) -> Vec<JitSymbol> {
-        let pid_of: HashMap<u32, u32> = self.objects.iter().map(|(&pid, &o)| (o, pid)).collect();
+        // Looked up for every sampled address: hashed with rustc-hash.
+        let pid_of: rustc_hash::FxHashMap<u32, u32> = self.objects.iter().map(|(&pid, &o)| (o, pid)).collect();
         // Sorted, each once: a set would cost three times as much for 1.2 M addresses.
         let mut addresses: Vec<(u32, u64)> = profile
             .samples
