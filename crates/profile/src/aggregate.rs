@@ -313,15 +313,23 @@ struct GraphStack {
     period: u64,
 }
 
-/// Each distinct name once, numbered in order of appearance: a set that is also the
+/// Each distinct name once, numbered in order of appearance: a map that is also the
 /// list (each name held once, not in a list and again as a map's key), hashed with
 /// rustc-hash (1.2 M JIT names spent a sixth of `show` in SipHash).
-type Names = indexmap::IndexSet<Box<str>, rustc_hash::FxBuildHasher>;
+type Names = indexmap::IndexMap<Box<str>, (), rustc_hash::FxBuildHasher>;
 
+/// The number of `name`, numbered when new (hashed once either way).
 fn intern(names: &mut Names, name: &str) -> u32 {
-    match names.get_index_of(name) {
-        Some(id) => id as u32,
-        None => names.insert_full(name.into()).0 as u32,
+    use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
+    use std::hash::BuildHasher;
+    let hash = names.hasher().hash_one(name);
+    match names.raw_entry_mut_v1().from_key_hashed_nocheck(hash, name) {
+        RawEntryMut::Occupied(entry) => entry.index() as u32,
+        RawEntryMut::Vacant(entry) => {
+            let id = entry.index() as u32;
+            entry.insert_hashed_nocheck(hash, name.into(), ());
+            id
+        }
     }
 }
 
@@ -458,7 +466,7 @@ impl CallGraph {
         let (stack_frames, stacks) = laid_out(&profile.stacks);
         let period = stacks.iter().map(|s| s.period).sum();
         Some(CallGraph {
-            names: names.into_iter().collect(),
+            names: names.into_keys().collect(),
             pairs,
             frame_pairs,
             inlined,
