@@ -78,7 +78,8 @@ fn exercise(bytes: &[u8]) {
     let mut symbolizer = Symbolizer::default();
     let (located, graph) = aggregate::locate_with_graph(&profile, &mut symbolizer);
     let graph = graph.expect("the profile has stacks");
-    let _ = graph.with_totals(aggregate::flat(&located, By::Function));
+    let _ = graph.with_totals(aggregate::flat(&located, By::Function), Some(20));
+    let _ = graph.with_totals(aggregate::flat(&located, By::Function), None);
     let _ = graph.folded();
     let _ = perflab::profile::offcpu::report(&profile, Some(&graph));
     let _ = perflab::profile::annotate::annotate(

@@ -128,6 +128,9 @@ impl FlatReportArgs {
             callers: self.callers.clone(),
             callees: self.callees.clone(),
             sort: self.sort.clone(),
+            // The terminal shows `--limit` rows (and counts the others); only `--json`
+            // lists every function, so only then is every row made.
+            function_rows: (!self.destinations().iter().any(|d| d.format == Format::Json)).then_some(self.limit.max(1)),
         }
     }
 
@@ -793,8 +796,17 @@ pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
     }
     if let Some(path) = &args.flamegraph {
         let title = format!("perflab diff {} → {}", args.old.display(), args.new.display());
-        let svg =
-            flame::diff_svg_with(&old, &new, &title, &flame).expect("both profiles have call stacks (checked above)");
+        // Each profile's call graph, then the profile without what only its graph
+        // needed: two profiles of 1.2 M distinct frames are not held beside both graphs.
+        let (mut old, mut new) = (old, new);
+        let old_graph = flame::call_graph(&old);
+        drop_call_stacks(&mut old);
+        let new_graph = flame::call_graph(&new);
+        drop_call_stacks(&mut new);
+        let svg = old_graph
+            .zip(new_graph)
+            .and_then(|(o, n)| flame::diff_svg_of_graphs([&old, &new], [&o, &n], &title, &flame))
+            .expect("both profiles have call stacks (checked above)");
         crate::output::profile::write(path, svg.as_bytes())?;
     }
     let to_stdout = [&args.json, &args.flamegraph].into_iter().flatten().any(|p| p == Path::new("-"));
@@ -802,6 +814,17 @@ pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
         print_text(&render::diff::report(&report, args.limit));
     }
     Ok(())
+}
+
+/// Let go of a profile's call stacks and what names their frames (its frames and runtime
+/// symbols), once its call graph is made.
+fn drop_call_stacks(profile: &mut Profile) {
+    for list in [&mut profile.stacks, &mut profile.off_cpu] {
+        *list = Vec::new();
+    }
+    profile.frames = Vec::new();
+    profile.jit_symbols = Vec::new();
+    profile.timeline = None;
 }
 
 /// `512KiB`, `4k`, `1M`, `65536`: a size in bytes (binary multiples), at least 1.

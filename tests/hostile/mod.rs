@@ -296,7 +296,9 @@ pub fn read_profile(path: &Path) -> Accepted {
     let (located, graph) = SYMBOLIZER.with(|s| aggregate::locate_with_graph(&loaded.profile, &mut s.borrow_mut()));
     let rows = aggregate::flat(&located, By::Function);
     if let Some(graph) = graph {
-        let _ = graph.with_totals(rows);
+        // The table of the shown rows only (the terminal's) and of every row (--json).
+        let _ = graph.with_totals(rows.clone(), Some(20));
+        let _ = graph.with_totals(rows, None);
         let _ = graph.folded();
     }
     true

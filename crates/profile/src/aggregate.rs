@@ -66,6 +66,60 @@ pub struct Row {
     pub total_period: Option<u64>,
 }
 
+/// The rows of a table that were not made (see [`CallGraph::with_totals`]): how many,
+/// and their summed self samples and period, for the terminal's `N more rows` line.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RowsLeftOut {
+    /// Rows left out.
+    pub rows: usize,
+    /// Their self samples.
+    pub self_samples: u64,
+    /// Their self periods.
+    pub self_period: u64,
+}
+
+/// Where a candidate row of [`CallGraph::with_totals`] comes from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// A row with self samples, by index.
+    Row(usize),
+    /// A caller without self samples, by name pair.
+    Pair(usize),
+}
+
+/// A row not yet made: ordered as the table is, the heaviest first (total period, total
+/// samples, self period, self samples, all descending), then by name and object.
+struct Candidate<'a> {
+    totals: (u64, u64, u64, u64),
+    name: &'a str,
+    object: &'a str,
+    source: Source,
+}
+
+impl Ord for Candidate<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other
+            .totals
+            .cmp(&self.totals)
+            .then_with(|| self.name.cmp(other.name))
+            .then_with(|| self.object.cmp(other.object))
+    }
+}
+
+impl PartialOrd for Candidate<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Candidate<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+
+impl Eq for Candidate<'_> {}
+
 /// Every sample group of a profile, symbolised once.
 pub struct Located {
     /// Where the samples landed, symbolised; shared by every sample group at the same
@@ -86,6 +140,18 @@ struct Resolver<'a> {
     profile: &'a Profile,
     symbolizer: &'a mut Symbolizer,
     cache: HashMap<(u32, u64), std::sync::Arc<Location>>,
+    /// Per object of the profile: whether it stands for runtime code (told once, not
+    /// per frame).
+    runtime: Vec<bool>,
+    /// The JIT symbol found last.
+    last_runtime_symbol: usize,
+}
+
+impl<'a> Resolver<'a> {
+    fn new(profile: &'a Profile, symbolizer: &'a mut Symbolizer) -> Resolver<'a> {
+        let runtime = profile.objects.iter().map(|o| jitmap::is_runtime_object(&o.path)).collect();
+        Resolver { profile, symbolizer, cache: HashMap::new(), runtime, last_runtime_symbol: 0 }
+    }
 }
 
 /// One frame of a symbolised call stack.
@@ -110,19 +176,44 @@ pub enum FrameKind {
     Process,
 }
 
-impl Resolver<'_> {
+/// The object name of runtime code (JIT) in reports.
+const JIT_OBJECT: &str = "[jit]";
+
+impl<'a> Resolver<'a> {
+    /// The name of runtime code at `offset` (its address) from the profile's JIT
+    /// symbols, `[unknown]` outside them; None when the place is not runtime code.
+    fn runtime_name(&mut self, space: Space, object: Option<u32>, offset: u64) -> Option<&'a str> {
+        let profile: &'a Profile = self.profile;
+        let object = object.filter(|&o| space == Space::User && self.runtime[o as usize])?;
+        // The recorder writes them sorted by (object, start).
+        let symbols = &profile.jit_symbols;
+        // The last symbol starting at or before `offset`, where a search would find it.
+        let found_at = |i: usize| {
+            symbols.get(i).is_some_and(|j| (j.object, j.start) <= (object, offset))
+                && symbols.get(i + 1).is_none_or(|n| (n.object, n.start) > (object, offset))
+        };
+        // A stack's frames come in address order more often than not: the symbol found
+        // last and its neighbours first, then a search (1.2 M searches of 1.2 M symbols
+        // were a tenth of `show`).
+        let last = self.last_runtime_symbol;
+        let i = [last, last + 1, last.wrapping_sub(1)]
+            .into_iter()
+            .find(|&i| found_at(i))
+            .or_else(|| symbols.partition_point(|j| (j.object, j.start) <= (object, offset)).checked_sub(1));
+        if let Some(i) = i {
+            self.last_runtime_symbol = i;
+        }
+        let symbol = i.map(|i| &symbols[i]).filter(|j| j.object == object && offset - j.start < j.size);
+        Some(symbol.map_or("[unknown]", |j| j.name.as_str()))
+    }
+
     fn resolve(&mut self, space: Space, object: Option<u32>, offset: u64) -> Location {
+        if let Some(name) = self.runtime_name(space, object, offset) {
+            let mut location = special(name);
+            location.object = JIT_OBJECT.to_string();
+            return location;
+        }
         match (space, object) {
-            (Space::User, Some(object)) if jitmap::is_runtime_object(&self.profile.objects[object as usize].path) => {
-                // The recorder writes them sorted by (object, start).
-                let symbols = &self.profile.jit_symbols;
-                let i = symbols.partition_point(|j| (j.object, j.start) <= (object, offset));
-                let symbol =
-                    i.checked_sub(1).map(|i| &symbols[i]).filter(|j| j.object == object && offset - j.start < j.size);
-                let mut location = special(symbol.map_or("[unknown]", |j| j.name.as_str()));
-                location.object = "[jit]".to_string();
-                location
-            }
             (Space::User, Some(object)) => (*self.resolve_shared(space, Some(object), offset)).clone(),
             (Space::Kernel, _) => self.symbolizer.resolve_kernel(&self.profile.kernel_symbols, offset),
             _ => special("[unknown]"),
@@ -132,7 +223,7 @@ impl Resolver<'_> {
     /// [`resolve`](Self::resolve), one shared copy per distinct place in an object file.
     fn resolve_shared(&mut self, space: Space, object: Option<u32>, offset: u64) -> std::sync::Arc<Location> {
         match (space, object) {
-            (Space::User, Some(o)) if !jitmap::is_runtime_object(&self.profile.objects[o as usize].path) => {
+            (Space::User, Some(o)) if !self.runtime[o as usize] => {
                 let (profile, symbolizer) = (self.profile, &mut *self.symbolizer);
                 self.cache
                     .entry((o, offset))
@@ -154,19 +245,19 @@ impl Resolver<'_> {
 
 /// Every sample group of `profile`, symbolised (each distinct location once).
 pub fn locate(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Located> {
-    locate_in(profile, &mut Resolver { profile, symbolizer, cache: HashMap::new() })
+    locate_in(profile, &mut Resolver::new(profile, symbolizer))
 }
 
 /// Each entry of the profile's `frames`, symbolised (the call stacks' frames), in order.
 pub(crate) fn locate_frames(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Location> {
-    let mut resolver = Resolver { profile, symbolizer, cache: HashMap::new() };
+    let mut resolver = Resolver::new(profile, symbolizer);
     profile.frames.iter().map(|f| resolver.resolve(f.space, f.object, f.offset)).collect()
 }
 
 /// [`locate`] and the profile's call graph (None without call stacks), resolving each
 /// distinct address once for both.
 pub fn locate_with_graph(profile: &Profile, symbolizer: &mut Symbolizer) -> (Vec<Located>, Option<CallGraph>) {
-    let mut resolver = Resolver { profile, symbolizer, cache: HashMap::new() };
+    let mut resolver = Resolver::new(profile, symbolizer);
     (locate_in(profile, &mut resolver), CallGraph::new(profile, &mut resolver))
 }
 
@@ -189,7 +280,8 @@ fn locate_in(profile: &Profile, resolver: &mut Resolver) -> Vec<Located> {
 /// hold indices (150 stacks of 8,000 distinct frames took ~0.9 GB with a pair of
 /// strings per frame); the stacks' frames lie in one array.
 pub struct CallGraph {
-    /// Every distinct function and object name, once.
+    /// Every distinct function and object name, once (the set's index dropped once
+    /// the graph is built: nothing looks a name up afterwards).
     names: Vec<Box<str>>,
     /// Every distinct (function, object basename) pair, as indices into `names`.
     pairs: Vec<(u32, u32)>,
@@ -221,23 +313,55 @@ struct GraphStack {
     period: u64,
 }
 
-/// Each distinct name once, numbered in order of appearance.
-#[derive(Default)]
-struct Interner {
-    names: Vec<Box<str>>,
-    ids: HashMap<Box<str>, u32>,
+/// Each distinct name once, numbered in order of appearance: a map that is also the
+/// list (each name held once, not in a list and again as a map's key), hashed with
+/// rustc-hash (1.2 M JIT names spent a sixth of `show` in SipHash).
+type Names = indexmap::IndexMap<Box<str>, (), rustc_hash::FxBuildHasher>;
+
+/// The number of `name`, numbered when new (hashed once either way).
+fn intern(names: &mut Names, name: &str) -> u32 {
+    use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
+    use std::hash::BuildHasher;
+    let hash = names.hasher().hash_one(name);
+    match names.raw_entry_mut_v1().from_key_hashed_nocheck(hash, name) {
+        RawEntryMut::Occupied(entry) => entry.index() as u32,
+        RawEntryMut::Vacant(entry) => {
+            let id = entry.index() as u32;
+            entry.insert_hashed_nocheck(hash, name.into(), ());
+            id
+        }
+    }
 }
 
-impl Interner {
-    fn id(&mut self, name: &str) -> u32 {
-        if let Some(&id) = self.ids.get(name) {
-            return id;
-        }
-        let id = self.names.len() as u32;
-        self.names.push(name.into());
-        self.ids.insert(name.into(), id);
-        id
+/// The number of the (function, object) name pair `pair`, numbered in `pairs` when new:
+/// the function's first pair is found in `first_pair` (by function name), any other in
+/// `other_pairs`.
+fn pair_id(
+    pair: (u32, u32),
+    pairs: &mut Vec<(u32, u32)>,
+    first_pair: &mut Vec<u32>,
+    other_pairs: &mut rustc_hash::FxHashMap<(u32, u32), u32>,
+) -> u32 {
+    const NONE: u32 = u32::MAX;
+    let function = pair.0 as usize;
+    if first_pair.len() <= function {
+        first_pair.resize(function + 1, NONE);
     }
+    let first = first_pair[function];
+    if first != NONE && pairs[first as usize] == pair {
+        return first;
+    }
+    if let Some(&id) = other_pairs.get(&pair) {
+        return id;
+    }
+    let id = pairs.len() as u32;
+    pairs.push(pair);
+    if first == NONE {
+        first_pair[function] = id;
+    } else {
+        other_pairs.insert(pair, id);
+    }
+    id
 }
 
 /// The stacks' frames laid one after the other, and each stack's place in them.
@@ -312,29 +436,37 @@ impl CallGraph {
         if profile.stacks.is_empty() && profile.off_cpu.is_empty() {
             return None;
         }
-        let mut interner = Interner::default();
-        let mut pair_ids: HashMap<(u32, u32), u32> = HashMap::new();
+        // Room for a name per frame made once (at most that many, plus their objects'):
+        // grown by doubling, 1.2 M names were copied 20 times over.
+        let mut names = Names::with_capacity_and_hasher(profile.frames.len(), Default::default());
+        // Per function name: the first pair it made (most functions lie in one object,
+        // so most pairs are found without hashing); the other pairs in a map.
+        let mut first_pair: Vec<u32> = Vec::new();
+        let mut pair_ids: rustc_hash::FxHashMap<(u32, u32), u32> = Default::default();
         let mut pairs = Vec::new();
         let mut inlined = HashMap::new();
         let mut frame_pairs = Vec::with_capacity(profile.frames.len());
         for (i, f) in profile.frames.iter().enumerate() {
-            let l = resolver.resolve(f.space, f.object, f.offset);
-            let pair = (interner.id(&l.function), interner.id(basename(&l.object)));
-            let next = pairs.len() as u32;
-            let id = *pair_ids.entry(pair).or_insert(next);
-            if id == next {
-                pairs.push(pair);
-            }
-            frame_pairs.push(id);
-            let inlined_here = resolver.inlined(f.space, f.object, f.offset);
-            if !inlined_here.is_empty() {
-                inlined.insert(i as u32, inlined_here.iter().map(|n| interner.id(n)).collect());
-            }
+            // Runtime code is named from the profile's own symbols, borrowed: no
+            // location built per frame, and no inlined functions (it has no DWARF).
+            let pair = match resolver.runtime_name(f.space, f.object, f.offset) {
+                Some(name) => (intern(&mut names, name), intern(&mut names, JIT_OBJECT)),
+                None => {
+                    let l = resolver.resolve_shared(f.space, f.object, f.offset);
+                    let pair = (intern(&mut names, &l.function), intern(&mut names, basename(&l.object)));
+                    let inlined_here = resolver.inlined(f.space, f.object, f.offset);
+                    if !inlined_here.is_empty() {
+                        inlined.insert(i as u32, inlined_here.iter().map(|n| intern(&mut names, n)).collect());
+                    }
+                    pair
+                }
+            };
+            frame_pairs.push(pair_id(pair, &mut pairs, &mut first_pair, &mut pair_ids));
         }
         let (stack_frames, stacks) = laid_out(&profile.stacks);
         let period = stacks.iter().map(|s| s.period).sum();
         Some(CallGraph {
-            names: interner.names,
+            names: names.into_keys().collect(),
             pairs,
             frame_pairs,
             inlined,
@@ -447,64 +579,104 @@ impl CallGraph {
     }
 
     /// Add the inclusive columns to by-function rows (and rows for callers that have
-    /// no self samples), sorted by total weight like `perf report --children`.
-    pub fn with_totals(&self, mut rows: Vec<Row>) -> Vec<Row> {
+    /// no self samples), sorted by total weight like `perf report --children`; with
+    /// `keep`, only the first `keep` rows are made and the others summed in
+    /// [`RowsLeftOut`] (1.2 M distinct functions are 1.2 M rows of two strings each, for
+    /// a terminal that shows 20 of them).
+    pub fn with_totals(&self, rows: Vec<Row>, keep: Option<usize>) -> (Vec<Row>, Option<RowsLeftOut>) {
         let share = |period: u64| if self.period == 0 { 0.0 } else { period as f64 / self.period as f64 };
         let totals = self.inclusive_by_pair();
         let name_of = |pair: usize| {
             let (function, object) = self.pairs[pair];
             (&*self.names[function as usize], &*self.names[object as usize])
         };
-        // Rows for callers are added in place, the room for them made once: 1.2 M rows
-        // grown by doubling, or built apart and appended, held twice at the peak.
+        // The rows there are, and per pair with samples but no row a row to come: each
+        // a candidate ordered by totals, then self, then names — built as a row only
+        // when kept.
+        let mut row_totals = vec![(0u64, 0u64); rows.len()];
         let mut has_row = vec![false; self.pairs.len()];
         {
             let mut row_of: HashMap<(&str, &str), usize> = HashMap::new();
             for (i, row) in rows.iter().enumerate() {
                 row_of.insert((&row.name, &row.object), i);
             }
-            let mut found = Vec::new();
-            for (pair, &(n, _)) in totals.iter().enumerate() {
+            for (pair, &(n, period)) in totals.iter().enumerate() {
                 if let Some(&i) = row_of.get(&name_of(pair)).filter(|_| n > 0) {
                     has_row[pair] = true;
-                    found.push((i, pair));
+                    row_totals[i] = (n, period);
                 }
             }
-            drop(row_of);
-            for row in rows.iter_mut() {
-                (row.total_samples, row.total_share, row.total_period) = (Some(0), Some(0.0), Some(0));
-            }
-            for (i, pair) in found {
-                let (n, period) = totals[pair];
-                let row = &mut rows[i];
-                (row.total_samples, row.total_share, row.total_period) = (Some(n), Some(share(period)), Some(period));
-            }
         }
-        let callers = totals.iter().zip(&has_row).filter(|(&(n, _), &has)| n > 0 && !has).count();
-        rows.reserve_exact(callers);
-        for (pair, &(n, period)) in totals.iter().enumerate() {
-            if n == 0 || has_row[pair] {
-                continue;
+        let candidates = rows
+            .iter()
+            .zip(&row_totals)
+            .enumerate()
+            .map(|(i, (row, &(n, period)))| Candidate {
+                totals: (period, n, row.self_period, row.self_samples),
+                name: &row.name,
+                object: &row.object,
+                source: Source::Row(i),
+            })
+            .chain(totals.iter().enumerate().filter(|&(pair, &(n, _))| n > 0 && !has_row[pair]).map(
+                |(pair, &(n, period))| {
+                    let (name, object) = name_of(pair);
+                    Candidate { totals: (period, n, 0, 0), name, object, source: Source::Pair(pair) }
+                },
+            ));
+        let (chosen, left_out) = match keep {
+            None => {
+                let mut all: Vec<Candidate> = candidates.collect();
+                all.sort_unstable();
+                (all, None)
             }
-            let (name, object) = name_of(pair);
-            rows.push(Row {
-                name: name.to_string(),
-                object: object.to_string(),
-                self_samples: 0,
-                self_share: 0.0,
-                self_period: 0,
-                total_samples: Some(n),
-                total_share: Some(share(period)),
-                total_period: Some(period),
-            });
+            Some(keep) => {
+                // The best `keep` in a heap whose top is the worst of them.
+                let mut best: std::collections::BinaryHeap<Candidate> = std::collections::BinaryHeap::new();
+                let mut left_out = RowsLeftOut::default();
+                let mut leave_out = |c: &Candidate| {
+                    left_out.rows += 1;
+                    left_out.self_samples += c.totals.3;
+                    left_out.self_period += c.totals.2;
+                };
+                for c in candidates {
+                    if best.len() < keep {
+                        best.push(c);
+                    } else if best.peek().is_some_and(|worst| c < *worst) {
+                        if let Some(worst) = best.pop() {
+                            leave_out(&worst);
+                        }
+                        best.push(c);
+                    } else {
+                        leave_out(&c);
+                    }
+                }
+                (best.into_sorted_vec(), Some(left_out).filter(|l| l.rows > 0))
+            }
+        };
+        let chosen: Vec<(Source, (u64, u64, u64, u64))> = chosen.into_iter().map(|c| (c.source, c.totals)).collect();
+        let mut rows: Vec<Option<Row>> = rows.into_iter().map(Some).collect();
+        let mut table = Vec::with_capacity(chosen.len());
+        for (source, (period, n, _, _)) in chosen {
+            let mut row = match source {
+                Source::Row(i) => rows[i].take().expect("each row chosen once"),
+                Source::Pair(pair) => {
+                    let (name, object) = name_of(pair);
+                    Row {
+                        name: name.to_string(),
+                        object: object.to_string(),
+                        self_samples: 0,
+                        self_share: 0.0,
+                        self_period: 0,
+                        total_samples: None,
+                        total_share: None,
+                        total_period: None,
+                    }
+                }
+            };
+            (row.total_samples, row.total_share, row.total_period) = (Some(n), Some(share(period)), Some(period));
+            table.push(row);
         }
-        rows.sort_unstable_by(|a, b| {
-            (b.total_period, b.total_samples, b.self_period, b.self_samples)
-                .cmp(&(a.total_period, a.total_samples, a.self_period, a.self_samples))
-                .then_with(|| a.name.cmp(&b.name))
-                .then_with(|| a.object.cmp(&b.object))
-        });
-        rows
+        (table, left_out)
     }
 
     /// Brendan Gregg's folded stacks: `root;caller;leaf COUNT` per distinct stack of
@@ -752,7 +924,7 @@ mod tests {
         let mut symbolizer = Symbolizer::default();
         let (located, graph) = locate_with_graph(&profile, &mut symbolizer);
         let graph = graph.unwrap();
-        let rows = graph.with_totals(flat(&located, By::Function));
+        let rows = graph.with_totals(flat(&located, By::Function), None).0;
         let row = |name: &str| rows.iter().find(|r| r.name == name).unwrap();
         // By total, ties by self samples.
         assert_eq!(rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["x+0x20", "x+0x30", "x+0x10"]);
@@ -762,6 +934,11 @@ mod tests {
         assert_eq!((row("x+0x20").total_samples, row("x+0x20").self_samples), (Some(4), 1));
         assert_eq!((row("x+0x10").total_samples, row("x+0x10").self_samples), (Some(3), 3));
         assert_eq!(graph.folded(), "x+0x30;x+0x20 1\nx+0x30;x+0x20;x+0x20;x+0x10 3\n");
+        // Only the first row made: the others counted, their self samples summed.
+        let (first, left_out) = graph.with_totals(flat(&located, By::Function), Some(1));
+        assert_eq!(first[..], rows[..1]);
+        assert_eq!(left_out, Some(RowsLeftOut { rows: 2, self_samples: 3, self_period: 30 }));
+        assert_eq!(graph.with_totals(flat(&located, By::Function), Some(3)), (rows.clone(), None));
         let mut empty = profile.clone();
         empty.stacks.clear();
         assert!(locate_with_graph(&empty, &mut symbolizer).1.is_none());

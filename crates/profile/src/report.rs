@@ -4,7 +4,7 @@
 //! computed here as data; `render::profile` prints it and `render::json` writes it (this
 //! struct is the `--json` schema).
 
-use super::aggregate::{self, By, CallGraph, Located, Row, SourceRegions};
+use super::aggregate::{self, By, CallGraph, Located, Row, RowsLeftOut, SourceRegions};
 use super::callers::{self, Direction, JsonNode, TreeNode};
 use super::error::ProfileError;
 use super::format::{self, Profile, Weight};
@@ -27,11 +27,21 @@ pub struct ReportOptions {
     pub callees: Option<String>,
     /// perf report's sort keys (`comm,dso`): the terminal table groups by them instead.
     pub sort: Option<String>,
+    /// Make only the first N rows of the by-function table (the others are counted in
+    /// [`FlatReport::functions_left_out`]); None: every row (`--json` lists them all).
+    pub function_rows: Option<usize>,
 }
 
 impl Default for ReportOptions {
     fn default() -> ReportOptions {
-        ReportOptions { by: By::Function, group_by_source: None, callers: None, callees: None, sort: None }
+        ReportOptions {
+            by: By::Function,
+            group_by_source: None,
+            callers: None,
+            callees: None,
+            sort: None,
+            function_rows: None,
+        }
     }
 }
 
@@ -105,8 +115,12 @@ pub struct FlatReport {
     pub lost: u64,
     /// Samples per thread.
     pub tasks: Vec<TaskSamples>,
-    /// Rows per function, largest first.
+    /// Rows per function, largest first (the first
+    /// [`ReportOptions::function_rows`] of them when it is set).
     pub functions: Vec<Row>,
+    /// The by-function rows not made (with [`ReportOptions::function_rows`]).
+    #[serde(skip)]
+    pub functions_left_out: Option<RowsLeftOut>,
     /// Rows per source line, largest first.
     pub lines: Vec<Row>,
     /// Rows per object, largest first.
@@ -154,6 +168,15 @@ impl FlatReport {
             _ => &self.table,
         }
     }
+
+    /// The rows of the terminal table that were not made (only the by-function table
+    /// leaves rows out, with [`ReportOptions::function_rows`]).
+    pub fn table_left_out(&self) -> Option<RowsLeftOut> {
+        match self.table_kind {
+            TableKind::Function => self.functions_left_out,
+            _ => None,
+        }
+    }
 }
 
 /// A report with the symbolised samples and call graph it was made from (for folded
@@ -176,11 +199,22 @@ pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileE
     let sort_keys = opts.sort.as_deref().map(sort::parse_keys).transpose()?;
     let mut symbolizer = Symbolizer::default();
     let (located, graph) = aggregate::locate_with_graph(profile, &mut symbolizer);
-    let functions = || {
+    let (functions, functions_left_out) = {
         let rows = aggregate::flat(&located, By::Function);
         match &graph {
-            Some(g) => g.with_totals(rows),
-            None => rows,
+            Some(g) => g.with_totals(rows, opts.function_rows),
+            None => match opts.function_rows {
+                Some(keep) if rows.len() > keep => {
+                    let left: &[Row] = &rows[keep..];
+                    let left_out = RowsLeftOut {
+                        rows: left.len(),
+                        self_samples: left.iter().map(|r| r.self_samples).sum(),
+                        self_period: left.iter().map(|r| r.self_period).sum(),
+                    };
+                    (rows[..keep].to_vec(), Some(left_out))
+                }
+                _ => (rows, None),
+            },
         }
     };
     let mut warnings = std::mem::take(&mut symbolizer.warnings);
@@ -228,7 +262,8 @@ pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileE
         period: profile.total_period(),
         lost: profile.lost,
         tasks: task_samples(profile, &located),
-        functions: functions(),
+        functions,
+        functions_left_out,
         lines: aggregate::flat(&located, By::Line),
         objects: aggregate::flat(&located, By::Object),
         regions: region_rows,

@@ -112,7 +112,7 @@ fn runtime_profile(bytes: &[u8], comm: &str, sampled: &[u64], more: &[(&str, u64
         size,
         name: name.to_string(),
         unnamed: false,
-        code: Some(crate::format::CodeBytes::new(start, &bytes[(start - 0x1000) as usize..])),
+        code: Some(Box::new(crate::format::CodeBytes::new(start, &bytes[(start - 0x1000) as usize..]))),
     };
     let mut jit_symbols = vec![symbol("F", 0x1000, bytes.len() as u64)];
     jit_symbols.extend(more.iter().map(|(name, start)| symbol(name, *start, 0x1000 + bytes.len() as u64 - start)));

@@ -126,7 +126,7 @@ impl CodeCapture {
             } else {
                 (symbol.start, symbol.start + symbol.size.min(MAX_SYMBOL_BYTES))
             };
-            symbol.code = self.bytes(pid, from, to, symbol.start);
+            symbol.code = self.bytes(pid, from, to, symbol.start).map(Box::new);
             missing += usize::from(symbol.code.is_none());
         }
         if let Some((why, pages)) = &self.failure {

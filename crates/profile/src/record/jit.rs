@@ -91,13 +91,13 @@ pub(crate) struct JitObjects {
     /// ([`jitmap::names_for`]).
     maps: HashMap<u32, Option<JitMap>>,
     /// Per pid: the object of its runtime code.
-    objects: HashMap<u32, u32>,
+    objects: rustc_hash::FxHashMap<u32, u32>,
     /// Per sampled runtime (pid, address): where it lay, as its number in `place_list`
     /// (1.2 M sampled addresses lie in a handful of mappings).
-    places: HashMap<(u32, u64), u32>,
+    places: rustc_hash::FxHashMap<(u32, u64), u32>,
     /// Every distinct place, and its number.
     place_list: Vec<Place>,
-    place_ids: HashMap<Place, u32>,
+    place_ids: rustc_hash::FxHashMap<Place, u32>,
     /// Per pid: the jitdump file it mapped, read at the end for the sampled addresses
     /// only (a jitdump of 10⁷ records held whole took over 2 GB).
     jitdumps: HashMap<u32, String>,
@@ -285,18 +285,23 @@ impl JitObjects {
         // The mapping's path is shared, not copied per sampled address (1.2 M frames).
         let place = place.map(|(path, start, pgoff, anonymous)| (path.clone(), start, pgoff, anonymous));
         let (path, start, pgoff, anonymous) = place.unwrap_or_else(|| (std::rc::Rc::from(""), 0, 0, true));
-        if !self.places.contains_key(&(pid, address)) {
+        if let std::collections::hash_map::Entry::Vacant(vacant) = self.places.entry((pid, address)) {
             let place = Place { path, start, pgoff, anonymous };
-            let id = match self.place_ids.get(&place) {
-                Some(&id) => id,
-                None => {
-                    let id = self.place_list.len() as u32;
-                    self.place_list.push(place.clone());
-                    self.place_ids.insert(place, id);
-                    id
-                }
+            // Frames come in runs from one mapping: the last place first, without
+            // hashing its path.
+            let id = match self.place_list.last() {
+                Some(last) if *last == place => self.place_list.len() as u32 - 1,
+                _ => match self.place_ids.get(&place) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.place_list.len() as u32;
+                        self.place_list.push(place.clone());
+                        self.place_ids.insert(place, id);
+                        id
+                    }
+                },
             };
-            self.places.insert((pid, address), id);
+            vacant.insert(id);
         }
         Some(FrameRef { space: Space::User, object: Some(object), offset: address })
     }
@@ -305,7 +310,8 @@ impl JitObjects {
     /// region per run of sampled addresses (in one mapping, at most [`REGION_GAP`]
     /// apart), each once, sorted by (object, start).
     pub(crate) fn symbols(&self, profile: &Profile) -> Vec<JitSymbol> {
-        let pid_of: HashMap<u32, u32> = self.objects.iter().map(|(&pid, &o)| (o, pid)).collect();
+        // Looked up for every sampled address: hashed with rustc-hash.
+        let pid_of: rustc_hash::FxHashMap<u32, u32> = self.objects.iter().map(|(&pid, &o)| (o, pid)).collect();
         // Sorted, each once: a set would cost three times as much for 1.2 M addresses.
         let mut addresses: Vec<(u32, u64)> = profile
             .samples
@@ -343,16 +349,42 @@ impl JitObjects {
             }
         }
         // Sorted by (object, start) at the end; the first symbol for a start is kept.
-        let mut symbols: Vec<JitSymbol> = Vec::new();
+        // At most one per sampled address: room made once, not grown by doubling.
+        let mut symbols: Vec<JitSymbol> = Vec::with_capacity(addresses.len());
         // Unnamed addresses per (object, place number), in address order.
         let mut unnamed: BTreeMap<(u32, u32), Vec<u64>> = BTreeMap::new();
+        // Where each sampled address lay, in the same order as `addresses`: walked
+        // beside them, not looked up one by one (1.2 M lookups in a map of 1.2 M places
+        // were a tenth of `show`).
+        let mut placed: Vec<(u32, u64, u32)> = self
+            .places
+            .iter()
+            .filter_map(|(&(pid, address), &place)| Some((*self.objects.get(&pid)?, address, place)))
+            .collect();
+        placed.sort_unstable();
+        let mut next_placed = 0;
+        let mut place_of = |object: u32, address: u64| {
+            while placed.get(next_placed).is_some_and(|&(o, a, _)| (o, a) < (object, address)) {
+                next_placed += 1;
+            }
+            placed.get(next_placed).filter(|&&(o, a, _)| (o, a) == (object, address)).map(|&(_, _, place)| place)
+        };
+        // What names one object's addresses (they come object by object): its map held
+        // whole, or the names read for them.
+        let mut current = None;
         for (object, address) in addresses {
-            let pid = pid_of[&object];
-            let named = match self.maps.get(&pid) {
-                Some(map) => map.as_ref().and_then(|m| m.lookup(address)),
-                None => {
-                    streamed.get(&pid).and_then(|n| n.get(&address)).map(|(s, size, name)| (*s, *size, name.as_str()))
+            let (held, read) = match current {
+                Some((o, held, read)) if o == object => (held, read),
+                _ => {
+                    let pid = pid_of[&object];
+                    let found = (self.maps.get(&pid), streamed.get(&pid));
+                    current = Some((object, found.0, found.1));
+                    found
                 }
+            };
+            let named = match held {
+                Some(map) => map.as_ref().and_then(|m| m.lookup(address)),
+                None => read.and_then(|n| n.get(&address)).map(|(s, size, name)| (*s, *size, name.as_str())),
             };
             match named {
                 Some((start, size, name)) => {
@@ -369,12 +401,13 @@ impl JitObjects {
                     }
                 }
                 None => {
-                    if let Some(&place) = self.places.get(&(pid, address)) {
+                    if let Some(place) = place_of(object, address) {
                         unnamed.entry((object, place)).or_default().push(address);
                     }
                 }
             }
         }
+        drop(placed);
         for ((object, place), addresses) in unnamed {
             let place = &self.place_list[place as usize];
             let mut run_start = addresses[0];
@@ -384,11 +417,14 @@ impl JitObjects {
                     last = address;
                     continue;
                 }
-                let name = if place.anonymous {
+                let mut name = if place.anonymous {
                     format!("[anon {run_start:#x}]")
                 } else {
                     format!("{}+{:#x}", basename(&place.path), run_start - place.start + place.pgoff)
                 };
+                // `format!` leaves room to grow (28 bytes for 18); 1.2 M of them keep
+                // only what they hold.
+                name.shrink_to_fit();
                 symbols.push(JitSymbol {
                     object,
                     start: run_start,
@@ -401,8 +437,11 @@ impl JitObjects {
                 last = address;
             }
         }
-        // Stable: of symbols with the same start, the first pushed (a named one) stays.
-        symbols.sort_by_key(|j| (j.object, j.start));
+        // Of symbols with the same start, the named one stays, else the first by name
+        // (sorted in place: a stable sort's buffer of 1.2 M symbols was a peak of its own).
+        symbols.sort_unstable_by(|a, b| {
+            (a.object, a.start, a.unnamed).cmp(&(b.object, b.start, b.unnamed)).then_with(|| a.name.cmp(&b.name))
+        });
         symbols.dedup_by_key(|j| (j.object, j.start));
         symbols.shrink_to_fit();
         symbols

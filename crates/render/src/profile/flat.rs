@@ -73,14 +73,17 @@ fn table(r: &FlatReport, limit: usize) -> String {
         let room = width.map(|w| w.saturating_sub(used));
         let _ = writeln!(out, "{share} {counts}  {}", function_label_within(&row.name, &row.object, room));
     }
-    if rows.len() > limit {
-        let rest = &rows[limit..];
-        let mut counts = format!("{:>9}", rest.iter().map(|r| r.self_samples).sum::<u64>());
+    // Rows past the limit: those made and not shown, and those not made at all.
+    let rest = &rows[limit.min(rows.len())..];
+    let not_made = r.table_left_out().unwrap_or_default();
+    let more_rows = rest.len() + not_made.rows;
+    if more_rows > 0 {
+        let mut counts = format!("{:>9}", rest.iter().map(|r| r.self_samples).sum::<u64>() + not_made.self_samples);
         if events {
-            counts += &format!(" {:>12}", rest.iter().map(|r| r.self_period).sum::<u64>());
+            counts += &format!(" {:>12}", rest.iter().map(|r| r.self_period).sum::<u64>() + not_made.self_period);
         }
         let indent = if totals { 16 } else { 8 };
-        let more = format!("{:indent$}{counts}  ({} more rows; --limit to see them)", "", rows.len() - limit);
+        let more = format!("{:indent$}{counts}  ({more_rows} more rows; --limit to see them)", "");
         let _ = writeln!(out, "{}", color::dim(&more));
     }
     out
@@ -321,5 +324,47 @@ mod tests {
         let main = callers::tree(&graph, "x+0x40", Direction::Callees).unwrap();
         let printed = tree_lines(&main, " → ", 0.0).join("\n");
         assert!(printed.contains("x+0x30 [x] → x+0x10 [x]"), "single-child chains on one line:\n{printed}");
+    }
+
+    /// A report that made only the rows it shows prints what a report of every row
+    /// prints: the same rows and the same `N more rows` line with the same sums.
+    #[test]
+    fn a_table_of_only_the_shown_rows_prints_the_same() {
+        use perflab_profile::format::{FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount};
+        use perflab_profile::report::{build, ReportOptions};
+        let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
+        let sample = |offset, count| SampleCount {
+            pid: 1,
+            tid: 1,
+            space: Space::User,
+            object: Some(0),
+            offset,
+            count,
+            period: count * 10,
+        };
+        let stack = |frames: Vec<u32>, count| StackCount { pid: 1, tid: 1, frames, count, period: count * 10 };
+        // Unreadable object: functions are `x+0xOFFSET`; 0x30 and 0x40 only call.
+        let profile = Profile {
+            event: "cpu-clock".into(),
+            frequency_hz: 1000,
+            objects: vec![ObjectRef { path: "/nonexistent/x".into() }],
+            samples: vec![sample(0x10, 3), sample(0x20, 2), sample(0x50, 1)],
+            frames: vec![user(0x10), user(0x20), user(0x30), user(0x40), user(0x50)],
+            stacks: vec![stack(vec![0, 2, 3], 3), stack(vec![1, 3], 2), stack(vec![4, 2, 3], 1)],
+            ..Profile::default()
+        };
+        for limit in [1, 2, 4] {
+            let all = build(&profile, &ReportOptions::default()).unwrap();
+            let options = ReportOptions { function_rows: Some(limit), ..ReportOptions::default() };
+            let shown = build(&profile, &options).unwrap();
+            assert_eq!(all.flat.functions.len(), 5);
+            assert_eq!(shown.flat.functions[..], all.flat.functions[..limit]);
+            let left_out = shown.flat.functions_left_out.expect("rows left out");
+            assert_eq!(left_out.rows, 5 - limit);
+            assert_eq!(left_out.self_samples, all.flat.functions[limit..].iter().map(|r| r.self_samples).sum::<u64>());
+            let printed = report(&shown.flat, limit);
+            assert_eq!(printed, report(&all.flat, limit));
+            assert!(printed.contains(&format!("({} more rows; --limit to see them)", 5 - limit)), "{printed}");
+        }
     }
 }
