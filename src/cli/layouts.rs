@@ -36,44 +36,116 @@ fn program_of(b: &LayoutBuild) -> Option<PathBuf> {
     first.contains('/').then(|| PathBuf::from(first))
 }
 
-/// Run every layout's build command (stderr says which), stopping at the first failure;
-/// a layout whose build inputs were built before is copied from `cache` instead.
-pub fn build(builds: &[LayoutBuild], cache: &LayoutCache) -> Result<Built, Failure> {
+/// Only a program whose path carries the seed is this layout's own file to keep (cache).
+fn own_program(b: &LayoutBuild) -> Option<PathBuf> {
+    program_of(b).filter(|p| p.to_string_lossy().contains(&b.seed.to_string()))
+}
+
+/// The cache's patterns of `builds`' own programs (layout programs a comparison left
+/// behind do not change the keys).
+fn patterns_of(builds: &[LayoutBuild]) -> Vec<ProgramPattern> {
+    builds.iter().filter_map(|b| ProgramPattern::of(&own_program(b)?, b.seed)).collect()
+}
+
+/// Build layout `b` (number `i` of `total`, for the message), or copy it from `cache`
+/// when its build inputs were built before.
+fn build_one(
+    b: &LayoutBuild,
+    (i, total): (usize, usize),
+    cache: &LayoutCache,
+    patterns: &[ProgramPattern],
+) -> Result<Built, Failure> {
     let mut built = Built::default();
-    // Only a program whose path carries the seed is this layout's own file to keep.
-    let own_program = |b: &LayoutBuild| program_of(b).filter(|p| p.to_string_lossy().contains(&b.seed.to_string()));
-    let patterns: Vec<ProgramPattern> =
-        builds.iter().filter_map(|b| ProgramPattern::of(&own_program(b)?, b.seed)).collect();
-    for (i, b) in builds.iter().enumerate() {
-        let Some(command) = &b.build.prepare else { continue };
-        let program = own_program(b);
-        // No key without a cache: it reads the repositories (git) and hashes every input.
-        let key = program.as_ref().filter(|_| cache.enabled()).map(|p| cache.key(command, p, &patterns));
-        if let (Some(key), Some(program)) = (&key, &program) {
-            if cache.restore(key, program) {
-                built.cached += 1;
-                continue;
-            }
-        }
-        eprintln!("perflab: building {} ({}/{}): {}", escape(&b.build.name), i + 1, builds.len(), escape(command));
-        let started = Instant::now();
-        perflab_sys::command::run_shell(command, None, false)
-            .map_err(|e| Failure::CommandFailed(format!("building {} failed: {e}", b.build.name)))?;
-        built.seconds += started.elapsed().as_secs_f64();
-        if let (Some(key), Some(program)) = (&key, &program) {
-            if program.is_file() {
-                cache.store(key, program);
-            }
+    let Some(command) = &b.build.prepare else { return Ok(built) };
+    let program = own_program(b);
+    // No key without a cache: it reads the repositories (git) and hashes every input.
+    let key = program.as_ref().filter(|_| cache.enabled()).map(|p| cache.key(command, p, patterns));
+    if let (Some(key), Some(program)) = (&key, &program) {
+        if cache.restore(key, program) {
+            built.cached = 1;
+            return Ok(built);
         }
     }
+    eprintln!("perflab: building {} ({}/{}): {}", escape(&b.build.name), i + 1, total, escape(command));
+    let started = Instant::now();
+    perflab_sys::command::run_shell(command, None, false)
+        .map_err(|e| Failure::CommandFailed(format!("building {} failed: {e}", b.build.name)))?;
+    built.seconds = started.elapsed().as_secs_f64();
+    if let (Some(key), Some(program)) = (&key, &program) {
+        if program.is_file() {
+            cache.store(key, program);
+        }
+    }
+    Ok(built)
+}
+
+/// Said once the builds are done: how many layouts the cache served.
+fn say_cached(built: &Built, total: usize, cache: &LayoutCache) {
     if built.cached > 0 {
         eprintln!(
             "perflab: {} of {} layouts from the layout cache ({}; --no-layout-cache builds them afresh)",
             built.cached,
-            builds.len(),
+            total,
             escape(&cache.dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default())
         );
     }
+}
+
+/// Run every layout's build command (stderr says which), stopping at the first failure;
+/// a layout whose build inputs were built before is copied from `cache` instead.
+pub fn build(builds: &[LayoutBuild], cache: &LayoutCache) -> Result<Built, Failure> {
+    let mut built = Built::default();
+    let patterns = patterns_of(builds);
+    for (i, b) in builds.iter().enumerate() {
+        let one = build_one(b, (i, builds.len()), cache, &patterns)?;
+        built.seconds += one.seconds;
+        built.cached += one.cached;
+    }
+    say_cached(&built, builds.len(), cache);
+    Ok(built)
+}
+
+/// Whether a pair's two layouts are built at once: when this process may use two CPUs
+/// or more (affinity and cgroup quota included), the two links take about the time of
+/// one. Nothing is measured while they build, so they disturb no run.
+pub fn builds_concurrently() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+}
+
+/// `builds` (a pair's two layouts) built at the same time, each started in the order
+/// given; the seconds are the wall time until the last is done, and a failure is the
+/// first in `builds`' order (both are waited for).
+pub fn build_at_once(builds: &[LayoutBuild], cache: &LayoutCache) -> Result<Built, Failure> {
+    let patterns = patterns_of(builds);
+    let started = Instant::now();
+    let results: Vec<Result<Built, Failure>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = builds
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let patterns = &patterns;
+                scope.spawn(move || build_one(b, (i, builds.len()), cache, patterns))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| Err(Failure::CommandFailed("a layout build's thread panicked".into())))
+            })
+            .collect()
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut built = Built::default();
+    let mut ran = false;
+    for one in results {
+        let one = one?;
+        built.cached += one.cached;
+        ran |= one.seconds > 0.0;
+    }
+    // The builds overlapped: their wall time, not the sum of theirs (a pair all from the
+    // cache costs no build time, as sequentially).
+    built.seconds = if ran { elapsed } else { 0.0 };
+    say_cached(&built, builds.len(), cache);
     Ok(built)
 }
 
@@ -139,6 +211,8 @@ struct Pairs<'a> {
     budget: AutoBudget,
     quiet: bool,
     first_programs: Vec<PathBuf>,
+    /// A pair's two layouts built at once ([`builds_concurrently`]).
+    concurrent: bool,
 }
 
 impl PairRunner for Pairs<'_> {
@@ -156,11 +230,10 @@ impl PairRunner for Pairs<'_> {
         // linked one after the other, docs/statistics.md), and with the baseline always
         // first that pushed every pair's ratio the same way.
         let order_seed = layouts::seed(layout_base(self.args), "layout pair build order", index as u32);
-        let built = if order_seed.is_multiple_of(2) {
-            build(&builds, self.cache)?
-        } else {
-            build(&[builds[1].clone(), builds[0].clone()], self.cache)?
-        };
+        // Built at once when two CPUs or more are there (each started in that order).
+        let ordered =
+            if order_seed.is_multiple_of(2) { builds.clone() } else { vec![builds[1].clone(), builds[0].clone()] };
+        let built = if self.concurrent { build_at_once(&ordered, self.cache)? } else { build(&ordered, self.cache)? };
         let mut pair = args_for_builds(self.args, &builds, 1);
         pair.layouts = None;
         pair.experiment.rounds = Some(rounds);
@@ -253,6 +326,42 @@ pub fn auto(args: &CompareArgs, templates: &[Build], cache: &LayoutCache) -> Res
         // A line per pair, as the builds have, also into a log: only --no-progress hides them.
         quiet: args.experiment.runner.no_progress,
         first_programs: Vec::new(),
+        concurrent: builds_concurrently(),
     };
     layouts_auto::run(&mut pairs, budget, (&templates[0].name, &templates[1].name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(version: &str, seed: u64, prepare: String) -> LayoutBuild {
+        LayoutBuild {
+            version: version.to_string(),
+            seed,
+            build: Build { name: format!("{version}@L1"), value: String::new(), prepare: Some(prepare) },
+        }
+    }
+
+    /// Each build waits (up to 20 s) for the other to have started: built one after the
+    /// other, the first would give up and fail. No timing is asserted.
+    #[test]
+    fn a_pairs_two_layouts_build_at_once_and_a_failure_is_the_first_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let waits_for = |me: &str, other: &str| {
+            format!(
+                "touch {d}/{me}.started; i=0; while [ ! -e {d}/{other}.started ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done; [ -e {d}/{other}.started ] && touch {d}/{me}.out"
+            )
+        };
+        let cache = LayoutCache::open(true);
+        let pair = [layout("a", 1, waits_for("a", "b")), layout("b", 2, waits_for("b", "a"))];
+        let built = build_at_once(&pair, &cache).unwrap();
+        assert!(dir.path().join("a.out").is_file() && dir.path().join("b.out").is_file());
+        assert!(built.seconds > 0.0 && built.cached == 0, "{built:?}");
+        // Both failing: the error is the first build's (in the order given), whatever ends first.
+        let failing = [layout("a", 1, "sleep 0.2; exit 3".into()), layout("b", 2, "exit 4".into())];
+        let err = build_at_once(&failing, &cache).unwrap_err().to_string();
+        assert!(err.contains("building a@L1 failed"), "{err}");
+    }
 }

@@ -82,6 +82,11 @@ fn main() {
         // Measured (docs/statistics.md): an idle machine, and load ~14 on its 2 cores.
         Pace { name: "idle", cost: PairCost { build_s: 0.03, overhead_s: 0.03, run_s: 0.035 } },
         Pace { name: "load ~14", cost: PairCost { build_s: 0.17, overhead_s: 0.06, run_s: 0.2 } },
+        // Measured at load 4–6 (12:05, release build, loop10, 4 runs each of 30 s at the
+        // same minutes): before the two links ran at once and the helper left its cgroup,
+        // and after (a pair's builds 0.10 s in all: `build_s` is half of it, two links).
+        Pace { name: "load ~5, before", cost: PairCost { build_s: 0.068, overhead_s: 0.037, run_s: 0.063 } },
+        Pace { name: "load ~5, links at once", cost: PairCost { build_s: 0.05, overhead_s: 0.02, run_s: 0.062 } },
     ];
     println!("\nWithin --max-time {budget_s:.0} s ({runs} runs a row):");
     println!("| layout spread | pace | +3 % found | same source called different | pairs, median (+3 %) | s, median (+3 %) |");
