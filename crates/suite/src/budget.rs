@@ -415,6 +415,9 @@ impl Executor for Gate {
     fn elapsed(&self) -> Duration {
         self.clock.now() + self.reserve.get()
     }
+    fn set_aside(&self) -> Duration {
+        self.reserve.get()
+    }
     fn interrupted(&self) -> bool {
         self.stop.load(Ordering::SeqCst) || self.inner.interrupted()
     }

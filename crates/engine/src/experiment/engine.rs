@@ -10,6 +10,7 @@ use crate::executor::{Executor, RunError};
 use crate::plan::schedule::{LookSchedule, RoundPlanner};
 use crate::plan::Plan;
 use perflab_model::{CommandResult, Experiment, Mode, Run, StopReason};
+use std::time::Duration;
 
 /// The group-sequential horizon is planned this much beyond the rounds that fit in
 /// `--max-time` at the first rounds' pace, so that later rounds a little faster than
@@ -205,7 +206,7 @@ fn rounds(
         let warmup = warmups_left > 0;
         let first_round = measured == 0 && warmups_left == settings.warmup_rounds;
         let round = planner.next_round();
-        let round_started = executor.elapsed();
+        let round_started = time_spent(executor);
         for (position, &index) in round.order.iter().enumerate() {
             let name = plan.commands[index].name.clone();
             let mut keep = |run: Box<Run>, experiment: &mut Experiment| -> Result<(), ExperimentError> {
@@ -300,7 +301,7 @@ fn rounds(
             }
             busy.looks += 1;
             busy.previous_look = measured;
-            let pace = (executor.elapsed() - since).as_secs_f64() / measured as f64;
+            let pace = time_spent(executor).saturating_sub(since).as_secs_f64() / measured as f64;
             let time_left = settings.max_time_s - executor.elapsed().as_secs_f64();
             let affordable = (measured as f64 + HORIZON_MARGIN * (time_left / pace.max(1e-9)).max(0.0))
                 .min(settings.max_rounds as f64);
@@ -371,6 +372,12 @@ fn rounds(
 
 /// Why a successful run of `name` fails the experiment: it lacks a compared metric it
 /// should have printed (never counted as a zero).
+/// The executor's clock without the time it set aside (see [`Executor::set_aside`]): what
+/// the rounds' pace is measured on.
+fn time_spent(executor: &dyn Executor) -> Duration {
+    executor.elapsed().saturating_sub(executor.set_aside())
+}
+
 fn missing_printed_metric(plan: &Plan, name: &str, run: &Run) -> Option<String> {
     let missing = plan.printed_metrics().into_iter().find(|m| run.metric(m).is_none())?;
     let why = run.counters.get(&missing).and_then(|c| c.reason.clone());
@@ -619,6 +626,48 @@ mod tests {
         let e = run_experiment(&plan(2, exact), &mut Simulated::new(3, vec![0.05, 0.05], Noise::none()), &mut Quiet)
             .unwrap();
         assert_eq!((e.stop_reason, e.rounds), (StopReason::FixedRounds, 30));
+    }
+
+    /// A simulated machine whose clock runs ahead by a reserve set aside for later (a
+    /// suite's `--budget` keeps one for its benchmarks' endings), growing to 50 s in the
+    /// first few rounds.
+    struct SetAside(Simulated);
+
+    impl SetAside {
+        fn reserve(&self) -> Duration {
+            Duration::from_secs_f64((self.0.elapsed().as_secs_f64() * 100.0).min(50.0))
+        }
+    }
+
+    impl Executor for SetAside {
+        fn run(&mut self, index: usize, pad_bytes: Option<usize>) -> Result<Run, RunError> {
+            self.0.run(index, pad_bytes)
+        }
+        fn elapsed(&self) -> Duration {
+            self.0.elapsed() + self.reserve()
+        }
+        fn set_aside(&self) -> Duration {
+            self.reserve()
+        }
+        fn interrupted(&self) -> bool {
+            self.0.interrupted()
+        }
+        fn machine(&self) -> perflab_model::Machine {
+            self.0.machine()
+        }
+    }
+
+    #[test]
+    fn time_set_aside_moves_the_deadline_but_not_the_pace() {
+        // 10 ms runs too noisy to decide soon, 120 s: 50 s set aside leave ~70 s of rounds.
+        // Counted as the rounds' time, the reserve made the first looks plan a horizon of a
+        // few dozen rounds, and the experiment ended at 18 (768 when it is left out).
+        let settings = Settings { max_time_s: 120.0, ..Settings::default() };
+        let noisy = Noise { run_sigma: 0.2, ..Noise::none() };
+        let mut machine = SetAside(Simulated::new(8, vec![0.01, 0.01], noisy));
+        let e = run_experiment(&plan(2, settings), &mut machine, &mut Quiet).unwrap();
+        assert!(e.rounds > 300, "{} rounds in the 70 s left, {:?}", e.rounds, e.stop_reason);
+        assert!(machine.0.elapsed().as_secs_f64() <= 71.0, "{:?}", machine.0.elapsed());
     }
 
     #[test]
