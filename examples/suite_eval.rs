@@ -391,9 +391,7 @@ fn replay_all(out: &str, blocks: &[Block]) -> Vec<Replays> {
                 let before = replays.len();
                 for (bench, level, fixed) in needed(block) {
                     let key = replay_key(&bench.name, level, fixed);
-                    if !replays.contains_key(&key) {
-                        replays.insert(key, bench.perflab(level, fixed, 17 + block.number));
-                    }
+                    replays.entry(key).or_insert_with(|| bench.perflab(level, fixed, 17 + block.number));
                 }
                 if replays.len() != before {
                     std::fs::write(&path, serde_json::to_string(&replays).expect("replays as JSON"))

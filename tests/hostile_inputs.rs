@@ -605,7 +605,7 @@ fn error_lines_quote_a_long_value_shortened_with_its_length() {
         vec!["compare".to_string(), format!("{long}-no-such-program"), "true".into()],
         vec!["compare".to_string(), "--metric".into(), format!("{long}x"), "true".into(), "true".into()],
     ] {
-        let line = refused(&mut perflab().args(&args));
+        let line = refused(perflab().args(&args));
         assert!(line.len() < 2_500, "{} bytes: {}…", line.len(), &line[..200]);
         assert!(line.contains("characters"), "{line}");
     }

@@ -243,7 +243,7 @@ fn auto_main(
         );
         Ok(())
     });
-    let written = write_outputs(&args, &outputs, &style, &experiment);
+    let written = write_outputs(args, &outputs, &style, &experiment);
     saved.transpose()?;
     written?;
     super::outcome(&experiment, "rounds")?;

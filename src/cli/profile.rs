@@ -570,7 +570,24 @@ pub fn main_top(args: TopArgs) -> Result<(), Failure> {
 /// A profile file (perflab's or perf.data), its reading's warnings on stderr, only the
 /// samples `select` keeps (and how many that is, said on stderr).
 fn load(path: &Path, event: Option<&str>, filter: &SampleFilter) -> Result<Profile, Failure> {
-    let loaded = profile::input::load(path, event)?;
+    selected(path, profile::input::load(path, event)?, filter)
+}
+
+/// Two profiles loaded at once, one per CPU (each load is one thread's work: `diff`
+/// of two files of 1.2 M distinct frames took twice one `show`), their warnings said
+/// in order, old first.
+fn load_both(paths: [&Path; 2], event: Option<&str>, filter: &SampleFilter) -> Result<(Profile, Profile), Failure> {
+    let (old, new) = std::thread::scope(|scope| {
+        let old = scope.spawn(|| profile::input::load(paths[0], event));
+        let new = profile::input::load(paths[1], event);
+        (old.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), new)
+    });
+    let old = selected(paths[0], old?, filter)?;
+    Ok((old, selected(paths[1], new?, filter)?))
+}
+
+/// A loaded profile's warnings said, and only the samples `filter` selects kept.
+fn selected(path: &Path, loaded: profile::input::Loaded, filter: &SampleFilter) -> Result<Profile, Failure> {
     eprint!("{}", render::warnings(&loaded.warnings));
     let mut profile = loaded.profile;
     if !filter.is_empty() {
@@ -777,8 +794,7 @@ pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
         None => args.by,
     };
     let filter = args.select.filter(&args.symbols.symbols);
-    let old = load(&args.old, args.event.as_deref(), &filter)?;
-    let new = load(&args.new, args.event.as_deref(), &filter)?;
+    let (old, new) = load_both([&args.old, &args.new], args.event.as_deref(), &filter)?;
     if let Some(path) = &args.flamegraph {
         for (p, path) in [(&old, &args.old), (&new, &args.new)] {
             if p.stacks.is_empty() {
@@ -797,7 +813,8 @@ pub fn main_diff(args: DiffArgs) -> Result<(), Failure> {
     if let Some(path) = &args.flamegraph {
         let title = format!("perflab diff {} → {}", args.old.display(), args.new.display());
         // Each profile's call graph, then the profile without what only its graph
-        // needed: two profiles of 1.2 M distinct frames are not held beside both graphs.
+        // needed: two profiles of 1.2 M distinct frames are not held beside both graphs
+        // (the graphs built at once, one per CPU, took 0.25 s less and 70 MB more).
         let (mut old, mut new) = (old, new);
         let old_graph = flame::call_graph(&old);
         drop_call_stacks(&mut old);

@@ -5,8 +5,9 @@
 //! and caller/callee trees.
 
 use super::error::{ProfileError, UnknownChoice};
-use super::format::{Profile, Space, StackCount, Weight};
+use super::format::{JitSymbol, Profile, Space, StackCount, Weight};
 use super::jitmap;
+use super::names::{NameList, Names};
 use super::symbolize::{basename, Location, Symbolizer};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -183,6 +184,13 @@ impl<'a> Resolver<'a> {
     /// The name of runtime code at `offset` (its address) from the profile's JIT
     /// symbols, `[unknown]` outside them; None when the place is not runtime code.
     fn runtime_name(&mut self, space: Space, object: Option<u32>, offset: u64) -> Option<&'a str> {
+        let symbols = &self.profile.jit_symbols;
+        Some(self.runtime_symbol(space, object, offset)?.map_or(UNKNOWN, |i| symbols[i].name.as_str()))
+    }
+
+    /// The number of the JIT symbol holding runtime code at `offset` (None outside them);
+    /// None when the place is not runtime code.
+    fn runtime_symbol(&mut self, space: Space, object: Option<u32>, offset: u64) -> Option<Option<usize>> {
         let profile: &'a Profile = self.profile;
         let object = object.filter(|&o| space == Space::User && self.runtime[o as usize])?;
         // The recorder writes them sorted by (object, start).
@@ -203,8 +211,7 @@ impl<'a> Resolver<'a> {
         if let Some(i) = i {
             self.last_runtime_symbol = i;
         }
-        let symbol = i.map(|i| &symbols[i]).filter(|j| j.object == object && offset - j.start < j.size);
-        Some(symbol.map_or("[unknown]", |j| j.name.as_str()))
+        Some(i.filter(|&i| symbols[i].object == object && offset - symbols[i].start < symbols[i].size))
     }
 
     fn resolve(&mut self, space: Space, object: Option<u32>, offset: u64) -> Location {
@@ -280,9 +287,8 @@ fn locate_in(profile: &Profile, resolver: &mut Resolver) -> Vec<Located> {
 /// hold indices (150 stacks of 8,000 distinct frames took ~0.9 GB with a pair of
 /// strings per frame); the stacks' frames lie in one array.
 pub struct CallGraph {
-    /// Every distinct function and object name, once (the set's index dropped once
-    /// the graph is built: nothing looks a name up afterwards).
-    names: Vec<Box<str>>,
+    /// Every distinct function and object name, once.
+    names: NameList,
     /// Every distinct (function, object basename) pair, as indices into `names`.
     pairs: Vec<(u32, u32)>,
     /// Per frame of the profile: its pair.
@@ -313,24 +319,25 @@ struct GraphStack {
     period: u64,
 }
 
-/// Each distinct name once, numbered in order of appearance: a map that is also the
-/// list (each name held once, not in a list and again as a map's key), hashed with
-/// rustc-hash (1.2 M JIT names spent a sixth of `show` in SipHash).
-type Names = indexmap::IndexMap<Box<str>, (), rustc_hash::FxBuildHasher>;
+/// Runtime code outside every symbol.
+const UNKNOWN: &str = "[unknown]";
 
-/// The number of `name`, numbered when new (hashed once either way).
-fn intern(names: &mut Names, name: &str) -> u32 {
-    use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
-    use std::hash::BuildHasher;
-    let hash = names.hasher().hash_one(name);
-    match names.raw_entry_mut_v1().from_key_hashed_nocheck(hash, name) {
-        RawEntryMut::Occupied(entry) => entry.index() as u32,
-        RawEntryMut::Vacant(entry) => {
-            let id = entry.index() as u32;
-            entry.insert_hashed_nocheck(hash, name.into(), ());
-            id
-        }
-    }
+/// Is `symbol` a region named by its own start (`[anon 0x…]`: code in anonymous memory
+/// that nothing names, as the recorder names it)?
+fn is_anonymous_region(symbol: &JitSymbol) -> bool {
+    let start = symbol.name.strip_prefix("[anon 0x").and_then(|rest| rest.strip_suffix(']'));
+    symbol.unnamed && start.and_then(|hex| u64::from_str_radix(hex, 16).ok()) == Some(symbol.start)
+}
+
+/// Do the anonymous regions' names differ from each other and from every other runtime
+/// name? Then each is numbered without looking it up. They do when the runtime code is
+/// one process's, its symbols start at different addresses (as the recorder writes
+/// them: sorted, one per start) and no other runtime name begins as theirs do; two
+/// processes' regions at one address share a name, and are looked up.
+fn anonymous_regions_unique(profile: &Profile) -> bool {
+    let symbols = &profile.jit_symbols;
+    symbols.windows(2).all(|w| w[0].object == w[1].object && w[0].start < w[1].start)
+        && !symbols.iter().any(|s| s.name.starts_with("[anon ") && !is_anonymous_region(s))
 }
 
 /// The number of the (function, object) name pair `pair`, numbered in `pairs` when new:
@@ -438,7 +445,10 @@ impl CallGraph {
         }
         // Room for a name per frame made once (at most that many, plus their objects'):
         // grown by doubling, 1.2 M names were copied 20 times over.
-        let mut names = Names::with_capacity_and_hasher(profile.frames.len(), Default::default());
+        let mut names = Names::with_capacity(profile.frames.len(), 24 * profile.frames.len());
+        // Per runtime symbol: the number of its name, once met (its frames share it).
+        let mut symbol_names = vec![u32::MAX; profile.jit_symbols.len()];
+        let anonymous_unique = anonymous_regions_unique(profile);
         // Per function name: the first pair it made (most functions lie in one object,
         // so most pairs are found without hashing); the other pairs in a map.
         let mut first_pair: Vec<u32> = Vec::new();
@@ -446,17 +456,33 @@ impl CallGraph {
         let mut pairs = Vec::new();
         let mut inlined = HashMap::new();
         let mut frame_pairs = Vec::with_capacity(profile.frames.len());
+        let mut jit_object = None;
         for (i, f) in profile.frames.iter().enumerate() {
             // Runtime code is named from the profile's own symbols, borrowed: no
             // location built per frame, and no inlined functions (it has no DWARF).
-            let pair = match resolver.runtime_name(f.space, f.object, f.offset) {
-                Some(name) => (intern(&mut names, name), intern(&mut names, JIT_OBJECT)),
+            let pair = match resolver.runtime_symbol(f.space, f.object, f.offset) {
+                Some(symbol) => {
+                    let function = match symbol {
+                        Some(s) if symbol_names[s] != u32::MAX => symbol_names[s],
+                        Some(s) => {
+                            let symbol = &profile.jit_symbols[s];
+                            symbol_names[s] = if anonymous_unique && is_anonymous_region(symbol) {
+                                names.push_new(&symbol.name)
+                            } else {
+                                names.intern(&symbol.name)
+                            };
+                            symbol_names[s]
+                        }
+                        None => names.intern(UNKNOWN),
+                    };
+                    (function, *jit_object.get_or_insert_with(|| names.intern(JIT_OBJECT)))
+                }
                 None => {
                     let l = resolver.resolve_shared(f.space, f.object, f.offset);
-                    let pair = (intern(&mut names, &l.function), intern(&mut names, basename(&l.object)));
+                    let pair = (names.intern(&l.function), names.intern(basename(&l.object)));
                     let inlined_here = resolver.inlined(f.space, f.object, f.offset);
                     if !inlined_here.is_empty() {
-                        inlined.insert(i as u32, inlined_here.iter().map(|n| intern(&mut names, n)).collect());
+                        inlined.insert(i as u32, inlined_here.iter().map(|n| names.intern(n)).collect());
                     }
                     pair
                 }
@@ -466,7 +492,7 @@ impl CallGraph {
         let (stack_frames, stacks) = laid_out(&profile.stacks);
         let period = stacks.iter().map(|s| s.period).sum();
         Some(CallGraph {
-            names: names.into_keys().collect(),
+            names: names.into_list(),
             pairs,
             frame_pairs,
             inlined,
@@ -478,10 +504,15 @@ impl CallGraph {
         })
     }
 
+    /// A name by its number.
+    fn name(&self, n: u32) -> &str {
+        self.names.get(n)
+    }
+
     /// The (function, object basename) of a frame of the profile.
     fn frame_names(&self, frame: u32) -> (&str, &str) {
         let (function, object) = self.pairs[self.frame_pairs[frame as usize] as usize];
-        (&self.names[function as usize], &self.names[object as usize])
+        (self.name(function), self.name(object))
     }
 
     /// A stack's frame indices, leaf first.
@@ -513,7 +544,7 @@ impl CallGraph {
                 names.push(FrameName { function, object, kind: FrameKind::Code });
                 if let Some(inlined) = self.inlined.get(&f) {
                     names.extend(inlined.iter().rev().map(|&n| FrameName {
-                        function: &self.names[n as usize],
+                        function: self.name(n),
                         object,
                         kind: FrameKind::Inlined,
                     }));
@@ -573,7 +604,7 @@ impl CallGraph {
             .filter(|(_, (samples, _))| *samples > 0)
             .map(|(pair, totals)| {
                 let (function, object) = self.pairs[pair];
-                ((&*self.names[function as usize], &*self.names[object as usize]), totals)
+                ((self.name(function), self.name(object)), totals)
             })
             .collect()
     }
@@ -588,7 +619,7 @@ impl CallGraph {
         let totals = self.inclusive_by_pair();
         let name_of = |pair: usize| {
             let (function, object) = self.pairs[pair];
-            (&*self.names[function as usize], &*self.names[object as usize])
+            (self.name(function), self.name(object))
         };
         // The rows there are, and per pair with samples but no row a row to come: each
         // a candidate ordered by totals, then self, then names — built as a row only
@@ -942,6 +973,57 @@ mod tests {
         let mut empty = profile.clone();
         empty.stacks.clear();
         assert!(locate_with_graph(&empty, &mut symbolizer).1.is_none());
+    }
+
+    #[test]
+    fn runtime_regions_are_one_function_per_name_whether_or_not_looked_up() {
+        use crate::format::{FrameRef, ObjectRef, StackCount};
+        let region = |object: u32, start: u64, name: &str, unnamed: bool| JitSymbol {
+            object,
+            start,
+            size: 0x10,
+            name: name.into(),
+            unnamed,
+            code: None,
+        };
+        let frame = |object: u32, offset: u64| FrameRef { space: Space::User, object: Some(object), offset };
+        let graph_of = |jit_symbols: Vec<JitSymbol>, frames: Vec<FrameRef>| {
+            let profile = Profile {
+                event: "cpu-clock".into(),
+                objects: vec![ObjectRef { path: "[jit:1]".into() }, ObjectRef { path: "[jit:2]".into() }],
+                stacks: (0..frames.len() as u32)
+                    .map(|f| StackCount { pid: 1, tid: 1, frames: vec![f], count: 1, period: 1 })
+                    .collect(),
+                frames,
+                jit_symbols,
+                ..Profile::default()
+            };
+            let mut symbolizer = Symbolizer::default();
+            let graph = locate_with_graph(&profile, &mut symbolizer).1.unwrap();
+            let mut totals: Vec<(String, u64)> =
+                graph.inclusive().into_iter().map(|((f, o), (samples, _))| (format!("{f} {o}"), samples)).collect();
+            totals.sort();
+            (anonymous_regions_unique(&profile), totals)
+        };
+        // One process: each region its own function, numbered without a lookup; a
+        // second frame in a region is the same function.
+        let one = vec![region(0, 0x100, "[anon 0x100]", true), region(0, 0x200, "[anon 0x200]", true)];
+        let (unique, totals) = graph_of(one, vec![frame(0, 0x100), frame(0, 0x208), frame(0, 0x201)]);
+        assert!(unique);
+        assert_eq!(totals, [("[anon 0x100] [jit]".to_string(), 1), ("[anon 0x200] [jit]".to_string(), 2)]);
+        // Two processes with a region at one address, and a named function that reads
+        // like a region: looked up, so each name is one function.
+        let two = vec![
+            region(0, 0x100, "[anon 0x100]", true),
+            region(0, 0x300, "[anon 0x100]", false),
+            region(1, 0x100, "[anon 0x100]", true),
+        ];
+        let (unique, totals) = graph_of(two, vec![frame(0, 0x100), frame(0, 0x300), frame(1, 0x104), frame(1, 0x999)]);
+        assert!(!unique);
+        assert_eq!(totals, [("[anon 0x100] [jit]".to_string(), 3), ("[unknown] [jit]".to_string(), 1)]);
+        // A region not named by its own start is looked up too.
+        let odd = vec![region(0, 0x100, "[anon 0x200]", true), region(0, 0x200, "[anon 0x200]", true)];
+        assert!(!graph_of(odd, vec![frame(0, 0x100)]).0);
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub mod input;
 pub mod jitmap;
 pub mod kernel;
 pub(crate) mod mca;
+pub(crate) mod names;
 pub(crate) mod notes;
 pub mod offcpu;
 pub mod record;

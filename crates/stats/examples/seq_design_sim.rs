@@ -193,7 +193,7 @@ fn main() {
             (d.to_string(), design)
         })
         .collect();
-    let with_fixed = args.get(6).map_or(true, |a| a != "nofixed");
+    let with_fixed = args.get(6).is_none_or(|a| a != "nofixed");
     println!(
         "{count} series per line; paired σ {:.2} %; horizon {horizon} rounds; α {alpha}; ±{:.0} % threshold",
         sigma * 100.0,

@@ -225,10 +225,10 @@ impl Store {
             // An empty file is a new database to SQLite (and the user asked to store
             // into it); a device, FIFO or foreign file is not.
             if let Some(what) = sqlite::not_a_database(Path::new(path), true) {
-                return Err(StoreError::NotAStore { path: path.to_string(), what }.into());
+                return Err(StoreError::NotAStore { path: path.to_string(), what });
             }
             if Path::new(path).exists() && !sqlite::writable(Path::new(path)) {
-                return Err(StoreError::NotWritable(path.to_string()).into());
+                return Err(StoreError::NotWritable(path.to_string()));
             }
             Box::new(sqlite::Sqlite::open(Path::new(path)).map_err(|source| StoreError::Open {
                 path: path.to_string(),
@@ -241,7 +241,7 @@ impl Store {
             if postgres::is_unavailable(&e) {
                 StoreError::Database(e.context(format!("database {}", store.location)))
             } else {
-                StoreError::Schema { location: store.location.clone(), cause: e }.into()
+                StoreError::Schema { location: store.location.clone(), cause: e }
             }
         })?;
         Ok(store)
@@ -341,8 +341,7 @@ impl Store {
                 path: path.to_string(),
                 version,
                 wanted: schema_version(),
-            }
-            .into());
+            });
         }
         Ok(store)
     }

@@ -135,20 +135,20 @@ pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result
         .find(|b| b.name == args.bench)
         .ok_or_else(|| BisectError::NoSuchBenchmark { bench: args.bench.clone(), suite: args.suite.clone() })?;
     if !bench.uses_build() {
-        return Err(BisectError::NoBuildPlaceholder(bench.name.clone()).into());
+        return Err(BisectError::NoBuildPlaceholder(bench.name.clone()));
     }
     let mut resolver = LabelResolver { db: args.db.as_deref(), experiments: None };
     let good = resolve(&repo, &args.good, &mut resolver)?;
     let bad = resolve(&repo, &args.bad, &mut resolver)?;
     if git(&repo, &["merge-base", "--is-ancestor", &good, &bad]).is_err() {
-        return Err(BisectError::NotAncestor { good: args.good.clone(), bad: args.bad.clone() }.into());
+        return Err(BisectError::NotAncestor { good: args.good.clone(), bad: args.bad.clone() });
     }
     let commits: Vec<String> = git(&repo, &["rev-list", "--ancestry-path", "--reverse", &format!("{good}..{bad}")])?
         .lines()
         .map(str::to_string)
         .collect();
     if commits.is_empty() {
-        return Err(BisectError::SameCommit.into());
+        return Err(BisectError::SameCommit);
     }
     let scratch = ScratchDir::create()?;
 
@@ -192,7 +192,7 @@ pub fn bisect(args: &BisectRequest, observer: &mut dyn BisectObserver) -> Result
     // The bad end must really be slower, or there is nothing to find.
     let (bad_is_slower, bad_end) = measure(&bad, None)?;
     if !bad_is_slower {
-        return Err(BisectError::NotSlower { good: args.good.clone(), bad: args.bad.clone() }.into());
+        return Err(BisectError::NotSlower { good: args.good.clone(), bad: args.bad.clone() });
     }
     // Invariant: commits[hi] is bad; everything up to lo-1 (and good) is good.
     let (mut lo, mut hi) = (0usize, commits.len() - 1);
@@ -260,9 +260,9 @@ fn resolve(repo: &Path, rev: &str, labels: &mut LabelResolver) -> Result<String,
         .find_map(|e| e.git_commit.clone())
         .ok_or_else(|| BisectError::UnknownRevision { rev: rev.to_string(), repo: repo.to_path_buf() })?;
     let commit = commit.trim_end_matches("-dirty");
-    Ok(git(repo, &["rev-parse", "--verify", "--quiet", &format!("{commit}^{{commit}}")]).map_err(|_| {
+    git(repo, &["rev-parse", "--verify", "--quiet", &format!("{commit}^{{commit}}")]).map_err(|_| {
         BisectError::LabelCommitMissing { rev: rev.to_string(), commit: commit.to_string(), repo: repo.to_path_buf() }
-    })?)
+    })
 }
 
 fn short(commit: &str) -> &str {

@@ -42,9 +42,13 @@ pub(crate) struct Converter {
     location_ids: FxHashMap<LocationKey, u32>,
     /// Per location in order of appearance: (samples, summed period).
     locations: Vec<(u64, u64)>,
-    /// Every distinct frame → its number (hashed with rustc-hash: 1.2 M distinct frames
-    /// spent seconds in SipHash here and in the maps beside it).
-    frame_ids: FxHashMap<FrameRef, u32>,
+    /// Every distinct frame, in the order numbered: the profile's `frames` as they stand.
+    frames: Vec<FrameRef>,
+    /// Each frame's number, found by its hash: (number in `frames`, 32 bits of the
+    /// hash). 8 bytes an entry, not the 32 of a map from frames to numbers, and grown
+    /// without reading a frame again: at 1.2 M distinct frames the map's cache misses
+    /// were a third of `show`. (hashed with rustc-hash: SipHash took seconds there.)
+    frame_ids: hashbrown::HashTable<(u32, u32)>,
     /// (pid, tid, frame ids leaf first) → its number in `stacks`.
     stack_ids: FxHashMap<StackKey, u32>,
     /// Per stack in order of appearance: (samples, summed period).
@@ -74,7 +78,8 @@ impl Converter {
             live: HashMap::new(),
             location_ids: FxHashMap::default(),
             locations: Vec::new(),
-            frame_ids: FxHashMap::default(),
+            frames: Vec::new(),
+            frame_ids: hashbrown::HashTable::new(),
             stack_ids: FxHashMap::default(),
             stacks: Vec::new(),
             timeline: Vec::new(),
@@ -212,6 +217,7 @@ impl Converter {
         let location = *self.location_ids.entry(key).or_insert(next);
         if location == next {
             self.locations.push((0, 0));
+            self.new_frame(pid, leaf);
         }
         let entry = &mut self.locations[location as usize];
         entry.0 += count;
@@ -238,48 +244,78 @@ impl Converter {
         self.off_cpu.switched_out(time, pid, tid, ids);
     }
 
+    /// The mapping of `pid` live now that holds `address`.
+    fn mapping(&self, pid: u32, address: u64) -> Option<&Mapping> {
+        self.spaces.get(&pid).and_then(|s| s.range(..=address).next_back()).map(|(_, m)| m).filter(|m| address < m.end)
+    }
+
     /// An address normalised against `pid`'s mappings live now: (object, file offset)
     /// in an object file, the process's runtime code (JIT, SBCL) by address.
     fn locate(&mut self, pid: u32, address: u64, kernel: bool) -> FrameRef {
         if kernel {
             return FrameRef { space: Space::Kernel, object: None, offset: address };
         }
-        let mapping = self
-            .spaces
-            .get(&pid)
-            .and_then(|s| s.range(..=address).next_back())
-            .map(|(_, m)| m)
-            .filter(|m| address < m.end);
-        let place = match mapping {
+        let in_mapping = match self.mapping(pid, address) {
             Some(m) if m.contents == Contents::Object => {
                 return FrameRef { space: Space::User, object: Some(m.object), offset: address - m.start + m.pgoff }
             }
-            Some(m) => {
-                let anonymous = matches!(m.contents, Contents::Runtime { anonymous: true });
-                Some((&m.path, m.start, m.pgoff, anonymous))
-            }
-            None => None,
+            Some(_) => true,
+            None => false,
         };
-        self.jit.attribute(pid, address, place, &mut self.objects).unwrap_or(FrameRef {
+        self.jit.attribute(pid, address, in_mapping, &mut self.objects).unwrap_or(FrameRef {
             space: Space::Unmapped,
             object: None,
             offset: address,
         })
     }
 
+    /// `frame`, located in `pid` just now, is new to the profile (as a frame or a
+    /// sampled location): runtime code keeps where it lay, to be named at the end.
+    fn new_frame(&mut self, pid: u32, frame: FrameRef) {
+        if !self.jit.is_runtime_code(pid, frame.object) {
+            return;
+        }
+        // The mapping's path is shared, not copied per sampled address (1.2 M frames).
+        let place = self
+            .mapping(pid, frame.offset)
+            .map(|m| (m.path.clone(), m.start, m.pgoff, matches!(m.contents, Contents::Runtime { anonymous: true })));
+        if let Some(object) = frame.object {
+            self.jit.place(object, frame.offset, place);
+        }
+    }
+
     /// Frame ids (leaf first) of a sampled location and its callers in `chain`, every
     /// frame numbered once per profile.
     fn stack_ids(&mut self, pid: u32, leaf: FrameRef, chain: &[u64]) -> Vec<u32> {
-        let frames: Vec<FrameRef> = std::iter::once(leaf)
-            .chain(callers(chain).map(|(address, kernel)| self.locate(pid, address, kernel)))
-            .collect();
-        frames
-            .into_iter()
-            .map(|frame| {
-                let next = self.frame_ids.len() as u32;
-                *self.frame_ids.entry(frame).or_insert(next)
-            })
-            .collect()
+        let mut ids = Vec::with_capacity(chain.len());
+        ids.push(self.frame_id(pid, leaf));
+        for (address, kernel) in callers(chain) {
+            let frame = self.locate(pid, address, kernel);
+            ids.push(self.frame_id(pid, frame));
+        }
+        ids
+    }
+
+    /// The number of `frame` (located in `pid`), numbered when new.
+    fn frame_id(&mut self, pid: u32, frame: FrameRef) -> u32 {
+        use std::hash::BuildHasher;
+        let hash = rustc_hash::FxBuildHasher.hash_one(frame) as u32;
+        let frames = &self.frames;
+        let entry = self.frame_ids.entry(
+            crate::names::spread(hash),
+            |&(id, h)| h == hash && frames[id as usize] == frame,
+            |&(_, h)| crate::names::spread(h),
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(found) => found.get().0,
+            hashbrown::hash_table::Entry::Vacant(vacant) => {
+                let id = self.frames.len() as u32;
+                vacant.insert((id, hash));
+                self.frames.push(frame);
+                self.new_frame(pid, frame);
+                id
+            }
+        }
     }
 
     /// Everything interpreted so far, into `profile`.
@@ -307,11 +343,8 @@ impl Converter {
             })
             .collect();
         drop(location_keys);
-        let mut frames = vec![FrameRef { space: Space::Unmapped, object: None, offset: 0 }; self.frame_ids.len()];
-        for (frame, id) in self.frame_ids {
-            frames[id as usize] = frame;
-        }
-        profile.frames = frames;
+        self.frame_ids = hashbrown::HashTable::new();
+        profile.frames = std::mem::take(&mut self.frames);
         let mut stack_keys: Vec<StackKey> = vec![(0, 0, Vec::new()); self.stacks.len()];
         for (key, id) in std::mem::take(&mut self.stack_ids) {
             stack_keys[id as usize] = key;
@@ -333,7 +366,7 @@ impl Converter {
         drop(stack_keys);
         profile.timeline = timeline(&self.timeline, self.first_time, &sample_index, &stack_index, &profile.samples);
         profile.objects = self.objects.list;
-        profile.jit_symbols = self.jit.symbols(profile);
+        profile.jit_symbols = self.jit.symbols();
     }
 }
 

@@ -11,7 +11,7 @@
 //! perf_jit) has its code named from that file instead of a perf map.
 
 use super::objects::Objects;
-use crate::format::{FrameRef, JitSymbol, Profile, Space};
+use crate::format::{FrameRef, JitSymbol, Space};
 use crate::jitmap::{self, JitMap};
 use crate::symbolize::basename;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -92,9 +92,11 @@ pub(crate) struct JitObjects {
     maps: HashMap<u32, Option<JitMap>>,
     /// Per pid: the object of its runtime code.
     objects: rustc_hash::FxHashMap<u32, u32>,
-    /// Per sampled runtime (pid, address): where it lay, as its number in `place_list`
-    /// (1.2 M sampled addresses lie in a handful of mappings).
-    places: rustc_hash::FxHashMap<(u32, u64), u32>,
+    /// Per sampled runtime (object, address), pushed when the converter first saw it:
+    /// where it lay, as its number in `place_list` (1.2 M sampled addresses lie in a
+    /// handful of mappings; a list, not a map: the converter's own maps already tell a
+    /// new address, and growing a second map of 1.2 M was a tenth of `show`).
+    placed: Vec<(u32, u64, u32)>,
     /// Every distinct place, and its number.
     place_list: Vec<Place>,
     place_ids: rustc_hash::FxHashMap<Place, u32>,
@@ -260,18 +262,18 @@ impl JitObjects {
     }
 
     /// The runtime-code frame of `address` in `pid`, which lies in a mapping of runtime
-    /// code (`place`: path, start, file offset, anonymous) or, with `place` None, outside
-    /// every mapping — then only if the process's perf map names it.
+    /// code (`in_mapping`) or outside every mapping — then only if the process's perf map
+    /// names it.
     pub(crate) fn attribute(
         &mut self,
         pid: u32,
         address: u64,
-        place: Option<(&std::rc::Rc<str>, u64, u64, bool)>,
+        in_mapping: bool,
         objects: &mut Objects,
     ) -> Option<FrameRef> {
         // Only an address outside every mapping needs the map now (is it runtime code at
         // all?); the others are named at the end from the sampled addresses alone.
-        if place.is_none() {
+        if !in_mapping {
             let jitdumps = &self.jitdumps;
             let map = self.maps.entry(pid).or_insert_with(|| match jitdumps.get(&pid) {
                 Some(path) => read_jitdump(path),
@@ -282,55 +284,56 @@ impl JitObjects {
             }
         }
         let object = *self.objects.entry(pid).or_insert_with(|| objects.id(&jitmap::runtime_object(pid)));
-        // The mapping's path is shared, not copied per sampled address (1.2 M frames).
-        let place = place.map(|(path, start, pgoff, anonymous)| (path.clone(), start, pgoff, anonymous));
-        let (path, start, pgoff, anonymous) = place.unwrap_or_else(|| (std::rc::Rc::from(""), 0, 0, true));
-        if let std::collections::hash_map::Entry::Vacant(vacant) = self.places.entry((pid, address)) {
-            let place = Place { path, start, pgoff, anonymous };
-            // Frames come in runs from one mapping: the last place first, without
-            // hashing its path.
-            let id = match self.place_list.last() {
-                Some(last) if *last == place => self.place_list.len() as u32 - 1,
-                _ => match self.place_ids.get(&place) {
-                    Some(&id) => id,
-                    None => {
-                        let id = self.place_list.len() as u32;
-                        self.place_list.push(place.clone());
-                        self.place_ids.insert(place, id);
-                        id
-                    }
-                },
-            };
-            vacant.insert(id);
-        }
         Some(FrameRef { space: Space::User, object: Some(object), offset: address })
     }
 
-    /// The symbols of every sampled runtime address: the perf map's, else one unnamed
-    /// region per run of sampled addresses (in one mapping, at most [`REGION_GAP`]
-    /// apart), each once, sorted by (object, start).
-    pub(crate) fn symbols(&self, profile: &Profile) -> Vec<JitSymbol> {
-        // Looked up for every sampled address: hashed with rustc-hash.
+    /// Is `object` the runtime code of `pid` (a frame [`attribute`](Self::attribute) made)?
+    pub(crate) fn is_runtime_code(&self, pid: u32, object: Option<u32>) -> bool {
+        object.is_some() && self.objects.get(&pid).copied() == object
+    }
+
+    /// Where the runtime frame (`object`, `address`) lay when first sampled: in the
+    /// mapping `place` (path, start, file offset, anonymous), or outside every mapping.
+    /// Told once per new frame or location (twice at most per address); the first wins.
+    pub(crate) fn place(&mut self, object: u32, address: u64, place: Option<(std::rc::Rc<str>, u64, u64, bool)>) {
+        let (path, start, pgoff, anonymous) = place.unwrap_or_else(|| (std::rc::Rc::from(""), 0, 0, true));
+        let place = Place { path, start, pgoff, anonymous };
+        // Frames come in runs from one mapping: the last place first, without hashing
+        // its path.
+        let id = match self.place_list.last() {
+            Some(last) if *last == place => self.place_list.len() as u32 - 1,
+            _ => match self.place_ids.get(&place) {
+                Some(&id) => id,
+                None => {
+                    let id = self.place_list.len() as u32;
+                    self.place_list.push(place.clone());
+                    self.place_ids.insert(place, id);
+                    id
+                }
+            },
+        };
+        self.placed.push((object, address, id));
+    }
+
+    /// The symbols of every sampled runtime address (each told to [`place`](Self::place)):
+    /// the perf map's, else one unnamed region per run of sampled addresses (in one
+    /// mapping, at most [`REGION_GAP`] apart), each once, sorted by (object, start).
+    pub(crate) fn symbols(&mut self) -> Vec<JitSymbol> {
         let pid_of: rustc_hash::FxHashMap<u32, u32> = self.objects.iter().map(|(&pid, &o)| (o, pid)).collect();
-        // Sorted, each once: a set would cost three times as much for 1.2 M addresses.
-        let mut addresses: Vec<(u32, u64)> = profile
-            .samples
-            .iter()
-            .map(|s| (s.object, s.offset))
-            .chain(profile.frames.iter().map(|f| (f.object, f.offset)))
-            .filter_map(|(object, address)| Some((object?, address)))
-            .filter(|(object, _)| pid_of.contains_key(object))
-            .collect();
-        addresses.sort_unstable();
-        addresses.dedup();
+        // Every sampled address once, sorted, with where it lay: one list, not a set
+        // (three times the cost at 1.2 M addresses) nor a second sorted list of them.
+        let mut addresses = std::mem::take(&mut self.placed);
+        // Stable: of an address told twice, the first place stays.
+        addresses.sort_by_key(|&(object, address, _)| (object, address));
+        addresses.dedup_by_key(|&mut (object, address, _)| (object, address));
         // The jitdumps and perf maps not held whole, read once each for the sampled
         // addresses.
         let mut streamed: HashMap<u32, BTreeMap<u64, (u64, u64, String)>> = HashMap::new();
         for (&pid, &object) in &self.objects {
             if !self.maps.contains_key(&pid) {
-                let first = addresses.partition_point(|&(o, _)| o < object);
-                let end = addresses.partition_point(|&(o, _)| o <= object);
-                let sampled: BTreeSet<u64> = addresses[first..end].iter().map(|&(_, a)| a).collect();
+                let first = addresses.partition_point(|&(o, _, _)| o < object);
+                let end = addresses.partition_point(|&(o, _, _)| o <= object);
+                let sampled: BTreeSet<u64> = addresses[first..end].iter().map(|&(_, a, _)| a).collect();
                 let names = match self.jitdumps.get(&pid) {
                     Some(path) => jitdump_names_for(path, &sampled).or_else(|| {
                         let whole = read_jitdump(path)?;
@@ -353,30 +356,14 @@ impl JitObjects {
         let mut symbols: Vec<JitSymbol> = Vec::with_capacity(addresses.len());
         // Unnamed addresses per (object, place number), in address order.
         let mut unnamed: BTreeMap<(u32, u32), Vec<u64>> = BTreeMap::new();
-        // Where each sampled address lay, in the same order as `addresses`: walked
-        // beside them, not looked up one by one (1.2 M lookups in a map of 1.2 M places
-        // were a tenth of `show`).
-        let mut placed: Vec<(u32, u64, u32)> = self
-            .places
-            .iter()
-            .filter_map(|(&(pid, address), &place)| Some((*self.objects.get(&pid)?, address, place)))
-            .collect();
-        placed.sort_unstable();
-        let mut next_placed = 0;
-        let mut place_of = |object: u32, address: u64| {
-            while placed.get(next_placed).is_some_and(|&(o, a, _)| (o, a) < (object, address)) {
-                next_placed += 1;
-            }
-            placed.get(next_placed).filter(|&&(o, a, _)| (o, a) == (object, address)).map(|&(_, _, place)| place)
-        };
         // What names one object's addresses (they come object by object): its map held
         // whole, or the names read for them.
         let mut current = None;
-        for (object, address) in addresses {
+        for (object, address, place) in addresses {
             let (held, read) = match current {
                 Some((o, held, read)) if o == object => (held, read),
                 _ => {
-                    let pid = pid_of[&object];
+                    let pid = pid_of.get(&object).copied().unwrap_or_default();
                     let found = (self.maps.get(&pid), streamed.get(&pid));
                     current = Some((object, found.0, found.1));
                     found
@@ -400,14 +387,9 @@ impl JitObjects {
                         });
                     }
                 }
-                None => {
-                    if let Some(place) = place_of(object, address) {
-                        unnamed.entry((object, place)).or_default().push(address);
-                    }
-                }
+                None => unnamed.entry((object, place)).or_default().push(address),
             }
         }
-        drop(placed);
         for ((object, place), addresses) in unnamed {
             let place = &self.place_list[place as usize];
             let mut run_start = addresses[0];
@@ -417,14 +399,11 @@ impl JitObjects {
                     last = address;
                     continue;
                 }
-                let mut name = if place.anonymous {
-                    format!("[anon {run_start:#x}]")
+                let name = if place.anonymous {
+                    region_name("[anon ", run_start, "]")
                 } else {
-                    format!("{}+{:#x}", basename(&place.path), run_start - place.start + place.pgoff)
+                    region_name(&format!("{}+", basename(&place.path)), run_start - place.start + place.pgoff, "")
                 };
-                // `format!` leaves room to grow (28 bytes for 18); 1.2 M of them keep
-                // only what they hold.
-                name.shrink_to_fit();
                 symbols.push(JitSymbol {
                     object,
                     start: run_start,
@@ -448,9 +427,34 @@ impl JitObjects {
     }
 }
 
+/// `before`, `address` in hex with `0x`, then `after`, in a string of exactly that
+/// length: `format!` guessed short, grew and left room (two allocations and 28 bytes for
+/// 18, a quarter of the converter's end at 1.2 M unnamed regions).
+fn region_name(before: &str, address: u64, after: &str) -> String {
+    use std::fmt::Write;
+    let digits = (64 - address.leading_zeros()).div_ceil(4).max(1) as usize;
+    let mut name = String::with_capacity(before.len() + 2 + digits + after.len());
+    name.push_str(before);
+    let _ = write!(name, "{address:#x}");
+    name.push_str(after);
+    name
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn region_names_are_made_at_their_exact_length() {
+        for (address, hex) in
+            [(0, "0x0"), (0xf, "0xf"), (0x10, "0x10"), (0x100000004, "0x100000004"), (u64::MAX, "0xffffffffffffffff")]
+        {
+            let name = region_name("[anon ", address, "]");
+            assert_eq!(name, format!("[anon {hex}]"));
+            assert_eq!(name.capacity(), name.len(), "{name}");
+        }
+        assert_eq!(region_name("sbcl.core+", 0x2a, ""), "sbcl.core+0x2a");
+    }
 
     #[test]
     fn mappings_are_told_apart_by_their_contents() {

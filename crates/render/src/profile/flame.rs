@@ -16,6 +16,7 @@ use perflab_profile::aggregate::{self, CallGraph, FrameKind, FrameName};
 use perflab_profile::diff::DiffUnit;
 use perflab_profile::format::{Profile, Weight};
 use perflab_profile::symbolize::Symbolizer;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 const WIDTH: f64 = 1200.0;
@@ -525,10 +526,14 @@ fn fill(node: &Node, mode: &Colouring) -> String {
 }
 
 fn describe(node: &Node, mode: &Colouring, total_old: f64, total_new: f64) -> String {
+    use std::fmt::Write;
     let f = &node.frame;
-    let mut name = f.function.to_string();
+    // One string written in place: a box's name and figures were four strings each,
+    // for each of 150,000 boxes.
+    let mut name = String::with_capacity(f.function.len() + f.object.len() + 64);
+    name.push_str(f.function);
     if !f.object.is_empty() && f.object != f.function {
-        name += &format!(" [{}]", f.object);
+        let _ = write!(name, " [{}]", f.object);
     }
     if f.kind == FrameKind::Inlined {
         name += " (inlined)";
@@ -536,7 +541,8 @@ fn describe(node: &Node, mode: &Colouring, total_old: f64, total_new: f64) -> St
     let share = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
     match mode {
         Colouring::Single { unit } => {
-            format!("{name}: {} {unit} ({:.2}%), {} own", node.new, share(node.new, total_new), node.new_self)
+            let _ = write!(name, ": {} {unit} ({:.2}%), {} own", node.new, share(node.new, total_new), node.new_self);
+            name
         }
         Colouring::Verdicts { changes, .. } => format!(
             "{name}: {:.3} → {:.3} per run ({:.2}% → {:.2}%){}",
@@ -573,8 +579,8 @@ fn describe(node: &Node, mode: &Colouring, total_old: f64, total_new: f64) -> St
 
 /// Names shown in the picture: control characters escaped (XML cannot carry most of
 /// them even as references), then escaped by the template where written.
-fn visible(text: &str) -> String {
-    perflab_sys::text::escape(text)
+fn visible(text: &str) -> Cow<'_, str> {
+    perflab_sys::text::escape_cow(text)
 }
 
 /// One box of the picture: a node of the tree, or several small siblings merged.
@@ -687,25 +693,25 @@ fn render<'a>(tree: &Tree<'a>, mode: &Colouring, title: &str, subtitle: &str, op
         let name = visible(node.frame.function);
         let chars = ((pw - 6.0) / CHAR_WIDTH).floor();
         let label = if chars < 3.0 {
-            String::new()
+            Cow::Borrowed("")
         } else if name.chars().count() as f64 <= chars {
             name.clone()
         } else {
-            name.chars().take(chars as usize - 2).collect::<String>() + ".."
+            Cow::Owned(name.chars().take(chars as usize - 2).collect::<String>() + "..")
         };
         boxes.push(FrameBox {
-            x,
-            w,
+            x: Fixed(x),
+            w: Fixed(w),
             depth: *depth,
             name,
-            tip: visible(&tip),
-            px,
-            y,
-            pw,
-            h: FRAME_HEIGHT - 1.0,
+            tip: perflab_sys::text::escape_owned(tip),
+            px: Fixed(px),
+            y: Fixed(y),
+            pw: Fixed(pw),
+            h: Fixed(FRAME_HEIGHT - 1.0),
             fill: colour,
-            tx: px + 3.0,
-            ty: y + FRAME_HEIGHT - 5.0,
+            tx: Fixed(px + 3.0),
+            ty: Fixed(y + FRAME_HEIGHT - 5.0),
             label,
         });
     }
@@ -717,19 +723,23 @@ fn render<'a>(tree: &Tree<'a>, mode: &Colouring, title: &str, subtitle: &str, op
         mid: WIDTH / 2.0,
         right: WIDTH - PAD,
         bottom_text: height - 8.0,
-        title: visible(title),
-        subtitle: visible(subtitle),
+        title: visible(title).into_owned(),
+        subtitle: visible(subtitle).into_owned(),
         boxes,
         script: SCRIPT,
     };
+    // Room made once: grown by doubling, the 40 MB of 150,000 boxes were copied twice.
+    let mut svg =
+        String::with_capacity(SCRIPT.len() + 4096 + page.boxes.iter().map(FrameBox::size_hint).sum::<usize>());
     // Rendering into a String fails only if a value's Display fails; none of these can.
-    page.render().unwrap_or_default()
+    let _ = page.render_into(&mut svg);
+    svg
 }
 
 /// The picture: every name in it (title, frames, tooltips) is escaped by the template.
 #[derive(Template)]
 #[template(path = "flame/flame.svg", escape = "html")]
-struct FlameSvg {
+struct FlameSvg<'a> {
     width: f64,
     height: f64,
     pad: f64,
@@ -739,27 +749,69 @@ struct FlameSvg {
     bottom_text: f64,
     title: String,
     subtitle: String,
-    boxes: Vec<FrameBox>,
+    boxes: Vec<FrameBox<'a>>,
     script: &'static str,
 }
 
 /// One drawn box; its numbers are formatted by the template to the precision the
 /// script reads as they are written (150,000 boxes of 150 samples × 1,024 frames held
 /// five strings each).
-struct FrameBox {
-    x: f64,
-    w: f64,
+struct FrameBox<'a> {
+    x: Fixed<6>,
+    w: Fixed<6>,
     depth: usize,
-    name: String,
+    name: Cow<'a, str>,
     tip: String,
-    px: f64,
-    y: f64,
-    pw: f64,
-    h: f64,
+    px: Fixed<2>,
+    y: Fixed<2>,
+    pw: Fixed<2>,
+    h: Fixed<2>,
     fill: String,
-    tx: f64,
-    ty: f64,
-    label: String,
+    tx: Fixed<2>,
+    ty: Fixed<2>,
+    label: Cow<'a, str>,
+}
+
+impl FrameBox<'_> {
+    /// About how many bytes the template writes for this box (names escaped as
+    /// they are, without their entities).
+    fn size_hint(&self) -> usize {
+        290 + 2 * self.name.len() + self.tip.len() + self.label.len()
+    }
+}
+
+/// A number written with at most `DECIMALS` digits after the point (trailing zeros
+/// dropped, as the picture's integral heights were written before), in integer
+/// arithmetic: `format!("{:.6}")` made a String per number through Grisu, and with
+/// the shortest form of the others a third of drawing 150,000 boxes. Written by hand:
+/// the float formatting crates (ryu) write the shortest form, not a fixed precision.
+#[derive(Clone, Copy)]
+struct Fixed<const DECIMALS: u32>(f64);
+
+impl<const DECIMALS: u32> std::fmt::Display for Fixed<DECIMALS> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scale = 10u64.pow(DECIMALS);
+        let scaled = (self.0.abs() * scale as f64).round();
+        // Beyond 2^53 an integer cannot hold every value (nor do decimals matter there):
+        // the shortest form.
+        if !scaled.is_finite() || scaled >= 9.0e15 {
+            return write!(f, "{}", self.0);
+        }
+        let scaled = scaled as u64;
+        if self.0 < 0.0 && scaled != 0 {
+            f.write_str("-")?;
+        }
+        let (whole, mut fraction) = (scaled / scale, scaled % scale);
+        if fraction == 0 {
+            return write!(f, "{whole}");
+        }
+        let mut digits = DECIMALS as usize;
+        while fraction % 10 == 0 {
+            fraction /= 10;
+            digits -= 1;
+        }
+        write!(f, "{whole}.{fraction:0digits$}")
+    }
 }
 
 /// Zoom, search and details for one flame graph; everything is looked up from the
@@ -784,6 +836,25 @@ mod tests {
 
     fn node<'a, 'b>(tree: &'b Tree<'a>, name: &str) -> &'b Node<'a> {
         tree.nodes.iter().find(|n| n.frame.function == name).unwrap()
+    }
+
+    #[test]
+    fn fixed_numbers_are_within_a_last_digit_of_format_without_trailing_zeros() {
+        for v in [0.0, 1.0, 0.5, 0.123456, 0.1234565, 0.9999996, 1e-7, 12.3, 1183.999, 1200.0, -3.25, -1e-9, 7.0e12] {
+            let fixed = Fixed::<6>(v).to_string();
+            let formatted = format!("{v:.6}");
+            // Ties may round the other way (v × 10⁶ is rounded once more than format's
+            // exact digits): one unit of the last place, a millionth of the width.
+            let apart = (fixed.parse::<f64>().unwrap() - formatted.parse::<f64>().unwrap()).abs();
+            assert!(apart <= 1.000001e-6 * v.abs().max(1.0), "{v}: {fixed} against {formatted}");
+            assert!(!fixed.contains('.') || !fixed.ends_with('0'), "{fixed}");
+        }
+        assert_eq!(Fixed::<2>(16.0).to_string(), "16");
+        assert_eq!(Fixed::<2>(13.4).to_string(), "13.4");
+        assert_eq!(Fixed::<2>(1.005).to_string(), "1");
+        assert_eq!(Fixed::<6>(0.0000005).to_string(), "0.000001");
+        assert_eq!(Fixed::<2>(f64::NAN).to_string(), "NaN");
+        assert_eq!(Fixed::<2>(1e300).to_string(), format!("{}", 1e300));
     }
 
     #[test]

@@ -157,11 +157,11 @@ pub fn build(experiments: &[StoredExperiment], options: &Selection) -> Result<Re
         experiments
             .retain(|e| e.machine_fingerprint.starts_with(wanted.as_str()) || e.experiment.machine.hostname == *wanted);
         if experiments.is_empty() {
-            return Err(ReportError::NoMachine(wanted.clone()).into());
+            return Err(ReportError::NoMachine(wanted.clone()));
         }
     }
     if experiments.is_empty() {
-        return Err(ReportError::NothingToReport.into());
+        return Err(ReportError::NothingToReport);
     }
     let labels = ordered_labels(&experiments);
     let builds = pair::paired_builds(experiments.iter().copied(), &labels);
@@ -172,7 +172,7 @@ pub fn build(experiments: &[StoredExperiment], options: &Selection) -> Result<Re
         MetricChoice::Decided(&options.metric)
     };
     if !experiments.iter().any(|e| !measured_values(e, &options.metric).is_empty()) {
-        return Err(ReportError::NoSuchMetric(options.metric.clone()).into());
+        return Err(ReportError::NoSuchMetric(options.metric.clone()));
     }
     let mut notes: Vec<String> = options.metric_note.iter().cloned().collect();
     let info = experiments
