@@ -16,9 +16,9 @@
 //! there without another round. Ending takes time too (each undecided benchmark's final
 //! analysis, its store, its cleanup): on the real clock the rounds stop early by a
 //! reserve for that — the benchmarks still running × the longest any benchmark's ending
-//! took so far (or, before any ended, four times its longest work between runs) — so
-//! that the run ends by the deadline; what is left
-//! past it (the round in flight, a reserve too small) is said as the overshoot.
+//! took so far, or four times a turn's usual work between runs if longer (see
+//! [`EndingGuess`]) — so that the run ends by the deadline; what is left past it (the
+//! round in flight, a reserve too small) is said as the overshoot.
 
 use perflab_engine::executor::{error::CleanupError, Executor, RunError};
 use perflab_engine::experiment::{run_experiment, ExperimentError, Observer, Progress};
@@ -43,6 +43,42 @@ const RESERVE_MARGIN: f64 = 1.5;
 /// many looks' work (on a loaded machine a guess from the lone benchmark without
 /// `{build}` that ended first was 4× too short: 8 s past a 20 s budget).
 const LOOK_TO_ENDING: f64 = 4.0;
+
+/// How long a benchmark's ending takes, as the reserve for the endings counts it: the
+/// longest ending seen, or [`LOOK_TO_ENDING`] times the 90th percentile of a turn's work
+/// between runs if that is longer (before any ended, it is all there is). A quantile,
+/// not the longest: one stall of 0.7 s between two rounds (the machine's, not the
+/// analysis's) once held back 52 s of a 4-minute budget for endings that took 1–2 s.
+#[derive(Debug)]
+struct EndingGuess {
+    /// A turn's work between runs, microseconds.
+    between: hdrhistogram::Histogram<u64>,
+    longest_ending_s: f64,
+}
+
+impl EndingGuess {
+    fn new() -> EndingGuess {
+        // 1 µs to an hour at 2 significant digits: a few kB whatever the rounds.
+        let between = hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 2).expect("valid constant bounds");
+        EndingGuess { between, longest_ending_s: 0.0 }
+    }
+
+    /// A turn's work between its runs took `seconds`.
+    fn between_runs(&mut self, seconds: f64) {
+        self.between.saturating_record((seconds.max(0.0) * 1e6) as u64);
+    }
+
+    /// A benchmark's ending took `seconds`.
+    fn ended(&mut self, seconds: f64) {
+        self.longest_ending_s = self.longest_ending_s.max(seconds);
+    }
+
+    /// The seconds one ending is counted as.
+    fn ending_s(&self) -> f64 {
+        let usual = if self.between.is_empty() { 0.0 } else { self.between.value_at_quantile(0.9) as f64 / 1e6 };
+        (LOOK_TO_ENDING * usual).max(self.longest_ending_s)
+    }
+}
 
 /// The clock the interleaved experiments share.
 #[derive(Debug, Clone)]
@@ -180,9 +216,9 @@ pub fn interleave(entries: Vec<Entry>, clock: Clock, budget_s: f64, observer: &m
     let mut ended = vec![false; total];
     let mut planned = false;
     let mut use_ = BudgetUse { budget_s, used_s: 0.0, ended_before: 0, stopped_at_deadline: 0, reserve_s: 0.0 };
-    // The reserve for endings: the longest ending or between-runs work of a turn so far
-    // (on the real clock only: simulated analyses take no simulated time).
-    let mut ending_s: f64 = 0.0;
+    // The reserve for endings (on the real clock only: simulated analyses take no
+    // simulated time).
+    let mut ending = EndingGuess::new();
     let mut turn_given = Instant::now();
     let real = matches!(clock, Clock::Real(_));
     let give_turn = |queue: &mut VecDeque<usize>, turns: &[Sender<()>]| {
@@ -209,8 +245,7 @@ pub fn interleave(entries: Vec<Entry>, clock: Clock, budget_s: f64, observer: &m
             }
             Event::Round(progress, runs) => {
                 if real {
-                    let between = turn_given.elapsed().saturating_sub(runs).as_secs_f64();
-                    ending_s = ending_s.max(LOOK_TO_ENDING * between);
+                    ending.between_runs(turn_given.elapsed().saturating_sub(runs).as_secs_f64());
                 }
                 rounds[bench] = progress.rounds;
                 observer.round_finished(bench, &progress);
@@ -218,8 +253,9 @@ pub fn interleave(entries: Vec<Entry>, clock: Clock, budget_s: f64, observer: &m
                 queue.push_back(bench);
                 if real {
                     let running = ended.iter().filter(|e| !**e).count();
-                    reserve.set(RESERVE_MARGIN * running as f64 * ending_s);
-                    use_.reserve_s = use_.reserve_s.max(RESERVE_MARGIN * running as f64 * ending_s);
+                    let reserved = RESERVE_MARGIN * running as f64 * ending.ending_s();
+                    reserve.set(reserved);
+                    use_.reserve_s = use_.reserve_s.max(reserved);
                 }
                 turn_given = Instant::now();
                 if !give_turn(&mut queue, &turns) {
@@ -238,8 +274,8 @@ pub fn interleave(entries: Vec<Entry>, clock: Clock, budget_s: f64, observer: &m
                 if real {
                     // An ending: the final analysis on the worker, the store and the
                     // cleanup here.
-                    ending_s = ending_s.max(turn_given.elapsed().as_secs_f64());
-                    reserve.set(RESERVE_MARGIN * ended.iter().filter(|e| !**e).count() as f64 * ending_s);
+                    ending.ended(turn_given.elapsed().as_secs_f64());
+                    reserve.set(RESERVE_MARGIN * ended.iter().filter(|e| !**e).count() as f64 * ending.ending_s());
                 }
                 turn_given = Instant::now();
                 if queue.is_empty() || !give_turn(&mut queue, &turns) {
@@ -432,6 +468,28 @@ impl Executor for Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_stall_between_rounds_does_not_set_the_reserve_but_an_ending_does() {
+        let mut guess = EndingGuess::new();
+        assert_eq!(guess.ending_s(), 0.0, "nothing seen, nothing reserved");
+        for _ in 0..99 {
+            guess.between_runs(0.010);
+        }
+        guess.between_runs(0.7);
+        // 4 × the usual 10 ms (to the histogram's 2 digits), not 4 × 0.7 s.
+        assert!((guess.ending_s() - 0.040).abs() < 0.001, "{}", guess.ending_s());
+        guess.ended(1.5);
+        assert_eq!(guess.ending_s(), 1.5, "an ending seen counts as it took");
+        // Turns that usually take long are counted so even after a short ending.
+        for _ in 0..1000 {
+            guess.between_runs(0.5);
+        }
+        assert!((guess.ending_s() - 2.0).abs() < 0.02, "{}", guess.ending_s());
+        guess.between_runs(-1.0);
+        guess.between_runs(1e9);
+        assert!(guess.ending_s().is_finite());
+    }
     use perflab_engine::executor::simulated::{Noise, Simulated};
     use perflab_engine::measure::MeasureOptions;
     use perflab_engine::plan::Compared;
