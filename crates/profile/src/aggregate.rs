@@ -929,15 +929,7 @@ mod tests {
         use crate::format::{FrameRef, ObjectRef, SampleCount, StackCount};
         let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
         let stack = |frames: Vec<u32>, count| StackCount { pid: 1, tid: 1, frames, count, period: count * 10 };
-        let sample = |offset, count| SampleCount {
-            pid: 1,
-            tid: 1,
-            space: Space::User,
-            object: Some(0),
-            offset,
-            count,
-            period: count * 10,
-        };
+        let sample = |offset, count| SampleCount::example(offset, count, count * 10);
         // Unreadable object: functions are named `x+0xOFFSET`, one per frame.
         let profile = Profile {
             event: "cpu-clock".into(),

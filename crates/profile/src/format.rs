@@ -374,6 +374,15 @@ pub struct SampleCount {
     pub period: u64,
 }
 
+#[cfg(any(test, feature = "fixtures"))]
+impl SampleCount {
+    /// Tests' usual sample: `count` samples weighing `period` in all at `offset` of the
+    /// first object, in user code of thread 1 of process 1.
+    pub fn example(offset: u64, count: u64, period: u64) -> SampleCount {
+        SampleCount { pid: 1, tid: 1, space: Space::User, object: Some(0), offset, count, period }
+    }
+}
+
 impl Profile {
     /// Samples in the profile.
     pub fn total_samples(&self) -> u64 {

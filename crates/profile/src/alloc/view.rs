@@ -182,15 +182,7 @@ mod tests {
 
     fn profile() -> Profile {
         let frame = |offset| FrameRef { space: Space::User, object: Some(0), offset };
-        let sample = |offset, count, period| SampleCount {
-            pid: 1,
-            tid: 1,
-            space: Space::User,
-            object: Some(0),
-            offset,
-            count,
-            period,
-        };
+        let sample = SampleCount::example;
         let stack = |frames: Vec<u32>, count, period| StackCount { pid: 1, tid: 1, frames, count, period };
         Profile {
             event: "alloc-bytes".into(),

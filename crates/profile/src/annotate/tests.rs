@@ -9,15 +9,7 @@ fn profile_on_own_code() -> (Profile, u64) {
     let obj = ObjectInfo::load(&exe).unwrap();
     let sym = obj.symbols_named("perflab_profile::symbolize::normalize").next().unwrap().clone();
     let off = obj.file_offset(sym.start).unwrap();
-    let sample = |offset, count| SampleCount {
-        pid: 1,
-        tid: 1,
-        space: Space::User,
-        object: Some(0),
-        offset,
-        count,
-        period: count,
-    };
+    let sample = |offset, count| SampleCount::example(offset, count, count);
     let p = Profile {
         event: "cpu-clock".into(),
         frequency_hz: 1000,

@@ -333,15 +333,7 @@ mod tests {
         use perflab_profile::format::{FrameRef, ObjectRef, Profile, SampleCount, Space, StackCount};
         use perflab_profile::report::{build, ReportOptions};
         let user = |offset| FrameRef { space: Space::User, object: Some(0), offset };
-        let sample = |offset, count| SampleCount {
-            pid: 1,
-            tid: 1,
-            space: Space::User,
-            object: Some(0),
-            offset,
-            count,
-            period: count * 10,
-        };
+        let sample = |offset, count| SampleCount::example(offset, count, count * 10);
         let stack = |frames: Vec<u32>, count| StackCount { pid: 1, tid: 1, frames, count, period: count * 10 };
         // Unreadable object: functions are `x+0xOFFSET`; 0x30 and 0x40 only call.
         let profile = Profile {
