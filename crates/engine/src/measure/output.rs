@@ -237,8 +237,10 @@ fn parse_line(parser: &Parser, stream: Stream, line: &str, out: &mut Samples) ->
                 return Ok(());
             }
             for captures in regex.captures_iter(line) {
-                for name in regex.capture_names().flatten() {
-                    if let Some(found) = captures.name(name) {
+                // By group number: looking each group up by name hashed it, per line.
+                for (group, name) in regex.capture_names().enumerate() {
+                    let Some(name) = name else { continue };
+                    if let Some(found) = captures.get(group) {
                         let value = number(found.as_str())
                             .map_err(|e| ParseError::Capture { name: name.to_string(), source: Box::new(e) })?;
                         out.push(name, value)?;
@@ -282,7 +284,14 @@ fn check_name(name: &str) -> Result<(), NameError> {
 /// A number as programs print them: `1234.5`, `1.2e3`; thousands separators (`1,234`)
 /// are taken out. Never infinite or NaN.
 fn number(text: &str) -> Result<f64, ParseError> {
-    let cleaned: String = text.trim().chars().filter(|c| *c != ',' && *c != '_').collect();
+    let trimmed = text.trim();
+    // Digit separators dropped; a copy made only when there are some (one a line was a
+    // tenth of reading a program that prints a value a line).
+    let cleaned = if trimmed.contains([',', '_']) {
+        std::borrow::Cow::Owned(trimmed.chars().filter(|c| *c != ',' && *c != '_').collect::<String>())
+    } else {
+        std::borrow::Cow::Borrowed(trimmed)
+    };
     match cleaned.parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
         _ => Err(ParseError::NotANumber(text.to_string())),
