@@ -205,13 +205,14 @@ pub fn build(profile: &Profile, opts: &ReportOptions) -> Result<Report, ProfileE
             Some(g) => g.with_totals(rows, opts.function_rows),
             None => match opts.function_rows {
                 Some(keep) if rows.len() > keep => {
-                    let left: &[Row] = &rows[keep..];
+                    let mut rows = rows;
+                    let left = rows.split_off(keep);
                     let left_out = RowsLeftOut {
                         rows: left.len(),
                         self_samples: left.iter().map(|r| r.self_samples).sum(),
                         self_period: left.iter().map(|r| r.self_period).sum(),
                     };
-                    (rows[..keep].to_vec(), Some(left_out))
+                    (rows, Some(left_out))
                 }
                 _ => (rows, None),
             },

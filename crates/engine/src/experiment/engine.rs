@@ -370,14 +370,14 @@ fn rounds(
     Ok((stop_reason, last_look))
 }
 
-/// Why a successful run of `name` fails the experiment: it lacks a compared metric it
-/// should have printed (never counted as a zero).
 /// The executor's clock without the time it set aside (see [`Executor::set_aside`]): what
 /// the rounds' pace is measured on.
 fn time_spent(executor: &dyn Executor) -> Duration {
     executor.elapsed().saturating_sub(executor.set_aside())
 }
 
+/// Why a successful run of `name` fails the experiment: it lacks a compared metric it
+/// should have printed (never counted as a zero).
 fn missing_printed_metric(plan: &Plan, name: &str, run: &Run) -> Option<String> {
     let missing = plan.printed_metrics().into_iter().find(|m| run.metric(m).is_none())?;
     let why = run.counters.get(&missing).and_then(|c| c.reason.clone());

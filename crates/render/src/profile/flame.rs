@@ -1,6 +1,6 @@
 //! Flame graphs as self-contained interactive SVG: one profile's call stacks
 //! ([`profile_svg`]), or two profiles' stacks in one picture coloured by how each
-//! frame's own time changed ([`diff_svg`]). Click a frame to zoom, Escape or "Reset
+//! frame's own time changed ([`diff_svg_of_graphs`]). Click a frame to zoom, Escape or "Reset
 //! zoom" to go back, "Search" to highlight frames matching a regular expression;
 //! hovering shows a frame's figures.
 //!
@@ -350,21 +350,10 @@ pub fn empty_svg(title: &str, message: &str) -> String {
 
 /// The differential flame graph of two profiles, matched by function names (never by
 /// address): red frames spent more time of their own in `new`, blue ones less; the old
-/// profile scaled to the new one's total (see [`FlameOptions::normalize`]). None when
-/// either profile has no call stacks.
-pub fn diff_svg(old: &Profile, new: &Profile, title: &str) -> Option<String> {
-    diff_svg_with(old, new, title, &FlameOptions::default())
-}
-
-/// [`diff_svg`] with options: `normalize` false draws both profiles' absolute times.
-pub fn diff_svg_with(old: &Profile, new: &Profile, title: &str, opts: &FlameOptions) -> Option<String> {
-    let (old_graph, new_graph) = (call_graph(old)?, call_graph(new)?);
-    diff_svg_of_graphs([old, new], [&old_graph, &new_graph], title, opts)
-}
-
-/// [`diff_svg_with`] from the two profiles' call graphs (see [`call_graph`]); of the
-/// profiles themselves only their events and commands are read, so a caller may have
-/// let go of their stacks, frames and runtime symbols.
+/// profile scaled to the new one's total unless `opts` says absolute (see
+/// [`FlameOptions::normalize`]). Made from the two profiles' call graphs (see
+/// [`call_graph`]); of the profiles themselves only their events and commands are read,
+/// so a caller may have let go of their stacks, frames and runtime symbols.
 pub fn diff_svg_of_graphs(
     [old, new]: [&Profile; 2],
     [old_graph, new_graph]: [&CallGraph; 2],
